@@ -1,0 +1,43 @@
+# The documented entry points. `make run` and `make test` work on a fresh
+# machine once .ci/prepare (called by .ci/run) has installed the system packages.
+SHELL := /bin/bash
+GO ?= go
+BIN := bin/slotkeeper
+GOFILES := $(shell git ls-files '*.go' 2>/dev/null)
+
+.PHONY: run build frontend test test-go test-frontend test-e2e check bench clean
+
+run: build
+	./$(BIN) serve
+
+build: frontend
+	$(GO) build -o $(BIN) ./backend/cmd/slotkeeper
+
+node_modules: package.json package-lock.json
+	npm ci --no-audit --no-fund
+	touch node_modules
+
+frontend: node_modules
+	npm run build --workspace frontend
+
+check:
+	@out=$$(gofmt -l $(GOFILES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+test: check test-go test-frontend test-e2e
+
+test-go:
+	$(GO) test -race -count=1 -timeout 30m ./...
+
+test-frontend: node_modules
+	npm run typecheck --workspace frontend
+	npm test --workspace frontend
+
+test-e2e: build
+	npm test --workspace e2e
+
+bench: build
+	bash scripts/bench.sh
+
+clean:
+	rm -rf bin data frontend/dist/assets

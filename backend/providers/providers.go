@@ -1,0 +1,227 @@
+// Package providers holds the small interfaces that jobs use to act on the
+// outside world (a PaaS, a git host, git pushes), and the error type every
+// client returns. It imports nothing of Slotkeeper's: it speaks HTTP and git,
+// not events. The clients live in coolify/, bitbucket/ and git/; the simulated
+// services in sim/.
+//
+// Every method takes ctx first and must stop the instant ctx is done: the HTTP
+// request or git subprocess in flight is aborted, not left to finish.
+package providers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Lookup is the answer of an existence check. Only a 404 is Absent; any
+// other failure (401, 403, 5xx, timeout, reset) is Unknown, and callers that
+// would act on "absent" must stop on Unknown (DESIGN.md invariant 6).
+type Lookup int
+
+const (
+	Unknown Lookup = iota
+	Found
+	Absent
+)
+
+func (l Lookup) String() string {
+	switch l {
+	case Found:
+		return "found"
+	case Absent:
+		return "absent"
+	default:
+		return "unknown"
+	}
+}
+
+// DeleteOutcome says how a confirmed delete ended. A delete method returns
+// a nil error only when the resource is confirmed gone.
+type DeleteOutcome int
+
+const (
+	// Deleted: the provider accepted the delete and a later GET returned 404.
+	Deleted DeleteOutcome = iota + 1
+	// AlreadyAbsent: the provider said the resource did not exist (404 on
+	// delete; Bitbucket's 204).
+	AlreadyAbsent
+)
+
+func (o DeleteOutcome) String() string {
+	switch o {
+	case Deleted:
+		return "deleted"
+	case AlreadyAbsent:
+		return "already_absent"
+	default:
+		return "none"
+	}
+}
+
+// Database, Application, Project, EnvVar and Storage are what the PaaS holds.
+type Database struct {
+	UUID   string
+	Name   string
+	Status string
+}
+
+type Application struct {
+	UUID   string
+	Name   string
+	Status string // Coolify's "state:health", e.g. "running:healthy"
+}
+
+type Project struct {
+	UUID string
+	Name string
+}
+
+type EnvVar struct {
+	UUID string
+	Key  string
+}
+
+// Storage is a persistent volume or a file storage of an application.
+type Storage struct {
+	UUID string
+	Name string
+	Kind string // "persistent" or "file"
+}
+
+// PaaS is what jobs need from Coolify.
+type PaaS interface {
+	// GetDatabase returns the database or an *Error; Lookup tells found /
+	// absent (404 only) / unknown.
+	GetDatabase(ctx context.Context, uuid string) (Database, Lookup, error)
+	// DeleteDatabase deletes and waits until a GET answers 404.
+	DeleteDatabase(ctx context.Context, uuid string) (DeleteOutcome, error)
+	GetApplication(ctx context.Context, uuid string) (Application, Lookup, error)
+	DeleteApplication(ctx context.Context, uuid string) (DeleteOutcome, error)
+	ListEnvs(ctx context.Context, appUUID string) ([]EnvVar, error)
+	DeleteEnv(ctx context.Context, appUUID, envUUID string) (DeleteOutcome, error)
+	ListStorages(ctx context.Context, appUUID string) ([]Storage, error)
+	DeleteStorage(ctx context.Context, appUUID, storageUUID string) (DeleteOutcome, error)
+	GetProject(ctx context.Context, uuid string) (Project, Lookup, error)
+	// DeleteProject returns an *Error with Code CodeNotEmpty while the project
+	// still has resources.
+	DeleteProject(ctx context.Context, uuid string) (DeleteOutcome, error)
+}
+
+// Repo is a git host repository.
+type Repo struct {
+	Project string
+	Slug    string
+	Name    string
+	// CloneURL is the HTTP clone URL the host reports (no credentials).
+	CloneURL string
+}
+
+// CreateOutcome says how CreateRepo ended.
+type CreateOutcome int
+
+const (
+	// Created: a real 201.
+	Created CreateOutcome = iota + 1
+	// Existed: 409. Never success for a caller that asked to create.
+	Existed
+)
+
+// GitHost is what jobs need from Bitbucket.
+type GitHost interface {
+	GetRepo(ctx context.Context, project, slug string) (Repo, Lookup, error)
+	// CreateRepo returns Created with the slug read from the 201 body, or
+	// Existed (with an *Error of Code CodeConflict) on 409.
+	CreateRepo(ctx context.Context, project, name string) (Repo, CreateOutcome, error)
+	// DeleteRepo accepts 202 and confirms by GET → 404; 204 = AlreadyAbsent.
+	DeleteRepo(ctx context.Context, project, slug string) (DeleteOutcome, error)
+	ListRepos(ctx context.Context, project string) ([]Repo, error)
+}
+
+// Pusher moves git history between repositories. Remote URLs carry no
+// credentials; the implementation supplies them out of band.
+type Pusher interface {
+	// RemoteSHA returns the sha of refs/heads/<branch> at remote, or "" when
+	// the branch does not exist.
+	RemoteSHA(ctx context.Context, remoteURL, branch string) (string, error)
+	// ForcePushWithLease overwrites dst's branch with src's ref, but only if
+	// dst's branch is still at expectedOld (--force-with-lease). Returns the
+	// new sha. If the remote moved, returns an *Error with Code CodeConflict
+	// and changes nothing.
+	ForcePushWithLease(ctx context.Context, srcURL, srcRef, dstURL, dstBranch, expectedOld string) (newSHA string, err error)
+	// PushNew pushes src's branch to dst's branch without force; it fails with
+	// CodeConflict if dst already has that branch at a different commit.
+	PushNew(ctx context.Context, srcURL, srcBranch, dstURL, dstBranch string) (sha string, err error)
+}
+
+// Code classifies provider errors for callers (retry? uncertain? conflict?).
+type Code string
+
+const (
+	CodeInvalid       Code = "invalid"       // rejected before any request (bad id / name)
+	CodeUnauthorized  Code = "unauthorized"  // 400 invalid token, 401
+	CodeForbidden     Code = "forbidden"     // 403
+	CodeNotFound      Code = "not_found"     // 404
+	CodeConflict      Code = "conflict"      // 409, lease refused, non-fast-forward
+	CodeNotEmpty      Code = "not_empty"     // Coolify project still has resources
+	CodeUnprocessable Code = "unprocessable" // 422
+	CodeRateLimited   Code = "rate_limited"  // 429 after bounded retries
+	CodeServer        Code = "server"        // 5xx
+	CodeTransport     Code = "transport"     // connection reset, EOF, DNS …
+	CodeCanceled      Code = "canceled"      // ctx done (deadline or fence)
+	CodeNotConfirmed  Code = "not_confirmed" // delete accepted but still present
+	CodeGit           Code = "git"           // git exited non-zero for another reason
+)
+
+// Error is every client's error. It never contains a token.
+type Error struct {
+	Op       string // e.g. "coolify.DeleteDatabase"
+	Resource string // the id or repo the call was about
+	Status   int    // HTTP status, 0 when no response
+	Code     Code
+	Message  string // the provider's own message
+	// Uncertain is true when the request may have taken effect (it was sent
+	// and no definite answer came back).
+	Uncertain bool
+	Err       error
+}
+
+func (e *Error) Error() string {
+	s := fmt.Sprintf("%s %s: %s", e.Op, e.Resource, e.Code)
+	if e.Status != 0 {
+		s += fmt.Sprintf(" (HTTP %d)", e.Status)
+	}
+	if e.Message != "" {
+		s += ": " + e.Message
+	}
+	if e.Err != nil && e.Message == "" {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Retryable reports whether trying the same call again later may succeed.
+func (e *Error) Retryable() bool {
+	switch e.Code {
+	case CodeServer, CodeTransport, CodeRateLimited, CodeCanceled, CodeNotConfirmed:
+		return true
+	}
+	return false
+}
+
+// AsError returns err's *Error, if any.
+func AsError(err error) (*Error, bool) {
+	var pe *Error
+	ok := errors.As(err, &pe)
+	return pe, ok
+}
+
+// CodeOf returns err's Code, or "" when err is not a provider error.
+func CodeOf(err error) Code {
+	if pe, ok := AsError(err); ok {
+		return pe.Code
+	}
+	return ""
+}

@@ -1,0 +1,493 @@
+package events
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"sort"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Stream name prefixes. A slot's stream is "slot-<name>", a job's "job-<id>".
+const (
+	SlotStreamPrefix   = "slot-"
+	JobStreamPrefix    = "job-"
+	NotifyStreamPrefix = "notify-"
+)
+
+// SlotStream and JobStream name the streams of a slot and a job.
+func SlotStream(slot string) string    { return SlotStreamPrefix + slot }
+func JobStream(jobID string) string    { return JobStreamPrefix + jobID }
+func NotifyStream(jobID string) string { return NotifyStreamPrefix + jobID }
+
+// Job kinds.
+const (
+	KindReset    = "reset"
+	KindTeardown = "teardown"
+	KindPromote  = "promote"
+)
+
+// Step names, in the order each job kind runs them (see backend/jobs).
+const (
+	StepDeleteDB      = "delete_db"
+	StepDeleteEnvVars = "delete_env_vars"
+	StepDeleteVolumes = "delete_volumes"
+	StepForcePush     = "force_push_template"
+	StepVacate        = "vacate"
+	StepDeleteApp     = "delete_app"
+	StepDeleteRepo    = "delete_repo"
+	StepDeleteProject = "delete_project"
+	StepRetire        = "retire"
+	StepLookupRepo    = "lookup_repo"
+	StepCreateRepo    = "create_repo"
+	StepPushCode      = "push_code"
+	StepRecordRepo    = "record_repo"
+)
+
+// Resource kinds named in remaining-resource lists.
+const (
+	ResDatabase    = "database"
+	ResApplication = "application"
+	ResEnvVar      = "env_var"
+	ResVolume      = "volume"
+	ResRepository  = "repository"
+	ResProject     = "project"
+)
+
+// Resource is one outside thing a slot owns. Its id is kept until its deletion
+// is confirmed (DESIGN.md invariant 5).
+type Resource struct {
+	Kind string `json:"kind"`
+	ID   string `json:"id"`
+	Name string `json:"name,omitempty"`
+}
+
+// RepoRef names a Bitbucket repository.
+type RepoRef struct {
+	Project string `json:"project"`
+	Slug    string `json:"slug"`
+}
+
+func (r RepoRef) String() string { return r.Project + "/" + r.Slug }
+
+// Payload is implemented by every event of the catalogue.
+type Payload interface {
+	EventType() string
+}
+
+// ---- slot-<name> ----
+
+// SlotRegistered imports an existing slot into Slotkeeper.
+type SlotRegistered struct {
+	Slot        string  `json:"slot"`
+	ProjectUUID string  `json:"project_uuid"`
+	AppUUID     string  `json:"app_uuid"`
+	DBUUID      string  `json:"db_uuid"`
+	Repo        RepoRef `json:"repo"`
+	// TemplateRepo and TemplateRef are what a reset force-pushes into Repo.
+	TemplateRepo RepoRef `json:"template_repo"`
+	TemplateRef  string  `json:"template_ref"`
+	// Branch is the slot repo's branch a reset overwrites (default "main").
+	Branch string `json:"branch,omitempty"`
+}
+
+// SlotOccupied hands a vacant slot to a person until a deadline.
+type SlotOccupied struct {
+	Slot  string    `json:"slot"`
+	By    string    `json:"by"`
+	Until time.Time `json:"until"`
+}
+
+// OccupancyExtended moves an occupied slot's deadline.
+type OccupancyExtended struct {
+	Slot  string    `json:"slot"`
+	By    string    `json:"by"`
+	Until time.Time `json:"until"`
+}
+
+// JobAccepted takes the slot's lock for a job. Only that job's terminal event
+// (followed by JobReleased) frees it.
+type JobAccepted struct {
+	Slot  string `json:"slot"`
+	JobID string `json:"job_id"`
+	Kind  string `json:"kind"`
+	// Resumed is true when the lock is taken again to resume a job.
+	Resumed bool `json:"resumed,omitempty"`
+}
+
+// JobReleased frees the slot's lock after the job's terminal event.
+type JobReleased struct {
+	Slot    string `json:"slot"`
+	JobID   string `json:"job_id"`
+	Outcome string `json:"outcome"` // succeeded | failed | timed_out | cancelled | abandoned
+}
+
+// SlotVacated ends occupancy after a successful reset.
+type SlotVacated struct {
+	Slot  string `json:"slot"`
+	JobID string `json:"job_id"`
+}
+
+// TeardownIncomplete records what a teardown could not confirm deleted.
+type TeardownIncomplete struct {
+	Slot      string     `json:"slot"`
+	JobID     string     `json:"job_id"`
+	Remaining []Resource `json:"remaining"`
+}
+
+// SlotRetired ends a slot whose every resource is confirmed gone.
+type SlotRetired struct {
+	Slot  string `json:"slot"`
+	JobID string `json:"job_id"`
+}
+
+// SlotPromoted records the new repository a slot's code was promoted to.
+type SlotPromoted struct {
+	Slot    string  `json:"slot"`
+	JobID   string  `json:"job_id"`
+	NewRepo RepoRef `json:"new_repo"`
+	SHA     string  `json:"sha,omitempty"`
+}
+
+// ---- job-<id> ----
+
+// JobQueued creates a job. NotBefore is the end of the grace period.
+type JobQueued struct {
+	JobID       string            `json:"job_id"`
+	Kind        string            `json:"kind"`
+	Slot        string            `json:"slot"`
+	Params      map[string]string `json:"params,omitempty"`
+	RequestedBy string            `json:"requested_by"`
+	NotBefore   time.Time         `json:"not_before"`
+	Steps       []string          `json:"steps"`
+	// Resources is the plan: what the job will act on, with ids.
+	Resources []Resource `json:"resources,omitempty"`
+}
+
+// JobClaimed starts an attempt: the worker owns the job until LeaseUntil.
+type JobClaimed struct {
+	JobID      string    `json:"job_id"`
+	Worker     string    `json:"worker"`
+	Attempt    int       `json:"attempt"`
+	LeaseUntil time.Time `json:"lease_until"`
+}
+
+// LeaseRenewed extends the running attempt's lease.
+type LeaseRenewed struct {
+	JobID      string    `json:"job_id"`
+	Attempt    int       `json:"attempt"`
+	LeaseUntil time.Time `json:"lease_until"`
+}
+
+// StepStarted is appended before every outside call of a step.
+type StepStarted struct {
+	JobID    string    `json:"job_id"`
+	Step     string    `json:"step"`
+	Attempt  int       `json:"attempt"`
+	Resource *Resource `json:"resource,omitempty"`
+	// Verify is true when a resumed attempt first checks an uncertain step.
+	Verify bool `json:"verify,omitempty"`
+	// ExpectedSHA is the lease of a force push (the remote sha before it).
+	ExpectedSHA string `json:"expected_sha,omitempty"`
+}
+
+// StepResult is the common part of every step-result event.
+type StepResult struct {
+	JobID   string `json:"job_id"`
+	Step    string `json:"step"`
+	Attempt int    `json:"attempt"`
+	// AlreadyAbsent is true when the provider said the resource did not
+	// exist (404 on delete, 204 from Bitbucket) or a verify found it gone.
+	AlreadyAbsent bool `json:"already_absent,omitempty"`
+}
+
+// DBDeleted: the slot's database is confirmed gone.
+type DBDeleted struct {
+	StepResult
+	DBUUID string `json:"db_uuid"`
+}
+
+// EnvVarsDeleted: every env var of the app is confirmed gone.
+type EnvVarsDeleted struct {
+	StepResult
+	AppUUID string   `json:"app_uuid"`
+	EnvIDs  []string `json:"env_ids,omitempty"`
+}
+
+// VolumeDeleted: the app's persistent storages are confirmed gone.
+type VolumeDeleted struct {
+	StepResult
+	AppUUID    string   `json:"app_uuid"`
+	StorageIDs []string `json:"storage_ids,omitempty"`
+}
+
+// ForcePushed: the template was pushed over the slot repo with a lease.
+type ForcePushed struct {
+	StepResult
+	Repo   RepoRef `json:"repo"`
+	OldSHA string  `json:"old_sha"`
+	NewSHA string  `json:"new_sha"`
+}
+
+// AppDeleted: the slot's application is confirmed gone.
+type AppDeleted struct {
+	StepResult
+	AppUUID string `json:"app_uuid"`
+}
+
+// RepoDeleted: the slot's repository is confirmed gone.
+type RepoDeleted struct {
+	StepResult
+	Repo RepoRef `json:"repo"`
+}
+
+// ProjectDeleted: the slot's PaaS project is confirmed gone.
+type ProjectDeleted struct {
+	StepResult
+	ProjectUUID string `json:"project_uuid"`
+}
+
+// RepoCreated: a 201 created the promote target.
+type RepoCreated struct {
+	StepResult
+	Repo RepoRef `json:"repo"`
+}
+
+// CodePushed: the slot's code was pushed (never forced) to the new repo.
+type CodePushed struct {
+	StepResult
+	Repo RepoRef `json:"repo"`
+	SHA  string  `json:"sha"`
+}
+
+// StepSucceeded records a step with no resource of its own (vacate, retire,
+// lookup, record) as done.
+type StepSucceeded struct {
+	StepResult
+	Detail string `json:"detail,omitempty"`
+}
+
+// StepFailed records a step's failure. Uncertain is true when the outside
+// call may or may not have taken effect (timeout, reset, 5xx after sending).
+type StepFailed struct {
+	JobID      string `json:"job_id"`
+	Step       string `json:"step"`
+	Attempt    int    `json:"attempt"`
+	Error      string `json:"error"`
+	HTTPStatus int    `json:"http_status,omitempty"`
+	Retryable  bool   `json:"retryable"`
+	Uncertain  bool   `json:"uncertain,omitempty"`
+}
+
+// JobTimedOut ends an attempt at its deadline. The in-flight call was aborted.
+type JobTimedOut struct {
+	JobID          string     `json:"job_id"`
+	Attempt        int        `json:"attempt"`
+	UncertainStep  string     `json:"uncertain_step,omitempty"`
+	Deadline       string     `json:"deadline"` // "step" or "job"
+	CompletedSteps []string   `json:"completed_steps,omitempty"`
+	Remaining      []Resource `json:"remaining,omitempty"`
+}
+
+// JobCancelled ends a job at a person's request.
+type JobCancelled struct {
+	JobID          string     `json:"job_id"`
+	By             string     `json:"by"`
+	Attempt        int        `json:"attempt,omitempty"`
+	UncertainStep  string     `json:"uncertain_step,omitempty"`
+	CompletedSteps []string   `json:"completed_steps,omitempty"`
+	Remaining      []Resource `json:"remaining,omitempty"`
+}
+
+// JobAbandoned is appended by the rescuer when an attempt's lease expired.
+type JobAbandoned struct {
+	JobID          string     `json:"job_id"`
+	Attempt        int        `json:"attempt"`
+	Worker         string     `json:"worker"`
+	LeaseUntil     time.Time  `json:"lease_until"`
+	UncertainStep  string     `json:"uncertain_step,omitempty"`
+	CompletedSteps []string   `json:"completed_steps,omitempty"`
+	Remaining      []Resource `json:"remaining,omitempty"`
+}
+
+// JobSucceeded: every step is confirmed done.
+type JobSucceeded struct {
+	JobID   string `json:"job_id"`
+	Attempt int    `json:"attempt"`
+}
+
+// JobFailed ends a job that cannot go on without a person.
+type JobFailed struct {
+	JobID          string     `json:"job_id"`
+	Attempt        int        `json:"attempt"`
+	Reason         string     `json:"reason"`
+	FailedStep     string     `json:"failed_step,omitempty"`
+	CompletedSteps []string   `json:"completed_steps"`
+	Remaining      []Resource `json:"remaining,omitempty"`
+}
+
+// JobResumed re-queues a failed, timed-out or abandoned job; the next attempt
+// starts at its first unconfirmed step, verifying an uncertain one first.
+type JobResumed struct {
+	JobID    string `json:"job_id"`
+	By       string `json:"by"`
+	FromStep string `json:"from_step"`
+}
+
+// ---- notify-<job id> ----
+
+// NotificationSent records that a job's terminal outcome was delivered to
+// the webhook (at most once per job).
+type NotificationSent struct {
+	JobID   string `json:"job_id"`
+	Outcome string `json:"outcome"`
+	Status  int    `json:"status"`
+}
+
+func (SlotRegistered) EventType() string     { return "SlotRegistered" }
+func (SlotOccupied) EventType() string       { return "SlotOccupied" }
+func (OccupancyExtended) EventType() string  { return "OccupancyExtended" }
+func (JobAccepted) EventType() string        { return "JobAccepted" }
+func (JobReleased) EventType() string        { return "JobReleased" }
+func (SlotVacated) EventType() string        { return "SlotVacated" }
+func (TeardownIncomplete) EventType() string { return "TeardownIncomplete" }
+func (SlotRetired) EventType() string        { return "SlotRetired" }
+func (SlotPromoted) EventType() string       { return "SlotPromoted" }
+func (JobQueued) EventType() string          { return "JobQueued" }
+func (JobClaimed) EventType() string         { return "JobClaimed" }
+func (LeaseRenewed) EventType() string       { return "LeaseRenewed" }
+func (StepStarted) EventType() string        { return "StepStarted" }
+func (DBDeleted) EventType() string          { return "DBDeleted" }
+func (EnvVarsDeleted) EventType() string     { return "EnvVarsDeleted" }
+func (VolumeDeleted) EventType() string      { return "VolumeDeleted" }
+func (ForcePushed) EventType() string        { return "ForcePushed" }
+func (AppDeleted) EventType() string         { return "AppDeleted" }
+func (RepoDeleted) EventType() string        { return "RepoDeleted" }
+func (ProjectDeleted) EventType() string     { return "ProjectDeleted" }
+func (RepoCreated) EventType() string        { return "RepoCreated" }
+func (CodePushed) EventType() string         { return "CodePushed" }
+func (StepSucceeded) EventType() string      { return "StepSucceeded" }
+func (StepFailed) EventType() string         { return "StepFailed" }
+func (JobTimedOut) EventType() string        { return "JobTimedOut" }
+func (JobCancelled) EventType() string       { return "JobCancelled" }
+func (JobAbandoned) EventType() string       { return "JobAbandoned" }
+func (JobSucceeded) EventType() string       { return "JobSucceeded" }
+func (JobFailed) EventType() string          { return "JobFailed" }
+func (JobResumed) EventType() string         { return "JobResumed" }
+func (NotificationSent) EventType() string   { return "NotificationSent" }
+
+// SchemaVersion is the encoding version written into Metadata.Schema. Bump it
+// when a payload changes incompatibly and teach Decode the old shape; adding a
+// field needs no bump (unknown fields are ignored, missing ones are zero).
+const SchemaVersion = 1
+
+// Types lists every event type of the catalogue.
+func Types() []string {
+	out := make([]string, 0, len(constructors))
+	for t := range constructors {
+		out = append(out, t)
+	}
+	sort.Strings(out)
+	return out
+}
+
+var constructors = map[string]func() Payload{
+	"SlotRegistered":     func() Payload { return &SlotRegistered{} },
+	"SlotOccupied":       func() Payload { return &SlotOccupied{} },
+	"OccupancyExtended":  func() Payload { return &OccupancyExtended{} },
+	"JobAccepted":        func() Payload { return &JobAccepted{} },
+	"JobReleased":        func() Payload { return &JobReleased{} },
+	"SlotVacated":        func() Payload { return &SlotVacated{} },
+	"TeardownIncomplete": func() Payload { return &TeardownIncomplete{} },
+	"SlotRetired":        func() Payload { return &SlotRetired{} },
+	"SlotPromoted":       func() Payload { return &SlotPromoted{} },
+	"JobQueued":          func() Payload { return &JobQueued{} },
+	"JobClaimed":         func() Payload { return &JobClaimed{} },
+	"LeaseRenewed":       func() Payload { return &LeaseRenewed{} },
+	"StepStarted":        func() Payload { return &StepStarted{} },
+	"DBDeleted":          func() Payload { return &DBDeleted{} },
+	"EnvVarsDeleted":     func() Payload { return &EnvVarsDeleted{} },
+	"VolumeDeleted":      func() Payload { return &VolumeDeleted{} },
+	"ForcePushed":        func() Payload { return &ForcePushed{} },
+	"AppDeleted":         func() Payload { return &AppDeleted{} },
+	"RepoDeleted":        func() Payload { return &RepoDeleted{} },
+	"ProjectDeleted":     func() Payload { return &ProjectDeleted{} },
+	"RepoCreated":        func() Payload { return &RepoCreated{} },
+	"CodePushed":         func() Payload { return &CodePushed{} },
+	"StepSucceeded":      func() Payload { return &StepSucceeded{} },
+	"StepFailed":         func() Payload { return &StepFailed{} },
+	"JobTimedOut":        func() Payload { return &JobTimedOut{} },
+	"JobCancelled":       func() Payload { return &JobCancelled{} },
+	"JobAbandoned":       func() Payload { return &JobAbandoned{} },
+	"JobSucceeded":       func() Payload { return &JobSucceeded{} },
+	"JobFailed":          func() Payload { return &JobFailed{} },
+	"JobResumed":         func() Payload { return &JobResumed{} },
+	"NotificationSent":   func() Payload { return &NotificationSent{} },
+}
+
+// Unknown is what Decode returns for an event type this binary does not know
+// (written by a newer version). Readers skip it; nothing fails.
+type Unknown struct {
+	Type string
+	Data json.RawMessage
+}
+
+func (u Unknown) EventType() string { return u.Type }
+
+// New encodes a payload as EventData with a fresh id and the given metadata.
+// Time defaults to now (UTC) and Schema to SchemaVersion.
+func New(p Payload, meta Metadata) EventData {
+	data, err := json.Marshal(p)
+	if err != nil {
+		// Catalogue payloads are plain structs; failing to marshal one is a
+		// programming error, not a runtime condition.
+		panic(fmt.Sprintf("events: encode %s: %v", p.EventType(), err))
+	}
+	if meta.Time.IsZero() {
+		meta.Time = time.Now().UTC()
+	}
+	if meta.Schema == 0 {
+		meta.Schema = SchemaVersion
+	}
+	return EventData{ID: uuid.NewString(), Type: p.EventType(), Data: data, Meta: meta}
+}
+
+// Decode returns the typed payload of a recorded event as a value (not a
+// pointer), e.g. events.JobQueued. Unknown types decode to Unknown; unknown
+// fields are ignored. Only malformed JSON of a known type is an error.
+func Decode(ev RecordedEvent) (Payload, error) {
+	mk, ok := constructors[ev.Type]
+	if !ok {
+		return Unknown{Type: ev.Type, Data: ev.Data}, nil
+	}
+	p := mk()
+	if len(ev.Data) > 0 {
+		if err := json.Unmarshal(ev.Data, p); err != nil {
+			return nil, fmt.Errorf("events: decode %s at %s@%d: %w", ev.Type, ev.Stream, ev.Revision, err)
+		}
+	}
+	return deref(p), nil
+}
+
+// EncodeMeta and DecodeMeta are the metadata's wire form, shared by the stores.
+func EncodeMeta(m Metadata) []byte {
+	b, _ := json.Marshal(m)
+	return b
+}
+
+// DecodeMeta tolerates unknown fields and empty input.
+func DecodeMeta(b []byte) (Metadata, error) {
+	var m Metadata
+	if len(b) == 0 {
+		return m, nil
+	}
+	err := json.Unmarshal(b, &m)
+	return m, err
+}
+
+// deref turns the *T a constructor made back into the T callers switch on.
+func deref(p Payload) Payload {
+	return reflect.ValueOf(p).Elem().Interface().(Payload)
+}

@@ -1,0 +1,201 @@
+// Package projections turns the event log into read models: the views the API
+// and the dashboard read. Reducers are pure functions of (view, event); the
+// memory and postgres stores apply the same reducers, so a rebuilt read model
+// equals the live one. The JSON tags here are the REST/SSE contract.
+package projections
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/slotkeeper/slotkeeper/events"
+)
+
+// Slot lifecycles.
+const (
+	LifecycleVacant      = "vacant"
+	LifecycleOccupied    = "occupied"
+	LifecycleResetting   = "resetting" // a reset job holds the lock
+	LifecycleTearingDown = "tearing_down"
+	LifecyclePromoting   = "promoting"
+	LifecycleIncomplete  = "teardown_incomplete"
+	LifecycleRetired     = "retired"
+)
+
+// Job states.
+const (
+	JobQueued    = "queued"    // waiting for grace to pass or a worker
+	JobRunning   = "running"   // claimed, lease live
+	JobSucceeded = "succeeded" // terminal
+	JobFailed    = "failed"    // terminal until resumed
+	JobTimedOut  = "timed_out" // terminal until resumed
+	JobCancelled = "cancelled" // terminal
+	JobAbandoned = "abandoned" // terminal until resumed (worker crashed)
+)
+
+// Step states.
+const (
+	StepPending   = "pending"
+	StepRunning   = "running"
+	StepDone      = "done"
+	StepFailed    = "failed"
+	StepUncertain = "uncertain"
+)
+
+// JobRef is a short reference to a job, as shown on a slot.
+type JobRef struct {
+	ID          string `json:"id"`
+	Kind        string `json:"kind"`
+	State       string `json:"state"`
+	CurrentStep string `json:"current_step,omitempty"`
+	StepsDone   int    `json:"steps_done"`
+	StepsTotal  int    `json:"steps_total"`
+}
+
+// Recovery is what a person needs after an interrupted or failed job.
+type Recovery struct {
+	JobID          string            `json:"job_id"`
+	State          string            `json:"state"`
+	CompletedSteps []string          `json:"completed_steps"`
+	UncertainStep  string            `json:"uncertain_step,omitempty"`
+	Remaining      []events.Resource `json:"remaining"`
+}
+
+// SlotView is one slot as the board and the slot page show it.
+type SlotView struct {
+	Name         string         `json:"name"`
+	Lifecycle    string         `json:"lifecycle"`
+	Occupant     string         `json:"occupant,omitempty"`
+	OccupiedAt   *time.Time     `json:"occupied_at,omitempty"`
+	Deadline     *time.Time     `json:"deadline,omitempty"`
+	ProjectUUID  string         `json:"project_uuid"`
+	AppUUID      string         `json:"app_uuid"`
+	DBUUID       string         `json:"db_uuid"`
+	Repo         events.RepoRef `json:"repo"`
+	TemplateRepo events.RepoRef `json:"template_repo"`
+	TemplateRef  string         `json:"template_ref"`
+	Branch       string         `json:"branch"`
+	ActiveJob    *JobRef        `json:"active_job,omitempty"`
+	// LatestJobs maps a job kind to the newest job of that kind.
+	LatestJobs map[string]JobRef `json:"latest_jobs"`
+	// Resources are the outside resources the slot still owns, with ids; an
+	// id leaves this list only after its deletion is confirmed.
+	Resources   []events.Resource `json:"resources"`
+	PromotedTo  []events.RepoRef  `json:"promoted_to,omitempty"`
+	StateReason string            `json:"state_reason,omitempty"`
+	// Recovery is set while the newest job of the slot ended without success.
+	Recovery  *Recovery       `json:"recovery,omitempty"`
+	Revision  events.Revision `json:"revision"`
+	UpdatedAt time.Time       `json:"updated_at"`
+}
+
+// Attempt is one claim of a job by a worker.
+type Attempt struct {
+	Number     int        `json:"number"`
+	Worker     string     `json:"worker"`
+	ClaimedAt  time.Time  `json:"claimed_at"`
+	LeaseUntil time.Time  `json:"lease_until"`
+	EndedAt    *time.Time `json:"ended_at,omitempty"`
+	Outcome    string     `json:"outcome,omitempty"`
+}
+
+// StepView is one step of a job.
+type StepView struct {
+	Name       string           `json:"name"`
+	State      string           `json:"state"`
+	Attempt    int              `json:"attempt,omitempty"`
+	StartedAt  *time.Time       `json:"started_at,omitempty"`
+	EndedAt    *time.Time       `json:"ended_at,omitempty"`
+	HTTPStatus int              `json:"http_status,omitempty"`
+	Error      string           `json:"error,omitempty"`
+	Resource   *events.Resource `json:"resource,omitempty"`
+	Detail     string           `json:"detail,omitempty"`
+}
+
+// JobView is one job with its whole story.
+type JobView struct {
+	ID            string            `json:"id"`
+	Kind          string            `json:"kind"`
+	Slot          string            `json:"slot"`
+	State         string            `json:"state"`
+	RequestedBy   string            `json:"requested_by"`
+	Params        map[string]string `json:"params,omitempty"`
+	QueuedAt      time.Time         `json:"queued_at"`
+	NotBefore     time.Time         `json:"not_before"`
+	EndedAt       *time.Time        `json:"ended_at,omitempty"`
+	Attempts      []Attempt         `json:"attempts"`
+	Steps         []StepView        `json:"steps"`
+	UncertainStep string            `json:"uncertain_step,omitempty"`
+	Reason        string            `json:"reason,omitempty"`
+	Remaining     []events.Resource `json:"remaining"`
+	Resumable     bool              `json:"resumable"`
+	Cancellable   bool              `json:"cancellable"`
+	CorrelationID string            `json:"correlation_id,omitempty"`
+	Revision      events.Revision   `json:"revision"`
+	UpdatedAt     time.Time         `json:"updated_at"`
+}
+
+// AuditEntry is one event of the log, as the audit feed lists it.
+type AuditEntry struct {
+	Position      events.Position `json:"position"`
+	Stream        string          `json:"stream"`
+	Type          string          `json:"type"`
+	Slot          string          `json:"slot,omitempty"`
+	JobID         string          `json:"job_id,omitempty"`
+	Actor         string          `json:"actor,omitempty"`
+	CorrelationID string          `json:"correlation_id,omitempty"`
+	Time          time.Time       `json:"time"`
+	Summary       string          `json:"summary"`
+}
+
+// AuditFilter selects audit entries; empty fields match everything.
+type AuditFilter struct {
+	Slot, JobID, Actor, Type string
+	Since                    time.Time
+	After                    events.Position // exclusive, for paging
+	Limit                    int
+}
+
+// RemainingResource is a resource some slot still owns, across all slots
+// (retired and teardown-incomplete ones included).
+type RemainingResource struct {
+	Slot      string          `json:"slot"`
+	Lifecycle string          `json:"lifecycle"`
+	Resource  events.Resource `json:"resource"`
+	JobID     string          `json:"job_id,omitempty"`
+}
+
+// Page is a cursor-paged list of jobs (newest first).
+type Page struct {
+	Jobs       []JobView `json:"jobs"`
+	NextCursor string    `json:"next_cursor,omitempty"`
+}
+
+// Change tells the SSE layer that views changed at a position.
+type Change struct {
+	Position events.Position `json:"position"`
+	Slot     *SlotView       `json:"slot,omitempty"`
+	Job      *JobView        `json:"job,omitempty"`
+	Audit    *AuditEntry     `json:"audit,omitempty"`
+}
+
+// ErrNotFound is returned by queries for a missing slot or job.
+var ErrNotFound = errors.New("projections: not found")
+
+// ReadModel is what the API and the dashboard read. Every query is indexed.
+type ReadModel interface {
+	ListSlots(ctx context.Context) ([]SlotView, error)
+	Slot(ctx context.Context, name string) (SlotView, error)
+	Job(ctx context.Context, id string) (JobView, error)
+	// LatestJob returns the newest job of kind for slot (ErrNotFound if none).
+	LatestJob(ctx context.Context, slot, kind string) (JobView, error)
+	// JobsBySlot pages a slot's jobs newest first; kind "" means any.
+	JobsBySlot(ctx context.Context, slot, kind string, limit int, cursor string) (Page, error)
+	// JobEvents returns a job's raw events in order.
+	JobEvents(ctx context.Context, id string) ([]events.RecordedEvent, error)
+	Audit(ctx context.Context, f AuditFilter) ([]AuditEntry, error)
+	RemainingResources(ctx context.Context) ([]RemainingResource, error)
+	// Position is the last event applied; snapshots are tagged with it.
+	Position(ctx context.Context) (events.Position, error)
+}
