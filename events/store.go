@@ -305,8 +305,11 @@ func ValidateAppend(stream string, evs []EventData) error {
 		if len(evs[i].Data) > 0 && !json.Valid(evs[i].Data) {
 			return fmt.Errorf("%w: event %d (%s)", ErrInvalidData, i, evs[i].Type)
 		}
-		if n := len(evs[i].Data) + len(evs[i].ID) + 512; n > MaxEventSize {
-			return fmt.Errorf("%w: %s is %d bytes, limit %d", ErrEventTooLarge, evs[i].Type, len(evs[i].Data), MaxEventSize)
+		// Metadata counts too (its strings are caller-controlled); 512 bytes
+		// cover the fixed part of the envelope.
+		m := &evs[i].Meta
+		if n := len(evs[i].Data) + len(evs[i].ID) + len(m.Actor) + len(m.CorrelationID) + len(m.CausationID) + 512; n > MaxEventSize {
+			return fmt.Errorf("%w: %s is %d bytes with its metadata, limit %d", ErrEventTooLarge, evs[i].Type, n, MaxEventSize)
 		}
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/slotkeeper/slotkeeper/events"
@@ -52,10 +53,14 @@ func (s *Store) Append(ctx context.Context, stream string, expected events.Expec
 		return events.AppendResult{}, &events.WrongRevisionError{Stream: stream, Expected: expected, Actual: last, Exists: exists}
 	}
 	res := events.AppendResult{NextExpected: last, Position: events.Position(len(s.all))}
+	now := time.Now().UTC()
 	for _, e := range evs {
 		rev := events.Revision(len(idx))
 		if e.ID == "" {
 			e.ID = uuid.NewString()
+		}
+		if e.Meta.Time.IsZero() {
+			e.Meta.Time = now
 		}
 		s.all = append(s.all, events.RecordedEvent{
 			ID: e.ID, Stream: stream, Revision: rev, Position: events.Position(len(s.all) + 1),
@@ -107,6 +112,9 @@ func (s *Store) ReadStream(ctx context.Context, stream string, from events.Revis
 func (s *Store) SubscribeAll(ctx context.Context, after events.Position, f events.Filter, h events.Handler) error {
 	next := int(after) // index of the first event to deliver
 	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		s.mu.Lock()
 		if s.closed {
 			s.mu.Unlock()
@@ -116,6 +124,10 @@ func (s *Store) SubscribeAll(ctx context.Context, after events.Position, f event
 		wait := s.changed
 		s.mu.Unlock()
 		for _, ev := range batch {
+			// A cancelled subscriber gets nothing more, even mid-batch.
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 			next++
 			if !f.Match(ev.Stream, ev.Type) {
 				continue
