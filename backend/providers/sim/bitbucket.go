@@ -1,0 +1,262 @@
+package sim
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/cgi"
+	"os"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+)
+
+type bbRepo struct {
+	ID       int
+	Project  string // key, upper case
+	Slug     string
+	Name     string
+	Deleting bool
+}
+
+type bbState struct {
+	repos  map[string]*bbRepo // "PROJECT/slug"
+	nextID atomic.Int64
+}
+
+func (b *bbState) init() { b.repos = map[string]*bbRepo{} }
+
+func repoKey(project, slug string) string { return strings.ToUpper(project) + "/" + slug }
+
+// bbError is Bitbucket's error body.
+func bbError(context any, msg string, exception any) map[string]any {
+	return map[string]any{"errors": []map[string]any{{"context": context, "message": msg, "exceptionName": exception}}}
+}
+
+func bbErrBody(status int) string {
+	var body map[string]any
+	switch status {
+	case 401:
+		body = bbError(nil, "Authentication failed. Please check your credentials and try again.", "com.atlassian.bitbucket.auth.IncorrectPasswordAuthenticationException")
+	case 403:
+		body = bbError(nil, "You are not permitted to access this resource", "com.atlassian.bitbucket.AuthorisationException")
+	case 404:
+		body = bbError(nil, "Repository does not exist.", "com.atlassian.bitbucket.repository.NoSuchRepositoryException")
+	case 409:
+		body = bbError("name", "This repository URL is already taken.", nil)
+	case 429:
+		body = bbError(nil, "Too many requests. Please try again later.", "com.atlassian.bitbucket.throttle.ThrottledException")
+	default:
+		body = bbError(nil, http.StatusText(status), nil)
+	}
+	b, _ := json.Marshal(body)
+	return string(b)
+}
+
+func (s *Sim) bbAuth(w http.ResponseWriter, r *http.Request) bool {
+	tok, ok := bearer(r)
+	if !ok || tok != s.opts.BitbucketToken {
+		writeJSON(w, http.StatusUnauthorized, bbError(nil, "Authentication failed. Please check your credentials and try again.", "com.atlassian.bitbucket.auth.IncorrectPasswordAuthenticationException"))
+		return false
+	}
+	return true
+}
+
+// gitAuth accepts the token as a Basic password (any user name) or Bearer,
+// and asks for Basic credentials otherwise, so git calls its askpass helper.
+func (s *Sim) gitAuth(w http.ResponseWriter, r *http.Request) bool {
+	if _, pw, ok := r.BasicAuth(); ok && pw == s.opts.BitbucketToken {
+		return true
+	}
+	if tok, ok := bearer(r); ok && tok == s.opts.BitbucketToken {
+		return true
+	}
+	w.Header().Set("WWW-Authenticate", `Basic realm="Atlassian Bitbucket"`)
+	http.Error(w, "Authentication failed.", http.StatusUnauthorized)
+	return false
+}
+
+func (s *Sim) bitbucketMux() http.Handler {
+	mux := http.NewServeMux()
+	res := func(r *http.Request) string {
+		return repoKey(r.PathValue("project"), r.PathValue("slug"))
+	}
+	proj := func(r *http.Request) string { return strings.ToUpper(r.PathValue("project")) }
+	for _, base := range []string{"/rest/api/1.0", "/rest/api/latest"} {
+		h := func(pattern, endpoint string, rf func(*http.Request) string, f http.HandlerFunc) {
+			mux.Handle(pattern, s.route("bitbucket", endpoint, rf, s.bbAuth, bbErrBody, f))
+		}
+		h("GET "+base+"/projects/{project}/repos/{slug}", EndpointGetRepo, res, s.bbGetRepo)
+		h("DELETE "+base+"/projects/{project}/repos/{slug}", EndpointDeleteRepo, res, s.bbDeleteRepo)
+		h("POST "+base+"/projects/{project}/repos", EndpointCreateRepo, proj, s.bbCreateRepo)
+		h("GET "+base+"/projects/{project}/repos", EndpointListRepos, proj, s.bbListRepos)
+	}
+	gitRes := func(r *http.Request) string {
+		return repoKey(r.PathValue("project"), strings.TrimSuffix(r.PathValue("repo"), ".git"))
+	}
+	g := func(pattern, endpoint string) {
+		mux.Handle(pattern, s.route("bitbucket", endpoint, gitRes, s.gitAuth, bbErrBody, s.serveGit))
+	}
+	g("GET /scm/{project}/{repo}/info/refs", EndpointGitInfoRefs)
+	g("POST /scm/{project}/{repo}/git-upload-pack", EndpointGitUploadPack)
+	g("POST /scm/{project}/{repo}/git-receive-pack", EndpointGitReceivePack)
+	mux.Handle("/", s.route("bitbucket", "", nil, nil, bbErrBody, func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusNotFound, bbError(nil, "Not found.", nil))
+	}))
+	return mux
+}
+
+func (s *Sim) repoJSON(rp *bbRepo) map[string]any {
+	clone := s.CloneURL(rp.Project, rp.Slug)
+	return map[string]any{
+		"slug": rp.Slug, "id": rp.ID, "name": rp.Name, "scmId": "git",
+		"state": "AVAILABLE", "statusMessage": "Available", "forkable": true, "public": false,
+		"project": map[string]any{"key": rp.Project, "name": rp.Project, "type": "NORMAL"},
+		"links": map[string]any{
+			"clone": []map[string]string{{"href": clone, "name": "http"}},
+			"self":  []map[string]string{{"href": s.bbURL + "/projects/" + rp.Project + "/repos/" + rp.Slug + "/browse"}},
+		},
+	}
+}
+
+func noSuchRepo(w http.ResponseWriter, project, slug string) {
+	writeJSON(w, http.StatusNotFound, bbError(nil, fmt.Sprintf("Repository %s/%s does not exist.", strings.ToUpper(project), slug), "com.atlassian.bitbucket.repository.NoSuchRepositoryException"))
+}
+
+func (s *Sim) bbGetRepo(w http.ResponseWriter, r *http.Request) {
+	p, slug := r.PathValue("project"), r.PathValue("slug")
+	s.mu.Lock()
+	rp, ok := s.bb.repos[repoKey(p, slug)]
+	var body map[string]any
+	if ok {
+		body = s.repoJSON(rp)
+	}
+	s.mu.Unlock()
+	if !ok {
+		noSuchRepo(w, p, slug)
+		return
+	}
+	writeJSON(w, http.StatusOK, body)
+}
+
+// bbDeleteRepo schedules the deletion (202); a missing repo answers 204, as
+// Bitbucket Data Center does.
+func (s *Sim) bbDeleteRepo(w http.ResponseWriter, r *http.Request) {
+	key := repoKey(r.PathValue("project"), r.PathValue("slug"))
+	s.mu.Lock()
+	rp, ok := s.bb.repos[key]
+	if ok {
+		rp.Deleting = true
+	}
+	s.mu.Unlock()
+	if !ok {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	s.after(s.opts.DeleteDelay, func() {
+		s.mu.Lock()
+		delete(s.bb.repos, key)
+		s.mu.Unlock()
+		os.RemoveAll(s.repoDir(rp.Project, rp.Slug))
+	})
+	w.WriteHeader(http.StatusAccepted)
+}
+
+var slugUnsafe = regexp.MustCompile(`[^a-z0-9._-]+`)
+
+// slugify derives a slug from a name the way Bitbucket does for plain names:
+// lower case, runs of other characters become '-'.
+func slugify(name string) string {
+	return strings.Trim(slugUnsafe.ReplaceAllString(strings.ToLower(name), "-"), "-")
+}
+
+func (s *Sim) bbCreateRepo(w http.ResponseWriter, r *http.Request) {
+	project := strings.ToUpper(r.PathValue("project"))
+	var in struct {
+		Name  string `json:"name"`
+		ScmID string `json:"scmId"`
+	}
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&in); err != nil || in.Name == "" {
+		writeJSON(w, http.StatusBadRequest, bbError("name", "The repository name is required.", "com.atlassian.bitbucket.validation.ArgumentValidationException"))
+		return
+	}
+	rp, err := s.AddRepo(project, in.Name)
+	switch {
+	case err == errRepoExists:
+		writeJSON(w, http.StatusConflict, bbError("name", "This repository URL is already taken by '"+in.Name+"' in '"+project+"'", nil))
+		return
+	case err != nil:
+		writeJSON(w, http.StatusInternalServerError, bbError(nil, err.Error(), nil))
+		return
+	}
+	s.mu.Lock()
+	body := s.repoJSON(s.bb.repos[repoKey(rp.Project, rp.Slug)])
+	s.mu.Unlock()
+	writeJSON(w, http.StatusCreated, body)
+}
+
+// bbListRepos pages like Bitbucket: ?start=&limit= (default 25, max 1000).
+func (s *Sim) bbListRepos(w http.ResponseWriter, r *http.Request) {
+	project := strings.ToUpper(r.PathValue("project"))
+	start, _ := strconv.Atoi(r.URL.Query().Get("start"))
+	limit, err := strconv.Atoi(r.URL.Query().Get("limit"))
+	if err != nil || limit <= 0 {
+		limit = 25
+	}
+	limit = min(limit, 1000)
+	s.mu.Lock()
+	var all []*bbRepo
+	for _, rp := range s.bb.repos {
+		if rp.Project == project {
+			all = append(all, rp)
+		}
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].Slug < all[j].Slug })
+	start = max(0, min(start, len(all)))
+	end := min(len(all), start+limit)
+	vals := []map[string]any{}
+	for _, rp := range all[start:end] {
+		vals = append(vals, s.repoJSON(rp))
+	}
+	s.mu.Unlock()
+	page := map[string]any{"size": len(vals), "limit": limit, "start": start, "isLastPage": end >= len(all), "values": vals}
+	if end < len(all) {
+		page["nextPageStart"] = end
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+// serveGit hands the request to the real `git http-backend` (CGI), after
+// mapping Bitbucket's lower-case project in clone URLs to the key directory.
+func (s *Sim) serveGit(w http.ResponseWriter, r *http.Request) {
+	project := strings.ToUpper(r.PathValue("project"))
+	repo := r.PathValue("repo")
+	slug := strings.TrimSuffix(repo, ".git")
+	s.mu.Lock()
+	_, ok := s.bb.repos[repoKey(project, slug)]
+	s.mu.Unlock()
+	if !ok || !strings.HasSuffix(repo, ".git") {
+		http.Error(w, "Repository not found", http.StatusNotFound)
+		return
+	}
+	rest := strings.TrimPrefix(r.URL.Path, "/scm/"+r.PathValue("project")+"/"+repo)
+	r2 := r.Clone(r.Context())
+	r2.URL.Path = "/scm/" + project + "/" + repo + rest
+	h := &cgi.Handler{
+		Path: s.gitPath,
+		Root: "/scm",
+		Args: []string{"http-backend"},
+		Env: []string{
+			"GIT_PROJECT_ROOT=" + s.gitRoot,
+			"GIT_HTTP_EXPORT_ALL=1",
+			"REMOTE_USER=slotkeeper", // enables receive-pack
+			"GIT_CONFIG_NOSYSTEM=1",
+			"HOME=" + s.gitHome,
+		},
+		Stderr: io.Discard,
+	}
+	h.ServeHTTP(w, r2)
+}

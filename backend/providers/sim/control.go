@@ -1,0 +1,174 @@
+package sim
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ControlHandler returns the HTTP control API, for the demo server (which
+// mounts it under /api/sim/) and browser tests. It works mounted with or
+// without that prefix. JSON in and out:
+//
+//	GET    faults            → {"faults":[Fault]}
+//	POST   faults            Fault (+ "latency_ms") → 201 {"id":N}
+//	DELETE faults            → 204, clears all
+//	DELETE faults/{id}       → 204, or 404
+//	GET    requests[?after=RFC3339Nano] → {"requests":[Request]}
+//	DELETE requests          → 204, forgets recorded requests
+//	GET    state             → {"coolify":{…},"bitbucket":{…}}
+//	POST   slots             {"name":"x"} → 201 SlotFixture (SeedSlot)
+//
+// It has no authentication: mount it only in demo or test servers.
+func (s *Sim) ControlHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /faults", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"faults": s.Faults()})
+	})
+	mux.HandleFunc("POST /faults", func(w http.ResponseWriter, r *http.Request) {
+		var in struct {
+			Fault
+			LatencyMS int `json:"latency_ms"`
+		}
+		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&in); err != nil {
+			ctlError(w, http.StatusBadRequest, "bad fault: "+err.Error())
+			return
+		}
+		if in.Status != 0 && (in.Status < 100 || in.Status > 599) || in.Times < 0 || in.LatencyMS < 0 || in.Latency < 0 {
+			ctlError(w, http.StatusBadRequest, "bad fault: status, times or latency out of range")
+			return
+		}
+		if in.LatencyMS > 0 {
+			in.Latency = time.Duration(in.LatencyMS) * time.Millisecond
+		}
+		writeJSON(w, http.StatusCreated, map[string]int{"id": s.AddFault(in.Fault)})
+	})
+	mux.HandleFunc("DELETE /faults", func(w http.ResponseWriter, r *http.Request) {
+		s.ClearFaults()
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("DELETE /faults/{id}", func(w http.ResponseWriter, r *http.Request) {
+		id, err := strconv.Atoi(r.PathValue("id"))
+		if err != nil || !s.RemoveFault(id) {
+			ctlError(w, http.StatusNotFound, "no such fault")
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("GET /requests", func(w http.ResponseWriter, r *http.Request) {
+		reqs := s.Requests()
+		if a := r.URL.Query().Get("after"); a != "" {
+			t, err := time.Parse(time.RFC3339Nano, a)
+			if err != nil {
+				ctlError(w, http.StatusBadRequest, "after: want RFC 3339 time")
+				return
+			}
+			reqs = s.RequestsAfter(t)
+		}
+		if reqs == nil {
+			reqs = []Request{}
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"requests": reqs})
+	})
+	mux.HandleFunc("DELETE /requests", func(w http.ResponseWriter, r *http.Request) {
+		s.ResetRequests()
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("GET /state", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, s.State())
+	})
+	mux.HandleFunc("POST /slots", func(w http.ResponseWriter, r *http.Request) {
+		var in struct {
+			Name string `json:"name"`
+		}
+		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&in); err != nil || !validSeedName(in.Name) {
+			ctlError(w, http.StatusBadRequest, "want {\"name\": lower-case letters, digits and '-' (1-40)}")
+			return
+		}
+		fx, err := s.SeedSlot(in.Name)
+		if err == errRepoExists {
+			ctlError(w, http.StatusConflict, "slot already seeded")
+			return
+		}
+		if err != nil {
+			ctlError(w, http.StatusInternalServerError, err.Error())
+			return
+		}
+		writeJSON(w, http.StatusCreated, fx)
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r2 := r.Clone(r.Context())
+		if p, ok := strings.CutPrefix(r.URL.Path, "/api/sim"); ok {
+			r2.URL.Path = p
+			r2.URL.RawPath = ""
+		}
+		mux.ServeHTTP(w, r2)
+	})
+}
+
+func ctlError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, map[string]any{"error": map[string]string{"code": http.StatusText(status), "message": msg}})
+}
+
+func validSeedName(n string) bool {
+	if n == "" || len(n) > 40 || n[0] == '-' {
+		return false
+	}
+	for _, c := range n {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// StateDump is the simulator's state as the control API shows it.
+type StateDump struct {
+	Coolify struct {
+		Projects     []map[string]any `json:"projects"`
+		Applications []map[string]any `json:"applications"`
+		Databases    []map[string]any `json:"databases"`
+		Envs         []map[string]any `json:"envs"`
+		Storages     []map[string]any `json:"storages"`
+	} `json:"coolify"`
+	Bitbucket struct {
+		Repos []map[string]any `json:"repos"`
+	} `json:"bitbucket"`
+}
+
+// State returns a snapshot of everything the simulator holds.
+func (s *Sim) State() StateDump {
+	var d StateDump
+	s.mu.Lock()
+	for _, p := range s.cool.projects {
+		d.Coolify.Projects = append(d.Coolify.Projects, map[string]any{"uuid": p.UUID, "name": p.Name})
+	}
+	for _, a := range s.cool.apps {
+		d.Coolify.Applications = append(d.Coolify.Applications, map[string]any{"uuid": a.UUID, "name": a.Name, "project": a.Project, "status": a.Status, "deleting": a.Deleting})
+	}
+	for _, db := range s.cool.dbs {
+		d.Coolify.Databases = append(d.Coolify.Databases, map[string]any{"uuid": db.UUID, "name": db.Name, "project": db.Project, "status": db.Status, "deleting": db.Deleting})
+	}
+	for _, e := range s.cool.envs {
+		d.Coolify.Envs = append(d.Coolify.Envs, map[string]any{"uuid": e.UUID, "app": e.App, "key": e.Key})
+	}
+	for _, st := range s.cool.storages {
+		d.Coolify.Storages = append(d.Coolify.Storages, map[string]any{"uuid": st.UUID, "app": st.App, "name": st.Name, "kind": st.Kind})
+	}
+	var repos []bbRepo
+	for _, rp := range s.bb.repos {
+		repos = append(repos, *rp)
+	}
+	s.mu.Unlock()
+	for _, rp := range repos {
+		head, _ := s.RepoHeadSHA(rp.Project, rp.Slug, DefaultBranch)
+		d.Bitbucket.Repos = append(d.Bitbucket.Repos, map[string]any{"project": rp.Project, "slug": rp.Slug, "name": rp.Name, "deleting": rp.Deleting, "main": head})
+	}
+	return d
+}

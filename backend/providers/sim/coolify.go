@@ -1,0 +1,372 @@
+package sim
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+)
+
+// Coolify's own messages (Laravel controllers and the published spec).
+const (
+	msgUnauthenticated = "Unauthenticated."
+	msgInvalidToken    = "Invalid token."
+	msgProjectBusy     = "Project has resources, so it cannot be deleted."
+)
+
+type coolProject struct {
+	UUID, Name string
+}
+
+type coolApp struct {
+	UUID, Name, Project, Status string
+	Deleting                    bool
+}
+
+type coolDB struct {
+	UUID, Name, Project, Status, Type string
+	Deleting                          bool
+}
+
+type coolEnv struct {
+	UUID, App, Key, Value string
+}
+
+type coolStorage struct {
+	UUID, App, Name, Kind, MountPath string
+}
+
+type coolState struct {
+	projects map[string]*coolProject
+	apps     map[string]*coolApp
+	dbs      map[string]*coolDB
+	envs     map[string]*coolEnv
+	storages map[string]*coolStorage
+}
+
+func (c *coolState) init() {
+	c.projects = map[string]*coolProject{}
+	c.apps = map[string]*coolApp{}
+	c.dbs = map[string]*coolDB{}
+	c.envs = map[string]*coolEnv{}
+	c.storages = map[string]*coolStorage{}
+}
+
+// newUUID returns a Coolify-style id: 24 lowercase base-36 characters (Coolify
+// uses cuid2 ids of this shape, e.g. "nc0k04gk8g0cgsk440g0koko").
+func newUUID() string {
+	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+	b := make([]byte, 24)
+	rand.Read(b)
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	b[0] = alphabet[int(b[0])%26] // cuid2 ids start with a letter
+	return string(b)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+func coolMsg(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, map[string]string{"message": msg})
+}
+
+// coolErrBody is the default body of an injected Coolify fault.
+func coolErrBody(status int) string {
+	msg := http.StatusText(status)
+	switch status {
+	case 400:
+		msg = msgInvalidToken
+	case 401:
+		msg = msgUnauthenticated
+	case 403:
+		msg = "You are not allowed to perform this action."
+	case 404:
+		msg = "Resource not found."
+	case 422:
+		b, _ := json.Marshal(map[string]any{"message": "Validation error.", "errors": map[string][]string{"uuid": {"The uuid field is invalid."}}})
+		return string(b)
+	case 429:
+		msg = "Rate limit exceeded. Please try again later."
+	case 500:
+		msg = "Server Error"
+	}
+	b, _ := json.Marshal(map[string]string{"message": msg})
+	return string(b)
+}
+
+func (s *Sim) coolAuth(w http.ResponseWriter, r *http.Request) bool {
+	tok, ok := bearer(r)
+	if !ok || tok != s.opts.CoolifyToken {
+		coolMsg(w, http.StatusUnauthorized, msgUnauthenticated)
+		return false
+	}
+	return true
+}
+
+func (s *Sim) coolifyMux() http.Handler {
+	mux := http.NewServeMux()
+	uuid := func(r *http.Request) string { return r.PathValue("uuid") }
+	sub := func(name string) func(*http.Request) string {
+		return func(r *http.Request) string { return r.PathValue(name) }
+	}
+	h := func(pattern, endpoint string, res func(*http.Request) string, f http.HandlerFunc) {
+		mux.Handle(pattern, s.route("coolify", endpoint, res, s.coolAuth, coolErrBody, f))
+	}
+	h("GET /api/v1/databases/{uuid}", EndpointGetDatabase, uuid, s.coolGetDB)
+	h("DELETE /api/v1/databases/{uuid}", EndpointDeleteDatabase, uuid, s.coolDeleteDB)
+	h("GET /api/v1/applications/{uuid}", EndpointGetApplication, uuid, s.coolGetApp)
+	h("DELETE /api/v1/applications/{uuid}", EndpointDeleteApplication, uuid, s.coolDeleteApp)
+	h("GET /api/v1/applications/{uuid}/envs", EndpointListEnvs, uuid, s.coolListEnvs)
+	h("DELETE /api/v1/applications/{uuid}/envs/{env_uuid}", EndpointDeleteEnv, sub("env_uuid"), s.coolDeleteEnv)
+	h("GET /api/v1/applications/{uuid}/storages", EndpointListStorages, uuid, s.coolListStorages)
+	h("DELETE /api/v1/applications/{uuid}/storages/{storage_uuid}", EndpointDeleteStorage, sub("storage_uuid"), s.coolDeleteStorage)
+	h("GET /api/v1/projects", EndpointListProjects, nil, s.coolListProjects)
+	h("GET /api/v1/projects/{uuid}", EndpointGetProject, uuid, s.coolGetProject)
+	h("DELETE /api/v1/projects/{uuid}", EndpointDeleteProject, uuid, s.coolDeleteProject)
+	// Anything else: Laravel's JSON 404 (still subject to path faults).
+	mux.Handle("/", s.route("coolify", "", nil, nil, coolErrBody, func(w http.ResponseWriter, r *http.Request) {
+		coolMsg(w, http.StatusNotFound, "Not found.")
+	}))
+	return mux
+}
+
+func (s *Sim) coolGetDB(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	db, ok := s.cool.dbs[r.PathValue("uuid")]
+	var body map[string]any
+	if ok {
+		body = map[string]any{"uuid": db.UUID, "name": db.Name, "status": db.Status, "database_type": db.Type}
+	}
+	s.mu.Unlock()
+	if !ok {
+		coolMsg(w, http.StatusNotFound, "Database not found.")
+		return
+	}
+	writeJSON(w, http.StatusOK, body)
+}
+
+// coolDeleteDB queues the deletion like Coolify's DeleteResourceJob: the
+// database stays visible until DeleteDelay has passed.
+func (s *Sim) coolDeleteDB(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("uuid")
+	s.mu.Lock()
+	db, ok := s.cool.dbs[id]
+	if ok {
+		db.Deleting = true
+	}
+	s.mu.Unlock()
+	if !ok {
+		coolMsg(w, http.StatusNotFound, "Database not found.")
+		return
+	}
+	s.after(s.opts.DeleteDelay, func() {
+		s.mu.Lock()
+		delete(s.cool.dbs, id)
+		s.mu.Unlock()
+	})
+	coolMsg(w, http.StatusOK, "Database deletion request queued.")
+}
+
+func (s *Sim) coolGetApp(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	app, ok := s.cool.apps[r.PathValue("uuid")]
+	var body map[string]any
+	if ok {
+		body = map[string]any{"uuid": app.UUID, "name": app.Name, "status": app.Status}
+	}
+	s.mu.Unlock()
+	if !ok {
+		coolMsg(w, http.StatusNotFound, "Application not found.")
+		return
+	}
+	writeJSON(w, http.StatusOK, body)
+}
+
+// coolDeleteApp queues the deletion; with delete_volumes (default true) the
+// app's storages and env vars go with it.
+func (s *Sim) coolDeleteApp(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("uuid")
+	s.mu.Lock()
+	app, ok := s.cool.apps[id]
+	if ok {
+		app.Deleting = true
+	}
+	s.mu.Unlock()
+	if !ok {
+		coolMsg(w, http.StatusNotFound, "Application not found.")
+		return
+	}
+	s.after(s.opts.DeleteDelay, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		delete(s.cool.apps, id)
+		for k, e := range s.cool.envs {
+			if e.App == id {
+				delete(s.cool.envs, k)
+			}
+		}
+		for k, st := range s.cool.storages {
+			if st.App == id {
+				delete(s.cool.storages, k)
+			}
+		}
+	})
+	coolMsg(w, http.StatusOK, "Application deletion request queued.")
+}
+
+func (s *Sim) coolListEnvs(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("uuid")
+	s.mu.Lock()
+	_, ok := s.cool.apps[id]
+	out := []map[string]any{}
+	for _, e := range s.envsLocked(id) {
+		out = append(out, map[string]any{"uuid": e.UUID, "key": e.Key, "value": e.Value, "is_preview": false})
+	}
+	s.mu.Unlock()
+	if !ok {
+		coolMsg(w, http.StatusNotFound, "Application not found.")
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Sim) coolDeleteEnv(w http.ResponseWriter, r *http.Request) {
+	app, env := r.PathValue("uuid"), r.PathValue("env_uuid")
+	s.mu.Lock()
+	_, appOK := s.cool.apps[app]
+	e, ok := s.cool.envs[env]
+	ok = ok && e.App == app
+	if ok {
+		delete(s.cool.envs, env)
+	}
+	s.mu.Unlock()
+	switch {
+	case !appOK:
+		coolMsg(w, http.StatusNotFound, "Application not found.")
+	case !ok:
+		coolMsg(w, http.StatusNotFound, "Environment variable not found.")
+	default:
+		coolMsg(w, http.StatusOK, "Environment variable deleted.")
+	}
+}
+
+func (s *Sim) coolListStorages(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("uuid")
+	s.mu.Lock()
+	_, ok := s.cool.apps[id]
+	persistent, files := []map[string]any{}, []map[string]any{}
+	for _, st := range s.storagesLocked(id) {
+		if st.Kind == "file" {
+			files = append(files, map[string]any{"uuid": st.UUID, "fs_path": "/data/coolify/applications/" + id + st.MountPath, "mount_path": st.MountPath, "is_directory": false})
+		} else {
+			persistent = append(persistent, map[string]any{"uuid": st.UUID, "name": st.Name, "mount_path": st.MountPath, "host_path": nil})
+		}
+	}
+	s.mu.Unlock()
+	if !ok {
+		coolMsg(w, http.StatusNotFound, "Application not found.")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"persistent_storages": persistent, "file_storages": files})
+}
+
+func (s *Sim) coolDeleteStorage(w http.ResponseWriter, r *http.Request) {
+	app, sid := r.PathValue("uuid"), r.PathValue("storage_uuid")
+	s.mu.Lock()
+	_, appOK := s.cool.apps[app]
+	st, ok := s.cool.storages[sid]
+	ok = ok && st.App == app
+	if ok {
+		delete(s.cool.storages, sid)
+	}
+	s.mu.Unlock()
+	switch {
+	case !appOK:
+		coolMsg(w, http.StatusNotFound, "Application not found.")
+	case !ok:
+		coolMsg(w, http.StatusNotFound, "Storage not found.")
+	default:
+		coolMsg(w, http.StatusOK, "Storage deleted.")
+	}
+}
+
+func (s *Sim) coolListProjects(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	out := []map[string]any{}
+	for _, p := range s.cool.projects {
+		out = append(out, map[string]any{"uuid": p.UUID, "name": p.Name})
+	}
+	s.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return fmt.Sprint(out[i]["name"]) < fmt.Sprint(out[j]["name"]) })
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Sim) coolGetProject(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	p, ok := s.cool.projects[r.PathValue("uuid")]
+	var body map[string]any
+	if ok {
+		body = map[string]any{"uuid": p.UUID, "name": p.Name, "environments": []map[string]any{{"name": "production"}}}
+	}
+	s.mu.Unlock()
+	if !ok {
+		coolMsg(w, http.StatusNotFound, "Project not found.")
+		return
+	}
+	writeJSON(w, http.StatusOK, body)
+}
+
+// coolDeleteProject refuses while any application or database (even one
+// whose deletion is still queued) belongs to the project, as Coolify does.
+func (s *Sim) coolDeleteProject(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("uuid")
+	s.mu.Lock()
+	_, ok := s.cool.projects[id]
+	busy := false
+	for _, a := range s.cool.apps {
+		busy = busy || a.Project == id
+	}
+	for _, d := range s.cool.dbs {
+		busy = busy || d.Project == id
+	}
+	if ok && !busy {
+		delete(s.cool.projects, id)
+	}
+	s.mu.Unlock()
+	switch {
+	case !ok:
+		coolMsg(w, http.StatusNotFound, "Project not found.")
+	case busy:
+		coolMsg(w, http.StatusBadRequest, msgProjectBusy)
+	default:
+		coolMsg(w, http.StatusOK, "Project deleted.")
+	}
+}
+
+func (s *Sim) envsLocked(app string) []*coolEnv {
+	var out []*coolEnv
+	for _, e := range s.cool.envs {
+		if e.App == app {
+			out = append(out, e)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}
+
+func (s *Sim) storagesLocked(app string) []*coolStorage {
+	var out []*coolStorage
+	for _, st := range s.cool.storages {
+		if st.App == app {
+			out = append(out, st)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}

@@ -1,0 +1,229 @@
+package sim_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slotkeeper/slotkeeper/backend/providers/sim"
+)
+
+func startSim(t *testing.T, opts sim.Options) *sim.Sim {
+	t.Helper()
+	s, err := sim.Start(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func do(t *testing.T, ctx context.Context, method, url, token string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, method, url, nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func waitCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func TestSeedAndCoolifyDeleteIsQueued(t *testing.T) {
+	s := startSim(t, sim.Options{DeleteDelay: time.Hour})
+	fx, err := s.SeedSlot("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Envs(fx.AppUUID)) != 3 || len(s.Storages(fx.AppUUID)) != 2 {
+		t.Fatalf("seed: envs %v storages %v", s.Envs(fx.AppUUID), s.Storages(fx.AppUUID))
+	}
+	if fx.RepoHead == "" || fx.TemplateHead == "" || fx.RepoHead == fx.TemplateHead {
+		t.Fatalf("heads: %q %q", fx.RepoHead, fx.TemplateHead)
+	}
+	ctx := waitCtx(t)
+	if code, body := do(t, ctx, "GET", s.CoolifyURL()+"/databases/"+fx.DBUUID, ""); code != 401 || !strings.Contains(body, "Unauthenticated.") {
+		t.Fatalf("no token: %d %s", code, body)
+	}
+	if code, body := do(t, ctx, "DELETE", s.CoolifyURL()+"/databases/"+fx.DBUUID, s.CoolifyToken()); code != 200 || !strings.Contains(body, "deletion request queued") {
+		t.Fatalf("delete: %d %s", code, body)
+	}
+	// Queued: still there until the delay passes.
+	if code, _ := do(t, ctx, "GET", s.CoolifyURL()+"/databases/"+fx.DBUUID, s.CoolifyToken()); code != 200 || !s.HasDatabase(fx.DBUUID) {
+		t.Fatalf("queued delete removed the db at once: %d", code)
+	}
+	if code, body := do(t, ctx, "DELETE", s.CoolifyURL()+"/projects/"+fx.ProjectUUID, s.CoolifyToken()); code != 400 || !strings.Contains(body, "Project has resources") {
+		t.Fatalf("project delete: %d %s", code, body)
+	}
+	// A second slot reuses the template.
+	fx2, err := s.SeedSlot("b")
+	if err != nil || fx2.TemplateHead != fx.TemplateHead {
+		t.Fatalf("second seed: %v %q", err, fx2.TemplateHead)
+	}
+	reqs := s.Requests()
+	if len(reqs) != 4 || reqs[1].Endpoint != sim.EndpointDeleteDatabase || reqs[1].Resource != fx.DBUUID || reqs[1].Status != 200 || reqs[1].Completed.IsZero() {
+		t.Fatalf("recorded: %+v", reqs)
+	}
+}
+
+func TestAsyncDeleteCompletes(t *testing.T) {
+	s := startSim(t, sim.Options{})
+	fx, err := s.SeedSlot("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := waitCtx(t)
+	do(t, ctx, "DELETE", s.CoolifyURL()+"/applications/"+fx.AppUUID, s.CoolifyToken())
+	if err := s.Wait(ctx, func() bool { return !s.HasApp(fx.AppUUID) }); err != nil {
+		t.Fatal("app never deleted")
+	}
+	if len(s.Envs(fx.AppUUID)) != 0 || len(s.Storages(fx.AppUUID)) != 0 {
+		t.Fatal("app delete left envs or storages")
+	}
+}
+
+func TestHangIsRecordedAsAborted(t *testing.T) {
+	s := startSim(t, sim.Options{})
+	fx, _ := s.SeedSlot("a")
+	s.AddFault(sim.Fault{Endpoint: sim.EndpointGetDatabase, Resource: fx.DBUUID, Hang: true})
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(ctx, "GET", s.CoolifyURL()+"/databases/"+fx.DBUUID, nil)
+		_, err := http.DefaultClient.Do(req)
+		errc <- err
+	}()
+	wctx := waitCtx(t)
+	if _, err := s.WaitFor(wctx, func(r sim.Request) bool { return r.Endpoint == sim.EndpointGetDatabase }); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if err := <-errc; err == nil {
+		t.Fatal("hung request returned")
+	}
+	r, err := s.WaitFor(wctx, func(r sim.Request) bool { return r.WasAborted() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Fault == 0 || r.Status != 0 {
+		t.Fatalf("aborted record: %+v", r)
+	}
+}
+
+func TestFaultTimesAndReset(t *testing.T) {
+	s := startSim(t, sim.Options{})
+	fx, _ := s.SeedSlot("a")
+	ctx := waitCtx(t)
+	s.AddFault(sim.Fault{Method: "GET", PathPattern: "/api/v1/databases/*", Status: 503, Times: 2})
+	url := s.CoolifyURL() + "/databases/" + fx.DBUUID
+	for i, want := range []int{503, 503, 200} {
+		if code, _ := do(t, ctx, "GET", url, s.CoolifyToken()); code != want {
+			t.Fatalf("call %d: %d, want %d", i, code, want)
+		}
+	}
+	s.AddFault(sim.Fault{Endpoint: sim.EndpointGetRepo, Reset: true, Times: 1})
+	req, _ := http.NewRequestWithContext(ctx, "GET", s.BitbucketURL()+"/rest/api/1.0/projects/SLOT/repos/slot-a", nil)
+	if _, err := http.DefaultClient.Do(req); err == nil {
+		t.Fatal("reset fault answered")
+	}
+	if code, body := do(t, ctx, "GET", s.BitbucketURL()+"/rest/api/latest/projects/SLOT/repos/slot-a", s.BitbucketToken()); code != 200 || !strings.Contains(body, `"slug":"slot-a"`) {
+		t.Fatalf("get repo: %d %s", code, body)
+	}
+}
+
+func TestGitSmartHTTP(t *testing.T) {
+	s := startSim(t, sim.Options{})
+	fx, _ := s.SeedSlot("a")
+	dir := t.TempDir()
+	askpass := filepath.Join(dir, "askpass.sh")
+	os.WriteFile(askpass, []byte("#!/bin/sh\necho \"$SIM_TOKEN\"\n"), 0o700)
+	env := append(os.Environ(), "GIT_ASKPASS="+askpass, "SIM_TOKEN="+s.BitbucketToken(), "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir)
+	run := func(args ...string) string {
+		cmd := exec.Command("git", args...)
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	if got := run("ls-remote", fx.Repo.CloneURL, "refs/heads/main"); !strings.HasPrefix(got, fx.RepoHead) {
+		t.Fatalf("ls-remote: %q want %s", got, fx.RepoHead)
+	}
+	// Push the template over the slot repo (the reset step, by hand).
+	run("init", "--bare", "-q", filepath.Join(dir, "work.git"))
+	run("--git-dir", filepath.Join(dir, "work.git"), "fetch", "-q", fx.Template.CloneURL, "main:refs/heads/tpl")
+	run("--git-dir", filepath.Join(dir, "work.git"), "push", "-q", "--force-with-lease=refs/heads/main:"+fx.RepoHead, fx.Repo.CloneURL, "refs/heads/tpl:refs/heads/main")
+	if head, _ := s.RepoHeadSHA("SLOT", fx.Repo.Slug, "main"); head != fx.TemplateHead {
+		t.Fatalf("after push head %s want %s", head, fx.TemplateHead)
+	}
+	var sawPush bool
+	for _, r := range s.Requests() {
+		sawPush = sawPush || (r.Endpoint == sim.EndpointGitReceivePack && r.Status == 200 && r.Resource == "SLOT/slot-a")
+	}
+	if !sawPush {
+		t.Fatalf("no receive-pack recorded: %+v", s.Requests())
+	}
+}
+
+func TestControlHandler(t *testing.T) {
+	s := startSim(t, sim.Options{})
+	srv := httptest.NewServer(http.StripPrefix("", s.ControlHandler()))
+	defer srv.Close()
+	ctx := waitCtx(t)
+	post := func(path, body string) (int, string) {
+		req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+path, strings.NewReader(body))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := post("/api/sim/slots", `{"name":"x"}`); code != 201 || !strings.Contains(body, "project_uuid") {
+		t.Fatalf("seed: %d %s", code, body)
+	}
+	if code, _ := post("/api/sim/slots", `{"name":"../x"}`); code != 400 {
+		t.Fatalf("bad seed name: %d", code)
+	}
+	if code, _ := post("/api/sim/faults", `{"endpoint":"coolify.GetDatabase","status":500,"latency_ms":1,"bogus":1}`); code != 400 {
+		t.Fatalf("unknown field accepted: %d", code)
+	}
+	if code, body := post("/api/sim/faults", `{"endpoint":"coolify.GetDatabase","status":500,"latency_ms":1}`); code != 201 || !strings.Contains(body, `"id":1`) {
+		t.Fatalf("add fault: %d %s", code, body)
+	}
+	code, body := do(t, ctx, "GET", srv.URL+"/api/sim/faults", "")
+	var fl struct{ Faults []sim.Fault }
+	json.Unmarshal([]byte(body), &fl)
+	if code != 200 || len(fl.Faults) != 1 || fl.Faults[0].Latency != time.Millisecond {
+		t.Fatalf("list faults: %d %s", code, body)
+	}
+	if code, _ := do(t, ctx, "DELETE", srv.URL+"/api/sim/faults", ""); code != 204 || len(s.Faults()) != 0 {
+		t.Fatal("clear faults")
+	}
+	if code, body := do(t, ctx, "GET", srv.URL+"/api/sim/state", ""); code != 200 || !strings.Contains(body, "slot-x") {
+		t.Fatalf("state: %d %s", code, body)
+	}
+	if code, body := do(t, ctx, "GET", srv.URL+"/requests", ""); code != 200 || !strings.Contains(body, `"requests":[]`) {
+		t.Fatalf("requests: %d %s", code, body)
+	}
+}

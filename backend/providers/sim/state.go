@@ -1,0 +1,396 @@
+package sim
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+var (
+	errRepoExists = errors.New("sim: repository already exists")
+	// ErrNotFound is returned by state methods given an unknown parent id.
+	ErrNotFound = errors.New("sim: not found")
+)
+
+// RepoFixture names a repository the simulator holds.
+type RepoFixture struct {
+	Project  string `json:"project"` // project key, upper case
+	Slug     string `json:"slug"`
+	Name     string `json:"name"`
+	CloneURL string `json:"clone_url"`
+}
+
+// SlotFixture is everything SeedSlot created for one slot.
+type SlotFixture struct {
+	Name         string      `json:"name"`
+	ProjectUUID  string      `json:"project_uuid"`
+	AppUUID      string      `json:"app_uuid"`
+	DBUUID       string      `json:"db_uuid"`
+	EnvUUIDs     []string    `json:"env_uuids"`
+	StorageUUIDs []string    `json:"storage_uuids"`
+	Repo         RepoFixture `json:"repo"`
+	// RepoHead is the sha of the slot repo's main branch.
+	RepoHead string `json:"repo_head"`
+	// Template is the shared template repository; TemplateRef its branch and
+	// TemplateHead the sha it points at (different from RepoHead).
+	Template     RepoFixture `json:"template"`
+	TemplateRef  string      `json:"template_ref"`
+	TemplateHead string      `json:"template_head"`
+}
+
+// Seeding defaults.
+const (
+	SlotRepoProject = "SLOT"
+	TemplateProject = "TPL"
+	TemplateSlug    = "template"
+	DefaultBranch   = "main"
+)
+
+// SeedSlot creates a slot's world: a Coolify project with an application
+// (status running:healthy), a postgres database, three env vars, a
+// persistent volume and a file storage; a Bitbucket repository
+// SLOT/slot-<name> with one commit on main; and, the first time, the
+// template repository TPL/template with a different commit on main.
+func (s *Sim) SeedSlot(name string) (SlotFixture, error) {
+	fx := SlotFixture{Name: name}
+	fx.ProjectUUID = s.AddProject("slot-" + name)
+	var err error
+	if fx.AppUUID, err = s.AddApp(fx.ProjectUUID, "app-"+name); err != nil {
+		return fx, err
+	}
+	if fx.DBUUID, err = s.AddDatabase(fx.ProjectUUID, "db-"+name); err != nil {
+		return fx, err
+	}
+	for _, kv := range [][2]string{{"DATABASE_URL", "postgres://db-" + name + "/app"}, {"APP_ENV", "preview"}, {"SLOT", name}} {
+		id, err := s.AddEnv(fx.AppUUID, kv[0], kv[1])
+		if err != nil {
+			return fx, err
+		}
+		fx.EnvUUIDs = append(fx.EnvUUIDs, id)
+	}
+	for _, st := range [][3]string{{"data-" + name, "persistent", "/var/lib/app"}, {"config-" + name, "file", "/etc/app/config.yml"}} {
+		id, err := s.AddStorage(fx.AppUUID, st[0], st[1], st[2])
+		if err != nil {
+			return fx, err
+		}
+		fx.StorageUUIDs = append(fx.StorageUUIDs, id)
+	}
+	if fx.Repo, err = s.AddRepo(SlotRepoProject, "slot-"+name); err != nil {
+		return fx, err
+	}
+	if fx.RepoHead, err = s.CommitFile(fx.Repo.Project, fx.Repo.Slug, DefaultBranch, "README.md", "slot "+name+" work in progress\n"); err != nil {
+		return fx, err
+	}
+	tmpl, head, err := s.ensureTemplate()
+	if err != nil {
+		return fx, err
+	}
+	fx.Template, fx.TemplateRef, fx.TemplateHead = tmpl, DefaultBranch, head
+	return fx, nil
+}
+
+func (s *Sim) ensureTemplate() (RepoFixture, string, error) {
+	s.gitMu.Lock()
+	defer s.gitMu.Unlock()
+	s.mu.Lock()
+	t := s.tmpl
+	s.mu.Unlock()
+	if t != nil {
+		head, err := s.RepoHeadSHA(t.Project, t.Slug, DefaultBranch)
+		return *t, head, err
+	}
+	rp, err := s.AddRepo(TemplateProject, TemplateSlug)
+	if err != nil {
+		return rp, "", err
+	}
+	head, err := s.commitLocked(rp.Project, rp.Slug, DefaultBranch, "README.md", "template: fresh slot\n")
+	if err != nil {
+		return rp, "", err
+	}
+	s.mu.Lock()
+	s.tmpl = &rp
+	s.mu.Unlock()
+	return rp, head, nil
+}
+
+// AddProject creates a Coolify project and returns its uuid.
+func (s *Sim) AddProject(name string) string {
+	id := newUUID()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cool.projects[id] = &coolProject{UUID: id, Name: name}
+	return id
+}
+
+// AddApp creates an application (status "running:healthy") in a project.
+func (s *Sim) AddApp(projectUUID, name string) (string, error) {
+	id := newUUID()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.cool.projects[projectUUID]; !ok {
+		return "", fmt.Errorf("project %s: %w", projectUUID, ErrNotFound)
+	}
+	s.cool.apps[id] = &coolApp{UUID: id, Name: name, Project: projectUUID, Status: "running:healthy"}
+	return id, nil
+}
+
+// AddDatabase creates a postgres database (status "running:healthy").
+func (s *Sim) AddDatabase(projectUUID, name string) (string, error) {
+	id := newUUID()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.cool.projects[projectUUID]; !ok {
+		return "", fmt.Errorf("project %s: %w", projectUUID, ErrNotFound)
+	}
+	s.cool.dbs[id] = &coolDB{UUID: id, Name: name, Project: projectUUID, Status: "running:healthy", Type: "standalone-postgresql"}
+	return id, nil
+}
+
+// AddEnv adds an environment variable to an application.
+func (s *Sim) AddEnv(appUUID, key, value string) (string, error) {
+	id := newUUID()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.cool.apps[appUUID]; !ok {
+		return "", fmt.Errorf("application %s: %w", appUUID, ErrNotFound)
+	}
+	s.cool.envs[id] = &coolEnv{UUID: id, App: appUUID, Key: key, Value: value}
+	return id, nil
+}
+
+// AddStorage adds a storage to an application; kind is "persistent" or
+// "file".
+func (s *Sim) AddStorage(appUUID, name, kind, mountPath string) (string, error) {
+	if kind != "persistent" && kind != "file" {
+		return "", fmt.Errorf("sim: storage kind %q", kind)
+	}
+	id := newUUID()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.cool.apps[appUUID]; !ok {
+		return "", fmt.Errorf("application %s: %w", appUUID, ErrNotFound)
+	}
+	s.cool.storages[id] = &coolStorage{UUID: id, App: appUUID, Name: name, Kind: kind, MountPath: mountPath}
+	return id, nil
+}
+
+// HasProject, HasApp, HasDatabase, HasEnv and HasStorage report whether the
+// simulated Coolify still holds the resource (a queued delete still holds it).
+func (s *Sim) HasProject(uuid string) bool {
+	return s.has(func() bool { _, ok := s.cool.projects[uuid]; return ok })
+}
+
+// HasApp reports whether the application exists.
+func (s *Sim) HasApp(uuid string) bool {
+	return s.has(func() bool { _, ok := s.cool.apps[uuid]; return ok })
+}
+
+// HasDatabase reports whether the database exists.
+func (s *Sim) HasDatabase(uuid string) bool {
+	return s.has(func() bool { _, ok := s.cool.dbs[uuid]; return ok })
+}
+
+// HasEnv reports whether the env var exists.
+func (s *Sim) HasEnv(uuid string) bool {
+	return s.has(func() bool { _, ok := s.cool.envs[uuid]; return ok })
+}
+
+// HasStorage reports whether the storage exists.
+func (s *Sim) HasStorage(uuid string) bool {
+	return s.has(func() bool { _, ok := s.cool.storages[uuid]; return ok })
+}
+
+func (s *Sim) has(f func() bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return f()
+}
+
+// Env is an environment variable as the simulator holds it.
+type Env struct {
+	UUID  string `json:"uuid"`
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
+// Storage is a storage as the simulator holds it.
+type Storage struct {
+	UUID      string `json:"uuid"`
+	Name      string `json:"name"`
+	Kind      string `json:"kind"`
+	MountPath string `json:"mount_path"`
+}
+
+// Envs returns an application's env vars, by key.
+func (s *Sim) Envs(appUUID string) []Env {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Env
+	for _, e := range s.envsLocked(appUUID) {
+		out = append(out, Env{UUID: e.UUID, Key: e.Key, Value: e.Value})
+	}
+	return out
+}
+
+// Storages returns an application's storages, by name.
+func (s *Sim) Storages(appUUID string) []Storage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Storage
+	for _, st := range s.storagesLocked(appUUID) {
+		out = append(out, Storage{UUID: st.UUID, Name: st.Name, Kind: st.Kind, MountPath: st.MountPath})
+	}
+	return out
+}
+
+// SetAppStatus sets an application's "state:health" status.
+func (s *Sim) SetAppStatus(uuid, status string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, ok := s.cool.apps[uuid]
+	if !ok {
+		return ErrNotFound
+	}
+	a.Status = status
+	return nil
+}
+
+// AddRepo creates a Bitbucket repository (an empty bare repo whose HEAD is
+// main) and returns it. The slug is derived from name as Bitbucket does.
+func (s *Sim) AddRepo(project, name string) (RepoFixture, error) {
+	project = strings.ToUpper(project)
+	slug := slugify(name)
+	if slug == "" {
+		return RepoFixture{}, fmt.Errorf("sim: bad repository name %q", name)
+	}
+	key := repoKey(project, slug)
+	s.mu.Lock()
+	if _, ok := s.bb.repos[key]; ok {
+		s.mu.Unlock()
+		return RepoFixture{}, errRepoExists
+	}
+	rp := &bbRepo{ID: int(s.bb.nextID.Add(1)), Project: project, Slug: slug, Name: name}
+	s.bb.repos[key] = rp
+	s.mu.Unlock()
+	dir := s.repoDir(project, slug)
+	os.RemoveAll(dir) // leftovers of a deleted repo of the same name
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return RepoFixture{}, err
+	}
+	if _, err := s.git("", "init", "--bare", "--quiet", "--initial-branch="+DefaultBranch, dir); err != nil {
+		s.mu.Lock()
+		delete(s.bb.repos, key)
+		s.mu.Unlock()
+		return RepoFixture{}, err
+	}
+	return RepoFixture{Project: project, Slug: slug, Name: name, CloneURL: s.CloneURL(project, slug)}, nil
+}
+
+// HasRepo reports whether the repository exists (a scheduled delete still
+// holds it).
+func (s *Sim) HasRepo(project, slug string) bool {
+	return s.has(func() bool { _, ok := s.bb.repos[repoKey(project, slug)]; return ok })
+}
+
+// Repos returns the repositories of a project, by slug.
+func (s *Sim) Repos(project string) []RepoFixture {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []RepoFixture
+	for _, rp := range s.bb.repos {
+		if rp.Project == strings.ToUpper(project) {
+			out = append(out, RepoFixture{Project: rp.Project, Slug: rp.Slug, Name: rp.Name, CloneURL: s.CloneURL(rp.Project, rp.Slug)})
+		}
+	}
+	sortRepos(out)
+	return out
+}
+
+func sortRepos(r []RepoFixture) {
+	for i := 1; i < len(r); i++ {
+		for j := i; j > 0 && r[j].Slug < r[j-1].Slug; j-- {
+			r[j], r[j-1] = r[j-1], r[j]
+		}
+	}
+}
+
+// RepoHeadSHA returns the sha of refs/heads/<branch>, or "" when the branch
+// does not exist.
+func (s *Sim) RepoHeadSHA(project, slug, branch string) (string, error) {
+	out, err := s.git(s.repoDir(project, slug), "for-each-ref", "--format=%(objectname)", "refs/heads/"+branch)
+	return strings.TrimSpace(out), err
+}
+
+// CommitFile writes one commit on branch (parent: the branch's current tip,
+// if any) whose tree holds path with content, and returns its sha. Tests use
+// it to seed history and to move a remote under a pusher's feet.
+func (s *Sim) CommitFile(project, slug, branch, path, content string) (string, error) {
+	s.gitMu.Lock()
+	defer s.gitMu.Unlock()
+	return s.commitLocked(project, slug, branch, path, content)
+}
+
+func (s *Sim) commitLocked(project, slug, branch, path, content string) (string, error) {
+	if !s.HasRepo(project, slug) {
+		return "", fmt.Errorf("repository %s/%s: %w", project, slug, ErrNotFound)
+	}
+	dir := s.repoDir(project, slug)
+	blob, err := s.gitIn(dir, content, "hash-object", "-w", "--stdin")
+	if err != nil {
+		return "", err
+	}
+	tree, err := s.gitIn(dir, fmt.Sprintf("100644 blob %s\t%s\n", blob, path), "mktree")
+	if err != nil {
+		return "", err
+	}
+	parent, err := s.RepoHeadSHA(project, slug, branch)
+	if err != nil {
+		return "", err
+	}
+	args := []string{"commit-tree", tree, "-m", "sim: " + path}
+	if parent != "" {
+		args = append(args, "-p", parent)
+	}
+	commit, err := s.gitIn(dir, "", args...)
+	if err != nil {
+		return "", err
+	}
+	if _, err := s.git(dir, "update-ref", "refs/heads/"+branch, commit); err != nil {
+		return "", err
+	}
+	return commit, nil
+}
+
+func (s *Sim) git(dir string, args ...string) (string, error) { return s.gitIn(dir, "", args...) }
+
+// gitIn runs git with an isolated configuration and a fixed identity.
+func (s *Sim) gitIn(dir, stdin string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	name := args[0]
+	if dir != "" {
+		args = append([]string{"--git-dir", dir}, args...)
+	}
+	cmd := exec.CommandContext(ctx, s.gitPath, args...)
+	cmd.Env = []string{
+		"HOME=" + s.gitHome, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
+		"GIT_AUTHOR_NAME=sim", "GIT_AUTHOR_EMAIL=sim@localhost",
+		"GIT_COMMITTER_NAME=sim", "GIT_COMMITTER_EMAIL=sim@localhost",
+		"PATH=" + os.Getenv("PATH"),
+	}
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("sim: git %s: %v: %s", name, err, strings.TrimSpace(errb.String()))
+	}
+	return strings.TrimSpace(out.String()), nil
+}
