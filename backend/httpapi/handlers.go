@@ -1,0 +1,403 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/slotkeeper/slotkeeper/backend/slots"
+	"github.com/slotkeeper/slotkeeper/events"
+	"github.com/slotkeeper/slotkeeper/projections"
+)
+
+// caughtUp waits until the read model has applied everything the log holds
+// now, so that the answer to a command shows its effect (read-your-writes).
+// The command already succeeded, so a slow read model is logged, not
+// reported as a failure.
+func (s *Server) caughtUp(c echo.Context) {
+	if s.d.Log == nil || s.d.Waiter == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(c.Request().Context(), s.d.WaitTimeout)
+	defer cancel()
+	head, err := s.d.Log.Head(ctx)
+	if err == nil {
+		err = s.d.Waiter.WaitFor(ctx, head)
+	}
+	if err != nil {
+		s.log.WarnContext(ctx, "read model did not catch up before answering",
+			slog.String("correlation_id", requestID(c)), slog.String("error", err.Error()))
+	}
+}
+
+// ---- slots ----
+
+func (s *Server) listSlots(c echo.Context) error {
+	ctx := c.Request().Context()
+	pos, err := s.d.Reads.Position(ctx)
+	if err != nil {
+		return err
+	}
+	list, err := s.d.Reads.ListSlots(ctx)
+	if err != nil {
+		return err
+	}
+	if list == nil {
+		list = []projections.SlotView{}
+	}
+	return c.JSON(http.StatusOK, map[string]any{"slots": list, "position": pos})
+}
+
+func (s *Server) getSlot(c echo.Context) error {
+	name, err := pathName(c, "name")
+	if err != nil {
+		return err
+	}
+	return s.slotView(c, name, http.StatusOK)
+}
+
+func (s *Server) slotView(c echo.Context, name string, status int) error {
+	v, err := s.d.Reads.Slot(c.Request().Context(), name)
+	if err != nil {
+		return notFound(err, "slot %q does not exist", name)
+	}
+	return c.JSON(status, v)
+}
+
+func (s *Server) register(c echo.Context) error {
+	var cmd slots.RegisterCmd
+	if err := decodeBody(c, &cmd, false); err != nil {
+		return err
+	}
+	if err := checkName(cmd.Name); err != nil {
+		return &Error{Code: CodeInvalid, Message: "name " + strconv.Quote(cmd.Name) + ": " + err.Error(), Details: map[string]any{"field": "name"}}
+	}
+	if err := s.d.Commands.Register(c.Request().Context(), actorOf(c), cmd); err != nil {
+		return err
+	}
+	s.caughtUp(c)
+	return s.slotView(c, cmd.Name, http.StatusCreated)
+}
+
+func (s *Server) occupy(c echo.Context) error {
+	name, err := pathName(c, "name")
+	if err != nil {
+		return err
+	}
+	var cmd slots.OccupyCmd
+	if err := decodeBody(c, &cmd, false); err != nil {
+		return err
+	}
+	if cmd.By == "" {
+		cmd.By = actorOf(c).Name
+	} else if err := checkActor(cmd.By); err != nil {
+		return &Error{Code: CodeInvalid, Message: "by: " + err.Error(), Details: map[string]any{"field": "by"}}
+	}
+	if err := s.d.Commands.Occupy(c.Request().Context(), actorOf(c), name, cmd); err != nil {
+		return err
+	}
+	s.caughtUp(c)
+	return s.slotView(c, name, http.StatusOK)
+}
+
+func (s *Server) extend(c echo.Context) error {
+	name, err := pathName(c, "name")
+	if err != nil {
+		return err
+	}
+	var cmd slots.ExtendCmd
+	if err := decodeBody(c, &cmd, false); err != nil {
+		return err
+	}
+	if err := s.d.Commands.Extend(c.Request().Context(), actorOf(c), name, cmd); err != nil {
+		return err
+	}
+	s.caughtUp(c)
+	return s.slotView(c, name, http.StatusOK)
+}
+
+// noBody accepts an empty body or {} for commands that take no parameters.
+type noBody struct{}
+
+func (s *Server) release(c echo.Context) error {
+	return s.jobCommand(c, func(ctx context.Context, a slots.Actor, name string) (slots.JobAcceptedResult, error) {
+		return s.d.Commands.Release(ctx, a, name)
+	})
+}
+
+func (s *Server) teardown(c echo.Context) error {
+	return s.jobCommand(c, func(ctx context.Context, a slots.Actor, name string) (slots.JobAcceptedResult, error) {
+		return s.d.Commands.Teardown(ctx, a, name)
+	})
+}
+
+func (s *Server) jobCommand(c echo.Context, run func(context.Context, slots.Actor, string) (slots.JobAcceptedResult, error)) error {
+	name, err := pathName(c, "name")
+	if err != nil {
+		return err
+	}
+	if err := decodeBody(c, &noBody{}, true); err != nil {
+		return err
+	}
+	res, err := run(c.Request().Context(), actorOf(c), name)
+	if err != nil {
+		return err
+	}
+	s.caughtUp(c)
+	return c.JSON(http.StatusAccepted, res)
+}
+
+func (s *Server) promote(c echo.Context) error {
+	name, err := pathName(c, "name")
+	if err != nil {
+		return err
+	}
+	var cmd slots.PromoteCmd
+	if err := decodeBody(c, &cmd, false); err != nil {
+		return err
+	}
+	res, err := s.d.Commands.Promote(c.Request().Context(), actorOf(c), name, cmd)
+	if err != nil {
+		return err
+	}
+	s.caughtUp(c)
+	return c.JSON(http.StatusAccepted, res)
+}
+
+var jobKinds = map[string]bool{events.KindReset: true, events.KindTeardown: true, events.KindPromote: true}
+
+func queryKind(c echo.Context, required bool) (string, error) {
+	k := c.QueryParam("kind")
+	if k == "" && !required {
+		return "", nil
+	}
+	if !jobKinds[k] {
+		return "", &Error{Code: CodeInvalid, Message: "query kind must be reset, teardown or promote, got " + strconv.Quote(k), Details: map[string]any{"field": "kind"}}
+	}
+	return k, nil
+}
+
+func (s *Server) plan(c echo.Context) error {
+	name, err := pathName(c, "name")
+	if err != nil {
+		return err
+	}
+	kind, err := queryKind(c, true)
+	if err != nil {
+		return err
+	}
+	params := map[string]string{}
+	for _, k := range []string{"project", "name"} {
+		if v := c.QueryParam(k); v != "" {
+			params[k] = v
+		}
+	}
+	p, err := s.d.Commands.PlanJob(c.Request().Context(), name, kind, params)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, p)
+}
+
+func (s *Server) slotJobs(c echo.Context) error {
+	name, err := pathName(c, "name")
+	if err != nil {
+		return err
+	}
+	kind, err := queryKind(c, false)
+	if err != nil {
+		return err
+	}
+	limit, err := queryInt(c, "limit", 20, 1, 100)
+	if err != nil {
+		return err
+	}
+	cursor := c.QueryParam("cursor")
+	if len(cursor) > 200 {
+		return &Error{Code: CodeInvalid, Message: "query cursor is too long", Details: map[string]any{"field": "cursor"}}
+	}
+	ctx := c.Request().Context()
+	if _, err := s.d.Reads.Slot(ctx, name); err != nil {
+		return notFound(err, "slot %q does not exist", name)
+	}
+	page, err := s.d.Reads.JobsBySlot(ctx, name, kind, limit, cursor)
+	if err != nil {
+		return err
+	}
+	if page.Jobs == nil {
+		page.Jobs = []projections.JobView{}
+	}
+	return c.JSON(http.StatusOK, page)
+}
+
+func (s *Server) latestJob(c echo.Context) error {
+	name, err := pathName(c, "name")
+	if err != nil {
+		return err
+	}
+	kind, err := queryKind(c, true)
+	if err != nil {
+		return err
+	}
+	j, err := s.d.Reads.LatestJob(c.Request().Context(), name, kind)
+	if err != nil {
+		return notFound(err, "slot %q has no %s job", name, kind)
+	}
+	return c.JSON(http.StatusOK, j)
+}
+
+// ---- jobs ----
+
+func (s *Server) getJob(c echo.Context) error {
+	id, err := pathName(c, "id")
+	if err != nil {
+		return err
+	}
+	j, err := s.d.Reads.Job(c.Request().Context(), id)
+	if err != nil {
+		return notFound(err, "job %q does not exist", id)
+	}
+	return c.JSON(http.StatusOK, j)
+}
+
+// eventDTO is a recorded event on the wire.
+type eventDTO struct {
+	Position events.Position `json:"position"`
+	Stream   string          `json:"stream"`
+	Revision events.Revision `json:"revision"`
+	Type     string          `json:"type"`
+	Data     json.RawMessage `json:"data"`
+	Meta     events.Metadata `json:"meta"`
+}
+
+func (s *Server) jobEvents(c echo.Context) error {
+	id, err := pathName(c, "id")
+	if err != nil {
+		return err
+	}
+	evs, err := s.d.Reads.JobEvents(c.Request().Context(), id)
+	if err != nil {
+		return notFound(err, "job %q does not exist", id)
+	}
+	if len(evs) == 0 {
+		return errf(CodeNotFound, "job %q does not exist", id)
+	}
+	out := make([]eventDTO, len(evs))
+	for i, ev := range evs {
+		data := ev.Data
+		if len(data) == 0 {
+			data = json.RawMessage("null")
+		}
+		out[i] = eventDTO{Position: ev.Position, Stream: ev.Stream, Revision: ev.Revision, Type: ev.Type, Data: data, Meta: ev.Meta}
+	}
+	return c.JSON(http.StatusOK, map[string]any{"events": out})
+}
+
+func (s *Server) cancel(c echo.Context) error {
+	id, err := pathName(c, "id")
+	if err != nil {
+		return err
+	}
+	if err := decodeBody(c, &noBody{}, true); err != nil {
+		return err
+	}
+	if err := s.d.Commands.Cancel(c.Request().Context(), actorOf(c), id); err != nil {
+		return err
+	}
+	s.caughtUp(c)
+	return c.JSON(http.StatusAccepted, map[string]string{"job_id": id})
+}
+
+func (s *Server) resume(c echo.Context) error {
+	id, err := pathName(c, "id")
+	if err != nil {
+		return err
+	}
+	if err := decodeBody(c, &noBody{}, true); err != nil {
+		return err
+	}
+	res, err := s.d.Commands.Resume(c.Request().Context(), actorOf(c), id)
+	if err != nil {
+		return err
+	}
+	s.caughtUp(c)
+	return c.JSON(http.StatusAccepted, res)
+}
+
+// ---- audit and resources ----
+
+func (s *Server) audit(c echo.Context) error {
+	f := projections.AuditFilter{Slot: c.QueryParam("slot"), JobID: c.QueryParam("job"), Actor: c.QueryParam("actor")}
+	f.Type = c.QueryParam("kind")
+	if t := c.QueryParam("type"); t != "" {
+		f.Type = t
+	}
+	for field, v := range map[string]string{"slot": f.Slot, "job": f.JobID} {
+		if v != "" {
+			if err := checkName(v); err != nil {
+				return &Error{Code: CodeInvalid, Message: "query " + field + ": " + err.Error(), Details: map[string]any{"field": field}}
+			}
+		}
+	}
+	if f.Actor != "" {
+		if err := checkActor(f.Actor); err != nil {
+			return &Error{Code: CodeInvalid, Message: "query actor: " + err.Error(), Details: map[string]any{"field": "actor"}}
+		}
+	}
+	if f.Type != "" {
+		if err := events.ValidateEventType(f.Type); err != nil {
+			return &Error{Code: CodeInvalid, Message: "query kind: " + err.Error(), Details: map[string]any{"field": "kind"}}
+		}
+	}
+	if v := c.QueryParam("since"); v != "" {
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			return &Error{Code: CodeInvalid, Message: "query since must be an RFC 3339 time, got " + strconv.Quote(v), Details: map[string]any{"field": "since"}}
+		}
+		f.Since = t
+	}
+	if v := c.QueryParam("after"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return &Error{Code: CodeInvalid, Message: "query after must be a store position", Details: map[string]any{"field": "after"}}
+		}
+		f.After = events.Position(n)
+	}
+	limit, err := queryInt(c, "limit", 100, 1, 1000)
+	if err != nil {
+		return err
+	}
+	f.Limit = limit
+	entries, err := s.d.Reads.Audit(c.Request().Context(), f)
+	if err != nil {
+		return err
+	}
+	if entries == nil {
+		entries = []projections.AuditEntry{}
+	}
+	return c.JSON(http.StatusOK, map[string]any{"entries": entries})
+}
+
+func (s *Server) remaining(c echo.Context) error {
+	rs, err := s.d.Reads.RemainingResources(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	if rs == nil {
+		rs = []projections.RemainingResource{}
+	}
+	return c.JSON(http.StatusOK, map[string]any{"resources": rs})
+}
+
+// notFound words a read model's ErrNotFound for the caller.
+func notFound(err error, format string, args ...any) error {
+	if ae := toAPIError(err); ae.Code == CodeNotFound {
+		return errf(CodeNotFound, format, args...)
+	}
+	return err
+}

@@ -1,0 +1,242 @@
+// Package httpapi is Slotkeeper's HTTP face: the REST API, the live SSE
+// stream, health and metrics endpoints, the simulator controls and the
+// embedded dashboard. It sees only interfaces (slots.Commands,
+// projections.ReadModel, a head and a waiter); backend/cmd wires the
+// concrete pieces. The wire contract is docs/api.md.
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/slotkeeper/slotkeeper/backend/slots"
+	"github.com/slotkeeper/slotkeeper/events"
+	"github.com/slotkeeper/slotkeeper/projections"
+)
+
+// Header is the part of events.Store the API needs: where the log ends.
+type Header interface {
+	Head(ctx context.Context) (events.Position, error)
+}
+
+// Waiter blocks until the read model has applied everything up to pos
+// (the projections runner implements it).
+type Waiter interface {
+	WaitFor(ctx context.Context, pos events.Position) error
+}
+
+// Deps are the pieces the API serves. Commands, Reads, Log and Hub are
+// required; the rest are optional.
+type Deps struct {
+	Commands slots.Commands
+	Reads    projections.ReadModel
+	// Log and Waiter give read-your-writes: after a command the answer waits
+	// until the read model reached the log's head. Without them it does not
+	// wait.
+	Log    Header
+	Waiter Waiter
+	Hub    *Hub
+	// Metrics defaults to the hub's.
+	Metrics *Metrics
+	Logger  *slog.Logger
+	// Sim is mounted under /api/sim/ when the simulators run.
+	Sim http.Handler
+	// SPA is the built dashboard (frontend/dist); nil serves a notice.
+	SPA fs.FS
+	// Ready reports whether the read model has caught up (GET /readyz).
+	Ready func(ctx context.Context) error
+	// WaitTimeout bounds the read-your-writes wait (default 5 s).
+	WaitTimeout time.Duration
+	// RequestTimeout bounds every non-stream request (default 30 s).
+	RequestTimeout time.Duration
+}
+
+// Server is the echo application.
+type Server struct {
+	d   Deps
+	e   *echo.Echo
+	log *slog.Logger
+	met *Metrics
+}
+
+// New builds the server and its routes.
+func New(d Deps) (*Server, error) {
+	if d.Commands == nil || d.Reads == nil || d.Hub == nil {
+		return nil, errors.New("httpapi: Commands, Reads and Hub are required")
+	}
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
+	if d.Metrics == nil {
+		d.Metrics = d.Hub.met
+	}
+	if d.WaitTimeout <= 0 {
+		d.WaitTimeout = 5 * time.Second
+	}
+	if d.RequestTimeout <= 0 {
+		d.RequestTimeout = 30 * time.Second
+	}
+	s := &Server{d: d, e: echo.New(), log: d.Logger, met: d.Metrics}
+	e := s.e
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = s.errorHandler
+	e.Use(middleware.Recover())
+	e.Use(s.observe)
+	e.Use(s.requestContext)
+
+	api := e.Group("/api")
+	api.GET("/slots", s.listSlots)
+	api.POST("/slots", s.register)
+	api.GET("/slots/:name", s.getSlot)
+	api.POST("/slots/:name/occupy", s.occupy)
+	api.POST("/slots/:name/extend", s.extend)
+	api.POST("/slots/:name/release", s.release)
+	api.POST("/slots/:name/teardown", s.teardown)
+	api.POST("/slots/:name/promote", s.promote)
+	api.GET("/slots/:name/plan", s.plan)
+	api.GET("/slots/:name/jobs", s.slotJobs)
+	api.GET("/slots/:name/jobs/latest", s.latestJob)
+	api.GET("/jobs/:id", s.getJob)
+	api.GET("/jobs/:id/events", s.jobEvents)
+	api.POST("/jobs/:id/cancel", s.cancel)
+	api.POST("/jobs/:id/resume", s.resume)
+	api.GET("/audit", s.audit)
+	api.GET("/resources/remaining", s.remaining)
+	api.GET("/stream", d.Hub.ServeStream)
+	if d.Sim != nil {
+		api.Any("/sim/*", echo.WrapHandler(d.Sim))
+	}
+	api.Any("/*", func(c echo.Context) error { return errf(CodeNotFound, "no such route: %s %s", c.Request().Method, c.Request().URL.Path) })
+
+	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
+	e.GET("/readyz", s.readyz)
+	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(d.Metrics.Registry, promhttp.HandlerOpts{})))
+	e.GET("/*", s.spa)
+	e.HEAD("/*", s.spa)
+	return s, nil
+}
+
+// ServeHTTP makes the server an http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.e.ServeHTTP(w, r) }
+
+// Echo exposes the echo instance (for tests and for adding routes).
+func (s *Server) Echo() *echo.Echo { return s.e }
+
+const streamRoute = "/api/stream"
+
+// requestContext assigns the correlation id, checks the actor header and
+// bounds every request but the stream with a timeout. (echo's Timeout
+// middleware is deliberately not used: it buffers responses and would break
+// the stream.)
+func (s *Server) requestContext(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		req := c.Request()
+		id := req.Header.Get(HeaderRequestID)
+		if !validRequestID(id) {
+			id = newRequestID()
+		}
+		c.Set(ctxRequestID, id)
+		c.Response().Header().Set(HeaderRequestID, id)
+		actor := req.Header.Get(HeaderActor)
+		if err := checkActor(actor); err != nil {
+			if req.Method != http.MethodGet && req.Method != http.MethodHead {
+				return &Error{Code: CodeInvalid, Message: err.Error(), Details: map[string]any{"field": HeaderActor}}
+			}
+			actor = "" // reads don't record an actor
+		}
+		if actor == "" {
+			actor = DefaultActor
+		}
+		c.Set(ctxActor, actor)
+		if req.ContentLength > MaxBodyBytes {
+			return &Error{Code: CodeTooLarge, Message: "body larger than 65536 bytes", Details: map[string]any{"limit": MaxBodyBytes}}
+		}
+		if c.Path() != streamRoute {
+			ctx, cancel := context.WithTimeout(req.Context(), s.d.RequestTimeout)
+			defer cancel()
+			c.SetRequest(req.WithContext(ctx))
+		}
+		return next(c)
+	}
+}
+
+// observe logs each request with its correlation id and counts it.
+func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		start := time.Now()
+		err := next(c)
+		if err != nil {
+			c.Error(err) // render now so the status is known below
+		}
+		route := c.Path()
+		if route == "" || route == "/*" {
+			route = "other"
+		}
+		status := c.Response().Status
+		method := c.Request().Method
+		s.met.requests.WithLabelValues(method, route, http.StatusText(status)).Inc()
+		if route != streamRoute {
+			s.met.duration.WithLabelValues(method, route).Observe(time.Since(start).Seconds())
+		}
+		level := slog.LevelDebug
+		if method != http.MethodGet && method != http.MethodHead {
+			level = slog.LevelInfo
+		}
+		if status >= 500 {
+			level = slog.LevelWarn
+		}
+		s.log.Log(c.Request().Context(), level, "http request",
+			slog.String("correlation_id", requestID(c)),
+			slog.String("method", method), slog.String("path", c.Request().URL.Path),
+			slog.Int("status", status), slog.Duration("took", time.Since(start)),
+			slog.String("actor", actorOf(c).Name))
+		return nil
+	}
+}
+
+func (s *Server) readyz(c echo.Context) error {
+	if s.d.Ready != nil {
+		if err := s.d.Ready(c.Request().Context()); err != nil {
+			return &Error{Code: CodeUnavailable, Message: "not ready: " + err.Error()}
+		}
+	}
+	return c.JSON(http.StatusOK, map[string]any{"status": "ready", "position": s.d.Hub.Head()})
+}
+
+// spa serves the embedded dashboard; unknown paths get index.html so that
+// client-side routes survive a reload.
+func (s *Server) spa(c echo.Context) error {
+	p := strings.TrimPrefix(c.Request().URL.Path, "/")
+	if strings.HasPrefix(p, "api/") {
+		return errf(CodeNotFound, "no such route")
+	}
+	if s.d.SPA == nil {
+		return c.HTML(http.StatusOK, noDashboard)
+	}
+	if p != "" && fs.ValidPath(p) {
+		if st, err := fs.Stat(s.d.SPA, p); err == nil && !st.IsDir() {
+			if strings.HasPrefix(p, "assets/") {
+				c.Response().Header().Set(echo.HeaderCacheControl, "public, max-age=31536000, immutable")
+			}
+			http.ServeFileFS(c.Response(), c.Request(), s.d.SPA, p)
+			return nil
+		}
+	}
+	if _, err := fs.Stat(s.d.SPA, "index.html"); err != nil {
+		return c.HTML(http.StatusOK, noDashboard)
+	}
+	c.Response().Header().Set(echo.HeaderCacheControl, "no-cache")
+	http.ServeFileFS(c.Response(), c.Request(), s.d.SPA, "index.html")
+	return nil
+}
+
+const noDashboard = `<!doctype html><title>Slotkeeper</title><p>The dashboard is not built into this binary (run <code>make build</code>). The API is at <a href="/api/slots">/api/slots</a>, the live stream at <a href="/api/stream">/api/stream</a>.</p>`

@@ -1,0 +1,505 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/slotkeeper/slotkeeper/events"
+	"github.com/slotkeeper/slotkeeper/projections"
+)
+
+// The live stream (GET /api/stream) is served by Hub, not by r3labs/sse's
+// Server: that server hands every event to every subscriber through a
+// blocking channel send from one goroutine, so one stalled client stops the
+// stream for everybody, and it keeps every event in memory (AutoReplay).
+// docs/server.md has the measurements. The wire format is plain SSE, so
+// r3labs' client (slotkeeper watch, the tests) and browsers read it.
+//
+// Design: every change is encoded once into a frame and put into a ring of
+// the most recent History frames. Each client is its own request goroutine
+// holding a cursor into the ring; publishing never blocks on a client, it
+// only pokes a 1-slot notify channel. A client that falls more than MaxLag
+// frames behind, or whose write does not finish within WriteTimeout, is
+// disconnected; it reconnects with Last-Event-ID and resumes from the ring
+// (or gets a fresh snapshot if its id has left the ring).
+
+// HubOptions tune the live stream. Zero values take the defaults.
+type HubOptions struct {
+	// Heartbeat is the interval of `heartbeat` frames (default 15 s).
+	Heartbeat time.Duration
+	// Retry is the reconnect delay advertised with `retry:` (default 2 s).
+	Retry time.Duration
+	// History is how many recent changes are kept for resuming (default 4096).
+	History int
+	// MaxLag is how many changes a client may be behind before it is
+	// disconnected (default History/2, at most History).
+	MaxLag int
+	// WriteTimeout bounds each write to a client (default 2 s).
+	WriteTimeout time.Duration
+	// MaxClients caps concurrent streams (default 10,000); beyond it 429.
+	MaxClients int
+	// MaxClientsPerIP caps streams per remote address (default 0: no cap).
+	MaxClientsPerIP int
+	// SendBuffer sets SO_SNDBUF of a stream's TCP connection (default
+	// 64 KiB; negative keeps the kernel's autotuning). A small buffer makes
+	// a stalled client visible within seconds instead of after megabytes.
+	SendBuffer int
+	// LiveFrom is the store head when the process started: changes at or
+	// below it are history being replayed and are not counted as job
+	// outcomes in the metrics.
+	LiveFrom events.Position
+}
+
+func (o *HubOptions) defaults() {
+	if o.Heartbeat <= 0 {
+		o.Heartbeat = 15 * time.Second
+	}
+	if o.Retry <= 0 {
+		o.Retry = 2 * time.Second
+	}
+	if o.History <= 0 {
+		o.History = 4096
+	}
+	if o.MaxLag <= 0 {
+		o.MaxLag = o.History / 2
+	}
+	if o.MaxLag > o.History {
+		o.MaxLag = o.History
+	}
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = 2 * time.Second
+	}
+	if o.MaxClients <= 0 {
+		o.MaxClients = 10_000
+	}
+	if o.SendBuffer == 0 {
+		o.SendBuffer = 64 << 10
+	}
+}
+
+// Hub fans the read model's changes out to SSE clients.
+type Hub struct {
+	opt HubOptions
+	log *slog.Logger
+	met *Metrics
+
+	mu        sync.Mutex
+	ring      []entry
+	seq       uint64          // changes ever put in the ring; ring[i%len]
+	floor     events.Position // the ring holds every change after floor
+	head      events.Position // the newest change
+	slots     map[string]projections.SlotView
+	slotsJSON []byte            // cached encoding of slots, nil when stale
+	running   map[string]string // job id → kind, for non-terminal jobs (metrics)
+	clients   map[*client]struct{}
+	perIP     map[string]int
+	closed    bool
+
+	headPos atomic.Uint64 // mirror of head for heartbeats
+}
+
+type entry struct {
+	pos   events.Position
+	frame []byte
+}
+
+type client struct {
+	notify chan struct{} // 1 slot: "the ring has more for you"
+	kick   chan struct{} // closed when the hub disconnects the client
+	rc     *http.ResponseController
+	w      http.ResponseWriter
+	ctx    context.Context // the request's; done when the client went away
+	ip     string
+
+	// guarded by Hub.mu
+	next   uint64 // next ring seq to send
+	reason string // why it was kicked
+	batch  [][]byte
+}
+
+// NewHub returns a hub at position 0 with no slots; Seed it with the read
+// model's state before publishing.
+func NewHub(opt HubOptions, met *Metrics, log *slog.Logger) *Hub {
+	opt.defaults()
+	if met == nil {
+		met = NewMetrics()
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Hub{
+		opt: opt, log: log, met: met,
+		ring:    make([]entry, opt.History),
+		slots:   map[string]projections.SlotView{},
+		running: map[string]string{},
+		clients: map[*client]struct{}{},
+		perIP:   map[string]int{},
+	}
+}
+
+// Seed sets the hub's state to the given slots at pos and forgets older
+// history. Connected clients are disconnected so that they take a fresh
+// snapshot. Call it once the read model is loaded (pos 0 with no slots when
+// the read model replays from the start: the replayed changes then fill the
+// history, which is what lets clients resume across a restart).
+func (h *Hub) Seed(pos events.Position, slots []projections.SlotView) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.seq, h.floor, h.head = 0, pos, pos
+	clear(h.ring)
+	h.slots = make(map[string]projections.SlotView, len(slots))
+	for _, s := range slots {
+		h.slots[s.Name] = s
+	}
+	h.slotsJSON = nil
+	h.headPos.Store(uint64(pos))
+	for c := range h.clients {
+		h.kickLocked(c, "reseed")
+	}
+}
+
+// Head returns the position of the newest change the hub has.
+func (h *Hub) Head() events.Position { return events.Position(h.headPos.Load()) }
+
+// Publish adds a change. Changes must come in position order; one at or
+// below the hub's head is ignored (a redelivery). Publish never waits for a
+// client.
+func (h *Hub) Publish(ch projections.Change) {
+	data, err := json.Marshal(ch)
+	if err != nil {
+		h.log.Error("sse: encode change", slog.Any("position", ch.Position), slog.String("error", err.Error()))
+		return
+	}
+	frame := make([]byte, 0, len(data)+40)
+	frame = fmt.Appendf(frame, "id: %d\nevent: change\ndata: ", ch.Position)
+	frame = append(frame, data...)
+	frame = append(frame, '\n', '\n')
+
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed || ch.Position <= h.head {
+		return
+	}
+	i := h.seq % uint64(len(h.ring))
+	if h.seq >= uint64(len(h.ring)) {
+		h.floor = h.ring[i].pos
+	}
+	h.ring[i] = entry{pos: ch.Position, frame: frame}
+	h.seq++
+	h.head = ch.Position
+	h.headPos.Store(uint64(ch.Position))
+	if ch.Slot != nil {
+		h.slots[ch.Slot.Name] = *ch.Slot
+		h.slotsJSON = nil
+	}
+	if ch.Job != nil {
+		h.trackJobLocked(ch.Position, ch.Job)
+	}
+	h.met.sseFrames.Inc()
+	for c := range h.clients {
+		if h.seq-c.next > uint64(h.opt.MaxLag) {
+			h.kickLocked(c, "lag")
+			continue
+		}
+		select {
+		case c.notify <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// trackJobLocked counts a job reaching a terminal state (metrics only).
+func (h *Hub) trackJobLocked(pos events.Position, j *projections.JobView) {
+	switch j.State {
+	case projections.JobSucceeded, projections.JobFailed, projections.JobTimedOut, projections.JobCancelled, projections.JobAbandoned:
+		if kind, ok := h.running[j.ID]; ok {
+			delete(h.running, j.ID)
+			if pos > h.opt.LiveFrom {
+				h.met.jobOutcomes.WithLabelValues(kind, j.State).Inc()
+			}
+		}
+	default:
+		h.running[j.ID] = j.Kind
+	}
+}
+
+// Close disconnects every client and refuses new ones (503).
+func (h *Hub) Close() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.closed = true
+	for c := range h.clients {
+		h.kickLocked(c, "shutdown")
+	}
+}
+
+// Clients returns the number of connected clients.
+func (h *Hub) Clients() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.clients)
+}
+
+func (h *Hub) kickLocked(c *client, reason string) {
+	if c.reason != "" {
+		return
+	}
+	c.reason = reason
+	close(c.kick)
+	// Unblock a write in progress now rather than at its deadline.
+	if c.rc != nil {
+		_ = c.rc.SetWriteDeadline(time.Now())
+	}
+	h.met.sseEvicted.WithLabelValues(reason).Inc()
+}
+
+// attach registers a client. It returns the first bytes to send: the retry
+// advice, and a snapshot unless the client resumes from lastID.
+func (h *Hub) attach(c *client, lastID *events.Position) ([]byte, bool, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		h.met.sseRejected.WithLabelValues("closed").Inc()
+		return nil, false, errf(CodeUnavailable, "server is shutting down")
+	}
+	if len(h.clients) >= h.opt.MaxClients {
+		h.met.sseRejected.WithLabelValues("cap").Inc()
+		return nil, false, &Error{Code: CodeTooMany, Message: fmt.Sprintf("too many live streams (limit %d)", h.opt.MaxClients), Details: map[string]any{"limit": h.opt.MaxClients}}
+	}
+	if h.opt.MaxClientsPerIP > 0 && h.perIP[c.ip] >= h.opt.MaxClientsPerIP {
+		h.met.sseRejected.WithLabelValues("per_ip_cap").Inc()
+		return nil, false, &Error{Code: CodeTooMany, Message: fmt.Sprintf("too many live streams from %s (limit %d)", c.ip, h.opt.MaxClientsPerIP), Details: map[string]any{"limit": h.opt.MaxClientsPerIP}}
+	}
+	h.clients[c] = struct{}{}
+	h.perIP[c.ip]++
+	h.met.sseClients.Inc()
+
+	buf := fmt.Appendf(nil, "retry: %d\n\n", h.opt.Retry.Milliseconds())
+	resumed := lastID != nil && *lastID >= h.floor && *lastID <= h.head
+	if resumed {
+		// First ring entry after lastID; entries are in position order.
+		oldest := uint64(0)
+		if h.seq > uint64(len(h.ring)) {
+			oldest = h.seq - uint64(len(h.ring))
+		}
+		n := int(h.seq - oldest)
+		k := sort.Search(n, func(k int) bool {
+			return h.ring[(oldest+uint64(k))%uint64(len(h.ring))].pos > *lastID
+		})
+		c.next = oldest + uint64(k)
+		if c.next < h.seq {
+			c.notify <- struct{}{}
+		}
+	} else {
+		c.next = h.seq
+		buf = append(buf, h.snapshotLocked()...)
+	}
+	buf = append(buf, h.heartbeatFrame()...)
+	return buf, resumed, nil
+}
+
+func (h *Hub) detach(c *client) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.clients[c]; !ok {
+		return
+	}
+	delete(h.clients, c)
+	if h.perIP[c.ip]--; h.perIP[c.ip] <= 0 {
+		delete(h.perIP, c.ip)
+	}
+	h.met.sseClients.Dec()
+}
+
+// snapshotLocked renders the snapshot frame at the hub's head.
+func (h *Hub) snapshotLocked() []byte {
+	if h.slotsJSON == nil {
+		list := make([]projections.SlotView, 0, len(h.slots))
+		for _, s := range h.slots {
+			list = append(list, s)
+		}
+		sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })
+		h.slotsJSON, _ = json.Marshal(list)
+	}
+	b := fmt.Appendf(nil, "id: %d\nevent: snapshot\ndata: {\"position\":%d,\"server_time\":%q,\"slots\":", h.head, h.head, time.Now().UTC().Format(time.RFC3339Nano))
+	b = append(b, h.slotsJSON...)
+	return append(b, "}\n\n"...)
+}
+
+func (h *Hub) heartbeatFrame() []byte {
+	return fmt.Appendf(nil, "event: heartbeat\ndata: {\"server_time\":%q,\"position\":%d}\n\n",
+		time.Now().UTC().Format(time.RFC3339Nano), h.headPos.Load())
+}
+
+// pending returns the frames a client has not been sent yet, or the reason
+// it must go.
+func (h *Hub) pending(c *client) ([][]byte, string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if c.reason != "" {
+		return nil, c.reason
+	}
+	if h.seq-c.next > uint64(len(h.ring)) {
+		h.kickLocked(c, "lag")
+		return nil, c.reason
+	}
+	c.batch = c.batch[:0]
+	for ; c.next < h.seq; c.next++ {
+		c.batch = append(c.batch, h.ring[c.next%uint64(len(h.ring))].frame)
+	}
+	return c.batch, ""
+}
+
+// parseLastEventID reads the resume position: the Last-Event-ID header
+// (sent by EventSource on reconnect) wins over ?last_event_id=.
+func parseLastEventID(r *http.Request) (*events.Position, error) {
+	s := r.Header.Get("Last-Event-ID")
+	src := "Last-Event-ID header"
+	if s == "" {
+		s = r.URL.Query().Get("last_event_id")
+		src = "last_event_id"
+	}
+	if s == "" {
+		return nil, nil
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return nil, &Error{Code: CodeInvalid, Message: fmt.Sprintf("%s must be a decimal store position, got %q", src, s), Details: map[string]any{"field": "last_event_id"}}
+	}
+	p := events.Position(n)
+	return &p, nil
+}
+
+type connKey struct{}
+
+// ConnContext is meant for http.Server.ConnContext: it keeps the connection
+// in the request context so the stream handler can shrink its send buffer.
+func ConnContext(ctx context.Context, c net.Conn) context.Context {
+	return context.WithValue(ctx, connKey{}, c)
+}
+
+// ServeStream is the handler of GET /api/stream.
+func (h *Hub) ServeStream(c echo.Context) error {
+	req := c.Request()
+	lastID, err := parseLastEventID(req)
+	if err != nil {
+		return err
+	}
+	ip, _, _ := net.SplitHostPort(req.RemoteAddr)
+	cl := &client{
+		notify: make(chan struct{}, 1),
+		kick:   make(chan struct{}),
+		rc:     http.NewResponseController(c.Response()),
+		w:      c.Response(),
+		ctx:    req.Context(),
+		ip:     ip,
+	}
+	first, resumed, err := h.attach(cl, lastID)
+	if err != nil {
+		return err
+	}
+	defer h.detach(cl)
+
+	if h.opt.SendBuffer > 0 {
+		if tc, ok := req.Context().Value(connKey{}).(*net.TCPConn); ok {
+			_ = tc.SetWriteBuffer(h.opt.SendBuffer)
+		}
+	}
+	hdr := c.Response().Header()
+	hdr.Set(echo.HeaderContentType, "text/event-stream")
+	hdr.Set(echo.HeaderCacheControl, "no-cache, no-transform")
+	hdr.Set("X-Accel-Buffering", "no")
+	hdr.Set(echo.HeaderConnection, "keep-alive")
+	c.Response().WriteHeader(http.StatusOK)
+	log := h.log.With(slog.String("correlation_id", requestID(c)), slog.String("remote", req.RemoteAddr))
+	log.Debug("sse: client connected", slog.Bool("resumed", resumed))
+
+	if reason := h.write(cl, first); reason != "" {
+		return nil
+	}
+	tick := time.NewTicker(h.opt.Heartbeat)
+	defer tick.Stop()
+	ctx := req.Context()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-cl.kick:
+			log.Debug("sse: client disconnected by server", slog.String("reason", h.reasonOf(cl)))
+			return nil
+		case <-tick.C:
+			if reason := h.write(cl, h.heartbeatFrame()); reason != "" {
+				return nil
+			}
+		case <-cl.notify:
+			frames, reason := h.pending(cl)
+			if reason != "" {
+				return nil
+			}
+			if reason := h.write(cl, frames...); reason != "" {
+				return nil
+			}
+		}
+	}
+}
+
+func (h *Hub) reasonOf(c *client) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return c.reason
+}
+
+// write sends frames with a deadline and flushes. On failure it records
+// the eviction and returns its reason.
+func (h *Hub) write(c *client, frames ...[]byte) string {
+	select {
+	case <-c.kick:
+		return "kicked"
+	default:
+	}
+	if err := c.rc.SetWriteDeadline(time.Now().Add(h.opt.WriteTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return h.fail(c, err)
+	}
+	for _, f := range frames {
+		if _, err := c.w.Write(f); err != nil {
+			return h.fail(c, err)
+		}
+	}
+	if err := c.rc.Flush(); err != nil {
+		return h.fail(c, err)
+	}
+	return ""
+}
+
+func (h *Hub) fail(c *client, err error) string {
+	reason := "write_error"
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		reason = "write_timeout"
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if c.reason != "" {
+		return c.reason
+	}
+	if c.ctx.Err() != nil {
+		// The client left; that is not an eviction.
+		c.reason = "gone"
+		close(c.kick)
+		return c.reason
+	}
+	h.kickLocked(c, reason)
+	return c.reason
+}
