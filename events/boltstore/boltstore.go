@@ -1,0 +1,611 @@
+// Package boltstore is the embedded events.Store on go.etcd.io/bbolt: one file,
+// one writer goroutine that group-commits concurrent appends (one write
+// transaction and one fsync for many appends), and subscriptions woken by an
+// in-process notifier on every commit. See docs/events.md for the layout.
+package boltstore
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/slotkeeper/slotkeeper/events"
+	bolt "go.etcd.io/bbolt"
+)
+
+// Bucket and key names of the file layout (docs/events.md).
+var (
+	bucketMeta    = []byte("meta")    // format marker and version
+	bucketLog     = []byte("log")     // position (8 bytes BE) -> record
+	bucketStreams = []byte("streams") // stream name -> last revision (8 bytes BE)
+	bucketIndex   = []byte("index")   // stream name, 0x00, revision (8 bytes BE) -> position (8 bytes BE)
+
+	keyFormat  = []byte("format")
+	keyVersion = []byte("version")
+)
+
+const (
+	// formatMarker identifies a Slotkeeper event file.
+	formatMarker = "slotkeeper-events"
+	// formatVersion is the layout version; Open refuses any other.
+	formatVersion = 1
+	// FileName is the data file's name when Open is given a directory.
+	FileName = "events.db"
+)
+
+// Options tune a Store. The zero value is the production setting.
+type Options struct {
+	// LockTimeout is how long Open waits for another process to release the
+	// file before failing with events.ErrLocked. Default 100ms: a second
+	// process should fail fast, not queue.
+	LockTimeout time.Duration
+	// MaxBatchBytes caps the encoded size of one group commit. Default 32 MiB.
+	MaxBatchBytes int
+	// ReadChunk is how many records a subscription reads per read
+	// transaction during catch-up. Short transactions keep the writer from
+	// waiting on a remap. Default 1024.
+	ReadChunk int
+	// InitialMmapSize is bbolt's initial mapping, in bytes. Readers block a
+	// writer that must grow the mapping, so a generous mapping (address
+	// space, not memory) keeps commits from waiting on long reads. Default 1 GiB.
+	InitialMmapSize int
+}
+
+func (o *Options) fill() {
+	if o.LockTimeout <= 0 {
+		o.LockTimeout = 100 * time.Millisecond
+	}
+	if o.MaxBatchBytes <= 0 {
+		o.MaxBatchBytes = 32 << 20
+	}
+	if o.ReadChunk <= 0 {
+		o.ReadChunk = 1024
+	}
+	if o.InitialMmapSize <= 0 {
+		o.InitialMmapSize = 1 << 30
+	}
+}
+
+// Store is the bbolt-backed events.Store.
+type Store struct {
+	db   *bolt.DB
+	opts Options
+	path string
+
+	reqs       chan *appendReq // to the writer; unbuffered so a sent request is always taken
+	done       chan struct{}   // closed by Close
+	writerDone chan struct{}
+	closeOnce  sync.Once
+	closeErr   error
+
+	head atomic.Uint64 // newest committed position
+
+	mu      sync.Mutex
+	changed chan struct{} // closed and replaced after every commit
+
+	stats struct {
+		commits, appends, events atomic.Uint64
+	}
+}
+
+var _ events.Store = (*Store)(nil)
+
+// Open opens or creates the store at path. If path is a directory, the file
+// is path/events.db. Returns an error wrapping events.ErrLocked when another
+// process holds the file, and events.ErrCorrupt when the file is not a
+// Slotkeeper event store (or a version this binary cannot read); in both
+// cases the file is left untouched.
+func Open(path string, opts Options) (*Store, error) {
+	opts.fill()
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		path = filepath.Join(path, FileName)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("boltstore: %w", err)
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{
+		Timeout:         opts.LockTimeout,
+		FreelistType:    bolt.FreelistMapType,
+		InitialMmapSize: opts.InitialMmapSize,
+		NoSync:          false, // acknowledged means fsynced
+	})
+	switch {
+	case errors.Is(err, bolt.ErrTimeout):
+		return nil, fmt.Errorf("boltstore: %s: %w (another slotkeeper holds it)", path, events.ErrLocked)
+	case errors.Is(err, bolt.ErrInvalid), errors.Is(err, bolt.ErrVersionMismatch), errors.Is(err, bolt.ErrChecksum):
+		return nil, fmt.Errorf("boltstore: %s: %w: %v", path, events.ErrCorrupt, err)
+	case err != nil:
+		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
+	}
+	head, err := prepare(db)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("boltstore: %s: %w", path, err)
+	}
+	s := &Store{
+		db:         db,
+		opts:       opts,
+		path:       path,
+		reqs:       make(chan *appendReq),
+		done:       make(chan struct{}),
+		writerDone: make(chan struct{}),
+		changed:    make(chan struct{}),
+	}
+	s.head.Store(uint64(head))
+	go s.writer()
+	return s, nil
+}
+
+// prepare checks the format marker (writing it into a brand-new file) and
+// returns the newest position.
+func prepare(db *bolt.DB) (events.Position, error) {
+	fresh := false
+	err := db.View(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		if meta == nil {
+			empty := true
+			_ = tx.ForEach(func([]byte, *bolt.Bucket) error { empty = false; return nil })
+			if !empty {
+				return fmt.Errorf("%w: a bbolt file without the slotkeeper marker", events.ErrCorrupt)
+			}
+			fresh = true
+			return nil
+		}
+		if f := meta.Get(keyFormat); string(f) != formatMarker {
+			return fmt.Errorf("%w: format marker %q", events.ErrCorrupt, f)
+		}
+		if v := meta.Get(keyVersion); len(v) != 8 || binary.BigEndian.Uint64(v) != formatVersion {
+			return fmt.Errorf("%w: layout version %x, this binary reads %d", events.ErrCorrupt, v, formatVersion)
+		}
+		for _, b := range [][]byte{bucketLog, bucketStreams, bucketIndex} {
+			if tx.Bucket(b) == nil {
+				return fmt.Errorf("%w: bucket %q missing", events.ErrCorrupt, b)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	if fresh {
+		err = db.Update(func(tx *bolt.Tx) error {
+			meta, err := tx.CreateBucket(bucketMeta)
+			if err != nil {
+				return err
+			}
+			if err := meta.Put(keyFormat, []byte(formatMarker)); err != nil {
+				return err
+			}
+			if err := meta.Put(keyVersion, u64(formatVersion)); err != nil {
+				return err
+			}
+			for _, b := range [][]byte{bucketLog, bucketStreams, bucketIndex} {
+				if _, err := tx.CreateBucket(b); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return 0, fmt.Errorf("initialise: %w", err)
+		}
+	}
+	var head events.Position
+	err = db.View(func(tx *bolt.Tx) error {
+		if k, _ := tx.Bucket(bucketLog).Cursor().Last(); k != nil {
+			if len(k) != 8 {
+				return fmt.Errorf("%w: log key of %d bytes", events.ErrCorrupt, len(k))
+			}
+			head = events.Position(binary.BigEndian.Uint64(k))
+		}
+		return nil
+	})
+	return head, err
+}
+
+func u64(v uint64) []byte {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], v)
+	return b[:]
+}
+
+// indexKey is stream, 0x00, revision. Stream names never contain 0x00
+// (control characters are invalid), so one stream's keys are never a prefix
+// range of another's.
+func indexKey(stream string, rev events.Revision) []byte {
+	k := make([]byte, 0, len(stream)+9)
+	k = append(k, stream...)
+	k = append(k, 0)
+	return binary.BigEndian.AppendUint64(k, rev)
+}
+
+// Path is the data file's path.
+func (s *Store) Path() string { return s.path }
+
+// Stats counts group commits since Open.
+type Stats struct {
+	Commits uint64 // write transactions (one fsync'd commit each)
+	Appends uint64 // Append calls that committed
+	Events  uint64 // events committed
+}
+
+// Stats reports the group-commit counters; Events/Commits is the number of
+// events per fsync'd commit.
+func (s *Store) Stats() Stats {
+	return Stats{Commits: s.stats.commits.Load(), Appends: s.stats.appends.Load(), Events: s.stats.events.Load()}
+}
+
+// appendReq is one Append waiting for the writer.
+type appendReq struct {
+	stream   string
+	expected events.ExpectedRevision
+	evs      []events.EventData
+	size     int
+	res      events.AppendResult
+	err      error
+	done     chan struct{}
+}
+
+// Append implements events.Store. The events are fsynced before it returns.
+// Once the request reaches the writer, Append waits for the commit even if
+// ctx ends meanwhile, so that a nil error always means durable and an error
+// always means the request's fate is known (ctx errors are only returned
+// before the request was handed over).
+func (s *Store) Append(ctx context.Context, stream string, expected events.ExpectedRevision, evs ...events.EventData) (events.AppendResult, error) {
+	if err := events.ValidateAppend(stream, evs); err != nil {
+		return events.AppendResult{}, err
+	}
+	req := &appendReq{stream: stream, expected: expected, evs: make([]events.EventData, len(evs)), done: make(chan struct{})}
+	now := time.Now().UTC()
+	for i, e := range evs {
+		if e.ID == "" {
+			e.ID = uuid.NewString()
+		}
+		if e.Meta.Time.IsZero() {
+			e.Meta.Time = now
+		}
+		req.evs[i] = e
+		req.size += recordSize(stream, &e) + len(stream) + 32
+	}
+	select {
+	case <-s.done:
+		return events.AppendResult{}, events.ErrClosed
+	default:
+	}
+	select {
+	case s.reqs <- req:
+	case <-ctx.Done():
+		return events.AppendResult{}, ctx.Err()
+	case <-s.done:
+		return events.AppendResult{}, events.ErrClosed
+	}
+	<-req.done
+	return req.res, req.err
+}
+
+// writer is the only goroutine that writes. It takes every waiting append
+// into one transaction, so the batch costs one commit (bbolt fsyncs on
+// commit) however many appends it holds.
+func (s *Store) writer() {
+	defer close(s.writerDone)
+	var batch []*appendReq
+	var buf []byte
+	for {
+		select {
+		case r := <-s.reqs:
+			batch = append(batch[:0], r)
+		case <-s.done:
+			return
+		}
+		size := batch[0].size
+	collect:
+		for size < s.opts.MaxBatchBytes {
+			select {
+			case r := <-s.reqs:
+				batch = append(batch, r)
+				size += r.size
+			default:
+				break collect
+			}
+		}
+		buf = s.commit(batch, buf)
+		for i, r := range batch {
+			close(r.done)
+			batch[i] = nil
+		}
+	}
+}
+
+// commit writes a batch in one transaction. Each request is checked against
+// its own expected revision, seeing the requests before it in the batch; a
+// failing one is answered with ErrWrongRevision and writes nothing. A
+// failed commit fails every request of the batch.
+func (s *Store) commit(batch []*appendReq, buf []byte) []byte {
+	head := s.head.Load()
+	committed, nevents := 0, 0
+	buf = buf[:0] // the previous transaction is over; its arena is free
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		logB, streams, index := tx.Bucket(bucketLog), tx.Bucket(bucketStreams), tx.Bucket(bucketIndex)
+		logB.FillPercent = 1.0 // keys only ever grow: pack pages full
+		pos := head
+		for _, r := range batch {
+			r.err = nil
+			var last events.Revision
+			v := streams.Get([]byte(r.stream))
+			exists := v != nil
+			if exists {
+				last = binary.BigEndian.Uint64(v)
+			}
+			if !r.expected.Satisfied(last, exists) {
+				r.err = &events.WrongRevisionError{Stream: r.stream, Expected: r.expected, Actual: last, Exists: exists}
+				continue
+			}
+			if len(r.evs) == 0 {
+				r.res = events.AppendResult{NextExpected: last, Position: events.Position(pos)}
+				continue
+			}
+			rev := last
+			if exists {
+				rev++
+			}
+			for i := range r.evs {
+				pos++
+				// bbolt keeps the value until commit, so records go into an
+				// arena that only grows during the transaction.
+				start := len(buf)
+				buf = encodeRecord(buf, r.stream, rev, &r.evs[i])
+				if err := logB.Put(u64(pos), buf[start:len(buf):len(buf)]); err != nil {
+					return err
+				}
+				if err := index.Put(indexKey(r.stream, rev), u64(pos)); err != nil {
+					return err
+				}
+				rev++
+			}
+			if err := streams.Put([]byte(r.stream), u64(rev-1)); err != nil {
+				return err
+			}
+			r.res = events.AppendResult{NextExpected: rev - 1, Position: events.Position(pos)}
+			committed++
+			nevents += len(r.evs)
+		}
+		if pos == head {
+			// Nothing to write (all conditions failed or zero-event appends):
+			// roll back rather than pay for an fsync.
+			return errNothingWritten
+		}
+		head = pos
+		return nil
+	})
+	if errors.Is(err, errNothingWritten) {
+		return buf
+	}
+	if err != nil {
+		for _, r := range batch {
+			if r.err == nil {
+				r.err = fmt.Errorf("boltstore: commit: %w", err)
+				r.res = events.AppendResult{}
+			}
+		}
+		return buf
+	}
+	s.stats.commits.Add(1)
+	s.stats.appends.Add(uint64(committed))
+	s.stats.events.Add(uint64(nevents))
+	s.head.Store(head)
+	s.mu.Lock()
+	close(s.changed)
+	s.changed = make(chan struct{})
+	s.mu.Unlock()
+	return buf
+}
+
+var errNothingWritten = errors.New("nothing written")
+
+// Close implements events.Store: it waits for the append in progress, ends
+// subscriptions with ErrClosed and closes the file. Appends waiting to be
+// taken get ErrClosed.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		close(s.done)
+		<-s.writerDone
+		// bbolt's Close waits for open read transactions, which are short.
+		s.closeErr = s.db.Close()
+	})
+	return s.closeErr
+}
+
+// Head implements events.Store.
+func (s *Store) Head(ctx context.Context) (events.Position, error) {
+	select {
+	case <-s.done:
+		return 0, events.ErrClosed
+	default:
+	}
+	return events.Position(s.head.Load()), ctx.Err()
+}
+
+// view runs a read transaction, translating a closed database to ErrClosed.
+func (s *Store) view(fn func(tx *bolt.Tx) error) error {
+	err := s.db.View(fn)
+	if errors.Is(err, bolt.ErrDatabaseNotOpen) {
+		return events.ErrClosed
+	}
+	return err
+}
+
+// ReadStream implements events.Store.
+func (s *Store) ReadStream(ctx context.Context, stream string, from events.Revision, max int, dir events.Direction) ([]events.RecordedEvent, error) {
+	if err := events.ValidateStream(stream); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var out []events.RecordedEvent
+	err := s.view(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketStreams).Get([]byte(stream))
+		if v == nil {
+			return fmt.Errorf("%w: %s", events.ErrStreamNotFound, stream)
+		}
+		last := binary.BigEndian.Uint64(v)
+		logB, index := tx.Bucket(bucketLog), tx.Bucket(bucketIndex)
+		var revs func(yield func(uint64) bool)
+		if dir == events.Backward {
+			start := min(from, last)
+			revs = func(yield func(uint64) bool) {
+				for r := int64(start); r >= 0 && yield(uint64(r)); r-- {
+				}
+			}
+		} else {
+			revs = func(yield func(uint64) bool) {
+				for r := from; r <= last && yield(r); r++ {
+				}
+			}
+		}
+		for rev := range revs {
+			if max > 0 && len(out) >= max {
+				break
+			}
+			p := index.Get(indexKey(stream, rev))
+			if len(p) != 8 {
+				return fmt.Errorf("%w: %s@%d missing from the index", events.ErrCorrupt, stream, rev)
+			}
+			rec := logB.Get(p)
+			if rec == nil {
+				return fmt.Errorf("%w: %s@%d at position %d missing from the log", events.ErrCorrupt, stream, rev, binary.BigEndian.Uint64(p))
+			}
+			e, err := decodeRecord(rec, events.Position(binary.BigEndian.Uint64(p)))
+			if err != nil {
+				return err
+			}
+			out = append(out, e)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// filter is events.Filter prepared for matching record bytes without
+// allocating.
+type filter struct {
+	prefixes [][]byte
+	types    []string
+}
+
+func newFilter(f events.Filter) filter {
+	var m filter
+	for _, p := range f.StreamPrefixes {
+		m.prefixes = append(m.prefixes, []byte(p))
+	}
+	m.types = f.EventTypes
+	return m
+}
+
+// match mirrors events.Filter.Match on bytes.
+func (f filter) match(stream, typ []byte) bool {
+	if len(f.prefixes) > 0 {
+		ok := false
+		for _, p := range f.prefixes {
+			if bytes.HasPrefix(stream, p) {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	if len(f.types) == 0 {
+		return true
+	}
+	for _, t := range f.types {
+		if string(typ) == t {
+			return true
+		}
+	}
+	return false
+}
+
+// SubscribeAll implements events.Store. Catch-up reads the log in chunks of
+// Options.ReadChunk records, each in its own short read transaction; once it
+// reaches the head it waits for the writer's commit signal. The signal
+// channel is taken before each read, so a commit between the read and the
+// wait is never missed.
+func (s *Store) SubscribeAll(ctx context.Context, after events.Position, f events.Filter, h events.Handler) error {
+	m := newFilter(f)
+	next := uint64(after) + 1
+	chunk := make([]events.RecordedEvent, 0, s.opts.ReadChunk)
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		s.mu.Lock()
+		wait := s.changed
+		s.mu.Unlock()
+		select {
+		case <-s.done:
+			return events.ErrClosed
+		default:
+		}
+		chunk = chunk[:0]
+		scanned := 0
+		err := s.view(func(tx *bolt.Tx) error {
+			c := tx.Bucket(bucketLog).Cursor()
+			for k, v := c.Seek(u64(next)); k != nil && scanned < s.opts.ReadChunk; k, v = c.Next() {
+				scanned++
+				pos := binary.BigEndian.Uint64(k)
+				next = pos + 1
+				hd, err := decodeHeader(v)
+				if err != nil {
+					return fmt.Errorf("position %d: %w", pos, err)
+				}
+				if !m.match(hd.stream, hd.typ) {
+					continue
+				}
+				e, err := hd.finish(events.Position(pos))
+				if err != nil {
+					return fmt.Errorf("position %d: %w", pos, err)
+				}
+				chunk = append(chunk, e)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for i := range chunk {
+			// A cancelled subscriber gets nothing more, even mid-chunk.
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if err := h(ctx, chunk[i]); err != nil {
+				return err
+			}
+			chunk[i] = events.RecordedEvent{}
+		}
+		if scanned == s.opts.ReadChunk {
+			continue // more to catch up on
+		}
+		// At the head as of this read. If a commit landed after the read,
+		// wait is already closed and the loop reads again.
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.done:
+			return events.ErrClosed
+		case <-wait:
+		}
+	}
+}

@@ -1,0 +1,436 @@
+package boltstore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/slotkeeper/slotkeeper/events"
+	"github.com/slotkeeper/slotkeeper/events/storetest"
+	bolt "go.etcd.io/bbolt"
+	"go.uber.org/goleak"
+)
+
+// childEnv selects a helper-process role when the test binary re-executes
+// itself (see TestMain).
+const childEnv = "BOLTSTORE_TEST_CHILD"
+
+func TestMain(m *testing.M) {
+	switch os.Getenv(childEnv) {
+	case "crash-appender":
+		crashAppender(os.Getenv("BOLTSTORE_TEST_PATH"))
+		os.Exit(0)
+	case "lock-probe":
+		lockProbe(os.Getenv("BOLTSTORE_TEST_PATH"))
+		os.Exit(0)
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// child runs this test binary again in a helper role.
+func child(t *testing.T, role, path string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	// GORACE: a race-enabled child otherwise sleeps 1s at exit.
+	cmd.Env = append(os.Environ(), childEnv+"="+role, "BOLTSTORE_TEST_PATH="+path, "GORACE=atexit_sleep_ms=0")
+	cmd.Stderr = os.Stderr
+	return cmd
+}
+
+func openT(t *testing.T, path string) *Store {
+	t.Helper()
+	s, err := Open(path, Options{})
+	if err != nil {
+		t.Fatalf("open %s: %v", path, err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func ev(typ string, n int) events.EventData {
+	return events.EventData{Type: typ, Data: []byte(fmt.Sprintf(`{"n":%d}`, n)), Meta: events.Metadata{Actor: "test"}}
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) events.Store {
+		return openT(t, t.TempDir())
+	})
+}
+
+// The same suite with tiny read chunks, so catch-up crosses many read
+// transactions and the chunk boundary meets concurrent commits.
+func TestConformanceSmallChunks(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) events.Store {
+		s, err := Open(t.TempDir(), Options{ReadChunk: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+}
+
+func TestReopenKeepsEverything(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxT(t)
+	var last events.AppendResult
+	for i := range 20 {
+		if last, err = s.Append(ctx, fmt.Sprintf("slot-%d", i%3), events.Any(), ev("A", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openT(t, filepath.Join(dir, FileName))
+	if h, _ := s.Head(ctx); h != last.Position || h != 20 {
+		t.Fatalf("head after reopen %d, want %d", h, last.Position)
+	}
+	got, err := s.ReadStream(ctx, "slot-1", 0, 0, events.Forward)
+	if err != nil || len(got) != 7 {
+		t.Fatalf("slot-1 after reopen: %d events, %v", len(got), err)
+	}
+	res, err := s.Append(ctx, "slot-1", events.Exact(6), ev("A", 99))
+	if err != nil || res.Position != 21 || res.NextExpected != 7 {
+		t.Fatalf("append after reopen: %+v %v", res, err)
+	}
+}
+
+// One batch, mixed outcomes: each request is checked against its own
+// condition, seeing the requests before it in the same transaction, and the
+// whole batch costs one commit.
+func TestGroupCommitMixedBatch(t *testing.T) {
+	s := openT(t, t.TempDir())
+	ctx := ctxT(t)
+	if _, err := s.Append(ctx, "slot-x", events.NoStream(), ev("A", 0), ev("A", 1)); err != nil {
+		t.Fatal(err)
+	}
+	before := s.Stats()
+	mk := func(stream string, exp events.ExpectedRevision, evs ...events.EventData) *appendReq {
+		for i := range evs {
+			evs[i].ID = fmt.Sprintf("%s-%d", stream, i)
+			evs[i].Meta.Time = time.Now()
+		}
+		return &appendReq{stream: stream, expected: exp, evs: evs, done: make(chan struct{})}
+	}
+	batch := []*appendReq{
+		mk("slot-a", events.NoStream(), ev("A", 0)),           // ok: rev 0, pos 3
+		mk("slot-x", events.Exact(5), ev("A", 0)),             // wrong
+		mk("slot-a", events.Exact(0), ev("A", 1), ev("A", 2)), // ok: sees the first request
+		mk("slot-b", events.StreamExists(), ev("A", 0)),       // wrong
+		mk("slot-a", events.NoStream(), ev("A", 3)),           // wrong: created earlier in this batch
+		mk("slot-x", events.Exact(1)),                         // ok, zero events
+		mk("slot-x", events.Exact(1), ev("A", 2)),             // ok: rev 2, pos 6
+	}
+	// The writer goroutine is idle (no Append is running), so calling
+	// commit here is what the writer would do with this batch.
+	s.commit(batch, nil)
+	want := []struct {
+		ok  bool
+		rev uint64
+		pos events.Position
+	}{{true, 0, 3}, {false, 0, 0}, {true, 2, 5}, {false, 0, 0}, {false, 0, 0}, {true, 1, 5}, {true, 2, 6}}
+	for i, w := range want {
+		r := batch[i]
+		if w.ok != (r.err == nil) {
+			t.Fatalf("request %d: err %v, want ok=%v", i, r.err, w.ok)
+		}
+		if !w.ok && !errors.Is(r.err, events.ErrWrongRevision) {
+			t.Fatalf("request %d: %v, want ErrWrongRevision", i, r.err)
+		}
+		if w.ok && (r.res.NextExpected != w.rev || r.res.Position != w.pos) {
+			t.Fatalf("request %d: %+v, want rev %d pos %d", i, r.res, w.rev, w.pos)
+		}
+	}
+	after := s.Stats()
+	if after.Commits-before.Commits != 1 || after.Events-before.Events != 4 || after.Appends-before.Appends != 3 {
+		t.Fatalf("stats moved by %+v -> %+v, want 1 commit, 3 appends, 4 events", before, after)
+	}
+	a, err := s.ReadStream(ctx, "slot-a", 0, 0, events.Forward)
+	if err != nil || len(a) != 3 || a[2].ID != "slot-a-1" {
+		t.Fatalf("slot-a: %+v %v", a, err)
+	}
+	if h, _ := s.Head(ctx); h != 6 {
+		t.Fatalf("head %d, want 6", h)
+	}
+}
+
+// A batch whose every request fails writes nothing and costs no commit.
+func TestGroupCommitAllFail(t *testing.T) {
+	s := openT(t, t.TempDir())
+	before := s.Stats()
+	r := &appendReq{stream: "slot-a", expected: events.StreamExists(), evs: []events.EventData{ev("A", 0)}, done: make(chan struct{})}
+	s.commit([]*appendReq{r}, nil)
+	if !errors.Is(r.err, events.ErrWrongRevision) || s.Stats() != before {
+		t.Fatalf("err %v, stats %+v -> %+v", r.err, before, s.Stats())
+	}
+}
+
+// Concurrent appenders share commits (fewer commits than appends).
+func TestConcurrentAppendsShareCommits(t *testing.T) {
+	s := openT(t, t.TempDir())
+	const appenders, each = 16, 20
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for g := range appenders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			for i := range each {
+				if _, err := s.Append(ctxT(t), fmt.Sprintf("job-%d", g), events.Any(), ev("A", i)); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	st := s.Stats()
+	if st.Appends != appenders*each || st.Events != appenders*each {
+		t.Fatalf("stats %+v, want %d appends", st, appenders*each)
+	}
+	if st.Commits >= st.Appends {
+		t.Fatalf("%d commits for %d concurrent appends: no group commit", st.Commits, st.Appends)
+	}
+	t.Logf("%d appends in %d commits", st.Appends, st.Commits)
+}
+
+// An append cancelled before the writer takes it returns ctx.Err and
+// writes nothing.
+func TestAppendCancelledContext(t *testing.T) {
+	s := openT(t, t.TempDir())
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := s.Append(ctx, "slot-a", events.Any(), ev("A", 0)); !errors.Is(err, context.Canceled) {
+		t.Fatalf("append with a cancelled context: %v", err)
+	}
+	// The writer may win the select with a ready request; either outcome is
+	// honest, but a cancelled append must not leave anything half-done.
+	if h, _ := s.Head(context.Background()); h > 1 {
+		t.Fatalf("head %d", h)
+	}
+}
+
+func TestLockedInProcess(t *testing.T) {
+	dir := t.TempDir()
+	s := openT(t, dir)
+	if _, err := s.Append(ctxT(t), "slot-a", events.NoStream(), ev("A", 0)); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err := Open(dir, Options{})
+	if !errors.Is(err, events.ErrLocked) {
+		t.Fatalf("second open: %v, want ErrLocked", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("second open took %s to fail", d)
+	}
+	if !strings.Contains(err.Error(), s.Path()) {
+		t.Fatalf("error %q does not name the file", err)
+	}
+	// The holder is unaffected.
+	if _, err := s.Append(ctxT(t), "slot-a", events.Exact(0), ev("A", 1)); err != nil {
+		t.Fatalf("append by the holder after a refused open: %v", err)
+	}
+}
+
+// lockProbe is the child side of TestLockedOtherProcess.
+func lockProbe(path string) {
+	s, err := Open(path, Options{})
+	switch {
+	case errors.Is(err, events.ErrLocked):
+		fmt.Printf("LOCKED %v\n", err)
+	case err == nil:
+		s.Close()
+		fmt.Println("OPENED")
+	default:
+		fmt.Printf("ERROR %v\n", err)
+	}
+}
+
+func TestLockedOtherProcess(t *testing.T) {
+	dir := t.TempDir()
+	s := openT(t, dir)
+	if _, err := s.Append(ctxT(t), "slot-a", events.NoStream(), ev("A", 0)); err != nil {
+		t.Fatal(err)
+	}
+	out, err := child(t, "lock-probe", dir).Output()
+	if err != nil {
+		t.Fatalf("probe: %v", err)
+	}
+	if !strings.HasPrefix(string(out), "LOCKED ") || !strings.Contains(string(out), "in use by another process") {
+		t.Fatalf("second process: %q, want a clear ErrLocked", out)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Released on close: the other process may open it now.
+	out, err = child(t, "lock-probe", dir).Output()
+	if err != nil || string(out) != "OPENED\n" {
+		t.Fatalf("probe after close: %q %v", out, err)
+	}
+}
+
+func TestCorruptOrForeignFile(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	foreignBolt := func(name string, fill func(tx *bolt.Tx) error) string {
+		p := filepath.Join(dir, name)
+		db, err := bolt.Open(p, 0o600, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Update(fill); err != nil {
+			t.Fatal(err)
+		}
+		db.Close()
+		return p
+	}
+	// A real store whose first page (bbolt's meta pages) is overwritten.
+	smashed := filepath.Join(dir, "smashed.db")
+	s, err := Open(smashed, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(ctxT(t), "slot-a", events.NoStream(), ev("A", 0)); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	b, _ := os.ReadFile(smashed)
+	for i := 0; i < 8192 && i < len(b); i++ {
+		b[i] ^= 0x5a
+	}
+	write("smashed.db", b)
+
+	files := map[string]string{
+		"text file":  write("notes.txt", bytes.Repeat([]byte("not a database\n"), 1000)),
+		"short file": write("short.db", []byte("x")),
+		"smashed":    smashed,
+		"foreign bolt": foreignBolt("foreign.db", func(tx *bolt.Tx) error {
+			b, err := tx.CreateBucket([]byte("users"))
+			if err != nil {
+				return err
+			}
+			return b.Put([]byte("alice"), []byte("admin"))
+		}),
+		"other format marker": foreignBolt("marker.db", func(tx *bolt.Tx) error {
+			b, err := tx.CreateBucket(bucketMeta)
+			if err != nil {
+				return err
+			}
+			return b.Put(keyFormat, []byte("something-else"))
+		}),
+		"future version": foreignBolt("future.db", func(tx *bolt.Tx) error {
+			b, err := tx.CreateBucket(bucketMeta)
+			if err != nil {
+				return err
+			}
+			if err := b.Put(keyFormat, []byte(formatMarker)); err != nil {
+				return err
+			}
+			return b.Put(keyVersion, u64(formatVersion+1))
+		}),
+	}
+	for name, p := range files {
+		before, _ := os.ReadFile(p)
+		s, err := Open(p, Options{})
+		if err == nil {
+			s.Close()
+			t.Fatalf("%s: opened without error", name)
+		}
+		if !errors.Is(err, events.ErrCorrupt) {
+			t.Fatalf("%s: %v, want ErrCorrupt", name, err)
+		}
+		after, _ := os.ReadFile(p)
+		if !bytes.Equal(before, after) {
+			t.Fatalf("%s: refused open changed the file", name)
+		}
+	}
+}
+
+// A record the writer never wrote (bit rot, a foreign writer) is reported
+// as ErrCorrupt by reads, not decoded into garbage.
+func TestCorruptRecord(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(ctxT(t), "slot-a", events.NoStream(), ev("A", 0)); err != nil {
+		t.Fatal(err)
+	}
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketLog).Put(u64(1), []byte{recordVersion, 200})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ReadStream(ctxT(t), "slot-a", 0, 0, events.Forward); !errors.Is(err, events.ErrCorrupt) {
+		t.Fatalf("read of a damaged record: %v", err)
+	}
+	err = s.SubscribeAll(ctxT(t), 0, events.Filter{}, func(context.Context, events.RecordedEvent) error { return nil })
+	if !errors.Is(err, events.ErrCorrupt) {
+		t.Fatalf("subscription over a damaged record: %v", err)
+	}
+	s.Close()
+}
+
+func TestRecordRoundTrip(t *testing.T) {
+	tm := time.Date(1969, 7, 20, 20, 17, 40, 123456789, time.UTC) // before the epoch
+	in := events.EventData{ID: "id-1", Type: "T", Data: []byte(`{"x":"ü"}`),
+		Meta: events.Metadata{Actor: "a", CorrelationID: "c", CausationID: "z", Time: tm, Schema: 3}}
+	b := encodeRecord(nil, "slot-ü/x", 42, &in)
+	if len(b) > recordSize("slot-ü/x", &in) {
+		t.Fatalf("record is %d bytes, recordSize said at most %d", len(b), recordSize("slot-ü/x", &in))
+	}
+	got, err := decodeRecord(b, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ID != "id-1" || got.Stream != "slot-ü/x" || got.Revision != 42 || got.Position != 7 || got.Type != "T" ||
+		string(got.Data) != `{"x":"ü"}` || got.Meta.Actor != "a" || got.Meta.CorrelationID != "c" ||
+		got.Meta.CausationID != "z" || !got.Meta.Time.Equal(tm) || got.Meta.Schema != 3 {
+		t.Fatalf("round trip: %+v", got)
+	}
+	for n := range len(b) {
+		if _, err := decodeRecord(b[:n], 1); !errors.Is(err, events.ErrCorrupt) {
+			t.Fatalf("truncated to %d bytes: %v, want ErrCorrupt", n, err)
+		}
+	}
+	if _, err := decodeRecord(append([]byte{9}, b[1:]...), 1); !errors.Is(err, events.ErrCorrupt) {
+		t.Fatalf("unknown record version: %v", err)
+	}
+	for i := 1; i < len(b); i++ { // any flipped byte is caught
+		d := append([]byte(nil), b...)
+		d[i] ^= 0x01
+		if _, err := decodeRecord(d, 1); !errors.Is(err, events.ErrCorrupt) {
+			t.Fatalf("byte %d flipped: %v, want ErrCorrupt", i, err)
+		}
+	}
+}
