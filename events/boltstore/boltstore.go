@@ -280,6 +280,10 @@ func (s *Store) Append(ctx context.Context, stream string, expected events.Expec
 		return events.AppendResult{}, events.ErrClosed
 	default:
 	}
+	// Checked first because select picks at random among ready cases.
+	if err := ctx.Err(); err != nil {
+		return events.AppendResult{}, err
+	}
 	select {
 	case s.reqs <- req:
 	case <-ctx.Done():
