@@ -1,0 +1,348 @@
+// Package coolify is the Coolify API v1 client (providers.PaaS).
+//
+// Coolify only queues the deletion of databases and applications (200
+// "… deletion request queued."), so DeleteDatabase and DeleteApplication
+// return only once a GET answers 404, polling with bounded backoff, or with
+// CodeNotConfirmed while the resource is still there at the bound.
+package coolify
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/slotkeeper/slotkeeper/backend/providers"
+	"github.com/slotkeeper/slotkeeper/backend/providers/internal/httpc"
+)
+
+var _ providers.PaaS = (*Client)(nil)
+
+// Options configure a Client. Zero fields take the defaults shown.
+type Options struct {
+	// BaseURL includes "/api/v1", e.g. "https://coolify.example/api/v1".
+	BaseURL string
+	Token   string
+	// HTTP is the client used; default: a fresh http.Client with no overall
+	// timeout (ctx bounds every call).
+	HTTP *http.Client
+	// Confirm bounds the polling after a queued delete: default 250ms
+	// doubling to 5s, giving up after 2 minutes.
+	Confirm providers.Backoff
+	// RateRetries (default 3) and MaxRetryAfter (default 30s) bound how 429
+	// answers are waited out.
+	RateRetries   int
+	MaxRetryAfter time.Duration
+}
+
+// Client talks to one Coolify instance.
+type Client struct {
+	c       httpc.Client
+	confirm providers.Backoff
+}
+
+// New returns a client; it does no I/O.
+func New(o Options) *Client {
+	if o.HTTP == nil {
+		o.HTTP = &http.Client{}
+	}
+	if o.Confirm.Initial <= 0 {
+		o.Confirm.Initial = 250 * time.Millisecond
+	}
+	if o.Confirm.Max <= 0 {
+		o.Confirm.Max = 5 * time.Second
+	}
+	if o.Confirm.Total <= 0 {
+		o.Confirm.Total = 2 * time.Minute
+	}
+	if o.RateRetries == 0 {
+		o.RateRetries = 3
+	}
+	if o.MaxRetryAfter <= 0 {
+		o.MaxRetryAfter = 30 * time.Second
+	}
+	return &Client{
+		c: httpc.Client{
+			Base: strings.TrimRight(o.BaseURL, "/"), Token: o.Token, HTTP: o.HTTP,
+			Rate:    httpc.RateLimit{Retries: max(o.RateRetries, 0), MaxWait: o.MaxRetryAfter, Default: time.Second},
+			Message: message,
+		},
+		confirm: o.Confirm,
+	}
+}
+
+// message reads Coolify's {"message": …, "errors": {field: [msgs]}}.
+func message(body []byte) string {
+	var m struct {
+		Message string              `json:"message"`
+		Errors  map[string][]string `json:"errors"`
+	}
+	if json.Unmarshal(body, &m) != nil {
+		return ""
+	}
+	msg := m.Message
+	for k, v := range m.Errors {
+		msg += fmt.Sprintf(" %s: %s;", k, strings.Join(v, " "))
+	}
+	return strings.TrimSuffix(msg, ";")
+}
+
+// fail maps an unexpected answer to an *Error. A 400 is Coolify's "Invalid
+// token." (unauthorized) unless the body says otherwise. A 5xx answer to a
+// mutating call is Uncertain: the server may have acted before failing.
+func (c *Client) fail(op, res string, resp *httpc.Response, mutating bool) *providers.Error {
+	code := httpc.CodeForStatus(resp.Status)
+	if resp.Status == http.StatusBadRequest && strings.Contains(strings.ToLower(message(resp.Body)), "token") {
+		code = providers.CodeUnauthorized
+	}
+	return c.c.Fail(op, res, resp, code, mutating && resp.Status >= 500)
+}
+
+func (c *Client) get(ctx context.Context, op, id, path string, out any) (providers.Lookup, error) {
+	if err := providers.ValidateUUID(id); err != nil {
+		return providers.Unknown, providers.Invalid(op, id, err)
+	}
+	resp, perr := c.c.Do(ctx, op, id, http.MethodGet, path, nil, nil, false)
+	if perr != nil {
+		return providers.Unknown, perr
+	}
+	switch resp.Status {
+	case http.StatusOK:
+		if err := json.Unmarshal(resp.Body, out); err != nil {
+			return providers.Unknown, &providers.Error{Op: op, Resource: id, Status: resp.Status, Code: providers.CodeServer, Message: "unreadable answer", Err: err}
+		}
+		return providers.Found, nil
+	case http.StatusNotFound:
+		return providers.Absent, c.fail(op, id, resp, false)
+	}
+	return providers.Unknown, c.fail(op, id, resp, false)
+}
+
+type resourceJSON struct {
+	UUID   string `json:"uuid"`
+	Name   string `json:"name"`
+	Status string `json:"status"`
+}
+
+// GetDatabase returns the database. Lookup is Absent (with a CodeNotFound
+// error) only on 404; any other failure is Unknown.
+func (c *Client) GetDatabase(ctx context.Context, uuid string) (providers.Database, providers.Lookup, error) {
+	var r resourceJSON
+	l, err := c.get(ctx, "coolify.GetDatabase", uuid, "/databases/"+uuid, &r)
+	return providers.Database{UUID: r.UUID, Name: r.Name, Status: r.Status}, l, err
+}
+
+// GetApplication returns the application; Lookup as for GetDatabase.
+func (c *Client) GetApplication(ctx context.Context, uuid string) (providers.Application, providers.Lookup, error) {
+	var r resourceJSON
+	l, err := c.get(ctx, "coolify.GetApplication", uuid, "/applications/"+uuid, &r)
+	return providers.Application{UUID: r.UUID, Name: r.Name, Status: r.Status}, l, err
+}
+
+// GetProject returns the project; Lookup as for GetDatabase.
+func (c *Client) GetProject(ctx context.Context, uuid string) (providers.Project, providers.Lookup, error) {
+	var r resourceJSON
+	l, err := c.get(ctx, "coolify.GetProject", uuid, "/projects/"+uuid, &r)
+	return providers.Project{UUID: r.UUID, Name: r.Name}, l, err
+}
+
+// deleteQuery spells out Coolify's defaults so a change of default on the
+// server cannot leave volumes or configurations behind.
+var deleteQuery = url.Values{
+	"delete_configurations":     {"true"},
+	"delete_volumes":            {"true"},
+	"docker_cleanup":            {"true"},
+	"delete_connected_networks": {"true"},
+}
+
+// DeleteDatabase queues the deletion and waits until GET answers 404.
+// Returns AlreadyAbsent on a 404 to the delete; CodeNotConfirmed (Uncertain)
+// if the database is still there when the confirmation bound passes.
+func (c *Client) DeleteDatabase(ctx context.Context, uuid string) (providers.DeleteOutcome, error) {
+	return c.deleteQueued(ctx, "coolify.DeleteDatabase", uuid, "/databases/"+uuid)
+}
+
+// DeleteApplication is DeleteDatabase for applications (with its volumes,
+// configurations and networks).
+func (c *Client) DeleteApplication(ctx context.Context, uuid string) (providers.DeleteOutcome, error) {
+	return c.deleteQueued(ctx, "coolify.DeleteApplication", uuid, "/applications/"+uuid)
+}
+
+func (c *Client) deleteQueued(ctx context.Context, op, id, path string) (providers.DeleteOutcome, error) {
+	if err := providers.ValidateUUID(id); err != nil {
+		return 0, providers.Invalid(op, id, err)
+	}
+	resp, perr := c.c.Do(ctx, op, id, http.MethodDelete, path, deleteQuery, nil, true)
+	if perr != nil {
+		return 0, perr
+	}
+	switch {
+	case resp.Status == http.StatusNotFound:
+		return providers.AlreadyAbsent, nil
+	case resp.Status < 200 || resp.Status > 299:
+		return 0, c.fail(op, id, resp, true)
+	}
+	return c.confirmGone(ctx, op, id, path)
+}
+
+// confirmGone polls GET path until 404. Transient failures (5xx, 429,
+// transport) keep polling; 401/403 and other definite refusals stop it.
+func (c *Client) confirmGone(ctx context.Context, op, id, path string) (providers.DeleteOutcome, error) {
+	var last *providers.Error
+	gone, err := httpc.Poll(ctx, c.confirm, func() (bool, error) {
+		resp, perr := c.c.Do(ctx, op, id, http.MethodGet, path, nil, nil, false)
+		switch {
+		case perr != nil && perr.Code == providers.CodeCanceled:
+			return false, perr
+		case perr != nil:
+			last = perr
+			return false, nil
+		case resp.Status == http.StatusNotFound:
+			return true, nil
+		case resp.Status == http.StatusOK:
+			last = nil
+			return false, nil
+		case resp.Status >= 500:
+			last = c.fail(op, id, resp, false)
+			return false, nil
+		}
+		return false, c.fail(op, id, resp, false)
+	})
+	if gone {
+		return providers.Deleted, nil
+	}
+	if pe, ok := providers.AsError(err); ok {
+		pe.Uncertain = true // the delete was accepted; it may still happen
+		return 0, pe
+	}
+	if err != nil {
+		return 0, &providers.Error{Op: op, Resource: id, Code: providers.CodeCanceled, Uncertain: true, Message: "canceled while confirming the delete", Err: err}
+	}
+	ne := &providers.Error{Op: op, Resource: id, Code: providers.CodeNotConfirmed, Uncertain: true, Message: "delete accepted but the resource is still there"}
+	if last != nil {
+		ne.Status, ne.Message, ne.Err = last.Status, ne.Message+"; last check: "+last.Error(), last
+	}
+	return 0, ne
+}
+
+// ListEnvs lists an application's environment variables.
+func (c *Client) ListEnvs(ctx context.Context, appUUID string) ([]providers.EnvVar, error) {
+	const op = "coolify.ListEnvs"
+	var raw []struct {
+		UUID string `json:"uuid"`
+		Key  string `json:"key"`
+	}
+	if err := c.list(ctx, op, appUUID, "/applications/"+appUUID+"/envs", &raw); err != nil {
+		return nil, err
+	}
+	out := make([]providers.EnvVar, 0, len(raw))
+	for _, e := range raw {
+		out = append(out, providers.EnvVar{UUID: e.UUID, Key: e.Key})
+	}
+	return out, nil
+}
+
+// ListStorages lists an application's persistent volumes and file storages
+// (GET /applications/{uuid}/storages →
+// {"persistent_storages":[…],"file_storages":[…]}).
+func (c *Client) ListStorages(ctx context.Context, appUUID string) ([]providers.Storage, error) {
+	const op = "coolify.ListStorages"
+	type storage struct {
+		UUID      string `json:"uuid"`
+		Name      string `json:"name"`
+		MountPath string `json:"mount_path"`
+	}
+	var raw struct {
+		Persistent []storage `json:"persistent_storages"`
+		Files      []storage `json:"file_storages"`
+	}
+	if err := c.list(ctx, op, appUUID, "/applications/"+appUUID+"/storages", &raw); err != nil {
+		return nil, err
+	}
+	out := make([]providers.Storage, 0, len(raw.Persistent)+len(raw.Files))
+	for _, s := range raw.Persistent {
+		out = append(out, providers.Storage{UUID: s.UUID, Name: s.Name, Kind: "persistent"})
+	}
+	for _, s := range raw.Files {
+		// File storages have no name; the mount path identifies them.
+		out = append(out, providers.Storage{UUID: s.UUID, Name: s.MountPath, Kind: "file"})
+	}
+	return out, nil
+}
+
+// list GETs a collection; any non-200 (404 included) is an error.
+func (c *Client) list(ctx context.Context, op, id, path string, out any) error {
+	if err := providers.ValidateUUID(id); err != nil {
+		return providers.Invalid(op, id, err)
+	}
+	resp, perr := c.c.Do(ctx, op, id, http.MethodGet, path, nil, nil, false)
+	if perr != nil {
+		return perr
+	}
+	if resp.Status != http.StatusOK {
+		return c.fail(op, id, resp, false)
+	}
+	if err := json.Unmarshal(resp.Body, out); err != nil {
+		return &providers.Error{Op: op, Resource: id, Status: resp.Status, Code: providers.CodeServer, Message: "unreadable answer", Err: err}
+	}
+	return nil
+}
+
+// DeleteEnv deletes one env var; Coolify deletes it at once (no polling).
+// 404 = AlreadyAbsent.
+func (c *Client) DeleteEnv(ctx context.Context, appUUID, envUUID string) (providers.DeleteOutcome, error) {
+	return c.deleteNow(ctx, "coolify.DeleteEnv", appUUID, envUUID, "/applications/"+appUUID+"/envs/"+envUUID)
+}
+
+// DeleteStorage removes one storage (DELETE
+// /applications/{uuid}/storages/{storage_uuid}); immediate. 404 =
+// AlreadyAbsent.
+func (c *Client) DeleteStorage(ctx context.Context, appUUID, storageUUID string) (providers.DeleteOutcome, error) {
+	return c.deleteNow(ctx, "coolify.DeleteStorage", appUUID, storageUUID, "/applications/"+appUUID+"/storages/"+storageUUID)
+}
+
+func (c *Client) deleteNow(ctx context.Context, op, parent, id, path string) (providers.DeleteOutcome, error) {
+	for _, v := range []string{parent, id} {
+		if err := providers.ValidateUUID(v); err != nil {
+			return 0, providers.Invalid(op, v, err)
+		}
+	}
+	res := parent + "/" + id
+	resp, perr := c.c.Do(ctx, op, res, http.MethodDelete, path, nil, nil, true)
+	if perr != nil {
+		return 0, perr
+	}
+	switch {
+	case resp.Status == http.StatusNotFound:
+		return providers.AlreadyAbsent, nil
+	case resp.Status >= 200 && resp.Status <= 299:
+		return providers.Deleted, nil
+	}
+	return 0, c.fail(op, res, resp, true)
+}
+
+// DeleteProject deletes an empty project (immediate). While it still has
+// resources Coolify answers 400 "Project has resources…": CodeNotEmpty.
+// 404 = AlreadyAbsent.
+func (c *Client) DeleteProject(ctx context.Context, uuid string) (providers.DeleteOutcome, error) {
+	const op = "coolify.DeleteProject"
+	if err := providers.ValidateUUID(uuid); err != nil {
+		return 0, providers.Invalid(op, uuid, err)
+	}
+	resp, perr := c.c.Do(ctx, op, uuid, http.MethodDelete, "/projects/"+uuid, nil, nil, true)
+	if perr != nil {
+		return 0, perr
+	}
+	switch {
+	case resp.Status == http.StatusNotFound:
+		return providers.AlreadyAbsent, nil
+	case resp.Status >= 200 && resp.Status <= 299:
+		return providers.Deleted, nil
+	case resp.Status == http.StatusBadRequest && strings.Contains(message(resp.Body), "has resources"):
+		return 0, c.c.Fail(op, uuid, resp, providers.CodeNotEmpty, false)
+	}
+	return 0, c.fail(op, uuid, resp, true)
+}

@@ -1,0 +1,462 @@
+package coolify_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slotkeeper/slotkeeper/backend/providers"
+	"github.com/slotkeeper/slotkeeper/backend/providers/coolify"
+	"github.com/slotkeeper/slotkeeper/backend/providers/sim"
+)
+
+const token = "tok-SECRET-c00l1fy-7f3a9"
+
+type bundle struct {
+	sim *sim.Sim
+	c   *coolify.Client
+	fx  sim.SlotFixture
+}
+
+func setup(t *testing.T, delay time.Duration) bundle {
+	t.Helper()
+	s, err := sim.Start(context.Background(), sim.Options{DeleteDelay: delay, CoolifyToken: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	fx, err := s.SeedSlot("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.ResetRequests()
+	return bundle{sim: s, fx: fx, c: newClient(s, token)}
+}
+
+func newClient(s *sim.Sim, tok string) *coolify.Client {
+	return coolify.New(coolify.Options{
+		BaseURL: s.CoolifyURL(), Token: tok,
+		Confirm:     providers.Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond, Total: 300 * time.Millisecond},
+		RateRetries: 2, MaxRetryAfter: time.Second,
+	})
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// checkErr asserts err's code, status and uncertainty and that it never
+// carries the token.
+func checkErr(t *testing.T, err error, code providers.Code, status int, uncertain bool) {
+	t.Helper()
+	if code == "" {
+		if err != nil {
+			t.Fatalf("unexpected error: %v", err)
+		}
+		return
+	}
+	pe, ok := providers.AsError(err)
+	if !ok {
+		t.Fatalf("want *providers.Error %s, got %v", code, err)
+	}
+	if pe.Code != code || pe.Status != status || pe.Uncertain != uncertain {
+		t.Fatalf("got code=%s status=%d uncertain=%v (%v); want %s %d %v", pe.Code, pe.Status, pe.Uncertain, err, code, status, uncertain)
+	}
+	if pe.Op == "" || pe.Resource == "" {
+		t.Fatalf("error lacks op or resource: %#v", pe)
+	}
+	if strings.Contains(err.Error(), token) || strings.Contains(pe.Message, token) {
+		t.Fatalf("token leaked: %v", err)
+	}
+}
+
+// statusCases are the answers every read can meet, by injected fault.
+var statusCases = []struct {
+	name   string
+	fault  sim.Fault
+	code   providers.Code
+	status int
+}{
+	{"400 invalid token", sim.Fault{Status: 400}, providers.CodeUnauthorized, 400},
+	{"401", sim.Fault{Status: 401}, providers.CodeUnauthorized, 401},
+	{"403", sim.Fault{Status: 403}, providers.CodeForbidden, 403},
+	{"422", sim.Fault{Status: 422}, providers.CodeUnprocessable, 422},
+	{"429 persists", sim.Fault{Status: 429, Header: map[string]string{"Retry-After": "0"}}, providers.CodeRateLimited, 429},
+	{"500", sim.Fault{Status: 500}, providers.CodeServer, 500},
+	{"503", sim.Fault{Status: 503}, providers.CodeServer, 503},
+	{"reset", sim.Fault{Reset: true}, providers.CodeTransport, 0},
+}
+
+func TestGetLookups(t *testing.T) {
+	b := setup(t, 0)
+	ctx := ctxT(t)
+	gets := []struct {
+		endpoint string
+		id       string
+		get      func(ctx context.Context, id string) (string, providers.Lookup, error)
+	}{
+		{sim.EndpointGetDatabase, b.fx.DBUUID, func(ctx context.Context, id string) (string, providers.Lookup, error) {
+			d, l, err := b.c.GetDatabase(ctx, id)
+			return d.UUID + "|" + d.Status, l, err
+		}},
+		{sim.EndpointGetApplication, b.fx.AppUUID, func(ctx context.Context, id string) (string, providers.Lookup, error) {
+			a, l, err := b.c.GetApplication(ctx, id)
+			return a.UUID + "|" + a.Status, l, err
+		}},
+		{sim.EndpointGetProject, b.fx.ProjectUUID, func(ctx context.Context, id string) (string, providers.Lookup, error) {
+			p, l, err := b.c.GetProject(ctx, id)
+			return p.UUID + "|running:healthy", l, err
+		}},
+	}
+	for _, g := range gets {
+		t.Run(g.endpoint, func(t *testing.T) {
+			got, l, err := g.get(ctx, g.id)
+			checkErr(t, err, "", 0, false)
+			if l != providers.Found || got != g.id+"|running:healthy" {
+				t.Fatalf("found: %q %v", got, l)
+			}
+			_, l, err = g.get(ctx, "zzzzzzzzzzzzzzzzzzzzzzzz")
+			checkErr(t, err, providers.CodeNotFound, 404, false)
+			if l != providers.Absent {
+				t.Fatalf("404 lookup = %v", l)
+			}
+			for _, sc := range statusCases {
+				f := sc.fault
+				f.Endpoint, f.Resource = g.endpoint, g.id
+				id := b.sim.AddFault(f)
+				before := len(b.sim.Requests())
+				_, l, err := g.get(ctx, g.id)
+				b.sim.RemoveFault(id)
+				checkErr(t, err, sc.code, sc.status, false)
+				if l != providers.Unknown {
+					t.Fatalf("%s: lookup %v, want unknown", sc.name, l)
+				}
+				want := 1
+				if sc.status == 429 {
+					want = 3 // first try + RateRetries
+				}
+				n := len(b.sim.Requests()) - before
+				if sc.fault.Reset && n == 2 {
+					n = 1 // net/http replays a GET once on a dropped kept-alive connection
+				}
+				if n != want {
+					t.Fatalf("%s: %d requests, want %d", sc.name, n, want)
+				}
+			}
+		})
+	}
+}
+
+func TestWrongTokenIsUnauthorizedAndNotLeaked(t *testing.T) {
+	b := setup(t, 0)
+	bad := newClient(b.sim, "WRONG-"+token)
+	_, l, err := bad.GetDatabase(ctxT(t), b.fx.DBUUID)
+	checkErr(t, err, providers.CodeUnauthorized, 401, false)
+	if l != providers.Unknown || !strings.Contains(err.Error(), "Unauthenticated.") {
+		t.Fatalf("lookup %v err %v", l, err)
+	}
+}
+
+func TestRateLimitRetriedThenFound(t *testing.T) {
+	b := setup(t, 0)
+	b.sim.AddFault(sim.Fault{Endpoint: sim.EndpointGetDatabase, Status: 429, Header: map[string]string{"Retry-After": "0"}, Times: 1})
+	_, l, err := b.c.GetDatabase(ctxT(t), b.fx.DBUUID)
+	checkErr(t, err, "", 0, false)
+	reqs := b.sim.Requests()
+	if l != providers.Found || len(reqs) != 2 || reqs[0].Status != 429 || reqs[1].Status != 200 {
+		t.Fatalf("lookup %v requests %+v", l, reqs)
+	}
+}
+
+func TestRetryAfterTooLongOrCanceled(t *testing.T) {
+	b := setup(t, 0)
+	// Longer than MaxRetryAfter: give up at once, no second request.
+	b.sim.AddFault(sim.Fault{Endpoint: sim.EndpointGetDatabase, Status: 429, Header: map[string]string{"Retry-After": "60"}, Times: 1})
+	_, _, err := b.c.GetDatabase(ctxT(t), b.fx.DBUUID)
+	checkErr(t, err, providers.CodeRateLimited, 429, false)
+	if n := len(b.sim.Requests()); n != 1 {
+		t.Fatalf("%d requests", n)
+	}
+	// Within the bound but ctx ends during the wait: canceled, no retry.
+	b.sim.AddFault(sim.Fault{Endpoint: sim.EndpointGetDatabase, Status: 429, Header: map[string]string{"Retry-After": "1"}})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel()
+	_, _, err = b.c.GetDatabase(ctx, b.fx.DBUUID)
+	checkErr(t, err, providers.CodeCanceled, 429, false)
+	if n := len(b.sim.Requests()); n != 2 {
+		t.Fatalf("%d requests", n)
+	}
+}
+
+func TestDeleteQueuedConfirmed(t *testing.T) {
+	for _, kind := range []string{"database", "application"} {
+		t.Run(kind, func(t *testing.T) {
+			b := setup(t, 20*time.Millisecond)
+			del, endpoint, id, has := b.c.DeleteDatabase, sim.EndpointDeleteDatabase, b.fx.DBUUID, b.sim.HasDatabase
+			getEndpoint := sim.EndpointGetDatabase
+			if kind == "application" {
+				del, endpoint, id, has, getEndpoint = b.c.DeleteApplication, sim.EndpointDeleteApplication, b.fx.AppUUID, b.sim.HasApp, sim.EndpointGetApplication
+			}
+			// Confirmation survives transient 503s.
+			b.sim.AddFault(sim.Fault{Endpoint: getEndpoint, Status: 503, Times: 2})
+			out, err := del(ctxT(t), id)
+			checkErr(t, err, "", 0, false)
+			if out != providers.Deleted || has(id) {
+				t.Fatalf("outcome %v, still there %v", out, has(id))
+			}
+			reqs := b.sim.Requests()
+			first, last := reqs[0], reqs[len(reqs)-1]
+			if first.Endpoint != endpoint || first.Status != 200 || !strings.Contains(first.Query, "delete_volumes=true") {
+				t.Fatalf("first request %+v", first)
+			}
+			if last.Endpoint != getEndpoint || last.Status != 404 || len(reqs) < 4 {
+				t.Fatalf("confirmation requests %+v", reqs)
+			}
+			// Deleting again: the provider says 404 → already absent, no poll.
+			b.sim.ResetRequests()
+			out, err = del(ctxT(t), id)
+			checkErr(t, err, "", 0, false)
+			if out != providers.AlreadyAbsent || len(b.sim.Requests()) != 1 {
+				t.Fatalf("second delete %v, %d requests", out, len(b.sim.Requests()))
+			}
+		})
+	}
+}
+
+func TestDeleteNotConfirmed(t *testing.T) {
+	b := setup(t, time.Hour) // queued forever
+	out, err := b.c.DeleteDatabase(ctxT(t), b.fx.DBUUID)
+	checkErr(t, err, providers.CodeNotConfirmed, 0, true)
+	if out != 0 || !b.sim.HasDatabase(b.fx.DBUUID) {
+		t.Fatalf("outcome %v", out)
+	}
+	// A definite refusal while confirming stops the polling.
+	b.sim.AddFault(sim.Fault{Endpoint: sim.EndpointGetApplication, Status: 403})
+	_, err = b.c.DeleteApplication(ctxT(t), b.fx.AppUUID)
+	checkErr(t, err, providers.CodeForbidden, 403, true)
+	if n := len(b.sim.RequestsAfter(time.Time{})); n < 3 {
+		t.Fatalf("%d requests", n)
+	}
+}
+
+func TestDeleteQueuedFailures(t *testing.T) {
+	cases := []struct {
+		name      string
+		fault     sim.Fault
+		code      providers.Code
+		status    int
+		uncertain bool
+	}{
+		{"400", sim.Fault{Status: 400}, providers.CodeUnauthorized, 400, false},
+		{"401", sim.Fault{Status: 401}, providers.CodeUnauthorized, 401, false},
+		{"403", sim.Fault{Status: 403}, providers.CodeForbidden, 403, false},
+		{"422", sim.Fault{Status: 422}, providers.CodeUnprocessable, 422, false},
+		{"429", sim.Fault{Status: 429, Header: map[string]string{"Retry-After": "0"}}, providers.CodeRateLimited, 429, false},
+		{"500", sim.Fault{Status: 500}, providers.CodeServer, 500, true},
+		{"502", sim.Fault{Status: 502}, providers.CodeServer, 502, true},
+		{"reset", sim.Fault{Reset: true}, providers.CodeTransport, 0, true},
+	}
+	b := setup(t, 0)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := tc.fault
+			f.Endpoint = sim.EndpointDeleteDatabase
+			id := b.sim.AddFault(f)
+			defer b.sim.RemoveFault(id)
+			out, err := b.c.DeleteDatabase(ctxT(t), b.fx.DBUUID)
+			checkErr(t, err, tc.code, tc.status, tc.uncertain)
+			if out != 0 || !b.sim.HasDatabase(b.fx.DBUUID) {
+				t.Fatalf("outcome %v, db gone %v", out, !b.sim.HasDatabase(b.fx.DBUUID))
+			}
+		})
+	}
+}
+
+// TestCancelAbortsInFlightDelete: a hung delete is aborted by ctx; the
+// recorder shows the abortion and nothing is sent afterwards.
+func TestCancelAbortsInFlightDelete(t *testing.T) {
+	b := setup(t, 0)
+	b.sim.AddFault(sim.Fault{Endpoint: sim.EndpointDeleteApplication, Hang: true})
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := b.c.DeleteApplication(ctx, b.fx.AppUUID)
+		errc <- err
+	}()
+	wctx := ctxT(t)
+	if _, err := b.sim.WaitFor(wctx, func(r sim.Request) bool { return r.Endpoint == sim.EndpointDeleteApplication }); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	canceledAt := time.Now()
+	var err error
+	select {
+	case err = <-errc:
+	case <-wctx.Done():
+		t.Fatal("client did not return after cancel")
+	}
+	checkErr(t, err, providers.CodeCanceled, 0, true)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("not context.Canceled: %v", err)
+	}
+	r, err := b.sim.WaitFor(wctx, func(r sim.Request) bool { return r.Done() })
+	if err != nil || !r.WasAborted() {
+		t.Fatalf("in-flight request not aborted: %+v %v", r, err)
+	}
+	if after := b.sim.RequestsAfter(canceledAt); len(after) != 0 {
+		t.Fatalf("requests after cancel: %+v", after)
+	}
+	// A call with a dead ctx sends nothing.
+	if _, err := b.c.DeleteDatabase(ctx, b.fx.DBUUID); providers.CodeOf(err) != providers.CodeCanceled {
+		t.Fatalf("dead ctx: %v", err)
+	}
+	if n := len(b.sim.Requests()); n != 1 {
+		t.Fatalf("%d requests, want 1", n)
+	}
+}
+
+// TestCancelDuringConfirmation: ctx ends while polling for the 404.
+func TestCancelDuringConfirmation(t *testing.T) {
+	b := setup(t, time.Hour)
+	b.sim.AddFault(sim.Fault{Endpoint: sim.EndpointGetDatabase, Hang: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err := b.c.DeleteDatabase(ctx, b.fx.DBUUID)
+	checkErr(t, err, providers.CodeCanceled, 0, true)
+	r, werr := b.sim.WaitFor(ctxT(t), func(r sim.Request) bool { return r.Endpoint == sim.EndpointGetDatabase && r.Done() })
+	if werr != nil || !r.WasAborted() {
+		t.Fatalf("confirmation GET not aborted: %+v", r)
+	}
+}
+
+func TestEnvsAndStorages(t *testing.T) {
+	b := setup(t, 0)
+	ctx := ctxT(t)
+	envs, err := b.c.ListEnvs(ctx, b.fx.AppUUID)
+	checkErr(t, err, "", 0, false)
+	if len(envs) != 3 || envs[0].Key != "APP_ENV" {
+		t.Fatalf("envs %+v", envs)
+	}
+	sts, err := b.c.ListStorages(ctx, b.fx.AppUUID)
+	checkErr(t, err, "", 0, false)
+	if len(sts) != 2 || sts[0].Kind != "persistent" || sts[0].Name != "data-a" || sts[1].Kind != "file" || sts[1].Name != "/etc/app/config.yml" {
+		t.Fatalf("storages %+v", sts)
+	}
+	for _, e := range envs {
+		out, err := b.c.DeleteEnv(ctx, b.fx.AppUUID, e.UUID)
+		checkErr(t, err, "", 0, false)
+		if out != providers.Deleted || b.sim.HasEnv(e.UUID) {
+			t.Fatalf("env delete %v", out)
+		}
+	}
+	for _, s := range sts {
+		out, err := b.c.DeleteStorage(ctx, b.fx.AppUUID, s.UUID)
+		checkErr(t, err, "", 0, false)
+		if out != providers.Deleted || b.sim.HasStorage(s.UUID) {
+			t.Fatalf("storage delete %v", out)
+		}
+	}
+	if out, err := b.c.DeleteEnv(ctx, b.fx.AppUUID, envs[0].UUID); err != nil || out != providers.AlreadyAbsent {
+		t.Fatalf("env again: %v %v", out, err)
+	}
+	if out, err := b.c.DeleteStorage(ctx, b.fx.AppUUID, sts[0].UUID); err != nil || out != providers.AlreadyAbsent {
+		t.Fatalf("storage again: %v %v", out, err)
+	}
+	_, err = b.c.ListEnvs(ctx, "zzzzzzzzzzzzzzzzzzzzzzzz")
+	checkErr(t, err, providers.CodeNotFound, 404, false)
+	_, err = b.c.ListStorages(ctx, "zzzzzzzzzzzzzzzzzzzzzzzz")
+	checkErr(t, err, providers.CodeNotFound, 404, false)
+}
+
+func TestEnvStorageFaults(t *testing.T) {
+	b := setup(t, 0)
+	ctx := ctxT(t)
+	env, st := b.fx.EnvUUIDs[0], b.fx.StorageUUIDs[0]
+	for _, sc := range statusCases {
+		for _, ep := range []string{sim.EndpointListEnvs, sim.EndpointListStorages, sim.EndpointDeleteEnv, sim.EndpointDeleteStorage} {
+			f := sc.fault
+			f.Endpoint = ep
+			id := b.sim.AddFault(f)
+			var err error
+			mutating := false
+			switch ep {
+			case sim.EndpointListEnvs:
+				_, err = b.c.ListEnvs(ctx, b.fx.AppUUID)
+			case sim.EndpointListStorages:
+				_, err = b.c.ListStorages(ctx, b.fx.AppUUID)
+			case sim.EndpointDeleteEnv:
+				_, err = b.c.DeleteEnv(ctx, b.fx.AppUUID, env)
+				mutating = true
+			case sim.EndpointDeleteStorage:
+				_, err = b.c.DeleteStorage(ctx, b.fx.AppUUID, st)
+				mutating = true
+			}
+			b.sim.RemoveFault(id)
+			uncertain := mutating && (sc.status >= 500 || sc.status == 0)
+			t.Run(sc.name+"/"+ep, func(t *testing.T) { checkErr(t, err, sc.code, sc.status, uncertain) })
+		}
+	}
+	if !b.sim.HasEnv(env) || !b.sim.HasStorage(st) {
+		t.Fatal("a failed delete removed something")
+	}
+}
+
+func TestDeleteProject(t *testing.T) {
+	b := setup(t, 0)
+	ctx := ctxT(t)
+	_, err := b.c.DeleteProject(ctx, b.fx.ProjectUUID)
+	checkErr(t, err, providers.CodeNotEmpty, 400, false)
+	if !strings.Contains(err.Error(), "Project has resources") || !b.sim.HasProject(b.fx.ProjectUUID) {
+		t.Fatalf("err %v", err)
+	}
+	for _, del := range []func(context.Context, string) (providers.DeleteOutcome, error){b.c.DeleteDatabase} {
+		if _, err := del(ctx, b.fx.DBUUID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := b.c.DeleteApplication(ctx, b.fx.AppUUID); err != nil {
+		t.Fatal(err)
+	}
+	b.sim.AddFault(sim.Fault{Endpoint: sim.EndpointDeleteProject, Status: 500, Times: 1})
+	_, err = b.c.DeleteProject(ctx, b.fx.ProjectUUID)
+	checkErr(t, err, providers.CodeServer, 500, true)
+	out, err := b.c.DeleteProject(ctx, b.fx.ProjectUUID)
+	if err != nil || out != providers.Deleted || b.sim.HasProject(b.fx.ProjectUUID) {
+		t.Fatalf("delete empty project: %v %v", out, err)
+	}
+	if out, err := b.c.DeleteProject(ctx, b.fx.ProjectUUID); err != nil || out != providers.AlreadyAbsent {
+		t.Fatalf("again: %v %v", out, err)
+	}
+}
+
+// TestInvalidIDsSendNothing: bad ids never reach a URL.
+func TestInvalidIDsSendNothing(t *testing.T) {
+	b := setup(t, 0)
+	ctx := ctxT(t)
+	bad := []string{"", "short", "../etc/passwd", "abc/def0123456", "ABCDEFGHIJKLMNOP", "abc..defghijk", "abcdefgh%2f", "abcdefgh\x00ijkl", "аbcdefghijkl" /* Cyrillic а */, "abcdefghij klmn", "-abcdefghijk", strings.Repeat("a", 65)}
+	for _, id := range bad {
+		calls := map[string]error{}
+		_, _, calls["GetDatabase"] = b.c.GetDatabase(ctx, id)
+		_, calls["DeleteDatabase"] = b.c.DeleteDatabase(ctx, id)
+		_, _, calls["GetApplication"] = b.c.GetApplication(ctx, id)
+		_, calls["DeleteApplication"] = b.c.DeleteApplication(ctx, id)
+		_, calls["ListEnvs"] = b.c.ListEnvs(ctx, id)
+		_, calls["DeleteEnv"] = b.c.DeleteEnv(ctx, b.fx.AppUUID, id)
+		_, calls["ListStorages"] = b.c.ListStorages(ctx, id)
+		_, calls["DeleteStorage"] = b.c.DeleteStorage(ctx, id, b.fx.StorageUUIDs[0])
+		_, _, calls["GetProject"] = b.c.GetProject(ctx, id)
+		_, calls["DeleteProject"] = b.c.DeleteProject(ctx, id)
+		for name, err := range calls {
+			if providers.CodeOf(err) != providers.CodeInvalid || !errors.Is(err, providers.ErrInvalid) {
+				t.Fatalf("%s(%q): %v", name, id, err)
+			}
+		}
+	}
+	if reqs := b.sim.Requests(); len(reqs) != 0 {
+		t.Fatalf("invalid input reached the server: %+v", reqs)
+	}
+}

@@ -1,0 +1,238 @@
+// Package httpc is the HTTP plumbing the Coolify and Bitbucket clients
+// share: bearer auth, context-bound requests, classification of transport
+// failures (canceled vs. transport, sent vs. not sent), bounded honouring of
+// 429 Retry-After, and the bounded backoff used to confirm deletes.
+package httpc
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/slotkeeper/slotkeeper/backend/providers"
+)
+
+// maxBody bounds how much of an answer is read; provider answers we use are
+// small, and a huge one must not exhaust memory.
+const maxBody = 4 << 20
+
+// RateLimit bounds how 429 answers are retried.
+type RateLimit struct {
+	// Retries is how many times a 429 is retried before giving up with
+	// CodeRateLimited.
+	Retries int
+	// MaxWait caps one Retry-After wait; a longer Retry-After gives up at once.
+	MaxWait time.Duration
+	// Default is the wait when Retry-After is missing or unreadable.
+	Default time.Duration
+}
+
+// Client sends requests to one provider.
+type Client struct {
+	Base  string // e.g. "http://host/api/v1", no trailing slash
+	Token string
+	HTTP  *http.Client
+	Rate  RateLimit
+	// Message extracts the provider's message from an error body.
+	Message func(body []byte) string
+}
+
+// Response is a provider answer of any status.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// Do sends one request and returns the answer whatever its status, retrying
+// 429 within the RateLimit bounds. It returns an *providers.Error only when
+// no answer came (Code canceled or transport) or 429 persisted. mutating
+// says whether the request could change something: then a request that was
+// written but not answered is Uncertain.
+func (c *Client) Do(ctx context.Context, op, resource, method, path string, query url.Values, body any, mutating bool) (*Response, *providers.Error) {
+	var payload []byte
+	if body != nil {
+		var err error
+		if payload, err = json.Marshal(body); err != nil {
+			return nil, &providers.Error{Op: op, Resource: resource, Code: providers.CodeInvalid, Message: "encode body", Err: err}
+		}
+	}
+	for attempt := 0; ; attempt++ {
+		resp, perr := c.once(ctx, op, resource, method, path, query, payload, mutating)
+		if perr != nil {
+			return nil, perr
+		}
+		if resp.Status != http.StatusTooManyRequests {
+			return resp, nil
+		}
+		wait, ok := retryAfter(resp.Header.Get("Retry-After"), c.Rate.Default)
+		if attempt >= c.Rate.Retries || !ok || wait > c.Rate.MaxWait {
+			return nil, c.Fail(op, resource, resp, providers.CodeRateLimited, false)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, &providers.Error{Op: op, Resource: resource, Status: resp.Status, Code: providers.CodeCanceled, Message: "canceled while waiting out Retry-After", Err: ctx.Err()}
+		}
+	}
+}
+
+func (c *Client) once(ctx context.Context, op, resource, method, path string, query url.Values, payload []byte, mutating bool) (*Response, *providers.Error) {
+	if err := ctx.Err(); err != nil {
+		// Never start a request after cancellation.
+		return nil, &providers.Error{Op: op, Resource: resource, Code: providers.CodeCanceled, Err: err}
+	}
+	u := c.Base + path
+	if len(query) > 0 {
+		u += "?" + query.Encode()
+	}
+	var sent atomic.Bool // set from the transport's goroutine
+	trace := &httptrace.ClientTrace{WroteHeaders: func() { sent.Store(true) }}
+	var rd io.Reader
+	if payload != nil {
+		rd = bytes.NewReader(payload)
+	}
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), method, u, rd)
+	if err != nil {
+		return nil, &providers.Error{Op: op, Resource: resource, Code: providers.CodeInvalid, Message: "build request", Err: err}
+	}
+	req.Header.Set("Authorization", "Bearer "+c.Token)
+	req.Header.Set("Accept", "application/json")
+	if payload != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		return nil, c.transportError(ctx, op, resource, err, mutating && sent.Load())
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		// The status line came but the body broke off: for a mutating call
+		// a 2xx status alone is not a definite answer we can read.
+		return nil, c.transportError(ctx, op, resource, err, mutating)
+	}
+	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: b}, nil
+}
+
+// transportError classifies a failure with no (complete) answer.
+func (c *Client) transportError(ctx context.Context, op, resource string, err error, uncertain bool) *providers.Error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err // drop the URL: keep errors short (it never holds a token)
+	}
+	code := providers.CodeTransport
+	if ctx.Err() != nil {
+		code, err = providers.CodeCanceled, errors.Join(ctx.Err(), err)
+	}
+	return &providers.Error{Op: op, Resource: resource, Code: code, Uncertain: uncertain, Err: c.redact(err)}
+}
+
+// Fail builds the error for an answer the caller did not expect. Uncertain
+// is the caller's call (a 5xx on a mutating request may have taken effect).
+func (c *Client) Fail(op, resource string, resp *Response, code providers.Code, uncertain bool) *providers.Error {
+	msg := ""
+	if c.Message != nil {
+		msg = c.Message(resp.Body)
+	}
+	if msg == "" {
+		msg = strings.TrimSpace(string(resp.Body))
+		if len(msg) > 200 {
+			msg = msg[:200] + "…"
+		}
+	}
+	return &providers.Error{Op: op, Resource: resource, Status: resp.Status, Code: code, Message: c.redactString(msg), Uncertain: uncertain}
+}
+
+// CodeForStatus maps an HTTP status to a Code. Coolify's 400 "Invalid
+// token." is told apart by the caller.
+func CodeForStatus(status int) providers.Code {
+	switch {
+	case status == 401:
+		return providers.CodeUnauthorized
+	case status == 403:
+		return providers.CodeForbidden
+	case status == 404:
+		return providers.CodeNotFound
+	case status == 409:
+		return providers.CodeConflict
+	case status == 422 || status == 400:
+		return providers.CodeUnprocessable
+	case status == 429:
+		return providers.CodeRateLimited
+	case status >= 500:
+		return providers.CodeServer
+	}
+	return providers.CodeServer // any other unexpected answer: treat as a server fault
+}
+
+// redact removes the token from anything that might echo it.
+func (c *Client) redactString(s string) string {
+	if c.Token == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, c.Token, "[redacted]")
+}
+
+type redacted struct{ msg string }
+
+func (r redacted) Error() string { return r.msg }
+
+func (c *Client) redact(err error) error {
+	if c.Token != "" && strings.Contains(err.Error(), c.Token) {
+		return redacted{c.redactString(err.Error())}
+	}
+	return err
+}
+
+// retryAfter reads a Retry-After header (seconds or an HTTP date).
+func retryAfter(h string, def time.Duration) (time.Duration, bool) {
+	h = strings.TrimSpace(h)
+	if h == "" {
+		return def, true
+	}
+	if n, err := strconv.Atoi(h); err == nil && n >= 0 {
+		return time.Duration(n) * time.Second, true
+	}
+	if t, err := http.ParseTime(h); err == nil {
+		return max(0, time.Until(t)), true
+	}
+	return def, true
+}
+
+// Poll calls check until it reports done, returns an error, or the Total
+// bound passes (then it returns false, nil). It waits between calls with
+// doubling backoff, and stops at once when ctx is done.
+func Poll(ctx context.Context, b providers.Backoff, check func() (done bool, err error)) (bool, error) {
+	deadline := time.Now().Add(b.Total)
+	wait := b.Initial
+	for {
+		done, err := check()
+		if done || err != nil {
+			return done, err
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return false, nil
+		}
+		t := time.NewTimer(min(wait, left))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return false, ctx.Err()
+		}
+		wait = min(wait*2, b.Max)
+	}
+}
