@@ -1,0 +1,96 @@
+import { Link, Route, Router, Switch } from "wouter";
+import { useHashLocation } from "wouter/use-hash-location";
+import { ConnectionBanner } from "./components/ConnectionBanner";
+import { LiveIndicator } from "./components/LiveIndicator";
+import { LANGS, setLang, useT, type Lang } from "./i18n";
+import { setActor, useActor } from "./live/actor";
+import { useAnnouncement } from "./live/announce";
+import { AuditPage } from "./pages/AuditPage";
+import { Board } from "./pages/Board";
+import { JobPage } from "./pages/JobPage";
+import { RemainingPage } from "./pages/RemainingPage";
+import { SlotPage } from "./pages/SlotPage";
+import { WaitView } from "./pages/WaitView";
+
+function Header() {
+  const t = useT();
+  const actor = useActor();
+  return (
+    <header className="top">
+      <a className="skip" href="#main">
+        {t("app.skip")}
+      </a>
+      <Link href="/" className="brand">
+        {t("app.title")}
+      </Link>
+      <nav aria-label={t("nav.main")}>
+        <Link href="/">{t("nav.board")}</Link>
+        <Link href="/audit">{t("nav.audit")}</Link>
+        <Link href="/remaining">{t("nav.remaining")}</Link>
+      </nav>
+      <LiveIndicator />
+      <label className="actor">
+        <span className="sr-only">{t("actor.label")}</span>
+        <input
+          defaultValue={actor}
+          placeholder={t("actor.placeholder")}
+          aria-label={t("actor.label")}
+          onBlur={(e) => setActor(e.target.value)}
+          onKeyDown={(e) => {
+            if (e.key === "Enter") setActor(e.currentTarget.value);
+          }}
+          data-testid="actor"
+        />
+      </label>
+      <label>
+        <span className="sr-only">{t("lang.label")}</span>
+        <select aria-label={t("lang.label")} value={t.lang} onChange={(e) => setLang(e.target.value as Lang)} data-testid="lang">
+          {LANGS.map((l) => (
+            <option key={l} value={l}>
+              {l === "ko" ? "한국어" : "English"}
+            </option>
+          ))}
+        </select>
+      </label>
+    </header>
+  );
+}
+
+function Announcer() {
+  const { text, n } = useAnnouncement();
+  return (
+    <div className="sr-only" aria-live="polite" role="status" data-testid="announcer">
+      <span key={n}>{text}</span>
+    </div>
+  );
+}
+
+/** App is the shell: header with the live indicator, the one banner, the routes. */
+export function App() {
+  return (
+    <Router hook={useHashLocation}>
+      <Header />
+      <ConnectionBanner />
+      <Announcer />
+      <main id="main" tabIndex={-1}>
+        <Switch>
+          <Route path="/">
+            <Board />
+          </Route>
+          <Route path="/slots/:name">{(p) => <SlotPage key={p.name} name={p.name} />}</Route>
+          <Route path="/jobs/:id/wait">{(p) => <WaitView key={p.id} id={p.id} />}</Route>
+          <Route path="/jobs/:id">{(p) => <JobPage key={p.id} id={p.id} />}</Route>
+          <Route path="/audit">
+            <AuditPage />
+          </Route>
+          <Route path="/remaining">
+            <RemainingPage />
+          </Route>
+          <Route>
+            <Board />
+          </Route>
+        </Switch>
+      </main>
+    </Router>
+  );
+}

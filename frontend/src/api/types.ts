@@ -1,0 +1,252 @@
+// Wire types of the Slotkeeper API. They mirror the json tags of
+// projections/views.go and backend/slots/api.go (docs/api.md is the contract).
+
+/** Slot lifecycles (projections.Lifecycle*). */
+export const LIFECYCLES = [
+  "vacant",
+  "occupied",
+  "resetting",
+  "tearing_down",
+  "promoting",
+  "teardown_incomplete",
+  "retired",
+] as const;
+export type Lifecycle = (typeof LIFECYCLES)[number];
+
+/** Job states (projections.Job*). */
+export const JOB_STATES = [
+  "queued",
+  "running",
+  "succeeded",
+  "failed",
+  "timed_out",
+  "cancelled",
+  "abandoned",
+] as const;
+export type JobState = (typeof JOB_STATES)[number];
+
+/** Step states (projections.Step*). */
+export const STEP_STATES = ["pending", "running", "done", "failed", "uncertain"] as const;
+export type StepState = (typeof STEP_STATES)[number];
+
+/** Job kinds (events.Kind*). */
+export const JOB_KINDS = ["reset", "teardown", "promote"] as const;
+export type JobKind = (typeof JOB_KINDS)[number];
+
+/** Step names (events.Step*), in the order the job kinds run them. */
+export const STEP_NAMES = [
+  "delete_db",
+  "delete_env_vars",
+  "delete_volumes",
+  "force_push_template",
+  "vacate",
+  "delete_app",
+  "delete_repo",
+  "delete_project",
+  "retire",
+  "lookup_repo",
+  "create_repo",
+  "push_code",
+  "record_repo",
+] as const;
+
+/** Resource kinds (events.Res*). */
+export const RESOURCE_KINDS = [
+  "database",
+  "application",
+  "env_var",
+  "volume",
+  "repository",
+  "project",
+] as const;
+
+export interface Resource {
+  kind: string;
+  id: string;
+  name?: string;
+}
+
+export interface RepoRef {
+  project: string;
+  slug: string;
+}
+
+export interface JobRef {
+  id: string;
+  kind: string;
+  state: string;
+  current_step?: string;
+  steps_done: number;
+  steps_total: number;
+}
+
+export interface Recovery {
+  job_id: string;
+  state: string;
+  completed_steps: string[] | null;
+  uncertain_step?: string;
+  remaining: Resource[] | null;
+}
+
+export interface SlotView {
+  name: string;
+  lifecycle: string;
+  occupant?: string;
+  occupied_at?: string;
+  deadline?: string;
+  project_uuid: string;
+  app_uuid: string;
+  db_uuid: string;
+  repo: RepoRef;
+  template_repo: RepoRef;
+  template_ref: string;
+  branch: string;
+  active_job?: JobRef;
+  latest_jobs: Record<string, JobRef> | null;
+  resources: Resource[] | null;
+  promoted_to?: RepoRef[];
+  state_reason?: string;
+  recovery?: Recovery;
+  revision: number;
+  updated_at: string;
+}
+
+export interface Attempt {
+  number: number;
+  worker: string;
+  claimed_at: string;
+  lease_until: string;
+  ended_at?: string;
+  outcome?: string;
+}
+
+export interface StepView {
+  name: string;
+  state: string;
+  attempt?: number;
+  started_at?: string;
+  ended_at?: string;
+  http_status?: number;
+  error?: string;
+  resource?: Resource;
+  detail?: string;
+}
+
+export interface JobView {
+  id: string;
+  kind: string;
+  slot: string;
+  state: string;
+  requested_by: string;
+  params?: Record<string, string>;
+  queued_at: string;
+  not_before: string;
+  ended_at?: string;
+  attempts: Attempt[] | null;
+  steps: StepView[] | null;
+  uncertain_step?: string;
+  reason?: string;
+  remaining: Resource[] | null;
+  resumable: boolean;
+  cancellable: boolean;
+  correlation_id?: string;
+  revision: number;
+  updated_at: string;
+}
+
+export interface AuditEntry {
+  position: number;
+  stream: string;
+  type: string;
+  slot?: string;
+  job_id?: string;
+  actor?: string;
+  correlation_id?: string;
+  time: string;
+  summary: string;
+}
+
+export interface RemainingResource {
+  slot: string;
+  lifecycle: string;
+  resource: Resource;
+  job_id?: string;
+}
+
+export interface Page {
+  jobs: JobView[] | null;
+  next_cursor?: string;
+}
+
+export interface Change {
+  position: number;
+  slot?: SlotView;
+  job?: JobView;
+  audit?: AuditEntry;
+}
+
+export interface Snapshot {
+  position: number;
+  server_time: string;
+  slots: SlotView[] | null;
+}
+
+export interface Heartbeat {
+  server_time: string;
+  position: number;
+}
+
+export interface JobAcceptedResult {
+  job_id: string;
+  kind: string;
+  slot: string;
+  not_before: string;
+  steps: string[] | null;
+}
+
+export interface Plan {
+  kind: string;
+  slot: string;
+  steps: string[] | null;
+  resources: Resource[] | null;
+  not_before: string;
+}
+
+/** One raw event of a job, as GET /api/jobs/{id}/events returns it. */
+export interface RecordedEvent {
+  position: number;
+  stream: string;
+  revision: number;
+  type: string;
+  data: unknown;
+  meta: EventMeta | null;
+}
+
+export interface EventMeta {
+  actor?: string;
+  correlation_id?: string;
+  causation_id?: string;
+  time?: string;
+  schema?: number;
+}
+
+export interface ErrorBody {
+  error: { code: string; message: string; details?: Record<string, unknown> };
+}
+
+/** Terminal job states: nothing changes them except a resume. */
+export const TERMINAL_STATES: ReadonlySet<string> = new Set([
+  "succeeded",
+  "failed",
+  "timed_out",
+  "cancelled",
+  "abandoned",
+]);
+
+/** Job states that ended without success. */
+export const UNSUCCESSFUL_STATES: ReadonlySet<string> = new Set([
+  "failed",
+  "timed_out",
+  "cancelled",
+  "abandoned",
+]);

@@ -1,0 +1,33 @@
+import type { StepView } from "../api/types";
+import { formatTime, resourceLabel } from "../format";
+import { useT } from "../i18n";
+
+/** Steps lists a job's steps with their state, times, HTTP status and error. */
+export function Steps({ steps, uncertain }: { steps: readonly StepView[]; uncertain?: string }) {
+  const t = useT();
+  return (
+    <ol className="steps" data-testid="steps">
+      {steps.map((s) => {
+        const state = s.name === uncertain && s.state !== "done" ? "uncertain" : s.state;
+        return (
+          <li key={s.name} className={`step step-${state}`} data-step={s.name} data-state={state}>
+            <span className="step-name">{t.dyn("step", s.name)}</span>{" "}
+            <span className={`badge badge-${state}`}>{t.dyn("stepstate", state)}</span>
+            {s.resource && <span className="muted"> · {resourceLabel(s.resource, t)}</span>}
+            {s.attempt ? <span className="muted"> · #{s.attempt}</span> : null}
+            {s.started_at && <span className="muted"> · {t("job.step_started", { time: formatTime(s.started_at, t.lang) })}</span>}
+            {s.ended_at && <span className="muted"> · {t("job.step_ended", { time: formatTime(s.ended_at, t.lang) })}</span>}
+            {s.http_status ? <span className="http"> · {t("job.http_status", { status: s.http_status })}</span> : null}
+            {s.error && <div className="step-error">{s.error}</div>}
+            {s.detail && <div className="muted">{s.detail}</div>}
+          </li>
+        );
+      })}
+    </ol>
+  );
+}
+
+/** completedSteps names the steps of a job that are confirmed done. */
+export function completedSteps(steps: readonly StepView[] | null): string[] {
+  return (steps ?? []).filter((s) => s.state === "done").map((s) => s.name);
+}

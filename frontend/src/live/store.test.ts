@@ -1,0 +1,86 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { job, slot } from "../test/fakes";
+import { serverOffset, resetClock } from "./clock";
+import { AUDIT_KEEP, applyChange, applySnapshot, getLiveState, putJob, resetLiveStore, subscribeLive } from "./store";
+
+afterEach(() => {
+  resetLiveStore();
+  resetClock();
+});
+
+describe("live store", () => {
+  it("applies a snapshot, then changes after its position", () => {
+    applySnapshot({ position: 10, server_time: new Date().toISOString(), slots: [slot({ name: "a" }), slot({ name: "b" })] });
+    expect(getLiveState().ready).toBe(true);
+    expect([...getLiveState().slots.keys()]).toEqual(["a", "b"]);
+    expect(applyChange({ position: 11, slot: slot({ name: "a", lifecycle: "resetting", revision: 2 }) })).toBe(true);
+    expect(getLiveState().slots.get("a")?.lifecycle).toBe("resetting");
+    expect(getLiveState().position).toBe(11);
+  });
+
+  it("drops changes at or below the applied position (duplicates of a resume)", () => {
+    applySnapshot({ position: 10, server_time: "", slots: [slot({ name: "a" })] });
+    expect(applyChange({ position: 10, slot: slot({ name: "a", lifecycle: "vacant", revision: 5 }) })).toBe(false);
+    expect(applyChange({ position: 9, slot: slot({ name: "a", lifecycle: "vacant", revision: 5 }) })).toBe(false);
+    expect(getLiveState().slots.get("a")?.lifecycle).toBe("occupied");
+  });
+
+  it("keeps the view with the highest revision", () => {
+    applySnapshot({ position: 1, server_time: "", slots: [] });
+    applyChange({ position: 2, job: job({ revision: 4, state: "running" }) });
+    applyChange({ position: 3, job: job({ revision: 3, state: "queued" }) });
+    expect(getLiveState().jobs.get("j1")?.state).toBe("running");
+    putJob(job({ revision: 2, state: "queued" }));
+    expect(getLiveState().jobs.get("j1")?.state).toBe("running");
+    putJob(job({ revision: 9, state: "succeeded" }));
+    expect(getLiveState().jobs.get("j1")?.state).toBe("succeeded");
+  });
+
+  it("does not let a snapshot roll a slot back to an older revision", () => {
+    applySnapshot({ position: 1, server_time: "", slots: [slot({ name: "a", revision: 1 })] });
+    applyChange({ position: 2, slot: slot({ name: "a", revision: 7, lifecycle: "vacant" }) });
+    applySnapshot({ position: 2, server_time: "", slots: [slot({ name: "a", revision: 6 })] });
+    expect(getLiveState().slots.get("a")?.revision).toBe(7);
+  });
+
+  it("bumps the epoch on every snapshot so pages refetch job views", () => {
+    const e0 = getLiveState().epoch;
+    applySnapshot({ position: 1, server_time: "", slots: [] });
+    applySnapshot({ position: 5, server_time: "", slots: [] });
+    expect(getLiveState().epoch).toBe(e0 + 2);
+  });
+
+  it("keeps unchanged slots by reference, so their cards do not re-render", () => {
+    applySnapshot({ position: 1, server_time: "", slots: [slot({ name: "a" }), slot({ name: "b" })] });
+    const b = getLiveState().slots.get("b");
+    applyChange({ position: 2, slot: slot({ name: "a", revision: 2 }) });
+    expect(getLiveState().slots.get("b")).toBe(b);
+  });
+
+  it("bounds the live audit feed", () => {
+    applySnapshot({ position: 0, server_time: "", slots: [] });
+    for (let i = 1; i <= AUDIT_KEEP + 20; i++) {
+      applyChange({ position: i, audit: { position: i, stream: "s", type: "T", time: "", summary: "" } });
+    }
+    const audit = getLiveState().audit;
+    expect(audit).toHaveLength(AUDIT_KEEP);
+    expect(audit[audit.length - 1].position).toBe(AUDIT_KEEP + 20);
+  });
+
+  it("learns the server clock offset from the snapshot", () => {
+    const ahead = new Date(Date.now() + 60_000).toISOString();
+    applySnapshot({ position: 1, server_time: ahead, slots: [] });
+    expect(serverOffset()).toBeGreaterThan(59_000);
+    expect(serverOffset()).toBeLessThan(61_000);
+  });
+
+  it("notifies subscribers once per applied change and not for dropped ones", () => {
+    applySnapshot({ position: 5, server_time: "", slots: [] });
+    let n = 0;
+    const off = subscribeLive(() => n++);
+    applyChange({ position: 6, slot: slot() });
+    applyChange({ position: 6, slot: slot() });
+    off();
+    expect(n).toBe(1);
+  });
+});

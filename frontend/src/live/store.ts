@@ -1,0 +1,123 @@
+// The one live store of a tab. The SSE stream (stream.ts) and REST answers
+// feed it; components read it through the hooks below with
+// useSyncExternalStore. Every update replaces the state object and only the
+// maps it touches, so a component selecting one slot re-renders only when
+// that slot changes.
+import { useSyncExternalStore } from "react";
+import type { AuditEntry, Change, JobView, Snapshot, SlotView } from "../api/types";
+import { learnServerTime } from "./clock";
+import { observable } from "./observable";
+
+/** How many live audit entries the store keeps (newest last). */
+export const AUDIT_KEEP = 500;
+
+export interface LiveState {
+  /** The highest store position applied; the SSE resume point. 0 = none yet. */
+  position: number;
+  /** True once a snapshot has been applied. */
+  ready: boolean;
+  slots: ReadonlyMap<string, SlotView>;
+  jobs: ReadonlyMap<string, JobView>;
+  audit: readonly AuditEntry[];
+  /**
+   * Bumped by every snapshot. A snapshot means the stream could not resume,
+   * so job views fetched earlier may have missed changes: pages holding one
+   * refetch when the epoch moves.
+   */
+  epoch: number;
+}
+
+const initial: LiveState = {
+  position: 0,
+  ready: false,
+  slots: new Map(),
+  jobs: new Map(),
+  audit: [],
+  epoch: 0,
+};
+
+const state = observable<LiveState>(initial);
+
+/** newer keeps the view with the highest revision (the contract's rule). */
+function newer<V extends { revision: number }>(have: V | undefined, got: V): boolean {
+  return have === undefined || got.revision > have.revision;
+}
+
+/** Applies a snapshot frame: the slots as of its position. */
+export function applySnapshot(s: Snapshot): void {
+  if (s.server_time) learnServerTime(s.server_time);
+  state.update((prev) => {
+    const slots = new Map<string, SlotView>();
+    for (const v of s.slots ?? []) {
+      const have = prev.slots.get(v.name);
+      slots.set(v.name, have !== undefined && have.revision > v.revision ? have : v);
+    }
+    return { ...prev, position: s.position, ready: true, slots, epoch: prev.epoch + 1 };
+  });
+}
+
+/**
+ * Applies a change frame. Changes at or below the current position are
+ * duplicates (a resumed stream may repeat the last one) and are dropped; a
+ * view older than the one held is ignored.
+ */
+export function applyChange(c: Change): boolean {
+  const prev = state.get();
+  if (c.position <= prev.position) return false;
+  let { slots, jobs, audit } = prev;
+  if (c.slot && newer(slots.get(c.slot.name), c.slot)) {
+    slots = new Map(slots).set(c.slot.name, c.slot);
+  }
+  if (c.job && newer(jobs.get(c.job.id), c.job)) {
+    jobs = new Map(jobs).set(c.job.id, c.job);
+  }
+  if (c.audit) {
+    audit = [...audit, c.audit];
+    if (audit.length > AUDIT_KEEP) audit = audit.slice(audit.length - AUDIT_KEEP);
+  }
+  state.set({ ...prev, position: c.position, slots, jobs, audit });
+  return true;
+}
+
+/** Records a job view fetched over REST (kept only if newer). */
+export function putJob(j: JobView): void {
+  state.update((prev) =>
+    newer(prev.jobs.get(j.id), j) ? { ...prev, jobs: new Map(prev.jobs).set(j.id, j) } : prev,
+  );
+}
+
+/** Records a slot view fetched over REST or returned by a command. */
+export function putSlot(s: SlotView): void {
+  state.update((prev) =>
+    newer(prev.slots.get(s.name), s) ? { ...prev, slots: new Map(prev.slots).set(s.name, s) } : prev,
+  );
+}
+
+export function getLiveState(): LiveState {
+  return state.get();
+}
+
+export function subscribeLive(listener: () => void): () => void {
+  return state.subscribe(listener);
+}
+
+/** resetLiveStore is for tests. */
+export function resetLiveStore(): void {
+  state.set(initial);
+}
+
+/** useLive selects a slice of the live state; select must return stable references. */
+export function useLive<T>(select: (s: LiveState) => T): T {
+  return useSyncExternalStore(
+    state.subscribe,
+    () => select(state.get()),
+    () => select(state.get()),
+  );
+}
+
+export const useSlot = (name: string): SlotView | undefined => useLive((s) => s.slots.get(name));
+export const useJob = (id: string): JobView | undefined => useLive((s) => s.jobs.get(id));
+export const useSlots = (): ReadonlyMap<string, SlotView> => useLive((s) => s.slots);
+export const useReady = (): boolean => useLive((s) => s.ready);
+export const useEpoch = (): number => useLive((s) => s.epoch);
+export const useLiveAudit = (): readonly AuditEntry[] => useLive((s) => s.audit);

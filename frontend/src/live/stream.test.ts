@@ -1,0 +1,129 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { FakeEventSource, fakeFactory, slot } from "../test/fakes";
+import { resetClock, serverOffset } from "./clock";
+import { getHealth, resetHealth } from "./health";
+import { getLiveState, resetLiveStore } from "./store";
+import { STREAM_SOURCE, backoffDelay, getStreamStatus, startStream } from "./stream";
+import { stopTicker } from "./ticker";
+
+const HB = 1000;
+let stop: (() => void) | undefined;
+
+beforeEach(() => {
+  vi.useFakeTimers();
+  FakeEventSource.opened = [];
+});
+
+afterEach(() => {
+  stop?.();
+  stop = undefined;
+  stopTicker();
+  resetLiveStore();
+  resetHealth();
+  resetClock();
+  vi.useRealTimers();
+});
+
+function start(random = () => 0.5): FakeEventSource {
+  stop = startStream({ heartbeatMs: HB, baseBackoffMs: 100, maxBackoffMs: 1600, random, create: fakeFactory });
+  return FakeEventSource.last();
+}
+
+describe("stream", () => {
+  it("feeds the store: snapshot, then changes; goes live on open", () => {
+    const es = start();
+    expect(es.url).toBe("/api/stream");
+    expect(getStreamStatus()).toBe("connecting");
+    es.open();
+    expect(getStreamStatus()).toBe("live");
+    es.emit("snapshot", { position: 3, server_time: new Date().toISOString(), slots: [slot()] }, "3");
+    es.emit("change", { position: 4, slot: slot({ revision: 2, lifecycle: "vacant" }) }, "4");
+    expect(getLiveState().position).toBe(4);
+    expect(getLiveState().slots.get("s1")?.lifecycle).toBe("vacant");
+  });
+
+  it("reopens with backoff and last_event_id when the browser gives up (CLOSED)", () => {
+    const es = start();
+    es.open();
+    es.emit("snapshot", { position: 7, server_time: "", slots: [] }, "7");
+    es.fail(true);
+    expect(getStreamStatus()).toBe("reconnecting");
+    expect(getHealth().failing.get(STREAM_SOURCE)).toBe("disconnected");
+    expect(es.closed).toBe(true);
+    expect(FakeEventSource.opened).toHaveLength(1);
+    vi.advanceTimersByTime(backoffDelay(0, 100, 1600, () => 0.5));
+    expect(FakeEventSource.opened).toHaveLength(2);
+    const again = FakeEventSource.last();
+    expect(again.url).toBe("/api/stream?last_event_id=7");
+    // A second refusal waits longer (exponential).
+    again.fail(true);
+    vi.advanceTimersByTime(backoffDelay(0, 100, 1600, () => 0.5));
+    expect(FakeEventSource.opened).toHaveLength(2);
+    vi.advanceTimersByTime(backoffDelay(1, 100, 1600, () => 0.5));
+    expect(FakeEventSource.opened).toHaveLength(3);
+    FakeEventSource.last().open();
+    expect(getStreamStatus()).toBe("live");
+    expect(getHealth().failing.size).toBe(0);
+  });
+
+  it("lets the browser retry by itself while CONNECTING, and reports it", () => {
+    const es = start();
+    es.open();
+    es.fail(false);
+    expect(getStreamStatus()).toBe("reconnecting");
+    expect(es.closed).toBe(false);
+    expect(FakeEventSource.opened).toHaveLength(1);
+    es.open();
+    expect(getStreamStatus()).toBe("live");
+  });
+
+  it("marks the stream stale after two missed heartbeats, then reopens from the last position", () => {
+    const es = start();
+    es.open();
+    es.emit("snapshot", { position: 12, server_time: "", slots: [] }, "12");
+    vi.advanceTimersByTime(HB);
+    es.emit("heartbeat", { server_time: new Date().toISOString(), position: 12 });
+    vi.advanceTimersByTime(2 * HB);
+    expect(getStreamStatus()).toBe("live");
+    vi.advanceTimersByTime(HB);
+    expect(getStreamStatus()).toBe("stale");
+    expect(getHealth().failing.get(STREAM_SOURCE)).toBe("stale");
+    expect(es.closed).toBe(true);
+    vi.advanceTimersByTime(1600);
+    const again = FakeEventSource.last();
+    expect(again).not.toBe(es);
+    expect(again.url).toBe("/api/stream?last_event_id=12");
+    again.open();
+    expect(getStreamStatus()).toBe("live");
+    expect(getHealth().failing.size).toBe(0);
+  });
+
+  it("ignores frames from a connection it replaced", () => {
+    const es = start();
+    es.open();
+    es.emit("snapshot", { position: 1, server_time: "", slots: [] }, "1");
+    es.fail(true);
+    vi.advanceTimersByTime(1600);
+    es.emit("change", { position: 2, slot: slot() }, "2");
+    expect(getLiveState().slots.size).toBe(0);
+  });
+
+  it("learns the server clock from heartbeats", () => {
+    const es = start();
+    es.open();
+    es.emit("heartbeat", { server_time: new Date(Date.now() - 30_000).toISOString(), position: 0 });
+    expect(serverOffset()).toBe(-30_000);
+  });
+
+  it("allows one stream per tab", () => {
+    start();
+    expect(() => startStream({ heartbeatMs: HB, create: fakeFactory })).toThrow(/already/);
+  });
+
+  it("jitters reconnects between half and all of the exponential ceiling", () => {
+    expect(backoffDelay(0, 1000, 30_000, () => 0)).toBe(500);
+    expect(backoffDelay(0, 1000, 30_000, () => 1)).toBe(1000);
+    expect(backoffDelay(3, 1000, 30_000, () => 0)).toBe(4000);
+    expect(backoffDelay(10, 1000, 30_000, () => 1)).toBe(30_000);
+  });
+});

@@ -1,0 +1,167 @@
+// The one SSE connection of a tab (GET /api/stream). It feeds the live
+// store, learns the server clock from heartbeats, and reports its health.
+//
+// Failure handling (DESIGN.md "Browsers"):
+//   - error with readyState CONNECTING: the browser retries by itself (it
+//     sends Last-Event-ID); we only report the stream as disconnected.
+//   - error with readyState CLOSED (a non-200 answer): the browser gave up
+//     for good; we reopen with exponential backoff and jitter, passing the
+//     last applied position as ?last_event_id=.
+//   - silence: a half-open connection never fires error. The watchdog (run
+//     by the global ticker, no timer of its own) marks the stream stale
+//     after two missed heartbeats and reopens it.
+import type { Change, Heartbeat, Snapshot } from "../api/types";
+import { learnServerTime } from "./clock";
+import { reportFailure, reportRecovery } from "./health";
+import { observable } from "./observable";
+import { applyChange, applySnapshot, getLiveState } from "./store";
+import { onTick } from "./ticker";
+import { useSyncExternalStore } from "react";
+
+/** The health source id of the SSE stream. */
+export const STREAM_SOURCE = "stream";
+
+export type StreamStatus = "stopped" | "connecting" | "live" | "reconnecting" | "stale";
+
+/** The part of EventSource the stream uses (tests pass a fake). */
+export interface EventSourceLike {
+  readonly readyState: number;
+  onopen: ((ev: Event) => unknown) | null;
+  onerror: ((ev: Event) => unknown) | null;
+  addEventListener(type: string, listener: (ev: MessageEvent<string>) => void): void;
+  close(): void;
+}
+
+export type EventSourceFactory = (url: string) => EventSourceLike;
+
+export interface StreamOptions {
+  url?: string;
+  heartbeatMs: number;
+  /** First reconnect delay; doubles per failed attempt up to maxBackoffMs. */
+  baseBackoffMs?: number;
+  maxBackoffMs?: number;
+  random?: () => number;
+  create?: EventSourceFactory;
+}
+
+const CLOSED = 2;
+
+const status = observable<StreamStatus>("stopped");
+
+export function getStreamStatus(): StreamStatus {
+  return status.get();
+}
+
+export function useStreamStatus(): StreamStatus {
+  return useSyncExternalStore(status.subscribe, status.get, status.get);
+}
+
+/** backoffDelay is the wait before reopen number attempt (0-based): "equal jitter". */
+export function backoffDelay(attempt: number, baseMs: number, maxMs: number, random: () => number): number {
+  const ceiling = Math.min(maxMs, baseMs * 2 ** attempt);
+  return Math.round(ceiling / 2 + (random() * ceiling) / 2);
+}
+
+/**
+ * startStream opens the tab's stream and keeps it open until the returned
+ * function is called. Calling it twice without stopping is a programming
+ * error: there is one stream per tab.
+ */
+export function startStream(opts: StreamOptions): () => void {
+  if (status.get() !== "stopped") throw new Error("stream already started");
+  const url = opts.url ?? "/api/stream";
+  const base = opts.baseBackoffMs ?? 1000;
+  const max = opts.maxBackoffMs ?? 30_000;
+  const random = opts.random ?? Math.random;
+  const create: EventSourceFactory = opts.create ?? ((u) => new EventSource(u));
+
+  let es: EventSourceLike | undefined;
+  let lastAlive = Date.now();
+  let attempt = 0;
+  let reopenTimer: ReturnType<typeof setTimeout> | undefined;
+  let stopped = false;
+
+  const alive = (): void => {
+    lastAlive = Date.now();
+    attempt = 0;
+    if (status.get() !== "live") {
+      status.set("live");
+      reportRecovery(STREAM_SOURCE);
+    }
+  };
+
+  const fail = (s: StreamStatus): void => {
+    status.set(s);
+    reportFailure(STREAM_SOURCE, s === "stale" ? "stale" : "disconnected");
+  };
+
+  const scheduleReopen = (): void => {
+    es?.close();
+    es = undefined;
+    if (stopped || reopenTimer !== undefined) return;
+    const delay = backoffDelay(attempt, base, max, random);
+    attempt++;
+    reopenTimer = setTimeout(() => {
+      reopenTimer = undefined;
+      open();
+    }, delay);
+  };
+
+  const open = (): void => {
+    if (stopped) return;
+    const pos = getLiveState().position;
+    const src = create(pos > 0 ? `${url}?last_event_id=${pos}` : url);
+    es = src;
+    lastAlive = Date.now();
+    if (status.get() === "stopped") status.set("connecting");
+    src.onopen = () => {
+      if (es === src) alive();
+    };
+    src.onerror = () => {
+      if (es !== src) return;
+      if (src.readyState === CLOSED) {
+        fail("reconnecting");
+        scheduleReopen();
+      } else if (status.get() !== "stale") {
+        fail("reconnecting");
+      }
+    };
+    src.addEventListener("snapshot", (ev) => {
+      if (es !== src) return;
+      alive();
+      if (typeof performance !== "undefined") performance.mark("sk:snapshot");
+      applySnapshot(JSON.parse(ev.data) as Snapshot);
+    });
+    src.addEventListener("change", (ev) => {
+      if (es !== src) return;
+      alive();
+      applyChange(JSON.parse(ev.data) as Change);
+    });
+    src.addEventListener("heartbeat", (ev) => {
+      if (es !== src) return;
+      alive();
+      const hb = JSON.parse(ev.data) as Heartbeat;
+      if (hb.server_time) learnServerTime(hb.server_time);
+    });
+  };
+
+  const stopWatchdog = onTick((now) => {
+    if (stopped || es === undefined) return;
+    if (now - lastAlive > 2 * opts.heartbeatMs) {
+      fail("stale");
+      scheduleReopen();
+    }
+  });
+
+  open();
+
+  return () => {
+    stopped = true;
+    stopWatchdog();
+    if (reopenTimer !== undefined) clearTimeout(reopenTimer);
+    es?.close();
+    es = undefined;
+    status.set("stopped");
+    reportRecovery(STREAM_SOURCE);
+  };
+}

@@ -1,0 +1,183 @@
+import { Link, useLocation } from "wouter";
+import { api } from "../api/client";
+import type { JobView, RecordedEvent } from "../api/types";
+import { TERMINAL_STATES } from "../api/types";
+import { CommandError } from "../components/CommandError";
+import { RecoveryNotice } from "../components/Recovery";
+import { Steps, completedSteps } from "../components/Steps";
+import { formatTime, resourceLabel } from "../format";
+import { useT, type T } from "../i18n";
+import { announce } from "../live/announce";
+import { putJob, useEpoch, useJob } from "../live/store";
+import { useCommand } from "../live/useCommand";
+import { useLoad } from "../live/useLoad";
+
+/** JobPage is a job's timeline: its live view and every event of its stream. */
+export function JobPage({ id }: { id: string }) {
+  const t = useT();
+  const job = useJob(id);
+  const epoch = useEpoch();
+  const load = useLoad(`job:${id}`, `${id}:${epoch}`, async (signal) => {
+    const j = await api.job(id, signal);
+    putJob(j);
+    return j;
+  });
+  if (!job) {
+    if (load.loading) return <p>{t("common.loading")}</p>;
+    if (load.error?.notFound) return <p role="alert">{t("job.not_found", { id })}</p>;
+    return (
+      <p role="alert">
+        {t("common.error", { message: load.error?.message ?? "" })}{" "}
+        <button type="button" onClick={load.reload}>
+          {t("common.retry")}
+        </button>
+      </p>
+    );
+  }
+  return <JobDetail job={job} />;
+}
+
+function JobDetail({ job }: { job: JobView }) {
+  const t = useT();
+  const [, navigate] = useLocation();
+  const cmd = useCommand();
+  // The raw events reload whenever the job view moves (pushed by the stream).
+  const events = useLoad(`events:${job.id}`, `${job.id}:${job.revision}`, (signal) => api.jobEvents(job.id, signal));
+  const unsuccessful = TERMINAL_STATES.has(job.state) && job.state !== "succeeded";
+
+  const resume = async () => {
+    const r = await cmd.run(() => api.resume(job.id));
+    if (r) {
+      announce(t("job.resumed"));
+      if (r.job_id !== job.id) navigate(`/jobs/${encodeURIComponent(r.job_id)}`);
+    }
+  };
+  const cancel = async () => {
+    const r = await cmd.run(() => api.cancel(job.id));
+    if (r) announce(t("job.cancelled"));
+  };
+
+  return (
+    <section aria-labelledby="job-title" data-testid="job-page" data-state={job.state}>
+      <h1 id="job-title">{t("job.title", { id: job.id })}</h1>
+      <p>
+        {t.dyn("kind", job.kind)} · <Link href={`/slots/${encodeURIComponent(job.slot)}`}>{job.slot}</Link> ·{" "}
+        <span className={`badge st-${job.state}`} data-testid="job-state">
+          {t.dyn("state", job.state)}
+        </span>{" "}
+        · {t("job.requested_by", { actor: job.requested_by })}
+      </p>
+      <p className="muted">
+        {t("job.not_before", { time: formatTime(job.not_before, t.lang) })}
+        {job.ended_at && <> · {t("job.ended", { time: formatTime(job.ended_at, t.lang) })}</>}
+        {job.correlation_id && <> · {job.correlation_id}</>}
+      </p>
+
+      {unsuccessful && (
+        <RecoveryNotice
+          info={{
+            jobId: job.id,
+            kind: job.kind,
+            state: job.state,
+            completed: completedSteps(job.steps),
+            uncertain: job.uncertain_step,
+            remaining: job.remaining,
+          }}
+        />
+      )}
+      {job.uncertain_step && <p className="warn-text">{t("job.uncertain", { step: t.dyn("step", job.uncertain_step) })}</p>}
+      {job.reason && (
+        <p>
+          <strong>{t("job.reason")}:</strong> {job.reason}
+        </p>
+      )}
+
+      <div className="actions">
+        {job.resumable && (
+          <button type="button" disabled={cmd.pending} onClick={() => void resume()} data-testid="resume">
+            {t("job.resume")}
+          </button>
+        )}
+        {job.cancellable && (
+          <button type="button" className="danger" disabled={cmd.pending} onClick={() => void cancel()} data-testid="cancel">
+            {t("job.cancel")}
+          </button>
+        )}
+      </div>
+      <CommandError error={cmd.error} />
+
+      <h2>{t("job.steps")}</h2>
+      <Steps steps={job.steps ?? []} uncertain={job.uncertain_step} />
+
+      <h2>{t("job.attempts")}</h2>
+      <ul data-testid="attempts">
+        {(job.attempts ?? []).map((a) => (
+          <li key={a.number}>
+            {t("job.attempt_line", {
+              number: a.number,
+              worker: a.worker,
+              claimed: formatTime(a.claimed_at, t.lang),
+              lease: formatTime(a.lease_until, t.lang),
+            })}
+            {a.ended_at && <> · {t("job.attempt_ended", { time: formatTime(a.ended_at, t.lang), outcome: a.outcome ?? "" })}</>}
+          </li>
+        ))}
+      </ul>
+
+      <h2>{t("job.remaining")}</h2>
+      {job.remaining && job.remaining.length > 0 ? (
+        <ul data-testid="job-remaining">
+          {job.remaining.map((r) => (
+            <li key={`${r.kind}:${r.id}`}>{resourceLabel(r, t)}</li>
+          ))}
+        </ul>
+      ) : (
+        <p>{t("common.none")}</p>
+      )}
+
+      <h2>{t("job.timeline")}</h2>
+      {events.error && <CommandError error={events.error} />}
+      <Timeline events={events.data?.events ?? []} t={t} />
+    </section>
+  );
+}
+
+/** eventSummary picks the fields of an event a person needs in one line. */
+export function eventSummary(data: unknown, t: T): string {
+  if (typeof data !== "object" || data === null) return "";
+  const d = data as Record<string, unknown>;
+  const parts: string[] = [];
+  if (typeof d.step === "string") parts.push(t.dyn("step", d.step));
+  if (typeof d.attempt === "number" && d.attempt > 0) parts.push(`#${d.attempt}`);
+  if (typeof d.worker === "string") parts.push(d.worker);
+  if (typeof d.http_status === "number" && d.http_status > 0) parts.push(t("job.http_status", { status: d.http_status }));
+  if (typeof d.error === "string") parts.push(d.error);
+  if (typeof d.reason === "string") parts.push(d.reason);
+  if (typeof d.uncertain_step === "string") parts.push(t("recovery.uncertain", { step: t.dyn("step", d.uncertain_step) }));
+  if (Array.isArray(d.completed_steps) && d.completed_steps.length > 0) {
+    parts.push(t("job.completed_steps", { steps: d.completed_steps.map((s) => t.dyn("step", String(s))).join(", ") }));
+  }
+  if (Array.isArray(d.remaining) && d.remaining.length > 0) {
+    parts.push(t("recovery.remaining", { resources: d.remaining.map((r: { kind?: string; id?: string }) => `${r.kind ?? ""} ${r.id ?? ""}`).join(", ") }));
+  }
+  if (typeof d.old_sha === "string" && typeof d.new_sha === "string") parts.push(`${d.old_sha.slice(0, 8)} → ${d.new_sha.slice(0, 8)}`);
+  if (d.already_absent === true) parts.push(t("job.already_absent"));
+  return parts.join(" · ");
+}
+
+function Timeline({ events, t }: { events: readonly RecordedEvent[]; t: T }) {
+  if (events.length === 0) return <p>{t("job.no_events")}</p>;
+  return (
+    <ol className="timeline" data-testid="timeline">
+      {events.map((e) => (
+        <li key={e.position} data-type={e.type}>
+          <code>{e.revision}</code> <strong>{e.type}</strong>{" "}
+          <span className="muted">
+            {formatTime(e.meta?.time, t.lang)} {e.meta?.actor ? `· ${e.meta.actor}` : ""}
+          </span>
+          <div>{eventSummary(e.data, t)}</div>
+        </li>
+      ))}
+    </ol>
+  );
+}

@@ -1,0 +1,277 @@
+import { useState } from "react";
+import { Link, useLocation } from "wouter";
+import { api } from "../api/client";
+import type { JobView, SlotView } from "../api/types";
+import { CommandError } from "../components/CommandError";
+import { ConfirmPlan } from "../components/ConfirmPlan";
+import { Countdown } from "../components/Countdown";
+import { RecoveryNotice } from "../components/Recovery";
+import { formatTime } from "../format";
+import { useT } from "../i18n";
+import { announce } from "../live/announce";
+import { getActor } from "../live/actor";
+import { putSlot, useSlot } from "../live/store";
+import { serverNow } from "../live/clock";
+import { useCommand } from "../live/useCommand";
+import { useLoad } from "../live/useLoad";
+
+type Confirm = { kind: "reset" | "teardown" | "promote"; params?: { project: string; name: string } } | undefined;
+
+function untilIn(hours: number): string {
+  return new Date(serverNow() + hours * 3_600_000).toISOString();
+}
+
+/** SlotPage: resources with ids, occupancy, the guarded jobs and the slot's job list. */
+export function SlotPage({ name }: { name: string }) {
+  const t = useT();
+  const slot = useSlot(name);
+  const load = useLoad(`slot:${name}`, name, async (signal) => {
+    const s = await api.slot(name, signal);
+    putSlot(s);
+    return s;
+  });
+  if (!slot) {
+    if (load.loading) return <p>{t("common.loading")}</p>;
+    if (load.error?.notFound) return <p role="alert">{t("slot.not_found", { name })}</p>;
+    return (
+      <p role="alert">
+        {t("common.error", { message: load.error?.message ?? "" })}{" "}
+        <button type="button" onClick={load.reload}>
+          {t("common.retry")}
+        </button>
+      </p>
+    );
+  }
+  return <SlotDetail slot={slot} />;
+}
+
+function SlotDetail({ slot }: { slot: SlotView }) {
+  const t = useT();
+  const [, navigate] = useLocation();
+  const cmd = useCommand();
+  const [confirm, setConfirm] = useState<Confirm>(undefined);
+  const [hours, setHours] = useState(8);
+  const [by, setBy] = useState("");
+  const [project, setProject] = useState("");
+  const [repoName, setRepoName] = useState("");
+  const busy = slot.active_job !== undefined;
+
+  const occupy = async () => {
+    const s = await cmd.run(() => api.occupy(slot.name, untilIn(hours), by.trim() || getActor() || undefined));
+    if (s) {
+      putSlot(s);
+      announce(t("slot.done_occupy"));
+    }
+  };
+  const extend = async () => {
+    const s = await cmd.run(() => api.extend(slot.name, untilIn(hours)));
+    if (s) {
+      putSlot(s);
+      announce(t("slot.done_extend"));
+    }
+  };
+  const go = async () => {
+    if (!confirm) return;
+    const res = await cmd.run(() =>
+      confirm.kind === "reset"
+        ? api.release(slot.name)
+        : confirm.kind === "teardown"
+          ? api.teardown(slot.name)
+          : api.promote(slot.name, confirm.params?.project ?? "", confirm.params?.name ?? ""),
+    );
+    if (!res) return;
+    setConfirm(undefined);
+    const id = encodeURIComponent(res.job_id);
+    navigate(confirm.kind === "reset" ? `/jobs/${id}/wait` : `/jobs/${id}`);
+  };
+
+  return (
+    <section aria-labelledby="slot-title" data-testid="slot-page">
+      <p>
+        <Link href="/">← {t("slot.back")}</Link>
+      </p>
+      <div className="page-head">
+        <h1 id="slot-title">{slot.name}</h1>
+        <span className={`badge lc lc-${slot.lifecycle}`} data-testid="slot-lifecycle">
+          {t.dyn("lifecycle", slot.lifecycle)}
+        </span>
+      </div>
+      <dl className="facts">
+        {slot.occupant && (
+          <>
+            <dt>{t("slot.occupant")}</dt>
+            <dd>{slot.occupant}</dd>
+          </>
+        )}
+        <dt>{t("slot.deadline")}</dt>
+        <dd>
+          {slot.deadline ? (
+            <>
+              {formatTime(slot.deadline, t.lang)} · <Countdown until={slot.deadline} />
+            </>
+          ) : (
+            t("slot.no_deadline")
+          )}
+        </dd>
+        <dt>{t("slot.repo")}</dt>
+        <dd>
+          {slot.repo.project}/{slot.repo.slug} ({t("slot.branch")} {slot.branch || "main"})
+        </dd>
+        <dt>{t("slot.template")}</dt>
+        <dd>
+          {slot.template_repo.project}/{slot.template_repo.slug}@{slot.template_ref}
+        </dd>
+        {slot.promoted_to && slot.promoted_to.length > 0 && (
+          <>
+            <dt>{t("slot.promoted_to")}</dt>
+            <dd>{slot.promoted_to.map((r) => `${r.project}/${r.slug}`).join(", ")}</dd>
+          </>
+        )}
+        {slot.state_reason && (
+          <>
+            <dt>{t("slot.state_reason")}</dt>
+            <dd>{slot.state_reason}</dd>
+          </>
+        )}
+      </dl>
+
+      {slot.recovery && (
+        <RecoveryNotice
+          info={{
+            jobId: slot.recovery.job_id,
+            kind: slot.latest_jobs ? (Object.values(slot.latest_jobs).find((j) => j.id === slot.recovery?.job_id)?.kind ?? "") : "",
+            state: slot.recovery.state,
+            completed: slot.recovery.completed_steps,
+            uncertain: slot.recovery.uncertain_step,
+            remaining: slot.recovery.remaining,
+          }}
+        />
+      )}
+
+      {slot.active_job && (
+        <div className="card-job">
+          <h2>{t("slot.active_job")}</h2>
+          <Link href={`/jobs/${encodeURIComponent(slot.active_job.id)}${slot.active_job.kind === "reset" ? "/wait" : ""}`}>
+            {t.dyn("kind", slot.active_job.kind)} · {t.dyn("state", slot.active_job.state)}
+            {slot.active_job.current_step ? ` · ${t.dyn("step", slot.active_job.current_step)}` : ""}
+          </Link>
+          <progress max={Math.max(slot.active_job.steps_total, 1)} value={slot.active_job.steps_done} />{" "}
+          {t("slot.step_progress", { done: slot.active_job.steps_done, total: slot.active_job.steps_total })}
+        </div>
+      )}
+
+      <h2>{t("slot.actions")}</h2>
+      <div className="actions">
+        {(slot.lifecycle === "vacant" || slot.lifecycle === "occupied") && (
+          <label>
+            {t("slot.hours")}{" "}
+            <input type="number" min={1} max={720} value={hours} onChange={(e) => setHours(Math.max(1, Number(e.target.value) || 1))} />
+          </label>
+        )}
+        {slot.lifecycle === "vacant" && (
+          <>
+            <label>
+              {t("slot.occupy_by")} <input value={by} placeholder={getActor()} onChange={(e) => setBy(e.target.value)} />
+            </label>
+            <button type="button" disabled={cmd.pending || busy} onClick={() => void occupy()} data-testid="occupy">
+              {t("slot.occupy")}
+            </button>
+          </>
+        )}
+        {slot.lifecycle === "occupied" && (
+          <>
+            <button type="button" disabled={cmd.pending || busy} onClick={() => void extend()} data-testid="extend">
+              {t("slot.extend")}
+            </button>
+            <button type="button" disabled={cmd.pending || busy} onClick={() => setConfirm({ kind: "reset" })} data-testid="release">
+              {t("slot.release")}
+            </button>
+          </>
+        )}
+        {slot.lifecycle !== "retired" && (
+          <button type="button" className="danger" disabled={cmd.pending || busy} onClick={() => setConfirm({ kind: "teardown" })} data-testid="teardown">
+            {t("slot.teardown")}
+          </button>
+        )}
+      </div>
+      {slot.lifecycle !== "retired" && slot.lifecycle !== "teardown_incomplete" && (
+        <form
+          className="actions"
+          onSubmit={(e) => {
+            e.preventDefault();
+            setConfirm({ kind: "promote", params: { project: project.trim(), name: repoName.trim() } });
+          }}
+        >
+          <label>
+            {t("slot.promote_project")} <input value={project} required onChange={(e) => setProject(e.target.value)} />
+          </label>
+          <label>
+            {t("slot.promote_name")} <input value={repoName} required onChange={(e) => setRepoName(e.target.value)} />
+          </label>
+          <button type="submit" disabled={cmd.pending || busy} data-testid="promote">
+            {t("slot.promote")}
+          </button>
+        </form>
+      )}
+      {!confirm && <CommandError error={cmd.error} />}
+      {confirm && (
+        <ConfirmPlan
+          slot={slot.name}
+          kind={confirm.kind}
+          params={confirm.params}
+          command={cmd}
+          onConfirm={() => void go()}
+          onClose={() => setConfirm(undefined)}
+        />
+      )}
+
+      <h2>{t("slot.resources")}</h2>
+      {slot.resources && slot.resources.length > 0 ? (
+        <ul data-testid="resources">
+          {slot.resources.map((r) => (
+            <li key={`${r.kind}:${r.id}`}>
+              {t.dyn("res", r.kind)} <code>{r.id}</code>
+              {r.name && r.name !== r.id ? ` ${r.name}` : ""}
+            </li>
+          ))}
+        </ul>
+      ) : (
+        <p>{t("slot.no_resources")}</p>
+      )}
+
+      <SlotJobs slot={slot} />
+    </section>
+  );
+}
+
+/** SlotJobs lists the slot's jobs, newest first; it reloads when the slot changes (pushed, not polled). */
+function SlotJobs({ slot }: { slot: SlotView }) {
+  const t = useT();
+  const [cursor, setCursor] = useState<string | undefined>(undefined);
+  const page = useLoad(`jobs:${slot.name}`, `${slot.name}:${slot.revision}:${cursor ?? ""}`, (signal) =>
+    api.slotJobs(slot.name, undefined, cursor, signal),
+  );
+  const jobs: JobView[] = page.data?.jobs ?? [];
+  return (
+    <>
+      <h2>{t("slot.jobs")}</h2>
+      {page.error && <CommandError error={page.error} />}
+      {page.data && jobs.length === 0 && <p>{t("slot.no_jobs")}</p>}
+      <ul className="joblist" data-testid="slot-jobs">
+        {jobs.map((j) => (
+          <li key={j.id}>
+            <Link href={`/jobs/${encodeURIComponent(j.id)}`}>
+              {t.dyn("kind", j.kind)} · {t.dyn("state", j.state)} · {formatTime(j.queued_at, t.lang)}
+            </Link>{" "}
+            <span className="muted">{j.requested_by}</span>
+          </li>
+        ))}
+      </ul>
+      {page.data?.next_cursor && (
+        <button type="button" onClick={() => setCursor(page.data?.next_cursor)}>
+          {t("slot.more_jobs")}
+        </button>
+      )}
+    </>
+  );
+}

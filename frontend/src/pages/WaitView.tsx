@@ -1,0 +1,124 @@
+import { useEffect, useRef } from "react";
+import { Link, useLocation } from "wouter";
+import { api } from "../api/client";
+import { CommandError } from "../components/CommandError";
+import { RecoveryNotice } from "../components/Recovery";
+import { Steps, completedSteps } from "../components/Steps";
+import { formatDuration, resourceLabel, stepList } from "../format";
+import { useT } from "../i18n";
+import { announce } from "../live/announce";
+import { putJob, useEpoch, useJob } from "../live/store";
+import { useStreamStatus } from "../live/stream";
+import { useNow } from "../live/ticker";
+import { useCommand } from "../live/useCommand";
+import { useLoad } from "../live/useLoad";
+import { waitPhase } from "./waitPhase";
+
+/**
+ * WaitView follows one release (reset) job by id: grace countdown, then live
+ * steps. It moves to the slot page by itself only on success.
+ */
+export function WaitView({ id }: { id: string }) {
+  const t = useT();
+  const [, navigate] = useLocation();
+  const job = useJob(id);
+  const epoch = useEpoch();
+  const live = useStreamStatus() === "live";
+  const now = useNow();
+  const load = useLoad(`job:${id}`, `${id}:${epoch}:${live}`, async (signal) => {
+    const j = await api.job(id, signal);
+    putJob(j);
+    return j;
+  });
+  const phase = waitPhase(job, load, live, now);
+  const cancel = useCommand();
+
+  const announced = useRef("");
+  useEffect(() => {
+    const msg =
+      phase.kind === "succeeded"
+        ? t("wait.succeeded")
+        : phase.kind === "failed"
+          ? t("wait.failed", { state: t.dyn("state", phase.state) })
+          : phase.kind === "unknown"
+            ? t("wait.unknown")
+            : phase.kind === "running"
+              ? t("wait.running")
+              : "";
+    if (msg && msg !== announced.current) {
+      announced.current = msg;
+      announce(msg);
+    }
+    if (phase.kind === "succeeded" && job) navigate(`/slots/${encodeURIComponent(job.slot)}`);
+  }, [phase.kind, phase.kind === "failed" ? phase.state : "", job, navigate, t]);
+
+  const slot = job?.slot ?? "";
+  return (
+    <section aria-labelledby="wait-title" data-testid="wait-view" data-phase={phase.kind}>
+      <h1 id="wait-title">{t("wait.title", { slot })}</h1>
+      <div className={`wait-status wait-${phase.kind}`} data-testid="wait-status">
+        {phase.kind === "checking" && <p>{t("wait.checking")}</p>}
+        {phase.kind === "grace" && (
+          <p>{t("wait.grace", { time: formatDuration(Date.parse(phase.notBefore) - now, t) })}</p>
+        )}
+        {phase.kind === "queued" && <p>{t("wait.queued")}</p>}
+        {phase.kind === "running" && <p>{t("wait.running")}</p>}
+        {phase.kind === "succeeded" && <p>{t("wait.succeeded")}</p>}
+        {phase.kind === "unknown" && (
+          <div className="unknown" data-testid="cannot-verify">
+            <strong>{t("wait.unknown")}</strong>
+            <p>{phase.why === "stale" ? t("wait.stale_detail") : t("wait.unknown_detail")}</p>
+            {load.error && <p className="muted">{t("common.error", { message: load.error.message })}</p>}
+            <button type="button" onClick={load.reload}>
+              {t("common.retry")}
+            </button>
+          </div>
+        )}
+        {phase.kind === "failed" && job && (
+          <div data-testid="wait-failed">
+            <p>
+              <strong>{t("wait.failed", { state: t.dyn("state", phase.state) })}</strong>
+            </p>
+            <p>
+              {completedSteps(job.steps).length > 0
+                ? t("wait.failed_done", { steps: stepList(completedSteps(job.steps), t) })
+                : t("wait.failed_nothing_done")}
+            </p>
+            <p>
+              {job.remaining && job.remaining.length > 0
+                ? t("wait.failed_remaining", { resources: job.remaining.map((r) => resourceLabel(r, t)).join(", ") })
+                : t("wait.failed_nothing_remaining")}
+            </p>
+            {job.reason && <p className="muted">{job.reason}</p>}
+            <RecoveryNotice
+              info={{
+                jobId: job.id,
+                kind: job.kind,
+                state: job.state,
+                completed: completedSteps(job.steps),
+                uncertain: job.uncertain_step,
+                remaining: job.remaining,
+              }}
+            />
+          </div>
+        )}
+      </div>
+      {job && phase.kind === "grace" && job.cancellable && (
+        <>
+          <button type="button" disabled={cancel.pending} onClick={() => void cancel.run(() => api.cancel(job.id))}>
+            {t("job.cancel")}
+          </button>
+          <CommandError error={cancel.error} />
+        </>
+      )}
+      {job && <Steps steps={job.steps ?? []} uncertain={job.uncertain_step} />}
+      {job && (
+        <p>
+          <Link href={`/jobs/${encodeURIComponent(job.id)}`}>{t("common.view_timeline")}</Link>
+          {" · "}
+          <Link href={`/slots/${encodeURIComponent(job.slot)}`}>{job.slot}</Link>
+        </p>
+      )}
+    </section>
+  );
+}

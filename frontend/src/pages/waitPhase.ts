@@ -1,0 +1,41 @@
+// The decision of the release (reset) wait view, kept pure so every state is
+// tested. Rules (seed row 6, DESIGN.md invariant 7):
+//   - success only when the job's own state is "succeeded" (JobSucceeded);
+//   - an unsuccessful terminal state is a failure naming done and remaining;
+//   - anything not proven — job not found, server unreachable, stream not
+//     live while the job is still moving, a state this page does not know —
+//     is "cannot verify progress", never success, never a redirect.
+import type { ApiError } from "../api/client";
+import type { JobView } from "../api/types";
+import { UNSUCCESSFUL_STATES } from "../api/types";
+
+export type WaitPhase =
+  | { kind: "checking" }
+  | { kind: "unknown"; why: "not_found" | "unreachable" | "stale" | "unexpected_state" }
+  | { kind: "grace"; notBefore: string }
+  | { kind: "queued" }
+  | { kind: "running" }
+  | { kind: "succeeded" }
+  | { kind: "failed"; state: string };
+
+export function waitPhase(
+  job: JobView | undefined,
+  load: { loading: boolean; error: ApiError | undefined },
+  streamLive: boolean,
+  now: number,
+): WaitPhase {
+  if (job) {
+    if (job.state === "succeeded") return { kind: "succeeded" };
+    if (UNSUCCESSFUL_STATES.has(job.state)) return { kind: "failed", state: job.state };
+    if (!streamLive) return { kind: "unknown", why: "stale" };
+    if (job.state === "queued") {
+      const nb = Date.parse(job.not_before);
+      return !Number.isNaN(nb) && nb > now ? { kind: "grace", notBefore: job.not_before } : { kind: "queued" };
+    }
+    if (job.state === "running") return { kind: "running" };
+    return { kind: "unknown", why: "unexpected_state" };
+  }
+  if (load.error) return { kind: "unknown", why: load.error.notFound ? "not_found" : "unreachable" };
+  if (load.loading) return { kind: "checking" };
+  return { kind: "unknown", why: "not_found" };
+}
