@@ -1,0 +1,154 @@
+package kurrent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/EventStore/EventStore-Client-Go/v4/esdb"
+
+	"github.com/slotkeeper/slotkeeper/events"
+)
+
+// handlerError marks an error returned by the caller's handler, which ends
+// the subscription instead of causing a resubscription.
+type handlerError struct{ err error }
+
+func (e handlerError) Error() string { return e.err.Error() }
+
+// SubscribeAll implements events.Store with a catch-up subscription to $all.
+//
+// The client's subscription starts at End{} unless told otherwise and never
+// resubscribes by itself; here it starts after `after` (exclusive; 0 = from the
+// start) and, whenever it drops, is opened again after the last event handed to
+// h, with bounded exponential backoff, until ctx ends or the store closes. The
+// last delivered position is remembered as the client's full (commit, prepare)
+// pair, and anything at or before it is skipped, so a resubscription neither
+// loses nor repeats an event.
+//
+// The filter is sent to the server (stream prefixes, or else event types as an
+// exact-match regex) to save bandwidth, and applied again here, because a
+// KurrentDB filter can select on stream or on type but not both.
+// KurrentDB's own '$' events are never delivered.
+func (s *Store) SubscribeAll(ctx context.Context, after events.Position, filter events.Filter, h events.Handler) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	last := esdb.Position{Commit: uint64(after), Prepare: uint64(after)}
+	backoff := s.opts.MinBackoff
+	for {
+		delivered, err := s.subscribeOnce(ctx, &last, filter, h)
+		var he handlerError
+		switch {
+		case errors.As(err, &he):
+			return he.err
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case s.isClosed():
+			return events.ErrClosed
+		}
+		if delivered {
+			backoff = s.opts.MinBackoff
+		}
+		s.log.Warn("subscription dropped, resubscribing", "after", last.Commit, "in", backoff, "err", err)
+		if err := s.sleep(ctx, backoff); err != nil {
+			return err
+		}
+		backoff = min(2*backoff, s.opts.MaxBackoff)
+	}
+}
+
+func (s *Store) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// subscribeOnce runs one server subscription until it drops. It advances
+// *last past every event it has handled or skipped and reports whether it
+// received anything (used to reset the backoff).
+func (s *Store) subscribeOnce(ctx context.Context, last *esdb.Position, filter events.Filter, h events.Handler) (bool, error) {
+	c, err := s.acquire(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer s.release(c)
+
+	subCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-s.done:
+			cancel()
+		case <-subCtx.Done():
+		}
+	}()
+
+	opts := esdb.SubscribeToAllOptions{From: esdb.Start{}, Filter: serverFilter(filter)}
+	if last.Commit > 0 || last.Prepare > 0 {
+		opts.From = *last // exclusive, as KurrentDB defines it
+	}
+	sub, err := c.c.SubscribeToAll(subCtx, opts)
+	if err != nil {
+		if isConnErr(err) {
+			s.invalidate(c, err)
+		}
+		return false, err
+	}
+	defer sub.Close()
+
+	got := false
+	for {
+		ev := sub.Recv()
+		switch {
+		case ev.SubscriptionDropped != nil:
+			err := ev.SubscriptionDropped.Error
+			if isConnErr(err) {
+				s.invalidate(c, err)
+			}
+			return got, fmt.Errorf("kurrent: subscription dropped: %w", err)
+		case ev.EventAppeared != nil:
+			got = true
+			if err := ctx.Err(); err != nil {
+				// gRPC may have buffered more events than the caller wants.
+				return got, err
+			}
+			rec := ev.EventAppeared.OriginalEvent()
+			if rec == nil || !after(rec.Position, *last) {
+				continue // a replay of something already handled
+			}
+			if r, ok := s.fromRecorded(rec); ok && filter.Match(r.Stream, r.Type) {
+				if err := h(ctx, r); err != nil {
+					return got, handlerError{err}
+				}
+			}
+			*last = rec.Position
+		}
+		// Checkpoints, CaughtUp and FellBehind need nothing: resuming from
+		// the last event (not the last checkpoint) is the safe choice.
+	}
+}
+
+// after reports whether p comes after q in $all order.
+func after(p, q esdb.Position) bool {
+	return p.Commit > q.Commit || (p.Commit == q.Commit && p.Prepare > q.Prepare)
+}
+
+// serverFilter is the part of filter KurrentDB can apply itself. It always
+// excludes system events when nothing else is asked for.
+func serverFilter(f events.Filter) *esdb.SubscriptionFilter {
+	switch {
+	case len(f.StreamPrefixes) > 0:
+		return &esdb.SubscriptionFilter{Type: esdb.StreamFilterType, Prefixes: f.StreamPrefixes}
+	case len(f.EventTypes) > 0:
+		quoted := make([]string, len(f.EventTypes))
+		for i, t := range f.EventTypes {
+			quoted[i] = regexp.QuoteMeta(t)
+		}
+		return &esdb.SubscriptionFilter{Type: esdb.EventFilterType, Regex: "^(?:" + strings.Join(quoted, "|") + ")$"}
+	default:
+		return esdb.ExcludeSystemEventsFilter()
+	}
+}
