@@ -40,9 +40,16 @@ func mustFake(t testing.TB) *kurrentfake.Server {
 // mustOpen opens the adapter on f and closes it when t ends.
 func mustOpen(t testing.TB, f *kurrentfake.Server) *kurrent.Store {
 	t.Helper()
+	return mustOpenWith(t, f, quiet)
+}
+
+func mustOpenWith(t testing.TB, f *kurrentfake.Server, log *slog.Logger) *kurrent.Store {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	s, err := kurrent.Open(ctx, f.ConnString(), testOptions())
+	opts := testOptions()
+	opts.Logger = log
+	s, err := kurrent.Open(ctx, f.ConnString(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +140,8 @@ func checkExactlyOnce(t *testing.T, got []events.RecordedEvent, want []string) {
 // exactly once, in order.
 func TestSubscriptionResumesAfterNodeRestart(t *testing.T) {
 	f := mustFake(t)
-	s := mustOpen(t, f)
+	dropped := &signalHandler{msg: "subscription dropped, resubscribing", ch: make(chan struct{}, 16)}
+	s := mustOpenWith(t, f, slog.New(dropped))
 	ctx := ctxT(t)
 
 	var want []string
@@ -156,10 +164,11 @@ func TestSubscriptionResumesAfterNodeRestart(t *testing.T) {
 	subsBefore := f.Subscriptions()
 
 	f.Stop()
+	waitSignal(t, dropped.ch, "the subscription to notice the node is gone")
 	if err := f.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	appendN(5, 5) // retried through the outage if the client noticed it first
+	appendN(5, 5)
 	got := rec.waitCount(t, 10, done)
 	// One more after the rest: a duplicate would show up before it.
 	appendN(10, 1)
@@ -290,7 +299,8 @@ func TestOpenGivesUp(t *testing.T) {
 // A call in progress when the node goes away is retried once it is back.
 func TestAppendRetriesAcrossRestart(t *testing.T) {
 	f := mustFake(t)
-	s := mustOpen(t, f)
+	lost := &signalHandler{msg: "KurrentDB connection lost, reconnecting", ch: make(chan struct{}, 16)}
+	s := mustOpenWith(t, f, slog.New(lost))
 	ctx := ctxT(t)
 	if _, err := s.Append(ctx, "job-r", events.NoStream(), ev("A", 0)); err != nil {
 		t.Fatal(err)
@@ -301,6 +311,8 @@ func TestAppendRetriesAcrossRestart(t *testing.T) {
 		_, err := s.Append(ctx, "job-r", events.Exact(0), ev("A", 1))
 		appended <- err
 	}()
+	// The append has hit the dead node and is now retrying.
+	waitSignal(t, lost.ch, "the append to fail against the stopped node")
 	if err := f.Restart(); err != nil {
 		t.Fatal(err)
 	}
@@ -480,5 +492,14 @@ func (h *signalHandler) Handle(_ context.Context, r slog.Record) error {
 	}
 	return nil
 }
+func waitSignal(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
 func (h *signalHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h *signalHandler) WithGroup(string) slog.Handler      { return h }
