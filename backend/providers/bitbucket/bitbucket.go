@@ -1,0 +1,304 @@
+// Package bitbucket is the Bitbucket Data Center REST 1.0 client
+// (providers.GitHost), authenticated with an HTTP access token as Bearer.
+//
+// GetRepo is tri-state (only 404 is Absent). CreateRepo reads the slug from
+// the 201 body and reports 409 as Existed with a CodeConflict error.
+// DeleteRepo accepts 202 (Bitbucket schedules the deletion) and returns only
+// once a GET answers 404; 204 means the repository did not exist.
+package bitbucket
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/slotkeeper/slotkeeper/backend/providers"
+	"github.com/slotkeeper/slotkeeper/backend/providers/internal/httpc"
+)
+
+var _ providers.GitHost = (*Client)(nil)
+
+// Options configure a Client. Zero fields take the defaults shown.
+type Options struct {
+	// BaseURL is the server root, e.g. "https://bitbucket.example" (the
+	// client adds /rest/api/1.0).
+	BaseURL string
+	Token   string
+	// HTTP is the client used; default: a fresh http.Client (ctx bounds calls).
+	HTTP *http.Client
+	// Confirm bounds the polling after a 202 delete: default 250ms doubling
+	// to 5s, giving up after 2 minutes.
+	Confirm providers.Backoff
+	// RateRetries (default 3) and MaxRetryAfter (default 30s) bound 429s.
+	RateRetries   int
+	MaxRetryAfter time.Duration
+	// PageLimit is the page size asked of list calls (default 100).
+	PageLimit int
+}
+
+// Client talks to one Bitbucket Data Center instance.
+type Client struct {
+	c         httpc.Client
+	confirm   providers.Backoff
+	pageLimit int
+}
+
+// New returns a client; it does no I/O.
+func New(o Options) *Client {
+	if o.HTTP == nil {
+		o.HTTP = &http.Client{}
+	}
+	if o.Confirm.Initial <= 0 {
+		o.Confirm.Initial = 250 * time.Millisecond
+	}
+	if o.Confirm.Max <= 0 {
+		o.Confirm.Max = 5 * time.Second
+	}
+	if o.Confirm.Total <= 0 {
+		o.Confirm.Total = 2 * time.Minute
+	}
+	if o.RateRetries == 0 {
+		o.RateRetries = 3
+	}
+	if o.MaxRetryAfter <= 0 {
+		o.MaxRetryAfter = 30 * time.Second
+	}
+	if o.PageLimit <= 0 {
+		o.PageLimit = 100
+	}
+	return &Client{
+		c: httpc.Client{
+			Base: strings.TrimRight(o.BaseURL, "/") + "/rest/api/1.0", Token: o.Token, HTTP: o.HTTP,
+			Rate:    httpc.RateLimit{Retries: max(o.RateRetries, 0), MaxWait: o.MaxRetryAfter, Default: time.Second},
+			Message: message,
+		},
+		confirm:   o.Confirm,
+		pageLimit: o.PageLimit,
+	}
+}
+
+// message reads {"errors":[{"context","message","exceptionName"}]}.
+func message(body []byte) string {
+	var e struct {
+		Errors []struct {
+			Context   string `json:"context"`
+			Message   string `json:"message"`
+			Exception string `json:"exceptionName"`
+		} `json:"errors"`
+	}
+	if json.Unmarshal(body, &e) != nil {
+		return ""
+	}
+	var parts []string
+	for _, x := range e.Errors {
+		m := x.Message
+		if x.Context != "" {
+			m = x.Context + ": " + m
+		}
+		if x.Exception != "" {
+			m += " (" + x.Exception[strings.LastIndexByte(x.Exception, '.')+1:] + ")"
+		}
+		parts = append(parts, m)
+	}
+	return strings.Join(parts, "; ")
+}
+
+func (c *Client) fail(op, res string, resp *httpc.Response, mutating bool) *providers.Error {
+	return c.c.Fail(op, res, resp, httpc.CodeForStatus(resp.Status), mutating && resp.Status >= 500)
+}
+
+func validRepo(op, project, slug string) *providers.Error {
+	if err := providers.ValidateProjectKey(project); err != nil {
+		return providers.Invalid(op, project+"/"+slug, err)
+	}
+	if err := providers.ValidateSlug(slug); err != nil {
+		return providers.Invalid(op, project+"/"+slug, err)
+	}
+	return nil
+}
+
+func repoPath(project, slug string) string { return "/projects/" + project + "/repos/" + slug }
+
+// repoJSON is the part of Bitbucket's RestRepository we use.
+type repoJSON struct {
+	Slug    string `json:"slug"`
+	Name    string `json:"name"`
+	Project struct {
+		Key string `json:"key"`
+	} `json:"project"`
+	Links struct {
+		Clone []struct {
+			Href string `json:"href"`
+			Name string `json:"name"`
+		} `json:"clone"`
+	} `json:"links"`
+}
+
+func (r repoJSON) repo() providers.Repo {
+	out := providers.Repo{Project: r.Project.Key, Slug: r.Slug, Name: r.Name}
+	for _, l := range r.Links.Clone {
+		if l.Name == "http" || l.Name == "https" {
+			out.CloneURL = l.Href
+		}
+	}
+	return out
+}
+
+// GetRepo returns the repository. Lookup is Absent (with a CodeNotFound
+// error) only on 404; 401, 403, 5xx, 429, timeouts and resets are Unknown.
+func (c *Client) GetRepo(ctx context.Context, project, slug string) (providers.Repo, providers.Lookup, error) {
+	const op = "bitbucket.GetRepo"
+	if err := validRepo(op, project, slug); err != nil {
+		return providers.Repo{}, providers.Unknown, err
+	}
+	return c.getRepo(ctx, op, project, slug)
+}
+
+func (c *Client) getRepo(ctx context.Context, op, project, slug string) (providers.Repo, providers.Lookup, error) {
+	res := project + "/" + slug
+	resp, perr := c.c.Do(ctx, op, res, http.MethodGet, repoPath(project, slug), nil, nil, false)
+	if perr != nil {
+		return providers.Repo{}, providers.Unknown, perr
+	}
+	switch resp.Status {
+	case http.StatusOK:
+		var r repoJSON
+		if err := json.Unmarshal(resp.Body, &r); err != nil || r.Slug == "" {
+			return providers.Repo{}, providers.Unknown, &providers.Error{Op: op, Resource: res, Status: resp.Status, Code: providers.CodeServer, Message: "unreadable answer", Err: err}
+		}
+		return r.repo(), providers.Found, nil
+	case http.StatusNotFound:
+		return providers.Repo{}, providers.Absent, c.fail(op, res, resp, false)
+	}
+	return providers.Repo{}, providers.Unknown, c.fail(op, res, resp, false)
+}
+
+// CreateRepo creates a git repository named name in project. On 201 the
+// slug (and clone URL) are read from the answer, never computed. On 409 it
+// returns Existed with a CodeConflict error: existing is not success for a
+// caller that asked to create. Any other failure returns outcome 0; a 5xx
+// or a lost answer is Uncertain (the repository may exist now).
+func (c *Client) CreateRepo(ctx context.Context, project, name string) (providers.Repo, providers.CreateOutcome, error) {
+	const op = "bitbucket.CreateRepo"
+	res := project + "/" + name
+	if err := providers.ValidateProjectKey(project); err != nil {
+		return providers.Repo{}, 0, providers.Invalid(op, res, err)
+	}
+	if err := providers.ValidateRepoName(name); err != nil {
+		return providers.Repo{}, 0, providers.Invalid(op, res, err)
+	}
+	body := map[string]any{"name": name, "scmId": "git", "forkable": false}
+	resp, perr := c.c.Do(ctx, op, res, http.MethodPost, "/projects/"+project+"/repos", nil, body, true)
+	if perr != nil {
+		return providers.Repo{}, 0, perr
+	}
+	switch resp.Status {
+	case http.StatusCreated:
+		var r repoJSON
+		if err := json.Unmarshal(resp.Body, &r); err != nil || providers.ValidateSlug(r.Slug) != nil {
+			// Created, but we cannot tell which slug: the caller must look.
+			return providers.Repo{}, 0, &providers.Error{Op: op, Resource: res, Status: resp.Status, Code: providers.CodeServer, Uncertain: true, Message: "201 without a usable slug", Err: err}
+		}
+		return r.repo(), providers.Created, nil
+	case http.StatusConflict:
+		return providers.Repo{}, providers.Existed, c.fail(op, res, resp, true)
+	}
+	return providers.Repo{}, 0, c.fail(op, res, resp, true)
+}
+
+// DeleteRepo deletes a repository. 202 (scheduled) is confirmed by polling
+// GET until 404 within the Confirm bound, else CodeNotConfirmed (Uncertain);
+// 204 — and 404, the project itself missing — mean AlreadyAbsent.
+func (c *Client) DeleteRepo(ctx context.Context, project, slug string) (providers.DeleteOutcome, error) {
+	const op = "bitbucket.DeleteRepo"
+	if err := validRepo(op, project, slug); err != nil {
+		return 0, err
+	}
+	res := project + "/" + slug
+	resp, perr := c.c.Do(ctx, op, res, http.MethodDelete, repoPath(project, slug), nil, nil, true)
+	if perr != nil {
+		return 0, perr
+	}
+	switch resp.Status {
+	case http.StatusNoContent, http.StatusNotFound:
+		return providers.AlreadyAbsent, nil
+	case http.StatusAccepted, http.StatusOK:
+	default:
+		return 0, c.fail(op, res, resp, true)
+	}
+	var last error
+	gone, err := httpc.Poll(ctx, c.confirm, func() (bool, error) {
+		_, l, err := c.getRepo(ctx, op, project, slug)
+		switch {
+		case l == providers.Absent:
+			return true, nil
+		case l == providers.Found:
+			last = nil
+			return false, nil
+		}
+		pe, _ := providers.AsError(err)
+		if pe != nil && (pe.Code == providers.CodeCanceled || pe.Code == providers.CodeUnauthorized || pe.Code == providers.CodeForbidden) {
+			return false, pe // no point polling on
+		}
+		last = err
+		return false, nil
+	})
+	if gone {
+		return providers.Deleted, nil
+	}
+	if pe, ok := providers.AsError(err); ok {
+		pe.Uncertain = true // the delete was scheduled; it may still happen
+		return 0, pe
+	}
+	ne := &providers.Error{Op: op, Resource: res, Code: providers.CodeNotConfirmed, Uncertain: true, Message: "delete scheduled but the repository is still there"}
+	if pe, ok := providers.AsError(last); ok {
+		ne.Status, ne.Message, ne.Err = pe.Status, ne.Message+"; last check: "+pe.Error(), pe
+	}
+	return 0, ne
+}
+
+// maxPages bounds ListRepos against a server whose paging never ends.
+const maxPages = 1000
+
+// ListRepos lists every repository of a project, following the pages.
+func (c *Client) ListRepos(ctx context.Context, project string) ([]providers.Repo, error) {
+	const op = "bitbucket.ListRepos"
+	if err := providers.ValidateProjectKey(project); err != nil {
+		return nil, providers.Invalid(op, project, err)
+	}
+	var out []providers.Repo
+	start := 0
+	for range maxPages {
+		q := url.Values{"start": {strconv.Itoa(start)}, "limit": {strconv.Itoa(c.pageLimit)}}
+		resp, perr := c.c.Do(ctx, op, project, http.MethodGet, "/projects/"+project+"/repos", q, nil, false)
+		if perr != nil {
+			return nil, perr
+		}
+		if resp.Status != http.StatusOK {
+			return nil, c.fail(op, project, resp, false)
+		}
+		var page struct {
+			Values        []repoJSON `json:"values"`
+			IsLastPage    bool       `json:"isLastPage"`
+			NextPageStart *int       `json:"nextPageStart"`
+		}
+		if err := json.Unmarshal(resp.Body, &page); err != nil {
+			return nil, &providers.Error{Op: op, Resource: project, Status: resp.Status, Code: providers.CodeServer, Message: "unreadable page", Err: err}
+		}
+		for _, r := range page.Values {
+			out = append(out, r.repo())
+		}
+		if page.IsLastPage {
+			return out, nil
+		}
+		if page.NextPageStart == nil || *page.NextPageStart <= start {
+			return nil, &providers.Error{Op: op, Resource: project, Status: resp.Status, Code: providers.CodeServer, Message: "paging does not advance"}
+		}
+		start = *page.NextPageStart
+	}
+	return nil, &providers.Error{Op: op, Resource: project, Code: providers.CodeServer, Message: "too many pages"}
+}

@@ -1,0 +1,308 @@
+package bitbucket_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slotkeeper/slotkeeper/backend/providers"
+	"github.com/slotkeeper/slotkeeper/backend/providers/bitbucket"
+	"github.com/slotkeeper/slotkeeper/backend/providers/sim"
+)
+
+const token = "bbTOKEN-S3CRET-4e1d-0042"
+
+type bundle struct {
+	sim *sim.Sim
+	c   *bitbucket.Client
+	fx  sim.SlotFixture
+}
+
+func setup(t *testing.T, delay time.Duration) bundle {
+	t.Helper()
+	s, err := sim.Start(context.Background(), sim.Options{DeleteDelay: delay, BitbucketToken: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	fx, err := s.SeedSlot("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.ResetRequests()
+	return bundle{sim: s, fx: fx, c: newClient(s, token)}
+}
+
+func newClient(s *sim.Sim, tok string) *bitbucket.Client {
+	return bitbucket.New(bitbucket.Options{
+		BaseURL: s.BitbucketURL(), Token: tok,
+		Confirm:     providers.Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond, Total: 300 * time.Millisecond},
+		RateRetries: 2, MaxRetryAfter: time.Second, PageLimit: 2,
+	})
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func checkErr(t *testing.T, err error, code providers.Code, status int, uncertain bool) {
+	t.Helper()
+	if code == "" {
+		if err != nil {
+			t.Fatalf("unexpected error: %v", err)
+		}
+		return
+	}
+	pe, ok := providers.AsError(err)
+	if !ok {
+		t.Fatalf("want *providers.Error %s, got %v", code, err)
+	}
+	if pe.Code != code || pe.Status != status || pe.Uncertain != uncertain {
+		t.Fatalf("got code=%s status=%d uncertain=%v (%v); want %s %d %v", pe.Code, pe.Status, pe.Uncertain, err, code, status, uncertain)
+	}
+	if pe.Op == "" || pe.Resource == "" {
+		t.Fatalf("error lacks op or resource: %#v", pe)
+	}
+	if strings.Contains(err.Error(), token) {
+		t.Fatalf("token leaked: %v", err)
+	}
+}
+
+var statusCases = []struct {
+	name   string
+	fault  sim.Fault
+	code   providers.Code
+	status int
+}{
+	{"400", sim.Fault{Status: 400}, providers.CodeUnprocessable, 400},
+	{"401", sim.Fault{Status: 401}, providers.CodeUnauthorized, 401},
+	{"403", sim.Fault{Status: 403}, providers.CodeForbidden, 403},
+	{"422", sim.Fault{Status: 422}, providers.CodeUnprocessable, 422},
+	{"429", sim.Fault{Status: 429, Header: map[string]string{"Retry-After": "0"}}, providers.CodeRateLimited, 429},
+	{"500", sim.Fault{Status: 500}, providers.CodeServer, 500},
+	{"503", sim.Fault{Status: 503}, providers.CodeServer, 503},
+	{"reset", sim.Fault{Reset: true}, providers.CodeTransport, 0},
+}
+
+func TestGetRepoTriState(t *testing.T) {
+	b := setup(t, 0)
+	ctx := ctxT(t)
+	r, l, err := b.c.GetRepo(ctx, "SLOT", b.fx.Repo.Slug)
+	checkErr(t, err, "", 0, false)
+	if l != providers.Found || r.Slug != b.fx.Repo.Slug || r.Project != "SLOT" || r.CloneURL != b.fx.Repo.CloneURL {
+		t.Fatalf("found: %+v %v", r, l)
+	}
+	_, l, err = b.c.GetRepo(ctx, "SLOT", "nope")
+	checkErr(t, err, providers.CodeNotFound, 404, false)
+	if l != providers.Absent || !strings.Contains(err.Error(), "does not exist") {
+		t.Fatalf("absent: %v %v", l, err)
+	}
+	for _, sc := range statusCases {
+		t.Run(sc.name, func(t *testing.T) {
+			f := sc.fault
+			f.Endpoint, f.Resource = sim.EndpointGetRepo, "SLOT/"+b.fx.Repo.Slug
+			id := b.sim.AddFault(f)
+			defer b.sim.RemoveFault(id)
+			_, l, err := b.c.GetRepo(ctx, "SLOT", b.fx.Repo.Slug)
+			checkErr(t, err, sc.code, sc.status, false)
+			if l != providers.Unknown {
+				t.Fatalf("lookup %v, want unknown", l)
+			}
+		})
+	}
+	// A wrong token is unknown, never absent (seed failure #4).
+	_, l, err = newClient(b.sim, "nope-"+token).GetRepo(ctx, "SLOT", b.fx.Repo.Slug)
+	checkErr(t, err, providers.CodeUnauthorized, 401, false)
+	if l != providers.Unknown || !strings.Contains(err.Error(), "Authentication failed") {
+		t.Fatalf("wrong token: %v %v", l, err)
+	}
+}
+
+func TestCreateRepo(t *testing.T) {
+	b := setup(t, 0)
+	ctx := ctxT(t)
+	r, out, err := b.c.CreateRepo(ctx, "PROMO", "My_App.v2")
+	checkErr(t, err, "", 0, false)
+	// The slug is Bitbucket's (lower-cased), read from the body.
+	if out != providers.Created || r.Slug != "my_app.v2" || r.Name != "My_App.v2" || !b.sim.HasRepo("PROMO", "my_app.v2") || r.CloneURL != b.sim.CloneURL("PROMO", "my_app.v2") {
+		t.Fatalf("created: %+v %v", r, out)
+	}
+	_, out, err = b.c.CreateRepo(ctx, "PROMO", "My_App.v2")
+	checkErr(t, err, providers.CodeConflict, 409, false)
+	if out != providers.Existed || !strings.Contains(err.Error(), "already taken") {
+		t.Fatalf("409: %v %v", out, err)
+	}
+	// A 201 whose body names another slug: the body wins.
+	b.sim.AddFault(sim.Fault{Endpoint: sim.EndpointCreateRepo, Status: 201, Times: 1,
+		Body: `{"slug":"server-chosen","name":"x","project":{"key":"PROMO"},"links":{"clone":[{"name":"http","href":"http://h/scm/promo/server-chosen.git"}]}}`})
+	r, out, err = b.c.CreateRepo(ctx, "PROMO", "x")
+	checkErr(t, err, "", 0, false)
+	if out != providers.Created || r.Slug != "server-chosen" {
+		t.Fatalf("slug not read from body: %+v", r)
+	}
+	// A 201 without a slug is uncertain, not success.
+	b.sim.AddFault(sim.Fault{Endpoint: sim.EndpointCreateRepo, Status: 201, Body: `{}`, Times: 1})
+	_, out, err = b.c.CreateRepo(ctx, "PROMO", "y")
+	checkErr(t, err, providers.CodeServer, 201, true)
+	if out != 0 {
+		t.Fatalf("outcome %v", out)
+	}
+	for _, sc := range statusCases {
+		t.Run(sc.name, func(t *testing.T) {
+			f := sc.fault
+			f.Endpoint = sim.EndpointCreateRepo
+			id := b.sim.AddFault(f)
+			defer b.sim.RemoveFault(id)
+			name := "z-" + sc.name
+			_, out, err := b.c.CreateRepo(ctx, "PROMO", name)
+			checkErr(t, err, sc.code, sc.status, sc.status >= 500 || sc.status == 0)
+			if out != 0 || b.sim.HasRepo("PROMO", name) {
+				t.Fatalf("outcome %v", out)
+			}
+		})
+	}
+}
+
+func TestDeleteRepo(t *testing.T) {
+	b := setup(t, 20*time.Millisecond)
+	ctx := ctxT(t)
+	b.sim.AddFault(sim.Fault{Endpoint: sim.EndpointGetRepo, Status: 500, Times: 1}) // transient while confirming
+	out, err := b.c.DeleteRepo(ctx, "SLOT", b.fx.Repo.Slug)
+	checkErr(t, err, "", 0, false)
+	if out != providers.Deleted || b.sim.HasRepo("SLOT", b.fx.Repo.Slug) {
+		t.Fatalf("delete: %v", out)
+	}
+	reqs := b.sim.Requests()
+	if reqs[0].Endpoint != sim.EndpointDeleteRepo || reqs[0].Status != 202 || reqs[len(reqs)-1].Status != 404 || reqs[len(reqs)-1].Endpoint != sim.EndpointGetRepo {
+		t.Fatalf("requests %+v", reqs)
+	}
+	b.sim.ResetRequests()
+	out, err = b.c.DeleteRepo(ctx, "SLOT", b.fx.Repo.Slug)
+	checkErr(t, err, "", 0, false)
+	if out != providers.AlreadyAbsent || len(b.sim.Requests()) != 1 || b.sim.Requests()[0].Status != 204 {
+		t.Fatalf("204: %v %+v", out, b.sim.Requests())
+	}
+}
+
+func TestDeleteRepoNotConfirmedAndFaults(t *testing.T) {
+	b := setup(t, time.Hour)
+	ctx := ctxT(t)
+	out, err := b.c.DeleteRepo(ctx, "TPL", "template")
+	checkErr(t, err, providers.CodeNotConfirmed, 0, true)
+	if out != 0 {
+		t.Fatalf("outcome %v", out)
+	}
+	for _, sc := range statusCases {
+		t.Run(sc.name, func(t *testing.T) {
+			f := sc.fault
+			f.Endpoint = sim.EndpointDeleteRepo
+			id := b.sim.AddFault(f)
+			defer b.sim.RemoveFault(id)
+			out, err := b.c.DeleteRepo(ctx, "SLOT", b.fx.Repo.Slug)
+			checkErr(t, err, sc.code, sc.status, sc.status >= 500 || sc.status == 0)
+			if out != 0 || !b.sim.HasRepo("SLOT", b.fx.Repo.Slug) {
+				t.Fatalf("outcome %v", out)
+			}
+		})
+	}
+}
+
+func TestListReposPages(t *testing.T) {
+	b := setup(t, 0)
+	ctx := ctxT(t)
+	for i := range 4 {
+		if _, err := b.sim.AddRepo("SLOT", fmt.Sprintf("extra-%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	repos, err := b.c.ListRepos(ctx, "SLOT")
+	checkErr(t, err, "", 0, false)
+	if len(repos) != 5 || repos[0].Slug != "extra-0" || repos[4].Slug != "slot-a" {
+		t.Fatalf("repos %+v", repos)
+	}
+	if n := len(b.sim.Requests()); n != 3 { // pages of 2
+		t.Fatalf("%d page requests, want 3", n)
+	}
+	// A fault on the second page fails the whole list.
+	b.sim.AddFault(sim.Fault{Endpoint: sim.EndpointListRepos, PathPattern: "/rest/api/1.0/projects/SLOT/repos", Status: 503, Times: 1})
+	_, err = b.c.ListRepos(ctx, "SLOT")
+	checkErr(t, err, providers.CodeServer, 503, false)
+	// A page that does not advance is an error, not a loop.
+	b.sim.AddFault(sim.Fault{Endpoint: sim.EndpointListRepos, Status: 200, Times: 1, Body: `{"values":[],"isLastPage":false,"nextPageStart":0}`})
+	_, err = b.c.ListRepos(ctx, "SLOT")
+	checkErr(t, err, providers.CodeServer, 200, false)
+	repos, err = b.c.ListRepos(ctx, "EMPTY")
+	if err != nil || len(repos) != 0 {
+		t.Fatalf("empty project: %v %v", repos, err)
+	}
+}
+
+func TestCancelAbortsInFlightCreate(t *testing.T) {
+	b := setup(t, 0)
+	b.sim.AddFault(sim.Fault{Endpoint: sim.EndpointCreateRepo, Hang: true})
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, _, err := b.c.CreateRepo(ctx, "PROMO", "new")
+		errc <- err
+	}()
+	wctx := ctxT(t)
+	if _, err := b.sim.WaitFor(wctx, func(r sim.Request) bool { return r.Endpoint == sim.EndpointCreateRepo }); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	at := time.Now()
+	err := <-errc
+	checkErr(t, err, providers.CodeCanceled, 0, true)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("%v", err)
+	}
+	r, werr := b.sim.WaitFor(wctx, func(r sim.Request) bool { return r.Done() })
+	if werr != nil || !r.WasAborted() {
+		t.Fatalf("not aborted: %+v", r)
+	}
+	if after := b.sim.RequestsAfter(at); len(after) != 0 {
+		t.Fatalf("requests after cancel: %+v", after)
+	}
+}
+
+func TestInvalidInputSendsNothing(t *testing.T) {
+	b := setup(t, 0)
+	ctx := ctxT(t)
+	badProjects := []string{"", "1ABC", "A/B", "A..B", "~user", "ÄBC", "A B", strings.Repeat("A", 129)}
+	badSlugs := []string{"", "..", "a/b", "../x", "Upper", "a b", "x.git", ".hidden", "-x", "a\x00b", "a%2fb", "ѕlot" /* Cyrillic ѕ */, strings.Repeat("a", 129)}
+	for _, p := range badProjects {
+		_, _, e1 := b.c.GetRepo(ctx, p, "ok")
+		_, e2 := b.c.DeleteRepo(ctx, p, "ok")
+		_, _, e3 := b.c.CreateRepo(ctx, p, "ok")
+		_, e4 := b.c.ListRepos(ctx, p)
+		for _, err := range []error{e1, e2, e3, e4} {
+			if providers.CodeOf(err) != providers.CodeInvalid {
+				t.Fatalf("project %q: %v", p, err)
+			}
+		}
+	}
+	for _, s := range badSlugs {
+		_, _, e1 := b.c.GetRepo(ctx, "SLOT", s)
+		_, e2 := b.c.DeleteRepo(ctx, "SLOT", s)
+		for _, err := range []error{e1, e2} {
+			if providers.CodeOf(err) != providers.CodeInvalid {
+				t.Fatalf("slug %q: %v", s, err)
+			}
+		}
+		if s == "Upper" {
+			continue // a fine name for CreateRepo
+		}
+		if _, _, err := b.c.CreateRepo(ctx, "SLOT", s); providers.CodeOf(err) != providers.CodeInvalid {
+			t.Fatalf("name %q: %v", s, err)
+		}
+	}
+	if reqs := b.sim.Requests(); len(reqs) != 0 {
+		t.Fatalf("invalid input reached the server: %+v", reqs)
+	}
+}
