@@ -1,0 +1,346 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/slotkeeper/slotkeeper/backend/providers"
+	"github.com/slotkeeper/slotkeeper/backend/slots"
+	"github.com/slotkeeper/slotkeeper/events"
+)
+
+// Causes of an attempt's context cancellation.
+var (
+	errFenced       = errors.New("jobs: fenced: someone else appended to the job stream")
+	errStepDeadline = errors.New("jobs: step deadline passed")
+	errJobDeadline  = errors.New("jobs: job deadline passed")
+	errShutdown     = errors.New("jobs: worker shutting down")
+	errLeaseLost    = errors.New("jobs: lease could not be renewed before it expired")
+)
+
+// stepError is a step's definite or uncertain failure that ends the job as
+// JobFailed (as opposed to a deadline or a fence).
+type stepError struct {
+	msg       string
+	status    int
+	retryable bool
+	uncertain bool
+}
+
+func (e *stepError) Error() string { return e.msg }
+
+func failf(format string, args ...any) error {
+	return &stepError{msg: fmt.Sprintf(format, args...)}
+}
+
+// fromProvider turns a provider error into a step error.
+func fromProvider(what string, err error) error {
+	if pe, ok := providers.AsError(err); ok {
+		return &stepError{msg: what + ": " + pe.Error(), status: pe.Status, retryable: pe.Retryable(), uncertain: pe.Uncertain}
+	}
+	return &stepError{msg: what + ": " + err.Error(), retryable: true, uncertain: true}
+}
+
+// attempt is one claim of a job by a worker goroutine. Every append it makes
+// carries the revision it last wrote (the fence).
+type attempt struct {
+	e     *Engine
+	actor string
+	log   *slog.Logger
+
+	mu     sync.Mutex // serialises appends (step runner and lease renewer)
+	rev    events.Revision
+	fenced bool
+	job    slots.JobState
+	n      int
+	lease  time.Time
+
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	step   string    // the step in progress
+	stepAt time.Time // when it started
+}
+
+func (a *attempt) meta() events.Metadata {
+	return events.Metadata{Actor: a.actor, CorrelationID: a.job.QueuedMeta.CorrelationID, Time: a.e.now()}
+}
+
+// append writes evs with the attempt's revision. A wrong revision means the
+// attempt was superseded: it is marked fenced, its context is cancelled, and
+// errFenced is returned; it must make no further outside call.
+func (a *attempt) append(ctx context.Context, evs ...events.Payload) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.fenced {
+		return errFenced
+	}
+	data := make([]events.EventData, len(evs))
+	m := a.meta()
+	for i, p := range evs {
+		data[i] = events.New(p, m)
+	}
+	res, err := a.e.store.Append(ctx, events.JobStream(a.job.ID), events.Exact(a.rev), data...)
+	if errors.Is(err, events.ErrWrongRevision) {
+		a.fenced = true
+		a.cancel(errFenced)
+		return errFenced
+	}
+	if err != nil {
+		return err
+	}
+	a.rev = res.NextExpected
+	return nil
+}
+
+// call appends StepStarted (the fence check) and then makes one outside call
+// with the step's context. No outside call happens without a StepStarted
+// written by this attempt just before it.
+func (a *attempt) call(ctx context.Context, st events.StepStarted, f func(context.Context) error) error {
+	if err := context.Cause(ctx); err != nil && ctx.Err() != nil {
+		return err
+	}
+	st.JobID, st.Attempt = a.job.ID, a.n
+	if st.Step == "" {
+		st.Step = a.step
+	}
+	if err := a.append(ctx, st); err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	return f(ctx)
+}
+
+// runJob claims job id and, if this worker won, runs the attempt to its end.
+func (e *Engine) runJob(ctx context.Context, actor, id string) {
+	a := &attempt{e: e, actor: actor}
+	a.ctx, a.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
+	defer a.cancel(nil)
+	e.mu.Lock()
+	if e.stopping || e.local[id] != nil {
+		e.mu.Unlock()
+		return
+	}
+	e.local[id] = a
+	e.attempts.Add(1)
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		delete(e.local, id)
+		e.mu.Unlock()
+		e.attempts.Done()
+		e.poke()
+	}()
+	if !e.claim(ctx, a, id) {
+		return
+	}
+	// From here on the attempt is the job's fence holder until it appends a
+	// terminal event or is fenced.
+	stop := context.AfterFunc(ctx, func() { a.cancel(errShutdown) })
+	defer stop()
+	a.run()
+}
+
+// claim appends JobClaimed with the job stream's expected revision: exactly
+// one claimer wins. Only a queued job whose grace has passed and whose slot
+// lock names it is claimed.
+func (e *Engine) claim(ctx context.Context, a *attempt, id string) bool {
+	j, err := slots.LoadJob(ctx, e.store, id)
+	if err != nil || j.Status != slots.StatusQueued || j.NotBefore.After(e.now()) {
+		return false
+	}
+	st, err := slots.LoadSlot(ctx, e.store, j.Queued.Slot)
+	if err != nil || st.LockJob != id || st.Accepts[id] != j.Resumes+1 {
+		return false
+	}
+	a.job, a.rev = j, j.Revision
+	a.n = j.Attempt + 1
+	a.lease = e.now().Add(e.cfg.Lease)
+	a.log = e.log.With("job", id, "kind", j.Queued.Kind, "slot", j.Queued.Slot, "attempt", a.n, "correlation_id", j.QueuedMeta.CorrelationID)
+	err = a.append(ctx, events.JobClaimed{JobID: id, Worker: a.actor, Attempt: a.n, LeaseUntil: a.lease})
+	if err != nil {
+		if !errors.Is(err, errFenced) {
+			e.log.WarnContext(ctx, "claim failed", "job", id, "err", err)
+		}
+		return false
+	}
+	a.job.Status, a.job.Attempt, a.job.Worker, a.job.LeaseUntil = slots.StatusRunning, a.n, a.actor, a.lease
+	a.log.Info("job claimed", "lease_until", a.lease)
+	return true
+}
+
+// run executes the job's remaining steps, then writes the terminal event
+// and releases the slot lock.
+func (a *attempt) run() {
+	e := a.e
+	jobTimer := time.AfterFunc(e.cfg.JobTimeout, func() { a.cancel(errJobDeadline) })
+	defer jobTimer.Stop()
+	renewDone := make(chan struct{})
+	go a.renew(renewDone)
+
+	kind := kinds[a.job.Queued.Kind]
+	var err error
+	if kind == nil {
+		err = failf("unknown job kind %q", a.job.Queued.Kind)
+	}
+	for _, name := range a.job.Queued.Steps {
+		if err != nil {
+			break
+		}
+		if a.job.Done[name] {
+			continue
+		}
+		step := kind[name]
+		if step == nil {
+			err = failf("job kind %s has no step %q", a.job.Queued.Kind, name)
+			break
+		}
+		verify := a.job.InFlight == name
+		err = a.runStep(name, step, verify)
+	}
+	// Stop renewing before the terminal event, so no LeaseRenewed follows it.
+	a.cancel(nil)
+	<-renewDone
+	a.finish(err)
+}
+
+// runStep runs one step under the step deadline.
+func (a *attempt) runStep(name string, step stepFunc, verify bool) error {
+	sctx, cancel := context.WithCancelCause(a.ctx)
+	defer cancel(nil)
+	t := time.AfterFunc(a.e.cfg.StepTimeout, func() { cancel(errStepDeadline) })
+	defer t.Stop()
+	a.mu.Lock()
+	a.step, a.stepAt = name, a.e.now()
+	a.mu.Unlock()
+	a.log.Debug("step", "step", name, "verify", verify)
+	res, err := step(sctx, a, verify)
+	if err != nil {
+		if cause := context.Cause(sctx); sctx.Err() != nil && cause != nil {
+			return cause
+		}
+		return err
+	}
+	if err := a.append(sctx, res); err != nil {
+		if cause := context.Cause(sctx); sctx.Err() != nil && cause != nil {
+			return cause
+		}
+		return err
+	}
+	a.job.Done[name] = true
+	a.job.DoneOrder = append(a.job.DoneOrder, name)
+	data, _ := json.Marshal(res)
+	a.job.Results[name] = events.RecordedEvent{Type: res.EventType(), Data: data}
+	a.job.InFlight = ""
+	a.step = ""
+	return nil
+}
+
+// finish writes the attempt's terminal event (unless it was fenced) and, if
+// it wrote one, releases the slot lock: the attempt has stopped calling out.
+func (a *attempt) finish(err error) {
+	e := a.e
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	inFlight := a.step
+	completed, remaining := a.job.Completed(), a.job.Remaining()
+	var evs []events.Payload
+	outcome := ""
+	var se *stepError
+	switch {
+	case err == nil:
+		evs = append(evs, events.JobSucceeded{JobID: a.job.ID, Attempt: a.n})
+		outcome = slots.StatusSucceeded
+	case errors.Is(err, errFenced), errors.Is(err, errLeaseLost):
+		a.log.Warn("attempt stopped: fenced", "step", inFlight, "err", err)
+		a.releaseIfEnded(ctx)
+		return
+	case errors.Is(err, errStepDeadline), errors.Is(err, errJobDeadline), errors.Is(err, errShutdown):
+		deadline := "step"
+		if errors.Is(err, errJobDeadline) {
+			deadline = "job"
+		} else if errors.Is(err, errShutdown) {
+			deadline = "shutdown"
+		}
+		evs = append(evs, events.JobTimedOut{JobID: a.job.ID, Attempt: a.n, UncertainStep: inFlight, Deadline: deadline,
+			CompletedSteps: completed, Remaining: remaining})
+		outcome = slots.StatusTimedOut
+	case errors.As(err, &se):
+		evs = append(evs, events.StepFailed{JobID: a.job.ID, Step: inFlight, Attempt: a.n, Error: se.msg,
+			HTTPStatus: se.status, Retryable: se.retryable, Uncertain: se.uncertain},
+			events.JobFailed{JobID: a.job.ID, Attempt: a.n, Reason: se.msg, FailedStep: inFlight,
+				CompletedSteps: completed, Remaining: remaining})
+		outcome = slots.StatusFailed
+	default:
+		// The store failed under the attempt: we cannot record anything
+		// reliably. Stop; the lease expires and the rescuer abandons the
+		// job, naming the uncertain step.
+		a.log.Error("attempt stopped: store error", "step", inFlight, "err", err)
+		return
+	}
+	if err := a.append(ctx, evs...); err != nil {
+		a.log.Warn("terminal event not written", "outcome", outcome, "err", err)
+		if errors.Is(err, errFenced) {
+			a.releaseIfEnded(ctx)
+		}
+		return
+	}
+	a.log.Info("job ended", "outcome", outcome, "uncertain_step", inFlight, "err", err)
+	if err := slots.ReleaseLock(ctx, e.store, a.job.Queued.Slot, a.job.ID, outcome, remaining, a.meta()); err != nil {
+		a.log.Warn("release failed; the engine will retry", "err", err)
+	}
+}
+
+// releaseIfEnded frees the slot after a fenced attempt has stopped, when the
+// event that fenced it was terminal (a person's cancel, the rescuer).
+func (a *attempt) releaseIfEnded(ctx context.Context) {
+	j, err := slots.LoadJob(ctx, a.e.store, a.job.ID)
+	if err != nil || !j.Terminal() {
+		return
+	}
+	m := a.meta()
+	if err := slots.ReleaseLock(ctx, a.e.store, j.Queued.Slot, j.ID, j.Status, j.Remaining(), m); err != nil {
+		a.log.Warn("release failed; the engine will retry", "err", err)
+	}
+}
+
+// renew extends the lease every RenewEvery. A conflict means the attempt was
+// superseded: its context is cancelled at once. If renewals keep failing for
+// other reasons until the lease is gone, the attempt is cancelled too, since
+// a rescuer may abandon it from then on.
+func (a *attempt) renew(done chan<- struct{}) {
+	defer close(done)
+	t := time.NewTicker(a.e.cfg.RenewEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-a.ctx.Done():
+			return
+		case <-t.C:
+		}
+		until := a.e.now().Add(a.e.cfg.Lease)
+		err := a.append(a.ctx, events.LeaseRenewed{JobID: a.job.ID, Attempt: a.n, LeaseUntil: until})
+		switch {
+		case err == nil:
+			a.mu.Lock()
+			a.lease = until
+			a.mu.Unlock()
+		case errors.Is(err, errFenced):
+			return
+		default:
+			a.mu.Lock()
+			expired := !a.lease.After(a.e.now())
+			a.mu.Unlock()
+			if expired {
+				a.cancel(errLeaseLost)
+				return
+			}
+		}
+	}
+}

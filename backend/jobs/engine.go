@@ -1,0 +1,555 @@
+// Package jobs runs Slotkeeper's irreversible multi-step jobs (reset,
+// teardown, promote) so that nothing is ever done by an attempt the system
+// already gave up on. An Engine learns of jobs from the log (SubscribeAll),
+// claims each with a conditional append (exactly one claimer across
+// goroutines and processes), and runs its steps fenced by the job stream's
+// expected revision: StepStarted is appended before every outside call, and
+// once anyone else appends to the job stream the attempt's context is
+// cancelled and its next append fails. A rescuer abandons attempts whose
+// lease expired, a releaser frees slot locks after terminal events, and a
+// sweeper repairs what a crash between two streams' appends left behind.
+// docs/jobs.md has the design and the decisions.
+package jobs
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/slotkeeper/slotkeeper/backend/providers"
+	"github.com/slotkeeper/slotkeeper/backend/slots"
+	"github.com/slotkeeper/slotkeeper/events"
+)
+
+// Deps are the outside systems steps act on.
+type Deps struct {
+	PaaS    providers.PaaS
+	GitHost providers.GitHost
+	Pusher  providers.Pusher
+	// RepoURL returns a repository's clone URL (no credentials).
+	RepoURL func(events.RepoRef) string
+}
+
+// Config tunes an Engine. Zero values pick the defaults noted.
+type Config struct {
+	// Workers is how many attempts run at once in this engine. Default 4.
+	Workers int
+	// WorkerID names this engine in JobClaimed.Worker. Default hostname:pid.
+	WorkerID string
+	// StepTimeout bounds one step, JobTimeout one attempt. Defaults 2 min
+	// and 15 min.
+	StepTimeout time.Duration
+	JobTimeout  time.Duration
+	// Lease is how long a claim or renewal holds the job; the attempt renews
+	// every RenewEvery (default Lease/3). Default Lease 30 s.
+	Lease      time.Duration
+	RenewEvery time.Duration
+	// RescueGrace is waited after a lease expired before the rescuer
+	// abandons the attempt or a lock is released on its behalf, covering
+	// the abort of a call that was in flight. Default Lease/5.
+	RescueGrace time.Duration
+	// OrphanAfter is how long a slot lock may name a job whose stream never
+	// appeared (a crash between the command's two appends) before the
+	// sweeper repairs it. Default 30 s.
+	OrphanAfter time.Duration
+	Clock       slots.Clock
+	Logger      *slog.Logger
+}
+
+func (c *Config) defaults() {
+	if c.Workers <= 0 {
+		c.Workers = 4
+	}
+	if c.WorkerID == "" {
+		h, _ := os.Hostname()
+		c.WorkerID = fmt.Sprintf("%s:%d", h, os.Getpid())
+	}
+	if c.StepTimeout <= 0 {
+		c.StepTimeout = 2 * time.Minute
+	}
+	if c.JobTimeout <= 0 {
+		c.JobTimeout = 15 * time.Minute
+	}
+	if c.Lease <= 0 {
+		c.Lease = 30 * time.Second
+	}
+	if c.RenewEvery <= 0 {
+		c.RenewEvery = c.Lease / 3
+	}
+	if c.RescueGrace <= 0 {
+		c.RescueGrace = c.Lease / 5
+	}
+	if c.OrphanAfter <= 0 {
+		c.OrphanAfter = 30 * time.Second
+	}
+	if c.Clock == nil {
+		c.Clock = slots.SystemClock{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Engine claims and runs jobs. Create it with NewEngine, start it with Run,
+// end it with Stop (or by cancelling Run's context, which is abrupt).
+type Engine struct {
+	store events.Store
+	deps  Deps
+	cfg   Config
+	log   *slog.Logger
+
+	mu       sync.Mutex
+	jobs     map[string]*slots.JobState
+	slotSt   map[string]*slots.SlotState
+	due      dueHeap              // queued jobs by NotBefore
+	active   map[string]bool      // jobs the log shows running
+	ended    map[string]bool      // terminal jobs whose slot lock is still held
+	noStream map[string]string    // locked job → slot, job stream not seen yet
+	local    map[string]*attempt  // jobs this engine is claiming or running
+	unlocked map[string]time.Time // queued jobs whose slot lock names another job
+	busy     map[string]bool      // maintenance (rescue, release, repair) in progress
+	ready    []string             // due jobs waiting for a worker
+	started  map[string]time.Time // when this engine first saw a job, for OrphanAfter
+	stopping bool
+
+	wake     chan struct{}
+	work     chan string
+	stopCh   chan struct{}
+	stopOnce sync.Once
+	attempts sync.WaitGroup
+	maint    sync.WaitGroup
+	done     chan struct{}
+}
+
+// NewEngine returns an engine that runs jobs of store with deps.
+func NewEngine(store events.Store, deps Deps, cfg Config) *Engine {
+	cfg.defaults()
+	return &Engine{
+		store: store, deps: deps, cfg: cfg,
+		log:      cfg.Logger.With("worker", cfg.WorkerID),
+		jobs:     map[string]*slots.JobState{},
+		slotSt:   map[string]*slots.SlotState{},
+		active:   map[string]bool{},
+		ended:    map[string]bool{},
+		noStream: map[string]string{},
+		local:    map[string]*attempt{},
+		unlocked: map[string]time.Time{},
+		busy:     map[string]bool{},
+		started:  map[string]time.Time{},
+		wake:     make(chan struct{}, 1),
+		work:     make(chan string),
+		stopCh:   make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+}
+
+func (e *Engine) now() time.Time { return e.cfg.Clock.Now().UTC() }
+
+func (e *Engine) poke() {
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run consumes the log and runs jobs until ctx is done or Stop is called. It
+// returns nil after Stop or when ctx ends, and the subscription's error if
+// the store fails. Cancelling ctx without Stop cancels running attempts
+// without writing their terminal events: the rescuer of another engine (or
+// of the next start) abandons them once their leases expire.
+func (e *Engine) Run(ctx context.Context) error {
+	defer close(e.done)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	subErr := make(chan error, 1)
+	go func() {
+		subErr <- e.store.SubscribeAll(ctx, 0, events.Filter{StreamPrefixes: []string{events.JobStreamPrefix, events.SlotStreamPrefix}}, e.apply)
+	}()
+	var workers sync.WaitGroup
+	for i := 0; i < e.cfg.Workers; i++ {
+		workers.Add(1)
+		go func(n int) {
+			defer workers.Done()
+			e.worker(ctx, n)
+		}(i)
+	}
+	err := e.loop(ctx, subErr)
+	cancel()
+	workers.Wait()
+	e.attempts.Wait()
+	e.maint.Wait()
+	return err
+}
+
+// Stop stops claiming, cancels every running attempt (each ends with
+// JobTimedOut{deadline: "shutdown"} and releases its slot, so it can be
+// resumed), waits for them and for Run to return, or until ctx is done.
+func (e *Engine) Stop(ctx context.Context) error {
+	e.stopOnce.Do(func() {
+		e.mu.Lock()
+		e.stopping = true
+		for _, a := range e.local {
+			a.cancel(errShutdown)
+		}
+		e.mu.Unlock()
+		close(e.stopCh)
+	})
+	select {
+	case <-e.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// apply folds one event into the index and fences local attempts.
+func (e *Engine) apply(_ context.Context, ev events.RecordedEvent) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	defer e.poke()
+	if name, ok := strings.CutPrefix(ev.Stream, events.SlotStreamPrefix); ok {
+		st := e.slotSt[name]
+		if st == nil {
+			st = &slots.SlotState{Name: name}
+			e.slotSt[name] = st
+		}
+		if err := st.Apply(ev); err != nil {
+			e.log.Error("undecodable slot event skipped", "stream", ev.Stream, "rev", ev.Revision, "err", err)
+			return nil
+		}
+		switch ev.Type {
+		case "JobAccepted":
+			if j := e.jobs[st.LockJob]; j == nil || !j.Exists {
+				e.noStream[st.LockJob] = name
+				e.started[st.LockJob] = e.now()
+			}
+		case "JobReleased":
+			for id, s := range e.noStream {
+				if s == name && st.LockJob != id {
+					delete(e.noStream, id)
+				}
+			}
+			for id := range e.ended {
+				if j := e.jobs[id]; j != nil && j.Queued.Slot == name && st.LockJob != id {
+					delete(e.ended, id)
+				}
+			}
+		}
+		return nil
+	}
+	id := strings.TrimPrefix(ev.Stream, events.JobStreamPrefix)
+	j := e.jobs[id]
+	if j == nil {
+		j = &slots.JobState{ID: id}
+		e.jobs[id] = j
+	}
+	if err := j.Apply(ev); err != nil {
+		e.log.Error("undecodable job event skipped", "stream", ev.Stream, "rev", ev.Revision, "err", err)
+		return nil
+	}
+	delete(e.noStream, id)
+	if a := e.local[id]; a != nil && ev.Meta.Actor != a.actor {
+		// Someone else wrote to the job: the attempt is fenced. Cancel its
+		// context now so the in-flight call is aborted, not finished.
+		a.cancel(errFenced)
+	}
+	switch {
+	case ev.Type == "JobQueued" || ev.Type == "JobResumed":
+		heap.Push(&e.due, dueItem{id: id, at: j.NotBefore})
+	case ev.Type == "JobClaimed":
+		e.active[id] = true
+		delete(e.unlocked, id)
+	case slots.IsTerminal(ev.Type):
+		delete(e.active, id)
+		delete(e.unlocked, id)
+		if st := e.slotSt[j.Queued.Slot]; st != nil && st.LockJob == id {
+			e.ended[id] = true
+		}
+	}
+	return nil
+}
+
+// loop dispatches due jobs to workers and runs maintenance, waking on index
+// changes and on one timer set to the next moment something falls due.
+func (e *Engine) loop(ctx context.Context, subErr <-chan error) error {
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		next := e.tick(ctx)
+		wait := time.Hour
+		if !next.IsZero() {
+			wait = max(next.Sub(e.now()), time.Millisecond)
+		}
+		timer.Reset(wait)
+		var work chan string
+		var head string
+		e.mu.Lock()
+		if len(e.ready) > 0 && !e.stopping {
+			work, head = e.work, e.ready[0]
+		}
+		e.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-e.stopCh:
+			e.attempts.Wait()
+			return nil
+		case err := <-subErr:
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("jobs: subscription ended: %w", err)
+		case work <- head:
+			e.mu.Lock()
+			e.ready = e.ready[1:]
+			e.mu.Unlock()
+		case <-e.wake:
+		case <-timer.C:
+		}
+	}
+}
+
+// tick moves due jobs to the ready list and starts maintenance that fell
+// due. It returns when it next needs to run (zero: only on a wake).
+func (e *Engine) tick(ctx context.Context) time.Time {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	now := e.now()
+	var next time.Time
+	soon := func(t time.Time) {
+		if next.IsZero() || t.Before(next) {
+			next = t
+		}
+	}
+	for e.due.Len() > 0 {
+		top := e.due[0]
+		if top.at.After(now) {
+			soon(top.at)
+			break
+		}
+		heap.Pop(&e.due)
+		j := e.jobs[top.id]
+		if j == nil || j.Status != slots.StatusQueued || e.local[top.id] != nil {
+			continue
+		}
+		if !e.lockedFor(j) {
+			e.unlocked[top.id] = now
+			continue
+		}
+		e.ready = append(e.ready, top.id)
+	}
+	// Rescue: attempts whose lease expired and that are not ours.
+	for id := range e.active {
+		j := e.jobs[id]
+		if e.local[id] != nil || e.busy[id] {
+			continue
+		}
+		at := j.LeaseUntil.Add(e.cfg.RescueGrace)
+		if at.After(now) {
+			soon(at)
+			continue
+		}
+		e.spawn(ctx, id, func(ctx context.Context) { e.rescue(ctx, id) })
+	}
+	// Release: terminal jobs still holding their slot's lock.
+	for id := range e.ended {
+		j := e.jobs[id]
+		if e.local[id] != nil || e.busy[id] {
+			continue
+		}
+		at := j.LeaseUntil.Add(e.cfg.RescueGrace)
+		if j.ByAttempt {
+			at = j.TerminalAt.Add(e.cfg.RescueGrace)
+		}
+		if st := e.slotSt[j.Queued.Slot]; st != nil && st.Accepts[id] > j.Resumes+1 {
+			// A resume took the lock but its JobResumed never landed.
+			at = st.LockedAt.Add(e.cfg.OrphanAfter)
+		}
+		if at.After(now) {
+			soon(at)
+			continue
+		}
+		e.spawn(ctx, id, func(ctx context.Context) { e.release(ctx, id) })
+	}
+	// Repair: locks naming a job whose stream never appeared.
+	for id, slot := range e.noStream {
+		if e.busy[id] {
+			continue
+		}
+		at := e.started[id].Add(e.cfg.OrphanAfter)
+		if st := e.slotSt[slot]; st != nil && st.LockedAt.Add(e.cfg.OrphanAfter).Before(at) {
+			at = st.LockedAt.Add(e.cfg.OrphanAfter)
+		}
+		if at.After(now) {
+			soon(at)
+			continue
+		}
+		e.spawn(ctx, id, func(ctx context.Context) { e.repairNoStream(ctx, id, slot) })
+	}
+	// Repair: queued jobs whose slot lock names another job.
+	for id, since := range e.unlocked {
+		j := e.jobs[id]
+		if e.busy[id] || j.Status != slots.StatusQueued {
+			delete(e.unlocked, id)
+			continue
+		}
+		if e.lockedFor(j) {
+			delete(e.unlocked, id)
+			e.ready = append(e.ready, id)
+			continue
+		}
+		at := since.Add(e.cfg.OrphanAfter)
+		if at.After(now) {
+			soon(at)
+			continue
+		}
+		e.spawn(ctx, id, func(ctx context.Context) { e.cancelUnlocked(ctx, id) })
+	}
+	return next
+}
+
+// lockedFor reports whether j's slot lock names j and was taken for j's
+// current queueing (not left over from before a crashed resume).
+func (e *Engine) lockedFor(j *slots.JobState) bool {
+	st := e.slotSt[j.Queued.Slot]
+	return st != nil && st.LockJob == j.ID && st.Accepts[j.ID] == j.Resumes+1
+}
+
+// spawn runs a maintenance task for a job unless one is running. Callers
+// hold e.mu.
+func (e *Engine) spawn(ctx context.Context, id string, f func(context.Context)) {
+	if e.stopping {
+		return
+	}
+	e.busy[id] = true
+	e.maint.Add(1)
+	go func() {
+		defer e.maint.Done()
+		f(ctx)
+		e.mu.Lock()
+		delete(e.busy, id)
+		e.mu.Unlock()
+		e.poke()
+	}()
+}
+
+func (e *Engine) systemMeta(actor string, j *slots.JobState) events.Metadata {
+	return events.Metadata{Actor: actor, CorrelationID: j.QueuedMeta.CorrelationID, Time: e.now()}
+}
+
+// rescue abandons an attempt whose lease expired (its worker crashed or lost
+// the store). JobAbandoned is appended with the expected revision, which also
+// fences the attempt should it still be alive.
+func (e *Engine) rescue(ctx context.Context, id string) {
+	j, err := slots.LoadJob(ctx, e.store, id)
+	if err != nil || j.Status != slots.StatusRunning || j.LeaseUntil.Add(e.cfg.RescueGrace).After(e.now()) {
+		return
+	}
+	meta := e.systemMeta(slots.ActorRescuer, &j)
+	_, err = e.store.Append(ctx, events.JobStream(id), events.Exact(j.Revision), events.New(events.JobAbandoned{
+		JobID: id, Attempt: j.Attempt, Worker: j.Worker, LeaseUntil: j.LeaseUntil,
+		UncertainStep: j.InFlight, CompletedSteps: j.Completed(), Remaining: j.Remaining(),
+	}, meta))
+	if err != nil {
+		if !errors.Is(err, events.ErrWrongRevision) {
+			e.log.WarnContext(ctx, "rescue failed", "job", id, "err", err)
+		}
+		return
+	}
+	e.log.WarnContext(ctx, "attempt abandoned: lease expired", "job", id, "attempt", j.Attempt, "worker", j.Worker,
+		"uncertain_step", j.InFlight, "correlation_id", meta.CorrelationID)
+	if err := slots.ReleaseLock(ctx, e.store, j.Queued.Slot, id, slots.StatusAbandoned, j.Remaining(), meta); err != nil {
+		e.log.WarnContext(ctx, "release after abandon failed", "job", id, "err", err)
+	}
+}
+
+// release frees the slot lock of a terminal job once no attempt can act.
+func (e *Engine) release(ctx context.Context, id string) {
+	j, err := slots.LoadJob(ctx, e.store, id)
+	if err != nil || !j.Terminal() {
+		return
+	}
+	meta := e.systemMeta(slots.ActorRepair, &j)
+	if err := slots.ReleaseLock(ctx, e.store, j.Queued.Slot, id, j.Status, j.Remaining(), meta); err != nil {
+		e.log.WarnContext(ctx, "release failed", "job", id, "err", err)
+		return
+	}
+	e.log.InfoContext(ctx, "slot lock released", "job", id, "slot", j.Queued.Slot, "outcome", j.Status, "correlation_id", meta.CorrelationID)
+}
+
+// repairNoStream ends a lock whose job stream never appeared: JobCancelled
+// with NoStream (so the command's late JobQueued can never land), then the
+// release.
+func (e *Engine) repairNoStream(ctx context.Context, id, slot string) {
+	meta := events.Metadata{Actor: slots.ActorRepair, CorrelationID: id, Time: e.now()}
+	_, err := e.store.Append(ctx, events.JobStream(id), events.NoStream(),
+		events.New(events.JobCancelled{JobID: id, By: slots.ActorRepair}, meta))
+	if err != nil {
+		return // the job stream exists after all; the index will catch up
+	}
+	e.log.WarnContext(ctx, "slot lock named a job that was never queued; cancelled and released", "job", id, "slot", slot)
+	if err := slots.ReleaseLock(ctx, e.store, slot, id, slots.StatusCancelled, nil, meta); err != nil {
+		e.log.WarnContext(ctx, "release failed", "job", id, "err", err)
+	}
+	e.mu.Lock()
+	delete(e.noStream, id)
+	e.mu.Unlock()
+}
+
+// cancelUnlocked cancels a queued job that does not hold its slot's lock (a
+// resume whose lock was repaired away); a person can resume it again.
+func (e *Engine) cancelUnlocked(ctx context.Context, id string) {
+	j, err := slots.LoadJob(ctx, e.store, id)
+	if err != nil || j.Status != slots.StatusQueued {
+		return
+	}
+	st, err := slots.LoadSlot(ctx, e.store, j.Queued.Slot)
+	if err != nil || (st.LockJob == id && st.Accepts[id] == j.Resumes+1) {
+		return
+	}
+	meta := e.systemMeta(slots.ActorRepair, &j)
+	_, err = e.store.Append(ctx, events.JobStream(id), events.Exact(j.Revision), events.New(events.JobCancelled{
+		JobID: id, By: slots.ActorRepair, CompletedSteps: j.Completed(), Remaining: j.Remaining(),
+	}, meta))
+	if err == nil {
+		e.log.WarnContext(ctx, "queued job without its slot lock cancelled", "job", id, "slot", j.Queued.Slot)
+	}
+}
+
+// worker claims and runs jobs handed out by the loop.
+func (e *Engine) worker(ctx context.Context, n int) {
+	actor := fmt.Sprintf("worker:%s/%d", e.cfg.WorkerID, n)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case id := <-e.work:
+			e.runJob(ctx, actor, id)
+		}
+	}
+}
+
+// dueHeap orders queued jobs by NotBefore.
+type dueItem struct {
+	id string
+	at time.Time
+}
+
+type dueHeap []dueItem
+
+func (h dueHeap) Len() int           { return len(h) }
+func (h dueHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
+func (h dueHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *dueHeap) Push(x any)        { *h = append(*h, x.(dueItem)) }
+func (h *dueHeap) Pop() any {
+	old := *h
+	it := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return it
+}

@@ -1,0 +1,503 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/slotkeeper/slotkeeper/backend/providers"
+	"github.com/slotkeeper/slotkeeper/backend/slots"
+	"github.com/slotkeeper/slotkeeper/events"
+)
+
+// stepFunc does one step's outside calls (each through a.call, which
+// appends StepStarted first) and returns the result event to record. verify
+// is true when a previous attempt started the step and its outcome is
+// unknown: the step first checks what the world holds, so a resume never
+// repeats an effect blindly.
+type stepFunc func(ctx context.Context, a *attempt, verify bool) (events.Payload, error)
+
+// kinds maps each job kind's step names (slots.Steps gives the order) to
+// their implementation.
+var kinds = map[string]map[string]stepFunc{
+	events.KindReset: {
+		events.StepDeleteDB:      deleteDB,
+		events.StepDeleteEnvVars: deleteEnvVars,
+		events.StepDeleteVolumes: deleteVolumes,
+		events.StepForcePush:     forcePushTemplate,
+		events.StepVacate:        vacate,
+	},
+	events.KindTeardown: {
+		events.StepDeleteDB:      deleteDB,
+		events.StepDeleteApp:     deleteApp,
+		events.StepDeleteRepo:    deleteRepo,
+		events.StepDeleteProject: deleteProject,
+		events.StepRetire:        retire,
+	},
+	events.KindPromote: {
+		events.StepLookupRepo: lookupRepo,
+		events.StepCreateRepo: createRepo,
+		events.StepPushCode:   pushCode,
+		events.StepRecordRepo: recordRepo,
+	},
+}
+
+func (a *attempt) result(absent bool) events.StepResult {
+	return events.StepResult{JobID: a.job.ID, Step: a.step, Attempt: a.n, AlreadyAbsent: absent}
+}
+
+// slot reads the slot the job works on. The attempt holds its lock, so the
+// registration cannot change under it.
+func (a *attempt) slot(ctx context.Context) (slots.SlotState, error) {
+	st, err := slots.LoadSlot(ctx, a.e.store, a.job.Queued.Slot)
+	if err != nil {
+		return st, err
+	}
+	if !st.Exists {
+		return st, failf("slot %s does not exist", a.job.Queued.Slot)
+	}
+	return st, nil
+}
+
+// confirmDelete is the shape of every delete step: when verifying, a GET
+// first (absent → already absent; unknown → fail); then the delete, which
+// the client only returns from once the resource is confirmed gone.
+func confirmDelete(ctx context.Context, a *attempt, verify bool, res events.Resource,
+	get func(context.Context) (providers.Lookup, error),
+	del func(context.Context) (providers.DeleteOutcome, error)) (absent bool, err error) {
+	if verify {
+		var l providers.Lookup
+		err := a.call(ctx, events.StepStarted{Resource: &res, Verify: true}, func(ctx context.Context) error {
+			var err error
+			l, err = get(ctx)
+			return err
+		})
+		switch {
+		case err != nil && l != providers.Absent:
+			return false, fromProvider("verify "+res.Kind+" "+res.ID, err)
+		case l == providers.Absent:
+			return true, nil
+		}
+	}
+	var out providers.DeleteOutcome
+	err = a.call(ctx, events.StepStarted{Resource: &res}, func(ctx context.Context) error {
+		var err error
+		out, err = del(ctx)
+		return err
+	})
+	if err != nil {
+		return false, fromProvider("delete "+res.Kind+" "+res.ID, err)
+	}
+	return out == providers.AlreadyAbsent, nil
+}
+
+func deleteDB(ctx context.Context, a *attempt, verify bool) (events.Payload, error) {
+	st, err := a.slot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	id := st.Reg.DBUUID
+	absent, err := confirmDelete(ctx, a, verify, events.Resource{Kind: events.ResDatabase, ID: id},
+		func(ctx context.Context) (providers.Lookup, error) {
+			_, l, err := a.e.deps.PaaS.GetDatabase(ctx, id)
+			return l, err
+		},
+		func(ctx context.Context) (providers.DeleteOutcome, error) {
+			return a.e.deps.PaaS.DeleteDatabase(ctx, id)
+		})
+	if err != nil {
+		return nil, err
+	}
+	return events.DBDeleted{StepResult: a.result(absent), DBUUID: id}, nil
+}
+
+func deleteApp(ctx context.Context, a *attempt, verify bool) (events.Payload, error) {
+	st, err := a.slot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	id := st.Reg.AppUUID
+	absent, err := confirmDelete(ctx, a, verify, events.Resource{Kind: events.ResApplication, ID: id},
+		func(ctx context.Context) (providers.Lookup, error) {
+			_, l, err := a.e.deps.PaaS.GetApplication(ctx, id)
+			return l, err
+		},
+		func(ctx context.Context) (providers.DeleteOutcome, error) {
+			return a.e.deps.PaaS.DeleteApplication(ctx, id)
+		})
+	if err != nil {
+		return nil, err
+	}
+	return events.AppDeleted{StepResult: a.result(absent), AppUUID: id}, nil
+}
+
+func deleteRepo(ctx context.Context, a *attempt, verify bool) (events.Payload, error) {
+	st, err := a.slot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r := st.Reg.Repo
+	absent, err := confirmDelete(ctx, a, verify, events.Resource{Kind: events.ResRepository, ID: r.String()},
+		func(ctx context.Context) (providers.Lookup, error) {
+			_, l, err := a.e.deps.GitHost.GetRepo(ctx, r.Project, r.Slug)
+			return l, err
+		},
+		func(ctx context.Context) (providers.DeleteOutcome, error) {
+			return a.e.deps.GitHost.DeleteRepo(ctx, r.Project, r.Slug)
+		})
+	if err != nil {
+		return nil, err
+	}
+	return events.RepoDeleted{StepResult: a.result(absent), Repo: r}, nil
+}
+
+func deleteProject(ctx context.Context, a *attempt, verify bool) (events.Payload, error) {
+	st, err := a.slot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	id := st.Reg.ProjectUUID
+	absent, err := confirmDelete(ctx, a, verify, events.Resource{Kind: events.ResProject, ID: id},
+		func(ctx context.Context) (providers.Lookup, error) {
+			_, l, err := a.e.deps.PaaS.GetProject(ctx, id)
+			return l, err
+		},
+		func(ctx context.Context) (providers.DeleteOutcome, error) {
+			return a.e.deps.PaaS.DeleteProject(ctx, id)
+		})
+	if err != nil {
+		return nil, err
+	}
+	return events.ProjectDeleted{StepResult: a.result(absent), ProjectUUID: id}, nil
+}
+
+// deleteEnvVars lists the app's env vars and deletes each (Coolify deletes
+// them immediately). A listing is already a check, so verify changes nothing.
+func deleteEnvVars(ctx context.Context, a *attempt, _ bool) (events.Payload, error) {
+	st, err := a.slot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	app := st.Reg.AppUUID
+	var envs []providers.EnvVar
+	err = a.call(ctx, events.StepStarted{Resource: &events.Resource{Kind: events.ResApplication, ID: app, Name: "list env vars"}},
+		func(ctx context.Context) error {
+			var err error
+			envs, err = a.e.deps.PaaS.ListEnvs(ctx, app)
+			return err
+		})
+	if err != nil {
+		return nil, fromProvider("list env vars of "+app, err)
+	}
+	ids := []string{}
+	for _, env := range envs {
+		err := a.call(ctx, events.StepStarted{Resource: &events.Resource{Kind: events.ResEnvVar, ID: env.UUID, Name: env.Key}},
+			func(ctx context.Context) error { _, err := a.e.deps.PaaS.DeleteEnv(ctx, app, env.UUID); return err })
+		if err != nil {
+			return nil, fromProvider("delete env var "+env.Key, err)
+		}
+		ids = append(ids, env.UUID)
+	}
+	return events.EnvVarsDeleted{StepResult: a.result(false), AppUUID: app, EnvIDs: ids}, nil
+}
+
+// deleteVolumes deletes the app's persistent storages (file storages are
+// configuration, not data, and stay).
+func deleteVolumes(ctx context.Context, a *attempt, _ bool) (events.Payload, error) {
+	st, err := a.slot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	app := st.Reg.AppUUID
+	var list []providers.Storage
+	err = a.call(ctx, events.StepStarted{Resource: &events.Resource{Kind: events.ResApplication, ID: app, Name: "list storages"}},
+		func(ctx context.Context) error {
+			var err error
+			list, err = a.e.deps.PaaS.ListStorages(ctx, app)
+			return err
+		})
+	if err != nil {
+		return nil, fromProvider("list storages of "+app, err)
+	}
+	ids := []string{}
+	for _, s := range list {
+		if s.Kind != "persistent" {
+			continue
+		}
+		err := a.call(ctx, events.StepStarted{Resource: &events.Resource{Kind: events.ResVolume, ID: s.UUID, Name: s.Name}},
+			func(ctx context.Context) error { _, err := a.e.deps.PaaS.DeleteStorage(ctx, app, s.UUID); return err })
+		if err != nil {
+			return nil, fromProvider("delete volume "+s.Name, err)
+		}
+		ids = append(ids, s.UUID)
+	}
+	return events.VolumeDeleted{StepResult: a.result(false), AppUUID: app, StorageIDs: ids}, nil
+}
+
+// forcePushTemplate overwrites the slot branch with the template, with a
+// lease on the sha read just before. If the branch is already at the
+// template's sha (a resumed attempt whose push landed) it records that.
+func forcePushTemplate(ctx context.Context, a *attempt, _ bool) (events.Payload, error) {
+	st, err := a.slot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	reg := st.Reg
+	repoRes := &events.Resource{Kind: events.ResRepository, ID: reg.Repo.String(), Name: reg.Branch}
+	srcURL, dstURL := a.e.deps.RepoURL(reg.TemplateRepo), a.e.deps.RepoURL(reg.Repo)
+	var tmplSHA, oldSHA string
+	err = a.call(ctx, events.StepStarted{Resource: &events.Resource{Kind: events.ResRepository, ID: reg.TemplateRepo.String(), Name: reg.TemplateRef}},
+		func(ctx context.Context) error {
+			var err error
+			tmplSHA, err = a.e.deps.Pusher.RemoteSHA(ctx, srcURL, reg.TemplateRef)
+			return err
+		})
+	if err != nil {
+		return nil, fromProvider("read template sha", err)
+	}
+	if tmplSHA == "" {
+		return nil, failf("template %s has no branch %s", reg.TemplateRepo, reg.TemplateRef)
+	}
+	err = a.call(ctx, events.StepStarted{Resource: repoRes, Verify: true}, func(ctx context.Context) error {
+		var err error
+		oldSHA, err = a.e.deps.Pusher.RemoteSHA(ctx, dstURL, reg.Branch)
+		return err
+	})
+	if err != nil {
+		return nil, fromProvider("read slot repo sha", err)
+	}
+	out := events.ForcePushed{StepResult: a.result(false), Repo: reg.Repo, OldSHA: oldSHA, NewSHA: tmplSHA}
+	if oldSHA == tmplSHA {
+		return out, nil
+	}
+	var newSHA string
+	err = a.call(ctx, events.StepStarted{Resource: repoRes, ExpectedSHA: oldSHA}, func(ctx context.Context) error {
+		var err error
+		newSHA, err = a.e.deps.Pusher.ForcePushWithLease(ctx, srcURL, reg.TemplateRef, dstURL, reg.Branch, oldSHA)
+		return err
+	})
+	if err != nil {
+		return nil, fromProvider("force push template", err)
+	}
+	out.NewSHA = newSHA
+	return out, nil
+}
+
+// vacate ends the occupancy (SlotVacated on the slot stream), once per job.
+func vacate(ctx context.Context, a *attempt, _ bool) (events.Payload, error) {
+	err := a.onSlot(ctx, func(st *slots.SlotState) events.Payload {
+		if st.VacatedBy[a.job.ID] || !st.Occupied {
+			return nil
+		}
+		return events.SlotVacated{Slot: st.Name, JobID: a.job.ID}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return events.StepSucceeded{StepResult: a.result(false), Detail: "slot vacated"}, nil
+}
+
+// retire ends the slot after every resource of a teardown is confirmed gone.
+func retire(ctx context.Context, a *attempt, _ bool) (events.Payload, error) {
+	for _, st := range []string{events.StepDeleteDB, events.StepDeleteApp, events.StepDeleteRepo, events.StepDeleteProject} {
+		if !a.job.Done[st] {
+			return nil, failf("cannot retire: step %s is not confirmed", st)
+		}
+	}
+	err := a.onSlot(ctx, func(st *slots.SlotState) events.Payload {
+		if st.Retired {
+			return nil
+		}
+		return events.SlotRetired{Slot: st.Name, JobID: a.job.ID}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return events.StepSucceeded{StepResult: a.result(false), Detail: "slot retired"}, nil
+}
+
+// onSlot appends the event decide returns to the slot stream, with the slot's
+// expected revision (retried on conflict). It first re-checks the fence with
+// a StepStarted so a superseded attempt never touches the slot.
+func (a *attempt) onSlot(ctx context.Context, decide func(*slots.SlotState) events.Payload) error {
+	if err := a.call(ctx, events.StepStarted{}, func(context.Context) error { return nil }); err != nil {
+		return err
+	}
+	for i := 0; i < 10; i++ {
+		st, err := a.slot(ctx)
+		if err != nil {
+			return err
+		}
+		if st.LockJob != a.job.ID {
+			return failf("slot %s lock is not held by this job", st.Name)
+		}
+		p := decide(&st)
+		if p == nil {
+			return nil
+		}
+		_, err = a.e.store.Append(ctx, events.SlotStream(st.Name), events.Exact(st.Revision), events.New(p, a.meta()))
+		if !errors.Is(err, events.ErrWrongRevision) {
+			return err
+		}
+	}
+	return failf("slot kept changing")
+}
+
+// promoteTarget is the repository a promote creates, from its params and,
+// once created, the slug the 201 answered.
+func (a *attempt) promoteTarget() events.RepoRef {
+	r := events.RepoRef{Project: a.job.Queued.Params["project"], Slug: a.job.Queued.Params["name"]}
+	if ev, ok := a.job.Results[events.StepCreateRepo]; ok {
+		var rc events.RepoCreated
+		if json.Unmarshal(ev.Data, &rc) == nil && rc.Repo.Slug != "" {
+			r = rc.Repo
+		}
+	}
+	return r
+}
+
+// lookupRepo is tri-state: only 404 lets the promote go on; found fails
+// ("already exists"), unknown aborts.
+func lookupRepo(ctx context.Context, a *attempt, _ bool) (events.Payload, error) {
+	r := a.promoteTarget()
+	var l providers.Lookup
+	err := a.call(ctx, events.StepStarted{Resource: &events.Resource{Kind: events.ResRepository, ID: r.String()}},
+		func(ctx context.Context) error {
+			var err error
+			_, l, err = a.e.deps.GitHost.GetRepo(ctx, r.Project, r.Slug)
+			return err
+		})
+	switch {
+	case l == providers.Absent:
+		return events.StepSucceeded{StepResult: a.result(false), Detail: "repository " + r.String() + " does not exist"}, nil
+	case l == providers.Found:
+		return nil, failf("repository %s already exists", r)
+	case err != nil:
+		if errors.Is(err, errFenced) || ctx.Err() != nil {
+			return nil, err
+		}
+		se := fromProvider("cannot verify that "+r.String()+" does not exist", err).(*stepError)
+		se.uncertain = false
+		return nil, se
+	}
+	return nil, failf("cannot verify that %s does not exist", r)
+}
+
+// createRepo records RepoCreated only for a real 201; "already existed" fails.
+// Verifying an uncertain create: absent → create again; found and empty →
+// the uncertain create landed (recorded as a verified step, not as a 201);
+// found with content → fail.
+func createRepo(ctx context.Context, a *attempt, verify bool) (events.Payload, error) {
+	r := a.promoteTarget()
+	res := &events.Resource{Kind: events.ResRepository, ID: r.String()}
+	if verify {
+		st, err := a.slot(ctx)
+		if err != nil {
+			return nil, err
+		}
+		branch := st.Reg.Branch
+		var l providers.Lookup
+		err = a.call(ctx, events.StepStarted{Resource: res, Verify: true}, func(ctx context.Context) error {
+			var err error
+			_, l, err = a.e.deps.GitHost.GetRepo(ctx, r.Project, r.Slug)
+			return err
+		})
+		if l == providers.Found {
+			var sha string
+			err = a.call(ctx, events.StepStarted{Resource: res, Verify: true}, func(ctx context.Context) error {
+				var err error
+				sha, err = a.e.deps.Pusher.RemoteSHA(ctx, a.e.deps.RepoURL(r), branch)
+				return err
+			})
+			if err != nil {
+				return nil, fromProvider("verify "+r.String(), err)
+			}
+			if sha != "" {
+				return nil, failf("repository %s exists and is not empty; it was not created by this job", r)
+			}
+			return events.StepSucceeded{StepResult: a.result(false), Detail: "verified: " + r.String() + " exists and is empty after this job's uncertain create"}, nil
+		}
+		if l != providers.Absent {
+			return nil, fromProvider("verify "+r.String(), err)
+		}
+	}
+	var repo providers.Repo
+	var out providers.CreateOutcome
+	err := a.call(ctx, events.StepStarted{Resource: res}, func(ctx context.Context) error {
+		var err error
+		repo, out, err = a.e.deps.GitHost.CreateRepo(ctx, r.Project, r.Slug)
+		return err
+	})
+	if out == providers.Existed {
+		return nil, failf("repository %s already exists", r)
+	}
+	if err != nil {
+		return nil, fromProvider("create "+r.String(), err)
+	}
+	if out != providers.Created {
+		return nil, failf("create %s: no 201 answer", r)
+	}
+	return events.RepoCreated{StepResult: a.result(false), Repo: events.RepoRef{Project: r.Project, Slug: repo.Slug}}, nil
+}
+
+// pushCode pushes the slot's branch to the new repository, never forced. A
+// verifying attempt first checks whether the new repo already has the
+// slot's sha.
+func pushCode(ctx context.Context, a *attempt, verify bool) (events.Payload, error) {
+	st, err := a.slot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	dst := a.promoteTarget()
+	srcURL, dstURL := a.e.deps.RepoURL(st.Reg.Repo), a.e.deps.RepoURL(dst)
+	res := &events.Resource{Kind: events.ResRepository, ID: dst.String(), Name: st.Reg.Branch}
+	if verify {
+		var src, have string
+		err := a.call(ctx, events.StepStarted{Resource: res, Verify: true}, func(ctx context.Context) error {
+			var err error
+			if src, err = a.e.deps.Pusher.RemoteSHA(ctx, srcURL, st.Reg.Branch); err != nil {
+				return err
+			}
+			have, err = a.e.deps.Pusher.RemoteSHA(ctx, dstURL, st.Reg.Branch)
+			return err
+		})
+		if err != nil {
+			return nil, fromProvider("verify push to "+dst.String(), err)
+		}
+		if have != "" && have == src {
+			return events.CodePushed{StepResult: a.result(false), Repo: dst, SHA: have}, nil
+		}
+	}
+	var sha string
+	err = a.call(ctx, events.StepStarted{Resource: res}, func(ctx context.Context) error {
+		var err error
+		sha, err = a.e.deps.Pusher.PushNew(ctx, srcURL, st.Reg.Branch, dstURL, st.Reg.Branch)
+		return err
+	})
+	if err != nil {
+		return nil, fromProvider("push to "+dst.String(), err)
+	}
+	return events.CodePushed{StepResult: a.result(false), Repo: dst, SHA: sha}, nil
+}
+
+// recordRepo records the new repository on the slot (SlotPromoted), once.
+func recordRepo(ctx context.Context, a *attempt, _ bool) (events.Payload, error) {
+	dst := a.promoteTarget()
+	var sha string
+	if ev, ok := a.job.Results[events.StepPushCode]; ok {
+		var cp events.CodePushed
+		if json.Unmarshal(ev.Data, &cp) == nil {
+			sha = cp.SHA
+		}
+	}
+	err := a.onSlot(ctx, func(st *slots.SlotState) events.Payload {
+		if _, done := st.PromotedBy[a.job.ID]; done {
+			return nil
+		}
+		return events.SlotPromoted{Slot: st.Name, JobID: a.job.ID, NewRepo: dst, SHA: sha}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return events.StepSucceeded{StepResult: a.result(false), Detail: "promoted to " + dst.String()}, nil
+}

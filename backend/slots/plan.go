@@ -1,0 +1,181 @@
+package slots
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/slotkeeper/slotkeeper/events"
+)
+
+// Steps lists each job kind's steps in the order backend/jobs runs them.
+var Steps = map[string][]string{
+	events.KindReset: {
+		events.StepDeleteDB, events.StepDeleteEnvVars, events.StepDeleteVolumes,
+		events.StepForcePush, events.StepVacate,
+	},
+	events.KindTeardown: {
+		events.StepDeleteDB, events.StepDeleteApp, events.StepDeleteRepo,
+		events.StepDeleteProject, events.StepRetire,
+	},
+	events.KindPromote: {
+		events.StepLookupRepo, events.StepCreateRepo, events.StepPushCode, events.StepRecordRepo,
+	},
+}
+
+// StepsFor returns a copy of kind's step list (nil for an unknown kind).
+func StepsFor(kind string) []string {
+	s, ok := Steps[kind]
+	if !ok {
+		return nil
+	}
+	return append([]string(nil), s...)
+}
+
+// StepForResource names the step whose confirmed result removes a planned
+// resource of kind res from a job's remaining list ("" when none does).
+func StepForResource(kind, res string) string {
+	switch res {
+	case events.ResDatabase:
+		return events.StepDeleteDB
+	case events.ResEnvVar:
+		return events.StepDeleteEnvVars
+	case events.ResVolume:
+		return events.StepDeleteVolumes
+	case events.ResApplication:
+		return events.StepDeleteApp
+	case events.ResRepository:
+		if kind == events.KindTeardown {
+			return events.StepDeleteRepo
+		}
+		if kind == events.KindReset {
+			return events.StepForcePush
+		}
+	case events.ResProject:
+		return events.StepDeleteProject
+	}
+	return ""
+}
+
+// planResources is what a job of kind will act on. Reset lists the app's env
+// vars and volumes by the app's id: their own ids are only known when the step
+// lists them (and are recorded in its result).
+func planResources(s *SlotState, kind string) []events.Resource {
+	r := s.Reg
+	switch kind {
+	case events.KindReset:
+		return []events.Resource{
+			{Kind: events.ResDatabase, ID: r.DBUUID},
+			{Kind: events.ResEnvVar, ID: r.AppUUID, Name: "env vars of the application"},
+			{Kind: events.ResVolume, ID: r.AppUUID, Name: "persistent volumes of the application"},
+			{Kind: events.ResRepository, ID: r.Repo.String(), Name: "branch " + r.Branch + " reset to " + r.TemplateRepo.String() + "@" + r.TemplateRef},
+		}
+	case events.KindTeardown:
+		return []events.Resource{
+			{Kind: events.ResDatabase, ID: r.DBUUID},
+			{Kind: events.ResApplication, ID: r.AppUUID},
+			{Kind: events.ResRepository, ID: r.Repo.String()},
+			{Kind: events.ResProject, ID: r.ProjectUUID},
+		}
+	}
+	return nil
+}
+
+// Input rules. They are strict on purpose: every name ends up in a URL path,
+// a git ref or a stream name.
+var (
+	slotNameRe = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
+	// Coolify uuids are short lowercase/alphanumeric ids (cuid2 or UUID).
+	providerIDRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]{0,63}$`)
+	// Bitbucket project keys: a letter, then letters, digits or '_'.
+	projectKeyRe = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,127}$`)
+	// Repository slugs; promote names must be slugs so the lookup before
+	// creation asks for the same repository the create makes.
+	slugRe = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,127}$`)
+	refRe  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/-]{0,199}$`)
+)
+
+func invalid(format string, args ...any) *Error {
+	return &Error{Code: CodeInvalid, Message: fmt.Sprintf(format, args...)}
+}
+
+// ValidateSlotName checks a slot name against ^[a-z0-9][a-z0-9-]{0,62}$.
+func ValidateSlotName(name string) error {
+	if !slotNameRe.MatchString(name) {
+		return invalid("slot name %q: use 1-63 characters a-z, 0-9 and '-', starting with a letter or digit", name)
+	}
+	return nil
+}
+
+// ValidateJobID checks a job id (a UUID as the service makes them).
+func ValidateJobID(id string) error {
+	if !providerIDRe.MatchString(id) {
+		return invalid("job id %q is not a valid id", id)
+	}
+	return nil
+}
+
+func validateProviderID(field, v string) error {
+	if !providerIDRe.MatchString(v) {
+		return invalid("%s %q: use 1-64 characters A-Z, a-z, 0-9 and '-'", field, v)
+	}
+	return nil
+}
+
+func validateRepo(field string, r events.RepoRef) error {
+	if !projectKeyRe.MatchString(r.Project) {
+		return invalid("%s.project %q: a letter, then letters, digits or '_'", field, r.Project)
+	}
+	return validateSlug(field+".slug", r.Slug)
+}
+
+func validateSlug(field, s string) error {
+	if !slugRe.MatchString(s) || strings.Contains(s, "..") {
+		return invalid("%s %q: 1-128 characters a-z, 0-9, '.', '_', '-', starting with a letter or digit, no '..'", field, s)
+	}
+	return nil
+}
+
+func validateRef(field, ref string) error {
+	if !refRe.MatchString(ref) || strings.Contains(ref, "..") || strings.Contains(ref, "//") ||
+		strings.HasSuffix(ref, "/") || strings.HasSuffix(ref, ".lock") || strings.HasSuffix(ref, ".") {
+		return invalid("%s %q is not a valid git ref name", field, ref)
+	}
+	return nil
+}
+
+func validateActor(a Actor) error {
+	if a.Name == "" || len(a.Name) > 100 {
+		return invalid("actor name must be 1-100 characters")
+	}
+	for _, r := range a.Name {
+		if unicode.IsControl(r) {
+			return invalid("actor name contains a control character")
+		}
+	}
+	return nil
+}
+
+func validatePerson(field, by string) error {
+	if err := validateActor(Actor{Name: by}); err != nil {
+		return invalid("%s must be 1-100 characters without control characters", field)
+	}
+	return nil
+}
+
+// validateUntil checks an occupancy deadline: in the future, and not further
+// away than max.
+func validateUntil(now, until time.Time, max time.Duration) error {
+	if until.IsZero() {
+		return invalid("until is required")
+	}
+	if !until.After(now) {
+		return invalid("until %s is not in the future", until.Format(time.RFC3339))
+	}
+	if max > 0 && until.Sub(now) > max {
+		return invalid("until %s is more than %s away", until.Format(time.RFC3339), max)
+	}
+	return nil
+}

@@ -1,0 +1,512 @@
+// Package slots is the slot aggregate and its commands: each loads the slot
+// (and job) stream, decides, and appends with the expected revision. It also
+// holds the job fold (JobState) and the step lists that backend/jobs runs,
+// because a command must know a job's state to cancel or resume it.
+package slots
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/slotkeeper/slotkeeper/events"
+)
+
+// Config tunes the Service. Zero values pick the defaults noted.
+type Config struct {
+	// Grace delays a released slot's reset (JobQueued.NotBefore = now+Grace),
+	// so a person who released by mistake can cancel. Default 0: immediate.
+	Grace time.Duration
+	// DeadlineReset makes RunDeadlines queue a reset when an occupancy
+	// deadline passes. Off by default.
+	DeadlineReset bool
+	// MaxOccupancy bounds how far away a deadline may be. Default 30 days.
+	MaxOccupancy time.Duration
+	// Retries bounds how often a command retries after losing a race on the
+	// slot stream. Default 5.
+	Retries int
+	Clock   Clock
+	Logger  *slog.Logger
+}
+
+// Service implements Commands on an event store.
+type Service struct {
+	store events.Store
+	cfg   Config
+	log   *slog.Logger
+}
+
+var _ Commands = (*Service)(nil)
+
+// NewService returns the command handler for slots and jobs on store.
+func NewService(store events.Store, cfg Config) *Service {
+	if cfg.MaxOccupancy == 0 {
+		cfg.MaxOccupancy = 30 * 24 * time.Hour
+	}
+	if cfg.Retries <= 0 {
+		cfg.Retries = 5
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = SystemClock{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Service{store: store, cfg: cfg, log: cfg.Logger}
+}
+
+func (s *Service) now() time.Time { return s.cfg.Clock.Now().UTC() }
+
+func (s *Service) meta(a Actor) events.Metadata {
+	return events.Metadata{Actor: a.Name, CorrelationID: a.CorrelationID, Time: s.now()}
+}
+
+func internal(msg string, err error) *Error {
+	return &Error{Code: CodeInternal, Message: msg, Err: err}
+}
+
+func notFound(format string, args ...any) *Error {
+	return &Error{Code: CodeNotFound, Message: fmt.Sprintf(format, args...)}
+}
+
+func conflict(details map[string]any, format string, args ...any) *Error {
+	return &Error{Code: CodeConflict, Message: fmt.Sprintf(format, args...), Details: details}
+}
+
+// blocked is the conflict a command gets while another job holds the lock.
+func blocked(st *SlotState) *Error {
+	return conflict(map[string]any{"blocking_job": st.LockJob, "state": st.Lifecycle()},
+		"slot %s is locked by %s job %s", st.Name, st.LockKind, st.LockJob)
+}
+
+// onSlot runs decide on the freshly loaded slot and appends what it returns
+// with the slot's expected revision, retrying a bounded number of times when
+// another writer got in between.
+func (s *Service) onSlot(ctx context.Context, name string, decide func(st *SlotState) ([]events.EventData, error)) (SlotState, error) {
+	for i := 0; ; i++ {
+		st, err := LoadSlot(ctx, s.store, name)
+		if err != nil {
+			return st, internal("load slot", err)
+		}
+		evs, err := decide(&st)
+		if err != nil || len(evs) == 0 {
+			return st, err
+		}
+		exp := events.NoStream()
+		if st.Exists {
+			exp = events.Exact(st.Revision)
+		}
+		_, err = s.store.Append(ctx, events.SlotStream(name), exp, evs...)
+		if err == nil {
+			return st, nil
+		}
+		if !errors.Is(err, events.ErrWrongRevision) {
+			return st, internal("append to slot", err)
+		}
+		if i+1 >= s.cfg.Retries {
+			return st, conflict(nil, "slot %s changed concurrently %d times; try again", name, s.cfg.Retries)
+		}
+	}
+}
+
+func needSlot(st *SlotState) error {
+	if !st.Exists {
+		return notFound("slot %s is not registered", st.Name)
+	}
+	return nil
+}
+
+// Register implements Commands.
+func (s *Service) Register(ctx context.Context, a Actor, c RegisterCmd) error {
+	if err := validateActor(a); err != nil {
+		return err
+	}
+	if err := ValidateSlotName(c.Name); err != nil {
+		return err
+	}
+	for _, f := range []struct{ n, v string }{{"project_uuid", c.ProjectUUID}, {"app_uuid", c.AppUUID}, {"db_uuid", c.DBUUID}} {
+		if err := validateProviderID(f.n, f.v); err != nil {
+			return err
+		}
+	}
+	if err := validateRepo("repo", c.Repo); err != nil {
+		return err
+	}
+	if err := validateRepo("template_repo", c.TemplateRepo); err != nil {
+		return err
+	}
+	if err := validateRef("template_ref", c.TemplateRef); err != nil {
+		return err
+	}
+	if c.Branch == "" {
+		c.Branch = "main"
+	}
+	if err := validateRef("branch", c.Branch); err != nil {
+		return err
+	}
+	_, err := s.onSlot(ctx, c.Name, func(st *SlotState) ([]events.EventData, error) {
+		if st.Exists {
+			return nil, conflict(map[string]any{"state": st.Lifecycle()}, "slot %s is already registered", c.Name)
+		}
+		return []events.EventData{events.New(events.SlotRegistered{
+			Slot: c.Name, ProjectUUID: c.ProjectUUID, AppUUID: c.AppUUID, DBUUID: c.DBUUID,
+			Repo: c.Repo, TemplateRepo: c.TemplateRepo, TemplateRef: c.TemplateRef, Branch: c.Branch,
+		}, s.meta(a))}, nil
+	})
+	return err
+}
+
+// Occupy implements Commands.
+func (s *Service) Occupy(ctx context.Context, a Actor, slot string, c OccupyCmd) error {
+	if err := validateActor(a); err != nil {
+		return err
+	}
+	if err := ValidateSlotName(slot); err != nil {
+		return err
+	}
+	if c.By == "" {
+		c.By = a.Name
+	}
+	if err := validatePerson("by", c.By); err != nil {
+		return err
+	}
+	if err := validateUntil(s.now(), c.Until, s.cfg.MaxOccupancy); err != nil {
+		return err
+	}
+	_, err := s.onSlot(ctx, slot, func(st *SlotState) ([]events.EventData, error) {
+		if err := needSlot(st); err != nil {
+			return nil, err
+		}
+		if st.Locked() {
+			return nil, blocked(st)
+		}
+		if st.Retired || st.Incomplete || st.Occupied {
+			return nil, conflict(map[string]any{"state": st.Lifecycle(), "occupant": st.Occupant}, "slot %s is %s", slot, st.Lifecycle())
+		}
+		return []events.EventData{events.New(events.SlotOccupied{Slot: slot, By: c.By, Until: c.Until.UTC()}, s.meta(a))}, nil
+	})
+	return err
+}
+
+// Extend implements Commands. It is refused while a reset or teardown holds
+// the lock: cancel that job first (a promote does not block it).
+func (s *Service) Extend(ctx context.Context, a Actor, slot string, c ExtendCmd) error {
+	if err := validateActor(a); err != nil {
+		return err
+	}
+	if err := ValidateSlotName(slot); err != nil {
+		return err
+	}
+	if err := validateUntil(s.now(), c.Until, s.cfg.MaxOccupancy); err != nil {
+		return err
+	}
+	_, err := s.onSlot(ctx, slot, func(st *SlotState) ([]events.EventData, error) {
+		if err := needSlot(st); err != nil {
+			return nil, err
+		}
+		if st.Locked() && st.LockKind != events.KindPromote {
+			return nil, blocked(st)
+		}
+		if !st.Occupied {
+			return nil, conflict(map[string]any{"state": st.Lifecycle()}, "slot %s is not occupied", slot)
+		}
+		return []events.EventData{events.New(events.OccupancyExtended{Slot: slot, By: a.Name, Until: c.Until.UTC()}, s.meta(a))}, nil
+	})
+	return err
+}
+
+// Release implements Commands: it queues a reset that runs after the grace
+// period.
+func (s *Service) Release(ctx context.Context, a Actor, slot string) (JobAcceptedResult, error) {
+	return s.newJob(ctx, a, slot, events.KindReset, nil, nil)
+}
+
+// Teardown implements Commands. An occupied slot must be released first.
+func (s *Service) Teardown(ctx context.Context, a Actor, slot string) (JobAcceptedResult, error) {
+	return s.newJob(ctx, a, slot, events.KindTeardown, nil, nil)
+}
+
+// Promote implements Commands. The new repository's name must be a valid
+// Bitbucket slug (lowercase), so the lookup and the create name the same repo.
+func (s *Service) Promote(ctx context.Context, a Actor, slot string, c PromoteCmd) (JobAcceptedResult, error) {
+	return s.newJob(ctx, a, slot, events.KindPromote, map[string]string{"project": c.Project, "name": c.Name}, nil)
+}
+
+// PlanJob implements Commands: the same decision as the command, without
+// appending. It returns the same error the command would.
+func (s *Service) PlanJob(ctx context.Context, slot, kind string, params map[string]string) (Plan, error) {
+	if err := ValidateSlotName(slot); err != nil {
+		return Plan{}, err
+	}
+	if err := validateParams(kind, params); err != nil {
+		return Plan{}, err
+	}
+	st, err := LoadSlot(ctx, s.store, slot)
+	if err != nil {
+		return Plan{}, internal("load slot", err)
+	}
+	if err := s.canStart(&st, kind); err != nil {
+		return Plan{}, err
+	}
+	return Plan{Kind: kind, Slot: slot, Steps: StepsFor(kind), Resources: planResources(&st, kind), NotBefore: s.notBefore(kind)}, nil
+}
+
+func (s *Service) notBefore(kind string) time.Time {
+	if kind == events.KindReset {
+		return s.now().Add(s.cfg.Grace)
+	}
+	return s.now()
+}
+
+func validateParams(kind string, params map[string]string) error {
+	switch kind {
+	case events.KindReset, events.KindTeardown:
+		return nil
+	case events.KindPromote:
+		if !projectKeyRe.MatchString(params["project"]) {
+			return invalid("project %q: a letter, then letters, digits or '_'", params["project"])
+		}
+		return validateSlug("name", params["name"])
+	}
+	return invalid("unknown job kind %q (reset, teardown, promote)", kind)
+}
+
+// canStart decides whether a job of kind may be accepted on the slot now.
+func (s *Service) canStart(st *SlotState, kind string) error {
+	if err := needSlot(st); err != nil {
+		return err
+	}
+	if st.Locked() {
+		return blocked(st)
+	}
+	if st.Retired {
+		return conflict(map[string]any{"state": st.Lifecycle()}, "slot %s is retired", st.Name)
+	}
+	switch kind {
+	case events.KindReset:
+		if !st.Occupied {
+			return conflict(map[string]any{"state": st.Lifecycle()}, "slot %s is not occupied; nothing to release", st.Name)
+		}
+		if st.Incomplete {
+			return conflict(map[string]any{"state": st.Lifecycle()}, "slot %s has an incomplete teardown", st.Name)
+		}
+	case events.KindTeardown:
+		if st.Occupied {
+			return conflict(map[string]any{"state": st.Lifecycle(), "occupant": st.Occupant}, "slot %s is occupied by %s; release it first", st.Name, st.Occupant)
+		}
+	case events.KindPromote:
+		if st.Incomplete {
+			return conflict(map[string]any{"state": st.Lifecycle()}, "slot %s has an incomplete teardown", st.Name)
+		}
+	}
+	return nil
+}
+
+// newJob takes the slot's lock for a new job (JobAccepted, expected slot
+// revision) and then creates the job stream (JobQueued, NoStream). The order
+// matters: a crash between the two leaves a lock naming a job with no stream,
+// which the engine's sweeper repairs (see docs/jobs.md); the reverse order
+// would leave a job running without the lock.
+func (s *Service) newJob(ctx context.Context, a Actor, slot, kind string, params map[string]string, check func(*SlotState) error) (JobAcceptedResult, error) {
+	if err := validateActor(a); err != nil {
+		return JobAcceptedResult{}, err
+	}
+	if err := ValidateSlotName(slot); err != nil {
+		return JobAcceptedResult{}, err
+	}
+	if err := validateParams(kind, params); err != nil {
+		return JobAcceptedResult{}, err
+	}
+	id := uuid.NewString()
+	meta := s.meta(a)
+	if meta.CorrelationID == "" {
+		meta.CorrelationID = id
+	}
+	var queued events.JobQueued
+	_, err := s.onSlot(ctx, slot, func(st *SlotState) ([]events.EventData, error) {
+		if err := s.canStart(st, kind); err != nil {
+			return nil, err
+		}
+		if check != nil {
+			if err := check(st); err != nil {
+				return nil, err
+			}
+		}
+		queued = events.JobQueued{
+			JobID: id, Kind: kind, Slot: slot, Params: params, RequestedBy: a.Name,
+			NotBefore: s.notBefore(kind), Steps: StepsFor(kind), Resources: planResources(st, kind),
+		}
+		return []events.EventData{events.New(events.JobAccepted{Slot: slot, JobID: id, Kind: kind}, meta)}, nil
+	})
+	if err != nil {
+		return JobAcceptedResult{}, err
+	}
+	if _, err := s.store.Append(ctx, events.JobStream(id), events.NoStream(), events.New(queued, meta)); err != nil {
+		s.log.ErrorContext(ctx, "job queued append failed after the slot lock was taken; releasing", "job", id, "slot", slot, "correlation_id", meta.CorrelationID, "err", err)
+		s.abortAccepted(ctx, slot, id, meta)
+		return JobAcceptedResult{}, internal("queue job", err)
+	}
+	s.log.InfoContext(ctx, "job queued", "job", id, "kind", kind, "slot", slot, "by", a.Name, "correlation_id", meta.CorrelationID)
+	return JobAcceptedResult{JobID: id, Kind: kind, Slot: slot, NotBefore: queued.NotBefore, Steps: queued.Steps}, nil
+}
+
+// abortAccepted undoes a lock whose JobQueued could not be written: a
+// JobCancelled with NoStream (so a late JobQueued can never land), then the
+// release. If this fails too, the engine's sweeper does the same later.
+func (s *Service) abortAccepted(ctx context.Context, slot, id string, meta events.Metadata) {
+	ctx = context.WithoutCancel(ctx)
+	meta.Actor = ActorRepair
+	_, err := s.store.Append(ctx, events.JobStream(id), events.NoStream(),
+		events.New(events.JobCancelled{JobID: id, By: ActorRepair}, meta))
+	if err != nil && !errors.Is(err, events.ErrWrongRevision) {
+		return
+	}
+	_ = ReleaseLock(ctx, s.store, slot, id, StatusCancelled, nil, meta)
+}
+
+// Cancel implements Commands. A queued job is cancelled and its lock freed at
+// once. A running job gets JobCancelled with the job's expected revision: that
+// fences the attempt (its next append fails, the engine cancels its context);
+// the lock is freed by the engine once the attempt has stopped.
+func (s *Service) Cancel(ctx context.Context, a Actor, jobID string) error {
+	if err := validateActor(a); err != nil {
+		return err
+	}
+	if err := ValidateJobID(jobID); err != nil {
+		return err
+	}
+	for i := 0; ; i++ {
+		j, err := LoadJob(ctx, s.store, jobID)
+		if err != nil {
+			return internal("load job", err)
+		}
+		if !j.Exists {
+			return notFound("job %s does not exist", jobID)
+		}
+		if j.Terminal() {
+			return conflict(map[string]any{"state": j.Status}, "job %s has already ended (%s)", jobID, j.Status)
+		}
+		meta := s.meta(a)
+		meta.CorrelationID = j.QueuedMeta.CorrelationID
+		ev := events.JobCancelled{JobID: jobID, By: a.Name, CompletedSteps: j.Completed(), Remaining: j.Remaining()}
+		if j.Status == StatusRunning {
+			ev.Attempt, ev.UncertainStep = j.Attempt, j.InFlight
+		}
+		_, err = s.store.Append(ctx, events.JobStream(jobID), events.Exact(j.Revision), events.New(ev, meta))
+		if errors.Is(err, events.ErrWrongRevision) && i+1 < s.cfg.Retries {
+			continue
+		}
+		if errors.Is(err, events.ErrWrongRevision) {
+			return conflict(nil, "job %s changed concurrently; try again", jobID)
+		}
+		if err != nil {
+			return internal("append to job", err)
+		}
+		s.log.InfoContext(ctx, "job cancelled", "job", jobID, "by", a.Name, "was", j.Status, "correlation_id", meta.CorrelationID)
+		if j.Status == StatusQueued {
+			// No attempt exists: a racing claim would have failed its
+			// conditional append, so the lock can go now.
+			if err := ReleaseLock(ctx, s.store, j.Queued.Slot, jobID, StatusCancelled, j.Remaining(), meta); err != nil {
+				s.log.WarnContext(ctx, "release after cancel failed; the engine will release", "job", jobID, "err", err)
+			}
+		}
+		return nil
+	}
+}
+
+// Resume implements Commands. It re-takes the slot's lock (JobAccepted with
+// Resumed) and appends JobResumed; the next attempt starts at the first
+// unconfirmed step and verifies an uncertain one first. It is refused while
+// the job's previous attempt still holds the lock (running or being
+// abandoned), and for jobs that succeeded or were cancelled.
+func (s *Service) Resume(ctx context.Context, a Actor, jobID string) (JobAcceptedResult, error) {
+	if err := validateActor(a); err != nil {
+		return JobAcceptedResult{}, err
+	}
+	if err := ValidateJobID(jobID); err != nil {
+		return JobAcceptedResult{}, err
+	}
+	j, err := LoadJob(ctx, s.store, jobID)
+	if err != nil {
+		return JobAcceptedResult{}, internal("load job", err)
+	}
+	if !j.Exists || j.Queued.JobID == "" {
+		return JobAcceptedResult{}, notFound("job %s does not exist", jobID)
+	}
+	if !j.Resumable() {
+		return JobAcceptedResult{}, conflict(map[string]any{"state": j.Status, "blocking_job": jobID},
+			"job %s is %s; only failed, timed-out or abandoned jobs can be resumed", jobID, j.Status)
+	}
+	slot := j.Queued.Slot
+	meta := s.meta(a)
+	meta.CorrelationID = j.QueuedMeta.CorrelationID
+	if a.CorrelationID != "" {
+		meta.CausationID = a.CorrelationID
+	}
+	_, err = s.onSlot(ctx, slot, func(st *SlotState) ([]events.EventData, error) {
+		if err := needSlot(st); err != nil {
+			return nil, err
+		}
+		if st.LockJob == jobID {
+			return nil, conflict(map[string]any{"blocking_job": jobID, "state": j.Status},
+				"job %s's previous attempt is still ending; resume once its lock is released", jobID)
+		}
+		if st.Locked() {
+			return nil, blocked(st)
+		}
+		if st.Retired {
+			return nil, conflict(map[string]any{"state": st.Lifecycle()}, "slot %s is retired", slot)
+		}
+		return []events.EventData{events.New(events.JobAccepted{Slot: slot, JobID: jobID, Kind: j.Queued.Kind, Resumed: true}, meta)}, nil
+	})
+	if err != nil {
+		return JobAcceptedResult{}, err
+	}
+	from := j.NextStep()
+	_, err = s.store.Append(ctx, events.JobStream(jobID), events.Exact(j.Revision),
+		events.New(events.JobResumed{JobID: jobID, By: a.Name, FromStep: from}, meta))
+	if err != nil {
+		// The job moved (another resume or a repair got in): give the lock
+		// back with the job's outcome and report the race.
+		_ = ReleaseLock(ctx, s.store, slot, jobID, j.Status, j.Remaining(), meta)
+		if errors.Is(err, events.ErrWrongRevision) {
+			return JobAcceptedResult{}, conflict(map[string]any{"blocking_job": jobID}, "job %s changed concurrently; try again", jobID)
+		}
+		return JobAcceptedResult{}, internal("append to job", err)
+	}
+	s.log.InfoContext(ctx, "job resumed", "job", jobID, "from_step", from, "by", a.Name, "correlation_id", meta.CorrelationID)
+	return JobAcceptedResult{JobID: jobID, Kind: j.Queued.Kind, Slot: slot, NotBefore: meta.Time, Steps: j.Queued.Steps}, nil
+}
+
+// ReleaseLock frees slot's lock if job holds it, recording outcome. For a
+// teardown that did not succeed it first records TeardownIncomplete with the
+// remaining resources, in the same append. Callers must know that no attempt
+// of the job can still act (see docs/jobs.md). A lock already free or held by
+// another job is left alone.
+func ReleaseLock(ctx context.Context, store events.Store, slot, jobID, outcome string, remaining []events.Resource, meta events.Metadata) error {
+	for i := 0; i < 10; i++ {
+		st, err := LoadSlot(ctx, store, slot)
+		if err != nil {
+			return err
+		}
+		if st.LockJob != jobID {
+			return nil
+		}
+		var evs []events.EventData
+		if st.LockKind == events.KindTeardown && outcome != StatusSucceeded {
+			if remaining == nil {
+				remaining = []events.Resource{}
+			}
+			evs = append(evs, events.New(events.TeardownIncomplete{Slot: slot, JobID: jobID, Remaining: remaining}, meta))
+		}
+		evs = append(evs, events.New(events.JobReleased{Slot: slot, JobID: jobID, Outcome: outcome}, meta))
+		_, err = store.Append(ctx, events.SlotStream(slot), events.Exact(st.Revision), evs...)
+		if !errors.Is(err, events.ErrWrongRevision) {
+			return err
+		}
+	}
+	return fmt.Errorf("release lock of %s: slot kept changing", slot)
+}

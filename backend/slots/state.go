@@ -1,0 +1,370 @@
+package slots
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/slotkeeper/slotkeeper/events"
+)
+
+// Clock tells the time. Tests pass a fake; production uses SystemClock.
+type Clock interface {
+	Now() time.Time
+}
+
+// SystemClock is the wall clock (UTC).
+type SystemClock struct{}
+
+// Now implements Clock.
+func (SystemClock) Now() time.Time { return time.Now().UTC() }
+
+// Actors the system uses for events nobody asked for.
+const (
+	ActorDeadline = "system:deadline" // an occupancy deadline passed
+	ActorRepair   = "system:repair"   // log-driven repair after a crash
+	ActorRescuer  = "system:rescuer"  // an attempt's lease expired
+	ActorShutdown = "system:shutdown" // graceful stop of a worker
+)
+
+// Job statuses, the same words as projections' job states.
+const (
+	StatusQueued    = "queued"
+	StatusRunning   = "running"
+	StatusSucceeded = "succeeded"
+	StatusFailed    = "failed"
+	StatusTimedOut  = "timed_out"
+	StatusCancelled = "cancelled"
+	StatusAbandoned = "abandoned"
+)
+
+// SlotState is the slot aggregate: the fold of a slot-<name> stream.
+type SlotState struct {
+	Name     string
+	Exists   bool
+	Revision events.Revision
+	Reg      events.SlotRegistered
+
+	Occupied bool
+	Occupant string
+	Until    time.Time
+	// DeadlineResetFor is the deadline an automatic reset was already queued
+	// for; the scheduler queues at most one per deadline.
+	DeadlineResetFor time.Time
+
+	Retired    bool
+	Incomplete bool
+	Remaining  []events.Resource
+
+	// LockJob is the job holding the slot's lock ("" when free).
+	LockJob    string
+	LockKind   string
+	LockedAt   time.Time
+	LockResume bool
+	// Accepts counts JobAccepted per job: 1 + the number of resumes that
+	// took the lock. A job stream with fewer JobResumed than Accepts-1 is a
+	// resume that crashed between its two appends.
+	Accepts map[string]int
+
+	VacatedBy  map[string]bool // jobs whose SlotVacated is recorded
+	RetiredBy  string
+	PromotedBy map[string]events.RepoRef
+}
+
+// Locked reports whether a job holds the slot's lock.
+func (s *SlotState) Locked() bool { return s.LockJob != "" }
+
+// Lifecycle names the slot's state in the words of projections.
+func (s *SlotState) Lifecycle() string {
+	switch {
+	case s.Retired:
+		return "retired"
+	case s.LockKind == events.KindTeardown:
+		return "tearing_down"
+	case s.LockKind == events.KindReset:
+		return "resetting"
+	case s.Incomplete:
+		return "teardown_incomplete"
+	case s.Occupied:
+		return "occupied"
+	default:
+		return "vacant"
+	}
+}
+
+// Apply folds one event of the slot's stream into the state.
+func (s *SlotState) Apply(ev events.RecordedEvent) error {
+	p, err := events.Decode(ev)
+	if err != nil {
+		return err
+	}
+	s.Exists = true
+	s.Revision = ev.Revision
+	if s.Accepts == nil {
+		s.Accepts = map[string]int{}
+		s.VacatedBy = map[string]bool{}
+		s.PromotedBy = map[string]events.RepoRef{}
+	}
+	switch e := p.(type) {
+	case events.SlotRegistered:
+		s.Name = e.Slot
+		s.Reg = e
+		if s.Reg.Branch == "" {
+			s.Reg.Branch = "main"
+		}
+	case events.SlotOccupied:
+		s.Occupied, s.Occupant, s.Until = true, e.By, e.Until
+	case events.OccupancyExtended:
+		s.Until = e.Until
+	case events.JobAccepted:
+		s.LockJob, s.LockKind, s.LockedAt, s.LockResume = e.JobID, e.Kind, ev.Meta.Time, e.Resumed
+		s.Accepts[e.JobID]++
+		if ev.Meta.Actor == ActorDeadline {
+			s.DeadlineResetFor = s.Until
+		}
+	case events.JobReleased:
+		if s.LockJob == e.JobID {
+			s.LockJob, s.LockKind, s.LockResume = "", "", false
+		}
+	case events.SlotVacated:
+		s.Occupied, s.Occupant, s.Until = false, "", time.Time{}
+		s.VacatedBy[e.JobID] = true
+	case events.TeardownIncomplete:
+		s.Incomplete = true
+		s.Remaining = e.Remaining
+	case events.SlotRetired:
+		s.Retired, s.Incomplete, s.Remaining, s.RetiredBy = true, false, nil, e.JobID
+	case events.SlotPromoted:
+		s.PromotedBy[e.JobID] = e.NewRepo
+	}
+	return nil
+}
+
+// JobState is the fold of a job-<id> stream.
+type JobState struct {
+	ID       string
+	Exists   bool
+	Revision events.Revision
+	Queued   events.JobQueued
+	// QueuedMeta is the metadata of JobQueued; its correlation id ties every
+	// event of the job to the request that created it.
+	QueuedMeta events.Metadata
+	Status     string
+	NotBefore  time.Time
+
+	Attempt    int
+	Worker     string
+	LeaseUntil time.Time
+
+	// Done holds the steps whose result is recorded, DoneOrder their order.
+	Done      map[string]bool
+	DoneOrder []string
+	// InFlight is the step whose StepStarted has no result yet: while the job
+	// runs it is the current step, after a terminal event the uncertain one.
+	InFlight string
+	// Results keeps each done step's result event, for verification and
+	// for SlotPromoted's repo.
+	Results map[string]events.RecordedEvent
+
+	Resumes      int
+	Terminals    int    // terminal events so far (a resumed job has several)
+	TerminalType string // type of the newest terminal event
+	TerminalAt   time.Time
+	// ByAttempt is true when the newest terminal event was written by the
+	// attempt itself (it had no call in flight when it wrote it).
+	ByAttempt bool
+	LastError string
+}
+
+// Terminal reports whether the job has ended (possibly to be resumed).
+func (j *JobState) Terminal() bool {
+	switch j.Status {
+	case StatusSucceeded, StatusFailed, StatusTimedOut, StatusCancelled, StatusAbandoned:
+		return true
+	}
+	return false
+}
+
+// Resumable reports whether Resume may continue the job.
+func (j *JobState) Resumable() bool {
+	switch j.Status {
+	case StatusFailed, StatusTimedOut, StatusAbandoned:
+		return true
+	}
+	return false
+}
+
+// Remaining lists the planned resources whose step is not confirmed done.
+func (j *JobState) Remaining() []events.Resource {
+	var out []events.Resource
+	for _, r := range j.Queued.Resources {
+		if st := StepForResource(j.Queued.Kind, r.Kind); st == "" || !j.Done[st] {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Completed returns the done steps in order.
+func (j *JobState) Completed() []string { return append([]string(nil), j.DoneOrder...) }
+
+// NextStep is the first step of the plan whose result is not recorded ("" when
+// every step is done).
+func (j *JobState) NextStep() string {
+	for _, s := range j.Queued.Steps {
+		if !j.Done[s] {
+			return s
+		}
+	}
+	return ""
+}
+
+// stepResult is the part every step-result event shares.
+type stepResult struct {
+	Step          string `json:"step"`
+	AlreadyAbsent bool   `json:"already_absent"`
+}
+
+var resultTypes = map[string]bool{
+	"DBDeleted": true, "EnvVarsDeleted": true, "VolumeDeleted": true, "ForcePushed": true,
+	"AppDeleted": true, "RepoDeleted": true, "ProjectDeleted": true, "RepoCreated": true,
+	"CodePushed": true, "StepSucceeded": true,
+}
+
+// IsStepResult reports whether an event type records a step's confirmed result.
+func IsStepResult(typ string) bool { return resultTypes[typ] }
+
+// IsTerminal reports whether an event type ends a job (or an attempt of it).
+func IsTerminal(typ string) bool {
+	switch typ {
+	case "JobSucceeded", "JobFailed", "JobTimedOut", "JobCancelled", "JobAbandoned":
+		return true
+	}
+	return false
+}
+
+// TerminalStatus maps a terminal event type to a job status.
+func TerminalStatus(typ string) string {
+	switch typ {
+	case "JobSucceeded":
+		return StatusSucceeded
+	case "JobFailed":
+		return StatusFailed
+	case "JobTimedOut":
+		return StatusTimedOut
+	case "JobCancelled":
+		return StatusCancelled
+	case "JobAbandoned":
+		return StatusAbandoned
+	}
+	return ""
+}
+
+// Apply folds one event of the job's stream into the state.
+func (j *JobState) Apply(ev events.RecordedEvent) error {
+	j.Exists = true
+	j.Revision = ev.Revision
+	if j.Done == nil {
+		j.Done = map[string]bool{}
+		j.Results = map[string]events.RecordedEvent{}
+	}
+	if IsStepResult(ev.Type) {
+		var r stepResult
+		if err := json.Unmarshal(ev.Data, &r); err != nil {
+			return err
+		}
+		if !j.Done[r.Step] {
+			j.Done[r.Step] = true
+			j.DoneOrder = append(j.DoneOrder, r.Step)
+		}
+		j.Results[r.Step] = ev
+		if j.InFlight == r.Step {
+			j.InFlight = ""
+		}
+		return nil
+	}
+	if IsTerminal(ev.Type) {
+		j.Status = TerminalStatus(ev.Type)
+		j.Terminals++
+		j.TerminalType = ev.Type
+		j.TerminalAt = ev.Meta.Time
+		j.ByAttempt = j.Worker != "" && ev.Meta.Actor == j.Worker
+		if ev.Type == "JobFailed" {
+			var f events.JobFailed
+			_ = json.Unmarshal(ev.Data, &f)
+			j.LastError = f.Reason
+		}
+		return nil
+	}
+	p, err := events.Decode(ev)
+	if err != nil {
+		return err
+	}
+	switch e := p.(type) {
+	case events.JobQueued:
+		j.ID = e.JobID
+		j.Queued = e
+		j.QueuedMeta = ev.Meta
+		j.Status = StatusQueued
+		j.NotBefore = e.NotBefore
+	case events.JobClaimed:
+		j.Status = StatusRunning
+		j.Attempt, j.Worker, j.LeaseUntil = e.Attempt, e.Worker, e.LeaseUntil
+	case events.LeaseRenewed:
+		j.LeaseUntil = e.LeaseUntil
+	case events.StepStarted:
+		j.InFlight = e.Step
+	case events.StepFailed:
+		// A definite failure leaves nothing in flight; an uncertain one
+		// keeps the step uncertain until a later attempt verifies it.
+		if !e.Uncertain && j.InFlight == e.Step {
+			j.InFlight = ""
+		}
+		j.LastError = e.Error
+	case events.JobResumed:
+		j.Status = StatusQueued
+		j.Resumes++
+		j.NotBefore = ev.Meta.Time
+		j.Worker = ""
+	}
+	return nil
+}
+
+// LoadSlot reads and folds a slot's stream. A missing stream yields a state
+// with Exists false and no error.
+func LoadSlot(ctx context.Context, store events.Store, name string) (SlotState, error) {
+	s := SlotState{Name: name}
+	evs, err := store.ReadStream(ctx, events.SlotStream(name), 0, 0, events.Forward)
+	if errors.Is(err, events.ErrStreamNotFound) {
+		return s, nil
+	}
+	if err != nil {
+		return s, err
+	}
+	for _, ev := range evs {
+		if err := s.Apply(ev); err != nil {
+			return s, err
+		}
+	}
+	return s, nil
+}
+
+// LoadJob reads and folds a job's stream. A missing stream yields a state with
+// Exists false and no error.
+func LoadJob(ctx context.Context, store events.Store, id string) (JobState, error) {
+	j := JobState{ID: id}
+	evs, err := store.ReadStream(ctx, events.JobStream(id), 0, 0, events.Forward)
+	if errors.Is(err, events.ErrStreamNotFound) {
+		return j, nil
+	}
+	if err != nil {
+		return j, err
+	}
+	for _, ev := range evs {
+		if err := j.Apply(ev); err != nil {
+			return j, err
+		}
+	}
+	return j, nil
+}
