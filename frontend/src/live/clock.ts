@@ -22,6 +22,11 @@ export function serverOffset(): number {
   return offset.get();
 }
 
+/** subscribeClock is told when the offset changes (the ticker re-renders at once). */
+export function subscribeClock(listener: () => void): () => void {
+  return offset.subscribe(listener);
+}
+
 /** resetClock is for tests. */
 export function resetClock(): void {
   offset.set(0);

@@ -3,7 +3,7 @@
 // and never duplicated, publishes the server-adjusted time rounded to the
 // second; every countdown and the stream watchdog read it.
 import { useSyncExternalStore } from "react";
-import { serverNow } from "./clock";
+import { serverNow, subscribeClock } from "./clock";
 
 /** The tick period. Countdowns show whole seconds. */
 export const TICK_MS = 1000;
@@ -28,8 +28,15 @@ export function tick(): void {
 
 /** ensureTicker starts the one interval if it is not running. */
 export function ensureTicker(): void {
-  if (intervalId === undefined) intervalId = setInterval(tick, TICK_MS);
+  if (intervalId !== undefined) return;
+  now = roundDown(serverNow());
+  intervalId = setInterval(tick, TICK_MS);
 }
+
+// A new server clock offset shows at once, not at the next tick.
+subscribeClock(() => {
+  if (intervalId !== undefined) tick();
+});
 
 /** onTick registers a non-React hook (the watchdog) run on every tick. */
 export function onTick(hook: (localNow: number) => void): () => void {

@@ -1,0 +1,211 @@
+import { act, cleanup, render, screen } from "@testing-library/react";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { Route, Router } from "wouter";
+import { memoryLocation } from "wouter/memory-location";
+import { setLang } from "../i18n";
+import { resetClock } from "../live/clock";
+import { resetHealth } from "../live/health";
+import { applyChange, applySnapshot, resetLiveStore } from "../live/store";
+import { startStream } from "../live/stream";
+import { stopTicker } from "../live/ticker";
+import { FakeEventSource, fakeFactory, job, jsonResponse, step } from "../test/fakes";
+import { WaitView } from "./WaitView";
+
+const NOW = new Date("2026-01-01T00:00:00Z");
+let stopStream: (() => void) | undefined;
+let fetchMock: ReturnType<typeof vi.fn>;
+let history: string[];
+let es: FakeEventSource;
+let pos = 100;
+
+beforeEach(() => {
+  vi.useFakeTimers({ toFake: ["setInterval", "clearInterval", "setTimeout", "clearTimeout", "Date"] });
+  vi.setSystemTime(NOW);
+  setLang("en");
+  FakeEventSource.opened = [];
+  fetchMock = vi.fn();
+  vi.stubGlobal("fetch", fetchMock);
+  stopStream = startStream({ heartbeatMs: 15_000, create: fakeFactory });
+  es = FakeEventSource.last();
+  pos = 100;
+});
+
+afterEach(() => {
+  cleanup();
+  stopStream?.();
+  stopTicker();
+  resetLiveStore();
+  resetHealth();
+  resetClock();
+  vi.unstubAllGlobals();
+  vi.useRealTimers();
+});
+
+/** goLive opens the stream with a snapshot, as the server would. */
+function goLive() {
+  act(() => {
+    es.open();
+    es.emit("snapshot", { position: pos, server_time: NOW.toISOString(), slots: [] }, String(pos));
+  });
+}
+
+function push(j: ReturnType<typeof job>) {
+  act(() => {
+    pos++;
+    applyChange({ position: pos, job: j });
+  });
+}
+
+function mount(answer: () => Promise<Response>) {
+  fetchMock.mockImplementation(answer);
+  const mem = memoryLocation({ path: "/jobs/j1/wait", record: true });
+  history = mem.history;
+  render(
+    <Router hook={mem.hook}>
+      <Route path="/jobs/:id/wait">{(p) => <WaitView id={p.id} />}</Route>
+      <Route path="/slots/:name">{(p) => <p data-testid="slot-page">{p.name}</p>}</Route>
+    </Router>,
+  );
+}
+
+async function settle() {
+  await act(async () => {
+    await vi.advanceTimersByTimeAsync(0);
+  });
+}
+
+const phase = () => screen.queryByTestId("wait-view")?.getAttribute("data-phase");
+
+describe("release wait view", () => {
+  it("counts the grace period down from the server clock", async () => {
+    goLive();
+    mount(async () => jsonResponse(job({ not_before: "2026-01-01T00:05:00Z" })));
+    await settle();
+    expect(phase()).toBe("grace");
+    expect(screen.getByTestId("wait-status").textContent).toMatch(/starts in 5m 0s/);
+    // A minute passes with the server's heartbeats arriving.
+    for (let i = 0; i < 6; i++) {
+      await act(async () => {
+        await vi.advanceTimersByTimeAsync(10_000);
+        es.emit("heartbeat", { server_time: new Date().toISOString(), position: pos });
+      });
+    }
+    await act(async () => {
+      await vi.advanceTimersByTimeAsync(1_000);
+    });
+    expect(phase()).toBe("grace");
+    expect(screen.getByTestId("wait-status").textContent).toMatch(/starts in 3m 59s/);
+    expect(screen.getByRole("button", { name: "Cancel job" })).toBeTruthy();
+  });
+
+  it("shows steps arriving live while running", async () => {
+    goLive();
+    mount(async () => jsonResponse(job({ not_before: "2025-12-31T23:59:00Z" })));
+    await settle();
+    expect(phase()).toBe("queued");
+    push(
+      job({
+        revision: 2,
+        state: "running",
+        steps: [step("delete_db", "done"), step("delete_env_vars", "running"), step("delete_volumes", "pending")],
+      }),
+    );
+    expect(phase()).toBe("running");
+    const running = screen.getByTestId("steps").querySelector('[data-step="delete_env_vars"]');
+    expect(running?.getAttribute("data-state")).toBe("running");
+    push(job({ revision: 3, state: "running", steps: [step("delete_db", "done"), step("delete_env_vars", "done")] }));
+    expect(screen.getByTestId("steps").querySelector('[data-step="delete_env_vars"]')?.getAttribute("data-state")).toBe("done");
+    expect(history).toEqual(["/jobs/j1/wait"]);
+  });
+
+  it("navigates to the slot only when the job itself succeeded", async () => {
+    goLive();
+    mount(async () => jsonResponse(job({ state: "running", not_before: "2025-12-31T23:59:00Z" })));
+    await settle();
+    // The slot turning vacant is not proof of the job's success.
+    expect(history).toEqual(["/jobs/j1/wait"]);
+    push(job({ revision: 5, state: "succeeded", steps: [step("delete_db", "done")] }));
+    await settle();
+    expect(history[history.length - 1]).toBe("/slots/s1");
+    expect(screen.getByTestId("slot-page").textContent).toBe("s1");
+  });
+
+  it("on failure names what was done and what remains, links the timeline, and stays", async () => {
+    goLive();
+    mount(async () =>
+      jsonResponse(
+        job({
+          state: "failed",
+          reason: "delete_volumes: HTTP 500",
+          steps: [step("delete_db", "done"), step("delete_env_vars", "done"), step("delete_volumes", "failed", { http_status: 500, error: "boom" })],
+          remaining: [{ kind: "volume", id: "vol-9" }],
+          resumable: true,
+        }),
+      ),
+    );
+    await settle();
+    expect(phase()).toBe("failed");
+    const failed = screen.getByTestId("wait-failed").textContent ?? "";
+    expect(failed).toMatch(/Done: Delete database, Delete env vars/);
+    expect(failed).toMatch(/Still there: Volume \(vol-9\)/);
+    expect(screen.getAllByTestId("timeline-link")[0].getAttribute("href")).toMatch(/\/jobs\/j1$/);
+    expect(screen.getByTestId("steps").textContent).toMatch(/HTTP 500/);
+    expect(history).toEqual(["/jobs/j1/wait"]);
+  });
+
+  it("says 'cannot verify progress' when the job is not found, and never navigates", async () => {
+    goLive();
+    mount(async () => jsonResponse({ error: { code: "not_found", message: "no such job" } }, 404));
+    await settle();
+    expect(phase()).toBe("unknown");
+    expect(screen.getByTestId("cannot-verify").textContent).toMatch(/Cannot verify progress/);
+    expect(screen.queryByText(/finished/)).toBeNull();
+    await act(async () => {
+      await vi.advanceTimersByTimeAsync(120_000);
+    });
+    expect(history).toEqual(["/jobs/j1/wait"]);
+  });
+
+  it("says 'cannot verify progress' when the server is unreachable", async () => {
+    goLive();
+    mount(async () => {
+      throw new TypeError("Failed to fetch");
+    });
+    await settle();
+    expect(phase()).toBe("unknown");
+    expect(screen.getByTestId("cannot-verify")).toBeTruthy();
+  });
+
+  it("becomes known again when the job arrives on the stream after a 404", async () => {
+    goLive();
+    mount(async () => jsonResponse({ error: { code: "not_found", message: "no such job" } }, 404));
+    await settle();
+    expect(phase()).toBe("unknown");
+    push(job({ revision: 2, state: "running" }));
+    expect(phase()).toBe("running");
+  });
+
+  it("does not claim progress while the stream is stale", async () => {
+    goLive();
+    mount(async () => jsonResponse(job({ state: "running", steps: [step("delete_db", "running")] })));
+    await settle();
+    expect(phase()).toBe("running");
+    // Two heartbeats (30 s) pass in silence: the watchdog marks the stream stale.
+    await act(async () => {
+      await vi.advanceTimersByTimeAsync(31_000);
+    });
+    expect(phase()).toBe("unknown");
+    expect(screen.getByTestId("cannot-verify").textContent).toMatch(/not live/);
+    // The last known steps stay visible, but nothing navigates.
+    expect(screen.getByTestId("steps")).toBeTruthy();
+    expect(history).toEqual(["/jobs/j1/wait"]);
+  });
+
+  it("treats a terminal state it does not know as unverifiable, not as success", async () => {
+    goLive();
+    mount(async () => jsonResponse(job({ state: "paused_by_future_version" })));
+    await settle();
+    expect(phase()).toBe("unknown");
+    expect(history).toEqual(["/jobs/j1/wait"]);
+  });
+});
