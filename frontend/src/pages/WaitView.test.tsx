@@ -5,7 +5,7 @@ import { memoryLocation } from "wouter/memory-location";
 import { setLang } from "../i18n";
 import { resetClock } from "../live/clock";
 import { resetHealth } from "../live/health";
-import { applyChange, applySnapshot, resetLiveStore } from "../live/store";
+import { applyChange, resetLiveStore } from "../live/store";
 import { startStream } from "../live/stream";
 import { stopTicker } from "../live/ticker";
 import { FakeEventSource, fakeFactory, job, jsonResponse, step } from "../test/fakes";
