@@ -61,6 +61,9 @@ type HubOptions struct {
 	// below it are history being replayed and are not counted as job
 	// outcomes in the metrics.
 	LiveFrom events.Position
+	// OnEvict, when set, is called (under the hub's lock: it must not
+	// block) each time a client is disconnected by the server.
+	OnEvict func(reason string)
 }
 
 func (o *HubOptions) defaults() {
@@ -259,11 +262,15 @@ func (h *Hub) kickLocked(c *client, reason string) {
 	}
 	c.reason = reason
 	close(c.kick)
-	// Unblock a write in progress now rather than at its deadline.
-	if c.rc != nil {
+	if reason == "lag" && c.rc != nil {
+		// Unblock a write in progress now rather than at its deadline. Other
+		// reasons end the response cleanly (shutdown, reseed).
 		_ = c.rc.SetWriteDeadline(time.Now())
 	}
 	h.met.sseEvicted.WithLabelValues(reason).Inc()
+	if h.opt.OnEvict != nil {
+		h.opt.OnEvict(reason)
+	}
 }
 
 // attach registers a client. It returns the first bytes to send: the retry
@@ -402,10 +409,12 @@ func (h *Hub) ServeStream(c echo.Context) error {
 	cl := &client{
 		notify: make(chan struct{}, 1),
 		kick:   make(chan struct{}),
-		rc:     http.NewResponseController(c.Response()),
-		w:      c.Response(),
-		ctx:    req.Context(),
-		ip:     ip,
+		// The net/http writer itself: echo's Response has Flush() without
+		// an error, which would hide a write that hit its deadline.
+		rc:  http.NewResponseController(c.Response().Writer),
+		w:   c.Response().Writer,
+		ctx: req.Context(),
+		ip:  ip,
 	}
 	first, resumed, err := h.attach(cl, lastID)
 	if err != nil {
@@ -485,21 +494,19 @@ func (h *Hub) write(c *client, frames ...[]byte) string {
 }
 
 func (h *Hub) fail(c *client, err error) string {
-	reason := "write_error"
-	if errors.Is(err, os.ErrDeadlineExceeded) {
-		reason = "write_timeout"
-	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if c.reason != "" {
 		return c.reason
 	}
-	if c.ctx.Err() != nil {
-		// The client left; that is not an eviction.
-		c.reason = "gone"
-		close(c.kick)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		h.kickLocked(c, "write_timeout")
 		return c.reason
 	}
-	h.kickLocked(c, reason)
+	// Any other write error means the client went away (reset, closed);
+	// that is not an eviction. (net/http cancels the request context on a
+	// write error, so the context cannot tell the two apart.)
+	c.reason = "gone"
+	close(c.kick)
 	return c.reason
 }
