@@ -1,3 +1,4 @@
+import { useState } from "react";
 import { Link, Route, Router, Switch } from "wouter";
 import { useHashLocation } from "wouter/use-hash-location";
 import { ConnectionBanner } from "./components/ConnectionBanner";
@@ -15,6 +16,8 @@ import { WaitView } from "./pages/WaitView";
 function Header() {
   const t = useT();
   const actor = useActor();
+  const [actorError, setActorError] = useState(false);
+  const saveActor = (v: string) => setActorError(!setActor(v));
   return (
     <header className="top">
       <a className="skip" href="#main">
@@ -35,12 +38,19 @@ function Header() {
           defaultValue={actor}
           placeholder={t("actor.placeholder")}
           aria-label={t("actor.label")}
-          onBlur={(e) => setActor(e.target.value)}
+          onBlur={(e) => saveActor(e.target.value)}
           onKeyDown={(e) => {
-            if (e.key === "Enter") setActor(e.currentTarget.value);
+            if (e.key === "Enter") saveActor(e.currentTarget.value);
           }}
+          aria-invalid={actorError}
+          aria-describedby={actorError ? "actor-error" : undefined}
           data-testid="actor"
         />
+        {actorError && (
+          <span id="actor-error" className="error small" role="alert">
+            {t("actor.invalid")}
+          </span>
+        )}
       </label>
       <label>
         <span className="sr-only">{t("lang.label")}</span>

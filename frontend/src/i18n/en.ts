@@ -10,6 +10,7 @@ export const en = {
   "lang.label": "Language",
   "actor.label": "Your name",
   "actor.placeholder": "name for the audit log",
+  "actor.invalid": "Use 1–64 Latin letters, digits, spaces or . - _ @ + (browsers cannot send other characters in a header).",
   "live.live": "Live",
   "live.connecting": "Connecting…",
   "live.reconnecting": "Reconnecting…",

@@ -19,14 +19,17 @@ export function getActor(): string {
   return actor.get();
 }
 
-export function setActor(name: string): void {
-  const v = name.trim().slice(0, 64);
+/** setActor stores a valid name (or "" to clear it); it returns false for an invalid one. */
+export function setActor(name: string): boolean {
+  const v = name.trim();
+  if (v !== "" && !validActor(v)) return false;
   try {
     localStorage.setItem(KEY, v);
   } catch {
     // Private mode: the name lives for this tab only.
   }
   actor.set(v);
+  return true;
 }
 
 export function useActor(): string {
@@ -34,10 +37,11 @@ export function useActor(): string {
 }
 
 /**
- * actorHeader is the header value for a name. HTTP header values must be
- * Latin-1, so a name with other characters (e.g. Hangul) is percent-encoded
- * (UTF-8); plain ASCII names are sent as typed.
+ * validActor mirrors the server's check of X-Slotkeeper-Actor (1..64
+ * characters: letters, digits, space and .-_@+). Browsers can only send
+ * Latin-1 in a header, so the dashboard accepts ASCII letters only; a name
+ * in Hangul would be refused by fetch itself.
  */
-export function actorHeader(name: string): string {
-  return /^[\x20-\x7e]*$/.test(name) ? name : encodeURIComponent(name);
+export function validActor(name: string): boolean {
+  return /^[A-Za-z0-9._@+-](?:[A-Za-z0-9 ._@+-]{0,62}[A-Za-z0-9._@+-])?$/.test(name);
 }
