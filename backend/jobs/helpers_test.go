@@ -1,0 +1,357 @@
+package jobs_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/slotkeeper/slotkeeper/backend/jobs"
+	"github.com/slotkeeper/slotkeeper/backend/providers"
+	"github.com/slotkeeper/slotkeeper/backend/providers/bitbucket"
+	"github.com/slotkeeper/slotkeeper/backend/providers/coolify"
+	"github.com/slotkeeper/slotkeeper/backend/providers/sim"
+	"github.com/slotkeeper/slotkeeper/backend/slots"
+	"github.com/slotkeeper/slotkeeper/events"
+	"github.com/slotkeeper/slotkeeper/events/memstore"
+)
+
+// testLogger is quiet unless SLOTKEEPER_TEST_LOG is set.
+func testLogger() *slog.Logger {
+	if os.Getenv("SLOTKEEPER_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// world is one test's simulator, store, command service and deps.
+type world struct {
+	t     testing.TB
+	sim   *sim.Sim
+	store events.Store
+	svc   *slots.Service
+	deps  jobs.Deps
+}
+
+func newWorld(t testing.TB, store events.Store) *world {
+	t.Helper()
+	s, err := sim.Start(context.Background(), sim.Options{DeleteDelay: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if store == nil {
+		ms := memstore.New()
+		t.Cleanup(func() { ms.Close() })
+		store = ms
+	}
+	return &world{
+		t: t, sim: s, store: store,
+		svc:  slots.NewService(store, slots.Config{Logger: testLogger()}),
+		deps: simDeps(s),
+	}
+}
+
+// simDeps are the real clients pointed at the simulator.
+func simDeps(s *sim.Sim) jobs.Deps {
+	fast := providers.Backoff{Initial: 2 * time.Millisecond, Max: 20 * time.Millisecond, Total: 5 * time.Second}
+	return jobs.Deps{
+		PaaS:    coolify.New(coolify.Options{BaseURL: s.CoolifyURL(), Token: s.CoolifyToken(), Confirm: fast, RateRetries: -1}),
+		GitHost: bitbucket.New(bitbucket.Options{BaseURL: s.BitbucketURL(), Token: s.BitbucketToken(), Confirm: fast, RateRetries: -1}),
+		Pusher:  newPusher(s.BitbucketToken()),
+		RepoURL: func(r events.RepoRef) string { return s.CloneURL(r.Project, r.Slug) },
+	}
+}
+
+func (w *world) engineConfig() jobs.Config {
+	return jobs.Config{
+		Workers: 2, WorkerID: "test", StepTimeout: 3 * time.Second, JobTimeout: 10 * time.Second,
+		Lease: 2 * time.Second, RescueGrace: 50 * time.Millisecond, OrphanAfter: time.Second, Logger: testLogger(),
+	}
+}
+
+// startEngine runs an engine until the test ends (Stop, then checks Run's
+// result).
+func (w *world) startEngine(cfg jobs.Config) *jobs.Engine {
+	w.t.Helper()
+	eng := jobs.NewEngine(w.store, w.deps, cfg)
+	done := make(chan error, 1)
+	go func() { done <- eng.Run(context.Background()) }()
+	w.t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := eng.Stop(ctx); err != nil {
+			w.t.Errorf("engine stop: %v", err)
+		}
+		if err := <-done; err != nil {
+			w.t.Errorf("engine run: %v", err)
+		}
+	})
+	return eng
+}
+
+// seed creates a slot in the simulator and registers it.
+func (w *world) seed(name string) sim.SlotFixture {
+	w.t.Helper()
+	fx, err := w.sim.SeedSlot(name)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	err = w.svc.Register(context.Background(), slots.Actor{Name: "admin"}, slots.RegisterCmd{
+		Name: name, ProjectUUID: fx.ProjectUUID, AppUUID: fx.AppUUID, DBUUID: fx.DBUUID,
+		Repo:         events.RepoRef{Project: fx.Repo.Project, Slug: fx.Repo.Slug},
+		TemplateRepo: events.RepoRef{Project: fx.Template.Project, Slug: fx.Template.Slug}, TemplateRef: fx.TemplateRef,
+	})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return fx
+}
+
+func (w *world) occupy(name string) {
+	w.t.Helper()
+	if err := w.svc.Occupy(context.Background(), slots.Actor{Name: "alice"}, name, slots.OccupyCmd{Until: time.Now().Add(time.Hour)}); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+// waitJob blocks until the job's state satisfies cond (checked on every
+// event of its stream), or fails the test after timeout.
+func (w *world) waitJob(id string, timeout time.Duration, cond func(*slots.JobState) bool) slots.JobState {
+	w.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var j slots.JobState
+	errDone := errors.New("done")
+	err := w.store.SubscribeAll(ctx, 0, events.Filter{StreamPrefixes: []string{events.JobStream(id)}}, func(_ context.Context, ev events.RecordedEvent) error {
+		if ev.Stream != events.JobStream(id) {
+			return nil
+		}
+		if err := j.Apply(ev); err != nil {
+			return err
+		}
+		if cond(&j) {
+			return errDone
+		}
+		return nil
+	})
+	if !errors.Is(err, errDone) {
+		w.t.Fatalf("job %s: waited %s, state %s step %q (%v)", id, timeout, j.Status, j.InFlight, err)
+	}
+	return j
+}
+
+// waitTerminal waits for the job's next terminal state and for its slot lock
+// to be released.
+func (w *world) waitEnded(id string) slots.JobState {
+	w.t.Helper()
+	j := w.waitJob(id, 15*time.Second, func(j *slots.JobState) bool { return j.Terminal() })
+	w.waitSlot(j.Queued.Slot, func(s *slots.SlotState) bool { return s.LockJob != id })
+	return j
+}
+
+func (w *world) waitSlot(name string, cond func(*slots.SlotState) bool) slots.SlotState {
+	w.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	s := slots.SlotState{Name: name}
+	errDone := errors.New("done")
+	err := w.store.SubscribeAll(ctx, 0, events.Filter{StreamPrefixes: []string{events.SlotStream(name)}}, func(_ context.Context, ev events.RecordedEvent) error {
+		if ev.Stream != events.SlotStream(name) {
+			return nil
+		}
+		if err := s.Apply(ev); err != nil {
+			return err
+		}
+		if cond(&s) {
+			return errDone
+		}
+		return nil
+	})
+	if !errors.Is(err, errDone) {
+		w.t.Fatalf("slot %s: condition not met (lock %s, lifecycle %s): %v", name, s.LockJob, s.Lifecycle(), err)
+	}
+	return s
+}
+
+func (w *world) jobEvents(id string) []events.RecordedEvent {
+	w.t.Helper()
+	evs, err := w.store.ReadStream(context.Background(), events.JobStream(id), 0, 0, events.Forward)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return evs
+}
+
+func types(evs []events.RecordedEvent) string {
+	var s []string
+	for _, e := range evs {
+		s = append(s, e.Type)
+	}
+	return strings.Join(s, ",")
+}
+
+// checkFence asserts invariant 1 and 2 on the log and the recorder: every
+// provider request arrived after a StepStarted of the attempt that made it
+// and before that attempt's end (its terminal event or the first event of
+// someone else), and no request of a step that ended in a deadline or fence
+// was left running.
+func (w *world) checkFence(id string, from time.Time) {
+	w.t.Helper()
+	evs := w.jobEvents(id)
+	// The end of each attempt: the first event not written by its worker.
+	type span struct{ start, end time.Time }
+	var spans []span
+	var cur *span
+	worker := ""
+	for _, ev := range evs {
+		switch {
+		case ev.Type == "JobClaimed":
+			worker = ev.Meta.Actor
+			spans = append(spans, span{start: ev.Meta.Time})
+			cur = &spans[len(spans)-1]
+		case cur != nil && (ev.Meta.Actor != worker || slots.IsTerminal(ev.Type)):
+			cur.end = ev.Meta.Time
+			cur = nil
+		}
+	}
+	for _, r := range w.sim.Requests() {
+		if r.Arrived.Before(from) {
+			continue
+		}
+		ok := false
+		for _, s := range spans {
+			if !r.Arrived.Before(s.start) && (s.end.IsZero() || !r.Arrived.After(s.end)) {
+				ok = true
+			}
+		}
+		if !ok {
+			w.t.Errorf("request %s %s (%s) arrived at %s outside every attempt of job %s (%s)", r.Method, r.Path, r.Endpoint,
+				r.Arrived.Format("15:04:05.000000"), id, types(evs))
+		}
+	}
+}
+
+// pusher is a Pusher on the git CLI for the simulator's smart HTTP, used
+// until backend/providers/git lands (same contract: lease, never-forced
+// push, ctx kills the subprocess).
+type pusher struct {
+	token string
+	mu    sync.Mutex
+}
+
+func newPusher(token string) providers.Pusher { return &pusher{token: token} }
+
+func (p *pusher) git(ctx context.Context, dir string, args ...string) (string, error) {
+	return runGit(ctx, dir, p.token, args...)
+}
+
+func (p *pusher) RemoteSHA(ctx context.Context, remoteURL, branch string) (string, error) {
+	out, err := p.git(ctx, "", "ls-remote", remoteURL, "refs/heads/"+branch)
+	if err != nil {
+		return "", err
+	}
+	f := strings.Fields(out)
+	if len(f) == 0 {
+		return "", nil
+	}
+	return f[0], nil
+}
+
+func (p *pusher) fetch(ctx context.Context, srcURL, ref string) (string, func(), error) {
+	dir, err := os.MkdirTemp("", "pusher-")
+	if err != nil {
+		return "", nil, err
+	}
+	cleanup := func() { os.RemoveAll(dir) }
+	if _, err := p.git(ctx, dir, "init", "-q", "--bare"); err != nil {
+		cleanup()
+		return "", nil, err
+	}
+	if _, err := p.git(ctx, dir, "fetch", "-q", srcURL, "refs/heads/"+ref+":refs/heads/src"); err != nil {
+		cleanup()
+		return "", nil, err
+	}
+	return dir, cleanup, nil
+}
+
+func (p *pusher) ForcePushWithLease(ctx context.Context, srcURL, srcRef, dstURL, dstBranch, expectedOld string) (string, error) {
+	dir, cleanup, err := p.fetch(ctx, srcURL, srcRef)
+	if err != nil {
+		return "", err
+	}
+	defer cleanup()
+	if _, err := p.git(ctx, dir, "push", "-q", "--force-with-lease=refs/heads/"+dstBranch+":"+expectedOld, dstURL, "refs/heads/src:refs/heads/"+dstBranch); err != nil {
+		if pe, ok := providers.AsError(err); ok && pe.Code == providers.CodeGit && strings.Contains(pe.Message, "stale info") {
+			pe.Code = providers.CodeConflict
+		}
+		return "", err
+	}
+	return p.git(ctx, dir, "rev-parse", "refs/heads/src")
+}
+
+func (p *pusher) PushNew(ctx context.Context, srcURL, srcBranch, dstURL, dstBranch string) (string, error) {
+	dir, cleanup, err := p.fetch(ctx, srcURL, srcBranch)
+	if err != nil {
+		return "", err
+	}
+	defer cleanup()
+	if _, err := p.git(ctx, dir, "push", "-q", dstURL, "refs/heads/src:refs/heads/"+dstBranch); err != nil {
+		return "", err
+	}
+	return p.git(ctx, dir, "rev-parse", "refs/heads/src")
+}
+
+func assertEq[T comparable](t testing.TB, what string, got, want T) {
+	t.Helper()
+	if got != want {
+		t.Fatalf("%s = %v, want %v", what, got, want)
+	}
+}
+
+var _ = fmt.Sprintf
+
+func runGit(ctx context.Context, dir, token string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd.Dir = dir
+	cmd.WaitDelay = 100 * time.Millisecond
+	auth := base64.StdEncoding.EncodeToString([]byte("x-token-auth:" + token))
+	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1",
+		"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=http.extraHeader", "GIT_CONFIG_VALUE_0=Authorization: Basic "+auth)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if err == nil {
+		return strings.TrimSpace(stdout.String()), nil
+	}
+	pe := &providers.Error{Op: "git." + args[0], Code: providers.CodeGit, Message: strings.TrimSpace(stderr.String()), Err: err, Uncertain: args[0] == "push"}
+	msg := stderr.String()
+	switch {
+	case ctx.Err() != nil:
+		pe.Code, pe.Err = providers.CodeCanceled, ctx.Err()
+	case strings.Contains(msg, "returned error: 5"):
+		pe.Code, pe.Status = providers.CodeServer, 500
+	case strings.Contains(msg, "returned error: 401"), strings.Contains(msg, "Authentication failed"):
+		pe.Code, pe.Status, pe.Uncertain = providers.CodeUnauthorized, 401, false
+	case strings.Contains(msg, "returned error: 403"):
+		pe.Code, pe.Status, pe.Uncertain = providers.CodeForbidden, 403, false
+	case strings.Contains(msg, "returned error: 404"), strings.Contains(msg, "not found"):
+		pe.Code, pe.Status, pe.Uncertain = providers.CodeNotFound, 404, false
+	case strings.Contains(msg, "returned error: 409"):
+		pe.Code, pe.Status = providers.CodeConflict, 409
+	case strings.Contains(msg, "stale info"), strings.Contains(msg, "non-fast-forward"), strings.Contains(msg, "fetch first"):
+		pe.Code, pe.Uncertain = providers.CodeConflict, false
+	case strings.Contains(msg, "Empty reply"), strings.Contains(msg, "reset"), strings.Contains(msg, "RPC failed"), strings.Contains(msg, "unexpected disconnect"):
+		pe.Code = providers.CodeTransport
+	}
+	return "", pe
+}
