@@ -132,8 +132,9 @@ func Open(ctx context.Context, connString string, opts Options) (*Store, error) 
 
 // slogBridge routes the client's printf-style log lines to slog. Its info
 // lines ("discovery attempt 1/1") are debug noise for us; its "error" lines
-// are mostly transient (each cancelled call logs one), so they become warnings
-// and the adapter logs real failures itself.
+// are mostly transient, so they become warnings and the adapter logs real
+// failures itself. A cancelled call is not a failure at all (the library logs
+// "unexpected exception" for each one), so those go to debug.
 func slogBridge(l *slog.Logger) esdb.LoggingFunc {
 	return func(level esdb.LogLevel, format string, args ...any) {
 		lv := slog.LevelDebug
@@ -141,10 +142,19 @@ func slogBridge(l *slog.Logger) esdb.LoggingFunc {
 		case esdb.LogWarn, esdb.LogError:
 			lv = slog.LevelWarn
 		}
+		for _, a := range args {
+			if err, ok := a.(error); ok && (errors.Is(err, context.Canceled) || status.Code(err) == codes.Canceled) {
+				lv = slog.LevelDebug
+			}
+		}
 		if !l.Enabled(context.Background(), lv) {
 			return
 		}
-		l.Log(context.Background(), lv, fmt.Sprintf(format, args...), "lib", "esdb-client")
+		msg := format
+		if strings.Contains(format, "%") {
+			msg = fmt.Sprintf(format, args...)
+		}
+		l.Log(context.Background(), lv, msg, "lib", "esdb-client")
 	}
 }
 
@@ -270,7 +280,7 @@ func isConnErr(err error) bool {
 			return true
 		}
 	}
-	return status.Code(errors.Unwrap(err)) == codes.Unavailable || status.Code(err) == codes.Unavailable
+	return status.Code(err) == codes.Unavailable
 }
 
 // do runs op with a healthy client, retrying connection failures with backoff

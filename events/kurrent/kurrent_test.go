@@ -1,11 +1,14 @@
 package kurrent_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"log/slog"
 	"math"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -503,3 +506,54 @@ func waitSignal(t *testing.T, ch <-chan struct{}, what string) {
 
 func (h *signalHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h *signalHandler) WithGroup(string) slog.Handler      { return h }
+
+// capture is a slog handler that keeps records.
+type capture struct {
+	mu   sync.Mutex
+	recs []slog.Record
+}
+
+func (c *capture) Enabled(context.Context, slog.Level) bool { return true }
+func (c *capture) Handle(_ context.Context, r slog.Record) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.recs = append(c.recs, r)
+	return nil
+}
+func (c *capture) WithAttrs([]slog.Attr) slog.Handler { return c }
+func (c *capture) WithGroup(string) slog.Handler      { return c }
+
+// The client library prints to the standard logger by default; the adapter
+// sends its lines to slog instead, so nothing reaches stderr unasked.
+func TestClientLoggingGoesToSlog(t *testing.T) {
+	var std bytes.Buffer
+	log.SetOutput(&std)
+	defer log.SetOutput(os.Stderr)
+
+	f := mustFake(t)
+	f.Stop()
+	c := &capture{}
+	opts := testOptions()
+	opts.Logger = slog.New(c)
+	opts.RetryTimeout = 200 * time.Millisecond
+	if _, err := kurrent.Open(ctxT(t), f.ConnString(), opts); !errors.Is(err, kurrent.ErrUnavailable) {
+		t.Fatalf("Open with the node down: %v", err)
+	}
+	if std.Len() > 0 {
+		t.Fatalf("the client wrote to the standard logger: %q", std.String())
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	fromLib := 0
+	for _, r := range c.recs {
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == "lib" && a.Value.String() == "esdb-client" {
+				fromLib++
+			}
+			return true
+		})
+	}
+	if fromLib == 0 {
+		t.Fatalf("no client log line reached slog (%d records)", len(c.recs))
+	}
+}
