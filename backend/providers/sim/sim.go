@@ -267,9 +267,10 @@ func (s *Sim) record(server string, next http.Handler) http.Handler {
 		})
 		sw := &statusWriter{ResponseWriter: w}
 		next.ServeHTTP(sw, r.WithContext(context.WithValue(r.Context(), recKey{}, rq)))
-		// stop() is false when the context was cancelled while the handler
-		// ran: the client went away (the AfterFunc may not have run yet).
-		clientGone := !stop()
+		// Before ServeHTTP returns, only a vanished client cancels the
+		// request context. Check Err too: Done closes before AfterFuncs are
+		// notified, so stop() alone can win that race.
+		clientGone := !stop() || r.Context().Err() != nil
 		now := time.Now()
 		s.rec.update(func() {
 			rq.Status = sw.status
