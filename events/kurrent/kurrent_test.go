@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.uber.org/goleak"
 
 	"github.com/slotkeeper/slotkeeper/events"
 	"github.com/slotkeeper/slotkeeper/events/kurrent"
@@ -556,4 +557,15 @@ func TestClientLoggingGoesToSlog(t *testing.T) {
 	if fromLib == 0 {
 		t.Fatalf("no client log line reached slog (%d records)", len(c.recs))
 	}
+}
+
+// The suite again, with every case on one node that keeps the earlier cases'
+// events, as a shared KurrentDB would.
+func TestConformanceSharedNode(t *testing.T) {
+	f := mustFake(t)
+	storetest.Run(t, func(t *testing.T) events.Store { return mustOpen(t, f) })
+}
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
 }
