@@ -3,12 +3,32 @@ import { createRoot } from "react-dom/client";
 import { App } from "./App";
 import { getLang, setLang } from "./i18n";
 import { readConfig } from "./live/config";
-import { startStream } from "./live/stream";
+import { getLiveState } from "./live/store";
+import { getStreamStatus, startStream } from "./live/stream";
 import "./styles.css";
 
 setLang(getLang());
 // One stream per tab, started once here and never by a component.
 startStream({ heartbeatMs: readConfig().heartbeatMs });
+
+// A read-only view of the live store for browser tests and support: it
+// proves what the page knows (position, revisions) without scraping the DOM.
+declare global {
+  interface Window {
+    __SLOTKEEPER__?: { snapshot: () => unknown };
+  }
+}
+window.__SLOTKEEPER__ = {
+  snapshot: () => {
+    const s = getLiveState();
+    return {
+      position: s.position,
+      stream: getStreamStatus(),
+      slots: [...s.slots.values()].map((v) => ({ name: v.name, revision: v.revision, lifecycle: v.lifecycle })),
+      jobs: [...s.jobs.values()].map((j) => ({ id: j.id, revision: j.revision, state: j.state, steps: j.steps })),
+    };
+  },
+};
 
 const root = document.getElementById("root");
 if (root) {

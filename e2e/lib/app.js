@@ -1,0 +1,66 @@
+// Helpers that drive the dashboard the way a person does.
+import assert from "node:assert/strict";
+
+/** HB is the heartbeat the e2e servers run with (ms); the page is told the same. */
+export const HB = 1000;
+
+/** appUrl is the dashboard at a hash route, with the shortened heartbeat. */
+export function appUrl(server, route = "/") {
+  return `${server.url}/?heartbeat_ms=${HB}#${route}`;
+}
+
+/** serverFlags are the flags every e2e server starts with (missing ones are skipped). */
+export function serverFlags(extra = {}) {
+  return { heartbeat: `${HB}ms`, grace: "3s", "step-timeout": "3s", ...extra };
+}
+
+/** waitLive waits for the always-visible indicator to say live. */
+export async function waitLive(page, timeout = 15_000) {
+  await page.waitForSelector('[data-testid=live-indicator][data-status="live"]', { timeout });
+}
+
+/** pickSlot finds an occupied slot with no job running. */
+export async function pickSlot(server, exclude = []) {
+  const { slots } = await server.api("GET", "/api/slots");
+  const s = slots.find((v) => v.lifecycle === "occupied" && !v.active_job && !exclude.includes(v.name));
+  if (s) return s.name;
+  const vacant = slots.find((v) => v.lifecycle === "vacant" && !v.active_job && !exclude.includes(v.name));
+  assert.ok(vacant, "the demo pool has no free slot");
+  await server.api("POST", `/api/slots/${vacant.name}/occupy`, { until: new Date(Date.now() + 3_600_000).toISOString() });
+  return vacant.name;
+}
+
+/**
+ * recordSteps installs a MutationObserver that logs every step state the
+ * page shows, with the time it appeared; readSteps returns the log.
+ */
+export async function recordSteps(page) {
+  await page.evaluate(() => {
+    const log = [];
+    window.__stepLog = log;
+    const seen = new Map();
+    const scan = () => {
+      for (const el of document.querySelectorAll("[data-step]")) {
+        const k = el.getAttribute("data-step");
+        const v = el.getAttribute("data-state");
+        if (seen.get(k) !== v) {
+          seen.set(k, v);
+          log.push({ step: k, state: v, t: performance.now() });
+        }
+      }
+    };
+    new MutationObserver(scan).observe(document.body, { subtree: true, childList: true, attributes: true, attributeFilter: ["data-state"] });
+    scan();
+  });
+}
+
+export function readSteps(page) {
+  return page.evaluate(() => window.__stepLog);
+}
+
+/** jobIdFromUrl reads the job id out of #/jobs/<id>/wait. */
+export function jobIdFromUrl(url) {
+  const m = /#\/jobs\/([^/]+)/.exec(url);
+  assert.ok(m, `no job id in ${url}`);
+  return decodeURIComponent(m[1]);
+}

@@ -1,0 +1,69 @@
+// Stop the server: the stale banner shows within the watchdog time. Start it
+// again on the same data: the banner clears and the page missed nothing.
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+import { debugState, openBrowser, shot } from "../lib/browser.js";
+import { Server } from "../lib/server.js";
+import { HB, appUrl, pickSlot, readSteps, recordSteps, serverFlags, waitLive } from "../lib/app.js";
+
+let server;
+let browser;
+
+before(async () => {
+  server = await new Server({ flags: serverFlags({ grace: "6s" }) }).start();
+  browser = await openBrowser();
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.close();
+});
+
+test("stale banner within the watchdog time, cleared after a restart with no missed steps", async () => {
+  const page = await browser.context.newPage();
+  const name = await pickSlot(server);
+  // A release in its grace period: its steps will run after the restart.
+  const accepted = await server.api("POST", `/api/slots/${name}/release`);
+  await page.goto(appUrl(server, `/jobs/${accepted.job_id}/wait`));
+  await waitLive(page);
+  await page.waitForSelector("[data-testid=wait-view]");
+  await recordSteps(page);
+  assert.equal(await page.$("[data-testid=connection-banner]"), null);
+
+  const t0 = Date.now();
+  await server.stop();
+  await page.waitForSelector("[data-testid=connection-banner]", { timeout: 2 * HB + 2_000 });
+  const shownAfter = Date.now() - t0;
+  console.log(`# banner shown ${shownAfter} ms after the server stopped (watchdog ${2 * HB} ms + one tick)`);
+  assert.ok(shownAfter <= 2 * HB + 1_000 + 500, `banner within the watchdog time (${shownAfter} ms)`);
+  const indicator = await page.getAttribute("[data-testid=live-indicator]", "data-status");
+  assert.notEqual(indicator, "live");
+  // Nothing is claimed while the page cannot verify.
+  const phase = await page.getAttribute("[data-testid=wait-view]", "data-phase");
+  assert.ok(phase === "unknown", `wait view says it cannot verify (phase ${phase})`);
+  await shot(page, "stale-banner");
+
+  await server.start();
+  await page.waitForSelector("[data-testid=connection-banner]", { state: "detached", timeout: 30_000 });
+  await waitLive(page);
+  // The job runs to the end after the restart; success navigates.
+  await page.waitForURL(new RegExp(`#/slots/${name}$`), { timeout: 60_000 });
+
+  const log = await readSteps(page);
+  const apiJob = await server.api("GET", `/api/jobs/${accepted.job_id}`);
+  assert.equal(apiJob.state, "succeeded");
+  for (const s of apiJob.steps) {
+    assert.ok(log.some((e) => e.step === s.name && e.state === "done"), `step ${s.name} was shown done`);
+  }
+  // No missed changes: the page's store equals the read model, revision for revision.
+  const st = await debugState(page);
+  const mine = st.jobs.find((j) => j.id === accepted.job_id);
+  assert.equal(mine.revision, apiJob.revision);
+  const { slots } = await server.api("GET", "/api/slots");
+  for (const s of slots) {
+    const have = st.slots.find((x) => x.name === s.name);
+    assert.ok(have, `slot ${s.name} is on the page`);
+    assert.equal(have.revision, s.revision, `slot ${s.name} revision`);
+  }
+  await page.close();
+});
