@@ -115,9 +115,6 @@ func New(d Deps) (*Server, error) {
 	if d.Sim != nil {
 		api.Any("/sim/*", echo.WrapHandler(d.Sim))
 	}
-	api.Any("/*", func(c echo.Context) error {
-		return errf(CodeNotFound, "no such route: %s %s", c.Request().Method, c.Request().URL.Path)
-	})
 
 	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
 	e.GET("/readyz", s.readyz)

@@ -111,12 +111,38 @@ type Hub struct {
 	perIP     map[string]int
 	closed    bool
 
-	headPos atomic.Uint64 // mirror of head for heartbeats
+	headPos   atomic.Uint64 // mirror of head for heartbeats
+	listeners atomic.Int64  // mirror of len(clients)
 }
 
+// entry is one change of the history. Its frame is encoded when first
+// needed: while nobody listens (a read model replaying a long log at
+// start) changes are kept but not encoded.
 type entry struct {
-	pos   events.Position
-	frame []byte
+	pos    events.Position
+	change projections.Change
+	frame  []byte
+}
+
+func (e *entry) encoded(log *slog.Logger) []byte {
+	if e.frame == nil {
+		e.frame = encodeChange(e.change, log)
+	}
+	return e.frame
+}
+
+func encodeChange(ch projections.Change, log *slog.Logger) []byte {
+	data, err := json.Marshal(ch)
+	if err != nil {
+		// Views are plain structs; this is a programming error. Send the
+		// position anyway so that the client's sequence has no hole.
+		log.Error("sse: encode change", slog.Any("position", ch.Position), slog.String("error", err.Error()))
+		data = fmt.Appendf(nil, `{"position":%d}`, ch.Position)
+	}
+	frame := make([]byte, 0, len(data)+40)
+	frame = fmt.Appendf(frame, "id: %d\nevent: change\ndata: ", ch.Position)
+	frame = append(frame, data...)
+	return append(frame, '\n', '\n')
 }
 
 type client struct {
@@ -181,16 +207,10 @@ func (h *Hub) Head() events.Position { return events.Position(h.headPos.Load()) 
 // below the hub's head is ignored (a redelivery). Publish never waits for a
 // client.
 func (h *Hub) Publish(ch projections.Change) {
-	data, err := json.Marshal(ch)
-	if err != nil {
-		h.log.Error("sse: encode change", slog.Any("position", ch.Position), slog.String("error", err.Error()))
-		return
+	var frame []byte
+	if h.listeners.Load() > 0 {
+		frame = encodeChange(ch, h.log) // outside the lock
 	}
-	frame := make([]byte, 0, len(data)+40)
-	frame = fmt.Appendf(frame, "id: %d\nevent: change\ndata: ", ch.Position)
-	frame = append(frame, data...)
-	frame = append(frame, '\n', '\n')
-
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed || ch.Position <= h.head {
@@ -200,7 +220,7 @@ func (h *Hub) Publish(ch projections.Change) {
 	if h.seq >= uint64(len(h.ring)) {
 		h.floor = h.ring[i].pos
 	}
-	h.ring[i] = entry{pos: ch.Position, frame: frame}
+	h.ring[i] = entry{pos: ch.Position, change: ch, frame: frame}
 	h.seq++
 	h.head = ch.Position
 	h.headPos.Store(uint64(ch.Position))
@@ -291,6 +311,7 @@ func (h *Hub) attach(c *client, lastID *events.Position) ([]byte, bool, error) {
 		return nil, false, &Error{Code: CodeTooMany, Message: fmt.Sprintf("too many live streams from %s (limit %d)", c.ip, h.opt.MaxClientsPerIP), Details: map[string]any{"limit": h.opt.MaxClientsPerIP}}
 	}
 	h.clients[c] = struct{}{}
+	h.listeners.Add(1)
 	h.perIP[c.ip]++
 	h.met.sseClients.Inc()
 
@@ -325,6 +346,7 @@ func (h *Hub) detach(c *client) {
 		return
 	}
 	delete(h.clients, c)
+	h.listeners.Add(-1)
 	if h.perIP[c.ip]--; h.perIP[c.ip] <= 0 {
 		delete(h.perIP, c.ip)
 	}
@@ -365,7 +387,7 @@ func (h *Hub) pending(c *client) ([][]byte, string) {
 	}
 	c.batch = c.batch[:0]
 	for ; c.next < h.seq; c.next++ {
-		c.batch = append(c.batch, h.ring[c.next%uint64(len(h.ring))].frame)
+		c.batch = append(c.batch, h.ring[c.next%uint64(len(h.ring))].encoded(h.log))
 	}
 	return c.batch, ""
 }
@@ -509,4 +531,77 @@ func (h *Hub) fail(c *client, err error) string {
 	c.reason = "gone"
 	close(c.kick)
 	return c.reason
+}
+
+// ChangeFeed is the read model's change feed (projections.Runner).
+type ChangeFeed interface {
+	Subscribe(buf int) *projections.Subscription
+}
+
+// feedBuffer is the hub's buffer in the runner's feed. Publish never waits,
+// so the hub only falls behind if it is starved of CPU for a long time.
+const feedBuffer = 1 << 16
+
+// Follow feeds the hub from the runner's change feed until ctx ends. It
+// subscribes first, then seeds the hub from reads at a position that is
+// consistent with the listed slots, then publishes every later change.
+// started (if not nil) is closed after the first seed: start the runner
+// after it, so that a read model that replays the log from the beginning
+// refills the resume history too. If the runner drops the hub (it fell
+// behind), Follow seeds again and clients take fresh snapshots.
+func (h *Hub) Follow(ctx context.Context, feed ChangeFeed, reads projections.ReadModel, started chan<- struct{}) error {
+	for {
+		sub := feed.Subscribe(feedBuffer)
+		pos, slots, err := consistentSlots(ctx, reads)
+		if err != nil {
+			sub.Cancel()
+			return err
+		}
+		h.Seed(pos, slots)
+		if started != nil {
+			close(started)
+			started = nil
+		}
+	loop:
+		for {
+			select {
+			case <-ctx.Done():
+				sub.Cancel()
+				return nil
+			case ch, ok := <-sub.C:
+				if !ok {
+					break loop
+				}
+				if ch.Position > pos {
+					h.Publish(ch)
+				}
+			}
+		}
+		h.log.Warn("sse: the change feed dropped the hub; clients will take fresh snapshots")
+	}
+}
+
+// consistentSlots lists the slots together with the position they reflect:
+// it retries while the read model moves between the two reads.
+func consistentSlots(ctx context.Context, reads projections.ReadModel) (events.Position, []projections.SlotView, error) {
+	for try := 0; ; try++ {
+		before, err := reads.Position(ctx)
+		if err != nil {
+			return 0, nil, err
+		}
+		slots, err := reads.ListSlots(ctx)
+		if err != nil {
+			return 0, nil, err
+		}
+		after, err := reads.Position(ctx)
+		if err != nil {
+			return 0, nil, err
+		}
+		if before == after || try >= 100 {
+			// After many tries the list may be newer than before; replaying
+			// a change over a view that already has it is harmless (clients
+			// keep the highest revision).
+			return before, slots, nil
+		}
+	}
 }

@@ -1,0 +1,483 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/slotkeeper/slotkeeper/backend/slots"
+	"github.com/slotkeeper/slotkeeper/events"
+	"github.com/slotkeeper/slotkeeper/events/memstore"
+	"github.com/slotkeeper/slotkeeper/projections"
+	"github.com/slotkeeper/slotkeeper/projections/memory"
+)
+
+// bundle is a whole API on real pieces: the in-memory event store, the
+// in-memory read model kept up by a projections.Runner, the slots service,
+// and the hub following the runner's feed. No job engine runs, so accepted
+// jobs stay queued.
+type bundle struct {
+	stop   func()
+	store  *memstore.Store
+	runner *projections.Runner
+	hub    *Hub
+	srv    *httptest.Server
+	tr     *http.Transport
+}
+
+func setup(t *testing.T, opt HubOptions) *bundle {
+	t.Helper()
+	t.Cleanup(func() { goleak.VerifyNone(t) }) // first registered, runs last
+	store := memstore.New()
+	b := &bundle{store: store}
+	b.start(t, opt)
+	return b
+}
+
+// start runs read model, runner, hub and HTTP server on b.store (on addr
+// if given); b.stop (also run at cleanup) stops them, the store stays: a
+// restart calls start again.
+func (b *bundle) start(t *testing.T, opt HubOptions, addr ...string) {
+	t.Helper()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ctx, cancel := context.WithCancel(context.Background())
+	rm := memory.New(b.store)
+	b.runner = projections.NewRunner(b.store, rm, projections.RunnerOptions{})
+	met := NewMetrics()
+	b.hub = NewHub(opt, met, log)
+	started := make(chan struct{})
+	followed := make(chan error, 1)
+	go func() { followed <- b.hub.Follow(ctx, b.runner, rm, started) }()
+	<-started
+	ran := make(chan error, 1)
+	go func() { ran <- b.runner.Run(ctx) }()
+	head, _ := b.store.Head(ctx)
+	if err := b.runner.WaitFor(ctx, head); err != nil {
+		t.Fatal(err)
+	}
+	svc := slots.NewService(b.store, slots.Config{Grace: time.Hour, Logger: log})
+	s, err := New(Deps{Commands: svc, Reads: rm, Log: b.store, Waiter: b.runner, Hub: b.hub, Logger: log,
+		Ready: func(context.Context) error { return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.srv = httptest.NewUnstartedServer(s)
+	if len(addr) > 0 {
+		b.srv.Listener.Close()
+		l, err := net.Listen("tcp", addr[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.srv.Listener = l
+	}
+	b.srv.Config.ConnContext = ConnContext
+	b.srv.Start()
+	b.tr = &http.Transport{}
+	var once sync.Once
+	b.stop = func() {
+		once.Do(func() {
+			b.hub.Close()
+			b.srv.Close()
+			b.tr.CloseIdleConnections()
+			cancel()
+			<-followed
+			<-ran
+		})
+	}
+	t.Cleanup(b.stop)
+}
+
+func (b *bundle) head(t *testing.T) events.Position {
+	t.Helper()
+	p, err := b.store.Head(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+type answer struct {
+	status int
+	body   []byte
+	header http.Header
+}
+
+func (a answer) decode(t *testing.T, v any) {
+	t.Helper()
+	if err := json.Unmarshal(a.body, v); err != nil {
+		t.Fatalf("decode %s: %v", a.body, err)
+	}
+}
+
+func (a answer) apiError(t *testing.T) errorPayload {
+	t.Helper()
+	var e errorBody
+	a.decode(t, &e)
+	return e.Error
+}
+
+// do sends a request; body may be a string (sent as is) or a value (JSON).
+func (b *bundle) do(t *testing.T, method, path string, body any, hdr ...string) answer {
+	t.Helper()
+	var rd io.Reader
+	switch v := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(v)
+	default:
+		data, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd = bytes.NewReader(data)
+	}
+	req, err := http.NewRequest(method, b.srv.URL+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set(HeaderActor, "alice")
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := (&http.Client{Transport: b.tr}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return answer{status: resp.StatusCode, body: data, header: resp.Header}
+}
+
+func registerCmd(name string) slots.RegisterCmd {
+	return slots.RegisterCmd{
+		Name: name, ProjectUUID: "p-" + name, AppUUID: "a-" + name, DBUUID: "d-" + name,
+		Repo:         events.RepoRef{Project: "SLOT", Slug: "slot-" + name},
+		TemplateRepo: events.RepoRef{Project: "TPL", Slug: "template"}, TemplateRef: "main",
+	}
+}
+
+func (b *bundle) register(t *testing.T, name string) projections.SlotView {
+	t.Helper()
+	a := b.do(t, http.MethodPost, "/api/slots", registerCmd(name))
+	if a.status != http.StatusCreated {
+		t.Fatalf("register %s: %d %s", name, a.status, a.body)
+	}
+	var v projections.SlotView
+	a.decode(t, &v)
+	return v
+}
+
+func (b *bundle) occupy(t *testing.T, name string) {
+	t.Helper()
+	a := b.do(t, http.MethodPost, "/api/slots/"+name+"/occupy", map[string]any{"until": time.Now().Add(time.Hour)})
+	if a.status != http.StatusOK {
+		t.Fatalf("occupy %s: %d %s", name, a.status, a.body)
+	}
+}
+
+func TestCommandsReadTheirWrites(t *testing.T) {
+	b := setup(t, HubOptions{})
+	v := b.register(t, "s1")
+	if v.Name != "s1" || v.Lifecycle != projections.LifecycleVacant || v.AppUUID != "a-s1" {
+		t.Fatalf("register answered %+v", v)
+	}
+
+	until := time.Now().Add(2 * time.Hour).UTC().Truncate(time.Second)
+	a := b.do(t, http.MethodPost, "/api/slots/s1/occupy", map[string]any{"until": until})
+	if a.status != http.StatusOK {
+		t.Fatalf("occupy: %d %s", a.status, a.body)
+	}
+	a.decode(t, &v)
+	if v.Lifecycle != projections.LifecycleOccupied || v.Occupant != "alice" || v.Deadline == nil || !v.Deadline.Equal(until) {
+		t.Fatalf("occupy answered %+v", v)
+	}
+	if a.header.Get(HeaderRequestID) == "" {
+		t.Fatal("no X-Request-Id")
+	}
+
+	a = b.do(t, http.MethodPost, "/api/slots/s1/release", nil, HeaderRequestID, "req-release-1")
+	if a.status != http.StatusAccepted {
+		t.Fatalf("release: %d %s", a.status, a.body)
+	}
+	var res slots.JobAcceptedResult
+	a.decode(t, &res)
+	if res.JobID == "" || res.Kind != events.KindReset || res.Slot != "s1" {
+		t.Fatalf("release answered %+v", res)
+	}
+	// Read-your-writes: the job is there at once.
+	a = b.do(t, http.MethodGet, "/api/jobs/"+res.JobID, nil)
+	var j projections.JobView
+	a.decode(t, &j)
+	if a.status != http.StatusOK || j.ID != res.JobID || j.State != projections.JobQueued || j.CorrelationID != "req-release-1" {
+		t.Fatalf("job after release: %d %+v", a.status, j)
+	}
+	a = b.do(t, http.MethodGet, "/api/slots/s1/jobs/latest?kind=reset", nil)
+	a.decode(t, &j)
+	if a.status != http.StatusOK || j.ID != res.JobID {
+		t.Fatalf("latest reset: %d %s", a.status, a.body)
+	}
+	a = b.do(t, http.MethodGet, "/api/slots/s1/jobs?kind=reset&limit=5", nil)
+	var page projections.Page
+	a.decode(t, &page)
+	if a.status != http.StatusOK || len(page.Jobs) != 1 {
+		t.Fatalf("jobs page: %d %s", a.status, a.body)
+	}
+	a = b.do(t, http.MethodGet, "/api/jobs/"+res.JobID+"/events", nil)
+	var evs struct {
+		Events []eventDTO `json:"events"`
+	}
+	a.decode(t, &evs)
+	if a.status != http.StatusOK || len(evs.Events) != 1 || evs.Events[0].Type != "JobQueued" || evs.Events[0].Meta.Actor != "alice" {
+		t.Fatalf("job events: %d %s", a.status, a.body)
+	}
+
+	// A second release is refused and names the blocking job.
+	before := b.head(t)
+	a = b.do(t, http.MethodPost, "/api/slots/s1/release", nil)
+	e := a.apiError(t)
+	if a.status != http.StatusConflict || e.Code != CodeConflict || e.Details["blocking_job"] != res.JobID {
+		t.Fatalf("second release: %d %s", a.status, a.body)
+	}
+	if after := b.head(t); after != before {
+		t.Fatalf("a refused command appended: head %d → %d", before, after)
+	}
+
+	// Cancel frees the slot; the audit names who did what.
+	a = b.do(t, http.MethodPost, "/api/jobs/"+res.JobID+"/cancel", nil)
+	if a.status != http.StatusAccepted {
+		t.Fatalf("cancel: %d %s", a.status, a.body)
+	}
+	a = b.do(t, http.MethodGet, "/api/jobs/"+res.JobID, nil)
+	a.decode(t, &j)
+	if j.State != projections.JobCancelled {
+		t.Fatalf("job after cancel: %+v", j)
+	}
+	a = b.do(t, http.MethodGet, "/api/audit?slot=s1&actor=alice&limit=50", nil)
+	var audit struct {
+		Entries []projections.AuditEntry `json:"entries"`
+	}
+	a.decode(t, &audit)
+	if a.status != http.StatusOK || len(audit.Entries) < 3 {
+		t.Fatalf("audit: %d %s", a.status, a.body)
+	}
+	a = b.do(t, http.MethodGet, "/api/slots", nil)
+	var list struct {
+		Slots    []projections.SlotView `json:"slots"`
+		Position events.Position        `json:"position"`
+	}
+	a.decode(t, &list)
+	if a.status != http.StatusOK || len(list.Slots) != 1 || list.Position != b.head(t) {
+		t.Fatalf("list: %d %s", a.status, a.body)
+	}
+	a = b.do(t, http.MethodGet, "/api/resources/remaining", nil)
+	if a.status != http.StatusOK || !strings.Contains(string(a.body), `"resources"`) {
+		t.Fatalf("remaining: %d %s", a.status, a.body)
+	}
+	a = b.do(t, http.MethodGet, "/api/slots/s1/plan?kind=promote&project=NEW&name=s1-copy", nil)
+	var plan slots.Plan
+	a.decode(t, &plan)
+	if a.status != http.StatusOK || plan.Kind != events.KindPromote || len(plan.Steps) == 0 {
+		t.Fatalf("plan: %d %s", a.status, a.body)
+	}
+}
+
+// TestBadInputAppendsNothing sends every endpoint bad input and checks the
+// answer's status and code, and that the log's head did not move.
+func TestBadInputAppendsNothing(t *testing.T) {
+	b := setup(t, HubOptions{})
+	b.register(t, "s1")
+	b.register(t, "s2")
+	b.occupy(t, "s2")
+	a := b.do(t, http.MethodPost, "/api/slots/s2/release", nil)
+	var queued slots.JobAcceptedResult
+	a.decode(t, &queued)
+
+	future := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	big := `{"name":"` + strings.Repeat("x", MaxBodyBytes) + `"}`
+	for _, tc := range []struct {
+		name, method, path string
+		body               any
+		hdr                []string
+		status             int
+		code               Code
+	}{
+		// register
+		{"register no body", "POST", "/api/slots", nil, nil, 400, CodeInvalid},
+		{"register malformed", "POST", "/api/slots", `{"name":`, nil, 400, CodeInvalid},
+		{"register unknown field", "POST", "/api/slots", `{"name":"s3","nmae":"x"}`, nil, 400, CodeInvalid},
+		{"register two values", "POST", "/api/slots", `{"name":"s3"} {}`, nil, 400, CodeInvalid},
+		{"register wrong type", "POST", "/api/slots", `{"name":3}`, nil, 400, CodeInvalid},
+		{"register traversal", "POST", "/api/slots", withName("../etc"), nil, 400, CodeInvalid},
+		{"register slash", "POST", "/api/slots", withName("a/b"), nil, 400, CodeInvalid},
+		{"register fullwidth", "POST", "/api/slots", withName("ｓｌｏｔ"), nil, 400, CodeInvalid},
+		{"register bidi", "POST", "/api/slots", withName("slot\u202e1"), nil, 400, CodeInvalid},
+		{"register zero width", "POST", "/api/slots", withName("slo\u200bt"), nil, 400, CodeInvalid},
+		{"register uppercase", "POST", "/api/slots", withName("Slot"), nil, 400, CodeInvalid},
+		{"register bad repo", "POST", "/api/slots", withRepo("../x"), nil, 400, CodeInvalid},
+		{"register duplicate", "POST", "/api/slots", registerCmd("s1"), nil, 409, CodeConflict},
+		{"register oversized", "POST", "/api/slots", big, nil, 413, CodeTooLarge},
+		{"register text body", "POST", "/api/slots", `name=s3`, []string{"Content-Type", "text/plain"}, 400, CodeInvalid},
+		{"register bad actor", "POST", "/api/slots", registerCmd("s3"), []string{HeaderActor, "eve\u202e"}, 400, CodeInvalid},
+		// occupy
+		{"occupy unknown slot", "POST", "/api/slots/nope/occupy", map[string]any{"until": future}, nil, 404, CodeNotFound},
+		{"occupy encoded traversal", "POST", "/api/slots/..%2Fs1/occupy", map[string]any{"until": future}, nil, 400, CodeInvalid},
+		{"occupy encoded slash", "POST", "/api/slots/s1%2Fx/occupy", map[string]any{"until": future}, nil, 400, CodeInvalid},
+		{"occupy unicode", "POST", "/api/slots/s%C4%B1/occupy", map[string]any{"until": future}, nil, 400, CodeInvalid},
+		{"occupy bad time", "POST", "/api/slots/s1/occupy", `{"until":"tomorrow"}`, nil, 400, CodeInvalid},
+		{"occupy past", "POST", "/api/slots/s1/occupy", map[string]any{"until": time.Now().Add(-time.Hour)}, nil, 400, CodeInvalid},
+		{"occupy unknown field", "POST", "/api/slots/s1/occupy", `{"until":"` + future + `","for":"x"}`, nil, 400, CodeInvalid},
+		{"occupy occupied", "POST", "/api/slots/s2/occupy", map[string]any{"until": future}, nil, 409, CodeConflict},
+		{"occupy no body", "POST", "/api/slots/s1/occupy", nil, nil, 400, CodeInvalid},
+		// extend
+		{"extend vacant", "POST", "/api/slots/s1/extend", map[string]any{"until": future}, nil, 409, CodeConflict},
+		{"extend unknown", "POST", "/api/slots/nope/extend", map[string]any{"until": future}, nil, 404, CodeNotFound},
+		{"extend bad body", "POST", "/api/slots/s1/extend", `[]`, nil, 400, CodeInvalid},
+		// release / teardown / promote
+		{"release vacant", "POST", "/api/slots/s1/release", nil, nil, 409, CodeConflict},
+		{"release unknown", "POST", "/api/slots/nope/release", nil, nil, 404, CodeNotFound},
+		{"release body field", "POST", "/api/slots/s1/release", `{"force":true}`, nil, 400, CodeInvalid},
+		{"release locked", "POST", "/api/slots/s2/release", nil, nil, 409, CodeConflict},
+		{"teardown locked", "POST", "/api/slots/s2/teardown", nil, nil, 409, CodeConflict},
+		{"teardown bad name", "POST", "/api/slots/.hidden/teardown", nil, nil, 400, CodeInvalid},
+		{"promote bad project", "POST", "/api/slots/s1/promote", map[string]string{"project": "../X", "name": "new"}, nil, 400, CodeInvalid},
+		{"promote bad repo", "POST", "/api/slots/s1/promote", map[string]string{"project": "NEW", "name": "a/b"}, nil, 400, CodeInvalid},
+		{"promote unknown field", "POST", "/api/slots/s1/promote", `{"project":"NEW","name":"n","force":1}`, nil, 400, CodeInvalid},
+		// jobs
+		{"cancel unknown job", "POST", "/api/jobs/4f9c3c1e-1111-4c3e-9c1e-111111111111/cancel", nil, nil, 404, CodeNotFound},
+		{"cancel bad id", "POST", "/api/jobs/..%2F..%2Fx/cancel", nil, nil, 400, CodeInvalid},
+		{"resume queued", "POST", "/api/jobs/" + queued.JobID + "/resume", nil, nil, 409, CodeConflict},
+		{"resume unknown job", "POST", "/api/jobs/4f9c3c1e-1111-4c3e-9c1e-111111111111/resume", nil, nil, 404, CodeNotFound},
+		{"resume body", "POST", "/api/jobs/" + queued.JobID + "/resume", `{"from":"x"}`, nil, 400, CodeInvalid},
+		// reads
+		{"get unknown slot", "GET", "/api/slots/nope", nil, nil, 404, CodeNotFound},
+		{"get bad slot", "GET", "/api/slots/a%00b", nil, nil, 400, CodeInvalid},
+		{"get unknown job", "GET", "/api/jobs/nope", nil, nil, 404, CodeNotFound},
+		{"job events unknown", "GET", "/api/jobs/nope/events", nil, nil, 404, CodeNotFound},
+		{"jobs bad kind", "GET", "/api/slots/s1/jobs?kind=nuke", nil, nil, 400, CodeInvalid},
+		{"jobs bad limit", "GET", "/api/slots/s1/jobs?limit=0", nil, nil, 400, CodeInvalid},
+		{"jobs unknown slot", "GET", "/api/slots/nope/jobs", nil, nil, 404, CodeNotFound},
+		{"latest no kind", "GET", "/api/slots/s1/jobs/latest", nil, nil, 400, CodeInvalid},
+		{"latest none", "GET", "/api/slots/s1/jobs/latest?kind=promote", nil, nil, 404, CodeNotFound},
+		{"plan bad kind", "GET", "/api/slots/s1/plan?kind=x", nil, nil, 400, CodeInvalid},
+		{"plan wrong state", "GET", "/api/slots/s1/plan?kind=reset", nil, nil, 409, CodeConflict},
+		{"audit bad since", "GET", "/api/audit?since=yesterday", nil, nil, 400, CodeInvalid},
+		{"audit bad after", "GET", "/api/audit?after=-1", nil, nil, 400, CodeInvalid},
+		{"audit bad limit", "GET", "/api/audit?limit=100000", nil, nil, 400, CodeInvalid},
+		{"audit bad slot", "GET", "/api/audit?slot=../x", nil, nil, 400, CodeInvalid},
+		{"stream bad id", "GET", "/api/stream?last_event_id=-3", nil, nil, 400, CodeInvalid},
+		// routing
+		{"unknown route", "GET", "/api/nope", nil, nil, 404, CodeNotFound},
+		{"wrong method", "DELETE", "/api/slots/s1", nil, nil, 405, CodeMethodNotAllowed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := b.head(t)
+			a := b.do(t, tc.method, tc.path, tc.body, tc.hdr...)
+			if a.status != tc.status {
+				t.Fatalf("status %d, want %d: %s", a.status, tc.status, a.body)
+			}
+			e := a.apiError(t)
+			if e.Code != tc.code || e.Message == "" {
+				t.Fatalf("error %+v, want code %s", e, tc.code)
+			}
+			if after := b.head(t); after != before {
+				t.Fatalf("bad input appended: head %d → %d", before, after)
+			}
+		})
+	}
+}
+
+func withName(n string) slots.RegisterCmd { return registerCmd(n) }
+
+func withRepo(slug string) slots.RegisterCmd {
+	c := registerCmd("s9")
+	c.Repo.Slug = slug
+	return c
+}
+
+func TestHealthMetricsAndSPA(t *testing.T) {
+	b := setup(t, HubOptions{})
+	if a := b.do(t, "GET", "/healthz", nil); a.status != 200 {
+		t.Fatalf("healthz %d", a.status)
+	}
+	if a := b.do(t, "GET", "/readyz", nil); a.status != 200 {
+		t.Fatalf("readyz %d %s", a.status, a.body)
+	}
+	b.register(t, "m1")
+	a := b.do(t, "GET", "/metrics", nil)
+	for _, want := range []string{"slotkeeper_http_requests_total", "slotkeeper_sse_clients", "go_goroutines"} {
+		if !strings.Contains(string(a.body), want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+	a = b.do(t, "GET", "/slots/m1", nil)
+	if a.status != 200 || !strings.Contains(string(a.body), "<html") && !strings.Contains(string(a.body), "<!doctype") {
+		t.Fatalf("SPA fallback: %d %s", a.status, a.body)
+	}
+}
+
+// TestStreamAcrossRestart follows the live stream while commands append
+// concurrently and the server (read model, runner, hub, HTTP) restarts on
+// the same log and address: the client resumes with Last-Event-ID and sees
+// every position exactly once, with no second snapshot.
+func TestStreamAcrossRestart(t *testing.T) {
+	b := setup(t, HubOptions{})
+	b.register(t, "s1")
+	b.occupy(t, "s1")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w := watch(ctx, t, b.srv.URL+"/api/stream", nil)
+	snap := w.next(t, "snapshot")
+	var sf snapshotFrame
+	if err := json.Unmarshal(snap.Data, &sf); err != nil || len(sf.Slots) != 1 || sf.Slots[0].Occupant != "alice" {
+		t.Fatalf("snapshot %s (%v)", snap.Data, err)
+	}
+	pos := sf.Position
+
+	svc := slots.NewService(b.store, slots.Config{})
+	const n = 300
+	halfway, appended := make(chan struct{}), make(chan error, 1)
+	go func() {
+		for i := 0; i < n; i++ {
+			if i == n/3 {
+				close(halfway)
+			}
+			until := time.Now().Add(time.Hour + time.Duration(i)*time.Second)
+			if err := svc.Extend(ctx, slots.Actor{Name: "bob", CorrelationID: "c" + strconv.Itoa(i)}, "s1", slots.ExtendCmd{Until: until}); err != nil {
+				appended <- err
+				return
+			}
+		}
+		appended <- nil
+	}()
+	<-halfway
+	addr := b.srv.Listener.Addr().String()
+	b.stop()
+	b.start(t, HubOptions{}, addr)
+	if err := <-appended; err != nil {
+		t.Fatal(err)
+	}
+	head := b.head(t)
+	for want := pos + 1; want <= head; want++ {
+		ev := w.next(t, "change")
+		if string(ev.ID) != strconv.FormatUint(uint64(want), 10) {
+			t.Fatalf("got change %s, want %d (gap or duplicate)", ev.ID, want)
+		}
+	}
+	cancel()
+	<-w.done
+}
