@@ -124,6 +124,7 @@ func Open(ctx context.Context, connString string, opts Options) (*Store, error) 
 	s.cfg = *cfg
 	c, err := s.acquire(ctx)
 	if err != nil {
+		_ = s.Close() // an attempt still in flight closes its client when it sees this
 		return nil, err
 	}
 	s.release(c)
