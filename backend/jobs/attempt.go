@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"container/heap"
 	"context"
 	"encoding/json"
 	"errors"
@@ -133,6 +134,10 @@ func (e *Engine) runJob(ctx context.Context, actor, id string) {
 	defer func() {
 		e.mu.Lock()
 		delete(e.local, id)
+		if j := e.jobs[id]; j != nil && j.Status == slots.StatusQueued {
+			// Resumed while this attempt was still ending: tick skipped it.
+			heap.Push(&e.due, dueItem{id: id, at: j.NotBefore})
+		}
 		e.mu.Unlock()
 		e.attempts.Done()
 		e.poke()

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -74,29 +75,33 @@ func simDeps(s *sim.Sim) jobs.Deps {
 
 func (w *world) engineConfig() jobs.Config {
 	return jobs.Config{
-		Workers: 2, WorkerID: "test", StepTimeout: 3 * time.Second, JobTimeout: 10 * time.Second,
+		Workers: 2, WorkerID: "test", StepTimeout: 10 * time.Second, JobTimeout: 30 * time.Second,
 		Lease: 2 * time.Second, RescueGrace: 50 * time.Millisecond, OrphanAfter: time.Second, Logger: testLogger(),
 	}
 }
 
-// startEngine runs an engine until the test ends (Stop, then checks Run's
-// result).
-func (w *world) startEngine(cfg jobs.Config) *jobs.Engine {
+// startEngine runs an engine until the test ends or stop is called (Stop,
+// then checks Run's result).
+func (w *world) startEngine(cfg jobs.Config) (eng *jobs.Engine, stop func()) {
 	w.t.Helper()
-	eng := jobs.NewEngine(w.store, w.deps, cfg)
+	eng = jobs.NewEngine(w.store, w.deps, cfg)
 	done := make(chan error, 1)
 	go func() { done <- eng.Run(context.Background()) }()
-	w.t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := eng.Stop(ctx); err != nil {
-			w.t.Errorf("engine stop: %v", err)
-		}
-		if err := <-done; err != nil {
-			w.t.Errorf("engine run: %v", err)
-		}
-	})
-	return eng
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := eng.Stop(ctx); err != nil {
+				w.t.Errorf("engine stop: %v", err)
+			}
+			if err := <-done; err != nil {
+				w.t.Errorf("engine run: %v", err)
+			}
+		})
+	}
+	w.t.Cleanup(stop)
+	return eng, stop
 }
 
 // seed creates a slot in the simulator and registers it.
@@ -150,12 +155,16 @@ func (w *world) waitJob(id string, timeout time.Duration, cond func(*slots.JobSt
 	return j
 }
 
-// waitTerminal waits for the job's next terminal state and for its slot lock
+// waitEnded waits for the job's first terminal state and for its slot lock
 // to be released.
-func (w *world) waitEnded(id string) slots.JobState {
+func (w *world) waitEnded(id string) slots.JobState { return w.waitEndedN(id, 1) }
+
+// waitEndedN waits for the job's n-th terminal event (a resumed job has one
+// per run) and for the release of the n-th lock it took.
+func (w *world) waitEndedN(id string, n int) slots.JobState {
 	w.t.Helper()
-	j := w.waitJob(id, 15*time.Second, func(j *slots.JobState) bool { return j.Terminal() })
-	w.waitSlot(j.Queued.Slot, func(s *slots.SlotState) bool { return s.LockJob != id })
+	j := w.waitJob(id, 15*time.Second, func(j *slots.JobState) bool { return j.Terminal() && j.Terminals >= n })
+	w.waitSlot(j.Queued.Slot, func(s *slots.SlotState) bool { return s.LockJob != id && s.Accepts[id] >= n })
 	return j
 }
 
@@ -323,7 +332,11 @@ var _ = fmt.Sprintf
 func runGit(ctx context.Context, dir, token string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "git", args...)
 	cmd.Dir = dir
-	cmd.WaitDelay = 100 * time.Millisecond
+	cmd.WaitDelay = time.Second
+	// git runs git-remote-http as a child; only killing the whole process
+	// group closes the HTTP connection at once.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	auth := base64.StdEncoding.EncodeToString([]byte("x-token-auth:" + token))
 	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1",
 		"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=http.extraHeader", "GIT_CONFIG_VALUE_0=Authorization: Basic "+auth)

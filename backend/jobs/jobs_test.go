@@ -48,7 +48,9 @@ func TestUndisturbedRuns(t *testing.T) {
 			t.Fatal(err)
 		}
 		j := w.waitEnded(res.JobID)
-		assertEq(t, "status", j.Status, slots.StatusSucceeded)
+		if j.Status != slots.StatusSucceeded {
+			t.Fatalf("promote %s: %s", j.Status, j.LastError)
+		}
 		checkPromote(t, w, fx, "PROMO", "p1-copy")
 	})
 }

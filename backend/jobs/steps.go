@@ -88,7 +88,24 @@ func confirmDelete(ctx context.Context, a *attempt, verify bool, res events.Reso
 	if err != nil {
 		return false, fromProvider("delete "+res.Kind+" "+res.ID, err)
 	}
-	return out == providers.AlreadyAbsent, nil
+	if out != providers.AlreadyAbsent {
+		return false, nil
+	}
+	// "Already absent" is a claim about the world that we are about to
+	// record forever: check it with a GET before trusting it.
+	var l providers.Lookup
+	err = a.call(ctx, events.StepStarted{Resource: &res, Verify: true}, func(ctx context.Context) error {
+		var err error
+		l, err = get(ctx)
+		return err
+	})
+	if l != providers.Absent {
+		if err == nil {
+			err = failf("the provider answered that %s %s does not exist, but a GET found it", res.Kind, res.ID)
+		}
+		return false, fromProvider("confirm "+res.Kind+" "+res.ID+" is absent", err)
+	}
+	return true, nil
 }
 
 func deleteDB(ctx context.Context, a *attempt, verify bool) (events.Payload, error) {
@@ -198,6 +215,19 @@ func deleteEnvVars(ctx context.Context, a *attempt, _ bool) (events.Payload, err
 		}
 		ids = append(ids, env.UUID)
 	}
+	// Env deletes are immediate; a second listing confirms them.
+	err = a.call(ctx, events.StepStarted{Resource: &events.Resource{Kind: events.ResApplication, ID: app, Name: "list env vars"}, Verify: true},
+		func(ctx context.Context) error {
+			var err error
+			envs, err = a.e.deps.PaaS.ListEnvs(ctx, app)
+			return err
+		})
+	if err != nil {
+		return nil, fromProvider("confirm env vars of "+app+" are gone", err)
+	}
+	if len(envs) > 0 {
+		return nil, failf("%d env vars of %s still exist after their deletion (first: %s)", len(envs), app, envs[0].Key)
+	}
 	return events.EnvVarsDeleted{StepResult: a.result(false), AppUUID: app, EnvIDs: ids}, nil
 }
 
@@ -230,6 +260,20 @@ func deleteVolumes(ctx context.Context, a *attempt, _ bool) (events.Payload, err
 			return nil, fromProvider("delete volume "+s.Name, err)
 		}
 		ids = append(ids, s.UUID)
+	}
+	err = a.call(ctx, events.StepStarted{Resource: &events.Resource{Kind: events.ResApplication, ID: app, Name: "list storages"}, Verify: true},
+		func(ctx context.Context) error {
+			var err error
+			list, err = a.e.deps.PaaS.ListStorages(ctx, app)
+			return err
+		})
+	if err != nil {
+		return nil, fromProvider("confirm volumes of "+app+" are gone", err)
+	}
+	for _, s := range list {
+		if s.Kind == "persistent" {
+			return nil, failf("volume %s of %s still exists after its deletion", s.Name, app)
+		}
 	}
 	return events.VolumeDeleted{StepResult: a.result(false), AppUUID: app, StorageIDs: ids}, nil
 }

@@ -1,0 +1,258 @@
+package jobs_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/slotkeeper/slotkeeper/backend/providers/sim"
+	"github.com/slotkeeper/slotkeeper/backend/slots"
+	"github.com/slotkeeper/slotkeeper/events"
+)
+
+// A fault the matrix injects into a step's outside call.
+type faultKind string
+
+const (
+	fHang   faultKind = "hang"   // past the step deadline
+	f500    faultKind = "500"    //
+	f401    faultKind = "401"    //
+	f403    faultKind = "403"    //
+	f404    faultKind = "404"    //
+	f409    faultKind = "409"    //
+	fReset  faultKind = "reset"  // connection reset
+	fCancel faultKind = "cancel" // a person cancels while the call hangs
+)
+
+var allFaults = []faultKind{fHang, f500, f401, f403, f404, f409, fReset, fCancel}
+
+// stepCall names the outside call of each step the matrix faults. Steps
+// without an outside call (vacate, retire, record_repo) are covered by the
+// crash test instead.
+type stepCall struct {
+	kind, step, endpoint string
+	// resource picks the faulted request's resource from the fixture.
+	resource func(fx sim.SlotFixture) string
+}
+
+const promoProject, promoName = "PROMO", "copy"
+
+var matrixSteps = []stepCall{
+	{events.KindReset, events.StepDeleteDB, sim.EndpointDeleteDatabase, func(fx sim.SlotFixture) string { return fx.DBUUID }},
+	{events.KindReset, events.StepDeleteEnvVars, sim.EndpointDeleteEnv, func(fx sim.SlotFixture) string { return fx.EnvUUIDs[0] }},
+	{events.KindReset, events.StepDeleteVolumes, sim.EndpointDeleteStorage, func(fx sim.SlotFixture) string { return fx.StorageUUIDs[0] }},
+	{events.KindReset, events.StepForcePush, sim.EndpointGitReceivePack, func(fx sim.SlotFixture) string { return fx.Repo.Project + "/" + fx.Repo.Slug }},
+	{events.KindTeardown, events.StepDeleteDB, sim.EndpointDeleteDatabase, func(fx sim.SlotFixture) string { return fx.DBUUID }},
+	{events.KindTeardown, events.StepDeleteApp, sim.EndpointDeleteApplication, func(fx sim.SlotFixture) string { return fx.AppUUID }},
+	{events.KindTeardown, events.StepDeleteRepo, sim.EndpointDeleteRepo, func(fx sim.SlotFixture) string { return fx.Repo.Project + "/" + fx.Repo.Slug }},
+	{events.KindTeardown, events.StepDeleteProject, sim.EndpointDeleteProject, func(fx sim.SlotFixture) string { return fx.ProjectUUID }},
+	{events.KindPromote, events.StepLookupRepo, sim.EndpointGetRepo, func(sim.SlotFixture) string { return promoProject + "/" + promoName }},
+	{events.KindPromote, events.StepCreateRepo, sim.EndpointCreateRepo, func(sim.SlotFixture) string { return promoProject }},
+	{events.KindPromote, events.StepPushCode, sim.EndpointGitReceivePack, func(sim.SlotFixture) string { return promoProject + "/" + promoName }},
+}
+
+func (f faultKind) fault(c stepCall, fx sim.SlotFixture) sim.Fault {
+	flt := sim.Fault{Endpoint: c.endpoint, Resource: c.resource(fx)}
+	switch f {
+	case fHang, fCancel:
+		flt.Hang = true
+	case fReset:
+		flt.Reset = true
+	default:
+		fmt.Sscan(string(f), &flt.Status)
+	}
+	return flt
+}
+
+// want is the terminal status a cell must end with.
+func (f faultKind) want(c stepCall) string {
+	switch {
+	case f == fHang:
+		return slots.StatusTimedOut
+	case f == fCancel:
+		return slots.StatusCancelled
+	case f == f404 && c.step == events.StepLookupRepo:
+		return slots.StatusSucceeded // 404 is the one answer that means absent
+	}
+	return slots.StatusFailed
+}
+
+// TestFaultMatrix: each job kind × each step with an outside call × each
+// fault. For every cell: the terminal event is the honest one; no provider
+// request happened outside the attempt's fenced span; a hung call was
+// aborted; the slot's lock was released only after the terminal event and
+// the slot's state matches the simulator (nothing untracked); and a resume
+// (or, after a cancel, a new job) converges to the undisturbed final state.
+func TestFaultMatrix(t *testing.T) {
+	t.Parallel()
+	// Cells mostly wait on deadlines and the simulator, so run more of them
+	// at once than -parallel (GOMAXPROCS) would.
+	sem := make(chan struct{}, 6)
+	var wg sync.WaitGroup
+	for _, c := range matrixSteps {
+		for _, f := range allFaults {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				t.Run(c.kind+"/"+c.step+"/"+string(f), func(t *testing.T) { runCell(t, c, f) })
+			}()
+		}
+	}
+	wg.Wait()
+}
+
+func startJob(t *testing.T, w *world, kind, slot string) slots.JobAcceptedResult {
+	t.Helper()
+	ctx := context.Background()
+	var res slots.JobAcceptedResult
+	var err error
+	switch kind {
+	case events.KindReset:
+		res, err = w.svc.Release(ctx, bob, slot)
+	case events.KindTeardown:
+		res, err = w.svc.Teardown(ctx, bob, slot)
+	case events.KindPromote:
+		res, err = w.svc.Promote(ctx, bob, slot, slots.PromoteCmd{Project: promoProject, Name: promoName})
+	}
+	if err != nil {
+		t.Fatalf("start %s: %v", kind, err)
+	}
+	return res
+}
+
+func runCell(t *testing.T, c stepCall, f faultKind) {
+	w := newWorld(t, nil)
+	cfg := w.engineConfig()
+	if f == fHang {
+		// Every step before a hung one is a quick HTTP call.
+		cfg.StepTimeout = 700 * time.Millisecond
+	}
+	_, stop := w.startEngine(cfg)
+	fx := w.seed("cell")
+	if c.kind == events.KindReset {
+		w.occupy("cell")
+	}
+	from := time.Now()
+	w.sim.AddFault(f.fault(c, fx))
+	res := startJob(t, w, c.kind, "cell")
+
+	if f == fCancel {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if _, err := w.sim.WaitFor(ctx, func(r sim.Request) bool { return r.Endpoint == c.endpoint && r.Fault != 0 }); err != nil {
+			t.Fatalf("faulted call never arrived: %v", err)
+		}
+		if err := w.svc.Cancel(ctx, slots.Actor{Name: "carol"}, res.JobID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j := w.waitEnded(res.JobID)
+	if j.Status != f.want(c) {
+		t.Fatalf("terminal %s, want %s (events %s; last error %q)", j.Status, f.want(c), types(w.jobEvents(res.JobID)), j.LastError)
+	}
+	w.checkFence(res.JobID, from)
+	// A hung call was aborted, not left running.
+	for _, r := range w.sim.Requests() {
+		if r.Fault != 0 && (f == fHang || f == fCancel) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			done, err := w.sim.WaitFor(ctx, func(q sim.Request) bool { return q.Seq == r.Seq && q.Done() })
+			cancel()
+			if err != nil || !done.WasAborted() {
+				t.Errorf("hung request %s %s was not aborted (%v)", r.Method, r.Path, err)
+			}
+		}
+	}
+	if f == fHang || f == fCancel {
+		if j.InFlight != c.step {
+			t.Errorf("uncertain step %q, want %q", j.InFlight, c.step)
+		}
+	}
+	checkTracked(t, w, c.kind, fx, &j)
+
+	if j.Status == slots.StatusSucceeded {
+		checkFinal(t, w, c.kind, fx, res.JobID)
+		return
+	}
+	// Converge: clear the fault and resume (a cancelled job is final: start
+	// a new one).
+	// A fresh engine (the default deadlines) picks the resumed job up.
+	stop()
+	w.startEngine(w.engineConfig())
+	w.sim.ClearFaults()
+	from = time.Now()
+	id, n := res.JobID, 2
+	if j.Status == slots.StatusCancelled {
+		n = 1
+		if c.kind == events.KindPromote && j.Done[events.StepCreateRepo] {
+			return // the new repo exists now; a second promote must fail, and does (lookup test)
+		}
+		id = startJob(t, w, c.kind, "cell").JobID
+	} else if _, err := w.svc.Resume(context.Background(), bob, id); err != nil {
+		t.Fatalf("resume: %v", err)
+	}
+	j2 := w.waitEndedN(id, n)
+	if j2.Status != slots.StatusSucceeded {
+		t.Fatalf("after resume: %s (%s; %q)", j2.Status, types(w.jobEvents(id)), j2.LastError)
+	}
+	w.checkFence(id, from)
+	checkFinal(t, w, c.kind, fx, id)
+}
+
+func checkFinal(t *testing.T, w *world, kind string, fx sim.SlotFixture, jobID string) {
+	t.Helper()
+	switch kind {
+	case events.KindReset:
+		checkReset(t, w, fx, jobID)
+	case events.KindTeardown:
+		checkTeardown(t, w, fx, jobID, true)
+	case events.KindPromote:
+		checkPromote(t, w, fx, promoProject, promoName)
+	}
+}
+
+// checkTracked: every planned resource the simulator still holds is in the
+// job's remaining list (and, for a teardown, the slot's), so nothing a job
+// touched is lost track of.
+func checkTracked(t *testing.T, w *world, kind string, fx sim.SlotFixture, j *slots.JobState) {
+	t.Helper()
+	listed := map[string]bool{}
+	for _, r := range j.Remaining() {
+		listed[r.Kind] = true
+	}
+	has := map[string]bool{}
+	switch kind {
+	case events.KindReset:
+		has[events.ResDatabase] = w.sim.HasDatabase(fx.DBUUID)
+		has[events.ResEnvVar] = len(w.sim.Envs(fx.AppUUID)) > 0
+		for _, s := range w.sim.Storages(fx.AppUUID) {
+			has[events.ResVolume] = has[events.ResVolume] || s.Kind == "persistent"
+		}
+		head, _ := w.sim.RepoHeadSHA(fx.Repo.Project, fx.Repo.Slug, "main")
+		has[events.ResRepository] = head != fx.TemplateHead
+		st, _ := slots.LoadSlot(context.Background(), w.store, fx.Name)
+		if j.Status != slots.StatusSucceeded && !st.Occupied {
+			t.Error("slot vacated although the reset did not succeed")
+		}
+	case events.KindTeardown:
+		checkTeardown(t, w, fx, j.ID, j.Status == slots.StatusSucceeded)
+		return
+	case events.KindPromote:
+		st, _ := slots.LoadSlot(context.Background(), w.store, fx.Name)
+		if j.Status != slots.StatusSucceeded && len(st.PromotedBy) > 0 {
+			t.Error("SlotPromoted recorded although the promote did not succeed")
+		}
+		if w.sim.HasRepo(promoProject, promoName) && j.Status != slots.StatusSucceeded && !j.Done[events.StepCreateRepo] && j.InFlight != events.StepCreateRepo {
+			t.Error("the promote target exists but the job neither recorded its creation nor marks the create uncertain")
+		}
+		return
+	}
+	for k, v := range has {
+		if v && !listed[k] {
+			t.Errorf("%s still held by the simulator but not in the job's remaining list %v", k, j.Remaining())
+		}
+	}
+}
