@@ -20,6 +20,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/slotkeeper/slotkeeper/backend/providers"
@@ -50,6 +51,8 @@ type Pusher struct {
 	gitPath string
 	home    string // private HOME with the askpass script
 	askpass string
+
+	cleaning sync.WaitGroup // background removals of scratch repositories
 }
 
 // New prepares the private directory and askpass helper.
@@ -82,8 +85,29 @@ func New(o Options) (*Pusher, error) {
 	return &Pusher{opts: o, gitPath: gp, home: home, askpass: askpass}, nil
 }
 
-// Close removes the private directory.
-func (p *Pusher) Close() error { return os.RemoveAll(p.home) }
+// Close waits for scratch clean-ups and removes the private directory.
+func (p *Pusher) Close() error {
+	p.cleaning.Wait()
+	return os.RemoveAll(p.home)
+}
+
+// cleanup removes a scratch repository. After a cancel it does so in the
+// background: a cancelled call must return at once, not after deleting a
+// pack directory.
+func (p *Pusher) cleanup(ctx context.Context, dir string) {
+	if dir == "" {
+		return
+	}
+	if ctx.Err() == nil {
+		os.RemoveAll(dir)
+		return
+	}
+	p.cleaning.Add(1)
+	go func() {
+		defer p.cleaning.Done()
+		os.RemoveAll(dir)
+	}()
+}
 
 // env is the whole environment of a git child: nothing inherited but PATH.
 func (p *Pusher) env() []string {
@@ -170,9 +194,7 @@ func (p *Pusher) ForcePushWithLease(ctx context.Context, srcURL, srcRef, dstURL,
 		}
 	}
 	dir, sha, err := p.fetch(ctx, op, srcURL, srcRef)
-	if dir != "" {
-		defer os.RemoveAll(dir)
-	}
+	defer p.cleanup(ctx, dir)
 	if err != nil {
 		return "", err
 	}
@@ -193,9 +215,7 @@ func (p *Pusher) PushNew(ctx context.Context, srcURL, srcBranch, dstURL, dstBran
 		return "", perr
 	}
 	dir, sha, err := p.fetch(ctx, op, srcURL, srcBranch)
-	if dir != "" {
-		defer os.RemoveAll(dir)
-	}
+	defer p.cleanup(ctx, dir)
 	if err != nil {
 		return "", err
 	}
