@@ -1,18 +1,14 @@
 package jobs_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -20,6 +16,7 @@ import (
 	"github.com/slotkeeper/slotkeeper/backend/providers"
 	"github.com/slotkeeper/slotkeeper/backend/providers/bitbucket"
 	"github.com/slotkeeper/slotkeeper/backend/providers/coolify"
+	gitp "github.com/slotkeeper/slotkeeper/backend/providers/git"
 	"github.com/slotkeeper/slotkeeper/backend/providers/sim"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/events"
@@ -58,17 +55,22 @@ func newWorld(t testing.TB, store events.Store) *world {
 	return &world{
 		t: t, sim: s, store: store,
 		svc:  slots.NewService(store, slots.Config{Logger: testLogger()}),
-		deps: simDeps(s),
+		deps: simDeps(t, s),
 	}
 }
 
 // simDeps are the real clients pointed at the simulator.
-func simDeps(s *sim.Sim) jobs.Deps {
+func simDeps(t testing.TB, s *sim.Sim) jobs.Deps {
 	fast := providers.Backoff{Initial: 2 * time.Millisecond, Max: 20 * time.Millisecond, Total: 5 * time.Second}
+	pusher, err := gitp.New(gitp.Options{Token: s.BitbucketToken()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pusher.Close() })
 	return jobs.Deps{
 		PaaS:    coolify.New(coolify.Options{BaseURL: s.CoolifyURL(), Token: s.CoolifyToken(), Confirm: fast, RateRetries: -1}),
 		GitHost: bitbucket.New(bitbucket.Options{BaseURL: s.BitbucketURL(), Token: s.BitbucketToken(), Confirm: fast, RateRetries: -1}),
-		Pusher:  newPusher(s.BitbucketToken()),
+		Pusher:  pusher,
 		RepoURL: func(r events.RepoRef) string { return s.CloneURL(r.Project, r.Slug) },
 	}
 }
@@ -250,76 +252,6 @@ func (w *world) checkFence(id string, from time.Time) {
 	}
 }
 
-// pusher is a Pusher on the git CLI for the simulator's smart HTTP, used
-// until backend/providers/git lands (same contract: lease, never-forced
-// push, ctx kills the subprocess).
-type pusher struct {
-	token string
-	mu    sync.Mutex
-}
-
-func newPusher(token string) providers.Pusher { return &pusher{token: token} }
-
-func (p *pusher) git(ctx context.Context, dir string, args ...string) (string, error) {
-	return runGit(ctx, dir, p.token, args...)
-}
-
-func (p *pusher) RemoteSHA(ctx context.Context, remoteURL, branch string) (string, error) {
-	out, err := p.git(ctx, "", "ls-remote", remoteURL, "refs/heads/"+branch)
-	if err != nil {
-		return "", err
-	}
-	f := strings.Fields(out)
-	if len(f) == 0 {
-		return "", nil
-	}
-	return f[0], nil
-}
-
-func (p *pusher) fetch(ctx context.Context, srcURL, ref string) (string, func(), error) {
-	dir, err := os.MkdirTemp("", "pusher-")
-	if err != nil {
-		return "", nil, err
-	}
-	cleanup := func() { os.RemoveAll(dir) }
-	if _, err := p.git(ctx, dir, "init", "-q", "--bare"); err != nil {
-		cleanup()
-		return "", nil, err
-	}
-	if _, err := p.git(ctx, dir, "fetch", "-q", srcURL, "refs/heads/"+ref+":refs/heads/src"); err != nil {
-		cleanup()
-		return "", nil, err
-	}
-	return dir, cleanup, nil
-}
-
-func (p *pusher) ForcePushWithLease(ctx context.Context, srcURL, srcRef, dstURL, dstBranch, expectedOld string) (string, error) {
-	dir, cleanup, err := p.fetch(ctx, srcURL, srcRef)
-	if err != nil {
-		return "", err
-	}
-	defer cleanup()
-	if _, err := p.git(ctx, dir, "push", "-q", "--force-with-lease=refs/heads/"+dstBranch+":"+expectedOld, dstURL, "refs/heads/src:refs/heads/"+dstBranch); err != nil {
-		if pe, ok := providers.AsError(err); ok && pe.Code == providers.CodeGit && strings.Contains(pe.Message, "stale info") {
-			pe.Code = providers.CodeConflict
-		}
-		return "", err
-	}
-	return p.git(ctx, dir, "rev-parse", "refs/heads/src")
-}
-
-func (p *pusher) PushNew(ctx context.Context, srcURL, srcBranch, dstURL, dstBranch string) (string, error) {
-	dir, cleanup, err := p.fetch(ctx, srcURL, srcBranch)
-	if err != nil {
-		return "", err
-	}
-	defer cleanup()
-	if _, err := p.git(ctx, dir, "push", "-q", dstURL, "refs/heads/src:refs/heads/"+dstBranch); err != nil {
-		return "", err
-	}
-	return p.git(ctx, dir, "rev-parse", "refs/heads/src")
-}
-
 func assertEq[T comparable](t testing.TB, what string, got, want T) {
 	t.Helper()
 	if got != want {
@@ -328,43 +260,3 @@ func assertEq[T comparable](t testing.TB, what string, got, want T) {
 }
 
 var _ = fmt.Sprintf
-
-func runGit(ctx context.Context, dir, token string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "git", args...)
-	cmd.Dir = dir
-	cmd.WaitDelay = time.Second
-	// git runs git-remote-http as a child; only killing the whole process
-	// group closes the HTTP connection at once.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	auth := base64.StdEncoding.EncodeToString([]byte("x-token-auth:" + token))
-	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1",
-		"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=http.extraHeader", "GIT_CONFIG_VALUE_0=Authorization: Basic "+auth)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	if err == nil {
-		return strings.TrimSpace(stdout.String()), nil
-	}
-	pe := &providers.Error{Op: "git." + args[0], Code: providers.CodeGit, Message: strings.TrimSpace(stderr.String()), Err: err, Uncertain: args[0] == "push"}
-	msg := stderr.String()
-	switch {
-	case ctx.Err() != nil:
-		pe.Code, pe.Err = providers.CodeCanceled, ctx.Err()
-	case strings.Contains(msg, "returned error: 5"):
-		pe.Code, pe.Status = providers.CodeServer, 500
-	case strings.Contains(msg, "returned error: 401"), strings.Contains(msg, "Authentication failed"):
-		pe.Code, pe.Status, pe.Uncertain = providers.CodeUnauthorized, 401, false
-	case strings.Contains(msg, "returned error: 403"):
-		pe.Code, pe.Status, pe.Uncertain = providers.CodeForbidden, 403, false
-	case strings.Contains(msg, "returned error: 404"), strings.Contains(msg, "not found"):
-		pe.Code, pe.Status, pe.Uncertain = providers.CodeNotFound, 404, false
-	case strings.Contains(msg, "returned error: 409"):
-		pe.Code, pe.Status = providers.CodeConflict, 409
-	case strings.Contains(msg, "stale info"), strings.Contains(msg, "non-fast-forward"), strings.Contains(msg, "fetch first"):
-		pe.Code, pe.Uncertain = providers.CodeConflict, false
-	case strings.Contains(msg, "Empty reply"), strings.Contains(msg, "reset"), strings.Contains(msg, "RPC failed"), strings.Contains(msg, "unexpected disconnect"):
-		pe.Code = providers.CodeTransport
-	}
-	return "", pe
-}
