@@ -6,7 +6,7 @@
 # cost of client + gRPC + adapter, not of a real KurrentDB disk.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-out=$(go test -run '^$' -bench 'Kurrent' -benchtime 3x -count 1 ./events/kurrent/ 2>&1) || { echo "$out"; exit 1; }
+out=$(go test -run '^$' -bench 'Kurrent' -benchtime 3x -count 1 ./events/kurrent/kurrentbench/ 2>&1) || { echo "$out"; exit 1; }
 echo "$out" | awk '/^Benchmark/ {
   for (i = 2; i < NF; i++) v[$(i+1)] = $i
   name = $1; sub(/-[0-9]+$/, "", name)

@@ -1,16 +1,51 @@
-package kurrent_test
+// Package kurrentbench holds the adapter's benchmarks. It is separate from
+// the adapter's tests so that those never depend on the bbolt store's build.
+package kurrentbench
 
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/slotkeeper/slotkeeper/events"
 	"github.com/slotkeeper/slotkeeper/events/boltstore"
+	"github.com/slotkeeper/slotkeeper/events/kurrent"
+	"github.com/slotkeeper/slotkeeper/events/kurrent/kurrentfake"
 )
+
+var quiet = slog.New(slog.DiscardHandler)
+
+func mustFake(b *testing.B) *kurrentfake.Server {
+	b.Helper()
+	f, err := kurrentfake.Start()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(f.Close)
+	return f
+}
+
+func mustOpen(b *testing.B, f *kurrentfake.Server) *kurrent.Store {
+	b.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := kurrent.Open(ctx, f.ConnString(), kurrent.Options{Logger: quiet})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func ev(typ string, n int) events.EventData {
+	return events.EventData{ID: uuid.NewString(), Type: typ, Data: fmt.Appendf(nil, `{"n":%d}`, n), Meta: events.Metadata{Actor: "bench"}}
+}
 
 // Both benchmarks run the same workload through the adapter (against the fake
 // node over loopback gRPC) and through the embedded bbolt store in the same
