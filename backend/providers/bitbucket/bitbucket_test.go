@@ -306,3 +306,39 @@ func TestInvalidInputSendsNothing(t *testing.T) {
 		t.Fatalf("invalid input reached the server: %+v", reqs)
 	}
 }
+
+func TestHangEveryMethod(t *testing.T) {
+	b := setup(t, 0)
+	methods := []struct {
+		endpoint string
+		mutating bool
+		call     func(ctx context.Context) error
+	}{
+		{sim.EndpointGetRepo, false, func(ctx context.Context) error { _, _, err := b.c.GetRepo(ctx, "SLOT", b.fx.Repo.Slug); return err }},
+		{sim.EndpointCreateRepo, true, func(ctx context.Context) error { _, _, err := b.c.CreateRepo(ctx, "SLOT", "fresh"); return err }},
+		{sim.EndpointDeleteRepo, true, func(ctx context.Context) error { _, err := b.c.DeleteRepo(ctx, "SLOT", b.fx.Repo.Slug); return err }},
+		{sim.EndpointListRepos, false, func(ctx context.Context) error { _, err := b.c.ListRepos(ctx, "SLOT"); return err }},
+	}
+	for _, m := range methods {
+		t.Run(m.endpoint, func(t *testing.T) {
+			b.sim.ResetRequests()
+			id := b.sim.AddFault(sim.Fault{Endpoint: m.endpoint, Hang: true})
+			defer b.sim.RemoveFault(id)
+			ctx, cancel := context.WithTimeout(context.Background(), 40*time.Millisecond)
+			defer cancel()
+			err := m.call(ctx)
+			returned := time.Now()
+			checkErr(t, err, providers.CodeCanceled, 0, m.mutating)
+			r, werr := b.sim.WaitFor(ctxT(t), func(r sim.Request) bool { return r.Done() })
+			if werr != nil || !r.WasAborted() || r.Endpoint != m.endpoint {
+				t.Fatalf("not aborted: %+v %v", r, werr)
+			}
+			if n := len(b.sim.Requests()); n != 1 || len(b.sim.RequestsAfter(returned)) != 0 {
+				t.Fatalf("%d requests", n)
+			}
+		})
+	}
+	if !b.sim.HasRepo("SLOT", b.fx.Repo.Slug) || b.sim.HasRepo("SLOT", "fresh") {
+		t.Fatal("an aborted call changed state")
+	}
+}

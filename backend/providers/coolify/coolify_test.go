@@ -460,3 +460,52 @@ func TestInvalidIDsSendNothing(t *testing.T) {
 		t.Fatalf("invalid input reached the server: %+v", reqs)
 	}
 }
+
+// TestHangEveryMethod: each method, held open by the server, returns
+// canceled at its deadline; the recorder shows the request aborted and
+// nothing after it.
+func TestHangEveryMethod(t *testing.T) {
+	b := setup(t, 0)
+	env, st := b.fx.EnvUUIDs[0], b.fx.StorageUUIDs[0]
+	methods := []struct {
+		endpoint string
+		mutating bool
+		call     func(ctx context.Context) error
+	}{
+		{sim.EndpointGetDatabase, false, func(ctx context.Context) error { _, _, err := b.c.GetDatabase(ctx, b.fx.DBUUID); return err }},
+		{sim.EndpointDeleteDatabase, true, func(ctx context.Context) error { _, err := b.c.DeleteDatabase(ctx, b.fx.DBUUID); return err }},
+		{sim.EndpointGetApplication, false, func(ctx context.Context) error { _, _, err := b.c.GetApplication(ctx, b.fx.AppUUID); return err }},
+		{sim.EndpointDeleteApplication, true, func(ctx context.Context) error { _, err := b.c.DeleteApplication(ctx, b.fx.AppUUID); return err }},
+		{sim.EndpointListEnvs, false, func(ctx context.Context) error { _, err := b.c.ListEnvs(ctx, b.fx.AppUUID); return err }},
+		{sim.EndpointDeleteEnv, true, func(ctx context.Context) error { _, err := b.c.DeleteEnv(ctx, b.fx.AppUUID, env); return err }},
+		{sim.EndpointListStorages, false, func(ctx context.Context) error { _, err := b.c.ListStorages(ctx, b.fx.AppUUID); return err }},
+		{sim.EndpointDeleteStorage, true, func(ctx context.Context) error { _, err := b.c.DeleteStorage(ctx, b.fx.AppUUID, st); return err }},
+		{sim.EndpointGetProject, false, func(ctx context.Context) error { _, _, err := b.c.GetProject(ctx, b.fx.ProjectUUID); return err }},
+		{sim.EndpointDeleteProject, true, func(ctx context.Context) error { _, err := b.c.DeleteProject(ctx, b.fx.ProjectUUID); return err }},
+	}
+	for _, m := range methods {
+		t.Run(m.endpoint, func(t *testing.T) {
+			b.sim.ResetRequests()
+			id := b.sim.AddFault(sim.Fault{Endpoint: m.endpoint, Hang: true})
+			defer b.sim.RemoveFault(id)
+			ctx, cancel := context.WithTimeout(context.Background(), 40*time.Millisecond)
+			defer cancel()
+			err := m.call(ctx)
+			returned := time.Now()
+			checkErr(t, err, providers.CodeCanceled, 0, m.mutating)
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("not a deadline: %v", err)
+			}
+			r, werr := b.sim.WaitFor(ctxT(t), func(r sim.Request) bool { return r.Done() })
+			if werr != nil || !r.WasAborted() || r.Endpoint != m.endpoint {
+				t.Fatalf("not aborted: %+v %v", r, werr)
+			}
+			if n := len(b.sim.Requests()); n != 1 || len(b.sim.RequestsAfter(returned)) != 0 {
+				t.Fatalf("%d requests", n)
+			}
+		})
+	}
+	if !b.sim.HasDatabase(b.fx.DBUUID) || !b.sim.HasApp(b.fx.AppUUID) || !b.sim.HasEnv(env) || !b.sim.HasStorage(st) || !b.sim.HasProject(b.fx.ProjectUUID) {
+		t.Fatal("a hung, aborted delete still deleted")
+	}
+}

@@ -227,3 +227,86 @@ func TestControlHandler(t *testing.T) {
 		t.Fatalf("requests: %d %s", code, body)
 	}
 }
+
+func TestFaultMatching(t *testing.T) {
+	s := startSim(t, sim.Options{})
+	a, _ := s.SeedSlot("a")
+	bfx, _ := s.SeedSlot("b")
+	ctx := waitCtx(t)
+	tok := s.CoolifyToken()
+	// Per resource: only slot a's database fails.
+	s.AddFault(sim.Fault{Resource: a.DBUUID, Status: 500})
+	if code, _ := do(t, ctx, "GET", s.CoolifyURL()+"/databases/"+a.DBUUID, tok); code != 500 {
+		t.Fatalf("resource fault: %d", code)
+	}
+	if code, _ := do(t, ctx, "GET", s.CoolifyURL()+"/databases/"+bfx.DBUUID, tok); code != 200 {
+		t.Fatalf("other resource: %d", code)
+	}
+	s.ClearFaults()
+	// Prefix pattern and server filter.
+	s.AddFault(sim.Fault{Server: "bitbucket", PathPattern: "/rest/api/1.0/projects/SLOT/**", Status: 403})
+	if code, body := do(t, ctx, "GET", s.BitbucketURL()+"/rest/api/1.0/projects/SLOT/repos/slot-a", s.BitbucketToken()); code != 403 || !strings.Contains(body, `"errors"`) {
+		t.Fatalf("prefix fault: %d %s", code, body)
+	}
+	if code, _ := do(t, ctx, "GET", s.BitbucketURL()+"/rest/api/1.0/projects/TPL/repos/template", s.BitbucketToken()); code != 200 {
+		t.Fatalf("outside prefix: %d", code)
+	}
+	s.ClearFaults()
+	// Pure latency passes through; a client that gives up mid-latency is
+	// recorded as aborted.
+	s.AddFault(sim.Fault{Endpoint: sim.EndpointGetProject, Latency: 5 * time.Millisecond, Times: 1})
+	if code, _ := do(t, ctx, "GET", s.CoolifyURL()+"/projects/"+a.ProjectUUID, tok); code != 200 {
+		t.Fatalf("latency: %d", code)
+	}
+	s.AddFault(sim.Fault{Endpoint: sim.EndpointGetProject, Latency: time.Hour, Times: 1})
+	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(short, "GET", s.CoolifyURL()+"/projects/"+a.ProjectUUID, nil)
+	if _, err := http.DefaultClient.Do(req); err == nil {
+		t.Fatal("hour of latency answered")
+	}
+	if _, err := s.WaitFor(ctx, func(r sim.Request) bool { return r.Endpoint == sim.EndpointGetProject && r.WasAborted() }); err != nil {
+		t.Fatal(err)
+	}
+	// Unknown routes get the server's 404 body; the bitbucket one too.
+	if code, body := do(t, ctx, "GET", s.CoolifyURL()+"/nope", tok); code != 404 || !strings.Contains(body, "message") {
+		t.Fatalf("unknown route: %d %s", code, body)
+	}
+	if code, body := do(t, ctx, "GET", s.BitbucketURL()+"/rest/api/1.0/projects/SLOT/repos/slot-a", "wrong"); code != 401 || !strings.Contains(body, "Authentication failed") {
+		t.Fatalf("bitbucket 401: %d %s", code, body)
+	}
+}
+
+func TestBitbucketRepoLifecycle(t *testing.T) {
+	s := startSim(t, sim.Options{DeleteDelay: time.Hour})
+	ctx := waitCtx(t)
+	tok := s.BitbucketToken()
+	post := func(body string) (int, string) {
+		req, _ := http.NewRequestWithContext(ctx, "POST", s.BitbucketURL()+"/rest/api/1.0/projects/PROMO/repos", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := post(`{"name":"My Repo","scmId":"git"}`); code != 201 || !strings.Contains(body, `"slug":"my-repo"`) {
+		t.Fatalf("create: %d %s", code, body)
+	}
+	if code, body := post(`{"name":"My Repo","scmId":"git"}`); code != 409 || !strings.Contains(body, "already taken") {
+		t.Fatalf("duplicate: %d %s", code, body)
+	}
+	url := s.BitbucketURL() + "/rest/api/1.0/projects/PROMO/repos/my-repo"
+	if code, _ := do(t, ctx, "DELETE", url, tok); code != 202 {
+		t.Fatalf("delete: %d", code)
+	}
+	if code, _ := do(t, ctx, "GET", url, tok); code != 200 || !s.HasRepo("PROMO", "my-repo") {
+		t.Fatal("scheduled delete removed the repo at once")
+	}
+	if code, _ := do(t, ctx, "DELETE", s.BitbucketURL()+"/rest/api/1.0/projects/PROMO/repos/nope", tok); code != 204 {
+		t.Fatalf("delete absent: %d", code)
+	}
+}
