@@ -53,6 +53,13 @@ type Options struct {
 	// transaction during catch-up. Short transactions keep the writer from
 	// waiting on a remap. Default 1024.
 	ReadChunk int
+	// MaxLinger caps how long the writer waits for more appends to join a
+	// batch (see writer). Default 2ms; it never waits longer than half the
+	// previous commit took.
+	MaxLinger time.Duration
+	// IndexFlushEvents is how many events the per-stream index may lag the
+	// log before the writer folds them in (index.go). Default 8192.
+	IndexFlushEvents int
 	// InitialMmapSize is bbolt's initial mapping, in bytes. Readers block a
 	// writer that must grow the mapping, so a generous mapping (address
 	// space, not memory) keeps commits from waiting on long reads. Default 1 GiB.
@@ -68,6 +75,12 @@ func (o *Options) fill() {
 	}
 	if o.ReadChunk <= 0 {
 		o.ReadChunk = 1024
+	}
+	if o.MaxLinger <= 0 {
+		o.MaxLinger = 2 * time.Millisecond
+	}
+	if o.IndexFlushEvents <= 0 {
+		o.IndexFlushEvents = 8192
 	}
 	if o.InitialMmapSize <= 0 {
 		o.InitialMmapSize = 1 << 30
@@ -90,6 +103,12 @@ type Store struct {
 
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced after every commit
+
+	// idxMu guards tail, the index of events after the "indexed" mark
+	// (index.go). Only the writer changes it.
+	idxMu      sync.RWMutex
+	tail       map[string]*tailStream
+	tailEvents int
 
 	stats struct {
 		commits, appends, events atomic.Uint64
@@ -125,7 +144,7 @@ func Open(path string, opts Options) (*Store, error) {
 	case err != nil:
 		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
 	}
-	head, err := prepare(db)
+	head, tail, tailEvents, err := prepare(db)
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("boltstore: %s: %w", path, err)
@@ -138,6 +157,8 @@ func Open(path string, opts Options) (*Store, error) {
 		done:       make(chan struct{}),
 		writerDone: make(chan struct{}),
 		changed:    make(chan struct{}),
+		tail:       tail,
+		tailEvents: tailEvents,
 	}
 	s.head.Store(uint64(head))
 	go s.writer()
@@ -145,10 +166,10 @@ func Open(path string, opts Options) (*Store, error) {
 }
 
 // prepare checks the format marker (writing it into a brand-new file) and
-// returns the newest position.
-func prepare(db *bolt.DB) (events.Position, error) {
+// returns the newest position and the index tail.
+func prepare(db *bolt.DB) (head events.Position, tail map[string]*tailStream, tailEvents int, err error) {
 	fresh := false
-	err := db.View(func(tx *bolt.Tx) error {
+	err = db.View(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		if meta == nil {
 			empty := true
@@ -173,7 +194,7 @@ func prepare(db *bolt.DB) (events.Position, error) {
 		return nil
 	})
 	if err != nil {
-		return 0, err
+		return 0, nil, 0, err
 	}
 	if fresh {
 		err = db.Update(func(tx *bolt.Tx) error {
@@ -195,10 +216,9 @@ func prepare(db *bolt.DB) (events.Position, error) {
 			return nil
 		})
 		if err != nil {
-			return 0, fmt.Errorf("initialise: %w", err)
+			return 0, nil, 0, fmt.Errorf("initialise: %w", err)
 		}
 	}
-	var head events.Position
 	err = db.View(func(tx *bolt.Tx) error {
 		if k, _ := tx.Bucket(bucketLog).Cursor().Last(); k != nil {
 			if len(k) != 8 {
@@ -206,9 +226,10 @@ func prepare(db *bolt.DB) (events.Position, error) {
 			}
 			head = events.Position(binary.BigEndian.Uint64(k))
 		}
-		return nil
+		tail, tailEvents, err = loadTail(tx)
+		return err
 	})
-	return head, err
+	return head, tail, tailEvents, err
 }
 
 func u64(v uint64) []byte {
@@ -298,10 +319,22 @@ func (s *Store) Append(ctx context.Context, stream string, expected events.Expec
 // writer is the only goroutine that writes. It takes every waiting append
 // into one transaction, so the batch costs one commit (bbolt fsyncs on
 // commit) however many appends it holds.
+//
+// Appenders whose previous append was just acknowledged come back a few
+// microseconds later, after the writer has already taken what was waiting.
+// So when the batch is smaller than recent batches were, the writer lingers
+// for them (like PostgreSQL's commit_delay), at most half the last commit's
+// duration and never when one appender is alone: its latency is unchanged.
 func (s *Store) writer() {
 	defer close(s.writerDone)
-	var batch []*appendReq
-	var buf []byte
+	var (
+		batch   []*appendReq
+		buf     []byte
+		expect  = 1 // decaying maximum of recent batch sizes
+		lastDur time.Duration
+		linger  = time.NewTimer(time.Hour)
+	)
+	linger.Stop()
 	for {
 		select {
 		case r := <-s.reqs:
@@ -310,17 +343,34 @@ func (s *Store) writer() {
 			return
 		}
 		size := batch[0].size
-	collect:
+	drain:
 		for size < s.opts.MaxBatchBytes {
 			select {
 			case r := <-s.reqs:
 				batch = append(batch, r)
 				size += r.size
 			default:
-				break collect
+				break drain
 			}
 		}
+		if len(batch) < expect && size < s.opts.MaxBatchBytes {
+			linger.Reset(min(lastDur/2, s.opts.MaxLinger))
+		wait:
+			for len(batch) < expect && size < s.opts.MaxBatchBytes {
+				select {
+				case r := <-s.reqs:
+					batch = append(batch, r)
+					size += r.size
+				case <-linger.C:
+					break wait
+				}
+			}
+			linger.Stop()
+		}
+		start := time.Now()
 		buf = s.commit(batch, buf)
+		lastDur = time.Since(start)
+		expect = max(len(batch), expect-expect/4)
 		for i, r := range batch {
 			close(r.done)
 			batch[i] = nil
@@ -336,29 +386,29 @@ func (s *Store) commit(batch []*appendReq, buf []byte) []byte {
 	head := s.head.Load()
 	committed, nevents := 0, 0
 	buf = buf[:0] // the previous transaction is over; its arena is free
+	changes := map[string]*pending{}
+	flushed := false
 	err := s.db.Update(func(tx *bolt.Tx) error {
-		logB, streams, index := tx.Bucket(bucketLog), tx.Bucket(bucketStreams), tx.Bucket(bucketIndex)
+		logB, streams := tx.Bucket(bucketLog), tx.Bucket(bucketStreams)
 		logB.FillPercent = 1.0 // keys only ever grow: pack pages full
 		pos := head
 		for _, r := range batch {
 			r.err = nil
-			var last events.Revision
-			v := streams.Get([]byte(r.stream))
-			exists := v != nil
-			if exists {
-				last = binary.BigEndian.Uint64(v)
-			}
-			if !r.expected.Satisfied(last, exists) {
-				r.err = &events.WrongRevisionError{Stream: r.stream, Expected: r.expected, Actual: last, Exists: exists}
+			st := s.lastRevision(streams, changes, r.stream)
+			if !r.expected.Satisfied(st.last, st.exists) {
+				r.err = &events.WrongRevisionError{Stream: r.stream, Expected: r.expected, Actual: st.last, Exists: st.exists}
 				continue
 			}
 			if len(r.evs) == 0 {
-				r.res = events.AppendResult{NextExpected: last, Position: events.Position(pos)}
+				r.res = events.AppendResult{NextExpected: st.last, Position: events.Position(pos)}
 				continue
 			}
-			rev := last
-			if exists {
+			rev := st.last
+			if st.exists {
 				rev++
+			}
+			if len(st.added) == 0 {
+				st.first = rev
 			}
 			for i := range r.evs {
 				pos++
@@ -369,14 +419,10 @@ func (s *Store) commit(batch []*appendReq, buf []byte) []byte {
 				if err := logB.Put(u64(pos), buf[start:len(buf):len(buf)]); err != nil {
 					return err
 				}
-				if err := index.Put(indexKey(r.stream, rev), u64(pos)); err != nil {
-					return err
-				}
+				st.added = append(st.added, pos)
 				rev++
 			}
-			if err := streams.Put([]byte(r.stream), u64(rev-1)); err != nil {
-				return err
-			}
+			st.last, st.exists = rev-1, true
 			r.res = events.AppendResult{NextExpected: rev - 1, Position: events.Position(pos)}
 			committed++
 			nevents += len(r.evs)
@@ -385,6 +431,12 @@ func (s *Store) commit(batch []*appendReq, buf []byte) []byte {
 			// Nothing to write (all conditions failed or zero-event appends):
 			// roll back rather than pay for an fsync.
 			return errNothingWritten
+		}
+		if s.tailEvents+nevents >= s.opts.IndexFlushEvents {
+			if err := flushIndex(tx, s.tail, changes, pos); err != nil {
+				return err
+			}
+			flushed = true
 		}
 		head = pos
 		return nil
@@ -401,6 +453,7 @@ func (s *Store) commit(batch []*appendReq, buf []byte) []byte {
 		}
 		return buf
 	}
+	s.applyTail(changes, flushed)
 	s.stats.commits.Add(1)
 	s.stats.appends.Add(uint64(committed))
 	s.stats.events.Add(uint64(nevents))
@@ -421,6 +474,13 @@ func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.done)
 		<-s.writerDone
+		// Fold the tail into the index so the next Open has nothing to
+		// rebuild. Best effort: the log is the truth either way.
+		if s.tailEvents > 0 {
+			_ = s.db.Update(func(tx *bolt.Tx) error {
+				return flushIndex(tx, s.tail, nil, s.head.Load())
+			})
+		}
 		// bbolt's Close waits for open read transactions, which are short.
 		s.closeErr = s.db.Close()
 	})
@@ -444,61 +504,6 @@ func (s *Store) view(fn func(tx *bolt.Tx) error) error {
 		return events.ErrClosed
 	}
 	return err
-}
-
-// ReadStream implements events.Store.
-func (s *Store) ReadStream(ctx context.Context, stream string, from events.Revision, max int, dir events.Direction) ([]events.RecordedEvent, error) {
-	if err := events.ValidateStream(stream); err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	var out []events.RecordedEvent
-	err := s.view(func(tx *bolt.Tx) error {
-		v := tx.Bucket(bucketStreams).Get([]byte(stream))
-		if v == nil {
-			return fmt.Errorf("%w: %s", events.ErrStreamNotFound, stream)
-		}
-		last := binary.BigEndian.Uint64(v)
-		logB, index := tx.Bucket(bucketLog), tx.Bucket(bucketIndex)
-		var revs func(yield func(uint64) bool)
-		if dir == events.Backward {
-			start := min(from, last)
-			revs = func(yield func(uint64) bool) {
-				for r := int64(start); r >= 0 && yield(uint64(r)); r-- {
-				}
-			}
-		} else {
-			revs = func(yield func(uint64) bool) {
-				for r := from; r <= last && yield(r); r++ {
-				}
-			}
-		}
-		for rev := range revs {
-			if max > 0 && len(out) >= max {
-				break
-			}
-			p := index.Get(indexKey(stream, rev))
-			if len(p) != 8 {
-				return fmt.Errorf("%w: %s@%d missing from the index", events.ErrCorrupt, stream, rev)
-			}
-			rec := logB.Get(p)
-			if rec == nil {
-				return fmt.Errorf("%w: %s@%d at position %d missing from the log", events.ErrCorrupt, stream, rev, binary.BigEndian.Uint64(p))
-			}
-			e, err := decodeRecord(rec, events.Position(binary.BigEndian.Uint64(p)))
-			if err != nil {
-				return err
-			}
-			out = append(out, e)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // filter is events.Filter prepared for matching record bytes without

@@ -32,7 +32,15 @@ func TestMain(m *testing.M) {
 		lockProbe(os.Getenv("BOLTSTORE_TEST_PATH"))
 		os.Exit(0)
 	}
-	goleak.VerifyTestMain(m)
+	code := m.Run()
+	cleanupBench()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
 
 // child runs this test binary again in a helper role.
@@ -72,10 +80,24 @@ func TestConformance(t *testing.T) {
 }
 
 // The same suite with tiny read chunks, so catch-up crosses many read
-// transactions and the chunk boundary meets concurrent commits.
-func TestConformanceSmallChunks(t *testing.T) {
+// transactions and the chunk boundary meets concurrent commits, and with the
+// index folded in every few events, so reads meet every mix of indexed and
+// tail revisions.
+func TestConformanceSmallChunksAndFlushes(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) events.Store {
-		s, err := Open(t.TempDir(), Options{ReadChunk: 3})
+		s, err := Open(t.TempDir(), Options{ReadChunk: 3, IndexFlushEvents: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+}
+
+// The index folded in on every commit.
+func TestConformanceFlushEveryCommit(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) events.Store {
+		s, err := Open(t.TempDir(), Options{IndexFlushEvents: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -86,7 +108,7 @@ func TestConformanceSmallChunks(t *testing.T) {
 
 func TestReopenKeepsEverything(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Open(dir, Options{})
+	s, err := Open(dir, Options{IndexFlushEvents: 8})
 	if err != nil {
 		t.Fatal(err)
 	}

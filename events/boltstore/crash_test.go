@@ -29,7 +29,9 @@ const crashAppenders = 4
 //
 // It runs until it is killed.
 func crashAppender(path string) {
-	s, err := Open(path, Options{LockTimeout: 5 * time.Second})
+	// A small flush interval, so that kills land before, during and after
+	// the index is folded in, and the next Open rebuilds a tail.
+	s, err := Open(path, Options{LockTimeout: 5 * time.Second, IndexFlushEvents: 50})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "crash child: open:", err)
 		os.Exit(2)

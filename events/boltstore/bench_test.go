@@ -1,0 +1,235 @@
+package boltstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/slotkeeper/slotkeeper/events"
+)
+
+// Benchmarks print their figures as metrics (scripts/bench/events.sh turns
+// them into ratios). They measure; they assert nothing.
+
+// BenchmarkRawFsync is the baseline: write 64 bytes and fdatasync, as a
+// bbolt commit does (twice), in the directory the stores live in.
+func BenchmarkRawFsync(b *testing.B) {
+	f, err := os.Create(filepath.Join(b.TempDir(), "fsync.probe"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 64)
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; i < b.N; i++ {
+		buf[0] = byte(i)
+		if _, err := f.WriteAt(buf, 0); err != nil {
+			b.Fatal(err)
+		}
+		if err := syscall.Fdatasync(int(f.Fd())); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "fsyncs/s")
+}
+
+// BenchmarkAppend appends b.N single-event appends, each fenced with Exact
+// on the appender's own stream, from 1 or 32 goroutines.
+func BenchmarkAppend(b *testing.B) {
+	for _, n := range []int{1, 32} {
+		b.Run(fmt.Sprintf("appenders=%d", n), func(b *testing.B) {
+			s, err := Open(b.TempDir(), Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			data := events.New(events.StepStarted{JobID: uuid.NewString(), Step: events.StepDeleteDB, Attempt: 1}, events.Metadata{Actor: "bench"})
+			b.ResetTimer()
+			start := time.Now()
+			var wg sync.WaitGroup
+			for g := range n {
+				count := b.N / n
+				if g < b.N%n {
+					count++
+				}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					stream := fmt.Sprintf("job-%d", g)
+					exp := events.NoStream()
+					for range count {
+						e := data
+						e.ID = ""
+						res, err := s.Append(context.Background(), stream, exp, e)
+						if err != nil {
+							b.Error(err)
+							return
+						}
+						exp = events.Exact(res.NextExpected)
+					}
+				}()
+			}
+			wg.Wait()
+			el := time.Since(start)
+			st := s.Stats()
+			b.ReportMetric(float64(st.Events)/el.Seconds(), "events/s")
+			b.ReportMetric(float64(st.Events)/float64(max(st.Commits, 1)), "events/commit")
+			b.ReportMetric(float64(st.Commits)/el.Seconds(), "commits/s")
+		})
+	}
+}
+
+// millionEvents is the size of the replay benchmarks' store.
+const millionEvents = 1_000_000
+
+var million struct {
+	once sync.Once
+	dir  string
+	err  error
+	took time.Duration
+}
+
+// millionStore returns a store file holding millionEvents events, made once
+// per test binary with big batched appends (removed by TestMain).
+func millionStore(b *testing.B) string {
+	b.Helper()
+	million.once.Do(func() {
+		million.dir, million.err = os.MkdirTemp("", "boltstore-bench-")
+		if million.err != nil {
+			return
+		}
+		start := time.Now()
+		million.err = fillStore(million.dir, millionEvents)
+		million.took = time.Since(start)
+	})
+	if million.err != nil {
+		b.Fatal(million.err)
+	}
+	return filepath.Join(million.dir, FileName)
+}
+
+func cleanupBench() {
+	if million.dir != "" {
+		os.RemoveAll(million.dir)
+	}
+}
+
+// fillStore writes n catalogue events: job streams of 500 events, appended
+// whole by 8 concurrent appenders (so commits are group commits of big appends).
+func fillStore(dir string, n int) error {
+	s, err := Open(dir, Options{})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	const perStream, appenders = 500, 8
+	jobs := make(chan int)
+	errs := make(chan error, appenders)
+	var wg sync.WaitGroup
+	for range appenders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			batch := make([]events.EventData, perStream)
+			for j := range jobs {
+				id := uuid.NewString()
+				meta := events.Metadata{Actor: "worker:bench:1", CorrelationID: id}
+				for i := range batch {
+					var p events.Payload
+					switch i % 4 {
+					case 0:
+						p = events.StepStarted{JobID: id, Step: events.StepDeleteDB, Attempt: 1 + i/100}
+					case 1:
+						p = events.DBDeleted{StepResult: events.StepResult{JobID: id, Step: events.StepDeleteDB, Attempt: 1}, DBUUID: "db-" + id[:8]}
+					case 2:
+						p = events.LeaseRenewed{JobID: id, Attempt: 1, LeaseUntil: time.Now().UTC()}
+					default:
+						p = events.StepFailed{JobID: id, Step: events.StepDeleteApp, Attempt: 1, Error: "503 Service Unavailable", HTTPStatus: 503, Retryable: true}
+					}
+					batch[i] = events.New(p, meta)
+				}
+				if _, err := s.Append(context.Background(), events.JobStream(fmt.Sprintf("%06d-%s", j, id)), events.NoStream(), batch...); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for j := 0; j < n/perStream; j++ {
+		jobs <- j
+	}
+	close(jobs)
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+// BenchmarkCatchUp replays the million-event store through SubscribeAll and
+// decodes every payload with events.Decode, as a projection rebuild does.
+func BenchmarkCatchUp(b *testing.B) {
+	path := millionStore(b)
+	b.ReportMetric(million.took.Seconds(), "fill-s")
+	s, err := Open(path, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	head, _ := s.Head(context.Background())
+	b.ResetTimer()
+	start := time.Now()
+	total := 0
+	for range b.N {
+		n := 0
+		err := s.SubscribeAll(context.Background(), 0, events.Filter{}, func(_ context.Context, ev events.RecordedEvent) error {
+			p, err := events.Decode(ev)
+			if err != nil {
+				return err
+			}
+			if _, ok := p.(events.Unknown); ok {
+				return fmt.Errorf("unknown type %s", ev.Type)
+			}
+			n++
+			if ev.Position == head {
+				return errDone
+			}
+			return nil
+		})
+		if !errors.Is(err, errDone) || n != millionEvents {
+			b.Fatalf("catch-up ended after %d events: %v", n, err)
+		}
+		total += n
+	}
+	b.ReportMetric(float64(total)/time.Since(start).Seconds(), "events/s")
+}
+
+// BenchmarkOpen opens the million-event store until it is ready (Head
+// known) and closes it. The file is in the OS cache (a warm start).
+func BenchmarkOpen(b *testing.B) {
+	path := millionStore(b)
+	fi, err := os.Stat(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(fi.Size())/(1<<20), "file-MiB")
+	b.ResetTimer()
+	start := time.Now()
+	for range b.N {
+		s, err := Open(path, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if h, err := s.Head(context.Background()); err != nil || h != millionEvents {
+			b.Fatalf("head %d %v", h, err)
+		}
+		s.Close()
+	}
+	b.ReportMetric(time.Since(start).Seconds()*1000/float64(b.N), "ms/open")
+}
