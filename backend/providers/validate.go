@@ -3,6 +3,7 @@ package providers
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -27,15 +28,15 @@ func isLowerAlnum(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c <=
 // starting and ending with [a-z0-9], no "--".
 func ValidateUUID(id string) error {
 	if len(id) < 7 || len(id) > MaxUUIDLen {
-		return fmt.Errorf("uuid %q: want 7-%d characters", clip(id), MaxUUIDLen)
+		return fmt.Errorf("uuid %+q: want 7-%d characters", clip(id), MaxUUIDLen)
 	}
 	for i := 0; i < len(id); i++ {
 		if !isLowerAlnum(id[i]) && id[i] != '-' {
-			return fmt.Errorf("uuid %q: only lower-case letters, digits and '-' are allowed", clip(id))
+			return fmt.Errorf("uuid %+q: only lower-case letters, digits and '-' are allowed", clip(id))
 		}
 	}
 	if id[0] == '-' || id[len(id)-1] == '-' || strings.Contains(id, "--") {
-		return fmt.Errorf("uuid %q: misplaced '-'", clip(id))
+		return fmt.Errorf("uuid %+q: misplaced '-'", clip(id))
 	}
 	return nil
 }
@@ -45,13 +46,13 @@ func ValidateUUID(id string) error {
 // ("~user") are not supported.
 func ValidateProjectKey(key string) error {
 	if key == "" || len(key) > MaxSlugLen {
-		return fmt.Errorf("project key %q: want 1-%d characters", clip(key), MaxSlugLen)
+		return fmt.Errorf("project key %+q: want 1-%d characters", clip(key), MaxSlugLen)
 	}
 	for i := 0; i < len(key); i++ {
 		c := key[i]
 		letter := c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z'
 		if i == 0 && !letter || !letter && !(c >= '0' && c <= '9') && c != '_' {
-			return fmt.Errorf("project key %q: a letter, then letters, digits or '_'", clip(key))
+			return fmt.Errorf("project key %+q: a letter, then letters, digits or '_'", clip(key))
 		}
 	}
 	return nil
@@ -74,21 +75,21 @@ func ValidateRepoName(name string) error {
 
 func validateRepoWord(what, s string, lower bool) error {
 	if s == "" || len(s) > MaxSlugLen {
-		return fmt.Errorf("%s %q: want 1-%d characters", what, clip(s), MaxSlugLen)
+		return fmt.Errorf("%s %+q: want 1-%d characters", what, clip(s), MaxSlugLen)
 	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		ok := isLowerAlnum(c) || c == '-' || c == '_' || c == '.' || !lower && c >= 'A' && c <= 'Z'
 		if !ok {
-			return fmt.Errorf("%s %q: only letters, digits, '-', '_' and '.' are allowed", what, clip(s))
+			return fmt.Errorf("%s %+q: only letters, digits, '-', '_' and '.' are allowed", what, clip(s))
 		}
 	}
 	first := s[0]
 	if first == '-' || first == '_' || first == '.' {
-		return fmt.Errorf("%s %q: must start with a letter or digit", what, clip(s))
+		return fmt.Errorf("%s %+q: must start with a letter or digit", what, clip(s))
 	}
 	if strings.Contains(s, "..") || strings.HasSuffix(strings.ToLower(s), ".git") {
-		return fmt.Errorf("%s %q: no \"..\" and no \".git\" suffix", what, clip(s))
+		return fmt.Errorf("%s %+q: no \"..\" and no \".git\" suffix", what, clip(s))
 	}
 	return nil
 }
@@ -97,7 +98,7 @@ func validateRepoWord(what, s string, lower bool) error {
 // refs/heads/<name>, plus: ASCII only, no leading '-' (it would read as an
 // option), at most 255.
 func ValidateBranch(b string) error {
-	bad := func(why string) error { return fmt.Errorf("branch %q: %s", clip(b), why) }
+	bad := func(why string) error { return fmt.Errorf("branch %+q: %s", clip(b), why) }
 	if b == "" || len(b) > MaxRefLen {
 		return bad(fmt.Sprintf("want 1-%d characters", MaxRefLen))
 	}
@@ -127,11 +128,11 @@ func ValidateBranch(b string) error {
 // ValidateSHA checks a full object name (40 hex digits, or 64 for sha256).
 func ValidateSHA(sha string) error {
 	if len(sha) != 40 && len(sha) != 64 {
-		return fmt.Errorf("sha %q: want 40 or 64 hex digits", clip(sha))
+		return fmt.Errorf("sha %+q: want 40 or 64 hex digits", clip(sha))
 	}
 	for i := 0; i < len(sha); i++ {
 		if !(sha[i] >= '0' && sha[i] <= '9' || sha[i] >= 'a' && sha[i] <= 'f') {
-			return fmt.Errorf("sha %q: want lower-case hex", clip(sha))
+			return fmt.Errorf("sha %+q: want lower-case hex", clip(sha))
 		}
 	}
 	return nil
@@ -150,5 +151,8 @@ func clip(s string) string {
 
 // Invalid builds the *Error a client returns for input it refused to send.
 func Invalid(op, resource string, err error) *Error {
-	return &Error{Op: op, Resource: clip(resource), Code: CodeInvalid, Message: err.Error(), Err: errors.Join(ErrInvalid, err)}
+	// Quoted to ASCII: a refused id may hold control or look-alike characters
+	// that must not reach a log line as they are.
+	res := strings.Trim(strconv.QuoteToASCII(clip(resource)), `"`)
+	return &Error{Op: op, Resource: res, Code: CodeInvalid, Message: err.Error(), Err: errors.Join(ErrInvalid, err)}
 }

@@ -28,7 +28,8 @@ type Options struct {
 	// client adds /rest/api/1.0).
 	BaseURL string
 	Token   string
-	// HTTP is the client used; default: a fresh http.Client (ctx bounds calls).
+	// HTTP is the client used; default: no overall timeout (ctx bounds
+	// every call) and redirects not followed.
 	HTTP *http.Client
 	// Confirm bounds the polling after a 202 delete: default 250ms doubling
 	// to 5s, giving up after 2 minutes.
@@ -50,7 +51,7 @@ type Client struct {
 // New returns a client; it does no I/O.
 func New(o Options) *Client {
 	if o.HTTP == nil {
-		o.HTTP = &http.Client{}
+		o.HTTP = httpc.NewHTTPClient()
 	}
 	if o.Confirm.Initial <= 0 {
 		o.Confirm.Initial = 250 * time.Millisecond

@@ -26,8 +26,8 @@ type Options struct {
 	// BaseURL includes "/api/v1", e.g. "https://coolify.example/api/v1".
 	BaseURL string
 	Token   string
-	// HTTP is the client used; default: a fresh http.Client with no overall
-	// timeout (ctx bounds every call).
+	// HTTP is the client used; default: no overall timeout (ctx bounds
+	// every call) and redirects not followed.
 	HTTP *http.Client
 	// Confirm bounds the polling after a queued delete: default 250ms
 	// doubling to 5s, giving up after 2 minutes.
@@ -47,7 +47,7 @@ type Client struct {
 // New returns a client; it does no I/O.
 func New(o Options) *Client {
 	if o.HTTP == nil {
-		o.HTTP = &http.Client{}
+		o.HTTP = httpc.NewHTTPClient()
 	}
 	if o.Confirm.Initial <= 0 {
 		o.Confirm.Initial = 250 * time.Millisecond

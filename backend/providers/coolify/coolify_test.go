@@ -3,6 +3,7 @@ package coolify_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -169,6 +170,17 @@ func TestRateLimitRetriedThenFound(t *testing.T) {
 	reqs := b.sim.Requests()
 	if l != providers.Found || len(reqs) != 2 || reqs[0].Status != 429 || reqs[1].Status != 200 {
 		t.Fatalf("lookup %v requests %+v", l, reqs)
+	}
+}
+
+func TestRetryAfterHTTPDate(t *testing.T) {
+	b := setup(t, 0)
+	past := time.Now().Add(-time.Minute).UTC().Format(http.TimeFormat)
+	b.sim.AddFault(sim.Fault{Endpoint: sim.EndpointListEnvs, Status: 429, Header: map[string]string{"Retry-After": past}, Times: 2})
+	envs, err := b.c.ListEnvs(ctxT(t), b.fx.AppUUID)
+	checkErr(t, err, "", 0, false)
+	if len(envs) != 3 || len(b.sim.Requests()) != 3 {
+		t.Fatalf("envs %d, requests %d", len(envs), len(b.sim.Requests()))
 	}
 }
 
@@ -507,5 +519,17 @@ func TestHangEveryMethod(t *testing.T) {
 	}
 	if !b.sim.HasDatabase(b.fx.DBUUID) || !b.sim.HasApp(b.fx.AppUUID) || !b.sim.HasEnv(env) || !b.sim.HasStorage(st) || !b.sim.HasProject(b.fx.ProjectUUID) {
 		t.Fatal("a hung, aborted delete still deleted")
+	}
+}
+
+// TestRedirectNotFollowed: a 3xx is reported, never followed (a redirected
+// DELETE or a token carried elsewhere is never wanted).
+func TestRedirectNotFollowed(t *testing.T) {
+	b := setup(t, 0)
+	b.sim.AddFault(sim.Fault{Endpoint: sim.EndpointDeleteDatabase, Status: 307, Header: map[string]string{"Location": "/api/v1/projects/" + b.fx.ProjectUUID}, Times: 1})
+	_, err := b.c.DeleteDatabase(ctxT(t), b.fx.DBUUID)
+	checkErr(t, err, providers.CodeServer, 307, false)
+	if n := len(b.sim.Requests()); n != 1 {
+		t.Fatalf("redirect followed: %d requests", n)
 	}
 }

@@ -157,10 +157,14 @@ func (s *Sim) bbDeleteRepo(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.after(s.opts.DeleteDelay, func() {
+		// Under the lock, and only if the entry is still this repo, so a
+		// repository re-created under the same name is never touched.
 		s.mu.Lock()
-		delete(s.bb.repos, key)
-		s.mu.Unlock()
-		os.RemoveAll(s.repoDir(rp.Project, rp.Slug))
+		defer s.mu.Unlock()
+		if s.bb.repos[key] == rp {
+			delete(s.bb.repos, key)
+			os.RemoveAll(s.repoDir(rp.Project, rp.Slug))
+		}
 	})
 	w.WriteHeader(http.StatusAccepted)
 }

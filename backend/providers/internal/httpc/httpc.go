@@ -155,6 +155,13 @@ func (c *Client) Fail(op, resource string, resp *Response, code providers.Code, 
 	return &providers.Error{Op: op, Resource: resource, Status: resp.Status, Code: code, Message: c.redactString(msg), Uncertain: uncertain}
 }
 
+// NewHTTPClient returns the default client: no overall timeout (ctx bounds
+// each call) and no redirects — a redirected DELETE or a token sent on to
+// another place is never what we want; a 3xx is reported instead.
+func NewHTTPClient() *http.Client {
+	return &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
 // CodeForStatus maps an HTTP status to a Code. Coolify's 400 "Invalid
 // token." is told apart by the caller.
 func CodeForStatus(status int) providers.Code {
