@@ -88,6 +88,10 @@ type SlotView struct {
 	Recovery  *Recovery       `json:"recovery,omitempty"`
 	Revision  events.Revision `json:"revision"`
 	UpdatedAt time.Time       `json:"updated_at"`
+	// Position is the store position of the last event that changed this
+	// view (slot events and its jobs' events alike); it only grows, so
+	// clients keep the view with the highest position.
+	Position events.Position `json:"position"`
 }
 
 // Attempt is one claim of a job by a worker.
@@ -134,6 +138,11 @@ type JobView struct {
 	CorrelationID string            `json:"correlation_id,omitempty"`
 	Revision      events.Revision   `json:"revision"`
 	UpdatedAt     time.Time         `json:"updated_at"`
+	// Position is the store position of the job's last event.
+	Position events.Position `json:"position"`
+	// QueuedPosition is the position of JobQueued: the "newest first" order
+	// of a slot's jobs and the paging cursor.
+	QueuedPosition events.Position `json:"queued_position"`
 }
 
 // AuditEntry is one event of the log, as the audit feed lists it.

@@ -1,0 +1,152 @@
+package projections
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/slotkeeper/slotkeeper/events"
+)
+
+// AuditOf is the audit entry of any event, known type or not. slot is the
+// slot the event belongs to when the caller knows it (a job event's slot
+// comes from the job's view); otherwise it is taken from the stream name or
+// the payload.
+func AuditOf(ev events.RecordedEvent, p events.Payload, slot string) AuditEntry {
+	a := AuditEntry{
+		Position: ev.Position, Stream: ev.Stream, Type: ev.Type, Slot: slot,
+		Actor: ev.Meta.Actor, CorrelationID: ev.Meta.CorrelationID, Time: ev.Meta.Time,
+	}
+	switch {
+	case strings.HasPrefix(ev.Stream, events.SlotStreamPrefix):
+		a.Slot = ev.Stream[len(events.SlotStreamPrefix):]
+	case strings.HasPrefix(ev.Stream, events.JobStreamPrefix):
+		a.JobID = ev.Stream[len(events.JobStreamPrefix):]
+	case strings.HasPrefix(ev.Stream, events.NotifyStreamPrefix):
+		a.JobID = ev.Stream[len(events.NotifyStreamPrefix):]
+	}
+	if id := payloadJobID(p); id != "" && a.JobID == "" {
+		a.JobID = id
+	}
+	if a.Slot == "" {
+		a.Slot = PayloadSlot(p)
+	}
+	a.Summary = summary(ev.Type, p)
+	return a
+}
+
+// PayloadSlot is the slot a payload names, "" if none.
+func PayloadSlot(p events.Payload) string {
+	switch e := p.(type) {
+	case events.SlotRegistered:
+		return e.Slot
+	case events.SlotOccupied:
+		return e.Slot
+	case events.OccupancyExtended:
+		return e.Slot
+	case events.JobAccepted:
+		return e.Slot
+	case events.JobReleased:
+		return e.Slot
+	case events.SlotVacated:
+		return e.Slot
+	case events.TeardownIncomplete:
+		return e.Slot
+	case events.SlotRetired:
+		return e.Slot
+	case events.SlotPromoted:
+		return e.Slot
+	case events.JobQueued:
+		return e.Slot
+	}
+	return ""
+}
+
+func payloadJobID(p events.Payload) string {
+	switch e := p.(type) {
+	case events.JobAccepted:
+		return e.JobID
+	case events.JobReleased:
+		return e.JobID
+	case events.SlotVacated:
+		return e.JobID
+	case events.TeardownIncomplete:
+		return e.JobID
+	case events.SlotRetired:
+		return e.JobID
+	case events.SlotPromoted:
+		return e.JobID
+	}
+	return ""
+}
+
+// summary is the one line an audit feed shows for an event.
+func summary(typ string, p events.Payload) string {
+	if r, ok := stepResultOf(p); ok {
+		s := r.Step + " done"
+		if r.AlreadyAbsent {
+			s += " (already absent)"
+		}
+		if d := resultDetail(p, events.StepResult{}); d != "" {
+			s += ": " + d
+		}
+		return s
+	}
+	switch e := p.(type) {
+	case events.SlotRegistered:
+		return fmt.Sprintf("registered slot %s (repo %s)", e.Slot, e.Repo)
+	case events.SlotOccupied:
+		return fmt.Sprintf("occupied by %s until %s", e.By, e.Until.UTC().Format("2006-01-02 15:04 MST"))
+	case events.OccupancyExtended:
+		return fmt.Sprintf("extended by %s until %s", e.By, e.Until.UTC().Format("2006-01-02 15:04 MST"))
+	case events.JobAccepted:
+		if e.Resumed {
+			return fmt.Sprintf("%s job %s accepted again (resume)", e.Kind, e.JobID)
+		}
+		return fmt.Sprintf("%s job %s accepted", e.Kind, e.JobID)
+	case events.JobReleased:
+		return fmt.Sprintf("job %s released: %s", e.JobID, e.Outcome)
+	case events.SlotVacated:
+		return "slot vacated"
+	case events.TeardownIncomplete:
+		return fmt.Sprintf("teardown incomplete: %d resource(s) remain", len(e.Remaining))
+	case events.SlotRetired:
+		return "slot retired"
+	case events.SlotPromoted:
+		return "promoted to " + e.NewRepo.String()
+	case events.JobQueued:
+		return fmt.Sprintf("%s job queued by %s", e.Kind, e.RequestedBy)
+	case events.JobClaimed:
+		return fmt.Sprintf("attempt %d claimed by %s", e.Attempt, e.Worker)
+	case events.LeaseRenewed:
+		return fmt.Sprintf("attempt %d lease renewed", e.Attempt)
+	case events.StepStarted:
+		if e.Verify {
+			return e.Step + " verifying"
+		}
+		return e.Step + " started"
+	case events.StepFailed:
+		s := e.Step + " failed"
+		if e.HTTPStatus != 0 {
+			s += fmt.Sprintf(" (HTTP %d)", e.HTTPStatus)
+		}
+		if e.Uncertain {
+			s += ", outcome uncertain"
+		}
+		return s + ": " + e.Error
+	case events.JobTimedOut:
+		return fmt.Sprintf("attempt %d timed out (%s deadline)", e.Attempt, e.Deadline)
+	case events.JobCancelled:
+		return "cancelled by " + e.By
+	case events.JobAbandoned:
+		return fmt.Sprintf("attempt %d abandoned: lease of %s expired", e.Attempt, e.Worker)
+	case events.JobSucceeded:
+		return "job succeeded"
+	case events.JobFailed:
+		return "job failed: " + e.Reason
+	case events.JobResumed:
+		return fmt.Sprintf("resumed by %s from %s", e.By, e.FromStep)
+	case events.NotificationSent:
+		return fmt.Sprintf("notified %s (HTTP %d)", e.Outcome, e.Status)
+	}
+	return typ
+}

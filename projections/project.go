@@ -1,0 +1,80 @@
+package projections
+
+import (
+	"strings"
+
+	"github.com/slotkeeper/slotkeeper/events"
+)
+
+// State is the view storage one batch reads and writes. The memory read model
+// implements it over its maps; the postgres one over the rows a batch loaded.
+type State interface {
+	GetSlot(name string) (SlotView, bool)
+	GetJob(id string) (JobView, bool)
+	PutSlot(v SlotView)
+	PutJob(v JobView)
+}
+
+// Project applies one event to st with the pure reducers and returns the
+// change it made: the audit entry always, the slot and job views when they
+// changed. Events of unknown types only get an audit entry. A job's events
+// reach its slot through the job's own view (JobView.Slot), which is the
+// job→slot index. An event whose payload does not decode is recorded in the
+// audit feed and otherwise skipped, so one bad event cannot stop the read
+// model.
+func Project(st State, ev events.RecordedEvent) Change {
+	p, err := events.Decode(ev)
+	if err != nil {
+		a := AuditOf(ev, events.Unknown{Type: ev.Type}, "")
+		a.Summary = "undecodable event: " + err.Error()
+		return Change{Position: ev.Position, Audit: &a}
+	}
+	ch := Change{Position: ev.Position}
+	slot := ""
+	switch {
+	case strings.HasPrefix(ev.Stream, events.SlotStreamPrefix):
+		slot = ev.Stream[len(events.SlotStreamPrefix):]
+		sv, ok := st.GetSlot(slot)
+		if !ok {
+			sv = SlotView{Name: slot, Lifecycle: LifecycleVacant, LatestJobs: map[string]JobRef{}, Resources: []events.Resource{}}
+		}
+		nv := ApplySlot(sv, ev, p)
+		if id := payloadJobID(p); id != "" {
+			if j, ok := st.GetJob(id); ok {
+				nv, _ = RefreshSlotJob(nv, j)
+			}
+		}
+		if nv.Position == ev.Position {
+			st.PutSlot(nv)
+			ch.Slot = &nv
+		}
+	case strings.HasPrefix(ev.Stream, events.JobStreamPrefix):
+		id := ev.Stream[len(events.JobStreamPrefix):]
+		jv, ok := st.GetJob(id)
+		if !ok {
+			jv = JobView{ID: id, State: JobQueued, Attempts: []Attempt{}, Steps: []StepView{}, Remaining: []events.Resource{}}
+		}
+		nj := ApplyJob(jv, ev, p)
+		if nj.Position != ev.Position {
+			break
+		}
+		st.PutJob(nj)
+		ch.Job = &nj
+		slot = nj.Slot
+		if sv, ok := st.GetSlot(slot); ok {
+			nv := ApplySlot(sv, ev, p)
+			nv, _ = RefreshSlotJob(nv, nj)
+			if nv.Position == ev.Position {
+				st.PutSlot(nv)
+				ch.Slot = &nv
+			}
+		}
+	case strings.HasPrefix(ev.Stream, events.NotifyStreamPrefix):
+		if j, ok := st.GetJob(ev.Stream[len(events.NotifyStreamPrefix):]); ok {
+			slot = j.Slot
+		}
+	}
+	a := AuditOf(ev, p, slot)
+	ch.Audit = &a
+	return ch
+}

@@ -1,0 +1,303 @@
+package projections
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/slotkeeper/slotkeeper/events"
+)
+
+// ApplyJob folds one event of a job-<id> stream into the job's view. It is a
+// pure function: v is never modified (slices and pointers are copied before
+// they change), so a view handed to a reader stays as it was. Unknown event
+// types and events of other streams leave v unchanged.
+func ApplyJob(v JobView, ev events.RecordedEvent, p events.Payload) JobView {
+	t := ev.Meta.Time
+	switch e := p.(type) {
+	case events.JobQueued:
+		v = JobView{
+			ID: e.JobID, Kind: e.Kind, Slot: e.Slot, State: JobQueued,
+			RequestedBy: e.RequestedBy, Params: e.Params, QueuedAt: t,
+			NotBefore: e.NotBefore, Attempts: []Attempt{}, Steps: make([]StepView, 0, len(e.Steps)),
+			Remaining:     append([]events.Resource{}, e.Resources...),
+			CorrelationID: ev.Meta.CorrelationID, QueuedPosition: ev.Position,
+		}
+		if v.ID == "" {
+			v.ID = jobIDOfStream(ev.Stream)
+		}
+		for _, s := range e.Steps {
+			v.Steps = append(v.Steps, StepView{Name: s, State: StepPending})
+		}
+	case events.JobClaimed:
+		v.State = JobRunning
+		v.Attempts = append(slices.Clip(v.Attempts), Attempt{
+			Number: e.Attempt, Worker: e.Worker, ClaimedAt: t, LeaseUntil: e.LeaseUntil,
+		})
+	case events.LeaseRenewed:
+		if i := attemptIndex(v.Attempts, e.Attempt); i >= 0 {
+			v.Attempts = slices.Clone(v.Attempts)
+			v.Attempts[i].LeaseUntil = e.LeaseUntil
+		}
+	case events.StepStarted:
+		v.Steps = setStep(v.Steps, e.Step, func(s *StepView) {
+			*s = StepView{Name: s.Name, State: StepRunning, Attempt: e.Attempt, StartedAt: timePtr(t), Resource: e.Resource}
+			if e.Verify {
+				s.Detail = "verifying"
+			}
+		})
+	case events.StepFailed:
+		state := StepFailed
+		if e.Uncertain {
+			state = StepUncertain
+			v.UncertainStep = e.Step
+		} else if v.UncertainStep == e.Step {
+			v.UncertainStep = ""
+		}
+		v.Steps = setStep(v.Steps, e.Step, func(s *StepView) {
+			s.State, s.EndedAt, s.HTTPStatus, s.Error = state, timePtr(t), e.HTTPStatus, e.Error
+			if s.Attempt == 0 {
+				s.Attempt = e.Attempt
+			}
+		})
+	case events.JobTimedOut:
+		v = endAttempt(v, t, JobTimedOut, e.UncertainStep, e.Remaining)
+	case events.JobCancelled:
+		v = endAttempt(v, t, JobCancelled, e.UncertainStep, e.Remaining)
+	case events.JobAbandoned:
+		v = endAttempt(v, t, JobAbandoned, e.UncertainStep, e.Remaining)
+	case events.JobFailed:
+		v = endAttempt(v, t, JobFailed, "", e.Remaining)
+		v.Reason = e.Reason
+		if e.FailedStep != "" && e.Reason == "" {
+			v.Reason = "step " + e.FailedStep + " failed"
+		}
+	case events.JobSucceeded:
+		v = endAttempt(v, t, JobSucceeded, "", nil)
+		v.UncertainStep = ""
+		v.Remaining = []events.Resource{}
+	case events.JobResumed:
+		v.State = JobQueued
+		v.EndedAt = nil
+		v.Reason = ""
+		// Failed steps will run again; the uncertain one stays uncertain
+		// until the next attempt verifies it.
+		v.Steps = slices.Clone(v.Steps)
+		for i := range v.Steps {
+			if v.Steps[i].State == StepFailed {
+				v.Steps[i] = StepView{Name: v.Steps[i].Name, State: StepPending}
+			}
+		}
+	default:
+		r, ok := stepResultOf(p)
+		if !ok {
+			return v // unknown or foreign event: nothing to fold
+		}
+		v.Steps = setStep(v.Steps, r.Step, func(s *StepView) {
+			s.State, s.EndedAt, s.HTTPStatus, s.Error = StepDone, timePtr(t), 0, ""
+			if s.Attempt == 0 {
+				s.Attempt = r.Attempt
+			}
+			s.Detail = resultDetail(p, r)
+		})
+		if v.UncertainStep == r.Step {
+			v.UncertainStep = ""
+		}
+		v.Remaining = removeConfirmed(v.Remaining, p)
+	}
+	v.Resumable = v.State == JobFailed || v.State == JobTimedOut || v.State == JobAbandoned
+	v.Cancellable = v.State == JobQueued || v.State == JobRunning
+	v.Revision = ev.Revision
+	v.UpdatedAt = t
+	v.Position = ev.Position
+	return v
+}
+
+// endAttempt closes the job's current attempt with a terminal state. A step
+// that was started and has no result when the attempt ended may or may not
+// have taken effect: it becomes uncertain (the event may name it too).
+func endAttempt(v JobView, t time.Time, state, uncertain string, remaining []events.Resource) JobView {
+	v.State = state
+	v.EndedAt = timePtr(t)
+	if n := len(v.Attempts); n > 0 && v.Attempts[n-1].EndedAt == nil {
+		v.Attempts = slices.Clone(v.Attempts)
+		v.Attempts[n-1].EndedAt = timePtr(t)
+		v.Attempts[n-1].Outcome = state
+	}
+	v.Steps = slices.Clone(v.Steps)
+	for i := range v.Steps {
+		s := &v.Steps[i]
+		if s.State == StepRunning || (uncertain != "" && s.Name == uncertain && s.State != StepDone) {
+			s.State = StepUncertain
+			s.EndedAt = timePtr(t)
+			if uncertain == "" {
+				uncertain = s.Name
+			}
+		}
+	}
+	if uncertain != "" {
+		v.UncertainStep = uncertain
+	}
+	if remaining != nil {
+		v.Remaining = append([]events.Resource{}, remaining...)
+	}
+	return v
+}
+
+// stepResultOf returns the StepResult embedded in a step-result event.
+func stepResultOf(p events.Payload) (events.StepResult, bool) {
+	switch e := p.(type) {
+	case events.DBDeleted:
+		return e.StepResult, true
+	case events.EnvVarsDeleted:
+		return e.StepResult, true
+	case events.VolumeDeleted:
+		return e.StepResult, true
+	case events.ForcePushed:
+		return e.StepResult, true
+	case events.AppDeleted:
+		return e.StepResult, true
+	case events.RepoDeleted:
+		return e.StepResult, true
+	case events.ProjectDeleted:
+		return e.StepResult, true
+	case events.RepoCreated:
+		return e.StepResult, true
+	case events.CodePushed:
+		return e.StepResult, true
+	case events.StepSucceeded:
+		return e.StepResult, true
+	}
+	return events.StepResult{}, false
+}
+
+// resultDetail is the one-line story a step result tells on the job page.
+func resultDetail(p events.Payload, r events.StepResult) string {
+	d := ""
+	switch e := p.(type) {
+	case events.ForcePushed:
+		d = fmt.Sprintf("%s %s → %s", e.Repo, short(e.OldSHA), short(e.NewSHA))
+	case events.CodePushed:
+		d = fmt.Sprintf("%s at %s", e.Repo, short(e.SHA))
+	case events.RepoCreated:
+		d = "created " + e.Repo.String()
+	case events.StepSucceeded:
+		d = e.Detail
+	}
+	if r.AlreadyAbsent {
+		if d != "" {
+			return "already absent; " + d
+		}
+		return "already absent"
+	}
+	return d
+}
+
+// confirmedGone lists the resources a confirmed-deletion event proves gone.
+// match reports whether a resource is one of them; EnvVarsDeleted and
+// VolumeDeleted confirm every env var / volume of the app.
+func confirmedGone(p events.Payload) (match func(events.Resource) bool, ok bool) {
+	is := func(kind, id string) func(events.Resource) bool {
+		return func(r events.Resource) bool { return r.Kind == kind && (id == "" || r.ID == id) }
+	}
+	switch e := p.(type) {
+	case events.DBDeleted:
+		return is(events.ResDatabase, e.DBUUID), true
+	case events.AppDeleted:
+		return is(events.ResApplication, e.AppUUID), true
+	case events.RepoDeleted:
+		return is(events.ResRepository, e.Repo.String()), true
+	case events.ProjectDeleted:
+		return is(events.ResProject, e.ProjectUUID), true
+	case events.EnvVarsDeleted:
+		return is(events.ResEnvVar, ""), true
+	case events.VolumeDeleted:
+		return is(events.ResVolume, ""), true
+	}
+	return nil, false
+}
+
+// removeConfirmed drops from rs the resources p confirms deleted. It returns
+// rs itself when nothing matches, a new slice otherwise.
+func removeConfirmed(rs []events.Resource, p events.Payload) []events.Resource {
+	match, ok := confirmedGone(p)
+	if !ok || !slices.ContainsFunc(rs, match) {
+		return rs
+	}
+	out := make([]events.Resource, 0, len(rs))
+	for _, r := range rs {
+		if !match(r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// setStep returns a copy of steps with the named step changed by f; a step
+// the plan did not list is appended (an older or newer worker may run steps
+// this binary does not know).
+func setStep(steps []StepView, name string, f func(*StepView)) []StepView {
+	out := slices.Clone(steps)
+	for i := range out {
+		if out[i].Name == name {
+			f(&out[i])
+			return out
+		}
+	}
+	s := StepView{Name: name, State: StepPending}
+	f(&s)
+	return append(out, s)
+}
+
+func attemptIndex(as []Attempt, n int) int {
+	for i := len(as) - 1; i >= 0; i-- {
+		if as[i].Number == n {
+			return i
+		}
+	}
+	return -1
+}
+
+// RefOf is the short form of a job shown on its slot.
+func RefOf(j JobView) JobRef {
+	r := JobRef{ID: j.ID, Kind: j.Kind, State: j.State, StepsTotal: len(j.Steps)}
+	for _, s := range j.Steps {
+		switch s.State {
+		case StepDone:
+			r.StepsDone++
+		case StepRunning:
+			r.CurrentStep = s.Name
+		}
+	}
+	if r.CurrentStep == "" && j.UncertainStep != "" {
+		r.CurrentStep = j.UncertainStep
+	}
+	return r
+}
+
+// CompletedSteps lists a job's done steps in plan order.
+func CompletedSteps(j JobView) []string {
+	out := []string{}
+	for _, s := range j.Steps {
+		if s.State == StepDone {
+			out = append(out, s.Name)
+		}
+	}
+	return out
+}
+
+func jobIDOfStream(stream string) string {
+	if len(stream) > len(events.JobStreamPrefix) && stream[:len(events.JobStreamPrefix)] == events.JobStreamPrefix {
+		return stream[len(events.JobStreamPrefix):]
+	}
+	return ""
+}
+
+func timePtr(t time.Time) *time.Time { return &t }
+
+func short(sha string) string {
+	if len(sha) > 8 {
+		return sha[:8]
+	}
+	return sha
+}

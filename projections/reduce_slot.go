@@ -1,0 +1,206 @@
+package projections
+
+import (
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/slotkeeper/slotkeeper/events"
+)
+
+// ApplySlot folds one event into a slot's view: the slot-<name> stream's own
+// events, and the confirmed deletions of its jobs (DBDeleted, AppDeleted,
+// RepoDeleted, ProjectDeleted, EnvVarsDeleted, VolumeDeleted), which are the
+// only way a resource id leaves Resources. Job progress reaches the slot
+// through RefreshSlotJob. It is pure: v is never modified. Unknown event types
+// leave v unchanged.
+func ApplySlot(v SlotView, ev events.RecordedEvent, p events.Payload) SlotView {
+	t := ev.Meta.Time
+	slotEvent := strings.HasPrefix(ev.Stream, events.SlotStreamPrefix)
+	switch e := p.(type) {
+	case events.SlotRegistered:
+		name := e.Slot
+		if name == "" {
+			name = strings.TrimPrefix(ev.Stream, events.SlotStreamPrefix)
+		}
+		branch := e.Branch
+		if branch == "" {
+			branch = "main"
+		}
+		v = SlotView{
+			Name: name, Lifecycle: LifecycleVacant,
+			ProjectUUID: e.ProjectUUID, AppUUID: e.AppUUID, DBUUID: e.DBUUID,
+			Repo: e.Repo, TemplateRepo: e.TemplateRepo, TemplateRef: e.TemplateRef, Branch: branch,
+			LatestJobs: map[string]JobRef{}, Resources: []events.Resource{},
+		}
+		for _, r := range []events.Resource{
+			{Kind: events.ResProject, ID: e.ProjectUUID},
+			{Kind: events.ResApplication, ID: e.AppUUID},
+			{Kind: events.ResDatabase, ID: e.DBUUID},
+			{Kind: events.ResRepository, ID: e.Repo.String(), Name: e.Repo.Slug},
+		} {
+			if r.ID != "" && r.ID != "/" {
+				v.Resources = append(v.Resources, r)
+			}
+		}
+	case events.SlotOccupied:
+		v.Occupant, v.OccupiedAt, v.Deadline = e.By, timePtr(t), timePtr(e.Until)
+		if v.ActiveJob == nil && v.Lifecycle == LifecycleVacant {
+			v.Lifecycle = LifecycleOccupied
+		}
+		v.StateReason = ""
+	case events.OccupancyExtended:
+		v.Deadline = timePtr(e.Until)
+	case events.JobAccepted:
+		ref := JobRef{ID: e.JobID, Kind: e.Kind, State: JobQueued}
+		if old, ok := v.LatestJobs[e.Kind]; ok && old.ID == e.JobID {
+			ref = old // a resumed job keeps its progress
+			ref.State = JobQueued
+		}
+		v.ActiveJob = &ref
+		v.LatestJobs = maps.Clone(v.LatestJobs)
+		if v.LatestJobs == nil {
+			v.LatestJobs = map[string]JobRef{}
+		}
+		v.LatestJobs[e.Kind] = ref
+		v.Lifecycle = lifecycleOfKind(e.Kind, v.Lifecycle)
+		v.Recovery = nil
+		v.StateReason = e.Kind + " job " + e.JobID
+		if e.Resumed {
+			v.StateReason += " (resumed)"
+		}
+	case events.JobReleased:
+		if v.ActiveJob != nil && v.ActiveJob.ID == e.JobID {
+			v.ActiveJob = nil
+		}
+		if v.ActiveJob == nil {
+			v.Lifecycle = restingLifecycle(v)
+		}
+		v.StateReason = ""
+		if e.Outcome != JobSucceeded {
+			// RefreshSlotJob fills in the steps from the job's view.
+			v.Recovery = &Recovery{JobID: e.JobID, State: e.Outcome, CompletedSteps: []string{}, Remaining: []events.Resource{}}
+			v.StateReason = "last job " + e.Outcome
+		}
+	case events.SlotVacated:
+		v.Occupant, v.OccupiedAt, v.Deadline = "", nil, nil
+	case events.TeardownIncomplete:
+		v.Lifecycle = LifecycleIncomplete
+		v.Resources = addMissing(v.Resources, e.Remaining)
+		v.StateReason = "teardown could not confirm every deletion"
+	case events.SlotRetired:
+		v.Lifecycle = LifecycleRetired
+		v.Occupant, v.OccupiedAt, v.Deadline = "", nil, nil
+		v.StateReason = ""
+	case events.SlotPromoted:
+		v.PromotedTo = append(slices.Clip(v.PromotedTo), e.NewRepo)
+	default:
+		rs := removeConfirmed(v.Resources, p)
+		if len(rs) == len(v.Resources) {
+			return v // nothing of this slot's changed
+		}
+		v.Resources = rs
+	}
+	if slotEvent {
+		v.Revision = ev.Revision
+	}
+	v.UpdatedAt = t
+	v.Position = ev.Position
+	return v
+}
+
+// RefreshSlotJob copies a job's progress into the slot: the active job's and
+// the latest-of-kind's references, and the recovery information while the
+// slot's newest job ended without success. It returns v unchanged (and false)
+// when the slot does not show that job.
+func RefreshSlotJob(v SlotView, j JobView) (SlotView, bool) {
+	changed := false
+	ref := RefOf(j)
+	if v.ActiveJob != nil && v.ActiveJob.ID == j.ID && *v.ActiveJob != ref {
+		v.ActiveJob = &ref
+		changed = true
+	}
+	if old, ok := v.LatestJobs[j.Kind]; ok && old.ID == j.ID && old != ref {
+		v.LatestJobs = maps.Clone(v.LatestJobs)
+		v.LatestJobs[j.Kind] = ref
+		changed = true
+	}
+	if v.Recovery != nil && v.Recovery.JobID == j.ID {
+		rec := recoveryOf(j)
+		if rec == nil && v.ActiveJob == nil {
+			// Resumed and not yet re-accepted: the recovery information
+			// stays until the slot accepts the job again.
+			rec = v.Recovery
+		}
+		if !recoveryEqual(rec, v.Recovery) {
+			v.Recovery = rec
+			changed = true
+		}
+	}
+	if changed && j.Position > v.Position {
+		v.Position = j.Position
+		v.UpdatedAt = j.UpdatedAt
+	}
+	return v, changed
+}
+
+// recoveryOf is the recovery information of a job that ended without
+// success, nil otherwise.
+func recoveryOf(j JobView) *Recovery {
+	switch j.State {
+	case JobFailed, JobTimedOut, JobAbandoned, JobCancelled:
+	default:
+		return nil
+	}
+	rem := j.Remaining
+	if rem == nil {
+		rem = []events.Resource{}
+	}
+	return &Recovery{JobID: j.ID, State: j.State, CompletedSteps: CompletedSteps(j), UncertainStep: j.UncertainStep, Remaining: rem}
+}
+
+func recoveryEqual(a, b *Recovery) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.JobID == b.JobID && a.State == b.State && a.UncertainStep == b.UncertainStep &&
+		slices.Equal(a.CompletedSteps, b.CompletedSteps) && slices.Equal(a.Remaining, b.Remaining)
+}
+
+func lifecycleOfKind(kind, current string) string {
+	switch kind {
+	case events.KindReset:
+		return LifecycleResetting
+	case events.KindTeardown:
+		return LifecycleTearingDown
+	case events.KindPromote:
+		return LifecyclePromoting
+	}
+	return current
+}
+
+// restingLifecycle is the lifecycle of a slot no job holds.
+func restingLifecycle(v SlotView) string {
+	switch {
+	case v.Lifecycle == LifecycleRetired || v.Lifecycle == LifecycleIncomplete:
+		return v.Lifecycle
+	case v.Occupant != "":
+		return LifecycleOccupied
+	default:
+		return LifecycleVacant
+	}
+}
+
+// addMissing returns rs plus the resources of more it does not hold yet.
+func addMissing(rs, more []events.Resource) []events.Resource {
+	out := slices.Clone(rs)
+	if out == nil {
+		out = []events.Resource{}
+	}
+	for _, r := range more {
+		if !slices.ContainsFunc(out, func(x events.Resource) bool { return x.Kind == r.Kind && x.ID == r.ID }) {
+			out = append(out, r)
+		}
+	}
+	return out
+}

@@ -1,0 +1,264 @@
+package projections
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/slotkeeper/slotkeeper/events"
+)
+
+// Target is a read-model store the Runner projects into.
+type Target interface {
+	ReadModel
+	// Apply projects evs (consecutive, in position order, all after the
+	// target's Position) and moves the checkpoint to the last one, atomically:
+	// after a crash either all of them or none are applied. It returns one
+	// Change per event.
+	Apply(ctx context.Context, evs []events.RecordedEvent) ([]Change, error)
+}
+
+// Exclusive is implemented by targets that several processes share (the
+// postgres read model): only the holder of the projector lock may Apply.
+// Acquire blocks until this process holds the lock (or ctx ends); the lock's
+// context is cancelled when the lock is lost, and release gives it up.
+type Exclusive interface {
+	Acquire(ctx context.Context) (lockCtx context.Context, release func(), err error)
+}
+
+// RunnerOptions tune a Runner; the zero value is good.
+type RunnerOptions struct {
+	// MaxBatch is the most events applied in one Apply (default 2000).
+	MaxBatch int
+	// RetryDelay is the wait before resubscribing after an error (default 1 s).
+	RetryDelay time.Duration
+	// OnError is told about errors the runner recovers from (default: none).
+	OnError func(error)
+}
+
+// Runner keeps a Target up to date with a store: it subscribes from the
+// target's checkpoint, applies the events in batches (whatever has arrived,
+// up to MaxBatch, so catch-up is fast and live lag is one event), and
+// publishes the changes. It never blocks on a consumer.
+type Runner struct {
+	store  events.Store
+	target Target
+	opt    RunnerOptions
+
+	mu      sync.Mutex
+	pos     events.Position
+	advance chan struct{} // closed and replaced whenever pos grows
+	subs    map[*Subscription]struct{}
+	lastErr error
+}
+
+// NewRunner returns a runner; call Run to start it.
+func NewRunner(store events.Store, target Target, opt RunnerOptions) *Runner {
+	if opt.MaxBatch <= 0 {
+		opt.MaxBatch = 2000
+	}
+	if opt.RetryDelay <= 0 {
+		opt.RetryDelay = time.Second
+	}
+	return &Runner{store: store, target: target, opt: opt, advance: make(chan struct{}), subs: map[*Subscription]struct{}{}}
+}
+
+// Run projects until ctx ends (returning nil) or the store closes (returning
+// events.ErrClosed). Other errors are reported to OnError and retried after
+// RetryDelay from the target's checkpoint, which is safe because a batch and
+// its checkpoint commit together.
+func (r *Runner) Run(ctx context.Context) error {
+	for {
+		err := r.runOnce(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if errors.Is(err, events.ErrClosed) {
+			return err
+		}
+		r.mu.Lock()
+		r.lastErr = err
+		r.mu.Unlock()
+		if r.opt.OnError != nil && err != nil {
+			r.opt.OnError(err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(r.opt.RetryDelay):
+		}
+	}
+}
+
+// Err is the last error the runner recovered from (nil if none yet).
+func (r *Runner) Err() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lastErr
+}
+
+func (r *Runner) runOnce(ctx context.Context) error {
+	if ex, ok := r.target.(Exclusive); ok {
+		lockCtx, release, err := ex.Acquire(ctx)
+		if err != nil {
+			return fmt.Errorf("projections: acquire projector lock: %w", err)
+		}
+		defer release()
+		ctx = lockCtx
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	from, err := r.target.Position(ctx)
+	if err != nil {
+		return fmt.Errorf("projections: read checkpoint: %w", err)
+	}
+	r.setPos(from)
+
+	// The subscription feeds a channel; the apply loop drains whatever has
+	// arrived into one batch. The buffer lets the store run ahead of a slow
+	// target (postgres) while it commits.
+	feed := make(chan events.RecordedEvent, 4*r.opt.MaxBatch)
+	subErr := make(chan error, 1)
+	go func() {
+		subErr <- r.store.SubscribeAll(ctx, from, events.Filter{}, func(ctx context.Context, ev events.RecordedEvent) error {
+			select {
+			case feed <- ev:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		})
+	}()
+	batch := make([]events.RecordedEvent, 0, r.opt.MaxBatch)
+	for {
+		select {
+		case err := <-subErr:
+			if err == nil {
+				err = errors.New("projections: subscription ended")
+			}
+			return err
+		case ev := <-feed:
+			batch = append(batch[:0], ev)
+		fill:
+			for len(batch) < r.opt.MaxBatch {
+				select {
+				case ev := <-feed:
+					batch = append(batch, ev)
+				default:
+					break fill
+				}
+			}
+			changes, err := r.target.Apply(ctx, batch)
+			if err != nil {
+				return fmt.Errorf("projections: apply %d events up to %d: %w", len(batch), batch[len(batch)-1].Position, err)
+			}
+			r.publish(changes)
+			r.setPos(batch[len(batch)-1].Position)
+		}
+	}
+}
+
+func (r *Runner) setPos(p events.Position) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if p > r.pos || (p == 0 && r.pos == 0) {
+		r.pos = p
+		close(r.advance)
+		r.advance = make(chan struct{})
+	}
+}
+
+// Position is the last position applied by this runner (0 before the first
+// batch or checkpoint read).
+func (r *Runner) Position() events.Position {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.pos
+}
+
+// WaitFor blocks until the read model has applied pos (or ctx ends, returning
+// ctx.Err()). The API calls it with an append's position before answering a
+// command (read-your-writes); tests call it instead of sleeping.
+func (r *Runner) WaitFor(ctx context.Context, pos events.Position) error {
+	for {
+		r.mu.Lock()
+		cur, ch := r.pos, r.advance
+		r.mu.Unlock()
+		if cur >= pos {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-ch:
+		}
+	}
+}
+
+// Subscription is one consumer of the change feed.
+type Subscription struct {
+	// C delivers changes in position order, without gaps. It is closed when
+	// the subscription is cancelled or dropped.
+	C       <-chan Change
+	c       chan Change
+	r       *Runner
+	dropped bool
+}
+
+// Subscribe registers a change-feed consumer with a buffer of buf changes
+// (minimum 1). The runner never waits for a consumer: one whose buffer is
+// full when a change is published is dropped — its channel is closed and
+// Dropped reports true — because a feed with a hole would be worse than none.
+// A dropped consumer (an SSE client) starts again from a snapshot.
+//
+// To get a snapshot and a gapless stream, subscribe first, then read the
+// snapshot and its Position, then skip changes at or below that position.
+func (r *Runner) Subscribe(buf int) *Subscription {
+	if buf < 1 {
+		buf = 1
+	}
+	c := make(chan Change, buf)
+	s := &Subscription{C: c, c: c, r: r}
+	r.mu.Lock()
+	r.subs[s] = struct{}{}
+	r.mu.Unlock()
+	return s
+}
+
+// Cancel ends the subscription and closes C. It is safe to call twice.
+func (s *Subscription) Cancel() {
+	s.r.mu.Lock()
+	defer s.r.mu.Unlock()
+	if _, ok := s.r.subs[s]; ok {
+		delete(s.r.subs, s)
+		close(s.c)
+	}
+}
+
+// Dropped reports whether the runner dropped this consumer for being slow.
+// Read it after C is closed.
+func (s *Subscription) Dropped() bool {
+	s.r.mu.Lock()
+	defer s.r.mu.Unlock()
+	return s.dropped
+}
+
+func (r *Runner) publish(changes []Change) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for s := range r.subs {
+		for _, c := range changes {
+			select {
+			case s.c <- c:
+				continue
+			default:
+			}
+			s.dropped = true
+			delete(r.subs, s)
+			close(s.c)
+			break
+		}
+	}
+}
