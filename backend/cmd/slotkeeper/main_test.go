@@ -1,0 +1,430 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	sse "github.com/r3labs/sse/v2"
+	"go.uber.org/goleak"
+
+	"github.com/slotkeeper/slotkeeper/backend/httpapi"
+	"github.com/slotkeeper/slotkeeper/backend/slots"
+	"github.com/slotkeeper/slotkeeper/events"
+	"github.com/slotkeeper/slotkeeper/events/boltstore"
+	"github.com/slotkeeper/slotkeeper/projections"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// syncBuffer is an io.Writer tests can read while the server writes.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+	put chan struct{}
+}
+
+func newSyncBuffer() *syncBuffer { return &syncBuffer{put: make(chan struct{}, 1)} }
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	select {
+	case b.put <- struct{}{}:
+	default:
+	}
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// waitFor waits until the buffer contains s.
+func (b *syncBuffer) waitFor(t *testing.T, s string) {
+	t.Helper()
+	timeout := time.After(20 * time.Second)
+	for !strings.Contains(b.String(), s) {
+		select {
+		case <-b.put:
+		case <-timeout:
+			t.Fatalf("output never contained %q:\n%s", s, b.String())
+		}
+	}
+}
+
+// server is one `slotkeeper serve` run in-process.
+type server struct {
+	addr   string
+	out    *syncBuffer
+	err    *syncBuffer
+	cancel context.CancelFunc
+	exit   chan int
+}
+
+func startServe(t *testing.T, data, addr string, extra ...string) *server {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &server{out: newSyncBuffer(), err: newSyncBuffer(), cancel: cancel, exit: make(chan int, 1)}
+	ready := make(chan string, 1)
+	args := append([]string{"serve", "--addr", addr, "--data", data, "--heartbeat", "200ms", "--log-level", "debug"}, extra...)
+	go func() { s.exit <- runWith(ctx, args, noEnv, s.out, s.err, ready) }()
+	select {
+	case s.addr = <-ready:
+	case code := <-s.exit:
+		t.Fatalf("serve exited with %d during start:\n%s", code, s.err.String())
+	case <-time.After(30 * time.Second):
+		t.Fatalf("serve not ready:\n%s", s.err.String())
+	}
+	t.Cleanup(func() { s.stop(t) })
+	return s
+}
+
+// stop is SIGTERM: cancel the context and wait for Run to return.
+func (s *server) stop(t *testing.T) int {
+	t.Helper()
+	s.cancel()
+	select {
+	case code, ok := <-s.exit:
+		if ok {
+			close(s.exit)
+		}
+		return code
+	case <-time.After(30 * time.Second):
+		t.Fatalf("serve did not stop:\n%s", s.err.String())
+		return -1
+	}
+}
+
+func noEnv(string) string { return "" }
+
+func (s *server) url() string { return "http://" + s.addr }
+
+func (s *server) call(t *testing.T, method, path string, body any, out any) int {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		data, _ := json.Marshal(body)
+		rd = bytes.NewReader(data)
+	}
+	req, _ := http.NewRequest(method, s.url()+path, rd)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(httpapi.HeaderActor, "tester")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, data)
+		}
+	}
+	return resp.StatusCode
+}
+
+// follow subscribes to the server's stream with r3labs' client.
+func follow(ctx context.Context, t *testing.T, url string) chan *sse.Event {
+	t.Helper()
+	frames := make(chan *sse.Event, 4096)
+	c := httpapi.NewStreamClient(ctx, url+"/api/stream", &http.Client{}, 20*time.Millisecond)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = c.SubscribeWithContext(ctx, "", func(ev *sse.Event) {
+			if len(ev.Event) == 0 || string(ev.Event) == "heartbeat" {
+				return
+			}
+			select {
+			case frames <- ev:
+			case <-ctx.Done():
+			}
+		})
+	}()
+	t.Cleanup(func() { <-done })
+	return frames
+}
+
+func next(t *testing.T, frames chan *sse.Event) *sse.Event {
+	t.Helper()
+	select {
+	case ev := <-frames:
+		return ev
+	case <-time.After(20 * time.Second):
+		t.Fatal("no frame within 20 s")
+		return nil
+	}
+}
+
+// TestServeDemoJobAndShutdown runs serve with no configuration but a data
+// dir and a port: the demo pool is there, a release runs a real reset
+// against the simulators to success, and SIGTERM ends Run with exit 0.
+func TestServeDemoJobAndShutdown(t *testing.T) {
+	s := startServe(t, t.TempDir(), "127.0.0.1:0", "--grace", "0s")
+	var list struct {
+		Slots []projections.SlotView `json:"slots"`
+	}
+	if code := s.call(t, "GET", "/api/slots", nil, &list); code != 200 || len(list.Slots) != 8 {
+		t.Fatalf("slots: %d %d", code, len(list.Slots))
+	}
+	occupied := 0
+	for _, v := range list.Slots {
+		if v.Lifecycle == projections.LifecycleOccupied {
+			occupied++
+			if v.Deadline == nil || time.Until(*v.Deadline) < time.Minute {
+				t.Errorf("%s: deadline %v, want minutes away", v.Name, v.Deadline)
+			}
+		}
+	}
+	if occupied != 5 {
+		t.Fatalf("%d occupied demo slots, want 5", occupied)
+	}
+	if code := s.call(t, "GET", "/readyz", nil, nil); code != 200 {
+		t.Fatalf("readyz %d", code)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	frames := follow(ctx, t, s.url())
+	if ev := next(t, frames); string(ev.Event) != "snapshot" {
+		t.Fatalf("first frame %s", ev.Event)
+	}
+	var res slots.JobAcceptedResult
+	if code := s.call(t, "POST", "/api/slots/aurora/release", nil, &res); code != 202 {
+		t.Fatalf("release: %d", code)
+	}
+	for {
+		var ch projections.Change
+		if err := json.Unmarshal(next(t, frames).Data, &ch); err != nil {
+			t.Fatal(err)
+		}
+		if ch.Job != nil && ch.Job.ID == res.JobID && ch.Job.State == projections.JobSucceeded {
+			break
+		}
+		if ch.Job != nil && ch.Job.ID == res.JobID && (ch.Job.State == projections.JobFailed || ch.Job.State == projections.JobTimedOut) {
+			t.Fatalf("reset ended %s: %+v", ch.Job.State, ch.Job)
+		}
+	}
+	// The lock is released after the terminal event; then the slot is vacant.
+	for {
+		var ch projections.Change
+		_ = json.Unmarshal(next(t, frames).Data, &ch)
+		if ch.Slot != nil && ch.Slot.Name == "aurora" && ch.Slot.ActiveJob == nil {
+			if ch.Slot.Lifecycle != projections.LifecycleVacant {
+				t.Fatalf("aurora after reset: %s", ch.Slot.Lifecycle)
+			}
+			break
+		}
+	}
+	cancel()
+	if code := s.stop(t); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, s.err.String())
+	}
+}
+
+// TestShutdownFencesRunningAttempt: a job hangs in a provider call; SIGTERM
+// cancels it and the log ends the attempt with an honest terminal event and
+// frees the slot, so the job can be resumed later.
+func TestShutdownFencesRunningAttempt(t *testing.T) {
+	data := t.TempDir()
+	s := startServe(t, data, "127.0.0.1:0", "--grace", "0s")
+	var fault struct{ ID int }
+	if code := s.call(t, "POST", "/api/sim/faults", map[string]any{"endpoint": "coolify.ListStorages", "hang": true}, &fault); code != 201 {
+		t.Fatalf("fault: %d", code)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	frames := follow(ctx, t, s.url())
+	var res slots.JobAcceptedResult
+	if code := s.call(t, "POST", "/api/slots/birch/release", nil, &res); code != 202 {
+		t.Fatalf("release: %d", code)
+	}
+	for {
+		var ch projections.Change
+		_ = json.Unmarshal(next(t, frames).Data, &ch)
+		if ch.Job != nil && ch.Job.ID == res.JobID && ch.Audit != nil && ch.Audit.Type == "StepStarted" && strings.Contains(ch.Audit.Summary, "volumes") {
+			break
+		}
+	}
+	cancel()
+	if code := s.stop(t); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, s.err.String())
+	}
+	st, err := boltstore.Open(data, boltstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	evs, err := st.ReadStream(context.Background(), events.JobStream(res.JobID), 0, 0, events.Forward)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := evs[len(evs)-1]
+	p, _ := events.Decode(last)
+	to, ok := p.(events.JobTimedOut)
+	if !ok || to.Deadline != "shutdown" || to.UncertainStep == "" {
+		t.Fatalf("last job event %s %s, want JobTimedOut{deadline: shutdown} naming the uncertain step", last.Type, last.Data)
+	}
+	sevs, _ := st.ReadStream(context.Background(), events.SlotStream("birch"), 0, 0, events.Forward)
+	if sevs[len(sevs)-1].Type != "JobReleased" {
+		t.Fatalf("slot's last event %s, want JobReleased", sevs[len(sevs)-1].Type)
+	}
+}
+
+// TestStreamResumesAcrossProcessRestart: the server restarts on the same
+// data dir and address; the client resumes with Last-Event-ID and receives
+// exactly the positions the log holds after its snapshot.
+func TestStreamResumesAcrossProcessRestart(t *testing.T) {
+	data := t.TempDir()
+	s := startServe(t, data, "127.0.0.1:0", "--workers", "0")
+	addr := s.addr
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	frames := follow(ctx, t, s.url())
+	snap := next(t, frames)
+	if string(snap.Event) != "snapshot" {
+		t.Fatalf("first frame %s", snap.Event)
+	}
+	from, _ := strconv.ParseUint(string(snap.ID), 10, 64)
+	extend := func(s *server, i int) {
+		until := time.Now().Add(time.Hour + time.Duration(i)*time.Minute)
+		if code := s.call(t, "POST", "/api/slots/dune/extend", map[string]any{"until": until}, nil); code != 200 {
+			t.Fatalf("extend: %d", code)
+		}
+	}
+	for i := 0; i < 5; i++ {
+		extend(s, i)
+	}
+	s.stop(t)
+	s = startServe(t, data, addr, "--workers", "0")
+	for i := 5; i < 10; i++ {
+		extend(s, i)
+	}
+	var audit struct {
+		Entries []projections.AuditEntry `json:"entries"`
+	}
+	s.call(t, "GET", fmt.Sprintf("/api/audit?after=%d&limit=1000", from), nil, &audit)
+	if len(audit.Entries) < 10 {
+		t.Fatalf("audit after %d: %d entries", from, len(audit.Entries))
+	}
+	for _, e := range audit.Entries {
+		ev := next(t, frames)
+		if string(ev.Event) != "change" || string(ev.ID) != strconv.FormatUint(uint64(e.Position), 10) {
+			t.Fatalf("got %s %s, want change %d (gap, duplicate or snapshot)", ev.Event, ev.ID, e.Position)
+		}
+	}
+	cancel()
+}
+
+func TestConfigErrorsNameTheSetting(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{[]string{"--workers", "-1"}, nil, "--workers (SLOTKEEPER_WORKERS)"},
+		{nil, map[string]string{"SLOTKEEPER_GRACE": "soon"}, "SLOTKEEPER_GRACE"},
+		{[]string{"--events", "mysql://x"}, nil, "--events (SLOTKEEPER_EVENTS)"},
+		{[]string{"--read-model", "postgres://u:secret@h/db"}, nil, "--read-model (SLOTKEEPER_READ_MODEL): PostgreSQL read models are not built"},
+		{[]string{"--coolify-url", "https://c.example/api/v1"}, nil, "--coolify-token (SLOTKEEPER_COOLIFY_TOKEN)"},
+		{[]string{"--sim", "maybe"}, nil, "--sim (SLOTKEEPER_SIM)"},
+		{[]string{"--addr", "nonsense"}, nil, "--addr (SLOTKEEPER_ADDR)"},
+		{[]string{"--step-timeout", "1h", "--job-timeout", "1m"}, nil, "--step-timeout"},
+		{[]string{"--webhook-url", "ftp://x"}, nil, "--webhook-url (SLOTKEEPER_WEBHOOK_URL)"},
+		{[]string{"--heartbeat", "0s"}, nil, "--heartbeat (SLOTKEEPER_HEARTBEAT)"},
+		{[]string{"--log-level", "loud"}, nil, "--log-level"},
+	} {
+		t.Run(strings.Join(tc.args, " ")+fmt.Sprint(tc.env), func(t *testing.T) {
+			out, errb := newSyncBuffer(), newSyncBuffer()
+			env := func(k string) string { return tc.env[k] }
+			args := append([]string{"serve", "--data", t.TempDir(), "--addr", "127.0.0.1:0"}, tc.args...)
+			code := runWith(context.Background(), args, env, out, errb, nil)
+			if code != exitUsage || !strings.Contains(errb.String(), tc.want) {
+				t.Fatalf("exit %d, stderr %q; want exit 2 naming %q", code, errb.String(), tc.want)
+			}
+			if strings.Contains(errb.String(), "secret") {
+				t.Fatalf("stderr shows a password: %s", errb.String())
+			}
+		})
+	}
+}
+
+func TestSecondServerOnSameDataIsRefused(t *testing.T) {
+	data := t.TempDir()
+	startServe(t, data, "127.0.0.1:0", "--workers", "0")
+	errb := newSyncBuffer()
+	code := runWith(context.Background(), []string{"serve", "--data", data, "--addr", "127.0.0.1:0"}, noEnv, io.Discard, errb, nil)
+	if code != exitUsage || !strings.Contains(errb.String(), "in use by another slotkeeper process") {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+}
+
+func TestReplayVerifyAndWatch(t *testing.T) {
+	data := t.TempDir()
+	s := startServe(t, data, "127.0.0.1:0", "--workers", "0")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	wout := newSyncBuffer()
+	watched := make(chan int, 1)
+	go func() {
+		watched <- runWith(ctx, []string{"watch", "--server", s.url(), "--retry", "20ms", "dune"}, noEnv, wout, io.Discard, nil)
+	}()
+	wout.waitFor(t, "snapshot at position")
+	wout.waitFor(t, "dune ")
+	if strings.Contains(wout.String(), "aurora") {
+		t.Fatalf("watch dune printed another slot:\n%s", wout.String())
+	}
+	until := time.Now().Add(3 * time.Hour)
+	s.call(t, "POST", "/api/slots/dune/extend", map[string]any{"until": until}, nil)
+	wout.waitFor(t, "OccupancyExtended")
+	// The server restarts; watch resumes and prints the next step once.
+	addr := s.addr
+	s.stop(t)
+	s = startServe(t, data, addr, "--workers", "0")
+	s.call(t, "POST", "/api/slots/dune/extend", map[string]any{"until": until.Add(time.Hour)}, nil)
+	for strings.Count(wout.String(), "OccupancyExtended") < 2 {
+		wout.waitFor(t, "OccupancyExtended")
+		select {
+		case <-wout.put:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("second extend never printed:\n%s", wout.String())
+		}
+	}
+	if n := strings.Count(wout.String(), "OccupancyExtended"); n != 2 {
+		t.Fatalf("%d extend lines, want 2:\n%s", n, wout.String())
+	}
+	cancel()
+	if code := <-watched; code != 0 {
+		t.Fatalf("watch exit %d", code)
+	}
+	s.stop(t)
+
+	out, errb := newSyncBuffer(), newSyncBuffer()
+	if code := runWith(context.Background(), []string{"replay", "--data", data}, noEnv, out, errb, nil); code != 0 {
+		t.Fatalf("replay exit %d: %s", code, errb.String())
+	}
+	if !strings.Contains(out.String(), "8 slots") {
+		t.Fatalf("replay printed %q", out.String())
+	}
+	out = newSyncBuffer()
+	if code := runWith(context.Background(), []string{"verify", "--data", data}, noEnv, out, errb, nil); code != 0 {
+		t.Fatalf("verify exit %d: %s", code, errb.String())
+	}
+	if !strings.Contains(out.String(), "equals a rebuild") {
+		t.Fatalf("verify printed %q", out.String())
+	}
+}

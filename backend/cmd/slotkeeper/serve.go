@@ -1,0 +1,292 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/slotkeeper/slotkeeper/backend/demo"
+	"github.com/slotkeeper/slotkeeper/backend/httpapi"
+	"github.com/slotkeeper/slotkeeper/backend/jobs"
+	"github.com/slotkeeper/slotkeeper/backend/providers/bitbucket"
+	"github.com/slotkeeper/slotkeeper/backend/providers/coolify"
+	gitpush "github.com/slotkeeper/slotkeeper/backend/providers/git"
+	"github.com/slotkeeper/slotkeeper/backend/providers/sim"
+	"github.com/slotkeeper/slotkeeper/backend/slots"
+	"github.com/slotkeeper/slotkeeper/events"
+	"github.com/slotkeeper/slotkeeper/events/boltstore"
+	"github.com/slotkeeper/slotkeeper/events/kurrent"
+	"github.com/slotkeeper/slotkeeper/frontend"
+	"github.com/slotkeeper/slotkeeper/projections"
+	"github.com/slotkeeper/slotkeeper/projections/memory"
+)
+
+// newLogger builds the process logger from the config.
+func newLogger(c Config, out io.Writer) *slog.Logger {
+	var lvl slog.Level
+	_ = lvl.UnmarshalText([]byte(c.LogLevel))
+	opts := &slog.HandlerOptions{Level: lvl}
+	if c.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(out, opts))
+	}
+	return slog.New(slog.NewTextHandler(out, opts))
+}
+
+// openStore opens the event store the config names.
+func openStore(ctx context.Context, c Config, log *slog.Logger) (events.Store, string, error) {
+	if c.Events != "" {
+		st, err := kurrent.Open(ctx, c.Events, kurrent.Options{Logger: log})
+		if err != nil {
+			if errors.Is(err, kurrent.ErrConfig) {
+				return nil, "", &ConfigError{Setting: setting("events"), Problem: err.Error()}
+			}
+			return nil, "", fmt.Errorf("open KurrentDB: %w", err)
+		}
+		return st, "kurrentdb " + redact(c.Events), nil
+	}
+	if err := os.MkdirAll(c.Data, 0o700); err != nil {
+		return nil, "", &ConfigError{Setting: setting("data"), Problem: err.Error()}
+	}
+	st, err := boltstore.Open(c.Data, boltstore.Options{})
+	if err != nil {
+		if errors.Is(err, events.ErrLocked) {
+			return nil, "", &ConfigError{Setting: setting("data"), Problem: fmt.Sprintf("%s is in use by another slotkeeper process", c.Data)}
+		}
+		return nil, "", fmt.Errorf("open event store in %s: %w", c.Data, err)
+	}
+	return st, "embedded " + c.Data, nil
+}
+
+// openReadModel returns the read-model target the config names.
+func openReadModel(_ context.Context, c Config, store events.Store) (projections.Target, error) {
+	if c.ReadModel == "memory" {
+		return memory.New(store), nil
+	}
+	return nil, &ConfigError{Setting: setting("read-model"), Problem: "PostgreSQL read models are not built into this binary yet; use memory"}
+}
+
+// world is the outside systems jobs act on.
+type world struct {
+	deps  jobs.Deps
+	sim   *sim.Sim // nil with real providers
+	close func()
+}
+
+func openWorld(ctx context.Context, c Config) (world, error) {
+	if c.useSim() {
+		s, err := sim.Start(ctx, sim.Options{DeleteDelay: 300 * time.Millisecond})
+		if err != nil {
+			return world{}, fmt.Errorf("start simulators: %w", err)
+		}
+		p, err := gitpush.New(gitpush.Options{Token: s.BitbucketToken()})
+		if err != nil {
+			s.Close()
+			return world{}, err
+		}
+		return world{
+			deps: jobs.Deps{
+				PaaS:    coolify.New(coolify.Options{BaseURL: s.CoolifyURL(), Token: s.CoolifyToken()}),
+				GitHost: bitbucket.New(bitbucket.Options{BaseURL: s.BitbucketURL(), Token: s.BitbucketToken()}),
+				Pusher:  p,
+				RepoURL: func(r events.RepoRef) string { return s.CloneURL(r.Project, r.Slug) },
+			},
+			sim:   s,
+			close: func() { p.Close(); s.Close() },
+		}, nil
+	}
+	p, err := gitpush.New(gitpush.Options{Token: c.BitbucketToken, Username: c.GitUser})
+	if err != nil {
+		return world{}, err
+	}
+	root := strings.TrimRight(c.BitbucketURL, "/")
+	return world{
+		deps: jobs.Deps{
+			PaaS:    coolify.New(coolify.Options{BaseURL: c.CoolifyURL, Token: c.CoolifyToken}),
+			GitHost: bitbucket.New(bitbucket.Options{BaseURL: c.BitbucketURL, Token: c.BitbucketToken}),
+			Pusher:  p,
+			RepoURL: func(r events.RepoRef) string {
+				return root + "/scm/" + strings.ToLower(r.Project) + "/" + r.Slug + ".git"
+			},
+		},
+		close: func() { p.Close() },
+	}, nil
+}
+
+// serve runs the server until ctx is done, then shuts down gracefully.
+// ready, if not nil, receives the listening address once the server
+// answers (tests use it with --addr 127.0.0.1:0).
+func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<- string) error {
+	log := newLogger(c, stderr)
+	if c.WebhookURL != "" {
+		return &ConfigError{Setting: setting("webhook-url"), Problem: "the webhook notifier is not built into this binary yet"}
+	}
+	store, storeDesc, err := openStore(ctx, c, log)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	rm, err := openReadModel(ctx, c, store)
+	if err != nil {
+		return err
+	}
+	startHead, err := store.Head(ctx)
+	if err != nil {
+		return fmt.Errorf("read the log's head: %w", err)
+	}
+
+	// Background work lives until bg is cancelled, after the graceful part
+	// of the shutdown.
+	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	defer func() { stopBG(); wg.Wait() }()
+	goRun := func(name string, f func(context.Context) error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f(bg); err != nil && bg.Err() == nil {
+				log.Error(name+" stopped", slog.String("error", err.Error()))
+			}
+		}()
+	}
+
+	runner := projections.NewRunner(store, rm, projections.RunnerOptions{
+		OnError: func(err error) { log.Warn("read model: retrying after error", slog.String("error", err.Error())) },
+	})
+	met := httpapi.NewMetrics()
+	hub := httpapi.NewHub(httpapi.HubOptions{
+		Heartbeat: c.Heartbeat, History: c.SSEHistory, WriteTimeout: c.SSEWriteTimeout,
+		MaxClients: c.SSEMaxClients, MaxClientsPerIP: c.SSEMaxPerIP, LiveFrom: startHead,
+	}, met, log)
+	followed := make(chan struct{})
+	goRun("live stream feed", func(ctx context.Context) error { return hub.Follow(ctx, runner, rm, followed) })
+	select {
+	case <-followed:
+	case <-ctx.Done():
+		return nil
+	}
+	goRun("read model", runner.Run)
+	t0 := time.Now()
+	if err := runner.WaitFor(ctx, startHead); err != nil {
+		return nil // interrupted during start
+	}
+	log.Info("read model caught up", slog.Any("position", startHead), slog.Duration("took", time.Since(t0)), slog.String("events", storeDesc))
+
+	w, err := openWorld(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer w.close()
+
+	svc := slots.NewService(store, slots.Config{Grace: c.Grace, DeadlineReset: c.Deadlines, Logger: log})
+	goRun("deadline scheduler", svc.RunDeadlines)
+	var eng *jobs.Engine
+	if c.Workers > 0 {
+		eng = jobs.NewEngine(store, w.deps, jobs.Config{
+			Workers: c.Workers, StepTimeout: c.StepTimeout, JobTimeout: c.JobTimeout, Lease: c.Lease, Logger: log,
+		})
+		goRun("job engine", eng.Run)
+	}
+
+	if w.sim != nil && c.Demo && startHead == 0 {
+		if err := demo.Seed(ctx, svc, w.sim, demo.Pool, time.Now()); err != nil {
+			return fmt.Errorf("seed the demo pool: %w", err)
+		}
+		log.Info("demo pool seeded", slog.Int("slots", len(demo.Pool)))
+	}
+
+	var spa fs.FS
+	if sub, err := fs.Sub(frontend.Dist, "dist"); err == nil {
+		spa = sub
+	}
+	deps := httpapi.Deps{
+		Commands: svc, Reads: rm, Log: store, Waiter: runner, Hub: hub, Metrics: met, Logger: log, SPA: spa,
+		Ready: func(context.Context) error {
+			if p := runner.Position(); p < startHead {
+				return fmt.Errorf("read model at %d of %d", p, startHead)
+			}
+			return nil
+		},
+	}
+	if w.sim != nil {
+		deps.Sim = w.sim.ControlHandler()
+	}
+	api, err := httpapi.New(deps)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", c.Addr)
+	if err != nil {
+		return &ConfigError{Setting: setting("addr"), Problem: err.Error()}
+	}
+	srv := &http.Server{
+		Handler:           api,
+		ConnContext:       httpapi.ConnContext,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	url := "http://" + ln.Addr().String()
+	fmt.Fprintf(stdout, "slotkeeper: serving on %s (events: %s, read model: %s, providers: %s)\n", url, storeDesc, c.ReadModel, providersDesc(w))
+	if ready != nil {
+		ready <- ln.Addr().String()
+	}
+
+	select {
+	case <-ctx.Done():
+	case err := <-served:
+		return fmt.Errorf("http server: %w", err)
+	}
+
+	// Graceful shutdown: stop claiming and fence running attempts first, so
+	// each ends with an honest terminal event that the streams still carry;
+	// then end the streams and the requests; then the background work.
+	log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.ShutdownTimeout)
+	defer cancel()
+	if eng != nil {
+		if err := eng.Stop(sctx); err != nil {
+			log.Warn("job engine did not stop cleanly", slog.String("error", err.Error()))
+		}
+	}
+	if head, err := store.Head(sctx); err == nil {
+		_ = runner.WaitFor(sctx, head) // let the streams carry the last events
+		waitHub(sctx, hub, head)
+	}
+	hub.Close()
+	if err := srv.Shutdown(sctx); err != nil {
+		log.Warn("http shutdown", slog.String("error", err.Error()))
+		srv.Close()
+	}
+	return nil
+}
+
+// waitHub waits (bounded by ctx) until the hub has published pos.
+func waitHub(ctx context.Context, hub *httpapi.Hub, pos events.Position) {
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	for hub.Head() < pos {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func providersDesc(w world) string {
+	if w.sim != nil {
+		return "simulators " + w.sim.CoolifyURL() + " " + w.sim.BitbucketURL()
+	}
+	return "real Coolify and Bitbucket"
+}

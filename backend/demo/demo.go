@@ -1,0 +1,74 @@
+// Package demo seeds the demo slot pool that `slotkeeper serve` shows when
+// it runs on the simulators with an empty log: eight slots whose resources
+// exist in the simulated Coolify and Bitbucket, five of them occupied with
+// deadlines minutes away, so that the board is alive from the first second
+// (deadlines pass, resets run, countdowns tick).
+package demo
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/slotkeeper/slotkeeper/backend/providers/sim"
+	"github.com/slotkeeper/slotkeeper/backend/slots"
+	"github.com/slotkeeper/slotkeeper/events"
+)
+
+// Simulator creates a slot's resources (implemented by *sim.Sim).
+type Simulator interface {
+	SeedSlot(name string) (sim.SlotFixture, error)
+}
+
+// Slot is one slot of the pool: who holds it and for how long (an empty
+// Occupant leaves it vacant).
+type Slot struct {
+	Name     string
+	Occupant string
+	For      time.Duration
+}
+
+// Pool is the demo pool.
+var Pool = []Slot{
+	{"aurora", "alice", 3 * time.Minute},
+	{"birch", "bob", 7 * time.Minute},
+	{"cedar", "", 0},
+	{"dune", "chen", 12 * time.Minute},
+	{"ember", "", 0},
+	{"fjord", "dana", 25 * time.Minute},
+	{"glacier", "", 0},
+	{"harbor", "eli", 45 * time.Minute},
+}
+
+// Actor is who the seeding events are attributed to.
+const Actor = "system:demo"
+
+// Seed creates each slot of pool in the simulator, registers it and
+// occupies the occupied ones from now. It stops at the first error; the
+// caller runs it only on an empty log.
+func Seed(ctx context.Context, cmds slots.Commands, sm Simulator, pool []Slot, now time.Time) error {
+	for _, s := range pool {
+		fx, err := sm.SeedSlot(s.Name)
+		if err != nil {
+			return fmt.Errorf("demo: simulate slot %s: %w", s.Name, err)
+		}
+		a := slots.Actor{Name: Actor, CorrelationID: "demo-seed-" + s.Name}
+		err = cmds.Register(ctx, a, slots.RegisterCmd{
+			Name: s.Name, ProjectUUID: fx.ProjectUUID, AppUUID: fx.AppUUID, DBUUID: fx.DBUUID,
+			Repo:         events.RepoRef{Project: fx.Repo.Project, Slug: fx.Repo.Slug},
+			TemplateRepo: events.RepoRef{Project: fx.Template.Project, Slug: fx.Template.Slug},
+			TemplateRef:  fx.TemplateRef, Branch: sim.DefaultBranch,
+		})
+		if err != nil {
+			return fmt.Errorf("demo: register slot %s: %w", s.Name, err)
+		}
+		if s.Occupant == "" {
+			continue
+		}
+		a.Name = s.Occupant
+		if err := cmds.Occupy(ctx, a, s.Name, slots.OccupyCmd{By: s.Occupant, Until: now.Add(s.For)}); err != nil {
+			return fmt.Errorf("demo: occupy slot %s: %w", s.Name, err)
+		}
+	}
+	return nil
+}
