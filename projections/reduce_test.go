@@ -1,0 +1,246 @@
+package projections_test
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/slotkeeper/slotkeeper/events"
+	"github.com/slotkeeper/slotkeeper/projections"
+)
+
+var t0 = time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+
+// rec wraps a payload as the n-th event of a stream.
+func rec(stream string, n int, p events.Payload) events.RecordedEvent {
+	data, _ := json.Marshal(p)
+	return events.RecordedEvent{
+		Stream: stream, Revision: events.Revision(n), Position: events.Position(100 + n), Type: p.EventType(),
+		Data: data, Meta: events.Metadata{Actor: "t", Time: t0.Add(time.Duration(n) * time.Second)},
+	}
+}
+
+func applyJ(v projections.JobView, stream string, n int, p events.Payload) projections.JobView {
+	return projections.ApplyJob(v, rec(stream, n, p), p)
+}
+
+func applyS(v projections.SlotView, stream string, n int, p events.Payload) projections.SlotView {
+	return projections.ApplySlot(v, rec(stream, n, p), p)
+}
+
+// foldJob applies payloads in order to an empty job view.
+func foldJob(ps ...events.Payload) projections.JobView {
+	var v projections.JobView
+	for i, p := range ps {
+		v = applyJ(v, "job-j1", i, p)
+	}
+	return v
+}
+
+func stepState(v projections.JobView, name string) string {
+	for _, s := range v.Steps {
+		if s.Name == name {
+			return s.State
+		}
+	}
+	return "missing"
+}
+
+var resetSteps = []string{events.StepDeleteDB, events.StepDeleteEnvVars, events.StepDeleteVolumes, events.StepForcePush, events.StepVacate}
+
+func queued() events.JobQueued {
+	return events.JobQueued{JobID: "j1", Kind: events.KindReset, Slot: "s1", RequestedBy: "alice", Steps: resetSteps}
+}
+
+func TestAbandonedAttemptMakesTheStartedStepUncertain(t *testing.T) {
+	v := foldJob(
+		queued(),
+		events.JobClaimed{JobID: "j1", Worker: "w1", Attempt: 1, LeaseUntil: t0.Add(time.Minute)},
+		events.StepStarted{JobID: "j1", Step: events.StepDeleteDB, Attempt: 1},
+		events.DBDeleted{StepResult: events.StepResult{JobID: "j1", Step: events.StepDeleteDB, Attempt: 1}, DBUUID: "db"},
+		events.StepStarted{JobID: "j1", Step: events.StepDeleteEnvVars, Attempt: 1},
+		// The rescuer does not name the step: the view must find it.
+		events.JobAbandoned{JobID: "j1", Attempt: 1, Worker: "w1"},
+	)
+	if v.State != projections.JobAbandoned || v.UncertainStep != events.StepDeleteEnvVars {
+		t.Fatalf("state %s uncertain %q, want abandoned / delete_env_vars", v.State, v.UncertainStep)
+	}
+	if got := stepState(v, events.StepDeleteEnvVars); got != projections.StepUncertain {
+		t.Fatalf("delete_env_vars is %s, want uncertain", got)
+	}
+	if got := stepState(v, events.StepDeleteDB); got != projections.StepDone {
+		t.Fatalf("delete_db is %s, want done", got)
+	}
+	if !v.Resumable || v.Cancellable || v.EndedAt == nil || v.Attempts[0].Outcome != projections.JobAbandoned {
+		t.Fatalf("resumable %v cancellable %v ended %v attempts %+v", v.Resumable, v.Cancellable, v.EndedAt, v.Attempts)
+	}
+	ref := projections.RefOf(v)
+	if ref.StepsDone != 1 || ref.StepsTotal != 5 || ref.CurrentStep != events.StepDeleteEnvVars {
+		t.Fatalf("ref = %+v", ref)
+	}
+}
+
+func TestResumeRequeuesAndVerifyClearsTheUncertainStep(t *testing.T) {
+	ps := []events.Payload{
+		queued(),
+		events.JobClaimed{JobID: "j1", Worker: "w1", Attempt: 1},
+		events.StepStarted{JobID: "j1", Step: events.StepDeleteDB, Attempt: 1},
+		events.StepFailed{JobID: "j1", Step: events.StepDeleteDB, Attempt: 1, Error: "connection reset", Uncertain: true},
+		events.JobTimedOut{JobID: "j1", Attempt: 1, Deadline: "step"},
+		events.JobResumed{JobID: "j1", By: "alice", FromStep: events.StepDeleteDB},
+	}
+	v := foldJob(ps...)
+	if v.State != projections.JobQueued || !v.Cancellable || v.Resumable || v.EndedAt != nil {
+		t.Fatalf("after resume: state %s cancellable %v resumable %v ended %v", v.State, v.Cancellable, v.Resumable, v.EndedAt)
+	}
+	if v.UncertainStep != events.StepDeleteDB || stepState(v, events.StepDeleteDB) != projections.StepUncertain {
+		t.Fatalf("resume must keep the uncertain step until verified: %q %s", v.UncertainStep, stepState(v, events.StepDeleteDB))
+	}
+	ps = append(ps,
+		events.JobClaimed{JobID: "j1", Worker: "w2", Attempt: 2},
+		events.StepStarted{JobID: "j1", Step: events.StepDeleteDB, Attempt: 2, Verify: true},
+		events.DBDeleted{StepResult: events.StepResult{JobID: "j1", Step: events.StepDeleteDB, Attempt: 2, AlreadyAbsent: true}, DBUUID: "db"},
+	)
+	v = foldJob(ps...)
+	if v.UncertainStep != "" || stepState(v, events.StepDeleteDB) != projections.StepDone || v.State != projections.JobRunning {
+		t.Fatalf("after verify: uncertain %q, delete_db %s, state %s", v.UncertainStep, stepState(v, events.StepDeleteDB), v.State)
+	}
+	if len(v.Attempts) != 2 || v.Attempts[0].Outcome != projections.JobTimedOut || v.Attempts[1].Worker != "w2" {
+		t.Fatalf("attempts = %+v", v.Attempts)
+	}
+}
+
+func TestStepFailedRecordsHTTPStatusAndResumeResetsIt(t *testing.T) {
+	ps := []events.Payload{
+		queued(),
+		events.JobClaimed{JobID: "j1", Worker: "w1", Attempt: 1},
+		events.StepStarted{JobID: "j1", Step: events.StepDeleteDB, Attempt: 1},
+		events.StepFailed{JobID: "j1", Step: events.StepDeleteDB, Attempt: 1, Error: "forbidden", HTTPStatus: 403},
+		events.JobFailed{JobID: "j1", Attempt: 1, Reason: "forbidden", FailedStep: events.StepDeleteDB, Remaining: []events.Resource{{Kind: events.ResDatabase, ID: "db"}}},
+	}
+	v := foldJob(ps...)
+	s := v.Steps[0]
+	if s.State != projections.StepFailed || s.HTTPStatus != 403 || s.Error != "forbidden" || v.UncertainStep != "" {
+		t.Fatalf("failed step = %+v uncertain %q", s, v.UncertainStep)
+	}
+	if len(v.Remaining) != 1 || v.Reason != "forbidden" || !v.Resumable {
+		t.Fatalf("remaining %v reason %q resumable %v", v.Remaining, v.Reason, v.Resumable)
+	}
+	v = foldJob(append(ps, events.JobResumed{JobID: "j1", By: "bob", FromStep: events.StepDeleteDB})...)
+	if v.Steps[0].State != projections.StepPending || v.Steps[0].Error != "" {
+		t.Fatalf("after resume the failed step is %+v, want pending", v.Steps[0])
+	}
+}
+
+func TestTeardownIncompleteKeepsEveryUnconfirmedID(t *testing.T) {
+	reg := events.SlotRegistered{Slot: "s1", ProjectUUID: "p", AppUUID: "a", DBUUID: "d", Repo: events.RepoRef{Project: "P", Slug: "s1"}}
+	var v projections.SlotView
+	v = applyS(v, "slot-s1", 0, reg)
+	v = applyS(v, "slot-s1", 1, events.JobAccepted{Slot: "s1", JobID: "j1", Kind: events.KindTeardown})
+	if v.Lifecycle != projections.LifecycleTearingDown || v.ActiveJob == nil {
+		t.Fatalf("lifecycle %s active %v", v.Lifecycle, v.ActiveJob)
+	}
+	// The db is confirmed gone (a job-stream event reaching the slot).
+	v = applyS(v, "job-j1", 2, events.DBDeleted{DBUUID: "d"})
+	// The app delete was not confirmed, yet the incomplete list forgets it:
+	// the slot must still keep the app's id.
+	v = applyS(v, "slot-s1", 3, events.TeardownIncomplete{Slot: "s1", JobID: "j1",
+		Remaining: []events.Resource{{Kind: events.ResRepository, ID: "P/s1"}, {Kind: "volume", ID: "vol-9"}}})
+	v = applyS(v, "slot-s1", 4, events.JobReleased{Slot: "s1", JobID: "j1", Outcome: "failed"})
+	got := map[string]bool{}
+	for _, r := range v.Resources {
+		got[r.Kind+":"+r.ID] = true
+	}
+	want := map[string]bool{"project:p": true, "application:a": true, "repository:P/s1": true, "volume:vol-9": true}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("resources = %v, want %v", got, want)
+	}
+	if v.Lifecycle != projections.LifecycleIncomplete || v.ActiveJob != nil || v.Recovery == nil || v.Recovery.JobID != "j1" {
+		t.Fatalf("lifecycle %s active %v recovery %+v", v.Lifecycle, v.ActiveJob, v.Recovery)
+	}
+	// A different app's deletion does not remove this slot's app.
+	v2 := applyS(v, "job-j2", 5, events.AppDeleted{AppUUID: "other"})
+	if len(v2.Resources) != len(v.Resources) {
+		t.Fatalf("a foreign AppDeleted removed a resource: %v", v2.Resources)
+	}
+}
+
+func TestReducersArePure(t *testing.T) {
+	v := foldJob(queued(), events.JobClaimed{JobID: "j1", Worker: "w1", Attempt: 1},
+		events.StepStarted{JobID: "j1", Step: events.StepDeleteDB, Attempt: 1})
+	before, _ := json.Marshal(v)
+	for i, p := range []events.Payload{
+		events.DBDeleted{StepResult: events.StepResult{JobID: "j1", Step: events.StepDeleteDB, Attempt: 1}},
+		events.StepFailed{JobID: "j1", Step: events.StepDeleteDB, Attempt: 1, Error: "x"},
+		events.LeaseRenewed{JobID: "j1", Attempt: 1, LeaseUntil: t0.Add(time.Hour)},
+		events.JobAbandoned{JobID: "j1", Attempt: 1},
+		events.JobClaimed{JobID: "j1", Worker: "w2", Attempt: 2},
+		events.JobResumed{JobID: "j1"},
+	} {
+		_ = applyJ(v, "job-j1", 10+i, p)
+		if after, _ := json.Marshal(v); string(after) != string(before) {
+			t.Fatalf("ApplyJob(%s) modified its input:\n%s\n%s", p.EventType(), before, after)
+		}
+	}
+	s := applyS(projections.SlotView{}, "slot-s1", 0, events.SlotRegistered{Slot: "s1", DBUUID: "d", AppUUID: "a"})
+	s = applyS(s, "slot-s1", 1, events.JobAccepted{Slot: "s1", JobID: "j1", Kind: events.KindReset})
+	sb, _ := json.Marshal(s)
+	for i, p := range []events.Payload{
+		events.DBDeleted{DBUUID: "d"}, events.JobAccepted{Slot: "s1", JobID: "j2", Kind: events.KindPromote},
+		events.TeardownIncomplete{Remaining: []events.Resource{{Kind: "x", ID: "y"}}}, events.SlotPromoted{NewRepo: events.RepoRef{Slug: "n"}},
+	} {
+		_ = applyS(s, "slot-s1", 10+i, p)
+		if after, _ := json.Marshal(s); string(after) != string(sb) {
+			t.Fatalf("ApplySlot(%s) modified its input", p.EventType())
+		}
+	}
+	_, _ = projections.RefreshSlotJob(s, foldJob(queued(), events.JobClaimed{JobID: "j1", Attempt: 1}))
+	if after, _ := json.Marshal(s); string(after) != string(sb) {
+		t.Fatalf("RefreshSlotJob modified its input")
+	}
+}
+
+func TestUnknownTypesAreIgnoredAndEveryCatalogueTypeHasASummary(t *testing.T) {
+	v := foldJob(queued())
+	u := events.Unknown{Type: "FromTheFuture"}
+	ev := events.RecordedEvent{Stream: "job-j1", Type: u.Type, Position: 999, Data: []byte(`{}`)}
+	if got := projections.ApplyJob(v, ev, u); !reflect.DeepEqual(got, v) {
+		t.Fatal("an unknown event changed the job view")
+	}
+	s := projections.SlotView{Name: "s1"}
+	if got := projections.ApplySlot(s, ev, u); !reflect.DeepEqual(got, s) {
+		t.Fatal("an unknown event changed the slot view")
+	}
+	for _, typ := range events.Types() {
+		ev := events.RecordedEvent{Stream: "job-j1", Type: typ, Data: []byte(`{"job_id":"j1","step":"delete_db"}`)}
+		p, err := events.Decode(ev)
+		if err != nil {
+			t.Fatalf("%s: %v", typ, err)
+		}
+		if a := projections.AuditOf(ev, p, ""); a.Summary == "" || a.Summary == typ {
+			t.Errorf("%s has no summary of its own (%q)", typ, a.Summary)
+		}
+	}
+}
+
+func TestRefreshSlotJobCarriesProgressAndRecovery(t *testing.T) {
+	s := applyS(projections.SlotView{}, "slot-s1", 0, events.SlotRegistered{Slot: "s1"})
+	s = applyS(s, "slot-s1", 1, events.JobAccepted{Slot: "s1", JobID: "j1", Kind: events.KindReset})
+	j := foldJob(queued(), events.JobClaimed{JobID: "j1", Attempt: 1}, events.StepStarted{JobID: "j1", Step: events.StepDeleteDB, Attempt: 1})
+	s, changed := projections.RefreshSlotJob(s, j)
+	if !changed || s.ActiveJob.CurrentStep != events.StepDeleteDB || s.ActiveJob.State != projections.JobRunning || s.LatestJobs[events.KindReset].StepsTotal != 5 {
+		t.Fatalf("changed %v active %+v latest %+v", changed, s.ActiveJob, s.LatestJobs)
+	}
+	j = foldJob(queued(), events.JobClaimed{JobID: "j1", Attempt: 1}, events.StepStarted{JobID: "j1", Step: events.StepDeleteDB, Attempt: 1},
+		events.JobCancelled{JobID: "j1", By: "bob", UncertainStep: events.StepDeleteDB})
+	s, _ = projections.RefreshSlotJob(s, j)
+	s = applyS(s, "slot-s1", 2, events.JobReleased{Slot: "s1", JobID: "j1", Outcome: "cancelled"})
+	s, _ = projections.RefreshSlotJob(s, j)
+	if s.ActiveJob != nil || s.Recovery == nil || s.Recovery.UncertainStep != events.StepDeleteDB || s.Recovery.State != projections.JobCancelled {
+		t.Fatalf("after a cancelled job: active %+v recovery %+v", s.ActiveJob, s.Recovery)
+	}
+	if _, changed := projections.RefreshSlotJob(s, foldJob(events.JobQueued{JobID: "other", Kind: events.KindReset})); changed {
+		t.Fatal("a job the slot does not show changed it")
+	}
+}
