@@ -176,7 +176,6 @@ func fillStore(dir string, n int) error {
 // decodes every payload with events.Decode, as a projection rebuild does.
 func BenchmarkCatchUp(b *testing.B) {
 	path := millionStore(b)
-	b.ReportMetric(million.took.Seconds(), "fill-s")
 	s, err := Open(path, Options{})
 	if err != nil {
 		b.Fatal(err)
@@ -208,6 +207,7 @@ func BenchmarkCatchUp(b *testing.B) {
 		total += n
 	}
 	b.ReportMetric(float64(total)/time.Since(start).Seconds(), "events/s")
+	b.ReportMetric(million.took.Seconds(), "fill-s")
 }
 
 // BenchmarkOpen opens the million-event store until it is ready (Head
@@ -218,7 +218,6 @@ func BenchmarkOpen(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.ReportMetric(float64(fi.Size())/(1<<20), "file-MiB")
 	b.ResetTimer()
 	start := time.Now()
 	for range b.N {
@@ -232,4 +231,5 @@ func BenchmarkOpen(b *testing.B) {
 		s.Close()
 	}
 	b.ReportMetric(time.Since(start).Seconds()*1000/float64(b.N), "ms/open")
+	b.ReportMetric(float64(fi.Size())/(1<<20), "file-MiB")
 }
