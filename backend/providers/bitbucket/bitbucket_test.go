@@ -236,6 +236,9 @@ func TestListReposPages(t *testing.T) {
 	b.sim.AddFault(sim.Fault{Endpoint: sim.EndpointListRepos, Status: 200, Times: 1, Body: `{"values":[],"isLastPage":false,"nextPageStart":0}`})
 	_, err = b.c.ListRepos(ctx, "SLOT")
 	checkErr(t, err, providers.CodeServer, 200, false)
+	_, err = b.c.ListRepos(ctx, "NOPE")
+	checkErr(t, err, providers.CodeNotFound, 404, false)
+	b.sim.AddBitbucketProject("EMPTY")
 	repos, err = b.c.ListRepos(ctx, "EMPTY")
 	if err != nil || len(repos) != 0 {
 		t.Fatalf("empty project: %v %v", repos, err)

@@ -23,11 +23,15 @@ type bbRepo struct {
 }
 
 type bbState struct {
-	repos  map[string]*bbRepo // "PROJECT/slug"
-	nextID atomic.Int64
+	repos    map[string]*bbRepo // "PROJECT/slug"
+	projects map[string]bool    // keys, upper case
+	nextID   atomic.Int64
 }
 
-func (b *bbState) init() { b.repos = map[string]*bbRepo{} }
+func (b *bbState) init() {
+	b.repos = map[string]*bbRepo{}
+	b.projects = map[string]bool{}
+}
 
 func repoKey(project, slug string) string { return strings.ToUpper(project) + "/" + slug }
 
@@ -212,6 +216,11 @@ func (s *Sim) bbListRepos(w http.ResponseWriter, r *http.Request) {
 	}
 	limit = min(limit, 1000)
 	s.mu.Lock()
+	if !s.bb.projects[project] {
+		s.mu.Unlock()
+		writeJSON(w, http.StatusNotFound, bbError(nil, "Project "+project+" does not exist.", "com.atlassian.bitbucket.project.NoSuchProjectException"))
+		return
+	}
 	var all []*bbRepo
 	for _, rp := range s.bb.repos {
 		if rp.Project == project {

@@ -277,6 +277,7 @@ func (s *Sim) AddRepo(project, name string) (RepoFixture, error) {
 	}
 	rp := &bbRepo{ID: int(s.bb.nextID.Add(1)), Project: project, Slug: slug, Name: name}
 	s.bb.repos[key] = rp
+	s.bb.projects[project] = true
 	s.mu.Unlock()
 	dir := s.repoDir(project, slug)
 	os.RemoveAll(dir) // leftovers of a deleted repo of the same name
@@ -290,6 +291,15 @@ func (s *Sim) AddRepo(project, name string) (RepoFixture, error) {
 		return RepoFixture{}, err
 	}
 	return RepoFixture{Project: project, Slug: slug, Name: name, CloneURL: s.CloneURL(project, slug)}, nil
+}
+
+// AddBitbucketProject creates an empty Bitbucket project. (A project also
+// comes into being with its first repository: the simulator does not make
+// callers create projects first.)
+func (s *Sim) AddBitbucketProject(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.bb.projects[strings.ToUpper(key)] = true
 }
 
 // HasRepo reports whether the repository exists (a scheduled delete still
