@@ -38,10 +38,10 @@ import (
 const EnvURL = "TEST_DATABASE_URL"
 
 var (
-	mu      sync.Mutex
-	cluster *Cluster
+	mu       sync.Mutex
+	cluster  *Cluster
 	startErr error
-	dbSeq   atomic.Int64
+	dbSeq    atomic.Int64
 )
 
 // Cluster is a running throwaway PostgreSQL server.
