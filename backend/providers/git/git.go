@@ -139,7 +139,13 @@ func (p *Pusher) run(ctx context.Context, dir string, args ...string) result {
 		return result{err: err}
 	}
 	// credential.helper= disables any helper; askpass is the only source.
-	full := append([]string{"-c", "credential.helper=", "-c", "core.askPass=" + p.askpass, "-c", "protocol.allow=never", "-c", "protocol.http.allow=always", "-c", "protocol.https.allow=always"}, args...)
+	// No automatic gc/maintenance: they detach, outlive git and hold its
+	// output pipes open past WaitDelay.
+	full := append([]string{
+		"-c", "credential.helper=", "-c", "core.askPass=" + p.askpass,
+		"-c", "protocol.allow=never", "-c", "protocol.http.allow=always", "-c", "protocol.https.allow=always",
+		"-c", "gc.auto=0", "-c", "maintenance.auto=false",
+	}, args...)
 	cmd := exec.CommandContext(ctx, p.gitPath, full...)
 	cmd.Dir = dir
 	cmd.Env = p.env()
@@ -148,6 +154,10 @@ func (p *Pusher) run(ctx context.Context, dir string, args ...string) result {
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
+	if errors.Is(err, exec.ErrWaitDelay) {
+		// git itself exited 0; a detached descendant kept the pipes open.
+		err = nil
+	}
 	return result{stdout: out.String(), stderr: errb.String(), err: err}
 }
 

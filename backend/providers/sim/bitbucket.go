@@ -268,6 +268,11 @@ func (s *Sim) serveGit(w http.ResponseWriter, r *http.Request) {
 			"REMOTE_USER=slotkeeper", // enables receive-pack
 			"GIT_CONFIG_NOSYSTEM=1",
 			"HOME=" + s.gitHome,
+			// No auto gc after a push: a detached gc would hold the CGI
+			// output open and stall the answer.
+			"GIT_CONFIG_COUNT=2",
+			"GIT_CONFIG_KEY_0=receive.autogc", "GIT_CONFIG_VALUE_0=false",
+			"GIT_CONFIG_KEY_1=gc.auto", "GIT_CONFIG_VALUE_1=0",
 		},
 		Stderr: io.Discard,
 	}
