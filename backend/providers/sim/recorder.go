@@ -45,10 +45,12 @@ func (r Request) WasAborted() bool { return !r.Aborted.IsZero() }
 type recorder struct {
 	mu      sync.Mutex
 	reqs    []*Request
+	seq     int
+	limit   int           // keep at most this many (the newest)
 	changed chan struct{} // closed and replaced on every change
 }
 
-func newRecorder() *recorder { return &recorder{changed: make(chan struct{})} }
+func newRecorder(limit int) *recorder { return &recorder{limit: limit, changed: make(chan struct{})} }
 
 // notifyLocked wakes every waiter; callers hold mu.
 func (rc *recorder) notifyLocked() {
@@ -59,7 +61,14 @@ func (rc *recorder) notifyLocked() {
 func (rc *recorder) start(r *Request) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	r.Seq = len(rc.reqs) + 1
+	rc.seq++
+	r.Seq = rc.seq
+	if len(rc.reqs) >= rc.limit {
+		// A long-running demo must not grow without bound: drop the oldest.
+		n := copy(rc.reqs, rc.reqs[len(rc.reqs)-rc.limit+1:])
+		clear(rc.reqs[n:])
+		rc.reqs = rc.reqs[:n]
+	}
 	rc.reqs = append(rc.reqs, r)
 	rc.notifyLocked()
 }
@@ -89,7 +98,8 @@ func (rc *recorder) reset() {
 	rc.notifyLocked()
 }
 
-// Requests returns a copy of every recorded request in arrival order.
+// Requests returns a copy of the recorded requests in arrival order (the
+// newest Options.MaxRecorded).
 func (s *Sim) Requests() []Request {
 	out, _ := s.rec.snapshot()
 	return out

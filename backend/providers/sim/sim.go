@@ -12,6 +12,7 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -61,6 +62,9 @@ type Options struct {
 	// (GitRoot/PROJECT/slug.git). Empty: a temporary directory removed by
 	// Close.
 	GitRoot string
+	// MaxRecorded bounds the request recorder (oldest dropped first).
+	// Default 100,000.
+	MaxRecorded int
 	// CoolifyToken and BitbucketToken override the generated tokens.
 	CoolifyToken   string
 	BitbucketToken string
@@ -101,7 +105,7 @@ func Start(ctx context.Context, opts Options) (*Sim, error) {
 	s := &Sim{
 		opts:    opts,
 		gitPath: gitPath,
-		rec:     newRecorder(),
+		rec:     newRecorder(cmp.Or(max(opts.MaxRecorded, 0), 100_000)),
 		closing: make(chan struct{}),
 	}
 	s.cool.init()

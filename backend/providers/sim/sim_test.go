@@ -310,3 +310,15 @@ func TestBitbucketRepoLifecycle(t *testing.T) {
 		t.Fatalf("delete absent: %d", code)
 	}
 }
+
+func TestRecorderBounded(t *testing.T) {
+	s := startSim(t, sim.Options{MaxRecorded: 3})
+	ctx := waitCtx(t)
+	for range 5 {
+		do(t, ctx, "GET", s.CoolifyURL()+"/projects", s.CoolifyToken())
+	}
+	reqs := s.Requests()
+	if len(reqs) != 3 || reqs[0].Seq != 3 || reqs[2].Seq != 5 {
+		t.Fatalf("recorded %+v", reqs)
+	}
+}

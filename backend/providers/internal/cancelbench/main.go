@@ -160,7 +160,10 @@ func run(trials, gitTrials int, maxDelay time.Duration) error {
 func trial(s *sim.Sim, endpoint string, call func(context.Context) error, maxDelay time.Duration, st *stats) error {
 	wait, cancelWait := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancelWait()
-	start := len(s.Requests())
+	start := 0 // the last Seq before this trial
+	if reqs := s.Requests(); len(reqs) > 0 {
+		start = reqs[len(reqs)-1].Seq
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- call(ctx) }()
