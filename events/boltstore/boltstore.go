@@ -12,8 +12,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/google/uuid"
@@ -117,25 +120,19 @@ type Store struct {
 
 var _ events.Store = (*Store)(nil)
 
-// Open opens or creates the store at path. If path is a directory, the file
-// is path/events.db. Returns an error wrapping events.ErrLocked when another
-// process holds the file, and events.ErrCorrupt when the file is not a
-// Slotkeeper event store (or a version this binary cannot read); in both
-// cases the file is left untouched.
+// Open opens or creates the store at path: an existing file, an existing
+// directory (holding events.db), or a new path — a file if it ends in ".db",
+// else a directory created with events.db in it. Returns an error wrapping
+// events.ErrLocked when another process holds the file, and events.ErrCorrupt
+// when the file is not a Slotkeeper event store, is damaged, or has a layout
+// version this binary cannot read; in both cases the file is left untouched.
 func Open(path string, opts Options) (*Store, error) {
 	opts.fill()
-	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		path = filepath.Join(path, FileName)
-	}
+	path = dataFile(path)
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("boltstore: %w", err)
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{
-		Timeout:         opts.LockTimeout,
-		FreelistType:    bolt.FreelistMapType,
-		InitialMmapSize: opts.InitialMmapSize,
-		NoSync:          false, // acknowledged means fsynced
-	})
+	db, err := openBolt(path, opts)
 	switch {
 	case errors.Is(err, bolt.ErrTimeout):
 		return nil, fmt.Errorf("boltstore: %s: %w (another slotkeeper holds it)", path, events.ErrLocked)
@@ -168,6 +165,7 @@ func Open(path string, opts Options) (*Store, error) {
 // prepare checks the format marker (writing it into a brand-new file) and
 // returns the newest position and the index tail.
 func prepare(db *bolt.DB) (head events.Position, tail map[string]*tailStream, tailEvents int, err error) {
+	defer guard(&err)
 	fresh := false
 	err = db.View(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
@@ -181,10 +179,10 @@ func prepare(db *bolt.DB) (head events.Position, tail map[string]*tailStream, ta
 			return nil
 		}
 		if f := meta.Get(keyFormat); string(f) != formatMarker {
-			return fmt.Errorf("%w: format marker %q", events.ErrCorrupt, f)
+			return fmt.Errorf("%w: format marker %q", events.ErrCorrupt, f[:min(len(f), 40)])
 		}
 		if v := meta.Get(keyVersion); len(v) != 8 || binary.BigEndian.Uint64(v) != formatVersion {
-			return fmt.Errorf("%w: layout version %x, this binary reads %d", events.ErrCorrupt, v, formatVersion)
+			return fmt.Errorf("%w: layout version %x, this binary reads %d", events.ErrCorrupt, v[:min(len(v), 16)], formatVersion)
 		}
 		for _, b := range [][]byte{bucketLog, bucketStreams, bucketIndex} {
 			if tx.Bucket(b) == nil {
@@ -230,6 +228,66 @@ func prepare(db *bolt.DB) (head events.Position, tail map[string]*tailStream, ta
 		return err
 	})
 	return head, tail, tailEvents, err
+}
+
+func dataFile(path string) string {
+	if fi, err := os.Stat(path); err == nil {
+		if fi.IsDir() {
+			return filepath.Join(path, FileName)
+		}
+		return path
+	}
+	if strings.HasSuffix(path, ".db") {
+		return path
+	}
+	return filepath.Join(path, FileName)
+}
+
+// openBolt is bolt.Open with its panics on a damaged file (invalid pages;
+// memory faults on a truncated one) turned into ErrCorrupt. bbolt's file is
+// captured so that a panic mid-open can still release its lock.
+func openBolt(path string, opts Options) (db *bolt.DB, err error) {
+	var file *os.File
+	defer func() {
+		if r := recover(); r != nil {
+			if file != nil {
+				// Unlock explicitly: bbolt's mapping keeps the open file
+				// alive, and with it the flock, after Close. (The mapping
+				// itself is lost; a refused damaged file is rare.)
+				syscall.Flock(int(file.Fd()), syscall.LOCK_UN)
+				file.Close()
+			}
+			db, err = nil, fmt.Errorf("%w: damaged or truncated file (%v)", events.ErrCorrupt, r)
+		}
+	}()
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	return bolt.Open(path, 0o600, &bolt.Options{
+		Timeout:         opts.LockTimeout,
+		FreelistType:    bolt.FreelistMapType,
+		InitialMmapSize: opts.InitialMmapSize,
+		NoSync:          false, // acknowledged means fsynced
+		OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
+			f, err := os.OpenFile(name, flag, perm)
+			file = f
+			return f, err
+		},
+	})
+}
+
+// guard turns a panic of bbolt reading damaged pages, or a memory fault on
+// the mapping (with SetPanicOnFault), into an error wrapping ErrCorrupt.
+// Callers defer it first and turn SetPanicOnFault on for their goroutine.
+func guard(err *error) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("%w: damaged or truncated file (%v)", events.ErrCorrupt, r)
+	}
+}
+
+// update and view run bbolt transactions under guard.
+func (s *Store) update(fn func(tx *bolt.Tx) error) (err error) {
+	defer guard(&err)
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	return s.db.Update(fn)
 }
 
 func u64(v uint64) []byte {
@@ -388,7 +446,7 @@ func (s *Store) commit(batch []*appendReq, buf []byte) []byte {
 	buf = buf[:0] // the previous transaction is over; its arena is free
 	changes := map[string]*pending{}
 	flushed := false
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx *bolt.Tx) error {
 		logB, streams := tx.Bucket(bucketLog), tx.Bucket(bucketStreams)
 		logB.FillPercent = 1.0 // keys only ever grow: pack pages full
 		pos := head
@@ -477,7 +535,7 @@ func (s *Store) Close() error {
 		// Fold the tail into the index so the next Open has nothing to
 		// rebuild. Best effort: the log is the truth either way.
 		if s.tailEvents > 0 {
-			_ = s.db.Update(func(tx *bolt.Tx) error {
+			_ = s.update(func(tx *bolt.Tx) error {
 				return flushIndex(tx, s.tail, nil, s.head.Load())
 			})
 		}
@@ -498,8 +556,10 @@ func (s *Store) Head(ctx context.Context) (events.Position, error) {
 }
 
 // view runs a read transaction, translating a closed database to ErrClosed.
-func (s *Store) view(fn func(tx *bolt.Tx) error) error {
-	err := s.db.View(fn)
+func (s *Store) view(fn func(tx *bolt.Tx) error) (err error) {
+	defer guard(&err)
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	err = s.db.View(fn)
 	if errors.Is(err, bolt.ErrDatabaseNotOpen) {
 		return events.ErrClosed
 	}

@@ -394,6 +394,58 @@ func TestCorruptOrForeignFile(t *testing.T) {
 	}
 }
 
+// A store whose file was cut short or whose pages were damaged fails to open
+// with ErrCorrupt instead of crashing the process (bbolt panics on invalid
+// pages and faults on a short mapping), releases the lock, and leaves the
+// file as it was.
+func TestDamagedFile(t *testing.T) {
+	for _, mode := range []string{"truncated to a third", "truncated to 6 pages", "page headers"} {
+		t.Run(mode, func(t *testing.T) {
+			dir := t.TempDir()
+			s, err := Open(dir, Options{IndexFlushEvents: 100})
+			if err != nil {
+				t.Fatal(err)
+			}
+			big := events.EventData{Type: "Big", Data: []byte(`"` + strings.Repeat("x", 20000) + `"`)}
+			for i := range 300 {
+				if _, err := s.Append(ctxT(t), fmt.Sprintf("s-%d", i%7), events.Any(), ev("A", i), big); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s.Close()
+			p := filepath.Join(dir, FileName)
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch mode {
+			case "truncated to a third":
+				b = b[:len(b)/3]
+			case "truncated to 6 pages":
+				b = b[:6*4096]
+			case "page headers":
+				for pg := 2; pg*4096+16 < len(b); pg++ {
+					b[pg*4096+8] ^= 0xff // flags
+					b[pg*4096+10] ^= 0x33
+				}
+			}
+			if err := os.WriteFile(p, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			for range 2 { // the second time proves the lock was released
+				_, err = Open(dir, Options{})
+				if !errors.Is(err, events.ErrCorrupt) {
+					t.Fatalf("open of a damaged file: %v, want ErrCorrupt", err)
+				}
+			}
+			after, _ := os.ReadFile(p)
+			if !bytes.Equal(after, b) {
+				t.Fatal("refused open changed the file")
+			}
+		})
+	}
+}
+
 // A record the writer never wrote (bit rot, a foreign writer) is reported
 // as ErrCorrupt by reads, not decoded into garbage.
 func TestCorruptRecord(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"runtime/debug"
 	"slices"
 
 	"github.com/slotkeeper/slotkeeper/events"
@@ -168,7 +169,9 @@ func loadTail(tx *bolt.Tx) (map[string]*tailStream, int, error) {
 }
 
 // ReadStream implements events.Store.
-func (s *Store) ReadStream(ctx context.Context, stream string, from events.Revision, max int, dir events.Direction) ([]events.RecordedEvent, error) {
+func (s *Store) ReadStream(ctx context.Context, stream string, from events.Revision, max int, dir events.Direction) (_ []events.RecordedEvent, err error) {
+	defer guard(&err)
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	if err := events.ValidateStream(stream); err != nil {
 		return nil, err
 	}
