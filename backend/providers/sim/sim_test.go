@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -225,6 +226,39 @@ func TestControlHandler(t *testing.T) {
 	}
 	if code, body := do(t, ctx, "GET", srv.URL+"/requests", ""); code != 200 || !strings.Contains(body, `"requests":[]`) {
 		t.Fatalf("requests: %d %s", code, body)
+	}
+	// A hang set over HTTP holds a real request; removing it by id works.
+	code, body = post("/api/sim/faults", `{"endpoint":"coolify.GetProject","hang":true}`)
+	var added struct{ ID int }
+	json.Unmarshal([]byte(body), &added)
+	if code != 201 || added.ID == 0 {
+		t.Fatalf("add hang: %d %s", code, body)
+	}
+	mark := time.Now()
+	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(short, "GET", s.CoolifyURL()+"/projects/abcdefghijk", nil)
+	if _, err := http.DefaultClient.Do(req); err == nil {
+		t.Fatal("hang answered")
+	}
+	if _, err := s.WaitFor(ctx, func(r sim.Request) bool { return r.WasAborted() }); err != nil {
+		t.Fatal(err)
+	}
+	code, body = do(t, ctx, "GET", srv.URL+"/api/sim/requests?after="+mark.Format(time.RFC3339Nano), "")
+	if code != 200 || !strings.Contains(body, `"endpoint":"coolify.GetProject"`) || !strings.Contains(body, `"aborted":"`) {
+		t.Fatalf("requests after: %d %s", code, body)
+	}
+	if code, _ := do(t, ctx, "GET", srv.URL+"/api/sim/requests?after=yesterday", ""); code != 400 {
+		t.Fatalf("bad after: %d", code)
+	}
+	if code, _ := do(t, ctx, "DELETE", srv.URL+"/api/sim/faults/"+strconv.Itoa(added.ID), ""); code != 204 || len(s.Faults()) != 0 {
+		t.Fatalf("remove fault: %d", code)
+	}
+	if code, _ := do(t, ctx, "DELETE", srv.URL+"/api/sim/faults/"+strconv.Itoa(added.ID), ""); code != 404 {
+		t.Fatalf("remove again: %d", code)
+	}
+	if code, _ := do(t, ctx, "DELETE", srv.URL+"/api/sim/requests", ""); code != 204 || len(s.Requests()) != 0 {
+		t.Fatal("forget requests")
 	}
 }
 
