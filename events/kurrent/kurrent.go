@@ -23,6 +23,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -281,7 +282,9 @@ func isConnErr(err error) bool {
 			return true
 		}
 	}
-	return status.Code(err) == codes.Unavailable
+	// A stream broken under a Send surfaces as io.EOF (gRPC keeps the real
+	// status for the receive side), which the library labels "unknown".
+	return status.Code(err) == codes.Unavailable || errors.Is(err, io.EOF)
 }
 
 // do runs op with a healthy client, retrying connection failures with backoff
