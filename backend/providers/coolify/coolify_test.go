@@ -533,3 +533,32 @@ func TestRedirectNotFollowed(t *testing.T) {
 		t.Fatalf("redirect followed: %d requests", n)
 	}
 }
+
+// TestCancelBetweenPolls: ctx ends while waiting to poll again; no further
+// GET is sent.
+func TestCancelBetweenPolls(t *testing.T) {
+	b := setup(t, time.Hour)
+	slow := coolify.New(coolify.Options{BaseURL: b.sim.CoolifyURL(), Token: token,
+		Confirm: providers.Backoff{Initial: time.Hour, Max: time.Hour, Total: 2 * time.Hour}})
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := slow.DeleteDatabase(ctx, b.fx.DBUUID)
+		errc <- err
+	}()
+	wctx := ctxT(t)
+	if _, err := b.sim.WaitFor(wctx, func(r sim.Request) bool { return r.Endpoint == sim.EndpointGetDatabase && r.Done() }); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	at := time.Now()
+	select {
+	case err := <-errc:
+		checkErr(t, err, providers.CodeCanceled, 0, true)
+	case <-wctx.Done():
+		t.Fatal("did not return")
+	}
+	if n := len(b.sim.RequestsAfter(at)); n != 0 || len(b.sim.Requests()) != 2 {
+		t.Fatalf("requests %+v", b.sim.Requests())
+	}
+}

@@ -293,3 +293,23 @@ func TestInvalidInputRunsNothing(t *testing.T) {
 		t.Fatalf("git ran on invalid input:\n%s", log)
 	}
 }
+
+// TestCancelDuringFetch: cancelled while fetching the source, nothing is
+// pushed and the error is not uncertain.
+func TestCancelDuringFetch(t *testing.T) {
+	b := setup(t)
+	b.sim.AddFault(sim.Fault{Endpoint: sim.EndpointGitUploadPack, Hang: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, err := b.p.ForcePushWithLease(ctx, b.fx.Template.CloneURL, "main", b.fx.Repo.CloneURL, "main", b.fx.RepoHead)
+	checkErr(t, err, providers.CodeCanceled, false)
+	r, werr := b.sim.WaitFor(ctxT(t), func(r sim.Request) bool { return r.Endpoint == sim.EndpointGitUploadPack && r.Done() })
+	if werr != nil || !r.WasAborted() {
+		t.Fatalf("fetch not aborted: %+v %v", r, werr)
+	}
+	for _, r := range b.sim.Requests() {
+		if r.Resource == "SLOT/"+b.fx.Repo.Slug {
+			t.Fatalf("destination contacted: %+v", r)
+		}
+	}
+}
