@@ -125,7 +125,7 @@ func TestComposeSlotkeeperWiring(t *testing.T) {
 	// The read-model URL names the postgres service with its user,
 	// password and database.
 	pg := c.Services["postgres"].Environment
-	u, err := url.Parse(sk.Environment["SLOTKEEPER_READMODEL"])
+	u, err := url.Parse(sk.Environment["SLOTKEEPER_READ_MODEL"])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestComposeSlotkeeperWiring(t *testing.T) {
 	if u.Scheme != "postgres" || u.Hostname() != "postgres" || u.Port() != "5432" ||
 		u.User.Username() != pg["POSTGRES_USER"] || pass != pg["POSTGRES_PASSWORD"] ||
 		strings.TrimPrefix(u.Path, "/") != pg["POSTGRES_DB"] {
-		t.Errorf("SLOTKEEPER_READMODEL %s does not match the postgres service %v", u.Redacted(), pg)
+		t.Errorf("SLOTKEEPER_READ_MODEL %s does not match the postgres service %v", u.Redacted(), pg)
 	}
 }
 
@@ -170,5 +170,33 @@ func TestDockerfileStages(t *testing.T) {
 	// before the USER line.
 	if strings.LastIndex(df, "\nFROM ") > strings.LastIndex(df, "\nUSER ") {
 		t.Error("USER is not set in the final stage")
+	}
+}
+
+// Every SLOTKEEPER_* variable the compose file sets must be a flag of
+// `slotkeeper serve` (SLOTKEEPER_ + flag name upper-cased, '-' as '_'):
+// a misspelt one would be silently ignored by the server.
+func TestComposeEnvNamesAreServeFlags(t *testing.T) {
+	src, err := os.ReadFile("../backend/cmd/slotkeeper/config.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	flags := map[string]bool{}
+	for _, m := range regexp.MustCompile(`fs\.\w+Var\(&c\.\w+, "([a-z0-9-]+)"`).FindAllStringSubmatch(string(src), -1) {
+		flags[m[1]] = true
+	}
+	if len(flags) < 10 {
+		t.Fatalf("found only %d serve flags in config.go; has it moved?", len(flags))
+	}
+	c := load(t)
+	for k := range c.Services["slotkeeper"].Environment {
+		name, ok := strings.CutPrefix(k, "SLOTKEEPER_")
+		if !ok {
+			continue
+		}
+		flag := strings.ToLower(strings.ReplaceAll(name, "_", "-"))
+		if !flags[flag] {
+			t.Errorf("%s is not a serve flag (no --%s)", k, flag)
+		}
 	}
 }
