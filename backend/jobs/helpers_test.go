@@ -78,7 +78,7 @@ func simDeps(t testing.TB, s *sim.Sim) jobs.Deps {
 func (w *world) engineConfig() jobs.Config {
 	return jobs.Config{
 		Workers: 2, WorkerID: "test", StepTimeout: 10 * time.Second, JobTimeout: 30 * time.Second,
-		Lease: 2 * time.Second, RescueGrace: 50 * time.Millisecond, OrphanAfter: time.Second, Logger: testLogger(),
+		Lease: 10 * time.Second, RescueGrace: 50 * time.Millisecond, OrphanAfter: time.Second, Logger: testLogger(),
 	}
 }
 
@@ -211,6 +211,15 @@ func types(evs []events.RecordedEvent) string {
 	return strings.Join(s, ",")
 }
 
+// history prints a job's events with actors and times, for failure messages.
+func history(evs []events.RecordedEvent) string {
+	var b strings.Builder
+	for _, e := range evs {
+		fmt.Fprintf(&b, "\n  %s %-16s %-22s %s", e.Meta.Time.Format("15:04:05.000"), e.Type, e.Meta.Actor, e.Data)
+	}
+	return b.String()
+}
+
 // checkFence asserts invariant 1 and 2 on the log and the recorder: every
 // provider request arrived after a StepStarted of the attempt that made it
 // and before that attempt's end (its terminal event or the first event of
@@ -259,4 +268,13 @@ func assertEq[T comparable](t testing.TB, what string, got, want T) {
 	}
 }
 
-var _ = fmt.Sprintf
+
+// slot loads a slot's state from the store, failing the test on a read error.
+func (w *world) slot(name string) slots.SlotState {
+	w.t.Helper()
+	st, err := slots.LoadSlot(context.Background(), w.store, name)
+	if err != nil {
+		w.t.Fatalf("load slot %s: %v", name, err)
+	}
+	return st
+}

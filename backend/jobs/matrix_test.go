@@ -3,6 +3,7 @@ package jobs_test
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/slotkeeper/slotkeeper/backend/providers/sim"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/events"
+	"github.com/slotkeeper/slotkeeper/events/boltstore"
 )
 
 // A fault the matrix injects into a step's outside call.
@@ -24,9 +26,15 @@ const (
 	f409    faultKind = "409"    //
 	fReset  faultKind = "reset"  // connection reset
 	fCancel faultKind = "cancel" // a person cancels while the call hangs
+	fCrash  faultKind = "crash"  // the worker process is killed (SIGKILL) while the call hangs
 )
 
-var allFaults = []faultKind{fHang, f500, f401, f403, f404, f409, fReset, fCancel}
+var allFaults = []faultKind{fHang, f500, f401, f403, f404, f409, fReset, fCancel, fCrash}
+
+// faultedArrived matches the request the cell's fault caught.
+func faultedArrived(c stepCall) func(sim.Request) bool {
+	return func(r sim.Request) bool { return r.Endpoint == c.endpoint && r.Fault != 0 }
+}
 
 // stepCall names the outside call of each step the matrix faults. Steps
 // without an outside call (vacate, retire, record_repo) are covered by the
@@ -56,7 +64,7 @@ var matrixSteps = []stepCall{
 func (f faultKind) fault(c stepCall, fx sim.SlotFixture) sim.Fault {
 	flt := sim.Fault{Endpoint: c.endpoint, Resource: c.resource(fx)}
 	switch f {
-	case fHang, fCancel:
+	case fHang, fCancel, fCrash:
 		flt.Hang = true
 	case fReset:
 		flt.Reset = true
@@ -73,6 +81,8 @@ func (f faultKind) want(c stepCall) string {
 		return slots.StatusTimedOut
 	case f == fCancel:
 		return slots.StatusCancelled
+	case f == fCrash:
+		return slots.StatusAbandoned
 	case f == f404 && c.step == events.StepLookupRepo:
 		return slots.StatusSucceeded // 404 is the one answer that means absent
 	}
@@ -125,13 +135,27 @@ func startJob(t *testing.T, w *world, kind, slot string) slots.JobAcceptedResult
 }
 
 func runCell(t *testing.T, c stepCall, f faultKind) {
-	w := newWorld(t, nil)
+	var store events.Store
+	var path string
+	if f == fCrash {
+		// The crashed worker is another process: the store must be a file.
+		path = filepath.Join(t.TempDir(), "events.db")
+		bs, err := boltstore.Open(path, boltstore.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		store = bs
+	}
+	w := newWorld(t, store)
 	cfg := w.engineConfig()
 	if f == fHang {
 		// Every step before a hung one is a quick HTTP call.
 		cfg.StepTimeout = 700 * time.Millisecond
 	}
-	_, stop := w.startEngine(cfg)
+	stop := func() {}
+	if f != fCrash {
+		_, stop = w.startEngine(cfg)
+	}
 	fx := w.seed("cell")
 	if c.kind == events.KindReset {
 		w.occupy("cell")
@@ -140,10 +164,20 @@ func runCell(t *testing.T, c stepCall, f faultKind) {
 	w.sim.AddFault(f.fault(c, fx))
 	res := startJob(t, w, c.kind, "cell")
 
+	if f == fCrash {
+		crashPhase(t, w, path, c)
+		// The dead attempt still holds the lock: a resume is refused until
+		// the rescuer has abandoned it and released the slot.
+		_, err := w.svc.Resume(context.Background(), bob, res.JobID)
+		if slots.ErrorCode(err) != slots.CodeConflict {
+			t.Fatalf("resume while the crashed attempt holds the lock: %v, want conflict", err)
+		}
+		_, stop = w.startEngine(cfg)
+	}
 	if f == fCancel {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if _, err := w.sim.WaitFor(ctx, func(r sim.Request) bool { return r.Endpoint == c.endpoint && r.Fault != 0 }); err != nil {
+		if _, err := w.sim.WaitFor(ctx, faultedArrived(c)); err != nil {
 			t.Fatalf("faulted call never arrived: %v", err)
 		}
 		if err := w.svc.Cancel(ctx, slots.Actor{Name: "carol"}, res.JobID); err != nil {
@@ -157,7 +191,7 @@ func runCell(t *testing.T, c stepCall, f faultKind) {
 	w.checkFence(res.JobID, from)
 	// A hung call was aborted, not left running.
 	for _, r := range w.sim.Requests() {
-		if r.Fault != 0 && (f == fHang || f == fCancel) {
+		if r.Fault != 0 && (f == fHang || f == fCancel || f == fCrash) {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			done, err := w.sim.WaitFor(ctx, func(q sim.Request) bool { return q.Seq == r.Seq && q.Done() })
 			cancel()
@@ -166,7 +200,7 @@ func runCell(t *testing.T, c stepCall, f faultKind) {
 			}
 		}
 	}
-	if f == fHang || f == fCancel {
+	if f == fHang || f == fCancel || f == fCrash {
 		if j.InFlight != c.step {
 			t.Errorf("uncertain step %q, want %q", j.InFlight, c.step)
 		}
@@ -196,7 +230,7 @@ func runCell(t *testing.T, c stepCall, f faultKind) {
 	}
 	j2 := w.waitEndedN(id, n)
 	if j2.Status != slots.StatusSucceeded {
-		t.Fatalf("after resume: %s (%s; %q)", j2.Status, types(w.jobEvents(id)), j2.LastError)
+		t.Fatalf("after resume: %s (%q)%s", j2.Status, j2.LastError, history(w.jobEvents(id)))
 	}
 	w.checkFence(id, from)
 	checkFinal(t, w, c.kind, fx, id)
@@ -233,7 +267,7 @@ func checkTracked(t *testing.T, w *world, kind string, fx sim.SlotFixture, j *sl
 		}
 		head, _ := w.sim.RepoHeadSHA(fx.Repo.Project, fx.Repo.Slug, "main")
 		has[events.ResRepository] = head != fx.TemplateHead
-		st, _ := slots.LoadSlot(context.Background(), w.store, fx.Name)
+		st := w.slot(fx.Name)
 		if j.Status != slots.StatusSucceeded && !st.Occupied {
 			t.Error("slot vacated although the reset did not succeed")
 		}
@@ -241,7 +275,7 @@ func checkTracked(t *testing.T, w *world, kind string, fx sim.SlotFixture, j *sl
 		checkTeardown(t, w, fx, j.ID, j.Status == slots.StatusSucceeded)
 		return
 	case events.KindPromote:
-		st, _ := slots.LoadSlot(context.Background(), w.store, fx.Name)
+		st := w.slot(fx.Name)
 		if j.Status != slots.StatusSucceeded && len(st.PromotedBy) > 0 {
 			t.Error("SlotPromoted recorded although the promote did not succeed")
 		}
