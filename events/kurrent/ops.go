@@ -166,7 +166,9 @@ func (s *Store) ReadStream(ctx context.Context, stream string, from events.Revis
 			opts.From = esdb.End{}
 		}
 	}
-	count := uint64(math.MaxUint64)
+	// "All" is MaxInt64, not MaxUint64: the server's count is a signed
+	// 64-bit number in the .NET clients, and a read never needs more.
+	count := uint64(math.MaxInt64)
 	if max > 0 {
 		count = uint64(max)
 	}
