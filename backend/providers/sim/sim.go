@@ -14,7 +14,6 @@ package sim
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -396,9 +395,6 @@ func bearer(r *http.Request) (string, bool) {
 	tok, ok := strings.CutPrefix(h, "Bearer ")
 	return strings.TrimSpace(tok), ok
 }
-
-// errClosed is returned by state methods after Close.
-var errClosed = errors.New("sim: closed")
 
 func (s *Sim) repoDir(project, slug string) string {
 	return filepath.Join(s.gitRoot, strings.ToUpper(project), slug+".git")

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -318,16 +319,8 @@ func (s *Sim) Repos(project string) []RepoFixture {
 			out = append(out, RepoFixture{Project: rp.Project, Slug: rp.Slug, Name: rp.Name, CloneURL: s.CloneURL(rp.Project, rp.Slug)})
 		}
 	}
-	sortRepos(out)
+	slices.SortFunc(out, func(a, b RepoFixture) int { return strings.Compare(a.Slug, b.Slug) })
 	return out
-}
-
-func sortRepos(r []RepoFixture) {
-	for i := 1; i < len(r); i++ {
-		for j := i; j > 0 && r[j].Slug < r[j-1].Slug; j-- {
-			r[j], r[j-1] = r[j-1], r[j]
-		}
-	}
 }
 
 // RepoHeadSHA returns the sha of refs/heads/<branch>, or "" when the branch
