@@ -268,7 +268,6 @@ func assertEq[T comparable](t testing.TB, what string, got, want T) {
 	}
 }
 
-
 // slot loads a slot's state from the store, failing the test on a read error.
 func (w *world) slot(name string) slots.SlotState {
 	w.t.Helper()

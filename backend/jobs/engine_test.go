@@ -1,0 +1,281 @@
+package jobs_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/slotkeeper/slotkeeper/backend/jobs"
+	"github.com/slotkeeper/slotkeeper/backend/providers/sim"
+	"github.com/slotkeeper/slotkeeper/backend/slots"
+	"github.com/slotkeeper/slotkeeper/events"
+	"github.com/slotkeeper/slotkeeper/events/memstore"
+)
+
+// queueNoops writes n jobs with no steps, each holding its own slot's lock,
+// straight into the store (as the slots service would).
+func queueNoops(t testing.TB, st events.Store, prefix string, n int) []string {
+	t.Helper()
+	ctx := context.Background()
+	ids := make([]string, n)
+	for i := range ids {
+		slot := fmt.Sprintf("%s%d", prefix, i)
+		id := uuid.NewString()
+		ids[i] = id
+		m := events.Metadata{Actor: "bench", CorrelationID: id}
+		if _, err := st.Append(ctx, events.SlotStream(slot), events.NoStream(),
+			events.New(events.SlotRegistered{Slot: slot}, m),
+			events.New(events.JobAccepted{Slot: slot, JobID: id, Kind: events.KindReset}, m)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Append(ctx, events.JobStream(id), events.NoStream(),
+			events.New(events.JobQueued{JobID: id, Kind: events.KindReset, Slot: slot, Steps: []string{}, NotBefore: time.Now()}, m)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ids
+}
+
+// waitReleases blocks until n JobReleased events are in the store.
+func waitReleases(t testing.TB, st events.Store, n int, timeout time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	seen := 0
+	errDone := errors.New("done")
+	err := st.SubscribeAll(ctx, 0, events.Filter{EventTypes: []string{"JobReleased"}}, func(context.Context, events.RecordedEvent) error {
+		if seen++; seen == n {
+			return errDone
+		}
+		return nil
+	})
+	if !errors.Is(err, errDone) {
+		t.Fatalf("%d of %d jobs released: %v", seen, n, err)
+	}
+}
+
+// TestClaimsAreExactlyOnce: 16 engines with one worker each (separate
+// indexes, as separate processes would have) race for 1,000 jobs; each is
+// claimed exactly once and ends exactly once.
+func TestClaimsAreExactlyOnce(t *testing.T) {
+	t.Parallel()
+	st := memstore.New()
+	defer st.Close()
+	ids := queueNoops(t, st, "c", 1000)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 16)
+	var engines []*jobs.Engine
+	for i := range 16 {
+		eng := jobs.NewEngine(st, jobs.Deps{}, jobs.Config{Workers: 1, WorkerID: fmt.Sprintf("e%d", i), Logger: testLogger()})
+		engines = append(engines, eng)
+		go func() { done <- eng.Run(ctx) }()
+	}
+	waitReleases(t, st, len(ids), 60*time.Second)
+	for _, eng := range engines {
+		sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := eng.Stop(sctx); err != nil {
+			t.Fatal(err)
+		}
+		scancel()
+	}
+	cancel()
+	for range engines {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	workers := map[string]int{}
+	for _, id := range ids {
+		evs, err := st.ReadStream(context.Background(), events.JobStream(id), 0, 0, events.Forward)
+		if err != nil {
+			t.Fatal(err)
+		}
+		claims, ends := 0, 0
+		for _, ev := range evs {
+			switch ev.Type {
+			case "JobClaimed":
+				claims++
+				workers[ev.Meta.Actor]++
+			case "JobSucceeded":
+				ends++
+			}
+		}
+		if claims != 1 || ends != 1 {
+			t.Fatalf("job %s: %d claims, %d successes: %s", id, claims, ends, types(evs))
+		}
+	}
+	if len(workers) < 2 {
+		t.Errorf("only %d engine(s) won claims: the race was not exercised", len(workers))
+	}
+}
+
+// TestRetryWhileRunningIsRefused: while a reset's force push hangs, a resume
+// and a second reset are refused naming the running job; once the attempt
+// has timed out and released the slot, the resume runs exactly one more
+// force push, which lands.
+func TestRetryWhileRunningIsRefused(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, nil)
+	cfg := w.engineConfig()
+	cfg.StepTimeout = 2 * time.Second
+	w.startEngine(cfg)
+	fx := w.seed("retry")
+	w.occupy("retry")
+	repo := fx.Repo.Project + "/" + fx.Repo.Slug
+	w.sim.AddFault(sim.Fault{Endpoint: sim.EndpointGitReceivePack, Resource: repo, Hang: true})
+	ctx := context.Background()
+	res, err := w.svc.Release(ctx, bob, "retry")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if _, err := w.sim.WaitFor(wctx, func(r sim.Request) bool { return r.Endpoint == sim.EndpointGitReceivePack && r.Fault != 0 }); err != nil {
+		t.Fatal(err)
+	}
+	_, err = w.svc.Resume(ctx, bob, res.JobID)
+	if e := asSlotsError(t, err); e.Code != slots.CodeConflict || e.Details["blocking_job"] != res.JobID {
+		t.Fatalf("resume while running: %v", err)
+	}
+	_, err = w.svc.Release(ctx, bob, "retry")
+	if e := asSlotsError(t, err); e.Code != slots.CodeConflict || e.Details["blocking_job"] != res.JobID {
+		t.Fatalf("second reset while running: %v", err)
+	}
+	j := w.waitEnded(res.JobID)
+	assertEq(t, "first attempt", j.Status, slots.StatusTimedOut)
+	assertEq(t, "uncertain step", j.InFlight, events.StepForcePush)
+	w.sim.ClearFaults()
+	if _, err := w.svc.Resume(ctx, bob, res.JobID); err != nil {
+		t.Fatal(err)
+	}
+	j = w.waitEndedN(res.JobID, 2)
+	assertEq(t, "after resume", j.Status, slots.StatusSucceeded)
+	pushes, landed := 0, 0
+	for _, r := range w.sim.Requests() {
+		if r.Endpoint == sim.EndpointGitReceivePack && r.Resource == repo {
+			pushes++
+			if !r.WasAborted() && r.Status == 200 {
+				landed++
+			}
+		}
+	}
+	assertEq(t, "receive-pack requests", pushes, 2)
+	assertEq(t, "pushes that landed", landed, 1)
+	n := 0
+	for _, ev := range w.jobEvents(res.JobID) {
+		if ev.Type == "ForcePushed" {
+			n++
+		}
+	}
+	assertEq(t, "ForcePushed events", n, 1)
+	checkReset(t, w, fx, res.JobID)
+}
+
+func asSlotsError(t *testing.T, err error) *slots.Error {
+	t.Helper()
+	var e *slots.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("err = %v, want *slots.Error", err)
+	}
+	return e
+}
+
+// TestStopEndsAttemptsHonestly: Stop aborts the in-flight call, the job ends
+// JobTimedOut{deadline: shutdown} naming the step, the slot is released, and
+// a resume on a new engine finishes the job.
+func TestStopEndsAttemptsHonestly(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, nil)
+	eng, stop := w.startEngine(w.engineConfig())
+	fx := w.seed("stop")
+	w.occupy("stop")
+	w.sim.AddFault(sim.Fault{Endpoint: sim.EndpointDeleteDatabase, Hang: true})
+	ctx := context.Background()
+	res, err := w.svc.Release(ctx, bob, "stop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	hung, err := w.sim.WaitFor(wctx, func(r sim.Request) bool { return r.Fault != 0 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := eng.Stop(wctx); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	j := w.waitEnded(res.JobID)
+	assertEq(t, "status", j.Status, slots.StatusTimedOut)
+	assertEq(t, "uncertain step", j.InFlight, events.StepDeleteDB)
+	evs := w.jobEvents(res.JobID)
+	var to events.JobTimedOut
+	if err := json.Unmarshal(evs[len(evs)-1].Data, &to); err != nil || to.Deadline != "shutdown" {
+		t.Fatalf("last event %s %s", evs[len(evs)-1].Type, evs[len(evs)-1].Data)
+	}
+	r, _ := w.sim.WaitFor(wctx, func(r sim.Request) bool { return r.Seq == hung.Seq && r.Done() })
+	if !r.WasAborted() {
+		t.Fatal("the in-flight request was not aborted by Stop")
+	}
+	w.sim.ClearFaults()
+	w.startEngine(w.engineConfig())
+	if _, err := w.svc.Resume(ctx, bob, res.JobID); err != nil {
+		t.Fatal(err)
+	}
+	j = w.waitEndedN(res.JobID, 2)
+	assertEq(t, "after resume", j.Status, slots.StatusSucceeded)
+	checkReset(t, w, fx, res.JobID)
+}
+
+// TestSweeperRepairsCrashedCommands: a lock whose job stream never appeared
+// (a crash between the command's two appends) and a resume lock whose
+// JobResumed never landed are both released after OrphanAfter.
+func TestSweeperRepairsCrashedCommands(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, nil)
+	ctx := context.Background()
+	w.seed("orphan")
+	w.seed("halfresume")
+	m := events.Metadata{Actor: "alice"}
+	lost := uuid.NewString()
+	s := w.slot("orphan")
+	if _, err := w.store.Append(ctx, events.SlotStream("orphan"), events.Exact(s.Revision),
+		events.New(events.JobAccepted{Slot: "orphan", JobID: lost, Kind: events.KindTeardown}, m)); err != nil {
+		t.Fatal(err)
+	}
+	// A failed job on the other slot, then a resume that took the lock and
+	// crashed before JobResumed.
+	failed := uuid.NewString()
+	s = w.slot("halfresume")
+	if _, err := w.store.Append(ctx, events.SlotStream("halfresume"), events.Exact(s.Revision),
+		events.New(events.JobAccepted{Slot: "halfresume", JobID: failed, Kind: events.KindPromote}, m),
+		events.New(events.JobReleased{Slot: "halfresume", JobID: failed, Outcome: slots.StatusFailed}, m),
+		events.New(events.JobAccepted{Slot: "halfresume", JobID: failed, Kind: events.KindPromote, Resumed: true}, m)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.store.Append(ctx, events.JobStream(failed), events.NoStream(),
+		events.New(events.JobQueued{JobID: failed, Kind: events.KindPromote, Slot: "halfresume", Steps: slots.StepsFor(events.KindPromote)}, m),
+		events.New(events.JobFailed{JobID: failed, Reason: "boom"}, m)); err != nil {
+		t.Fatal(err)
+	}
+	cfg := w.engineConfig()
+	cfg.OrphanAfter = 300 * time.Millisecond
+	w.startEngine(cfg)
+	w.waitSlot("orphan", func(s *slots.SlotState) bool { return !s.Locked() })
+	w.waitSlot("halfresume", func(s *slots.SlotState) bool { return !s.Locked() })
+	j := w.waitJob(lost, 5*time.Second, func(j *slots.JobState) bool { return j.Terminal() })
+	assertEq(t, "orphan job", j.Status, slots.StatusCancelled)
+	// The slow command's JobQueued can no longer land.
+	_, err := w.store.Append(ctx, events.JobStream(lost), events.NoStream(), events.New(events.JobQueued{JobID: lost}, m))
+	if !errors.Is(err, events.ErrWrongRevision) {
+		t.Fatalf("late JobQueued: %v", err)
+	}
+	// The failed job can be resumed again, properly this time.
+	if _, err := w.svc.Resume(ctx, bob, failed); err != nil {
+		t.Fatalf("resume after repair: %v", err)
+	}
+}
