@@ -2,7 +2,9 @@ package sim
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -170,5 +172,17 @@ func (s *Sim) State() StateDump {
 		head, _ := s.RepoHeadSHA(rp.Project, rp.Slug, DefaultBranch)
 		d.Bitbucket.Repos = append(d.Bitbucket.Repos, map[string]any{"project": rp.Project, "slug": rp.Slug, "name": rp.Name, "deleting": rp.Deleting, "main": head})
 	}
+	for _, l := range [][]map[string]any{d.Coolify.Projects, d.Coolify.Applications, d.Coolify.Databases, d.Coolify.Envs, d.Coolify.Storages, d.Bitbucket.Repos} {
+		sortByName(l)
+	}
 	return d
+}
+
+// sortByName orders a dump list stably for display: by name (or key, or
+// slug), then uuid.
+func sortByName(l []map[string]any) {
+	key := func(m map[string]any) string {
+		return fmt.Sprint(m["project"], "/", m["name"], m["key"], m["slug"], "/", m["uuid"])
+	}
+	slices.SortFunc(l, func(a, b map[string]any) int { return strings.Compare(key(a), key(b)) })
 }
