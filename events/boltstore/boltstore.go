@@ -5,7 +5,6 @@
 package boltstore
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -166,6 +165,7 @@ func Open(path string, opts Options) (*Store, error) {
 // returns the newest position and the index tail.
 func prepare(db *bolt.DB) (head events.Position, tail map[string]*tailStream, tailEvents int, err error) {
 	defer guard(&err)
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	fresh := false
 	err = db.View(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
@@ -428,7 +428,7 @@ func (s *Store) writer() {
 		start := time.Now()
 		buf = s.commit(batch, buf)
 		lastDur = time.Since(start)
-		expect = max(len(batch), expect-expect/4)
+		expect = max(len(batch), expect*3/4) // decays to 1 when load drops
 		for i, r := range batch {
 			close(r.done)
 			batch[i] = nil
@@ -564,117 +564,4 @@ func (s *Store) view(fn func(tx *bolt.Tx) error) (err error) {
 		return events.ErrClosed
 	}
 	return err
-}
-
-// filter is events.Filter prepared for matching record bytes without
-// allocating.
-type filter struct {
-	prefixes [][]byte
-	types    []string
-}
-
-func newFilter(f events.Filter) filter {
-	var m filter
-	for _, p := range f.StreamPrefixes {
-		m.prefixes = append(m.prefixes, []byte(p))
-	}
-	m.types = f.EventTypes
-	return m
-}
-
-// match mirrors events.Filter.Match on bytes.
-func (f filter) match(stream, typ []byte) bool {
-	if len(f.prefixes) > 0 {
-		ok := false
-		for _, p := range f.prefixes {
-			if bytes.HasPrefix(stream, p) {
-				ok = true
-				break
-			}
-		}
-		if !ok {
-			return false
-		}
-	}
-	if len(f.types) == 0 {
-		return true
-	}
-	for _, t := range f.types {
-		if string(typ) == t {
-			return true
-		}
-	}
-	return false
-}
-
-// SubscribeAll implements events.Store. Catch-up reads the log in chunks of
-// Options.ReadChunk records, each in its own short read transaction; once it
-// reaches the head it waits for the writer's commit signal. The signal
-// channel is taken before each read, so a commit between the read and the
-// wait is never missed.
-func (s *Store) SubscribeAll(ctx context.Context, after events.Position, f events.Filter, h events.Handler) error {
-	m := newFilter(f)
-	next := uint64(after) + 1
-	chunk := make([]events.RecordedEvent, 0, s.opts.ReadChunk)
-	for {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		s.mu.Lock()
-		wait := s.changed
-		s.mu.Unlock()
-		select {
-		case <-s.done:
-			return events.ErrClosed
-		default:
-		}
-		chunk = chunk[:0]
-		scanned := 0
-		err := s.view(func(tx *bolt.Tx) error {
-			c := tx.Bucket(bucketLog).Cursor()
-			for k, v := c.Seek(u64(next)); k != nil && scanned < s.opts.ReadChunk; k, v = c.Next() {
-				scanned++
-				pos := binary.BigEndian.Uint64(k)
-				next = pos + 1
-				hd, err := decodeHeader(v)
-				if err != nil {
-					return fmt.Errorf("position %d: %w", pos, err)
-				}
-				if !m.match(hd.stream, hd.typ) {
-					continue
-				}
-				e, err := hd.finish(events.Position(pos))
-				if err != nil {
-					return fmt.Errorf("position %d: %w", pos, err)
-				}
-				chunk = append(chunk, e)
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		for i := range chunk {
-			// A cancelled subscriber gets nothing more, even mid-chunk.
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			if err := h(ctx, chunk[i]); err != nil {
-				return err
-			}
-			chunk[i] = events.RecordedEvent{}
-		}
-		if scanned == s.opts.ReadChunk {
-			continue // more to catch up on
-		}
-		// At the head as of this read. If a commit landed after the read,
-		// wait is already closed and the loop reads again.
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-s.done:
-			return events.ErrClosed
-		case <-wait:
-		}
-	}
 }
