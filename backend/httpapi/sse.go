@@ -54,7 +54,7 @@ type HubOptions struct {
 	// MaxClientsPerIP caps streams per remote address (default 0: no cap).
 	MaxClientsPerIP int
 	// SendBuffer sets SO_SNDBUF of a stream's TCP connection (default
-	// 64 KiB; negative keeps the kernel's autotuning). A small buffer makes
+	// 32 KiB; negative keeps the kernel's autotuning). A small buffer makes
 	// a stalled client visible within seconds instead of after megabytes.
 	SendBuffer int
 	// LiveFrom is the store head when the process started: changes at or
@@ -89,7 +89,7 @@ func (o *HubOptions) defaults() {
 		o.MaxClients = 10_000
 	}
 	if o.SendBuffer == 0 {
-		o.SendBuffer = 64 << 10
+		o.SendBuffer = 32 << 10
 	}
 }
 
@@ -99,7 +99,7 @@ type Hub struct {
 	log *slog.Logger
 	met *Metrics
 
-	mu        sync.Mutex
+	mu        sync.RWMutex // clients read the ring under RLock
 	ring      []entry
 	seq       uint64          // changes ever put in the ring; ring[i%len]
 	floor     events.Position // the ring holds every change after floor
@@ -153,10 +153,12 @@ type client struct {
 	ctx    context.Context // the request's; done when the client went away
 	ip     string
 
-	// guarded by Hub.mu
-	next   uint64 // next ring seq to send
-	reason string // why it was kicked
-	batch  [][]byte
+	// next is the next ring seq to send. Only the client's goroutine moves
+	// it (under the hub's read lock); Publish reads it to measure the lag.
+	next  atomic.Uint64
+	batch [][]byte // owned by the client's goroutine
+
+	reason string // why it was kicked; guarded by Hub.mu
 }
 
 // NewHub returns a hub at position 0 with no slots; Seed it with the read
@@ -233,7 +235,7 @@ func (h *Hub) Publish(ch projections.Change) {
 	}
 	h.met.sseFrames.Inc()
 	for c := range h.clients {
-		if h.seq-c.next > uint64(h.opt.MaxLag) {
+		if h.seq-c.next.Load() > uint64(h.opt.MaxLag) {
 			h.kickLocked(c, "lag")
 			continue
 		}
@@ -327,12 +329,12 @@ func (h *Hub) attach(c *client, lastID *events.Position) ([]byte, bool, error) {
 		k := sort.Search(n, func(k int) bool {
 			return h.ring[(oldest+uint64(k))%uint64(len(h.ring))].pos > *lastID
 		})
-		c.next = oldest + uint64(k)
-		if c.next < h.seq {
+		c.next.Store(oldest + uint64(k))
+		if c.next.Load() < h.seq {
 			c.notify <- struct{}{}
 		}
 	} else {
-		c.next = h.seq
+		c.next.Store(h.seq)
 		buf = append(buf, h.snapshotLocked()...)
 	}
 	buf = append(buf, h.heartbeatFrame()...)
@@ -374,22 +376,47 @@ func (h *Hub) heartbeatFrame() []byte {
 }
 
 // pending returns the frames a client has not been sent yet, or the reason
-// it must go.
+// it must go. Clients read the ring in parallel under the read lock; the
+// write lock is taken only to encode frames kept unencoded during a replay,
+// or to evict a client the ring has lapped.
 func (h *Hub) pending(c *client) ([][]byte, string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if c.reason != "" {
-		return nil, c.reason
+	select {
+	case <-c.kick:
+		return nil, h.reasonOf(c)
+	default:
 	}
-	if h.seq-c.next > uint64(len(h.ring)) {
-		h.kickLocked(c, "lag")
-		return nil, c.reason
+	for {
+		h.mu.RLock()
+		next, seq := c.next.Load(), h.seq
+		if seq-next > uint64(len(h.ring)) {
+			h.mu.RUnlock()
+			h.mu.Lock()
+			h.kickLocked(c, "lag")
+			reason := c.reason
+			h.mu.Unlock()
+			return nil, reason
+		}
+		c.batch = c.batch[:0]
+		complete := true
+		for i := next; i < seq; i++ {
+			f := h.ring[i%uint64(len(h.ring))].frame
+			if f == nil {
+				complete = false
+				break
+			}
+			c.batch = append(c.batch, f)
+		}
+		h.mu.RUnlock()
+		if complete {
+			c.next.Store(seq)
+			return c.batch, ""
+		}
+		h.mu.Lock()
+		for i := next; i < h.seq; i++ {
+			h.ring[i%uint64(len(h.ring))].encoded(h.log)
+		}
+		h.mu.Unlock()
 	}
-	c.batch = c.batch[:0]
-	for ; c.next < h.seq; c.next++ {
-		c.batch = append(c.batch, h.ring[c.next%uint64(len(h.ring))].encoded(h.log))
-	}
-	return c.batch, ""
 }
 
 // parseLastEventID reads the resume position: the Last-Event-ID header
@@ -488,8 +515,8 @@ func (h *Hub) ServeStream(c echo.Context) error {
 }
 
 func (h *Hub) reasonOf(c *client) string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	h.mu.RLock()
+	defer h.mu.RUnlock()
 	return c.reason
 }
 

@@ -1,0 +1,490 @@
+// Command ssebench is the load generator behind scripts/bench/server.sh. It
+// measures the live stream on loopback, for Slotkeeper's hub and, as the
+// baseline in the same run, r3labs/sse's server in its default
+// configuration, both fed by the same real pipeline (bbolt store →
+// projections runner → memory read model), each in a child process so that
+// its RSS can be measured:
+//
+//   - latency from append to receipt, N clients × R events/s;
+//   - RSS per idle connection;
+//   - one stalled client among N: time to eviction, and the others' p99
+//     against the run without it.
+//
+// Usage: ssebench [-clients 1000] [-rate 50] [-duration 8s] [-idle 10000]
+// (ssebench serve --impl hub|r3labs is the child).
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/slotkeeper/slotkeeper/events"
+)
+
+func eventsRepo(project, slug string) events.RepoRef {
+	return events.RepoRef{Project: project, Slug: slug}
+}
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "serve" {
+		fs := flag.NewFlagSet("serve", flag.ExitOnError)
+		impl := fs.String("impl", "hub", "hub or r3labs")
+		nslots := fs.Int("slots", 8, "slots in the pool")
+		storeKind := fs.String("store", "bolt", "bolt (the embedded store, fsync per commit) or mem")
+		_ = fs.Parse(os.Args[2:])
+		if err := serveMode(*impl, *storeKind, *nslots); err != nil {
+			fmt.Fprintln(os.Stderr, "ssebench serve:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	clients := flag.Int("clients", 1000, "streaming clients")
+	rate := flag.Int("rate", 50, "events appended per second")
+	dur := flag.Duration("duration", 8*time.Second, "length of each measured window")
+	idle := flag.Int("idle", 10000, "idle connections for the memory test")
+	impls := flag.String("impls", "r3labs,hub", "implementations to measure")
+	flag.StringVar(&storeKind, "store", "bolt", "event store of the pipeline: bolt or mem")
+	flag.Parse()
+	if err := run(strings.Split(*impls, ","), *clients, *rate, *dur, *idle); err != nil {
+		fmt.Fprintln(os.Stderr, "ssebench:", err)
+		os.Exit(1)
+	}
+}
+
+var storeKind = "bolt"
+
+// child is a running `ssebench serve`.
+type child struct {
+	cmd   *exec.Cmd
+	in    io.WriteCloser
+	lines chan string
+	evict chan string
+	addr  string
+}
+
+func startChild(impl string) (*child, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(self, "serve", "--impl", impl, "--store", storeKind)
+	cmd.Stderr = os.Stderr
+	in, _ := cmd.StdinPipe()
+	outp, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	c := &child{cmd: cmd, in: in, lines: make(chan string, 64), evict: make(chan string, 64)}
+	go func() {
+		sc := bufio.NewScanner(outp)
+		for sc.Scan() {
+			l := sc.Text()
+			if strings.HasPrefix(l, "EVICT ") {
+				select {
+				case c.evict <- l:
+				default:
+				}
+				continue
+			}
+			c.lines <- l
+		}
+		close(c.lines)
+	}()
+	l, err := c.read("ADDR ", 60*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	c.addr = strings.TrimPrefix(l, "ADDR ")
+	pathOf.Store(c.addr, streamPath[impl])
+	return c, nil
+}
+
+func (c *child) read(prefix string, timeout time.Duration) (string, error) {
+	t := time.After(timeout)
+	for {
+		select {
+		case l, ok := <-c.lines:
+			if !ok {
+				return "", fmt.Errorf("child exited")
+			}
+			if strings.HasPrefix(l, prefix) {
+				return l, nil
+			}
+		case <-t:
+			return "", fmt.Errorf("child did not answer %q", prefix)
+		}
+	}
+}
+
+func (c *child) send(cmd, want string) (string, error) {
+	if _, err := fmt.Fprintln(c.in, cmd); err != nil {
+		return "", err
+	}
+	return c.read(want, 60*time.Second)
+}
+
+func (c *child) rss() (kb, goroutines int, err error) {
+	l, err := c.send("rss", "RSS ")
+	if err != nil {
+		return 0, 0, err
+	}
+	f := strings.Fields(l)
+	kb, _ = strconv.Atoi(f[1])
+	goroutines, _ = strconv.Atoi(f[2])
+	return kb, goroutines, nil
+}
+
+func (c *child) stop() {
+	fmt.Fprintln(c.in, "quit")
+	c.in.Close()
+	done := make(chan struct{})
+	go func() { c.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		c.cmd.Process.Kill()
+		<-done
+	}
+}
+
+// result of one measured window.
+type result struct {
+	p50, p99, max time.Duration
+	delivered     float64 // received / expected
+	samples       int
+}
+
+func (r result) String() string {
+	if r.samples == 0 {
+		return "nothing delivered (p50/p99 undefined), delivered 0.0%"
+	}
+	return fmt.Sprintf("p50 %s p99 %s max %s delivered %.1f%%", ms(r.p50), ms(r.p99), ms(r.max), 100*r.delivered)
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d.Microseconds())/1000) }
+
+func run(impls []string, nclients, rate int, dur time.Duration, nidle int) error {
+	fmt.Printf("ssebench: %d clients x %d events/s for %s per window; %d idle connections; GOMAXPROCS=%d\n", nclients, rate, dur, nidle, runtimeProcs())
+	type row struct {
+		lat, stall result
+		evictAfter time.Duration
+		evictWhy   string
+		perConnKB  float64
+		idleOK     int
+	}
+	rows := map[string]*row{}
+	for _, impl := range impls {
+		r := &row{}
+		rows[impl] = r
+		c, err := startChild(impl)
+		if err != nil {
+			return fmt.Errorf("%s: %w", impl, err)
+		}
+		floor, err := window(c, 1, rate, dur/2, false, nil)
+		if err != nil {
+			c.stop()
+			return fmt.Errorf("%s floor: %w", impl, err)
+		}
+		fmt.Printf("  %-7s floor     1 client x %d ev/s (the pipeline alone: store append, runner, fan-out): %s\n", impl, rate, floor)
+		r.lat, err = window(c, nclients, rate, dur, false, nil)
+		if err != nil {
+			c.stop()
+			return fmt.Errorf("%s latency: %w", impl, err)
+		}
+		fmt.Printf("  %-7s latency   %d clients x %d ev/s: %s (%d samples)\n", impl, nclients, rate, r.lat, r.lat.samples)
+		stall := &stallInfo{}
+		r.stall, err = window(c, nclients, rate, dur, true, stall)
+		if err != nil {
+			c.stop()
+			return fmt.Errorf("%s stall: %w", impl, err)
+		}
+		select {
+		case l := <-c.evict:
+			f := strings.Fields(l)
+			ns, _ := strconv.ParseInt(f[1], 10, 64)
+			r.evictAfter = time.Unix(0, ns).Sub(stall.start)
+			r.evictWhy = f[2]
+		default:
+		}
+		ev := "not evicted within the window"
+		if r.evictWhy != "" {
+			ev = fmt.Sprintf("evicted after %.2fs (%s)", r.evictAfter.Seconds(), r.evictWhy)
+		}
+		fmt.Printf("  %-7s stalled   1 of %d stalled: %s; others %s\n", impl, nclients+1, ev, r.stall)
+		c.stop()
+
+		// Idle connections in a fresh child, so the windows above don't
+		// inflate its heap.
+		c, err = startChild(impl)
+		if err != nil {
+			return err
+		}
+		before, g0, err := c.rss()
+		if err != nil {
+			c.stop()
+			return err
+		}
+		conns, ok := openIdle(c.addr, impl, nidle)
+		after, g1, err := c.rss()
+		closeAll(conns)
+		c.stop()
+		if err != nil {
+			return err
+		}
+		r.idleOK = ok
+		if ok > 0 {
+			r.perConnKB = float64(after-before) / float64(ok)
+		}
+		fmt.Printf("  %-7s idle      %d connections: RSS %d → %d kB, %.1f kB per connection, goroutines %d → %d\n", impl, ok, before, after, r.perConnKB, g0, g1)
+	}
+	h, b := rows["hub"], rows["r3labs"]
+	if h != nil && b != nil {
+		fmt.Println("summary (hub vs r3labs default server, same run):")
+		fmt.Printf("  latency p50 %s vs %s; p99 %s vs %s (target p50 < 5ms, p99 < 50ms)\n", ms(h.lat.p50), ms(b.lat.p50), ms(h.lat.p99), ms(b.lat.p99))
+		fmt.Printf("  idle RSS per connection %.1f kB vs %.1f kB (ratio %.2f; target <= 30 kB)\n", h.perConnKB, b.perConnKB, h.perConnKB/b.perConnKB)
+		ev := "NOT evicted within the window"
+		if h.evictWhy != "" {
+			ev = fmt.Sprintf("evicted in %.2fs by %s", h.evictAfter.Seconds(), h.evictWhy)
+		}
+		fmt.Printf("  with 1 stalled client: hub others' p99 %s (%.2fx its unstalled p99), delivered %.1f%%, stalled client %s (target < 5s)\n",
+			ms(h.stall.p99), float64(h.stall.p99)/float64(max(h.lat.p99, 1)), 100*h.stall.delivered, ev)
+		fmt.Printf("  with 1 stalled client: r3labs others %s\n", b.stall)
+	}
+	return nil
+}
+
+type stallInfo struct{ start time.Time }
+
+// window connects n clients (and a stalled one), appends at rate for dur,
+// and returns the latency of every change appended during the window.
+func window(c *child, n, rate int, dur time.Duration, stalled bool, si *stallInfo) (result, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	recs := make([]*recorder, n)
+	var wg sync.WaitGroup
+	var connected sync.WaitGroup
+	start := time.Now().Add(time.Hour) // set below; frames before it are ignored
+	var startNS atomic.Int64
+	startNS.Store(start.UnixNano())
+	var failed atomic.Int64
+	sem := make(chan struct{}, 100)
+	for i := range recs {
+		recs[i] = &recorder{}
+		wg.Add(1)
+		connected.Add(1)
+		go func(r *recorder) {
+			defer wg.Done()
+			sem <- struct{}{}
+			err := follow(ctx, c.addr, r, &startNS, func() { <-sem; connected.Done() })
+			if err != nil && ctx.Err() == nil {
+				failed.Add(1)
+			}
+		}(recs[i])
+	}
+	connected.Wait()
+	var stallConn net.Conn
+	if stalled {
+		var err error
+		stallConn, err = dialStalled(c.addr)
+		if err != nil {
+			return result{}, err
+		}
+		si.start = time.Now()
+		defer abort(stallConn)
+	}
+	begin := time.Now()
+	startNS.Store(begin.UnixNano())
+	if _, err := c.send(fmt.Sprintf("rate %d", rate), "OK"); err != nil {
+		return result{}, err
+	}
+	time.Sleep(dur) // the measured window: load runs for a fixed time
+	ok, err := c.send("rate 0", "OK")
+	if err != nil {
+		return result{}, err
+	}
+	appended, _ := strconv.Atoi(strings.TrimPrefix(ok, "OK "))
+	time.Sleep(time.Second) // let in-flight frames arrive
+	cancel()
+	wg.Wait()
+	var all []time.Duration
+	for _, r := range recs {
+		all = append(all, r.lat...)
+	}
+	expected := float64(n) * float64(appended)
+	res := result{samples: len(all), delivered: min(1, float64(len(all))/max(expected, 1))}
+	if len(all) == 0 {
+		return res, nil
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i] < all[j] })
+	res.p50 = all[len(all)/2]
+	res.p99 = all[len(all)*99/100]
+	res.max = all[len(all)-1]
+	return res, nil
+}
+
+// recorder keeps one client's latencies.
+type recorder struct{ lat []time.Duration }
+
+var streamPath = map[string]string{"hub": "/api/stream", "r3labs": "/api/stream?stream=changes"}
+
+// follow reads a stream and records, for every change appended after
+// startNS, the time from its append (the audit entry's time) to now.
+func follow(ctx context.Context, addr string, r *recorder, startNS *atomic.Int64, onConnected func()) error {
+	conn, br, err := openStream(addr, streamPathFor(addr))
+	if err != nil {
+		onConnected()
+		return err
+	}
+	onConnected()
+	stop := context.AfterFunc(ctx, func() { abort(conn) })
+	defer stop()
+	defer abort(conn)
+	for {
+		line, err := br.ReadSlice('\n')
+		if err != nil {
+			return err
+		}
+		if len(line) < 6 || string(line[:6]) != "data: " {
+			continue
+		}
+		now := time.Now()
+		t, ok := auditTime(line)
+		if !ok || t.UnixNano() < startNS.Load() {
+			continue
+		}
+		r.lat = append(r.lat, now.Sub(t))
+	}
+}
+
+var pathOf sync.Map // addr → path
+
+func streamPathFor(addr string) string {
+	if p, ok := pathOf.Load(addr); ok {
+		return p.(string)
+	}
+	return "/api/stream"
+}
+
+// auditTime finds the audit entry's "time" in a change frame without
+// decoding the whole JSON (the generator must stay cheap next to the server).
+func auditTime(line []byte) (time.Time, bool) {
+	i := bytes.Index(line, []byte(`"audit":`))
+	if i < 0 {
+		return time.Time{}, false
+	}
+	j := bytes.Index(line[i:], []byte(`"time":"`))
+	if j < 0 {
+		return time.Time{}, false
+	}
+	rest := line[i+j+8:]
+	k := bytes.IndexByte(rest, '"')
+	if k < 0 {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(time.RFC3339Nano, string(rest[:k]))
+	return t, err == nil
+}
+
+// openStream opens a stream with a raw connection (linger 0 on close, so
+// thousands of closes leave no TIME_WAIT behind) and returns a reader of
+// its de-chunked body.
+func openStream(addr, path string) (net.Conn, *bufio.Reader, error) {
+	conn, err := net.DialTimeout("tcp", addr, 10*time.Second)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: %s\r\nAccept: text/event-stream\r\n\r\n", path, addr); err != nil {
+		abort(conn)
+		return nil, nil, err
+	}
+	br := bufio.NewReaderSize(conn, 4096)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		abort(conn)
+		return nil, nil, err
+	}
+	if resp.StatusCode != 200 {
+		abort(conn)
+		return nil, nil, fmt.Errorf("status %d", resp.StatusCode)
+	}
+	return conn, bufio.NewReaderSize(resp.Body, 16<<10), nil
+}
+
+func abort(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	c.Close()
+}
+
+// dialStalled opens a stream and never reads it; its receive buffer is
+// tiny so that the stall reaches the server within seconds.
+func dialStalled(addr string) (net.Conn, error) {
+	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+		return rc.Control(func(fd uintptr) {
+			_ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096)
+		})
+	}}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	_, err = fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: %s\r\n\r\n", streamPathFor(addr), addr)
+	return c, err
+}
+
+// openIdle opens n streams, reads each one's first bytes (the response
+// head), and leaves them open and unread: with no events, that is all an
+// idle dashboard costs.
+func openIdle(addr, impl string, n int) ([]net.Conn, int) {
+	conns := make([]net.Conn, n)
+	var ok atomic.Int64
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 200)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(i int) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			conn, br, err := openStream(addr, streamPath[impl])
+			if err != nil {
+				return
+			}
+			_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+			_, err = br.Peek(1) // the first frame (snapshot, retry advice or replay) arrived
+			_ = conn.SetReadDeadline(time.Time{})
+			if err != nil {
+				abort(conn)
+				return
+			}
+			conns[i] = conn
+			ok.Add(1)
+		}(i)
+	}
+	wg.Wait()
+	return conns, int(ok.Load())
+}
+
+func closeAll(cs []net.Conn) {
+	for _, c := range cs {
+		if c != nil {
+			abort(c)
+		}
+	}
+}
