@@ -12,6 +12,7 @@
 package sim
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"fmt"
@@ -223,6 +224,9 @@ func (s *Sim) after(d time.Duration, f func()) {
 
 type recKey struct{}
 
+// maxBufferedBody bounds what a delayed or hung request may send.
+const maxBufferedBody = 64 << 20
+
 // statusWriter remembers the status written; it passes Flush and Hijack on.
 type statusWriter struct {
 	http.ResponseWriter
@@ -332,6 +336,17 @@ func (s *Sim) route(server, endpoint string, resource func(*http.Request) string
 
 // applyFault carries out f; it reports whether the request was answered.
 func (s *Sim) applyFault(w http.ResponseWriter, r *http.Request, f Fault, errBody func(int) string) bool {
+	if (f.Latency > 0 || f.Hang) && r.Body != nil && r.Body != http.NoBody {
+		// net/http notices a vanished client only once the body has been
+		// read: buffer it first, so a cancel during a hang or a delay is
+		// seen at once (the handler then reads the copy).
+		buf, err := io.ReadAll(io.LimitReader(r.Body, maxBufferedBody))
+		if err != nil {
+			s.markAborted(r)
+			return true
+		}
+		r.Body = io.NopCloser(bytes.NewReader(buf))
+	}
 	if f.Latency > 0 {
 		t := time.NewTimer(f.Latency)
 		select {
@@ -346,12 +361,6 @@ func (s *Sim) applyFault(w http.ResponseWriter, r *http.Request, f Fault, errBod
 	}
 	switch {
 	case f.Hang:
-		// The server notices a vanished client only once the body is read;
-		// drain it so a hung push's cancellation is seen too.
-		if _, err := io.Copy(io.Discard, r.Body); err != nil {
-			s.markAborted(r)
-			return true
-		}
 		select {
 		case <-r.Context().Done():
 		case <-s.closing:

@@ -356,3 +356,24 @@ func TestRecorderBounded(t *testing.T) {
 		t.Fatalf("recorded %+v", reqs)
 	}
 }
+
+// TestLatencyOnPostSeesCancel: a client giving up during a delayed POST is
+// recorded as aborted at once, not when the delay ends.
+func TestLatencyOnPostSeesCancel(t *testing.T) {
+	s := startSim(t, sim.Options{})
+	s.AddFault(sim.Fault{Endpoint: sim.EndpointCreateRepo, Latency: time.Hour})
+	ctx := waitCtx(t)
+	short, cancel := context.WithTimeout(ctx, 30*time.Millisecond)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(short, "POST", s.BitbucketURL()+"/rest/api/1.0/projects/P/repos", strings.NewReader(`{"name":"x"}`))
+	req.Header.Set("Authorization", "Bearer "+s.BitbucketToken())
+	if _, err := http.DefaultClient.Do(req); err == nil {
+		t.Fatal("answered")
+	}
+	if _, err := s.WaitFor(ctx, func(r sim.Request) bool { return r.WasAborted() }); err != nil {
+		t.Fatal(err)
+	}
+	if s.HasRepo("P", "x") {
+		t.Fatal("aborted create still created")
+	}
+}
