@@ -2,7 +2,7 @@
 // loopback port, and stops or restarts it on the same data. Nothing here
 // sleeps to wait for something: readiness is polled on /readyz with a
 // bounded deadline, and exit is awaited on the process's own event.
-import { spawn, execFileSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, existsSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -27,12 +27,9 @@ let helpText;
 /** serveHelp is `slotkeeper serve --help` (flags differ while the server grows). */
 export function serveHelp() {
   if (helpText === undefined) {
-    try {
-      helpText = execFileSync(BIN, ["serve", "--help"], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
-    } catch (e) {
-      // Go's flag package exits 0 or 2 on -help, printing to stderr.
-      helpText = `${e.stdout ?? ""}${e.stderr ?? ""}`;
-    }
+    // Go's flag package prints the usage to stderr and exits 0 or 2.
+    const r = spawnSync(BIN, ["serve", "--help"], { encoding: "utf8", timeout: 10_000 });
+    helpText = `${r.stdout ?? ""}${r.stderr ?? ""}`;
   }
   return helpText;
 }
@@ -107,6 +104,7 @@ export class Server {
   async stop(signal = "SIGTERM") {
     if (!this.proc) return;
     const proc = this.proc;
+    proc.kill("SIGCONT"); // in case a test paused it
     this.proc = undefined;
     if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal);
     const res = await Promise.race([this.exited, new Promise((r) => setTimeout(() => r(undefined), 15_000))]);
@@ -114,6 +112,16 @@ export class Server {
       proc.kill("SIGKILL");
       await this.exited;
     }
+  }
+
+  /** pause freezes the process (SIGSTOP): connections stay open but go silent, like a half-open link. */
+  pause() {
+    this.proc?.kill("SIGSTOP");
+  }
+
+  /** resume continues a paused process (SIGCONT). */
+  resume() {
+    this.proc?.kill("SIGCONT");
   }
 
   /** close stops the server and removes its data dir. */

@@ -36,13 +36,25 @@ test("board first render with 200 slots", async () => {
     });
   }
   const total = slots.length + need;
-  const page = await browser.context.newPage();
-  await page.goto(appUrl(server, "/"));
-  await waitLive(page);
-  await page.waitForFunction((n) => document.querySelectorAll("[data-testid=slot-card]").length >= n, total, { timeout: 30_000 });
-  const ms = await page.evaluate(() => performance.getEntriesByName("sk:board-first-render")[0]?.duration);
-  assert.equal(typeof ms, "number", "the app measured its first board render");
-  console.log(`# board first render with ${total} slots: ${ms.toFixed(1)} ms (target < 100 ms)`);
+  // Several fresh loads: the first one in a new browser runs cold code, and
+  // the 2-core machine is shared, so one number alone says little.
+  const runs = [];
+  let page;
+  for (let i = 0; i < 5; i++) {
+    page = await browser.context.newPage();
+    await page.goto(appUrl(server, "/"));
+    await waitLive(page);
+    await page.waitForFunction((n) => document.querySelectorAll("[data-testid=slot-card]").length >= n, total, { timeout: 30_000 });
+    const ms = await page.evaluate(() => performance.getEntriesByName("sk:board-first-render")[0]?.duration);
+    assert.equal(typeof ms, "number", "the app measured its first board render");
+    runs.push(ms);
+    if (i < 4) await page.close();
+  }
+  const sorted = [...runs].sort((a, b) => a - b);
+  const load = (await import("node:os")).loadavg()[0].toFixed(1);
+  console.log(
+    `# board first render with ${total} slots: median ${sorted[2].toFixed(1)} ms, min ${sorted[0].toFixed(1)}, max ${sorted[4].toFixed(1)} over 5 loads (target < 100 ms; first load ${runs[0].toFixed(1)} ms; load average ${load})`,
+  );
   await shot(page, "board-200");
   await page.close();
 });

@@ -1,5 +1,4 @@
 import { memo } from "react";
-import { Link } from "wouter";
 import type { SlotView } from "../api/types";
 import { useT } from "../i18n";
 import { Countdown } from "./Countdown";
@@ -18,13 +17,15 @@ export const SlotCard = memo(function SlotCard({ slot }: { slot: SlotView }) {
   const t = useT();
   const w = slotWarnings(slot);
   const job = slot.active_job;
-  const href = `/slots/${encodeURIComponent(slot.name)}`;
+  // Plain hash links: a wouter <Link> per card would subscribe 200+ hooks to
+  // the location for nothing.
+  const href = `#/slots/${encodeURIComponent(slot.name)}`;
   return (
     <li className={`card lc-${slot.lifecycle}`} data-testid="slot-card" data-slot={slot.name}>
       <div className="card-head">
-        <Link href={href} className="card-title">
+        <a href={href} className="card-title">
           {slot.name}
-        </Link>
+        </a>
         <span className={`badge lc lc-${slot.lifecycle}`}>{t.dyn("lifecycle", slot.lifecycle)}</span>
       </div>
       {slot.occupant && (
@@ -41,9 +42,9 @@ export const SlotCard = memo(function SlotCard({ slot }: { slot: SlotView }) {
       )}
       {job && (
         <div className="card-job">
-          <Link href={`/jobs/${encodeURIComponent(job.id)}`}>
+          <a href={`#/jobs/${encodeURIComponent(job.id)}`}>
             {t.dyn("kind", job.kind)} · {t.dyn("state", job.state)}
-          </Link>
+          </a>
           {job.current_step && <div className="muted">{t.dyn("step", job.current_step)}</div>}
           <progress
             max={Math.max(job.steps_total, 1)}
@@ -71,9 +72,9 @@ export const SlotCard = memo(function SlotCard({ slot }: { slot: SlotView }) {
             </span>
           )}
           {slot.recovery && (
-            <Link href={`/jobs/${encodeURIComponent(slot.recovery.job_id)}`} className="small">
+            <a href={`#/jobs/${encodeURIComponent(slot.recovery.job_id)}`} className="small">
               {t("common.view_timeline")}
-            </Link>
+            </a>
           )}
         </div>
       )}
