@@ -159,7 +159,15 @@ func TestLeaseRefusesWhenRemoteMoved(t *testing.T) {
 	if head, _ := b.sim.RepoHeadSHA("SLOT", b.fx.Repo.Slug, "main"); head != moved {
 		t.Fatalf("remote changed to %s despite the lease", head)
 	}
-	// Expecting "absent" on an existing branch is refused too.
+	// Expecting "absent" on a branch that is absent pushes.
+	empty, err := b.sim.AddRepo("SLOT", "empty")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sha, err := b.p.ForcePushWithLease(ctx, b.fx.Template.CloneURL, "main", empty.CloneURL, "main", ""); err != nil || sha != b.fx.TemplateHead {
+		t.Fatalf("lease on absent branch: %q %v", sha, err)
+	}
+	// Expecting "absent" on an existing branch is refused.
 	_, err = b.p.ForcePushWithLease(ctx, b.fx.Template.CloneURL, "main", b.fx.Repo.CloneURL, "main", "")
 	checkErr(t, err, providers.CodeConflict, false)
 }
