@@ -346,3 +346,58 @@ func (c *Client) DeleteProject(ctx context.Context, uuid string) (providers.Dele
 	}
 	return 0, c.fail(op, uuid, resp, true)
 }
+
+// ListDatabases, ListApplications and ListProjects list everything the
+// token can see (for reconciliation: finding what no slot tracks). They are
+// not part of providers.PaaS.
+func (c *Client) ListDatabases(ctx context.Context) ([]providers.Database, error) {
+	var raw []resourceJSON
+	if err := c.listAll(ctx, "coolify.ListDatabases", "/databases", &raw); err != nil {
+		return nil, err
+	}
+	out := make([]providers.Database, 0, len(raw))
+	for _, r := range raw {
+		out = append(out, providers.Database{UUID: r.UUID, Name: r.Name, Status: r.Status})
+	}
+	return out, nil
+}
+
+// ListApplications lists every application; see ListDatabases.
+func (c *Client) ListApplications(ctx context.Context) ([]providers.Application, error) {
+	var raw []resourceJSON
+	if err := c.listAll(ctx, "coolify.ListApplications", "/applications", &raw); err != nil {
+		return nil, err
+	}
+	out := make([]providers.Application, 0, len(raw))
+	for _, r := range raw {
+		out = append(out, providers.Application{UUID: r.UUID, Name: r.Name, Status: r.Status})
+	}
+	return out, nil
+}
+
+// ListProjects lists every project; see ListDatabases.
+func (c *Client) ListProjects(ctx context.Context) ([]providers.Project, error) {
+	var raw []resourceJSON
+	if err := c.listAll(ctx, "coolify.ListProjects", "/projects", &raw); err != nil {
+		return nil, err
+	}
+	out := make([]providers.Project, 0, len(raw))
+	for _, r := range raw {
+		out = append(out, providers.Project{UUID: r.UUID, Name: r.Name})
+	}
+	return out, nil
+}
+
+func (c *Client) listAll(ctx context.Context, op, path string, out any) error {
+	resp, perr := c.c.Do(ctx, op, path, http.MethodGet, path, nil, nil, false)
+	if perr != nil {
+		return perr
+	}
+	if resp.Status != http.StatusOK {
+		return c.fail(op, path, resp, false)
+	}
+	if err := json.Unmarshal(resp.Body, out); err != nil {
+		return &providers.Error{Op: op, Resource: path, Status: resp.Status, Code: providers.CodeServer, Message: "unreadable answer", Err: err}
+	}
+	return nil
+}

@@ -562,3 +562,26 @@ func TestCancelBetweenPolls(t *testing.T) {
 		t.Fatalf("requests %+v", b.sim.Requests())
 	}
 }
+
+func TestListAll(t *testing.T) {
+	b := setup(t, 0)
+	ctx := ctxT(t)
+	dbs, err := b.c.ListDatabases(ctx)
+	checkErr(t, err, "", 0, false)
+	apps, err := b.c.ListApplications(ctx)
+	checkErr(t, err, "", 0, false)
+	projects, err := b.c.ListProjects(ctx)
+	checkErr(t, err, "", 0, false)
+	if len(dbs) != 1 || dbs[0].UUID != b.fx.DBUUID || len(apps) != 1 || apps[0].UUID != b.fx.AppUUID || len(projects) != 1 || projects[0].UUID != b.fx.ProjectUUID {
+		t.Fatalf("lists: %+v %+v %+v", dbs, apps, projects)
+	}
+	b.sim.AddFault(sim.Fault{Endpoint: sim.EndpointListDatabases, Status: 401, Times: 1})
+	_, err = b.c.ListDatabases(ctx)
+	checkErr(t, err, providers.CodeUnauthorized, 401, false)
+	b.sim.AddFault(sim.Fault{Endpoint: sim.EndpointListApplications, Status: 503, Times: 1})
+	_, err = b.c.ListApplications(ctx)
+	checkErr(t, err, providers.CodeServer, 503, false)
+	b.sim.AddFault(sim.Fault{Endpoint: sim.EndpointListProjects, Status: 200, Body: "not json", Times: 1})
+	_, err = b.c.ListProjects(ctx)
+	checkErr(t, err, providers.CodeServer, 200, false)
+}

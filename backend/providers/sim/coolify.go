@@ -3,7 +3,6 @@ package sim
 import (
 	"crypto/rand"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"sort"
 )
@@ -127,6 +126,8 @@ func (s *Sim) coolifyMux() http.Handler {
 	h("GET /api/v1/applications/{uuid}/storages", EndpointListStorages, uuid, s.coolListStorages)
 	h("DELETE /api/v1/applications/{uuid}/storages/{storage_uuid}", EndpointDeleteStorage, sub("storage_uuid"), s.coolDeleteStorage)
 	h("GET /api/v1/projects", EndpointListProjects, nil, s.coolListProjects)
+	h("GET /api/v1/databases", EndpointListDatabases, nil, s.coolListDBs)
+	h("GET /api/v1/applications", EndpointListApplications, nil, s.coolListApps)
 	h("GET /api/v1/projects/{uuid}", EndpointGetProject, uuid, s.coolGetProject)
 	h("DELETE /api/v1/projects/{uuid}", EndpointDeleteProject, uuid, s.coolDeleteProject)
 	// Anything else: Laravel's JSON 404 (still subject to path faults).
@@ -303,7 +304,29 @@ func (s *Sim) coolListProjects(w http.ResponseWriter, r *http.Request) {
 		out = append(out, map[string]any{"uuid": p.UUID, "name": p.Name})
 	}
 	s.mu.Unlock()
-	sort.Slice(out, func(i, j int) bool { return fmt.Sprint(out[i]["name"]) < fmt.Sprint(out[j]["name"]) })
+	sortByName(out)
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Sim) coolListDBs(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	out := []map[string]any{}
+	for _, d := range s.cool.dbs {
+		out = append(out, map[string]any{"uuid": d.UUID, "name": d.Name, "status": d.Status, "database_type": d.Type})
+	}
+	s.mu.Unlock()
+	sortByName(out)
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Sim) coolListApps(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	out := []map[string]any{}
+	for _, a := range s.cool.apps {
+		out = append(out, map[string]any{"uuid": a.UUID, "name": a.Name, "status": a.Status})
+	}
+	s.mu.Unlock()
+	sortByName(out)
 	writeJSON(w, http.StatusOK, out)
 }
 

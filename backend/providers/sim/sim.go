@@ -40,6 +40,8 @@ const (
 	EndpointGetProject        = "coolify.GetProject"
 	EndpointDeleteProject     = "coolify.DeleteProject"
 	EndpointListProjects      = "coolify.ListProjects"
+	EndpointListDatabases     = "coolify.ListDatabases"
+	EndpointListApplications  = "coolify.ListApplications"
 
 	EndpointGetRepo    = "bitbucket.GetRepo"
 	EndpointCreateRepo = "bitbucket.CreateRepo"
