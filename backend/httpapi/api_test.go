@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"go.uber.org/goleak"
@@ -29,6 +31,7 @@ import (
 // and the hub following the runner's feed. No job engine runs, so accepted
 // jobs stay queued.
 type bundle struct {
+	spa    fs.FS
 	stop   func()
 	store  *memstore.Store
 	runner *projections.Runner
@@ -68,7 +71,7 @@ func (b *bundle) start(t *testing.T, opt HubOptions, addr ...string) {
 		t.Fatal(err)
 	}
 	svc := slots.NewService(b.store, slots.Config{Grace: time.Hour, Logger: log})
-	s, err := New(Deps{Commands: svc, Reads: rm, Log: b.store, Waiter: b.runner, Hub: b.hub, Logger: log,
+	s, err := New(Deps{Commands: svc, Reads: rm, Log: b.store, Waiter: b.runner, Hub: b.hub, Logger: log, SPA: b.spa,
 		Ready: func(context.Context) error { return nil }})
 	if err != nil {
 		t.Fatal(err)
@@ -483,4 +486,29 @@ func TestStreamAcrossRestart(t *testing.T) {
 	}
 	cancel()
 	<-w.done
+}
+
+func TestSPAFallback(t *testing.T) {
+	b := &bundle{store: memstore.New(), spa: fstest.MapFS{
+		"index.html":         {Data: []byte("<!doctype html><title>board</title>")},
+		"assets/app-1a2b.js": {Data: []byte("console.log(1)")},
+	}}
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	b.start(t, HubOptions{})
+	for _, tc := range []struct {
+		path, want, cache string
+		status            int
+	}{
+		{"/", "<title>board</title>", "no-cache", 200},
+		{"/slots/aurora", "<title>board</title>", "no-cache", 200}, // a client-side route
+		{"/jobs/1234", "<title>board</title>", "no-cache", 200},
+		{"/assets/app-1a2b.js", "console.log(1)", "public, max-age=31536000, immutable", 200},
+		{"/api/nothing-here", `"code":"not_found"`, "", 404},
+		{"/assets/..%2F..%2Fetc/passwd", `"code":"invalid"`, "", 400},
+	} {
+		a := b.do(t, "GET", tc.path, nil)
+		if a.status != tc.status || !strings.Contains(string(a.body), tc.want) || a.header.Get("Cache-Control") != tc.cache {
+			t.Errorf("GET %s: %d %q cache %q", tc.path, a.status, a.body, a.header.Get("Cache-Control"))
+		}
+	}
 }

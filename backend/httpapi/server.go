@@ -218,6 +218,9 @@ func (s *Server) spa(c echo.Context) error {
 	if strings.HasPrefix(p, "api/") {
 		return errf(CodeNotFound, "no such route")
 	}
+	if strings.Contains(c.Request().URL.Path, "..") {
+		return errf(CodeInvalid, "path must not contain '..'")
+	}
 	if s.d.SPA == nil {
 		return c.HTML(http.StatusOK, noDashboard)
 	}

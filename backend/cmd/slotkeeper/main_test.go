@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
@@ -173,7 +174,13 @@ func next(t *testing.T, frames chan *sse.Event) *sse.Event {
 // dir and a port: the demo pool is there, a release runs a real reset
 // against the simulators to success, and SIGTERM ends Run with exit 0.
 func TestServeDemoJobAndShutdown(t *testing.T) {
-	s := startServe(t, t.TempDir(), "127.0.0.1:0", "--grace", "0s")
+	hooks := make(chan string, 16)
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		hooks <- string(body)
+	}))
+	defer hook.Close()
+	s := startServe(t, t.TempDir(), "127.0.0.1:0", "--grace", "0s", "--webhook-url", hook.URL)
 	var list struct {
 		Slots []projections.SlotView `json:"slots"`
 	}
@@ -229,10 +236,37 @@ func TestServeDemoJobAndShutdown(t *testing.T) {
 			break
 		}
 	}
+	select {
+	case body := <-hooks:
+		if !strings.Contains(body, res.JobID) {
+			t.Fatalf("webhook body does not name the job: %s", body)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("no webhook for the finished reset")
+	}
+	resp, err := http.Get(s.url() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(metrics), `slotkeeper_job_outcomes_total{kind="reset",state="succeeded"} 1`) {
+		t.Fatalf("metrics lack the reset outcome:\n%s", grepLines(string(metrics), "slotkeeper_"))
+	}
 	cancel()
 	if code := s.stop(t); code != 0 {
 		t.Fatalf("exit %d:\n%s", code, s.err.String())
 	}
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 // TestShutdownFencesRunningAttempt: a job hangs in a provider call; SIGTERM

@@ -17,6 +17,7 @@ import (
 	"github.com/slotkeeper/slotkeeper/backend/demo"
 	"github.com/slotkeeper/slotkeeper/backend/httpapi"
 	"github.com/slotkeeper/slotkeeper/backend/jobs"
+	"github.com/slotkeeper/slotkeeper/backend/notify"
 	"github.com/slotkeeper/slotkeeper/backend/providers/bitbucket"
 	"github.com/slotkeeper/slotkeeper/backend/providers/coolify"
 	gitpush "github.com/slotkeeper/slotkeeper/backend/providers/git"
@@ -126,9 +127,6 @@ func openWorld(ctx context.Context, c Config) (world, error) {
 // answers (tests use it with --addr 127.0.0.1:0).
 func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<- string) error {
 	log := newLogger(c, stderr)
-	if c.WebhookURL != "" {
-		return &ConfigError{Setting: setting("webhook-url"), Problem: "the webhook notifier is not built into this binary yet"}
-	}
 	store, storeDesc, err := openStore(ctx, c, log)
 	if err != nil {
 		return err
@@ -194,6 +192,15 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 			Workers: c.Workers, StepTimeout: c.StepTimeout, JobTimeout: c.JobTimeout, Lease: c.Lease, Logger: log,
 		})
 		goRun("job engine", eng.Run)
+	}
+
+	if c.WebhookURL != "" {
+		base := c.BaseURL
+		if base == "" {
+			base = "http://" + c.Addr
+		}
+		n := notify.New(store, notify.Config{WebhookURL: c.WebhookURL, BaseURL: base, Logger: log})
+		goRun("webhook notifier", n.Run)
 	}
 
 	if w.sim != nil && c.Demo && startHead == 0 {
