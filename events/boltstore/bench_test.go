@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/slotkeeper/slotkeeper/events"
+	bolt "go.etcd.io/bbolt"
 )
 
 // Benchmarks print their figures as metrics (scripts/bench/events.sh turns
@@ -232,4 +233,59 @@ func BenchmarkOpen(b *testing.B) {
 	}
 	b.ReportMetric(time.Since(start).Seconds()*1000/float64(b.N), "ms/open")
 	b.ReportMetric(float64(fi.Size())/(1<<20), "file-MiB")
+}
+
+// BenchmarkOpenAfterCrash opens a store whose last IndexFlushEvents-1
+// events were never folded into the index (the image a SIGKILL leaves just
+// before a flush), so Open rebuilds the longest possible tail from the log.
+func BenchmarkOpenAfterCrash(b *testing.B) {
+	dir := b.TempDir()
+	s, err := Open(dir, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	batch := make([]events.EventData, s.opts.IndexFlushEvents-1)
+	for i := range batch {
+		batch[i] = events.New(events.JobClaimed{JobID: "j", Worker: "w", Attempt: i}, events.Metadata{Actor: "bench"})
+	}
+	// Small appends to many streams, as a real tail has.
+	for i := 0; i < len(batch); i += 10 {
+		if _, err := s.Append(context.Background(), events.JobStream(fmt.Sprint(i)), events.NoStream(), batch[i:min(i+10, len(batch))]...); err != nil {
+			b.Fatal(err)
+		}
+	}
+	image := filepath.Join(dir, "crashed.img")
+	if err := s.db.View(func(tx *bolt.Tx) error { return tx.CopyFile(image, 0o600) }); err != nil {
+		b.Fatal(err)
+	}
+	s.Close()
+	b.ResetTimer()
+	var total time.Duration
+	for i := range b.N {
+		b.StopTimer()
+		p := filepath.Join(dir, fmt.Sprintf("open-%d.db", i))
+		img, err := os.ReadFile(image)
+		if err == nil {
+			err = os.WriteFile(p, img, 0o600)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		start := time.Now()
+		s, err := Open(p, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		total += time.Since(start)
+		if s.tailEvents != len(batch) {
+			b.Fatalf("tail of %d events, want %d", s.tailEvents, len(batch))
+		}
+		b.StopTimer()
+		s.Close()
+		os.Remove(p)
+		b.StartTimer()
+	}
+	b.ReportMetric(total.Seconds()*1000/float64(b.N), "ms/open")
+	b.ReportMetric(float64(len(batch)), "tail-events")
 }
