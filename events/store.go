@@ -252,6 +252,9 @@ const (
 	MaxEventSize = 1 << 20
 	// MaxAppendEvents is the most events one append may carry.
 	MaxAppendEvents = 10_000
+	// MaxAppendSize is the largest total (as MaxEventSize counts it) of one
+	// append: an embedded store holds a whole append in one transaction.
+	MaxAppendSize = 16 << 20
 )
 
 // ValidateStream checks a stream name: 1..MaxStreamNameLen bytes of valid UTF-8,
@@ -298,18 +301,25 @@ func ValidateAppend(stream string, evs []EventData) error {
 	if len(evs) > MaxAppendEvents {
 		return fmt.Errorf("%w: %d events in one append, limit %d", ErrEventTooLarge, len(evs), MaxAppendEvents)
 	}
+	total := 0
 	for i := range evs {
 		if err := ValidateEventType(evs[i].Type); err != nil {
 			return err
 		}
-		if len(evs[i].Data) > 0 && !json.Valid(evs[i].Data) {
-			return fmt.Errorf("%w: event %d (%s)", ErrInvalidData, i, evs[i].Type)
-		}
+		// Sizes first: they are cheap, and json.Valid of a huge payload is not.
 		// Metadata counts too (its strings are caller-controlled); 512 bytes
 		// cover the fixed part of the envelope.
 		m := &evs[i].Meta
-		if n := len(evs[i].Data) + len(evs[i].ID) + len(m.Actor) + len(m.CorrelationID) + len(m.CausationID) + 512; n > MaxEventSize {
+		n := len(evs[i].Data) + len(evs[i].ID) + len(m.Actor) + len(m.CorrelationID) + len(m.CausationID) + 512
+		if n > MaxEventSize {
 			return fmt.Errorf("%w: %s is %d bytes with its metadata, limit %d", ErrEventTooLarge, evs[i].Type, n, MaxEventSize)
+		}
+		total += n
+		if total > MaxAppendSize {
+			return fmt.Errorf("%w: the append is over %d bytes, limit %d", ErrEventTooLarge, total, MaxAppendSize)
+		}
+		if len(evs[i].Data) > 0 && !json.Valid(evs[i].Data) {
+			return fmt.Errorf("%w: event %d (%s)", ErrInvalidData, i, evs[i].Type)
 		}
 	}
 	return nil

@@ -66,6 +66,9 @@ func TestValidateAppend(t *testing.T) {
 		{"over the size limit", "slot-a", []events.EventData{{Type: "A", Data: big(events.MaxEventSize - 511)}}, events.ErrEventTooLarge},
 		{"metadata counts", "slot-a", []events.EventData{{Type: "A", Data: big(events.MaxEventSize - 600), Meta: events.Metadata{Actor: strings.Repeat("a", 100)}}}, events.ErrEventTooLarge},
 		{"too many events", "slot-a", make([]events.EventData, events.MaxAppendEvents+1), events.ErrEventTooLarge},
+		{"append at the total limit", "slot-a", sized(events.MaxAppendSize / (events.MaxEventSize / 2)), nil},
+		{"append over the total limit", "slot-a", sized(events.MaxAppendSize/(events.MaxEventSize/2) + 1), events.ErrEventTooLarge},
+		{"size checked before JSON", "slot-a", []events.EventData{{Type: "A", Data: []byte("{" + strings.Repeat(" ", events.MaxEventSize))}}, events.ErrEventTooLarge},
 	}
 	for _, c := range cases {
 		err := events.ValidateAppend(c.stream, c.evs)
@@ -73,6 +76,16 @@ func TestValidateAppend(t *testing.T) {
 			t.Errorf("%s: ValidateAppend = %v, want %v", c.name, err, c.want)
 		}
 	}
+}
+
+// sized is n events of exactly MaxEventSize/2 bytes as ValidateAppend counts.
+func sized(n int) []events.EventData {
+	data := []byte(strings.Repeat("1", events.MaxEventSize/2-512))
+	evs := make([]events.EventData, n)
+	for i := range evs {
+		evs[i] = events.EventData{Type: "A", Data: data}
+	}
+	return evs
 }
 
 func TestExpectedRevisionSatisfied(t *testing.T) {

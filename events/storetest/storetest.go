@@ -880,7 +880,12 @@ func testLargeAndEmptyPayloads(t *testing.T, s events.Store) {
 	empty.Data = nil
 	emptyObj := ev("EmptyObject", 0)
 	emptyObj.Data = []byte(`{}`)
-	mustAppend(t, s, st, events.NoStream(), big, empty, emptyObj, big)
+	// One large event per append: KurrentDB's default append limit is 1 MiB.
+	big2 := big
+	big2.ID = uuid.NewString()
+	res := mustAppend(t, s, st, events.NoStream(), big)
+	res = mustAppend(t, s, st, events.Exact(res.NextExpected), empty, emptyObj)
+	mustAppend(t, s, st, events.Exact(res.NextExpected), big2)
 	got := mustRead(t, s, st, 0, 0, events.Forward)
 	if len(got) != 4 {
 		t.Fatalf("read %d events, want 4", len(got))
@@ -972,6 +977,14 @@ func testInvalidInput(t *testing.T, s events.Store) {
 	for i := range tooMany {
 		tooMany[i] = ev("A", i)
 	}
+	// Each event within MaxEventSize, together over MaxAppendSize (the
+	// events share one payload, so this costs half a MiB).
+	half := ev("A", 0)
+	half.Data = largeData(events.MaxEventSize / 2)
+	tooBig := make([]events.EventData, events.MaxAppendSize/(events.MaxEventSize/2)+1)
+	for i := range tooBig {
+		tooBig[i] = half
+	}
 	cases := []struct {
 		name   string
 		stream string
@@ -991,6 +1004,7 @@ func testInvalidInput(t *testing.T, s events.Store) {
 		{"too long type", st, badType(strings.Repeat("T", events.MaxEventTypeLen+1)), events.ErrInvalidEventType},
 		{"invalid json", st, []events.EventData{ev("A", 1), badData}, events.ErrInvalidData},
 		{"too many events", st, tooMany, events.ErrEventTooLarge},
+		{"append too large", st, tooBig, events.ErrEventTooLarge},
 	}
 	for _, c := range cases {
 		for _, exp := range []events.ExpectedRevision{events.Any(), events.Exact(0)} {
