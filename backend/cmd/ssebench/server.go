@@ -12,6 +12,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -41,6 +42,13 @@ import (
 // and prints "ADDR host:port" when ready and "EVICT <unix ns> <reason>" for
 // each client the hub disconnects.
 func serveMode(impl, storeKind string, nslots int) error {
+	if p := os.Getenv("SSEBENCH_CPUPROFILE"); p != "" {
+		f, err := os.Create(fmt.Sprintf("%s.%s.%d", p, impl, os.Getpid()))
+		if err == nil {
+			_ = pprof.StartCPUProfile(f)
+			defer pprof.StopCPUProfile()
+		}
+	}
 	dir, err := os.MkdirTemp("", "ssebench-")
 	if err != nil {
 		return err
