@@ -117,6 +117,14 @@ test("audit and remaining-resources pages render from the log", async () => {
   await page.goto(appUrl(server, "/remaining"));
   await page.waitForSelector("h1#remaining-title");
   await shot(page, "remaining");
+  // Korean, switched in the header and kept across a reload.
+  await page.goto(appUrl(server, "/"));
+  await page.selectOption("[data-testid=lang]", "ko");
+  await page.reload();
+  await page.waitForSelector("[data-testid=slot-card]");
+  assert.equal(await page.textContent("#board-title"), "슬롯");
+  await shot(page, "board-ko");
+  await page.selectOption("[data-testid=lang]", "en");
   await page.setViewportSize({ width: 390, height: 844 });
   await page.goto(appUrl(server, "/"));
   await page.waitForSelector("[data-testid=slot-card]");

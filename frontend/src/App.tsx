@@ -10,6 +10,7 @@ import { AuditPage } from "./pages/AuditPage";
 import { Board } from "./pages/Board";
 import { JobPage } from "./pages/JobPage";
 import { RemainingPage } from "./pages/RemainingPage";
+import { ResetLookup } from "./pages/ResetLookup";
 import { SlotPage } from "./pages/SlotPage";
 import { WaitView } from "./pages/WaitView";
 
@@ -87,6 +88,7 @@ export function App() {
           <Route path="/">
             <Board />
           </Route>
+          <Route path="/slots/:name/reset">{(p) => <ResetLookup key={p.name} slot={p.name} />}</Route>
           <Route path="/slots/:name">{(p) => <SlotPage key={p.name} name={p.name} />}</Route>
           <Route path="/jobs/:id/wait">{(p) => <WaitView key={p.id} id={p.id} />}</Route>
           <Route path="/jobs/:id">{(p) => <JobPage key={p.id} id={p.id} />}</Route>

@@ -17,7 +17,7 @@ export interface RecoveryInfo {
  * completed steps, the uncertain step and what remains, and links to the
  * job's timeline.
  */
-export function RecoveryNotice({ info }: { info: RecoveryInfo }) {
+export function RecoveryNotice({ info, linkTimeline = true }: { info: RecoveryInfo; linkTimeline?: boolean }) {
   const t = useT();
   return (
     <div className="recovery" role="alert" data-testid="recovery">
@@ -27,9 +27,11 @@ export function RecoveryNotice({ info }: { info: RecoveryInfo }) {
       {info.remaining && info.remaining.length > 0 && (
         <div>{t("recovery.remaining", { resources: info.remaining.map((r) => resourceLabel(r, t)).join(", ") })}</div>
       )}
-      <Link href={`/jobs/${encodeURIComponent(info.jobId)}`} data-testid="timeline-link">
-        {t("common.view_timeline")}
-      </Link>
+      {linkTimeline && (
+        <Link href={`/jobs/${encodeURIComponent(info.jobId)}`} data-testid="timeline-link">
+          {t("common.view_timeline")}
+        </Link>
+      )}
     </div>
   );
 }

@@ -42,7 +42,7 @@ export const en = {
   "slot.left": "{time} left",
   "slot.active_job": "Active job",
   "slot.step_progress": "step {done} of {total}",
-  "slot.warn_remaining": "{count} resources remain",
+  "slot.warn_remaining": "Resources left: {count}",
   "slot.warn_interrupted": "Job interrupted",
   "slot.warn_failed": "Last job did not succeed",
   "slot.resources": "Resources",

@@ -75,6 +75,7 @@ function JobDetail({ job }: { job: JobView }) {
 
       {unsuccessful && (
         <RecoveryNotice
+          linkTimeline={false}
           info={{
             jobId: job.id,
             kind: job.kind,
@@ -150,6 +151,10 @@ export function eventSummary(data: unknown, t: T): string {
   if (typeof d.step === "string") parts.push(t.dyn("step", d.step));
   if (typeof d.attempt === "number" && d.attempt > 0) parts.push(`#${d.attempt}`);
   if (typeof d.worker === "string") parts.push(d.worker);
+  if (typeof d.resource === "object" && d.resource !== null) {
+    const r = d.resource as { kind?: unknown; id?: unknown };
+    if (typeof r.kind === "string" && typeof r.id === "string") parts.push(`${t.dyn("res", r.kind)} ${r.id}`);
+  }
   if (typeof d.http_status === "number" && d.http_status > 0) parts.push(t("job.http_status", { status: d.http_status }));
   if (typeof d.error === "string") parts.push(d.error);
   if (typeof d.reason === "string") parts.push(d.reason);
@@ -168,10 +173,10 @@ export function eventSummary(data: unknown, t: T): string {
 function Timeline({ events, t }: { events: readonly RecordedEvent[]; t: T }) {
   if (events.length === 0) return <p>{t("job.no_events")}</p>;
   return (
-    <ol className="timeline" data-testid="timeline">
+    <ol className="timeline" data-testid="timeline" start={0}>
       {events.map((e) => (
         <li key={e.position} data-type={e.type}>
-          <code>{e.revision}</code> <strong>{e.type}</strong>{" "}
+          <strong>{e.type}</strong>{" "}
           <span className="muted">
             {formatTime(e.meta?.time, t.lang)} {e.meta?.actor ? `· ${e.meta.actor}` : ""}
           </span>

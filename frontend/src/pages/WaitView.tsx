@@ -2,7 +2,6 @@ import { useEffect, useRef } from "react";
 import { Link, useLocation } from "wouter";
 import { api } from "../api/client";
 import { CommandError } from "../components/CommandError";
-import { RecoveryNotice } from "../components/Recovery";
 import { Steps, completedSteps } from "../components/Steps";
 import { formatDuration, resourceLabel, stepList } from "../format";
 import { useT } from "../i18n";
@@ -90,16 +89,10 @@ export function WaitView({ id }: { id: string }) {
                 : t("wait.failed_nothing_remaining")}
             </p>
             {job.reason && <p className="muted">{job.reason}</p>}
-            <RecoveryNotice
-              info={{
-                jobId: job.id,
-                kind: job.kind,
-                state: job.state,
-                completed: completedSteps(job.steps),
-                uncertain: job.uncertain_step,
-                remaining: job.remaining,
-              }}
-            />
+            {job.uncertain_step && <p>{t("job.uncertain", { step: t.dyn("step", job.uncertain_step) })}</p>}
+            <Link href={`/jobs/${encodeURIComponent(job.id)}`} data-testid="timeline-link">
+              {t("common.view_timeline")}
+            </Link>
           </div>
         )}
       </div>

@@ -1,0 +1,55 @@
+import { cleanup, render, screen } from "@testing-library/react";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { setLang } from "../i18n";
+import { stopTicker } from "../live/ticker";
+import { slot } from "../test/fakes";
+import { SlotCard, slotWarnings } from "./SlotCard";
+
+beforeEach(() => setLang("en"));
+afterEach(() => {
+  cleanup();
+  stopTicker();
+});
+
+describe("slot card", () => {
+  it("shows lifecycle, occupant, the active job's current step and progress", () => {
+    render(
+      <ul>
+        <SlotCard
+          slot={slot({
+            lifecycle: "resetting",
+            deadline: new Date(Date.now() + 3_600_000).toISOString(),
+            active_job: { id: "j9", kind: "reset", state: "running", current_step: "delete_volumes", steps_done: 2, steps_total: 5 },
+          })}
+        />
+      </ul>,
+    );
+    const card = screen.getByTestId("slot-card");
+    expect(card.textContent).toMatch(/Resetting/);
+    expect(card.textContent).toMatch(/alice/);
+    expect(card.textContent).toMatch(/Delete volumes/);
+    expect(card.textContent).toMatch(/step 2 of 5/);
+    expect(card.querySelector("time[data-countdown]")).not.toBeNull();
+    expect(card.querySelector('a[href="#/jobs/j9"]')).not.toBeNull();
+  });
+
+  it("flags remaining resources and an interrupted job, linking the timeline", () => {
+    const s = slot({
+      lifecycle: "teardown_incomplete",
+      recovery: { job_id: "j7", state: "abandoned", completed_steps: ["delete_db"], uncertain_step: "delete_app", remaining: [{ kind: "application", id: "a-1" }] },
+    });
+    expect(slotWarnings(s)).toEqual({ remaining: 1, interrupted: true, failed: false });
+    render(
+      <ul>
+        <SlotCard slot={s} />
+      </ul>,
+    );
+    expect(screen.getByTestId("warn-remaining").textContent).toMatch(/Resources left: 1/);
+    expect(screen.getByTestId("warn-interrupted")).toBeTruthy();
+    expect(screen.getByTestId("slot-card").querySelector('a[href="#/jobs/j7"]')).not.toBeNull();
+  });
+
+  it("shows no warning for a healthy slot", () => {
+    expect(slotWarnings(slot())).toEqual({ remaining: 0, interrupted: false, failed: false });
+  });
+});

@@ -1,0 +1,31 @@
+import { useEffect } from "react";
+import { useLocation } from "wouter";
+import { api } from "../api/client";
+import { useT } from "../i18n";
+import { useLoad } from "../live/useLoad";
+
+/**
+ * ResetLookup finds a slot's newest reset job directly (slot + kind, never by
+ * scanning a window of recent jobs, seed row 6) and opens its wait view. If
+ * it cannot be found, it says so and stays.
+ */
+export function ResetLookup({ slot }: { slot: string }) {
+  const t = useT();
+  const [, navigate] = useLocation();
+  const load = useLoad(`latest-reset:${slot}`, slot, (signal) => api.latestJob(slot, "reset", signal));
+  const id = load.data?.id;
+  useEffect(() => {
+    if (id) navigate(`/jobs/${encodeURIComponent(id)}/wait`, { replace: true });
+  }, [id, navigate]);
+  if (load.loading || id) return <p>{t("wait.checking")}</p>;
+  return (
+    <div className="unknown" data-testid="cannot-verify" role="alert">
+      <strong>{t("wait.unknown")}</strong>
+      <p>{t("wait.unknown_detail")}</p>
+      {load.error && <p className="muted">{t("common.error", { message: load.error.message })}</p>}
+      <button type="button" onClick={load.reload}>
+        {t("common.retry")}
+      </button>
+    </div>
+  );
+}
