@@ -446,6 +446,33 @@ func TestDamagedFile(t *testing.T) {
 	}
 }
 
+// If the index and the log disagree about where a stream continues, Open
+// says so instead of serving a stream with a hole or a repeat.
+func TestIndexLogDisagreement(t *testing.T) {
+	dir := t.TempDir()
+	s := openT(t, dir)
+	for i := range 5 {
+		if _, err := s.Append(ctxT(t), "slot-a", events.Any(), ev("A", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close() // folds the tail in: indexed = 5
+	db, err := bolt.Open(filepath.Join(dir, FileName), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Pretend the index was only complete up to position 2 while the streams
+	// bucket already says revision 4: the log after 2 starts at revision 2.
+	err = db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keyIndexed, u64(2)) })
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(dir, Options{}); !errors.Is(err, events.ErrCorrupt) || !strings.Contains(err.Error(), "slot-a@2") {
+		t.Fatalf("open with an index ahead of the log: %v, want ErrCorrupt naming slot-a@2", err)
+	}
+}
+
 // A record the writer never wrote (bit rot, a foreign writer) is reported
 // as ErrCorrupt by reads, not decoded into garbage.
 func TestCorruptRecord(t *testing.T) {
