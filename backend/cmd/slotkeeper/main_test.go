@@ -21,6 +21,7 @@ import (
 	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/events"
 	"github.com/slotkeeper/slotkeeper/events/boltstore"
+	"github.com/slotkeeper/slotkeeper/events/kurrent/kurrentfake"
 	"github.com/slotkeeper/slotkeeper/projections"
 )
 
@@ -461,4 +462,52 @@ func TestReplayVerifyAndWatch(t *testing.T) {
 	if !strings.Contains(out.String(), "equals a rebuild") {
 		t.Fatalf("verify printed %q", out.String())
 	}
+}
+
+// TestServeOnKurrent runs serve against a (fake, gRPC) KurrentDB node: the
+// demo pool lands in it, and a stream client resumes across a restart of
+// the server with KurrentDB's non-contiguous positions as event ids.
+func TestServeOnKurrent(t *testing.T) {
+	node, err := kurrentfake.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(node.Close) // after the servers (cleanups run last-in first-out)
+	conn := "kurrentdb://" + node.Addr() + "?tls=false"
+	s := startServe(t, t.TempDir(), "127.0.0.1:0", "--events", conn, "--workers", "0")
+	if !strings.Contains(s.out.String(), "events: kurrentdb") {
+		t.Fatalf("serve did not report KurrentDB: %s", s.out.String())
+	}
+	var list struct {
+		Slots    []projections.SlotView `json:"slots"`
+		Position events.Position        `json:"position"`
+	}
+	if code := s.call(t, "GET", "/api/slots", nil, &list); code != 200 || len(list.Slots) != 8 {
+		t.Fatalf("slots on kurrent: %d %d", code, len(list.Slots))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	frames := follow(ctx, t, s.url())
+	snap := next(t, frames)
+	from, _ := strconv.ParseUint(string(snap.ID), 10, 64)
+	addr := s.addr
+	s.stop(t)
+	// Another data dir: with KurrentDB nothing of the log is local.
+	s = startServe(t, t.TempDir(), addr, "--events", conn, "--workers", "0")
+	until := time.Now().Add(2 * time.Hour)
+	if code := s.call(t, "POST", "/api/slots/fjord/extend", map[string]any{"until": until}, nil); code != 200 {
+		t.Fatalf("extend: %d", code)
+	}
+	var audit struct {
+		Entries []projections.AuditEntry `json:"entries"`
+	}
+	s.call(t, "GET", fmt.Sprintf("/api/audit?after=%d&limit=1000", from), nil, &audit)
+	if len(audit.Entries) != 1 {
+		t.Fatalf("audit after %d: %+v", from, audit.Entries)
+	}
+	ev := next(t, frames)
+	if string(ev.Event) != "change" || string(ev.ID) != strconv.FormatUint(uint64(audit.Entries[0].Position), 10) {
+		t.Fatalf("after the restart got %s %s, want change %d", ev.Event, ev.ID, audit.Entries[0].Position)
+	}
+	cancel()
 }
