@@ -359,6 +359,9 @@ func TestBadInputAppendsNothing(t *testing.T) {
 		{"teardown bad name", "POST", "/api/slots/.hidden/teardown", nil, nil, 400, CodeInvalid},
 		{"promote bad project", "POST", "/api/slots/s1/promote", map[string]string{"project": "../X", "name": "new"}, nil, 400, CodeInvalid},
 		{"promote bad repo", "POST", "/api/slots/s1/promote", map[string]string{"project": "NEW", "name": "a/b"}, nil, 400, CodeInvalid},
+		{"promote cyrillic name", "POST", "/api/slots/s1/promote", map[string]string{"project": "NEW", "name": "rep\u043e"}, nil, 400, CodeInvalid},
+		{"promote traversal name", "POST", "/api/slots/s1/promote", map[string]string{"project": "NEW", "name": "a..b"}, nil, 400, CodeInvalid},
+		{"register cyrillic repo", "POST", "/api/slots", withRepo("slot-\u0430"), nil, 400, CodeInvalid},
 		{"promote unknown field", "POST", "/api/slots/s1/promote", `{"project":"NEW","name":"n","force":1}`, nil, 400, CodeInvalid},
 		// jobs
 		{"cancel unknown job", "POST", "/api/jobs/4f9c3c1e-1111-4c3e-9c1e-111111111111/cancel", nil, nil, 404, CodeNotFound},
