@@ -11,7 +11,9 @@ export function appUrl(server, route = "/") {
 
 /** serverFlags are the flags every e2e server starts with (missing ones are skipped). */
 export function serverFlags(extra = {}) {
-  return { heartbeat: `${HB}ms`, grace: "3s", "step-timeout": "3s", ...extra };
+  // No deadline resets: the demo pool's deadlines are minutes away and a
+  // reset the test did not ask for would race the one it did.
+  return { heartbeat: `${HB}ms`, grace: "3s", "step-timeout": "3s", "deadline-reset": false, ...extra };
 }
 
 /** waitLive waits for the always-visible indicator to say live. */

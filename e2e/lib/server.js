@@ -65,8 +65,9 @@ export class Server {
     const args = ["serve", "--data", this.dataDir, "--addr", `127.0.0.1:${this.port}`];
     this.skippedFlags = [];
     for (const [k, v] of Object.entries(this.flags)) {
-      if (supports(k)) args.push(`--${k}`, String(v));
-      else this.skippedFlags.push(k);
+      if (!supports(k)) this.skippedFlags.push(k);
+      else if (typeof v === "boolean") args.push(`--${k}=${v}`);
+      else args.push(`--${k}`, String(v));
     }
     const proc = spawn(BIN, args, { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
     this.proc = proc;

@@ -80,7 +80,7 @@ test("stale banner within the watchdog time, cleared after a restart with no mis
     { timeout: 90_000 },
   );
   const apiJob = await server.api("GET", `/api/jobs/${accepted.job_id}`);
-  console.log(`# after the restart the job ended ${apiJob.state}`);
+  console.log(`# after the restart the job ended ${apiJob.state}${apiJob.reason ? ` (${apiJob.reason})` : ""}`);
   if (apiJob.state === "succeeded") {
     await page.waitForURL(new RegExp(`#/slots/${name}$`), { timeout: 10_000 });
   } else {
