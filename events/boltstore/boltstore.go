@@ -1,7 +1,8 @@
 // Package boltstore is the embedded events.Store on go.etcd.io/bbolt: one file,
 // one writer goroutine that group-commits concurrent appends (one write
-// transaction and one fsync for many appends), and subscriptions woken by an
-// in-process notifier on every commit. See docs/events.md for the layout.
+// transaction, so one durable commit — bbolt's two fdatasyncs — for many
+// appends), and subscriptions woken by an in-process notifier on every
+// commit. See docs/events.md for the layout and the design.
 package boltstore
 
 import (
@@ -311,7 +312,7 @@ func (s *Store) Path() string { return s.path }
 
 // Stats counts group commits since Open.
 type Stats struct {
-	Commits uint64 // write transactions (one fsync'd commit each)
+	Commits uint64 // durable write transactions (two fdatasyncs each)
 	Appends uint64 // Append calls that committed
 	Events  uint64 // events committed
 }
@@ -375,8 +376,8 @@ func (s *Store) Append(ctx context.Context, stream string, expected events.Expec
 }
 
 // writer is the only goroutine that writes. It takes every waiting append
-// into one transaction, so the batch costs one commit (bbolt fsyncs on
-// commit) however many appends it holds.
+// into one transaction, so the batch costs one commit (bbolt fdatasyncs the
+// pages, then the meta page) however many appends it holds.
 //
 // Appenders whose previous append was just acknowledged come back a few
 // microseconds later, after the writer has already taken what was waiting.
