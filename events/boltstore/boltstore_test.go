@@ -568,3 +568,85 @@ func TestRecordRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// Close in the middle of concurrent appends: each append is either
+// acknowledged (and then durable) or refused with ErrClosed (and then
+// absent); nothing else.
+func TestCloseDuringAppends(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type outcome struct {
+		id  string
+		err error
+	}
+	out := make(chan outcome, 100_000)
+	started := make(chan struct{}, 8)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				e := ev("A", i)
+				e.ID = fmt.Sprintf("g%d-%d", g, i)
+				_, err := s.Append(context.Background(), fmt.Sprintf("job-%d", g), events.Any(), e)
+				out <- outcome{e.ID, err}
+				if i == 3 {
+					started <- struct{}{}
+				}
+				if err != nil {
+					return
+				}
+			}
+		}()
+	}
+	for range 8 {
+		<-started // every appender is in full swing
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	close(out)
+	acked, refused := map[string]bool{}, map[string]bool{}
+	for o := range out {
+		switch {
+		case o.err == nil:
+			acked[o.id] = true
+		case errors.Is(o.err, events.ErrClosed):
+			refused[o.id] = true
+		default:
+			t.Fatalf("append during close: %v", o.err)
+		}
+	}
+	if len(refused) != 8 {
+		t.Fatalf("%d appenders were refused, want all 8", len(refused))
+	}
+	s = openT(t, dir)
+	stored := map[string]bool{}
+	for g := range 8 {
+		evs, err := s.ReadStream(ctxT(t), fmt.Sprintf("job-%d", g), 0, 0, events.Forward)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range evs {
+			stored[e.ID] = true
+		}
+	}
+	for id := range acked {
+		if !stored[id] {
+			t.Fatalf("acknowledged %s is gone after close", id)
+		}
+	}
+	for id := range refused {
+		if stored[id] {
+			t.Fatalf("refused %s was written", id)
+		}
+	}
+	if len(stored) != len(acked) {
+		t.Fatalf("%d events stored, %d acknowledged", len(stored), len(acked))
+	}
+}
