@@ -282,8 +282,11 @@ type batchState struct {
 	dirtyJobs  map[string]bool
 }
 
-func (b *batchState) GetSlot(n string) (projections.SlotView, bool) { v, ok := b.slots[n]; return v, ok }
-func (b *batchState) GetJob(id string) (projections.JobView, bool)  { v, ok := b.jobs[id]; return v, ok }
+func (b *batchState) GetSlot(n string) (projections.SlotView, bool) {
+	v, ok := b.slots[n]
+	return v, ok
+}
+func (b *batchState) GetJob(id string) (projections.JobView, bool) { v, ok := b.jobs[id]; return v, ok }
 func (b *batchState) PutSlot(v projections.SlotView) {
 	b.slots[v.Name] = v
 	b.dirtySlots[v.Name] = true
