@@ -28,6 +28,8 @@ export function ConfirmPlan({ slot, kind, params, command, onConfirm, onClose }:
   const cancelRef = useRef<HTMLButtonElement>(null);
   useEffect(() => cancelRef.current?.focus(), []);
   return (
+    <>
+    <div className="backdrop" aria-hidden="true" onClick={onClose} />
     <div
       className="dialog"
       role="dialog"
@@ -75,5 +77,6 @@ export function ConfirmPlan({ slot, kind, params, command, onConfirm, onClose }:
         </button>
       </div>
     </div>
+    </>
   );
 }

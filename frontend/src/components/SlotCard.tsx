@@ -1,5 +1,6 @@
 import { memo } from "react";
 import type { SlotView } from "../api/types";
+import { stepList } from "../format";
 import { useT } from "../i18n";
 import { Countdown } from "./Countdown";
 
@@ -69,6 +70,11 @@ export const SlotCard = memo(function SlotCard({ slot }: { slot: SlotView }) {
           {w.failed && (
             <span className="badge warn" data-testid="warn-failed">
               ⚠ {t("slot.warn_failed")}
+            </span>
+          )}
+          {slot.recovery && (
+            <span className="muted small">
+              {t("job.completed_steps", { steps: stepList(slot.recovery.completed_steps, t) })}
             </span>
           )}
           {slot.recovery && (

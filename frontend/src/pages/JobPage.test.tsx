@@ -1,0 +1,91 @@
+import { act, cleanup, fireEvent, render, screen } from "@testing-library/react";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { Route, Router } from "wouter";
+import { memoryLocation } from "wouter/memory-location";
+import { setLang } from "../i18n";
+import { resetHealth } from "../live/health";
+import { resetLiveStore } from "../live/store";
+import { stopTicker } from "../live/ticker";
+import { job, jsonResponse, step } from "../test/fakes";
+import { JobPage } from "./JobPage";
+
+let posts: string[];
+
+const abandoned = job({
+  state: "abandoned",
+  steps: [step("delete_db", "done"), step("delete_env_vars", "running", { http_status: 503, error: "upstream" })],
+  uncertain_step: "delete_env_vars",
+  remaining: [{ kind: "env_var", id: "e-1" }],
+  resumable: true,
+  cancellable: false,
+  attempts: [{ number: 1, worker: "w1", claimed_at: "2026-01-01T00:00:00Z", lease_until: "2026-01-01T00:00:30Z", outcome: "abandoned" }],
+  revision: 7,
+});
+
+beforeEach(() => {
+  setLang("en");
+  posts = [];
+  vi.stubGlobal(
+    "fetch",
+    vi.fn(async (url: string, init?: RequestInit) => {
+      if (init?.method === "POST") {
+        posts.push(url);
+        return jsonResponse({ job_id: "j1", kind: "reset", slot: "s1", not_before: "", steps: [] }, 202);
+      }
+      if (url.endsWith("/events")) {
+        return jsonResponse({
+          events: [
+            { position: 1, stream: "job-j1", revision: 0, type: "JobQueued", data: {}, meta: { actor: "alice" } },
+            { position: 2, stream: "job-j1", revision: 1, type: "JobClaimed", data: { worker: "w1", attempt: 1 }, meta: null },
+            { position: 3, stream: "job-j1", revision: 2, type: "JobAbandoned", data: { uncertain_step: "delete_env_vars", completed_steps: ["delete_db"] }, meta: null },
+          ],
+        });
+      }
+      return jsonResponse(abandoned);
+    }),
+  );
+});
+
+afterEach(() => {
+  cleanup();
+  stopTicker();
+  resetLiveStore();
+  resetHealth();
+  vi.unstubAllGlobals();
+});
+
+function mount() {
+  const mem = memoryLocation({ path: "/jobs/j1" });
+  render(
+    <Router hook={mem.hook}>
+      <Route path="/jobs/:id">{(p) => <JobPage id={p.id} />}</Route>
+    </Router>,
+  );
+}
+
+const flush = () => act(async () => {});
+
+describe("job page", () => {
+  it("names the completed steps, the uncertain step, the remaining resources and the HTTP error", async () => {
+    mount();
+    await flush();
+    await flush();
+    const recovery = screen.getByTestId("recovery").textContent ?? "";
+    expect(recovery).toMatch(/Completed steps: Delete database/);
+    expect(recovery).toMatch(/Uncertain: Delete env vars/);
+    expect(recovery).toMatch(/e-1/);
+    expect(screen.getByTestId("steps").textContent).toMatch(/HTTP 503/);
+    expect(screen.getByTestId("attempts").textContent).toMatch(/w1/);
+    const types = [...screen.getByTestId("timeline").querySelectorAll("li")].map((li) => li.getAttribute("data-type"));
+    expect(types).toEqual(["JobQueued", "JobClaimed", "JobAbandoned"]);
+  });
+
+  it("offers resume only where allowed, and sends it", async () => {
+    mount();
+    await flush();
+    expect(screen.queryByTestId("cancel")).toBeNull();
+    fireEvent.click(screen.getByTestId("resume"));
+    await flush();
+    expect(posts).toEqual(["/api/jobs/j1/resume"]);
+  });
+});

@@ -1,0 +1,95 @@
+import { act, cleanup, fireEvent, render, screen } from "@testing-library/react";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { Route, Router } from "wouter";
+import { memoryLocation } from "wouter/memory-location";
+import { setLang } from "../i18n";
+import { resetHealth } from "../live/health";
+import { putSlot, resetLiveStore } from "../live/store";
+import { stopTicker } from "../live/ticker";
+import { jsonResponse, slot } from "../test/fakes";
+import { SlotPage } from "./SlotPage";
+
+let calls: { method: string; url: string }[];
+let history: string[];
+
+beforeEach(() => {
+  setLang("en");
+  calls = [];
+  vi.stubGlobal(
+    "fetch",
+    vi.fn(async (url: string, init?: RequestInit) => {
+      const method = init?.method ?? "GET";
+      calls.push({ method, url });
+      if (url.includes("/plan")) {
+        return jsonResponse({
+          kind: "reset",
+          slot: "s1",
+          steps: ["delete_db", "delete_env_vars", "delete_volumes", "force_push_template", "vacate"],
+          resources: [{ kind: "database", id: "d-1" }],
+          not_before: "2026-01-01T00:02:00Z",
+        });
+      }
+      if (url.endsWith("/release") && method === "POST") {
+        return jsonResponse({ job_id: "j42", kind: "reset", slot: "s1", not_before: "2026-01-01T00:02:00Z", steps: [] }, 202);
+      }
+      if (url.includes("/jobs")) return jsonResponse({ jobs: [] });
+      return jsonResponse(slot());
+    }),
+  );
+  putSlot(slot());
+});
+
+afterEach(() => {
+  cleanup();
+  stopTicker();
+  resetLiveStore();
+  resetHealth();
+  vi.unstubAllGlobals();
+});
+
+function mount() {
+  const mem = memoryLocation({ path: "/slots/s1", record: true });
+  history = mem.history;
+  render(
+    <Router hook={mem.hook}>
+      <Route path="/slots/:name">{(p) => <SlotPage name={p.name} />}</Route>
+      <Route path="/jobs/:id/wait">{(p) => <p data-testid="wait">{p.id}</p>}</Route>
+    </Router>,
+  );
+}
+
+const flush = () => act(async () => {});
+
+describe("slot page", () => {
+  it("lists the slot's resources with their ids", async () => {
+    mount();
+    await flush();
+    const res = screen.getByTestId("resources").textContent ?? "";
+    expect(res).toMatch(/Database d-1/);
+    expect(res).toMatch(/Application a-1/);
+  });
+
+  it("shows the server's plan before releasing, and sends nothing until confirmed", async () => {
+    mount();
+    await flush();
+    fireEvent.click(screen.getByTestId("release"));
+    await flush();
+    expect(screen.getByTestId("plan-steps").textContent).toMatch(/Delete database.*Mark vacant/);
+    expect(screen.getByTestId("plan-resources").textContent).toMatch(/d-1/);
+    expect(calls.some((c) => c.method === "POST")).toBe(false);
+    fireEvent.click(screen.getByTestId("confirm"));
+    await flush();
+    expect(calls.filter((c) => c.method === "POST").map((c) => c.url)).toEqual(["/api/slots/s1/release"]);
+    expect(history[history.length - 1]).toBe("/jobs/j42/wait");
+  });
+
+  it("cancelling the confirmation sends nothing", async () => {
+    mount();
+    await flush();
+    fireEvent.click(screen.getByTestId("teardown"));
+    await flush();
+    fireEvent.click(screen.getByRole("button", { name: "Cancel" }));
+    expect(screen.queryByTestId("confirm-plan")).toBeNull();
+    expect(calls.some((c) => c.method === "POST")).toBe(false);
+  });
+});
