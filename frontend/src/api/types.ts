@@ -194,6 +194,8 @@ export interface Snapshot {
 export interface Heartbeat {
   server_time: string;
   position: number;
+  /** The server's heartbeat interval, if it says (not in the contract yet). */
+  interval_ms?: number;
 }
 
 export interface JobAcceptedResult {

@@ -108,6 +108,16 @@ describe("stream", () => {
     expect(getLiveState().slots.size).toBe(0);
   });
 
+  it("adopts the heartbeat interval the server announces", () => {
+    const es = start();
+    es.open();
+    es.emit("heartbeat", { server_time: new Date().toISOString(), position: 0, interval_ms: 5 * HB });
+    vi.advanceTimersByTime(9 * HB);
+    expect(getStreamStatus()).toBe("live");
+    vi.advanceTimersByTime(2 * HB);
+    expect(getStreamStatus()).toBe("stale");
+  });
+
   it("learns the server clock from heartbeats", () => {
     const es = start();
     es.open();

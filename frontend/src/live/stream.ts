@@ -80,6 +80,10 @@ export function startStream(opts: StreamOptions): () => void {
   let attempt = 0;
   let reopenTimer: ReturnType<typeof setTimeout> | undefined;
   let stopped = false;
+  // The watchdog's interval: configured, or announced by the server's own
+  // heartbeats when they carry interval_ms (so a server started with a
+  // longer --heartbeat is not declared stale between two beats).
+  let heartbeatMs = opts.heartbeatMs;
 
   const alive = (): void => {
     lastAlive = Date.now();
@@ -142,12 +146,13 @@ export function startStream(opts: StreamOptions): () => void {
       alive();
       const hb = JSON.parse(ev.data) as Heartbeat;
       if (hb.server_time) learnServerTime(hb.server_time);
+      if (typeof hb.interval_ms === "number" && hb.interval_ms > 0) heartbeatMs = hb.interval_ms;
     });
   };
 
   const stopWatchdog = onTick((now) => {
     if (stopped || es === undefined) return;
-    if (now - lastAlive > 2 * opts.heartbeatMs) {
+    if (now - lastAlive > 2 * heartbeatMs) {
       fail("stale");
       scheduleReopen();
     }
