@@ -8,12 +8,15 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	sse "github.com/r3labs/sse/v2"
 	"go.uber.org/goleak"
 
@@ -23,10 +26,60 @@ import (
 	"github.com/slotkeeper/slotkeeper/events/boltstore"
 	"github.com/slotkeeper/slotkeeper/events/kurrent/kurrentfake"
 	"github.com/slotkeeper/slotkeeper/projections"
+	"github.com/slotkeeper/slotkeeper/projections/postgres/pgtest"
 )
 
+// TestMain checks for leaked goroutines after all tests, once the shared
+// PostgreSQL cluster (started only if a test needs it) is stopped.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	code := m.Run()
+	pgMu.Lock()
+	if pgCluster != nil {
+		pgCluster.Stop()
+	}
+	pgMu.Unlock()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+var (
+	pgMu      sync.Mutex
+	pgCluster *pgtest.Cluster
+	pgSeq     int
+)
+
+// pgDatabase returns the URL of a fresh database on a throwaway PostgreSQL
+// cluster (real binaries, loopback), started on first use.
+func pgDatabase(t *testing.T) string {
+	t.Helper()
+	pgMu.Lock()
+	defer pgMu.Unlock()
+	if pgCluster == nil {
+		c, err := pgtest.StartCluster()
+		if err != nil {
+			t.Fatalf("start PostgreSQL: %v", err)
+		}
+		pgCluster = c
+	}
+	pgSeq++
+	name := fmt.Sprintf("serve_%d_%d", os.Getpid(), pgSeq)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, pgCluster.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatal(err)
+	}
+	u, _ := url.Parse(pgCluster.URL)
+	u.Path = "/" + name
+	return u.String()
 }
 
 // syncBuffer is an io.Writer tests can read while the server writes.
@@ -63,6 +116,19 @@ func (b *syncBuffer) waitFor(t *testing.T, s string) {
 		case <-b.put:
 		case <-timeout:
 			t.Fatalf("output never contained %q:\n%s", s, b.String())
+		}
+	}
+}
+
+// waitForCount waits until the buffer contains s n times.
+func (b *syncBuffer) waitForCount(t *testing.T, s string, n int) {
+	t.Helper()
+	timeout := time.After(20 * time.Second)
+	for strings.Count(b.String(), s) < n {
+		select {
+		case <-b.put:
+		case <-timeout:
+			t.Fatalf("output never contained %q %d times:\n%s", s, n, b.String())
 		}
 	}
 }
@@ -373,7 +439,7 @@ func TestConfigErrorsNameTheSetting(t *testing.T) {
 		{[]string{"--workers", "-1"}, nil, "--workers (SLOTKEEPER_WORKERS)"},
 		{nil, map[string]string{"SLOTKEEPER_GRACE": "soon"}, "SLOTKEEPER_GRACE"},
 		{[]string{"--events", "mysql://x"}, nil, "--events (SLOTKEEPER_EVENTS)"},
-		{[]string{"--read-model", "postgres://u:secret@h/db"}, nil, "--read-model (SLOTKEEPER_READ_MODEL): PostgreSQL read models are not built"},
+		{[]string{"--read-model", "mysql://u:secret@h/db"}, nil, "--read-model (SLOTKEEPER_READ_MODEL)"},
 		{[]string{"--coolify-url", "https://c.example/api/v1"}, nil, "--coolify-token (SLOTKEEPER_COOLIFY_TOKEN)"},
 		{[]string{"--sim", "maybe"}, nil, "--sim (SLOTKEEPER_SIM)"},
 		{[]string{"--addr", "nonsense"}, nil, "--addr (SLOTKEEPER_ADDR)"},
@@ -430,13 +496,18 @@ func TestReplayVerifyAndWatch(t *testing.T) {
 	addr := s.addr
 	s.stop(t)
 	s = startServe(t, data, addr, "--workers", "0")
-	s.call(t, "POST", "/api/slots/dune/extend", map[string]any{"until": until.Add(time.Hour)}, nil)
-	for strings.Count(wout.String(), "OccupancyExtended") < 2 {
-		wout.waitFor(t, "OccupancyExtended")
-		select {
-		case <-wout.put:
-		case <-time.After(20 * time.Second):
-			t.Fatalf("second extend never printed:\n%s", wout.String())
+	var v projections.SlotView
+	s.call(t, "POST", "/api/slots/dune/extend", map[string]any{"until": until.Add(time.Hour)}, &v)
+	wout.waitFor(t, fmt.Sprintf("#%d ", v.Position))
+	// Every event line names its position; none may be printed twice.
+	seen := map[string]bool{}
+	for _, l := range strings.Split(wout.String(), "\n") {
+		if i := strings.Index(l, " #"); i >= 0 {
+			p := strings.Fields(l[i+1:])[0]
+			if seen[p] {
+				t.Fatalf("position %s printed twice:\n%s", p, wout.String())
+			}
+			seen[p] = true
 		}
 	}
 	if n := strings.Count(wout.String(), "OccupancyExtended"); n != 2 {
@@ -510,4 +581,59 @@ func TestServeOnKurrent(t *testing.T) {
 		t.Fatalf("after the restart got %s %s, want change %d", ev.Event, ev.ID, audit.Entries[0].Position)
 	}
 	cancel()
+}
+
+// TestTwoServersOnKurrentAndPostgres runs two servers sharing one event
+// store (a fake KurrentDB node) and one PostgreSQL read model, as the
+// production setup does. Only one of them projects into PostgreSQL; a
+// command sent to either is answered with its effect (read-your-writes via
+// the shared checkpoint), both live streams carry it, and replay/verify
+// work on the shared read model.
+func TestTwoServersOnKurrentAndPostgres(t *testing.T) {
+	node, err := kurrentfake.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(node.Close)
+	evURL := "kurrentdb://" + node.Addr() + "?tls=false"
+	rm := pgDatabase(t)
+	a := startServe(t, t.TempDir(), "127.0.0.1:0", "--events", evURL, "--read-model", rm, "--workers", "0")
+	b := startServe(t, t.TempDir(), "127.0.0.1:0", "--events", evURL, "--read-model", rm, "--workers", "0", "--demo=false")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	fa, fb := follow(ctx, t, a.url()), follow(ctx, t, b.url())
+	for _, f := range []chan *sse.Event{fa, fb} {
+		if ev := next(t, f); string(ev.Event) != "snapshot" {
+			t.Fatalf("first frame %s", ev.Event)
+		}
+	}
+	for i, s := range []*server{a, b, a, b} {
+		until := time.Now().Add(time.Hour + time.Duration(i)*time.Minute).UTC().Truncate(time.Second)
+		var v projections.SlotView
+		if code := s.call(t, "POST", "/api/slots/harbor/extend", map[string]any{"until": until}, &v); code != 200 {
+			t.Fatalf("extend via server %d: %d", i%2, code)
+		}
+		if v.Deadline == nil || !v.Deadline.Equal(until) {
+			t.Fatalf("extend via server %d answered deadline %v, want %v (read-your-writes)", i%2, v.Deadline, until)
+		}
+		for _, f := range []chan *sse.Event{fa, fb} {
+			for {
+				var ch projections.Change
+				_ = json.Unmarshal(next(t, f).Data, &ch)
+				if ch.Slot != nil && ch.Slot.Name == "harbor" && ch.Slot.Deadline != nil && ch.Slot.Deadline.Equal(until) {
+					break
+				}
+			}
+		}
+	}
+	cancel()
+	a.stop(t)
+	b.stop(t)
+	out, errb := newSyncBuffer(), newSyncBuffer()
+	if code := runWith(context.Background(), []string{"verify", "--events", evURL, "--read-model", rm}, noEnv, out, errb, nil); code != 0 {
+		t.Fatalf("verify exit %d: %s%s", code, out.String(), errb.String())
+	}
+	if code := runWith(context.Background(), []string{"replay", "--events", evURL, "--read-model", rm}, noEnv, out, errb, nil); code != 0 || !strings.Contains(out.String(), "8 slots") {
+		t.Fatalf("replay exit %d: %s%s", code, out.String(), errb.String())
+	}
 }

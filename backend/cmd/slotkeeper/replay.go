@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"github.com/slotkeeper/slotkeeper/events"
 	"github.com/slotkeeper/slotkeeper/projections"
 	"github.com/slotkeeper/slotkeeper/projections/memory"
+	"github.com/slotkeeper/slotkeeper/projections/postgres"
 )
 
 // storeFlags are the flags replay and verify share with serve.
@@ -51,9 +53,19 @@ func replayCmd(ctx context.Context, args []string, env func(string) string, stdo
 		return err
 	}
 	defer store.Close()
-	target, err := openReadModel(ctx, c, store)
+	target, closeRM, err := openReadModel(ctx, c, store)
 	if err != nil {
 		return err
+	}
+	defer closeRM()
+	if pg, ok := target.(*postgres.Store); ok {
+		// A rebuild starts from nothing; Reset refuses while a server projects.
+		if err := pg.Reset(ctx); err != nil {
+			if errors.Is(err, postgres.ErrBusy) {
+				return fmt.Errorf("a running server projects into %s; stop it first: %w", redact(c.ReadModel), err)
+			}
+			return fmt.Errorf("reset the PostgreSQL read model: %w", err)
+		}
 	}
 	head, err := store.Head(ctx)
 	if err != nil {
@@ -103,10 +115,11 @@ func verifyCmd(ctx context.Context, args []string, env func(string) string, stdo
 		return err
 	}
 	defer store.Close()
-	live, err := openReadModel(ctx, c, store)
+	live, closeRM, err := openReadModel(ctx, c, store)
 	if err != nil {
 		return err
 	}
+	defer closeRM()
 	head, err := store.Head(ctx)
 	if err != nil {
 		return err

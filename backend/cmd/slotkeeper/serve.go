@@ -29,6 +29,7 @@ import (
 	"github.com/slotkeeper/slotkeeper/frontend"
 	"github.com/slotkeeper/slotkeeper/projections"
 	"github.com/slotkeeper/slotkeeper/projections/memory"
+	"github.com/slotkeeper/slotkeeper/projections/postgres"
 )
 
 // newLogger builds the process logger from the config.
@@ -67,12 +68,79 @@ func openStore(ctx context.Context, c Config, log *slog.Logger) (events.Store, s
 	return st, "embedded " + c.Data, nil
 }
 
-// openReadModel returns the read-model target the config names.
-func openReadModel(_ context.Context, c Config, store events.Store) (projections.Target, error) {
+// openReadModel returns the read-model target the config names (replay
+// and verify use it directly).
+func openReadModel(ctx context.Context, c Config, store events.Store) (projections.Target, func(), error) {
 	if c.ReadModel == "memory" {
-		return memory.New(store), nil
+		return memory.New(store), func() {}, nil
 	}
-	return nil, &ConfigError{Setting: setting("read-model"), Problem: "PostgreSQL read models are not built into this binary yet; use memory"}
+	pg, err := postgres.Open(ctx, c.ReadModel, postgres.Options{Log: store})
+	if err != nil {
+		return nil, nil, fmt.Errorf("open the PostgreSQL read model %s: %w", redact(c.ReadModel), err)
+	}
+	return pg, pg.Close, nil
+}
+
+// readSide is what serve reads from and what feeds the live stream.
+//
+// With memory read models one runner does both. With PostgreSQL read
+// models several processes share the database and only the holder of the
+// projector lock applies events, so a process that does not hold it would
+// see no change feed: every process therefore also keeps a memory read model
+// of its own, only to feed its live stream (same reducers, same views), and
+// answers REST queries from PostgreSQL, waiting for its checkpoint for
+// read-your-writes.
+type readSide struct {
+	reads    projections.ReadModel
+	waiter   httpapi.Waiter
+	feed     *projections.Runner // drives the hub
+	feedView projections.ReadModel
+	runners  []*projections.Runner
+	close    func()
+}
+
+func openReadSide(ctx context.Context, c Config, store events.Store, onErr func(error)) (readSide, error) {
+	opt := projections.RunnerOptions{OnError: onErr}
+	target, closeRM, err := openReadModel(ctx, c, store)
+	if err != nil {
+		return readSide{}, err
+	}
+	main := projections.NewRunner(store, target, opt)
+	if c.ReadModel == "memory" {
+		return readSide{reads: target, waiter: main, feed: main, feedView: target, runners: []*projections.Runner{main}, close: closeRM}, nil
+	}
+	live := memory.New(store)
+	feed := projections.NewRunner(store, live, opt)
+	return readSide{
+		reads: target, waiter: checkpointWaiter{rm: target, local: main}, feed: feed, feedView: live,
+		runners: []*projections.Runner{feed, main}, close: closeRM,
+	}, nil
+}
+
+// checkpointWaiter waits until a shared read model's checkpoint reached a
+// position. The local runner answers at once when this process projects;
+// otherwise another process does and only the checkpoint tells.
+type checkpointWaiter struct {
+	rm    projections.ReadModel
+	local *projections.Runner
+}
+
+func (w checkpointWaiter) WaitFor(ctx context.Context, pos events.Position) error {
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if w.local.Position() >= pos {
+			return nil
+		}
+		if p, err := w.rm.Position(ctx); err == nil && p >= pos {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
 }
 
 // world is the outside systems jobs act on.
@@ -132,10 +200,6 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 		return err
 	}
 	defer store.Close()
-	rm, err := openReadModel(ctx, c, store)
-	if err != nil {
-		return err
-	}
 	startHead, err := store.Head(ctx)
 	if err != nil {
 		return fmt.Errorf("read the log's head: %w", err)
@@ -156,24 +220,30 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 		}()
 	}
 
-	runner := projections.NewRunner(store, rm, projections.RunnerOptions{
-		OnError: func(err error) { log.Warn("read model: retrying after error", slog.String("error", err.Error())) },
+	rs, err := openReadSide(ctx, c, store, func(err error) {
+		log.Warn("read model: retrying after error", slog.String("error", err.Error()))
 	})
+	if err != nil {
+		return err
+	}
+	defer rs.close()
 	met := httpapi.NewMetrics()
 	hub := httpapi.NewHub(httpapi.HubOptions{
 		Heartbeat: c.Heartbeat, History: c.SSEHistory, WriteTimeout: c.SSEWriteTimeout,
 		MaxClients: c.SSEMaxClients, MaxClientsPerIP: c.SSEMaxPerIP, LiveFrom: startHead,
 	}, met, log)
 	followed := make(chan struct{})
-	goRun("live stream feed", func(ctx context.Context) error { return hub.Follow(ctx, runner, rm, followed) })
+	goRun("live stream feed", func(ctx context.Context) error { return hub.Follow(ctx, rs.feed, rs.feedView, followed) })
 	select {
 	case <-followed:
 	case <-ctx.Done():
 		return nil
 	}
-	goRun("read model", runner.Run)
+	for _, r := range rs.runners {
+		goRun("read model", r.Run)
+	}
 	t0 := time.Now()
-	if err := runner.WaitFor(ctx, startHead); err != nil {
+	if err := rs.feed.WaitFor(ctx, startHead); err != nil {
 		return nil // interrupted during start
 	}
 	log.Info("read model caught up", slog.Any("position", startHead), slog.Duration("took", time.Since(t0)), slog.String("events", storeDesc))
@@ -215,9 +285,13 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 		spa = sub
 	}
 	deps := httpapi.Deps{
-		Commands: svc, Reads: rm, Log: store, Waiter: runner, Hub: hub, Metrics: met, Logger: log, SPA: spa,
-		Ready: func(context.Context) error {
-			if p := runner.Position(); p < startHead {
+		Commands: svc, Reads: rs.reads, Log: store, Waiter: rs.waiter, Hub: hub, Metrics: met, Logger: log, SPA: spa,
+		Ready: func(ctx context.Context) error {
+			p, err := rs.reads.Position(ctx)
+			if err != nil {
+				return err
+			}
+			if p < startHead {
 				return fmt.Errorf("read model at %d of %d", p, startHead)
 			}
 			return nil
@@ -267,7 +341,7 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 		}
 	}
 	if head, err := store.Head(sctx); err == nil {
-		_ = runner.WaitFor(sctx, head) // let the streams carry the last events
+		_ = rs.feed.WaitFor(sctx, head) // let the streams carry the last events
 		waitHub(sctx, hub, head)
 	}
 	hub.Close()
