@@ -371,8 +371,8 @@ func (h *Hub) snapshotLocked() []byte {
 }
 
 func (h *Hub) heartbeatFrame() []byte {
-	return fmt.Appendf(nil, "event: heartbeat\ndata: {\"server_time\":%q,\"position\":%d}\n\n",
-		time.Now().UTC().Format(time.RFC3339Nano), h.headPos.Load())
+	return fmt.Appendf(nil, "event: heartbeat\ndata: {\"server_time\":%q,\"position\":%d,\"interval_ms\":%d}\n\n",
+		time.Now().UTC().Format(time.RFC3339Nano), h.headPos.Load(), h.opt.Heartbeat.Milliseconds())
 }
 
 // pending returns the frames a client has not been sent yet, or the reason

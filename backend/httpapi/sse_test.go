@@ -200,8 +200,9 @@ func TestStreamHeadersAndHeartbeat(t *testing.T) {
 			var hb struct {
 				ServerTime time.Time       `json:"server_time"`
 				Position   events.Position `json:"position"`
+				IntervalMS int64           `json:"interval_ms"`
 			}
-			if err := json.Unmarshal([]byte(strings.TrimPrefix(data, "data: ")), &hb); err != nil || hb.ServerTime.IsZero() || hb.Position != 3 {
+			if err := json.Unmarshal([]byte(strings.TrimPrefix(data, "data: ")), &hb); err != nil || hb.ServerTime.IsZero() || hb.Position != 3 || hb.IntervalMS != 20 {
 				t.Fatalf("heartbeat data %q: %v", data, err)
 			}
 			heartbeats++
