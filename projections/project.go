@@ -6,6 +6,24 @@ import (
 	"github.com/slotkeeper/slotkeeper/events"
 )
 
+// Event is a recorded event with its payload decoded. Runners decode on the
+// subscription's goroutine, so decoding (the costliest part of projecting)
+// runs beside the apply loop instead of in it.
+type Event struct {
+	events.RecordedEvent
+	// Payload is the decoded payload (events.Unknown for an unknown type);
+	// nil when Err is set.
+	Payload events.Payload
+	// Err is set when a payload of a known type does not decode.
+	Err error
+}
+
+// DecodeEvent decodes ev's payload.
+func DecodeEvent(ev events.RecordedEvent) Event {
+	p, err := events.Decode(ev)
+	return Event{RecordedEvent: ev, Payload: p, Err: err}
+}
+
 // State is the view storage one batch reads and writes. The memory read model
 // implements it over its maps; the postgres one over the rows a batch loaded.
 type State interface {
@@ -22,8 +40,8 @@ type State interface {
 // job→slot index. An event whose payload does not decode is recorded in the
 // audit feed and otherwise skipped, so one bad event cannot stop the read
 // model.
-func Project(st State, ev events.RecordedEvent) Change {
-	p, err := events.Decode(ev)
+func Project(st State, e Event) Change {
+	ev, p, err := e.RecordedEvent, e.Payload, e.Err
 	if err != nil {
 		a := AuditOf(ev, events.Unknown{Type: ev.Type}, "")
 		a.Summary = "undecodable event: " + err.Error()

@@ -43,41 +43,25 @@ func Replay(ctx context.Context, store events.Store, target Target, upTo events.
 	if from >= upTo {
 		return from, nil
 	}
-	batch := make([]events.RecordedEvent, 0, maxBatch)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	feed, subErr := pump(ctx, store, from, 4*maxBatch, upTo)
+	batch := make([]Event, 0, maxBatch)
 	reached := from
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
+	for {
+		var ok bool
+		if batch, ok = nextBatch(feed, batch, maxBatch); !ok {
+			return reached, <-subErr
 		}
 		if _, err := target.Apply(ctx, batch); err != nil {
-			return err
+			cancel()
+			for range feed { // let the subscription end
+			}
+			<-subErr
+			return reached, err
 		}
 		reached = batch[len(batch)-1].Position
-		batch = batch[:0]
-		return nil
 	}
-	err = store.SubscribeAll(ctx, from, events.Filter{}, func(ctx context.Context, ev events.RecordedEvent) error {
-		if ev.Position > upTo {
-			if err := flush(); err != nil {
-				return err
-			}
-			return errReplayDone
-		}
-		batch = append(batch, ev)
-		if len(batch) == maxBatch || ev.Position == upTo {
-			if err := flush(); err != nil {
-				return err
-			}
-		}
-		if ev.Position >= upTo {
-			return errReplayDone
-		}
-		return nil
-	})
-	if errors.Is(err, errReplayDone) {
-		err = nil
-	}
-	return reached, err
 }
 
 // Verify rebuilds the log into shadow (an empty read model, normally

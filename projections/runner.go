@@ -17,7 +17,7 @@ type Target interface {
 	// target's Position) and moves the checkpoint to the last one, atomically:
 	// after a crash either all of them or none are applied. It returns one
 	// Change per event.
-	Apply(ctx context.Context, evs []events.RecordedEvent) ([]Change, error)
+	Apply(ctx context.Context, evs []Event) ([]Change, error)
 }
 
 // Exclusive is implemented by targets that several processes share (the
@@ -116,48 +116,79 @@ func (r *Runner) runOnce(ctx context.Context) error {
 	}
 	r.setPos(from)
 
-	// The subscription feeds a channel; the apply loop drains whatever has
-	// arrived into one batch. The buffer lets the store run ahead of a slow
-	// target (postgres) while it commits.
-	feed := make(chan events.RecordedEvent, 4*r.opt.MaxBatch)
-	subErr := make(chan error, 1)
-	go func() {
-		subErr <- r.store.SubscribeAll(ctx, from, events.Filter{}, func(ctx context.Context, ev events.RecordedEvent) error {
-			select {
-			case feed <- ev:
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		})
-	}()
-	batch := make([]events.RecordedEvent, 0, r.opt.MaxBatch)
+	feed, subErr := pump(ctx, r.store, from, 4*r.opt.MaxBatch, 0)
+	batch := make([]Event, 0, r.opt.MaxBatch)
 	for {
-		select {
-		case err := <-subErr:
+		var ok bool
+		if batch, ok = nextBatch(feed, batch, r.opt.MaxBatch); !ok {
+			err := <-subErr
 			if err == nil {
 				err = errors.New("projections: subscription ended")
 			}
 			return err
-		case ev := <-feed:
-			batch = append(batch[:0], ev)
-		fill:
-			for len(batch) < r.opt.MaxBatch {
-				select {
-				case ev := <-feed:
-					batch = append(batch, ev)
-				default:
-					break fill
-				}
+		}
+		changes, err := r.target.Apply(ctx, batch)
+		if err != nil {
+			return fmt.Errorf("projections: apply %d events up to %d: %w", len(batch), batch[len(batch)-1].Position, err)
+		}
+		r.publish(changes)
+		r.setPos(batch[len(batch)-1].Position)
+	}
+}
+
+// pump runs a subscription from `from` that decodes every event and sends
+// it into the returned channel (buffered: the store and the decoder run
+// ahead of a slow target). With upTo > 0 it stops after the event at upTo.
+// The channel is closed when the subscription ends; its error (nil when
+// upTo was reached) is then sent on the second channel.
+func pump(ctx context.Context, store events.Store, from events.Position, buf int, upTo events.Position) (<-chan Event, <-chan error) {
+	feed := make(chan Event, buf)
+	errc := make(chan error, 1)
+	go func() {
+		err := store.SubscribeAll(ctx, from, events.Filter{}, func(ctx context.Context, ev events.RecordedEvent) error {
+			if upTo > 0 && ev.Position > upTo {
+				return errReplayDone
 			}
-			changes, err := r.target.Apply(ctx, batch)
-			if err != nil {
-				return fmt.Errorf("projections: apply %d events up to %d: %w", len(batch), batch[len(batch)-1].Position, err)
+			select {
+			case feed <- DecodeEvent(ev):
+			case <-ctx.Done():
+				return ctx.Err()
 			}
-			r.publish(changes)
-			r.setPos(batch[len(batch)-1].Position)
+			if upTo > 0 && ev.Position >= upTo {
+				return errReplayDone
+			}
+			return nil
+		})
+		close(feed)
+		if errors.Is(err, errReplayDone) {
+			err = nil
+		}
+		errc <- err
+	}()
+	return feed, errc
+}
+
+// nextBatch waits for one event, then takes whatever else has arrived, up
+// to max: big batches while catching up, one event at a time when live. It
+// reports false when the feed is closed and drained.
+func nextBatch(feed <-chan Event, batch []Event, max int) ([]Event, bool) {
+	ev, ok := <-feed
+	if !ok {
+		return batch[:0], false
+	}
+	batch = append(batch[:0], ev)
+	for len(batch) < max {
+		select {
+		case ev, ok := <-feed:
+			if !ok {
+				return batch, true
+			}
+			batch = append(batch, ev)
+		default:
+			return batch, true
 		}
 	}
+	return batch, true
 }
 
 func (r *Runner) setPos(p events.Position) {

@@ -47,7 +47,7 @@ func New(log projections.StreamReader) *Store {
 
 // Apply implements projections.Target. Readers see either none or all of a
 // batch, because the batch is applied under the write lock.
-func (s *Store) Apply(_ context.Context, evs []events.RecordedEvent) ([]projections.Change, error) {
+func (s *Store) Apply(_ context.Context, evs []projections.Event) ([]projections.Change, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	changes := make([]projections.Change, 0, len(evs))

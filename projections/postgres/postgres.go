@@ -300,7 +300,7 @@ func (b *batchState) PutJob(v projections.JobView) {
 // are written in one transaction on the lock's connection. Returns
 // ErrNotHolder without the lock, and an error (changing nothing) if evs do
 // not follow the checkpoint.
-func (s *Store) Apply(ctx context.Context, evs []events.RecordedEvent) (changes []projections.Change, err error) {
+func (s *Store) Apply(ctx context.Context, evs []projections.Event) (changes []projections.Change, err error) {
 	if len(evs) == 0 {
 		return nil, nil
 	}
@@ -357,7 +357,7 @@ func (s *Store) Apply(ctx context.Context, evs []events.RecordedEvent) (changes 
 
 // load fetches the views a batch touches: its jobs, then the slots of its
 // slot streams and of those jobs (a job event updates its slot's view).
-func (s *Store) load(ctx context.Context, tx pgx.Tx, evs []events.RecordedEvent) (*batchState, error) {
+func (s *Store) load(ctx context.Context, tx pgx.Tx, evs []projections.Event) (*batchState, error) {
 	b := &batchState{
 		slots: map[string]projections.SlotView{}, jobs: map[string]projections.JobView{},
 		dirtySlots: map[string]bool{}, dirtyJobs: map[string]bool{},
@@ -369,10 +369,8 @@ func (s *Store) load(ctx context.Context, tx pgx.Tx, evs []events.RecordedEvent)
 			wantSlots[ev.Stream[len(events.SlotStreamPrefix):]] = true
 		case strings.HasPrefix(ev.Stream, events.JobStreamPrefix):
 			wantJobs[ev.Stream[len(events.JobStreamPrefix):]] = true
-			if ev.Type == "JobQueued" {
-				if p, err := events.Decode(ev); err == nil {
-					wantSlots[projections.PayloadSlot(p)] = true
-				}
+			if ev.Payload != nil {
+				wantSlots[projections.PayloadSlot(ev.Payload)] = true
 			}
 		case strings.HasPrefix(ev.Stream, events.NotifyStreamPrefix):
 			wantJobs[ev.Stream[len(events.NotifyStreamPrefix):]] = true

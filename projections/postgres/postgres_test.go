@@ -67,7 +67,7 @@ func TestApplyWithoutTheLockIsRefused(t *testing.T) {
 	s := open(t, log)
 	evs, err := log.ReadStream(projtest.Ctx(t), "slot-s000", 0, 1, events.Forward)
 	projtest.Must(t, err)
-	if _, err := s.Apply(projtest.Ctx(t), evs); !errors.Is(err, postgres.ErrNotHolder) {
+	if _, err := s.Apply(projtest.Ctx(t), []projections.Event{projections.DecodeEvent(evs[0])}); !errors.Is(err, postgres.ErrNotHolder) {
 		t.Fatalf("Apply without the lock: err = %v, want ErrNotHolder", err)
 	}
 	if pos, _ := s.Position(projtest.Ctx(t)); pos != 0 {

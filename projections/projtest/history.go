@@ -47,6 +47,11 @@ type Gen struct {
 	// FailAt, when set, is the step where a failing attempt goes wrong
 	// (instead of a random undone step).
 	FailAt string
+	// Prefix starts every slot name and job id, so several generators can
+	// write into one store at once without touching each other's streams.
+	Prefix string
+	// Appended counts the events this generator wrote.
+	Appended int
 }
 
 // SlotState is the generator's model of a slot.
@@ -77,6 +82,7 @@ func (g *Gen) appendSlot(ctx context.Context, s *SlotState, actor string, p even
 	if err != nil {
 		return fmt.Errorf("append %s to slot %s: %w", p.EventType(), s.Name, err)
 	}
+	g.Appended++
 	s.Rev = res.NextExpected
 	return nil
 }
@@ -92,6 +98,7 @@ func (g *Gen) Register(ctx context.Context, name string) (*SlotState, error) {
 	if err != nil {
 		return nil, err
 	}
+	g.Appended++
 	g.Slots[name] = s
 	g.order = append(g.order, name)
 	return s, nil
@@ -131,6 +138,7 @@ func (j *jobRun) append(ctx context.Context, actor string, p events.Payload) err
 		return fmt.Errorf("append %s to job %s: %w", p.EventType(), j.id, err)
 	}
 	j.rev, j.started = res.NextExpected, true
+	j.g.Appended++
 	return nil
 }
 
@@ -170,7 +178,7 @@ func stepOfResource(kind, res string) string {
 // The last outcome decides how the job ends. It returns the job id.
 func (g *Gen) Job(ctx context.Context, s *SlotState, kind string, outcomes ...Outcome) (string, error) {
 	g.jobs++
-	j := &jobRun{g: g, slot: s, id: fmt.Sprintf("j%05d", g.jobs), kind: kind}
+	j := &jobRun{g: g, slot: s, id: fmt.Sprintf("%sj%05d", g.Prefix, g.jobs), kind: kind}
 	if kind == events.KindTeardown {
 		j.plan = []events.Resource{
 			{Kind: events.ResDatabase, ID: s.Reg.DBUUID}, {Kind: events.ResApplication, ID: s.Reg.AppUUID},
@@ -279,6 +287,7 @@ func (j *jobRun) attemptRun(ctx context.Context, o Outcome) (string, error) {
 			events.New(events.NotificationSent{JobID: j.id, Outcome: "succeeded", Status: 200}, g.meta("system:notify"))); err != nil {
 			return "", err
 		}
+		g.Appended++
 	}
 	return "succeeded", nil
 }
@@ -384,27 +393,25 @@ func (g *Gen) Unknown(ctx context.Context, s *SlotState) error {
 	if err != nil {
 		return err
 	}
+	g.Appended++
 	s.Rev = res.NextExpected
 	return nil
 }
 
-// Random appends a random history of about n events over slots slots.
+// Random appends a random history over slots new slots until this
+// generator has written about n events in all.
 func (g *Gen) Random(ctx context.Context, slots, n int) error {
 	for i := 0; i < slots; i++ {
-		if _, err := g.Register(ctx, fmt.Sprintf("s%03d", i)); err != nil {
+		if _, err := g.Register(ctx, fmt.Sprintf("%ss%03d", g.Prefix, i)); err != nil {
 			return err
 		}
 	}
-	head := func() int {
-		h, _ := g.Store.Head(ctx)
-		return int(h)
-	}
-	for head() < n {
+	for g.Appended < n {
 		s := g.Slots[g.order[g.rnd.IntN(len(g.order))]]
 		if s.Retired {
 			// Keep the pool from running dry: a retired slot is replaced.
 			if g.rnd.IntN(4) == 0 {
-				if _, err := g.Register(ctx, fmt.Sprintf("s%03d", len(g.order))); err != nil {
+				if _, err := g.Register(ctx, fmt.Sprintf("%ss%03d", g.Prefix, len(g.order))); err != nil {
 					return err
 				}
 			}
