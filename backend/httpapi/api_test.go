@@ -260,6 +260,20 @@ func TestCommandsReadTheirWrites(t *testing.T) {
 		t.Fatalf("a refused command appended: head %d → %d", before, after)
 	}
 
+	// A Hangul name arrives percent-encoded (browsers send Latin-1 headers).
+	a = b.do(t, http.MethodPost, "/api/slots/s1/extend", map[string]any{"until": until.Add(time.Hour)}, HeaderActor, "%EA%B9%80%EB%AF%BC%EC%A4%80")
+	if a.status != http.StatusConflict { // a reset holds the lock; the actor was accepted
+		t.Fatalf("extend as 김민준: %d %s", a.status, a.body)
+	}
+	a = b.do(t, http.MethodPost, "/api/slots", registerCmd("s4"), HeaderActor, "%EA%B9%80%EB%AF%BC%EC%A4%80")
+	if a.status != http.StatusCreated {
+		t.Fatalf("register as 김민준: %d %s", a.status, a.body)
+	}
+	a = b.do(t, http.MethodGet, "/api/audit?slot=s4&actor=%EA%B9%80%EB%AF%BC%EC%A4%80", nil)
+	if !strings.Contains(string(a.body), "김민준") {
+		t.Fatalf("audit by the Hangul actor: %s", a.body)
+	}
+
 	// Cancel frees the slot; the audit names who did what.
 	a = b.do(t, http.MethodPost, "/api/jobs/"+res.JobID+"/cancel", nil)
 	if a.status != http.StatusAccepted {
@@ -284,7 +298,7 @@ func TestCommandsReadTheirWrites(t *testing.T) {
 		Position events.Position        `json:"position"`
 	}
 	a.decode(t, &list)
-	if a.status != http.StatusOK || len(list.Slots) != 1 || list.Position != b.head(t) {
+	if a.status != http.StatusOK || len(list.Slots) != 2 || list.Position != b.head(t) {
 		t.Fatalf("list: %d %s", a.status, a.body)
 	}
 	a = b.do(t, http.MethodGet, "/api/resources/remaining", nil)
@@ -336,6 +350,8 @@ func TestBadInputAppendsNothing(t *testing.T) {
 		{"register oversized", "POST", "/api/slots", big, nil, 413, CodeTooLarge},
 		{"register text body", "POST", "/api/slots", `name=s3`, []string{"Content-Type", "text/plain"}, 400, CodeInvalid},
 		{"register bad actor", "POST", "/api/slots", registerCmd("s3"), []string{HeaderActor, "eve\u202e"}, 400, CodeInvalid},
+		{"register encoded bidi actor", "POST", "/api/slots", registerCmd("s3"), []string{HeaderActor, "eve%E2%80%AE"}, 400, CodeInvalid},
+		{"register bad escape actor", "POST", "/api/slots", registerCmd("s3"), []string{HeaderActor, "eve%zz"}, 400, CodeInvalid},
 		// occupy
 		{"occupy unknown slot", "POST", "/api/slots/nope/occupy", map[string]any{"until": future}, nil, 404, CodeNotFound},
 		{"occupy encoded traversal", "POST", "/api/slots/..%2Fs1/occupy", map[string]any{"until": future}, nil, 400, CodeInvalid},

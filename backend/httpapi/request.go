@@ -81,6 +81,20 @@ func checkActor(s string) error {
 	return nil
 }
 
+// decodeActor undoes the percent-encoding a browser must use to send a
+// non-Latin-1 name (e.g. Hangul) in a header. '%' is not allowed in names,
+// so a header without it is taken as it is.
+func decodeActor(h string) (string, error) {
+	if !strings.Contains(h, "%") {
+		return h, nil
+	}
+	s, err := url.PathUnescape(h)
+	if err != nil {
+		return "", fmt.Errorf("header %s: invalid percent-encoding", HeaderActor)
+	}
+	return s, nil
+}
+
 // maxNameLen bounds path identifiers (slot names, job ids).
 const maxNameLen = 100
 

@@ -145,8 +145,11 @@ func (s *Server) requestContext(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		c.Set(ctxRequestID, id)
 		c.Response().Header().Set(HeaderRequestID, id)
-		actor := req.Header.Get(HeaderActor)
-		if err := checkActor(actor); err != nil {
+		actor, err := decodeActor(req.Header.Get(HeaderActor))
+		if err == nil {
+			err = checkActor(actor)
+		}
+		if err != nil {
 			if req.Method != http.MethodGet && req.Method != http.MethodHead {
 				return &Error{Code: CodeInvalid, Message: err.Error(), Details: map[string]any{"field": HeaderActor}}
 			}
