@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"testing"
@@ -288,4 +289,95 @@ func BenchmarkOpenAfterCrash(b *testing.B) {
 	}
 	b.ReportMetric(total.Seconds()*1000/float64(b.N), "ms/open")
 	b.ReportMetric(float64(len(batch)), "tail-events")
+}
+
+// BenchmarkAppendVsFsync is the figure scripts/bench/events.sh prints: on a
+// shared disk the fsync rate swings several-fold within a minute, so it
+// interleaves short slices — raw fsync, 1 appender, 32 appenders — over
+// several rounds and reports medians, and the median of each round's ratio.
+func BenchmarkAppendVsFsync(b *testing.B) {
+	const rounds, slice = 7, 300 * time.Millisecond
+	dir := b.TempDir()
+	one, err := Open(filepath.Join(dir, "one"), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer one.Close()
+	many, err := Open(filepath.Join(dir, "many"), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer many.Close()
+	var fs, a1, a32, perCommit, ratio []float64
+	for range b.N {
+		for range rounds {
+			f := rawFsyncRate(b, dir, slice)
+			e1, _ := appendRate(b, one, 1, slice)
+			e32, c32 := appendRate(b, many, 32, slice)
+			fs, a1, a32, perCommit = append(fs, f), append(a1, e1), append(a32, e32), append(perCommit, c32)
+			ratio = append(ratio, e32/f)
+		}
+	}
+	b.ReportMetric(median(fs), "fsyncs/s")
+	b.ReportMetric(median(a1), "events/s-1")
+	b.ReportMetric(median(a32), "events/s-32")
+	b.ReportMetric(median(perCommit), "events/commit-32")
+	b.ReportMetric(median(ratio), "x-raw-fsync-32")
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// rawFsyncRate writes 64 bytes and fdatasyncs in a loop for d.
+func rawFsyncRate(b *testing.B, dir string, d time.Duration) float64 {
+	f, err := os.Create(filepath.Join(dir, "fsync.probe"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 64)
+	n, start := 0, time.Now()
+	for time.Since(start) < d {
+		buf[0] = byte(n)
+		if _, err := f.WriteAt(buf, 0); err != nil {
+			b.Fatal(err)
+		}
+		if err := syscall.Fdatasync(int(f.Fd())); err != nil {
+			b.Fatal(err)
+		}
+		n++
+	}
+	return float64(n) / time.Since(start).Seconds()
+}
+
+// appendRate runs n appenders (single-event appends, own streams, Any) for
+// d and returns events/s and events per commit.
+func appendRate(b *testing.B, s *Store, n int, d time.Duration) (perSec, perCommit float64) {
+	data := events.New(events.StepStarted{JobID: uuid.NewString(), Step: events.StepDeleteDB, Attempt: 1}, events.Metadata{Actor: "bench"})
+	before := s.Stats()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for g := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			stream := fmt.Sprintf("job-%d", g)
+			for time.Since(start) < d {
+				e := data
+				e.ID = ""
+				if _, err := s.Append(context.Background(), stream, events.Any(), e); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	el := time.Since(start)
+	after := s.Stats()
+	ev, commits := float64(after.Events-before.Events), float64(after.Commits-before.Commits)
+	return ev / el.Seconds(), ev / max(commits, 1)
 }
