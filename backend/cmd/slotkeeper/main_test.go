@@ -264,7 +264,7 @@ func TestServeDemoJobAndShutdown(t *testing.T) {
 		}
 	}
 	if occupied != 5 {
-		t.Fatalf("%d occupied demo slots, want 5", occupied)
+		t.Fatalf("%d occupied demo slots, want 5: %+v", occupied, list.Slots)
 	}
 	if code := s.call(t, "GET", "/readyz", nil, nil); code != 200 {
 		t.Fatalf("readyz %d", code)

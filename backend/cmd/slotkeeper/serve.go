@@ -278,6 +278,15 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 			return fmt.Errorf("seed the demo pool: %w", err)
 		}
 		log.Info("demo pool seeded", slog.Int("slots", len(demo.Pool)))
+		// Answer the first request with the pool in place.
+		if head, err := store.Head(ctx); err == nil {
+			if err := rs.waiter.WaitFor(ctx, head); err != nil {
+				return nil // interrupted during start
+			}
+			if err := rs.feed.WaitFor(ctx, head); err != nil {
+				return nil
+			}
+		}
 	}
 
 	var spa fs.FS
