@@ -2,6 +2,7 @@ package projections
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/slotkeeper/slotkeeper/events"
@@ -102,9 +103,9 @@ func summary(typ string, p events.Payload) string {
 		if e.Resumed {
 			return fmt.Sprintf("%s job %s accepted again (resume)", e.Kind, e.JobID)
 		}
-		return fmt.Sprintf("%s job %s accepted", e.Kind, e.JobID)
+		return e.Kind + " job " + e.JobID + " accepted"
 	case events.JobReleased:
-		return fmt.Sprintf("job %s released: %s", e.JobID, e.Outcome)
+		return "job " + e.JobID + " released: " + e.Outcome
 	case events.SlotVacated:
 		return "slot vacated"
 	case events.TeardownIncomplete:
@@ -114,11 +115,11 @@ func summary(typ string, p events.Payload) string {
 	case events.SlotPromoted:
 		return "promoted to " + e.NewRepo.String()
 	case events.JobQueued:
-		return fmt.Sprintf("%s job queued by %s", e.Kind, e.RequestedBy)
+		return e.Kind + " job queued by " + e.RequestedBy
 	case events.JobClaimed:
-		return fmt.Sprintf("attempt %d claimed by %s", e.Attempt, e.Worker)
+		return "attempt " + strconv.Itoa(e.Attempt) + " claimed by " + e.Worker
 	case events.LeaseRenewed:
-		return fmt.Sprintf("attempt %d lease renewed", e.Attempt)
+		return "attempt " + strconv.Itoa(e.Attempt) + " lease renewed"
 	case events.StepStarted:
 		if e.Verify {
 			return e.Step + " verifying"
@@ -127,7 +128,7 @@ func summary(typ string, p events.Payload) string {
 	case events.StepFailed:
 		s := e.Step + " failed"
 		if e.HTTPStatus != 0 {
-			s += fmt.Sprintf(" (HTTP %d)", e.HTTPStatus)
+			s += " (HTTP " + strconv.Itoa(e.HTTPStatus) + ")"
 		}
 		if e.Uncertain {
 			s += ", outcome uncertain"

@@ -1,7 +1,6 @@
 package projections
 
 import (
-	"fmt"
 	"slices"
 	"time"
 
@@ -176,9 +175,9 @@ func resultDetail(p events.Payload, r events.StepResult) string {
 	d := ""
 	switch e := p.(type) {
 	case events.ForcePushed:
-		d = fmt.Sprintf("%s %s → %s", e.Repo, short(e.OldSHA), short(e.NewSHA))
+		d = e.Repo.String() + " " + short(e.OldSHA) + " → " + short(e.NewSHA)
 	case events.CodePushed:
-		d = fmt.Sprintf("%s at %s", e.Repo, short(e.SHA))
+		d = e.Repo.String() + " at " + short(e.SHA)
 	case events.RepoCreated:
 		d = "created " + e.Repo.String()
 	case events.StepSucceeded:
