@@ -24,7 +24,7 @@ export function detectLang(stored: string | null, browser: readonly string[]): L
 }
 
 function initialLang(): Lang {
-  let stored: string | null = null;
+  let stored: string | null;
   try {
     stored = localStorage.getItem(KEY);
   } catch {

@@ -23,38 +23,35 @@ function isConnectionFailure(e: ApiError): boolean {
  * input of fn.
  */
 export function useLoad<T>(source: string, key: string, fn: (signal: AbortSignal) => Promise<T>): Load<T> {
-  const [data, setData] = useState<T | undefined>(undefined);
-  const [error, setError] = useState<ApiError | undefined>(undefined);
-  const [loading, setLoading] = useState(true);
   const [nonce, setNonce] = useState(0);
   const reload = useCallback(() => setNonce((n) => n + 1), []);
+  const want = `${source}\u0000${key}\u0000${nonce}`;
+  // The last answer and the request it answered; loading is "the newest
+  // request has not answered yet". The previous data stays on screen meanwhile.
+  const [result, setResult] = useState<{ for: string; data?: T; error?: ApiError }>({ for: "" });
 
   useEffect(() => {
     const ctl = new AbortController();
-    setLoading(true);
     fn(ctl.signal).then(
       (v) => {
         if (ctl.signal.aborted) return;
-        setData(v);
-        setError(undefined);
-        setLoading(false);
+        setResult({ for: want, data: v });
         reportRecovery(source);
       },
       (e: unknown) => {
         if (ctl.signal.aborted) return;
         const err = e instanceof ApiError ? e : new ApiError(0, "network", String(e));
-        setError(err);
-        setLoading(false);
+        setResult((prev) => ({ for: want, data: prev.data, error: err }));
         if (isConnectionFailure(err)) reportFailure(source, "request_failed");
         else reportRecovery(source);
       },
     );
     return () => ctl.abort();
-    // fn is recreated every render; key names its inputs.
+    // fn is recreated every render; want names all of its inputs.
     // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [source, key, nonce]);
+  }, [want]);
 
   useEffect(() => () => forgetSource(source), [source]);
 
-  return { data, error, loading, reload };
+  return { data: result.data, error: result.error, loading: result.for !== want, reload };
 }

@@ -1,4 +1,4 @@
-import { useEffect, useMemo, useState, type FormEvent } from "react";
+import { useMemo, useRef, useState, type FormEvent } from "react";
 import { Link } from "wouter";
 import { api } from "../api/client";
 import type { AuditEntry } from "../api/types";
@@ -36,18 +36,19 @@ export function AuditPage() {
   const [pages, setPages] = useState<number[]>([0]);
   const since = filter.since ? new Date(filter.since).toISOString() : undefined;
   const after = pages[pages.length - 1];
-  const load = useLoad(`audit`, JSON.stringify({ filter, after }), (signal) =>
-    api.audit({ slot: filter.slot, job: filter.job, actor: filter.actor, kind: filter.kind, since, after: after || undefined, limit: 200 }, signal),
-  );
-  const [fetched, setFetched] = useState<AuditEntry[]>([]);
-  useEffect(() => {
-    if (!load.data) return;
-    const got = load.data.entries ?? [];
-    setFetched((prev) => {
-      const last = prev.length > 0 ? prev[prev.length - 1].position : 0;
-      return after ? [...prev, ...got.filter((e) => e.position > last)] : got;
-    });
-  }, [load.data, after]);
+  const fkey = JSON.stringify(filter);
+  // Pages accumulate per filter; a new filter starts from the first page.
+  const acc = useRef<{ fkey: string; entries: AuditEntry[] }>({ fkey: "", entries: [] });
+  const load = useLoad(`audit`, JSON.stringify({ fkey, after }), async (signal) => {
+    const got =
+      (await api.audit({ slot: filter.slot, job: filter.job, actor: filter.actor, kind: filter.kind, since, after: after || undefined, limit: 200 }, signal))
+        .entries ?? [];
+    const base = after && acc.current.fkey === fkey ? acc.current.entries : [];
+    const last = base.length > 0 ? base[base.length - 1].position : 0;
+    acc.current = { fkey, entries: [...base, ...got.filter((e) => e.position > last)] };
+    return { entries: acc.current.entries, pageSize: got.length };
+  });
+  const fetched = useMemo(() => load.data?.entries ?? [], [load.data]);
   const live = useLiveAudit();
   const entries = useMemo(() => {
     const last = fetched.length > 0 ? fetched[fetched.length - 1].position : 0;
@@ -57,7 +58,6 @@ export function AuditPage() {
   const submit = (e: FormEvent) => {
     e.preventDefault();
     setFilter(draft);
-    setFetched([]);
     setPages([0]);
   };
   const field = (k: keyof Filter, label: string, type = "text") => (
@@ -107,7 +107,7 @@ export function AuditPage() {
           </tbody>
         </table>
       </div>
-      {load.data && (load.data.entries?.length ?? 0) >= 200 && (
+      {load.data && load.data.pageSize >= 200 && (
         <button type="button" onClick={() => setPages([...pages, entries[entries.length - 1]?.position ?? 0])}>
           {t("audit.more")}
         </button>

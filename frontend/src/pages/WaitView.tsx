@@ -32,24 +32,28 @@ export function WaitView({ id }: { id: string }) {
   const phase = waitPhase(job, load, live, now);
   const cancel = useCommand();
 
+  const message =
+    phase.kind === "succeeded"
+      ? t("wait.succeeded")
+      : phase.kind === "failed"
+        ? t("wait.failed", { state: t.dyn("state", phase.state) })
+        : phase.kind === "unknown"
+          ? t("wait.unknown")
+          : phase.kind === "running"
+            ? t("wait.running")
+            : "";
   const announced = useRef("");
   useEffect(() => {
-    const msg =
-      phase.kind === "succeeded"
-        ? t("wait.succeeded")
-        : phase.kind === "failed"
-          ? t("wait.failed", { state: t.dyn("state", phase.state) })
-          : phase.kind === "unknown"
-            ? t("wait.unknown")
-            : phase.kind === "running"
-              ? t("wait.running")
-              : "";
-    if (msg && msg !== announced.current) {
-      announced.current = msg;
-      announce(msg);
+    if (message && message !== announced.current) {
+      announced.current = message;
+      announce(message);
     }
-    if (phase.kind === "succeeded" && job) navigate(`/slots/${encodeURIComponent(job.slot)}`);
-  }, [phase.kind, phase.kind === "failed" ? phase.state : "", job, navigate, t]);
+  }, [message]);
+  // The only navigation of this page: after the job's own success.
+  const doneSlot = phase.kind === "succeeded" ? job?.slot : undefined;
+  useEffect(() => {
+    if (doneSlot !== undefined) navigate(`/slots/${encodeURIComponent(doneSlot)}`);
+  }, [doneSlot, navigate]);
 
   const slot = job?.slot ?? "";
   return (
