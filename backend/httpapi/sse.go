@@ -127,6 +127,7 @@ type entry struct {
 func (e *entry) encoded(log *slog.Logger) []byte {
 	if e.frame == nil {
 		e.frame = encodeChange(e.change, log)
+		e.change = projections.Change{} // the frame is all that is needed now
 	}
 	return e.frame
 }
@@ -222,7 +223,10 @@ func (h *Hub) Publish(ch projections.Change) {
 	if h.seq >= uint64(len(h.ring)) {
 		h.floor = h.ring[i].pos
 	}
-	h.ring[i] = entry{pos: ch.Position, change: ch, frame: frame}
+	h.ring[i] = entry{pos: ch.Position, frame: frame}
+	if frame == nil {
+		h.ring[i].change = ch
+	}
 	h.seq++
 	h.head = ch.Position
 	h.headPos.Store(uint64(ch.Position))
