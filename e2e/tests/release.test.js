@@ -108,6 +108,42 @@ test("a hung provider call ends in an honest failure that links to the timeline"
   }
 });
 
+test("keyboard only: reach a slot, open the release confirmation, close it with Escape", async () => {
+  // The first card (by name) must be an occupied slot with no job, so that
+  // it offers a release.
+  const { slots } = await server.api("GET", "/api/slots");
+  const first = [...slots].sort((a, b) => a.name.localeCompare(b.name))[0];
+  assert.ok(!first.active_job, `${first.name} is not busy`);
+  if (first.lifecycle === "vacant") {
+    await server.api("POST", `/api/slots/${first.name}/occupy`, { until: new Date(Date.now() + 3_600_000).toISOString() });
+  }
+  const page = await browser.context.newPage();
+  await page.goto(appUrl(server, "/"));
+  await waitLive(page);
+  await page.waitForSelector(`[data-slot="${first.name}"] .lc-occupied`);
+  // The first Tab lands on the skip link; follow it to the content.
+  await page.keyboard.press("Tab");
+  assert.equal(await page.evaluate(() => document.activeElement?.className), "skip");
+  let reached = "";
+  for (let i = 0; i < 30 && !reached; i++) {
+    await page.keyboard.press("Tab");
+    reached = await page.evaluate(() => (document.activeElement?.classList.contains("card-title") ? document.activeElement.textContent : ""));
+  }
+  assert.equal(reached, first.name, "the first slot card is reachable with Tab");
+  await page.keyboard.press("Enter");
+  await page.waitForSelector("[data-testid=slot-page]");
+  await page.focus("[data-testid=release]");
+  await page.keyboard.press("Enter");
+  await page.waitForSelector("[data-testid=confirm-plan]");
+  // Focus starts on Cancel, the safe choice.
+  assert.equal(await page.evaluate(() => document.activeElement?.textContent), "Cancel");
+  await page.keyboard.press("Escape");
+  await page.waitForSelector("[data-testid=confirm-plan]", { state: "detached" });
+  const { jobs } = await server.api("GET", `/api/slots/${first.name}/jobs?kind=reset`);
+  assert.ok(!(jobs ?? []).some((j) => !["succeeded", "failed", "timed_out", "cancelled", "abandoned"].includes(j.state)), "Escape queued nothing");
+  await page.close();
+});
+
 test("audit and remaining-resources pages render from the log", async () => {
   const page = await browser.context.newPage();
   await page.goto(appUrl(server, "/audit"));
