@@ -28,6 +28,15 @@ type Exclusive interface {
 	Acquire(ctx context.Context) (lockCtx context.Context, release func(), err error)
 }
 
+// Follower is implemented by shared targets whose projector runs in another
+// process: Follow delivers the changes that projector commits after `after`,
+// in position order without gaps, until ctx ends. A runner follows while it
+// waits for the projector lock, so every process's change feed and WaitFor
+// work, not only the projecting one's.
+type Follower interface {
+	Follow(ctx context.Context, after events.Position, h func([]Change)) error
+}
+
 // RunnerOptions tune a Runner; the zero value is good.
 type RunnerOptions struct {
 	// MaxBatch is the most events applied in one Apply (default 2000).
@@ -101,7 +110,7 @@ func (r *Runner) Err() error {
 
 func (r *Runner) runOnce(ctx context.Context) error {
 	if ex, ok := r.target.(Exclusive); ok {
-		lockCtx, release, err := ex.Acquire(ctx)
+		lockCtx, release, err := r.acquire(ctx, ex)
 		if err != nil {
 			return fmt.Errorf("projections: acquire projector lock: %w", err)
 		}
@@ -134,6 +143,70 @@ func (r *Runner) runOnce(ctx context.Context) error {
 		r.publish(changes)
 		r.setPos(batch[len(batch)-1].Position)
 	}
+}
+
+// acquire waits for the projector lock, following the projecting process's
+// changes meanwhile (when the target can).
+func (r *Runner) acquire(ctx context.Context, ex Exclusive) (context.Context, func(), error) {
+	f, ok := r.target.(Follower)
+	if !ok {
+		return ex.Acquire(ctx)
+	}
+	from, err := r.target.Position(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	r.setPos(from)
+	publish := func(chs []Change) {
+		r.publish(chs)
+		r.setPos(chs[len(chs)-1].Position)
+	}
+	fctx, stop := context.WithCancel(ctx)
+	followed := make(chan struct{})
+	go func() {
+		defer close(followed)
+		for fctx.Err() == nil {
+			err := f.Follow(fctx, r.Position(), publish)
+			if fctx.Err() != nil {
+				return
+			}
+			if r.opt.OnError != nil {
+				r.opt.OnError(fmt.Errorf("projections: follow: %w", err))
+			}
+			select {
+			case <-fctx.Done():
+			case <-time.After(r.opt.RetryDelay):
+			}
+		}
+	}()
+	lockCtx, release, err := ex.Acquire(ctx)
+	stop()
+	<-followed
+	if err != nil {
+		return nil, nil, err
+	}
+	// What the last projector committed after the follower's last look is
+	// published before this runner projects on, so the feed has no gap.
+	cp, err := r.target.Position(lockCtx)
+	if err != nil {
+		release()
+		return nil, nil, err
+	}
+	if cp > r.Position() {
+		cctx, done := context.WithCancel(lockCtx)
+		err := f.Follow(cctx, r.Position(), func(chs []Change) {
+			publish(chs)
+			if chs[len(chs)-1].Position >= cp {
+				done()
+			}
+		})
+		done()
+		if r.Position() < cp {
+			release()
+			return nil, nil, fmt.Errorf("projections: catch up the feed to %d: %w", cp, err)
+		}
+	}
+	return lockCtx, release, nil
 }
 
 // pump runs a subscription from `from` that decodes every event and sends

@@ -35,6 +35,9 @@ var migrations embed.FS
 // ASCII); processes sharing a database must use the same one.
 const DefaultLockKey int64 = 0x736c6f746b656570
 
+// notifyChannel is the LISTEN/NOTIFY channel a commit announces itself on.
+const notifyChannel = "slotkeeper_projections"
+
 // ErrNotHolder is returned by Apply when this process does not hold the
 // projector lock (see Acquire).
 var ErrNotHolder = errors.New("postgres: this process does not hold the projector lock")
@@ -76,6 +79,7 @@ type Store struct {
 var (
 	_ projections.Target    = (*Store)(nil)
 	_ projections.Exclusive = (*Store)(nil)
+	_ projections.Follower  = (*Store)(nil)
 	_ projections.ReadModel = (*Store)(nil)
 )
 
@@ -246,6 +250,14 @@ func (s *Store) Acquire(ctx context.Context) (context.Context, func(), error) {
 		})
 	}
 	return lockCtx, release, nil
+}
+
+// HoldsLock reports whether this process is the projector right now (for
+// readiness pages and tests).
+func (s *Store) HoldsLock() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lock != nil
 }
 
 // Reset empties the read model (checkpoint 0) so a Replay rebuilds it;
@@ -456,6 +468,8 @@ func (s *Store) write(ctx context.Context, tx pgx.Tx, b *batchState, audit [][]a
 			v.ID, v.Slot, v.Kind, int64(v.QueuedPosition), int64(v.Position), data)
 	}
 	batch.Queue(`UPDATE checkpoint SET position = $1 WHERE id = 1`, int64(last))
+	// Followers (processes waiting for the lock) wake up at commit.
+	batch.Queue(`SELECT pg_notify('`+notifyChannel+`', $1)`, strconv.FormatUint(uint64(last), 10))
 	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
 		return fmt.Errorf("postgres: write views: %w", err)
 	}
@@ -633,4 +647,120 @@ func queryViews[T any](ctx context.Context, pool *pgxpool.Pool, q string, args .
 		return nil, fmt.Errorf("postgres: query: %w", err)
 	}
 	return out, nil
+}
+
+// Follow implements projections.Follower for processes that do not project:
+// it LISTENs for the projector's commits (polling every 4 LockPoll as a
+// backstop) and turns the audit rows after `after` into changes, each with
+// the slot and job views it names. The views are read in the same snapshot
+// as the audit rows, so they are at least as new as the change (clients keep
+// the view with the highest position). Returns when ctx ends or the
+// connection fails.
+func (s *Store) Follow(ctx context.Context, after events.Position, h func([]projections.Change)) error {
+	conn, err := pgx.Connect(ctx, s.url)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, `LISTEN `+notifyChannel); err != nil {
+		return err
+	}
+	for {
+		for {
+			chs, err := s.changesAfter(ctx, conn, after, 1000)
+			if err != nil {
+				return err
+			}
+			if len(chs) == 0 {
+				break
+			}
+			h(chs)
+			after = chs[len(chs)-1].Position
+		}
+		wctx, cancel := context.WithTimeout(ctx, 4*s.opt.LockPoll)
+		_, err := conn.WaitForNotification(wctx)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case conn.IsClosed():
+			return fmt.Errorf("postgres: follow: connection lost: %w", err)
+		}
+	}
+}
+
+// changesAfter reads up to limit changes after `after`, in one snapshot.
+func (s *Store) changesAfter(ctx context.Context, conn *pgx.Conn, after events.Position, limit int) ([]projections.Change, error) {
+	tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	rows, err := tx.Query(ctx, `SELECT entry FROM audit WHERE position > $1 ORDER BY position LIMIT $2`, int64(after), limit)
+	if err != nil {
+		return nil, err
+	}
+	var entries []projections.AuditEntry
+	for rows.Next() {
+		var a projections.AuditEntry
+		if err := scanJSON(rows, &a); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		entries = append(entries, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if len(entries) == 0 {
+		return nil, nil
+	}
+	var slotNames, jobIDs []string
+	for _, a := range entries {
+		if a.Slot != "" {
+			slotNames = append(slotNames, a.Slot)
+		}
+		if a.JobID != "" && strings.HasPrefix(a.Stream, events.JobStreamPrefix) {
+			jobIDs = append(jobIDs, a.JobID)
+		}
+	}
+	slots := map[string]projections.SlotView{}
+	jobs := map[string]projections.JobView{}
+	if err := loadInto(ctx, tx, `SELECT view FROM slots WHERE name = ANY($1)`, slotNames, func(v projections.SlotView) { slots[v.Name] = v }); err != nil {
+		return nil, err
+	}
+	if err := loadInto(ctx, tx, `SELECT view FROM jobs WHERE id = ANY($1)`, jobIDs, func(v projections.JobView) { jobs[v.ID] = v }); err != nil {
+		return nil, err
+	}
+	out := make([]projections.Change, len(entries))
+	for i := range entries {
+		a := entries[i]
+		out[i] = projections.Change{Position: a.Position, Audit: &a}
+		if v, ok := slots[a.Slot]; ok {
+			out[i].Slot = &v
+		}
+		if v, ok := jobs[a.JobID]; ok && strings.HasPrefix(a.Stream, events.JobStreamPrefix) {
+			out[i].Job = &v
+		}
+	}
+	return out, nil
+}
+
+func loadInto[T any](ctx context.Context, tx pgx.Tx, q string, keys []string, put func(T)) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	rows, err := tx.Query(ctx, q, keys)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var v T
+		if err := scanJSON(rows, &v); err != nil {
+			return err
+		}
+		put(v)
+	}
+	return rows.Err()
 }

@@ -75,28 +75,6 @@ func TestApplyWithoutTheLockIsRefused(t *testing.T) {
 	}
 }
 
-// waitAny waits until one of the runners has applied pos and returns it.
-func waitAny(t *testing.T, ctx context.Context, pos events.Position, rs ...*projections.Runner) int {
-	t.Helper()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	got := make(chan int, len(rs))
-	for i, r := range rs {
-		go func() {
-			if r.WaitFor(ctx, pos) == nil {
-				got <- i
-			}
-		}()
-	}
-	select {
-	case i := <-got:
-		return i
-	case <-ctx.Done():
-		t.Fatalf("no runner reached position %d", pos)
-		return -1
-	}
-}
-
 func lockHolders(t *testing.T, url string) []int {
 	conn, err := pgx.Connect(projtest.Ctx(t), url)
 	projtest.Must(t, err)
@@ -110,8 +88,9 @@ func lockHolders(t *testing.T, url string) []int {
 }
 
 // Two "processes" (stores with their own connections) share a database: one
-// projects, and when its connection dies the other takes over without
-// skipping or doubling an event.
+// projects while the other follows its commits (its feed and WaitFor work
+// too), and when the projector's connection dies the other takes over
+// without skipping or doubling an event, in the read model or in its feed.
 func TestTwoRunnersOneProjectorAndTakeover(t *testing.T) {
 	ctx := projtest.Ctx(t)
 	url := pgtest.Start(t)
@@ -119,19 +98,24 @@ func TestTwoRunnersOneProjectorAndTakeover(t *testing.T) {
 	g := projtest.NewGen(log, 11)
 	projtest.Must(t, g.Random(ctx, 4, 300))
 
-	var runners []*projections.Runner
-	var stops []context.CancelFunc
-	var dones []chan struct{}
+	var (
+		stores  []*postgres.Store
+		runners []*projections.Runner
+		feeds   []*projections.Subscription
+		stops   []context.CancelFunc
+		dones   []chan struct{}
+	)
 	for i := 0; i < 2; i++ {
 		s := openURL(t, url, log)
 		r := projections.NewRunner(log, s, projections.RunnerOptions{MaxBatch: 50, RetryDelay: 20 * time.Millisecond})
+		feeds = append(feeds, r.Subscribe(1<<16))
 		rctx, stop := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
 			_ = r.Run(rctx)
 		}()
-		runners, stops, dones = append(runners, r), append(stops, stop), append(dones, done)
+		stores, runners, stops, dones = append(stores, s), append(runners, r), append(stops, stop), append(dones, done)
 	}
 	t.Cleanup(func() {
 		for i := range stops {
@@ -140,13 +124,19 @@ func TestTwoRunnersOneProjectorAndTakeover(t *testing.T) {
 		}
 	})
 	head, _ := log.Head(ctx)
-	first := waitAny(t, ctx, head, runners...)
+	for _, r := range runners {
+		projtest.Must(t, r.WaitFor(ctx, head)) // the follower too
+	}
 	if h := lockHolders(t, url); len(h) != 1 {
 		t.Fatalf("%d processes hold the projector lock, want 1", len(h))
 	}
+	first := 0
+	if stores[1].HoldsLock() {
+		first = 1
+	}
 	other := 1 - first
-	if p := runners[other].Position(); p >= head {
-		t.Fatalf("the waiting runner also reached %d", p)
+	if !stores[first].HoldsLock() || stores[other].HoldsLock() {
+		t.Fatalf("lock held by store 0: %v, store 1: %v", stores[0].HoldsLock(), stores[1].HoldsLock())
 	}
 
 	// The projector's process dies: its session ends without an unlock.
@@ -161,6 +151,30 @@ func TestTwoRunnersOneProjectorAndTakeover(t *testing.T) {
 	projtest.Must(t, g.Random(ctx, 0, 900))
 	head, _ = log.Head(ctx)
 	projtest.Must(t, runners[other].WaitFor(ctx, head))
+	if !stores[other].HoldsLock() {
+		t.Fatal("the survivor reached the head without holding the lock")
+	}
+
+	// The survivor's feed (following, catching up at takeover, projecting)
+	// is gapless and has no duplicate.
+	var next events.Position
+	for next < head {
+		select {
+		case c, ok := <-feeds[other].C:
+			if !ok {
+				t.Fatalf("survivor's feed closed at %d (dropped=%v)", next, feeds[other].Dropped())
+			}
+			if next != 0 && c.Position != next+1 {
+				t.Fatalf("survivor's feed jumped from %d to %d", next, c.Position)
+			}
+			if c.Audit == nil || c.Audit.Position != c.Position {
+				t.Fatalf("change %d without its audit entry", c.Position)
+			}
+			next = c.Position
+		case <-ctx.Done():
+			t.Fatalf("survivor's feed stalled at %d of %d", next, head)
+		}
+	}
 
 	ref := memory.New(log)
 	projtest.Catchup(t, log, ref, 0)
