@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/slotkeeper/slotkeeper/events"
+	"github.com/slotkeeper/slotkeeper/events/boltstore"
 	"github.com/slotkeeper/slotkeeper/events/memstore"
 	"github.com/slotkeeper/slotkeeper/projections"
 	"github.com/slotkeeper/slotkeeper/projections/memory"
@@ -187,30 +189,24 @@ func TestTwoRunnersOneProjectorAndTakeover(t *testing.T) {
 
 const (
 	envChildURL  = "PROJECTIONS_CRASH_URL"
-	envChildSeed = "PROJECTIONS_CRASH_SEED"
+	envChildLog  = "PROJECTIONS_CRASH_LOG"
 	envChildKill = "PROJECTIONS_CRASH_KILL_AT"
 	crashEvents  = 3000
 )
 
-// crashLog is the log parent and children share: generated from one seed, it
-// is the same in every process.
-func crashLog(t *testing.T, seed uint64) *memstore.Store {
-	log := memstore.New()
-	projtest.Must(t, projtest.NewGen(log, seed).Random(projtest.Ctx(t), 6, crashEvents))
-	return log
-}
-
 // TestCrashChildProjector is the child of TestKilledProjectorNeitherSkipsNorDoubles:
-// it projects until its kill-at-th batch has written its rows, says so, and
-// waits for SIGKILL before committing.
+// it opens the parent's bbolt log, projects until its kill-at-th batch has
+// written its rows, says so, and waits for SIGKILL before committing.
 func TestCrashChildProjector(t *testing.T) {
 	url := os.Getenv(envChildURL)
 	if url == "" {
 		return // only meaningful as a child process
 	}
-	seed, _ := strconv.ParseUint(os.Getenv(envChildSeed), 10, 64)
 	killAt, _ := strconv.Atoi(os.Getenv(envChildKill))
-	log := crashLog(t, seed)
+	log, err := boltstore.Open(os.Getenv(envChildLog), boltstore.Options{LockTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
 	batches := 0
 	s, err := postgres.Open(context.Background(), url, postgres.Options{Log: log, LockPoll: 20 * time.Millisecond,
 		BeforeCommit: func(last events.Position) {
@@ -230,8 +226,15 @@ func TestCrashChildProjector(t *testing.T) {
 func TestKilledProjectorNeitherSkipsNorDoubles(t *testing.T) {
 	ctx := projtest.Ctx(t)
 	url := pgtest.Start(t)
-	const seed = 77
-	log := crashLog(t, seed)
+	// The log is an embedded bbolt store the parent fills and closes; each
+	// child opens it (the file lock passes on when a child dies).
+	logPath := filepath.Join(t.TempDir(), "events.db")
+	func() {
+		log, err := boltstore.Open(logPath, boltstore.Options{})
+		projtest.Must(t, err)
+		defer log.Close()
+		projtest.Must(t, projtest.NewGen(log, 77).Random(ctx, 6, crashEvents))
+	}()
 	conn, err := pgx.Connect(ctx, url)
 	projtest.Must(t, err)
 	defer conn.Close(context.Background())
@@ -239,7 +242,7 @@ func TestKilledProjectorNeitherSkipsNorDoubles(t *testing.T) {
 	prev := int64(0)
 	for _, killAt := range []int{1, 3, 2, 5} {
 		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestCrashChildProjector$", "-test.count=1")
-		cmd.Env = append(os.Environ(), envChildURL+"="+url, envChildSeed+"="+strconv.Itoa(seed), envChildKill+"="+strconv.Itoa(killAt))
+		cmd.Env = append(os.Environ(), envChildURL+"="+url, envChildLog+"="+logPath, envChildKill+"="+strconv.Itoa(killAt))
 		out, err := cmd.StdoutPipe()
 		projtest.Must(t, err)
 		cmd.Stderr = os.Stderr
@@ -275,6 +278,9 @@ func TestKilledProjectorNeitherSkipsNorDoubles(t *testing.T) {
 
 	// A new projector finishes from the checkpoint; the result equals a
 	// rebuild from scratch.
+	log, err := boltstore.Open(logPath, boltstore.Options{LockTimeout: 10 * time.Second})
+	projtest.Must(t, err)
+	defer log.Close()
 	s := openURL(t, url, log)
 	reached, err := projections.Replay(ctx, log, s, 0, 0)
 	projtest.Must(t, err)
