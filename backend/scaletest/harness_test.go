@@ -58,7 +58,7 @@ type proc struct {
 
 // startProc starts `slotkeeper serve` with args and waits (bounded) for the
 // line it prints once it serves.
-func startProc(t *testing.T, name string, args ...string) *proc {
+func startProc(t testing.TB, name string, args ...string) *proc {
 	t.Helper()
 	cmd := exec.Command(binary, append([]string{"serve"}, args...)...)
 	cmd.Env = append(os.Environ(), "SLOTKEEPER_LOG_LEVEL=info")
@@ -174,7 +174,7 @@ type logWatch struct {
 	notify   chan struct{} // closed and replaced on every event
 }
 
-func watchLog(t *testing.T, connString string) (*logWatch, *kurrent.Store) {
+func watchLog(t testing.TB, connString string) (*logWatch, *kurrent.Store) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	st, err := kurrent.Open(ctx, connString, kurrent.Options{Logger: slog.New(slog.DiscardHandler)})
@@ -203,7 +203,7 @@ func watchLog(t *testing.T, connString string) (*logWatch, *kurrent.Store) {
 }
 
 // waitFor blocks until cond (called under the lock) holds, or fails the test.
-func (w *logWatch) waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
+func (w *logWatch) waitFor(t testing.TB, what string, timeout time.Duration, cond func() bool) {
 	t.Helper()
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
@@ -253,7 +253,7 @@ type sseClient struct {
 	err     error
 }
 
-func followSSE(t *testing.T, ctx context.Context, base string) *sseClient {
+func followSSE(t testing.TB, ctx context.Context, base string) *sseClient {
 	t.Helper()
 	c := &sseClient{changes: map[events.Position]bool{}, notify: make(chan struct{})}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/stream", nil)
@@ -303,7 +303,7 @@ func followSSE(t *testing.T, ctx context.Context, base string) *sseClient {
 }
 
 // waitPosition waits until the client has seen a frame at or after pos.
-func (c *sseClient) waitPosition(t *testing.T, pos events.Position, timeout time.Duration) {
+func (c *sseClient) waitPosition(t testing.TB, pos events.Position, timeout time.Duration) {
 	t.Helper()
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()

@@ -42,7 +42,7 @@ type world struct {
 	client []*sseClient
 }
 
-func setup(t *testing.T, ctx context.Context) *world {
+func setup(t testing.TB, ctx context.Context, n int) *world {
 	t.Helper()
 	var err error
 	if binary == "" {
@@ -75,7 +75,7 @@ func setup(t *testing.T, ctx context.Context) *world {
 		"--workers", "4", "--lease", "1s", "--grace", "0s",
 		"--step-timeout", "10s", "--job-timeout", "30s", "--shutdown-timeout", "5s",
 	}
-	for i := range procs {
+	for i := range n {
 		p := startProc(t, fmt.Sprintf("serve-%d", i+1), append(append([]string(nil), w.args...), "--data", t.TempDir())...)
 		w.procs = append(w.procs, p)
 		w.client = append(w.client, followSSE(t, ctx, p.url))
@@ -85,7 +85,7 @@ func setup(t *testing.T, ctx context.Context) *world {
 
 // register creates a slot's resources in the simulator and registers it
 // through process p.
-func (w *world) register(t *testing.T, ctx context.Context, p *proc, name string) {
+func (w *world) register(t testing.TB, ctx context.Context, p *proc, name string) {
 	t.Helper()
 	fx, err := w.sim.SeedSlot(name)
 	if err != nil {
@@ -130,7 +130,7 @@ func terminal(typ string) bool {
 
 // waitReleased waits until the slot's lock for job id is released (the slot
 // can take the next command) and returns the job's terminal event type.
-func (w *world) waitReleased(t *testing.T, slot, id string) string {
+func (w *world) waitReleased(t testing.TB, slot, id string) string {
 	t.Helper()
 	w.log.waitFor(t, "job "+id+" to finish and release slot "+slot, wait, func() bool {
 		for _, e := range w.log.byStream[events.SlotStream(slot)] {
@@ -155,7 +155,7 @@ func lastTerminal(evs []events.RecordedEvent) string {
 func TestScaleOut(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	w := setup(t, ctx)
+	w := setup(t, ctx, procs)
 
 	// ---- many jobs, each claimed exactly once across three processes ----
 	names := make([]string, nSlots)
