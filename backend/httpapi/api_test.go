@@ -139,6 +139,8 @@ func (b *bundle) do(t *testing.T, method, path string, body any, hdr ...string) 
 	case nil:
 	case string:
 		rd = strings.NewReader(v)
+	case chunked:
+		rd = io.MultiReader(strings.NewReader(string(v))) // no length: sent chunked
 	default:
 		data, err := json.Marshal(v)
 		if err != nil {
@@ -348,6 +350,7 @@ func TestBadInputAppendsNothing(t *testing.T) {
 		{"register bad repo", "POST", "/api/slots", withRepo("../x"), nil, 400, CodeInvalid},
 		{"register duplicate", "POST", "/api/slots", registerCmd("s1"), nil, 409, CodeConflict},
 		{"register oversized", "POST", "/api/slots", big, nil, 413, CodeTooLarge},
+		{"register oversized chunked", "POST", "/api/slots", chunked(big), nil, 413, CodeTooLarge},
 		{"register text body", "POST", "/api/slots", `name=s3`, []string{"Content-Type", "text/plain"}, 400, CodeInvalid},
 		{"register bad actor", "POST", "/api/slots", registerCmd("s3"), []string{HeaderActor, "eve\u202e"}, 400, CodeInvalid},
 		{"register encoded bidi actor", "POST", "/api/slots", registerCmd("s3"), []string{HeaderActor, "eve%E2%80%AE"}, 400, CodeInvalid},
@@ -424,6 +427,9 @@ func TestBadInputAppendsNothing(t *testing.T) {
 }
 
 func withName(n string) slots.RegisterCmd { return registerCmd(n) }
+
+// chunked is a body sent without Content-Length.
+type chunked string
 
 func withRepo(slug string) slots.RegisterCmd {
 	c := registerCmd("s9")
