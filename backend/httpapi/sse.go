@@ -375,7 +375,9 @@ func (h *Hub) snapshotLocked() []byte {
 }
 
 func (h *Hub) heartbeatFrame() []byte {
-	return fmt.Appendf(nil, "event: heartbeat\ndata: {\"server_time\":%q,\"position\":%d,\"interval_ms\":%d}\n\n",
+	// The comment line is for proxies and tools that watch for SSE
+	// comments; EventSource sees only the named event.
+	return fmt.Appendf(nil, ": heartbeat\nevent: heartbeat\ndata: {\"server_time\":%q,\"position\":%d,\"interval_ms\":%d}\n\n",
 		time.Now().UTC().Format(time.RFC3339Nano), h.headPos.Load(), h.opt.Heartbeat.Milliseconds())
 }
 
