@@ -26,11 +26,14 @@ func DecodeEvent(ev events.RecordedEvent) Event {
 
 // State is the view storage one batch reads and writes. The memory read model
 // implements it over its maps; the postgres one over the rows a batch loaded.
+// Views are shared by pointer and never modified once put (the reducers copy
+// on write), so the same view can sit in the store and in a Change.
 type State interface {
-	GetSlot(name string) (SlotView, bool)
-	GetJob(id string) (JobView, bool)
-	PutSlot(v SlotView)
-	PutJob(v JobView)
+	// GetSlot and GetJob return nil for a view the state does not hold.
+	GetSlot(name string) *SlotView
+	GetJob(id string) *JobView
+	PutSlot(v *SlotView)
+	PutJob(v *JobView)
 }
 
 // Project applies one event to st with the pure reducers and returns the
@@ -52,43 +55,43 @@ func Project(st State, e Event) Change {
 	switch {
 	case strings.HasPrefix(ev.Stream, events.SlotStreamPrefix):
 		slot = ev.Stream[len(events.SlotStreamPrefix):]
-		sv, ok := st.GetSlot(slot)
-		if !ok {
-			sv = SlotView{Name: slot, Lifecycle: LifecycleVacant, LatestJobs: map[string]JobRef{}, Resources: []events.Resource{}}
+		sv := st.GetSlot(slot)
+		if sv == nil {
+			sv = &SlotView{Name: slot, Lifecycle: LifecycleVacant, LatestJobs: map[string]JobRef{}, Resources: []events.Resource{}}
 		}
-		nv := ApplySlot(sv, ev, p)
+		nv := ApplySlot(*sv, ev, p)
 		if id := payloadJobID(p); id != "" {
-			if j, ok := st.GetJob(id); ok {
-				nv, _ = RefreshSlotJob(nv, j)
+			if j := st.GetJob(id); j != nil {
+				nv, _ = RefreshSlotJob(nv, *j)
 			}
 		}
 		if nv.Position == ev.Position {
-			st.PutSlot(nv)
+			st.PutSlot(&nv)
 			ch.Slot = &nv
 		}
 	case strings.HasPrefix(ev.Stream, events.JobStreamPrefix):
 		id := ev.Stream[len(events.JobStreamPrefix):]
-		jv, ok := st.GetJob(id)
-		if !ok {
-			jv = JobView{ID: id, State: JobQueued, Attempts: []Attempt{}, Steps: []StepView{}, Remaining: []events.Resource{}}
+		jv := st.GetJob(id)
+		if jv == nil {
+			jv = &JobView{ID: id, State: JobQueued, Attempts: []Attempt{}, Steps: []StepView{}, Remaining: []events.Resource{}}
 		}
-		nj := ApplyJob(jv, ev, p)
+		nj := ApplyJob(*jv, ev, p)
 		if nj.Position != ev.Position {
 			break
 		}
-		st.PutJob(nj)
+		st.PutJob(&nj)
 		ch.Job = &nj
 		slot = nj.Slot
-		if sv, ok := st.GetSlot(slot); ok {
-			nv := ApplySlot(sv, ev, p)
+		if sv := st.GetSlot(slot); sv != nil {
+			nv := ApplySlot(*sv, ev, p)
 			nv, _ = RefreshSlotJob(nv, nj)
 			if nv.Position == ev.Position {
-				st.PutSlot(nv)
+				st.PutSlot(&nv)
 				ch.Slot = &nv
 			}
 		}
 	case strings.HasPrefix(ev.Stream, events.NotifyStreamPrefix):
-		if j, ok := st.GetJob(ev.Stream[len(events.NotifyStreamPrefix):]); ok {
+		if j := st.GetJob(ev.Stream[len(events.NotifyStreamPrefix):]); j != nil {
 			slot = j.Slot
 		}
 	}

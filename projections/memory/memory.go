@@ -23,12 +23,32 @@ type Store struct {
 
 	mu     sync.RWMutex
 	pos    events.Position
-	slots  map[string]projections.SlotView
-	jobs   map[string]projections.JobView
+	slots  map[string]*projections.SlotView // never modified once stored
+	jobs   map[string]*projections.JobView
 	bySlot map[string][]string // slot → job ids, oldest first (by QueuedPosition)
 	latest map[string]string   // slot + "\x00" + kind → newest job id
-	audit  []projections.AuditEntry
+	audit  auditLog
 }
+
+// auditLog holds the audit entries in position order, in fixed-size chunks so
+// that growing it never copies what is already there.
+type auditLog struct {
+	chunks [][]projections.AuditEntry
+	n      int
+}
+
+const auditChunk = 4096
+
+func (l *auditLog) add(a projections.AuditEntry) {
+	if l.n%auditChunk == 0 {
+		l.chunks = append(l.chunks, make([]projections.AuditEntry, 0, auditChunk))
+	}
+	c := &l.chunks[len(l.chunks)-1]
+	*c = append(*c, a)
+	l.n++
+}
+
+func (l *auditLog) at(i int) *projections.AuditEntry { return &l.chunks[i/auditChunk][i%auditChunk] }
 
 var (
 	_ projections.Target    = (*Store)(nil)
@@ -40,7 +60,7 @@ var (
 // returns an error); pass the store the runner projects from.
 func New(log projections.StreamReader) *Store {
 	return &Store{
-		log: log, slots: map[string]projections.SlotView{}, jobs: map[string]projections.JobView{},
+		log: log, slots: map[string]*projections.SlotView{}, jobs: map[string]*projections.JobView{},
 		bySlot: map[string][]string{}, latest: map[string]string{},
 	}
 }
@@ -56,7 +76,7 @@ func (s *Store) Apply(_ context.Context, evs []projections.Event) ([]projections
 			return changes, fmt.Errorf("memory: event at %d is not after the checkpoint %d", ev.Position, s.pos)
 		}
 		ch := projections.Project(s, ev)
-		s.audit = append(s.audit, *ch.Audit)
+		s.audit.add(*ch.Audit)
 		s.pos = ev.Position
 		changes = append(changes, ch)
 	}
@@ -64,23 +84,17 @@ func (s *Store) Apply(_ context.Context, evs []projections.Event) ([]projections
 }
 
 // GetSlot implements projections.State (called under the write lock).
-func (s *Store) GetSlot(name string) (projections.SlotView, bool) {
-	v, ok := s.slots[name]
-	return v, ok
-}
+func (s *Store) GetSlot(name string) *projections.SlotView { return s.slots[name] }
 
 // GetJob implements projections.State (called under the write lock).
-func (s *Store) GetJob(id string) (projections.JobView, bool) {
-	v, ok := s.jobs[id]
-	return v, ok
-}
+func (s *Store) GetJob(id string) *projections.JobView { return s.jobs[id] }
 
 // PutSlot implements projections.State (called under the write lock).
-func (s *Store) PutSlot(v projections.SlotView) { s.slots[v.Name] = v }
+func (s *Store) PutSlot(v *projections.SlotView) { s.slots[v.Name] = v }
 
 // PutJob implements projections.State (called under the write lock) and
 // keeps the slot indexes.
-func (s *Store) PutJob(v projections.JobView) {
+func (s *Store) PutJob(v *projections.JobView) {
 	old, existed := s.jobs[v.ID]
 	s.jobs[v.ID] = v
 	if existed && old.Slot == v.Slot && old.QueuedPosition == v.QueuedPosition {
@@ -97,7 +111,7 @@ func (s *Store) PutJob(v projections.JobView) {
 	i := sort.Search(len(ids), func(i int) bool { return s.jobs[ids[i]].QueuedPosition > v.QueuedPosition })
 	s.bySlot[v.Slot] = slices.Insert(ids, i, v.ID)
 	key := v.Slot + "\x00" + v.Kind
-	if cur, ok := s.jobs[s.latest[key]]; !ok || cur.QueuedPosition <= v.QueuedPosition {
+	if cur := s.jobs[s.latest[key]]; cur == nil || cur.QueuedPosition <= v.QueuedPosition {
 		s.latest[key] = v.ID
 	}
 }
@@ -115,7 +129,7 @@ func (s *Store) ListSlots(context.Context) ([]projections.SlotView, error) {
 	defer s.mu.RUnlock()
 	out := make([]projections.SlotView, 0, len(s.slots))
 	for _, v := range s.slots {
-		out = append(out, v)
+		out = append(out, *v)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
@@ -127,9 +141,9 @@ func (s *Store) Slot(_ context.Context, name string) (projections.SlotView, erro
 	defer s.mu.RUnlock()
 	v, ok := s.slots[name]
 	if !ok {
-		return v, fmt.Errorf("slot %q: %w", name, projections.ErrNotFound)
+		return projections.SlotView{}, fmt.Errorf("slot %q: %w", name, projections.ErrNotFound)
 	}
-	return v, nil
+	return *v, nil
 }
 
 // Job implements projections.ReadModel.
@@ -138,9 +152,9 @@ func (s *Store) Job(_ context.Context, id string) (projections.JobView, error) {
 	defer s.mu.RUnlock()
 	v, ok := s.jobs[id]
 	if !ok {
-		return v, fmt.Errorf("job %q: %w", id, projections.ErrNotFound)
+		return projections.JobView{}, fmt.Errorf("job %q: %w", id, projections.ErrNotFound)
 	}
-	return v, nil
+	return *v, nil
 }
 
 // LatestJob implements projections.ReadModel.
@@ -149,9 +163,9 @@ func (s *Store) LatestJob(_ context.Context, slot, kind string) (projections.Job
 	defer s.mu.RUnlock()
 	v, ok := s.jobs[s.latest[slot+"\x00"+kind]]
 	if !ok {
-		return v, fmt.Errorf("%s job of slot %q: %w", kind, slot, projections.ErrNotFound)
+		return projections.JobView{}, fmt.Errorf("%s job of slot %q: %w", kind, slot, projections.ErrNotFound)
 	}
-	return v, nil
+	return *v, nil
 }
 
 // JobsBySlot implements projections.ReadModel. The cursor is the
@@ -174,7 +188,7 @@ func (s *Store) JobsBySlot(_ context.Context, slot, kind string, limit int, curs
 			page.NextCursor = strconv.FormatUint(uint64(page.Jobs[limit-1].QueuedPosition), 10)
 			break
 		}
-		page.Jobs = append(page.Jobs, j)
+		page.Jobs = append(page.Jobs, *j)
 	}
 	return page, nil
 }
@@ -200,11 +214,11 @@ func (s *Store) Audit(_ context.Context, f projections.AuditFilter) ([]projectio
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	i := sort.Search(len(s.audit), func(i int) bool { return s.audit[i].Position > f.After })
+	i := sort.Search(s.audit.n, func(i int) bool { return s.audit.at(i).Position > f.After })
 	out := []projections.AuditEntry{}
-	for ; i < len(s.audit) && len(out) < limit; i++ {
-		if f.Match(s.audit[i]) {
-			out = append(out, s.audit[i])
+	for ; i < s.audit.n && len(out) < limit; i++ {
+		if a := s.audit.at(i); f.Match(*a) {
+			out = append(out, *a)
 		}
 	}
 	return out, nil
@@ -216,7 +230,7 @@ func (s *Store) RemainingResources(context.Context) ([]projections.RemainingReso
 	defer s.mu.RUnlock()
 	out := []projections.RemainingResource{}
 	for _, v := range s.slots {
-		out = append(out, projections.RemainingOf(v)...)
+		out = append(out, projections.RemainingOf(*v)...)
 	}
 	projections.SortRemaining(out)
 	return out, nil

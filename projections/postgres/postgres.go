@@ -72,8 +72,8 @@ type Store struct {
 	lock *pgx.Conn  // the projector lock's connection, nil when not held
 	// The views the last batch touched, kept for the next one (events of a
 	// job come in runs). Valid only while the lock is held.
-	cacheSlots map[string]projections.SlotView
-	cacheJobs  map[string]projections.JobView
+	cacheSlots map[string]*projections.SlotView
+	cacheJobs  map[string]*projections.JobView
 }
 
 var (
@@ -288,22 +288,19 @@ func (s *Store) Reset(ctx context.Context) error {
 // batchState is projections.State over the views a batch loaded; it records
 // which ones changed.
 type batchState struct {
-	slots      map[string]projections.SlotView
-	jobs       map[string]projections.JobView
+	slots      map[string]*projections.SlotView
+	jobs       map[string]*projections.JobView
 	dirtySlots map[string]bool
 	dirtyJobs  map[string]bool
 }
 
-func (b *batchState) GetSlot(n string) (projections.SlotView, bool) {
-	v, ok := b.slots[n]
-	return v, ok
-}
-func (b *batchState) GetJob(id string) (projections.JobView, bool) { v, ok := b.jobs[id]; return v, ok }
-func (b *batchState) PutSlot(v projections.SlotView) {
+func (b *batchState) GetSlot(n string) *projections.SlotView { return b.slots[n] }
+func (b *batchState) GetJob(id string) *projections.JobView  { return b.jobs[id] }
+func (b *batchState) PutSlot(v *projections.SlotView) {
 	b.slots[v.Name] = v
 	b.dirtySlots[v.Name] = true
 }
-func (b *batchState) PutJob(v projections.JobView) {
+func (b *batchState) PutJob(v *projections.JobView) {
 	b.jobs[v.ID] = v
 	b.dirtyJobs[v.ID] = true
 }
@@ -371,7 +368,7 @@ func (s *Store) Apply(ctx context.Context, evs []projections.Event) (changes []p
 // slot streams and of those jobs (a job event updates its slot's view).
 func (s *Store) load(ctx context.Context, tx pgx.Tx, evs []projections.Event) (*batchState, error) {
 	b := &batchState{
-		slots: map[string]projections.SlotView{}, jobs: map[string]projections.JobView{},
+		slots: map[string]*projections.SlotView{}, jobs: map[string]*projections.JobView{},
 		dirtySlots: map[string]bool{}, dirtyJobs: map[string]bool{},
 	}
 	wantJobs, wantSlots := map[string]bool{}, map[string]bool{}
@@ -402,8 +399,8 @@ func (s *Store) load(ctx context.Context, tx pgx.Tx, evs []projections.Event) (*
 			return nil, fmt.Errorf("postgres: load jobs: %w", err)
 		}
 		for rows.Next() {
-			var v projections.JobView
-			if err := scanJSON(rows, &v); err != nil {
+			v := &projections.JobView{}
+			if err := scanJSON(rows, v); err != nil {
 				return nil, err
 			}
 			b.jobs[v.ID] = v
@@ -429,8 +426,8 @@ func (s *Store) load(ctx context.Context, tx pgx.Tx, evs []projections.Event) (*
 			return nil, fmt.Errorf("postgres: load slots: %w", err)
 		}
 		for rows.Next() {
-			var v projections.SlotView
-			if err := scanJSON(rows, &v); err != nil {
+			v := &projections.SlotView{}
+			if err := scanJSON(rows, v); err != nil {
 				return nil, err
 			}
 			b.slots[v.Name] = v
