@@ -328,6 +328,30 @@ func TestStreamRejectsBadLastEventIDAndCaps(t *testing.T) {
 	assertError(t, resp, http.StatusServiceUnavailable, CodeUnavailable)
 }
 
+func TestStreamPerIPCap(t *testing.T) {
+	hub, srv := streamServer(t, HubOptions{MaxClientsPerIP: 2})
+	hub.Seed(0, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w1 := watch(ctx, t, srv.URL+"/api/stream", nil)
+	w2 := watch(ctx, t, srv.URL+"/api/stream", nil)
+	w1.next(t, "snapshot")
+	w2.next(t, "snapshot")
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr}).Get(srv.URL + "/api/stream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Header.Get("Retry-After") == "" {
+		t.Error("429 without Retry-After")
+	}
+	assertError(t, resp, http.StatusTooManyRequests, CodeTooMany)
+	cancel()
+	<-w1.done
+	<-w2.done
+}
+
 func assertError(t *testing.T, resp *http.Response, status int, code Code) {
 	t.Helper()
 	defer resp.Body.Close()
