@@ -233,9 +233,16 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 		MaxClients: c.SSEMaxClients, MaxClientsPerIP: c.SSEMaxPerIP, LiveFrom: startHead,
 	}, met, log)
 	followed := make(chan struct{})
-	goRun("live stream feed", func(ctx context.Context) error { return hub.Follow(ctx, rs.feed, rs.feedView, followed) })
+	followFailed := make(chan error, 1)
+	goRun("live stream feed", func(ctx context.Context) error {
+		err := hub.Follow(ctx, rs.feed, rs.feedView, followed)
+		followFailed <- err
+		return err
+	})
 	select {
 	case <-followed:
+	case err := <-followFailed:
+		return fmt.Errorf("start the live stream: %w", err)
 	case <-ctx.Done():
 		return nil
 	}
