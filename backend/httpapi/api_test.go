@@ -452,6 +452,10 @@ func TestHealthMetricsAndSPA(t *testing.T) {
 			t.Errorf("metrics lack %s", want)
 		}
 	}
+	b.hub.Close() // shutting down: not ready any more, so balancers drain
+	if a := b.do(t, "GET", "/readyz", nil); a.status != 503 {
+		t.Fatalf("readyz while shutting down: %d %s", a.status, a.body)
+	}
 	a = b.do(t, "GET", "/slots/m1", nil)
 	if a.status != 200 || !strings.Contains(string(a.body), "<html") && !strings.Contains(string(a.body), "<!doctype") {
 		t.Fatalf("SPA fallback: %d %s", a.status, a.body)

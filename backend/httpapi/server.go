@@ -206,6 +206,9 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 func (s *Server) readyz(c echo.Context) error {
+	if s.d.Hub.Closed() {
+		return errf(CodeUnavailable, "shutting down")
+	}
 	if s.d.Ready != nil {
 		if err := s.d.Ready(c.Request().Context()); err != nil {
 			return &Error{Code: CodeUnavailable, Message: "not ready: " + err.Error()}

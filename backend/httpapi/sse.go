@@ -275,6 +275,13 @@ func (h *Hub) Close() {
 	}
 }
 
+// Closed reports whether Close was called (the server is shutting down).
+func (h *Hub) Closed() bool {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return h.closed
+}
+
 // Clients returns the number of connected clients.
 func (h *Hub) Clients() int {
 	h.mu.Lock()
