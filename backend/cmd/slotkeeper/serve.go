@@ -12,6 +12,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/slotkeeper/slotkeeper/backend/demo"
@@ -296,6 +297,7 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 		}
 	}
 
+	var draining atomic.Bool // set when shutdown begins: /readyz turns 503
 	var spa fs.FS
 	if sub, err := fs.Sub(frontend.Dist, "dist"); err == nil {
 		spa = sub
@@ -303,6 +305,9 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 	deps := httpapi.Deps{
 		Commands: svc, Reads: rs.reads, Log: store, Waiter: rs.waiter, Hub: hub, Metrics: met, Logger: log, SPA: spa,
 		Ready: func(ctx context.Context) error {
+			if draining.Load() {
+				return errors.New("shutting down")
+			}
 			p, err := rs.reads.Position(ctx)
 			if err != nil {
 				return err
@@ -349,6 +354,7 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 	// each ends with an honest terminal event that the streams still carry;
 	// then end the streams and the requests; then the background work.
 	log.Info("shutting down")
+	draining.Store(true)
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.ShutdownTimeout)
 	defer cancel()
 	if eng != nil {
