@@ -45,19 +45,18 @@ func Replay(ctx context.Context, store events.Store, target Target, upTo events.
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	feed, subErr := pump(ctx, store, from, 4*maxBatch, upTo)
-	batch := make([]Event, 0, maxBatch)
+	p := pump(ctx, store, from, maxBatch, upTo)
+	defer func() {
+		cancel()
+		<-p.done
+	}()
 	reached := from
 	for {
-		var ok bool
-		if batch, ok = nextBatch(feed, batch, maxBatch); !ok {
-			return reached, <-subErr
+		batch, ok := p.next()
+		if !ok {
+			return reached, p.err
 		}
 		if _, err := target.Apply(ctx, batch); err != nil {
-			cancel()
-			for range feed { // let the subscription end
-			}
-			<-subErr
 			return reached, err
 		}
 		reached = batch[len(batch)-1].Position

@@ -125,12 +125,15 @@ func (r *Runner) runOnce(ctx context.Context) error {
 	}
 	r.setPos(from)
 
-	feed, subErr := pump(ctx, r.store, from, 4*r.opt.MaxBatch, 0)
-	batch := make([]Event, 0, r.opt.MaxBatch)
+	p := pump(ctx, r.store, from, r.opt.MaxBatch, 0)
+	defer func() {
+		cancel()
+		<-p.done
+	}()
 	for {
-		var ok bool
-		if batch, ok = nextBatch(feed, batch, r.opt.MaxBatch); !ok {
-			err := <-subErr
+		batch, ok := p.next()
+		if !ok {
+			err := p.err
 			if err == nil {
 				err = errors.New("projections: subscription ended")
 			}
@@ -209,59 +212,97 @@ func (r *Runner) acquire(ctx context.Context, ex Exclusive) (context.Context, fu
 	return lockCtx, release, nil
 }
 
-// pump runs a subscription from `from` that decodes every event and sends
-// it into the returned channel (buffered: the store and the decoder run
-// ahead of a slow target). With upTo > 0 it stops after the event at upTo.
-// The channel is closed when the subscription ends; its error (nil when
-// upTo was reached) is then sent on the second channel.
-func pump(ctx context.Context, store events.Store, from events.Position, buf int, upTo events.Position) (<-chan Event, <-chan error) {
-	feed := make(chan Event, buf)
-	errc := make(chan error, 1)
+// pipe hands decoded events from the subscription's goroutine to the apply
+// loop in batches: the producer appends under a mutex and the consumer takes
+// everything queued at once, so the per-event cost is a lock, not a channel
+// operation, and the live path still hands over every event at once.
+type pipe struct {
+	mu     sync.Mutex
+	items  []Event
+	max    int
+	closed bool
+	err    error         // the subscription's end (nil when upTo was reached)
+	ready  chan struct{} // cap 1: items queued or closed
+	space  chan struct{} // cap 1: the consumer took items
+	done   chan struct{} // closed when the subscription goroutine ended
+}
+
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// push queues e, waiting while max events are queued.
+func (p *pipe) push(ctx context.Context, e Event) error {
+	for {
+		p.mu.Lock()
+		if len(p.items) < p.max {
+			p.items = append(p.items, e)
+			p.mu.Unlock()
+			signal(p.ready)
+			return nil
+		}
+		p.mu.Unlock()
+		select {
+		case <-p.space:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// next waits for events and returns all queued ones (at most max). It
+// reports false once the subscription ended and everything was taken.
+func (p *pipe) next() ([]Event, bool) {
+	for {
+		p.mu.Lock()
+		if len(p.items) > 0 {
+			out := p.items
+			p.items = make([]Event, 0, p.max)
+			p.mu.Unlock()
+			signal(p.space)
+			return out, true
+		}
+		if p.closed {
+			p.mu.Unlock()
+			return nil, false
+		}
+		p.mu.Unlock()
+		<-p.ready
+	}
+}
+
+// pump runs a subscription from `from` that decodes every event and queues
+// it on the returned pipe, at most max at a time (the store and the decoder
+// run ahead of the target while it applies). With upTo > 0 it stops after
+// the event at upTo. Cancel ctx and wait on done to stop it early.
+func pump(ctx context.Context, store events.Store, from events.Position, max int, upTo events.Position) *pipe {
+	p := &pipe{max: max, items: make([]Event, 0, max), ready: make(chan struct{}, 1), space: make(chan struct{}, 1), done: make(chan struct{})}
 	go func() {
+		defer close(p.done)
 		err := store.SubscribeAll(ctx, from, events.Filter{}, func(ctx context.Context, ev events.RecordedEvent) error {
 			if upTo > 0 && ev.Position > upTo {
 				return errReplayDone
 			}
-			select {
-			case feed <- DecodeEvent(ev):
-			case <-ctx.Done():
-				return ctx.Err()
+			if err := p.push(ctx, DecodeEvent(ev)); err != nil {
+				return err
 			}
 			if upTo > 0 && ev.Position >= upTo {
 				return errReplayDone
 			}
 			return nil
 		})
-		close(feed)
 		if errors.Is(err, errReplayDone) {
 			err = nil
 		}
-		errc <- err
+		p.mu.Lock()
+		p.closed, p.err = true, err
+		p.mu.Unlock()
+		signal(p.ready)
 	}()
-	return feed, errc
-}
-
-// nextBatch waits for one event, then takes whatever else has arrived, up
-// to max: big batches while catching up, one event at a time when live. It
-// reports false when the feed is closed and drained.
-func nextBatch(feed <-chan Event, batch []Event, max int) ([]Event, bool) {
-	ev, ok := <-feed
-	if !ok {
-		return batch[:0], false
-	}
-	batch = append(batch[:0], ev)
-	for len(batch) < max {
-		select {
-		case ev, ok := <-feed:
-			if !ok {
-				return batch, true
-			}
-			batch = append(batch, ev)
-		default:
-			return batch, true
-		}
-	}
-	return batch, true
+	return p
 }
 
 func (r *Runner) setPos(p events.Position) {
