@@ -1,5 +1,5 @@
-import { useState } from "react";
-import { Link, Route, Router, Switch } from "wouter";
+import { useEffect, useRef, useState } from "react";
+import { Link, Route, Router, Switch, useLocation } from "wouter";
 import { useHashLocation } from "wouter/use-hash-location";
 import { ConnectionBanner } from "./components/ConnectionBanner";
 import { LiveIndicator } from "./components/LiveIndicator";
@@ -76,10 +76,29 @@ function Announcer() {
   );
 }
 
+/**
+ * FocusOnNavigate moves focus to the main region after a route change, so a
+ * keyboard or screen-reader user starts at the new page, not at a link that
+ * no longer exists.
+ */
+function FocusOnNavigate() {
+  const [location] = useLocation();
+  const first = useRef(true);
+  useEffect(() => {
+    if (first.current) {
+      first.current = false;
+      return;
+    }
+    document.getElementById("main")?.focus({ preventScroll: false });
+  }, [location]);
+  return null;
+}
+
 /** App is the shell: header with the live indicator, the one banner, the routes. */
 export function App() {
   return (
     <Router hook={useHashLocation}>
+      <FocusOnNavigate />
       <Header />
       <ConnectionBanner />
       <Announcer />
