@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/slotkeeper/slotkeeper/backend/providers"
@@ -57,6 +58,7 @@ type attempt struct {
 	mu     sync.Mutex // serialises appends (step runner and lease renewer)
 	rev    events.Revision
 	fenced bool
+	base   atomic.Uint64 // first revision after the claim event; 0 until the claim
 	job    slots.JobState
 	n      int
 	lease  time.Time
@@ -165,6 +167,9 @@ func (e *Engine) claim(ctx context.Context, a *attempt, id string) bool {
 		return false
 	}
 	a.job, a.rev = j, j.Revision
+	// From the claim's revision on, any event not written by this attempt
+	// fences it. Zero means "not claimed yet".
+	a.base.Store(j.Revision + 2)
 	a.n = j.Attempt + 1
 	a.lease = e.now().Add(e.cfg.Lease)
 	a.log = e.log.With("job", id, "kind", j.Queued.Kind, "slot", j.Queued.Slot, "attempt", a.n, "correlation_id", j.QueuedMeta.CorrelationID)
@@ -297,9 +302,19 @@ func (a *attempt) finish(err error) {
 		return
 	}
 	a.log.Info("job ended", "outcome", outcome, "uncertain_step", inFlight, "err", err)
-	if err := slots.ReleaseLock(ctx, e.store, a.job.Queued.Slot, a.job.ID, outcome, remaining, a.meta()); err != nil {
-		a.log.Warn("release failed; the engine will retry", "err", err)
-	}
+	// The attempt has stopped calling out, so the lock may go now. The
+	// release runs beside the worker, which takes its next job at once:
+	// more appends in flight make bigger group commits.
+	meta := a.meta()
+	e.maint.Add(1)
+	go func() {
+		defer e.maint.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := slots.ReleaseLock(ctx, e.store, a.job.Queued.Slot, a.job.ID, outcome, remaining, meta); err != nil {
+			a.log.Warn("release failed; the engine will retry", "err", err)
+		}
+	}()
 }
 
 // releaseIfEnded frees the slot after a fenced attempt has stopped, when the

@@ -22,6 +22,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/slotkeeper/slotkeeper/backend/providers"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/events"
@@ -121,6 +122,7 @@ type Engine struct {
 	wake     chan struct{}
 	work     chan string
 	stopCh   chan struct{}
+	nonce    string // tells this engine's attempts from another's with the same WorkerID
 	stopOnce sync.Once
 	attempts sync.WaitGroup
 	maint    sync.WaitGroup
@@ -142,6 +144,7 @@ func NewEngine(store events.Store, deps Deps, cfg Config) *Engine {
 		unlocked: map[string]time.Time{},
 		busy:     map[string]bool{},
 		started:  map[string]time.Time{},
+		nonce:    uuid.NewString()[:8],
 		wake:     make(chan struct{}, 1),
 		work:     make(chan string),
 		stopCh:   make(chan struct{}),
@@ -255,9 +258,13 @@ func (e *Engine) apply(_ context.Context, ev events.RecordedEvent) error {
 	}
 	delete(e.noStream, id)
 	if a := e.local[id]; a != nil && ev.Meta.Actor != a.actor {
-		// Someone else wrote to the job: the attempt is fenced. Cancel its
-		// context now so the in-flight call is aborted, not finished.
-		a.cancel(errFenced)
+		// Someone else wrote to the job after the claim: the attempt is
+		// fenced. Cancel its context now so the in-flight call is aborted,
+		// not finished. Events up to the claim's base revision are history
+		// the index may still be catching up on; they fence nothing.
+		if base := a.base.Load(); base != 0 && ev.Revision >= base {
+			a.cancel(errFenced)
+		}
 	}
 	switch {
 	case ev.Type == "JobQueued" || ev.Type == "JobResumed":
@@ -524,7 +531,7 @@ func (e *Engine) cancelUnlocked(ctx context.Context, id string) {
 
 // worker claims and runs jobs handed out by the loop.
 func (e *Engine) worker(ctx context.Context, n int) {
-	actor := fmt.Sprintf("worker:%s/%d", e.cfg.WorkerID, n)
+	actor := fmt.Sprintf("worker:%s/%s/%d", e.cfg.WorkerID, e.nonce, n)
 	for {
 		select {
 		case <-ctx.Done():

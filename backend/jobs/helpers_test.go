@@ -277,3 +277,25 @@ func (w *world) slot(name string) slots.SlotState {
 	}
 	return st
 }
+
+// logEvents reads a stream's events through SubscribeAll (the log itself),
+// to tell a stale ReadStream from a missing event in failure messages.
+func (w *world) logEvents(stream string) []events.RecordedEvent {
+	head, err := w.store.Head(context.Background())
+	if err != nil {
+		return nil
+	}
+	var out []events.RecordedEvent
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w.store.SubscribeAll(ctx, 0, events.Filter{StreamPrefixes: []string{stream}}, func(_ context.Context, ev events.RecordedEvent) error {
+		if ev.Stream == stream {
+			out = append(out, ev)
+		}
+		if ev.Position >= head {
+			cancel()
+		}
+		return nil
+	})
+	return out
+}

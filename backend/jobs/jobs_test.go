@@ -107,7 +107,9 @@ func checkTeardown(t *testing.T, w *world, fx sim.SlotFixture, jobID string, don
 		t.Fatal("slot retired although the teardown did not succeed")
 	}
 	if !st.Incomplete {
-		t.Fatal("no TeardownIncomplete after a failed teardown")
+		evs, err := w.store.ReadStream(context.Background(), events.SlotStream(fx.Name), 0, 0, events.Forward)
+		logged := w.logEvents(events.SlotStream(fx.Name))
+		t.Fatalf("no TeardownIncomplete after a failed teardown; slot stream by ReadStream (%v):%s\nby SubscribeAll:%s\njob:%s", err, history(evs), history(logged), history(w.jobEvents(jobID)))
 	}
 	listed := map[string]bool{}
 	for _, r := range st.Remaining {
