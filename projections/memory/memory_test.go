@@ -9,6 +9,7 @@ import (
 	"github.com/slotkeeper/slotkeeper/projections"
 	"github.com/slotkeeper/slotkeeper/projections/memory"
 	"github.com/slotkeeper/slotkeeper/projections/projtest"
+	"go.uber.org/goleak"
 )
 
 func TestConformance(t *testing.T) {
@@ -59,3 +60,6 @@ func TestLongHistoryLiveEqualsReplay(t *testing.T) {
 		t.Fatal("Compare found no difference with a read model one event behind")
 	}
 }
+
+// The runner's and replay's goroutines (subscription, decoder) all end.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
