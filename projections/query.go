@@ -94,6 +94,16 @@ func SortRemaining(rs []RemainingResource) {
 	})
 }
 
+// Snapshotter is implemented by both read models: the slot list and the
+// position it is exact at, read atomically. The SSE snapshot frame needs
+// this pair; ListSlots then Position could pair slots with a newer position
+// and lose the changes in between. (Without it: read Position first, then
+// ListSlots — the views are then at least as new as the position, and
+// clients keep the view with the highest position.)
+type Snapshotter interface {
+	SnapshotSlots(ctx context.Context) ([]SlotView, events.Position, error)
+}
+
 // StreamReader reads one stream of the log (an events.Store is one).
 type StreamReader interface {
 	ReadStream(ctx context.Context, stream string, from events.Revision, max int, dir events.Direction) ([]events.RecordedEvent, error)

@@ -51,9 +51,10 @@ func (l *auditLog) add(a projections.AuditEntry) {
 func (l *auditLog) at(i int) *projections.AuditEntry { return &l.chunks[i/auditChunk][i%auditChunk] }
 
 var (
-	_ projections.Target    = (*Store)(nil)
-	_ projections.ReadModel = (*Store)(nil)
-	_ projections.State     = (*Store)(nil)
+	_ projections.Target      = (*Store)(nil)
+	_ projections.Snapshotter = (*Store)(nil)
+	_ projections.ReadModel   = (*Store)(nil)
+	_ projections.State       = (*Store)(nil)
 )
 
 // New returns an empty read model. log answers JobEvents (nil: JobEvents
@@ -124,7 +125,13 @@ func (s *Store) Position(context.Context) (events.Position, error) {
 }
 
 // ListSlots implements projections.ReadModel, ordered by name.
-func (s *Store) ListSlots(context.Context) ([]projections.SlotView, error) {
+func (s *Store) ListSlots(ctx context.Context) ([]projections.SlotView, error) {
+	out, _, err := s.SnapshotSlots(ctx)
+	return out, err
+}
+
+// SnapshotSlots implements projections.Snapshotter.
+func (s *Store) SnapshotSlots(context.Context) ([]projections.SlotView, events.Position, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	out := make([]projections.SlotView, 0, len(s.slots))
@@ -132,7 +139,7 @@ func (s *Store) ListSlots(context.Context) ([]projections.SlotView, error) {
 		out = append(out, *v)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
+	return out, s.pos, nil
 }
 
 // Slot implements projections.ReadModel.

@@ -77,10 +77,11 @@ type Store struct {
 }
 
 var (
-	_ projections.Target    = (*Store)(nil)
-	_ projections.Exclusive = (*Store)(nil)
-	_ projections.Follower  = (*Store)(nil)
-	_ projections.ReadModel = (*Store)(nil)
+	_ projections.Snapshotter = (*Store)(nil)
+	_ projections.Target      = (*Store)(nil)
+	_ projections.Exclusive   = (*Store)(nil)
+	_ projections.Follower    = (*Store)(nil)
+	_ projections.ReadModel   = (*Store)(nil)
 )
 
 // Open connects to the database at url and applies pending migrations.
@@ -510,6 +511,25 @@ func (s *Store) ListSlots(ctx context.Context) ([]projections.SlotView, error) {
 	return queryViews[projections.SlotView](ctx, s.pool, `SELECT view FROM slots ORDER BY name`)
 }
 
+// SnapshotSlots implements projections.Snapshotter: slots and checkpoint
+// from one REPEATABLE READ snapshot.
+func (s *Store) SnapshotSlots(ctx context.Context) ([]projections.SlotView, events.Position, error) {
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return nil, 0, fmt.Errorf("postgres: snapshot: %w", err)
+	}
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	var pos int64
+	if err := tx.QueryRow(ctx, `SELECT position FROM checkpoint WHERE id = 1`).Scan(&pos); err != nil {
+		return nil, 0, fmt.Errorf("postgres: snapshot: %w", err)
+	}
+	out := []projections.SlotView{}
+	if err := loadAll(ctx, tx, `SELECT view FROM slots ORDER BY name`, func(v projections.SlotView) { out = append(out, v) }); err != nil {
+		return nil, 0, fmt.Errorf("postgres: snapshot: %w", err)
+	}
+	return out, events.Position(pos), nil
+}
+
 // Slot implements projections.ReadModel.
 func (s *Store) Slot(ctx context.Context, name string) (projections.SlotView, error) {
 	var v projections.SlotView
@@ -747,7 +767,12 @@ func loadInto[T any](ctx context.Context, tx pgx.Tx, q string, keys []string, pu
 	if len(keys) == 0 {
 		return nil
 	}
-	rows, err := tx.Query(ctx, q, keys)
+	return loadAll(ctx, tx, q, put, keys)
+}
+
+// loadAll runs a query of JSON views inside tx and hands each to put.
+func loadAll[T any](ctx context.Context, tx pgx.Tx, q string, put func(T), args ...any) error {
+	rows, err := tx.Query(ctx, q, args...)
 	if err != nil {
 		return err
 	}

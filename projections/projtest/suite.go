@@ -120,6 +120,16 @@ func testScenario(t *testing.T, open Open) {
 	if !slices.Equal(names, []string{"s1", "s2", "s3", "s4"}) {
 		t.Fatalf("ListSlots names = %v", names)
 	}
+	sn, ok := rm.(projections.Snapshotter)
+	if !ok {
+		t.Fatal("the read model does not implement projections.Snapshotter")
+	}
+	snap, snapPos, err := sn.SnapshotSlots(ctx)
+	Must(t, err)
+	if snapPos != head || len(snap) != len(slots) {
+		t.Fatalf("SnapshotSlots = %d slots at %d; want %d at %d", len(snap), snapPos, len(slots), head)
+	}
+	diffJSON(t, "snapshot slots", snap, slots)
 
 	// s1: the resumed reset succeeded; the next one was abandoned mid-push.
 	s1, err := rm.Slot(ctx, "s1")
@@ -436,6 +446,16 @@ func testBadQueries(t *testing.T, open Open) {
 	Must(t, err)
 	if len(page.Jobs) != 0 || page.Jobs == nil {
 		t.Errorf("jobs of a missing slot = %#v, want an empty list", page.Jobs)
+	}
+}
+
+// diffJSON fails the test when a and b differ in their JSON form.
+func diffJSON(t *testing.T, what string, a, b any) {
+	t.Helper()
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	if string(ja) != string(jb) {
+		t.Errorf("%s differ:\n %s\n %s", what, ja, jb)
 	}
 }
 
