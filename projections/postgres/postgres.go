@@ -295,6 +295,7 @@ type batchState struct {
 	dirtyJobs  map[string]bool
 }
 
+// GetSlot, GetJob, PutSlot and PutJob implement projections.State.
 func (b *batchState) GetSlot(n string) *projections.SlotView { return b.slots[n] }
 func (b *batchState) GetJob(id string) *projections.JobView  { return b.jobs[id] }
 func (b *batchState) PutSlot(v *projections.SlotView) {
