@@ -21,9 +21,9 @@ after(async () => {
   await server?.close();
 });
 
-test("the number of timers stays constant over an hour of updates", async () => {
-  const page = await browser.context.newPage();
-  await page.addInitScript(() => {
+/** wrapIntervals counts setInterval/clearInterval calls from before the app loads. */
+function wrapIntervals(page) {
+  return page.addInitScript(() => {
     const calls = { set: 0, clear: 0, active: new Set() };
     window.__intervals = calls;
     const set = window.setInterval;
@@ -38,7 +38,22 @@ test("the number of timers stays constant over an hour of updates", async () => 
       calls.active.delete(id);
       return clear.call(this, id);
     };
+    // Count EventSources too: one stream per tab, reopened, never doubled.
+    const ES = window.EventSource;
+    const opened = [];
+    window.__eventSources = opened;
+    window.EventSource = class extends ES {
+      constructor(...args) {
+        super(...args);
+        opened.push(this);
+      }
+    };
   });
+}
+
+test("the number of timers stays constant over an hour of updates", async () => {
+  const page = await browser.context.newPage();
+  await wrapIntervals(page);
   const count = () => page.evaluate(() => ({ set: window.__intervals.set, active: window.__intervals.active.size }));
 
   await page.goto(appUrl(server, "/"));
@@ -71,5 +86,33 @@ test("the number of timers stays constant over an hour of updates", async () => 
   assert.equal(afterCount.set, before.set, "no setInterval call during an hour of updates");
   assert.equal(afterCount.active, before.active);
   assert.ok(before.active <= 1, `one global ticker at most (${before.active} active)`);
+  await page.close();
+});
+
+test("an hour of (fake) clock — 3,600 ticks, watchdog trips and reconnects — adds no interval", async () => {
+  const page = await browser.context.newPage();
+  // The fake clock first, then the wrapper around its setInterval.
+  await page.clock.install();
+  await wrapIntervals(page);
+  const count = () => page.evaluate(() => ({ set: window.__intervals.set, active: window.__intervals.active.size }));
+  await page.goto(appUrl(server, "/"));
+  await page.waitForSelector("[data-testid=slot-card]");
+  const before = await count();
+  assert.ok(before.set >= 1, "the wrapper sees the app's ticker");
+  await page.clock.runFor("01:00:00");
+  const afterCount = await count();
+  const es = await page.evaluate(() => ({
+    opened: window.__eventSources.length,
+    open: window.__eventSources.filter((e) => e.readyState !== 2).length,
+  }));
+  console.log(`# fake hour: EventSources opened ${es.opened} (watchdog reopens), not closed ${es.open}`);
+  // The hour really ran through the app's timers: the watchdog (driven by
+  // the one ticker) saw no heartbeat in fake time, tripped and reopened.
+  // (Countdowns show server time, which the next snapshot re-learns.)
+  assert.ok(es.opened > 1, "the watchdog tripped and the stream was reopened");
+  assert.ok(es.open <= 1, "never more than one stream per tab");
+  console.log(`# fake hour: setInterval calls ${before.set} → ${afterCount.set}; active ${before.active} → ${afterCount.active}`);
+  assert.equal(afterCount.set, before.set);
+  assert.equal(afterCount.active, before.active);
   await page.close();
 });
