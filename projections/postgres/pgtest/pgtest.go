@@ -108,7 +108,13 @@ func AdminURL() (string, error) {
 	mu.Lock()
 	defer mu.Unlock()
 	if cluster == nil && startErr == nil {
-		cluster, startErr = StartCluster()
+		// Another process may take the free port between the probe and
+		// the server's bind: try a few ports.
+		for try := 0; try < 3; try++ {
+			if cluster, startErr = StartCluster(); startErr == nil {
+				break
+			}
+		}
 	}
 	if startErr != nil {
 		return "", startErr
