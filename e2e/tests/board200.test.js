@@ -11,7 +11,8 @@ let server;
 let browser;
 
 before(async () => {
-  server = await new Server({ flags: serverFlags() }).start();
+  server = new Server({ flags: serverFlags() });
+  await server.start();
   browser = await openBrowser();
 });
 

@@ -11,7 +11,8 @@ let server;
 let browser;
 
 before(async () => {
-  server = await new Server({ flags: serverFlags() }).start();
+  server = new Server({ flags: serverFlags() });
+  await server.start();
   if (server.skippedFlags.length) console.log(`# serve lacks flags: ${server.skippedFlags.join(", ")}`);
   browser = await openBrowser();
 });

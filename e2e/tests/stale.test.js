@@ -11,7 +11,8 @@ let server;
 let browser;
 
 before(async () => {
-  server = await new Server({ flags: serverFlags({ grace: "6s" }) }).start();
+  server = new Server({ flags: serverFlags({ grace: "6s" }) });
+  await server.start();
   browser = await openBrowser();
 });
 
