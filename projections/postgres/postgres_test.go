@@ -276,6 +276,43 @@ func TestKilledProjectorNeitherSkipsNorDoubles(t *testing.T) {
 		t.Fatal("no batch was ever committed")
 	}
 
+	// Then kill a free-running child at whatever it is doing when the
+	// parent has seen its k-th commit notification (it goes on applying
+	// while the parent reacts).
+	listen, err := pgx.Connect(ctx, url)
+	projtest.Must(t, err)
+	defer listen.Close(context.Background())
+	_, err = listen.Exec(ctx, `LISTEN slotkeeper_projections`)
+	projtest.Must(t, err)
+	for _, k := range []int{2, 1, 3} {
+		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestCrashChildProjector$", "-test.count=1")
+		cmd.Env = append(os.Environ(), envChildURL+"="+url, envChildLog+"="+logPath, envChildKill+"=0")
+		cmd.Stderr = os.Stderr
+		projtest.Must(t, cmd.Start())
+		for i := 0; i < k; {
+			nt, err := listen.WaitForNotification(ctx)
+			if err != nil {
+				_ = cmd.Process.Kill()
+				_ = cmd.Wait()
+				t.Fatalf("waiting for commit %d of the child: %v", i+1, err)
+			}
+			// Notifications of the previous child's last commits may
+			// still be queued: count only this child's.
+			if pos, _ := strconv.ParseInt(nt.Payload, 10, 64); pos > prev {
+				i++
+			}
+		}
+		projtest.Must(t, cmd.Process.Signal(syscall.SIGKILL))
+		_ = cmd.Wait()
+		var cp, n, maxPos int64
+		projtest.Must(t, conn.QueryRow(ctx, `SELECT position FROM checkpoint`).Scan(&cp))
+		projtest.Must(t, conn.QueryRow(ctx, `SELECT count(*), coalesce(max(position), 0) FROM audit`).Scan(&n, &maxPos))
+		if cp <= prev || n != cp || maxPos != cp {
+			t.Fatalf("killed after %d commits: checkpoint %d (before: %d), audit rows %d, max %d", k, cp, prev, n, maxPos)
+		}
+		prev = cp
+	}
+
 	// A new projector finishes from the checkpoint; the result equals a
 	// rebuild from scratch.
 	log, err := boltstore.Open(logPath, boltstore.Options{LockTimeout: 10 * time.Second})
