@@ -20,6 +20,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -124,6 +125,7 @@ type Engine struct {
 	stopCh   chan struct{}
 	nonce    string // tells this engine's attempts from another's with the same WorkerID
 	stopOnce sync.Once
+	running  atomic.Bool
 	attempts sync.WaitGroup
 	maint    sync.WaitGroup
 	done     chan struct{}
@@ -163,10 +165,12 @@ func (e *Engine) poke() {
 
 // Run consumes the log and runs jobs until ctx is done or Stop is called. It
 // returns nil after Stop or when ctx ends, and the subscription's error if
-// the store fails. Cancelling ctx without Stop cancels running attempts
-// without writing their terminal events: the rescuer of another engine (or
-// of the next start) abandons them once their leases expire.
+// the store fails. Either way running attempts are cancelled and each writes
+// JobTimedOut{deadline: "shutdown"} (if the store still takes it; if not,
+// the rescuer abandons them once their leases expire). Run may be called
+// once.
 func (e *Engine) Run(ctx context.Context) error {
+	e.running.Store(true)
 	defer close(e.done)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -203,6 +207,9 @@ func (e *Engine) Stop(ctx context.Context) error {
 		e.mu.Unlock()
 		close(e.stopCh)
 	})
+	if !e.running.Load() {
+		return nil // never started; a later Run returns at once
+	}
 	select {
 	case <-e.done:
 		return nil

@@ -99,7 +99,7 @@ func TestFaultMatrix(t *testing.T) {
 	t.Parallel()
 	// Cells mostly wait on deadlines and the simulator, so run more of them
 	// at once than -parallel (GOMAXPROCS) would.
-	sem := make(chan struct{}, 6)
+	sem := make(chan struct{}, 4)
 	var wg sync.WaitGroup
 	for _, c := range matrixSteps {
 		for _, f := range allFaults {
