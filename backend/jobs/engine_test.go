@@ -279,3 +279,58 @@ func TestSweeperRepairsCrashedCommands(t *testing.T) {
 		t.Fatalf("resume after repair: %v", err)
 	}
 }
+
+// TestForeignAppendFencesAtOnce: while a step's call hangs, someone else
+// appends to the job stream (as a second claimer or a stale renewal would).
+// The attempt's context is cancelled at once — the hung request is aborted
+// long before the step deadline — it makes no further request and writes
+// nothing more; its lease then runs out and the rescuer abandons the job
+// naming the step, and only then is the slot released.
+func TestForeignAppendFencesAtOnce(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, nil)
+	cfg := w.engineConfig()
+	cfg.StepTimeout, cfg.Lease = 30*time.Second, time.Second
+	w.startEngine(cfg)
+	w.seed("fence")
+	w.occupy("fence")
+	w.sim.AddFault(sim.Fault{Endpoint: sim.EndpointDeleteDatabase, Hang: true})
+	ctx := context.Background()
+	res, err := w.svc.Release(ctx, bob, "fence")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	hung, err := w.sim.WaitFor(wctx, func(r sim.Request) bool { return r.Fault != 0 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, _ := slots.LoadJob(ctx, w.store, res.JobID)
+	fencedAt := time.Now()
+	if _, err := w.store.Append(ctx, events.JobStream(res.JobID), events.Exact(j.Revision),
+		events.New(events.LeaseRenewed{JobID: res.JobID, Attempt: j.Attempt, LeaseUntil: time.Now().Add(time.Second)}, events.Metadata{Actor: "intruder"})); err != nil {
+		t.Fatal(err)
+	}
+	r, err := w.sim.WaitFor(wctx, func(r sim.Request) bool { return r.Seq == hung.Seq && r.Done() })
+	if err != nil || !r.WasAborted() {
+		t.Fatalf("hung request not aborted: %v", err)
+	}
+	// Well before the rescuer could act (lease 1 s): the fence itself
+	// cancelled the call.
+	if d := r.Aborted.Sub(fencedAt); d > cfg.Lease/2 {
+		t.Fatalf("abort took %s after the foreign append", d)
+	}
+	ended := w.waitEnded(res.JobID)
+	assertEq(t, "status", ended.Status, slots.StatusAbandoned)
+	assertEq(t, "uncertain step", ended.InFlight, events.StepDeleteDB)
+	for _, q := range w.sim.RequestsAfter(fencedAt) {
+		t.Errorf("request after the fence: %s %s", q.Method, q.Path)
+	}
+	evs := w.jobEvents(res.JobID)
+	for _, ev := range evs {
+		if ev.Meta.Time.After(fencedAt) && ev.Meta.Actor != "intruder" && ev.Meta.Actor != slots.ActorRescuer {
+			t.Errorf("%s by %s after the fence", ev.Type, ev.Meta.Actor)
+		}
+	}
+}
