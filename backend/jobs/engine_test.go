@@ -265,8 +265,8 @@ func TestSweeperRepairsCrashedCommands(t *testing.T) {
 	cfg := w.engineConfig()
 	cfg.OrphanAfter = 300 * time.Millisecond
 	w.startEngine(cfg)
-	w.waitSlot("orphan", func(s *slots.SlotState) bool { return !s.Locked() })
-	w.waitSlot("halfresume", func(s *slots.SlotState) bool { return !s.Locked() })
+	w.waitSlot("orphan", func(s *slots.SlotState) bool { return !s.Locked() && s.Accepts[lost] == 1 })
+	w.waitSlot("halfresume", func(s *slots.SlotState) bool { return !s.Locked() && s.Accepts[failed] == 2 })
 	j := w.waitJob(lost, 5*time.Second, func(j *slots.JobState) bool { return j.Terminal() })
 	assertEq(t, "orphan job", j.Status, slots.StatusCancelled)
 	// The slow command's JobQueued can no longer land.

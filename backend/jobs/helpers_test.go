@@ -38,6 +38,7 @@ type world struct {
 	store events.Store
 	svc   *slots.Service
 	deps  jobs.Deps
+	seen  map[string]slots.SlotState // folds from the last waitSlot per slot
 }
 
 func newWorld(t testing.TB, store events.Store) *world {
@@ -190,6 +191,24 @@ func (w *world) waitSlot(name string, cond func(*slots.SlotState) bool) slots.Sl
 	})
 	if !errors.Is(err, errDone) {
 		w.t.Fatalf("slot %s: condition not met (lock %s, lifecycle %s): %v", name, s.LockJob, s.Lifecycle(), err)
+	}
+	if w.seen == nil {
+		w.seen = map[string]slots.SlotState{}
+	}
+	w.seen[name] = s
+	return s
+}
+
+// final is the slot's state as the log showed it when the last waitSlot
+// returned (after a job's release). Checks use it rather than ReadStream:
+// boltstore's subscriptions may deliver a committed event a moment before
+// its ReadStream and Head reflect it (reported in docs/jobs.md), and the
+// log is the truth.
+func (w *world) final(name string) slots.SlotState {
+	w.t.Helper()
+	s, ok := w.seen[name]
+	if !ok {
+		w.t.Fatalf("no waitSlot for %s before the check", name)
 	}
 	return s
 }

@@ -74,7 +74,7 @@ func checkReset(t *testing.T, w *world, fx sim.SlotFixture, jobID string) {
 	if err != nil || head != fx.TemplateHead {
 		t.Errorf("slot repo at %s (%v), want template %s", head, err, fx.TemplateHead)
 	}
-	st := w.slot(fx.Name)
+	st := w.final(fx.Name)
 	if st.Occupied || st.Locked() || !st.VacatedBy[jobID] {
 		t.Errorf("slot after reset: occupied=%v lock=%q", st.Occupied, st.LockJob)
 	}
@@ -91,7 +91,7 @@ func checkTeardown(t *testing.T, w *world, fx sim.SlotFixture, jobID string, don
 		events.ResRepository:  w.sim.HasRepo(fx.Repo.Project, fx.Repo.Slug),
 		events.ResProject:     w.sim.HasProject(fx.ProjectUUID),
 	}
-	st := w.slot(fx.Name)
+	st := w.final(fx.Name)
 	if done {
 		for k, v := range held {
 			if v {
@@ -131,7 +131,7 @@ func checkPromote(t *testing.T, w *world, fx sim.SlotFixture, project, name stri
 	if err != nil || head != fx.RepoHead {
 		t.Errorf("promoted repo at %s (%v), want the slot's %s", head, err, fx.RepoHead)
 	}
-	st := w.slot(fx.Name)
+	st := w.final(fx.Name)
 	if len(st.PromotedBy) != 1 {
 		t.Errorf("SlotPromoted recorded %d times", len(st.PromotedBy))
 	}

@@ -267,7 +267,7 @@ func checkTracked(t *testing.T, w *world, kind string, fx sim.SlotFixture, j *sl
 		}
 		head, _ := w.sim.RepoHeadSHA(fx.Repo.Project, fx.Repo.Slug, "main")
 		has[events.ResRepository] = head != fx.TemplateHead
-		st := w.slot(fx.Name)
+		st := w.final(fx.Name)
 		if j.Status != slots.StatusSucceeded && !st.Occupied {
 			t.Error("slot vacated although the reset did not succeed")
 		}
@@ -275,7 +275,7 @@ func checkTracked(t *testing.T, w *world, kind string, fx sim.SlotFixture, j *sl
 		checkTeardown(t, w, fx, j.ID, j.Status == slots.StatusSucceeded)
 		return
 	case events.KindPromote:
-		st := w.slot(fx.Name)
+		st := w.final(fx.Name)
 		if j.Status != slots.StatusSucceeded && len(st.PromotedBy) > 0 {
 			t.Error("SlotPromoted recorded although the promote did not succeed")
 		}
