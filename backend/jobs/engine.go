@@ -243,6 +243,7 @@ func (e *Engine) apply(_ context.Context, ev events.RecordedEvent) error {
 			for id, s := range e.noStream {
 				if s == name && st.LockJob != id {
 					delete(e.noStream, id)
+					delete(e.started, id)
 				}
 			}
 			for id := range e.ended {
@@ -264,6 +265,7 @@ func (e *Engine) apply(_ context.Context, ev events.RecordedEvent) error {
 		return nil
 	}
 	delete(e.noStream, id)
+	delete(e.started, id)
 	if a := e.local[id]; a != nil && ev.Meta.Actor != a.actor {
 		// Someone else wrote to the job after the claim: the attempt is
 		// fenced. Cancel its context now so the in-flight call is aborted,
@@ -513,6 +515,7 @@ func (e *Engine) repairNoStream(ctx context.Context, id, slot string) {
 	}
 	e.mu.Lock()
 	delete(e.noStream, id)
+	delete(e.started, id)
 	e.mu.Unlock()
 }
 
