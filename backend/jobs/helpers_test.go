@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -239,43 +240,78 @@ func history(evs []events.RecordedEvent) string {
 	return b.String()
 }
 
-// checkFence asserts invariant 1 and 2 on the log and the recorder: every
-// provider request arrived after a StepStarted of the attempt that made it
-// and before that attempt's end (its terminal event or the first event of
-// someone else), and no request of a step that ended in a deadline or fence
-// was left running.
-func (w *world) checkFence(id string, from time.Time) {
+// checkFence asserts invariants 1–3 on the log and the recorder for the
+// given jobs (of one slot): every provider request since from arrived inside
+// an attempt's fenced span — from its JobClaimed to the first event another
+// actor wrote or its own terminal event — and attempts never overlap: every
+// request of an attempt had finished (answered or aborted) before the next
+// attempt's first request arrived.
+func (w *world) checkFence(from time.Time, ids ...string) {
 	w.t.Helper()
-	evs := w.jobEvents(id)
-	// The end of each attempt: the first event not written by its worker.
-	type span struct{ start, end time.Time }
-	var spans []span
-	var cur *span
-	worker := ""
-	for _, ev := range evs {
-		switch {
-		case ev.Type == "JobClaimed":
-			worker = ev.Meta.Actor
-			spans = append(spans, span{start: ev.Meta.Time})
-			cur = &spans[len(spans)-1]
-		case cur != nil && (ev.Meta.Actor != worker || slots.IsTerminal(ev.Type)):
-			cur.end = ev.Meta.Time
-			cur = nil
+	type span struct {
+		job               string
+		start, end        time.Time
+		firstIn, lastDone time.Time
+		requests, undone  int
+	}
+	var spans []*span
+	var all []events.RecordedEvent
+	slices.Sort(ids)
+	for _, id := range slices.Compact(ids) {
+		evs := w.jobEvents(id)
+		all = append(all, evs...)
+		var cur *span
+		worker := ""
+		for _, ev := range evs {
+			switch {
+			case ev.Type == "JobClaimed":
+				worker = ev.Meta.Actor
+				cur = &span{job: id, start: ev.Meta.Time}
+				spans = append(spans, cur)
+			case cur != nil && (ev.Meta.Actor != worker || slots.IsTerminal(ev.Type)):
+				cur.end = ev.Meta.Time
+				cur = nil
+			}
 		}
 	}
 	for _, r := range w.sim.Requests() {
 		if r.Arrived.Before(from) {
 			continue
 		}
-		ok := false
+		var in *span
 		for _, s := range spans {
 			if !r.Arrived.Before(s.start) && (s.end.IsZero() || !r.Arrived.After(s.end)) {
-				ok = true
+				in = s
 			}
 		}
-		if !ok {
-			w.t.Errorf("request %s %s (%s) arrived at %s outside every attempt of job %s (%s)", r.Method, r.Path, r.Endpoint,
-				r.Arrived.Format("15:04:05.000000"), id, types(evs))
+		if in == nil {
+			w.t.Errorf("request %s %s (%s) arrived at %s outside every attempt of %v:%s", r.Method, r.Path, r.Endpoint,
+				r.Arrived.Format("15:04:05.000000"), ids, history(all))
+			continue
+		}
+		in.requests++
+		if in.firstIn.IsZero() || r.Arrived.Before(in.firstIn) {
+			in.firstIn = r.Arrived
+		}
+		done := r.Completed
+		if r.WasAborted() {
+			done = r.Aborted
+		}
+		if !r.Done() {
+			in.undone++
+		} else if done.After(in.lastDone) {
+			in.lastDone = done
+		}
+	}
+	slices.SortFunc(spans, func(a, b *span) int { return a.start.Compare(b.start) })
+	for k := 0; k+1 < len(spans); k++ {
+		a, b := spans[k], spans[k+1]
+		if b.requests == 0 {
+			continue
+		}
+		if a.undone > 0 || a.lastDone.After(b.firstIn) {
+			w.t.Errorf("attempts overlap: an attempt of %s had a request running until %s (%d unfinished) when the next attempt (%s) started calling at %s",
+				a.job, a.lastDone.Format("15:04:05.000000"), a.undone, b.job, b.firstIn.Format("15:04:05.000000"))
 		}
 	}
 }

@@ -161,6 +161,7 @@ func runCell(t *testing.T, c stepCall, f faultKind) {
 		w.occupy("cell")
 	}
 	from := time.Now()
+	start := from
 	w.sim.AddFault(f.fault(c, fx))
 	res := startJob(t, w, c.kind, "cell")
 
@@ -174,12 +175,14 @@ func runCell(t *testing.T, c stepCall, f faultKind) {
 		}
 		_, stop = w.startEngine(cfg)
 	}
+	var cancelAt time.Time
 	if f == fCancel {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if _, err := w.sim.WaitFor(ctx, faultedArrived(c)); err != nil {
 			t.Fatalf("faulted call never arrived: %v", err)
 		}
+		cancelAt = time.Now()
 		if err := w.svc.Cancel(ctx, slots.Actor{Name: "carol"}, res.JobID); err != nil {
 			t.Fatal(err)
 		}
@@ -188,7 +191,7 @@ func runCell(t *testing.T, c stepCall, f faultKind) {
 	if j.Status != f.want(c) {
 		t.Fatalf("terminal %s, want %s (events %s; last error %q)", j.Status, f.want(c), types(w.jobEvents(res.JobID)), j.LastError)
 	}
-	w.checkFence(res.JobID, from)
+	w.checkFence(from, res.JobID)
 	// A hung call was aborted, not left running.
 	for _, r := range w.sim.Requests() {
 		if r.Fault != 0 && (f == fHang || f == fCancel || f == fCrash) {
@@ -197,6 +200,11 @@ func runCell(t *testing.T, c stepCall, f faultKind) {
 			cancel()
 			if err != nil || !done.WasAborted() {
 				t.Errorf("hung request %s %s was not aborted (%v)", r.Method, r.Path, err)
+			}
+			// A person's cancel aborts the call at once (the fence), not at
+			// the next lease renewal or the step deadline.
+			if f == fCancel && done.Aborted.Sub(cancelAt) > time.Second {
+				t.Errorf("hung request aborted %s after the cancel", done.Aborted.Sub(cancelAt))
 			}
 		}
 	}
@@ -232,7 +240,8 @@ func runCell(t *testing.T, c stepCall, f faultKind) {
 	if j2.Status != slots.StatusSucceeded {
 		t.Fatalf("after resume: %s (%q)%s", j2.Status, j2.LastError, history(w.jobEvents(id)))
 	}
-	w.checkFence(id, from)
+	w.checkFence(from, id)
+	w.checkFence(start, res.JobID, id) // no overlap across the runs
 	checkFinal(t, w, c.kind, fx, id)
 }
 
