@@ -138,3 +138,28 @@ func checkPromote(t *testing.T, w *world, fx sim.SlotFixture, project, name stri
 }
 
 var _ = time.Second
+
+// TestDeadlineResetRuns: an occupancy deadline passes, the scheduler queues a
+// reset (actor system:deadline), the engine runs it and the slot is vacant,
+// with the simulator holding exactly what an undisturbed reset leaves.
+func TestDeadlineResetRuns(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, nil)
+	w.svc = slots.NewService(w.store, slots.Config{DeadlineReset: true, Logger: testLogger()})
+	w.startEngine(w.engineConfig())
+	fx := w.seed("late")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go w.svc.RunDeadlines(ctx)
+	if err := w.svc.Occupy(ctx, bob, "late", slots.OccupyCmd{Until: time.Now().Add(200 * time.Millisecond)}); err != nil {
+		t.Fatal(err)
+	}
+	s := w.waitSlot("late", func(s *slots.SlotState) bool { return s.Locked() })
+	evs, err := w.store.ReadStream(ctx, events.SlotStream("late"), s.Revision, 1, events.Forward)
+	if err != nil || len(evs) != 1 || evs[0].Meta.Actor != slots.ActorDeadline {
+		t.Fatalf("lock taken by %v (%v), want %s", evs, err, slots.ActorDeadline)
+	}
+	j := w.waitEnded(s.LockJob)
+	assertEq(t, "status", j.Status, slots.StatusSucceeded)
+	checkReset(t, w, fx, j.ID)
+}

@@ -206,6 +206,11 @@ func runCell(t *testing.T, c stepCall, f faultKind) {
 			if f == fCancel && done.Aborted.Sub(cancelAt) > time.Second {
 				t.Errorf("hung request aborted %s after the cancel", done.Aborted.Sub(cancelAt))
 			}
+			// A deadline aborts it at the deadline (the step began before
+			// the request arrived, so arrival + timeout bounds it).
+			if f == fHang && done.Aborted.Sub(r.Arrived) > cfg.StepTimeout+time.Second {
+				t.Errorf("hung request aborted %s after it arrived (step deadline %s)", done.Aborted.Sub(r.Arrived), cfg.StepTimeout)
+			}
 		}
 	}
 	if f == fHang || f == fCancel || f == fCrash {
