@@ -160,6 +160,8 @@ func fenceTrial(b *testing.B, s *sim.Sim, deps jobs.Deps, project string, i int,
 		}
 	}
 	if err != nil || !r.WasAborted() {
+		fmt.Printf("fence: trial %d: hung request not recorded as aborted: arrived %s, completed %s after the deadline, status %d (step timeout %s)",
+			i, r.Arrived.Sub(deadline), r.Completed.Sub(deadline), r.Status, stepTimeout)
 		return -1, late, true
 	}
 	return r.Aborted.Sub(deadline), late, true
