@@ -160,7 +160,7 @@ func fenceTrial(b *testing.B, s *sim.Sim, deps jobs.Deps, project string, i int,
 		}
 	}
 	if err != nil || !r.WasAborted() {
-		fmt.Printf("fence: trial %d: hung request not recorded as aborted: arrived %s, completed %s after the deadline, status %d (step timeout %s)",
+		fmt.Printf("fence: trial %d: hung request not recorded as aborted: arrived %s, completed %s after the deadline, status %d (step timeout %s)\n",
 			i, r.Arrived.Sub(deadline), r.Completed.Sub(deadline), r.Status, stepTimeout)
 		return -1, late, true
 	}
