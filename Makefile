@@ -31,6 +31,7 @@ test-go:
 
 test-frontend: node_modules
 	npm run typecheck --workspace frontend
+	npm run lint --workspace frontend
 	npm test --workspace frontend
 
 test-e2e: build
