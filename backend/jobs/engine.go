@@ -480,7 +480,7 @@ func (e *Engine) rescue(ctx context.Context, id string) {
 	}
 	e.log.WarnContext(ctx, "attempt abandoned: lease expired", "job", id, "attempt", j.Attempt, "worker", j.Worker,
 		"uncertain_step", j.InFlight, "correlation_id", meta.CorrelationID)
-	if err := slots.ReleaseLock(ctx, e.store, j.Queued.Slot, id, slots.StatusAbandoned, j.Remaining(), meta); err != nil {
+	if err := slots.ReleaseLock(ctx, e.store, j.Queued.Slot, id, slots.StatusAbandoned, j.TouchedRemaining(), meta); err != nil {
 		e.log.WarnContext(ctx, "release after abandon failed", "job", id, "err", err)
 	}
 }
@@ -492,7 +492,7 @@ func (e *Engine) release(ctx context.Context, id string) {
 		return
 	}
 	meta := e.systemMeta(slots.ActorRepair, &j)
-	if err := slots.ReleaseLock(ctx, e.store, j.Queued.Slot, id, j.Status, j.Remaining(), meta); err != nil {
+	if err := slots.ReleaseLock(ctx, e.store, j.Queued.Slot, id, j.Status, j.TouchedRemaining(), meta); err != nil {
 		e.log.WarnContext(ctx, "release failed", "job", id, "err", err)
 		return
 	}

@@ -409,7 +409,7 @@ func (s *Service) Cancel(ctx context.Context, a Actor, jobID string) error {
 		if j.Status == StatusQueued {
 			// No attempt exists: a racing claim would have failed its
 			// conditional append, so the lock can go now.
-			if err := ReleaseLock(ctx, s.store, j.Queued.Slot, jobID, StatusCancelled, j.Remaining(), meta); err != nil {
+			if err := ReleaseLock(ctx, s.store, j.Queued.Slot, jobID, StatusCancelled, j.TouchedRemaining(), meta); err != nil {
 				s.log.WarnContext(ctx, "release after cancel failed; the engine will release", "job", jobID, "err", err)
 			}
 		}
@@ -471,7 +471,7 @@ func (s *Service) Resume(ctx context.Context, a Actor, jobID string) (JobAccepte
 	if err != nil {
 		// The job moved (another resume or a repair got in): give the lock
 		// back with the job's outcome and report the race.
-		_ = ReleaseLock(ctx, s.store, slot, jobID, j.Status, j.Remaining(), meta)
+		_ = ReleaseLock(ctx, s.store, slot, jobID, j.Status, j.TouchedRemaining(), meta)
 		if errors.Is(err, events.ErrWrongRevision) {
 			return JobAcceptedResult{}, conflict(map[string]any{"blocking_job": jobID}, "job %s changed concurrently; try again", jobID)
 		}
@@ -482,7 +482,8 @@ func (s *Service) Resume(ctx context.Context, a Actor, jobID string) (JobAccepte
 }
 
 // ReleaseLock frees slot's lock if job holds it, recording outcome. For a
-// teardown that did not succeed it first records TeardownIncomplete with the
+// teardown that did not succeed and touched anything (remaining != nil; see
+// JobState.TouchedRemaining) it first records TeardownIncomplete with the
 // remaining resources, in the same append. Callers must know that no attempt
 // of the job can still act (see docs/jobs.md). A lock already free or held by
 // another job is left alone.
@@ -496,10 +497,7 @@ func ReleaseLock(ctx context.Context, store events.Store, slot, jobID, outcome s
 			return nil
 		}
 		var evs []events.EventData
-		if st.LockKind == events.KindTeardown && outcome != StatusSucceeded {
-			if remaining == nil {
-				remaining = []events.Resource{}
-			}
+		if st.LockKind == events.KindTeardown && outcome != StatusSucceeded && remaining != nil {
 			evs = append(evs, events.New(events.TeardownIncomplete{Slot: slot, JobID: jobID, Remaining: remaining}, meta))
 		}
 		evs = append(evs, events.New(events.JobReleased{Slot: slot, JobID: jobID, Outcome: outcome}, meta))

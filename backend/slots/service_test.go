@@ -227,7 +227,8 @@ func TestResumeRules(t *testing.T) {
 	if e := wantCode(t, err, slots.CodeConflict); e.Details["blocking_job"] != r.JobID {
 		t.Fatalf("resume while the lock is held: %v", err)
 	}
-	if err := slots.ReleaseLock(ctx, st, "alpha", r.JobID, slots.StatusFailed, nil, events.Metadata{Actor: "w"}); err != nil {
+	j, _ = slots.LoadJob(ctx, st, r.JobID)
+	if err := slots.ReleaseLock(ctx, st, "alpha", r.JobID, slots.StatusFailed, j.TouchedRemaining(), events.Metadata{Actor: "w"}); err != nil {
 		t.Fatal(err)
 	}
 	s, _ := slots.LoadSlot(ctx, st, "alpha")
@@ -304,5 +305,26 @@ func TestDeadlineQueuesOneReset(t *testing.T) {
 	stop()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestCancelledTeardownThatNeverRanLeavesTheSlotAlone(t *testing.T) {
+	t.Parallel()
+	svc, st := setup(t, slots.Config{})
+	ctx := context.Background()
+	register(t, svc, "alpha")
+	r, err := svc.Teardown(ctx, alice, "alpha")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Cancel(ctx, alice, r.JobID); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := slots.LoadSlot(ctx, st, "alpha")
+	if s.Locked() || s.Incomplete || s.Lifecycle() != "vacant" {
+		t.Fatalf("after cancelling an unstarted teardown: lock %q incomplete %v lifecycle %s", s.LockJob, s.Incomplete, s.Lifecycle())
+	}
+	if err := svc.Occupy(ctx, alice, "alpha", slots.OccupyCmd{Until: time.Now().Add(time.Hour)}); err != nil {
+		t.Fatalf("occupy after the cancelled teardown: %v", err)
 	}
 }

@@ -206,6 +206,20 @@ func (j *JobState) Remaining() []events.Resource {
 	return out
 }
 
+// TouchedRemaining is the remaining list a lock release records: nil when
+// no attempt ever ran and no step is done (nothing can have changed, so a
+// cancelled teardown leaves the slot as it was), else Remaining — possibly
+// empty, never nil.
+func (j *JobState) TouchedRemaining() []events.Resource {
+	if j.Attempt == 0 && len(j.DoneOrder) == 0 {
+		return nil
+	}
+	if r := j.Remaining(); r != nil {
+		return r
+	}
+	return []events.Resource{}
+}
+
 // Completed returns the done steps in order.
 func (j *JobState) Completed() []string { return append([]string(nil), j.DoneOrder...) }
 
