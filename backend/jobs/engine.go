@@ -235,9 +235,16 @@ func (e *Engine) apply(_ context.Context, ev events.RecordedEvent) error {
 		}
 		switch ev.Type {
 		case "JobAccepted":
-			if j := e.jobs[st.LockJob]; j == nil || !j.Exists {
+			j := e.jobs[st.LockJob]
+			switch {
+			case j == nil || !j.Exists:
 				e.noStream[st.LockJob] = name
 				e.started[st.LockJob] = e.now()
+			case j.Terminal():
+				// A resume took the lock; until its JobResumed lands the
+				// job is terminal under a held lock (repaired if it never
+				// does).
+				e.ended[st.LockJob] = true
 			}
 		case "JobReleased":
 			for id, s := range e.noStream {

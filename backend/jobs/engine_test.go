@@ -247,14 +247,13 @@ func TestSweeperRepairsCrashedCommands(t *testing.T) {
 		events.New(events.JobAccepted{Slot: "orphan", JobID: lost, Kind: events.KindTeardown}, m)); err != nil {
 		t.Fatal(err)
 	}
-	// A failed job on the other slot, then a resume that took the lock and
-	// crashed before JobResumed.
+	// A failed job on the other slot, in the log's real order (accepted,
+	// queued, failed, released), then — with the engine already running — a
+	// resume that took the lock and crashed before JobResumed.
 	failed := uuid.NewString()
 	s = w.slot("halfresume")
 	if _, err := w.store.Append(ctx, events.SlotStream("halfresume"), events.Exact(s.Revision),
-		events.New(events.JobAccepted{Slot: "halfresume", JobID: failed, Kind: events.KindPromote}, m),
-		events.New(events.JobReleased{Slot: "halfresume", JobID: failed, Outcome: slots.StatusFailed}, m),
-		events.New(events.JobAccepted{Slot: "halfresume", JobID: failed, Kind: events.KindPromote, Resumed: true}, m)); err != nil {
+		events.New(events.JobAccepted{Slot: "halfresume", JobID: failed, Kind: events.KindPromote}, m)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := w.store.Append(ctx, events.JobStream(failed), events.NoStream(),
@@ -262,9 +261,17 @@ func TestSweeperRepairsCrashedCommands(t *testing.T) {
 		events.New(events.JobFailed{JobID: failed, Reason: "boom"}, m)); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := w.store.Append(ctx, events.SlotStream("halfresume"), events.Exact(s.Revision+1),
+		events.New(events.JobReleased{Slot: "halfresume", JobID: failed, Outcome: slots.StatusFailed}, m)); err != nil {
+		t.Fatal(err)
+	}
 	cfg := w.engineConfig()
 	cfg.OrphanAfter = 300 * time.Millisecond
 	w.startEngine(cfg)
+	if _, err := w.store.Append(ctx, events.SlotStream("halfresume"), events.Exact(s.Revision+2),
+		events.New(events.JobAccepted{Slot: "halfresume", JobID: failed, Kind: events.KindPromote, Resumed: true}, m)); err != nil {
+		t.Fatal(err)
+	}
 	w.waitSlot("orphan", func(s *slots.SlotState) bool { return !s.Locked() && s.Accepts[lost] == 1 })
 	w.waitSlot("halfresume", func(s *slots.SlotState) bool { return !s.Locked() && s.Accepts[failed] == 2 })
 	j := w.waitJob(lost, 5*time.Second, func(j *slots.JobState) bool { return j.Terminal() })
