@@ -284,6 +284,7 @@ func (e *Engine) apply(_ context.Context, ev events.RecordedEvent) error {
 	}
 	switch {
 	case ev.Type == "JobQueued" || ev.Type == "JobResumed":
+		delete(e.ended, id) // a resume that landed: the lock is its again
 		heap.Push(&e.due, dueItem{id: id, at: j.NotBefore})
 	case ev.Type == "JobClaimed":
 		e.active[id] = true
@@ -383,6 +384,10 @@ func (e *Engine) tick(ctx context.Context) time.Time {
 	// Release: terminal jobs still holding their slot's lock.
 	for id := range e.ended {
 		j := e.jobs[id]
+		if !j.Terminal() {
+			delete(e.ended, id)
+			continue
+		}
 		if e.local[id] != nil || e.busy[id] {
 			continue
 		}
