@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -339,5 +340,33 @@ func TestForeignAppendFencesAtOnce(t *testing.T) {
 		if ev.Meta.Time.After(fencedAt) && ev.Meta.Actor != "intruder" && ev.Meta.Actor != slots.ActorRescuer {
 			t.Errorf("%s by %s after the fence", ev.Type, ev.Meta.Actor)
 		}
+	}
+}
+
+// TestJobDeadline: the attempt's own deadline (shorter than the step's)
+// cancels the hung call and ends the job JobTimedOut{deadline: "job"}.
+func TestJobDeadline(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, nil)
+	cfg := w.engineConfig()
+	cfg.StepTimeout, cfg.JobTimeout = 30*time.Second, 700*time.Millisecond
+	w.startEngine(cfg)
+	w.seed("slow")
+	w.occupy("slow")
+	w.sim.AddFault(sim.Fault{Endpoint: sim.EndpointDeleteEnv, Hang: true})
+	res, err := w.svc.Release(context.Background(), bob, "slow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := w.waitEnded(res.JobID)
+	assertEq(t, "status", j.Status, slots.StatusTimedOut)
+	assertEq(t, "uncertain step", j.InFlight, events.StepDeleteEnvVars)
+	evs := w.jobEvents(res.JobID)
+	var to events.JobTimedOut
+	if err := json.Unmarshal(evs[len(evs)-1].Data, &to); err != nil || to.Deadline != "job" {
+		t.Fatalf("last event %s %s, want JobTimedOut with deadline job", evs[len(evs)-1].Type, evs[len(evs)-1].Data)
+	}
+	if got := strings.Join(to.CompletedSteps, ","); got != events.StepDeleteDB {
+		t.Errorf("completed steps %q, want delete_db", got)
 	}
 }
