@@ -311,7 +311,7 @@ func (a *attempt) finish(err error) {
 		defer e.maint.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := slots.ReleaseLock(ctx, e.store, a.job.Queued.Slot, a.job.ID, outcome, a.job.TouchedRemaining(), meta); err != nil {
+		if _, err := slots.ReleaseLock(ctx, e.store, a.job.Queued.Slot, a.job.ID, a.job.Run(), outcome, a.job.TouchedRemaining(), meta); err != nil {
 			a.log.Warn("release failed; the engine will retry", "err", err)
 		}
 	}()
@@ -325,7 +325,7 @@ func (a *attempt) releaseIfEnded(ctx context.Context) {
 		return
 	}
 	m := a.meta()
-	if err := slots.ReleaseLock(ctx, a.e.store, j.Queued.Slot, j.ID, j.Status, j.TouchedRemaining(), m); err != nil {
+	if _, err := slots.ReleaseLock(ctx, a.e.store, j.Queued.Slot, j.ID, j.Run(), j.Status, j.TouchedRemaining(), m); err != nil {
 		a.log.Warn("release failed; the engine will retry", "err", err)
 	}
 }

@@ -492,7 +492,7 @@ func (e *Engine) rescue(ctx context.Context, id string) {
 	}
 	e.log.WarnContext(ctx, "attempt abandoned: lease expired", "job", id, "attempt", j.Attempt, "worker", j.Worker,
 		"uncertain_step", j.InFlight, "correlation_id", meta.CorrelationID)
-	if err := slots.ReleaseLock(ctx, e.store, j.Queued.Slot, id, slots.StatusAbandoned, j.TouchedRemaining(), meta); err != nil {
+	if _, err := slots.ReleaseLock(ctx, e.store, j.Queued.Slot, id, j.Run(), slots.StatusAbandoned, j.TouchedRemaining(), meta); err != nil {
 		e.log.WarnContext(ctx, "release after abandon failed", "job", id, "err", err)
 	}
 }
@@ -503,12 +503,28 @@ func (e *Engine) release(ctx context.Context, id string) {
 	if err != nil || !j.Terminal() {
 		return
 	}
+	st, err := slots.LoadSlot(ctx, e.store, j.Queued.Slot)
+	if err != nil || st.LockJob != id {
+		return
+	}
+	run := j.Run()
+	if st.Accepts[id] > run {
+		// A resume took the lock after this run ended and its JobResumed
+		// has not landed: release only once it is overdue (crashed).
+		if st.LockedAt.Add(e.cfg.OrphanAfter).After(e.now()) {
+			return
+		}
+		run = st.Accepts[id]
+	}
 	meta := e.systemMeta(slots.ActorRepair, &j)
-	if err := slots.ReleaseLock(ctx, e.store, j.Queued.Slot, id, j.Status, j.TouchedRemaining(), meta); err != nil {
+	ok, err := slots.ReleaseLock(ctx, e.store, j.Queued.Slot, id, run, j.Status, j.TouchedRemaining(), meta)
+	if err != nil {
 		e.log.WarnContext(ctx, "release failed", "job", id, "err", err)
 		return
 	}
-	e.log.InfoContext(ctx, "slot lock released", "job", id, "slot", j.Queued.Slot, "outcome", j.Status, "correlation_id", meta.CorrelationID)
+	if ok {
+		e.log.InfoContext(ctx, "slot lock released", "job", id, "slot", j.Queued.Slot, "outcome", j.Status, "correlation_id", meta.CorrelationID)
+	}
 }
 
 // repairNoStream ends a lock whose job stream never appeared: JobCancelled
@@ -522,7 +538,7 @@ func (e *Engine) repairNoStream(ctx context.Context, id, slot string) {
 		return // the job stream exists after all; the index will catch up
 	}
 	e.log.WarnContext(ctx, "slot lock named a job that was never queued; cancelled and released", "job", id, "slot", slot)
-	if err := slots.ReleaseLock(ctx, e.store, slot, id, slots.StatusCancelled, nil, meta); err != nil {
+	if _, err := slots.ReleaseLock(ctx, e.store, slot, id, 1, slots.StatusCancelled, nil, meta); err != nil {
 		e.log.WarnContext(ctx, "release failed", "job", id, "err", err)
 	}
 	e.mu.Lock()

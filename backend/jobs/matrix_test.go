@@ -162,7 +162,9 @@ func runCell(t *testing.T, c stepCall, f faultKind) {
 	}
 	from := time.Now()
 	start := from
-	w.sim.AddFault(f.fault(c, fx))
+	if id := w.sim.AddFault(f.fault(c, fx)); f == fReset {
+		w.inert = map[int]bool{id: true}
+	}
 	res := startJob(t, w, c.kind, "cell")
 
 	if f == fCrash {

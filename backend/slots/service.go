@@ -364,7 +364,7 @@ func (s *Service) abortAccepted(ctx context.Context, slot, id string, meta event
 	if err != nil && !errors.Is(err, events.ErrWrongRevision) {
 		return
 	}
-	_ = ReleaseLock(ctx, s.store, slot, id, StatusCancelled, nil, meta)
+	_, _ = ReleaseLock(ctx, s.store, slot, id, 1, StatusCancelled, nil, meta)
 }
 
 // Cancel implements Commands. A queued job is cancelled and its lock freed at
@@ -409,7 +409,7 @@ func (s *Service) Cancel(ctx context.Context, a Actor, jobID string) error {
 		if j.Status == StatusQueued {
 			// No attempt exists: a racing claim would have failed its
 			// conditional append, so the lock can go now.
-			if err := ReleaseLock(ctx, s.store, j.Queued.Slot, jobID, StatusCancelled, j.TouchedRemaining(), meta); err != nil {
+			if _, err := ReleaseLock(ctx, s.store, j.Queued.Slot, jobID, j.Run(), StatusCancelled, j.TouchedRemaining(), meta); err != nil {
 				s.log.WarnContext(ctx, "release after cancel failed; the engine will release", "job", jobID, "err", err)
 			}
 		}
@@ -457,7 +457,9 @@ func (s *Service) Resume(ctx context.Context, a Actor, jobID string) (JobAccepte
 		if st.Locked() {
 			return nil, blocked(st)
 		}
-		if st.Retired {
+		// A retired slot takes no more jobs — except the teardown that
+		// retired it, interrupted before it recorded its last step.
+		if st.Retired && st.RetiredBy != jobID {
 			return nil, conflict(map[string]any{"state": st.Lifecycle()}, "slot %s is retired", slot)
 		}
 		return []events.EventData{events.New(events.JobAccepted{Slot: slot, JobID: jobID, Kind: j.Queued.Kind, Resumed: true}, meta)}, nil
@@ -471,7 +473,8 @@ func (s *Service) Resume(ctx context.Context, a Actor, jobID string) (JobAccepte
 	if err != nil {
 		// The job moved (another resume or a repair got in): give the lock
 		// back with the job's outcome and report the race.
-		_ = ReleaseLock(ctx, s.store, slot, jobID, j.Status, j.TouchedRemaining(), meta)
+		// Our acceptance is the one after the job's current run.
+		_, _ = ReleaseLock(ctx, s.store, slot, jobID, j.Run()+1, j.Status, j.TouchedRemaining(), meta)
 		if errors.Is(err, events.ErrWrongRevision) {
 			return JobAcceptedResult{}, conflict(map[string]any{"blocking_job": jobID}, "job %s changed concurrently; try again", jobID)
 		}
@@ -481,30 +484,39 @@ func (s *Service) Resume(ctx context.Context, a Actor, jobID string) (JobAccepte
 	return JobAcceptedResult{JobID: jobID, Kind: j.Queued.Kind, Slot: slot, NotBefore: meta.Time, Steps: j.Queued.Steps}, nil
 }
 
-// ReleaseLock frees slot's lock if job holds it, recording outcome. For a
-// teardown that did not succeed and touched anything (remaining != nil; see
+// ReleaseLock frees slot's lock if job holds it under its accepts-th
+// acceptance (JobAccepted count: 1 for the first run, +1 per resume), and
+// reports whether it did. The count keeps a late release of a finished run
+// from freeing the lock a resume has just taken. For a teardown that did not
+// succeed and touched anything (remaining != nil; see
 // JobState.TouchedRemaining) it first records TeardownIncomplete with the
-// remaining resources, in the same append. Callers must know that no attempt
-// of the job can still act (see docs/jobs.md). A lock already free or held by
-// another job is left alone.
-func ReleaseLock(ctx context.Context, store events.Store, slot, jobID, outcome string, remaining []events.Resource, meta events.Metadata) error {
+// remaining resources, in the same append — unless the slot is retired, which
+// means every resource is confirmed gone. Callers must know that no attempt
+// of the job can still act (see docs/jobs.md).
+func ReleaseLock(ctx context.Context, store events.Store, slot, jobID string, accepts int, outcome string, remaining []events.Resource, meta events.Metadata) (bool, error) {
 	for i := 0; i < 10; i++ {
 		st, err := LoadSlot(ctx, store, slot)
 		if err != nil {
-			return err
+			return false, err
 		}
-		if st.LockJob != jobID {
-			return nil
+		if st.LockJob != jobID || st.Accepts[jobID] != accepts {
+			return false, nil
 		}
 		var evs []events.EventData
-		if st.LockKind == events.KindTeardown && outcome != StatusSucceeded && remaining != nil {
+		if st.LockKind == events.KindTeardown && outcome != StatusSucceeded && remaining != nil && !st.Retired {
 			evs = append(evs, events.New(events.TeardownIncomplete{Slot: slot, JobID: jobID, Remaining: remaining}, meta))
 		}
 		evs = append(evs, events.New(events.JobReleased{Slot: slot, JobID: jobID, Outcome: outcome}, meta))
 		_, err = store.Append(ctx, events.SlotStream(slot), events.Exact(st.Revision), evs...)
+		if err == nil {
+			return true, nil
+		}
 		if !errors.Is(err, events.ErrWrongRevision) {
-			return err
+			return false, err
 		}
 	}
-	return fmt.Errorf("release lock of %s: slot kept changing", slot)
+	return false, fmt.Errorf("release lock of %s: slot kept changing", slot)
 }
+
+// Run is the lock acceptance a job's current run holds: 1 + its resumes.
+func (j *JobState) Run() int { return j.Resumes + 1 }

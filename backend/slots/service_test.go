@@ -228,8 +228,8 @@ func TestResumeRules(t *testing.T) {
 		t.Fatalf("resume while the lock is held: %v", err)
 	}
 	j, _ = slots.LoadJob(ctx, st, r.JobID)
-	if err := slots.ReleaseLock(ctx, st, "alpha", r.JobID, slots.StatusFailed, j.TouchedRemaining(), events.Metadata{Actor: "w"}); err != nil {
-		t.Fatal(err)
+	if ok, err := slots.ReleaseLock(ctx, st, "alpha", r.JobID, j.Run(), slots.StatusFailed, j.TouchedRemaining(), events.Metadata{Actor: "w"}); err != nil || !ok {
+		t.Fatal(ok, err)
 	}
 	s, _ := slots.LoadSlot(ctx, st, "alpha")
 	if !s.Incomplete || s.Retired {
@@ -265,42 +265,47 @@ func TestDeadlineQueuesOneReset(t *testing.T) {
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- svc.RunDeadlines(runCtx) }()
-	accepted := make(chan events.RecordedEvent, 4)
-	go st.SubscribeAll(runCtx, 0, events.Filter{EventTypes: []string{"JobAccepted"}}, func(_ context.Context, ev events.RecordedEvent) error {
-		accepted <- ev
+	// JobQueued is the command's second append: once it is there the job
+	// can be cancelled.
+	queued := make(chan events.JobQueued, 4)
+	actors := make(chan string, 4)
+	go st.SubscribeAll(runCtx, 0, events.Filter{EventTypes: []string{"JobQueued"}}, func(_ context.Context, ev events.RecordedEvent) error {
+		p, err := events.Decode(ev)
+		if err != nil {
+			return err
+		}
+		queued <- p.(events.JobQueued)
+		actors <- ev.Meta.Actor
 		return nil
 	})
-	var ev events.RecordedEvent
+	var q events.JobQueued
 	select {
-	case ev = <-accepted:
+	case q = <-queued:
 	case <-ctx.Done():
 		t.Fatal("no reset queued after the deadline")
 	}
-	if ev.Stream != "slot-alpha" || ev.Meta.Actor != slots.ActorDeadline {
-		t.Fatalf("accepted %s by %s", ev.Stream, ev.Meta.Actor)
+	if actor := <-actors; q.Slot != "alpha" || actor != slots.ActorDeadline {
+		t.Fatalf("reset queued on %s by %s", q.Slot, actor)
 	}
 	if time.Now().Before(until) {
 		t.Fatal("reset queued before the deadline")
 	}
 	// Cancelling the reset frees the lock; the scheduler must not queue a
-	// second one for the same deadline. Prove it by extending beta's
-	// deadline into the past-soon and seeing only beta's reset next.
-	var a events.JobAccepted
-	p, _ := events.Decode(ev)
-	a = p.(events.JobAccepted)
-	if err := svc.Cancel(ctx, alice, a.JobID); err != nil {
+	// second one for the same deadline: the next reset is beta's, after
+	// its deadline is moved close.
+	if err := svc.Cancel(ctx, alice, q.JobID); err != nil {
 		t.Fatal(err)
 	}
 	if err := svc.Extend(ctx, alice, "beta", slots.ExtendCmd{Until: time.Now().Add(100 * time.Millisecond)}); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case ev = <-accepted:
+	case q = <-queued:
 	case <-ctx.Done():
 		t.Fatal("no reset for beta")
 	}
-	if ev.Stream != "slot-beta" {
-		t.Fatalf("second deadline reset on %s, want slot-beta", ev.Stream)
+	if q.Slot != "beta" {
+		t.Fatalf("second deadline reset on %s, want beta", q.Slot)
 	}
 	stop()
 	if err := <-done; err != nil {

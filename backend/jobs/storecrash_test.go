@@ -1,0 +1,218 @@
+package jobs_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/slotkeeper/slotkeeper/backend/jobs"
+	"github.com/slotkeeper/slotkeeper/backend/slots"
+	"github.com/slotkeeper/slotkeeper/events"
+)
+
+// dyingStore is a worker's view of the store that dies right after one
+// chosen append: from then on every append fails, as if the process had
+// been killed between two appends. Reads still work (they change nothing).
+type dyingStore struct {
+	events.Store
+	after func(stream string, evs []events.EventData) bool
+	dead  atomic.Bool
+	n     atomic.Int64  // appends that went through
+	died  chan struct{} // closed when it dies (if not nil)
+}
+
+var errDead = errors.New("test: the worker's process is gone")
+
+func (d *dyingStore) Append(ctx context.Context, stream string, exp events.ExpectedRevision, evs ...events.EventData) (events.AppendResult, error) {
+	if d.dead.Load() {
+		return events.AppendResult{}, errDead
+	}
+	res, err := d.Store.Append(ctx, stream, exp, evs...)
+	if err == nil {
+		d.n.Add(1)
+		if d.after(stream, evs) && !d.dead.Swap(true) && d.died != nil {
+			close(d.died)
+		}
+	}
+	return res, err
+}
+
+// TestCrashBetweenSlotAndJobAppends: the steps without an outside call
+// (vacate, retire, record_repo) write the slot stream and then their result
+// on the job stream. A worker that dies between the two leaves the step
+// uncertain; the rescuer abandons the job and a resume verifies the slot
+// (already vacated / retired / promoted by this job) instead of writing it
+// twice, and converges to the undisturbed final state.
+func TestCrashBetweenSlotAndJobAppends(t *testing.T) {
+	t.Parallel()
+	cases := []struct{ kind, step, slotEvent string }{
+		{events.KindReset, events.StepVacate, "SlotVacated"},
+		{events.KindTeardown, events.StepRetire, "SlotRetired"},
+		{events.KindPromote, events.StepRecordRepo, "SlotPromoted"},
+	}
+	for _, c := range cases {
+		t.Run(c.kind, func(t *testing.T) {
+			t.Parallel()
+			w := newWorld(t, nil)
+			fx := w.seed("cell")
+			if c.kind == events.KindReset {
+				w.occupy("cell")
+			}
+			dying := &dyingStore{Store: w.store, after: func(stream string, evs []events.EventData) bool {
+				return stream == events.SlotStream("cell") && len(evs) > 0 && evs[0].Type == c.slotEvent
+			}}
+			cfg := w.engineConfig()
+			cfg.Lease = 600 * time.Millisecond
+			doomed := jobs.NewEngine(dying, w.deps, cfg)
+			done := make(chan error, 1)
+			go func() { done <- doomed.Run(context.Background()) }()
+			res := startJob(t, w, c.kind, "cell")
+			// The dying worker wrote the slot event and then nothing more.
+			w.waitSlot("cell", func(s *slots.SlotState) bool {
+				return s.VacatedBy[res.JobID] || s.RetiredBy == res.JobID || s.PromotedBy[res.JobID].Slug != ""
+			})
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			doomed.Stop(ctx)
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			// Another engine's rescuer abandons the attempt after its lease.
+			w.startEngine(w.engineConfig())
+			j := w.waitEnded(res.JobID)
+			assertEq(t, "after the crash", j.Status, slots.StatusAbandoned)
+			assertEq(t, "uncertain step", j.InFlight, c.step)
+			if _, err := w.svc.Resume(context.Background(), bob, res.JobID); err != nil {
+				t.Fatal(err)
+			}
+			j = w.waitEndedN(res.JobID, 2)
+			assertEq(t, "after resume", j.Status, slots.StatusSucceeded)
+			checkFinal(t, w, c.kind, fx, res.JobID)
+			n := 0
+			for _, ev := range w.logEvents(events.SlotStream("cell")) {
+				if ev.Type == c.slotEvent {
+					n++
+				}
+			}
+			assertEq(t, c.slotEvent+" events", n, 1)
+		})
+	}
+}
+
+// TestCrashAfterEveryAppend kills a worker (its appends start failing, as if
+// the process died) right after its k-th append, for every k of an
+// undisturbed run of each job kind: after the claim, after every
+// StepStarted, every result, every slot event, the terminal event and the
+// release. Each time another engine takes over (the rescuer abandons the
+// attempt, or the releaser frees a finished job's slot), a resume finishes
+// what is left, and the final state equals an undisturbed run's, with each
+// slot event written once.
+func TestCrashAfterEveryAppend(t *testing.T) {
+	t.Parallel()
+	type kase struct {
+		kind string
+		k    int
+	}
+	var cases []kase
+	for _, kind := range []string{events.KindReset, events.KindTeardown, events.KindPromote} {
+		n := appendsOfUndisturbedRun(t, kind)
+		for k := 1; k <= n; k++ {
+			cases = append(cases, kase{kind, k})
+		}
+	}
+	sem := make(chan struct{}, 6)
+	var wg sync.WaitGroup
+	for _, c := range cases {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			t.Run(fmt.Sprintf("%s/after-append-%d", c.kind, c.k), func(t *testing.T) { crashAfter(t, c.kind, c.k) })
+		}()
+	}
+	wg.Wait()
+}
+
+// doomedConfig renews rarely, so an attempt's appends are the same from run
+// to run, and its lease runs out soon after it dies.
+func doomedConfig(w *world) jobs.Config {
+	cfg := w.engineConfig()
+	cfg.Workers, cfg.Lease, cfg.RenewEvery = 1, time.Second, 900*time.Millisecond
+	return cfg
+}
+
+func appendsOfUndisturbedRun(t *testing.T, kind string) int {
+	w := newWorld(t, nil)
+	w.seed("cell")
+	if kind == events.KindReset {
+		w.occupy("cell")
+	}
+	counting := &dyingStore{Store: w.store, after: func(string, []events.EventData) bool { return false }}
+	eng := jobs.NewEngine(counting, w.deps, doomedConfig(w))
+	done := make(chan error, 1)
+	go func() { done <- eng.Run(context.Background()) }()
+	res := startJob(t, w, kind, "cell")
+	j := w.waitEnded(res.JobID)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	eng.Stop(ctx)
+	<-done
+	if j.Status != slots.StatusSucceeded {
+		t.Fatalf("undisturbed %s: %s", kind, j.Status)
+	}
+	return int(counting.n.Load())
+}
+
+func crashAfter(t *testing.T, kind string, k int) {
+	w := newWorld(t, nil)
+	fx := w.seed("cell")
+	if kind == events.KindReset {
+		w.occupy("cell")
+	}
+	dying := &dyingStore{Store: w.store, died: make(chan struct{})}
+	dying.after = func(string, []events.EventData) bool { return dying.n.Load() >= int64(k) }
+	doomed := jobs.NewEngine(dying, w.deps, doomedConfig(w))
+	done := make(chan error, 1)
+	go func() { done <- doomed.Run(context.Background()) }()
+	res := startJob(t, w, kind, "cell")
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	select {
+	case <-dying.died:
+	case <-ctx.Done():
+		t.Fatalf("the worker never made %d appends", k)
+	}
+	doomed.Stop(ctx)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	w.startEngine(w.engineConfig())
+	j := w.waitEnded(res.JobID)
+	if j.Status != slots.StatusSucceeded {
+		if !j.Resumable() {
+			t.Fatalf("after the crash the job is %s, not resumable%s", j.Status, history(w.jobEvents(res.JobID)))
+		}
+		if _, err := w.svc.Resume(context.Background(), bob, res.JobID); err != nil {
+			t.Fatalf("resume: %v%s", err, history(w.jobEvents(res.JobID)))
+		}
+		j = w.waitEndedN(res.JobID, j.Terminals+1)
+		if j.Status != slots.StatusSucceeded {
+			t.Fatalf("after resume: %s (%s)%s", j.Status, j.LastError, history(w.jobEvents(res.JobID)))
+		}
+	}
+	checkFinal(t, w, kind, fx, res.JobID)
+	counts := map[string]int{}
+	for _, ev := range w.logEvents(events.SlotStream("cell")) {
+		counts[ev.Type]++
+	}
+	for _, typ := range []string{"SlotVacated", "SlotRetired", "SlotPromoted", "TeardownIncomplete"} {
+		if counts[typ] > 1 {
+			t.Errorf("%s written %d times", typ, counts[typ])
+		}
+	}
+}
