@@ -50,34 +50,12 @@ type Client struct {
 
 // New returns a client; it does no I/O.
 func New(o Options) *Client {
-	if o.HTTP == nil {
-		o.HTTP = httpc.NewHTTPClient()
-	}
-	if o.Confirm.Initial <= 0 {
-		o.Confirm.Initial = 250 * time.Millisecond
-	}
-	if o.Confirm.Max <= 0 {
-		o.Confirm.Max = 5 * time.Second
-	}
-	if o.Confirm.Total <= 0 {
-		o.Confirm.Total = 2 * time.Minute
-	}
-	if o.RateRetries == 0 {
-		o.RateRetries = 3
-	}
-	if o.MaxRetryAfter <= 0 {
-		o.MaxRetryAfter = 30 * time.Second
-	}
 	if o.PageLimit <= 0 {
 		o.PageLimit = 100
 	}
 	return &Client{
-		c: httpc.Client{
-			Base: strings.TrimRight(o.BaseURL, "/") + "/rest/api/1.0", Token: o.Token, HTTP: o.HTTP,
-			Rate:    httpc.RateLimit{Retries: max(o.RateRetries, 0), MaxWait: o.MaxRetryAfter, Default: time.Second},
-			Message: message,
-		},
-		confirm:   o.Confirm,
+		c:         httpc.New(strings.TrimRight(o.BaseURL, "/")+"/rest/api/1.0", o.Token, o.HTTP, o.RateRetries, o.MaxRetryAfter, message),
+		confirm:   httpc.ConfirmDefaults(o.Confirm),
 		pageLimit: o.PageLimit,
 	}
 }

@@ -46,31 +46,9 @@ type Client struct {
 
 // New returns a client; it does no I/O.
 func New(o Options) *Client {
-	if o.HTTP == nil {
-		o.HTTP = httpc.NewHTTPClient()
-	}
-	if o.Confirm.Initial <= 0 {
-		o.Confirm.Initial = 250 * time.Millisecond
-	}
-	if o.Confirm.Max <= 0 {
-		o.Confirm.Max = 5 * time.Second
-	}
-	if o.Confirm.Total <= 0 {
-		o.Confirm.Total = 2 * time.Minute
-	}
-	if o.RateRetries == 0 {
-		o.RateRetries = 3
-	}
-	if o.MaxRetryAfter <= 0 {
-		o.MaxRetryAfter = 30 * time.Second
-	}
 	return &Client{
-		c: httpc.Client{
-			Base: strings.TrimRight(o.BaseURL, "/"), Token: o.Token, HTTP: o.HTTP,
-			Rate:    httpc.RateLimit{Retries: max(o.RateRetries, 0), MaxWait: o.MaxRetryAfter, Default: time.Second},
-			Message: message,
-		},
-		confirm: o.Confirm,
+		c:       httpc.New(strings.TrimRight(o.BaseURL, "/"), o.Token, o.HTTP, o.RateRetries, o.MaxRetryAfter, message),
+		confirm: httpc.ConfirmDefaults(o.Confirm),
 	}
 }
 
@@ -112,7 +90,7 @@ func (c *Client) get(ctx context.Context, op, id, path string, out any) (provide
 	switch resp.Status {
 	case http.StatusOK:
 		if err := json.Unmarshal(resp.Body, out); err != nil {
-			return providers.Unknown, &providers.Error{Op: op, Resource: id, Status: resp.Status, Code: providers.CodeServer, Message: "unreadable answer", Err: err}
+			return providers.Unknown, unreadable(op, id, resp, err)
 		}
 		return providers.Found, nil
 	case http.StatusNotFound:
@@ -127,26 +105,38 @@ type resourceJSON struct {
 	Status string `json:"status"`
 }
 
+func (r resourceJSON) database() providers.Database {
+	return providers.Database{UUID: r.UUID, Name: r.Name, Status: r.Status}
+}
+
+func (r resourceJSON) application() providers.Application {
+	return providers.Application{UUID: r.UUID, Name: r.Name, Status: r.Status}
+}
+
+func (r resourceJSON) project() providers.Project {
+	return providers.Project{UUID: r.UUID, Name: r.Name}
+}
+
 // GetDatabase returns the database. Lookup is Absent (with a CodeNotFound
 // error) only on 404; any other failure is Unknown.
 func (c *Client) GetDatabase(ctx context.Context, uuid string) (providers.Database, providers.Lookup, error) {
 	var r resourceJSON
 	l, err := c.get(ctx, "coolify.GetDatabase", uuid, "/databases/"+uuid, &r)
-	return providers.Database{UUID: r.UUID, Name: r.Name, Status: r.Status}, l, err
+	return r.database(), l, err
 }
 
 // GetApplication returns the application; Lookup as for GetDatabase.
 func (c *Client) GetApplication(ctx context.Context, uuid string) (providers.Application, providers.Lookup, error) {
 	var r resourceJSON
 	l, err := c.get(ctx, "coolify.GetApplication", uuid, "/applications/"+uuid, &r)
-	return providers.Application{UUID: r.UUID, Name: r.Name, Status: r.Status}, l, err
+	return r.application(), l, err
 }
 
 // GetProject returns the project; Lookup as for GetDatabase.
 func (c *Client) GetProject(ctx context.Context, uuid string) (providers.Project, providers.Lookup, error) {
 	var r resourceJSON
 	l, err := c.get(ctx, "coolify.GetProject", uuid, "/projects/"+uuid, &r)
-	return providers.Project{UUID: r.UUID, Name: r.Name}, l, err
+	return r.project(), l, err
 }
 
 // deleteQuery spells out Coolify's defaults so a change of default on the
@@ -273,22 +263,34 @@ func (c *Client) ListStorages(ctx context.Context, appUUID string) ([]providers.
 	return out, nil
 }
 
-// list GETs a collection; any non-200 (404 included) is an error.
+// list GETs a collection of resource id; any non-200 (404 included) is an
+// error.
 func (c *Client) list(ctx context.Context, op, id, path string, out any) error {
 	if err := providers.ValidateUUID(id); err != nil {
 		return providers.Invalid(op, id, err)
 	}
-	resp, perr := c.c.Do(ctx, op, id, http.MethodGet, path, nil, nil, false)
+	return c.getJSON(ctx, op, id, path, out)
+}
+
+// getJSON GETs path and decodes a 200 answer into out; any other status is
+// an error about res.
+func (c *Client) getJSON(ctx context.Context, op, res, path string, out any) error {
+	resp, perr := c.c.Do(ctx, op, res, http.MethodGet, path, nil, nil, false)
 	if perr != nil {
 		return perr
 	}
 	if resp.Status != http.StatusOK {
-		return c.fail(op, id, resp, false)
+		return c.fail(op, res, resp, false)
 	}
 	if err := json.Unmarshal(resp.Body, out); err != nil {
-		return &providers.Error{Op: op, Resource: id, Status: resp.Status, Code: providers.CodeServer, Message: "unreadable answer", Err: err}
+		return unreadable(op, res, resp, err)
 	}
 	return nil
+}
+
+// unreadable is the error for a 2xx answer whose body cannot be decoded.
+func unreadable(op, res string, resp *httpc.Response, err error) *providers.Error {
+	return &providers.Error{Op: op, Resource: res, Status: resp.Status, Code: providers.CodeServer, Message: "unreadable answer", Err: err}
 }
 
 // DeleteEnv deletes one env var; Coolify deletes it at once (no polling).
@@ -351,53 +353,28 @@ func (c *Client) DeleteProject(ctx context.Context, uuid string) (providers.Dele
 // token can see (for reconciliation: finding what no slot tracks). They are
 // not part of providers.PaaS.
 func (c *Client) ListDatabases(ctx context.Context) ([]providers.Database, error) {
-	var raw []resourceJSON
-	if err := c.listAll(ctx, "coolify.ListDatabases", "/databases", &raw); err != nil {
-		return nil, err
-	}
-	out := make([]providers.Database, 0, len(raw))
-	for _, r := range raw {
-		out = append(out, providers.Database{UUID: r.UUID, Name: r.Name, Status: r.Status})
-	}
-	return out, nil
+	return listAll(ctx, c, "coolify.ListDatabases", "/databases", resourceJSON.database)
 }
 
 // ListApplications lists every application; see ListDatabases.
 func (c *Client) ListApplications(ctx context.Context) ([]providers.Application, error) {
-	var raw []resourceJSON
-	if err := c.listAll(ctx, "coolify.ListApplications", "/applications", &raw); err != nil {
-		return nil, err
-	}
-	out := make([]providers.Application, 0, len(raw))
-	for _, r := range raw {
-		out = append(out, providers.Application{UUID: r.UUID, Name: r.Name, Status: r.Status})
-	}
-	return out, nil
+	return listAll(ctx, c, "coolify.ListApplications", "/applications", resourceJSON.application)
 }
 
 // ListProjects lists every project; see ListDatabases.
 func (c *Client) ListProjects(ctx context.Context) ([]providers.Project, error) {
-	var raw []resourceJSON
-	if err := c.listAll(ctx, "coolify.ListProjects", "/projects", &raw); err != nil {
-		return nil, err
-	}
-	out := make([]providers.Project, 0, len(raw))
-	for _, r := range raw {
-		out = append(out, providers.Project{UUID: r.UUID, Name: r.Name})
-	}
-	return out, nil
+	return listAll(ctx, c, "coolify.ListProjects", "/projects", resourceJSON.project)
 }
 
-func (c *Client) listAll(ctx context.Context, op, path string, out any) error {
-	resp, perr := c.c.Do(ctx, op, path, http.MethodGet, path, nil, nil, false)
-	if perr != nil {
-		return perr
+// listAll GETs a top-level collection (the path names it in errors).
+func listAll[T any](ctx context.Context, c *Client, op, path string, conv func(resourceJSON) T) ([]T, error) {
+	var raw []resourceJSON
+	if err := c.getJSON(ctx, op, path, path, &raw); err != nil {
+		return nil, err
 	}
-	if resp.Status != http.StatusOK {
-		return c.fail(op, path, resp, false)
+	out := make([]T, 0, len(raw))
+	for _, r := range raw {
+		out = append(out, conv(r))
 	}
-	if err := json.Unmarshal(resp.Body, out); err != nil {
-		return &providers.Error{Op: op, Resource: path, Status: resp.Status, Code: providers.CodeServer, Message: "unreadable answer", Err: err}
-	}
-	return nil
+	return out, nil
 }

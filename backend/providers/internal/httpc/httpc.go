@@ -155,6 +155,42 @@ func (c *Client) Fail(op, resource string, resp *Response, code providers.Code, 
 	return &providers.Error{Op: op, Resource: resource, Status: resp.Status, Code: code, Message: c.redactString(msg), Uncertain: uncertain}
 }
 
+// New returns a Client with the defaults both provider clients document:
+// hc nil is NewHTTPClient(); rateRetries 0 is 3 (negative: no retries);
+// maxRetryAfter <= 0 is 30s; a 429 without a readable Retry-After waits 1s.
+func New(base, token string, hc *http.Client, rateRetries int, maxRetryAfter time.Duration, message func(body []byte) string) Client {
+	if hc == nil {
+		hc = NewHTTPClient()
+	}
+	if rateRetries == 0 {
+		rateRetries = 3
+	}
+	if maxRetryAfter <= 0 {
+		maxRetryAfter = 30 * time.Second
+	}
+	return Client{
+		Base: base, Token: token, HTTP: hc,
+		Rate:    RateLimit{Retries: max(rateRetries, 0), MaxWait: maxRetryAfter, Default: time.Second},
+		Message: message,
+	}
+}
+
+// ConfirmDefaults returns b with each unset (<= 0) bound given the default
+// both provider clients document: 250ms doubling to 5s, giving up after 2
+// minutes.
+func ConfirmDefaults(b providers.Backoff) providers.Backoff {
+	if b.Initial <= 0 {
+		b.Initial = 250 * time.Millisecond
+	}
+	if b.Max <= 0 {
+		b.Max = 5 * time.Second
+	}
+	if b.Total <= 0 {
+		b.Total = 2 * time.Minute
+	}
+	return b
+}
+
 // NewHTTPClient returns the default client: no overall timeout (ctx bounds
 // each call) and no redirects — a redirected DELETE or a token sent on to
 // another place is never what we want; a 3xx is reported instead.
