@@ -71,6 +71,12 @@ func errf(code Code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
+// invalidField builds the CodeInvalid error that names the offending field
+// in its details.
+func invalidField(field, msg string) *Error {
+	return &Error{Code: CodeInvalid, Message: msg, Details: map[string]any{"field": field}}
+}
+
 // errorBody is the wire shape of every error.
 type errorBody struct {
 	Error errorPayload `json:"error"`

@@ -75,7 +75,7 @@ func (s *Server) register(c echo.Context) error {
 		return err
 	}
 	if err := checkName(cmd.Name); err != nil {
-		return &Error{Code: CodeInvalid, Message: "name " + strconv.Quote(cmd.Name) + ": " + err.Error(), Details: map[string]any{"field": "name"}}
+		return invalidField("name", "name "+strconv.Quote(cmd.Name)+": "+err.Error())
 	}
 	if err := s.d.Commands.Register(c.Request().Context(), actorOf(c), cmd); err != nil {
 		return err
@@ -96,7 +96,7 @@ func (s *Server) occupy(c echo.Context) error {
 	if cmd.By == "" {
 		cmd.By = actorOf(c).Name
 	} else if err := checkActor(cmd.By); err != nil {
-		return &Error{Code: CodeInvalid, Message: "by: " + err.Error(), Details: map[string]any{"field": "by"}}
+		return invalidField("by", "by: "+err.Error())
 	}
 	if err := s.d.Commands.Occupy(c.Request().Context(), actorOf(c), name, cmd); err != nil {
 		return err
@@ -177,7 +177,7 @@ func queryKind(c echo.Context, required bool) (string, error) {
 		return "", nil
 	}
 	if !jobKinds[k] {
-		return "", &Error{Code: CodeInvalid, Message: "query kind must be reset, teardown or promote, got " + strconv.Quote(k), Details: map[string]any{"field": "kind"}}
+		return "", invalidField("kind", "query kind must be reset, teardown or promote, got "+strconv.Quote(k))
 	}
 	return k, nil
 }
@@ -219,7 +219,7 @@ func (s *Server) slotJobs(c echo.Context) error {
 	}
 	cursor := c.QueryParam("cursor")
 	if len(cursor) > 200 {
-		return &Error{Code: CodeInvalid, Message: "query cursor is too long", Details: map[string]any{"field": "cursor"}}
+		return invalidField("cursor", "query cursor is too long")
 	}
 	ctx := c.Request().Context()
 	if _, err := s.d.Reads.Slot(ctx, name); err != nil {
@@ -340,31 +340,31 @@ func (s *Server) audit(c echo.Context) error {
 	for field, v := range map[string]string{"slot": f.Slot, "job": f.JobID} {
 		if v != "" {
 			if err := checkName(v); err != nil {
-				return &Error{Code: CodeInvalid, Message: "query " + field + ": " + err.Error(), Details: map[string]any{"field": field}}
+				return invalidField(field, "query "+field+": "+err.Error())
 			}
 		}
 	}
 	if f.Actor != "" {
 		if err := checkActor(f.Actor); err != nil {
-			return &Error{Code: CodeInvalid, Message: "query actor: " + err.Error(), Details: map[string]any{"field": "actor"}}
+			return invalidField("actor", "query actor: "+err.Error())
 		}
 	}
 	if f.Type != "" {
 		if err := events.ValidateEventType(f.Type); err != nil {
-			return &Error{Code: CodeInvalid, Message: "query kind: " + err.Error(), Details: map[string]any{"field": "kind"}}
+			return invalidField("kind", "query kind: "+err.Error())
 		}
 	}
 	if v := c.QueryParam("since"); v != "" {
 		t, err := time.Parse(time.RFC3339Nano, v)
 		if err != nil {
-			return &Error{Code: CodeInvalid, Message: "query since must be an RFC 3339 time, got " + strconv.Quote(v), Details: map[string]any{"field": "since"}}
+			return invalidField("since", "query since must be an RFC 3339 time, got "+strconv.Quote(v))
 		}
 		f.Since = t
 	}
 	if v := c.QueryParam("after"); v != "" {
 		n, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
-			return &Error{Code: CodeInvalid, Message: "query after must be a store position", Details: map[string]any{"field": "after"}}
+			return invalidField("after", "query after must be a store position")
 		}
 		f.After = events.Position(n)
 	}

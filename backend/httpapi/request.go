@@ -106,10 +106,10 @@ func pathName(c echo.Context, param string) (string, error) {
 	raw := c.Param(param)
 	s, err := url.PathUnescape(raw)
 	if err != nil {
-		return "", &Error{Code: CodeInvalid, Message: fmt.Sprintf("%s: invalid escaping", param), Details: map[string]any{"field": param}}
+		return "", invalidField(param, fmt.Sprintf("%s: invalid escaping", param))
 	}
 	if err := checkName(s); err != nil {
-		return "", &Error{Code: CodeInvalid, Message: fmt.Sprintf("%s %q: %v", param, s, err), Details: map[string]any{"field": param}}
+		return "", invalidField(param, fmt.Sprintf("%s %q: %v", param, s, err))
 	}
 	return s, nil
 }
@@ -176,10 +176,10 @@ func decodeError(err error) error {
 	case errors.As(err, &syn):
 		return &Error{Code: CodeInvalid, Message: fmt.Sprintf("malformed JSON at byte %d", syn.Offset)}
 	case errors.As(err, &typ):
-		return &Error{Code: CodeInvalid, Message: fmt.Sprintf("field %q must be %s, got JSON %s", typ.Field, typ.Type, typ.Value), Details: map[string]any{"field": typ.Field}}
+		return invalidField(typ.Field, fmt.Sprintf("field %q must be %s, got JSON %s", typ.Field, typ.Type, typ.Value))
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		f := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-		return &Error{Code: CodeInvalid, Message: fmt.Sprintf("unknown field %q", f), Details: map[string]any{"field": f}}
+		return invalidField(f, fmt.Sprintf("unknown field %q", f))
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return errf(CodeInvalid, "truncated JSON body")
 	}
@@ -195,7 +195,7 @@ func queryInt(c echo.Context, name string, def, lo, hi int) (int, error) {
 	}
 	n, err := strconv.Atoi(s)
 	if err != nil || n < lo || n > hi {
-		return 0, &Error{Code: CodeInvalid, Message: fmt.Sprintf("query %s must be an integer in %d..%d", name, lo, hi), Details: map[string]any{"field": name}}
+		return 0, invalidField(name, fmt.Sprintf("query %s must be an integer in %d..%d", name, lo, hi))
 	}
 	return n, nil
 }

@@ -151,7 +151,7 @@ func (s *Server) requestContext(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		if err != nil {
 			if req.Method != http.MethodGet && req.Method != http.MethodHead {
-				return &Error{Code: CodeInvalid, Message: err.Error(), Details: map[string]any{"field": HeaderActor}}
+				return invalidField(HeaderActor, err.Error())
 			}
 			actor = "" // reads don't record an actor
 		}

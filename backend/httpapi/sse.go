@@ -446,7 +446,7 @@ func parseLastEventID(r *http.Request) (*events.Position, error) {
 	}
 	n, err := strconv.ParseUint(s, 10, 64)
 	if err != nil {
-		return nil, &Error{Code: CodeInvalid, Message: fmt.Sprintf("%s must be a decimal store position, got %q", src, s), Details: map[string]any{"field": "last_event_id"}}
+		return nil, invalidField("last_event_id", fmt.Sprintf("%s must be a decimal store position, got %q", src, s))
 	}
 	p := events.Position(n)
 	return &p, nil
