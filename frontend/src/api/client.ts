@@ -1,7 +1,7 @@
 // The REST client: one function per route of docs/api.md. Every request has
 // a timeout (seed row 7: a hung fetch froze the old screen) and takes an
 // AbortSignal so a page that goes away cancels its loads.
-import { getActor } from "../live/actor";
+import { encodeActor, getActor } from "../live/actor";
 import type {
   AuditEntry,
   ErrorBody,
@@ -53,7 +53,7 @@ export async function request<T>(path: string, opts: RequestOptions = {}): Promi
   opts.signal?.addEventListener("abort", onAbort);
   const headers: Record<string, string> = { Accept: "application/json" };
   const actor = getActor();
-  if (actor) headers["X-Slotkeeper-Actor"] = actor;
+  if (actor) headers["X-Slotkeeper-Actor"] = encodeActor(actor);
   if (opts.body !== undefined) headers["Content-Type"] = "application/json";
   try {
     let res: Response;

@@ -10,7 +10,7 @@ export const en = {
   "lang.label": "Language",
   "actor.label": "Your name",
   "actor.placeholder": "name for the audit log",
-  "actor.invalid": "Use 1–64 Latin letters, digits, spaces or . - _ @ + (browsers cannot send other characters in a header).",
+  "actor.invalid": "Use letters (any script), digits, spaces or . - _ @ +, at most 64 bytes (21 Hangul syllables), with no space at either end.",
   "live.live": "Live",
   "live.connecting": "Connecting…",
   "live.reconnecting": "Reconnecting…",

@@ -12,7 +12,7 @@ export const ko: Record<Key, string> = {
   "lang.label": "언어",
   "actor.label": "이름",
   "actor.placeholder": "감사 기록에 남길 이름",
-  "actor.invalid": "영문자, 숫자, 공백, . - _ @ + 로 1–64자를 입력하세요 (브라우저는 헤더에 다른 문자를 보낼 수 없습니다).",
+  "actor.invalid": "문자(한글 포함), 숫자, 공백, . - _ @ + 만 쓸 수 있고 최대 64바이트(한글 21자)이며 앞뒤에 공백을 둘 수 없습니다.",
   "live.live": "실시간",
   "live.connecting": "연결 중…",
   "live.reconnecting": "재연결 중…",
