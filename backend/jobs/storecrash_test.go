@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/slotkeeper/slotkeeper/backend/jobs"
+	"github.com/slotkeeper/slotkeeper/backend/providers/sim"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/events"
 )
@@ -214,5 +215,49 @@ func crashAfter(t *testing.T, kind string, k int) {
 		if counts[typ] > 1 {
 			t.Errorf("%s written %d times", typ, counts[typ])
 		}
+	}
+}
+
+// TestCancelOfAnotherProcessesAttempt: the attempt runs on engine A, whose
+// process dies while its call hangs; a person cancels the job. The lock is
+// not freed at the cancel — A might still be calling out — but by engine B
+// once A's lease has expired, and only then can the slot take a new job.
+func TestCancelOfAnotherProcessesAttempt(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, nil)
+	w.seed("remote")
+	w.occupy("remote")
+	w.sim.AddFault(sim.Fault{Endpoint: sim.EndpointDeleteDatabase, Hang: true})
+	dying := &dyingStore{Store: w.store, after: func(string, []events.EventData) bool { return false }}
+	cfgA := doomedConfig(w)
+	a := jobs.NewEngine(dying, w.deps, cfgA)
+	done := make(chan error, 1)
+	go func() { done <- a.Run(context.Background()) }()
+	res := startJob(t, w, events.KindReset, "remote")
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if _, err := w.sim.WaitFor(ctx, func(r sim.Request) bool { return r.Fault != 0 }); err != nil {
+		t.Fatal(err)
+	}
+	dying.dead.Store(true)          // A can no longer write anything
+	w.startEngine(w.engineConfig()) // engine B
+	j, _ := slots.LoadJob(ctx, w.store, res.JobID)
+	if err := w.svc.Cancel(ctx, slots.Actor{Name: "carol"}, res.JobID); err != nil {
+		t.Fatal(err)
+	}
+	// Until A's lease is over the slot stays locked: a new reset is refused.
+	if _, err := w.svc.Release(ctx, bob, "remote"); slots.ErrorCode(err) != slots.CodeConflict {
+		t.Fatalf("release right after the cancel: %v, want conflict", err)
+	}
+	s := w.waitSlot("remote", func(s *slots.SlotState) bool { return !s.Locked() && s.Accepts[res.JobID] == 1 })
+	released := w.logEvents(events.SlotStream("remote"))
+	last := released[len(released)-1]
+	if last.Type != "JobReleased" || last.Meta.Time.Before(j.LeaseUntil) {
+		t.Fatalf("lock released at %s (%s), before A's lease ended at %s", last.Meta.Time, last.Type, j.LeaseUntil)
+	}
+	assertEq(t, "lifecycle", s.Lifecycle(), "occupied")
+	a.Stop(ctx)
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }
