@@ -41,23 +41,49 @@ func storeFlags(name string, args []string, env func(string) string, out io.Writ
 	return full, full.validate()
 }
 
+// offline is what replay and verify work on: the event store and the read
+// model their flags name, opened as serve opens them.
+type offline struct {
+	c       Config
+	store   events.Store
+	desc    string // the store, for messages
+	rm      projections.Target
+	closeRM func()
+}
+
+// openOffline parses the store flags of command name and opens the store
+// and the read model.
+func openOffline(ctx context.Context, name string, args []string, env func(string) string, stderr io.Writer) (*offline, error) {
+	c, err := storeFlags(name, args, env, stderr)
+	if err != nil {
+		return nil, err
+	}
+	store, desc, err := openStore(ctx, c, newLogger(c, stderr))
+	if err != nil {
+		return nil, err
+	}
+	rm, closeRM, err := openReadModel(ctx, c, store)
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	return &offline{c: c, store: store, desc: desc, rm: rm, closeRM: closeRM}, nil
+}
+
+// close releases the read model, then the store.
+func (o *offline) close() {
+	o.closeRM()
+	o.store.Close()
+}
+
 // replayCmd rebuilds the read model from the whole log and reports the rate.
 func replayCmd(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) error {
-	c, err := storeFlags("replay", args, env, stderr)
+	o, err := openOffline(ctx, "replay", args, env, stderr)
 	if err != nil {
 		return err
 	}
-	log := newLogger(c, stderr)
-	store, desc, err := openStore(ctx, c, log)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	target, closeRM, err := openReadModel(ctx, c, store)
-	if err != nil {
-		return err
-	}
-	defer closeRM()
+	defer o.close()
+	c, store, desc, target := o.c, o.store, o.desc, o.rm
 	if pg, ok := target.(*postgres.Store); ok {
 		// A rebuild starts from nothing; Reset refuses while a server projects.
 		if err := pg.Reset(ctx); err != nil {
@@ -105,21 +131,12 @@ func (e *diffError) Error() string {
 // running server's memory. With PostgreSQL read models the live one
 // is the shared database.
 func verifyCmd(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) error {
-	c, err := storeFlags("verify", args, env, stderr)
+	o, err := openOffline(ctx, "verify", args, env, stderr)
 	if err != nil {
 		return err
 	}
-	log := newLogger(c, stderr)
-	store, desc, err := openStore(ctx, c, log)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	live, closeRM, err := openReadModel(ctx, c, store)
-	if err != nil {
-		return err
-	}
-	defer closeRM()
+	defer o.close()
+	c, store, desc, live := o.c, o.store, o.desc, o.rm
 	head, err := store.Head(ctx)
 	if err != nil {
 		return err
