@@ -10,6 +10,7 @@ import (
 
 	"github.com/slotkeeper/slotkeeper/backend/providers"
 	"github.com/slotkeeper/slotkeeper/backend/providers/bitbucket"
+	"github.com/slotkeeper/slotkeeper/backend/providers/internal/providertest"
 	"github.com/slotkeeper/slotkeeper/backend/providers/sim"
 )
 
@@ -23,16 +24,7 @@ type bundle struct {
 
 func setup(t *testing.T, delay time.Duration) bundle {
 	t.Helper()
-	s, err := sim.Start(context.Background(), sim.Options{DeleteDelay: delay, BitbucketToken: token})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	fx, err := s.SeedSlot("a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.ResetRequests()
+	s, fx := providertest.StartSeeded(t, sim.Options{DeleteDelay: delay, BitbucketToken: token})
 	return bundle{sim: s, fx: fx, c: newClient(s, token)}
 }
 
@@ -44,33 +36,11 @@ func newClient(s *sim.Sim, tok string) *bitbucket.Client {
 	})
 }
 
-func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+func ctxT(t *testing.T) context.Context { return providertest.Ctx(t, 15*time.Second) }
 
 func checkErr(t *testing.T, err error, code providers.Code, status int, uncertain bool) {
 	t.Helper()
-	if code == "" {
-		if err != nil {
-			t.Fatalf("unexpected error: %v", err)
-		}
-		return
-	}
-	pe, ok := providers.AsError(err)
-	if !ok {
-		t.Fatalf("want *providers.Error %s, got %v", code, err)
-	}
-	if pe.Code != code || pe.Status != status || pe.Uncertain != uncertain {
-		t.Fatalf("got code=%s status=%d uncertain=%v (%v); want %s %d %v", pe.Code, pe.Status, pe.Uncertain, err, code, status, uncertain)
-	}
-	if pe.Op == "" || pe.Resource == "" {
-		t.Fatalf("error lacks op or resource: %#v", pe)
-	}
-	if strings.Contains(err.Error(), token) {
-		t.Fatalf("token leaked: %v", err)
-	}
+	providertest.CheckErr(t, err, token, code, status, uncertain)
 }
 
 var statusCases = []struct {
@@ -248,19 +218,10 @@ func TestListReposPages(t *testing.T) {
 func TestCancelAbortsInFlightCreate(t *testing.T) {
 	b := setup(t, 0)
 	b.sim.AddFault(sim.Fault{Endpoint: sim.EndpointCreateRepo, Hang: true})
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	go func() {
-		_, _, err := b.c.CreateRepo(ctx, "PROMO", "new")
-		errc <- err
-	}()
 	wctx := ctxT(t)
-	if _, err := b.sim.WaitFor(wctx, func(r sim.Request) bool { return r.Endpoint == sim.EndpointCreateRepo }); err != nil {
-		t.Fatal(err)
-	}
-	cancel()
-	at := time.Now()
-	err := <-errc
+	at, err := providertest.CancelInFlight(t, wctx, b.sim,
+		func(r sim.Request) bool { return r.Endpoint == sim.EndpointCreateRepo },
+		func(ctx context.Context) error { _, _, err := b.c.CreateRepo(ctx, "PROMO", "new"); return err })
 	checkErr(t, err, providers.CodeCanceled, 0, true)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("%v", err)

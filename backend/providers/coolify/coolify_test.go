@@ -10,6 +10,7 @@ import (
 
 	"github.com/slotkeeper/slotkeeper/backend/providers"
 	"github.com/slotkeeper/slotkeeper/backend/providers/coolify"
+	"github.com/slotkeeper/slotkeeper/backend/providers/internal/providertest"
 	"github.com/slotkeeper/slotkeeper/backend/providers/sim"
 )
 
@@ -23,16 +24,7 @@ type bundle struct {
 
 func setup(t *testing.T, delay time.Duration) bundle {
 	t.Helper()
-	s, err := sim.Start(context.Background(), sim.Options{DeleteDelay: delay, CoolifyToken: token})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	fx, err := s.SeedSlot("a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.ResetRequests()
+	s, fx := providertest.StartSeeded(t, sim.Options{DeleteDelay: delay, CoolifyToken: token})
 	return bundle{sim: s, fx: fx, c: newClient(s, token)}
 }
 
@@ -44,35 +36,11 @@ func newClient(s *sim.Sim, tok string) *coolify.Client {
 	})
 }
 
-func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+func ctxT(t *testing.T) context.Context { return providertest.Ctx(t, 15*time.Second) }
 
-// checkErr asserts err's code, status and uncertainty and that it never
-// carries the token.
 func checkErr(t *testing.T, err error, code providers.Code, status int, uncertain bool) {
 	t.Helper()
-	if code == "" {
-		if err != nil {
-			t.Fatalf("unexpected error: %v", err)
-		}
-		return
-	}
-	pe, ok := providers.AsError(err)
-	if !ok {
-		t.Fatalf("want *providers.Error %s, got %v", code, err)
-	}
-	if pe.Code != code || pe.Status != status || pe.Uncertain != uncertain {
-		t.Fatalf("got code=%s status=%d uncertain=%v (%v); want %s %d %v", pe.Code, pe.Status, pe.Uncertain, err, code, status, uncertain)
-	}
-	if pe.Op == "" || pe.Resource == "" {
-		t.Fatalf("error lacks op or resource: %#v", pe)
-	}
-	if strings.Contains(err.Error(), token) || strings.Contains(pe.Message, token) {
-		t.Fatalf("token leaked: %v", err)
-	}
+	providertest.CheckErr(t, err, token, code, status, uncertain)
 }
 
 // statusCases are the answers every read can meet, by injected fault.
@@ -293,24 +261,10 @@ func TestDeleteQueuedFailures(t *testing.T) {
 func TestCancelAbortsInFlightDelete(t *testing.T) {
 	b := setup(t, 0)
 	b.sim.AddFault(sim.Fault{Endpoint: sim.EndpointDeleteApplication, Hang: true})
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	go func() {
-		_, err := b.c.DeleteApplication(ctx, b.fx.AppUUID)
-		errc <- err
-	}()
 	wctx := ctxT(t)
-	if _, err := b.sim.WaitFor(wctx, func(r sim.Request) bool { return r.Endpoint == sim.EndpointDeleteApplication }); err != nil {
-		t.Fatal(err)
-	}
-	cancel()
-	canceledAt := time.Now()
-	var err error
-	select {
-	case err = <-errc:
-	case <-wctx.Done():
-		t.Fatal("client did not return after cancel")
-	}
+	canceledAt, err := providertest.CancelInFlight(t, wctx, b.sim,
+		func(r sim.Request) bool { return r.Endpoint == sim.EndpointDeleteApplication },
+		func(ctx context.Context) error { _, err := b.c.DeleteApplication(ctx, b.fx.AppUUID); return err })
 	checkErr(t, err, providers.CodeCanceled, 0, true)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("not context.Canceled: %v", err)
@@ -323,7 +277,9 @@ func TestCancelAbortsInFlightDelete(t *testing.T) {
 		t.Fatalf("requests after cancel: %+v", after)
 	}
 	// A call with a dead ctx sends nothing.
-	if _, err := b.c.DeleteDatabase(ctx, b.fx.DBUUID); providers.CodeOf(err) != providers.CodeCanceled {
+	dead, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := b.c.DeleteDatabase(dead, b.fx.DBUUID); providers.CodeOf(err) != providers.CodeCanceled {
 		t.Fatalf("dead ctx: %v", err)
 	}
 	if n := len(b.sim.Requests()); n != 1 {
@@ -540,24 +496,10 @@ func TestCancelBetweenPolls(t *testing.T) {
 	b := setup(t, time.Hour)
 	slow := coolify.New(coolify.Options{BaseURL: b.sim.CoolifyURL(), Token: token,
 		Confirm: providers.Backoff{Initial: time.Hour, Max: time.Hour, Total: 2 * time.Hour}})
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	go func() {
-		_, err := slow.DeleteDatabase(ctx, b.fx.DBUUID)
-		errc <- err
-	}()
-	wctx := ctxT(t)
-	if _, err := b.sim.WaitFor(wctx, func(r sim.Request) bool { return r.Endpoint == sim.EndpointGetDatabase && r.Done() }); err != nil {
-		t.Fatal(err)
-	}
-	cancel()
-	at := time.Now()
-	select {
-	case err := <-errc:
-		checkErr(t, err, providers.CodeCanceled, 0, true)
-	case <-wctx.Done():
-		t.Fatal("did not return")
-	}
+	at, err := providertest.CancelInFlight(t, ctxT(t), b.sim,
+		func(r sim.Request) bool { return r.Endpoint == sim.EndpointGetDatabase && r.Done() },
+		func(ctx context.Context) error { _, err := slow.DeleteDatabase(ctx, b.fx.DBUUID); return err })
+	checkErr(t, err, providers.CodeCanceled, 0, true)
 	if n := len(b.sim.RequestsAfter(at)); n != 0 || len(b.sim.Requests()) != 2 {
 		t.Fatalf("requests %+v", b.sim.Requests())
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/slotkeeper/slotkeeper/backend/providers"
 	"github.com/slotkeeper/slotkeeper/backend/providers/git"
+	"github.com/slotkeeper/slotkeeper/backend/providers/internal/providertest"
 	"github.com/slotkeeper/slotkeeper/backend/providers/sim"
 )
 
@@ -28,16 +29,7 @@ type bundle struct {
 // prove the token never reaches a command line.
 func setup(t *testing.T) bundle {
 	t.Helper()
-	s, err := sim.Start(context.Background(), sim.Options{BitbucketToken: token})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	fx, err := s.SeedSlot("a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.ResetRequests()
+	s, fx := providertest.StartSeeded(t, sim.Options{BitbucketToken: token})
 	realGit, err := exec.LookPath("git")
 	if err != nil {
 		t.Fatal(err)
@@ -57,11 +49,7 @@ func setup(t *testing.T) bundle {
 	return bundle{sim: s, p: p, fx: fx, argv: argv}
 }
 
-func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+func ctxT(t *testing.T) context.Context { return providertest.Ctx(t, 20*time.Second) }
 
 func (b bundle) checkNoTokenInArgv(t *testing.T) {
 	t.Helper()
@@ -225,24 +213,13 @@ func TestPushServerErrorIsUncertain(t *testing.T) {
 func TestCancelKillsHungPush(t *testing.T) {
 	b := setup(t)
 	b.sim.AddFault(sim.Fault{Endpoint: sim.EndpointGitReceivePack, Hang: true})
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	go func() {
-		_, err := b.p.ForcePushWithLease(ctx, b.fx.Template.CloneURL, "main", b.fx.Repo.CloneURL, "main", b.fx.RepoHead)
-		errc <- err
-	}()
 	wctx := ctxT(t)
-	if _, err := b.sim.WaitFor(wctx, func(r sim.Request) bool { return r.Endpoint == sim.EndpointGitReceivePack }); err != nil {
-		t.Fatal(err)
-	}
-	cancel()
-	at := time.Now()
-	var err error
-	select {
-	case err = <-errc:
-	case <-wctx.Done():
-		t.Fatal("push did not return after cancel")
-	}
+	at, err := providertest.CancelInFlight(t, wctx, b.sim,
+		func(r sim.Request) bool { return r.Endpoint == sim.EndpointGitReceivePack },
+		func(ctx context.Context) error {
+			_, err := b.p.ForcePushWithLease(ctx, b.fx.Template.CloneURL, "main", b.fx.Repo.CloneURL, "main", b.fx.RepoHead)
+			return err
+		})
 	checkErr(t, err, providers.CodeCanceled, true)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("%v", err)
@@ -258,7 +235,9 @@ func TestCancelKillsHungPush(t *testing.T) {
 		t.Fatalf("head moved: %s", head)
 	}
 	// A dead ctx starts no git at all.
-	if _, err := b.p.RemoteSHA(ctx, b.fx.Repo.CloneURL, "main"); providers.CodeOf(err) != providers.CodeCanceled {
+	dead, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := b.p.RemoteSHA(dead, b.fx.Repo.CloneURL, "main"); providers.CodeOf(err) != providers.CodeCanceled {
 		t.Fatalf("dead ctx: %v", err)
 	}
 }

@@ -14,17 +14,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotkeeper/slotkeeper/backend/providers/internal/providertest"
 	"github.com/slotkeeper/slotkeeper/backend/providers/sim"
 )
 
 func startSim(t *testing.T, opts sim.Options) *sim.Sim {
 	t.Helper()
-	s, err := sim.Start(context.Background(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
+	return providertest.Start(t, opts)
 }
 
 func do(t *testing.T, ctx context.Context, method, url, token string) (int, string) {
@@ -42,11 +38,7 @@ func do(t *testing.T, ctx context.Context, method, url, token string) (int, stri
 	return resp.StatusCode, string(b)
 }
 
-func waitCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+func waitCtx(t *testing.T) context.Context { return providertest.Ctx(t, 10*time.Second) }
 
 func TestSeedAndCoolifyDeleteIsQueued(t *testing.T) {
 	s := startSim(t, sim.Options{DeleteDelay: time.Hour})
