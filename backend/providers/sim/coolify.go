@@ -28,6 +28,16 @@ type coolDB struct {
 	Deleting                          bool
 }
 
+// wire is the database as Coolify's GET and list answers show it.
+func (d *coolDB) wire() map[string]any {
+	return map[string]any{"uuid": d.UUID, "name": d.Name, "status": d.Status, "database_type": d.Type}
+}
+
+// wire is the application as Coolify's GET and list answers show it.
+func (a *coolApp) wire() map[string]any {
+	return map[string]any{"uuid": a.UUID, "name": a.Name, "status": a.Status}
+}
+
 type coolEnv struct {
 	UUID, App, Key, Value string
 }
@@ -142,7 +152,7 @@ func (s *Sim) coolGetDB(w http.ResponseWriter, r *http.Request) {
 	db, ok := s.cool.dbs[r.PathValue("uuid")]
 	var body map[string]any
 	if ok {
-		body = map[string]any{"uuid": db.UUID, "name": db.Name, "status": db.Status, "database_type": db.Type}
+		body = db.wire()
 	}
 	s.mu.Unlock()
 	if !ok {
@@ -179,7 +189,7 @@ func (s *Sim) coolGetApp(w http.ResponseWriter, r *http.Request) {
 	app, ok := s.cool.apps[r.PathValue("uuid")]
 	var body map[string]any
 	if ok {
-		body = map[string]any{"uuid": app.UUID, "name": app.Name, "status": app.Status}
+		body = app.wire()
 	}
 	s.mu.Unlock()
 	if !ok {
@@ -312,7 +322,7 @@ func (s *Sim) coolListDBs(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	out := []map[string]any{}
 	for _, d := range s.cool.dbs {
-		out = append(out, map[string]any{"uuid": d.UUID, "name": d.Name, "status": d.Status, "database_type": d.Type})
+		out = append(out, d.wire())
 	}
 	s.mu.Unlock()
 	sortByName(out)
@@ -323,7 +333,7 @@ func (s *Sim) coolListApps(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	out := []map[string]any{}
 	for _, a := range s.cool.apps {
-		out = append(out, map[string]any{"uuid": a.UUID, "name": a.Name, "status": a.Status})
+		out = append(out, a.wire())
 	}
 	s.mu.Unlock()
 	sortByName(out)
