@@ -1,4 +1,4 @@
-import { useEffect, useRef } from "react";
+import { useLayoutEffect, useRef, type KeyboardEvent, type MouseEvent } from "react";
 import { api } from "../api/client";
 import { formatTime, resourceLabel } from "../format";
 import { useT } from "../i18n";
@@ -25,20 +25,81 @@ export function ConfirmPlan({ slot, kind, params, command, onConfirm, onClose }:
   const plan = useLoad(`plan:${slot}:${kind}`, `${slot}:${kind}:${params?.project ?? ""}:${params?.name ?? ""}`, (signal) =>
     api.plan(slot, kind, params, signal),
   );
+  const dialogRef = useRef<HTMLDialogElement>(null);
   const cancelRef = useRef<HTMLButtonElement>(null);
-  useEffect(() => cancelRef.current?.focus(), []);
+  // The ref lets the mount-only effect below call the latest onClose.
+  const closeRef = useRef(onClose);
+  useLayoutEffect(() => {
+    closeRef.current = onClose;
+  });
+  useLayoutEffect(() => {
+    const dialog = dialogRef.current;
+    if (!dialog) return;
+    const opener = document.activeElement instanceof HTMLElement ? document.activeElement : null;
+    // showModal puts the dialog in the top layer and makes the rest of the
+    // page inert; jsdom (the unit tests) has no showModal, so there the
+    // dialog is only opened and the Tab handling below keeps focus inside.
+    if (typeof dialog.showModal === "function") dialog.showModal();
+    else dialog.setAttribute("open", "");
+    cancelRef.current?.focus();
+    // Focus that lands outside anyway (a script, a click where inert is not
+    // supported) is brought back.
+    const keepInside = (e: FocusEvent): void => {
+      if (e.target instanceof Node && !dialog.contains(e.target)) cancelRef.current?.focus();
+    };
+    document.addEventListener("focusin", keepInside);
+    return () => {
+      document.removeEventListener("focusin", keepInside);
+      if (dialog.open && typeof dialog.close === "function") dialog.close();
+      // Back to the button that opened the dialog, if it is still there and usable.
+      if (opener && opener.isConnected && !opener.matches(":disabled")) opener.focus();
+    };
+  }, []);
+  const onKeyDown = (e: KeyboardEvent<HTMLDialogElement>): void => {
+    if (e.key === "Escape") {
+      e.preventDefault();
+      closeRef.current();
+      return;
+    }
+    if (e.key !== "Tab") return;
+    // Tab and Shift+Tab cycle inside: a modal dialog alone would let focus
+    // leave for the browser's own controls after the last button.
+    const items = focusables(e.currentTarget);
+    if (items.length === 0) {
+      e.preventDefault();
+      return;
+    }
+    const first = items[0];
+    const last = items[items.length - 1];
+    const active = document.activeElement;
+    if (e.shiftKey && (active === first || !e.currentTarget.contains(active) || active === e.currentTarget)) {
+      e.preventDefault();
+      last.focus();
+    } else if (!e.shiftKey && (active === last || !e.currentTarget.contains(active) || active === e.currentTarget)) {
+      e.preventDefault();
+      first.focus();
+    }
+  };
+  // A click on the backdrop reaches the dialog element itself, outside its box.
+  const onClick = (e: MouseEvent<HTMLDialogElement>): void => {
+    if (e.target !== e.currentTarget) return;
+    const r = e.currentTarget.getBoundingClientRect();
+    const inside = e.clientX >= r.left && e.clientX <= r.right && e.clientY >= r.top && e.clientY <= r.bottom;
+    if (!inside && r.width > 0) closeRef.current();
+  };
   return (
-    <>
-    <div className="backdrop" aria-hidden="true" onClick={onClose} />
-    <div
+    <dialog
+      ref={dialogRef}
       className="dialog"
-      role="dialog"
-      aria-modal="true"
       aria-labelledby="plan-title"
       data-testid="confirm-plan"
-      onKeyDown={(e) => {
-        if (e.key === "Escape") onClose();
+      onKeyDown={onKeyDown}
+      onCancel={(e) => {
+        // Escape via the browser's close request: React owns whether it is open.
+        e.preventDefault();
+        closeRef.current();
       }}
+      onClick={onClick}
     >
       <h2 id="plan-title">{t("plan.title", { kind: t.dyn("kind", kind), slot })}</h2>
       {plan.loading && !plan.data && <p>{t("plan.loading")}</p>}
@@ -76,7 +137,14 @@ export function ConfirmPlan({ slot, kind, params, command, onConfirm, onClose }:
           {t("common.confirm")}
         </button>
       </div>
-    </div>
-    </>
+    </dialog>
   );
+}
+
+const FOCUSABLE =
+  'a[href], button:not([disabled]), input:not([disabled]), select:not([disabled]), textarea:not([disabled]), [tabindex]:not([tabindex="-1"])';
+
+/** focusables lists the elements Tab can reach inside el, in document order. */
+function focusables(el: HTMLElement): HTMLElement[] {
+  return Array.from(el.querySelectorAll<HTMLElement>(FOCUSABLE)).filter((x) => !x.hidden && !x.closest("[inert]"));
 }

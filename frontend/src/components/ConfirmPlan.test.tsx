@@ -1,0 +1,132 @@
+import { act, cleanup, render, screen } from "@testing-library/react";
+import userEvent from "@testing-library/user-event";
+import { useState } from "react";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { setLang } from "../i18n";
+import { resetHealth } from "../live/health";
+import { useCommand } from "../live/useCommand";
+import { jsonResponse } from "../test/fakes";
+import { ConfirmPlan } from "./ConfirmPlan";
+
+beforeEach(() => {
+  setLang("en");
+  vi.stubGlobal(
+    "fetch",
+    vi.fn(async () =>
+      jsonResponse({ kind: "teardown", slot: "s1", steps: ["delete_app", "retire"], resources: [{ kind: "application", id: "a-1" }] }),
+    ),
+  );
+});
+
+afterEach(() => {
+  cleanup();
+  resetHealth();
+  vi.unstubAllGlobals();
+});
+
+/** Page has controls before and after the opener, so focus has somewhere to escape to. */
+function Page({ onConfirm }: { onConfirm: () => void }) {
+  const [open, setOpen] = useState(false);
+  const cmd = useCommand();
+  return (
+    <>
+      <a href="#before">before</a>
+      <button type="button" data-testid="opener" onClick={() => setOpen(true)}>
+        teardown
+      </button>
+      <input aria-label="after" />
+      {open && <ConfirmPlan slot="s1" kind="teardown" command={cmd} onConfirm={onConfirm} onClose={() => setOpen(false)} />}
+    </>
+  );
+}
+
+const flush = () => act(async () => {});
+
+async function openDialog() {
+  const user = userEvent.setup();
+  const onConfirm = vi.fn();
+  render(<Page onConfirm={onConfirm} />);
+  await user.click(screen.getByTestId("opener"));
+  await flush(); // the plan arrives; Confirm is enabled
+  const dialog = screen.getByTestId("confirm-plan");
+  return { user, dialog, onConfirm };
+}
+
+describe("confirmation dialog", () => {
+  it("is a native dialog that traps Tab and Shift+Tab, closes on Escape and gives focus back to its opener", async () => {
+    const { user, dialog, onConfirm } = await openDialog();
+    expect(dialog.tagName).toBe("DIALOG");
+    expect(dialog).toHaveProperty("open", true);
+    expect(screen.getByRole("dialog", { name: /teardown.*s1/i })).toBe(dialog);
+    const cancel = screen.getByRole("button", { name: "Cancel" });
+    const confirm = screen.getByTestId("confirm");
+    expect((confirm as HTMLButtonElement).disabled).toBe(false);
+    expect(document.activeElement).toBe(cancel);
+
+    // Forward: Cancel → Confirm → (wrap) Cancel, never the page behind.
+    const seen: Element[] = [];
+    for (let i = 0; i < 4; i++) {
+      await user.tab();
+      seen.push(document.activeElement as Element);
+    }
+    expect(seen).toEqual([confirm, cancel, confirm, cancel]);
+    // Backward: Cancel → (wrap) Confirm → Cancel.
+    await user.tab({ shift: true });
+    expect(document.activeElement).toBe(confirm);
+    await user.tab({ shift: true });
+    expect(document.activeElement).toBe(cancel);
+
+    // Focus moved outside by other means is brought back.
+    act(() => screen.getByLabelText("after").focus());
+    expect(dialog.contains(document.activeElement)).toBe(true);
+
+    await user.keyboard("{Escape}");
+    expect(screen.queryByTestId("confirm-plan")).toBeNull();
+    expect(document.activeElement).toBe(screen.getByTestId("opener"));
+    expect(onConfirm).not.toHaveBeenCalled();
+  });
+
+  it("keeps focus on Cancel while the plan is loading (the only control)", async () => {
+    let answer: (r: Response) => void = () => {};
+    vi.stubGlobal("fetch", vi.fn(() => new Promise<Response>((r) => (answer = r))));
+    const user = userEvent.setup();
+    render(<Page onConfirm={() => {}} />);
+    await user.click(screen.getByTestId("opener"));
+    const cancel = screen.getByRole("button", { name: "Cancel" });
+    expect((screen.getByTestId("confirm") as HTMLButtonElement).disabled).toBe(true);
+    await user.tab();
+    expect(document.activeElement).toBe(cancel);
+    await user.tab({ shift: true });
+    expect(document.activeElement).toBe(cancel);
+    answer(jsonResponse({ kind: "teardown", slot: "s1", steps: [], resources: [] }));
+    await flush();
+    await user.tab();
+    expect(document.activeElement).toBe(screen.getByTestId("confirm"));
+  });
+
+  it("uses showModal where the browser has it, and closes the modal on Escape", async () => {
+    const proto = HTMLDialogElement.prototype as unknown as Record<string, unknown>;
+    const showModal = vi.fn(function (this: HTMLDialogElement) {
+      this.setAttribute("open", "");
+    });
+    const close = vi.fn(function (this: HTMLDialogElement) {
+      this.removeAttribute("open");
+    });
+    const saved = { showModal: proto.showModal, close: proto.close };
+    proto.showModal = showModal;
+    proto.close = close;
+    try {
+      const { user } = await openDialog();
+      expect(showModal).toHaveBeenCalledTimes(1);
+      await user.keyboard("{Escape}");
+      expect(close).toHaveBeenCalledTimes(1);
+      expect(screen.queryByTestId("confirm-plan")).toBeNull();
+      expect(document.activeElement).toBe(screen.getByTestId("opener"));
+    } finally {
+      for (const [k, v] of Object.entries(saved)) {
+        if (v === undefined) delete proto[k];
+        else proto[k] = v;
+      }
+    }
+  });
+});
