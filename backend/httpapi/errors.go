@@ -88,6 +88,13 @@ type errorPayload struct {
 	Details map[string]any `json:"details,omitempty"`
 }
 
+// slotsCode maps the slots errors' codes; any other is CodeInternal.
+var slotsCode = map[slots.Code]Code{
+	slots.CodeInvalid:  CodeInvalid,
+	slots.CodeNotFound: CodeNotFound,
+	slots.CodeConflict: CodeConflict,
+}
+
 // toAPIError classifies any error a handler (or echo itself) returns.
 func toAPIError(err error) *Error {
 	var ae *Error
@@ -96,12 +103,8 @@ func toAPIError(err error) *Error {
 	}
 	var se *slots.Error
 	if errors.As(err, &se) {
-		code := map[slots.Code]Code{
-			slots.CodeInvalid:  CodeInvalid,
-			slots.CodeNotFound: CodeNotFound,
-			slots.CodeConflict: CodeConflict,
-		}[se.Code]
-		if code == "" {
+		code, ok := slotsCode[se.Code]
+		if !ok {
 			code = CodeInternal
 		}
 		return &Error{Code: code, Message: se.Message, Details: se.Details, Err: se}

@@ -124,17 +124,9 @@ func (s *Server) extend(c echo.Context) error {
 // noBody accepts an empty body or {} for commands that take no parameters.
 type noBody struct{}
 
-func (s *Server) release(c echo.Context) error {
-	return s.jobCommand(c, func(ctx context.Context, a slots.Actor, name string) (slots.JobAcceptedResult, error) {
-		return s.d.Commands.Release(ctx, a, name)
-	})
-}
+func (s *Server) release(c echo.Context) error { return s.jobCommand(c, s.d.Commands.Release) }
 
-func (s *Server) teardown(c echo.Context) error {
-	return s.jobCommand(c, func(ctx context.Context, a slots.Actor, name string) (slots.JobAcceptedResult, error) {
-		return s.d.Commands.Teardown(ctx, a, name)
-	})
-}
+func (s *Server) teardown(c echo.Context) error { return s.jobCommand(c, s.d.Commands.Teardown) }
 
 func (s *Server) jobCommand(c echo.Context, run func(context.Context, slots.Actor, string) (slots.JobAcceptedResult, error)) error {
 	name, err := pathName(c, "name")
