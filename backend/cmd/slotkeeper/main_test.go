@@ -120,19 +120,6 @@ func (b *syncBuffer) waitFor(t *testing.T, s string) {
 	}
 }
 
-// waitForCount waits until the buffer contains s n times.
-func (b *syncBuffer) waitForCount(t *testing.T, s string, n int) {
-	t.Helper()
-	timeout := time.After(20 * time.Second)
-	for strings.Count(b.String(), s) < n {
-		select {
-		case <-b.put:
-		case <-timeout:
-			t.Fatalf("output never contained %q %d times:\n%s", s, n, b.String())
-		}
-	}
-}
-
 // server is one `slotkeeper serve` run in-process.
 type server struct {
 	addr   string
