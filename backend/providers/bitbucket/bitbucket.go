@@ -233,6 +233,11 @@ func (c *Client) DeleteRepo(ctx context.Context, project, slug string) (provider
 		pe.Uncertain = true // the delete was scheduled; it may still happen
 		return 0, pe
 	}
+	if err != nil {
+		// Poll returns the bare ctx error when cancelled between checks: the
+		// caller gave up, which is not the same as "still there".
+		return 0, &providers.Error{Op: op, Resource: res, Code: providers.CodeCanceled, Uncertain: true, Message: "canceled while confirming the delete", Err: err}
+	}
 	ne := &providers.Error{Op: op, Resource: res, Code: providers.CodeNotConfirmed, Uncertain: true, Message: "delete scheduled but the repository is still there"}
 	if pe, ok := providers.AsError(last); ok {
 		ne.Status, ne.Message, ne.Err = pe.Status, ne.Message+"; last check: "+pe.Error(), pe

@@ -306,3 +306,21 @@ func TestHangEveryMethod(t *testing.T) {
 		t.Fatal("an aborted call changed state")
 	}
 }
+
+// A cancel while waiting between confirmation polls is CodeCanceled (the
+// caller gave up), never CodeNotConfirmed, and sends nothing more.
+func TestCancelBetweenPolls(t *testing.T) {
+	b := setup(t, time.Hour)
+	slow := bitbucket.New(bitbucket.Options{BaseURL: b.sim.BitbucketURL(), Token: token,
+		Confirm: providers.Backoff{Initial: time.Hour, Max: time.Hour, Total: 2 * time.Hour}})
+	at, err := providertest.CancelInFlight(t, ctxT(t), b.sim,
+		func(r sim.Request) bool { return r.Endpoint == sim.EndpointGetRepo && r.Done() },
+		func(ctx context.Context) error {
+			_, err := slow.DeleteRepo(ctx, b.fx.Repo.Project, b.fx.Repo.Slug)
+			return err
+		})
+	checkErr(t, err, providers.CodeCanceled, 0, true)
+	if n := len(b.sim.RequestsAfter(at)); n != 0 {
+		t.Fatalf("requests after cancel: %+v", b.sim.RequestsAfter(at))
+	}
+}
