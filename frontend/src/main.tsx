@@ -1,13 +1,11 @@
 import { StrictMode } from "react";
 import { createRoot } from "react-dom/client";
 import { App } from "./App";
-import { getLang, setLang } from "./i18n";
 import { readConfig } from "./live/config";
 import { getLiveState } from "./live/store";
 import { getStreamStatus, startStream } from "./live/stream";
 import "./styles.css";
 
-setLang(getLang());
 // One stream per tab, started once here and never by a component.
 startStream({ heartbeatMs: readConfig().heartbeatMs });
 

@@ -35,6 +35,9 @@ function initialLang(): Lang {
 }
 
 const lang = observable<Lang>(initialLang());
+// The page's language from the start, not only after a switch: screen
+// readers pick their voice from it.
+if (typeof document !== "undefined") document.documentElement.lang = lang.get();
 
 export function getLang(): Lang {
   return lang.get();
