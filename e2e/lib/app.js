@@ -66,3 +66,31 @@ export function jobIdFromUrl(url) {
   assert.ok(m, `no job id in ${url}`);
   return decodeURIComponent(m[1]);
 }
+
+/**
+ * recordClaims logs every phase the wait view shows and every route the tab
+ * visits, with times, so a test can prove the page never claimed success
+ * (phase "succeeded", or leaving the wait view for the slot page) that the
+ * event log does not back. readClaims returns {phases, routes}.
+ */
+export async function recordClaims(page) {
+  await page.evaluate(() => {
+    const log = { phases: [], routes: [location.hash] };
+    window.__claimLog = log;
+    let last;
+    const scan = () => {
+      const v = document.querySelector("[data-testid=wait-view]")?.getAttribute("data-phase") ?? null;
+      if (v !== last) {
+        last = v;
+        log.phases.push({ phase: v, t: performance.now() });
+      }
+    };
+    new MutationObserver(scan).observe(document.body, { subtree: true, childList: true, attributes: true, attributeFilter: ["data-phase"] });
+    window.addEventListener("hashchange", () => log.routes.push(location.hash));
+    scan();
+  });
+}
+
+export function readClaims(page) {
+  return page.evaluate(() => window.__claimLog);
+}
