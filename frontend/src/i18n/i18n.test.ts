@@ -1,6 +1,6 @@
 import { readFileSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { JOB_KINDS, JOB_STATES, LIFECYCLES, RESOURCE_KINDS, STEP_NAMES, STEP_STATES } from "../api/types";
 import { en } from "./en";
 import { catalogues, detectLang, LANGS, makeT } from "./index";
@@ -58,6 +58,25 @@ describe("i18n", () => {
     expect(detectLang(null, ["ko-KR", "en-US"])).toBe("ko");
     expect(detectLang(null, ["fr-FR"])).toBe("en");
     expect(detectLang("en", ["ko-KR"])).toBe("en");
+  });
+
+  it("starts in the browser's language without storing it as a choice, and marks <html lang>", async () => {
+    localStorage.removeItem("slotkeeper.lang");
+    document.documentElement.lang = "en";
+    vi.stubGlobal("navigator", { languages: ["ko-KR", "en-US"], language: "ko-KR" });
+    vi.resetModules();
+    try {
+      const fresh = await import("./index");
+      expect(fresh.getLang()).toBe("ko");
+      expect(document.documentElement.lang).toBe("ko");
+      expect(localStorage.getItem("slotkeeper.lang")).toBeNull();
+      fresh.setLang("en"); // the switch: now it is a choice
+      expect(localStorage.getItem("slotkeeper.lang")).toBe("en");
+      expect(document.documentElement.lang).toBe("en");
+    } finally {
+      vi.unstubAllGlobals();
+      localStorage.removeItem("slotkeeper.lang");
+    }
   });
 
   it("shows an unknown server value as itself", () => {
