@@ -121,12 +121,21 @@ func (s *Store) readLog(next uint64, m filter, free chan []events.RecordedEvent,
 		s.mu.Lock()
 		wait := s.changed
 		s.mu.Unlock()
+		// Read only up to the published head, taken after the signal channel:
+		// bbolt makes a commit visible to readers before the writer has
+		// updated the stream tail and the head, and a subscriber that acts on
+		// an event must find it through ReadStream and Head too. A commit
+		// published after this load closes wait, so nothing is missed.
+		limit := s.head.Load()
 		scanned := 0
 		err := s.view(func(tx *bolt.Tx) error {
 			c := tx.Bucket(bucketLog).Cursor()
 			for k, v := c.Seek(u64(next)); k != nil && scanned < s.opts.ReadChunk; k, v = c.Next() {
-				scanned++
 				pos := binary.BigEndian.Uint64(k)
+				if pos > limit {
+					break
+				}
+				scanned++
 				next = pos + 1
 				hd, err := decodeHeader(v)
 				if err != nil {

@@ -50,6 +50,7 @@ func Run(t *testing.T, open func(t *testing.T) events.Store) {
 		{"ReadStreamNotFound", testReadStreamNotFound},
 		{"SubscribeCatchUpThenLive", testSubscribeCatchUpThenLive},
 		{"SubscribeExclusiveAfter", testSubscribeExclusiveAfter},
+		{"DeliveredIsReadable", testDeliveredIsReadable},
 		{"SubscribeFilter", testSubscribeFilter},
 		{"SubscribeCancelLive", testSubscribeCancelLive},
 		{"SubscribeCancelCatchUp", testSubscribeCancelCatchUp},
@@ -646,6 +647,54 @@ func testSubscribeCatchUpThenLive(t *testing.T, s events.Store) {
 		t.Fatalf("delivered %d distinct events, %d were acknowledged (a gap)", len(seen), len(acked))
 	}
 }
+
+// testDeliveredIsReadable: a subscriber that acts on an event (the job engine
+// re-reads the job's stream before a conditional append) must find it through
+// ReadStream and Head — a store may not deliver an event its reads do not yet
+// show. Checked inside the handler, under concurrent appends.
+func testDeliveredIsReadable(t *testing.T, s events.Store) {
+	p := prefix(t)
+	h0 := mustHead(t, s)
+	const writers, perWriter = 4, 50
+	ctx, cancel := context.WithCancel(ctxT(t))
+	defer cancel()
+	done := make(chan error, 1)
+	var delivered int
+	go func() {
+		done <- s.SubscribeAll(ctx, h0, events.Filter{StreamPrefixes: []string{p}}, func(ctx context.Context, e events.RecordedEvent) error {
+			got, err := s.ReadStream(ctx, e.Stream, e.Revision, 1, events.Forward)
+			if err != nil || len(got) != 1 || got[0].ID != e.ID {
+				return fmt.Errorf("delivered %s@%d (position %d) but ReadStream gives %d events, err %v", e.Stream, e.Revision, e.Position, len(got), err)
+			}
+			if h, err := s.Head(ctx); err != nil || h < e.Position {
+				return fmt.Errorf("delivered position %d but Head is %d (err %v)", e.Position, h, err)
+			}
+			if delivered++; delivered == writers*perWriter {
+				return errAllSeen
+			}
+			return nil
+		})
+	}()
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range perWriter {
+				if _, err := s.Append(ctx, fmt.Sprintf("%sw-%d", p, w), events.Any(), ev("Seen", i)); err != nil {
+					t.Errorf("append: %v", err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := <-done; !errors.Is(err, errAllSeen) {
+		t.Fatalf("subscription ended with %v after %d events", err, delivered)
+	}
+}
+
+var errAllSeen = errors.New("all seen")
 
 func testSubscribeExclusiveAfter(t *testing.T, s events.Store) {
 	p := prefix(t)
