@@ -12,6 +12,12 @@ import (
 // they change), so a view handed to a reader stays as it was. Unknown event
 // types and events of other streams leave v unchanged.
 func ApplyJob(v JobView, ev events.RecordedEvent, p events.Payload) JobView {
+	return applyJob(v, ev, p, false)
+}
+
+// applyJob is ApplyJob; with own, v's Steps and Attempts belong to the
+// caller alone (see Ownership) and are changed in place instead of copied.
+func applyJob(v JobView, ev events.RecordedEvent, p events.Payload, own bool) JobView {
 	t := ev.Meta.Time
 	switch e := p.(type) {
 	case events.JobQueued:
@@ -30,16 +36,21 @@ func ApplyJob(v JobView, ev events.RecordedEvent, p events.Payload) JobView {
 		}
 	case events.JobClaimed:
 		v.State = JobRunning
-		v.Attempts = append(slices.Clip(v.Attempts), Attempt{
+		if !own {
+			v.Attempts = slices.Clip(v.Attempts)
+		}
+		v.Attempts = append(v.Attempts, Attempt{
 			Number: e.Attempt, Worker: e.Worker, ClaimedAt: t, LeaseUntil: e.LeaseUntil,
 		})
 	case events.LeaseRenewed:
 		if i := attemptIndex(v.Attempts, e.Attempt); i >= 0 {
-			v.Attempts = slices.Clone(v.Attempts)
+			if !own {
+				v.Attempts = slices.Clone(v.Attempts)
+			}
 			v.Attempts[i].LeaseUntil = e.LeaseUntil
 		}
 	case events.StepStarted:
-		v.Steps = setStep(v.Steps, e.Step, func(s *StepView) {
+		v.Steps = setStep(v.Steps, own, e.Step, func(s *StepView) {
 			*s = StepView{Name: s.Name, State: StepRunning, Attempt: e.Attempt, StartedAt: timePtr(t), Resource: e.Resource}
 			if e.Verify {
 				s.Detail = "verifying"
@@ -53,26 +64,26 @@ func ApplyJob(v JobView, ev events.RecordedEvent, p events.Payload) JobView {
 		} else if v.UncertainStep == e.Step {
 			v.UncertainStep = ""
 		}
-		v.Steps = setStep(v.Steps, e.Step, func(s *StepView) {
+		v.Steps = setStep(v.Steps, own, e.Step, func(s *StepView) {
 			s.State, s.EndedAt, s.HTTPStatus, s.Error = state, timePtr(t), e.HTTPStatus, e.Error
 			if s.Attempt == 0 {
 				s.Attempt = e.Attempt
 			}
 		})
 	case events.JobTimedOut:
-		v = endAttempt(v, t, JobTimedOut, e.UncertainStep, e.Remaining)
+		v = endAttempt(v, own, t, JobTimedOut, e.UncertainStep, e.Remaining)
 	case events.JobCancelled:
-		v = endAttempt(v, t, JobCancelled, e.UncertainStep, e.Remaining)
+		v = endAttempt(v, own, t, JobCancelled, e.UncertainStep, e.Remaining)
 	case events.JobAbandoned:
-		v = endAttempt(v, t, JobAbandoned, e.UncertainStep, e.Remaining)
+		v = endAttempt(v, own, t, JobAbandoned, e.UncertainStep, e.Remaining)
 	case events.JobFailed:
-		v = endAttempt(v, t, JobFailed, "", e.Remaining)
+		v = endAttempt(v, own, t, JobFailed, "", e.Remaining)
 		v.Reason = e.Reason
 		if e.FailedStep != "" && e.Reason == "" {
 			v.Reason = "step " + e.FailedStep + " failed"
 		}
 	case events.JobSucceeded:
-		v = endAttempt(v, t, JobSucceeded, "", nil)
+		v = endAttempt(v, own, t, JobSucceeded, "", nil)
 		v.UncertainStep = ""
 		v.Remaining = []events.Resource{}
 	case events.JobResumed:
@@ -81,7 +92,9 @@ func ApplyJob(v JobView, ev events.RecordedEvent, p events.Payload) JobView {
 		v.Reason = ""
 		// Failed steps will run again; the uncertain one stays uncertain
 		// until the next attempt verifies it.
-		v.Steps = slices.Clone(v.Steps)
+		if !own {
+			v.Steps = slices.Clone(v.Steps)
+		}
 		for i := range v.Steps {
 			if v.Steps[i].State == StepFailed {
 				v.Steps[i] = StepView{Name: v.Steps[i].Name, State: StepPending}
@@ -92,7 +105,7 @@ func ApplyJob(v JobView, ev events.RecordedEvent, p events.Payload) JobView {
 		if !ok {
 			return v // unknown or foreign event: nothing to fold
 		}
-		v.Steps = setStep(v.Steps, r.Step, func(s *StepView) {
+		v.Steps = setStep(v.Steps, own, r.Step, func(s *StepView) {
 			s.State, s.EndedAt, s.HTTPStatus, s.Error = StepDone, timePtr(t), 0, ""
 			if s.Attempt == 0 {
 				s.Attempt = r.Attempt
@@ -114,16 +127,21 @@ func ApplyJob(v JobView, ev events.RecordedEvent, p events.Payload) JobView {
 
 // endAttempt closes the job's current attempt with a terminal state. A step
 // that was started and has no result when the attempt ended may or may not
-// have taken effect: it becomes uncertain (the event may name it too).
-func endAttempt(v JobView, t time.Time, state, uncertain string, remaining []events.Resource) JobView {
+// have taken effect: it becomes uncertain (the event may name it too). With
+// own, v's Steps and Attempts are changed in place.
+func endAttempt(v JobView, own bool, t time.Time, state, uncertain string, remaining []events.Resource) JobView {
 	v.State = state
 	v.EndedAt = timePtr(t)
 	if n := len(v.Attempts); n > 0 && v.Attempts[n-1].EndedAt == nil {
-		v.Attempts = slices.Clone(v.Attempts)
+		if !own {
+			v.Attempts = slices.Clone(v.Attempts)
+		}
 		v.Attempts[n-1].EndedAt = timePtr(t)
 		v.Attempts[n-1].Outcome = state
 	}
-	v.Steps = slices.Clone(v.Steps)
+	if !own {
+		v.Steps = slices.Clone(v.Steps)
+	}
 	for i := range v.Steps {
 		s := &v.Steps[i]
 		if s.State == StepRunning || (uncertain != "" && s.Name == uncertain && s.State != StepDone) {
@@ -232,11 +250,14 @@ func removeConfirmed(rs []events.Resource, p events.Payload) []events.Resource {
 	return out
 }
 
-// setStep returns a copy of steps with the named step changed by f; a step
-// the plan did not list is appended (an older or newer worker may run steps
-// this binary does not know).
-func setStep(steps []StepView, name string, f func(*StepView)) []StepView {
-	out := slices.Clone(steps)
+// setStep returns a copy of steps (steps itself with own) with the named
+// step changed by f; a step the plan did not list is appended (an older or
+// newer worker may run steps this binary does not know).
+func setStep(steps []StepView, own bool, name string, f func(*StepView)) []StepView {
+	out := steps
+	if !own {
+		out = slices.Clone(steps)
+	}
 	for i := range out {
 		if out[i].Name == name {
 			f(&out[i])

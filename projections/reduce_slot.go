@@ -15,6 +15,12 @@ import (
 // through RefreshSlotJob. It is pure: v is never modified. Unknown event types
 // leave v unchanged.
 func ApplySlot(v SlotView, ev events.RecordedEvent, p events.Payload) SlotView {
+	return applySlot(v, ev, p, false)
+}
+
+// applySlot is ApplySlot; with own, v's LatestJobs map belongs to the caller
+// alone (see Ownership) and is changed in place instead of copied.
+func applySlot(v SlotView, ev events.RecordedEvent, p events.Payload, own bool) SlotView {
 	t := ev.Meta.Time
 	slotEvent := strings.HasPrefix(ev.Stream, events.SlotStreamPrefix)
 	switch e := p.(type) {
@@ -58,7 +64,9 @@ func ApplySlot(v SlotView, ev events.RecordedEvent, p events.Payload) SlotView {
 			ref.State = JobQueued
 		}
 		v.ActiveJob = &ref
-		v.LatestJobs = maps.Clone(v.LatestJobs)
+		if !own {
+			v.LatestJobs = maps.Clone(v.LatestJobs)
+		}
 		if v.LatestJobs == nil {
 			v.LatestJobs = map[string]JobRef{}
 		}
@@ -114,14 +122,26 @@ func ApplySlot(v SlotView, ev events.RecordedEvent, p events.Payload) SlotView {
 // slot's newest job ended without success. It returns v unchanged (and false)
 // when the slot does not show that job.
 func RefreshSlotJob(v SlotView, j JobView) (SlotView, bool) {
+	return refreshSlotJob(v, j, false)
+}
+
+// refreshSlotJob is RefreshSlotJob; with own, v's ActiveJob and LatestJobs
+// belong to the caller alone (see Ownership) and are changed in place.
+func refreshSlotJob(v SlotView, j JobView, own bool) (SlotView, bool) {
 	changed := false
 	ref := RefOf(j)
 	if v.ActiveJob != nil && v.ActiveJob.ID == j.ID && *v.ActiveJob != ref {
-		v.ActiveJob = &ref
+		if own {
+			*v.ActiveJob = ref
+		} else {
+			v.ActiveJob = &ref
+		}
 		changed = true
 	}
 	if old, ok := v.LatestJobs[j.Kind]; ok && old.ID == j.ID && old != ref {
-		v.LatestJobs = maps.Clone(v.LatestJobs)
+		if !own {
+			v.LatestJobs = maps.Clone(v.LatestJobs)
+		}
 		v.LatestJobs[j.Kind] = ref
 		changed = true
 	}

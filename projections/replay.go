@@ -50,13 +50,19 @@ func Replay(ctx context.Context, store events.Store, target Target, upTo events.
 		cancel()
 		<-p.done
 	}()
+	quiet, _ := target.(QuietTarget)
 	reached := from
 	for {
 		batch, ok := p.next()
 		if !ok {
 			return reached, p.err
 		}
-		if _, err := target.Apply(ctx, batch); err != nil {
+		if quiet != nil {
+			err = quiet.ApplyQuiet(ctx, batch)
+		} else {
+			_, err = target.Apply(ctx, batch)
+		}
+		if err != nil {
 			return reached, err
 		}
 		reached = batch[len(batch)-1].Position

@@ -20,6 +20,16 @@ type Target interface {
 	Apply(ctx context.Context, evs []Event) ([]Change, error)
 }
 
+// QuietTarget is implemented by targets that can apply a batch faster when
+// nobody needs its changes: Replay (and so Verify and `slotkeeper replay`)
+// uses ApplyQuiet, the Runner, which publishes changes, uses Apply. The
+// result is the same read model.
+type QuietTarget interface {
+	Target
+	// ApplyQuiet is Apply without the changes.
+	ApplyQuiet(ctx context.Context, evs []Event) error
+}
+
 // Exclusive is implemented by targets that several processes share (the
 // postgres read model): only the holder of the projector lock may Apply.
 // Acquire blocks until this process holds the lock (or ctx ends); the lock's
@@ -216,10 +226,16 @@ func (r *Runner) acquire(ctx context.Context, ex Exclusive) (context.Context, fu
 // loop in batches: the producer appends under a mutex and the consumer takes
 // everything queued at once, so the per-event cost is a lock, not a channel
 // operation, and the live path still hands over every event at once.
+//
+// The batch next returns is only valid until the following call of next:
+// the two batch buffers take turns, so a catch-up does not allocate a new
+// buffer per batch.
 type pipe struct {
 	mu     sync.Mutex
 	items  []Event
+	lent   []Event // the batch next returned last time
 	max    int
+	full   bool // next waits for max events (or the end): replay, not live
 	closed bool
 	err    error         // the subscription's end (nil when upTo was reached)
 	ready  chan struct{} // cap 1: items queued or closed
@@ -240,8 +256,11 @@ func (p *pipe) push(ctx context.Context, e Event) error {
 		p.mu.Lock()
 		if len(p.items) < p.max {
 			p.items = append(p.items, e)
+			wake := !p.full || len(p.items) == p.max
 			p.mu.Unlock()
-			signal(p.ready)
+			if wake {
+				signal(p.ready)
+			}
 			return nil
 		}
 		p.mu.Unlock()
@@ -258,9 +277,10 @@ func (p *pipe) push(ctx context.Context, e Event) error {
 func (p *pipe) next() ([]Event, bool) {
 	for {
 		p.mu.Lock()
-		if len(p.items) > 0 {
+		if len(p.items) > 0 && (!p.full || len(p.items) >= p.max || p.closed) {
 			out := p.items
-			p.items = make([]Event, 0, p.max)
+			clear(p.lent) // the caller is done with it; drop its payloads
+			p.items, p.lent = p.lent[:0], out
 			p.mu.Unlock()
 			signal(p.space)
 			return out, true
@@ -277,9 +297,11 @@ func (p *pipe) next() ([]Event, bool) {
 // pump runs a subscription from `from` that decodes every event and queues
 // it on the returned pipe, at most max at a time (the store and the decoder
 // run ahead of the target while it applies). With upTo > 0 it stops after
-// the event at upTo. Cancel ctx and wait on done to stop it early.
+// the event at upTo, and next hands out full batches only (a replay wants
+// few large batches; a live runner wants every event at once). Cancel ctx
+// and wait on done to stop it early.
 func pump(ctx context.Context, store events.Store, from events.Position, max int, upTo events.Position) *pipe {
-	p := &pipe{max: max, items: make([]Event, 0, max), ready: make(chan struct{}, 1), space: make(chan struct{}, 1), done: make(chan struct{})}
+	p := &pipe{max: max, full: upTo > 0, items: make([]Event, 0, max), ready: make(chan struct{}, 1), space: make(chan struct{}, 1), done: make(chan struct{})}
 	go func() {
 		defer close(p.done)
 		err := store.SubscribeAll(ctx, from, events.Filter{}, func(ctx context.Context, ev events.RecordedEvent) error {

@@ -28,6 +28,7 @@ type Store struct {
 	bySlot map[string][]string // slot → job ids, oldest first (by QueuedPosition)
 	latest map[string]string   // slot + "\x00" + kind → newest job id
 	audit  auditLog
+	own    projections.Ownership // views ApplyQuiet's batch may change in place
 }
 
 // auditLog holds the audit entries in position order, in fixed-size chunks so
@@ -52,6 +53,7 @@ func (l *auditLog) at(i int) *projections.AuditEntry { return &l.chunks[i/auditC
 
 var (
 	_ projections.Target      = (*Store)(nil)
+	_ projections.QuietTarget = (*Store)(nil)
 	_ projections.Snapshotter = (*Store)(nil)
 	_ projections.ReadModel   = (*Store)(nil)
 	_ projections.State       = (*Store)(nil)
@@ -82,6 +84,24 @@ func (s *Store) Apply(_ context.Context, evs []projections.Event) ([]projections
 		changes = append(changes, ch)
 	}
 	return changes, nil
+}
+
+// ApplyQuiet implements projections.QuietTarget: Apply without the
+// changes, so the batch may update the views it touches in place (see
+// projections.Ownership); readers still see none or all of it, and no view
+// a reader could have taken is changed.
+func (s *Store) ApplyQuiet(_ context.Context, evs []projections.Event) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	defer s.own.Reset()
+	for _, ev := range evs {
+		if ev.Position <= s.pos {
+			return fmt.Errorf("memory: event at %d is not after the checkpoint %d", ev.Position, s.pos)
+		}
+		s.audit.add(projections.ProjectQuiet(s, &s.own, ev))
+		s.pos = ev.Position
+	}
+	return nil
 }
 
 // GetSlot implements projections.State (called under the write lock).

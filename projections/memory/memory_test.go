@@ -2,6 +2,7 @@ package memory_test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 
 	"github.com/slotkeeper/slotkeeper/events"
@@ -63,3 +64,68 @@ func TestLongHistoryLiveEqualsReplay(t *testing.T) {
 
 // The runner's and replay's goroutines (subscription, decoder) all end.
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// ApplyQuiet (what Replay uses: views changed in place within a batch)
+// builds the same read model as Apply (a new view per change), whatever the
+// batch size, and never changes a view a reader took between batches.
+func TestApplyQuietEqualsApply(t *testing.T) {
+	ctx := projtest.Ctx(t)
+	log := memstore.New()
+	projtest.Must(t, projtest.NewGen(log, 77).Random(ctx, 10, 3000))
+	var evs []projections.Event
+	head, err := log.Head(ctx)
+	projtest.Must(t, err)
+	subCtx, stop := context.WithCancel(ctx)
+	err = log.SubscribeAll(subCtx, 0, events.Filter{}, func(_ context.Context, ev events.RecordedEvent) error {
+		evs = append(evs, projections.DecodeEvent(ev))
+		if ev.Position >= head {
+			stop()
+		}
+		return nil
+	})
+	stop()
+	if len(evs) != int(head) {
+		t.Fatalf("read %d events of %d: %v", len(evs), head, err)
+	}
+	ref := memory.New(log)
+	for _, e := range evs {
+		_, err := ref.Apply(ctx, []projections.Event{e})
+		projtest.Must(t, err)
+	}
+	for _, batch := range []int{1, 7, 500, len(evs)} {
+		quiet := memory.New(log)
+		// What readers took after each batch, and its JSON at that time.
+		type taken struct {
+			v    any
+			json string
+		}
+		var seen []taken
+		every := max(1, len(evs)/batch/40) // ~40 looks per run
+		for i := 0; i < len(evs); i += batch {
+			projtest.Must(t, quiet.ApplyQuiet(ctx, evs[i:min(i+batch, len(evs))]))
+			if (i/batch)%every != 0 {
+				continue
+			}
+			slots, err := quiet.ListSlots(ctx)
+			projtest.Must(t, err)
+			for _, s := range slots {
+				jobs, err := quiet.JobsBySlot(ctx, s.Name, "", 3, "")
+				projtest.Must(t, err)
+				for _, v := range []any{s, jobs} {
+					b, _ := json.Marshal(v)
+					seen = append(seen, taken{v, string(b)})
+				}
+			}
+		}
+		diffs, err := projections.Compare(ctx, ref, quiet)
+		projtest.Must(t, err)
+		for _, d := range diffs {
+			t.Errorf("batch %d: %s", batch, d)
+		}
+		for _, s := range seen {
+			if b, _ := json.Marshal(s.v); string(b) != s.json {
+				t.Fatalf("batch %d: a view a reader held changed later:\n  then: %s\n  now:  %s", batch, s.json, b)
+			}
+		}
+	}
+}
