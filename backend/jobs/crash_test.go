@@ -1,13 +1,11 @@
 package jobs_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -51,8 +49,9 @@ func crashChild() {
 		fmt.Fprintln(os.Stderr, "child: open store:", err)
 		os.Exit(2)
 	}
-	// Its git scratch space sits beside the store, so the parent can find
-	// the child's git processes (see killOrphans).
+	// Its git scratch space sits beside the store. When this child is
+	// SIGKILLed, providers/git kills its git processes too (parent-death
+	// guard), so no push of a dead worker reaches the simulator.
 	pusher, err := gitp.New(gitp.Options{Token: os.Getenv(envBBToken), TempDir: filepath.Dir(os.Getenv(envStore))})
 	if err != nil {
 		os.Exit(2)
@@ -101,7 +100,6 @@ func crashPhase(t *testing.T, w *world, path string, c stepCall) {
 		t.Fatal(err)
 	}
 	cmd.Wait()
-	killOrphans(t, path)
 	st, err := boltstore.Open(path, boltstore.Options{LockTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -109,29 +107,4 @@ func crashPhase(t *testing.T, w *world, path string, c stepCall) {
 	t.Cleanup(func() { st.Close() })
 	w.store = st
 	w.svc = slots.NewService(st, slots.Config{Logger: testLogger()})
-}
-
-// killOrphans kills processes the child left behind. providers/git runs git
-// in its own process group (so a cancel can kill git-remote-http too), which
-// also means a SIGKILLed worker's git keeps running, connection open, as an
-// orphan. Until providers/git ties git's life to its parent (Linux
-// PR_SET_PDEATHSIG), the test does what the death of a worker's machine or
-// container would: it kills every process started with the child's
-// environment: git runs with HOME under the cell's directory.
-func killOrphans(t *testing.T, path string) {
-	t.Helper()
-	marker := []byte("HOME=" + filepath.Dir(path) + "/")
-	dirs, _ := os.ReadDir("/proc")
-	for _, d := range dirs {
-		pid, err := strconv.Atoi(d.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		env, err := os.ReadFile("/proc/" + d.Name() + "/environ")
-		if err != nil || !bytes.Contains(env, marker) {
-			continue
-		}
-		t.Logf("killing orphan %d of the crashed worker", pid)
-		syscall.Kill(pid, syscall.SIGKILL)
-	}
 }
