@@ -3,7 +3,6 @@ package events
 import (
 	"encoding/json"
 	"fmt"
-	"reflect"
 	"sort"
 	"time"
 
@@ -393,38 +392,39 @@ func Types() []string {
 	return out
 }
 
-var constructors = map[string]func() Payload{
-	"SlotRegistered":     func() Payload { return &SlotRegistered{} },
-	"SlotOccupied":       func() Payload { return &SlotOccupied{} },
-	"OccupancyExtended":  func() Payload { return &OccupancyExtended{} },
-	"JobAccepted":        func() Payload { return &JobAccepted{} },
-	"JobReleased":        func() Payload { return &JobReleased{} },
-	"SlotVacated":        func() Payload { return &SlotVacated{} },
-	"TeardownIncomplete": func() Payload { return &TeardownIncomplete{} },
-	"SlotRetired":        func() Payload { return &SlotRetired{} },
-	"SlotPromoted":       func() Payload { return &SlotPromoted{} },
-	"JobQueued":          func() Payload { return &JobQueued{} },
-	"JobClaimed":         func() Payload { return &JobClaimed{} },
-	"LeaseRenewed":       func() Payload { return &LeaseRenewed{} },
-	"StepStarted":        func() Payload { return &StepStarted{} },
-	"DBDeleted":          func() Payload { return &DBDeleted{} },
-	"EnvVarsDeleted":     func() Payload { return &EnvVarsDeleted{} },
-	"VolumeDeleted":      func() Payload { return &VolumeDeleted{} },
-	"ForcePushed":        func() Payload { return &ForcePushed{} },
-	"AppDeleted":         func() Payload { return &AppDeleted{} },
-	"RepoDeleted":        func() Payload { return &RepoDeleted{} },
-	"ProjectDeleted":     func() Payload { return &ProjectDeleted{} },
-	"RepoCreated":        func() Payload { return &RepoCreated{} },
-	"CodePushed":         func() Payload { return &CodePushed{} },
-	"StepSucceeded":      func() Payload { return &StepSucceeded{} },
-	"StepFailed":         func() Payload { return &StepFailed{} },
-	"JobTimedOut":        func() Payload { return &JobTimedOut{} },
-	"JobCancelled":       func() Payload { return &JobCancelled{} },
-	"JobAbandoned":       func() Payload { return &JobAbandoned{} },
-	"JobSucceeded":       func() Payload { return &JobSucceeded{} },
-	"JobFailed":          func() Payload { return &JobFailed{} },
-	"JobResumed":         func() Payload { return &JobResumed{} },
-	"NotificationSent":   func() Payload { return &NotificationSent{} },
+// constructors decode each known type's payload (the name is historical).
+var constructors = map[string]func(data []byte) (Payload, error){
+	"SlotRegistered":     decodeAs[SlotRegistered],
+	"SlotOccupied":       decodeAs[SlotOccupied],
+	"OccupancyExtended":  decodeAs[OccupancyExtended],
+	"JobAccepted":        decodeAs[JobAccepted],
+	"JobReleased":        decodeAs[JobReleased],
+	"SlotVacated":        decodeAs[SlotVacated],
+	"TeardownIncomplete": decodeAs[TeardownIncomplete],
+	"SlotRetired":        decodeAs[SlotRetired],
+	"SlotPromoted":       decodeAs[SlotPromoted],
+	"JobQueued":          decodeAs[JobQueued],
+	"JobClaimed":         decodeAs[JobClaimed],
+	"LeaseRenewed":       decodeAs[LeaseRenewed],
+	"StepStarted":        decodeAs[StepStarted],
+	"DBDeleted":          decodeAs[DBDeleted],
+	"EnvVarsDeleted":     decodeAs[EnvVarsDeleted],
+	"VolumeDeleted":      decodeAs[VolumeDeleted],
+	"ForcePushed":        decodeAs[ForcePushed],
+	"AppDeleted":         decodeAs[AppDeleted],
+	"RepoDeleted":        decodeAs[RepoDeleted],
+	"ProjectDeleted":     decodeAs[ProjectDeleted],
+	"RepoCreated":        decodeAs[RepoCreated],
+	"CodePushed":         decodeAs[CodePushed],
+	"StepSucceeded":      decodeAs[StepSucceeded],
+	"StepFailed":         decodeAs[StepFailed],
+	"JobTimedOut":        decodeAs[JobTimedOut],
+	"JobCancelled":       decodeAs[JobCancelled],
+	"JobAbandoned":       decodeAs[JobAbandoned],
+	"JobSucceeded":       decodeAs[JobSucceeded],
+	"JobFailed":          decodeAs[JobFailed],
+	"JobResumed":         decodeAs[JobResumed],
+	"NotificationSent":   decodeAs[NotificationSent],
 }
 
 // Unknown is what Decode returns for an event type this binary does not know
@@ -462,13 +462,24 @@ func Decode(ev RecordedEvent) (Payload, error) {
 	if !ok {
 		return Unknown{Type: ev.Type, Data: ev.Data}, nil
 	}
-	p := mk()
-	if len(ev.Data) > 0 {
-		if err := json.Unmarshal(ev.Data, p); err != nil {
-			return nil, fmt.Errorf("events: decode %s at %s@%d: %w", ev.Type, ev.Stream, ev.Revision, err)
+	p, err := mk(ev.Data)
+	if err != nil {
+		return nil, fmt.Errorf("events: decode %s at %s@%d: %w", ev.Type, ev.Stream, ev.Revision, err)
+	}
+	return p, nil
+}
+
+// decodeAs decodes a T and returns it as a value, without the reflection a
+// generic pointer-to-value step costs (Decode runs for every event a read
+// model replays).
+func decodeAs[T Payload](data []byte) (Payload, error) {
+	var v T
+	if len(data) > 0 {
+		if err := json.Unmarshal(data, &v); err != nil {
+			return nil, err
 		}
 	}
-	return deref(p), nil
+	return v, nil
 }
 
 // EncodeMeta and DecodeMeta are the metadata's wire form, shared by the stores.
@@ -485,9 +496,4 @@ func DecodeMeta(b []byte) (Metadata, error) {
 	}
 	err := json.Unmarshal(b, &m)
 	return m, err
-}
-
-// deref turns the *T a constructor made back into the T callers switch on.
-func deref(p Payload) Payload {
-	return reflect.ValueOf(p).Elem().Interface().(Payload)
 }
