@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/cgi"
-	"os"
 	"regexp"
 	"sort"
 	"strconv"
@@ -152,12 +151,18 @@ func (s *Sim) bbDeleteRepo(w http.ResponseWriter, r *http.Request) {
 	key := repoKey(r.PathValue("project"), r.PathValue("slug"))
 	s.mu.Lock()
 	rp, ok := s.bb.repos[key]
+	var err error
 	if ok {
 		rp.Deleting = true
+		err = s.persistLocked()
 	}
 	s.mu.Unlock()
 	if !ok {
 		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	if err != nil {
+		writeJSON(w, http.StatusInternalServerError, bbError(nil, err.Error(), nil))
 		return
 	}
 	s.after(s.opts.DeleteDelay, func() {
@@ -166,8 +171,8 @@ func (s *Sim) bbDeleteRepo(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if s.bb.repos[key] == rp {
-			delete(s.bb.repos, key)
-			os.RemoveAll(s.repoDir(rp.Project, rp.Slug))
+			s.dropRepoLocked(key, rp)
+			_ = s.persistLocked() // a snapshot still naming it completes the delete on load
 		}
 	})
 	w.WriteHeader(http.StatusAccepted)

@@ -168,18 +168,27 @@ func (s *Sim) coolDeleteDB(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("uuid")
 	s.mu.Lock()
 	db, ok := s.cool.dbs[id]
+	var err error
 	if ok {
 		db.Deleting = true
+		err = s.persistLocked()
 	}
 	s.mu.Unlock()
 	if !ok {
 		coolMsg(w, http.StatusNotFound, "Database not found.")
 		return
 	}
+	if err != nil {
+		coolMsg(w, http.StatusInternalServerError, err.Error())
+		return
+	}
 	s.after(s.opts.DeleteDelay, func() {
 		s.mu.Lock()
-		delete(s.cool.dbs, id)
-		s.mu.Unlock()
+		defer s.mu.Unlock()
+		if s.cool.dbs[id] == db {
+			s.dropDBLocked(id)
+			_ = s.persistLocked() // a snapshot still naming it completes the delete on load
+		}
 	})
 	coolMsg(w, http.StatusOK, "Database deletion request queued.")
 }
@@ -205,27 +214,26 @@ func (s *Sim) coolDeleteApp(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("uuid")
 	s.mu.Lock()
 	app, ok := s.cool.apps[id]
+	var err error
 	if ok {
 		app.Deleting = true
+		err = s.persistLocked()
 	}
 	s.mu.Unlock()
 	if !ok {
 		coolMsg(w, http.StatusNotFound, "Application not found.")
 		return
 	}
+	if err != nil {
+		coolMsg(w, http.StatusInternalServerError, err.Error())
+		return
+	}
 	s.after(s.opts.DeleteDelay, func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		delete(s.cool.apps, id)
-		for k, e := range s.cool.envs {
-			if e.App == id {
-				delete(s.cool.envs, k)
-			}
-		}
-		for k, st := range s.cool.storages {
-			if st.App == id {
-				delete(s.cool.storages, k)
-			}
+		if s.cool.apps[id] == app {
+			s.dropAppLocked(id)
+			_ = s.persistLocked() // a snapshot still naming it completes the delete on load
 		}
 	})
 	coolMsg(w, http.StatusOK, "Application deletion request queued.")
@@ -253,8 +261,10 @@ func (s *Sim) coolDeleteEnv(w http.ResponseWriter, r *http.Request) {
 	_, appOK := s.cool.apps[app]
 	e, ok := s.cool.envs[env]
 	ok = ok && e.App == app
+	var err error
 	if ok {
 		delete(s.cool.envs, env)
+		err = s.persistLocked()
 	}
 	s.mu.Unlock()
 	switch {
@@ -262,6 +272,8 @@ func (s *Sim) coolDeleteEnv(w http.ResponseWriter, r *http.Request) {
 		coolMsg(w, http.StatusNotFound, "Application not found.")
 	case !ok:
 		coolMsg(w, http.StatusNotFound, "Environment variable not found.")
+	case err != nil:
+		coolMsg(w, http.StatusInternalServerError, err.Error())
 	default:
 		coolMsg(w, http.StatusOK, "Environment variable deleted.")
 	}
@@ -293,8 +305,10 @@ func (s *Sim) coolDeleteStorage(w http.ResponseWriter, r *http.Request) {
 	_, appOK := s.cool.apps[app]
 	st, ok := s.cool.storages[sid]
 	ok = ok && st.App == app
+	var err error
 	if ok {
 		delete(s.cool.storages, sid)
+		err = s.persistLocked()
 	}
 	s.mu.Unlock()
 	switch {
@@ -302,6 +316,8 @@ func (s *Sim) coolDeleteStorage(w http.ResponseWriter, r *http.Request) {
 		coolMsg(w, http.StatusNotFound, "Application not found.")
 	case !ok:
 		coolMsg(w, http.StatusNotFound, "Storage not found.")
+	case err != nil:
+		coolMsg(w, http.StatusInternalServerError, err.Error())
 	default:
 		coolMsg(w, http.StatusOK, "Storage deleted.")
 	}
@@ -368,8 +384,10 @@ func (s *Sim) coolDeleteProject(w http.ResponseWriter, r *http.Request) {
 	for _, d := range s.cool.dbs {
 		busy = busy || d.Project == id
 	}
+	var err error
 	if ok && !busy {
 		delete(s.cool.projects, id)
+		err = s.persistLocked()
 	}
 	s.mu.Unlock()
 	switch {
@@ -377,6 +395,8 @@ func (s *Sim) coolDeleteProject(w http.ResponseWriter, r *http.Request) {
 		coolMsg(w, http.StatusNotFound, "Project not found.")
 	case busy:
 		coolMsg(w, http.StatusBadRequest, msgProjectBusy)
+	case err != nil:
+		coolMsg(w, http.StatusInternalServerError, err.Error())
 	default:
 		coolMsg(w, http.StatusOK, "Project deleted.")
 	}

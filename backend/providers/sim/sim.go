@@ -64,6 +64,13 @@ type Options struct {
 	// (GitRoot/PROJECT/slug.git). Empty: a temporary directory removed by
 	// Close.
 	GitRoot string
+	// StateDir, if set, makes the simulated state survive a restart: Start
+	// loads StateDir/state.json (a JSON snapshot of the Coolify and
+	// Bitbucket resources; not faults, not recorded requests, not tokens)
+	// and every change rewrites it atomically. The bare repositories live
+	// in StateDir/git unless GitRoot says otherwise. One Sim at a time per
+	// directory. A snapshot Start cannot read is an error (ErrBadState).
+	StateDir string
 	// MaxRecorded bounds the request recorder (oldest dropped first).
 	// Default 100,000.
 	MaxRecorded int
@@ -76,6 +83,7 @@ type Options struct {
 // concurrent use.
 type Sim struct {
 	opts     Options
+	stateDir string // "" = state kept in memory only
 	gitRoot  string
 	ownsRoot bool
 	gitHome  string
@@ -118,6 +126,15 @@ func Start(ctx context.Context, opts Options) (*Sim, error) {
 	if s.opts.BitbucketToken == "" {
 		s.opts.BitbucketToken = "bbsim" + newUUID() + newUUID()
 	}
+	if opts.StateDir != "" {
+		if err := os.MkdirAll(opts.StateDir, 0o755); err != nil {
+			return nil, fmt.Errorf("sim: state directory: %w", err)
+		}
+		s.stateDir = opts.StateDir
+		if opts.GitRoot == "" {
+			opts.GitRoot = filepath.Join(opts.StateDir, gitSubdir)
+		}
+	}
 	if opts.GitRoot == "" {
 		d, err := os.MkdirTemp("", "slotkeeper-sim-git-")
 		if err != nil {
@@ -131,7 +148,14 @@ func Start(ctx context.Context, opts Options) (*Sim, error) {
 		s.gitRoot = opts.GitRoot
 	}
 	if s.gitHome, err = os.MkdirTemp("", "slotkeeper-sim-home-"); err != nil {
+		s.removeDirs()
 		return nil, err
+	}
+	if s.stateDir != "" {
+		if err := s.loadState(); err != nil {
+			s.removeDirs()
+			return nil, err
+		}
 	}
 
 	var lc net.ListenConfig

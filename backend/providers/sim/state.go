@@ -104,7 +104,9 @@ func (s *Sim) ensureTemplate() (RepoFixture, string, error) {
 	s.mu.Unlock()
 	if t != nil {
 		head, err := s.RepoHeadSHA(t.Project, t.Slug, DefaultBranch)
-		return *t, head, err
+		rp := *t
+		rp.CloneURL = s.CloneURL(rp.Project, rp.Slug) // a loaded one names an old port
+		return rp, head, err
 	}
 	rp, err := s.AddRepo(TemplateProject, TemplateSlug)
 	if err != nil {
@@ -116,17 +118,26 @@ func (s *Sim) ensureTemplate() (RepoFixture, string, error) {
 	}
 	s.mu.Lock()
 	s.tmpl = &rp
+	err = s.persistLocked()
 	s.mu.Unlock()
-	return rp, head, nil
+	return rp, head, err
 }
 
-// AddProject creates a Coolify project and returns its uuid.
+// AddProject creates a Coolify project and returns its uuid. With
+// StateDir, a failed save is not reported here: the next change saves the
+// whole state again (AddProjectErr reports it).
 func (s *Sim) AddProject(name string) string {
+	id, _ := s.AddProjectErr(name)
+	return id
+}
+
+// AddProjectErr is AddProject reporting a failure to save the state.
+func (s *Sim) AddProjectErr(name string) (string, error) {
 	id := newUUID()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.cool.projects[id] = &coolProject{UUID: id, Name: name}
-	return id
+	return id, s.persistLocked()
 }
 
 // AddApp creates an application (status "running:healthy") in a project.
@@ -138,7 +149,7 @@ func (s *Sim) AddApp(projectUUID, name string) (string, error) {
 		return "", fmt.Errorf("project %s: %w", projectUUID, ErrNotFound)
 	}
 	s.cool.apps[id] = &coolApp{UUID: id, Name: name, Project: projectUUID, Status: "running:healthy"}
-	return id, nil
+	return id, s.persistLocked()
 }
 
 // AddDatabase creates a postgres database (status "running:healthy").
@@ -150,7 +161,7 @@ func (s *Sim) AddDatabase(projectUUID, name string) (string, error) {
 		return "", fmt.Errorf("project %s: %w", projectUUID, ErrNotFound)
 	}
 	s.cool.dbs[id] = &coolDB{UUID: id, Name: name, Project: projectUUID, Status: "running:healthy", Type: "standalone-postgresql"}
-	return id, nil
+	return id, s.persistLocked()
 }
 
 // AddEnv adds an environment variable to an application.
@@ -162,7 +173,7 @@ func (s *Sim) AddEnv(appUUID, key, value string) (string, error) {
 		return "", fmt.Errorf("application %s: %w", appUUID, ErrNotFound)
 	}
 	s.cool.envs[id] = &coolEnv{UUID: id, App: appUUID, Key: key, Value: value}
-	return id, nil
+	return id, s.persistLocked()
 }
 
 // AddStorage adds a storage to an application; kind is "persistent" or
@@ -178,7 +189,7 @@ func (s *Sim) AddStorage(appUUID, name, kind, mountPath string) (string, error) 
 		return "", fmt.Errorf("application %s: %w", appUUID, ErrNotFound)
 	}
 	s.cool.storages[id] = &coolStorage{UUID: id, App: appUUID, Name: name, Kind: kind, MountPath: mountPath}
-	return id, nil
+	return id, s.persistLocked()
 }
 
 // HasProject, HasApp, HasDatabase, HasEnv and HasStorage report whether the
@@ -259,7 +270,7 @@ func (s *Sim) SetAppStatus(uuid, status string) error {
 		return ErrNotFound
 	}
 	a.Status = status
-	return nil
+	return s.persistLocked()
 }
 
 // AddRepo creates a Bitbucket repository (an empty bare repo whose HEAD is
@@ -291,6 +302,11 @@ func (s *Sim) AddRepo(project, name string) (RepoFixture, error) {
 		s.mu.Unlock()
 		return RepoFixture{}, err
 	}
+	// Saved once the bare repo exists (a snapshot another change wrote in
+	// between names a repo without one: loading drops it).
+	if err := s.persist(); err != nil {
+		return RepoFixture{}, err
+	}
 	return RepoFixture{Project: project, Slug: slug, Name: name, CloneURL: s.CloneURL(project, slug)}, nil
 }
 
@@ -301,6 +317,7 @@ func (s *Sim) AddBitbucketProject(key string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.bb.projects[strings.ToUpper(key)] = true
+	_ = s.persistLocked() // the next change saves everything again
 }
 
 // HasRepo reports whether the repository exists (a scheduled delete still
