@@ -50,3 +50,25 @@ func BenchmarkMemoryCatchUp(b *testing.B) {
 	}
 	b.ReportMetric(float64(head)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
 }
+
+// BenchmarkMemoryApplyLive is the apply stage as the live runner runs it
+// (Apply: a Change with full views per event).
+func BenchmarkMemoryApplyLive(b *testing.B) {
+	store, head := history(b, histEvents)
+	var decoded []projections.Event
+	if err := catchup(store, head, func(ev events.RecordedEvent) { decoded = append(decoded, projections.DecodeEvent(ev)) }); err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		rm := memory.New(store)
+		for i := 0; i < len(decoded); i += 2000 {
+			if _, err := rm.Apply(ctx, decoded[i:min(i+2000, len(decoded))]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(len(decoded))*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+}
