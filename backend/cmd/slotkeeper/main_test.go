@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -641,5 +642,165 @@ func TestTwoServersOnKurrentAndPostgres(t *testing.T) {
 	}
 	if code := runWith(context.Background(), []string{"verify", "--events", evURL, "--read-model", rm}, noEnv, out, errb, nil); code != 0 {
 		t.Fatalf("verify after replay: exit %d: %s%s", code, out.String(), errb.String())
+	}
+}
+
+// releaseAndWait releases a slot (grace 0) and follows the stream until the
+// reset job ends; it returns the job's last view.
+func releaseAndWait(t *testing.T, s *server, slot string) *projections.JobView {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	frames := follow(ctx, t, s.url())
+	if ev := next(t, frames); string(ev.Event) != "snapshot" {
+		t.Fatalf("first frame %s", ev.Event)
+	}
+	var res slots.JobAcceptedResult
+	if code := s.call(t, "POST", "/api/slots/"+slot+"/release", nil, &res); code != 202 {
+		t.Fatalf("release %s: %d", slot, code)
+	}
+	for {
+		var ch projections.Change
+		if err := json.Unmarshal(next(t, frames).Data, &ch); err != nil {
+			t.Fatal(err)
+		}
+		if ch.Job == nil || ch.Job.ID != res.JobID {
+			continue
+		}
+		switch ch.Job.State {
+		case projections.JobSucceeded, projections.JobFailed, projections.JobTimedOut, projections.JobCancelled, projections.JobAbandoned:
+			return ch.Job
+		}
+	}
+}
+
+// simWorld is what /api/sim/state shows of one demo slot: its env var keys
+// and its repository's main.
+func simWorld(t *testing.T, s *server, slot string) (envs []string, repoMain, templateMain string) {
+	t.Helper()
+	var st struct {
+		Coolify struct {
+			Applications []struct{ UUID, Name string }
+			Envs         []struct{ App, Key string }
+		}
+		Bitbucket struct {
+			Repos []struct{ Project, Slug, Main string }
+		}
+	}
+	if code := s.call(t, "GET", "/api/sim/state", nil, &st); code != 200 {
+		t.Fatalf("sim state: %d", code)
+	}
+	app := ""
+	for _, a := range st.Coolify.Applications {
+		if a.Name == "app-"+slot {
+			app = a.UUID
+		}
+	}
+	if app == "" {
+		t.Fatalf("the simulator has no application for slot %s: %+v", slot, st.Coolify.Applications)
+	}
+	for _, e := range st.Coolify.Envs {
+		if e.App == app {
+			envs = append(envs, e.Key)
+		}
+	}
+	for _, r := range st.Bitbucket.Repos {
+		switch {
+		case r.Project == "SLOT" && r.Slug == "slot-"+slot:
+			repoMain = r.Main
+		case r.Project == "TPL":
+			templateMain = r.Main
+		}
+	}
+	return envs, repoMain, templateMain
+}
+
+// TestDemoSurvivesRestart: `make run`, stop, `make run` again. The
+// simulators keep their state under <data>/sim, so after a graceful stop
+// and a start on the same data dir (new random simulator ports) what the
+// first run's reset did is still there and a demo slot released after the
+// restart resets to success — before, the restarted simulators had
+// forgotten the demo world and every reset failed.
+func TestDemoSurvivesRestart(t *testing.T) {
+	data := t.TempDir()
+	s := startServe(t, data, "127.0.0.1:0", "--grace", "0s")
+	if job := releaseAndWait(t, s, "aurora"); job.State != projections.JobSucceeded {
+		t.Fatalf("first run: reset ended %s: %+v", job.State, job)
+	}
+	envs, repoMain, tmplMain := simWorld(t, s, "aurora")
+	if len(envs) != 0 || repoMain == "" || repoMain != tmplMain {
+		t.Fatalf("first run: aurora after reset: envs %v main %s template %s", envs, repoMain, tmplMain)
+	}
+	if envs, _, _ := simWorld(t, s, "birch"); len(envs) != 3 {
+		t.Fatalf("first run: birch envs %v", envs)
+	}
+	if code := s.stop(t); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, s.err.String())
+	}
+	if _, err := os.Stat(data + "/sim/state.json"); err != nil {
+		t.Fatalf("no simulator state under the data dir: %v", err)
+	}
+
+	s = startServe(t, data, "127.0.0.1:0", "--grace", "0s")
+	if strings.Contains(s.err.String(), "demo pool seeded") {
+		t.Fatal("the demo pool was seeded again into a non-empty log")
+	}
+	if envs, main, tmpl := simWorld(t, s, "aurora"); len(envs) != 0 || main != repoMain || tmpl != tmplMain {
+		t.Fatalf("after restart: aurora envs %v main %s (want %s) template %s", envs, main, repoMain, tmpl)
+	}
+	envs, birchMain, _ := simWorld(t, s, "birch")
+	if len(envs) != 3 || birchMain == "" || birchMain == tmplMain {
+		t.Fatalf("after restart: birch envs %v main %s", envs, birchMain)
+	}
+	if job := releaseAndWait(t, s, "birch"); job.State != projections.JobSucceeded {
+		t.Fatalf("after restart: reset ended %s: %+v\n%s", job.State, job, s.err.String())
+	}
+	if envs, main, _ := simWorld(t, s, "birch"); len(envs) != 0 || main != tmplMain {
+		t.Fatalf("after restart: birch after reset: envs %v main %s, want template %s", envs, main, tmplMain)
+	}
+	if code := s.stop(t); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, s.err.String())
+	}
+}
+
+// TestSimStateBesideTheLog: simulator state left beside an empty log
+// belongs to nothing (a seeding interrupted before its first event) and is
+// cleared, so the demo pool seeds; a torn snapshot beside a non-empty log
+// stops the start with an error naming the file, and changes nothing.
+func TestSimStateBesideTheLog(t *testing.T) {
+	data := t.TempDir()
+	state := filepath.Join(data, "sim", "state.json")
+	if err := os.MkdirAll(filepath.Dir(state), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(state, []byte(`{"format":"slotkeeper-sim-state","version":1,"bitbucket_repos":[{"project":"SLOT","slug":"slot-aurora"`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := startServe(t, data, "127.0.0.1:0", "--workers", "0")
+	s.out.waitFor(t, "serving on")
+	if !strings.Contains(s.err.String(), "demo pool seeded") {
+		t.Fatalf("demo pool not seeded over stale simulator state:\n%s", s.err.String())
+	}
+	if envs, _, _ := simWorld(t, s, "aurora"); len(envs) != 3 {
+		t.Fatalf("aurora envs %v", envs)
+	}
+	if code := s.stop(t); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, s.err.String())
+	}
+	good, err := os.ReadFile(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	torn := good[:len(good)/2]
+	if err := os.WriteFile(state, torn, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	errb := newSyncBuffer()
+	code := runWith(context.Background(), []string{"serve", "--data", data, "--addr", "127.0.0.1:0"}, noEnv, io.Discard, errb, nil)
+	if code == exitOK || !strings.Contains(errb.String(), state) || !strings.Contains(errb.String(), "unusable state snapshot") {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if got, _ := os.ReadFile(state); !bytes.Equal(got, torn) {
+		t.Fatal("the refused snapshot was changed")
 	}
 }

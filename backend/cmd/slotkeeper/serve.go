@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -151,9 +152,30 @@ type world struct {
 	close func()
 }
 
-func openWorld(ctx context.Context, c Config) (world, error) {
+// simStateDir is where the simulators keep their state with the embedded
+// store: beside the log that names their resources, so a restart on the same
+// --data finds both. With KurrentDB the log is elsewhere and may be shared;
+// the simulators then stay in memory ("").
+func simStateDir(c Config) string {
+	if c.Events != "" {
+		return ""
+	}
+	return filepath.Join(c.Data, "sim")
+}
+
+// openWorld starts the simulators or connects the real providers. emptyLog
+// says the log holds no event: simulator state left on disk then belongs to
+// nothing (e.g. a demo seeding interrupted before its first event) and is
+// removed, so the demo pool can be seeded again.
+func openWorld(ctx context.Context, c Config, emptyLog bool) (world, error) {
 	if c.useSim() {
-		s, err := sim.Start(ctx, sim.Options{DeleteDelay: 300 * time.Millisecond})
+		dir := simStateDir(c)
+		if dir != "" && emptyLog {
+			if err := os.RemoveAll(dir); err != nil {
+				return world{}, fmt.Errorf("clear the simulators' state %s: %w", dir, err)
+			}
+		}
+		s, err := sim.Start(ctx, sim.Options{DeleteDelay: 300 * time.Millisecond, StateDir: dir})
 		if err != nil {
 			return world{}, fmt.Errorf("start simulators: %w", err)
 		}
@@ -256,7 +278,7 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 	}
 	log.Info("read model caught up", slog.Any("position", startHead), slog.Duration("took", time.Since(t0)), slog.String("events", storeDesc))
 
-	w, err := openWorld(ctx, c)
+	w, err := openWorld(ctx, c, startHead == 0)
 	if err != nil {
 		return err
 	}
