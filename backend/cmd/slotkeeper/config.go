@@ -76,7 +76,7 @@ func cfgErr(flagName, format string, args ...any) error {
 // serveFlags declares the flags of serve on fs, bound to c.
 func serveFlags(fs *flag.FlagSet, c *Config) {
 	fs.StringVar(&c.Addr, "addr", "localhost:8080", "listen address (host:port)")
-	fs.StringVar(&c.Data, "data", "./data", "data directory of the embedded event store")
+	fs.StringVar(&c.Data, "data", "./data", "data directory of the embedded event store (and of the simulators' state, sim/)")
 	fs.StringVar(&c.Events, "events", "", "event store: empty for the embedded store under --data, or kurrentdb://… / esdb://…")
 	fs.StringVar(&c.ReadModel, "read-model", "memory", "read models: memory (rebuilt from the log at start) or postgres://…")
 	fs.StringVar(&c.CoolifyURL, "coolify-url", "", "Coolify API base, e.g. https://coolify.example/api/v1 (empty: simulator)")

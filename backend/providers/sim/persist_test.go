@@ -178,6 +178,17 @@ func TestStateSurvivesRestart(t *testing.T) {
 	if !s3.HasApp(fxC.AppUUID) || !s3.HasRepo("SLOT", fxC.Repo.Slug) {
 		t.Fatal("slot seeded after the first restart is gone")
 	}
+	// A delete whose delay has passed is saved when it completes (not only
+	// completed on load): the file no longer names the database.
+	if code, body := do(t, ctx, "DELETE", s3.CoolifyURL()+"/databases/"+fxC.DBUUID, s3.CoolifyToken()); code != 200 {
+		t.Fatalf("delete db: %d %s", code, body)
+	}
+	if err := s3.Wait(ctx, func() bool { return !s3.HasDatabase(fxC.DBUUID) }); err != nil {
+		t.Fatal(err)
+	}
+	if file, err := os.ReadFile(filepath.Join(dir, "state.json")); err != nil || strings.Contains(string(file), fxC.DBUUID) || !strings.Contains(string(file), fx.DBUUID) {
+		t.Fatalf("snapshot after the delete completed (%v):\n%s", err, file)
+	}
 
 	// The crash image: the same state, with no Close having run.
 	s4, err := sim.Start(context.Background(), sim.Options{StateDir: crash})
