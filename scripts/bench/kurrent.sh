@@ -23,3 +23,10 @@ echo "$out" | awk '/^BenchmarkScaleOutJobs/ {
   for (i = 2; i < NF; i++) v[$(i+1)] = $i
   printf "%-26s 3 processes %6.1f jobs/s (= claims/s)   1 process %6.1f jobs/s   ratio 3/1 %.2f\n", "BenchmarkScaleOutJobs", v["jobs/s-3procs"], v["jobs/s-1proc"], v["3procs/1proc"]
 }'
+# The issue's 1,000 jobs through three processes, each claimed exactly once
+# (TestScaleOut with 40 slots × 25 resets; it also kills a process mid-step
+# and resumes on a survivor). Prints the job count and claims per process.
+out=$(SLOTKEEPER_SCALE_SLOTS=40 SLOTKEEPER_SCALE_ROUNDS=25 go test -count 1 -run '^TestScaleOut$' -v -timeout 20m ./backend/scaletest/ 2>&1) || {
+  echo "$out" | grep -E '_test\.go:[0-9]+|^(--- |FAIL|panic)' | head -40; exit 1; }
+echo "$out" | grep -E 'jobs, claims per process' | sed 's/^ *[a-z_]*\.go:[0-9]*: /TestScaleOut (1,000-job run): /'
+echo "$out" | grep -E '^(--- PASS|ok)' | head -2
