@@ -3,6 +3,7 @@ import { api } from "../api/client";
 import type { JobView, RecordedEvent } from "../api/types";
 import { TERMINAL_STATES } from "../api/types";
 import { CommandError } from "../components/CommandError";
+import { LoadFallback } from "../components/LoadFallback";
 import { RecoveryNotice } from "../components/Recovery";
 import { Steps, completedSteps } from "../components/Steps";
 import { formatTime, resourceLabel } from "../format";
@@ -22,18 +23,7 @@ export function JobPage({ id }: { id: string }) {
     putJob(j);
     return j;
   });
-  if (!job) {
-    if (load.loading) return <p>{t("common.loading")}</p>;
-    if (load.error?.notFound) return <p role="alert">{t("job.not_found", { id })}</p>;
-    return (
-      <p role="alert">
-        {t("common.error", { message: load.error?.message ?? "" })}{" "}
-        <button type="button" onClick={load.reload}>
-          {t("common.retry")}
-        </button>
-      </p>
-    );
-  }
+  if (!job) return <LoadFallback load={load} notFound={t("job.not_found", { id })} />;
   return <JobDetail job={job} />;
 }
 

@@ -3,6 +3,7 @@ import { Link, useLocation } from "wouter";
 import { api } from "../api/client";
 import type { JobView, SlotView } from "../api/types";
 import { CommandError } from "../components/CommandError";
+import { LoadFallback } from "../components/LoadFallback";
 import { ConfirmPlan } from "../components/ConfirmPlan";
 import { Countdown } from "../components/Countdown";
 import { RecoveryNotice } from "../components/Recovery";
@@ -30,18 +31,7 @@ export function SlotPage({ name }: { name: string }) {
     putSlot(s);
     return s;
   });
-  if (!slot) {
-    if (load.loading) return <p>{t("common.loading")}</p>;
-    if (load.error?.notFound) return <p role="alert">{t("slot.not_found", { name })}</p>;
-    return (
-      <p role="alert">
-        {t("common.error", { message: load.error?.message ?? "" })}{" "}
-        <button type="button" onClick={load.reload}>
-          {t("common.retry")}
-        </button>
-      </p>
-    );
-  }
+  if (!slot) return <LoadFallback load={load} notFound={t("slot.not_found", { name })} />;
   return <SlotDetail slot={slot} />;
 }
 

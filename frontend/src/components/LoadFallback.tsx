@@ -1,0 +1,21 @@
+import { useT } from "../i18n";
+import type { Load } from "../live/useLoad";
+
+/**
+ * LoadFallback is what a page shows while the view it needs is not in the
+ * store yet: loading, the page's own "not found" sentence on a 404, or the
+ * error with a retry button. It never guesses a state.
+ */
+export function LoadFallback<T>({ load, notFound }: { load: Load<T>; notFound: string }) {
+  const t = useT();
+  if (load.loading) return <p>{t("common.loading")}</p>;
+  if (load.error?.notFound) return <p role="alert">{notFound}</p>;
+  return (
+    <p role="alert">
+      {t("common.error", { message: load.error?.message ?? "" })}{" "}
+      <button type="button" onClick={load.reload}>
+        {t("common.retry")}
+      </button>
+    </p>
+  );
+}
