@@ -27,7 +27,7 @@ import (
 	"github.com/slotkeeper/slotkeeper/events/kurrent"
 )
 
-// binary is the slotkeeper executable built once by TestMain.
+// binary is the slotkeeper executable, built by setup when a test needs it.
 var binary string
 
 func buildBinary() (string, func(), error) {

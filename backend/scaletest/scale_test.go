@@ -65,7 +65,9 @@ func setup(t testing.TB, ctx context.Context, n int) *world {
 			t.Fatal(err)
 		}
 		binary = bin
-		t.Cleanup(cleanup)
+		// The first test or benchmark to need it builds it; it is removed
+		// with that test, so the next one (e.g. -count=3) builds it again.
+		t.Cleanup(func() { cleanup(); binary = "" })
 	}
 	w := &world{fixes: map[string]sim.SlotFixture{}}
 	if w.fake, err = kurrentfake.Start(); err != nil {
