@@ -147,35 +147,49 @@ func (s *Sim) coolifyMux() http.Handler {
 	return mux
 }
 
-func (s *Sim) coolGetDB(w http.ResponseWriter, r *http.Request) {
+// queuedResource is a Coolify resource whose DELETE is only queued (databases
+// and applications).
+type queuedResource interface {
+	wire() map[string]any
+	markDeleting()
+}
+
+func (d *coolDB) markDeleting()  { d.Deleting = true }
+func (a *coolApp) markDeleting() { a.Deleting = true }
+
+// coolGetOne answers a GET of one database or application from table.
+func coolGetOne[T queuedResource](s *Sim, w http.ResponseWriter, table map[string]T, id, missing string) {
 	s.mu.Lock()
-	db, ok := s.cool.dbs[r.PathValue("uuid")]
+	res, ok := table[id]
 	var body map[string]any
 	if ok {
-		body = db.wire()
+		body = res.wire()
 	}
 	s.mu.Unlock()
 	if !ok {
-		coolMsg(w, http.StatusNotFound, "Database not found.")
+		coolMsg(w, http.StatusNotFound, missing)
 		return
 	}
 	writeJSON(w, http.StatusOK, body)
 }
 
-// coolDeleteDB queues the deletion like Coolify's DeleteResourceJob: the
-// database stays visible until DeleteDelay has passed.
-func (s *Sim) coolDeleteDB(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("uuid")
+// coolQueueDelete queues a deletion like Coolify's DeleteResourceJob: the
+// resource stays visible (marked deleting) until DeleteDelay has passed, then
+// drop removes it — unless it was replaced in the meantime.
+func coolQueueDelete[T interface {
+	comparable
+	queuedResource
+}](s *Sim, w http.ResponseWriter, table map[string]T, id, missing, queued string, drop func(id string)) {
 	s.mu.Lock()
-	db, ok := s.cool.dbs[id]
+	res, ok := table[id]
 	var err error
 	if ok {
-		db.Deleting = true
+		res.markDeleting()
 		err = s.persistLocked()
 	}
 	s.mu.Unlock()
 	if !ok {
-		coolMsg(w, http.StatusNotFound, "Database not found.")
+		coolMsg(w, http.StatusNotFound, missing)
 		return
 	}
 	if err != nil {
@@ -185,58 +199,31 @@ func (s *Sim) coolDeleteDB(w http.ResponseWriter, r *http.Request) {
 	s.after(s.opts.DeleteDelay, func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if s.cool.dbs[id] == db {
-			s.dropDBLocked(id)
+		if table[id] == res {
+			drop(id)
 			_ = s.persistLocked() // a snapshot still naming it completes the delete on load
 		}
 	})
-	coolMsg(w, http.StatusOK, "Database deletion request queued.")
+	coolMsg(w, http.StatusOK, queued)
+}
+
+func (s *Sim) coolGetDB(w http.ResponseWriter, r *http.Request) {
+	coolGetOne(s, w, s.cool.dbs, r.PathValue("uuid"), "Database not found.")
+}
+
+// coolDeleteDB queues the database's deletion.
+func (s *Sim) coolDeleteDB(w http.ResponseWriter, r *http.Request) {
+	coolQueueDelete(s, w, s.cool.dbs, r.PathValue("uuid"), "Database not found.", "Database deletion request queued.", s.dropDBLocked)
 }
 
 func (s *Sim) coolGetApp(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	app, ok := s.cool.apps[r.PathValue("uuid")]
-	var body map[string]any
-	if ok {
-		body = app.wire()
-	}
-	s.mu.Unlock()
-	if !ok {
-		coolMsg(w, http.StatusNotFound, "Application not found.")
-		return
-	}
-	writeJSON(w, http.StatusOK, body)
+	coolGetOne(s, w, s.cool.apps, r.PathValue("uuid"), "Application not found.")
 }
 
 // coolDeleteApp queues the deletion; with delete_volumes (default true) the
-// app's storages and env vars go with it.
+// app's storages and env vars go with it (dropAppLocked).
 func (s *Sim) coolDeleteApp(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("uuid")
-	s.mu.Lock()
-	app, ok := s.cool.apps[id]
-	var err error
-	if ok {
-		app.Deleting = true
-		err = s.persistLocked()
-	}
-	s.mu.Unlock()
-	if !ok {
-		coolMsg(w, http.StatusNotFound, "Application not found.")
-		return
-	}
-	if err != nil {
-		coolMsg(w, http.StatusInternalServerError, err.Error())
-		return
-	}
-	s.after(s.opts.DeleteDelay, func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if s.cool.apps[id] == app {
-			s.dropAppLocked(id)
-			_ = s.persistLocked() // a snapshot still naming it completes the delete on load
-		}
-	})
-	coolMsg(w, http.StatusOK, "Application deletion request queued.")
+	coolQueueDelete(s, w, s.cool.apps, r.PathValue("uuid"), "Application not found.", "Application deletion request queued.", s.dropAppLocked)
 }
 
 func (s *Sim) coolListEnvs(w http.ResponseWriter, r *http.Request) {
