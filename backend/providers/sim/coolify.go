@@ -242,15 +242,23 @@ func (s *Sim) coolListEnvs(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (s *Sim) coolDeleteEnv(w http.ResponseWriter, r *http.Request) {
-	app, env := r.PathValue("uuid"), r.PathValue("env_uuid")
+// appChild is a resource Coolify deletes at once, addressed under its
+// application (env vars, storages).
+type appChild interface{ owner() string }
+
+func (e *coolEnv) owner() string      { return e.App }
+func (st *coolStorage) owner() string { return st.App }
+
+// coolDeleteChild deletes table[id] if it belongs to application app,
+// answering like Coolify: the app must exist, then the child.
+func coolDeleteChild[T appChild](s *Sim, w http.ResponseWriter, table map[string]T, app, id, missing, deleted string) {
 	s.mu.Lock()
 	_, appOK := s.cool.apps[app]
-	e, ok := s.cool.envs[env]
-	ok = ok && e.App == app
+	c, ok := table[id]
+	ok = ok && c.owner() == app
 	var err error
 	if ok {
-		delete(s.cool.envs, env)
+		delete(table, id)
 		err = s.persistLocked()
 	}
 	s.mu.Unlock()
@@ -258,12 +266,16 @@ func (s *Sim) coolDeleteEnv(w http.ResponseWriter, r *http.Request) {
 	case !appOK:
 		coolMsg(w, http.StatusNotFound, "Application not found.")
 	case !ok:
-		coolMsg(w, http.StatusNotFound, "Environment variable not found.")
+		coolMsg(w, http.StatusNotFound, missing)
 	case err != nil:
 		coolMsg(w, http.StatusInternalServerError, err.Error())
 	default:
-		coolMsg(w, http.StatusOK, "Environment variable deleted.")
+		coolMsg(w, http.StatusOK, deleted)
 	}
+}
+
+func (s *Sim) coolDeleteEnv(w http.ResponseWriter, r *http.Request) {
+	coolDeleteChild(s, w, s.cool.envs, r.PathValue("uuid"), r.PathValue("env_uuid"), "Environment variable not found.", "Environment variable deleted.")
 }
 
 func (s *Sim) coolListStorages(w http.ResponseWriter, r *http.Request) {
@@ -287,27 +299,7 @@ func (s *Sim) coolListStorages(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Sim) coolDeleteStorage(w http.ResponseWriter, r *http.Request) {
-	app, sid := r.PathValue("uuid"), r.PathValue("storage_uuid")
-	s.mu.Lock()
-	_, appOK := s.cool.apps[app]
-	st, ok := s.cool.storages[sid]
-	ok = ok && st.App == app
-	var err error
-	if ok {
-		delete(s.cool.storages, sid)
-		err = s.persistLocked()
-	}
-	s.mu.Unlock()
-	switch {
-	case !appOK:
-		coolMsg(w, http.StatusNotFound, "Application not found.")
-	case !ok:
-		coolMsg(w, http.StatusNotFound, "Storage not found.")
-	case err != nil:
-		coolMsg(w, http.StatusInternalServerError, err.Error())
-	default:
-		coolMsg(w, http.StatusOK, "Storage deleted.")
-	}
+	coolDeleteChild(s, w, s.cool.storages, r.PathValue("uuid"), r.PathValue("storage_uuid"), "Storage not found.", "Storage deleted.")
 }
 
 func (s *Sim) coolListProjects(w http.ResponseWriter, r *http.Request) {
