@@ -112,6 +112,19 @@ func Start(ctx context.Context, opts Options) (*Sim, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sim: git not found: %w", err)
 	}
+	// Paths are made absolute once here: git http-backend and the pusher run
+	// in other working directories, so a relative root (the default --data
+	// is ./data) would name a directory that does not exist for them.
+	for _, p := range []*string{&opts.StateDir, &opts.GitRoot} {
+		if *p == "" {
+			continue
+		}
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			return nil, fmt.Errorf("sim: %w", err)
+		}
+		*p = abs
+	}
 	s := &Sim{
 		opts:    opts,
 		gitPath: gitPath,

@@ -369,3 +369,26 @@ func TestLatencyOnPostSeesCancel(t *testing.T) {
 		t.Fatal("aborted create still created")
 	}
 }
+
+// TestRelativeStateDirServesGit is the demo's own failure: `make run` passes
+// the relative default --data, so the simulators' git root was relative and
+// git http-backend (which runs in another working directory) found no
+// repository; every reset then failed at force_push_template.
+func TestRelativeStateDirServesGit(t *testing.T) {
+	t.Chdir(t.TempDir())
+	s := startSim(t, sim.Options{StateDir: filepath.Join("data", "sim")})
+	if !filepath.IsAbs(s.GitRoot()) {
+		t.Fatalf("git root %q is relative", s.GitRoot())
+	}
+	fx, _ := s.SeedSlot("a")
+	home := t.TempDir()
+	askpass := filepath.Join(home, "askpass.sh")
+	os.WriteFile(askpass, []byte("#!/bin/sh\necho \"$SIM_TOKEN\"\n"), 0o700)
+	cmd := exec.Command("git", "ls-remote", fx.Repo.CloneURL, "refs/heads/main")
+	cmd.Dir = home // like the pusher: not the server's working directory
+	cmd.Env = append(os.Environ(), "GIT_ASKPASS="+askpass, "SIM_TOKEN="+s.BitbucketToken(), "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1", "HOME="+home)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(out), fx.RepoHead) {
+		t.Fatalf("ls-remote through the simulator: %v\n%s", err, out)
+	}
+}
