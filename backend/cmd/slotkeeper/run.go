@@ -23,6 +23,10 @@ commands:
   replay         rebuild the read models from the event log and report
   verify         rebuild the read models and compare them with the live ones
   watch [slot]   follow a server's live stream, one line per event
+  backup         write a consistent backup archive (stopped --data, or --server)
+  restore        restore a backup archive into an empty --data, then verify it
+  export         write the event log as NDJSON (resumable with --from)
+  import         load an NDJSON export into an empty store
   help           this text
 
 Run "slotkeeper <command> -h" for the flags of a command.
@@ -53,6 +57,14 @@ func runWith(ctx context.Context, args []string, env func(string) string, stdout
 		err = verifyCmd(ctx, args, env, stdout, stderr)
 	case "watch":
 		err = watchCmd(ctx, args, env, stdout, stderr)
+	case "backup":
+		err = backupCmd(ctx, args, env, stdout, stderr)
+	case "restore":
+		err = restoreCmd(ctx, args, env, stdout, stderr)
+	case "export":
+		err = exportCmd(ctx, args, env, stdout, stderr)
+	case "import":
+		err = importCmd(ctx, args, env, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

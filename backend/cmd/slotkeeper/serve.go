@@ -286,6 +286,7 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 
 	svc := slots.NewService(store, slots.Config{Grace: c.Grace, DeadlineReset: c.Deadlines, Logger: log})
 	goRun("deadline scheduler", svc.RunDeadlines)
+	startBackups(c, store, met.Registry, log, goRun)
 	var eng *jobs.Engine
 	if c.Workers > 0 {
 		eng = jobs.NewEngine(store, w.deps, jobs.Config{
