@@ -108,3 +108,23 @@ func TestBackupCommandsRefuseBadInput(t *testing.T) {
 		t.Error("restore wrote into a non-empty directory")
 	}
 }
+
+// TestScheduledBackupWhileServing: serve with --backup-every writes a
+// backup while it runs (told by its log line), and that backup restores
+// and verifies.
+func TestScheduledBackupWhileServing(t *testing.T) {
+	data, dir := t.TempDir(), t.TempDir()
+	s := startServe(t, data, "127.0.0.1:0", "--workers", "0", "--backup-dir", dir, "--backup-every", "1s", "--backup-keep", "2")
+	s.err.waitFor(t, "backup written")
+	s.stop(t)
+	files, _ := filepath.Glob(filepath.Join(dir, "slotkeeper-*.skbak"))
+	if len(files) == 0 || len(files) > 2 {
+		t.Fatalf("backups: %v", files)
+	}
+	if code, out, errs := run(t, "restore", "--from", files[0], "--data", filepath.Join(t.TempDir(), "r")); code != 0 || !strings.Contains(out, "equals a rebuild") {
+		t.Fatalf("restore of a scheduled backup: %d %q %q", code, out, errs)
+	}
+	if code, _, errs := run(t, "serve", "--backup-dir", dir); code != 2 || !strings.Contains(errs, "--backup-every") {
+		t.Fatalf("--backup-dir without --backup-every: %d %q", code, errs)
+	}
+}
