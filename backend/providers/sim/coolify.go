@@ -30,12 +30,12 @@ type coolDB struct {
 
 // wire is the database as Coolify's GET and list answers show it.
 func (d *coolDB) wire() map[string]any {
-	return map[string]any{"uuid": d.UUID, "name": d.Name, "status": d.Status, "database_type": d.Type}
+	return map[string]any{"uuid": d.UUID, "name": d.Name, "status": d.Status, "database_type": d.Type, "environment_id": environmentID(d.Project)}
 }
 
 // wire is the application as Coolify's GET and list answers show it.
 func (a *coolApp) wire() map[string]any {
-	return map[string]any{"uuid": a.UUID, "name": a.Name, "status": a.Status}
+	return map[string]any{"uuid": a.UUID, "name": a.Name, "status": a.Status, "environment_id": environmentID(a.Project)}
 }
 
 type coolEnv struct {
@@ -139,6 +139,7 @@ func (s *Sim) coolifyMux() http.Handler {
 	h("GET /api/v1/databases", EndpointListDatabases, nil, s.coolListDBs)
 	h("GET /api/v1/applications", EndpointListApplications, nil, s.coolListApps)
 	h("GET /api/v1/projects/{uuid}", EndpointGetProject, uuid, s.coolGetProject)
+	h("GET /api/v1/projects/{uuid}/environments", EndpointListEnvironments, uuid, s.coolListEnvironments)
 	h("DELETE /api/v1/projects/{uuid}", EndpointDeleteProject, uuid, s.coolDeleteProject)
 	// Anything else: Laravel's JSON 404 (still subject to path faults).
 	mux.Handle("/", s.route("coolify", "", nil, nil, coolErrBody, func(w http.ResponseWriter, r *http.Request) {

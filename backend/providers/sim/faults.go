@@ -44,6 +44,9 @@ type Fault struct {
 	// Times is how many more matching requests the fault applies to; 0 means
 	// until cleared.
 	Times int `json:"times,omitempty"`
+	// Skip lets this many matching requests through untouched first (a
+	// list that fails on its second page: Skip 1).
+	Skip int `json:"skip,omitempty"`
 }
 
 func (f *Fault) matches(server, method, p, endpoint, resource string) bool {
@@ -92,6 +95,10 @@ func (fs *faults) take(server, method, p, endpoint, resource string) (Fault, boo
 	defer fs.mu.Unlock()
 	for i, f := range fs.list {
 		if !f.matches(server, method, p, endpoint, resource) {
+			continue
+		}
+		if f.Skip > 0 {
+			f.Skip--
 			continue
 		}
 		out := *f
