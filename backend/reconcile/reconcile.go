@@ -116,8 +116,12 @@ func (r *Reconciler) Scope() []string {
 	return out
 }
 
-// Run runs on the schedule and on Trigger until ctx ends.
+// Run runs once at start (with a schedule), then on the schedule and on
+// Trigger until ctx ends.
 func (r *Reconciler) Run(ctx context.Context) error {
+	if r.cfg.Every > 0 {
+		r.kick <- struct{}{}
+	}
 	var tick <-chan time.Time
 	if r.cfg.Every > 0 {
 		t := time.NewTicker(r.cfg.Every)

@@ -50,7 +50,8 @@ type Config struct {
 	LogLevel  string
 	LogFormat string
 
-	Backup BackupConfig
+	Backup    BackupConfig
+	Reconcile ReconcileConfig
 }
 
 // ConfigError names the setting that is wrong. Start-up stops on it.
@@ -105,6 +106,7 @@ func serveFlags(fs *flag.FlagSet, c *Config) {
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", "text", "text or json")
 	backupFlags(fs, &c.Backup)
+	reconcileFlags(fs, &c.Reconcile)
 }
 
 // parseServe reads flags, then the environment for flags not given, then
@@ -253,6 +255,9 @@ func (c *Config) validate() error {
 	case "text", "json":
 	default:
 		return cfgErr("log-format", "%q: use text or json", c.LogFormat)
+	}
+	if err := c.Reconcile.validate(); err != nil {
+		return err
 	}
 	return c.Backup.validate(c.Events == "")
 }

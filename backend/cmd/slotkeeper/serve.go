@@ -320,6 +320,10 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 		}
 	}
 
+	// After the demo seed: the demo's scope is its own slots'.
+	rec := startReconciler(ctx, c, store, rs.reads, w, met.Registry, log, goRun)
+	_ = rec // served by the API (GET /api/reconcile) once the route is in the policy table
+
 	var draining atomic.Bool // set when shutdown begins: /readyz turns 503
 	var spa fs.FS
 	if sub, err := fs.Sub(frontend.Dist, "dist"); err == nil {
