@@ -58,6 +58,10 @@ type Deps struct {
 	WaitTimeout time.Duration
 	// RequestTimeout bounds every non-stream request (default 30 s).
 	RequestTimeout time.Duration
+	// Reconcile serves /api/reconcile (nil: 404).
+	Reconcile Reconciler
+	// Backup serves GET /api/admin/backup (nil: 404; embedded store only).
+	Backup BackupFunc
 }
 
 // Server is the echo application.

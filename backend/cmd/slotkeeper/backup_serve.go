@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"flag"
+	"github.com/slotkeeper/slotkeeper/backend/httpapi"
+	"io"
 	"log/slog"
 	"time"
 
@@ -81,4 +83,16 @@ func startBackups(c Config, store events.Store, reg prometheus.Registerer, log *
 	met := newBackupMetrics(reg)
 	sch := &backup.Scheduler{Dir: c.Backup.Dir, Every: c.Backup.Every, Keep: c.Backup.Keep, Source: backupSource(st, simStateDir(c)), Log: log, Done: met.observe}
 	goRun("scheduled backups", sch.Run)
+}
+
+// onlineBackup is GET /api/admin/backup's source (embedded store only).
+func onlineBackup(c Config, store events.Store) httpapi.BackupFunc {
+	st, ok := store.(*boltstore.Store)
+	if !ok {
+		return nil
+	}
+	return func(ctx context.Context, w io.Writer) error {
+		_, err := backup.Write(ctx, w, backupSource(st, simStateDir(c)), time.Now())
+		return err
+	}
 }

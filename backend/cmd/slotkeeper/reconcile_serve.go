@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
+	"github.com/slotkeeper/slotkeeper/backend/httpapi"
 	"log/slog"
 	"sort"
 	"time"
@@ -113,4 +115,17 @@ func startReconciler(ctx context.Context, c Config, store events.Store, reads pr
 	}
 	goRun("reconciler", r.Run)
 	return r
+}
+
+// reconcileAPI adapts the reconciler to httpapi.Reconciler.
+type reconcileAPI struct{ r *reconcile.Reconciler }
+
+func (a reconcileAPI) LatestReport(ctx context.Context) (any, error) { return a.r.Latest(ctx) }
+
+func (a reconcileAPI) Trigger(ctx context.Context) error {
+	if err := a.r.Trigger(ctx); errors.Is(err, reconcile.ErrBusy) {
+		return httpapi.ErrReconcileBusy
+	} else {
+		return err
+	}
 }

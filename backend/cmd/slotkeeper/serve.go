@@ -322,7 +322,6 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 
 	// After the demo seed: the demo's scope is its own slots'.
 	rec := startReconciler(ctx, c, store, rs.reads, w, met.Registry, log, goRun)
-	_ = rec // served by the API (GET /api/reconcile) once the route is in the policy table
 
 	var draining atomic.Bool // set when shutdown begins: /readyz turns 503
 	var spa fs.FS
@@ -331,6 +330,7 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 	}
 	deps := httpapi.Deps{
 		Commands: svc, Reads: rs.reads, Log: store, Waiter: rs.waiter, Hub: hub, Metrics: met, Logger: log, SPA: spa,
+		Reconcile: reconcileAPI{rec}, Backup: onlineBackup(c, store),
 		Ready: func(ctx context.Context) error {
 			if draining.Load() {
 				return errors.New("shutting down")
