@@ -264,11 +264,11 @@ func (r *Reconciler) compare(ctx context.Context, prev []events.ReconcileFinding
 	unknownScopes := map[string]bool{}
 	add := func(f events.ReconcileFinding) { out = append(out, f) }
 
-	for _, p := range r.cfg.CoolifyProjects {
-		scope := "coolify:" + p
-		if err := r.coolifyScope(ctx, p, scope, byID, add); err != nil {
+	for _, inv := range r.inventory(ctx) {
+		scope := "coolify:" + inv.UUID
+		if err := r.coolifyScope(ctx, inv, scope, byID, add); err != nil {
 			unknownScopes[scope] = true
-			add(events.ReconcileFinding{Class: events.FindingUnknown, Provider: "coolify", Kind: events.ResProject, ID: p, Scope: scope, Detail: "could not check: " + err.Error()})
+			add(events.ReconcileFinding{Class: events.FindingUnknown, Provider: "coolify", Kind: events.ResProject, ID: inv.UUID, Scope: scope, Detail: "could not check: " + err.Error()})
 		}
 	}
 	for _, key := range r.cfg.BitbucketProjects {
@@ -338,13 +338,26 @@ func (r *Reconciler) call(ctx context.Context) (context.Context, context.CancelF
 	return context.WithTimeout(ctx, r.cfg.CallTimeout)
 }
 
-func (r *Reconciler) coolifyScope(ctx context.Context, project, scope string, byID map[string]Tracked, add func(events.ReconcileFinding)) error {
-	if r.paas == nil {
-		return errors.New("no Coolify client configured")
+// inventory lists the Coolify scope in one bounded call.
+func (r *Reconciler) inventory(ctx context.Context) []providers.ProjectInventory {
+	if len(r.cfg.CoolifyProjects) == 0 {
+		return nil
 	}
-	cctx, cancel := r.call(ctx)
-	inv, l, err := r.paas.InventoryProject(cctx, project)
-	cancel()
+	if r.paas == nil {
+		out := make([]providers.ProjectInventory, len(r.cfg.CoolifyProjects))
+		for i, p := range r.cfg.CoolifyProjects {
+			out[i] = providers.ProjectInventory{UUID: p, Lookup: providers.Unknown, Err: errors.New("no Coolify client configured")}
+		}
+		return out
+	}
+	// Two calls per project plus two: bounded by the call timeout each.
+	cctx, cancel := context.WithTimeout(ctx, r.cfg.CallTimeout*time.Duration(2*len(r.cfg.CoolifyProjects)+2))
+	defer cancel()
+	return r.paas.InventoryProjects(cctx, r.cfg.CoolifyProjects)
+}
+
+func (r *Reconciler) coolifyScope(ctx context.Context, inv providers.ProjectInventory, scope string, byID map[string]Tracked, add func(events.ReconcileFinding)) error {
+	project, l, err := inv.UUID, inv.Lookup, inv.Err
 	switch l {
 	case providers.Unknown:
 		return err

@@ -2,54 +2,71 @@ package coolify
 
 import (
 	"context"
-		"github.com/slotkeeper/slotkeeper/backend/providers"
+
+	"github.com/slotkeeper/slotkeeper/backend/providers"
 )
 
 var _ providers.PaaSInventory = (*Client)(nil)
 
-// InventoryProject lists the project's applications and databases: the
-// project's environments (GET /projects/{uuid}/environments), then the
-// team's applications and databases (GET /applications, GET /databases),
-// kept when their environment_id is one of the project's. Coolify's lists
-// are not paged. Any failure after the project was found is Unknown.
-func (c *Client) InventoryProject(ctx context.Context, projectUUID string) (providers.ProjectInventory, providers.Lookup, error) {
-	const op = "coolify.InventoryProject"
-	var inv providers.ProjectInventory
-	p, l, err := c.GetProject(ctx, projectUUID)
-	if l != providers.Found {
-		return inv, l, err
+// InventoryProjects lists each project's applications and databases: the
+// project (GET /projects/{uuid}, tri-state) and its environments (GET
+// /projects/{uuid}/environments), then the team's applications and
+// databases once (GET /applications, GET /databases; Coolify does not page
+// them), assigned by environment_id. A failed team list makes every found
+// project Unknown.
+func (c *Client) InventoryProjects(ctx context.Context, uuids []string) []providers.ProjectInventory {
+	const op = "coolify.InventoryProjects"
+	out := make([]providers.ProjectInventory, len(uuids))
+	envOf := map[int]int{} // environment id → index in out
+	for i, id := range uuids {
+		inv := &out[i]
+		inv.UUID = id
+		p, l, err := c.GetProject(ctx, id)
+		inv.Project, inv.Lookup = p, l
+		if l != providers.Found {
+			inv.Err = err
+			continue
+		}
+		var envs []struct {
+			ID int `json:"id"`
+		}
+		if err := c.list(ctx, op, id, "/projects/"+id+"/environments", &envs); err != nil {
+			inv.Lookup, inv.Err = providers.Unknown, err
+			continue
+		}
+		for _, e := range envs {
+			envOf[e.ID] = i
+		}
 	}
-	inv.Project = p
-	var envs []struct {
-		ID int `json:"id"`
-	}
-	if err := c.list(ctx, op, projectUUID, "/projects/"+projectUUID+"/environments", &envs); err != nil {
-		return providers.ProjectInventory{}, providers.Unknown, err
-	}
-	in := map[int]bool{}
-	for _, e := range envs {
-		in[e.ID] = true
+	if len(envOf) == 0 {
+		return out
 	}
 	type item struct {
 		resourceJSON
 		EnvironmentID int `json:"environment_id"`
 	}
 	var apps, dbs []item
-	if err := c.list(ctx, op, projectUUID, "/applications", &apps); err != nil {
-		return providers.ProjectInventory{}, providers.Unknown, err
+	err := c.getJSON(ctx, op, "applications", "/applications", &apps)
+	if err == nil {
+		err = c.getJSON(ctx, op, "databases", "/databases", &dbs)
 	}
-	if err := c.list(ctx, op, projectUUID, "/databases", &dbs); err != nil {
-		return providers.ProjectInventory{}, providers.Unknown, err
+	if err != nil {
+		for i := range out {
+			if out[i].Lookup == providers.Found {
+				out[i].Lookup, out[i].Err = providers.Unknown, err
+			}
+		}
+		return out
 	}
 	for _, a := range apps {
-		if in[a.EnvironmentID] {
-			inv.Applications = append(inv.Applications, a.application())
+		if i, ok := envOf[a.EnvironmentID]; ok && out[i].Lookup == providers.Found {
+			out[i].Applications = append(out[i].Applications, a.application())
 		}
 	}
 	for _, d := range dbs {
-		if in[d.EnvironmentID] {
-			inv.Databases = append(inv.Databases, d.database())
+		if i, ok := envOf[d.EnvironmentID]; ok && out[i].Lookup == providers.Found {
+			out[i].Databases = append(out[i].Databases, d.database())
 		}
 	}
-	return inv, providers.Found, nil
+	return out
 }

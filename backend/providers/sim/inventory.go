@@ -30,3 +30,17 @@ func (s *Sim) coolListEnvironments(w http.ResponseWriter, r *http.Request) {
 		"id": environmentID(p.UUID), "name": "production", "project_id": environmentID(p.UUID), "description": nil,
 	}})
 }
+
+// AddListedRepos adds repositories that exist only in the REST API's
+// answers, with no git repository behind them: for list-heavy tests and
+// benchmarks (thousands of repositories without thousands of `git init`).
+// Pushing to or cloning them fails; they are not saved across a restart.
+func (s *Sim) AddListedRepos(project string, slugs []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, slug := range slugs {
+		rp := &bbRepo{ID: int(s.bb.nextID.Add(1)), Project: project, Slug: slug, Name: slug}
+		s.bb.repos[repoKey(project, slug)] = rp
+	}
+	s.bb.projects[project] = true
+}
