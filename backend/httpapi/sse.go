@@ -319,8 +319,10 @@ func (h *Hub) wakeLocked() {
 // of another log: there is nothing to wait for), and a 503 *Error when the
 // bound passed or the hub closed.
 func (h *Hub) awaitHead(ctx context.Context, id events.Position) (beyondLog bool, err error) {
+	// One bound for reading the log's head and waiting together.
+	deadline := time.Now().Add(h.opt.ResumeWait)
 	if h.opt.LogHead != nil {
-		lctx, cancel := context.WithTimeout(ctx, h.opt.ResumeWait)
+		lctx, cancel := context.WithDeadline(ctx, deadline)
 		head, err := h.opt.LogHead(lctx)
 		cancel()
 		if err == nil && id > head {
@@ -332,7 +334,7 @@ func (h *Hub) awaitHead(ctx context.Context, id events.Position) (beyondLog bool
 	if h.waitHook != nil {
 		h.waitHook(id)
 	}
-	timer := time.NewTimer(h.opt.ResumeWait)
+	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
 	for {
 		h.mu.Lock()
