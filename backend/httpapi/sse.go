@@ -130,6 +130,7 @@ type Hub struct {
 	// advance is closed (and cleared) when the head moves or the hub
 	// closes; made only when a resuming client waits for the head.
 	advance chan struct{}
+	waiters int // clients in awaitHead; they count against the caps
 
 	headPos   atomic.Uint64 // mirror of head for heartbeats
 	listeners atomic.Int64  // mirror of len(clients)
@@ -318,7 +319,7 @@ func (h *Hub) wakeLocked() {
 // history. It returns beyondLog when id is past the log's own head (an id
 // of another log: there is nothing to wait for), and a 503 *Error when the
 // bound passed or the hub closed.
-func (h *Hub) awaitHead(ctx context.Context, id events.Position) (beyondLog bool, err error) {
+func (h *Hub) awaitHead(ctx context.Context, ip string, id events.Position) (beyondLog bool, err error) {
 	// One bound for reading the log's head and waiting together.
 	deadline := time.Now().Add(h.opt.ResumeWait)
 	if h.opt.LogHead != nil {
@@ -331,6 +332,24 @@ func (h *Hub) awaitHead(ctx context.Context, id events.Position) (beyondLog bool
 		// An error reading the log's head: fall through; waiting still
 		// decides between resuming and 503, neither of which regresses.
 	}
+	// A waiting client holds a stream's place under the caps, so waits
+	// cannot pile up beyond what streams could.
+	h.mu.Lock()
+	if err := h.capLocked(ip); err != nil {
+		h.mu.Unlock()
+		return false, err
+	}
+	h.waiters++
+	h.perIP[ip]++
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		h.waiters--
+		if h.perIP[ip]--; h.perIP[ip] <= 0 {
+			delete(h.perIP, ip)
+		}
+		h.mu.Unlock()
+	}()
 	if h.waitHook != nil {
 		h.waitHook(id)
 	}
@@ -407,6 +426,20 @@ func (h *Hub) behind(head, id events.Position) *Error {
 	}
 }
 
+// capLocked enforces MaxClients and MaxClientsPerIP; clients waiting in
+// awaitHead count as connected.
+func (h *Hub) capLocked(ip string) *Error {
+	if len(h.clients)+h.waiters >= h.opt.MaxClients {
+		h.met.sseRejected.WithLabelValues("cap").Inc()
+		return &Error{Code: CodeTooMany, Message: fmt.Sprintf("too many live streams (limit %d)", h.opt.MaxClients), Details: map[string]any{"limit": h.opt.MaxClients}}
+	}
+	if h.opt.MaxClientsPerIP > 0 && h.perIP[ip] >= h.opt.MaxClientsPerIP {
+		h.met.sseRejected.WithLabelValues("per_ip_cap").Inc()
+		return &Error{Code: CodeTooMany, Message: fmt.Sprintf("too many live streams from %s (limit %d)", ip, h.opt.MaxClientsPerIP), Details: map[string]any{"limit": h.opt.MaxClientsPerIP}}
+	}
+	return nil
+}
+
 // attach registers a client. It returns the first bytes to send: the retry
 // advice, and a snapshot unless the client resumes from lastID. logReset
 // marks the snapshot as replacing what the client has (its id is beyond the
@@ -418,13 +451,8 @@ func (h *Hub) attach(c *client, lastID *events.Position, logReset bool) ([]byte,
 		h.met.sseRejected.WithLabelValues("closed").Inc()
 		return nil, false, errf(CodeUnavailable, "server is shutting down")
 	}
-	if len(h.clients) >= h.opt.MaxClients {
-		h.met.sseRejected.WithLabelValues("cap").Inc()
-		return nil, false, &Error{Code: CodeTooMany, Message: fmt.Sprintf("too many live streams (limit %d)", h.opt.MaxClients), Details: map[string]any{"limit": h.opt.MaxClients}}
-	}
-	if h.opt.MaxClientsPerIP > 0 && h.perIP[c.ip] >= h.opt.MaxClientsPerIP {
-		h.met.sseRejected.WithLabelValues("per_ip_cap").Inc()
-		return nil, false, &Error{Code: CodeTooMany, Message: fmt.Sprintf("too many live streams from %s (limit %d)", c.ip, h.opt.MaxClientsPerIP), Details: map[string]any{"limit": h.opt.MaxClientsPerIP}}
+	if err := h.capLocked(c.ip); err != nil {
+		return nil, false, err
 	}
 	if lastID != nil && *lastID > h.head && !logReset {
 		// The head moved back (a re-seed) after awaitHead saw it reach
@@ -595,7 +623,7 @@ func (h *Hub) ServeStream(c echo.Context) error {
 	// answer with an older snapshot, which would move the client back.
 	logReset := false
 	if lastID != nil && *lastID > h.Head() {
-		if logReset, err = h.awaitHead(req.Context(), *lastID); err != nil {
+		if logReset, err = h.awaitHead(req.Context(), cl.ip, *lastID); err != nil {
 			return err
 		}
 	}

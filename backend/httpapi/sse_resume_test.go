@@ -294,3 +294,39 @@ func TestAbsurdLastEventIDGotAnUnmarkedOlderSnapshot(t *testing.T) {
 	cancel()
 	<-w.done
 }
+
+// TestResumeWaitersEscapedTheCaps: a client waiting for the head holds a
+// stream's place under the caps (here one stream per address), so waits
+// cannot pile up beyond what streams could; once the head arrives it
+// resumes in that place.
+func TestResumeWaitersEscapedTheCaps(t *testing.T) {
+	hub, srv := streamServer(t, HubOptions{MaxClientsPerIP: 1, ResumeWait: time.Minute, Heartbeat: time.Minute})
+	waiting := waitSignal(hub)
+	hub.Seed(5, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w := watch(ctx, t, srv.URL+"/api/stream?last_event_id=6", nil)
+	waitFor(t, waiting, 6)
+
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	hc := &http.Client{Transport: tr}
+	for _, q := range []string{"", "?last_event_id=7"} {
+		resp, err := hc.Get(srv.URL + "/api/stream" + q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		assertError(t, resp, http.StatusTooManyRequests, CodeTooMany)
+	}
+
+	hub.Publish(slotChange(6, "a", 0))
+	hub.Publish(slotChange(7, "a", 0))
+	if ev := w.next(t, "change"); string(ev.ID) != "7" {
+		t.Fatalf("the waiter resumed with %s, want 7", ev.ID)
+	}
+	if n := hub.Clients(); n != 1 {
+		t.Fatalf("%d clients, want 1", n)
+	}
+	cancel()
+	<-w.done
+}
