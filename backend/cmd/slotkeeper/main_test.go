@@ -434,6 +434,7 @@ func TestConfigErrorsNameTheSetting(t *testing.T) {
 		{[]string{"--step-timeout", "1h", "--job-timeout", "1m"}, nil, "--step-timeout"},
 		{[]string{"--webhook-url", "ftp://x"}, nil, "--webhook-url (SLOTKEEPER_WEBHOOK_URL)"},
 		{[]string{"--heartbeat", "0s"}, nil, "--heartbeat (SLOTKEEPER_HEARTBEAT)"},
+		{[]string{"--sse-resume-wait", "-1s"}, nil, "--sse-resume-wait (SLOTKEEPER_SSE_RESUME_WAIT)"},
 		{[]string{"--log-level", "loud"}, nil, "--log-level"},
 	} {
 		t.Run(strings.Join(tc.args, " ")+fmt.Sprint(tc.env), func(t *testing.T) {

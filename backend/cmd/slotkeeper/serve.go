@@ -254,6 +254,12 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 	hub := httpapi.NewHub(httpapi.HubOptions{
 		Heartbeat: c.Heartbeat, History: c.SSEHistory, WriteTimeout: c.SSEWriteTimeout,
 		MaxClients: c.SSEMaxClients, MaxClientsPerIP: c.SSEMaxPerIP, LiveFrom: startHead,
+		// A browser's watchdog gives up after two heartbeats; let it see
+		// the 503 rather than time out first.
+		ResumeWait: min(c.SSEResumeWait, c.Heartbeat),
+		// Tells an id of another log (a wiped or replaced store) from one
+		// this process has not projected yet.
+		LogHead: store.Head,
 	}, met, log)
 	followed := make(chan struct{})
 	followFailed := make(chan error, 1)
