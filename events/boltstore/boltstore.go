@@ -116,6 +116,10 @@ type Store struct {
 	stats struct {
 		commits, appends, events atomic.Uint64
 	}
+
+	// failCommit, when set (tests only), is called at the end of every
+	// write transaction; an error fails the commit as an I/O error would.
+	failCommit func() error
 }
 
 var _ events.Store = (*Store)(nil)
@@ -332,6 +336,12 @@ type appendReq struct {
 	res      events.AppendResult
 	err      error
 	done     chan struct{}
+	// batchOnly is set when the condition failed only because of requests
+	// earlier in the same batch: against the committed log it holds. If
+	// that batch then fails to commit, the conflict never happened, and the
+	// request gets the commit's error, not ErrWrongRevision (which an
+	// attempt would take as being fenced).
+	batchOnly bool
 }
 
 // Append implements events.Store. The events are fsynced before it returns.
@@ -440,7 +450,8 @@ func (s *Store) writer() {
 // commit writes a batch in one transaction. Each request is checked against
 // its own expected revision, seeing the requests before it in the batch; a
 // failing one is answered with ErrWrongRevision and writes nothing. A
-// failed commit fails every request of the batch.
+// failed commit fails every request of the batch, including those whose
+// condition failed only because of (now unwritten) requests before them.
 func (s *Store) commit(batch []*appendReq, buf []byte) []byte {
 	head := s.head.Load()
 	committed, nevents := 0, 0
@@ -452,10 +463,13 @@ func (s *Store) commit(batch []*appendReq, buf []byte) []byte {
 		logB.FillPercent = 1.0 // keys only ever grow: pack pages full
 		pos := head
 		for _, r := range batch {
-			r.err = nil
+			r.err, r.batchOnly = nil, false
 			st := s.lastRevision(streams, changes, r.stream)
 			if !r.expected.Satisfied(st.last, st.exists) {
 				r.err = &events.WrongRevisionError{Stream: r.stream, Expected: r.expected, Actual: st.last, Exists: st.exists}
+				// The stream as committed before this batch: st.first is
+				// the revision its first added event took.
+				r.batchOnly = len(st.added) > 0 && r.expected.Satisfied(st.first-1, st.first > 0)
 				continue
 			}
 			if len(r.evs) == 0 {
@@ -491,6 +505,11 @@ func (s *Store) commit(batch []*appendReq, buf []byte) []byte {
 			// roll back rather than pay for an fsync.
 			return errNothingWritten
 		}
+		if s.failCommit != nil {
+			if err := s.failCommit(); err != nil {
+				return err
+			}
+		}
 		if s.tailEvents+nevents >= s.opts.IndexFlushEvents {
 			if err := flushIndex(tx, s.tail, changes, pos); err != nil {
 				return err
@@ -505,7 +524,7 @@ func (s *Store) commit(batch []*appendReq, buf []byte) []byte {
 	}
 	if err != nil {
 		for _, r := range batch {
-			if r.err == nil {
+			if r.err == nil || r.batchOnly {
 				r.err = fmt.Errorf("boltstore: commit: %w", err)
 				r.res = events.AppendResult{}
 			}

@@ -206,6 +206,54 @@ func TestGroupCommitAllFail(t *testing.T) {
 	}
 }
 
+// A batch whose commit fails (an I/O error, injected here) answers that
+// error to every request whose condition failed only because of a request
+// earlier in the same batch: that request was never written, so "wrong
+// revision" (which a job attempt takes as being fenced) would be a lie. A
+// request that conflicts with the committed log keeps ErrWrongRevision.
+// Then the same appends succeed on their own once commits work again.
+func TestFailedGroupCommitIsNotWrongRevision(t *testing.T) {
+	s := openT(t, t.TempDir())
+	ctx := ctxT(t)
+	if _, err := s.Append(ctx, "job-x", events.NoStream(), ev("A", 0)); err != nil {
+		t.Fatal(err)
+	}
+	ioErr := errors.New("injected: fdatasync: input/output error")
+	s.failCommit = func() error { return ioErr }
+	mk := func(stream string, exp events.ExpectedRevision, evs ...events.EventData) *appendReq {
+		for i := range evs {
+			evs[i].Meta.Time = time.Now()
+		}
+		return &appendReq{stream: stream, expected: exp, evs: evs, done: make(chan struct{})}
+	}
+	batch := []*appendReq{
+		mk("job-x", events.Exact(0), ev("A", 1)),   // would be written: rev 1
+		mk("job-x", events.Exact(0), ev("A", 2)),   // conflicts only with request 0
+		mk("job-y", events.NoStream(), ev("A", 0)), // would be written
+		mk("job-y", events.NoStream(), ev("A", 1)), // conflicts only with request 2
+		mk("job-x", events.Exact(7), ev("A", 3)),   // conflicts with the committed log
+		mk("job-z", events.StreamExists()),         // conflicts with the committed log
+	}
+	s.commit(batch, nil)
+	for i, wantIO := range []bool{true, true, true, true, false, false} {
+		err := batch[i].err
+		if wantIO && (!errors.Is(err, ioErr) || errors.Is(err, events.ErrWrongRevision)) {
+			t.Errorf("request %d: %v, want the commit's I/O error", i, err)
+		}
+		if !wantIO && !errors.Is(err, events.ErrWrongRevision) {
+			t.Errorf("request %d: %v, want ErrWrongRevision", i, err)
+		}
+	}
+	if h, _ := s.Head(ctx); h != 1 {
+		t.Fatalf("head %d after a failed commit, want 1", h)
+	}
+	// The log is as before the batch: request 1, retried alone, commits.
+	s.failCommit = nil
+	if res, err := s.Append(ctx, "job-x", events.Exact(0), ev("A", 2)); err != nil || res.NextExpected != 1 {
+		t.Fatalf("retry of request 1: %+v %v", res, err)
+	}
+}
+
 // Concurrent appenders share commits (fewer commits than appends).
 func TestConcurrentAppendsShareCommits(t *testing.T) {
 	s := openT(t, t.TempDir())
