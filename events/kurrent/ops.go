@@ -325,8 +325,9 @@ func (s *Store) fromRecorded(r *esdb.RecordedEvent) (events.RecordedEvent, bool)
 // checkpoints and SSE ids stored by older versions stay valid.
 //
 // The pair cannot be rebuilt from the prepare position alone, but it need
-// not be: startAfter turns a position back into a KurrentDB start position
-// that resumes exactly after the event (see SubscribeAll).
+// not be: SubscribeAll starts after position p from the KurrentDB position
+// (p, p) and skips what the server sends at or before p, which resumes
+// exactly after the event.
 //
 // Stream reads on old servers carry no commit position (MaxUint64); the
 // prepare position is always there. A server that reports neither gives 0.

@@ -44,9 +44,6 @@ func (s *Store) SubscribeAll(ctx context.Context, after events.Position, filter 
 		return err
 	}
 	last := esdb.Position{Commit: uint64(after), Prepare: uint64(after)}
-	if after == 0 {
-		last = esdb.Position{}
-	}
 	backoff := s.opts.MinBackoff
 	for {
 		delivered, err := s.subscribeOnce(ctx, &last, filter, h)
