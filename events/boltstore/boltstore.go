@@ -68,11 +68,14 @@ type Options struct {
 	// space, not memory) keeps commits from waiting on long reads. Default 1 GiB.
 	InitialMmapSize int
 	// CheckMaxBytes: Open runs bbolt's full consistency check (every page
-	// reachable or free, never both; see Check) when the file is at most
-	// this big, so that a damaged free-page list is found at start and not by
-	// the first write that reuses a live page. The check reads every page
-	// (about 0.3 s per 64 MiB on the 2-core machine), so bigger files skip it at Open;
-	// `slotkeeper verify` always runs it. Default 64 MiB; negative: never.
+	// reachable or free, never both; see Check) before it returns when the
+	// file is at most this big, so that a damaged free-page list is found at
+	// start and not by a write that reuses a live page. The check reads
+	// every page (about 0.3 s per 64 MiB on the 2-core machine), so a bigger
+	// file is checked in the background instead: reads and subscriptions
+	// start at once, and the writer takes no append until the check passed
+	// (if it fails, every append gets its error and Damaged is closed).
+	// Default 64 MiB; negative: no check at Open (Check still works).
 	CheckMaxBytes int64
 }
 
@@ -139,6 +142,11 @@ type Store struct {
 	// failCommit, when set (tests only), is called at the end of every
 	// write transaction; an error fails the commit as an I/O error would.
 	failCommit func() error
+
+	// checked is closed when the consistency check of Open is over;
+	// damagedCh, after damageErr is set, when it found damage.
+	checked, damagedCh chan struct{}
+	damageErr          error
 }
 
 var _ events.Store = (*Store)(nil)
@@ -167,9 +175,12 @@ func Open(path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
 	}
 	head, tail, tailEvents, err := prepare(db)
+	background := false
 	if err == nil && opts.CheckMaxBytes > 0 {
 		if fi, serr := os.Stat(path); serr == nil && fi.Size() <= opts.CheckMaxBytes {
 			err = check(db)
+		} else {
+			background = true
 		}
 	}
 	if err != nil {
@@ -189,10 +200,39 @@ func Open(path string, opts Options) (*Store, error) {
 		changed:    make(chan struct{}),
 		tail:       tail,
 		tailEvents: tailEvents,
+		checked:    make(chan struct{}),
+		damagedCh:  make(chan struct{}),
 	}
 	s.head.Store(uint64(head))
+	if background {
+		go func() {
+			if err := s.Check(context.Background()); err != nil && !errors.Is(err, events.ErrClosed) {
+				s.damageErr = err
+				close(s.damagedCh)
+			}
+			close(s.checked)
+		}()
+	} else {
+		close(s.checked)
+	}
 	go s.writer()
 	return s, nil
+}
+
+// Damaged is closed when the background consistency check of a big file
+// (see Options.CheckMaxBytes) found damage; Err then returns it. A server
+// watches it to stop instead of serving a file it must not write to.
+func (s *Store) Damaged() <-chan struct{} { return s.damagedCh }
+
+// Err is the damage the background consistency check found (wrapping
+// events.ErrCorrupt), or nil: none found, or the check is still running.
+func (s *Store) Err() error {
+	select {
+	case <-s.damagedCh:
+		return s.damageErr
+	default:
+		return nil
+	}
 }
 
 // prepare checks the format marker (writing it into a brand-new file) and
@@ -478,6 +518,24 @@ func (s *Store) Append(ctx context.Context, stream string, expected events.Expec
 // duration and never when one appender is alone: its latency is unchanged.
 func (s *Store) writer() {
 	defer close(s.writerDone)
+	// No write before the file passed its consistency check: a damaged
+	// free-page list would make bbolt overwrite pages that hold data.
+	select {
+	case <-s.checked:
+	case <-s.done:
+		return
+	}
+	if err := s.Err(); err != nil {
+		for {
+			select {
+			case r := <-s.reqs:
+				r.err = err
+				close(r.done)
+			case <-s.done:
+				return
+			}
+		}
+	}
 	var (
 		batch   []*appendReq
 		buf     []byte
@@ -635,8 +693,10 @@ func (s *Store) Close() error {
 		close(s.done)
 		<-s.writerDone
 		// Fold the tail into the index so the next Open has nothing to
-		// rebuild. Best effort: the log is the truth either way.
-		if s.tailEvents > 0 {
+		// rebuild. Best effort: the log is the truth either way. Never into
+		// a file whose check failed, nor before the check is over.
+		<-s.checked
+		if s.tailEvents > 0 && s.Err() == nil {
 			_ = s.update(func(tx *bolt.Tx) error {
 				return flushIndex(tx, s.tail, nil, s.head.Load())
 			})

@@ -857,8 +857,9 @@ func damageFreelist(t *testing.T, path string) {
 }
 
 // A damaged free-page list is found by Open (bbolt's consistency check, for
-// files up to Options.CheckMaxBytes) and by Check, not by the first write
-// that reuses a live page while everything looks ready.
+// files up to Options.CheckMaxBytes; in the background, before any write,
+// for bigger ones) and by Check, not by a write that reuses a live page
+// while everything looks ready.
 func TestDamagedFreelistFoundAtOpen(t *testing.T) {
 	dir := t.TempDir()
 	s, err := Open(dir, Options{IndexFlushEvents: 3})
@@ -875,6 +876,16 @@ func TestDamagedFreelistFoundAtOpen(t *testing.T) {
 		t.Fatalf("check of a sound file: %v", err)
 	}
 	s.Close()
+	// A sound file checked in the background (as a big one is) takes
+	// appends once the check passed.
+	s, err = Open(dir, Options{CheckMaxBytes: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(ctxT(t), "slot-0", events.Any(), ev("A", 20)); err != nil || s.Err() != nil {
+		t.Fatalf("append after a background check of a sound file: %v (store: %v)", err, s.Err())
+	}
+	s.Close()
 	damageFreelist(t, path)
 
 	_, err = Open(dir, Options{})
@@ -882,7 +893,32 @@ func TestDamagedFreelistFoundAtOpen(t *testing.T) {
 		!strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "backup") {
 		t.Fatalf("open with a damaged free list: %v", err)
 	}
-	// Too big to check at Open (here: checking turned off): Check finds it.
+	// Too big to check before Open returns (here: anything over 1 byte):
+	// the background check refuses every append, and says so.
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(dir, Options{CheckMaxBytes: 1})
+	if err != nil {
+		t.Fatalf("open of a big file (checked in the background): %v", err)
+	}
+	if _, err := s.Append(ctxT(t), "slot-0", events.Any(), ev("A", 21)); !errors.Is(err, events.ErrCorrupt) || !strings.Contains(err.Error(), "reachable freed") {
+		t.Fatalf("append to a file whose free list is damaged: %v", err)
+	}
+	select {
+	case <-s.Damaged():
+	default:
+		t.Fatal("Damaged not closed after the check failed")
+	}
+	if err := s.Err(); !errors.Is(err, events.ErrCorrupt) || !strings.Contains(err.Error(), path) {
+		t.Fatalf("Err() = %v", err)
+	}
+	s.Close()
+	if after, err := os.ReadFile(path); err != nil || !bytes.Equal(before, after) {
+		t.Fatalf("the damaged file was written to (%v)", err)
+	}
+	// Not checked at Open at all: Check finds it.
 	s, err = Open(dir, Options{CheckMaxBytes: -1})
 	if err != nil {
 		t.Fatal(err)

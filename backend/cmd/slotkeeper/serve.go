@@ -245,6 +245,21 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 		}
 		return nil
 	}
+	// The embedded store checks a big file's pages in the background and
+	// takes no write until that passed; damage found there stops us too.
+	damage, _ := store.(interface {
+		Damaged() <-chan struct{}
+		Err() error
+	})
+	if damage != nil {
+		go func() {
+			select {
+			case <-damage.Damaged():
+				fatal(fmt.Errorf("event store: %w", damage.Err()))
+			case <-fatalCtx.Done():
+			}
+		}()
+	}
 	goRun := func(name string, f func(context.Context) error) {
 		wg.Add(1)
 		go func() {
@@ -344,6 +359,9 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 		Ready: func(ctx context.Context) error {
 			if draining.Load() {
 				return errors.New("shutting down")
+			}
+			if damage != nil && damage.Err() != nil {
+				return damage.Err()
 			}
 			p, err := rs.reads.Position(ctx)
 			if err != nil {
