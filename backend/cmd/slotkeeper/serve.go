@@ -233,12 +233,42 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	defer func() { stopBG(); wg.Wait() }()
+	// A damaged store (events.ErrCorrupt) is permanent: no retry reads the
+	// record differently. Background work that meets it fails the process
+	// (during start-up too), with the store's message: file, position and
+	// what to do.
+	fatalCtx, fatal := context.WithCancelCause(ctx)
+	defer fatal(nil)
+	fatalErr := func() error {
+		if cause := context.Cause(fatalCtx); errors.Is(cause, events.ErrCorrupt) {
+			return cause
+		}
+		return nil
+	}
+	// The embedded store checks a big file's pages in the background and
+	// takes no write until that passed; damage found there stops us too.
+	damage, _ := store.(interface {
+		Damaged() <-chan struct{}
+		Err() error
+	})
+	if damage != nil {
+		go func() {
+			select {
+			case <-damage.Damaged():
+				fatal(fmt.Errorf("event store: %w", damage.Err()))
+			case <-fatalCtx.Done():
+			}
+		}()
+	}
 	goRun := func(name string, f func(context.Context) error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			if err := f(bg); err != nil && bg.Err() == nil {
 				log.Error(name+" stopped", slog.String("error", err.Error()))
+				if errors.Is(err, events.ErrCorrupt) {
+					fatal(fmt.Errorf("%s: %w", name, err))
+				}
 			}
 		}()
 	}
@@ -279,8 +309,8 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 		goRun("read model", r.Run)
 	}
 	t0 := time.Now()
-	if err := rs.feed.WaitFor(ctx, startHead); err != nil {
-		return nil // interrupted during start
+	if err := rs.feed.WaitFor(fatalCtx, startHead); err != nil {
+		return fatalErr() // nil: interrupted during start
 	}
 	log.Info("read model caught up", slog.Any("position", startHead), slog.Duration("took", time.Since(t0)), slog.String("events", storeDesc))
 
@@ -341,6 +371,9 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 			if draining.Load() {
 				return errors.New("shutting down")
 			}
+			if damage != nil && damage.Err() != nil {
+				return damage.Err()
+			}
 			p, err := rs.reads.Position(ctx)
 			if err != nil {
 				return err
@@ -377,8 +410,11 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 		ready <- ln.Addr().String()
 	}
 
+	var failed error
 	select {
-	case <-ctx.Done():
+	case <-fatalCtx.Done():
+		// ctx ended (a signal), or background work met a damaged store.
+		failed = fatalErr()
 	case err := <-served:
 		return fmt.Errorf("http server: %w", err)
 	}
@@ -404,7 +440,7 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 		log.Warn("http shutdown", slog.String("error", err.Error()))
 		srv.Close()
 	}
-	return nil
+	return failed
 }
 
 // waitHub waits (bounded by ctx) until the hub has published pos.
