@@ -145,7 +145,8 @@ func (p *Pusher) run(ctx context.Context, dir string, args ...string) result {
 		"-c", "credential.helper=", "-c", "core.askPass=" + p.askpass,
 		"-c", "protocol.allow=never", "-c", "protocol.http.allow=always", "-c", "protocol.https.allow=always",
 		"-c", "gc.auto=0", "-c", "maintenance.auto=false",
-	}, args...)
+	}, callConfig(ctx)...)
+	full = append(full, args...)
 	cmd := exec.CommandContext(ctx, p.gitPath, full...)
 	cmd.Dir = dir
 	cmd.Env = p.env()
@@ -159,6 +160,21 @@ func (p *Pusher) run(ctx context.Context, dir string, args ...string) result {
 		err = nil
 	}
 	return result{stdout: out.String(), stderr: errb.String(), err: err}
+}
+
+// callConfig ties every HTTP request of one git run to the job attempt in
+// ctx, as the HTTP clients do: the same User-Agent, X-Slotkeeper-Job and a
+// fresh X-Request-Id per git run (its requests share it). Through -c, not
+// GIT_TRACE; the values are header-safe and never hold a credential.
+func callConfig(ctx context.Context) []string {
+	cfg := []string{
+		"-c", "http.userAgent=" + providers.UserAgent(ctx),
+		"-c", "http.extraHeader=" + providers.HeaderRequestID + ": " + providers.NewRequestID(ctx),
+	}
+	if tag, ok := providers.CallTagFrom(ctx); ok {
+		cfg = append(cfg, "-c", "http.extraHeader="+providers.HeaderJob+": "+tag.String())
+	}
+	return cfg
 }
 
 // RemoteSHA returns the sha of refs/heads/<branch> at remoteURL, or "" when

@@ -116,6 +116,12 @@ func (c *Client) once(ctx context.Context, op, resource, method, path string, qu
 	}
 	req.Header.Set("Authorization", "Bearer "+c.Token)
 	req.Header.Set("Accept", "application/json")
+	// Tie the request to its job attempt in the provider's logs.
+	req.Header.Set("User-Agent", providers.UserAgent(ctx))
+	req.Header.Set(providers.HeaderRequestID, providers.NewRequestID(ctx))
+	if tag, ok := providers.CallTagFrom(ctx); ok {
+		req.Header.Set(providers.HeaderJob, tag.String())
+	}
 	if payload != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
