@@ -1,6 +1,8 @@
 package jobs_test
 
 import (
+	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -51,5 +53,52 @@ func TestForeign404DoesNotRetire(t *testing.T) {
 			}
 			checkTeardown(t, w, fx, res.JobID, false) // not retired; remaining names all it holds
 		})
+	}
+}
+
+// TestProviderCallsNameTheJobAttempt: every request a job makes — Coolify
+// REST and git smart HTTP — carries the job id and the attempt that made
+// it, in X-Slotkeeper-Job, the User-Agent and the request id, so a
+// provider's own logs tie each call to a job (issue 12 item 11). The first
+// attempt fails on a 500; the resumed second one must say attempt 2.
+func TestProviderCallsNameTheJobAttempt(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, nil)
+	w.startEngine(w.engineConfig())
+	w.seed("tagged")
+	w.occupy("tagged")
+	w.sim.ResetRequests()
+	w.sim.AddFault(sim.Fault{Endpoint: sim.EndpointDeleteEnv, Status: 500, Times: 1})
+	id := startJob(t, w, events.KindReset, "tagged").JobID
+	if j := w.waitEnded(id); j.Status != slots.StatusFailed {
+		t.Fatalf("first attempt %s, want failed", j.Status)
+	}
+	if _, err := w.svc.Resume(context.Background(), bob, id); err != nil {
+		t.Fatal(err)
+	}
+	if j := w.waitEndedN(id, 2); j.Status != slots.StatusSucceeded {
+		t.Fatalf("resumed %s: %s", j.Status, j.LastError)
+	}
+	seen := map[string]bool{}
+	last := 0
+	for _, r := range w.sim.Requests() {
+		n := 0
+		fmt.Sscanf(strings.TrimPrefix(r.Job, id+"/"), "%d", &n)
+		ua := fmt.Sprintf(" (job %s; attempt %d)", id, n)
+		if n < 1 || r.Job != fmt.Sprintf("%s/%d", id, n) || !strings.HasSuffix(r.UserAgent, ua) || !strings.HasPrefix(r.RequestID, r.Job+"/") {
+			t.Errorf("%s %s (%s): job %q, user agent %q, request id %q", r.Method, r.Path, r.Endpoint, r.Job, r.UserAgent, r.RequestID)
+			continue
+		}
+		if n < last {
+			t.Errorf("%s %s names attempt %d after attempt %d had called", r.Method, r.Path, n, last)
+		}
+		last = n
+		seen[fmt.Sprintf("%s/%d", r.Server, n)] = true
+		seen[r.Endpoint] = true
+	}
+	for _, want := range []string{"coolify/1", "coolify/2", "bitbucket/2", sim.EndpointDeleteEnv, sim.EndpointGitUploadPack, sim.EndpointGitReceivePack} {
+		if !seen[want] {
+			t.Errorf("no tagged request for %s (seen %v)", want, seen)
+		}
 	}
 }
