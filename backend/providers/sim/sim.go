@@ -5,9 +5,10 @@
 // from local bare repositories through the real `git http-backend`.
 //
 // Every request passes through a recorder (arrival, completion or abortion,
-// status) and a fault injector (status, latency, hang, connection reset,
-// fail the next N calls), both driven from Go (AddFault, WaitFor …) or over
-// HTTP (ControlHandler). The real provider clients are tested against it,
+// status, and the job tag, request id and user agent the caller sent) and a
+// fault injector (status, latency, hang, connection reset, a foreign HTML
+// 404, fail the next N calls), both driven from Go (AddFault, WaitFor …) or
+// over HTTP (ControlHandler). The real provider clients are tested against it,
 // and the demo server runs on it.
 package sim
 
