@@ -317,7 +317,8 @@ func TestCallsCarryJobTag(t *testing.T) {
 	endpoints := map[string]bool{}
 	for _, r := range b.sim.Requests() {
 		endpoints[r.Endpoint] = true
-		if r.Job != "job-7/3" || !strings.HasSuffix(r.UserAgent, " (job job-7; attempt 3)") || !strings.HasPrefix(r.RequestID, "job-7/3/") {
+		// git's own agent first (servers tell git clients by it), ours after.
+		if r.Job != "job-7/3" || !strings.HasPrefix(r.UserAgent, "git/") || !strings.HasSuffix(r.UserAgent, " slotkeeper/dev (job job-7; attempt 3)") || !strings.HasPrefix(r.RequestID, "job-7/3/") {
 			t.Errorf("%s %s: job %q, user agent %q, request id %q", r.Method, r.Path, r.Job, r.UserAgent, r.RequestID)
 		}
 		ids[r.RequestID] = true
