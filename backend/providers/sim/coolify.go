@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"sort"
+	"strings"
 )
 
 // Coolify's own messages (Laravel controllers and the published spec).
@@ -141,8 +142,14 @@ func (s *Sim) coolifyMux() http.Handler {
 	h("GET /api/v1/projects/{uuid}", EndpointGetProject, uuid, s.coolGetProject)
 	h("GET /api/v1/projects/{uuid}/environments", EndpointListEnvironments, uuid, s.coolListEnvironments)
 	h("DELETE /api/v1/projects/{uuid}", EndpointDeleteProject, uuid, s.coolDeleteProject)
-	// Anything else: Laravel's JSON 404 (still subject to path faults).
+	// Anything else under the API: Laravel's JSON 404. Outside it (a base
+	// URL without /api/v1) the web application answers, with an HTML page.
+	// Both are still subject to path faults.
 	mux.Handle("/", s.route("coolify", "", nil, nil, coolErrBody, func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasPrefix(r.URL.Path, "/api/") {
+			foreign404(w)
+			return
+		}
 		coolMsg(w, http.StatusNotFound, "Not found.")
 	}))
 	return mux
