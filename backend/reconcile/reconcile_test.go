@@ -306,3 +306,28 @@ func TestViewTrackerCoversRetiredAndPromoted(t *testing.T) {
 		t.Errorf("promoted/template: %+v", tr)
 	}
 }
+
+// TestForeign404IsNotDrift: a tracked database missing from the list whose
+// lookup answers an HTML 404 (a misrouting proxy, not Coolify) is "could
+// not check", never drift; and a foreign 404 on the project is unknown,
+// never "the project is gone".
+func TestForeign404IsNotDrift(t *testing.T) {
+	w := newWorld(t, 100)
+	if _, err := w.paas.DeleteDatabase(ctxT(t), w.slots[1].DBUUID); err != nil {
+		t.Fatal(err)
+	}
+	w.sim.AddFault(sim.Fault{Endpoint: sim.EndpointGetDatabase, Foreign404: true})
+	w.sim.AddFault(sim.Fault{Endpoint: sim.EndpointGetProject, Resource: w.slots[0].ProjectUUID, Foreign404: true})
+	rep := run(t, w.reconciler(reconcile.Config{}))
+	if has(rep, events.FindingDrift, events.ResDatabase, w.slots[1].DBUUID) || !has(rep, events.FindingUnknown, events.ResDatabase, w.slots[1].DBUUID) {
+		t.Fatalf("foreign 404 on the lookup: %v", summary(rep))
+	}
+	if !has(rep, events.FindingUnknown, events.ResProject, w.slots[0].ProjectUUID) {
+		t.Fatalf("foreign 404 on the project: %v", summary(rep))
+	}
+	for _, f := range rep.Findings {
+		if f.Class == events.FindingDrift {
+			t.Fatalf("drift from a foreign 404: %+v", f)
+		}
+	}
+}
