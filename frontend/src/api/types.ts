@@ -107,8 +107,15 @@ export interface SlotView {
   promoted_to?: RepoRef[];
   state_reason?: string;
   recovery?: Recovery;
+  /** The slot stream's revision: it does not move on its jobs' events. */
   revision: number;
   updated_at: string;
+  /**
+   * The store position of the last event that changed this view (the slot's
+   * own events and its jobs' events alike). It moves whenever any field
+   * moves: the version clients compare.
+   */
+  position: number;
 }
 
 export interface Attempt {
@@ -152,6 +159,9 @@ export interface JobView {
   correlation_id?: string;
   revision: number;
   updated_at: string;
+  /** The store position of the job's last event: the version clients compare. */
+  position: number;
+  queued_position?: number;
 }
 
 export interface AuditEntry {

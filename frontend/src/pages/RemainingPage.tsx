@@ -13,7 +13,7 @@ function useRemainingKey(): string {
   return useLive((s) => {
     let k = "";
     for (const v of s.slots.values()) {
-      if (v.recovery || v.lifecycle === "teardown_incomplete" || v.lifecycle === "retired") k += `${v.name}@${v.revision};`;
+      if (v.recovery || v.lifecycle === "teardown_incomplete" || v.lifecycle === "retired") k += `${v.name}@${v.position};`;
     }
     return k;
   });

@@ -238,7 +238,7 @@ function SlotDetail({ slot }: { slot: SlotView }) {
 function SlotJobs({ slot }: { slot: SlotView }) {
   const t = useT();
   const [cursor, setCursor] = useState<string | undefined>(undefined);
-  const page = useLoad(`jobs:${slot.name}`, `${slot.name}:${slot.revision}:${cursor ?? ""}`, (signal) =>
+  const page = useLoad(`jobs:${slot.name}`, `${slot.name}:${slot.position}:${cursor ?? ""}`, (signal) =>
     api.slotJobs(slot.name, undefined, cursor, signal),
   );
   const jobs: JobView[] = page.data?.jobs ?? [];
