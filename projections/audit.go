@@ -127,6 +127,10 @@ func summary(typ string, p events.Payload) string {
 			return e.Step + " verifying"
 		}
 		return e.Step + " started"
+	case events.ResourcesListed:
+		return e.Step + ": " + listedDetail(e.Resources)
+	case events.DeleteAccepted:
+		return fmt.Sprintf("%s: delete of %s %s accepted, not confirmed yet", e.Step, e.Resource.Kind, e.Resource.ID)
 	case events.StepFailed:
 		s := e.Step + " failed"
 		if e.HTTPStatus != 0 {
