@@ -88,6 +88,14 @@ export interface Recovery {
   remaining: Resource[] | null;
 }
 
+/** A delete the provider accepted (queued / 202) that is not confirmed yet. */
+export interface PendingDelete {
+  kind: string;
+  id: string;
+  accepted_at: string;
+  job_id: string;
+}
+
 export interface SlotView {
   name: string;
   lifecycle: string;
@@ -104,6 +112,8 @@ export interface SlotView {
   active_job?: JobRef;
   latest_jobs: Record<string, JobRef> | null;
   resources: Resource[] | null;
+  /** Resources whose delete the provider accepted and nobody confirmed yet. */
+  deleting?: PendingDelete[];
   promoted_to?: RepoRef[];
   state_reason?: string;
   recovery?: Recovery;
@@ -181,6 +191,8 @@ export interface RemainingResource {
   lifecycle: string;
   resource: Resource;
   job_id?: string;
+  /** Set while a delete of it was accepted and not confirmed. */
+  delete_accepted_at?: string;
 }
 
 export interface Page {
