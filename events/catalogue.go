@@ -269,6 +269,31 @@ type StepSucceeded struct {
 	Detail string `json:"detail,omitempty"`
 }
 
+// ResourcesListed: a step listed the resources it is about to delete (an
+// app's env vars, its persistent volumes). They belong to the slot from here
+// until a confirmed deletion (EnvVarsDeleted, VolumeDeleted, AppDeleted)
+// removes them, so a job that stops half way never leaves one untracked.
+// Added in issue 12 (older logs simply do not have it).
+type ResourcesListed struct {
+	JobID     string     `json:"job_id"`
+	Step      string     `json:"step"`
+	Attempt   int        `json:"attempt"`
+	Resources []Resource `json:"resources"`
+}
+
+// DeleteAccepted: the provider accepted a delete that completes later
+// (Coolify queued the deletion, Bitbucket answered 202) and it is not
+// confirmed yet. Appended before the confirming GETs; the confirmation is
+// the step's result (DBDeleted, AppDeleted, RepoDeleted). The event's time is
+// when the delete was accepted. Added in issue 12.
+type DeleteAccepted struct {
+	JobID      string   `json:"job_id"`
+	Step       string   `json:"step"`
+	Attempt    int      `json:"attempt"`
+	Resource   Resource `json:"resource"`
+	HTTPStatus int      `json:"http_status,omitempty"`
+}
+
 // StepFailed records a step's failure. Uncertain is true when the outside
 // call may or may not have taken effect (timeout, reset, 5xx after sending).
 type StepFailed struct {
@@ -370,6 +395,8 @@ func (RepoCreated) EventType() string        { return "RepoCreated" }
 func (CodePushed) EventType() string         { return "CodePushed" }
 func (StepSucceeded) EventType() string      { return "StepSucceeded" }
 func (StepFailed) EventType() string         { return "StepFailed" }
+func (ResourcesListed) EventType() string    { return "ResourcesListed" }
+func (DeleteAccepted) EventType() string     { return "DeleteAccepted" }
 func (JobTimedOut) EventType() string        { return "JobTimedOut" }
 func (JobCancelled) EventType() string       { return "JobCancelled" }
 func (JobAbandoned) EventType() string       { return "JobAbandoned" }
@@ -419,6 +446,8 @@ var constructors = map[string]func(data []byte) (Payload, error){
 	"CodePushed":         decodeAs[CodePushed],
 	"StepSucceeded":      decodeAs[StepSucceeded],
 	"StepFailed":         decodeAs[StepFailed],
+	"ResourcesListed":    decodeAs[ResourcesListed],
+	"DeleteAccepted":     decodeAs[DeleteAccepted],
 	"JobTimedOut":        decodeAs[JobTimedOut],
 	"JobCancelled":       decodeAs[JobCancelled],
 	"JobAbandoned":       decodeAs[JobAbandoned],

@@ -25,7 +25,7 @@ func AuditOf(ev events.RecordedEvent, p events.Payload, slot string) AuditEntry 
 	case strings.HasPrefix(ev.Stream, events.NotifyStreamPrefix):
 		a.JobID = ev.Stream[len(events.NotifyStreamPrefix):]
 	}
-	if id := payloadJobID(p); id != "" && a.JobID == "" {
+	if id := PayloadJobID(p); id != "" && a.JobID == "" {
 		a.JobID = id
 	}
 	if a.Slot == "" {
@@ -62,7 +62,9 @@ func PayloadSlot(p events.Payload) string {
 	return ""
 }
 
-func payloadJobID(p events.Payload) string {
+// PayloadJobID is the job a slot event names (JobAccepted, JobReleased, …),
+// "" if none. Projecting such an event reads that job's view.
+func PayloadJobID(p events.Payload) string {
 	switch e := p.(type) {
 	case events.JobAccepted:
 		return e.JobID
@@ -125,6 +127,10 @@ func summary(typ string, p events.Payload) string {
 			return e.Step + " verifying"
 		}
 		return e.Step + " started"
+	case events.ResourcesListed:
+		return e.Step + ": " + listedDetail(e.Resources)
+	case events.DeleteAccepted:
+		return fmt.Sprintf("%s: delete of %s %s accepted, not confirmed yet", e.Step, e.Resource.Kind, e.Resource.ID)
 	case events.StepFailed:
 		s := e.Step + " failed"
 		if e.HTTPStatus != 0 {

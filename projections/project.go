@@ -62,7 +62,7 @@ func Project(st State, e Event) Change {
 			sv = &SlotView{Name: slot, Lifecycle: LifecycleVacant, LatestJobs: map[string]JobRef{}, Resources: []events.Resource{}}
 		}
 		nv := ApplySlot(*sv, ev, p)
-		if id := payloadJobID(p); id != "" {
+		if id := PayloadJobID(p); id != "" {
 			if j := st.GetJob(id); j != nil {
 				nv, _ = RefreshSlotJob(nv, *j)
 			}
@@ -190,7 +190,7 @@ func ProjectQuiet(st State, own *Ownership, e Event) AuditEntry {
 			sv = &SlotView{Name: slot, Lifecycle: LifecycleVacant, LatestJobs: map[string]JobRef{}, Resources: []events.Resource{}}
 		}
 		nv := applySlot(*sv, ev, p, true)
-		if id := payloadJobID(p); id != "" {
+		if id := PayloadJobID(p); id != "" {
 			if j := st.GetJob(id); j != nil {
 				nv, _ = refreshSlotJob(nv, *j, true)
 			}

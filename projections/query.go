@@ -74,7 +74,11 @@ func RemainingOf(v SlotView) []RemainingResource {
 	}
 	out := make([]RemainingResource, 0, len(v.Resources))
 	for _, r := range v.Resources {
-		out = append(out, RemainingResource{Slot: v.Name, Lifecycle: v.Lifecycle, Resource: r, JobID: job})
+		rr := RemainingResource{Slot: v.Name, Lifecycle: v.Lifecycle, Resource: r, JobID: job}
+		if i := deletingIndex(v.Deleting, r.Kind, r.ID); i >= 0 {
+			rr.DeleteAcceptedAt = timePtr(v.Deleting[i].AcceptedAt)
+		}
+		out = append(out, rr)
 	}
 	return out
 }

@@ -1,7 +1,9 @@
 package projections
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/slotkeeper/slotkeeper/events"
@@ -69,6 +71,16 @@ func applyJob(v JobView, ev events.RecordedEvent, p events.Payload, own bool) Jo
 			if s.Attempt == 0 {
 				s.Attempt = e.Attempt
 			}
+		})
+	case events.ResourcesListed:
+		v.Steps = setStep(v.Steps, own, e.Step, func(s *StepView) {
+			s.Detail = listedDetail(e.Resources)
+		})
+	case events.DeleteAccepted:
+		r := e.Resource
+		v.Steps = setStep(v.Steps, own, e.Step, func(s *StepView) {
+			s.Resource = &r
+			s.Detail = "deleting " + r.Kind + " " + r.ID + " (accepted at " + t.UTC().Format(time.RFC3339) + ", not confirmed yet)"
 		})
 	case events.JobTimedOut:
 		v = endAttempt(v, own, t, JobTimedOut, e.UncertainStep, e.Remaining)
@@ -320,4 +332,20 @@ func short(sha string) string {
 		return sha[:8]
 	}
 	return sha
+}
+
+// listedDetail is a step's detail once it listed what it will delete.
+func listedDetail(rs []events.Resource) string {
+	if len(rs) == 0 {
+		return "nothing to delete"
+	}
+	names := make([]string, 0, len(rs))
+	for _, r := range rs {
+		n := r.Name
+		if n == "" {
+			n = r.ID
+		}
+		names = append(names, n)
+	}
+	return fmt.Sprintf("found %d %s to delete: %s", len(rs), rs[0].Kind, strings.Join(names, ", "))
 }

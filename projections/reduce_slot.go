@@ -9,9 +9,10 @@ import (
 )
 
 // ApplySlot folds one event into a slot's view: the slot-<name> stream's own
-// events, and the confirmed deletions of its jobs (DBDeleted, AppDeleted,
-// RepoDeleted, ProjectDeleted, EnvVarsDeleted, VolumeDeleted), which are the
-// only way a resource id leaves Resources. Job progress reaches the slot
+// events; the resources its jobs list (ResourcesListed) and the deletes the
+// providers accepted (DeleteAccepted); and the confirmed deletions of its
+// jobs (DBDeleted, AppDeleted, RepoDeleted, ProjectDeleted, EnvVarsDeleted,
+// VolumeDeleted), which are the only way a resource id leaves Resources. Job progress reaches the slot
 // through RefreshSlotJob. It is pure: v is never modified. Unknown event types
 // leave v unchanged.
 func ApplySlot(v SlotView, ev events.RecordedEvent, p events.Payload) SlotView {
@@ -102,12 +103,44 @@ func applySlot(v SlotView, ev events.RecordedEvent, p events.Payload, own bool) 
 		v.StateReason = ""
 	case events.SlotPromoted:
 		v.PromotedTo = append(slices.Clip(v.PromotedTo), e.NewRepo)
+	case events.ResourcesListed:
+		// What a step found and is about to delete is the slot's until a
+		// confirmed deletion removes it (nothing untracked).
+		rs := addMissing(v.Resources, e.Resources)
+		if len(rs) == len(v.Resources) {
+			return v
+		}
+		v.Resources = rs
+	case events.DeleteAccepted:
+		r := e.Resource
+		rs := addMissing(v.Resources, []events.Resource{r})
+		d := PendingDelete{Kind: r.Kind, ID: r.ID, AcceptedAt: t, JobID: e.JobID}
+		i := deletingIndex(v.Deleting, r.Kind, r.ID)
+		if i >= 0 && v.Deleting[i] == d && len(rs) == len(v.Resources) {
+			return v
+		}
+		v.Resources = rs
+		v.Deleting = slices.Clone(v.Deleting)
+		if i >= 0 {
+			v.Deleting[i] = d
+		} else {
+			v.Deleting = append(v.Deleting, d)
+		}
 	default:
 		rs := removeConfirmed(v.Resources, p)
+		if e, ok := p.(events.AppDeleted); ok && e.AppUUID != "" && e.AppUUID == v.AppUUID {
+			// Deleting the slot's application takes its env vars and
+			// volumes with it (Coolify deletes an app with its volumes and
+			// configuration).
+			rs = slices.DeleteFunc(slices.Clone(rs), func(r events.Resource) bool {
+				return r.Kind == events.ResEnvVar || r.Kind == events.ResVolume
+			})
+		}
 		if len(rs) == len(v.Resources) {
 			return v // nothing of this slot's changed
 		}
 		v.Resources = rs
+		v.Deleting = keepHeld(v.Deleting, rs)
 	}
 	if slotEvent {
 		v.Revision = ev.Revision
@@ -220,6 +253,23 @@ func addMissing(rs, more []events.Resource) []events.Resource {
 	for _, r := range more {
 		if !slices.ContainsFunc(out, func(x events.Resource) bool { return x.Kind == r.Kind && x.ID == r.ID }) {
 			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// deletingIndex finds the pending delete of (kind, id), -1 if none.
+func deletingIndex(ds []PendingDelete, kind, id string) int {
+	return slices.IndexFunc(ds, func(d PendingDelete) bool { return d.Kind == kind && d.ID == id })
+}
+
+// keepHeld returns the pending deletes whose resource rs still holds (nil
+// when none is left, so the field drops out of the JSON).
+func keepHeld(ds []PendingDelete, rs []events.Resource) []PendingDelete {
+	var out []PendingDelete
+	for _, d := range ds {
+		if slices.ContainsFunc(rs, func(r events.Resource) bool { return r.Kind == d.Kind && r.ID == d.ID }) {
+			out = append(out, d)
 		}
 	}
 	return out

@@ -3,6 +3,7 @@ package projections_test
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -243,4 +244,92 @@ func TestRefreshSlotJobCarriesProgressAndRecovery(t *testing.T) {
 	if _, changed := projections.RefreshSlotJob(s, foldJob(events.JobQueued{JobID: "other", Kind: events.KindReset})); changed {
 		t.Fatal("a job the slot does not show changed it")
 	}
+}
+
+// Issue 12 item 10: env vars and volumes a step lists are the slot's until a
+// confirmed deletion removes them, and show in the remaining resources.
+func TestListedEnvVarsAndVolumesAreTrackedUntilConfirmed(t *testing.T) {
+	reg := events.SlotRegistered{Slot: "s1", ProjectUUID: "p", AppUUID: "a", DBUUID: "d", Repo: events.RepoRef{Project: "P", Slug: "s1"}}
+	v := applyS(projections.SlotView{}, "slot-s1", 0, reg)
+	v = applyS(v, "slot-s1", 1, events.JobAccepted{Slot: "s1", JobID: "j1", Kind: events.KindReset})
+	envs := []events.Resource{{Kind: events.ResEnvVar, ID: "e1", Name: "DATABASE_URL"}, {Kind: events.ResEnvVar, ID: "e2", Name: "SECRET"}}
+	v = applyS(v, "job-j1", 2, events.ResourcesListed{JobID: "j1", Step: events.StepDeleteEnvVars, Attempt: 1, Resources: envs})
+	if got := kindsOf(v.Resources); got != "project application database repository env_var env_var" {
+		t.Fatalf("after the listing the slot holds %s", got)
+	}
+	if v.Position != 102 {
+		t.Fatalf("the listing changed the slot but its position is %d", v.Position)
+	}
+	rem := projections.RemainingOf(v)
+	if got := len(rem); got != 6 || rem[4].Resource.ID != "e1" || rem[4].JobID != "j1" {
+		t.Fatalf("remaining = %+v", rem)
+	}
+	// Listing the same again (a resumed attempt) changes nothing.
+	if again := applyS(v, "job-j1", 3, events.ResourcesListed{JobID: "j1", Step: events.StepDeleteEnvVars, Attempt: 2, Resources: envs}); again.Position != v.Position {
+		t.Fatalf("a repeated listing moved the view")
+	}
+	v = applyS(v, "job-j1", 4, events.EnvVarsDeleted{StepResult: events.StepResult{JobID: "j1", Step: events.StepDeleteEnvVars}, AppUUID: "a", EnvIDs: []string{"e1", "e2"}})
+	vols := []events.Resource{{Kind: events.ResVolume, ID: "v1", Name: "data"}}
+	v = applyS(v, "job-j1", 5, events.ResourcesListed{JobID: "j1", Step: events.StepDeleteVolumes, Attempt: 1, Resources: vols})
+	if got := kindsOf(v.Resources); got != "project application database repository volume" {
+		t.Fatalf("after EnvVarsDeleted and the volume listing the slot holds %s", got)
+	}
+	// A teardown deleting the app takes the app's volumes with it.
+	v = applyS(v, "job-j2", 6, events.AppDeleted{StepResult: events.StepResult{JobID: "j2", Step: events.StepDeleteApp}, AppUUID: "a"})
+	if got := kindsOf(v.Resources); got != "project database repository" {
+		t.Fatalf("after AppDeleted the slot holds %s", got)
+	}
+}
+
+// Issue 12 item 10: a delete the provider accepted but nobody confirmed
+// shows as "deleting (accepted at …)", unlike one never sent.
+func TestAcceptedDeleteShowsAsDeletingUntilConfirmed(t *testing.T) {
+	reg := events.SlotRegistered{Slot: "s1", ProjectUUID: "p", AppUUID: "a", DBUUID: "d", Repo: events.RepoRef{Project: "P", Slug: "s1"}}
+	v := applyS(projections.SlotView{}, "slot-s1", 0, reg)
+	v = applyS(v, "slot-s1", 1, events.JobAccepted{Slot: "s1", JobID: "j1", Kind: events.KindReset})
+	for _, r := range projections.RemainingOf(v) {
+		if r.DeleteAcceptedAt != nil {
+			t.Fatalf("%s shows as deleting before any delete was sent", r.Resource.Kind)
+		}
+	}
+	db := events.Resource{Kind: events.ResDatabase, ID: "d"}
+	ev := rec("job-j1", 2, events.DeleteAccepted{JobID: "j1", Step: events.StepDeleteDB, Attempt: 1, Resource: db, HTTPStatus: 200})
+	v = projections.ApplySlot(v, ev, events.DeleteAccepted{JobID: "j1", Step: events.StepDeleteDB, Attempt: 1, Resource: db, HTTPStatus: 200})
+	if len(v.Deleting) != 1 || v.Deleting[0].ID != "d" || !v.Deleting[0].AcceptedAt.Equal(ev.Meta.Time) || v.Deleting[0].JobID != "j1" || v.Position != ev.Position {
+		t.Fatalf("deleting = %+v (position %d)", v.Deleting, v.Position)
+	}
+	var dbRow projections.RemainingResource
+	for _, r := range projections.RemainingOf(v) {
+		if r.Resource.Kind == events.ResDatabase {
+			dbRow = r
+		} else if r.DeleteAcceptedAt != nil {
+			t.Fatalf("%s shows as deleting", r.Resource.Kind)
+		}
+	}
+	if dbRow.DeleteAcceptedAt == nil || !dbRow.DeleteAcceptedAt.Equal(ev.Meta.Time) {
+		t.Fatalf("remaining database row = %+v", dbRow)
+	}
+	// The job's step says so too.
+	j := foldJob(queued(), events.JobClaimed{JobID: "j1", Attempt: 1}, events.StepStarted{JobID: "j1", Step: events.StepDeleteDB, Attempt: 1},
+		events.DeleteAccepted{JobID: "j1", Step: events.StepDeleteDB, Attempt: 1, Resource: db})
+	if s := j.Steps[0]; s.State != projections.StepRunning || s.Resource == nil || s.Resource.ID != "d" || !strings.Contains(s.Detail, "accepted at") {
+		t.Fatalf("job step = %+v", s)
+	}
+	// The confirmation removes the resource and its pending delete.
+	v = applyS(v, "job-j1", 3, events.DBDeleted{StepResult: events.StepResult{JobID: "j1", Step: events.StepDeleteDB}, DBUUID: "d"})
+	if v.Deleting != nil || kindsOf(v.Resources) != "project application repository" {
+		t.Fatalf("after DBDeleted: deleting %+v resources %s", v.Deleting, kindsOf(v.Resources))
+	}
+	b, err := json.Marshal(v)
+	if err != nil || strings.Contains(string(b), `"deleting"`) {
+		t.Fatalf("a slot with nothing deleting still lists it: %s %v", b, err)
+	}
+}
+
+func kindsOf(rs []events.Resource) string {
+	ks := make([]string, 0, len(rs))
+	for _, r := range rs {
+		ks = append(ks, r.Kind)
+	}
+	return strings.Join(ks, " ")
 }

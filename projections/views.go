@@ -81,9 +81,13 @@ type SlotView struct {
 	LatestJobs map[string]JobRef `json:"latest_jobs"`
 	// Resources are the outside resources the slot still owns, with ids; an
 	// id leaves this list only after its deletion is confirmed.
-	Resources   []events.Resource `json:"resources"`
-	PromotedTo  []events.RepoRef  `json:"promoted_to,omitempty"`
-	StateReason string            `json:"state_reason,omitempty"`
+	Resources []events.Resource `json:"resources"`
+	// Deleting lists the resources of Resources whose delete the provider
+	// accepted (DeleteAccepted) and nobody has confirmed yet: "deleting
+	// (accepted at …)", not "never sent". An entry leaves with its resource.
+	Deleting    []PendingDelete  `json:"deleting,omitempty"`
+	PromotedTo  []events.RepoRef `json:"promoted_to,omitempty"`
+	StateReason string           `json:"state_reason,omitempty"`
 	// Recovery is set while the newest job of the slot ended without success.
 	Recovery  *Recovery       `json:"recovery,omitempty"`
 	Revision  events.Revision `json:"revision"`
@@ -92,6 +96,15 @@ type SlotView struct {
 	// view (slot events and its jobs' events alike); it only grows, so
 	// clients keep the view with the highest position.
 	Position events.Position `json:"position"`
+}
+
+// PendingDelete is a delete the provider accepted (Coolify queued it,
+// Bitbucket answered 202) that is not confirmed yet.
+type PendingDelete struct {
+	Kind       string    `json:"kind"`
+	ID         string    `json:"id"`
+	AcceptedAt time.Time `json:"accepted_at"`
+	JobID      string    `json:"job_id"`
 }
 
 // Attempt is one claim of a job by a worker.
@@ -173,6 +186,9 @@ type RemainingResource struct {
 	Lifecycle string          `json:"lifecycle"`
 	Resource  events.Resource `json:"resource"`
 	JobID     string          `json:"job_id,omitempty"`
+	// DeleteAcceptedAt is set while a delete of it was accepted and not
+	// confirmed (the slot's Deleting entry).
+	DeleteAcceptedAt *time.Time `json:"delete_accepted_at,omitempty"`
 }
 
 // Page is a cursor-paged list of jobs (newest first).

@@ -789,7 +789,7 @@ func consistentSlots(ctx context.Context, reads projections.ReadModel) (events.P
 		if before == after || try >= 100 {
 			// After many tries the list may be newer than before; replaying
 			// a change over a view that already has it is harmless (clients
-			// keep the highest revision).
+			// keep the view with the highest position).
 			return before, slots, nil
 		}
 	}

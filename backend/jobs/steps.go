@@ -80,11 +80,22 @@ func confirmDelete(ctx context.Context, a *attempt, verify bool, res events.Reso
 		}
 	}
 	var out providers.DeleteOutcome
+	var recErr error // recording DeleteAccepted failed (fenced, store error)
 	err = a.call(ctx, events.StepStarted{Resource: &res}, func(ctx context.Context) error {
+		// A delete the provider accepts now and confirms later is recorded
+		// at once: until its confirmation the slot shows it "deleting
+		// (accepted at …)", not untouched.
+		ctx = providers.WithDeleteAccepted(ctx, func(status int) error {
+			recErr = a.append(ctx, events.DeleteAccepted{JobID: a.job.ID, Step: a.step, Attempt: a.n, Resource: res, HTTPStatus: status})
+			return recErr
+		})
 		var err error
 		out, err = del(ctx)
 		return err
 	})
+	if recErr != nil {
+		return false, recErr
+	}
 	if err != nil {
 		return false, fromProvider("delete "+res.Kind+" "+res.ID, err)
 	}
@@ -188,6 +199,16 @@ func deleteProject(ctx context.Context, a *attempt, verify bool) (events.Payload
 	return events.ProjectDeleted{StepResult: a.result(absent), ProjectUUID: id}, nil
 }
 
+// listed records what a step found and is about to delete
+// (ResourcesListed): the slot tracks each one until a confirmed deletion
+// (EnvVarsDeleted, VolumeDeleted) removes it.
+func (a *attempt) listed(ctx context.Context, rs []events.Resource) error {
+	if len(rs) == 0 {
+		return nil
+	}
+	return a.append(ctx, events.ResourcesListed{JobID: a.job.ID, Step: a.step, Attempt: a.n, Resources: rs})
+}
+
 // deleteEnvVars lists the app's env vars and deletes each (Coolify deletes
 // them immediately). A listing is already a check, so verify changes nothing.
 func deleteEnvVars(ctx context.Context, a *attempt, _ bool) (events.Payload, error) {
@@ -205,6 +226,13 @@ func deleteEnvVars(ctx context.Context, a *attempt, _ bool) (events.Payload, err
 		})
 	if err != nil {
 		return nil, fromProvider("list env vars of "+app, err)
+	}
+	found := make([]events.Resource, 0, len(envs))
+	for _, env := range envs {
+		found = append(found, events.Resource{Kind: events.ResEnvVar, ID: env.UUID, Name: env.Key})
+	}
+	if err := a.listed(ctx, found); err != nil {
+		return nil, err
 	}
 	ids := []string{}
 	for _, env := range envs {
@@ -248,6 +276,15 @@ func deleteVolumes(ctx context.Context, a *attempt, _ bool) (events.Payload, err
 		})
 	if err != nil {
 		return nil, fromProvider("list storages of "+app, err)
+	}
+	found := []events.Resource{}
+	for _, s := range list {
+		if s.Kind == "persistent" {
+			found = append(found, events.Resource{Kind: events.ResVolume, ID: s.UUID, Name: s.Name})
+		}
+	}
+	if err := a.listed(ctx, found); err != nil {
+		return nil, err
 	}
 	ids := []string{}
 	for _, s := range list {

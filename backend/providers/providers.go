@@ -61,6 +61,34 @@ func (o DeleteOutcome) String() string {
 	}
 }
 
+type deleteAcceptedKey struct{}
+
+// WithDeleteAccepted returns ctx carrying f. A delete that completes later
+// (Coolify queues DeleteDatabase / DeleteApplication; Bitbucket answers 202
+// to DeleteRepo) calls f with the HTTP status once the provider accepted it
+// and before it polls for the confirmation, so the caller can record that
+// the delete was sent and accepted (events.DeleteAccepted). If f returns an
+// error the method stops and returns it, wrapped in an Uncertain *Error (the
+// delete may still happen). Immediate deletes never call f.
+func WithDeleteAccepted(ctx context.Context, f func(status int) error) context.Context {
+	return context.WithValue(ctx, deleteAcceptedKey{}, f)
+}
+
+// DeleteAccepted is what a delete method calls once the provider accepted a
+// delete it confirms later: it runs the function WithDeleteAccepted put in
+// ctx, if any. A non-nil result is an Uncertain *Error for op and res.
+func DeleteAccepted(ctx context.Context, op, res string, status int) *Error {
+	f, _ := ctx.Value(deleteAcceptedKey{}).(func(int) error)
+	if f == nil {
+		return nil
+	}
+	if err := f(status); err != nil {
+		return &Error{Op: op, Resource: res, Status: status, Code: CodeCanceled, Uncertain: true,
+			Message: "delete accepted, but recording that failed", Err: err}
+	}
+	return nil
+}
+
 // Database, Application, Project, EnvVar and Storage are what the PaaS holds.
 type Database struct {
 	UUID   string

@@ -10,7 +10,7 @@ import "./styles.css";
 startStream({ heartbeatMs: readConfig().heartbeatMs });
 
 // A read-only view of the live store for browser tests and support: it
-// proves what the page knows (position, revisions) without scraping the DOM.
+// proves what the page knows (position, view versions) without scraping the DOM.
 declare global {
   interface Window {
     __SLOTKEEPER__?: { snapshot: () => unknown };
@@ -22,8 +22,8 @@ window.__SLOTKEEPER__ = {
     return {
       position: s.position,
       stream: getStreamStatus(),
-      slots: [...s.slots.values()].map((v) => ({ name: v.name, revision: v.revision, lifecycle: v.lifecycle })),
-      jobs: [...s.jobs.values()].map((j) => ({ id: j.id, revision: j.revision, state: j.state, steps: j.steps })),
+      slots: [...s.slots.values()].map((v) => ({ name: v.name, revision: v.revision, position: v.position, lifecycle: v.lifecycle, active_job: v.active_job })),
+      jobs: [...s.jobs.values()].map((j) => ({ id: j.id, revision: j.revision, position: j.position, state: j.state, steps: j.steps })),
     };
   },
 };

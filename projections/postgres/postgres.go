@@ -378,6 +378,15 @@ func (s *Store) load(ctx context.Context, tx pgx.Tx, evs []projections.Event) (*
 		switch {
 		case strings.HasPrefix(ev.Stream, events.SlotStreamPrefix):
 			wantSlots[ev.Stream[len(events.SlotStreamPrefix):]] = true
+			// JobAccepted, JobReleased, … copy the named job's progress
+			// into the slot (Project reads it): without it a batch that
+			// does not also hold one of the job's events shows "step 0 of
+			// 0" and an empty recovery until the job's next event.
+			if ev.Payload != nil {
+				if id := projections.PayloadJobID(ev.Payload); id != "" {
+					wantJobs[id] = true
+				}
+			}
 		case strings.HasPrefix(ev.Stream, events.JobStreamPrefix):
 			wantJobs[ev.Stream[len(events.JobStreamPrefix):]] = true
 			if ev.Payload != nil {

@@ -272,6 +272,9 @@ func (j *jobRun) attemptRun(ctx context.Context, o Outcome) (string, error) {
 		if err := j.append(ctx, w, events.StepStarted{JobID: j.id, Step: step, Attempt: j.attempt}); err != nil {
 			return "", err
 		}
+		if err := j.touch(ctx, step); err != nil {
+			return "", err
+		}
 		if i == failAt {
 			return j.end(ctx, o, step)
 		}
@@ -290,6 +293,35 @@ func (j *jobRun) attemptRun(ctx context.Context, o Outcome) (string, error) {
 		g.Appended++
 	}
 	return "succeeded", nil
+}
+
+// touch appends what a step records before its result, as backend/jobs
+// does: the env vars / volumes it listed (ResourcesListed), and, half the
+// time, a queued delete the provider accepted (DeleteAccepted). Either may
+// then be left unconfirmed by a failing attempt.
+func (j *jobRun) touch(ctx context.Context, step string) error {
+	g, s, w := j.g, j.slot, j.worker()
+	var p events.Payload
+	switch step {
+	case events.StepDeleteEnvVars:
+		p = events.ResourcesListed{JobID: j.id, Step: step, Attempt: j.attempt, Resources: []events.Resource{
+			{Kind: events.ResEnvVar, ID: "env-1", Name: "DATABASE_URL"}, {Kind: events.ResEnvVar, ID: "env-2", Name: "SECRET_KEY"}}}
+	case events.StepDeleteVolumes:
+		p = events.ResourcesListed{JobID: j.id, Step: step, Attempt: j.attempt, Resources: []events.Resource{{Kind: events.ResVolume, ID: "vol-1", Name: "data"}}}
+	case events.StepDeleteDB, events.StepDeleteApp, events.StepDeleteRepo:
+		if g.rnd.IntN(2) == 0 {
+			return nil
+		}
+		r := map[string]events.Resource{
+			events.StepDeleteDB:   {Kind: events.ResDatabase, ID: s.Reg.DBUUID},
+			events.StepDeleteApp:  {Kind: events.ResApplication, ID: s.Reg.AppUUID},
+			events.StepDeleteRepo: {Kind: events.ResRepository, ID: s.Reg.Repo.String()},
+		}[step]
+		p = events.DeleteAccepted{JobID: j.id, Step: step, Attempt: j.attempt, Resource: r, HTTPStatus: 202}
+	default:
+		return nil
+	}
+	return j.append(ctx, w, p)
 }
 
 // end finishes an attempt that went wrong at step.

@@ -29,6 +29,7 @@ func Run(t *testing.T, open Open, reference Reference) {
 	t.Run("GeneratedHistoryMatchesReference", func(t *testing.T) { testGenerated(t, open, reference) })
 	t.Run("RunnerFeedIsGaplessAndWaitForWorks", func(t *testing.T) { testRunnerFeed(t, open) })
 	t.Run("BadQueriesAreInvalid", func(t *testing.T) { testBadQueries(t, open) })
+	t.Run("EveryViewChangeMovesItsPosition", func(t *testing.T) { testViewsChangeVisibly(t, open) })
 }
 
 // Ctx is a test context with a bound, so nothing waits forever.
@@ -484,4 +485,115 @@ func resKinds(rs []events.Resource) string {
 	}
 	slices.Sort(ks)
 	return strings.Join(ks, ",")
+}
+
+// testViewsChangeVisibly applies a generated history one event at a time and
+// reads every slot and job view after each event (DESIGN invariant 13,
+// issue 12 item 3): a view whose fields changed must carry the event's
+// position (the version clients compare: they keep the highest), the change
+// must carry that view, and a view that did not change keeps its position.
+// A slot's revision does not qualify: its jobs' events (JobQueued,
+// JobClaimed, StepStarted, results) move its active job without moving the
+// slot stream's revision. Keeping the view with the highest position from
+// the changes alone must end at exactly the read model's views.
+func testViewsChangeVisibly(t *testing.T, open Open) {
+	ctx := Ctx(t)
+	log := memstore.New()
+	g := NewGen(log, 12)
+	Must(t, g.Random(ctx, 3, 600))
+	rm := open(t, log)
+	if ex, ok := rm.(projections.Exclusive); ok {
+		lockCtx, release, err := ex.Acquire(ctx)
+		Must(t, err)
+		defer release()
+		ctx = lockCtx
+	}
+	head, err := log.Head(ctx)
+	Must(t, err)
+	var evs []projections.Event
+	err = log.SubscribeAll(ctx, 0, events.Filter{}, func(_ context.Context, ev events.RecordedEvent) error {
+		evs = append(evs, projections.DecodeEvent(ev))
+		if ev.Position == head {
+			return errStop
+		}
+		return nil
+	})
+	if !errors.Is(err, errStop) {
+		t.Fatal(err)
+	}
+	strip := func(v projections.SlotView) string {
+		v.Position, v.UpdatedAt = 0, time.Time{}
+		b, err := json.Marshal(v)
+		Must(t, err)
+		return string(b)
+	}
+	before := map[string]projections.SlotView{}
+	kept := map[string]projections.SlotView{} // what a client keeps
+	revisionStuck := 0
+	for _, e := range evs {
+		chs, err := rm.Apply(ctx, []projections.Event{e})
+		Must(t, err)
+		if len(chs) != 1 || chs[0].Position != e.Position {
+			t.Fatalf("event %d (%s): %d changes", e.Position, e.Type, len(chs))
+		}
+		ch := chs[0]
+		if ch.Slot != nil {
+			if have, ok := kept[ch.Slot.Name]; !ok || ch.Slot.Position > have.Position {
+				kept[ch.Slot.Name] = *ch.Slot
+			}
+		}
+		if ch.Job != nil && ch.Job.Position != e.Position {
+			t.Errorf("event %d (%s): its job view has position %d", e.Position, e.Type, ch.Job.Position)
+		}
+		slots, err := rm.ListSlots(ctx)
+		Must(t, err)
+		for _, v := range slots {
+			// The slot shows its jobs as their own views are now: a job's
+			// progress that did not reach the slot's view is a frozen card.
+			for _, ref := range append([]*projections.JobRef{v.ActiveJob}, refs(v.LatestJobs)...) {
+				if ref == nil {
+					continue
+				}
+				j, err := rm.Job(ctx, ref.ID)
+				Must(t, err)
+				if want := projections.RefOf(j); want != *ref {
+					t.Fatalf("event %d (%s): slot %s shows job %+v, the job's view is %+v", e.Position, e.Type, v.Name, *ref, want)
+				}
+			}
+			old, seen := before[v.Name]
+			before[v.Name] = v
+			switch {
+			case seen && strip(old) == strip(v):
+				if v.Position != old.Position {
+					t.Errorf("event %d (%s): slot %s did not change but its position moved %d → %d", e.Position, e.Type, v.Name, old.Position, v.Position)
+				}
+				continue
+			case v.Position != e.Position:
+				t.Errorf("event %d (%s) changed slot %s but its position is %d:\n was %s\n now %s", e.Position, e.Type, v.Name, v.Position, strip(old), strip(v))
+			case ch.Slot == nil || ch.Slot.Name != v.Name:
+				t.Errorf("event %d (%s) changed slot %s but its change does not carry it", e.Position, e.Type, v.Name)
+			}
+			if seen && v.Revision == old.Revision {
+				revisionStuck++
+			}
+		}
+	}
+	if revisionStuck == 0 {
+		t.Error("no slot view changed without its revision moving: the history does not exercise job progress")
+	}
+	for name, v := range before {
+		if got := kept[name]; strip(got) != strip(v) || got.Position != v.Position {
+			t.Errorf("slot %s: a client keeping the highest position holds\n %s\nthe read model has\n %s", name, strip(got), strip(v))
+		}
+	}
+}
+
+var errStop = errors.New("stop")
+
+func refs(m map[string]projections.JobRef) []*projections.JobRef {
+	out := make([]*projections.JobRef, 0, len(m))
+	for _, r := range m {
+		out = append(out, &r)
+	}
+	return out
 }

@@ -241,6 +241,9 @@ func (c *Client) DeleteRepo(ctx context.Context, project, slug string) (provider
 	default:
 		return 0, c.fail(op, res, resp, true)
 	}
+	if pe := providers.DeleteAccepted(ctx, op, res, resp.Status); pe != nil {
+		return 0, pe
+	}
 	var last error
 	gone, err := httpc.Poll(ctx, c.confirm, func() (bool, error) {
 		_, l, err := c.getRepo(ctx, op, project, slug)

@@ -188,6 +188,9 @@ func (c *Client) deleteQueued(ctx context.Context, op, id, path string) (provide
 	case resp.Status < 200 || resp.Status > 299:
 		return 0, c.fail(op, id, resp, true)
 	}
+	if pe := providers.DeleteAccepted(ctx, op, id, resp.Status); pe != nil {
+		return 0, pe
+	}
 	return c.confirmGone(ctx, op, id, path)
 }
 

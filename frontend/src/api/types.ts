@@ -88,6 +88,14 @@ export interface Recovery {
   remaining: Resource[] | null;
 }
 
+/** A delete the provider accepted (queued / 202) that is not confirmed yet. */
+export interface PendingDelete {
+  kind: string;
+  id: string;
+  accepted_at: string;
+  job_id: string;
+}
+
 export interface SlotView {
   name: string;
   lifecycle: string;
@@ -104,11 +112,20 @@ export interface SlotView {
   active_job?: JobRef;
   latest_jobs: Record<string, JobRef> | null;
   resources: Resource[] | null;
+  /** Resources whose delete the provider accepted and nobody confirmed yet. */
+  deleting?: PendingDelete[];
   promoted_to?: RepoRef[];
   state_reason?: string;
   recovery?: Recovery;
+  /** The slot stream's revision: it does not move on its jobs' events. */
   revision: number;
   updated_at: string;
+  /**
+   * The store position of the last event that changed this view (the slot's
+   * own events and its jobs' events alike). It moves whenever any field
+   * moves: the version clients compare.
+   */
+  position: number;
 }
 
 export interface Attempt {
@@ -152,6 +169,9 @@ export interface JobView {
   correlation_id?: string;
   revision: number;
   updated_at: string;
+  /** The store position of the job's last event: the version clients compare. */
+  position: number;
+  queued_position?: number;
 }
 
 export interface AuditEntry {
@@ -171,6 +191,8 @@ export interface RemainingResource {
   lifecycle: string;
   resource: Resource;
   job_id?: string;
+  /** Set while a delete of it was accepted and not confirmed. */
+  delete_accepted_at?: string;
 }
 
 export interface Page {

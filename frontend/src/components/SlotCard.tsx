@@ -42,7 +42,14 @@ export const SlotCard = memo(function SlotCard({ slot }: { slot: SlotView }) {
         </div>
       )}
       {job && (
-        <div className="card-job">
+        <div
+          className="card-job"
+          data-testid="card-job"
+          data-job={job.id}
+          data-job-state={job.state}
+          data-steps-done={job.steps_done}
+          data-steps-total={job.steps_total}
+        >
           <a href={`#/jobs/${encodeURIComponent(job.id)}`}>
             {t.dyn("kind", job.kind)} · {t.dyn("state", job.state)}
           </a>

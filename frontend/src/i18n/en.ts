@@ -47,6 +47,7 @@ export const en = {
   "slot.warn_failed": "Last job did not succeed",
   "slot.resources": "Resources",
   "slot.no_resources": "The slot owns no outside resources.",
+  "slot.deleting": "deleting (accepted at {time}, not confirmed yet)",
   "slot.repo": "Repository",
   "slot.template": "Template",
   "slot.branch": "Branch",

@@ -49,6 +49,7 @@ export const ko: Record<Key, string> = {
   "slot.warn_failed": "마지막 작업이 성공하지 못함",
   "slot.resources": "리소스",
   "slot.no_resources": "이 슬롯이 가진 외부 리소스가 없습니다.",
+  "slot.deleting": "삭제 중 ({time}에 접수됨, 아직 확인되지 않음)",
   "slot.repo": "저장소",
   "slot.template": "템플릿",
   "slot.branch": "브랜치",

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { job, slot } from "../test/fakes";
 import { serverOffset, resetClock } from "./clock";
-import { AUDIT_KEEP, applyChange, applySnapshot, getLiveState, putJob, resetLiveStore, subscribeLive } from "./store";
+import { AUDIT_KEEP, applyChange, applySnapshot, getLiveState, putJob, putSlot as putSlotView, resetLiveStore, subscribeLive } from "./store";
 
 afterEach(() => {
   resetLiveStore();
@@ -34,6 +34,31 @@ describe("live store", () => {
     expect(getLiveState().jobs.get("j1")?.state).toBe("running");
     putJob(job({ revision: 9, state: "succeeded" }));
     expect(getLiveState().jobs.get("j1")?.state).toBe("succeeded");
+  });
+
+  it("follows a slot's job step by step although the slot's revision stays the same (issue 12 item 3)", () => {
+    applySnapshot({ position: 10, server_time: "", slots: [slot({ name: "a", revision: 3, position: 10 })] });
+    // JobAccepted is the slot stream's event (revision 4); JobQueued,
+    // JobClaimed and StepStarted are the job's: the slot's revision stays 4
+    // while its active job moves on.
+    const progress = [
+      { state: "queued", steps_done: 0, steps_total: 0 },
+      { state: "queued", steps_done: 0, steps_total: 5 },
+      { state: "running", steps_done: 0, steps_total: 5 },
+      { state: "running", steps_done: 0, steps_total: 5, current_step: "delete_db" },
+      { state: "running", steps_done: 1, steps_total: 5, current_step: "delete_env_vars" },
+    ];
+    progress.forEach((p, i) => {
+      const pos = 11 + i;
+      const active = { id: "j1", kind: "reset", ...p };
+      expect(applyChange({ position: pos, slot: slot({ name: "a", revision: 4, position: pos, active_job: active }) })).toBe(true);
+      expect(getLiveState().slots.get("a")?.active_job).toEqual(active);
+    });
+    // A REST answer or a snapshot older than what the page shows does not win
+    // just because its revision is the same.
+    putSlotView(slot({ name: "a", revision: 4, position: 12, active_job: { id: "j1", kind: "reset", state: "queued", steps_done: 0, steps_total: 5 } }));
+    applySnapshot({ position: 15, server_time: "", slots: [slot({ name: "a", revision: 4, position: 13 })] });
+    expect(getLiveState().slots.get("a")?.active_job?.current_step).toBe("delete_env_vars");
   });
 
   it("does not let a snapshot roll a slot back to an older revision", () => {

@@ -38,9 +38,20 @@ const initial: LiveState = {
 
 const state = observable<LiveState>(initial);
 
-/** newer keeps the view with the highest revision (the contract's rule). */
-function newer<V extends { revision: number }>(have: V | undefined, got: V): boolean {
-  return have === undefined || got.revision > have.revision;
+/**
+ * A view's version: the store position of the last event that changed it.
+ * A slot's `revision` is its own stream's and stays put while its jobs move
+ * (the active job's state and step), so it must not decide which view is
+ * newer (DESIGN invariant 13). A view without a position (an older server)
+ * falls back to its revision.
+ */
+function version(v: { revision: number; position?: number }): number {
+  return v.position ?? v.revision;
+}
+
+/** newer keeps the view with the highest position (the contract's rule). */
+function newer<V extends { revision: number; position?: number }>(have: V | undefined, got: V): boolean {
+  return have === undefined || version(got) > version(have);
 }
 
 /**
@@ -59,7 +70,7 @@ export function applySnapshot(s: Snapshot): boolean {
   const slots = new Map<string, SlotView>();
   for (const v of s.slots ?? []) {
     const have = s.log_reset ? undefined : prev.slots.get(v.name);
-    slots.set(v.name, have !== undefined && have.revision > v.revision ? have : v);
+    slots.set(v.name, have !== undefined && version(have) > version(v) ? have : v);
   }
   if (s.log_reset) {
     // Views, jobs and audit entries of another log: none of it holds here.

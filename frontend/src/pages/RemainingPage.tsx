@@ -1,6 +1,7 @@
 import { Link } from "wouter";
 import { api } from "../api/client";
 import { CommandError } from "../components/CommandError";
+import { formatTime } from "../format";
 import { useT } from "../i18n";
 import { useLive } from "../live/store";
 import { useLoad } from "../live/useLoad";
@@ -13,7 +14,7 @@ function useRemainingKey(): string {
   return useLive((s) => {
     let k = "";
     for (const v of s.slots.values()) {
-      if (v.recovery || v.lifecycle === "teardown_incomplete" || v.lifecycle === "retired") k += `${v.name}@${v.revision};`;
+      if (v.recovery || v.lifecycle === "teardown_incomplete" || v.lifecycle === "retired") k += `${v.name}@${v.position};`;
     }
     return k;
   });
@@ -51,6 +52,14 @@ export function RemainingPage() {
                   <td>{t.dyn("res", r.resource.kind)}</td>
                   <td>
                     <code>{r.resource.id}</code> {r.resource.name ?? ""}
+                    {r.delete_accepted_at && (
+                      <>
+                        {" "}
+                        <span className="badge warn" data-testid="deleting">
+                          {t("slot.deleting", { time: formatTime(r.delete_accepted_at, t.lang) })}
+                        </span>
+                      </>
+                    )}
                   </td>
                   <td>{r.job_id ? <Link href={`/jobs/${encodeURIComponent(r.job_id)}`}>{t("common.view_timeline")}</Link> : ""}</td>
                 </tr>

@@ -92,4 +92,35 @@ describe("slot page", () => {
     expect(screen.queryByTestId("confirm-plan")).toBeNull();
     expect(calls.some((c) => c.method === "POST")).toBe(false);
   });
+
+  it("shows a delete that was accepted but not confirmed as deleting, distinct from the others (issue 12 item 10)", async () => {
+    resetLiveStore();
+    putSlot(
+      slot({
+        position: 9,
+        resources: [
+          { kind: "database", id: "d-1" },
+          { kind: "application", id: "a-1" },
+          { kind: "env_var", id: "e-1", name: "SECRET_KEY" },
+          { kind: "volume", id: "v-1", name: "data" },
+        ],
+        deleting: [{ kind: "database", id: "d-1", accepted_at: "2026-01-01T00:03:04Z", job_id: "j1" }],
+      }),
+    );
+    mount();
+    const db = document.querySelector('[data-resource="database:d-1"]');
+    expect(db?.getAttribute("data-deleting")).toBe("true");
+    expect(db?.textContent).toMatch(/deleting \(accepted at .+, not confirmed yet\)/);
+    for (const other of ["application:a-1", "env_var:e-1", "volume:v-1"]) {
+      const li = document.querySelector(`[data-resource="${other}"]`);
+      expect(li, other).not.toBeNull();
+      expect(li?.getAttribute("data-deleting"), other).toBeNull();
+    }
+    expect(document.querySelector('[data-resource="env_var:e-1"]')?.textContent).toContain("SECRET_KEY");
+    expect(screen.getAllByTestId("deleting")).toHaveLength(1);
+    await act(async () => {
+      setLang("ko");
+    });
+    expect(db?.textContent ?? document.querySelector('[data-resource="database:d-1"]')?.textContent).toMatch(/삭제 중/);
+  });
 });

@@ -218,12 +218,23 @@ function SlotDetail({ slot }: { slot: SlotView }) {
       <h2>{t("slot.resources")}</h2>
       {slot.resources && slot.resources.length > 0 ? (
         <ul data-testid="resources">
-          {slot.resources.map((r) => (
-            <li key={`${r.kind}:${r.id}`}>
-              {t.dyn("res", r.kind)} <code>{r.id}</code>
-              {r.name && r.name !== r.id ? ` ${r.name}` : ""}
-            </li>
-          ))}
+          {slot.resources.map((r) => {
+            const del = slot.deleting?.find((d) => d.kind === r.kind && d.id === r.id);
+            return (
+              <li key={`${r.kind}:${r.id}`} data-resource={`${r.kind}:${r.id}`} data-deleting={del ? "true" : undefined}>
+                {t.dyn("res", r.kind)} <code>{r.id}</code>
+                {r.name && r.name !== r.id ? ` ${r.name}` : ""}
+                {del && (
+                  <>
+                    {" "}
+                    <span className="badge warn" data-testid="deleting">
+                      {t("slot.deleting", { time: formatTime(del.accepted_at, t.lang) })}
+                    </span>
+                  </>
+                )}
+              </li>
+            );
+          })}
         </ul>
       ) : (
         <p>{t("slot.no_resources")}</p>
@@ -238,7 +249,7 @@ function SlotDetail({ slot }: { slot: SlotView }) {
 function SlotJobs({ slot }: { slot: SlotView }) {
   const t = useT();
   const [cursor, setCursor] = useState<string | undefined>(undefined);
-  const page = useLoad(`jobs:${slot.name}`, `${slot.name}:${slot.revision}:${cursor ?? ""}`, (signal) =>
+  const page = useLoad(`jobs:${slot.name}`, `${slot.name}:${slot.position}:${cursor ?? ""}`, (signal) =>
     api.slotJobs(slot.name, undefined, cursor, signal),
   );
   const jobs: JobView[] = page.data?.jobs ?? [];

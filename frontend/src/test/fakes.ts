@@ -69,6 +69,8 @@ export function slot(over: Partial<SlotView> = {}): SlotView {
     revision: 1,
     updated_at: "2026-01-01T00:00:00Z",
     ...over,
+    // Tests that only say which view is newer by revision keep meaning it.
+    position: over.position ?? over.revision ?? 1,
   };
 }
 
@@ -95,6 +97,8 @@ export function job(over: Partial<JobView> = {}): JobView {
     revision: 1,
     updated_at: "2026-01-01T00:00:00Z",
     ...over,
+    // Tests that only say which view is newer by revision keep meaning it.
+    position: over.position ?? over.revision ?? 1,
   };
 }
 
