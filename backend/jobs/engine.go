@@ -49,7 +49,9 @@ type Config struct {
 	StepTimeout time.Duration
 	JobTimeout  time.Duration
 	// Lease is how long a claim or renewal holds the job; the attempt renews
-	// every RenewEvery (default Lease/3). Default Lease 30 s.
+	// every RenewEvery (default, and whenever it is not below Lease:
+	// Lease/3). The lease is the attempt's deadline: its context ends when
+	// the lease ends unless a renewal landed. Default Lease 30 s.
 	Lease      time.Duration
 	RenewEvery time.Duration
 	// RescueGrace is waited after a lease expired before the rescuer
@@ -81,7 +83,7 @@ func (c *Config) defaults() {
 	if c.Lease <= 0 {
 		c.Lease = 30 * time.Second
 	}
-	if c.RenewEvery <= 0 {
+	if c.RenewEvery <= 0 || c.RenewEvery >= c.Lease {
 		c.RenewEvery = c.Lease / 3
 	}
 	if c.RescueGrace <= 0 {
