@@ -324,12 +324,16 @@ func (a *attempt) finish(err error) {
 	// release runs beside the worker, which takes its next job at once:
 	// more appends in flight make bigger group commits.
 	meta := a.meta()
+	j := a.job
 	e.maint.Add(1)
 	go func() {
 		defer e.maint.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if _, err := slots.ReleaseLock(ctx, e.store, a.job.Queued.Slot, a.job.ID, a.job.Run(), outcome, a.job.TouchedRemaining(), meta); err != nil {
+		// A success's slot event (SlotVacated, SlotRetired,
+		// SlotPromoted) is written here, with the release: only now is
+		// the success in the job stream, beyond any cancel's reach.
+		if _, err := releaseLock(ctx, e.store, &j, j.Run(), outcome, meta); err != nil {
 			a.log.Warn("release failed; the engine will retry", "err", err)
 		}
 	}()
@@ -343,7 +347,7 @@ func (a *attempt) releaseIfEnded(ctx context.Context) {
 		return
 	}
 	m := a.meta()
-	if _, err := slots.ReleaseLock(ctx, a.e.store, j.Queued.Slot, j.ID, j.Run(), j.Status, j.TouchedRemaining(), m); err != nil {
+	if _, err := releaseLock(ctx, a.e.store, &j, j.Run(), j.Status, m); err != nil {
 		a.log.Warn("release failed; the engine will retry", "err", err)
 	}
 }

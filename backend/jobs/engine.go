@@ -494,7 +494,7 @@ func (e *Engine) rescue(ctx context.Context, id string) {
 	}
 	e.log.WarnContext(ctx, "attempt abandoned: lease expired", "job", id, "attempt", j.Attempt, "worker", j.Worker,
 		"uncertain_step", j.InFlight, "correlation_id", meta.CorrelationID)
-	if _, err := slots.ReleaseLock(ctx, e.store, j.Queued.Slot, id, j.Run(), slots.StatusAbandoned, j.TouchedRemaining(), meta); err != nil {
+	if _, err := releaseLock(ctx, e.store, &j, j.Run(), slots.StatusAbandoned, meta); err != nil {
 		e.log.WarnContext(ctx, "release after abandon failed", "job", id, "err", err)
 	}
 }
@@ -519,7 +519,9 @@ func (e *Engine) release(ctx context.Context, id string) {
 		run = st.Accepts[id]
 	}
 	meta := e.systemMeta(slots.ActorRepair, &j)
-	ok, err := slots.ReleaseLock(ctx, e.store, j.Queued.Slot, id, run, j.Status, j.TouchedRemaining(), meta)
+	// For a succeeded job this also writes the slot event its success
+	// implies, if its attempt died before its own release did.
+	ok, err := releaseLock(ctx, e.store, &j, run, j.Status, meta)
 	if err != nil {
 		e.log.WarnContext(ctx, "release failed", "job", id, "err", err)
 		return

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -45,64 +46,59 @@ func (d *dyingStore) Append(ctx context.Context, stream string, exp events.Expec
 	return res, err
 }
 
-// TestCrashBetweenSlotAndJobAppends: the steps without an outside call
-// (vacate, retire, record_repo) write the slot stream and then their result
-// on the job stream. A worker that dies between the two leaves the step
-// uncertain; the rescuer abandons the job and a resume verifies the slot
-// (already vacated / retired / promoted by this job) instead of writing it
-// twice, and converges to the undisturbed final state.
+// TestCrashBetweenSlotAndJobAppends: a job that changes its slot (reset,
+// teardown, promote) records JobSucceeded on the job stream, then the slot
+// event its success implies (SlotVacated, SlotRetired, SlotPromoted) in the
+// same append as JobReleased on the slot stream. A worker that dies between
+// the two leaves a succeeded job holding the lock; another engine's releaser
+// writes the slot event with the release, once, and the final state equals
+// an undisturbed run's.
 func TestCrashBetweenSlotAndJobAppends(t *testing.T) {
 	t.Parallel()
-	cases := []struct{ kind, step, slotEvent string }{
-		{events.KindReset, events.StepVacate, "SlotVacated"},
-		{events.KindTeardown, events.StepRetire, "SlotRetired"},
-		{events.KindPromote, events.StepRecordRepo, "SlotPromoted"},
-	}
-	for _, c := range cases {
-		t.Run(c.kind, func(t *testing.T) {
+	for _, kind := range []string{events.KindReset, events.KindTeardown, events.KindPromote} {
+		t.Run(kind, func(t *testing.T) {
 			t.Parallel()
+			slotEvent := slotEventOf[kind]
 			w := newWorld(t, nil)
 			fx := w.seed("cell")
-			if c.kind == events.KindReset {
+			if kind == events.KindReset {
 				w.occupy("cell")
 			}
 			dying := &dyingStore{Store: w.store, after: func(stream string, evs []events.EventData) bool {
-				return stream == events.SlotStream("cell") && len(evs) > 0 && evs[0].Type == c.slotEvent
+				return strings.HasPrefix(stream, events.JobStreamPrefix) && len(evs) > 0 && evs[0].Type == "JobSucceeded"
 			}}
-			cfg := w.engineConfig()
-			cfg.Lease = 600 * time.Millisecond
-			doomed := jobs.NewEngine(dying, w.deps, cfg)
+			doomed := jobs.NewEngine(dying, w.deps, w.engineConfig())
 			done := make(chan error, 1)
 			go func() { done <- doomed.Run(context.Background()) }()
-			res := startJob(t, w, c.kind, "cell")
-			// The dying worker wrote the slot event and then nothing more.
-			w.waitSlot("cell", func(s *slots.SlotState) bool {
-				return s.VacatedBy[res.JobID] || s.RetiredBy == res.JobID || s.PromotedBy[res.JobID].Slug != ""
-			})
+			res := startJob(t, w, kind, "cell")
+			// The dying worker wrote its success and then nothing more.
+			w.waitJob(res.JobID, 15*time.Second, func(j *slots.JobState) bool { return j.Terminal() })
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			doomed.Stop(ctx)
 			if err := <-done; err != nil {
 				t.Fatal(err)
 			}
-			// Another engine's rescuer abandons the attempt after its lease.
+			if s := w.slot("cell"); s.LockJob != res.JobID || s.VacatedBy[res.JobID] || s.Retired || len(s.PromotedBy) > 0 {
+				t.Fatalf("after the crash the slot shows lock %q, vacated %v, retired %v, promoted %v", s.LockJob, s.VacatedBy, s.Retired, s.PromotedBy)
+			}
+			// Another engine's releaser frees the lock and records the
+			// slot's change.
 			w.startEngine(w.engineConfig())
 			j := w.waitEnded(res.JobID)
-			assertEq(t, "after the crash", j.Status, slots.StatusAbandoned)
-			assertEq(t, "uncertain step", j.InFlight, c.step)
-			if _, err := w.svc.Resume(context.Background(), bob, res.JobID); err != nil {
-				t.Fatal(err)
-			}
-			j = w.waitEndedN(res.JobID, 2)
-			assertEq(t, "after resume", j.Status, slots.StatusSucceeded)
-			checkFinal(t, w, c.kind, fx, res.JobID)
+			assertEq(t, "job status", j.Status, slots.StatusSucceeded)
+			checkFinal(t, w, kind, fx, res.JobID)
+			slotLog := w.logEvents(events.SlotStream("cell"))
 			n := 0
-			for _, ev := range w.logEvents(events.SlotStream("cell")) {
-				if ev.Type == c.slotEvent {
+			for _, ev := range slotLog {
+				if ev.Type == slotEvent {
 					n++
 				}
 			}
-			assertEq(t, c.slotEvent+" events", n, 1)
+			assertEq(t, slotEvent+" events", n, 1)
+			if k := len(slotLog); k < 2 || slotLog[k-2].Type != slotEvent || slotLog[k-1].Type != "JobReleased" || slotLog[k-2].Meta.Actor != slots.ActorRepair {
+				t.Fatalf("the slot event is not the repairing release's:%s", history(slotLog))
+			}
 		})
 	}
 }
@@ -124,6 +120,7 @@ func TestCrashAfterEveryAppend(t *testing.T) {
 	var cases []kase
 	for _, kind := range []string{events.KindReset, events.KindTeardown, events.KindPromote} {
 		n := appendsOfUndisturbedRun(t, kind)
+		t.Logf("%s: %d crash points", kind, n)
 		for k := 1; k <= n; k++ {
 			cases = append(cases, kase{kind, k})
 		}
