@@ -65,6 +65,7 @@ type attempt struct {
 	// (UnixNano): the claim's, then each successful renewal's. The
 	// attempt's context ends there (leaseTimer), whatever the store does.
 	leaseUntil atomic.Int64
+	leaseMu    sync.Mutex // guards leaseTimer; never held across an append
 	leaseTimer *time.Timer
 
 	ctx    context.Context
@@ -204,8 +205,12 @@ func (a *attempt) run() {
 	// the log holds ends, unless a renewal moved it (renew resets the
 	// timer). This holds even if the store hangs mid-renewal, since a
 	// rescuer may act from then on.
-	a.leaseTimer = time.AfterFunc(a.leaseLeft(), a.leaseEnded)
-	defer a.leaseTimer.Stop()
+	a.armLease()
+	defer func() {
+		a.leaseMu.Lock()
+		a.leaseTimer.Stop()
+		a.leaseMu.Unlock()
+	}()
 	renewDone := make(chan struct{})
 	go a.renew(renewDone)
 
@@ -357,13 +362,24 @@ func (a *attempt) leaseLeft() time.Duration {
 	return time.Unix(0, a.leaseUntil.Load()).Sub(a.e.now())
 }
 
+// armLease sets the lease timer to fire when the lease ends.
+func (a *attempt) armLease() {
+	a.leaseMu.Lock()
+	defer a.leaseMu.Unlock()
+	if a.leaseTimer == nil {
+		a.leaseTimer = time.AfterFunc(a.leaseLeft(), a.leaseEnded)
+		return
+	}
+	a.leaseTimer.Reset(a.leaseLeft())
+}
+
 // leaseEnded runs when the lease timer fires: unless a renewal has just
 // moved the lease (then it re-arms), the attempt's context ends with
 // errLeaseLost, aborting the in-flight call. It never waits for a.mu, which
 // an append stuck in the store may hold.
 func (a *attempt) leaseEnded() {
-	if d := a.leaseLeft(); d > 0 {
-		a.leaseTimer.Reset(d)
+	if a.leaseLeft() > 0 {
+		a.armLease()
 		return
 	}
 	a.cancel(errLeaseLost)
@@ -396,7 +412,7 @@ func (a *attempt) renew(done chan<- struct{}) {
 		switch {
 		case err == nil:
 			a.leaseUntil.Store(until.UnixNano())
-			a.leaseTimer.Reset(a.leaseLeft())
+			a.armLease()
 		case errors.Is(err, errFenced):
 			return
 		default:
