@@ -80,6 +80,7 @@ func TestSlotEventCanOutrunACancel(t *testing.T) {
 				t.Parallel()
 				slotEvent := slotEventOf[kind]
 				w := newWorld(t, nil)
+				w.patience = 2 * time.Minute
 				w.seed("cell")
 				if kind == events.KindReset {
 					w.occupy("cell")
@@ -92,7 +93,7 @@ func TestSlotEventCanOutrunACancel(t *testing.T) {
 					id := w.slot("cell").LockJob
 					cancelErr = w.svc.Cancel(ctx, slots.Actor{Name: "carol"}, id)
 				}
-				eng := jobs.NewEngine(hook, w.deps, w.engineConfig())
+				eng := jobs.NewEngine(hook, w.deps, patientConfig(w))
 				done := make(chan error, 1)
 				go func() { done <- eng.Run(context.Background()) }()
 				t.Cleanup(func() {
@@ -135,4 +136,13 @@ func TestSlotEventCanOutrunACancel(t *testing.T) {
 			})
 		}
 	}
+}
+
+// patientConfig is engineConfig with step and job deadlines far beyond what
+// an undisturbed run needs even on a loaded machine, for tests whose point is
+// not a deadline (git pushes through the simulator can take many seconds).
+func patientConfig(w *world) jobs.Config {
+	cfg := w.engineConfig()
+	cfg.StepTimeout, cfg.JobTimeout = time.Minute, 2*time.Minute
+	return cfg
 }

@@ -60,6 +60,7 @@ func TestCrashBetweenSlotAndJobAppends(t *testing.T) {
 			t.Parallel()
 			slotEvent := slotEventOf[kind]
 			w := newWorld(t, nil)
+			w.patience = 2 * time.Minute
 			fx := w.seed("cell")
 			if kind == events.KindReset {
 				w.occupy("cell")
@@ -67,12 +68,14 @@ func TestCrashBetweenSlotAndJobAppends(t *testing.T) {
 			dying := &dyingStore{Store: w.store, after: func(stream string, evs []events.EventData) bool {
 				return strings.HasPrefix(stream, events.JobStreamPrefix) && len(evs) > 0 && evs[0].Type == "JobSucceeded"
 			}}
-			doomed := jobs.NewEngine(dying, w.deps, w.engineConfig())
+			doomed := jobs.NewEngine(dying, w.deps, patientConfig(w))
 			done := make(chan error, 1)
 			go func() { done <- doomed.Run(context.Background()) }()
 			res := startJob(t, w, kind, "cell")
 			// The dying worker wrote its success and then nothing more.
-			w.waitJob(res.JobID, 15*time.Second, func(j *slots.JobState) bool { return j.Terminal() })
+			if j := w.waitJob(res.JobID, w.waitLimit(), func(j *slots.JobState) bool { return j.Terminal() }); j.Status != slots.StatusSucceeded {
+				t.Fatalf("the run before the crash ended %s (%s), not succeeded%s", j.Status, j.LastError, history(w.jobEvents(res.JobID)))
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			doomed.Stop(ctx)
@@ -84,7 +87,7 @@ func TestCrashBetweenSlotAndJobAppends(t *testing.T) {
 			}
 			// Another engine's releaser frees the lock and records the
 			// slot's change.
-			w.startEngine(w.engineConfig())
+			w.startEngine(patientConfig(w))
 			j := w.waitEnded(res.JobID)
 			assertEq(t, "job status", j.Status, slots.StatusSucceeded)
 			checkFinal(t, w, kind, fx, res.JobID)
