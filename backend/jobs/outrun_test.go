@@ -13,19 +13,22 @@ import (
 	"github.com/slotkeeper/slotkeeper/events"
 )
 
-// hookStore runs before just ahead of the first append that match selects,
-// then sends that append as one already on the wire: it reaches the store
-// even if the caller's context was cancelled meanwhile.
+// hookStore runs before just ahead of the first append that match selects
+// (closing done when before returns), then sends that append as one already
+// on the wire: it reaches the store even if the caller's context was
+// cancelled meanwhile.
 type hookStore struct {
 	events.Store
 	match  func(stream string, evs []events.EventData) bool
 	before func()
 	fired  atomic.Bool
+	done   chan struct{}
 }
 
 func (h *hookStore) Append(ctx context.Context, stream string, exp events.ExpectedRevision, evs ...events.EventData) (events.AppendResult, error) {
 	if h.match(stream, evs) && !h.fired.Swap(true) {
 		h.before()
+		close(h.done)
 		ctx = context.WithoutCancel(ctx)
 	}
 	return h.Store.Append(ctx, stream, exp, evs...)
@@ -86,7 +89,7 @@ func TestSlotEventCanOutrunACancel(t *testing.T) {
 					w.occupy("cell")
 				}
 				var cancelErr error
-				hook := &hookStore{Store: w.store, match: p.match(slotEvent)}
+				hook := &hookStore{Store: w.store, match: p.match(slotEvent), done: make(chan struct{})}
 				hook.before = func() {
 					// The slot's lock names the job at both points.
 					ctx := context.Background()
@@ -104,7 +107,11 @@ func TestSlotEventCanOutrunACancel(t *testing.T) {
 				})
 				res := startJob(t, w, kind, "cell")
 				j := w.waitEnded(res.JobID)
-				if !hook.fired.Load() {
+				// Another release (the engine's) may have freed the lock
+				// while the hooked one was still cancelling.
+				select {
+				case <-hook.done:
+				case <-time.After(10 * time.Second):
 					t.Fatalf("the worker never made the append the cancel was to precede (job %s)", j.Status)
 				}
 				cancelled := false
