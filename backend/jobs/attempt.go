@@ -22,7 +22,7 @@ var (
 	errStepDeadline = errors.New("jobs: step deadline passed")
 	errJobDeadline  = errors.New("jobs: job deadline passed")
 	errShutdown     = errors.New("jobs: worker shutting down")
-	errLeaseLost    = errors.New("jobs: lease could not be renewed before it expired")
+	errLeaseLost    = errors.New("jobs: lease ended before it could be renewed")
 )
 
 // stepError is a step's definite or uncertain failure that ends the job as
@@ -61,7 +61,12 @@ type attempt struct {
 	base   atomic.Uint64 // first revision after the claim event; 0 until the claim
 	job    slots.JobState
 	n      int
-	lease  time.Time
+	// leaseUntil is the end of the lease the log holds for this attempt
+	// (UnixNano): the claim's, then each successful renewal's. The
+	// attempt's context ends there (leaseTimer), whatever the store does.
+	leaseUntil atomic.Int64
+	leaseMu    sync.Mutex // guards leaseTimer; never held across an append
+	leaseTimer *time.Timer
 
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -171,17 +176,22 @@ func (e *Engine) claim(ctx context.Context, a *attempt, id string) bool {
 	// fences it. Zero means "not claimed yet".
 	a.base.Store(j.Revision + 2)
 	a.n = j.Attempt + 1
-	a.lease = e.now().Add(e.cfg.Lease)
+	lease := e.now().Add(e.cfg.Lease)
+	a.leaseUntil.Store(lease.UnixNano())
 	a.log = e.log.With("job", id, "kind", j.Queued.Kind, "slot", j.Queued.Slot, "attempt", a.n, "correlation_id", j.QueuedMeta.CorrelationID)
-	err = a.append(ctx, events.JobClaimed{JobID: id, Worker: a.actor, Attempt: a.n, LeaseUntil: a.lease})
+	// A claim that takes longer than the lease it asks for is worthless:
+	// the attempt would start with its lease already over.
+	cctx, cancel := context.WithTimeout(ctx, e.cfg.Lease)
+	err = a.append(cctx, events.JobClaimed{JobID: id, Worker: a.actor, Attempt: a.n, LeaseUntil: lease})
+	cancel()
 	if err != nil {
 		if !errors.Is(err, errFenced) {
 			e.log.WarnContext(ctx, "claim failed", "job", id, "err", err)
 		}
 		return false
 	}
-	a.job.Status, a.job.Attempt, a.job.Worker, a.job.LeaseUntil = slots.StatusRunning, a.n, a.actor, a.lease
-	a.log.Info("job claimed", "lease_until", a.lease)
+	a.job.Status, a.job.Attempt, a.job.Worker, a.job.LeaseUntil = slots.StatusRunning, a.n, a.actor, lease
+	a.log.Info("job claimed", "lease_until", lease)
 	return true
 }
 
@@ -191,6 +201,16 @@ func (a *attempt) run() {
 	e := a.e
 	jobTimer := time.AfterFunc(e.cfg.JobTimeout, func() { a.cancel(errJobDeadline) })
 	defer jobTimer.Stop()
+	// The lease is the attempt's deadline: its context ends when the lease
+	// the log holds ends, unless a renewal moved it (renew resets the
+	// timer). This holds even if the store hangs mid-renewal, since a
+	// rescuer may act from then on.
+	a.armLease()
+	defer func() {
+		a.leaseMu.Lock()
+		a.leaseTimer.Stop()
+		a.leaseMu.Unlock()
+	}()
 	renewDone := make(chan struct{})
 	go a.renew(renewDone)
 
@@ -269,7 +289,10 @@ func (a *attempt) finish(err error) {
 		evs = append(evs, events.JobSucceeded{JobID: a.job.ID, Attempt: a.n})
 		outcome = slots.StatusSucceeded
 	case errors.Is(err, errFenced), errors.Is(err, errLeaseLost):
-		a.log.Warn("attempt stopped: fenced", "step", inFlight, "err", err)
+		// Fenced, or the lease ended (a rescuer may be acting): the
+		// attempt has no right to write an outcome. The rescuer's
+		// JobAbandoned names the uncertain step.
+		a.log.Warn("attempt stopped: fenced or lease over", "step", inFlight, "err", err)
 		a.releaseIfEnded(ctx)
 		return
 	case errors.Is(err, errStepDeadline), errors.Is(err, errJobDeadline), errors.Is(err, errShutdown):
@@ -307,12 +330,16 @@ func (a *attempt) finish(err error) {
 	// release runs beside the worker, which takes its next job at once:
 	// more appends in flight make bigger group commits.
 	meta := a.meta()
+	j := a.job
 	e.maint.Add(1)
 	go func() {
 		defer e.maint.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if _, err := slots.ReleaseLock(ctx, e.store, a.job.Queued.Slot, a.job.ID, a.job.Run(), outcome, a.job.TouchedRemaining(), meta); err != nil {
+		// A success's slot event (SlotVacated, SlotRetired,
+		// SlotPromoted) is written here, with the release: only now is
+		// the success in the job stream, beyond any cancel's reach.
+		if _, err := releaseLock(ctx, e.store, &j, j.Run(), outcome, meta); err != nil {
 			a.log.Warn("release failed; the engine will retry", "err", err)
 		}
 	}()
@@ -326,15 +353,44 @@ func (a *attempt) releaseIfEnded(ctx context.Context) {
 		return
 	}
 	m := a.meta()
-	if _, err := slots.ReleaseLock(ctx, a.e.store, j.Queued.Slot, j.ID, j.Run(), j.Status, j.TouchedRemaining(), m); err != nil {
+	if _, err := releaseLock(ctx, a.e.store, &j, j.Run(), j.Status, m); err != nil {
 		a.log.Warn("release failed; the engine will retry", "err", err)
 	}
 }
 
-// renew extends the lease every RenewEvery. A conflict means the attempt was
-// superseded: its context is cancelled at once. If renewals keep failing for
-// other reasons until the lease is gone, the attempt is cancelled too, since
-// a rescuer may abandon it from then on.
+// leaseLeft is the time until the attempt's lease ends.
+func (a *attempt) leaseLeft() time.Duration {
+	return time.Unix(0, a.leaseUntil.Load()).Sub(a.e.now())
+}
+
+// armLease sets the lease timer to fire when the lease ends.
+func (a *attempt) armLease() {
+	a.leaseMu.Lock()
+	defer a.leaseMu.Unlock()
+	if a.leaseTimer == nil {
+		a.leaseTimer = time.AfterFunc(a.leaseLeft(), a.leaseEnded)
+		return
+	}
+	a.leaseTimer.Reset(a.leaseLeft())
+}
+
+// leaseEnded runs when the lease timer fires: unless a renewal has just
+// moved the lease (then it re-arms), the attempt's context ends with
+// errLeaseLost, aborting the in-flight call. It never waits for a.mu, which
+// an append stuck in the store may hold.
+func (a *attempt) leaseEnded() {
+	if a.leaseLeft() > 0 {
+		a.armLease()
+		return
+	}
+	a.cancel(errLeaseLost)
+}
+
+// renew extends the lease every RenewEvery. A renewal may take at most the
+// time left on the current lease: a renewal that lands later is useless, as
+// a rescuer may have acted. A conflict means the attempt was superseded:
+// its context is cancelled at once. Whatever happens to the renewals, the
+// lease timer ends the attempt's context when the lease ends.
 func (a *attempt) renew(done chan<- struct{}) {
 	defer close(done)
 	t := time.NewTicker(a.e.cfg.RenewEvery)
@@ -345,20 +401,24 @@ func (a *attempt) renew(done chan<- struct{}) {
 			return
 		case <-t.C:
 		}
+		left := a.leaseLeft()
+		if left <= 0 {
+			a.cancel(errLeaseLost)
+			return
+		}
 		until := a.e.now().Add(a.e.cfg.Lease)
-		err := a.append(a.ctx, events.LeaseRenewed{JobID: a.job.ID, Attempt: a.n, LeaseUntil: until})
+		ctx, cancel := context.WithTimeout(a.ctx, left)
+		err := a.append(ctx, events.LeaseRenewed{JobID: a.job.ID, Attempt: a.n, LeaseUntil: until})
+		cancel()
 		switch {
 		case err == nil:
-			a.mu.Lock()
-			a.lease = until
-			a.mu.Unlock()
+			a.leaseUntil.Store(until.UnixNano())
+			a.armLease()
 		case errors.Is(err, errFenced):
 			return
 		default:
-			a.mu.Lock()
-			expired := !a.lease.After(a.e.now())
-			a.mu.Unlock()
-			if expired {
+			a.log.Warn("lease renewal failed", "lease_left", a.leaseLeft(), "err", err)
+			if a.leaseLeft() <= 0 {
 				a.cancel(errLeaseLost)
 				return
 			}

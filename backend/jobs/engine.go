@@ -49,7 +49,9 @@ type Config struct {
 	StepTimeout time.Duration
 	JobTimeout  time.Duration
 	// Lease is how long a claim or renewal holds the job; the attempt renews
-	// every RenewEvery (default Lease/3). Default Lease 30 s.
+	// every RenewEvery (default, and whenever it is not below Lease:
+	// Lease/3). The lease is the attempt's deadline: its context ends when
+	// the lease ends unless a renewal landed. Default Lease 30 s.
 	Lease      time.Duration
 	RenewEvery time.Duration
 	// RescueGrace is waited after a lease expired before the rescuer
@@ -81,7 +83,7 @@ func (c *Config) defaults() {
 	if c.Lease <= 0 {
 		c.Lease = 30 * time.Second
 	}
-	if c.RenewEvery <= 0 {
+	if c.RenewEvery <= 0 || c.RenewEvery >= c.Lease {
 		c.RenewEvery = c.Lease / 3
 	}
 	if c.RescueGrace <= 0 {
@@ -492,7 +494,7 @@ func (e *Engine) rescue(ctx context.Context, id string) {
 	}
 	e.log.WarnContext(ctx, "attempt abandoned: lease expired", "job", id, "attempt", j.Attempt, "worker", j.Worker,
 		"uncertain_step", j.InFlight, "correlation_id", meta.CorrelationID)
-	if _, err := slots.ReleaseLock(ctx, e.store, j.Queued.Slot, id, j.Run(), slots.StatusAbandoned, j.TouchedRemaining(), meta); err != nil {
+	if _, err := releaseLock(ctx, e.store, &j, j.Run(), slots.StatusAbandoned, meta); err != nil {
 		e.log.WarnContext(ctx, "release after abandon failed", "job", id, "err", err)
 	}
 }
@@ -517,7 +519,9 @@ func (e *Engine) release(ctx context.Context, id string) {
 		run = st.Accepts[id]
 	}
 	meta := e.systemMeta(slots.ActorRepair, &j)
-	ok, err := slots.ReleaseLock(ctx, e.store, j.Queued.Slot, id, run, j.Status, j.TouchedRemaining(), meta)
+	// For a succeeded job this also writes the slot event its success
+	// implies, if its attempt died before its own release did.
+	ok, err := releaseLock(ctx, e.store, &j, run, j.Status, meta)
 	if err != nil {
 		e.log.WarnContext(ctx, "release failed", "job", id, "err", err)
 		return

@@ -44,6 +44,18 @@ type world struct {
 	// service (connection resets): the recorder notes their end a moment
 	// after the client saw it, so they are left out of the overlap check.
 	inert map[int]bool
+	// patience bounds waitEnded and waitSlot (default 15 s). Tests whose
+	// jobs push with git raise it, with the step deadline: on a loaded
+	// machine a push through the simulator can take many seconds, and
+	// those tests are not about timing.
+	patience time.Duration
+}
+
+func (w *world) waitLimit() time.Duration {
+	if w.patience > 0 {
+		return w.patience
+	}
+	return 15 * time.Second
 }
 
 func newWorld(t testing.TB, store events.Store) *world {
@@ -171,14 +183,14 @@ func (w *world) waitEnded(id string) slots.JobState { return w.waitEndedN(id, 1)
 // per run) and for the release of the n-th lock it took.
 func (w *world) waitEndedN(id string, n int) slots.JobState {
 	w.t.Helper()
-	j := w.waitJob(id, 15*time.Second, func(j *slots.JobState) bool { return j.Terminal() && j.Terminals >= n })
+	j := w.waitJob(id, w.waitLimit(), func(j *slots.JobState) bool { return j.Terminal() && j.Terminals >= n })
 	w.waitSlot(j.Queued.Slot, func(s *slots.SlotState) bool { return s.LockJob != id && s.Accepts[id] >= n })
 	return j
 }
 
 func (w *world) waitSlot(name string, cond func(*slots.SlotState) bool) slots.SlotState {
 	w.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), w.waitLimit())
 	defer cancel()
 	s := slots.SlotState{Name: name}
 	errDone := errors.New("done")

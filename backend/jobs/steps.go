@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 
 	"github.com/slotkeeper/slotkeeper/backend/providers"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
@@ -364,71 +365,131 @@ func forcePushTemplate(ctx context.Context, a *attempt, _ bool) (events.Payload,
 	return out, nil
 }
 
-// vacate ends the occupancy (SlotVacated on the slot stream), once per job.
+// The slot-changing steps (vacate, retire, record_repo) make no outside
+// call and do not write the slot stream: they check that the job may change
+// the slot and record that check. The slot's change itself (SlotVacated,
+// SlotRetired, SlotPromoted) is a consequence of the job's terminal success:
+// releaseLock writes it in the same append as JobReleased, after
+// JobSucceeded is in the job stream. Written before the terminal event, it
+// could land after a person's cancel (the slot append is not fenced by the
+// job stream), leaving "job cancelled" and "slot retired by that job" in the
+// log; written after JobSucceeded, which the cancel fences (and which fences
+// the cancel), it cannot. See docs/jobs.md, "Streams and order of appends".
+
+// vacate: a successful reset ends the occupancy (SlotVacated, with the
+// release).
 func vacate(ctx context.Context, a *attempt, _ bool) (events.Payload, error) {
-	err := a.onSlot(ctx, func(st *slots.SlotState) events.Payload {
-		if st.VacatedBy[a.job.ID] || !st.Occupied {
-			return nil
-		}
-		return events.SlotVacated{Slot: st.Name, JobID: a.job.ID}
-	})
-	if err != nil {
+	if err := a.holdsLock(ctx); err != nil {
 		return nil, err
 	}
-	return events.StepSucceeded{StepResult: a.result(false), Detail: "slot vacated"}, nil
+	return events.StepSucceeded{StepResult: a.result(false), Detail: "the slot is vacated when the job's success is recorded"}, nil
 }
 
-// retire ends the slot after every resource of a teardown is confirmed gone.
+// retire: once every resource of a teardown is confirmed gone, a successful
+// teardown ends the slot (SlotRetired, with the release).
 func retire(ctx context.Context, a *attempt, _ bool) (events.Payload, error) {
 	for _, st := range []string{events.StepDeleteDB, events.StepDeleteApp, events.StepDeleteRepo, events.StepDeleteProject} {
 		if !a.job.Done[st] {
 			return nil, failf("cannot retire: step %s is not confirmed", st)
 		}
 	}
-	err := a.onSlot(ctx, func(st *slots.SlotState) events.Payload {
-		if st.Retired {
-			return nil
-		}
-		return events.SlotRetired{Slot: st.Name, JobID: a.job.ID}
-	})
-	if err != nil {
+	if err := a.holdsLock(ctx); err != nil {
 		return nil, err
 	}
-	return events.StepSucceeded{StepResult: a.result(false), Detail: "slot retired"}, nil
+	return events.StepSucceeded{StepResult: a.result(false), Detail: "every resource is confirmed gone; the slot is retired when the job's success is recorded"}, nil
 }
 
-// onSlot appends the event decide returns to the slot stream, with the slot's
-// expected revision (retried on conflict). It first re-checks the fence with
-// a StepStarted so a superseded attempt never touches the slot.
-func (a *attempt) onSlot(ctx context.Context, decide func(*slots.SlotState) events.Payload) error {
-	if err := a.call(ctx, events.StepStarted{}, func(context.Context) error { return nil }); err != nil {
+// recordRepo: a successful promote records the new repository on the slot
+// (SlotPromoted, with the release), once.
+func recordRepo(ctx context.Context, a *attempt, _ bool) (events.Payload, error) {
+	if err := a.holdsLock(ctx); err != nil {
+		return nil, err
+	}
+	return events.StepSucceeded{StepResult: a.result(false), Detail: "promoted to " + promoteTarget(&a.job).String() + "; recorded on the slot when the job's success is recorded"}, nil
+}
+
+// holdsLock checks that the slot's lock is this job's.
+func (a *attempt) holdsLock(ctx context.Context) error {
+	st, err := a.slot(ctx)
+	if err != nil {
 		return err
 	}
-	for i := 0; i < 10; i++ {
-		st, err := a.slot(ctx)
-		if err != nil {
-			return err
+	if st.LockJob != a.job.ID {
+		return failf("slot %s lock is not held by this job", st.Name)
+	}
+	return nil
+}
+
+// slotOutcome is the slot event a job's success implies, or nil if there is
+// none or the slot already records it (a release retried after a crash, or a
+// log written before this order, where the step itself wrote it).
+func slotOutcome(j *slots.JobState, st *slots.SlotState) events.Payload {
+	switch j.Queued.Kind {
+	case events.KindReset:
+		if j.Done[events.StepVacate] && st.Occupied && !st.VacatedBy[j.ID] {
+			return events.SlotVacated{Slot: st.Name, JobID: j.ID}
 		}
-		if st.LockJob != a.job.ID {
-			return failf("slot %s lock is not held by this job", st.Name)
+	case events.KindTeardown:
+		if j.Done[events.StepRetire] && !st.Retired {
+			return events.SlotRetired{Slot: st.Name, JobID: j.ID}
 		}
-		p := decide(&st)
-		if p == nil {
-			return nil
-		}
-		_, err = a.e.store.Append(ctx, events.SlotStream(st.Name), events.Exact(st.Revision), events.New(p, a.meta()))
-		if !errors.Is(err, events.ErrWrongRevision) {
-			return err
+	case events.KindPromote:
+		if _, done := st.PromotedBy[j.ID]; j.Done[events.StepRecordRepo] && !done {
+			var sha string
+			if ev, ok := j.Results[events.StepPushCode]; ok {
+				var cp events.CodePushed
+				if json.Unmarshal(ev.Data, &cp) == nil {
+					sha = cp.SHA
+				}
+			}
+			return events.SlotPromoted{Slot: st.Name, JobID: j.ID, NewRepo: promoteTarget(j), SHA: sha}
 		}
 	}
-	return failf("slot kept changing")
+	return nil
+}
+
+// releaseLock frees the slot lock that job j holds for its run-th
+// acceptance, recording outcome (slots.ReleaseLock). For a job that
+// succeeded it first writes, in the same append, the slot event the success
+// implies (slotOutcome). Every release of a job's lock goes through here, so
+// whoever releases a succeeded job — its attempt, or another engine after a
+// crash between JobSucceeded and the release — records the slot's change
+// exactly once, and only for a job whose success the job stream holds.
+// Callers pass StatusSucceeded only after reading or writing JobSucceeded.
+func releaseLock(ctx context.Context, store events.Store, j *slots.JobState, run int, outcome string, meta events.Metadata) (bool, error) {
+	if outcome != slots.StatusSucceeded {
+		return slots.ReleaseLock(ctx, store, j.Queued.Slot, j.ID, run, outcome, j.TouchedRemaining(), meta)
+	}
+	slot := j.Queued.Slot
+	for i := 0; i < 10; i++ {
+		st, err := slots.LoadSlot(ctx, store, slot)
+		if err != nil {
+			return false, err
+		}
+		if st.LockJob != j.ID || st.Accepts[j.ID] != run {
+			return false, nil
+		}
+		var evs []events.EventData
+		if p := slotOutcome(j, &st); p != nil {
+			evs = append(evs, events.New(p, meta))
+		}
+		evs = append(evs, events.New(events.JobReleased{Slot: slot, JobID: j.ID, Outcome: outcome}, meta))
+		_, err = store.Append(ctx, events.SlotStream(slot), events.Exact(st.Revision), evs...)
+		if err == nil {
+			return true, nil
+		}
+		if !errors.Is(err, events.ErrWrongRevision) {
+			return false, err
+		}
+	}
+	return false, fmt.Errorf("release lock of %s: slot kept changing", slot)
 }
 
 // promoteTarget is the repository a promote creates, from its params and,
 // once created, the slug the 201 answered.
-func (a *attempt) promoteTarget() events.RepoRef {
-	r := events.RepoRef{Project: a.job.Queued.Params["project"], Slug: a.job.Queued.Params["name"]}
-	if ev, ok := a.job.Results[events.StepCreateRepo]; ok {
+func promoteTarget(j *slots.JobState) events.RepoRef {
+	r := events.RepoRef{Project: j.Queued.Params["project"], Slug: j.Queued.Params["name"]}
+	if ev, ok := j.Results[events.StepCreateRepo]; ok {
 		var rc events.RepoCreated
 		if json.Unmarshal(ev.Data, &rc) == nil && rc.Repo.Slug != "" {
 			r = rc.Repo
@@ -440,7 +501,7 @@ func (a *attempt) promoteTarget() events.RepoRef {
 // lookupRepo is tri-state: only 404 lets the promote go on; found fails
 // ("already exists"), unknown aborts.
 func lookupRepo(ctx context.Context, a *attempt, _ bool) (events.Payload, error) {
-	r := a.promoteTarget()
+	r := promoteTarget(&a.job)
 	var l providers.Lookup
 	err := a.call(ctx, events.StepStarted{Resource: &events.Resource{Kind: events.ResRepository, ID: r.String()}},
 		func(ctx context.Context) error {
@@ -469,7 +530,7 @@ func lookupRepo(ctx context.Context, a *attempt, _ bool) (events.Payload, error)
 // the uncertain create landed (recorded as a verified step, not as a 201);
 // found with content → fail.
 func createRepo(ctx context.Context, a *attempt, verify bool) (events.Payload, error) {
-	r := a.promoteTarget()
+	r := promoteTarget(&a.job)
 	res := &events.Resource{Kind: events.ResRepository, ID: r.String()}
 	if verify {
 		st, err := a.slot(ctx)
@@ -529,7 +590,7 @@ func pushCode(ctx context.Context, a *attempt, verify bool) (events.Payload, err
 	if err != nil {
 		return nil, err
 	}
-	dst := a.promoteTarget()
+	dst := promoteTarget(&a.job)
 	srcURL, dstURL := a.e.deps.RepoURL(st.Reg.Repo), a.e.deps.RepoURL(dst)
 	res := &events.Resource{Kind: events.ResRepository, ID: dst.String(), Name: st.Reg.Branch}
 	if verify {
@@ -559,26 +620,4 @@ func pushCode(ctx context.Context, a *attempt, verify bool) (events.Payload, err
 		return nil, fromProvider("push to "+dst.String(), err)
 	}
 	return events.CodePushed{StepResult: a.result(false), Repo: dst, SHA: sha}, nil
-}
-
-// recordRepo records the new repository on the slot (SlotPromoted), once.
-func recordRepo(ctx context.Context, a *attempt, _ bool) (events.Payload, error) {
-	dst := a.promoteTarget()
-	var sha string
-	if ev, ok := a.job.Results[events.StepPushCode]; ok {
-		var cp events.CodePushed
-		if json.Unmarshal(ev.Data, &cp) == nil {
-			sha = cp.SHA
-		}
-	}
-	err := a.onSlot(ctx, func(st *slots.SlotState) events.Payload {
-		if _, done := st.PromotedBy[a.job.ID]; done {
-			return nil
-		}
-		return events.SlotPromoted{Slot: st.Name, JobID: a.job.ID, NewRepo: dst, SHA: sha}
-	})
-	if err != nil {
-		return nil, err
-	}
-	return events.StepSucceeded{StepResult: a.result(false), Detail: "promoted to " + dst.String()}, nil
 }
