@@ -154,6 +154,12 @@ func summary(typ string, p events.Payload) string {
 		return fmt.Sprintf("resumed by %s from %s", e.By, e.FromStep)
 	case events.NotificationSent:
 		return fmt.Sprintf("notified %s (HTTP %d)", e.Outcome, e.Status)
+	case events.ReconcileStarted:
+		return fmt.Sprintf("reconciliation started over %d scopes", len(e.Scope))
+	case events.ReconcileFinding:
+		return fmt.Sprintf("reconciliation: %s %s %s %s", e.Class, e.Provider, e.Kind, e.ID)
+	case events.ReconcileFinished:
+		return fmt.Sprintf("reconciliation %s: %d orphan, %d drift, %d unknown", e.State, e.Counts[events.FindingOrphan], e.Counts[events.FindingDrift], e.Counts[events.FindingUnknown])
 	}
 	return typ
 }
