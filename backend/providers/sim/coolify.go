@@ -3,6 +3,7 @@ package sim
 import (
 	"crypto/rand"
 	"encoding/json"
+	"hash/fnv"
 	"net/http"
 	"sort"
 )
@@ -30,12 +31,22 @@ type coolDB struct {
 
 // wire is the database as Coolify's GET and list answers show it.
 func (d *coolDB) wire() map[string]any {
-	return map[string]any{"uuid": d.UUID, "name": d.Name, "status": d.Status, "database_type": d.Type}
+	return map[string]any{"uuid": d.UUID, "name": d.Name, "status": d.Status, "database_type": d.Type, "environment_id": environmentID(d.Project)}
 }
 
 // wire is the application as Coolify's GET and list answers show it.
 func (a *coolApp) wire() map[string]any {
-	return map[string]any{"uuid": a.UUID, "name": a.Name, "status": a.Status}
+	return map[string]any{"uuid": a.UUID, "name": a.Name, "status": a.Status, "environment_id": environmentID(a.Project)}
+}
+
+// environmentID is the numeric id of a project's one environment
+// ("production"), as Coolify reports it in an application's or database's
+// environment_id and in the project's environments. It is derived from the
+// project's uuid so that it needs no place in the saved state.
+func environmentID(projectUUID string) int64 {
+	h := fnv.New32a()
+	h.Write([]byte(projectUUID))
+	return int64(h.Sum32()&0x7fffffff) + 1
 }
 
 type coolEnv struct {
@@ -340,7 +351,7 @@ func (s *Sim) coolGetProject(w http.ResponseWriter, r *http.Request) {
 	p, ok := s.cool.projects[r.PathValue("uuid")]
 	var body map[string]any
 	if ok {
-		body = map[string]any{"uuid": p.UUID, "name": p.Name, "environments": []map[string]any{{"name": "production"}}}
+		body = map[string]any{"uuid": p.UUID, "name": p.Name, "environments": []map[string]any{{"id": environmentID(p.UUID), "name": "production"}}}
 	}
 	s.mu.Unlock()
 	if !ok {

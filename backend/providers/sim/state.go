@@ -192,6 +192,24 @@ func (s *Sim) AddStorage(appUUID, name, kind, mountPath string) (string, error) 
 	return id, s.persistLocked()
 }
 
+// ProjectNamed returns the uuid of the Coolify project called name (the
+// first by uuid order if several are), and whether there is one.
+func (s *Sim) ProjectNamed(name string) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ids []string
+	for id, p := range s.cool.projects {
+		if p.Name == name {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return "", false
+	}
+	slices.Sort(ids)
+	return ids[0], true
+}
+
 // HasProject, HasApp, HasDatabase, HasEnv and HasStorage report whether the
 // simulated Coolify still holds the resource (a queued delete still holds it).
 func (s *Sim) HasProject(uuid string) bool {
