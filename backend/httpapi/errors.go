@@ -23,6 +23,7 @@ type Code string
 // The API's error codes (docs/api.md lists them with their statuses).
 const (
 	CodeInvalid          Code = "invalid"
+	CodeForbidden        Code = "forbidden"
 	CodeUnprocessable    Code = "unprocessable"
 	CodeNotFound         Code = "not_found"
 	CodeMethodNotAllowed Code = "method_not_allowed"
@@ -37,6 +38,7 @@ const (
 // statusOf is the single code → HTTP status map.
 var statusOf = map[Code]int{
 	CodeInvalid:          http.StatusBadRequest,
+	CodeForbidden:        http.StatusForbidden,
 	CodeUnprocessable:    http.StatusUnprocessableEntity,
 	CodeNotFound:         http.StatusNotFound,
 	CodeMethodNotAllowed: http.StatusMethodNotAllowed,
@@ -90,9 +92,12 @@ type errorPayload struct {
 
 // slotsCode maps the slots errors' codes; any other is CodeInternal.
 var slotsCode = map[slots.Code]Code{
-	slots.CodeInvalid:  CodeInvalid,
-	slots.CodeNotFound: CodeNotFound,
-	slots.CodeConflict: CodeConflict,
+	slots.CodeInvalid:       CodeInvalid,
+	slots.CodeForbidden:     CodeForbidden,
+	slots.CodeNotFound:      CodeNotFound,
+	slots.CodeConflict:      CodeConflict,
+	slots.CodeUnprocessable: CodeUnprocessable,
+	slots.CodeUpstream:      CodeUpstream,
 }
 
 // toAPIError classifies any error a handler (or echo itself) returns.

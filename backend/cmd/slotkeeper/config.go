@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/slotkeeper/slotkeeper/backend/providers"
 )
 
 // Config is everything `slotkeeper serve` can be told. Every field has a
@@ -27,8 +29,11 @@ type Config struct {
 	CoolifyURL, CoolifyToken     string
 	BitbucketURL, BitbucketToken string
 	GitUser                      string
-	Sim                          string // auto | on | off
-	Demo                         bool
+	// CoolifyProjects and BitbucketProjects are the scope, comma-separated
+	// (Coolify project uuids, Bitbucket project keys).
+	CoolifyProjects, BitbucketProjects string
+	Sim                                string // auto | on | off
+	Demo                               bool
 
 	Workers     int
 	StepTimeout time.Duration
@@ -83,6 +88,8 @@ func serveFlags(fs *flag.FlagSet, c *Config) {
 	fs.StringVar(&c.CoolifyToken, "coolify-token", "", "Coolify API token")
 	fs.StringVar(&c.BitbucketURL, "bitbucket-url", "", "Bitbucket Data Center root, e.g. https://bitbucket.example (empty: simulator)")
 	fs.StringVar(&c.BitbucketToken, "bitbucket-token", "", "Bitbucket HTTP access token (also used for git pushes)")
+	fs.StringVar(&c.CoolifyProjects, "coolify-projects", "", "comma-separated Coolify project uuids slots may live in (empty: any; the demo uses its own)")
+	fs.StringVar(&c.BitbucketProjects, "bitbucket-projects", "", "comma-separated Bitbucket project keys slot repositories, templates and promotes may use (empty: any; the demo uses its own)")
 	fs.StringVar(&c.GitUser, "git-user", "x-token-auth", "user name sent with the Bitbucket token to git")
 	fs.StringVar(&c.Sim, "sim", "auto", "simulated Coolify/Bitbucket/git: auto (when no real provider is configured), on, off")
 	fs.BoolVar(&c.Demo, "demo", true, "with the simulators, seed a demo pool of 8 slots into an empty log")
@@ -199,6 +206,16 @@ func (c *Config) validate() error {
 			}
 		}
 	}
+	for i, id := range splitList(c.CoolifyProjects) {
+		if err := providers.ValidateUUID(id); err != nil {
+			return cfgErr("coolify-projects", "entry %d is not a Coolify uuid (7-64 characters a-z, 0-9, '-')", i+1)
+		}
+	}
+	for i, k := range splitList(c.BitbucketProjects) {
+		if err := providers.ValidateProjectKey(k); err != nil {
+			return cfgErr("bitbucket-projects", "entry %d is not a Bitbucket project key (a letter, then letters, digits or '_')", i+1)
+		}
+	}
 	if c.Workers < 0 || c.Workers > 256 {
 		return cfgErr("workers", "%d: use 0..256", c.Workers)
 	}
@@ -252,6 +269,18 @@ func (c *Config) validate() error {
 		return cfgErr("log-format", "%q: use text or json", c.LogFormat)
 	}
 	return nil
+}
+
+// splitList splits a comma-separated setting, dropping empty entries and
+// spaces around them.
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // useSim reports whether serve runs the simulators.

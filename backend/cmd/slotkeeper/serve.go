@@ -20,6 +20,7 @@ import (
 	"github.com/slotkeeper/slotkeeper/backend/httpapi"
 	"github.com/slotkeeper/slotkeeper/backend/jobs"
 	"github.com/slotkeeper/slotkeeper/backend/notify"
+	"github.com/slotkeeper/slotkeeper/backend/providercheck"
 	"github.com/slotkeeper/slotkeeper/backend/providers/bitbucket"
 	"github.com/slotkeeper/slotkeeper/backend/providers/coolify"
 	gitpush "github.com/slotkeeper/slotkeeper/backend/providers/git"
@@ -284,7 +285,34 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 	}
 	defer w.close()
 
-	svc := slots.NewService(store, slots.Config{Grace: c.Grace, DeadlineReset: c.Deadlines, Logger: log})
+	seedDemo := w.sim != nil && c.Demo && startHead == 0
+	var demoWorld []sim.SlotFixture
+	if seedDemo {
+		// The pool's resources first: the scope is made of them.
+		if demoWorld, err = demo.SeedWorld(w.sim, demo.Pool); err != nil {
+			return fmt.Errorf("seed the demo pool: %w", err)
+		}
+	}
+	scope := slots.Scope{CoolifyProjects: splitList(c.CoolifyProjects), BitbucketProjects: splitList(c.BitbucketProjects)}
+	if w.sim != nil && c.Demo {
+		ds := demo.Scope(w.sim, demo.Pool)
+		if len(scope.CoolifyProjects) == 0 {
+			scope.CoolifyProjects = ds.CoolifyProjects
+		}
+		if len(scope.BitbucketProjects) == 0 {
+			scope.BitbucketProjects = ds.BitbucketProjects
+		}
+	}
+	if len(scope.CoolifyProjects) == 0 {
+		log.Warn("no --coolify-projects: slots may name any Coolify project the token can reach")
+	}
+	if len(scope.BitbucketProjects) == 0 {
+		log.Warn("no --bitbucket-projects: slots and promotes may name any Bitbucket project the token can reach")
+	}
+	svc := slots.NewService(store, slots.Config{
+		Grace: c.Grace, DeadlineReset: c.Deadlines, Logger: log, Scope: scope,
+		Resources: providercheck.Checker{PaaS: w.deps.PaaS, GitHost: w.deps.GitHost},
+	})
 	goRun("deadline scheduler", svc.RunDeadlines)
 	var eng *jobs.Engine
 	if c.Workers > 0 {
@@ -303,8 +331,8 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 		goRun("webhook notifier", n.Run)
 	}
 
-	if w.sim != nil && c.Demo && startHead == 0 {
-		if err := demo.Seed(ctx, svc, w.sim, demo.Pool, time.Now()); err != nil {
+	if seedDemo {
+		if err := demo.Register(ctx, svc, demoWorld, demo.Pool, time.Now()); err != nil {
 			return fmt.Errorf("seed the demo pool: %w", err)
 		}
 		log.Info("demo pool seeded", slog.Int("slots", len(demo.Pool)))
