@@ -148,6 +148,15 @@ func summary(typ string, p events.Payload) string {
 		return fmt.Sprintf("resumed by %s from %s", e.By, e.FromStep)
 	case events.NotificationSent:
 		return fmt.Sprintf("notified %s (HTTP %d)", e.Outcome, e.Status)
+	case events.NotificationAttempted:
+		return fmt.Sprintf("webhook attempt %d for %s", e.Attempt, e.Outcome)
+	case events.NotificationDelivered:
+		return fmt.Sprintf("webhook delivered on attempt %d (HTTP %d)", e.Attempt, e.Status)
+	case events.NotificationFailed:
+		if e.Final {
+			return fmt.Sprintf("webhook failed for good on attempt %d: %s", e.Attempt, e.Error)
+		}
+		return fmt.Sprintf("webhook attempt %d failed: %s", e.Attempt, e.Error)
 	}
 	return typ
 }
