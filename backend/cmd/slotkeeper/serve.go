@@ -327,7 +327,10 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 		if base == "" {
 			base = "http://" + c.Addr
 		}
-		n := notify.New(store, notify.Config{WebhookURL: c.WebhookURL, BaseURL: base, Logger: log})
+		if c.WebhookSecret == "" {
+			log.Warn("no --webhook-secret: webhook bodies are not signed")
+		}
+		n := notify.New(store, notify.Config{WebhookURL: c.WebhookURL, Secret: c.WebhookSecret, BaseURL: base, Logger: log})
 		goRun("webhook notifier", n.Run)
 	}
 
