@@ -38,6 +38,8 @@ type bundle struct {
 	hub    *Hub
 	srv    *httptest.Server
 	tr     *http.Transport
+	// bodyTimeout, when set before start, is the server's BodyReadTimeout.
+	bodyTimeout time.Duration
 }
 
 func setup(t *testing.T, opt HubOptions) *bundle {
@@ -72,7 +74,7 @@ func (b *bundle) start(t *testing.T, opt HubOptions, addr ...string) {
 	}
 	svc := slots.NewService(b.store, slots.Config{Grace: time.Hour, Logger: log})
 	s, err := New(Deps{Commands: svc, Reads: rm, Log: b.store, Waiter: b.runner, Hub: b.hub, Logger: log, SPA: b.spa,
-		Ready: func(context.Context) error { return nil }})
+		Ready: func(context.Context) error { return nil }, BodyReadTimeout: b.bodyTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}
