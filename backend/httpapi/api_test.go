@@ -42,7 +42,7 @@ type bundle struct {
 	bodyTimeout time.Duration
 }
 
-func setup(t *testing.T, opt HubOptions) *bundle {
+func setup(t testing.TB, opt HubOptions) *bundle {
 	t.Helper()
 	t.Cleanup(func() { goleak.VerifyNone(t) }) // first registered, runs last
 	store := memstore.New()
@@ -54,7 +54,7 @@ func setup(t *testing.T, opt HubOptions) *bundle {
 // start runs read model, runner, hub and HTTP server on b.store (on addr
 // if given); b.stop (also run at cleanup) stops them, the store stays: a
 // restart calls start again.
-func (b *bundle) start(t *testing.T, opt HubOptions, addr ...string) {
+func (b *bundle) start(t testing.TB, opt HubOptions, addr ...string) {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	ctx, cancel := context.WithCancel(context.Background())
