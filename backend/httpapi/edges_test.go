@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bufio"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -93,5 +94,56 @@ func TestSlowBodyGets408(t *testing.T) {
 	// A body that arrives in time is unaffected.
 	if a := b.do(t, http.MethodPost, "/api/slots", registerCmd("alpha")); a.status != http.StatusCreated {
 		t.Fatalf("register: %d %s", a.status, a.body)
+	}
+}
+
+// TestPreHandlerErrorsAreJSON: what net/http answers before any handler
+// runs (a malformed request, headers over the limit, an unknown transfer
+// encoding) comes in the API's error shape, with the same status.
+func TestPreHandlerErrorsAreJSON(t *testing.T) {
+	b := setup(t, HubOptions{})
+	b.srv.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: b.srv.Config.Handler, ConnContext: ConnContext, MaxHeaderBytes: 4096}
+	go srv.Serve(JSONErrors(ln))
+	defer srv.Close()
+	for _, tc := range []struct {
+		raw    string
+		status int
+		code   Code
+	}{
+		{"GET /api/slots HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n", 400, CodeInvalid},
+		{"GET /api/slots HTTP/1.1\r\n\r\n", 400, CodeInvalid}, // no Host
+		{"GET /api/slots HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("a", 8192) + "\r\n\r\n", 431, CodeTooLarge},
+		{"POST /api/slots HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", 501, CodeInvalid},
+		{"GET /api/slots HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", 400, CodeInvalid},
+	} {
+		conn, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(conn, tc.raw)
+		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatalf("%q: %v", tc.raw[:30], err)
+		}
+		var e errorBody
+		data, _ := io.ReadAll(resp.Body)
+		conn.Close()
+		if resp.StatusCode != tc.status || resp.Header.Get("Content-Type") != "application/json" || json.Unmarshal(data, &e) != nil || e.Error.Code != tc.code || e.Error.Message == "" {
+			t.Errorf("%q: %d %s %s, want %d JSON %s", tc.raw[:30], resp.StatusCode, resp.Header.Get("Content-Type"), data, tc.status, tc.code)
+		}
+	}
+	// Handler answers pass unchanged.
+	conn, _ := net.Dial("tcp", ln.Addr().String())
+	defer conn.Close()
+	io.WriteString(conn, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("healthz: %v %v", resp, err)
 	}
 }

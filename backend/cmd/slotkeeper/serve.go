@@ -390,7 +390,7 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 	}
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() { served <- srv.Serve(httpapi.JSONErrors(ln)) }()
 	url := "http://" + ln.Addr().String()
 	fmt.Fprintf(stdout, "slotkeeper: serving on %s (events: %s, read model: %s, providers: %s)\n", url, storeDesc, c.ReadModel, providersDesc(w))
 	if ready != nil {
