@@ -54,6 +54,9 @@ type Config struct {
 	// DrainDelay is how long /readyz answers 503 after SIGTERM before the
 	// listeners close.
 	DrainDelay time.Duration
+	// ReadyInterval is how often the readiness probes (store write,
+	// providers) run.
+	ReadyInterval time.Duration
 
 	// files holds the -file variants of the secret settings (flag name →
 	// path); validate reads them into the fields above.
@@ -123,6 +126,7 @@ func serveFlags(fs *flag.FlagSet, c *Config) {
 	}
 	fs.BoolVar(&c.AllowInsecureHTTP, "allow-insecure-http", false, "accept plain http:// provider URLs (tokens would cross the network unencrypted)")
 	fs.DurationVar(&c.DrainDelay, "drain-delay", 5*time.Second, "after SIGTERM, how long /readyz answers 503 before the listeners close")
+	fs.DurationVar(&c.ReadyInterval, "ready-interval", 5*time.Second, "how often /readyz's probes (a store write check, an authenticated lookup at each provider) run")
 	fs.StringVar(&c.BaseURL, "base-url", "", "public URL of this server, for links in webhooks (default http://<addr>)")
 	fs.DurationVar(&c.Heartbeat, "heartbeat", 15*time.Second, "interval of heartbeat frames on the live stream")
 	fs.IntVar(&c.SSEMaxClients, "sse-max-clients", 10000, "live streams served at once; more get 429")
@@ -361,6 +365,9 @@ func (c *Config) validate() error {
 	}
 	if c.DrainDelay < 0 || c.DrainDelay > time.Minute {
 		return cfgErr("drain-delay", "use 0..1m")
+	}
+	if c.ReadyInterval < 10*time.Millisecond || c.ReadyInterval > 10*time.Minute {
+		return cfgErr("ready-interval", "use 10ms..10m")
 	}
 	if c.SSEMaxClients < 1 {
 		return cfgErr("sse-max-clients", "at least 1")

@@ -135,7 +135,7 @@ func startServe(t *testing.T, data, addr string, extra ...string) *server {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &server{out: newSyncBuffer(), err: newSyncBuffer(), cancel: cancel, exit: make(chan int, 1)}
 	ready := make(chan string, 1)
-	args := append([]string{"serve", "--addr", addr, "--data", data, "--heartbeat", "200ms", "--log-level", "debug"}, extra...)
+	args := append([]string{"serve", "--addr", addr, "--data", data, "--heartbeat", "200ms", "--log-level", "debug", "--drain-delay", "0s"}, extra...)
 	go func() { s.exit <- runWith(ctx, args, noEnv, s.out, s.err, ready) }()
 	select {
 	case s.addr = <-ready:

@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/slotkeeper/slotkeeper/backend/demo"
@@ -350,7 +349,15 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 		}
 	}
 
-	var draining atomic.Bool // set when shutdown begins: /readyz turns 503
+	// Readiness: the store takes writes and every provider answers an
+	// authenticated probe; the first round runs now, so start-up logs what
+	// was reached, then in the background.
+	rd := &readiness{
+		store: store, interval: c.ReadyInterval, log: log,
+		probes: append([]probe{storeProbe(store)}, providerProbes(w.deps.PaaS, w.deps.GitHost, scope)...),
+	}
+	rd.round(ctx)
+	goRun("readiness probes", rd.run)
 	var spa fs.FS
 	if sub, err := fs.Sub(frontend.Dist, "dist"); err == nil {
 		spa = sub
@@ -358,8 +365,8 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 	deps := httpapi.Deps{
 		Commands: svc, Reads: rs.reads, Log: store, Waiter: rs.waiter, Hub: hub, Metrics: met, Logger: log, SPA: spa,
 		Ready: func(ctx context.Context) error {
-			if draining.Load() {
-				return errors.New("shutting down")
+			if err := rd.err(); err != nil {
+				return err
 			}
 			p, err := rs.reads.Position(ctx)
 			if err != nil {
@@ -406,8 +413,20 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 	// Graceful shutdown: stop claiming and fence running attempts first, so
 	// each ends with an honest terminal event that the streams still carry;
 	// then end the streams and the requests; then the background work.
-	log.Info("shutting down")
-	draining.Store(true)
+	// /readyz answers 503 at once and for --drain-delay while everything
+	// still works, so load balancers notice and stop sending before the
+	// listeners close.
+	log.Info("shutting down: draining", slog.Duration("drain_delay", c.DrainDelay))
+	rd.draining.Store(true)
+	if c.DrainDelay > 0 {
+		t := time.NewTimer(c.DrainDelay)
+		select {
+		case <-t.C:
+		case err := <-served:
+			t.Stop()
+			return fmt.Errorf("http server: %w", err)
+		}
+	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.ShutdownTimeout)
 	defer cancel()
 	if eng != nil {
