@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -43,12 +42,13 @@ type probe struct {
 // probeStream is where the write probe "appends": with an expected revision
 // no stream can have, so the store takes the write path, refuses the
 // condition (ErrWrongRevision) and writes nothing. Any other answer means
-// it cannot write.
+// it cannot write. (2^62, not near 2^64: KurrentDB reads expected versions
+// as signed, and -2 would mean "any".)
 const probeStream = "slotkeeper-readiness-probe"
 
 func storeProbe(store events.Store) probe {
 	return probe{name: "event store", check: func(ctx context.Context) error {
-		_, err := store.Append(ctx, probeStream, events.Exact(math.MaxUint64-1),
+		_, err := store.Append(ctx, probeStream, events.Exact(1<<62),
 			events.New(events.Unknown{Type: "ReadinessProbe", Data: []byte("{}")}, events.Metadata{Actor: "system:readiness"}))
 		switch {
 		case errors.Is(err, events.ErrWrongRevision):
