@@ -36,7 +36,7 @@ func storeFlags(name string, args []string, env func(string) string, out io.Writ
 	// Reuse serve's checks for the settings replay and verify have.
 	full := Config{Addr: "localhost:0", Data: c.Data, Events: c.Events, ReadModel: c.ReadModel, Sim: "auto",
 		StepTimeout: time.Second, JobTimeout: time.Second, Lease: time.Second, Heartbeat: time.Second,
-		SSEWriteTimeout: time.Second, ShutdownTimeout: time.Second, SSEMaxClients: 1, SSEHistory: 16,
+		SSEWriteTimeout: time.Second, ShutdownTimeout: time.Second, SSEMaxClients: 1, SSEHistory: 16, ReadyInterval: time.Second,
 		LogLevel: c.LogLevel, LogFormat: "text"}
 	return full, full.validate()
 }
