@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"io"
 	"net"
@@ -109,7 +110,13 @@ func TestPreHandlerErrorsAreJSON(t *testing.T) {
 	}
 	srv := &http.Server{Handler: b.srv.Config.Handler, ConnContext: ConnContext, MaxHeaderBytes: 4096}
 	go srv.Serve(JSONErrors(ln))
-	defer srv.Close()
+	defer func() {
+		// Shutdown waits for the connections net/http is still closing
+		// (after a 431 it lingers to let the client read the answer).
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+	}()
 	for _, tc := range []struct {
 		raw    string
 		status int
