@@ -96,7 +96,7 @@ func Register(ctx context.Context, cmds slots.Commands, fxs []sim.SlotFixture, p
 
 // Projects finds the demo pool's Coolify projects in the simulator.
 type Projects interface {
-	ProjectNamed(name string) (uuid string, ok bool)
+	ProjectsNamed(name string) []string
 }
 
 // Scope is the scope the demo runs with: the pool's own Coolify projects
@@ -107,9 +107,7 @@ type Projects interface {
 func Scope(sm Projects, pool []Slot) slots.Scope {
 	sc := slots.Scope{BitbucketProjects: []string{sim.SlotRepoProject, sim.TemplateProject}}
 	for _, s := range pool {
-		if id, ok := sm.ProjectNamed("slot-" + s.Name); ok {
-			sc.CoolifyProjects = append(sc.CoolifyProjects, id)
-		}
+		sc.CoolifyProjects = append(sc.CoolifyProjects, sm.ProjectsNamed("slot-"+s.Name)...)
 	}
 	if len(sc.CoolifyProjects) == 0 {
 		// Never "unrestricted" by accident: a pool whose projects are gone

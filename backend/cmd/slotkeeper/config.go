@@ -35,6 +35,9 @@ type Config struct {
 	// (Coolify project uuids, Bitbucket project keys).
 	CoolifyProjects, BitbucketProjects string
 	Sim                                string // auto | on | off
+	// SimURL is the base URL of simulators running as their own process
+	// (`slotkeeper sim`); it stands for --coolify-url and --bitbucket-url.
+	SimURL string
 	Demo                               bool
 
 	Workers     int
@@ -108,6 +111,7 @@ func serveFlags(fs *flag.FlagSet, c *Config) {
 	fs.StringVar(&c.CoolifyProjects, "coolify-projects", "", "comma-separated Coolify project uuids slots may live in (empty: any; the demo uses its own)")
 	fs.StringVar(&c.BitbucketProjects, "bitbucket-projects", "", "comma-separated Bitbucket project keys slot repositories, templates and promotes may use (empty: any; the demo uses its own)")
 	fs.StringVar(&c.GitUser, "git-user", "x-token-auth", "user name sent with the Bitbucket token to git")
+	fs.StringVar(&c.SimURL, "sim-url", "", "base URL of the simulators run as their own process (slotkeeper sim); stands for both provider URLs, plain http allowed")
 	fs.StringVar(&c.Sim, "sim", "auto", "simulated Coolify/Bitbucket/git: auto (when no real provider is configured), on, off")
 	fs.BoolVar(&c.Demo, "demo", true, "with the simulators, seed a demo pool of 8 slots into an empty log")
 	fs.IntVar(&c.Workers, "workers", 4, "jobs run at once by this process (0: do not run jobs here)")
@@ -298,6 +302,17 @@ func (c *Config) validate() error {
 	default:
 		return cfgErr("sim", "use auto, on or off")
 	}
+	simURLs := false
+	if c.SimURL != "" {
+		if err := httpURL(c.SimURL); err != nil {
+			return cfgErr("sim-url", "%v", err)
+		}
+		if c.CoolifyURL != "" || c.BitbucketURL != "" || c.Sim == "on" {
+			return cfgErr("sim-url", "stands for --coolify-url and --bitbucket-url (and the embedded simulators): give one or the other")
+		}
+		base := strings.TrimRight(c.SimURL, "/")
+		c.CoolifyURL, c.BitbucketURL, simURLs = base+"/api/v1", base, true
+	}
 	real := c.CoolifyURL != "" || c.CoolifyToken != "" || c.BitbucketURL != "" || c.BitbucketToken != ""
 	if c.Sim == "on" && real {
 		return cfgErr("sim", "on, but real provider settings are given too")
@@ -315,7 +330,7 @@ func (c *Config) validate() error {
 			if err := httpURL(f.v); err != nil {
 				return cfgErr(f.name, "%v", err)
 			}
-			if strings.HasPrefix(strings.ToLower(f.v), "http://") && !c.AllowInsecureHTTP {
+			if strings.HasPrefix(strings.ToLower(f.v), "http://") && !c.AllowInsecureHTTP && !simURLs {
 				return cfgErr(f.name, "plain http:// would send the token unencrypted; use https:// or --allow-insecure-http")
 			}
 		}

@@ -147,9 +147,10 @@ func (w checkpointWaiter) WaitFor(ctx context.Context, pos events.Position) erro
 
 // world is the outside systems jobs act on.
 type world struct {
-	deps  jobs.Deps
-	sim   *sim.Sim // nil with real providers
-	close func()
+	deps   jobs.Deps
+	sim    *sim.Sim   // nil with real providers
+	remote *remoteSim // simulators in their own process (--sim-url), else nil
+	close  func()
 }
 
 // simStateDir is where the simulators keep their state with the embedded
@@ -200,7 +201,12 @@ func openWorld(ctx context.Context, c Config, emptyLog bool) (world, error) {
 		return world{}, err
 	}
 	root := strings.TrimRight(c.BitbucketURL, "/")
+	var remote *remoteSim
+	if c.SimURL != "" {
+		remote = newRemoteSim(c.SimURL)
+	}
 	return world{
+		remote: remote,
 		deps: jobs.Deps{
 			PaaS:    coolify.New(coolify.Options{BaseURL: c.CoolifyURL, Token: c.CoolifyToken}),
 			GitHost: bitbucket.New(bitbucket.Options{BaseURL: c.BitbucketURL, Token: c.BitbucketToken}),
@@ -284,23 +290,31 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 	}
 	defer w.close()
 
-	seedDemo := w.sim != nil && c.Demo && startHead == 0
+	// The demo runs on simulators, embedded or in their own process.
+	var demoSim interface {
+		demo.Simulator
+		demo.Projects
+	}
+	switch {
+	case w.sim != nil:
+		demoSim = w.sim
+	case w.remote != nil:
+		demoSim = w.remote
+	}
+	seedDemo := demoSim != nil && c.Demo && startHead == 0
 	var demoWorld []sim.SlotFixture
 	if seedDemo {
 		// The pool's resources first: the scope is made of them.
-		if demoWorld, err = demo.SeedWorld(w.sim, demo.Pool); err != nil {
+		if demoWorld, err = demo.SeedWorld(demoSim, demo.Pool); err != nil {
 			return fmt.Errorf("seed the demo pool: %w", err)
 		}
 	}
 	scope := slots.Scope{CoolifyProjects: splitList(c.CoolifyProjects), BitbucketProjects: splitList(c.BitbucketProjects)}
-	if w.sim != nil && c.Demo {
-		ds := demo.Scope(w.sim, demo.Pool)
-		if len(scope.CoolifyProjects) == 0 {
-			scope.CoolifyProjects = ds.CoolifyProjects
-		}
-		if len(scope.BitbucketProjects) == 0 {
-			scope.BitbucketProjects = ds.BitbucketProjects
-		}
+	if demoSim != nil && c.Demo {
+		// The demo's own resources, plus whatever the flags add.
+		ds := demo.Scope(demoSim, demo.Pool)
+		scope.CoolifyProjects = append(scope.CoolifyProjects, ds.CoolifyProjects...)
+		scope.BitbucketProjects = append(scope.BitbucketProjects, ds.BitbucketProjects...)
 	}
 	if len(scope.CoolifyProjects) == 0 {
 		log.Warn("no --coolify-projects: slots may name any Coolify project the token can reach")
@@ -378,8 +392,11 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 			return nil
 		},
 	}
-	if w.sim != nil {
+	switch {
+	case w.sim != nil:
 		deps.Sim = w.sim.ControlHandler()
+	case w.remote != nil:
+		deps.Sim = w.remote.controlProxy()
 	}
 	api, err := httpapi.New(deps)
 	if err != nil {
@@ -462,6 +479,9 @@ func waitHub(ctx context.Context, hub *httpapi.Hub, pos events.Position) {
 func providersDesc(w world) string {
 	if w.sim != nil {
 		return "simulators " + w.sim.CoolifyURL() + " " + w.sim.BitbucketURL()
+	}
+	if w.remote != nil {
+		return "simulators at " + w.remote.base
 	}
 	return "real Coolify and Bitbucket"
 }

@@ -50,8 +50,6 @@ func TestSimAsItsOwnProcess(t *testing.T) {
 	}
 
 	base := "http://" + addr
-	s := startServe(t, t.TempDir(), "127.0.0.1:0", "--coolify-url", base+"/api/v1", "--bitbucket-url", base,
-		"--coolify-token", ctok, "--bitbucket-token", btok, "--allow-insecure-http", "--deadline-reset=false")
 	resp, err := http.Post(base+"/sim/slots", "application/json", strings.NewReader(`{"name":"solo"}`))
 	if err != nil {
 		t.Fatal(err)
@@ -61,6 +59,18 @@ func TestSimAsItsOwnProcess(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 201 {
 		t.Fatalf("seed: %d", resp.StatusCode)
+	}
+	// serve on the external simulators, seeding the demo pool through their
+	// control API; the solo world is added to the scope by the flag.
+	s := startServe(t, t.TempDir(), "127.0.0.1:0", "--sim-url", base, "--demo",
+		"--coolify-token", ctok, "--bitbucket-token", btok, "--deadline-reset=false", "--coolify-projects", fx.ProjectUUID)
+	var list struct{ Slots []projections.SlotView }
+	if code := s.call(t, "GET", "/api/slots", nil, &list); code != 200 || len(list.Slots) != 8 {
+		t.Fatalf("demo pool on the external simulators: %d, %d slots", code, len(list.Slots))
+	}
+	var faults struct{ Faults []sim.Fault }
+	if code := s.call(t, "GET", "/api/sim/faults", nil, &faults); code != 200 {
+		t.Fatalf("fault controls through the proxy: %d", code)
 	}
 	var e apiError
 	if code := s.call(t, "POST", "/api/slots", slots.RegisterCmd{

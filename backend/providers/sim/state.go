@@ -192,9 +192,9 @@ func (s *Sim) AddStorage(appUUID, name, kind, mountPath string) (string, error) 
 	return id, s.persistLocked()
 }
 
-// ProjectNamed returns the uuid of the Coolify project called name (the
-// first by uuid order if several are), and whether there is one.
-func (s *Sim) ProjectNamed(name string) (string, bool) {
+// ProjectsNamed returns the uuids of the Coolify projects called name, in
+// uuid order.
+func (s *Sim) ProjectsNamed(name string) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var ids []string
@@ -203,11 +203,8 @@ func (s *Sim) ProjectNamed(name string) (string, bool) {
 			ids = append(ids, id)
 		}
 	}
-	if len(ids) == 0 {
-		return "", false
-	}
 	slices.Sort(ids)
-	return ids[0], true
+	return ids
 }
 
 // HasProject, HasApp, HasDatabase, HasEnv and HasStorage report whether the
