@@ -38,7 +38,7 @@ type Config struct {
 	// SimURL is the base URL of simulators running as their own process
 	// (`slotkeeper sim`); it stands for --coolify-url and --bitbucket-url.
 	SimURL string
-	Demo                               bool
+	Demo   bool
 
 	Workers     int
 	StepTimeout time.Duration
