@@ -17,9 +17,9 @@ import (
 
 // TestSimAsItsOwnProcess: `slotkeeper sim` serves the simulated providers
 // on one address with the tokens it was given (never printing them);
-// `serve` uses it as real providers: a slot world seeded through the
-// control API registers (looked up at the simulators) and its teardown
-// runs to success against them.
+// `serve --sim-url` seeds the demo pool through it, proxies its fault
+// controls, and a slot world seeded through the control API registers
+// (looked up at the simulators) and its teardown runs to success there.
 func TestSimAsItsOwnProcess(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
