@@ -8,7 +8,7 @@ GOFILES := $(shell git ls-files '*.go' 2>/dev/null)
 # ship Go code of its own (flatted does).
 GOPKGS = $$($(GO) list ./... | grep -v /node_modules/)
 
-.PHONY: run build frontend test test-go test-frontend test-e2e check bench clean
+.PHONY: run build frontend prereqs test test-go test-frontend test-e2e check bench clean
 
 run: build
 	./$(BIN) serve
@@ -27,7 +27,12 @@ check:
 	@out=$$(gofmt -l $(GOFILES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(GOPKGS)
 
-test: check test-go test-frontend test-e2e
+# prereqs installs PostgreSQL, git and Chromium from Debian's packages when
+# missing (or stops with the exact command), so clone + `make test` passes.
+prereqs:
+	@bash scripts/prereqs.sh
+
+test: prereqs check test-go test-frontend test-e2e
 
 test-go:
 	$(GO) test -race -count=1 -timeout 30m $(GOPKGS)

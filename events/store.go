@@ -16,8 +16,11 @@ import (
 	"unicode/utf8"
 )
 
-// Position is an event's place in the global order of a store. Positions only
-// grow; they are not necessarily contiguous (KurrentDB's are log offsets). The
+// Position is an event's place in the global order of a store. Every event
+// has a position of its own, also within one multi-event append (for
+// KurrentDB the prepare position, see docs/kurrent.md), so "after position
+// p" always means "after that one event". Positions only grow; they are not
+// necessarily contiguous (KurrentDB's are log offsets). The
 // zero Position means "before the first event", so SubscribeAll(ctx, 0, …)
 // delivers everything. Positions are stable across restarts, which is why SSE
 // event ids are positions.
@@ -219,7 +222,10 @@ var (
 	ErrInvalidData      = errors.New("events: event data is not valid JSON")
 	ErrClosed           = errors.New("events: store closed")
 	ErrLocked           = errors.New("events: store is in use by another process")
-	ErrCorrupt          = errors.New("events: data file is corrupt or not a slotkeeper store")
+	// ErrCorrupt is permanent: reading again gives the same bytes, so
+	// callers stop (and say so) instead of retrying. Stores wrap it with the
+	// file, the position and what to do.
+	ErrCorrupt = errors.New("events: data file is corrupt or not a slotkeeper store")
 )
 
 // WrongRevisionError carries the detail of a failed condition.

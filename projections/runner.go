@@ -84,17 +84,20 @@ func NewRunner(store events.Store, target Target, opt RunnerOptions) *Runner {
 	return &Runner{store: store, target: target, opt: opt, advance: make(chan struct{}), subs: map[*Subscription]struct{}{}}
 }
 
-// Run projects until ctx ends (returning nil) or the store closes (returning
-// events.ErrClosed). Other errors are reported to OnError and retried after
-// RetryDelay from the target's checkpoint, which is safe because a batch and
-// its checkpoint commit together.
+// Run projects until ctx ends (returning nil), the store closes (returning
+// events.ErrClosed) or the store is damaged (returning the error, which
+// wraps events.ErrCorrupt: reading the same record again gives the same
+// answer, so retrying would hang whoever waits for the read model). Other
+// errors are reported to OnError and retried after RetryDelay from the
+// target's checkpoint, which is safe because a batch and its checkpoint
+// commit together.
 func (r *Runner) Run(ctx context.Context) error {
 	for {
 		err := r.runOnce(ctx)
 		if ctx.Err() != nil {
 			return nil
 		}
-		if errors.Is(err, events.ErrClosed) {
+		if errors.Is(err, events.ErrClosed) || errors.Is(err, events.ErrCorrupt) {
 			return err
 		}
 		r.mu.Lock()

@@ -3,6 +3,8 @@ package projections_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -100,6 +102,60 @@ func TestRunnerEndsWhenTheStoreCloses(t *testing.T) {
 		}
 	case <-ctx.Done():
 		t.Fatal("Run did not end after the store closed")
+	}
+}
+
+// damagedLog is a store whose record at position bad cannot be read:
+// every subscription that reaches it ends with an error wrapping
+// events.ErrCorrupt, as the embedded store's does on a checksum mismatch.
+type damagedLog struct {
+	events.Store
+	bad   events.Position
+	tries sync.Mutex
+	subs  int
+}
+
+func (d *damagedLog) SubscribeAll(ctx context.Context, after events.Position, f events.Filter, h events.Handler) error {
+	d.tries.Lock()
+	d.subs++
+	d.tries.Unlock()
+	return d.Store.SubscribeAll(ctx, after, f, func(ctx context.Context, ev events.RecordedEvent) error {
+		if ev.Position == d.bad {
+			return fmt.Errorf("boltstore: /data/events.db: record at position %d: %w: record checksum mismatch", ev.Position, events.ErrCorrupt)
+		}
+		return h(ctx, ev)
+	})
+}
+
+// A damaged store is not retried forever: Run returns the ErrCorrupt error
+// after the first attempt (a retry would read the same bytes), so that
+// whoever waits for the read model (serve's start-up, verify) can stop and
+// say why instead of hanging.
+func TestRunnerStopsOnADamagedStore(t *testing.T) {
+	ctx := projtest.Ctx(t)
+	log := memstore.New()
+	projtest.Must(t, projtest.NewGen(log, 7).Random(ctx, 3, 50))
+	d := &damagedLog{Store: log, bad: 30}
+	var reported []error
+	r := projections.NewRunner(d, memory.New(log), projections.RunnerOptions{
+		RetryDelay: time.Millisecond,
+		OnError:    func(err error) { reported = append(reported, err) },
+	})
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, events.ErrCorrupt) || !strings.Contains(err.Error(), "position 30") {
+			t.Fatalf("Run = %v, want the ErrCorrupt error naming position 30", err)
+		}
+	case <-ctx.Done():
+		t.Fatalf("Run still retrying a damaged store (%d subscriptions)", d.subs)
+	}
+	if d.subs != 1 || len(reported) != 0 {
+		t.Fatalf("%d subscriptions and %d retried errors, want 1 and none", d.subs, len(reported))
+	}
+	if p := r.Position(); p >= 30 {
+		t.Fatalf("runner at %d, past the damaged record", p)
 	}
 }
 

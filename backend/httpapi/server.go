@@ -60,6 +60,10 @@ type Deps struct {
 	RequestTimeout time.Duration
 	// BodyReadTimeout bounds reading a request body (default 10 s; → 408).
 	BodyReadTimeout time.Duration
+	// Reconcile serves /api/reconcile (nil: 404).
+	Reconcile Reconciler
+	// Backup serves GET /api/admin/backup (nil: 404; embedded store only).
+	Backup BackupFunc
 }
 
 // Server is the echo application.

@@ -64,6 +64,20 @@ type HubOptions struct {
 	// OnEvict, when set, is called (under the hub's lock: it must not
 	// block) each time a client is disconnected by the server.
 	OnEvict func(reason string)
+	// ResumeWait bounds how long a client resuming from a Last-Event-ID
+	// ahead of the hub's head waits for the hub to reach it (this process's
+	// projection trails the process the client came from, e.g. behind a load
+	// balancer). After it the answer is 503 with Retry-After, so the client
+	// reconnects (here or elsewhere) instead of taking an older snapshot.
+	// Default 5 s, at most Heartbeat: a browser's watchdog gives up after
+	// two missed heartbeats, and it should see the 503, not time out first.
+	ResumeWait time.Duration
+	// LogHead, when set, reads the head of the shared log (events.Store's
+	// Head). A Last-Event-ID beyond it names no event of this log (the
+	// store was replaced or wiped): waiting could never help, so the client
+	// gets at once a snapshot marked "log_reset". Without LogHead such an id
+	// waits ResumeWait and gets 503 like any other id ahead of the hub.
+	LogHead func(ctx context.Context) (events.Position, error)
 }
 
 func (o *HubOptions) defaults() {
@@ -91,6 +105,9 @@ func (o *HubOptions) defaults() {
 	if o.SendBuffer == 0 {
 		o.SendBuffer = 32 << 10
 	}
+	if o.ResumeWait <= 0 {
+		o.ResumeWait = min(5*time.Second, o.Heartbeat)
+	}
 }
 
 // Hub fans the read model's changes out to SSE clients.
@@ -110,9 +127,17 @@ type Hub struct {
 	clients   map[*client]struct{}
 	perIP     map[string]int
 	closed    bool
+	// advance is closed (and cleared) when the head moves or the hub
+	// closes; made only when a resuming client waits for the head.
+	advance chan struct{}
+	waiters int // clients in awaitHead; they count against the caps
 
 	headPos   atomic.Uint64 // mirror of head for heartbeats
 	listeners atomic.Int64  // mirror of len(clients)
+
+	// waitHook, when set (tests), is called when a resuming client starts
+	// waiting for the head to reach its id.
+	waitHook func(id events.Position)
 }
 
 // entry is one change of the history. Its frame is encoded when first
@@ -198,6 +223,7 @@ func (h *Hub) Seed(pos events.Position, slots []projections.SlotView) {
 	}
 	h.slotsJSON = nil
 	h.headPos.Store(uint64(pos))
+	h.wakeLocked()
 	for c := range h.clients {
 		h.kickLocked(c, "reseed")
 	}
@@ -230,6 +256,7 @@ func (h *Hub) Publish(ch projections.Change) {
 	h.seq++
 	h.head = ch.Position
 	h.headPos.Store(uint64(ch.Position))
+	h.wakeLocked()
 	if ch.Slot != nil {
 		h.slots[ch.Slot.Name] = *ch.Slot
 		h.slotsJSON = nil
@@ -270,8 +297,88 @@ func (h *Hub) Close() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.closed = true
+	h.wakeLocked()
 	for c := range h.clients {
 		h.kickLocked(c, "shutdown")
+	}
+}
+
+// wakeLocked wakes the clients waiting for the head (see awaitHead).
+func (h *Hub) wakeLocked() {
+	if h.advance != nil {
+		close(h.advance)
+		h.advance = nil
+	}
+}
+
+// awaitHead is called when a client resumes from id > the hub's head: the
+// id comes from a process (or an earlier life of this one) whose projection
+// is ahead of ours. Answering with our snapshot would move the client's
+// board backwards, so it waits, at most ResumeWait and while the request
+// lasts, for the head to reach id; the client then resumes exactly from
+// history. It returns beyondLog when id is past the log's own head (an id
+// of another log: there is nothing to wait for), and a 503 *Error when the
+// bound passed or the hub closed.
+func (h *Hub) awaitHead(ctx context.Context, ip string, id events.Position) (beyondLog bool, err error) {
+	// One bound for reading the log's head and waiting together.
+	deadline := time.Now().Add(h.opt.ResumeWait)
+	if h.opt.LogHead != nil {
+		lctx, cancel := context.WithDeadline(ctx, deadline)
+		head, err := h.opt.LogHead(lctx)
+		cancel()
+		if err == nil && id > head {
+			return true, nil
+		}
+		// An error reading the log's head: fall through; waiting still
+		// decides between resuming and 503, neither of which regresses.
+	}
+	// A waiting client holds a stream's place under the caps, so waits
+	// cannot pile up beyond what streams could.
+	h.mu.Lock()
+	if err := h.capLocked(ip); err != nil {
+		h.mu.Unlock()
+		return false, err
+	}
+	h.waiters++
+	h.perIP[ip]++
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		h.waiters--
+		if h.perIP[ip]--; h.perIP[ip] <= 0 {
+			delete(h.perIP, ip)
+		}
+		h.mu.Unlock()
+	}()
+	if h.waitHook != nil {
+		h.waitHook(id)
+	}
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	for {
+		h.mu.Lock()
+		if h.closed {
+			h.mu.Unlock()
+			h.met.sseRejected.WithLabelValues("closed").Inc()
+			return false, errf(CodeUnavailable, "server is shutting down")
+		}
+		head := h.head
+		if head >= id {
+			h.mu.Unlock()
+			return false, nil
+		}
+		if h.advance == nil {
+			h.advance = make(chan struct{})
+		}
+		advance := h.advance
+		h.mu.Unlock()
+		select {
+		case <-advance:
+		case <-timer.C:
+			return false, h.behind(head, id)
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
 	}
 }
 
@@ -306,22 +413,51 @@ func (h *Hub) kickLocked(c *client, reason string) {
 	}
 }
 
+// behind is the answer to a client resuming from an id this hub has not
+// reached: 503 (with Retry-After, set by the error handler), so the client
+// reconnects — a browser's EventSource gives up on it and the dashboard
+// reopens with backoff — and keeps what it has meanwhile.
+func (h *Hub) behind(head, id events.Position) *Error {
+	h.met.sseRejected.WithLabelValues("behind").Inc()
+	return &Error{
+		Code:    CodeUnavailable,
+		Message: fmt.Sprintf("this server's live stream is at position %d, behind Last-Event-ID %d; retry shortly", head, id),
+		Details: map[string]any{"position": head, "last_event_id": id},
+	}
+}
+
+// capLocked enforces MaxClients and MaxClientsPerIP; clients waiting in
+// awaitHead count as connected.
+func (h *Hub) capLocked(ip string) *Error {
+	if len(h.clients)+h.waiters >= h.opt.MaxClients {
+		h.met.sseRejected.WithLabelValues("cap").Inc()
+		return &Error{Code: CodeTooMany, Message: fmt.Sprintf("too many live streams (limit %d)", h.opt.MaxClients), Details: map[string]any{"limit": h.opt.MaxClients}}
+	}
+	if h.opt.MaxClientsPerIP > 0 && h.perIP[ip] >= h.opt.MaxClientsPerIP {
+		h.met.sseRejected.WithLabelValues("per_ip_cap").Inc()
+		return &Error{Code: CodeTooMany, Message: fmt.Sprintf("too many live streams from %s (limit %d)", ip, h.opt.MaxClientsPerIP), Details: map[string]any{"limit": h.opt.MaxClientsPerIP}}
+	}
+	return nil
+}
+
 // attach registers a client. It returns the first bytes to send: the retry
-// advice, and a snapshot unless the client resumes from lastID.
-func (h *Hub) attach(c *client, lastID *events.Position) ([]byte, bool, error) {
+// advice, and a snapshot unless the client resumes from lastID. logReset
+// marks the snapshot as replacing what the client has (its id is beyond the
+// log's head).
+func (h *Hub) attach(c *client, lastID *events.Position, logReset bool) ([]byte, bool, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
 		h.met.sseRejected.WithLabelValues("closed").Inc()
 		return nil, false, errf(CodeUnavailable, "server is shutting down")
 	}
-	if len(h.clients) >= h.opt.MaxClients {
-		h.met.sseRejected.WithLabelValues("cap").Inc()
-		return nil, false, &Error{Code: CodeTooMany, Message: fmt.Sprintf("too many live streams (limit %d)", h.opt.MaxClients), Details: map[string]any{"limit": h.opt.MaxClients}}
+	if err := h.capLocked(c.ip); err != nil {
+		return nil, false, err
 	}
-	if h.opt.MaxClientsPerIP > 0 && h.perIP[c.ip] >= h.opt.MaxClientsPerIP {
-		h.met.sseRejected.WithLabelValues("per_ip_cap").Inc()
-		return nil, false, &Error{Code: CodeTooMany, Message: fmt.Sprintf("too many live streams from %s (limit %d)", c.ip, h.opt.MaxClientsPerIP), Details: map[string]any{"limit": h.opt.MaxClientsPerIP}}
+	if lastID != nil && *lastID > h.head && !logReset {
+		// The head moved back (a re-seed) after awaitHead saw it reach
+		// lastID; still, never answer with an older snapshot.
+		return nil, false, h.behind(h.head, *lastID)
 	}
 	h.clients[c] = struct{}{}
 	h.listeners.Add(1)
@@ -329,7 +465,7 @@ func (h *Hub) attach(c *client, lastID *events.Position) ([]byte, bool, error) {
 	h.met.sseClients.Inc()
 
 	buf := fmt.Appendf(nil, "retry: %d\n\n", h.opt.Retry.Milliseconds())
-	resumed := lastID != nil && *lastID >= h.floor && *lastID <= h.head
+	resumed := !logReset && lastID != nil && *lastID >= h.floor && *lastID <= h.head
 	if resumed {
 		// First ring entry after lastID; entries are in position order.
 		oldest := uint64(0)
@@ -346,7 +482,7 @@ func (h *Hub) attach(c *client, lastID *events.Position) ([]byte, bool, error) {
 		}
 	} else {
 		c.next.Store(h.seq)
-		buf = append(buf, h.snapshotLocked()...)
+		buf = append(buf, h.snapshotLocked(logReset)...)
 	}
 	buf = append(buf, h.heartbeatFrame()...)
 	return buf, resumed, nil
@@ -366,8 +502,9 @@ func (h *Hub) detach(c *client) {
 	h.met.sseClients.Dec()
 }
 
-// snapshotLocked renders the snapshot frame at the hub's head.
-func (h *Hub) snapshotLocked() []byte {
+// snapshotLocked renders the snapshot frame at the hub's head; logReset adds
+// "log_reset":true (see HubOptions.LogHead).
+func (h *Hub) snapshotLocked(logReset bool) []byte {
 	if h.slotsJSON == nil {
 		list := make([]projections.SlotView, 0, len(h.slots))
 		for _, s := range h.slots {
@@ -376,7 +513,11 @@ func (h *Hub) snapshotLocked() []byte {
 		sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })
 		h.slotsJSON, _ = json.Marshal(list)
 	}
-	b := fmt.Appendf(nil, "id: %d\nevent: snapshot\ndata: {\"position\":%d,\"server_time\":%q,\"slots\":", h.head, h.head, time.Now().UTC().Format(time.RFC3339Nano))
+	b := fmt.Appendf(nil, "id: %d\nevent: snapshot\ndata: {\"position\":%d,\"server_time\":%q,", h.head, h.head, time.Now().UTC().Format(time.RFC3339Nano))
+	if logReset {
+		b = append(b, `"log_reset":true,`...)
+	}
+	b = append(b, `"slots":`...)
 	b = append(b, h.slotsJSON...)
 	return append(b, "}\n\n"...)
 }
@@ -481,7 +622,15 @@ func (h *Hub) ServeStream(c echo.Context) error {
 		ctx: req.Context(),
 		ip:  ip,
 	}
-	first, resumed, err := h.attach(cl, lastID)
+	// An id ahead of this hub: wait for the head (bounded) rather than
+	// answer with an older snapshot, which would move the client back.
+	logReset := false
+	if lastID != nil && *lastID > h.Head() {
+		if logReset, err = h.awaitHead(req.Context(), cl.ip, *lastID); err != nil {
+			return err
+		}
+	}
+	first, resumed, err := h.attach(cl, lastID, logReset)
 	if err != nil {
 		return err
 	}

@@ -222,7 +222,8 @@ func (a *attempt) run() {
 
 // runStep runs one step under the step deadline.
 func (a *attempt) runStep(name string, step stepFunc, verify bool) error {
-	sctx, cancel := context.WithCancelCause(a.ctx)
+	// Every provider call of the step names the job attempt (User-Agent, X-Slotkeeper-Job).
+	sctx, cancel := context.WithCancelCause(providers.WithCallTag(a.ctx, providers.CallTag{Job: a.job.ID, Attempt: a.n}))
 	defer cancel(nil)
 	t := time.AfterFunc(a.e.cfg.StepTimeout, func() { cancel(errStepDeadline) })
 	defer t.Stop()

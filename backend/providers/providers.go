@@ -14,9 +14,11 @@ import (
 	"fmt"
 )
 
-// Lookup is the answer of an existence check. Only a 404 is Absent; any
-// other failure (401, 403, 5xx, timeout, reset) is Unknown, and callers that
-// would act on "absent" must stop on Unknown (DESIGN.md invariant 6).
+// Lookup is the answer of an existence check. Only a 404 carrying the
+// provider's own not-found body is Absent; any other failure (a foreign 404
+// such as a proxy's HTML page, 401, 403, 5xx, timeout, reset) is Unknown,
+// and callers that would act on "absent" must stop on Unknown (DESIGN.md
+// invariant 6).
 type Lookup int
 
 const (
@@ -43,8 +45,8 @@ type DeleteOutcome int
 const (
 	// Deleted: the provider accepted the delete and a later GET returned 404.
 	Deleted DeleteOutcome = iota + 1
-	// AlreadyAbsent: the provider said the resource did not exist (404 on
-	// delete; Bitbucket's 204).
+	// AlreadyAbsent: the provider said the resource did not exist (its own
+	// 404 on delete; Bitbucket's 204). A foreign 404 is never this.
 	AlreadyAbsent
 )
 
@@ -99,7 +101,7 @@ type Storage struct {
 // PaaS is what jobs need from Coolify.
 type PaaS interface {
 	// GetDatabase returns the database or an *Error; Lookup tells found /
-	// absent (404 only) / unknown.
+	// absent (the provider's own 404 only) / unknown.
 	GetDatabase(ctx context.Context, uuid string) (Database, Lookup, error)
 	// DeleteDatabase deletes and waits until a GET answers 404.
 	DeleteDatabase(ctx context.Context, uuid string) (DeleteOutcome, error)
@@ -168,7 +170,8 @@ const (
 	CodeInvalid       Code = "invalid"       // rejected before any request (bad id / name)
 	CodeUnauthorized  Code = "unauthorized"  // 400 invalid token, 401
 	CodeForbidden     Code = "forbidden"     // 403
-	CodeNotFound      Code = "not_found"     // 404
+	CodeNotFound      Code = "not_found"     // 404 in the provider's own words: absent
+	CodeForeign       Code = "foreign"       // 404 not in the provider's words (proxy page, wrong base URL): nothing known
 	CodeConflict      Code = "conflict"      // 409, lease refused, non-fast-forward
 	CodeNotEmpty      Code = "not_empty"     // Coolify project still has resources
 	CodeUnprocessable Code = "unprocessable" // 422

@@ -206,6 +206,54 @@ func TestGroupCommitAllFail(t *testing.T) {
 	}
 }
 
+// A batch whose commit fails (an I/O error, injected here) answers that
+// error to every request whose condition failed only because of a request
+// earlier in the same batch: that request was never written, so "wrong
+// revision" (which a job attempt takes as being fenced) would be a lie. A
+// request that conflicts with the committed log keeps ErrWrongRevision.
+// Then the same appends succeed on their own once commits work again.
+func TestFailedGroupCommitIsNotWrongRevision(t *testing.T) {
+	s := openT(t, t.TempDir())
+	ctx := ctxT(t)
+	if _, err := s.Append(ctx, "job-x", events.NoStream(), ev("A", 0)); err != nil {
+		t.Fatal(err)
+	}
+	ioErr := errors.New("injected: fdatasync: input/output error")
+	s.failCommit = func() error { return ioErr }
+	mk := func(stream string, exp events.ExpectedRevision, evs ...events.EventData) *appendReq {
+		for i := range evs {
+			evs[i].Meta.Time = time.Now()
+		}
+		return &appendReq{stream: stream, expected: exp, evs: evs, done: make(chan struct{})}
+	}
+	batch := []*appendReq{
+		mk("job-x", events.Exact(0), ev("A", 1)),   // would be written: rev 1
+		mk("job-x", events.Exact(0), ev("A", 2)),   // conflicts only with request 0
+		mk("job-y", events.NoStream(), ev("A", 0)), // would be written
+		mk("job-y", events.NoStream(), ev("A", 1)), // conflicts only with request 2
+		mk("job-x", events.Exact(7), ev("A", 3)),   // conflicts with the committed log
+		mk("job-z", events.StreamExists()),         // conflicts with the committed log
+	}
+	s.commit(batch, nil)
+	for i, wantIO := range []bool{true, true, true, true, false, false} {
+		err := batch[i].err
+		if wantIO && (!errors.Is(err, ioErr) || errors.Is(err, events.ErrWrongRevision)) {
+			t.Errorf("request %d: %v, want the commit's I/O error", i, err)
+		}
+		if !wantIO && !errors.Is(err, events.ErrWrongRevision) {
+			t.Errorf("request %d: %v, want ErrWrongRevision", i, err)
+		}
+	}
+	if h, _ := s.Head(ctx); h != 1 {
+		t.Fatalf("head %d after a failed commit, want 1", h)
+	}
+	// The log is as before the batch: request 1, retried alone, commits.
+	s.failCommit = nil
+	if res, err := s.Append(ctx, "job-x", events.Exact(0), ev("A", 2)); err != nil || res.NextExpected != 1 {
+		t.Fatalf("retry of request 1: %+v %v", res, err)
+	}
+}
+
 // Concurrent appenders share commits (fewer commits than appends).
 func TestConcurrentAppendsShareCommits(t *testing.T) {
 	s := openT(t, t.TempDir())
@@ -673,4 +721,210 @@ func FuzzRecord(f *testing.F) {
 			t.Fatalf("junk: %v, want ErrCorrupt", err)
 		}
 	})
+}
+
+// flipRecord flips 4 bytes in the middle of the record at pos in the closed
+// store file path, the way bit rot or a stray write would: bbolt's pages stay
+// valid (bbolt checksums only its meta pages), only the record's CRC tells.
+func flipRecord(t *testing.T, path string, pos uint64) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec []byte
+	err = db.View(func(tx *bolt.Tx) error {
+		rec = bytes.Clone(tx.Bucket(bucketLog).Get(u64(pos)))
+		return nil
+	})
+	db.Close()
+	if err != nil || len(rec) < 16 {
+		t.Fatalf("record at %d: %d bytes, %v", pos, len(rec), err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Copy-on-write leaves older copies of a page in free pages; damage
+	// every copy, so the live one is damaged too.
+	n := 0
+	for at := bytes.Index(b, rec); at >= 0; at = bytes.Index(b, rec) {
+		for i := range 4 {
+			b[at+len(rec)/2+i] ^= 0xff
+		}
+		n++
+	}
+	if n == 0 {
+		t.Fatalf("record at %d not found in the file", pos)
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A damaged record is a permanent error that names the file, the position
+// and what to do: the newest record is checked at Open (a restart after the
+// damage stops at once), an older one fails reads and subscriptions with
+// ErrCorrupt instead of an error worth retrying.
+func TestDamagedRecordNamesFileAndPosition(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if _, err := s.Append(ctxT(t), "slot-a", events.Any(), ev("A", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := s.Path()
+	s.Close()
+	wantMsg := func(err error, pos int) {
+		t.Helper()
+		if !errors.Is(err, events.ErrCorrupt) {
+			t.Fatalf("got %v, want ErrCorrupt", err)
+		}
+		for _, w := range []string{path, fmt.Sprintf("position %d", pos), "checksum mismatch", "restore it from the newest backup"} {
+			if !strings.Contains(err.Error(), w) {
+				t.Fatalf("error %q does not say %q", err, w)
+			}
+		}
+	}
+
+	flipRecord(t, path, 5)
+	_, err = Open(dir, Options{})
+	wantMsg(err, 5)
+
+	// An older record: Open does not read it; every read of it says so.
+	dir2 := t.TempDir()
+	s, err = Open(dir2, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if _, err := s.Append(ctxT(t), "slot-a", events.Any(), ev("A", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path = s.Path()
+	s.Close()
+	flipRecord(t, path, 2)
+	s = openT(t, dir2)
+	err = s.SubscribeAll(ctxT(t), 0, events.Filter{}, func(context.Context, events.RecordedEvent) error { return nil })
+	wantMsg(err, 2)
+	_, err = s.ReadStream(ctxT(t), "slot-a", 0, 0, events.Forward)
+	wantMsg(err, 2)
+}
+
+// damageFreelist puts a page that holds data (the root bucket's page) on the
+// free-page list of the closed bbolt file at path, in the meta page bbolt
+// uses (the one with the higher transaction id). Left alone, the next write
+// would reuse that page and overwrite live data. Offsets follow bbolt's
+// on-disk layout: a 16-byte page header; meta: magic, version, page size,
+// flags (4 bytes each), root bucket {root pgid, sequence}, freelist pgid,
+// high-water pgid, txid, checksum (8 bytes each, txid at 48); a freelist page's header
+// count (uint16 at 10) and then its page ids.
+func damageFreelist(t *testing.T, path string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	le := func(off int) uint64 {
+		var v uint64
+		for i := 7; i >= 0; i-- {
+			v = v<<8 | uint64(b[off+i])
+		}
+		return v
+	}
+	psize := int(b[16+8]) | int(b[16+9])<<8 | int(b[16+10])<<16 | int(b[16+11])<<24
+	meta := 16
+	if le(psize+16+48) > le(16+48) { // txid of meta page 1 > meta page 0
+		meta = psize + 16
+	}
+	root, freelist := le(meta+16), le(meta+32)
+	fl := int(freelist) * psize
+	count := int(b[fl+10]) | int(b[fl+11])<<8
+	if count == 0 || count == 0xffff {
+		t.Fatalf("free list holds %d pages: nothing to damage", count)
+	}
+	for i := range 8 {
+		b[fl+16+i] = byte(root >> (8 * i))
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A damaged free-page list is found by Open (bbolt's consistency check, for
+// files up to Options.CheckMaxBytes; in the background, before any write,
+// for bigger ones) and by Check, not by a write that reuses a live page
+// while everything looks ready.
+func TestDamagedFreelistFoundAtOpen(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, Options{IndexFlushEvents: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		if _, err := s.Append(ctxT(t), fmt.Sprintf("slot-%d", i%4), events.Any(), ev("A", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := s.Path()
+	if err := s.Check(ctxT(t)); err != nil {
+		t.Fatalf("check of a sound file: %v", err)
+	}
+	s.Close()
+	// A sound file checked in the background (as a big one is) takes
+	// appends once the check passed.
+	s, err = Open(dir, Options{CheckMaxBytes: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(ctxT(t), "slot-0", events.Any(), ev("A", 20)); err != nil || s.Err() != nil {
+		t.Fatalf("append after a background check of a sound file: %v (store: %v)", err, s.Err())
+	}
+	s.Close()
+	damageFreelist(t, path)
+
+	_, err = Open(dir, Options{})
+	if !errors.Is(err, events.ErrCorrupt) || !strings.Contains(err.Error(), "consistency check") ||
+		!strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "backup") {
+		t.Fatalf("open with a damaged free list: %v", err)
+	}
+	// Too big to check before Open returns (here: anything over 1 byte):
+	// the background check refuses every append, and says so.
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(dir, Options{CheckMaxBytes: 1})
+	if err != nil {
+		t.Fatalf("open of a big file (checked in the background): %v", err)
+	}
+	if _, err := s.Append(ctxT(t), "slot-0", events.Any(), ev("A", 21)); !errors.Is(err, events.ErrCorrupt) || !strings.Contains(err.Error(), "reachable freed") {
+		t.Fatalf("append to a file whose free list is damaged: %v", err)
+	}
+	select {
+	case <-s.Damaged():
+	default:
+		t.Fatal("Damaged not closed after the check failed")
+	}
+	if err := s.Err(); !errors.Is(err, events.ErrCorrupt) || !strings.Contains(err.Error(), path) {
+		t.Fatalf("Err() = %v", err)
+	}
+	s.Close()
+	if after, err := os.ReadFile(path); err != nil || !bytes.Equal(before, after) {
+		t.Fatalf("the damaged file was written to (%v)", err)
+	}
+	// Not checked at Open at all: Check finds it.
+	s, err = Open(dir, Options{CheckMaxBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Check(ctxT(t)); !errors.Is(err, events.ErrCorrupt) || !strings.Contains(err.Error(), "reachable freed") {
+		t.Fatalf("Check with a damaged free list: %v", err)
+	}
 }

@@ -229,7 +229,7 @@ func (s *Store) ReadStream(ctx context.Context, stream string, from events.Revis
 		}
 		e, err := decodeRecord(rec, events.Position(binary.BigEndian.Uint64(p)))
 		if err != nil {
-			return err
+			return s.damaged(binary.BigEndian.Uint64(p), err)
 		}
 		out = append(out, e)
 		return nil

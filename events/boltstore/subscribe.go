@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"fmt"
 
 	"github.com/slotkeeper/slotkeeper/events"
 	bolt "go.etcd.io/bbolt"
@@ -139,14 +138,14 @@ func (s *Store) readLog(next uint64, m filter, free chan []events.RecordedEvent,
 				next = pos + 1
 				hd, err := decodeHeader(v)
 				if err != nil {
-					return fmt.Errorf("position %d: %w", pos, err)
+					return s.damaged(pos, err)
 				}
 				if !m.match(hd.stream, hd.typ) {
 					continue
 				}
 				e, err := hd.finish(events.Position(pos))
 				if err != nil {
-					return fmt.Errorf("position %d: %w", pos, err)
+					return s.damaged(pos, err)
 				}
 				buf = append(buf, e)
 			}

@@ -86,6 +86,8 @@ type Store struct {
 	attempt *attempt // the connection attempt in flight, if any
 	closed  bool     // set by Close
 	done    chan struct{}
+
+	shapeWarn sync.Once // see fromRecorded
 }
 
 var _ events.Store = (*Store)(nil)

@@ -92,11 +92,25 @@ func (s *Store) Append(ctx context.Context, stream string, expected events.Expec
 		if err != nil {
 			return err
 		}
-		res = events.AppendResult{NextExpected: wr.NextExpectedVersion, Position: events.Position(wr.CommitPosition)}
+		// The answer's position is the transaction's: its commit position
+		// and its first event's prepare position. For one event that
+		// prepare position is the event's own (see toPosition).
+		res = events.AppendResult{NextExpected: wr.NextExpectedVersion, Position: events.Position(wr.PreparePosition)}
 		return nil
 	})
 	if err != nil {
 		return events.AppendResult{}, s.appendErr(stream, expected, err)
+	}
+	if len(evs) > 1 || res.Position == 0 || uint64(res.Position) == math.MaxUint64 {
+		// The last event's own position is not in the answer: read it.
+		last, err := s.ReadStream(ctx, stream, res.NextExpected, 1, events.Forward)
+		if err != nil {
+			return events.AppendResult{}, fmt.Errorf("kurrent: append to %s was written; reading its position: %w", stream, err)
+		}
+		if len(last) != 1 || last[0].Revision != res.NextExpected {
+			return events.AppendResult{}, fmt.Errorf("kurrent: append to %s was written; its last event %d is not readable", stream, res.NextExpected)
+		}
+		res.Position = last[0].Position
 	}
 	return res, nil
 }
@@ -233,7 +247,7 @@ func (s *Store) Head(ctx context.Context) (events.Position, error) {
 				rec := ev.OriginalEvent()
 				if !isSystem(rec) {
 					rs.Close()
-					head = events.Position(rec.Position.Commit)
+					head = toPosition(rec.Position)
 					return nil
 				}
 				from = rec.Position
@@ -280,16 +294,49 @@ func (s *Store) fromRecorded(r *esdb.RecordedEvent) (events.RecordedEvent, bool)
 	if wm.Time.IsZero() {
 		wm.Time = r.CreatedDate
 	}
-	pos := r.Position.Commit
-	if pos == math.MaxUint64 {
-		pos = 0 // old servers read streams from the index, which has no position
+	if r.Position.Commit != math.MaxUint64 && r.Position.Commit < r.Position.Prepare {
+		s.shapeWarn.Do(func() {
+			s.log.Warn("KurrentDB reported an event whose commit position is below its prepare position; "+
+				"resuming from such an event's position could skip the rest of its append (docs/kurrent.md, Positions)",
+				"stream", r.StreamID, "commit", r.Position.Commit, "prepare", r.Position.Prepare)
+		})
 	}
 	var data json.RawMessage
 	if len(r.Data) > 0 && string(r.Data) != "null" {
 		data = append(json.RawMessage(nil), r.Data...)
 	}
 	return events.RecordedEvent{
-		ID: id, Stream: r.StreamID, Revision: r.EventNumber, Position: events.Position(pos),
+		ID: id, Stream: r.StreamID, Revision: r.EventNumber, Position: toPosition(r.Position),
 		Type: r.EventType, Data: data, Meta: wm.Metadata,
 	}, true
+}
+
+// toPosition is an event's events.Position: its prepare position.
+//
+// KurrentDB orders $all by the pair (commit, prepare). The commit position is
+// not unique: the events of one transaction with a commit record (a
+// multi-event append on servers that write one) all carry the commit
+// record's position. The prepare position is the log offset of the event's
+// own record, so it is unique, and since an append's records are written
+// one after the other by the single writer, prepare order is $all order.
+// Where commit == prepare (one event per record, as servers report for
+// single events and for transactions without a commit record), the position
+// is the same number the adapter used before (the commit position), so
+// checkpoints and SSE ids stored by older versions stay valid.
+//
+// The pair cannot be rebuilt from the prepare position alone, but it need
+// not be: SubscribeAll starts after position p from the KurrentDB position
+// (p, p) and skips what the server sends at or before p, which resumes
+// exactly after the event.
+//
+// Stream reads on old servers carry no commit position (MaxUint64); the
+// prepare position is always there. A server that reports neither gives 0.
+func toPosition(p esdb.Position) events.Position {
+	switch {
+	case p.Prepare != math.MaxUint64:
+		return events.Position(p.Prepare)
+	case p.Commit != math.MaxUint64:
+		return events.Position(p.Commit)
+	}
+	return 0
 }

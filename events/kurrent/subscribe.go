@@ -28,6 +28,13 @@ func (e handlerError) Error() string { return e.err.Error() }
 // pair, and anything at or before it is skipped, so a resubscription neither
 // loses nor repeats an event.
 //
+// `after` is a prepare position (toPosition). The subscription starts from
+// the KurrentDB position (after, after): every event whose prepare position
+// is greater is also greater in (commit, prepare) order, because an event's
+// commit position is never below its prepare position. Events of the same
+// transaction before it (same commit position, smaller prepare position) may
+// come too and are skipped here, by prepare position.
+//
 // The filter is sent to the server (stream prefixes, or else event types as an
 // exact-match regex) to save bandwidth, and applied again here, because a
 // KurrentDB filter can select on stream or on type but not both.
@@ -118,6 +125,14 @@ func (s *Store) subscribeOnce(ctx context.Context, last *esdb.Position, filter e
 			rec := ev.EventAppeared.OriginalEvent()
 			if rec == nil || !after(rec.Position, *last) {
 				continue // a replay of something already handled
+			}
+			if last.Commit > 0 || last.Prepare > 0 {
+				if toPosition(rec.Position) <= toPosition(*last) {
+					// Before the start, in the same transaction: an earlier
+					// event of a multi-event append that was resumed from
+					// the middle (its commit position is above the start).
+					continue
+				}
 			}
 			if r, ok := s.fromRecorded(rec); ok && filter.Match(r.Stream, r.Type) {
 				if err := h(ctx, r); err != nil {

@@ -50,6 +50,7 @@ func Run(t *testing.T, open func(t *testing.T) events.Store) {
 		{"ReadStreamNotFound", testReadStreamNotFound},
 		{"SubscribeCatchUpThenLive", testSubscribeCatchUpThenLive},
 		{"SubscribeExclusiveAfter", testSubscribeExclusiveAfter},
+		{"MultiEventAppendPositions", testMultiEventAppendPositions},
 		{"DeliveredIsReadable", testDeliveredIsReadable},
 		{"SubscribeFilter", testSubscribeFilter},
 		{"SubscribeCancelLive", testSubscribeCancelLive},
@@ -726,6 +727,87 @@ func testSubscribeExclusiveAfter(t *testing.T, s events.Store) {
 	}
 	if got := tail.events(); len(got) != 1 || got[0].Revision != 10 {
 		t.Fatalf("subscription after the head received %v, want only rev 10", revisions(got))
+	}
+}
+
+// testMultiEventAppendPositions: every event of a multi-event append has a
+// position of its own (KurrentDB gives one append's events a shared commit
+// position; a store must not hand that out as the event's position), the
+// positions increase strictly, an append's result is its last event's
+// position, and subscribing after any one of them resumes exactly after it:
+// the SSE hub, Last-Event-ID and the projectors' checkpoints rely on that.
+func testMultiEventAppendPositions(t *testing.T, s events.Store) {
+	p := prefix(t)
+	h0 := mustHead(t, s)
+	appends := []struct {
+		stream string
+		n      int
+	}{{p + "a", 1}, {p + "b", 3}, {p + "a", 1}, {p + "c", 2}, {p + "b", 4}, {p + "a", 1}}
+	var ids []string
+	var results []events.AppendResult
+	for i, a := range appends {
+		evs := make([]events.EventData, a.n)
+		for j := range evs {
+			evs[j] = ev("Multi", i*10+j)
+			ids = append(ids, evs[j].ID)
+		}
+		results = append(results, mustAppend(t, s, a.stream, events.Any(), evs...))
+	}
+	sb := subscribe(t, s, h0, events.Filter{StreamPrefixes: []string{p}})
+	all := sb.waitCount(t, len(ids))
+	if len(all) != len(ids) {
+		t.Fatalf("subscription delivered %d events, want %d", len(all), len(ids))
+	}
+	seen := map[events.Position]string{}
+	for i, e := range all {
+		if e.ID != ids[i] {
+			t.Fatalf("event %d is %s, want %s (append order)", i, e.ID, ids[i])
+		}
+		if e.Position <= h0 {
+			t.Fatalf("event %d at position %d, not after the head %d before the appends", i, e.Position, h0)
+		}
+		if other, dup := seen[e.Position]; dup {
+			t.Fatalf("events %s and %s share position %d", other, e.ID, e.Position)
+		}
+		seen[e.Position] = e.ID
+	}
+	checkIncreasing(t, all)
+	// An append's result is the position of its last event.
+	k := 0
+	for i, a := range appends {
+		k += a.n
+		if last := all[k-1]; results[i].Position != last.Position {
+			t.Fatalf("append %d (%d events) answered position %d, its last event is at %d", i, a.n, results[i].Position, last.Position)
+		}
+	}
+	// Stream reads report the same positions.
+	for _, st := range []string{p + "a", p + "b", p + "c"} {
+		for _, e := range mustRead(t, s, st, 0, 0, events.Forward) {
+			if id, ok := seen[e.Position]; !ok || id != e.ID {
+				t.Fatalf("%s@%d read at position %d, the subscription delivered %q there", st, e.Revision, e.Position, id)
+			}
+		}
+	}
+	if h := mustHead(t, s); h < all[len(all)-1].Position {
+		t.Fatalf("Head %d is before the last event %d", h, all[len(all)-1].Position)
+	}
+	// Resuming after each position delivers exactly the events after it.
+	for i := range all[:len(all)-1] {
+		from := subscribe(t, s, all[i].Position, events.Filter{StreamPrefixes: []string{p}})
+		want := len(all) - i - 1
+		got := from.waitCount(t, want)
+		for j, e := range got {
+			if j >= want || e.ID != all[i+1+j].ID {
+				t.Fatalf("after position %d (event %d): delivered %d events starting with %s@%d pos %d, want %d starting with %s@%d pos %d",
+					all[i].Position, i, len(got), got[0].Stream, got[0].Revision, got[0].Position, want, all[i+1].Stream, all[i+1].Revision, all[i+1].Position)
+			}
+		}
+		if err := from.stop(t); !errors.Is(err, context.Canceled) {
+			t.Fatalf("subscription after %d ended with %v", all[i].Position, err)
+		}
+		if got := from.events(); len(got) != want {
+			t.Fatalf("after position %d: %d events, want %d", all[i].Position, len(got), want)
+		}
 	}
 }
 

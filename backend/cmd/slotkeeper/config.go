@@ -70,10 +70,14 @@ type Config struct {
 	SSEMaxPerIP     int
 	SSEHistory      int
 	SSEWriteTimeout time.Duration
+	SSEResumeWait   time.Duration
 	ShutdownTimeout time.Duration
 
 	LogLevel  string
 	LogFormat string
+
+	Backup    BackupConfig
+	Reconcile ReconcileConfig
 }
 
 // ConfigError names the setting that is wrong. Start-up stops on it.
@@ -137,9 +141,12 @@ func serveFlags(fs *flag.FlagSet, c *Config) {
 	fs.IntVar(&c.SSEMaxPerIP, "sse-max-per-ip", 0, "live streams per remote address (0: no cap)")
 	fs.IntVar(&c.SSEHistory, "sse-history", 4096, "recent changes kept so that reconnecting clients resume exactly")
 	fs.DurationVar(&c.SSEWriteTimeout, "sse-write-timeout", 2*time.Second, "a stream write taking longer disconnects the client (it resumes)")
+	fs.DurationVar(&c.SSEResumeWait, "sse-resume-wait", 5*time.Second, "how long a client resuming from an id this process has not projected yet waits for it before a 503 (at most --heartbeat)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 20*time.Second, "how long SIGTERM waits for jobs to stop and requests to end")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", "text", "text or json")
+	backupFlags(fs, &c.Backup)
+	reconcileFlags(fs, &c.Reconcile)
 }
 
 // parseServe reads flags, then the environment for flags not given, then
@@ -353,7 +360,8 @@ func (c *Config) validate() error {
 		v    time.Duration
 	}{
 		{"step-timeout", c.StepTimeout}, {"job-timeout", c.JobTimeout}, {"lease", c.Lease},
-		{"heartbeat", c.Heartbeat}, {"sse-write-timeout", c.SSEWriteTimeout}, {"shutdown-timeout", c.ShutdownTimeout},
+		{"heartbeat", c.Heartbeat}, {"sse-write-timeout", c.SSEWriteTimeout}, {"sse-resume-wait", c.SSEResumeWait},
+		{"shutdown-timeout", c.ShutdownTimeout},
 	} {
 		if d.v <= 0 {
 			return cfgErr(d.name, "must be positive")
@@ -403,7 +411,10 @@ func (c *Config) validate() error {
 	default:
 		return cfgErr("log-format", "use text or json")
 	}
-	return nil
+	if err := c.Reconcile.validate(); err != nil {
+		return err
+	}
+	return c.Backup.validate(c.Events == "")
 }
 
 // splitList splits a comma-separated setting, dropping empty entries and

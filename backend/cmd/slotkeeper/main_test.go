@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	sse "github.com/r3labs/sse/v2"
+	bolt "go.etcd.io/bbolt"
 	"go.uber.org/goleak"
 
 	"github.com/slotkeeper/slotkeeper/backend/httpapi"
@@ -434,6 +436,7 @@ func TestConfigErrorsNameTheSetting(t *testing.T) {
 		{[]string{"--step-timeout", "1h", "--job-timeout", "1m"}, nil, "--step-timeout"},
 		{[]string{"--webhook-url", "ftp://x"}, nil, "--webhook-url (SLOTKEEPER_WEBHOOK_URL)"},
 		{[]string{"--heartbeat", "0s"}, nil, "--heartbeat (SLOTKEEPER_HEARTBEAT)"},
+		{[]string{"--sse-resume-wait", "-1s"}, nil, "--sse-resume-wait (SLOTKEEPER_SSE_RESUME_WAIT)"},
 		{[]string{"--log-level", "loud"}, nil, "--log-level"},
 	} {
 		t.Run(strings.Join(tc.args, " ")+fmt.Sprint(tc.env), func(t *testing.T) {
@@ -802,5 +805,117 @@ func TestSimStateBesideTheLog(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(state); !bytes.Equal(got, torn) {
 		t.Fatal("the refused snapshot was changed")
+	}
+}
+
+// damageRecord flips 4 bytes inside the record at position pos of the
+// stopped store file path (every copy bbolt's copy-on-write left in the
+// file, so the live one too) and returns pos; pos 0 means the newest record.
+func damageRecord(t *testing.T, path string, pos uint64) uint64 {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec []byte
+	err = db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket([]byte("log")).Cursor()
+		var k, v []byte
+		if pos == 0 {
+			k, v = c.Last()
+		} else {
+			k, v = c.Seek(binary.BigEndian.AppendUint64(nil, pos))
+		}
+		if k == nil {
+			return fmt.Errorf("no record at %d", pos)
+		}
+		pos, rec = binary.BigEndian.Uint64(k), bytes.Clone(v)
+		return nil
+	})
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for at := bytes.Index(b, rec); at >= 0; at = bytes.Index(b, rec) {
+		for i := range 4 {
+			b[at+len(rec)/2+i] ^= 0xff
+		}
+		n++
+	}
+	if n == 0 {
+		t.Fatalf("record %d not found in %s", pos, path)
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return pos
+}
+
+// TestDamagedStoreStopsServeAndVerify: 4 flipped bytes in a record of a
+// stopped store. serve must not retry "record checksum mismatch" forever
+// without ever listening; it exits non-zero within seconds saying which
+// file, which position and what to do. verify prints the same and exits
+// non-zero instead of hanging. Both for the newest record (found when the
+// store opens) and for an older one (found by the read model's catch-up).
+func TestDamagedStoreStopsServeAndVerify(t *testing.T) {
+	seed := t.TempDir()
+	startServe(t, seed, "127.0.0.1:0", "--workers", "0").stop(t)
+	src, err := os.ReadFile(filepath.Join(seed, boltstore.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		pos  uint64 // 0: the newest
+	}{{"newest record", 0}, {"older record", 3}} {
+		t.Run(tc.name, func(t *testing.T) {
+			data := t.TempDir()
+			file := filepath.Join(data, boltstore.FileName)
+			if err := os.WriteFile(file, src, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			pos := damageRecord(t, file, tc.pos)
+			wants := []string{file, fmt.Sprintf("position %d", pos), "checksum mismatch", "restore it from the newest backup"}
+			const bound = 15 * time.Second
+			for _, args := range [][]string{
+				{"serve", "--data", data, "--addr", "127.0.0.1:0", "--workers", "0"},
+				{"verify", "--data", data},
+			} {
+				ctx, cancel := context.WithCancel(context.Background())
+				out, errb := newSyncBuffer(), newSyncBuffer()
+				exit := make(chan int, 1)
+				ready := make(chan string, 1)
+				t0 := time.Now()
+				go func() { exit <- runWith(ctx, args, noEnv, out, errb, ready) }()
+				timeout := time.NewTimer(bound)
+				select {
+				case code := <-exit:
+					if code != exitFailed {
+						t.Errorf("%s exited %d, want %d:\n%s", args[0], code, exitFailed, errb.String())
+					}
+				case addr := <-ready:
+					t.Errorf("%s listens on %s with a damaged store:\n%s", args[0], addr, errb.String())
+					cancel()
+					<-exit
+				case <-timeout.C:
+					t.Errorf("%s still running after %s with a damaged store:\n%s", args[0], bound, errb.String())
+					cancel()
+					<-exit
+				}
+				timeout.Stop()
+				cancel()
+				t.Logf("%s stopped after %s: %s", args[0], time.Since(t0).Round(time.Millisecond), grepLines(errb.String(), "slotkeeper "+args[0]+":"))
+				for _, w := range wants {
+					if !strings.Contains(errb.String(), w) {
+						t.Errorf("%s (after %s) does not say %q:\n%s", args[0], time.Since(t0).Round(time.Millisecond), w, errb.String())
+					}
+				}
+			}
+		})
 	}
 }

@@ -36,8 +36,9 @@ func storeFlags(name string, args []string, env func(string) string, out io.Writ
 	// Reuse serve's checks for the settings replay and verify have.
 	full := Config{Addr: "localhost:0", Data: c.Data, Events: c.Events, ReadModel: c.ReadModel, Sim: "auto",
 		StepTimeout: time.Second, JobTimeout: time.Second, Lease: time.Second, Heartbeat: time.Second,
-		SSEWriteTimeout: time.Second, ShutdownTimeout: time.Second, SSEMaxClients: 1, SSEHistory: 16, ReadyInterval: time.Second,
-		LogLevel: c.LogLevel, LogFormat: "text"}
+		SSEWriteTimeout: time.Second, SSEResumeWait: time.Second, ShutdownTimeout: time.Second, SSEMaxClients: 1, SSEHistory: 16,
+		ReadyInterval: time.Second,
+		LogLevel:      c.LogLevel, LogFormat: "text"}
 	return full, full.validate()
 }
 
@@ -137,6 +138,13 @@ func verifyCmd(ctx context.Context, args []string, env func(string) string, stdo
 	}
 	defer o.close()
 	c, store, desc, live := o.c, o.store, o.desc, o.rm
+	if chk, ok := store.(interface{ Check(context.Context) error }); ok {
+		// The embedded store's page-level check (free-page list included),
+		// which Open skips for big files.
+		if err := chk.Check(ctx); err != nil {
+			return fmt.Errorf("verify: %w", err)
+		}
+	}
 	head, err := store.Head(ctx)
 	if err != nil {
 		return err
@@ -159,15 +167,21 @@ func verifyCmd(ctx context.Context, args []string, env func(string) string, stdo
 	return nil
 }
 
-// runUntil drives target with a projections.Runner until it reached head.
+// runUntil drives target with a projections.Runner until it reached head,
+// or the runner stops for good (a damaged store: its error is returned).
 func runUntil(ctx context.Context, store events.Store, target projections.Target, head events.Position) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	r := projections.NewRunner(store, target, projections.RunnerOptions{})
 	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
+	go func() {
+		done <- r.Run(ctx)
+		cancel() // the runner gave up: so does the wait
+	}()
 	err := r.WaitFor(ctx, head)
 	cancel()
-	<-done
+	if runErr := <-done; runErr != nil {
+		return runErr
+	}
 	return err
 }

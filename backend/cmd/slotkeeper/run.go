@@ -24,6 +24,10 @@ commands:
   verify         rebuild the read models and compare them with the live ones
   watch [slot]   follow a server's live stream, one line per event
   sim            the simulated Coolify, Bitbucket and git as their own process
+  backup         write a consistent backup archive (stopped --data, or --server)
+  restore        restore a backup archive into an empty --data, then verify it
+  export         write the event log as NDJSON (resumable with --from)
+  import         load an NDJSON export into an empty store
   help           this text
 
 Run "slotkeeper <command> -h" for the flags of a command.
@@ -56,6 +60,14 @@ func runWith(ctx context.Context, args []string, env func(string) string, stdout
 		err = watchCmd(ctx, args, env, stdout, stderr)
 	case "sim":
 		err = simCmd(ctx, args, env, stdout, stderr, ready)
+	case "backup":
+		err = backupCmd(ctx, args, env, stdout, stderr)
+	case "restore":
+		err = restoreCmd(ctx, args, env, stdout, stderr)
+	case "export":
+		err = exportCmd(ctx, args, env, stdout, stderr)
+	case "import":
+		err = importCmd(ctx, args, env, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

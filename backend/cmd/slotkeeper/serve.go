@@ -239,12 +239,42 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	defer func() { stopBG(); wg.Wait() }()
+	// A damaged store (events.ErrCorrupt) is permanent: no retry reads the
+	// record differently. Background work that meets it fails the process
+	// (during start-up too), with the store's message: file, position and
+	// what to do.
+	fatalCtx, fatal := context.WithCancelCause(ctx)
+	defer fatal(nil)
+	fatalErr := func() error {
+		if cause := context.Cause(fatalCtx); errors.Is(cause, events.ErrCorrupt) {
+			return cause
+		}
+		return nil
+	}
+	// The embedded store checks a big file's pages in the background and
+	// takes no write until that passed; damage found there stops us too.
+	damage, _ := store.(interface {
+		Damaged() <-chan struct{}
+		Err() error
+	})
+	if damage != nil {
+		go func() {
+			select {
+			case <-damage.Damaged():
+				fatal(fmt.Errorf("event store: %w", damage.Err()))
+			case <-fatalCtx.Done():
+			}
+		}()
+	}
 	goRun := func(name string, f func(context.Context) error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			if err := f(bg); err != nil && bg.Err() == nil {
 				log.Error(name+" stopped", slog.String("error", err.Error()))
+				if errors.Is(err, events.ErrCorrupt) {
+					fatal(fmt.Errorf("%s: %w", name, err))
+				}
 			}
 		}()
 	}
@@ -260,6 +290,12 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 	hub := httpapi.NewHub(httpapi.HubOptions{
 		Heartbeat: c.Heartbeat, History: c.SSEHistory, WriteTimeout: c.SSEWriteTimeout,
 		MaxClients: c.SSEMaxClients, MaxClientsPerIP: c.SSEMaxPerIP, LiveFrom: startHead,
+		// A browser's watchdog gives up after two heartbeats; let it see
+		// the 503 rather than time out first.
+		ResumeWait: min(c.SSEResumeWait, c.Heartbeat),
+		// Tells an id of another log (a wiped or replaced store) from one
+		// this process has not projected yet.
+		LogHead: store.Head,
 	}, met, log)
 	followed := make(chan struct{})
 	followFailed := make(chan error, 1)
@@ -279,8 +315,8 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 		goRun("read model", r.Run)
 	}
 	t0 := time.Now()
-	if err := rs.feed.WaitFor(ctx, startHead); err != nil {
-		return nil // interrupted during start
+	if err := rs.feed.WaitFor(fatalCtx, startHead); err != nil {
+		return fatalErr() // nil: interrupted during start
 	}
 	log.Info("read model caught up", slog.Any("position", startHead), slog.Duration("took", time.Since(t0)), slog.String("events", storeDesc))
 
@@ -327,6 +363,7 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 		Resources: providercheck.Checker{PaaS: w.deps.PaaS, GitHost: w.deps.GitHost},
 	})
 	goRun("deadline scheduler", svc.RunDeadlines)
+	startBackups(c, store, met.Registry, log, goRun)
 	var eng *jobs.Engine
 	if c.Workers > 0 {
 		eng = jobs.NewEngine(store, w.deps, jobs.Config{
@@ -372,15 +409,22 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 	}
 	rd.round(ctx)
 	goRun("readiness probes", rd.run)
+
+	// After the demo seed: the demo's scope is its own slots'.
+	rec := startReconciler(ctx, c, store, rs.reads, w, scope, met.Registry, log, goRun)
 	var spa fs.FS
 	if sub, err := fs.Sub(frontend.Dist, "dist"); err == nil {
 		spa = sub
 	}
 	deps := httpapi.Deps{
 		Commands: svc, Reads: rs.reads, Log: store, Waiter: rs.waiter, Hub: hub, Metrics: met, Logger: log, SPA: spa,
+		Reconcile: reconcileAPI{rec}, Backup: onlineBackup(c, store),
 		Ready: func(ctx context.Context) error {
 			if err := rd.err(); err != nil {
 				return err
+			}
+			if damage != nil && damage.Err() != nil {
+				return damage.Err()
 			}
 			p, err := rs.reads.Position(ctx)
 			if err != nil {
@@ -421,8 +465,11 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 		ready <- ln.Addr().String()
 	}
 
+	var failed error
 	select {
-	case <-ctx.Done():
+	case <-fatalCtx.Done():
+		// ctx ended (a signal), or background work met a damaged store.
+		failed = fatalErr()
 	case err := <-served:
 		return fmt.Errorf("http server: %w", err)
 	}
@@ -460,7 +507,7 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 		log.Warn("http shutdown", slog.String("error", err.Error()))
 		srv.Close()
 	}
-	return nil
+	return failed
 }
 
 // waitHub waits (bounded by ctx) until the hub has published pos.

@@ -1,10 +1,12 @@
 // Package bitbucket is the Bitbucket Data Center REST 1.0 client
 // (providers.GitHost), authenticated with an HTTP access token as Bearer.
 //
-// GetRepo is tri-state (only 404 is Absent). CreateRepo reads the slug from
-// the 201 body and reports 409 as Existed with a CodeConflict error.
+// GetRepo is tri-state (only a 404 naming a NoSuch…Exception is Absent).
+// CreateRepo reads the slug from the 201 body and reports 409 as Existed
+// with a CodeConflict error.
 // DeleteRepo accepts 202 (Bitbucket schedules the deletion) and returns only
-// once a GET answers 404; 204 means the repository did not exist.
+// once a GET answers Bitbucket's own 404; 204 means the repository did not
+// exist.
 package bitbucket
 
 import (
@@ -54,7 +56,7 @@ func New(o Options) *Client {
 		o.PageLimit = 100
 	}
 	return &Client{
-		c:         httpc.New(strings.TrimRight(o.BaseURL, "/")+"/rest/api/1.0", o.Token, o.HTTP, o.RateRetries, o.MaxRetryAfter, message),
+		c:         httpc.New(strings.TrimRight(o.BaseURL, "/")+"/rest/api/1.0", o.Token, o.HTTP, o.RateRetries, o.MaxRetryAfter, message, notFound),
 		confirm:   httpc.ConfirmDefaults(o.Confirm),
 		pageLimit: o.PageLimit,
 	}
@@ -86,8 +88,37 @@ func message(body []byte) string {
 	return strings.Join(parts, "; ")
 }
 
+// notFound recognises Bitbucket's own 404 body: errors[] naming a
+// com.atlassian.bitbucket NoSuch…Exception (NoSuchRepositoryException,
+// NoSuchProjectException). Its generic 404, a proxy's page or other JSON
+// say nothing about the repository.
+func notFound(body []byte) bool {
+	var e struct {
+		Errors []struct {
+			Exception string `json:"exceptionName"`
+		} `json:"errors"`
+	}
+	if json.Unmarshal(body, &e) != nil {
+		return false
+	}
+	for _, x := range e.Errors {
+		pkg, short, ok := cutLast(x.Exception, '.')
+		if ok && strings.HasPrefix(pkg, "com.atlassian.bitbucket") && strings.HasPrefix(short, "NoSuch") && strings.HasSuffix(short, "Exception") {
+			return true
+		}
+	}
+	return false
+}
+
+func cutLast(s string, sep byte) (before, after string, found bool) {
+	if i := strings.LastIndexByte(s, sep); i >= 0 {
+		return s[:i], s[i+1:], true
+	}
+	return s, "", false
+}
+
 func (c *Client) fail(op, res string, resp *httpc.Response, mutating bool) *providers.Error {
-	return c.c.Fail(op, res, resp, httpc.CodeForStatus(resp.Status), mutating && resp.Status >= 500)
+	return c.c.Unexpected(op, res, resp, mutating)
 }
 
 func validRepo(op, project, slug string) *providers.Error {
@@ -128,7 +159,8 @@ func (r repoJSON) repo() providers.Repo {
 }
 
 // GetRepo returns the repository. Lookup is Absent (with a CodeNotFound
-// error) only on 404; 401, 403, 5xx, 429, timeouts and resets are Unknown.
+// error) only on Bitbucket's own 404; a foreign 404 (CodeForeign), 401,
+// 403, 5xx, 429, timeouts and resets are Unknown.
 func (c *Client) GetRepo(ctx context.Context, project, slug string) (providers.Repo, providers.Lookup, error) {
 	const op = "bitbucket.GetRepo"
 	if err := validRepo(op, project, slug); err != nil {
@@ -143,17 +175,14 @@ func (c *Client) getRepo(ctx context.Context, op, project, slug string) (provide
 	if perr != nil {
 		return providers.Repo{}, providers.Unknown, perr
 	}
-	switch resp.Status {
-	case http.StatusOK:
-		var r repoJSON
-		if err := json.Unmarshal(resp.Body, &r); err != nil || r.Slug == "" {
-			return providers.Repo{}, providers.Unknown, &providers.Error{Op: op, Resource: res, Status: resp.Status, Code: providers.CodeServer, Message: "unreadable answer", Err: err}
-		}
-		return r.repo(), providers.Found, nil
-	case http.StatusNotFound:
-		return providers.Repo{}, providers.Absent, c.fail(op, res, resp, false)
+	if l, perr := c.c.Lookup(op, res, resp); perr != nil {
+		return providers.Repo{}, l, perr
 	}
-	return providers.Repo{}, providers.Unknown, c.fail(op, res, resp, false)
+	var r repoJSON
+	if err := json.Unmarshal(resp.Body, &r); err != nil || r.Slug == "" {
+		return providers.Repo{}, providers.Unknown, &providers.Error{Op: op, Resource: res, Status: resp.Status, Code: providers.CodeServer, Message: "unreadable answer", Err: err}
+	}
+	return r.repo(), providers.Found, nil
 }
 
 // CreateRepo creates a git repository named name in project. On 201 the
@@ -190,8 +219,11 @@ func (c *Client) CreateRepo(ctx context.Context, project, name string) (provider
 }
 
 // DeleteRepo deletes a repository. 202 (scheduled) is confirmed by polling
-// GET until 404 within the Confirm bound, else CodeNotConfirmed (Uncertain);
-// 204 — and 404, the project itself missing — mean AlreadyAbsent.
+// GET until Bitbucket's own 404 within the Confirm bound, else
+// CodeNotConfirmed (Uncertain); 204 — and a 404 naming
+// NoSuchProjectException or NoSuchRepositoryException — mean AlreadyAbsent.
+// Any other 404 (a proxy's page, a wrong base URL) is CodeForeign,
+// Uncertain.
 func (c *Client) DeleteRepo(ctx context.Context, project, slug string) (providers.DeleteOutcome, error) {
 	const op = "bitbucket.DeleteRepo"
 	if err := validRepo(op, project, slug); err != nil {
@@ -202,10 +234,10 @@ func (c *Client) DeleteRepo(ctx context.Context, project, slug string) (provider
 	if perr != nil {
 		return 0, perr
 	}
-	switch resp.Status {
-	case http.StatusNoContent, http.StatusNotFound:
+	switch {
+	case resp.Status == http.StatusNoContent, c.c.Absent(resp):
 		return providers.AlreadyAbsent, nil
-	case http.StatusAccepted, http.StatusOK:
+	case resp.Status == http.StatusAccepted, resp.Status == http.StatusOK:
 	default:
 		return 0, c.fail(op, res, resp, true)
 	}

@@ -47,7 +47,7 @@ type Client struct {
 // New returns a client; it does no I/O.
 func New(o Options) *Client {
 	return &Client{
-		c:       httpc.New(strings.TrimRight(o.BaseURL, "/"), o.Token, o.HTTP, o.RateRetries, o.MaxRetryAfter, message),
+		c:       httpc.New(strings.TrimRight(o.BaseURL, "/"), o.Token, o.HTTP, o.RateRetries, o.MaxRetryAfter, message, notFound),
 		confirm: httpc.ConfirmDefaults(o.Confirm),
 	}
 }
@@ -68,15 +68,25 @@ func message(body []byte) string {
 	return strings.TrimSuffix(msg, ";")
 }
 
-// fail maps an unexpected answer to an *Error. A 400 is Coolify's "Invalid
-// token." (unauthorized) unless the body says otherwise. A 5xx answer to a
-// mutating call is Uncertain: the server may have acted before failing.
-func (c *Client) fail(op, res string, resp *httpc.Response, mutating bool) *providers.Error {
-	code := httpc.CodeForStatus(resp.Status)
-	if resp.Status == http.StatusBadRequest && strings.Contains(strings.ToLower(message(resp.Body)), "token") {
-		code = providers.CodeUnauthorized
+// notFound recognises Coolify's own 404 body: a JSON object with a
+// non-empty "message" ("Database not found.", the spec's "Resource not
+// found."). An HTML page, an empty body or other JSON is not Coolify's.
+func notFound(body []byte) bool {
+	var m struct {
+		Message *string `json:"message"`
 	}
-	return c.c.Fail(op, res, resp, code, mutating && resp.Status >= 500)
+	return json.Unmarshal(body, &m) == nil && m.Message != nil && strings.TrimSpace(*m.Message) != ""
+}
+
+// fail maps an unexpected answer to an *Error (httpc.Unexpected: a 5xx or a
+// foreign 404 to a mutating call is Uncertain). A 400 is Coolify's "Invalid
+// token." (unauthorized) when its message says so.
+func (c *Client) fail(op, res string, resp *httpc.Response, mutating bool) *providers.Error {
+	e := c.c.Unexpected(op, res, resp, mutating)
+	if resp.Status == http.StatusBadRequest && strings.Contains(strings.ToLower(message(resp.Body)), "token") {
+		e.Code = providers.CodeUnauthorized
+	}
+	return e
 }
 
 func (c *Client) get(ctx context.Context, op, id, path string, out any) (providers.Lookup, error) {
@@ -87,16 +97,16 @@ func (c *Client) get(ctx context.Context, op, id, path string, out any) (provide
 	if perr != nil {
 		return providers.Unknown, perr
 	}
-	switch resp.Status {
-	case http.StatusOK:
-		if err := json.Unmarshal(resp.Body, out); err != nil {
-			return providers.Unknown, unreadable(op, id, resp, err)
-		}
-		return providers.Found, nil
-	case http.StatusNotFound:
-		return providers.Absent, c.fail(op, id, resp, false)
+	switch l, perr := c.c.Lookup(op, id, resp); l {
+	case providers.Absent:
+		return l, perr
+	case providers.Unknown:
+		return l, c.fail(op, id, resp, false) // with Coolify's reading of a 400
 	}
-	return providers.Unknown, c.fail(op, id, resp, false)
+	if err := json.Unmarshal(resp.Body, out); err != nil {
+		return providers.Unknown, unreadable(op, id, resp, err)
+	}
+	return providers.Found, nil
 }
 
 type resourceJSON struct {
@@ -129,7 +139,8 @@ func (r resourceJSON) project() providers.Project {
 }
 
 // GetDatabase returns the database. Lookup is Absent (with a CodeNotFound
-// error) only on 404; any other failure is Unknown.
+// error) only on a 404 with Coolify's own body; any other failure — a
+// foreign 404 (CodeForeign) included — is Unknown.
 func (c *Client) GetDatabase(ctx context.Context, uuid string) (providers.Database, providers.Lookup, error) {
 	var r resourceJSON
 	l, err := c.get(ctx, "coolify.GetDatabase", uuid, "/databases/"+uuid, &r)
@@ -159,9 +170,11 @@ var deleteQuery = url.Values{
 	"delete_connected_networks": {"true"},
 }
 
-// DeleteDatabase queues the deletion and waits until GET answers 404.
-// Returns AlreadyAbsent on a 404 to the delete; CodeNotConfirmed (Uncertain)
-// if the database is still there when the confirmation bound passes.
+// DeleteDatabase queues the deletion and waits until GET answers Coolify's
+// own 404. Returns AlreadyAbsent on such a 404 to the delete (a foreign 404
+// is CodeForeign, Uncertain); CodeNotConfirmed (Uncertain) if the database
+// is still there — or no GET got Coolify's answer — when the confirmation
+// bound passes.
 func (c *Client) DeleteDatabase(ctx context.Context, uuid string) (providers.DeleteOutcome, error) {
 	return c.deleteQueued(ctx, "coolify.DeleteDatabase", uuid, "/databases/"+uuid)
 }
@@ -181,7 +194,7 @@ func (c *Client) deleteQueued(ctx context.Context, op, id, path string) (provide
 		return 0, perr
 	}
 	switch {
-	case resp.Status == http.StatusNotFound:
+	case c.c.Absent(resp):
 		return providers.AlreadyAbsent, nil
 	case resp.Status < 200 || resp.Status > 299:
 		return 0, c.fail(op, id, resp, true)
@@ -189,8 +202,9 @@ func (c *Client) deleteQueued(ctx context.Context, op, id, path string) (provide
 	return c.confirmGone(ctx, op, id, path)
 }
 
-// confirmGone polls GET path until 404. Transient failures (5xx, 429,
-// transport) keep polling; 401/403 and other definite refusals stop it.
+// confirmGone polls GET path until Coolify's own 404. Transient failures
+// (5xx, 429, transport, a foreign 404 — an ingress may misroute for a
+// while) keep polling; 401/403 and other definite refusals stop it.
 func (c *Client) confirmGone(ctx context.Context, op, id, path string) (providers.DeleteOutcome, error) {
 	var last *providers.Error
 	gone, err := httpc.Poll(ctx, c.confirm, func() (bool, error) {
@@ -201,12 +215,12 @@ func (c *Client) confirmGone(ctx context.Context, op, id, path string) (provider
 		case perr != nil:
 			last = perr
 			return false, nil
-		case resp.Status == http.StatusNotFound:
+		case c.c.Absent(resp):
 			return true, nil
 		case resp.Status == http.StatusOK:
 			last = nil
 			return false, nil
-		case resp.Status >= 500:
+		case resp.Status >= 500 || c.c.CodeFor(resp) == providers.CodeForeign:
 			last = c.fail(op, id, resp, false)
 			return false, nil
 		}
@@ -329,7 +343,7 @@ func (c *Client) deleteNow(ctx context.Context, op, parent, id, path string) (pr
 		return 0, perr
 	}
 	switch {
-	case resp.Status == http.StatusNotFound:
+	case c.c.Absent(resp):
 		return providers.AlreadyAbsent, nil
 	case resp.Status >= 200 && resp.Status <= 299:
 		return providers.Deleted, nil
@@ -350,7 +364,7 @@ func (c *Client) DeleteProject(ctx context.Context, uuid string) (providers.Dele
 		return 0, perr
 	}
 	switch {
-	case resp.Status == http.StatusNotFound:
+	case c.c.Absent(resp):
 		return providers.AlreadyAbsent, nil
 	case resp.Status >= 200 && resp.Status <= 299:
 		return providers.Deleted, nil

@@ -53,6 +53,9 @@ type Pusher struct {
 	askpass string
 
 	cleaning sync.WaitGroup // background removals of scratch repositories
+
+	agentMu  sync.Mutex
+	gitAgent string // git's own User-Agent, e.g. "git/2.39.5"; "" until learned
 }
 
 // New prepares the private directory and askpass helper.
@@ -145,8 +148,14 @@ func (p *Pusher) run(ctx context.Context, dir string, args ...string) result {
 		"-c", "credential.helper=", "-c", "core.askPass=" + p.askpass,
 		"-c", "protocol.allow=never", "-c", "protocol.http.allow=always", "-c", "protocol.https.allow=always",
 		"-c", "gc.auto=0", "-c", "maintenance.auto=false",
-	}, args...)
-	cmd := exec.CommandContext(ctx, p.gitPath, full...)
+	}, p.callConfig(ctx)...)
+	return p.exec(ctx, dir, append(full, args...))
+}
+
+// exec runs git with exactly args, in its own process group, with the
+// private environment.
+func (p *Pusher) exec(ctx context.Context, dir string, args []string) result {
+	cmd := exec.CommandContext(ctx, p.gitPath, args...)
 	cmd.Dir = dir
 	cmd.Env = p.env()
 	cmd.WaitDelay = p.opts.WaitDelay
@@ -159,6 +168,47 @@ func (p *Pusher) run(ctx context.Context, dir string, args ...string) result {
 		err = nil
 	}
 	return result{stdout: out.String(), stderr: errb.String(), err: err}
+}
+
+// callConfig ties every HTTP request of one git run to the job attempt in
+// ctx, as the HTTP clients do: git's own User-Agent followed by ours, the
+// X-Slotkeeper-Job header and a fresh X-Request-Id per git run (its
+// requests share it). Through -c, not GIT_TRACE; the values are
+// header-safe and never hold a credential.
+func (p *Pusher) callConfig(ctx context.Context) []string {
+	cfg := []string{
+		"-c", "http.userAgent=" + p.agent(ctx) + " " + providers.UserAgent(ctx),
+		"-c", "http.extraHeader=" + providers.HeaderRequestID + ": " + providers.NewRequestID(ctx),
+	}
+	if tag, ok := providers.CallTagFrom(ctx); ok {
+		cfg = append(cfg, "-c", "http.extraHeader="+providers.HeaderJob+": "+tag.String())
+	}
+	return cfg
+}
+
+// agent returns git's own User-Agent ("git/<version>"), learned once from
+// `git version`: servers tell git clients by it, so ours only follows it.
+// Until that succeeds it is "git".
+func (p *Pusher) agent(ctx context.Context) string {
+	p.agentMu.Lock()
+	defer p.agentMu.Unlock()
+	if p.gitAgent != "" {
+		return p.gitAgent
+	}
+	r := p.exec(ctx, "", []string{"version"})
+	v, ok := strings.CutPrefix(r.stdout, "git version ")
+	v, _, _ = strings.Cut(strings.TrimSpace(v), " ")
+	v = strings.Map(func(c rune) rune {
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_' {
+			return c
+		}
+		return -1
+	}, v)
+	if r.err != nil || !ok || v == "" {
+		return "git"
+	}
+	p.gitAgent = "git/" + v
+	return p.gitAgent
 }
 
 // RemoteSHA returns the sha of refs/heads/<branch> at remoteURL, or "" when

@@ -286,9 +286,12 @@ func TestInvalidInputRunsNothing(t *testing.T) {
 func TestCancelDuringFetch(t *testing.T) {
 	b := setup(t)
 	b.sim.AddFault(sim.Fault{Endpoint: sim.EndpointGitUploadPack, Hang: true})
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-	defer cancel()
-	_, err := b.p.ForcePushWithLease(ctx, b.fx.Template.CloneURL, "main", b.fx.Repo.CloneURL, "main", b.fx.RepoHead)
+	// Cancel once the fetch hangs in upload-pack (a fixed timeout could end
+	// before git got there on a loaded machine).
+	_, err := providertest.CancelInFlight(t, ctxT(t), b.sim, func(r sim.Request) bool { return r.Endpoint == sim.EndpointGitUploadPack }, func(ctx context.Context) error {
+		_, err := b.p.ForcePushWithLease(ctx, b.fx.Template.CloneURL, "main", b.fx.Repo.CloneURL, "main", b.fx.RepoHead)
+		return err
+	})
 	checkErr(t, err, providers.CodeCanceled, false)
 	r, werr := b.sim.WaitFor(ctxT(t), func(r sim.Request) bool { return r.Endpoint == sim.EndpointGitUploadPack && r.Done() })
 	if werr != nil || !r.WasAborted() {
@@ -298,5 +301,40 @@ func TestCancelDuringFetch(t *testing.T) {
 		if r.Resource == "SLOT/"+b.fx.Repo.Slug {
 			t.Fatalf("destination contacted: %+v", r)
 		}
+	}
+}
+
+// TestCallsCarryJobTag: every smart-HTTP request of a tagged push names the
+// job attempt (X-Slotkeeper-Job, User-Agent) and carries a request id, one
+// per git run; the token stays out of argv and of the request log.
+func TestCallsCarryJobTag(t *testing.T) {
+	b := setup(t)
+	ctx := providers.WithCallTag(ctxT(t), providers.CallTag{Job: "job-7", Attempt: 3})
+	if _, err := b.p.ForcePushWithLease(ctx, b.fx.Template.CloneURL, "main", b.fx.Repo.CloneURL, "main", b.fx.RepoHead); err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]bool{}
+	endpoints := map[string]bool{}
+	for _, r := range b.sim.Requests() {
+		endpoints[r.Endpoint] = true
+		// git's own agent first (servers tell git clients by it), ours after.
+		if r.Job != "job-7/3" || !strings.HasPrefix(r.UserAgent, "git/") || !strings.HasSuffix(r.UserAgent, " slotkeeper/dev (job job-7; attempt 3)") || !strings.HasPrefix(r.RequestID, "job-7/3/") {
+			t.Errorf("%s %s: job %q, user agent %q, request id %q", r.Method, r.Path, r.Job, r.UserAgent, r.RequestID)
+		}
+		ids[r.RequestID] = true
+	}
+	if !endpoints[sim.EndpointGitUploadPack] || !endpoints[sim.EndpointGitReceivePack] {
+		t.Fatalf("fetch and push not both seen: %v", endpoints)
+	}
+	if len(ids) < 2 {
+		t.Errorf("one request id for the fetch and the push runs: %v", ids)
+	}
+	b.checkNoTokenInArgv(t)
+	log, _ := os.ReadFile(b.argv)
+	if !strings.Contains(string(log), "http.extraHeader=X-Slotkeeper-Job: job-7/3") {
+		t.Errorf("no job header in argv:\n%s", log)
+	}
+	if strings.Contains(string(log), "GIT_TRACE") {
+		t.Errorf("GIT_TRACE in argv:\n%s", log)
 	}
 }

@@ -40,7 +40,7 @@ func (s *Sim) ControlHandler() http.Handler {
 			ctlError(w, http.StatusBadRequest, "bad fault: "+err.Error())
 			return
 		}
-		if in.Status != 0 && (in.Status < 100 || in.Status > 599) || in.Times < 0 || in.LatencyMS < 0 || in.Latency < 0 {
+		if in.Status != 0 && (in.Status < 100 || in.Status > 599) || in.Times < 0 || in.Skip < 0 || in.LatencyMS < 0 || in.Latency < 0 {
 			ctlError(w, http.StatusBadRequest, "bad fault: status, times or latency out of range")
 			return
 		}

@@ -3,9 +3,9 @@ package sim
 import (
 	"crypto/rand"
 	"encoding/json"
-	"hash/fnv"
 	"net/http"
 	"sort"
+	"strings"
 )
 
 // Coolify's own messages (Laravel controllers and the published spec).
@@ -37,16 +37,6 @@ func (d *coolDB) wire() map[string]any {
 // wire is the application as Coolify's GET and list answers show it.
 func (a *coolApp) wire() map[string]any {
 	return map[string]any{"uuid": a.UUID, "name": a.Name, "status": a.Status, "environment_id": environmentID(a.Project)}
-}
-
-// environmentID is the numeric id of a project's one environment
-// ("production"), as Coolify reports it in an application's or database's
-// environment_id and in the project's environments. It is derived from the
-// project's uuid so that it needs no place in the saved state.
-func environmentID(projectUUID string) int64 {
-	h := fnv.New32a()
-	h.Write([]byte(projectUUID))
-	return int64(h.Sum32()&0x7fffffff) + 1
 }
 
 type coolEnv struct {
@@ -150,9 +140,16 @@ func (s *Sim) coolifyMux() http.Handler {
 	h("GET /api/v1/databases", EndpointListDatabases, nil, s.coolListDBs)
 	h("GET /api/v1/applications", EndpointListApplications, nil, s.coolListApps)
 	h("GET /api/v1/projects/{uuid}", EndpointGetProject, uuid, s.coolGetProject)
+	h("GET /api/v1/projects/{uuid}/environments", EndpointListEnvironments, uuid, s.coolListEnvironments)
 	h("DELETE /api/v1/projects/{uuid}", EndpointDeleteProject, uuid, s.coolDeleteProject)
-	// Anything else: Laravel's JSON 404 (still subject to path faults).
+	// Anything else under the API: Laravel's JSON 404. Outside it (a base
+	// URL without /api/v1) the web application answers, with an HTML page.
+	// Both are still subject to path faults.
 	mux.Handle("/", s.route("coolify", "", nil, nil, coolErrBody, func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasPrefix(r.URL.Path, "/api/") {
+			foreign404(w)
+			return
+		}
 		coolMsg(w, http.StatusNotFound, "Not found.")
 	}))
 	return mux

@@ -9,9 +9,9 @@ import (
 
 // Fault shapes the answer to matching requests. Empty match fields match
 // anything. A fault first waits Latency (cut short if the client goes away),
-// then, in order: hangs (Hang), drops the connection (Reset), answers Status
-// with Body, or — with none of those — lets the request through normally
-// (pure latency).
+// then, in order: hangs (Hang), drops the connection (Reset), answers a
+// foreign 404 (Foreign404), answers Status with Body, or — with none of
+// those — lets the request through normally (pure latency).
 type Fault struct {
 	// ID is assigned by AddFault.
 	ID int `json:"id"`
@@ -41,9 +41,16 @@ type Fault struct {
 	Hang bool `json:"hang,omitempty"`
 	// Reset hijacks the connection and closes it with a TCP RST, no answer.
 	Reset bool `json:"reset,omitempty"`
+	// Foreign404 answers 404 with an HTML page, as a misrouting ingress or
+	// proxy in front of the service does: a 404 that is not the service's
+	// own "does not exist" and says nothing about the resource.
+	Foreign404 bool `json:"foreign_404,omitempty"`
 	// Times is how many more matching requests the fault applies to; 0 means
 	// until cleared.
 	Times int `json:"times,omitempty"`
+	// Skip lets this many matching requests through untouched first (a
+	// list that fails on its second page: Skip 1).
+	Skip int `json:"skip,omitempty"`
 }
 
 func (f *Fault) matches(server, method, p, endpoint, resource string) bool {
@@ -92,6 +99,10 @@ func (fs *faults) take(server, method, p, endpoint, resource string) (Fault, boo
 	defer fs.mu.Unlock()
 	for i, f := range fs.list {
 		if !f.matches(server, method, p, endpoint, resource) {
+			continue
+		}
+		if f.Skip > 0 {
+			f.Skip--
 			continue
 		}
 		out := *f

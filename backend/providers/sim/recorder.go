@@ -33,6 +33,13 @@ type Request struct {
 	Status int `json:"status"`
 	// Fault is the id of the injected fault that shaped the answer, if any.
 	Fault int `json:"fault,omitempty"`
+	// Job, RequestID and UserAgent are the request's X-Slotkeeper-Job
+	// ("<job id>/<attempt>"), X-Request-Id and User-Agent headers: what
+	// ties a call to the job attempt that made it in a provider's own logs.
+	// No other header is kept (never Authorization).
+	Job       string `json:"job,omitempty"`
+	RequestID string `json:"request_id,omitempty"`
+	UserAgent string `json:"user_agent,omitempty"`
 }
 
 // Done reports whether the request has finished one way or the other.

@@ -5,9 +5,10 @@
 // from local bare repositories through the real `git http-backend`.
 //
 // Every request passes through a recorder (arrival, completion or abortion,
-// status) and a fault injector (status, latency, hang, connection reset,
-// fail the next N calls), both driven from Go (AddFault, WaitFor …) or over
-// HTTP (ControlHandler). The real provider clients are tested against it,
+// status, and the job tag, request id and user agent the caller sent) and a
+// fault injector (status, latency, hang, connection reset, a foreign HTML
+// 404, fail the next N calls), both driven from Go (AddFault, WaitFor …) or
+// over HTTP (ControlHandler). The real provider clients are tested against it,
 // and the demo server runs on it.
 package sim
 
@@ -25,6 +26,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/slotkeeper/slotkeeper/backend/providers"
 )
 
 // Endpoint names, usable in Fault.Endpoint and seen in Request.Endpoint.
@@ -119,6 +122,19 @@ func Start(ctx context.Context, opts Options) (*Sim, error) {
 	gitPath, err := exec.LookPath("git")
 	if err != nil {
 		return nil, fmt.Errorf("sim: git not found: %w", err)
+	}
+	// Paths are made absolute once here: git http-backend and the pusher run
+	// in other working directories, so a relative root (the default --data
+	// is ./data) would name a directory that does not exist for them.
+	for _, p := range []*string{&opts.StateDir, &opts.GitRoot} {
+		if *p == "" {
+			continue
+		}
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			return nil, fmt.Errorf("sim: %w", err)
+		}
+		*p = abs
 	}
 	s := &Sim{
 		opts:    opts,
@@ -314,7 +330,8 @@ func (w *statusWriter) Flush() {
 // the record learns whether the client went away before the handler ended.
 func (s *Sim) record(server string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rq := &Request{Server: server, Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Arrived: time.Now()}
+		rq := &Request{Server: server, Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Arrived: time.Now(),
+			Job: r.Header.Get(providers.HeaderJob), RequestID: r.Header.Get(providers.HeaderRequestID), UserAgent: r.UserAgent()}
 		s.rec.start(rq)
 		// The request context is cancelled when the client goes away, and
 		// also after ServeHTTP returns; stop() tells the two apart.
@@ -436,6 +453,9 @@ func (s *Sim) applyFault(w http.ResponseWriter, r *http.Request, f Fault, errBod
 		}
 		conn.Close()
 		return true
+	case f.Foreign404:
+		foreign404(w)
+		return true
 	case f.Status != 0:
 		for k, v := range f.Header {
 			w.Header().Set(k, v)
@@ -450,6 +470,17 @@ func (s *Sim) applyFault(w http.ResponseWriter, r *http.Request, f Fault, errBod
 		return true
 	}
 	return false
+}
+
+// foreignNotFound is the page a misrouting ingress answers (nginx's default
+// 404): HTML, nothing a provider client may read as "does not exist".
+const foreignNotFound = "<html>\r\n<head><title>404 Not Found</title></head>\r\n<body>\r\n<center><h1>404 Not Found</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n"
+
+// foreign404 answers a 404 that is not the simulated service's own.
+func foreign404(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "text/html")
+	w.WriteHeader(http.StatusNotFound)
+	io.WriteString(w, foreignNotFound)
 }
 
 // bearer extracts the token of an "Authorization: Bearer" header.

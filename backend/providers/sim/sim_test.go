@@ -369,3 +369,98 @@ func TestLatencyOnPostSeesCancel(t *testing.T) {
 		t.Fatal("aborted create still created")
 	}
 }
+
+// TestRelativeStateDirServesGit is the demo's own failure: `make run` passes
+// the relative default --data, so the simulators' git root was relative and
+// git http-backend (which runs in another working directory) found no
+// repository; every reset then failed at force_push_template.
+func TestRelativeStateDirServesGit(t *testing.T) {
+	t.Chdir(t.TempDir())
+	s := startSim(t, sim.Options{StateDir: filepath.Join("data", "sim")})
+	if !filepath.IsAbs(s.GitRoot()) {
+		t.Fatalf("git root %q is relative", s.GitRoot())
+	}
+	fx, _ := s.SeedSlot("a")
+	home := t.TempDir()
+	askpass := filepath.Join(home, "askpass.sh")
+	os.WriteFile(askpass, []byte("#!/bin/sh\necho \"$SIM_TOKEN\"\n"), 0o700)
+	cmd := exec.Command("git", "ls-remote", fx.Repo.CloneURL, "refs/heads/main")
+	cmd.Dir = home // like the pusher: not the server's working directory
+	cmd.Env = append(os.Environ(), "GIT_ASKPASS="+askpass, "SIM_TOKEN="+s.BitbucketToken(), "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1", "HOME="+home)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(out), fx.RepoHead) {
+		t.Fatalf("ls-remote through the simulator: %v\n%s", err, out)
+	}
+}
+
+// TestForeign404Fault: the fault answers an HTML 404 like a misrouting
+// ingress, on any endpoint of either server, and so does the Coolify server
+// for a path outside its API (a base URL without /api/v1); the control API
+// installs it by name.
+func TestForeign404Fault(t *testing.T) {
+	s := startSim(t, sim.Options{})
+	fx, _ := s.SeedSlot("a")
+	ctx := waitCtx(t)
+	isForeign := func(what string, code int, body string) {
+		t.Helper()
+		if code != 404 || !strings.Contains(body, "<html>") || strings.Contains(body, "message") || strings.Contains(body, "errors") {
+			t.Fatalf("%s: %d %q, want an HTML 404", what, code, body)
+		}
+	}
+	s.AddFault(sim.Fault{Endpoint: sim.EndpointGetDatabase, Foreign404: true, Times: 1})
+	code, body := do(t, ctx, "GET", s.CoolifyURL()+"/databases/"+fx.DBUUID, s.CoolifyToken())
+	isForeign("coolify fault", code, body)
+	if code, _ := do(t, ctx, "GET", s.CoolifyURL()+"/databases/"+fx.DBUUID, s.CoolifyToken()); code != 200 {
+		t.Fatalf("after the fault: %d", code)
+	}
+	base := strings.TrimSuffix(s.CoolifyURL(), "/api/v1")
+	code, body = do(t, ctx, "DELETE", base+"/databases/"+fx.DBUUID, s.CoolifyToken())
+	isForeign("coolify without /api/v1", code, body)
+	if !s.HasDatabase(fx.DBUUID) {
+		t.Fatal("a request outside the API deleted the database")
+	}
+
+	srv := httptest.NewServer(s.ControlHandler())
+	defer srv.Close()
+	req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/faults", strings.NewReader(`{"server":"bitbucket","method":"DELETE","foreign_404":true}`))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 201 {
+		t.Fatalf("add fault over HTTP: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	code, body = do(t, ctx, "DELETE", s.BitbucketURL()+"/rest/api/1.0/projects/"+fx.Repo.Project+"/repos/"+fx.Repo.Slug, s.BitbucketToken())
+	isForeign("bitbucket fault", code, body)
+	if !s.HasRepo(fx.Repo.Project, fx.Repo.Slug) {
+		t.Fatal("a foreign 404 deleted the repository")
+	}
+}
+
+// TestRecorderKeepsCallHeaders: the request log keeps the job tag, request
+// id and user agent of every request, and never the Authorization header.
+func TestRecorderKeepsCallHeaders(t *testing.T) {
+	s := startSim(t, sim.Options{})
+	fx, _ := s.SeedSlot("a")
+	s.ResetRequests()
+	ctx := waitCtx(t)
+	req, _ := http.NewRequestWithContext(ctx, "GET", s.CoolifyURL()+"/databases/"+fx.DBUUID, nil)
+	req.Header.Set("Authorization", "Bearer "+s.CoolifyToken())
+	req.Header.Set("X-Slotkeeper-Job", "job-1/2")
+	req.Header.Set("X-Request-Id", "job-1/2/abc")
+	req.Header.Set("User-Agent", "slotkeeper/dev (job job-1; attempt 2)")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	r, err := s.WaitFor(ctx, func(r sim.Request) bool { return r.Done() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Job != "job-1/2" || r.RequestID != "job-1/2/abc" || r.UserAgent != "slotkeeper/dev (job job-1; attempt 2)" {
+		t.Fatalf("recorded %+v", r)
+	}
+	b, _ := json.Marshal(s.Requests())
+	if strings.Contains(string(b), s.CoolifyToken()) {
+		t.Fatalf("token in the request log: %s", b)
+	}
+}

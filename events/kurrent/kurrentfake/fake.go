@@ -5,7 +5,9 @@
 //
 // It keeps KurrentDB's semantics where Slotkeeper depends on them: expected
 // revisions (any, no stream, stream exists, exact), idempotent re-appends of the
-// same event ids, non-contiguous log positions, exclusive subscription start
+// same event ids, non-contiguous log positions (a multi-event append's events
+// share one commit position and differ in their prepare positions; $all is
+// ordered by the (commit, prepare) pair), exclusive subscription start
 // positions, a Confirmation before the first subscription message, and the
 // "type", "content-type" and "created" system metadata the client insists on
 // (it calls log.Fatalf without "created"). It is NOT a database: data lives in
@@ -41,7 +43,9 @@ type record struct {
 	id       uuid.UUID
 	stream   string
 	rev      uint64
-	pos      uint64 // commit == prepare position, as for a single-event transaction
+	commit   uint64 // commit position: shared by every event of one multi-event append
+	prepare  uint64 // prepare position: the event's own record, unique
+	txPos    uint64 // prepare position of its append's first event
 	meta     map[string]string
 	custom   []byte
 	data     []byte
@@ -264,7 +268,7 @@ func (s *Server) appendLocked(name string, opts *api.AppendReq_Options, msgs []*
 
 	if replayFrom >= 0 {
 		lastRec := s.log[idx[replayFrom+len(msgs)-1]]
-		return success(lastRec.rev, lastRec.pos)
+		return success(lastRec)
 	}
 	if !ok {
 		return wrongVersion(opts, exists, last)
@@ -277,17 +281,26 @@ func (s *Server) appendLocked(name string, opts *api.AppendReq_Options, msgs []*
 			}}}
 		}
 		lastRec := s.log[idx[len(idx)-1]]
-		return success(lastRec.rev, lastRec.pos)
+		return success(lastRec)
 	}
-	rec := s.commitLocked(name, msgs)
-	return success(rec.rev, rec.pos)
+	return success(s.commitLocked(name, msgs))
 }
 
 // commitLocked writes msgs to stream and wakes the subscriptions. It returns
 // the last record written.
+//
+// Positions are byte offsets of log records, as in KurrentDB. A single event
+// is one record: its commit and prepare positions are equal. The events of a
+// multi-event append are a transaction: one prepare record per event, then a
+// commit record, and every event of it reports the commit record's position
+// as its commit position (TFPos(commit, prepare) in KurrentDB's $all reads of
+// transactions with a commit record). So commit positions repeat; only the
+// prepare position tells the events apart.
 func (s *Server) commitLocked(name string, msgs []*api.AppendReq_ProposedMessage) record {
 	idx := s.streams[name]
 	var rec record
+	first := len(s.log)
+	txPos := s.nextPos
 	for _, m := range msgs {
 		meta := make(map[string]string, len(m.Metadata)+1)
 		for k, v := range m.Metadata {
@@ -296,7 +309,8 @@ func (s *Server) commitLocked(name string, msgs []*api.AppendReq_ProposedMessage
 		// .NET ticks (100 ns) since the Unix epoch, as KurrentDB writes them.
 		meta["created"] = fmt.Sprint(time.Now().UnixNano() / 100)
 		rec = record{
-			id: protoUUID(m.GetId()), stream: name, rev: uint64(len(idx)), pos: s.nextPos,
+			id: protoUUID(m.GetId()), stream: name, rev: uint64(len(idx)),
+			commit: s.nextPos, prepare: s.nextPos, txPos: txPos,
 			meta: meta, custom: append([]byte(nil), m.CustomMetadata...),
 			data: append([]byte(nil), m.Data...), eventTyp: m.Metadata["type"],
 		}
@@ -304,6 +318,14 @@ func (s *Server) commitLocked(name string, msgs []*api.AppendReq_ProposedMessage
 		s.nextPos += uint64(128 + len(m.Data) + len(m.CustomMetadata))
 		s.log = append(s.log, rec)
 		idx = append(idx, len(s.log)-1)
+	}
+	if len(msgs) > 1 {
+		commit := s.nextPos // the commit record follows the prepares
+		s.nextPos += 64
+		for i := first; i < len(s.log); i++ {
+			s.log[i].commit = commit
+		}
+		rec = s.log[len(s.log)-1]
 	}
 	s.streams[name] = idx
 	close(s.changed)
@@ -320,11 +342,14 @@ func (s *Server) sameIDs(idx []int, msgs []*api.AppendReq_ProposedMessage) bool 
 	return true
 }
 
-func success(rev, pos uint64) *api.AppendResp {
+// success answers an append whose last event is last. Like KurrentDB's
+// WriteEventsCompleted, the position is the transaction's: its commit
+// position and the prepare position of its first event.
+func success(last record) *api.AppendResp {
 	return &api.AppendResp{Result: &api.AppendResp_Success_{Success: &api.AppendResp_Success{
-		CurrentRevisionOption: &api.AppendResp_Success_CurrentRevision{CurrentRevision: rev},
+		CurrentRevisionOption: &api.AppendResp_Success_CurrentRevision{CurrentRevision: last.rev},
 		PositionOption: &api.AppendResp_Success_Position{Position: &api.AppendResp_Position{
-			CommitPosition: pos, PreparePosition: pos,
+			CommitPosition: last.commit, PreparePosition: last.txPos,
 		}},
 	}}}
 }
@@ -424,7 +449,7 @@ func (s *Server) readAll(ao *api.ReadReq_Options_AllOptions, backward bool, coun
 		i := n - 1
 		if p := ao.GetPosition(); p != nil {
 			// Backwards from a position yields the events before it.
-			i = s.firstAtOrAfter(p.GetCommitPosition()) - 1
+			i = s.firstAtOrAfter(p.GetCommitPosition(), p.GetPreparePosition()) - 1
 		} else if ao.GetStart() != nil {
 			i = -1
 		}
@@ -434,7 +459,7 @@ func (s *Server) readAll(ao *api.ReadReq_Options_AllOptions, backward bool, coun
 	} else {
 		i := 0
 		if p := ao.GetPosition(); p != nil {
-			i = s.firstAtOrAfter(p.GetCommitPosition())
+			i = s.firstAtOrAfter(p.GetCommitPosition(), p.GetPreparePosition())
 		} else if ao.GetEnd() != nil {
 			i = n
 		}
@@ -451,12 +476,13 @@ func (s *Server) readAll(ao *api.ReadReq_Options_AllOptions, backward bool, coun
 	return nil
 }
 
-// firstAtOrAfter is the index of the first record whose position is >= pos.
-func (s *Server) firstAtOrAfter(pos uint64) int {
+// firstAtOrAfter is the index of the first record whose (commit, prepare)
+// position is >= (commit, prepare), the order of $all.
+func (s *Server) firstAtOrAfter(commit, prepare uint64) int {
 	lo, hi := 0, len(s.log)
 	for lo < hi {
 		m := (lo + hi) / 2
-		if s.log[m].pos < pos {
+		if r := s.log[m]; r.commit < commit || (r.commit == commit && r.prepare < prepare) {
 			lo = m + 1
 		} else {
 			hi = m
@@ -536,7 +562,11 @@ func (s *Server) subscribeAll(o *api.ReadReq_Options, out api.Streams_ReadServer
 		next = len(s.log)
 	case ao.GetPosition() != nil:
 		// The start position is exclusive, as in KurrentDB.
-		next = s.firstAtOrAfter(ao.GetPosition().GetCommitPosition() + 1)
+		p := ao.GetPosition()
+		next = s.firstAtOrAfter(p.GetCommitPosition(), p.GetPreparePosition())
+		if next < len(s.log) && s.log[next].commit == p.GetCommitPosition() && s.log[next].prepare == p.GetPreparePosition() {
+			next++
+		}
 	}
 	s.mu.Unlock()
 
@@ -558,9 +588,9 @@ func (s *Server) subscribeAll(o *api.ReadReq_Options, out api.Streams_ReadServer
 		}
 		if len(batch) > 0 && m != nil {
 			// Filtered subscriptions report how far the server has scanned.
-			last := batch[len(batch)-1].pos
+			last := batch[len(batch)-1]
 			if err := out.Send(&api.ReadResp{Content: &api.ReadResp_Checkpoint_{Checkpoint: &api.ReadResp_Checkpoint{
-				CommitPosition: last, PreparePosition: last,
+				CommitPosition: last.commit, PreparePosition: last.prepare,
 			}}}); err != nil {
 				return err
 			}
@@ -586,13 +616,13 @@ func eventResp(r record) *api.ReadResp {
 			Id:               &shared.UUID{Value: &shared.UUID_Structured_{Structured: &shared.UUID_Structured{MostSignificantBits: most, LeastSignificantBits: least}}},
 			StreamIdentifier: &shared.StreamIdentifier{StreamName: []byte(r.stream)},
 			StreamRevision:   r.rev,
-			PreparePosition:  r.pos,
-			CommitPosition:   r.pos,
+			PreparePosition:  r.prepare,
+			CommitPosition:   r.commit,
 			Metadata:         r.meta,
 			CustomMetadata:   r.custom,
 			Data:             r.data,
 		},
-		Position: &api.ReadResp_ReadEvent_CommitPosition{CommitPosition: r.pos},
+		Position: &api.ReadResp_ReadEvent_CommitPosition{CommitPosition: r.commit},
 	}}}
 }
 

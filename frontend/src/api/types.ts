@@ -189,6 +189,11 @@ export interface Snapshot {
   position: number;
   server_time: string;
   slots: SlotView[] | null;
+  /**
+   * Set when the id the client resumed from is beyond the server's log (the
+   * store was replaced): everything held belongs to another log.
+   */
+  log_reset?: boolean;
 }
 
 export interface Heartbeat {

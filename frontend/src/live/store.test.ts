@@ -43,6 +43,46 @@ describe("live store", () => {
     expect(getLiveState().slots.get("a")?.revision).toBe(7);
   });
 
+  it("does not move the board back to a snapshot older than its position (a lagging server process)", () => {
+    applySnapshot({ position: 20, server_time: "", slots: [slot({ name: "a", revision: 3, lifecycle: "vacant" })] });
+    applyChange({ position: 21, slot: slot({ name: "a", revision: 4, lifecycle: "resetting" }) });
+    applyChange({ position: 22, job: job({ revision: 2, state: "running" }) });
+    const before = getLiveState();
+    let n = 0;
+    const off = subscribeLive(() => n++);
+    // Another process, whose projection is at 10, answers the reconnect.
+    const applied = applySnapshot({
+      position: 10,
+      server_time: "",
+      slots: [slot({ name: "a", revision: 2, lifecycle: "occupied" }), slot({ name: "b", revision: 1 })],
+    });
+    off();
+    expect(applied).toBe(false);
+    expect(getLiveState()).toBe(before);
+    expect(n).toBe(0);
+    expect(getLiveState().position).toBe(22);
+    expect(getLiveState().slots.get("a")?.lifecycle).toBe("resetting");
+    expect(getLiveState().slots.has("b")).toBe(false);
+    // Changes after the position still apply, and a snapshot at or past it too.
+    expect(applyChange({ position: 23, slot: slot({ name: "a", revision: 5, lifecycle: "vacant" }) })).toBe(true);
+    expect(applySnapshot({ position: 23, server_time: "", slots: [slot({ name: "a", revision: 5, lifecycle: "vacant" })] })).toBe(true);
+  });
+
+  it("replaces everything with a log_reset snapshot even when its position is older (another log)", () => {
+    applySnapshot({ position: 500, server_time: "", slots: [slot({ name: "a", revision: 90 }), slot({ name: "old" })] });
+    applyChange({ position: 501, job: job({ revision: 9, state: "running" }) });
+    const epoch = getLiveState().epoch;
+    expect(applySnapshot({ position: 4, server_time: "", slots: [slot({ name: "a", revision: 2 })], log_reset: true })).toBe(true);
+    const s = getLiveState();
+    expect(s.position).toBe(4);
+    expect(s.slots.get("a")?.revision).toBe(2);
+    expect(s.slots.has("old")).toBe(false);
+    expect(s.jobs.size).toBe(0);
+    expect(s.audit).toHaveLength(0);
+    expect(s.epoch).toBe(epoch + 1);
+    expect(applyChange({ position: 5, slot: slot({ name: "a", revision: 3, lifecycle: "vacant" }) })).toBe(true);
+  });
+
   it("bumps the epoch on every snapshot so pages refetch job views", () => {
     const e0 = getLiveState().epoch;
     applySnapshot({ position: 1, server_time: "", slots: [] });

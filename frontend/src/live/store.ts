@@ -43,17 +43,31 @@ function newer<V extends { revision: number }>(have: V | undefined, got: V): boo
   return have === undefined || got.revision > have.revision;
 }
 
-/** Applies a snapshot frame: the slots as of its position. */
-export function applySnapshot(s: Snapshot): void {
+/**
+ * Applies a snapshot frame: the slots as of its position. Returns false, and
+ * changes nothing, for a snapshot older than the applied position: it comes
+ * from a server process whose projection is behind the one this tab followed
+ * (behind a load balancer), and applying it would move the board backwards.
+ * The caller reconnects from the applied position instead. The exception is
+ * a snapshot marked log_reset (our position is beyond the server's log, so
+ * what we hold belongs to another log): it replaces everything.
+ */
+export function applySnapshot(s: Snapshot): boolean {
+  const prev = state.get();
+  if (s.position < prev.position && !s.log_reset) return false;
   if (s.server_time) learnServerTime(s.server_time);
-  state.update((prev) => {
-    const slots = new Map<string, SlotView>();
-    for (const v of s.slots ?? []) {
-      const have = prev.slots.get(v.name);
-      slots.set(v.name, have !== undefined && have.revision > v.revision ? have : v);
-    }
-    return { ...prev, position: s.position, ready: true, slots, epoch: prev.epoch + 1 };
-  });
+  const slots = new Map<string, SlotView>();
+  for (const v of s.slots ?? []) {
+    const have = s.log_reset ? undefined : prev.slots.get(v.name);
+    slots.set(v.name, have !== undefined && have.revision > v.revision ? have : v);
+  }
+  if (s.log_reset) {
+    // Views, jobs and audit entries of another log: none of it holds here.
+    state.set({ position: s.position, ready: true, slots, jobs: new Map(), audit: [], epoch: prev.epoch + 1 });
+  } else {
+    state.set({ ...prev, position: s.position, ready: true, slots, epoch: prev.epoch + 1 });
+  }
+  return true;
 }
 
 /**

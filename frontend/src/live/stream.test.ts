@@ -98,6 +98,41 @@ describe("stream", () => {
     expect(getHealth().failing.size).toBe(0);
   });
 
+  it("refuses a snapshot older than its position and reconnects from its own position, backing off", () => {
+    const es = start();
+    es.open();
+    es.emit("snapshot", { position: 20, server_time: "", slots: [slot({ revision: 5, lifecycle: "vacant" })] }, "20");
+    // The browser's own reconnect lands on a process whose projection is at 10.
+    es.fail(false);
+    es.open();
+    es.emit("snapshot", { position: 10, server_time: "", slots: [slot({ revision: 2 })] }, "10");
+    expect(getLiveState().position).toBe(20);
+    expect(getLiveState().slots.get("s1")?.lifecycle).toBe("vacant");
+    expect(es.closed).toBe(true);
+    expect(getStreamStatus()).toBe("reconnecting");
+    expect(getHealth().failing.get(STREAM_SOURCE)).toBe("disconnected");
+    vi.advanceTimersByTime(backoffDelay(0, 100, 1600, () => 0.5));
+    const again = FakeEventSource.last();
+    expect(again).not.toBe(es);
+    // Not from the refused snapshot's id (which EventSource would send).
+    expect(again.url).toBe("/api/stream?last_event_id=20");
+    // Still behind: an open connection is not progress, the wait grows.
+    again.open();
+    again.emit("snapshot", { position: 11, server_time: "", slots: [] }, "11");
+    expect(again.closed).toBe(true);
+    vi.advanceTimersByTime(backoffDelay(0, 100, 1600, () => 0.5));
+    expect(FakeEventSource.last()).toBe(again);
+    vi.advanceTimersByTime(backoffDelay(1, 100, 1600, () => 0.5));
+    const third = FakeEventSource.last();
+    expect(third).not.toBe(again);
+    expect(third.url).toBe("/api/stream?last_event_id=20");
+    third.open();
+    third.emit("change", { position: 21, slot: slot({ revision: 6, lifecycle: "resetting" }) }, "21");
+    expect(getStreamStatus()).toBe("live");
+    expect(getLiveState().slots.get("s1")?.lifecycle).toBe("resetting");
+    expect(getHealth().failing.size).toBe(0);
+  });
+
   it("ignores frames from a connection it replaced", () => {
     const es = start();
     es.open();

@@ -7,6 +7,9 @@
 //   - error with readyState CLOSED (a non-200 answer): the browser gave up
 //     for good; we reopen with exponential backoff and jitter, passing the
 //     last applied position as ?last_event_id=.
+//   - a snapshot older than the applied position (a server process whose
+//     projection is behind; DESIGN.md invariant 8): not applied; we close
+//     and reopen with backoff from our own position.
 //   - silence: a half-open connection never fires error. The watchdog (run
 //     by the global ticker, no timer of its own) marks the stream stale
 //     after two missed heartbeats and reopens it.
@@ -85,9 +88,12 @@ export function startStream(opts: StreamOptions): () => void {
   // longer --heartbeat is not declared stale between two beats).
   let heartbeatMs = opts.heartbeatMs;
 
-  const alive = (): void => {
+  // progress: a frame was taken, so the backoff starts over. An open
+  // connection alone is not progress: a server that answers 200 with a
+  // snapshot older than ours (which we refuse) must not reset the backoff.
+  const alive = (progress = true): void => {
     lastAlive = Date.now();
-    attempt = 0;
+    if (progress) attempt = 0;
     if (status.get() !== "live") {
       status.set("live");
       reportRecovery(STREAM_SOURCE);
@@ -119,7 +125,7 @@ export function startStream(opts: StreamOptions): () => void {
     lastAlive = Date.now();
     if (status.get() === "stopped") status.set("connecting");
     src.onopen = () => {
-      if (es === src) alive();
+      if (es === src) alive(false);
     };
     src.onerror = () => {
       if (es !== src) return;
@@ -132,9 +138,16 @@ export function startStream(opts: StreamOptions): () => void {
     };
     src.addEventListener("snapshot", (ev) => {
       if (es !== src) return;
+      if (!applySnapshot(JSON.parse(ev.data) as Snapshot)) {
+        // Older than what the tab shows (a server process behind the one
+        // we followed). Keep the board, and reconnect from our own position:
+        // the browser's own retry would send the refused snapshot's id.
+        fail("reconnecting");
+        scheduleReopen();
+        return;
+      }
       alive();
       if (typeof performance !== "undefined") performance.mark("sk:snapshot");
-      applySnapshot(JSON.parse(ev.data) as Snapshot);
     });
     src.addEventListener("change", (ev) => {
       if (es !== src) return;

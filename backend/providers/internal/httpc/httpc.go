@@ -1,7 +1,10 @@
 // Package httpc is the HTTP plumbing the Coolify and Bitbucket clients
-// share: bearer auth, context-bound requests, classification of transport
+// share: bearer auth, context-bound requests tagged with the job attempt
+// (User-Agent, X-Slotkeeper-Job, X-Request-Id), classification of transport
 // failures (canceled vs. transport, sent vs. not sent), bounded honouring of
-// 429 Retry-After, and the bounded backoff used to confirm deletes.
+// 429 Retry-After, the bounded backoff used to confirm deletes, and the one
+// decision of what an answer means: found, absent (only a 404 in the
+// provider's own words), or unknown.
 package httpc
 
 import (
@@ -44,6 +47,10 @@ type Client struct {
 	Rate  RateLimit
 	// Message extracts the provider's message from an error body.
 	Message func(body []byte) string
+	// NotFound reports whether a 404's body is the provider's own "does
+	// not exist". Any other 404 (a proxy's HTML page, an empty body, a
+	// stranger's JSON) says nothing about the resource. nil: none is.
+	NotFound func(body []byte) bool
 }
 
 // Response is a provider answer of any status.
@@ -109,6 +116,12 @@ func (c *Client) once(ctx context.Context, op, resource, method, path string, qu
 	}
 	req.Header.Set("Authorization", "Bearer "+c.Token)
 	req.Header.Set("Accept", "application/json")
+	// Tie the request to its job attempt in the provider's logs.
+	req.Header.Set("User-Agent", providers.UserAgent(ctx))
+	req.Header.Set(providers.HeaderRequestID, providers.NewRequestID(ctx))
+	if tag, ok := providers.CallTagFrom(ctx); ok {
+		req.Header.Set(providers.HeaderJob, tag.String())
+	}
 	if payload != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
@@ -139,18 +152,60 @@ func (c *Client) transportError(ctx context.Context, op, resource string, err er
 	return &providers.Error{Op: op, Resource: resource, Code: code, Uncertain: uncertain, Err: c.redact(err)}
 }
 
-// Fail builds the error for an answer the caller did not expect. Uncertain
-// is the caller's call (a 5xx on a mutating request may have taken effect).
+// Absent reports whether resp is the provider saying, in its own words,
+// that the resource does not exist: a 404 whose body NotFound recognises.
+// It is the only answer that may be read as absent (DESIGN.md invariant 6).
+func (c *Client) Absent(resp *Response) bool {
+	return resp.Status == http.StatusNotFound && c.NotFound != nil && c.NotFound(resp.Body)
+}
+
+// Lookup reads the answer to a GET of one resource: 200 is Found (the
+// caller decodes the body), Absent comes with a CodeNotFound error, and
+// anything else — a foreign 404 included — is Unknown with an error.
+func (c *Client) Lookup(op, resource string, resp *Response) (providers.Lookup, *providers.Error) {
+	switch {
+	case resp.Status == http.StatusOK:
+		return providers.Found, nil
+	case c.Absent(resp):
+		return providers.Absent, c.Fail(op, resource, resp, providers.CodeNotFound, false)
+	}
+	return providers.Unknown, c.Unexpected(op, resource, resp, false)
+}
+
+// CodeFor maps an answer's status to a Code; a 404 not in the provider's
+// own words is CodeForeign, never CodeNotFound.
+func (c *Client) CodeFor(resp *Response) providers.Code {
+	if resp.Status == http.StatusNotFound && !c.Absent(resp) {
+		return providers.CodeForeign
+	}
+	return codeForStatus(resp.Status)
+}
+
+// Unexpected builds the error for an answer the caller cannot use, coded by
+// CodeFor. On a mutating call a 5xx or a foreign answer is Uncertain: the
+// request may have reached the provider and acted before the answer went
+// wrong.
+func (c *Client) Unexpected(op, resource string, resp *Response, mutating bool) *providers.Error {
+	code := c.CodeFor(resp)
+	return c.Fail(op, resource, resp, code, mutating && (resp.Status >= 500 || code == providers.CodeForeign))
+}
+
+// Fail builds the error for an answer the caller did not expect, with the
+// caller's code. Uncertain is the caller's call (a 5xx on a mutating
+// request may have taken effect).
 func (c *Client) Fail(op, resource string, resp *Response, code providers.Code, uncertain bool) *providers.Error {
 	msg := ""
-	if c.Message != nil {
+	if c.Message != nil && code != providers.CodeForeign {
 		msg = c.Message(resp.Body)
 	}
 	if msg == "" {
-		msg = strings.TrimSpace(string(resp.Body))
+		msg = strings.Join(strings.Fields(string(resp.Body)), " ")
 		if len(msg) > 200 {
 			msg = msg[:200] + "…"
 		}
+	}
+	if code == providers.CodeForeign {
+		msg = "not the provider's own not-found answer (a proxy's page or a wrong base URL?): " + msg
 	}
 	return &providers.Error{Op: op, Resource: resource, Status: resp.Status, Code: code, Message: c.redactString(msg), Uncertain: uncertain}
 }
@@ -158,7 +213,9 @@ func (c *Client) Fail(op, resource string, resp *Response, code providers.Code, 
 // New returns a Client with the defaults both provider clients document:
 // hc nil is NewHTTPClient(); rateRetries 0 is 3 (negative: no retries);
 // maxRetryAfter <= 0 is 30s; a 429 without a readable Retry-After waits 1s.
-func New(base, token string, hc *http.Client, rateRetries int, maxRetryAfter time.Duration, message func(body []byte) string) Client {
+// message and notFound are the provider's readers of its error bodies
+// (Client.Message, Client.NotFound).
+func New(base, token string, hc *http.Client, rateRetries int, maxRetryAfter time.Duration, message func(body []byte) string, notFound func(body []byte) bool) Client {
 	if hc == nil {
 		hc = NewHTTPClient()
 	}
@@ -171,7 +228,7 @@ func New(base, token string, hc *http.Client, rateRetries int, maxRetryAfter tim
 	return Client{
 		Base: base, Token: token, HTTP: hc,
 		Rate:    RateLimit{Retries: max(rateRetries, 0), MaxWait: maxRetryAfter, Default: time.Second},
-		Message: message,
+		Message: message, NotFound: notFound,
 	}
 }
 
@@ -198,9 +255,9 @@ func NewHTTPClient() *http.Client {
 	return &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 
-// CodeForStatus maps an HTTP status to a Code. Coolify's 400 "Invalid
-// token." is told apart by the caller.
-func CodeForStatus(status int) providers.Code {
+// codeForStatus maps an HTTP status to a Code. Coolify's 400 "Invalid
+// token." is told apart by the caller; a foreign 404 by CodeFor.
+func codeForStatus(status int) providers.Code {
 	switch {
 	case status == 401:
 		return providers.CodeUnauthorized

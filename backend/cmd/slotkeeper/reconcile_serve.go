@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"github.com/slotkeeper/slotkeeper/backend/httpapi"
+	"log/slog"
+	"sort"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/slotkeeper/slotkeeper/backend/providers"
+	"github.com/slotkeeper/slotkeeper/backend/reconcile"
+	"github.com/slotkeeper/slotkeeper/backend/slots"
+	"github.com/slotkeeper/slotkeeper/events"
+	"github.com/slotkeeper/slotkeeper/projections"
+)
+
+// ReconcileConfig is serve's reconciliation setting.
+type ReconcileConfig struct {
+	Every time.Duration
+}
+
+func reconcileFlags(fs *flag.FlagSet, c *ReconcileConfig) {
+	fs.DurationVar(&c.Every, "reconcile-every", 15*time.Minute, "interval of scheduled reconciliation runs against the providers (0: only on demand)")
+}
+
+func (c ReconcileConfig) validate() error {
+	if c.Every < 0 || (c.Every > 0 && c.Every < time.Second) {
+		return cfgErr("reconcile-every", "use 0 (on demand only) or at least 1s")
+	}
+	return nil
+}
+
+// reconcileMetrics: findings by class, run duration, last successful run.
+type reconcileMetrics struct {
+	findings    *prometheus.GaugeVec
+	duration    prometheus.Gauge
+	lastSuccess prometheus.Gauge
+}
+
+func newReconcileMetrics(reg prometheus.Registerer) *reconcileMetrics {
+	m := &reconcileMetrics{
+		findings:    prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotkeeper_reconcile_findings", Help: "Findings of the latest reconciliation run, by class."}, []string{"class"}),
+		duration:    prometheus.NewGauge(prometheus.GaugeOpts{Name: "slotkeeper_reconcile_last_duration_seconds", Help: "How long the latest reconciliation run took."}),
+		lastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{Name: "slotkeeper_reconcile_last_success_timestamp_seconds", Help: "Unix time of the latest reconciliation run that finished (done)."}),
+	}
+	reg.MustRegister(m.findings, m.duration, m.lastSuccess)
+	return m
+}
+
+func (m *reconcileMetrics) observe(rep reconcile.Report) {
+	if rep.Run == nil {
+		return
+	}
+	for _, c := range []string{events.FindingOrphan, events.FindingDrift, events.FindingUnknown, events.FindingResolved} {
+		m.findings.WithLabelValues(c).Set(float64(rep.Run.Counts[c]))
+	}
+	if rep.Run.EndedAt != nil {
+		m.duration.Set(rep.Run.EndedAt.Sub(rep.Run.StartedAt).Seconds())
+		if rep.Run.State == "done" {
+			m.lastSuccess.Set(float64(rep.Run.EndedAt.Unix()))
+		}
+	}
+}
+
+// reconcileScope is the configured scope; with the simulators and no
+// scope set, the demo's own: every slot's Coolify project and the slot and
+// template repositories' Bitbucket projects.
+func reconcileScope(ctx context.Context, coolify, bitbucket []string, sim bool, reads projections.ReadModel) ([]string, []string) {
+	if len(coolify)+len(bitbucket) > 0 || !sim {
+		return coolify, bitbucket
+	}
+	slots, err := reads.ListSlots(ctx)
+	if err != nil {
+		return nil, nil
+	}
+	cs, bs := map[string]bool{}, map[string]bool{}
+	for _, s := range slots {
+		if s.ProjectUUID != "" {
+			cs[s.ProjectUUID] = true
+		}
+		for _, r := range []events.RepoRef{s.Repo, s.TemplateRepo} {
+			if r.Project != "" {
+				bs[r.Project] = true
+			}
+		}
+	}
+	return keys(cs), keys(bs)
+}
+
+func keys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// startReconciler builds the reconciler over the world's clients and runs
+// its schedule. It runs in every process; the fenced ReconcileStarted
+// keeps runs one at a time across them.
+func startReconciler(ctx context.Context, c Config, store events.Store, reads projections.ReadModel, w world, scope slots.Scope, reg prometheus.Registerer, log *slog.Logger, goRun func(string, func(context.Context) error)) *reconcile.Reconciler {
+	paas, _ := w.deps.PaaS.(providers.PaaSInventory)
+	git, _ := w.deps.GitHost.(providers.GitInventory)
+	// The same scope register and promote are held to (--coolify-projects,
+	// --bitbucket-projects, the demo's own).
+	cool, bb := reconcileScope(ctx, scope.CoolifyProjects, scope.BitbucketProjects, w.sim != nil || w.remote != nil, reads)
+	met := newReconcileMetrics(reg)
+	r := reconcile.New(store, reconcile.ViewTracker{Slots: reads}, paas, git, reconcile.Config{
+		CoolifyProjects: cool, BitbucketProjects: bb, Every: c.Reconcile.Every, Logger: log, Observe: met.observe,
+	})
+	if rep, err := r.Latest(ctx); err == nil {
+		met.observe(rep)
+	}
+	goRun("reconciler", r.Run)
+	return r
+}
+
+// reconcileAPI adapts the reconciler to httpapi.Reconciler.
+type reconcileAPI struct{ r *reconcile.Reconciler }
+
+func (a reconcileAPI) LatestReport(ctx context.Context) (any, error) { return a.r.Latest(ctx) }
+
+func (a reconcileAPI) Trigger(ctx context.Context) error {
+	if err := a.r.Trigger(ctx); errors.Is(err, reconcile.ErrBusy) {
+		return httpapi.ErrReconcileBusy
+	} else {
+		return err
+	}
+}

@@ -1,0 +1,75 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+)
+
+// Reconciler is what the API needs of backend/reconcile: the latest run
+// with its findings (as a JSON-ready value) and a way to ask for a run.
+type Reconciler interface {
+	// LatestReport returns the latest run and its findings.
+	LatestReport(ctx context.Context) (any, error)
+	// Trigger asks for a run now; returns ErrReconcileBusy while one runs.
+	Trigger(ctx context.Context) error
+}
+
+// ErrReconcileBusy is what a Reconciler returns when a run is in progress.
+var ErrReconcileBusy = errors.New("a reconciliation run is already in progress")
+
+// BackupFunc streams a consistent backup archive of the store to w.
+type BackupFunc func(ctx context.Context, w io.Writer) error
+
+// getReconcile answers GET /api/reconcile: the latest run, problems first.
+func (s *Server) getReconcile(c echo.Context) error {
+	if s.d.Reconcile == nil {
+		return errf(CodeNotFound, "reconciliation is not configured on this server")
+	}
+	rep, err := s.d.Reconcile.LatestReport(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, rep)
+}
+
+// runReconcile answers POST /api/reconcile/run: 202, or 409 while a run is
+// in progress.
+func (s *Server) runReconcile(c echo.Context) error {
+	if s.d.Reconcile == nil {
+		return errf(CodeNotFound, "reconciliation is not configured on this server")
+	}
+	if err := s.d.Reconcile.Trigger(c.Request().Context()); err != nil {
+		if errors.Is(err, ErrReconcileBusy) {
+			return errf(CodeConflict, "%v", err)
+		}
+		return err
+	}
+	return c.JSON(http.StatusAccepted, map[string]string{"status": "requested"})
+}
+
+// backup answers GET /api/admin/backup with a backup archive streamed as it
+// is written (docs/backup.md). Once the first byte is out an error can only
+// cut the stream short; the archive's trailing manifest is then missing, so
+// the client (slotkeeper backup --server) refuses the copy.
+func (s *Server) backup(c echo.Context) error {
+	if s.d.Backup == nil {
+		return errf(CodeNotFound, "online backup is available with the embedded store only")
+	}
+	h := c.Response().Header()
+	h.Set(echo.HeaderContentType, "application/x-tar")
+	h.Set("Content-Disposition", `attachment; filename="slotkeeper-`+time.Now().UTC().Format("20060102T150405Z")+`.skbak"`)
+	h.Set("Cache-Control", "no-store")
+	c.Response().WriteHeader(http.StatusOK)
+	if err := s.d.Backup(c.Request().Context(), c.Response()); err != nil {
+		s.log.Error("online backup failed", "error", err.Error())
+		// Abort the connection so the client sees a cut stream, not a
+		// clean end.
+		panic(http.ErrAbortHandler)
+	}
+	return nil
+}

@@ -1,0 +1,569 @@
+// Package reconcile compares what the providers hold inside the configured
+// scope with what every slot tracks — retired and teardown-incomplete slots
+// and promoted repositories included — and records what it finds as events
+// on the "reconcile" stream:
+//
+//   - orphan: at the provider, tracked by nothing;
+//   - drift: tracked, but the provider says it is gone (its own 404);
+//   - unknown: a list or lookup failed, so that part could not be checked
+//     (never read as "nothing there"): the previous findings of that part
+//     are carried over, not dropped;
+//   - resolved: a finding of the previous run that no longer holds.
+//
+// It never deletes or changes anything at a provider: a person acts on a
+// finding. One run at a time across processes: a run opens by appending
+// ReconcileStarted with the stream's expected revision.
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/slotkeeper/slotkeeper/backend/providers"
+	"github.com/slotkeeper/slotkeeper/events"
+)
+
+// Tracked is one resource something in the log names.
+type Tracked struct {
+	Provider string // "coolify" | "bitbucket"
+	Kind     string // project | application | database | repository
+	ID       string // Coolify uuid, or "PROJECT/slug"
+	Scope    string // "coolify:<project uuid>" or "bitbucket:<KEY>"
+	Slot     string // the slot that names it
+	// Template is true for a template repository: known, never an orphan,
+	// and not the slot's own resource.
+	Template bool
+}
+
+// Tracker lists every tracked resource, retired slots included. The
+// command wiring implements it over the read model.
+type Tracker interface {
+	Tracked(ctx context.Context) ([]Tracked, error)
+}
+
+// Config is the reconciler's setting.
+type Config struct {
+	// CoolifyProjects and BitbucketProjects are the scope: the Coolify
+	// project uuids and Bitbucket project keys it lists.
+	CoolifyProjects   []string
+	BitbucketProjects []string
+	// Every is the interval of scheduled runs (0: only on demand).
+	Every time.Duration
+	// RunTimeout bounds one run (default 5m). A run left open longer than
+	// twice this (its process died) may be taken over.
+	RunTimeout time.Duration
+	// CallTimeout bounds one provider list or lookup (default 30s).
+	CallTimeout time.Duration
+	Logger      *slog.Logger
+	// Observe, if set, is told every finished run (metrics).
+	Observe func(Report)
+	// Now is the clock (tests).
+	Now func() time.Time
+}
+
+// Reconciler runs reconciliation.
+type Reconciler struct {
+	store   events.Store
+	tracker Tracker
+	paas    providers.PaaSInventory
+	git     providers.GitInventory
+	cfg     Config
+	kick    chan struct{}
+	mu      sync.Mutex
+	running bool
+}
+
+// New returns a reconciler; paas or git may be nil (that provider is not
+// configured: its scope must be empty).
+func New(store events.Store, tracker Tracker, paas providers.PaaSInventory, git providers.GitInventory, cfg Config) *Reconciler {
+	if cfg.RunTimeout <= 0 {
+		cfg.RunTimeout = 5 * time.Minute
+	}
+	if cfg.CallTimeout <= 0 {
+		cfg.CallTimeout = 30 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Reconciler{store: store, tracker: tracker, paas: paas, git: git, cfg: cfg, kick: make(chan struct{}, 1)}
+}
+
+// ErrBusy is returned when a run is already open (here or in another
+// process).
+var ErrBusy = errors.New("reconcile: a run is already in progress")
+
+// Scope is the configured scope as finding scopes name it.
+func (r *Reconciler) Scope() []string {
+	var out []string
+	for _, p := range r.cfg.CoolifyProjects {
+		out = append(out, "coolify:"+p)
+	}
+	for _, p := range r.cfg.BitbucketProjects {
+		out = append(out, "bitbucket:"+p)
+	}
+	return out
+}
+
+// Run runs once at start (with a schedule), then on the schedule and on
+// Trigger until ctx ends.
+func (r *Reconciler) Run(ctx context.Context) error {
+	if r.cfg.Every > 0 {
+		r.kick <- struct{}{}
+	}
+	var tick <-chan time.Time
+	if r.cfg.Every > 0 {
+		t := time.NewTicker(r.cfg.Every)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick:
+		case <-r.kick:
+		}
+		if _, err := r.RunOnce(ctx, "system:reconcile"); err != nil && !errors.Is(err, ErrBusy) && ctx.Err() == nil {
+			r.cfg.Logger.Warn("reconcile run failed", slog.String("error", err.Error()))
+		}
+	}
+}
+
+// Trigger asks Run for a run now. Returns ErrBusy while one is open.
+func (r *Reconciler) Trigger(ctx context.Context) error {
+	rep, err := r.Latest(ctx)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	busy := r.running
+	r.mu.Unlock()
+	if busy || (rep.Run != nil && rep.Run.State == "running" && !r.stale(*rep.Run)) {
+		return ErrBusy
+	}
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+func (r *Reconciler) stale(run RunView) bool {
+	return r.cfg.Now().Sub(run.StartedAt) > 2*r.cfg.RunTimeout
+}
+
+// RunOnce runs one reconciliation now and returns its report.
+func (r *Reconciler) RunOnce(ctx context.Context, actor string) (Report, error) {
+	r.mu.Lock()
+	if r.running {
+		r.mu.Unlock()
+		return Report{}, ErrBusy
+	}
+	r.running = true
+	r.mu.Unlock()
+	defer func() { r.mu.Lock(); r.running = false; r.mu.Unlock() }()
+
+	prev, rev, exists, err := r.latest(ctx)
+	if err != nil {
+		return Report{}, err
+	}
+	if prev.Run != nil && prev.Run.State == "running" && !r.stale(*prev.Run) {
+		return Report{}, ErrBusy
+	}
+	runID := uuid.NewString()
+	now := r.cfg.Now().UTC()
+	meta := events.Metadata{Actor: actor, CorrelationID: "reconcile-" + runID}
+	exp := events.NoStream()
+	if exists {
+		exp = events.Exact(rev)
+	}
+	var opening []events.EventData
+	if prev.Run != nil && prev.Run.State == "running" {
+		// A run whose process died: close it honestly before the new one.
+		opening = append(opening, events.New(events.ReconcileFinished{RunID: prev.Run.ID, State: "failed", EndedAt: now, Error: "abandoned: the run did not finish"}, meta))
+	}
+	opening = append(opening, events.New(events.ReconcileStarted{RunID: runID, Scope: r.Scope(), StartedAt: now}, meta))
+	res, err := r.store.Append(ctx, events.ReconcileStream, exp, opening...)
+	if err != nil {
+		if errors.Is(err, events.ErrWrongRevision) {
+			return Report{}, ErrBusy
+		}
+		return Report{}, err
+	}
+	rctx, cancel := context.WithTimeout(ctx, r.cfg.RunTimeout)
+	defer cancel()
+	findings, runErr := r.compare(rctx, prev.Findings, now)
+	for i := range findings {
+		findings[i].RunID = runID
+	}
+	state, msg := "done", ""
+	if runErr != nil {
+		state, msg = "failed", runErr.Error()
+	}
+	counts := map[string]int{}
+	for _, f := range findings {
+		counts[f.Class]++
+	}
+	evs := make([]events.EventData, 0, len(findings)+1)
+	for _, f := range findings {
+		evs = append(evs, events.New(f, meta))
+	}
+	evs = append(evs, events.New(events.ReconcileFinished{RunID: runID, State: state, EndedAt: r.cfg.Now().UTC(), Counts: counts, Error: msg}, meta))
+	// The findings and the end go in with the run's own fence: if another
+	// process took a stale run over meanwhile, this one records nothing.
+	// (Appends are bounded in size; a huge run is written in chunks.)
+	next := res.NextExpected
+	for len(evs) > 0 {
+		n := min(len(evs), 500)
+		ar, err := r.store.Append(context.WithoutCancel(ctx), events.ReconcileStream, events.Exact(next), evs[:n]...)
+		if err != nil {
+			return Report{}, fmt.Errorf("record the run: %w", err)
+		}
+		next, evs = ar.NextExpected, evs[n:]
+	}
+	rep, err := r.Latest(context.WithoutCancel(ctx))
+	if err == nil && r.cfg.Observe != nil {
+		r.cfg.Observe(rep)
+	}
+	return rep, err
+}
+
+// key identifies a finding's subject across runs.
+func key(f events.ReconcileFinding) string {
+	return f.Provider + "|" + f.Kind + "|" + f.ID
+}
+
+// compare lists the scope and builds this run's findings from what it
+// sees and the previous run's findings.
+func (r *Reconciler) compare(ctx context.Context, prev []events.ReconcileFinding, now time.Time) ([]events.ReconcileFinding, error) {
+	tracked, err := r.tracker.Tracked(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read tracked resources: %w", err)
+	}
+	byID := map[string]Tracked{}
+	for _, t := range tracked {
+		k := t.Provider + "|" + t.Kind + "|" + t.ID
+		if old, ok := byID[k]; ok && !old.Template {
+			continue // the slot's own claim wins over "is a template"
+		}
+		byID[k] = t
+	}
+	var out []events.ReconcileFinding
+	unknownScopes := map[string]bool{}
+	add := func(f events.ReconcileFinding) { out = append(out, f) }
+
+	for _, inv := range r.inventory(ctx) {
+		scope := "coolify:" + inv.UUID
+		if err := r.coolifyScope(ctx, inv, scope, byID, add); err != nil {
+			unknownScopes[scope] = true
+			add(events.ReconcileFinding{Class: events.FindingUnknown, Provider: "coolify", Kind: events.ResProject, ID: inv.UUID, Scope: scope, Detail: "could not check: " + err.Error()})
+		}
+	}
+	for _, key := range r.cfg.BitbucketProjects {
+		scope := "bitbucket:" + key
+		if err := r.bitbucketScope(ctx, key, scope, byID, add); err != nil {
+			unknownScopes[scope] = true
+			add(events.ReconcileFinding{Class: events.FindingUnknown, Provider: "bitbucket", Kind: "project", ID: key, Scope: scope, Detail: "could not check: " + err.Error()})
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+
+	// Carry "since" over; carry over the previous findings of a scope that
+	// could not be checked; resolve what no longer holds.
+	prevBy := map[string]events.ReconcileFinding{}
+	for _, f := range prev {
+		if f.Class != events.FindingResolved {
+			prevBy[key(f)] = f
+		}
+	}
+	seen := map[string]bool{}
+	for i := range out {
+		k := key(out[i])
+		seen[k] = true
+		if p, ok := prevBy[k]; ok && p.Class == out[i].Class && !p.Since.IsZero() {
+			out[i].Since = p.Since
+		} else {
+			out[i].Since = now
+		}
+	}
+	for k, p := range prevBy {
+		if seen[k] {
+			continue
+		}
+		if unknownScopes[p.Scope] && p.Class != events.FindingUnknown {
+			seen[k] = true
+			out = append(out, p) // not checked this time: still holds as far as we know
+			continue
+		}
+		p.Class, p.Detail, p.Since = events.FindingResolved, "was "+p.Class, now
+		out = append(out, p)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if a, b := classRank(out[i].Class), classRank(out[j].Class); a != b {
+			return a < b
+		}
+		return key(out[i]) < key(out[j])
+	})
+	return out, nil
+}
+
+func classRank(c string) int {
+	switch c {
+	case events.FindingDrift:
+		return 0
+	case events.FindingOrphan:
+		return 1
+	case events.FindingUnknown:
+		return 2
+	}
+	return 3
+}
+
+// call bounds one provider call.
+func (r *Reconciler) call(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, r.cfg.CallTimeout)
+}
+
+// inventory lists the Coolify scope in one bounded call.
+func (r *Reconciler) inventory(ctx context.Context) []providers.ProjectInventory {
+	if len(r.cfg.CoolifyProjects) == 0 {
+		return nil
+	}
+	if r.paas == nil {
+		out := make([]providers.ProjectInventory, len(r.cfg.CoolifyProjects))
+		for i, p := range r.cfg.CoolifyProjects {
+			out[i] = providers.ProjectInventory{UUID: p, Lookup: providers.Unknown, Err: errors.New("no Coolify client configured")}
+		}
+		return out
+	}
+	// Two calls per project plus two: bounded by the call timeout each.
+	cctx, cancel := context.WithTimeout(ctx, r.cfg.CallTimeout*time.Duration(2*len(r.cfg.CoolifyProjects)+2))
+	defer cancel()
+	return r.paas.InventoryProjects(cctx, r.cfg.CoolifyProjects)
+}
+
+func (r *Reconciler) coolifyScope(ctx context.Context, inv providers.ProjectInventory, scope string, byID map[string]Tracked, add func(events.ReconcileFinding)) error {
+	project, l, err := inv.UUID, inv.Lookup, inv.Err
+	switch l {
+	case providers.Unknown:
+		return err
+	case providers.Absent:
+		if t, ok := byID["coolify|"+events.ResProject+"|"+project]; ok {
+			add(events.ReconcileFinding{Class: events.FindingDrift, Provider: "coolify", Kind: events.ResProject, ID: project, Scope: scope, Slot: t.Slot, Detail: "the project is gone at Coolify"})
+		}
+		// Everything tracked inside it is gone with it.
+		for _, t := range byID {
+			if t.Scope == scope && t.Kind != events.ResProject {
+				add(events.ReconcileFinding{Class: events.FindingDrift, Provider: "coolify", Kind: t.Kind, ID: t.ID, Scope: scope, Slot: t.Slot, Detail: "its project is gone at Coolify"})
+			}
+		}
+		return nil
+	}
+	if _, ok := byID["coolify|"+events.ResProject+"|"+project]; !ok {
+		add(events.ReconcileFinding{Class: events.FindingOrphan, Provider: "coolify", Kind: events.ResProject, ID: project, Name: inv.Project.Name, Scope: scope})
+	}
+	present := map[string]bool{}
+	for _, a := range inv.Applications {
+		present["coolify|"+events.ResApplication+"|"+a.UUID] = true
+		if _, ok := byID["coolify|"+events.ResApplication+"|"+a.UUID]; !ok {
+			add(events.ReconcileFinding{Class: events.FindingOrphan, Provider: "coolify", Kind: events.ResApplication, ID: a.UUID, Name: a.Name, Scope: scope})
+		}
+	}
+	for _, d := range inv.Databases {
+		present["coolify|"+events.ResDatabase+"|"+d.UUID] = true
+		if _, ok := byID["coolify|"+events.ResDatabase+"|"+d.UUID]; !ok {
+			add(events.ReconcileFinding{Class: events.FindingOrphan, Provider: "coolify", Kind: events.ResDatabase, ID: d.UUID, Name: d.Name, Scope: scope})
+		}
+	}
+	// Tracked here but not listed: look it up before calling it drift (a
+	// list can lag; only the provider's own 404 says "gone").
+	for k, t := range byID {
+		if t.Scope != scope || t.Kind == events.ResProject || present[k] {
+			continue
+		}
+		cctx, cancel := r.call(ctx)
+		var l providers.Lookup
+		var err error
+		switch t.Kind {
+		case events.ResApplication:
+			_, l, err = lookupApp(cctx, r.paas, t.ID)
+		case events.ResDatabase:
+			_, l, err = lookupDB(cctx, r.paas, t.ID)
+		default:
+			cancel()
+			continue
+		}
+		cancel()
+		switch l {
+		case providers.Absent:
+			add(events.ReconcileFinding{Class: events.FindingDrift, Provider: "coolify", Kind: t.Kind, ID: t.ID, Scope: scope, Slot: t.Slot, Detail: "gone at Coolify"})
+		case providers.Unknown:
+			add(events.ReconcileFinding{Class: events.FindingUnknown, Provider: "coolify", Kind: t.Kind, ID: t.ID, Scope: scope, Slot: t.Slot, Detail: "could not check: " + errString(err)})
+		}
+		// Found but not listed in this project: it moved; not this
+		// scope's business.
+	}
+	return nil
+}
+
+// lookupApp and lookupDB use the PaaS's lookups when the inventory client
+// has them (the Coolify client does).
+func lookupApp(ctx context.Context, p providers.PaaSInventory, id string) (providers.Application, providers.Lookup, error) {
+	if g, ok := p.(interface {
+		GetApplication(context.Context, string) (providers.Application, providers.Lookup, error)
+	}); ok {
+		return g.GetApplication(ctx, id)
+	}
+	return providers.Application{}, providers.Unknown, errors.New("no lookup")
+}
+
+func lookupDB(ctx context.Context, p providers.PaaSInventory, id string) (providers.Database, providers.Lookup, error) {
+	if g, ok := p.(interface {
+		GetDatabase(context.Context, string) (providers.Database, providers.Lookup, error)
+	}); ok {
+		return g.GetDatabase(ctx, id)
+	}
+	return providers.Database{}, providers.Unknown, errors.New("no lookup")
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "no answer"
+	}
+	return err.Error()
+}
+
+func (r *Reconciler) bitbucketScope(ctx context.Context, project, scope string, byID map[string]Tracked, add func(events.ReconcileFinding)) error {
+	if r.git == nil {
+		return errors.New("no Bitbucket client configured")
+	}
+	cctx, cancel := r.call(ctx)
+	repos, err := r.git.ListRepos(cctx, project)
+	cancel()
+	if err != nil {
+		return err
+	}
+	present := map[string]bool{}
+	for _, rp := range repos {
+		id := rp.Project + "/" + rp.Slug
+		present[id] = true
+		if _, ok := byID["bitbucket|"+events.ResRepository+"|"+id]; !ok {
+			add(events.ReconcileFinding{Class: events.FindingOrphan, Provider: "bitbucket", Kind: events.ResRepository, ID: id, Name: rp.Name, Scope: scope})
+		}
+	}
+	for _, t := range byID {
+		if t.Scope != scope || t.Kind != events.ResRepository || present[t.ID] {
+			continue
+		}
+		proj, slug, _ := strings.Cut(t.ID, "/")
+		cctx, cancel := r.call(ctx)
+		_, l, err := r.git.GetRepo(cctx, proj, slug)
+		cancel()
+		switch l {
+		case providers.Absent:
+			add(events.ReconcileFinding{Class: events.FindingDrift, Provider: "bitbucket", Kind: events.ResRepository, ID: t.ID, Scope: scope, Slot: t.Slot, Detail: "gone at Bitbucket"})
+		case providers.Unknown:
+			add(events.ReconcileFinding{Class: events.FindingUnknown, Provider: "bitbucket", Kind: events.ResRepository, ID: t.ID, Scope: scope, Slot: t.Slot, Detail: "could not check: " + errString(err)})
+		}
+	}
+	return nil
+}
+
+// RunView is a run as the API shows it.
+type RunView struct {
+	ID        string         `json:"id"`
+	State     string         `json:"state"` // running | done | failed
+	StartedAt time.Time      `json:"started_at"`
+	EndedAt   *time.Time     `json:"ended_at,omitempty"`
+	Scope     []string       `json:"scope"`
+	Counts    map[string]int `json:"counts"`
+	Error     string         `json:"error,omitempty"`
+}
+
+// Report is the latest run and its findings (GET /api/reconcile).
+type Report struct {
+	Run      *RunView                  `json:"run"`
+	Findings []events.ReconcileFinding `json:"findings"`
+	// Position is the store position of the report's newest event.
+	Position events.Position `json:"position"`
+}
+
+// Latest reads the newest run from the end of the reconcile stream: its
+// cost is the size of one run, not of the stream's history.
+func (r *Reconciler) Latest(ctx context.Context) (Report, error) {
+	rep, _, _, err := r.latest(ctx)
+	return rep, err
+}
+
+func (r *Reconciler) latest(ctx context.Context) (Report, events.Revision, bool, error) {
+	rep := Report{Findings: []events.ReconcileFinding{}}
+	var (
+		last    events.Revision
+		exists  bool
+		from    events.Revision = math.MaxUint64
+		pending []events.ReconcileFinding
+	)
+	for {
+		page, err := r.store.ReadStream(ctx, events.ReconcileStream, from, 256, events.Backward)
+		if errors.Is(err, events.ErrStreamNotFound) {
+			return rep, 0, false, nil
+		}
+		if err != nil {
+			return rep, 0, false, err
+		}
+		if len(page) == 0 {
+			return rep, last, exists, nil
+		}
+		for _, ev := range page {
+			if !exists {
+				last, exists, rep.Position = ev.Revision, true, ev.Position
+			}
+			p, err := events.Decode(ev)
+			if err != nil {
+				return rep, 0, false, err
+			}
+			switch e := p.(type) {
+			case events.ReconcileFinished:
+				if rep.Run == nil {
+					t := e.EndedAt
+					rep.Run = &RunView{ID: e.RunID, State: e.State, EndedAt: &t, Counts: e.Counts, Error: e.Error}
+				} else if rep.Run.ID != e.RunID {
+					// The end of an older run: nothing of the newest is before it.
+				}
+			case events.ReconcileFinding:
+				if rep.Run == nil || rep.Run.ID == e.RunID {
+					pending = append(pending, e)
+				}
+			case events.ReconcileStarted:
+				if rep.Run == nil {
+					rep.Run = &RunView{ID: e.RunID, State: "running", Counts: map[string]int{}}
+				}
+				if rep.Run.ID == e.RunID {
+					rep.Run.StartedAt, rep.Run.Scope = e.StartedAt, e.Scope
+					for i := len(pending) - 1; i >= 0; i-- {
+						rep.Findings = append(rep.Findings, pending[i])
+					}
+					return rep, last, exists, nil
+				}
+			}
+		}
+		if page[len(page)-1].Revision == 0 {
+			return rep, last, exists, nil
+		}
+		from = page[len(page)-1].Revision - 1
+	}
+}

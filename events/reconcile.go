@@ -1,0 +1,63 @@
+package events
+
+import "time"
+
+// ReconcileStream is the one stream of reconciliation runs: each run is a
+// ReconcileStarted, its findings, and a ReconcileFinished. Appending
+// ReconcileStarted with the stream's expected revision makes a run
+// exclusive across processes.
+const ReconcileStream = "reconcile"
+
+// Finding classes.
+const (
+	FindingOrphan   = "orphan"   // at the provider, tracked by no slot or promote
+	FindingDrift    = "drift"    // tracked, but the provider says it is gone
+	FindingUnknown  = "unknown"  // a list or lookup failed: could not check
+	FindingResolved = "resolved" // a finding of the previous run that no longer holds
+)
+
+// ReconcileStarted opens a run.
+type ReconcileStarted struct {
+	RunID string `json:"run_id"`
+	// Scope lists what the run compares: "coolify:<project uuid>" and
+	// "bitbucket:<project key>".
+	Scope     []string  `json:"scope"`
+	StartedAt time.Time `json:"started_at"`
+}
+
+// ReconcileFinding is one finding of a run.
+type ReconcileFinding struct {
+	RunID    string `json:"run_id"`
+	Class    string `json:"class"`    // orphan | drift | unknown | resolved
+	Provider string `json:"provider"` // coolify | bitbucket
+	Kind     string `json:"kind"`     // project | application | database | repository
+	ID       string `json:"id"`
+	Name     string `json:"name,omitempty"`
+	// Scope is the scope entry it was found under ("coolify:<uuid>").
+	Scope string `json:"scope"`
+	// Slot names the slot that tracks it (drift), if any.
+	Slot string `json:"slot,omitempty"`
+	// Detail says why (for unknown: what failed; for resolved: what it was).
+	Detail string `json:"detail,omitempty"`
+	// Since is when this finding was first seen (carried across runs).
+	Since time.Time `json:"since"`
+}
+
+// ReconcileFinished closes a run.
+type ReconcileFinished struct {
+	RunID   string         `json:"run_id"`
+	State   string         `json:"state"` // done | failed
+	EndedAt time.Time      `json:"ended_at"`
+	Counts  map[string]int `json:"counts"`
+	Error   string         `json:"error,omitempty"`
+}
+
+func (ReconcileStarted) EventType() string  { return "ReconcileStarted" }
+func (ReconcileFinding) EventType() string  { return "ReconcileFinding" }
+func (ReconcileFinished) EventType() string { return "ReconcileFinished" }
+
+func init() {
+	constructors["ReconcileStarted"] = decodeAs[ReconcileStarted]
+	constructors["ReconcileFinding"] = decodeAs[ReconcileFinding]
+	constructors["ReconcileFinished"] = decodeAs[ReconcileFinished]
+}
