@@ -152,6 +152,15 @@ func summary(typ string, p events.Payload) string {
 		return fmt.Sprintf("webhook attempt %d for %s", e.Attempt, e.Outcome)
 	case events.NotificationDelivered:
 		return fmt.Sprintf("webhook delivered on attempt %d (HTTP %d)", e.Attempt, e.Status)
+	case events.ReconcileStarted:
+		return fmt.Sprintf("reconcile run started over %d scope entries", len(e.Scope))
+	case events.ReconcileFinding:
+		return fmt.Sprintf("reconcile: %s %s %s %s", e.Class, e.Provider, e.Kind, e.ID)
+	case events.ReconcileFinished:
+		if e.Error != "" {
+			return fmt.Sprintf("reconcile run %s: %s", e.State, e.Error)
+		}
+		return "reconcile run " + e.State
 	case events.NotificationFailed:
 		if e.Final {
 			return fmt.Sprintf("webhook failed for good on attempt %d: %s", e.Attempt, e.Error)
