@@ -94,6 +94,10 @@ func Register(ctx context.Context, cmds slots.Commands, fxs []sim.SlotFixture, p
 	return nil
 }
 
+// MissingProject is the demo scope's only Coolify project when none of the
+// pool's projects exist.
+const MissingProject = "demo-pool-not-found"
+
 // Projects finds the demo pool's Coolify projects in the simulator.
 type Projects interface {
 	ProjectsNamed(name string) []string
@@ -111,8 +115,10 @@ func Scope(sm Projects, pool []Slot) slots.Scope {
 	}
 	if len(sc.CoolifyProjects) == 0 {
 		// Never "unrestricted" by accident: a pool whose projects are gone
-		// may name none.
-		sc.CoolifyProjects = []string{"none"}
+		// (simulators kept in memory, restarted) may name none. The
+		// placeholder is a well-formed id no project has, so readiness and
+		// the reconciler report it as missing rather than as malformed.
+		sc.CoolifyProjects = []string{MissingProject}
 	}
 	return sc
 }
