@@ -57,8 +57,31 @@ func (c Checker) CoolifyDB(ctx context.Context, uuid string) (int64, slots.Resou
 	return d.EnvironmentID, st, err
 }
 
-// Repo implements slots.ResourceChecker.
-func (c Checker) Repo(ctx context.Context, r events.RepoRef) (slots.ResourceState, error) {
+// DefaultBrancher is the optional part of a GitHost that tells a
+// repository's default branch (the Bitbucket client has it).
+type DefaultBrancher interface {
+	DefaultBranch(ctx context.Context, project, slug string) (string, providers.Lookup, error)
+}
+
+// Repo implements slots.ResourceChecker. The default branch is looked up
+// when the GitHost can; a failure to tell it is Unknown like the lookup.
+func (c Checker) Repo(ctx context.Context, r events.RepoRef) (string, slots.ResourceState, error) {
 	_, l, err := c.GitHost.GetRepo(ctx, r.Project, r.Slug)
-	return state(l, err)
+	st, err := state(l, err)
+	if st != slots.ResourceFound {
+		return "", st, err
+	}
+	db, ok := c.GitHost.(DefaultBrancher)
+	if !ok {
+		return "", st, nil
+	}
+	name, l, err := db.DefaultBranch(ctx, r.Project, r.Slug)
+	if l != providers.Found {
+		st, err = state(l, err)
+		if st == slots.ResourceAbsent { // gone between the two calls
+			return "", st, nil
+		}
+		return "", slots.ResourceUnknown, err
+	}
+	return name, slots.ResourceFound, nil
 }

@@ -105,14 +105,17 @@ type ResourceChecker interface {
 	// (0 when the provider did not say).
 	CoolifyApp(ctx context.Context, uuid string) (environment int64, st ResourceState, err error)
 	CoolifyDB(ctx context.Context, uuid string) (environment int64, st ResourceState, err error)
-	Repo(ctx context.Context, r events.RepoRef) (ResourceState, error)
+	// Repo also returns the repository's default branch ("" when the
+	// provider cannot tell it).
+	Repo(ctx context.Context, r events.RepoRef) (defaultBranch string, st ResourceState, err error)
 }
 
-// checkResources is step 3 of Register.
-func (s *Service) checkResources(ctx context.Context, c RegisterCmd) error {
+// checkResources is step 3 of Register. It returns the slot repository's
+// default branch as the provider reports it ("" without a checker).
+func (s *Service) checkResources(ctx context.Context, c RegisterCmd) (string, error) {
 	ch := s.cfg.Resources
 	if ch == nil {
-		return nil
+		return "", nil
 	}
 	judge := func(field, what string, st ResourceState, err error) error {
 		switch {
@@ -128,36 +131,35 @@ func (s *Service) checkResources(ctx context.Context, c RegisterCmd) error {
 	}
 	envs, st, err := ch.CoolifyProject(ctx, c.ProjectUUID)
 	if e := judge("project_uuid", c.ProjectUUID, st, err); e != nil {
-		return e
+		return "", e
 	}
 	appEnv, st, err := ch.CoolifyApp(ctx, c.AppUUID)
 	if e := judge("app_uuid", c.AppUUID, st, err); e != nil {
-		return e
+		return "", e
 	}
 	dbEnv, st, err := ch.CoolifyDB(ctx, c.DBUUID)
 	if e := judge("db_uuid", c.DBUUID, st, err); e != nil {
-		return e
+		return "", e
 	}
-	for _, f := range []struct {
-		field string
-		r     events.RepoRef
-	}{{"repo", c.Repo}, {"template_repo", c.TemplateRepo}} {
-		st, err := ch.Repo(ctx, f.r)
-		if e := judge(f.field, f.r.Project+"/"+f.r.Slug, st, err); e != nil {
-			return e
-		}
+	def, st, err := ch.Repo(ctx, c.Repo)
+	if e := judge("repo", repoName(c.Repo), st, err); e != nil {
+		return "", e
+	}
+	_, st, err = ch.Repo(ctx, c.TemplateRepo)
+	if e := judge("template_repo", repoName(c.TemplateRepo), st, err); e != nil {
+		return "", e
 	}
 	switch {
 	case appEnv == 0 || dbEnv == 0:
-		return &Error{Code: CodeUpstream, Message: "Coolify did not report which environment the application and database live in; nothing was recorded"}
+		return "", &Error{Code: CodeUpstream, Message: "Coolify did not report which environment the application and database live in; nothing was recorded"}
 	case !slices.Contains(envs, appEnv):
-		return unprocessable("app_uuid", "application %s does not belong to project %s", c.AppUUID, c.ProjectUUID)
+		return "", unprocessable("app_uuid", "application %s does not belong to project %s", c.AppUUID, c.ProjectUUID)
 	case !slices.Contains(envs, dbEnv):
-		return unprocessable("db_uuid", "database %s does not belong to project %s", c.DBUUID, c.ProjectUUID)
+		return "", unprocessable("db_uuid", "database %s does not belong to project %s", c.DBUUID, c.ProjectUUID)
 	case appEnv != dbEnv:
-		return unprocessable("db_uuid", "database %s and application %s live in different environments of project %s", c.DBUUID, c.AppUUID, c.ProjectUUID)
+		return "", unprocessable("db_uuid", "database %s and application %s live in different environments of project %s", c.DBUUID, c.AppUUID, c.ProjectUUID)
 	}
-	return nil
+	return def, nil
 }
 
 // owners is the index of what the unretired slots name, folded from the

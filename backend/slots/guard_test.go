@@ -46,8 +46,9 @@ func (f *fakeChecker) CoolifyDB(_ context.Context, id string) (int64, slots.Reso
 	st, err := f.look(id)
 	return f.env[id], st, err
 }
-func (f *fakeChecker) Repo(_ context.Context, r events.RepoRef) (slots.ResourceState, error) {
-	return f.look(r.Project + "/" + r.Slug)
+func (f *fakeChecker) Repo(_ context.Context, r events.RepoRef) (string, slots.ResourceState, error) {
+	st, err := f.look(r.Project + "/" + r.Slug)
+	return "trunk", st, err
 }
 
 func worldCmd(name string) slots.RegisterCmd {
@@ -132,6 +133,11 @@ func TestRegisterGuards(t *testing.T) {
 	}
 	if err := svc.Register(ctx, alice, worldCmd("beta")); err != nil {
 		t.Fatalf("a slot with its own resources: %v", err)
+	}
+	// No branch given: the repository's default branch, as the provider
+	// reports it.
+	if st, err := slots.LoadSlot(ctx, st, "beta"); err != nil || st.Reg.Branch != "trunk" {
+		t.Fatalf("branch %q (%v), want the repository's default, trunk", st.Reg.Branch, err)
 	}
 	if _, err := svc.Promote(ctx, alice, "beta", slots.PromoteCmd{Project: "slot", Name: "copy"}); err != nil {
 		t.Fatalf("promote inside the scope: %v", err)

@@ -148,7 +148,10 @@ func (s *Service) Register(ctx context.Context, a Actor, c RegisterCmd) error {
 	if err := validateRef("template_ref", c.TemplateRef); err != nil {
 		return err
 	}
-	if c.Branch == "" {
+	// The branch a reset overwrites defaults to the repository's default
+	// branch as the provider reports it ("main" without a checker).
+	branchGiven := c.Branch != ""
+	if !branchGiven {
 		c.Branch = "main"
 	}
 	if err := validateRef("branch", c.Branch); err != nil {
@@ -172,10 +175,17 @@ func (s *Service) Register(ctx context.Context, a Actor, c RegisterCmd) error {
 	if err := s.owners.check(c); err != nil {
 		return err
 	}
-	if err := s.checkResources(ctx, c); err != nil {
+	def, err := s.checkResources(ctx, c)
+	if err != nil {
 		return err
 	}
-	_, err := s.onSlot(ctx, c.Name, func(st *SlotState) ([]events.EventData, error) {
+	if !branchGiven && def != "" {
+		if err := validateRef("branch", def); err != nil {
+			return &Error{Code: CodeUpstream, Message: "the repository's default branch is not a usable branch name; give branch explicitly"}
+		}
+		c.Branch = def
+	}
+	_, err = s.onSlot(ctx, c.Name, func(st *SlotState) ([]events.EventData, error) {
 		if st.Exists {
 			return nil, conflict(map[string]any{"state": st.Lifecycle()}, "slot %s is already registered", c.Name)
 		}

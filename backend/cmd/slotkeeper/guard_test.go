@@ -124,6 +124,15 @@ func TestRegisterRefusesTheConfusedDeputy(t *testing.T) {
 		t.Errorf("lookup failed: %d %+v, want 502 upstream", code, e.Error)
 	}
 	s.call(t, "DELETE", "/api/sim/faults", nil, nil)
+	// Nor when the repository's default branch cannot be read (the branch
+	// a reset overwrites defaults to it).
+	if code := s.call(t, "POST", "/api/sim/faults", sim.Fault{Server: "bitbucket", Endpoint: sim.EndpointDefaultBranch, Status: 500}, &fault); code != 201 {
+		t.Fatalf("fault: %d", code)
+	}
+	if code := s.call(t, "POST", "/api/slots", own(), &e); code != http.StatusBadGateway {
+		t.Errorf("default branch unreadable: %d %+v, want 502", code, e.Error)
+	}
+	s.call(t, "DELETE", "/api/sim/faults", nil, nil)
 
 	// Promote copies the code out: only into a project inside the scope.
 	if code := s.call(t, "POST", "/api/slots/cedar/promote", slots.PromoteCmd{Project: "LOOT", Name: "copy"}, &e); code != 403 || e.Error.Details["field"] != "project" {
@@ -151,7 +160,8 @@ func TestRegisterRefusesTheConfusedDeputy(t *testing.T) {
 	}
 
 	// The slot with its own resources is welcome.
-	if code := s.call(t, "POST", "/api/slots", own(), &e); code != 201 {
-		t.Fatalf("register own world: %d %+v", code, e.Error)
+	var v projections.SlotView
+	if code := s.call(t, "POST", "/api/slots", own(), &v); code != 201 || v.Branch != sim.DefaultBranch {
+		t.Fatalf("register own world: %d, branch %q (want the repository's default)", code, v.Branch)
 	}
 }

@@ -50,6 +50,8 @@ const (
 	EndpointCreateRepo = "bitbucket.CreateRepo"
 	EndpointDeleteRepo = "bitbucket.DeleteRepo"
 	EndpointListRepos  = "bitbucket.ListRepos"
+	// EndpointDefaultBranch is GET …/repos/{slug}/default-branch.
+	EndpointDefaultBranch = "bitbucket.DefaultBranch"
 
 	// Git smart HTTP, served by the Bitbucket server under /scm/.
 	EndpointGitInfoRefs    = "git.InfoRefs"    // GET …/info/refs?service=…
