@@ -34,9 +34,10 @@ COPY --from=spa /src/frontend/dist frontend/dist
 RUN go build -trimpath -ldflags="-s -w" -o /out/slotkeeper ./backend/cmd/slotkeeper
 
 FROM alpine:3.22 AS runtime
-RUN apk add --no-cache ca-certificates git tzdata \
+# git-daemon carries git-http-backend, which `slotkeeper sim` serves git with.
+RUN apk add --no-cache ca-certificates git git-daemon tzdata \
  && adduser -D -H -u 10001 -s /sbin/nologin slotkeeper \
- && mkdir -p /data && chown slotkeeper:slotkeeper /data
+ && mkdir -p /data /simdata && chown slotkeeper:slotkeeper /data /simdata
 COPY --from=build /out/slotkeeper /usr/local/bin/slotkeeper
 USER 10001:10001
 WORKDIR /data

@@ -363,47 +363,87 @@ type JobResumed struct {
 
 // ---- notify-<job id> ----
 
-// NotificationSent records that a job's terminal outcome was delivered to
-// the webhook (at most once per job).
+// NotificationSent is the old (at most once) claim of a job's k-th
+// notification, appended before the POST. It is no longer written; it still
+// decodes, and the notifier treats the k-th one as the k-th terminal event's
+// delivery being done.
 type NotificationSent struct {
 	JobID   string `json:"job_id"`
 	Outcome string `json:"outcome"`
 	Status  int    `json:"status"`
 }
 
-func (SlotRegistered) EventType() string     { return "SlotRegistered" }
-func (SlotOccupied) EventType() string       { return "SlotOccupied" }
-func (OccupancyExtended) EventType() string  { return "OccupancyExtended" }
-func (JobAccepted) EventType() string        { return "JobAccepted" }
-func (JobReleased) EventType() string        { return "JobReleased" }
-func (SlotVacated) EventType() string        { return "SlotVacated" }
-func (TeardownIncomplete) EventType() string { return "TeardownIncomplete" }
-func (SlotRetired) EventType() string        { return "SlotRetired" }
-func (SlotPromoted) EventType() string       { return "SlotPromoted" }
-func (JobQueued) EventType() string          { return "JobQueued" }
-func (JobClaimed) EventType() string         { return "JobClaimed" }
-func (LeaseRenewed) EventType() string       { return "LeaseRenewed" }
-func (StepStarted) EventType() string        { return "StepStarted" }
-func (DBDeleted) EventType() string          { return "DBDeleted" }
-func (EnvVarsDeleted) EventType() string     { return "EnvVarsDeleted" }
-func (VolumeDeleted) EventType() string      { return "VolumeDeleted" }
-func (ForcePushed) EventType() string        { return "ForcePushed" }
-func (AppDeleted) EventType() string         { return "AppDeleted" }
-func (RepoDeleted) EventType() string        { return "RepoDeleted" }
-func (ProjectDeleted) EventType() string     { return "ProjectDeleted" }
-func (RepoCreated) EventType() string        { return "RepoCreated" }
-func (CodePushed) EventType() string         { return "CodePushed" }
-func (StepSucceeded) EventType() string      { return "StepSucceeded" }
-func (StepFailed) EventType() string         { return "StepFailed" }
-func (ResourcesListed) EventType() string    { return "ResourcesListed" }
-func (DeleteAccepted) EventType() string     { return "DeleteAccepted" }
-func (JobTimedOut) EventType() string        { return "JobTimedOut" }
-func (JobCancelled) EventType() string       { return "JobCancelled" }
-func (JobAbandoned) EventType() string       { return "JobAbandoned" }
-func (JobSucceeded) EventType() string       { return "JobSucceeded" }
-func (JobFailed) EventType() string          { return "JobFailed" }
-func (JobResumed) EventType() string         { return "JobResumed" }
-func (NotificationSent) EventType() string   { return "NotificationSent" }
+// NotificationAttempted is appended before each POST of a delivery (one
+// terminal job event's message). DeliveryID is stable across retries and
+// restarts (the terminal event's id); receivers deduplicate on it. Until is
+// when the POST gives up at the latest: an attempt without an outcome past
+// it (a crash, a lost append) is retried.
+type NotificationAttempted struct {
+	JobID      string    `json:"job_id"`
+	DeliveryID string    `json:"delivery_id"`
+	Outcome    string    `json:"outcome"`
+	Attempt    int       `json:"attempt"`
+	Until      time.Time `json:"until"`
+}
+
+// NotificationDelivered records a 2xx answer to an attempt.
+type NotificationDelivered struct {
+	JobID      string `json:"job_id"`
+	DeliveryID string `json:"delivery_id"`
+	Attempt    int    `json:"attempt"`
+	Status     int    `json:"status"`
+}
+
+// NotificationFailed records an attempt that got no 2xx (Status 0: no
+// answer; Error says why, never with the webhook URL). Final: no more
+// attempts (a 4xx other than 408/429, a redirect, or the attempts are used
+// up); otherwise the next one follows after RetryAt.
+type NotificationFailed struct {
+	JobID      string    `json:"job_id"`
+	DeliveryID string    `json:"delivery_id"`
+	Attempt    int       `json:"attempt"`
+	Status     int       `json:"status"`
+	Error      string    `json:"error"`
+	Final      bool      `json:"final"`
+	RetryAt    time.Time `json:"retry_at,omitzero"`
+}
+
+func (SlotRegistered) EventType() string        { return "SlotRegistered" }
+func (SlotOccupied) EventType() string          { return "SlotOccupied" }
+func (OccupancyExtended) EventType() string     { return "OccupancyExtended" }
+func (JobAccepted) EventType() string           { return "JobAccepted" }
+func (JobReleased) EventType() string           { return "JobReleased" }
+func (SlotVacated) EventType() string           { return "SlotVacated" }
+func (TeardownIncomplete) EventType() string    { return "TeardownIncomplete" }
+func (SlotRetired) EventType() string           { return "SlotRetired" }
+func (SlotPromoted) EventType() string          { return "SlotPromoted" }
+func (JobQueued) EventType() string             { return "JobQueued" }
+func (JobClaimed) EventType() string            { return "JobClaimed" }
+func (LeaseRenewed) EventType() string          { return "LeaseRenewed" }
+func (StepStarted) EventType() string           { return "StepStarted" }
+func (DBDeleted) EventType() string             { return "DBDeleted" }
+func (EnvVarsDeleted) EventType() string        { return "EnvVarsDeleted" }
+func (VolumeDeleted) EventType() string         { return "VolumeDeleted" }
+func (ForcePushed) EventType() string           { return "ForcePushed" }
+func (AppDeleted) EventType() string            { return "AppDeleted" }
+func (RepoDeleted) EventType() string           { return "RepoDeleted" }
+func (ProjectDeleted) EventType() string        { return "ProjectDeleted" }
+func (RepoCreated) EventType() string           { return "RepoCreated" }
+func (CodePushed) EventType() string            { return "CodePushed" }
+func (StepSucceeded) EventType() string         { return "StepSucceeded" }
+func (StepFailed) EventType() string            { return "StepFailed" }
+func (ResourcesListed) EventType() string       { return "ResourcesListed" }
+func (DeleteAccepted) EventType() string        { return "DeleteAccepted" }
+func (JobTimedOut) EventType() string           { return "JobTimedOut" }
+func (JobCancelled) EventType() string          { return "JobCancelled" }
+func (JobAbandoned) EventType() string          { return "JobAbandoned" }
+func (JobSucceeded) EventType() string          { return "JobSucceeded" }
+func (JobFailed) EventType() string             { return "JobFailed" }
+func (JobResumed) EventType() string            { return "JobResumed" }
+func (NotificationSent) EventType() string      { return "NotificationSent" }
+func (NotificationAttempted) EventType() string { return "NotificationAttempted" }
+func (NotificationDelivered) EventType() string { return "NotificationDelivered" }
+func (NotificationFailed) EventType() string    { return "NotificationFailed" }
 
 // SchemaVersion is the encoding version written into Metadata.Schema. Bump it
 // when a payload changes incompatibly and teach Decode the old shape; adding a
@@ -422,39 +462,42 @@ func Types() []string {
 
 // constructors decode each known type's payload (the name is historical).
 var constructors = map[string]func(data []byte) (Payload, error){
-	"SlotRegistered":     decodeAs[SlotRegistered],
-	"SlotOccupied":       decodeAs[SlotOccupied],
-	"OccupancyExtended":  decodeAs[OccupancyExtended],
-	"JobAccepted":        decodeAs[JobAccepted],
-	"JobReleased":        decodeAs[JobReleased],
-	"SlotVacated":        decodeAs[SlotVacated],
-	"TeardownIncomplete": decodeAs[TeardownIncomplete],
-	"SlotRetired":        decodeAs[SlotRetired],
-	"SlotPromoted":       decodeAs[SlotPromoted],
-	"JobQueued":          decodeAs[JobQueued],
-	"JobClaimed":         decodeAs[JobClaimed],
-	"LeaseRenewed":       decodeAs[LeaseRenewed],
-	"StepStarted":        decodeAs[StepStarted],
-	"DBDeleted":          decodeAs[DBDeleted],
-	"EnvVarsDeleted":     decodeAs[EnvVarsDeleted],
-	"VolumeDeleted":      decodeAs[VolumeDeleted],
-	"ForcePushed":        decodeAs[ForcePushed],
-	"AppDeleted":         decodeAs[AppDeleted],
-	"RepoDeleted":        decodeAs[RepoDeleted],
-	"ProjectDeleted":     decodeAs[ProjectDeleted],
-	"RepoCreated":        decodeAs[RepoCreated],
-	"CodePushed":         decodeAs[CodePushed],
-	"StepSucceeded":      decodeAs[StepSucceeded],
-	"StepFailed":         decodeAs[StepFailed],
-	"ResourcesListed":    decodeAs[ResourcesListed],
-	"DeleteAccepted":     decodeAs[DeleteAccepted],
-	"JobTimedOut":        decodeAs[JobTimedOut],
-	"JobCancelled":       decodeAs[JobCancelled],
-	"JobAbandoned":       decodeAs[JobAbandoned],
-	"JobSucceeded":       decodeAs[JobSucceeded],
-	"JobFailed":          decodeAs[JobFailed],
-	"JobResumed":         decodeAs[JobResumed],
-	"NotificationSent":   decodeAs[NotificationSent],
+	"SlotRegistered":        decodeAs[SlotRegistered],
+	"SlotOccupied":          decodeAs[SlotOccupied],
+	"OccupancyExtended":     decodeAs[OccupancyExtended],
+	"JobAccepted":           decodeAs[JobAccepted],
+	"JobReleased":           decodeAs[JobReleased],
+	"SlotVacated":           decodeAs[SlotVacated],
+	"TeardownIncomplete":    decodeAs[TeardownIncomplete],
+	"SlotRetired":           decodeAs[SlotRetired],
+	"SlotPromoted":          decodeAs[SlotPromoted],
+	"JobQueued":             decodeAs[JobQueued],
+	"JobClaimed":            decodeAs[JobClaimed],
+	"LeaseRenewed":          decodeAs[LeaseRenewed],
+	"StepStarted":           decodeAs[StepStarted],
+	"DBDeleted":             decodeAs[DBDeleted],
+	"EnvVarsDeleted":        decodeAs[EnvVarsDeleted],
+	"VolumeDeleted":         decodeAs[VolumeDeleted],
+	"ForcePushed":           decodeAs[ForcePushed],
+	"AppDeleted":            decodeAs[AppDeleted],
+	"RepoDeleted":           decodeAs[RepoDeleted],
+	"ProjectDeleted":        decodeAs[ProjectDeleted],
+	"RepoCreated":           decodeAs[RepoCreated],
+	"CodePushed":            decodeAs[CodePushed],
+	"StepSucceeded":         decodeAs[StepSucceeded],
+	"StepFailed":            decodeAs[StepFailed],
+	"ResourcesListed":       decodeAs[ResourcesListed],
+	"DeleteAccepted":        decodeAs[DeleteAccepted],
+	"JobTimedOut":           decodeAs[JobTimedOut],
+	"JobCancelled":          decodeAs[JobCancelled],
+	"JobAbandoned":          decodeAs[JobAbandoned],
+	"JobSucceeded":          decodeAs[JobSucceeded],
+	"JobFailed":             decodeAs[JobFailed],
+	"JobResumed":            decodeAs[JobResumed],
+	"NotificationSent":      decodeAs[NotificationSent],
+	"NotificationAttempted": decodeAs[NotificationAttempted],
+	"NotificationDelivered": decodeAs[NotificationDelivered],
+	"NotificationFailed":    decodeAs[NotificationFailed],
 }
 
 // Unknown is what Decode returns for an event type this binary does not know

@@ -154,12 +154,24 @@ func summary(typ string, p events.Payload) string {
 		return fmt.Sprintf("resumed by %s from %s", e.By, e.FromStep)
 	case events.NotificationSent:
 		return fmt.Sprintf("notified %s (HTTP %d)", e.Outcome, e.Status)
+	case events.NotificationAttempted:
+		return fmt.Sprintf("webhook attempt %d for %s", e.Attempt, e.Outcome)
+	case events.NotificationDelivered:
+		return fmt.Sprintf("webhook delivered on attempt %d (HTTP %d)", e.Attempt, e.Status)
 	case events.ReconcileStarted:
-		return fmt.Sprintf("reconciliation started over %d scopes", len(e.Scope))
+		return fmt.Sprintf("reconcile run started over %d scope entries", len(e.Scope))
 	case events.ReconcileFinding:
-		return fmt.Sprintf("reconciliation: %s %s %s %s", e.Class, e.Provider, e.Kind, e.ID)
+		return fmt.Sprintf("reconcile: %s %s %s %s", e.Class, e.Provider, e.Kind, e.ID)
 	case events.ReconcileFinished:
-		return fmt.Sprintf("reconciliation %s: %d orphan, %d drift, %d unknown", e.State, e.Counts[events.FindingOrphan], e.Counts[events.FindingDrift], e.Counts[events.FindingUnknown])
+		if e.Error != "" {
+			return fmt.Sprintf("reconcile run %s: %s", e.State, e.Error)
+		}
+		return "reconcile run " + e.State
+	case events.NotificationFailed:
+		if e.Final {
+			return fmt.Sprintf("webhook failed for good on attempt %d: %s", e.Attempt, e.Error)
+		}
+		return fmt.Sprintf("webhook attempt %d failed: %s", e.Attempt, e.Error)
 	}
 	return typ
 }

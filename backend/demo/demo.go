@@ -47,13 +47,34 @@ const Actor = "system:demo"
 // occupies the occupied ones from now. It stops at the first error; the
 // caller runs it only on an empty log.
 func Seed(ctx context.Context, cmds slots.Commands, sm Simulator, pool []Slot, now time.Time) error {
+	fxs, err := SeedWorld(sm, pool)
+	if err != nil {
+		return err
+	}
+	return Register(ctx, cmds, fxs, pool, now)
+}
+
+// SeedWorld creates each slot's resources in the simulator (the slots are
+// not registered yet, so the scope can be set from them first).
+func SeedWorld(sm Simulator, pool []Slot) ([]sim.SlotFixture, error) {
+	fxs := make([]sim.SlotFixture, 0, len(pool))
 	for _, s := range pool {
 		fx, err := sm.SeedSlot(s.Name)
 		if err != nil {
-			return fmt.Errorf("demo: simulate slot %s: %w", s.Name, err)
+			return nil, fmt.Errorf("demo: simulate slot %s: %w", s.Name, err)
 		}
+		fxs = append(fxs, fx)
+	}
+	return fxs, nil
+}
+
+// Register registers the seeded slots (fxs, in pool's order) and occupies
+// the occupied ones from now.
+func Register(ctx context.Context, cmds slots.Commands, fxs []sim.SlotFixture, pool []Slot, now time.Time) error {
+	for i, s := range pool {
+		fx := fxs[i]
 		a := slots.Actor{Name: Actor, CorrelationID: "demo-seed-" + s.Name}
-		err = cmds.Register(ctx, a, slots.RegisterCmd{
+		err := cmds.Register(ctx, a, slots.RegisterCmd{
 			Name: s.Name, ProjectUUID: fx.ProjectUUID, AppUUID: fx.AppUUID, DBUUID: fx.DBUUID,
 			Repo:         events.RepoRef{Project: fx.Repo.Project, Slug: fx.Repo.Slug},
 			TemplateRepo: events.RepoRef{Project: fx.Template.Project, Slug: fx.Template.Slug},
@@ -71,4 +92,33 @@ func Seed(ctx context.Context, cmds slots.Commands, sm Simulator, pool []Slot, n
 		}
 	}
 	return nil
+}
+
+// MissingProject is the demo scope's only Coolify project when none of the
+// pool's projects exist.
+const MissingProject = "demo-pool-not-found"
+
+// Projects finds the demo pool's Coolify projects in the simulator.
+type Projects interface {
+	ProjectsNamed(name string) []string
+}
+
+// Scope is the scope the demo runs with: the pool's own Coolify projects
+// (found by their names, so it holds across a restart) and the Bitbucket
+// projects of the slot repositories and the template. Anything else the
+// simulator holds, e.g. a slot world added through /api/sim/slots, is
+// outside it.
+func Scope(sm Projects, pool []Slot) slots.Scope {
+	sc := slots.Scope{BitbucketProjects: []string{sim.SlotRepoProject, sim.TemplateProject}}
+	for _, s := range pool {
+		sc.CoolifyProjects = append(sc.CoolifyProjects, sm.ProjectsNamed("slot-"+s.Name)...)
+	}
+	if len(sc.CoolifyProjects) == 0 {
+		// Never "unrestricted" by accident: a pool whose projects are gone
+		// (simulators kept in memory, restarted) may name none. The
+		// placeholder is a well-formed id no project has, so readiness and
+		// the reconciler report it as missing rather than as malformed.
+		sc.CoolifyProjects = []string{MissingProject}
+	}
+	return sc
 }

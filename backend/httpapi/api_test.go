@@ -38,9 +38,11 @@ type bundle struct {
 	hub    *Hub
 	srv    *httptest.Server
 	tr     *http.Transport
+	// bodyTimeout, when set before start, is the server's BodyReadTimeout.
+	bodyTimeout time.Duration
 }
 
-func setup(t *testing.T, opt HubOptions) *bundle {
+func setup(t testing.TB, opt HubOptions) *bundle {
 	t.Helper()
 	t.Cleanup(func() { goleak.VerifyNone(t) }) // first registered, runs last
 	store := memstore.New()
@@ -52,7 +54,7 @@ func setup(t *testing.T, opt HubOptions) *bundle {
 // start runs read model, runner, hub and HTTP server on b.store (on addr
 // if given); b.stop (also run at cleanup) stops them, the store stays: a
 // restart calls start again.
-func (b *bundle) start(t *testing.T, opt HubOptions, addr ...string) {
+func (b *bundle) start(t testing.TB, opt HubOptions, addr ...string) {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -72,7 +74,7 @@ func (b *bundle) start(t *testing.T, opt HubOptions, addr ...string) {
 	}
 	svc := slots.NewService(b.store, slots.Config{Grace: time.Hour, Logger: log})
 	s, err := New(Deps{Commands: svc, Reads: rm, Log: b.store, Waiter: b.runner, Hub: b.hub, Logger: log, SPA: b.spa,
-		Ready: func(context.Context) error { return nil }})
+		Ready: func(context.Context) error { return nil }, BodyReadTimeout: b.bodyTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/slotkeeper/slotkeeper/backend/providers"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/events"
 	"github.com/slotkeeper/slotkeeper/projections"
@@ -23,10 +23,12 @@ type Code string
 // The API's error codes (docs/api.md lists them with their statuses).
 const (
 	CodeInvalid          Code = "invalid"
+	CodeForbidden        Code = "forbidden"
 	CodeUnprocessable    Code = "unprocessable"
 	CodeNotFound         Code = "not_found"
 	CodeMethodNotAllowed Code = "method_not_allowed"
 	CodeConflict         Code = "conflict"
+	CodeRequestTimeout   Code = "request_timeout"
 	CodeTooLarge         Code = "too_large"
 	CodeTooMany          Code = "too_many"
 	CodeUpstream         Code = "upstream"
@@ -37,10 +39,12 @@ const (
 // statusOf is the single code → HTTP status map.
 var statusOf = map[Code]int{
 	CodeInvalid:          http.StatusBadRequest,
+	CodeForbidden:        http.StatusForbidden,
 	CodeUnprocessable:    http.StatusUnprocessableEntity,
 	CodeNotFound:         http.StatusNotFound,
 	CodeMethodNotAllowed: http.StatusMethodNotAllowed,
 	CodeConflict:         http.StatusConflict,
+	CodeRequestTimeout:   http.StatusRequestTimeout,
 	CodeTooLarge:         http.StatusRequestEntityTooLarge,
 	CodeTooMany:          http.StatusTooManyRequests,
 	CodeUpstream:         http.StatusBadGateway,
@@ -90,9 +94,12 @@ type errorPayload struct {
 
 // slotsCode maps the slots errors' codes; any other is CodeInternal.
 var slotsCode = map[slots.Code]Code{
-	slots.CodeInvalid:  CodeInvalid,
-	slots.CodeNotFound: CodeNotFound,
-	slots.CodeConflict: CodeConflict,
+	slots.CodeInvalid:       CodeInvalid,
+	slots.CodeForbidden:     CodeForbidden,
+	slots.CodeNotFound:      CodeNotFound,
+	slots.CodeConflict:      CodeConflict,
+	slots.CodeUnprocessable: CodeUnprocessable,
+	slots.CodeUpstream:      CodeUpstream,
 }
 
 // toAPIError classifies any error a handler (or echo itself) returns.
@@ -108,24 +115,6 @@ func toAPIError(err error) *Error {
 			code = CodeInternal
 		}
 		return &Error{Code: code, Message: se.Message, Details: se.Details, Err: se}
-	}
-	if pe, ok := providers.AsError(err); ok {
-		code := CodeUpstream
-		switch pe.Code {
-		case providers.CodeInvalid:
-			code = CodeInvalid
-		case providers.CodeNotFound:
-			code = CodeNotFound
-		case providers.CodeConflict, providers.CodeNotEmpty:
-			code = CodeConflict
-		case providers.CodeUnprocessable:
-			code = CodeUnprocessable
-		}
-		d := map[string]any{"op": pe.Op, "provider_code": string(pe.Code)}
-		if pe.Status != 0 {
-			d["provider_status"] = pe.Status
-		}
-		return &Error{Code: code, Message: pe.Error(), Details: d, Err: pe}
 	}
 	var he *echo.HTTPError
 	if errors.As(err, &he) {
@@ -155,6 +144,10 @@ func toAPIError(err error) *Error {
 		return &Error{Code: CodeTooLarge, Message: fmt.Sprintf("body larger than %d bytes", mbe.Limit), Details: map[string]any{"limit": mbe.Limit}, Err: err}
 	}
 	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return &Error{Code: CodeRequestTimeout, Message: "the request body was not received in time", Err: err}
+	case errors.Is(err, projections.ErrInvalid):
+		return &Error{Code: CodeInvalid, Message: err.Error(), Err: err}
 	case errors.Is(err, projections.ErrNotFound), errors.Is(err, events.ErrStreamNotFound):
 		return &Error{Code: CodeNotFound, Message: "not found", Err: err}
 	case errors.Is(err, events.ErrWrongRevision):
@@ -187,6 +180,10 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 	}
 	if ae.Code == CodeTooMany || ae.Code == CodeUnavailable {
 		c.Response().Header().Set("Retry-After", "2")
+	}
+	if ae.Code == CodeRequestTimeout {
+		// The rest of the body may still be on its way: don't read it.
+		c.Response().Header().Set(echo.HeaderConnection, "close")
 	}
 	body := errorBody{Error: errorPayload{Code: ae.Code, Message: ae.Message, Details: ae.Details}}
 	if c.Request().Method == http.MethodHead {

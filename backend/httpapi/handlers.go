@@ -209,10 +209,10 @@ func (s *Server) slotJobs(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	cursor := c.QueryParam("cursor")
-	if len(cursor) > 200 {
-		return invalidField("cursor", "query cursor is too long")
+	if _, _, err := queryPosition(c, "cursor"); err != nil {
+		return err
 	}
+	cursor := c.QueryParam("cursor")
 	ctx := c.Request().Context()
 	if _, err := s.d.Reads.Slot(ctx, name); err != nil {
 		return notFound(err, "slot %q does not exist", name)
@@ -353,11 +353,9 @@ func (s *Server) audit(c echo.Context) error {
 		}
 		f.Since = t
 	}
-	if v := c.QueryParam("after"); v != "" {
-		n, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			return invalidField("after", "query after must be a store position")
-		}
+	if n, ok, err := queryPosition(c, "after"); err != nil {
+		return err
+	} else if ok {
 		f.After = events.Position(n)
 	}
 	limit, err := queryInt(c, "limit", 100, 1, 1000)

@@ -58,6 +58,8 @@ type Deps struct {
 	WaitTimeout time.Duration
 	// RequestTimeout bounds every non-stream request (default 30 s).
 	RequestTimeout time.Duration
+	// BodyReadTimeout bounds reading a request body (default 10 s; → 408).
+	BodyReadTimeout time.Duration
 	// Reconcile serves /api/reconcile (nil: 404).
 	Reconcile Reconciler
 	// Backup serves GET /api/admin/backup (nil: 404; embedded store only).
@@ -89,6 +91,9 @@ func New(d Deps) (*Server, error) {
 	if d.RequestTimeout <= 0 {
 		d.RequestTimeout = 30 * time.Second
 	}
+	if d.BodyReadTimeout <= 0 {
+		d.BodyReadTimeout = DefaultBodyReadTimeout
+	}
 	s := &Server{d: d, e: echo.New(), log: d.Logger, met: d.Metrics}
 	e := s.e
 	e.HideBanner, e.HidePort = true, true
@@ -96,6 +101,7 @@ func New(d Deps) (*Server, error) {
 	e.Use(middleware.Recover())
 	e.Use(s.observe)
 	e.Use(s.requestContext)
+	e.Use(s.bodyDeadline)
 
 	api := e.Group("/api")
 	api.GET("/slots", s.listSlots)

@@ -598,6 +598,9 @@ type connKey struct{}
 // ConnContext is meant for http.Server.ConnContext: it keeps the connection
 // in the request context so the stream handler can shrink its send buffer.
 func ConnContext(ctx context.Context, c net.Conn) context.Context {
+	if w, ok := c.(*jsonErrConn); ok {
+		c = w.Conn
+	}
 	return context.WithValue(ctx, connKey{}, c)
 }
 

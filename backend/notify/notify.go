@@ -2,23 +2,35 @@
 // job ends. It is driven by terminal events read from the log — never by a
 // job attempt — so a slow or failing webhook can never delay or change a job.
 //
-// Delivery is at most once per terminal event: before posting, the notifier
-// appends NotificationSent to notify-<job id> with the expected revision that
-// only the first notifier to get there can satisfy (NoStream for a job's
-// first terminal event). A crash between that append and the POST loses the
-// message; it never sends it twice, also with several processes running
-// notifiers on one store. A resumed job that ends again gets one more
-// message. See docs/jobs.md.
+// Delivery is at least once, and the log says what happened: each terminal
+// job event is one delivery, whose id (the terminal event's id) is stable
+// across retries and restarts and is in every body and in the
+// X-Slotkeeper-Delivery header, so receivers can deduplicate. Before each
+// POST the notifier appends NotificationAttempted to notify-<job id> (with
+// the stream's expected revision, so only one notifier across processes
+// makes an attempt), then NotificationDelivered (2xx) or NotificationFailed
+// (status, attempt, final or when to retry). Retries back off exponentially
+// up to a bound; a restart resumes every delivery that has no final outcome
+// (an attempt cut short by a crash is retried once its Until has passed).
+// Bodies are signed (X-Slotkeeper-Signature: sha256=HMAC-SHA256(secret,
+// body)); redirects are not followed (a 3xx is a final failure: following
+// one would hand the secret URL to another host as Referer); the webhook URL
+// never appears in a log line, an event or an error. See docs/jobs.md.
 package notify
 
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -26,20 +38,32 @@ import (
 	"github.com/slotkeeper/slotkeeper/events"
 )
 
+// Headers of every POST.
+const (
+	HeaderDelivery  = "X-Slotkeeper-Delivery"
+	HeaderAttempt   = "X-Slotkeeper-Attempt"
+	HeaderSignature = "X-Slotkeeper-Signature"
+)
+
 // Config tunes a Notifier. Zero values pick the defaults noted.
 type Config struct {
-	// WebhookURL receives the POSTs. Empty disables the notifier.
+	// WebhookURL receives the POSTs. Empty disables the notifier. It is a
+	// secret (for Slack the URL is the credential): it is never logged.
 	WebhookURL string
+	// Secret signs every body (HMAC-SHA256, hex, in X-Slotkeeper-Signature
+	// as "sha256=<hex>"). Empty: bodies are not signed.
+	Secret string
 	// BaseURL is the dashboard's address; messages link to
 	// <BaseURL>/jobs/<id>.
 	BaseURL string
 	// HTTP is the client; default one with a 10 s timeout per request.
+	// Redirects are never followed, whatever the client says.
 	HTTP *http.Client
 	// MaxAge skips terminal events older than this (a notifier that starts
 	// on an old log does not flood the channel). Default 24 h.
 	MaxAge time.Duration
 	// Retry: first wait, longest wait and number of attempts for a failing
-	// webhook (5xx, 429, transport errors). Defaults 1 s, 1 min, 8.
+	// webhook (5xx, 408, 429, transport errors). Defaults 1 s, 1 min, 8.
 	RetryInitial time.Duration
 	RetryMax     time.Duration
 	Attempts     int
@@ -48,18 +72,26 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// Notifier follows the log and posts one message per terminal job event.
+// Notifier follows the log and delivers one message per terminal job event.
 type Notifier struct {
-	store events.Store
-	cfg   Config
-	log   *slog.Logger
-	sends sync.WaitGroup
+	store   events.Store
+	cfg     Config
+	log     *slog.Logger
+	sends   sync.WaitGroup
+	timeout time.Duration // bound of one POST
 }
 
 // New returns a notifier on store.
 func New(store events.Store, cfg Config) *Notifier {
 	if cfg.HTTP == nil {
 		cfg.HTTP = &http.Client{Timeout: 10 * time.Second}
+	}
+	hc := *cfg.HTTP
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	cfg.HTTP = &hc
+	timeout := hc.Timeout
+	if timeout <= 0 {
+		timeout = time.Minute
 	}
 	if cfg.MaxAge <= 0 {
 		cfg.MaxAge = 24 * time.Hour
@@ -79,13 +111,14 @@ func New(store events.Store, cfg Config) *Notifier {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Notifier{store: store, cfg: cfg, log: cfg.Logger}
+	return &Notifier{store: store, cfg: cfg, log: cfg.Logger, timeout: timeout}
 }
 
 var terminalTypes = []string{"JobSucceeded", "JobFailed", "JobTimedOut", "JobCancelled", "JobAbandoned"}
 
 // Run follows terminal job events until ctx is done (returns nil) or the
-// store fails. Sends in progress get until their retries end or ctx is done.
+// store fails. Deliveries in progress end with ctx: an interrupted attempt
+// is recorded as failed (not final) and the next Run resumes it.
 func (n *Notifier) Run(ctx context.Context) error {
 	if n.cfg.WebhookURL == "" {
 		<-ctx.Done()
@@ -99,10 +132,13 @@ func (n *Notifier) Run(ctx context.Context) error {
 	return err
 }
 
-// Message is the webhook body: Slack's incoming-webhook shape.
+// Message is the webhook body: Slack's incoming-webhook shape, plus the
+// delivery id and attempt (Slack ignores them).
 type Message struct {
-	Text   string  `json:"text"`
-	Blocks []Block `json:"blocks,omitempty"`
+	Text       string  `json:"text"`
+	Blocks     []Block `json:"blocks,omitempty"`
+	DeliveryID string  `json:"delivery_id,omitempty"`
+	Attempt    int     `json:"attempt,omitempty"`
 }
 
 // Block is a Slack section block with mrkdwn text.
@@ -147,27 +183,177 @@ func (n *Notifier) handle(ctx context.Context, ev events.RecordedEvent) error {
 			k++
 		}
 	}
-	o := decodeOutcome(ev)
-	expected := events.NoStream()
-	if k > 1 {
-		expected = events.Exact(events.Revision(k - 2))
-	}
-	meta := events.Metadata{Actor: "system:notifier", CorrelationID: ev.Meta.CorrelationID, CausationID: ev.ID, Time: n.cfg.Now().UTC()}
-	_, err = n.store.Append(ctx, events.NotifyStream(jobID), expected,
-		events.New(events.NotificationSent{JobID: jobID, Outcome: o.Outcome}, meta))
-	if errors.Is(err, events.ErrWrongRevision) {
-		return nil // already notified (or being notified by another process)
-	}
+	d := delivery{jobID: jobID, id: ev.ID, k: k, outcome: decodeOutcome(ev), corr: ev.Meta.CorrelationID, cause: ev.ID}
+	d.msg = n.message(jobID, queued, d.outcome)
+	st, _, err := n.load(ctx, d)
 	if err != nil {
 		return err
 	}
-	msg := n.message(jobID, queued, o)
+	if st.done {
+		return nil
+	}
 	n.sends.Add(1)
 	go func() {
 		defer n.sends.Done()
-		n.send(ctx, jobID, msg, ev.Meta.CorrelationID)
+		n.deliver(ctx, d)
 	}()
 	return nil
+}
+
+// delivery is one terminal event's message.
+type delivery struct {
+	jobID, id   string
+	k           int // the job's k-th terminal event (legacy NotificationSent count)
+	outcome     outcome
+	msg         Message
+	corr, cause string
+}
+
+// deliveryState is the fold of notify-<job> for one delivery.
+type deliveryState struct {
+	done      bool
+	attempts  int       // attempts made so far
+	openUntil time.Time // an attempt without an outcome, retried after this
+	retryAt   time.Time // the last failure's next attempt
+}
+
+// load folds the job's notify stream for d, returning the stream's
+// expected revision for the next append.
+func (n *Notifier) load(ctx context.Context, d delivery) (deliveryState, events.ExpectedRevision, error) {
+	var st deliveryState
+	evs, err := n.store.ReadStream(ctx, events.NotifyStream(d.jobID), 0, 0, events.Forward)
+	if errors.Is(err, events.ErrStreamNotFound) {
+		return st, events.NoStream(), nil
+	}
+	if err != nil {
+		return st, events.ExpectedRevision{}, err
+	}
+	legacy := 0
+	for _, ev := range evs {
+		p, err := events.Decode(ev)
+		if err != nil {
+			continue
+		}
+		switch e := p.(type) {
+		case events.NotificationSent:
+			if legacy++; legacy == d.k {
+				st.done = true // the old notifier claimed it: at most once
+			}
+		case events.NotificationAttempted:
+			if e.DeliveryID == d.id {
+				st.attempts = max(st.attempts, e.Attempt)
+				st.openUntil = e.Until
+			}
+		case events.NotificationDelivered:
+			if e.DeliveryID == d.id {
+				st.done = true
+			}
+		case events.NotificationFailed:
+			if e.DeliveryID == d.id {
+				st.openUntil = time.Time{}
+				st.retryAt = e.RetryAt
+				st.done = st.done || e.Final
+			}
+		}
+	}
+	return st, events.Exact(evs[len(evs)-1].Revision), nil
+}
+
+// deliver makes attempts until the delivery has a final outcome or ctx
+// ends. Every attempt is in the log before its POST, and its outcome
+// after.
+func (n *Notifier) deliver(ctx context.Context, d delivery) {
+	log := n.log.With("job", d.jobID, "delivery", d.id, "correlation_id", d.corr)
+	for ctx.Err() == nil {
+		st, exp, err := n.load(ctx, d)
+		if err != nil {
+			if ctx.Err() == nil {
+				log.WarnContext(ctx, "notification: cannot read its log; giving up until restart", "err", err)
+			}
+			return
+		}
+		if st.done {
+			return
+		}
+		now := n.cfg.Now()
+		// Another notifier's attempt (or one cut short by a crash) is open
+		// until its Until; a failed one waits for its backoff.
+		if wait := max(st.openUntil.Sub(now), st.retryAt.Sub(now)); wait > 0 {
+			if !sleep(ctx, wait) {
+				return
+			}
+			continue
+		}
+		attempt := st.attempts + 1
+		meta := events.Metadata{Actor: "system:notifier", CorrelationID: d.corr, CausationID: d.cause, Time: now.UTC()}
+		res, err := n.store.Append(ctx, events.NotifyStream(d.jobID), exp, events.New(events.NotificationAttempted{
+			JobID: d.jobID, DeliveryID: d.id, Outcome: d.outcome.Outcome, Attempt: attempt, Until: now.Add(n.timeout + time.Second).UTC(),
+		}, meta))
+		if errors.Is(err, events.ErrWrongRevision) {
+			continue // another notifier moved: look again
+		}
+		if err != nil {
+			if ctx.Err() == nil {
+				log.WarnContext(ctx, "notification: cannot record the attempt; not sending", "err", err)
+			}
+			return
+		}
+		status, perr := n.post(ctx, d, attempt)
+		after := events.Exact(res.NextExpected)
+		meta.Time = n.cfg.Now().UTC()
+		var out events.Payload
+		switch {
+		case perr == nil && status/100 == 2:
+			out = events.NotificationDelivered{JobID: d.jobID, DeliveryID: d.id, Attempt: attempt, Status: status}
+			log.InfoContext(ctx, "notification delivered", "status", status, "attempt", attempt)
+		default:
+			f := events.NotificationFailed{JobID: d.jobID, DeliveryID: d.id, Attempt: attempt, Status: status}
+			switch {
+			case perr != nil:
+				f.Error = perr.Error()
+			case status/100 == 3:
+				f.Error = fmt.Sprintf("HTTP %d: redirect not followed", status)
+			default:
+				f.Error = fmt.Sprintf("HTTP %d", status)
+			}
+			retryable := perr != nil || status/100 == 5 || status == http.StatusTooManyRequests || status == http.StatusRequestTimeout
+			f.Final = !retryable || attempt >= n.cfg.Attempts
+			if !f.Final {
+				f.RetryAt = meta.Time.Add(n.backoff(attempt))
+			}
+			out = f
+			log.WarnContext(ctx, "notification not delivered", "status", status, "err", f.Error, "attempt", attempt, "final", f.Final)
+		}
+		// The outcome is recorded even when shutdown cut the POST short, so
+		// the log does not claim an attempt is still open.
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		_, err = n.store.Append(actx, events.NotifyStream(d.jobID), after, events.New(out, meta))
+		cancel()
+		if err != nil {
+			log.WarnContext(ctx, "notification: cannot record the outcome (the attempt is retried after its deadline)", "err", err)
+		}
+	}
+}
+
+// backoff is the wait after the attempt-th failure.
+func (n *Notifier) backoff(attempt int) time.Duration {
+	w := n.cfg.RetryInitial
+	for i := 1; i < attempt && w < n.cfg.RetryMax; i++ {
+		w *= 2
+	}
+	return min(w, n.cfg.RetryMax)
+}
+
+// sleep waits d or until ctx ends; it reports whether d passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }
 
 func isTerminal(t string) bool {
@@ -247,42 +433,58 @@ func listOrNone(s []string) string {
 	return strings.Join(s, ", ")
 }
 
-// send posts msg, retrying 5xx, 429 and transport errors with exponential
-// backoff; other 4xx answers are final.
-func (n *Notifier) send(ctx context.Context, jobID string, msg Message, corr string) {
+// post sends one attempt of d. The error never holds the webhook URL.
+func (n *Notifier) post(ctx context.Context, d delivery, attempt int) (int, error) {
+	msg := d.msg
+	msg.DeliveryID, msg.Attempt = d.id, attempt
 	body, _ := json.Marshal(msg)
-	wait := n.cfg.RetryInitial
-	for attempt := 1; ; attempt++ {
-		status, err := n.post(ctx, body)
-		if err == nil && status/100 == 2 {
-			n.log.InfoContext(ctx, "notification sent", "job", jobID, "status", status, "correlation_id", corr)
-			return
-		}
-		final := err == nil && status/100 == 4 && status != http.StatusTooManyRequests
-		if final || attempt >= n.cfg.Attempts || ctx.Err() != nil {
-			n.log.WarnContext(ctx, "notification not delivered", "job", jobID, "status", status, "err", err, "attempts", attempt, "correlation_id", corr)
-			return
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-		case <-t.C:
-		}
-		wait = min(wait*2, n.cfg.RetryMax)
-	}
-}
-
-func (n *Notifier) post(ctx context.Context, body []byte) (int, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, n.cfg.WebhookURL, bytes.NewReader(body))
 	if err != nil {
-		return 0, err
+		return 0, errors.New("the webhook URL is not usable")
 	}
 	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(HeaderDelivery, d.id)
+	req.Header.Set(HeaderAttempt, strconv.Itoa(attempt))
+	if n.cfg.Secret != "" {
+		req.Header.Set(HeaderSignature, Sign(n.cfg.Secret, body))
+	}
 	resp, err := n.cfg.HTTP.Do(req)
 	if err != nil {
-		return 0, err
+		return 0, n.redact(err)
 	}
 	resp.Body.Close()
 	return resp.StatusCode, nil
+}
+
+// Sign is the X-Slotkeeper-Signature of body: "sha256=" and the hex
+// HMAC-SHA256 of the exact body bytes under secret.
+func Sign(secret string, body []byte) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write(body)
+	return "sha256=" + hex.EncodeToString(m.Sum(nil))
+}
+
+// redact strips the URL from a transport error (net/http's *url.Error
+// prints it) and, to be sure, any copy of it left in the message.
+func (n *Notifier) redact(err error) error {
+	var ue *url.Error
+	msg := err.Error()
+	if errors.As(err, &ue) {
+		msg = ue.Err.Error()
+		if ue.Timeout() {
+			msg = "timed out: " + msg
+		}
+	}
+	msg = strings.ReplaceAll(msg, n.cfg.WebhookURL, RedactURL(n.cfg.WebhookURL))
+	return errors.New(msg)
+}
+
+// RedactURL shows a webhook URL without what makes it a secret: only its
+// scheme and host.
+func RedactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" {
+		return "(webhook URL)"
+	}
+	return u.Scheme + "://" + u.Host + "/…"
 }

@@ -105,6 +105,7 @@ func TestNotifiesOncePerTerminalEvent(t *testing.T) {
 	if got := h.posts.Load(); got != 3 {
 		t.Errorf("%d posts, want 3 (two failures, one delivery)", got)
 	}
+	waitSettled(t, st, "j1", 1)
 	stop()
 
 	// A restart reads the same log: j1 is not notified again. The resumed
@@ -119,9 +120,12 @@ func TestNotifiesOncePerTerminalEvent(t *testing.T) {
 	if m := h.next(t); !strings.Contains(m.Text, "reset of slot beta succeeded") {
 		t.Fatalf("third message: %s", m.Text)
 	}
+	waitSettled(t, st, "j1", 2)
 	evs, err := st.ReadStream(context.Background(), events.NotifyStream("j1"), 0, 0, events.Forward)
-	if err != nil || len(evs) != 2 {
-		t.Fatalf("notify-j1 holds %d events (%v), want 2", len(evs), err)
+	// Three attempts of the failure's delivery (two failed, one delivered),
+	// one of the success's: each attempt and its outcome.
+	if err != nil || len(evs) != 8 {
+		t.Fatalf("notify-j1 holds %d events (%v), want 8", len(evs), err)
 	}
 }
 
@@ -155,9 +159,10 @@ func TestTwoNotifiersSendOnce(t *testing.T) {
 	// Both notifiers have passed every event once z's claim exists; a fifth
 	// message would be a duplicate.
 	for _, id := range []string{"a", "b", "c", "z"} {
+		waitSettled(t, st, id, 1)
 		evs, _ := st.ReadStream(context.Background(), events.NotifyStream(id), 0, 0, events.Forward)
-		if len(evs) != 1 {
-			t.Errorf("notify-%s has %d events", id, len(evs))
+		if len(evs) != 2 || evs[0].Type != "NotificationAttempted" || evs[1].Type != "NotificationDelivered" {
+			t.Errorf("notify-%s has %d events, want one attempt and its delivery", id, len(evs))
 		}
 	}
 	select {
@@ -165,4 +170,38 @@ func TestTwoNotifiersSendOnce(t *testing.T) {
 		t.Errorf("duplicate notification: %s", m.Text)
 	default:
 	}
+}
+
+// waitSettled waits until notify-<job> records n final outcomes
+// (NotificationDelivered, or NotificationFailed with Final) and returns
+// the stream.
+func waitSettled(t *testing.T, st events.Store, job string, n int) []events.RecordedEvent {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var evs []events.RecordedEvent
+	settled := 0
+	err := st.SubscribeAll(ctx, 0, events.Filter{StreamPrefixes: []string{events.NotifyStream(job)}}, func(_ context.Context, ev events.RecordedEvent) error {
+		if ev.Stream != events.NotifyStream(job) {
+			return nil
+		}
+		evs = append(evs, ev)
+		p, _ := events.Decode(ev)
+		switch e := p.(type) {
+		case events.NotificationDelivered:
+			settled++
+		case events.NotificationFailed:
+			if e.Final {
+				settled++
+			}
+		}
+		if settled >= n {
+			cancel()
+		}
+		return nil
+	})
+	if settled < n {
+		t.Fatalf("notify-%s: %d of %d deliveries settled (%v): %d events", job, settled, n, err, len(evs))
+	}
+	return evs
 }

@@ -90,21 +90,28 @@ func DeleteAccepted(ctx context.Context, op, res string, status int) *Error {
 }
 
 // Database, Application, Project, EnvVar and Storage are what the PaaS holds.
+// EnvironmentID is the numeric id of the project environment a resource
+// lives in (0 when the provider did not say).
 type Database struct {
-	UUID   string
-	Name   string
-	Status string
+	UUID          string
+	Name          string
+	Status        string
+	EnvironmentID int64
 }
 
 type Application struct {
-	UUID   string
-	Name   string
-	Status string // Coolify's "state:health", e.g. "running:healthy"
+	UUID          string
+	Name          string
+	Status        string // Coolify's "state:health", e.g. "running:healthy"
+	EnvironmentID int64
 }
 
+// Project lists the ids of its environments: an application or database
+// belongs to the project when its EnvironmentID is one of them.
 type Project struct {
-	UUID string
-	Name string
+	UUID         string
+	Name         string
+	Environments []int64
 }
 
 type EnvVar struct {

@@ -84,7 +84,7 @@ func setup(t testing.TB, ctx context.Context, n int) *world {
 		"--addr", "127.0.0.1:0",
 		"--events", w.fake.ConnString(),
 		"--read-model", w.rm,
-		"--sim", "off",
+		"--sim", "off", "--allow-insecure-http", // the simulators on loopback
 		"--coolify-url", w.sim.CoolifyURL(), "--coolify-token", w.sim.CoolifyToken(),
 		"--bitbucket-url", w.sim.BitbucketURL(), "--bitbucket-token", w.sim.BitbucketToken(),
 		"--demo=false", "--deadline-reset=false",

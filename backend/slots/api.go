@@ -87,10 +87,13 @@ type Commands interface {
 type Code string
 
 const (
-	CodeInvalid  Code = "invalid"   // 400/422: bad name, body, time
-	CodeNotFound Code = "not_found" // 404
-	CodeConflict Code = "conflict"  // 409: wrong state, blocking job, lost race
-	CodeInternal Code = "internal"  // 500: the store failed
+	CodeInvalid       Code = "invalid"       // 400: bad name, body, time, an id the provider client refuses
+	CodeForbidden     Code = "forbidden"     // 403: a resource outside the configured scope
+	CodeNotFound      Code = "not_found"     // 404
+	CodeConflict      Code = "conflict"      // 409: wrong state, blocking job, lost race, a resource another slot owns
+	CodeUnprocessable Code = "unprocessable" // 422: a resource the provider says does not exist, or that does not belong
+	CodeUpstream      Code = "upstream"      // 502: a provider could not answer a lookup
+	CodeInternal      Code = "internal"      // 500: the store failed
 )
 
 // Error is every command's error.

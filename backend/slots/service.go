@@ -28,15 +28,22 @@ type Config struct {
 	// Retries bounds how often a command retries after losing a race on the
 	// slot stream. Default 5.
 	Retries int
-	Clock   Clock
-	Logger  *slog.Logger
+	// Scope bounds the resources a slot, its template and a promote's
+	// target may name (empty lists: unrestricted).
+	Scope Scope
+	// Resources looks registered resources up at the providers; nil skips
+	// the lookups (unit tests without providers).
+	Resources ResourceChecker
+	Clock     Clock
+	Logger    *slog.Logger
 }
 
 // Service implements Commands on an event store.
 type Service struct {
-	store events.Store
-	cfg   Config
-	log   *slog.Logger
+	store  events.Store
+	cfg    Config
+	log    *slog.Logger
+	owners owners
 }
 
 var _ Commands = (*Service)(nil)
@@ -141,13 +148,44 @@ func (s *Service) Register(ctx context.Context, a Actor, c RegisterCmd) error {
 	if err := validateRef("template_ref", c.TemplateRef); err != nil {
 		return err
 	}
-	if c.Branch == "" {
+	// The branch a reset overwrites defaults to the repository's default
+	// branch as the provider reports it ("main" without a checker).
+	branchGiven := c.Branch != ""
+	if !branchGiven {
 		c.Branch = "main"
 	}
 	if err := validateRef("branch", c.Branch); err != nil {
 		return err
 	}
-	_, err := s.onSlot(ctx, c.Name, func(st *SlotState) ([]events.EventData, error) {
+	if err := s.checkScope(c); err != nil {
+		return err
+	}
+	// One registration at a time in this process, from the ownership check
+	// to the append, so two requests cannot claim the same resource.
+	s.owners.mu.Lock()
+	defer s.owners.mu.Unlock()
+	if err := s.owners.catchUp(ctx, s.store); err != nil {
+		return internal("read the slots' registrations", err)
+	}
+	if st, err := LoadSlot(ctx, s.store, c.Name); err != nil {
+		return internal("load slot", err)
+	} else if st.Exists {
+		return conflict(map[string]any{"state": st.Lifecycle()}, "slot %s is already registered", c.Name)
+	}
+	if err := s.owners.check(c); err != nil {
+		return err
+	}
+	def, err := s.checkResources(ctx, c)
+	if err != nil {
+		return err
+	}
+	if !branchGiven && def != "" {
+		if err := validateRef("branch", def); err != nil {
+			return &Error{Code: CodeUpstream, Message: "the repository's default branch is not a usable branch name; give branch explicitly"}
+		}
+		c.Branch = def
+	}
+	_, err = s.onSlot(ctx, c.Name, func(st *SlotState) ([]events.EventData, error) {
 		if st.Exists {
 			return nil, conflict(map[string]any{"state": st.Lifecycle()}, "slot %s is already registered", c.Name)
 		}
@@ -232,6 +270,9 @@ func (s *Service) Teardown(ctx context.Context, a Actor, slot string) (JobAccept
 // Promote implements Commands. The new repository's name must be a valid
 // Bitbucket slug (lowercase), so the lookup and the create name the same repo.
 func (s *Service) Promote(ctx context.Context, a Actor, slot string, c PromoteCmd) (JobAcceptedResult, error) {
+	if err := s.checkPromoteScope(events.KindPromote, map[string]string{"project": c.Project}); err != nil {
+		return JobAcceptedResult{}, err
+	}
 	return s.newJob(ctx, a, slot, events.KindPromote, map[string]string{"project": c.Project, "name": c.Name}, nil)
 }
 
@@ -242,6 +283,9 @@ func (s *Service) PlanJob(ctx context.Context, slot, kind string, params map[str
 		return Plan{}, err
 	}
 	if err := validateParams(kind, params); err != nil {
+		return Plan{}, err
+	}
+	if err := s.checkPromoteScope(kind, params); err != nil {
 		return Plan{}, err
 	}
 	st, err := LoadSlot(ctx, s.store, slot)
@@ -272,6 +316,15 @@ func validateParams(kind string, params map[string]string) error {
 		return validateSlug("name", params["name"])
 	}
 	return invalid("unknown job kind %q (reset, teardown, promote)", kind)
+}
+
+// checkPromoteScope refuses a promote whose target project lies outside
+// the Bitbucket scope: the code would be copied out of it.
+func (s *Service) checkPromoteScope(kind string, params map[string]string) error {
+	if kind == events.KindPromote && projectKeyRe.MatchString(params["project"]) && !s.cfg.Scope.bitbucketOK(params["project"]) {
+		return forbidden("project", "Bitbucket project %s is outside the configured scope (--bitbucket-projects)", params["project"])
+	}
+	return nil
 }
 
 // canStart decides whether a job of kind may be accepted on the slot now.

@@ -18,7 +18,7 @@ var alice = slots.Actor{Name: "alice", CorrelationID: "req-1"}
 func register(t *testing.T, svc *slots.Service, name string) {
 	t.Helper()
 	err := svc.Register(context.Background(), alice, slots.RegisterCmd{
-		Name: name, ProjectUUID: "p1", AppUUID: "a1", DBUUID: "d1",
+		Name: name, ProjectUUID: "proj-" + name, AppUUID: "app-" + name, DBUUID: "db-" + name,
 		Repo:         events.RepoRef{Project: "SLOT", Slug: "slot-" + name},
 		TemplateRepo: events.RepoRef{Project: "TPL", Slug: "template"}, TemplateRef: "main",
 	})

@@ -5,12 +5,16 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/url"
 	"os"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/slotkeeper/slotkeeper/backend/providers"
 )
 
 // Config is everything `slotkeeper serve` can be told. Every field has a
@@ -27,8 +31,14 @@ type Config struct {
 	CoolifyURL, CoolifyToken     string
 	BitbucketURL, BitbucketToken string
 	GitUser                      string
-	Sim                          string // auto | on | off
-	Demo                         bool
+	// CoolifyProjects and BitbucketProjects are the scope, comma-separated
+	// (Coolify project uuids, Bitbucket project keys).
+	CoolifyProjects, BitbucketProjects string
+	Sim                                string // auto | on | off
+	// SimURL is the base URL of simulators running as their own process
+	// (`slotkeeper sim`); it stands for --coolify-url and --bitbucket-url.
+	SimURL string
+	Demo   bool
 
 	Workers     int
 	StepTimeout time.Duration
@@ -37,8 +47,23 @@ type Config struct {
 	Grace       time.Duration
 	Deadlines   bool
 
-	WebhookURL string
-	BaseURL    string
+	WebhookURL    string
+	WebhookSecret string
+	BaseURL       string
+
+	// AllowInsecureHTTP lets provider URLs be plain http:// (their tokens
+	// then cross the network in the clear).
+	AllowInsecureHTTP bool
+	// DrainDelay is how long /readyz answers 503 after SIGTERM before the
+	// listeners close.
+	DrainDelay time.Duration
+	// ReadyInterval is how often the readiness probes (store write,
+	// providers) run.
+	ReadyInterval time.Duration
+
+	// files holds the -file variants of the secret settings (flag name →
+	// path); validate reads them into the fields above.
+	files map[string]*string
 
 	Heartbeat       time.Duration
 	SSEMaxClients   int
@@ -84,10 +109,13 @@ func serveFlags(fs *flag.FlagSet, c *Config) {
 	fs.StringVar(&c.Events, "events", "", "event store: empty for the embedded store under --data, or kurrentdb://… / esdb://…")
 	fs.StringVar(&c.ReadModel, "read-model", "memory", "read models: memory (rebuilt from the log at start) or postgres://…")
 	fs.StringVar(&c.CoolifyURL, "coolify-url", "", "Coolify API base, e.g. https://coolify.example/api/v1 (empty: simulator)")
-	fs.StringVar(&c.CoolifyToken, "coolify-token", "", "Coolify API token")
+	fs.StringVar(&c.CoolifyToken, "coolify-token", "", "Coolify API token (prefer --coolify-token-file: flags are visible in ps)")
 	fs.StringVar(&c.BitbucketURL, "bitbucket-url", "", "Bitbucket Data Center root, e.g. https://bitbucket.example (empty: simulator)")
-	fs.StringVar(&c.BitbucketToken, "bitbucket-token", "", "Bitbucket HTTP access token (also used for git pushes)")
+	fs.StringVar(&c.BitbucketToken, "bitbucket-token", "", "Bitbucket HTTP access token, also used for git pushes (prefer --bitbucket-token-file)")
+	fs.StringVar(&c.CoolifyProjects, "coolify-projects", "", "comma-separated Coolify project uuids slots may live in (empty: any; the demo uses its own)")
+	fs.StringVar(&c.BitbucketProjects, "bitbucket-projects", "", "comma-separated Bitbucket project keys slot repositories, templates and promotes may use (empty: any; the demo uses its own)")
 	fs.StringVar(&c.GitUser, "git-user", "x-token-auth", "user name sent with the Bitbucket token to git")
+	fs.StringVar(&c.SimURL, "sim-url", "", "base URL of the simulators run as their own process (slotkeeper sim); stands for both provider URLs, plain http allowed")
 	fs.StringVar(&c.Sim, "sim", "auto", "simulated Coolify/Bitbucket/git: auto (when no real provider is configured), on, off")
 	fs.BoolVar(&c.Demo, "demo", true, "with the simulators, seed a demo pool of 8 slots into an empty log")
 	fs.IntVar(&c.Workers, "workers", 4, "jobs run at once by this process (0: do not run jobs here)")
@@ -96,7 +124,17 @@ func serveFlags(fs *flag.FlagSet, c *Config) {
 	fs.DurationVar(&c.Lease, "lease", 30*time.Second, "job claim lease, renewed by the running attempt")
 	fs.DurationVar(&c.Grace, "grace", 2*time.Minute, "grace period between a release and its reset")
 	fs.BoolVar(&c.Deadlines, "deadline-reset", true, "queue a reset when an occupancy deadline passes")
-	fs.StringVar(&c.WebhookURL, "webhook-url", "", "URL told about every job's outcome (empty: none)")
+	fs.StringVar(&c.WebhookURL, "webhook-url", "", "URL told about every job's outcome (empty: none); a secret for Slack (prefer --webhook-url-file)")
+	fs.StringVar(&c.WebhookSecret, "webhook-secret", "", "key of the HMAC-SHA256 signature of every webhook body, X-Slotkeeper-Signature (prefer --webhook-secret-file)")
+	c.files = map[string]*string{}
+	for _, name := range secretSettings {
+		p := new(string)
+		c.files[name] = p
+		fs.StringVar(p, name+"-file", "", "file holding --"+name+" (trailing newline ignored)")
+	}
+	fs.BoolVar(&c.AllowInsecureHTTP, "allow-insecure-http", false, "accept plain http:// provider URLs (tokens would cross the network unencrypted)")
+	fs.DurationVar(&c.DrainDelay, "drain-delay", 5*time.Second, "after SIGTERM, how long /readyz answers 503 before the listeners close")
+	fs.DurationVar(&c.ReadyInterval, "ready-interval", 5*time.Second, "how often /readyz's probes (a store write check, an authenticated lookup at each provider) run")
 	fs.StringVar(&c.BaseURL, "base-url", "", "public URL of this server, for links in webhooks (default http://<addr>)")
 	fs.DurationVar(&c.Heartbeat, "heartbeat", 15*time.Second, "interval of heartbeat frames on the live stream")
 	fs.IntVar(&c.SSEMaxClients, "sse-max-clients", 10000, "live streams served at once; more get 429")
@@ -116,14 +154,20 @@ func serveFlags(fs *flag.FlagSet, c *Config) {
 func parseServe(args []string, env func(string) string, out io.Writer) (Config, error) {
 	var c Config
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(out)
+	// The flag package's own messages quote the offending value (a token
+	// pasted in the wrong place would be printed): they are dropped and
+	// parseError names the flag only.
+	fs.SetOutput(io.Discard)
 	serveFlags(fs, &c)
-	fs.Usage = func() {
-		fmt.Fprintf(out, "usage: slotkeeper serve [flags]\n\nEvery flag can also be set by its environment variable, e.g. --grace by SLOTKEEPER_GRACE.\n\n")
-		fs.PrintDefaults()
-	}
+	fs.Usage = func() {}
 	if err := fs.Parse(args); err != nil {
-		return c, err
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(out, "usage: slotkeeper serve [flags]\n\nEvery flag can also be set by its environment variable, e.g. --grace by SLOTKEEPER_GRACE.\n\n")
+			fs.SetOutput(out)
+			fs.PrintDefaults()
+			return c, err
+		}
+		return c, parseError(err)
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("serve takes no arguments, got %q", fs.Args())
@@ -148,11 +192,24 @@ func applyEnv(fs *flag.FlagSet, env func(string) string) error {
 		}
 		if v := env(envName(n)); v != "" {
 			if err := fs.Set(n, v); err != nil {
-				return &ConfigError{Setting: envName(n), Problem: fmt.Sprintf("invalid value %q: %v", v, unwrapFlagErr(err))}
+				return &ConfigError{Setting: envName(n), Problem: fmt.Sprintf("invalid value (not shown): %v", unwrapFlagErr(err))}
 			}
 		}
 	}
 	return nil
+}
+
+// flagValueRe matches the flag package's "invalid value" message, whose
+// value must not be shown.
+var flagValueRe = regexp.MustCompile(`^invalid (?:boolean )?value .* for (?:flag )?-([A-Za-z0-9-]+): (.*)$`)
+
+// parseError rewrites a command-line error so it names the flag without
+// its value.
+func parseError(err error) error {
+	if m := flagValueRe.FindStringSubmatch(err.Error()); m != nil {
+		return &ConfigError{Setting: setting(m[1]), Problem: "invalid value (not shown): " + m[2]}
+	}
+	return err
 }
 
 func unwrapFlagErr(err error) error {
@@ -162,10 +219,75 @@ func unwrapFlagErr(err error) error {
 	return err
 }
 
-// validate checks every setting and returns the first problem, naming it.
+// secretSettings are the settings that also read from a file
+// (--<name>-file, SLOTKEEPER_<NAME>_FILE), so that they need not be on a
+// command line (visible in ps) or in the environment.
+var secretSettings = []string{"coolify-token", "bitbucket-token", "webhook-secret", "webhook-url"}
+
+// secretField returns the Config field of a secret setting.
+func (c *Config) secretField(name string) *string {
+	switch name {
+	case "coolify-token":
+		return &c.CoolifyToken
+	case "bitbucket-token":
+		return &c.BitbucketToken
+	case "webhook-secret":
+		return &c.WebhookSecret
+	case "webhook-url":
+		return &c.WebhookURL
+	}
+	panic("unknown secret setting " + name)
+}
+
+// readSecretFiles fills each secret setting given as a file. Giving both
+// the value and the file is an error; so is an unreadable or empty file.
+// Messages name the setting and the path, never the content.
+func (c *Config) readSecretFiles() error {
+	for _, name := range secretSettings {
+		path := ""
+		if p := c.files[name]; p != nil {
+			path = *p
+		}
+		if path == "" {
+			continue
+		}
+		field := c.secretField(name)
+		if *field != "" {
+			return cfgErr(name+"-file", "give either --%s or --%s-file, not both", name, name)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return cfgErr(name+"-file", "cannot read %s: %v", path, unwrapPathErr(err))
+		}
+		v := strings.TrimRight(string(data), "\r\n")
+		if strings.TrimSpace(v) == "" {
+			return cfgErr(name+"-file", "%s is empty", path)
+		}
+		if strings.ContainsAny(v, "\r\n") {
+			return cfgErr(name+"-file", "%s holds more than one line", path)
+		}
+		*field = v
+	}
+	return nil
+}
+
+func unwrapPathErr(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// validate checks every setting and returns the first problem, naming it —
+// never quoting a value (a token pasted into the wrong setting must not end
+// up in a terminal or a log).
 func (c *Config) validate() error {
+	if err := c.readSecretFiles(); err != nil {
+		return err
+	}
 	if _, port, err := net.SplitHostPort(c.Addr); err != nil || port == "" {
-		return cfgErr("addr", "%q is not host:port", c.Addr)
+		return cfgErr("addr", "not host:port")
 	}
 	if c.Data == "" {
 		return cfgErr("data", "must not be empty")
@@ -173,19 +295,30 @@ func (c *Config) validate() error {
 	if c.Events != "" {
 		u, err := url.Parse(c.Events)
 		if err != nil || (u.Scheme != "kurrentdb" && u.Scheme != "esdb" && u.Scheme != "kurrentdb+discover" && u.Scheme != "esdb+discover") {
-			return cfgErr("events", "%q: use empty (embedded store) or a kurrentdb:// or esdb:// connection string", redact(c.Events))
+			return cfgErr("events", "use empty (embedded store) or a kurrentdb:// or esdb:// connection string")
 		}
 	}
 	if c.ReadModel != "memory" {
 		u, err := url.Parse(c.ReadModel)
 		if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
-			return cfgErr("read-model", "%q: use memory or a postgres:// URL", redact(c.ReadModel))
+			return cfgErr("read-model", "use memory or a postgres:// URL")
 		}
 	}
 	switch c.Sim {
 	case "auto", "on", "off":
 	default:
-		return cfgErr("sim", "%q: use auto, on or off", c.Sim)
+		return cfgErr("sim", "use auto, on or off")
+	}
+	simURLs := false
+	if c.SimURL != "" {
+		if err := httpURL(c.SimURL); err != nil {
+			return cfgErr("sim-url", "%v", err)
+		}
+		if c.CoolifyURL != "" || c.BitbucketURL != "" || c.Sim == "on" {
+			return cfgErr("sim-url", "stands for --coolify-url and --bitbucket-url (and the embedded simulators): give one or the other")
+		}
+		base := strings.TrimRight(c.SimURL, "/")
+		c.CoolifyURL, c.BitbucketURL, simURLs = base+"/api/v1", base, true
 	}
 	real := c.CoolifyURL != "" || c.CoolifyToken != "" || c.BitbucketURL != "" || c.BitbucketToken != ""
 	if c.Sim == "on" && real {
@@ -204,10 +337,23 @@ func (c *Config) validate() error {
 			if err := httpURL(f.v); err != nil {
 				return cfgErr(f.name, "%v", err)
 			}
+			if strings.HasPrefix(strings.ToLower(f.v), "http://") && !c.AllowInsecureHTTP && !simURLs {
+				return cfgErr(f.name, "plain http:// would send the token unencrypted; use https:// or --allow-insecure-http")
+			}
+		}
+	}
+	for i, id := range splitList(c.CoolifyProjects) {
+		if err := providers.ValidateUUID(id); err != nil {
+			return cfgErr("coolify-projects", "entry %d is not a Coolify uuid (7-64 characters a-z, 0-9, '-')", i+1)
+		}
+	}
+	for i, k := range splitList(c.BitbucketProjects) {
+		if err := providers.ValidateProjectKey(k); err != nil {
+			return cfgErr("bitbucket-projects", "entry %d is not a Bitbucket project key (a letter, then letters, digits or '_')", i+1)
 		}
 	}
 	if c.Workers < 0 || c.Workers > 256 {
-		return cfgErr("workers", "%d: use 0..256", c.Workers)
+		return cfgErr("workers", "use 0..256")
 	}
 	for _, d := range []struct {
 		name string
@@ -218,17 +364,17 @@ func (c *Config) validate() error {
 		{"shutdown-timeout", c.ShutdownTimeout},
 	} {
 		if d.v <= 0 {
-			return cfgErr(d.name, "%s: must be positive", d.v)
+			return cfgErr(d.name, "must be positive")
 		}
 	}
 	if c.Grace < 0 {
-		return cfgErr("grace", "%s: must not be negative", c.Grace)
+		return cfgErr("grace", "must not be negative")
 	}
 	if c.StepTimeout > c.JobTimeout {
-		return cfgErr("step-timeout", "%s is longer than --job-timeout %s", c.StepTimeout, c.JobTimeout)
+		return cfgErr("step-timeout", "longer than --job-timeout")
 	}
 	if c.Lease < 300*time.Millisecond {
-		return cfgErr("lease", "%s: at least 300ms (it is renewed every third of it)", c.Lease)
+		return cfgErr("lease", "at least 300ms (it is renewed every third of it)")
 	}
 	if c.WebhookURL != "" {
 		if err := httpURL(c.WebhookURL); err != nil {
@@ -240,29 +386,47 @@ func (c *Config) validate() error {
 			return cfgErr("base-url", "%v", err)
 		}
 	}
+	if c.DrainDelay < 0 || c.DrainDelay > time.Minute {
+		return cfgErr("drain-delay", "use 0..1m")
+	}
+	if c.ReadyInterval < 10*time.Millisecond || c.ReadyInterval > 10*time.Minute {
+		return cfgErr("ready-interval", "use 10ms..10m")
+	}
 	if c.SSEMaxClients < 1 {
-		return cfgErr("sse-max-clients", "%d: at least 1", c.SSEMaxClients)
+		return cfgErr("sse-max-clients", "at least 1")
 	}
 	if c.SSEMaxPerIP < 0 {
-		return cfgErr("sse-max-per-ip", "%d: 0 (no cap) or more", c.SSEMaxPerIP)
+		return cfgErr("sse-max-per-ip", "0 (no cap) or more")
 	}
 	if c.SSEHistory < 16 || c.SSEHistory > 1<<20 {
-		return cfgErr("sse-history", "%d: use 16..1048576", c.SSEHistory)
+		return cfgErr("sse-history", "use 16..1048576")
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:
-		return cfgErr("log-level", "%q: use debug, info, warn or error", c.LogLevel)
+		return cfgErr("log-level", "use debug, info, warn or error")
 	}
 	switch c.LogFormat {
 	case "text", "json":
 	default:
-		return cfgErr("log-format", "%q: use text or json", c.LogFormat)
+		return cfgErr("log-format", "use text or json")
 	}
 	if err := c.Reconcile.validate(); err != nil {
 		return err
 	}
 	return c.Backup.validate(c.Events == "")
+}
+
+// splitList splits a comma-separated setting, dropping empty entries and
+// spaces around them.
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // useSim reports whether serve runs the simulators.
@@ -273,7 +437,7 @@ func (c *Config) useSim() bool {
 func httpURL(s string) error {
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("%q is not an http(s) URL", redact(s))
+		return errors.New("not an http(s) URL with a host")
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/slotkeeper/slotkeeper/backend/providers"
 	"github.com/slotkeeper/slotkeeper/backend/reconcile"
+	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/events"
 	"github.com/slotkeeper/slotkeeper/projections"
 )
@@ -102,10 +103,12 @@ func keys(m map[string]bool) []string {
 // startReconciler builds the reconciler over the world's clients and runs
 // its schedule. It runs in every process; the fenced ReconcileStarted
 // keeps runs one at a time across them.
-func startReconciler(ctx context.Context, c Config, store events.Store, reads projections.ReadModel, w world, reg prometheus.Registerer, log *slog.Logger, goRun func(string, func(context.Context) error)) *reconcile.Reconciler {
+func startReconciler(ctx context.Context, c Config, store events.Store, reads projections.ReadModel, w world, scope slots.Scope, reg prometheus.Registerer, log *slog.Logger, goRun func(string, func(context.Context) error)) *reconcile.Reconciler {
 	paas, _ := w.deps.PaaS.(providers.PaaSInventory)
 	git, _ := w.deps.GitHost.(providers.GitInventory)
-	cool, bb := reconcileScope(ctx, nil, nil, w.sim != nil, reads)
+	// The same scope register and promote are held to (--coolify-projects,
+	// --bitbucket-projects, the demo's own).
+	cool, bb := reconcileScope(ctx, scope.CoolifyProjects, scope.BitbucketProjects, w.sim != nil || w.remote != nil, reads)
 	met := newReconcileMetrics(reg)
 	r := reconcile.New(store, reconcile.ViewTracker{Slots: reads}, paas, git, reconcile.Config{
 		CoolifyProjects: cool, BitbucketProjects: bb, Every: c.Reconcile.Every, Logger: log, Observe: met.observe,

@@ -23,6 +23,7 @@ commands:
   replay         rebuild the read models from the event log and report
   verify         rebuild the read models and compare them with the live ones
   watch [slot]   follow a server's live stream, one line per event
+  sim            the simulated Coolify, Bitbucket and git as their own process
   backup         write a consistent backup archive (stopped --data, or --server)
   restore        restore a backup archive into an empty --data, then verify it
   export         write the event log as NDJSON (resumable with --from)
@@ -57,6 +58,8 @@ func runWith(ctx context.Context, args []string, env func(string) string, stdout
 		err = verifyCmd(ctx, args, env, stdout, stderr)
 	case "watch":
 		err = watchCmd(ctx, args, env, stdout, stderr)
+	case "sim":
+		err = simCmd(ctx, args, env, stdout, stderr, ready)
 	case "backup":
 		err = backupCmd(ctx, args, env, stdout, stderr)
 	case "restore":

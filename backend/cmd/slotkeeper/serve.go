@@ -13,13 +13,13 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/slotkeeper/slotkeeper/backend/demo"
 	"github.com/slotkeeper/slotkeeper/backend/httpapi"
 	"github.com/slotkeeper/slotkeeper/backend/jobs"
 	"github.com/slotkeeper/slotkeeper/backend/notify"
+	"github.com/slotkeeper/slotkeeper/backend/providercheck"
 	"github.com/slotkeeper/slotkeeper/backend/providers/bitbucket"
 	"github.com/slotkeeper/slotkeeper/backend/providers/coolify"
 	gitpush "github.com/slotkeeper/slotkeeper/backend/providers/git"
@@ -147,9 +147,10 @@ func (w checkpointWaiter) WaitFor(ctx context.Context, pos events.Position) erro
 
 // world is the outside systems jobs act on.
 type world struct {
-	deps  jobs.Deps
-	sim   *sim.Sim // nil with real providers
-	close func()
+	deps   jobs.Deps
+	sim    *sim.Sim   // nil with real providers
+	remote *remoteSim // simulators in their own process (--sim-url), else nil
+	close  func()
 }
 
 // simStateDir is where the simulators keep their state with the embedded
@@ -200,7 +201,12 @@ func openWorld(ctx context.Context, c Config, emptyLog bool) (world, error) {
 		return world{}, err
 	}
 	root := strings.TrimRight(c.BitbucketURL, "/")
+	var remote *remoteSim
+	if c.SimURL != "" {
+		remote = newRemoteSim(c.SimURL)
+	}
 	return world{
+		remote: remote,
 		deps: jobs.Deps{
 			PaaS:    coolify.New(coolify.Options{BaseURL: c.CoolifyURL, Token: c.CoolifyToken}),
 			GitHost: bitbucket.New(bitbucket.Options{BaseURL: c.BitbucketURL, Token: c.BitbucketToken}),
@@ -320,7 +326,42 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 	}
 	defer w.close()
 
-	svc := slots.NewService(store, slots.Config{Grace: c.Grace, DeadlineReset: c.Deadlines, Logger: log})
+	// The demo runs on simulators, embedded or in their own process.
+	var demoSim interface {
+		demo.Simulator
+		demo.Projects
+	}
+	switch {
+	case w.sim != nil:
+		demoSim = w.sim
+	case w.remote != nil:
+		demoSim = w.remote
+	}
+	seedDemo := demoSim != nil && c.Demo && startHead == 0
+	var demoWorld []sim.SlotFixture
+	if seedDemo {
+		// The pool's resources first: the scope is made of them.
+		if demoWorld, err = demo.SeedWorld(demoSim, demo.Pool); err != nil {
+			return fmt.Errorf("seed the demo pool: %w", err)
+		}
+	}
+	scope := slots.Scope{CoolifyProjects: splitList(c.CoolifyProjects), BitbucketProjects: splitList(c.BitbucketProjects)}
+	if demoSim != nil && c.Demo {
+		// The demo's own resources, plus whatever the flags add.
+		ds := demo.Scope(demoSim, demo.Pool)
+		scope.CoolifyProjects = append(scope.CoolifyProjects, ds.CoolifyProjects...)
+		scope.BitbucketProjects = append(scope.BitbucketProjects, ds.BitbucketProjects...)
+	}
+	if len(scope.CoolifyProjects) == 0 {
+		log.Warn("no --coolify-projects: slots may name any Coolify project the token can reach")
+	}
+	if len(scope.BitbucketProjects) == 0 {
+		log.Warn("no --bitbucket-projects: slots and promotes may name any Bitbucket project the token can reach")
+	}
+	svc := slots.NewService(store, slots.Config{
+		Grace: c.Grace, DeadlineReset: c.Deadlines, Logger: log, Scope: scope,
+		Resources: providercheck.Checker{PaaS: w.deps.PaaS, GitHost: w.deps.GitHost},
+	})
 	goRun("deadline scheduler", svc.RunDeadlines)
 	startBackups(c, store, met.Registry, log, goRun)
 	var eng *jobs.Engine
@@ -336,12 +377,15 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 		if base == "" {
 			base = "http://" + c.Addr
 		}
-		n := notify.New(store, notify.Config{WebhookURL: c.WebhookURL, BaseURL: base, Logger: log})
+		if c.WebhookSecret == "" {
+			log.Warn("no --webhook-secret: webhook bodies are not signed")
+		}
+		n := notify.New(store, notify.Config{WebhookURL: c.WebhookURL, Secret: c.WebhookSecret, BaseURL: base, Logger: log})
 		goRun("webhook notifier", n.Run)
 	}
 
-	if w.sim != nil && c.Demo && startHead == 0 {
-		if err := demo.Seed(ctx, svc, w.sim, demo.Pool, time.Now()); err != nil {
+	if seedDemo {
+		if err := demo.Register(ctx, svc, demoWorld, demo.Pool, time.Now()); err != nil {
 			return fmt.Errorf("seed the demo pool: %w", err)
 		}
 		log.Info("demo pool seeded", slog.Int("slots", len(demo.Pool)))
@@ -356,10 +400,18 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 		}
 	}
 
-	// After the demo seed: the demo's scope is its own slots'.
-	rec := startReconciler(ctx, c, store, rs.reads, w, met.Registry, log, goRun)
+	// Readiness: the store takes writes and every provider answers an
+	// authenticated probe; the first round runs now, so start-up logs what
+	// was reached, then in the background.
+	rd := &readiness{
+		store: store, interval: c.ReadyInterval, log: log,
+		probes: append([]probe{storeProbe(store)}, providerProbes(w.deps.PaaS, w.deps.GitHost, scope)...),
+	}
+	rd.round(ctx)
+	goRun("readiness probes", rd.run)
 
-	var draining atomic.Bool // set when shutdown begins: /readyz turns 503
+	// After the demo seed: the demo's scope is its own slots'.
+	rec := startReconciler(ctx, c, store, rs.reads, w, scope, met.Registry, log, goRun)
 	var spa fs.FS
 	if sub, err := fs.Sub(frontend.Dist, "dist"); err == nil {
 		spa = sub
@@ -368,8 +420,8 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 		Commands: svc, Reads: rs.reads, Log: store, Waiter: rs.waiter, Hub: hub, Metrics: met, Logger: log, SPA: spa,
 		Reconcile: reconcileAPI{rec}, Backup: onlineBackup(c, store),
 		Ready: func(ctx context.Context) error {
-			if draining.Load() {
-				return errors.New("shutting down")
+			if err := rd.err(); err != nil {
+				return err
 			}
 			if damage != nil && damage.Err() != nil {
 				return damage.Err()
@@ -384,8 +436,11 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 			return nil
 		},
 	}
-	if w.sim != nil {
+	switch {
+	case w.sim != nil:
 		deps.Sim = w.sim.ControlHandler()
+	case w.remote != nil:
+		deps.Sim = w.remote.controlProxy()
 	}
 	api, err := httpapi.New(deps)
 	if err != nil {
@@ -403,7 +458,7 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 	}
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() { served <- srv.Serve(httpapi.JSONErrors(ln)) }()
 	url := "http://" + ln.Addr().String()
 	fmt.Fprintf(stdout, "slotkeeper: serving on %s (events: %s, read model: %s, providers: %s)\n", url, storeDesc, c.ReadModel, providersDesc(w))
 	if ready != nil {
@@ -422,8 +477,20 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 	// Graceful shutdown: stop claiming and fence running attempts first, so
 	// each ends with an honest terminal event that the streams still carry;
 	// then end the streams and the requests; then the background work.
-	log.Info("shutting down")
-	draining.Store(true)
+	// /readyz answers 503 at once and for --drain-delay while everything
+	// still works, so load balancers notice and stop sending before the
+	// listeners close.
+	log.Info("shutting down: draining", slog.Duration("drain_delay", c.DrainDelay))
+	rd.draining.Store(true)
+	if c.DrainDelay > 0 {
+		t := time.NewTimer(c.DrainDelay)
+		select {
+		case <-t.C:
+		case err := <-served:
+			t.Stop()
+			return fmt.Errorf("http server: %w", err)
+		}
+	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.ShutdownTimeout)
 	defer cancel()
 	if eng != nil {
@@ -459,6 +526,9 @@ func waitHub(ctx context.Context, hub *httpapi.Hub, pos events.Position) {
 func providersDesc(w world) string {
 	if w.sim != nil {
 		return "simulators " + w.sim.CoolifyURL() + " " + w.sim.BitbucketURL()
+	}
+	if w.remote != nil {
+		return "simulators at " + w.remote.base
 	}
 	return "real Coolify and Bitbucket"
 }

@@ -185,6 +185,36 @@ func (c *Client) getRepo(ctx context.Context, op, project, slug string) (provide
 	return r.repo(), providers.Found, nil
 }
 
+// DefaultBranch returns the name of the repository's default branch
+// (GET …/default-branch, a RestMinimalRef), with a Lookup as for GetRepo.
+func (c *Client) DefaultBranch(ctx context.Context, project, slug string) (string, providers.Lookup, error) {
+	const op = "bitbucket.DefaultBranch"
+	if err := validRepo(op, project, slug); err != nil {
+		return "", providers.Unknown, err
+	}
+	res := project + "/" + slug
+	resp, perr := c.c.Do(ctx, op, res, http.MethodGet, repoPath(project, slug)+"/default-branch", nil, nil, false)
+	if perr != nil {
+		return "", providers.Unknown, perr
+	}
+	if l, perr := c.c.Lookup(op, res, resp); perr != nil {
+		return "", l, perr
+	}
+	var ref struct {
+		ID        string `json:"id"`
+		DisplayID string `json:"displayId"`
+	}
+	err := json.Unmarshal(resp.Body, &ref)
+	name := strings.TrimPrefix(ref.ID, "refs/heads/")
+	if err == nil && name == ref.ID {
+		name = ref.DisplayID
+	}
+	if err != nil || providers.ValidateBranch(name) != nil {
+		return "", providers.Unknown, &providers.Error{Op: op, Resource: res, Status: resp.Status, Code: providers.CodeServer, Message: "unreadable default branch", Err: err}
+	}
+	return name, providers.Found, nil
+}
+
 // CreateRepo creates a git repository named name in project. On 201 the
 // slug (and clone URL) are read from the answer, never computed. On 409 it
 // returns Existed with a CodeConflict error: existing is not success for a

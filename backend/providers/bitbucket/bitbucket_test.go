@@ -324,3 +324,24 @@ func TestCancelBetweenPolls(t *testing.T) {
 		t.Fatalf("want one delete and one completed confirmation GET, got %+v", reqs)
 	}
 }
+
+// TestDefaultBranch: a repository's default branch is read from
+// …/default-branch; a missing repository is Absent, a 5xx Unknown.
+func TestDefaultBranch(t *testing.T) {
+	b := setup(t, 0)
+	ctx := ctxT(t)
+	name, l, err := b.c.DefaultBranch(ctx, "SLOT", b.fx.Repo.Slug)
+	if err != nil || l != providers.Found || name != sim.DefaultBranch {
+		t.Fatalf("default branch %q %v %v", name, l, err)
+	}
+	if _, l, err := b.c.DefaultBranch(ctx, "SLOT", "nope"); l != providers.Absent {
+		t.Fatalf("missing repo: %v %v", l, err)
+	}
+	b.sim.AddFault(sim.Fault{Endpoint: sim.EndpointDefaultBranch, Status: 503})
+	if _, l, err := b.c.DefaultBranch(ctx, "SLOT", b.fx.Repo.Slug); l != providers.Unknown {
+		t.Fatalf("5xx: %v %v", l, err)
+	}
+	if _, _, err := b.c.DefaultBranch(ctx, "SLOT", "../x"); providers.CodeOf(err) != providers.CodeInvalid {
+		t.Fatalf("bad slug: %v", err)
+	}
+}

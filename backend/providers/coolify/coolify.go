@@ -110,21 +110,32 @@ func (c *Client) get(ctx context.Context, op, id, path string, out any) (provide
 }
 
 type resourceJSON struct {
-	UUID   string `json:"uuid"`
-	Name   string `json:"name"`
-	Status string `json:"status"`
+	UUID          string `json:"uuid"`
+	Name          string `json:"name"`
+	Status        string `json:"status"`
+	EnvironmentID int64  `json:"environment_id"`
+	// Environments come with a project (Coolify loads them into its GET).
+	Environments []struct {
+		ID int64 `json:"id"`
+	} `json:"environments"`
 }
 
 func (r resourceJSON) database() providers.Database {
-	return providers.Database{UUID: r.UUID, Name: r.Name, Status: r.Status}
+	return providers.Database{UUID: r.UUID, Name: r.Name, Status: r.Status, EnvironmentID: r.EnvironmentID}
 }
 
 func (r resourceJSON) application() providers.Application {
-	return providers.Application{UUID: r.UUID, Name: r.Name, Status: r.Status}
+	return providers.Application{UUID: r.UUID, Name: r.Name, Status: r.Status, EnvironmentID: r.EnvironmentID}
 }
 
 func (r resourceJSON) project() providers.Project {
-	return providers.Project{UUID: r.UUID, Name: r.Name}
+	p := providers.Project{UUID: r.UUID, Name: r.Name}
+	for _, e := range r.Environments {
+		if e.ID != 0 {
+			p.Environments = append(p.Environments, e.ID)
+		}
+	}
+	return p
 }
 
 // GetDatabase returns the database. Lookup is Absent (with a CodeNotFound

@@ -530,3 +530,31 @@ func TestListAll(t *testing.T) {
 	_, err = b.c.ListProjects(ctx)
 	checkErr(t, err, providers.CodeServer, 200, false)
 }
+
+// TestMembershipIsReported: an application and a database name the
+// environment they live in, and their project lists it; a resource of
+// another project names another environment.
+func TestMembershipIsReported(t *testing.T) {
+	b := setup(t, 0)
+	ctx := ctxT(t)
+	other, err := b.sim.SeedSlot("other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, l, err := b.c.GetProject(ctx, b.fx.ProjectUUID)
+	if l != providers.Found || err != nil || len(p.Environments) != 1 {
+		t.Fatalf("GetProject = %+v %v %v, want one environment", p, l, err)
+	}
+	a, _, err := b.c.GetApplication(ctx, b.fx.AppUUID)
+	if err != nil || a.EnvironmentID != p.Environments[0] {
+		t.Fatalf("application environment %d (%v), want %d", a.EnvironmentID, err, p.Environments[0])
+	}
+	d, _, err := b.c.GetDatabase(ctx, b.fx.DBUUID)
+	if err != nil || d.EnvironmentID != p.Environments[0] {
+		t.Fatalf("database environment %d (%v), want %d", d.EnvironmentID, err, p.Environments[0])
+	}
+	od, _, err := b.c.GetDatabase(ctx, other.DBUUID)
+	if err != nil || od.EnvironmentID == p.Environments[0] || od.EnvironmentID == 0 {
+		t.Fatalf("other project's database environment %d (%v), want another one", od.EnvironmentID, err)
+	}
+}

@@ -93,6 +93,7 @@ func (s *Sim) bitbucketMux() http.Handler {
 			mux.Handle(pattern, s.route("bitbucket", endpoint, rf, s.bbAuth, bbErrBody, f))
 		}
 		h("GET "+base+"/projects/{project}/repos/{slug}", EndpointGetRepo, res, s.bbGetRepo)
+		h("GET "+base+"/projects/{project}/repos/{slug}/default-branch", EndpointDefaultBranch, res, s.bbDefaultBranch)
 		h("DELETE "+base+"/projects/{project}/repos/{slug}", EndpointDeleteRepo, res, s.bbDeleteRepo)
 		h("POST "+base+"/projects/{project}/repos", EndpointCreateRepo, proj, s.bbCreateRepo)
 		h("GET "+base+"/projects/{project}/repos", EndpointListRepos, proj, s.bbListRepos)
@@ -143,6 +144,20 @@ func (s *Sim) bbGetRepo(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, body)
+}
+
+// bbDefaultBranch answers Bitbucket's RestMinimalRef of the repository's
+// default branch; every simulated repository's is main.
+func (s *Sim) bbDefaultBranch(w http.ResponseWriter, r *http.Request) {
+	p, slug := r.PathValue("project"), r.PathValue("slug")
+	s.mu.Lock()
+	_, ok := s.bb.repos[repoKey(p, slug)]
+	s.mu.Unlock()
+	if !ok {
+		noSuchRepo(w, p, slug)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"id": "refs/heads/" + DefaultBranch, "displayId": DefaultBranch, "type": "BRANCH"})
 }
 
 // bbDeleteRepo schedules the deletion (202); a missing repo answers 204, as

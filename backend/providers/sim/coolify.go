@@ -348,7 +348,7 @@ func (s *Sim) coolGetProject(w http.ResponseWriter, r *http.Request) {
 	p, ok := s.cool.projects[r.PathValue("uuid")]
 	var body map[string]any
 	if ok {
-		body = map[string]any{"uuid": p.UUID, "name": p.Name, "environments": []map[string]any{{"name": "production"}}}
+		body = map[string]any{"uuid": p.UUID, "name": p.Name, "environments": []map[string]any{{"id": environmentID(p.UUID), "name": "production"}}}
 	}
 	s.mu.Unlock()
 	if !ok {

@@ -50,6 +50,8 @@ const (
 	EndpointCreateRepo = "bitbucket.CreateRepo"
 	EndpointDeleteRepo = "bitbucket.DeleteRepo"
 	EndpointListRepos  = "bitbucket.ListRepos"
+	// EndpointDefaultBranch is GET …/repos/{slug}/default-branch.
+	EndpointDefaultBranch = "bitbucket.DefaultBranch"
 
 	// Git smart HTTP, served by the Bitbucket server under /scm/.
 	EndpointGitInfoRefs    = "git.InfoRefs"    // GET …/info/refs?service=…
@@ -80,6 +82,14 @@ type Options struct {
 	// CoolifyToken and BitbucketToken override the generated tokens.
 	CoolifyToken   string
 	BitbucketToken string
+	// Addr, if set, serves everything on this one address (the simulators
+	// as their own process, `slotkeeper sim`): Coolify under /api/v1,
+	// the control API (ControlHandler) under /sim/, Bitbucket REST and git
+	// on the rest. Empty: two random loopback ports, no control API.
+	Addr string
+	// PublicURL, with Addr, is the base URL clients use (e.g.
+	// http://sim:9090 inside a compose network); default http://<Addr>.
+	PublicURL string
 }
 
 // Sim is a running pair of simulated servers. Its methods are safe for
@@ -175,6 +185,26 @@ func Start(ctx context.Context, opts Options) (*Sim, error) {
 	}
 
 	var lc net.ListenConfig
+	if opts.Addr != "" {
+		ln, err := lc.Listen(ctx, "tcp", opts.Addr)
+		if err != nil {
+			s.removeDirs()
+			return nil, err
+		}
+		base := strings.TrimRight(opts.PublicURL, "/")
+		if base == "" {
+			base = "http://" + ln.Addr().String()
+		}
+		s.coolURL, s.bbURL = base+"/api/v1", base
+		mux := http.NewServeMux()
+		mux.Handle("/api/v1/", s.record("coolify", s.coolifyMux()))
+		mux.Handle("/sim/", http.StripPrefix("/sim", s.ControlHandler()))
+		mux.Handle("/", s.record("bitbucket", s.bitbucketMux()))
+		s.coolSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		s.bbSrv = s.coolSrv
+		go s.coolSrv.Serve(ln)
+		return s, nil
+	}
 	cl, err := lc.Listen(ctx, "tcp", "127.0.0.1:0")
 	if err != nil {
 		s.removeDirs()

@@ -192,6 +192,21 @@ func (s *Sim) AddStorage(appUUID, name, kind, mountPath string) (string, error) 
 	return id, s.persistLocked()
 }
 
+// ProjectsNamed returns the uuids of the Coolify projects called name, in
+// uuid order.
+func (s *Sim) ProjectsNamed(name string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ids []string
+	for id, p := range s.cool.projects {
+		if p.Name == name {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
 // HasProject, HasApp, HasDatabase, HasEnv and HasStorage report whether the
 // simulated Coolify still holds the resource (a queued delete still holds it).
 func (s *Sim) HasProject(uuid string) bool {

@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/slotkeeper/slotkeeper/backend/providers"
+	"github.com/slotkeeper/slotkeeper/backend/slots"
+	"github.com/slotkeeper/slotkeeper/events"
+)
+
+// readiness is what /readyz reports beyond the read model: the store accepts
+// writes, and every provider answered an authenticated probe. The checks run
+// in the background (every interval), so /readyz answers from the last
+// round and a load balancer's polling never reaches the providers; until the
+// first round has run everything counts as not ready.
+type readiness struct {
+	store    events.Store
+	probes   []probe
+	interval time.Duration
+	log      *slog.Logger
+
+	draining atomic.Bool // set on SIGTERM: /readyz answers 503 at once
+
+	mu      sync.Mutex
+	checked bool
+	failing []string // reasons, in probe order ("" when all pass)
+}
+
+// probe checks one dependency; name appears in /readyz reasons and logs.
+type probe struct {
+	name  string
+	check func(ctx context.Context) error
+}
+
+// probeStream is where the write probe "appends": with an expected revision
+// no stream can have, so the store takes the write path, refuses the
+// condition (ErrWrongRevision) and writes nothing. Any other answer means
+// it cannot write. (2^62, not near 2^64: KurrentDB reads expected versions
+// as signed, and -2 would mean "any".)
+const probeStream = "slotkeeper-readiness-probe"
+
+func storeProbe(store events.Store) probe {
+	return probe{name: "event store", check: func(ctx context.Context) error {
+		_, err := store.Append(ctx, probeStream, events.Exact(1<<62),
+			events.New(events.Unknown{Type: "ReadinessProbe", Data: []byte("{}")}, events.Metadata{Actor: "system:readiness"}))
+		switch {
+		case errors.Is(err, events.ErrWrongRevision):
+			return nil
+		case err == nil:
+			return errors.New("the write probe was appended (the store ignored its condition)")
+		}
+		return fmt.Errorf("refuses writes: %v", err)
+	}}
+}
+
+// providerProbes look one resource up at each provider with the server's
+// token: found or absent (the provider's own 404, after authenticating the
+// request) proves it answers and accepts the token; unknown (401, 403, 5xx,
+// timeout) does not. Inside a scope the probe looks at the scope's first
+// project, which must exist.
+func providerProbes(paas providers.PaaS, git providers.GitHost, scope slots.Scope) []probe {
+	return []probe{
+		{name: "coolify", check: func(ctx context.Context) error {
+			id, mustExist := "slotkeeper-readiness-probe", false
+			if len(scope.CoolifyProjects) > 0 {
+				id, mustExist = scope.CoolifyProjects[0], true
+			}
+			_, l, err := paas.GetProject(ctx, id)
+			return lookupReady(l, err, mustExist, "project "+id)
+		}},
+		{name: "bitbucket", check: func(ctx context.Context) error {
+			key := "SLOTKEEPERPROBE"
+			if len(scope.BitbucketProjects) > 0 {
+				key = scope.BitbucketProjects[0]
+			}
+			_, l, err := git.GetRepo(ctx, key, "slotkeeper-readiness-probe")
+			return lookupReady(l, err, false, "")
+		}},
+	}
+}
+
+func lookupReady(l providers.Lookup, err error, mustExist bool, what string) error {
+	switch {
+	case l == providers.Found:
+		return nil
+	case l == providers.Absent && mustExist:
+		return fmt.Errorf("%s (in the configured scope) does not exist", what)
+	case l == providers.Absent:
+		return nil
+	case err != nil:
+		return err
+	}
+	return errors.New("no answer")
+}
+
+// round runs every probe once and keeps the result.
+func (r *readiness) round(ctx context.Context) {
+	var failing []string
+	for _, p := range r.probes {
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := p.check(pctx)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			failing = append(failing, p.name+": "+err.Error())
+		}
+	}
+	r.mu.Lock()
+	was := r.failing
+	first := !r.checked
+	r.checked, r.failing = true, failing
+	r.mu.Unlock()
+	changed := strings.Join(was, "; ") != strings.Join(failing, "; ")
+	switch {
+	case first:
+		for _, p := range r.probes {
+			if reason := findReason(failing, p.name); reason != "" {
+				r.log.Warn("not reached at start", slog.String("dependency", p.name), slog.String("reason", reason))
+			} else {
+				r.log.Info("reached", slog.String("dependency", p.name))
+			}
+		}
+	case changed && len(failing) > 0:
+		r.log.Warn("not ready", slog.String("reasons", strings.Join(failing, "; ")))
+	case changed:
+		r.log.Info("ready again: every dependency answers")
+	}
+}
+
+func findReason(failing []string, name string) string {
+	for _, f := range failing {
+		if strings.HasPrefix(f, name+": ") {
+			return strings.TrimPrefix(f, name+": ")
+		}
+	}
+	return ""
+}
+
+// run repeats the probes until ctx is done.
+func (r *readiness) run(ctx context.Context) error {
+	t := time.NewTicker(r.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			r.round(ctx)
+		}
+	}
+}
+
+// err is the reason /readyz reports, nil when ready.
+func (r *readiness) err() error {
+	if r.draining.Load() {
+		return errors.New("shutting down")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.checked {
+		return errors.New("dependencies not checked yet")
+	}
+	if len(r.failing) > 0 {
+		return errors.New(strings.Join(r.failing, "; "))
+	}
+	return nil
+}

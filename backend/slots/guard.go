@@ -1,0 +1,264 @@
+package slots
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/slotkeeper/slotkeeper/events"
+)
+
+// Every later job runs with the server's provider tokens against whatever a
+// slot names, so Register is where a slot is bound to resources it may act
+// on (DESIGN.md invariant 12). Three checks, in this order, before anything
+// is appended:
+//
+//  1. Scope: the Coolify project and every Bitbucket project named lie in
+//     the configured allow-lists (Scope) → else CodeForbidden (403).
+//  2. Ownership: no two unretired slots share a project, application,
+//     database or repository, and no slot's repository is any slot's
+//     template (or the reverse) → else CodeConflict (409) naming the owner.
+//  3. Existence: each resource is looked up at its provider (tri-state,
+//     ResourceChecker): absent → CodeUnprocessable (422) naming it; could
+//     not check → CodeUpstream (502); the application and database must lie
+//     in the project, in one environment → else 422.
+
+// Scope bounds the resources slots may name. An empty list leaves that
+// provider unrestricted (serve warns about it).
+type Scope struct {
+	// CoolifyProjects are the Coolify project uuids a slot may live in.
+	CoolifyProjects []string
+	// BitbucketProjects are the Bitbucket project keys a slot's repository,
+	// its template and a promote's target may lie in (compared without
+	// regard to case, as Bitbucket does).
+	BitbucketProjects []string
+}
+
+func (sc Scope) coolifyOK(uuid string) bool {
+	return len(sc.CoolifyProjects) == 0 || slices.Contains(sc.CoolifyProjects, uuid)
+}
+
+func (sc Scope) bitbucketOK(key string) bool {
+	if len(sc.BitbucketProjects) == 0 {
+		return true
+	}
+	for _, k := range sc.BitbucketProjects {
+		if strings.EqualFold(k, key) {
+			return true
+		}
+	}
+	return false
+}
+
+func forbidden(field, format string, args ...any) *Error {
+	return &Error{Code: CodeForbidden, Message: fmt.Sprintf(format, args...), Details: map[string]any{"field": field}}
+}
+
+func unprocessable(field, format string, args ...any) *Error {
+	return &Error{Code: CodeUnprocessable, Message: fmt.Sprintf(format, args...), Details: map[string]any{"field": field}}
+}
+
+// checkScope is step 1 of Register.
+func (s *Service) checkScope(c RegisterCmd) error {
+	sc := s.cfg.Scope
+	if !sc.coolifyOK(c.ProjectUUID) {
+		return forbidden("project_uuid", "Coolify project %s is outside the configured scope (--coolify-projects)", c.ProjectUUID)
+	}
+	for _, f := range []struct {
+		field string
+		r     events.RepoRef
+	}{{"repo.project", c.Repo}, {"template_repo.project", c.TemplateRepo}} {
+		if !sc.bitbucketOK(f.r.Project) {
+			return forbidden(f.field, "Bitbucket project %s is outside the configured scope (--bitbucket-projects)", f.r.Project)
+		}
+	}
+	return nil
+}
+
+// ResourceState is a provider's answer about one resource.
+type ResourceState int
+
+// The three answers of a lookup (DESIGN.md invariant 6): only the
+// provider's own "not found" is Absent.
+const (
+	ResourceUnknown ResourceState = iota
+	ResourceFound
+	ResourceAbsent
+)
+
+// ErrRefusedID is wrapped by a ResourceChecker's error when the provider's
+// client refuses an id before sending anything (its id rules are the ones
+// that count: a slot naming an id the client refuses could never be torn
+// down).
+var ErrRefusedID = errors.New("the provider client refuses this id")
+
+// ResourceChecker looks a slot's resources up at the providers. Each method
+// returns ResourceUnknown with an error when it could not tell (401, 403,
+// 5xx, timeout, a refused id wrapping ErrRefusedID).
+type ResourceChecker interface {
+	// CoolifyProject returns the ids of the project's environments.
+	CoolifyProject(ctx context.Context, uuid string) (environments []int64, st ResourceState, err error)
+	// CoolifyApp and CoolifyDB return the environment the resource lives in
+	// (0 when the provider did not say).
+	CoolifyApp(ctx context.Context, uuid string) (environment int64, st ResourceState, err error)
+	CoolifyDB(ctx context.Context, uuid string) (environment int64, st ResourceState, err error)
+	// Repo also returns the repository's default branch ("" when the
+	// provider cannot tell it).
+	Repo(ctx context.Context, r events.RepoRef) (defaultBranch string, st ResourceState, err error)
+}
+
+// checkResources is step 3 of Register. It returns the slot repository's
+// default branch as the provider reports it ("" without a checker).
+func (s *Service) checkResources(ctx context.Context, c RegisterCmd) (string, error) {
+	ch := s.cfg.Resources
+	if ch == nil {
+		return "", nil
+	}
+	judge := func(field, what string, st ResourceState, err error) error {
+		switch {
+		case errors.Is(err, ErrRefusedID):
+			return &Error{Code: CodeInvalid, Message: fmt.Sprintf("%s %s: %v", field, what, err), Details: map[string]any{"field": field}}
+		case st == ResourceAbsent:
+			return unprocessable(field, "%s %s does not exist", field, what)
+		case st != ResourceFound:
+			return &Error{Code: CodeUpstream, Message: fmt.Sprintf("could not check %s %s at its provider; nothing was recorded", field, what),
+				Details: map[string]any{"field": field}, Err: err}
+		}
+		return nil
+	}
+	envs, st, err := ch.CoolifyProject(ctx, c.ProjectUUID)
+	if e := judge("project_uuid", c.ProjectUUID, st, err); e != nil {
+		return "", e
+	}
+	appEnv, st, err := ch.CoolifyApp(ctx, c.AppUUID)
+	if e := judge("app_uuid", c.AppUUID, st, err); e != nil {
+		return "", e
+	}
+	dbEnv, st, err := ch.CoolifyDB(ctx, c.DBUUID)
+	if e := judge("db_uuid", c.DBUUID, st, err); e != nil {
+		return "", e
+	}
+	def, st, err := ch.Repo(ctx, c.Repo)
+	if e := judge("repo", repoName(c.Repo), st, err); e != nil {
+		return "", e
+	}
+	_, st, err = ch.Repo(ctx, c.TemplateRepo)
+	if e := judge("template_repo", repoName(c.TemplateRepo), st, err); e != nil {
+		return "", e
+	}
+	switch {
+	case appEnv == 0 || dbEnv == 0:
+		return "", &Error{Code: CodeUpstream, Message: "Coolify did not report which environment the application and database live in; nothing was recorded"}
+	case !slices.Contains(envs, appEnv):
+		return "", unprocessable("app_uuid", "application %s does not belong to project %s", c.AppUUID, c.ProjectUUID)
+	case !slices.Contains(envs, dbEnv):
+		return "", unprocessable("db_uuid", "database %s does not belong to project %s", c.DBUUID, c.ProjectUUID)
+	case appEnv != dbEnv:
+		return "", unprocessable("db_uuid", "database %s and application %s live in different environments of project %s", c.DBUUID, c.AppUUID, c.ProjectUUID)
+	}
+	return def, nil
+}
+
+// owners is the index of what the unretired slots name, folded from the
+// slot streams' SlotRegistered and SlotRetired. It catches up with the log
+// (from where it stopped) each time Register asks, under Register's mutex,
+// so its cost follows new events, not history.
+type owners struct {
+	mu   sync.Mutex // held by Register from the check to the append
+	pos  events.Position
+	regs map[string]events.SlotRegistered // unretired slots
+}
+
+func (o *owners) catchUp(ctx context.Context, store events.Store) error {
+	head, err := store.Head(ctx)
+	if err != nil {
+		return err
+	}
+	if head <= o.pos {
+		return nil
+	}
+	if o.regs == nil {
+		o.regs = map[string]events.SlotRegistered{}
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	err = store.SubscribeAll(cctx, o.pos, events.Filter{}, func(_ context.Context, ev events.RecordedEvent) error {
+		if strings.HasPrefix(ev.Stream, events.SlotStreamPrefix) {
+			switch ev.Type {
+			case "SlotRegistered", "SlotRetired":
+				p, err := events.Decode(ev)
+				if err != nil {
+					return err
+				}
+				switch e := p.(type) {
+				case events.SlotRegistered:
+					o.regs[e.Slot] = e
+				case events.SlotRetired:
+					delete(o.regs, strings.TrimPrefix(ev.Stream, events.SlotStreamPrefix))
+				}
+			}
+		}
+		o.pos = ev.Position
+		if ev.Position >= head {
+			cancel()
+		}
+		return nil
+	})
+	if o.pos >= head {
+		return nil
+	}
+	if err == nil {
+		err = errors.New("subscription ended before the head")
+	}
+	return err
+}
+
+// checkOwners is step 2 of Register: c may name nothing an unretired slot
+// names, and its repository and template must not be any slot's template
+// or repository.
+func (o *owners) check(c RegisterCmd) error {
+	if sameRepo(c.Repo, c.TemplateRepo) {
+		return unprocessable("template_repo", "template_repo %s/%s is the slot's own repository", c.Repo.Project, c.Repo.Slug)
+	}
+	taken := func(field, value, owner, as string) *Error {
+		return conflict(map[string]any{"field": field, "owner": owner},
+			"%s %s is already %s of slot %s", field, value, as, owner)
+	}
+	names := make([]string, 0, len(o.regs))
+	for n := range o.regs {
+		names = append(names, n)
+	}
+	slices.Sort(names) // the same answer every time
+	// Field by field, so the answer names the first field in the order of
+	// the command, whichever slot owns it.
+	rules := []struct {
+		field, value, as string
+		owns             func(r events.SlotRegistered) bool
+	}{
+		{"project_uuid", c.ProjectUUID, "the Coolify project", func(r events.SlotRegistered) bool { return r.ProjectUUID == c.ProjectUUID }},
+		{"app_uuid", c.AppUUID, "the application", func(r events.SlotRegistered) bool { return r.AppUUID == c.AppUUID }},
+		{"db_uuid", c.DBUUID, "the database", func(r events.SlotRegistered) bool { return r.DBUUID == c.DBUUID }},
+		{"repo", repoName(c.Repo), "the repository", func(r events.SlotRegistered) bool { return sameRepo(r.Repo, c.Repo) }},
+		{"repo", repoName(c.Repo), "the template", func(r events.SlotRegistered) bool { return sameRepo(r.TemplateRepo, c.Repo) }},
+		{"template_repo", repoName(c.TemplateRepo), "the repository", func(r events.SlotRegistered) bool { return sameRepo(r.Repo, c.TemplateRepo) }},
+	}
+	for _, rule := range rules {
+		for _, n := range names {
+			if rule.owns(o.regs[n]) {
+				return taken(rule.field, rule.value, n, rule.as)
+			}
+		}
+	}
+	return nil
+}
+
+func repoName(r events.RepoRef) string { return r.Project + "/" + r.Slug }
+
+// sameRepo compares repositories as Bitbucket does: project keys without
+// regard to case.
+func sameRepo(a, b events.RepoRef) bool {
+	return strings.EqualFold(a.Project, b.Project) && a.Slug == b.Slug
+}
