@@ -260,7 +260,9 @@ func TestSessionSignInCSRFAndLogout(t *testing.T) {
 	}
 	sid := strings.TrimPrefix(strings.Split(ck, ";")[0], SessionCookie+"=")
 	cookie := "Cookie"
-	sess := func(hdr ...string) []string { return append([]string{"Authorization", "", cookie, SessionCookie + "=" + sid}, hdr...) }
+	sess := func(hdr ...string) []string {
+		return append([]string{"Authorization", "", cookie, SessionCookie + "=" + sid}, hdr...)
+	}
 
 	a = b.do(t, "GET", "/api/auth/me", nil, sess()...)
 	var me subjectAnswer
