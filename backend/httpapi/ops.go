@@ -22,6 +22,10 @@ type Reconciler interface {
 // ErrReconcileBusy is what a Reconciler returns when a run is in progress.
 var ErrReconcileBusy = errors.New("a reconciliation run is already in progress")
 
+// backupRoute streams a whole store: it is exempt from the request timeout
+// (like the live stream); the caller's context ends it.
+const backupRoute = "/api/admin/backup"
+
 // BackupFunc streams a consistent backup archive of the store to w.
 type BackupFunc func(ctx context.Context, w io.Writer) error
 

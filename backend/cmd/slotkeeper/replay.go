@@ -38,7 +38,7 @@ func storeFlags(name string, args []string, env func(string) string, out io.Writ
 		StepTimeout: time.Second, JobTimeout: time.Second, Lease: time.Second, Heartbeat: time.Second,
 		SSEWriteTimeout: time.Second, SSEResumeWait: time.Second, ShutdownTimeout: time.Second, SSEMaxClients: 1, SSEHistory: 16,
 		ReadyInterval: time.Second,
-		LogLevel:      c.LogLevel, LogFormat: "text"}
+		LogLevel:      c.LogLevel, LogFormat: "text", Auth: AuthConfig{SessionIdle: time.Hour, SessionMax: time.Hour}}
 	return full, full.validate()
 }
 

@@ -320,7 +320,14 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 	}
 	log.Info("read model caught up", slog.Any("position", startHead), slog.Duration("took", time.Since(t0)), slog.String("events", storeDesc))
 
-	w, err := openWorld(ctx, c, startHead == 0)
+	// The demo pool is seeded, and the simulators' state cleared, when the
+	// log holds no slot yet: account and token events (e.g. from
+	// `slotkeeper admin create-token` before the first start) do not count.
+	noSlots := startHead == 0
+	if list, err := rs.reads.ListSlots(ctx); err == nil {
+		noSlots = len(list) == 0
+	}
+	w, err := openWorld(ctx, c, noSlots)
 	if err != nil {
 		return err
 	}
@@ -337,7 +344,7 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 	case w.remote != nil:
 		demoSim = w.remote
 	}
-	seedDemo := demoSim != nil && c.Demo && startHead == 0
+	seedDemo := demoSim != nil && c.Demo && noSlots
 	var demoWorld []sim.SlotFixture
 	if seedDemo {
 		// The pool's resources first: the scope is made of them.
@@ -412,6 +419,17 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 
 	// After the demo seed: the demo's scope is its own slots'.
 	rec := startReconciler(ctx, c, store, rs.reads, w, scope, met.Registry, log, goRun)
+
+	as, err := openAuth(ctx, c, store, w.sim != nil && c.Demo, stdout)
+	if err != nil {
+		return err
+	}
+	goRun("account directory", as.svc.Follow)
+	base := c.BaseURL
+	if base == "" {
+		base = "http://" + c.Addr
+	}
+
 	var spa fs.FS
 	if sub, err := fs.Sub(frontend.Dist, "dist"); err == nil {
 		spa = sub
@@ -419,6 +437,10 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 	deps := httpapi.Deps{
 		Commands: svc, Reads: rs.reads, Log: store, Waiter: rs.waiter, Hub: hub, Metrics: met, Logger: log, SPA: spa,
 		Reconcile: reconcileAPI{rec}, Backup: onlineBackup(c, store),
+		Auth: as.svc, AutoLogin: as.autoLogin,
+		Security:          httpapi.Security{BaseURL: base, ListenAddr: c.Addr, TrustedProxies: c.Auth.proxies},
+		CommandsPerSecond: orNone(c.Auth.CommandsPerSec), CommandBurst: int(3*c.Auth.CommandsPerSec) + 1,
+		MaxStreamsPerSubject: int(orNone(float64(c.Auth.StreamsPerSubj))),
 		Ready: func(ctx context.Context) error {
 			if err := rd.err(); err != nil {
 				return err
@@ -441,6 +463,11 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 		deps.Sim = w.sim.ControlHandler()
 	case w.remote != nil:
 		deps.Sim = w.remote.controlProxy()
+	}
+	if o, err := c.Auth.oidc(base, as.svc.Dir); err != nil {
+		return err
+	} else if o != nil {
+		deps.OIDC = o
 	}
 	api, err := httpapi.New(deps)
 	if err != nil {
@@ -531,4 +558,12 @@ func providersDesc(w world) string {
 		return "simulators at " + w.remote.base
 	}
 	return "real Coolify and Bitbucket"
+}
+
+// orNone maps a flag's 0 ("no limit") to the API's negative "none".
+func orNone(v float64) float64 {
+	if v == 0 {
+		return -1
+	}
+	return v
 }
