@@ -158,6 +158,16 @@ func summary(typ string, p events.Payload) string {
 		return fmt.Sprintf("webhook attempt %d for %s", e.Attempt, e.Outcome)
 	case events.NotificationDelivered:
 		return fmt.Sprintf("webhook delivered on attempt %d (HTTP %d)", e.Attempt, e.Status)
+	case events.UserCreated:
+		return fmt.Sprintf("account %s created (%s, %s)", e.Name, e.Role, e.Source)
+	case events.UserRoleGranted:
+		return "role " + e.Role + " granted"
+	case events.PasswordChanged:
+		return "password changed"
+	case events.TokenIssued:
+		return fmt.Sprintf("API token %s issued (%s)", e.Name, e.Role)
+	case events.TokenRevoked:
+		return "API token revoked"
 	case events.ReconcileStarted:
 		return fmt.Sprintf("reconcile run started over %d scope entries", len(e.Scope))
 	case events.ReconcileFinding:

@@ -78,7 +78,8 @@ func TestSlowBodyGets408(t *testing.T) {
 	}
 	defer conn.Close()
 	// Headers promise 100 bytes; one arrives, then nothing.
-	io.WriteString(conn, "POST /api/slots HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+	host := strings.TrimPrefix(b.srv.URL, "http://")
+	io.WriteString(conn, "POST /api/slots HTTP/1.1\r\nHost: "+host+"\r\nAuthorization: Bearer "+b.token+"\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
 	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {
@@ -148,7 +149,7 @@ func TestPreHandlerErrorsAreJSON(t *testing.T) {
 	// Handler answers pass unchanged.
 	conn, _ := net.Dial("tcp", ln.Addr().String())
 	defer conn.Close()
-	io.WriteString(conn, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+	io.WriteString(conn, "GET /healthz HTTP/1.1\r\nHost: "+ln.Addr().String()+"\r\n\r\n")
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("healthz: %v %v", resp, err)

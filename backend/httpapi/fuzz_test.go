@@ -47,6 +47,8 @@ func FuzzRequestEdges(f *testing.F) {
 	rec := httptest.NewRecorder()
 	req := httptest.NewRequest(http.MethodPost, "/api/slots", bytes.NewReader(reg))
 	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+b.token)
+	req.Host = "127.0.0.1"
 	h.ServeHTTP(rec, req)
 	if rec.Code != http.StatusCreated {
 		f.Fatalf("register: %d %s", rec.Code, rec.Body)
@@ -67,8 +69,8 @@ func FuzzRequestEdges(f *testing.F) {
 		u.RawQuery = query
 		req := &http.Request{
 			Method: r.method, URL: u, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-			Header: http.Header{"Content-Type": {"application/json"}, HeaderActor: {"fuzz"}},
-			Host:   "example.test", RemoteAddr: "192.0.2.1:1234", RequestURI: u.RequestURI(),
+			Header: http.Header{"Content-Type": {"application/json"}, "Authorization": {"Bearer " + b.token}},
+			Host:   "127.0.0.1", RemoteAddr: "192.0.2.1:1234", RequestURI: u.RequestURI(),
 			Body: http.NoBody,
 		}
 		if body != nil {
