@@ -2,6 +2,7 @@ import { act, cleanup, fireEvent, render, screen } from "@testing-library/react"
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { Route, Router } from "wouter";
 import { memoryLocation } from "wouter/memory-location";
+import { resetAuth, setAuthForTest } from "../auth/session";
 import { setLang } from "../i18n";
 import { resetHealth } from "../live/health";
 import { putSlot, resetLiveStore } from "../live/store";
@@ -13,6 +14,7 @@ let calls: { method: string; url: string }[];
 let history: string[];
 
 beforeEach(() => {
+  setAuthForTest({ id: "u-alice", name: "alice", role: "operator" });
   setLang("en");
   calls = [];
   vi.stubGlobal(
@@ -40,6 +42,7 @@ beforeEach(() => {
 });
 
 afterEach(() => {
+  resetAuth();
   cleanup();
   stopTicker();
   resetLiveStore();
