@@ -49,8 +49,8 @@ beforeEach(() => {
 });
 
 afterEach(() => {
-  resetAuth();
   cleanup();
+  resetAuth();
   stopTicker();
   resetLiveStore();
   resetHealth();

@@ -33,8 +33,8 @@ beforeEach(() => {
 });
 
 afterEach(() => {
-  resetAuth();
   cleanup();
+  resetAuth();
   stopStream?.();
   stopTicker();
   resetLiveStore();
