@@ -18,6 +18,9 @@ export interface UserView {
   name: string;
   role: string;
   created_at?: string;
+  created_by?: string;
+  /** source: local | oidc */
+  source?: string;
   disabled?: boolean;
 }
 
@@ -39,6 +42,8 @@ export interface TokenView {
   revoked?: boolean;
   revoked_at?: string;
   created_by?: string;
+  /** state: the server's word (active | expired | revoked), preferred over the page's own reckoning. */
+  state?: string;
 }
 
 /** CreatedToken: the secret is in this answer only. */

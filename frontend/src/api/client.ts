@@ -65,6 +65,20 @@ export function getCsrf(): string {
 type Handler = () => void;
 let unauthorized: Handler | undefined;
 
+type Refresh = () => Promise<boolean>;
+let refreshCsrf: Refresh | undefined;
+
+/**
+ * onCsrfRefused registers how to get a fresh CSRF token when a state
+ * change is refused for a stale one (403, details.reason "csrf": e.g. the
+ * session was rotated by a sign-in in another tab). It resolves true when
+ * the token changed; the refused command is then sent once more — the
+ * server refused it before doing anything, so sending it again is safe.
+ */
+export function onCsrfRefused(h: Refresh | undefined): void {
+  refreshCsrf = h;
+}
+
 /**
  * onUnauthorized registers what a 401 does (the session module shows the
  * sign-in page). Requests made with `auth: false` (login, me) do not call it.
@@ -82,6 +96,8 @@ export interface RequestOptions {
   timeoutMs?: number;
   /** auth: false for the session's own routes: a 401 there is an answer, not an expired session. */
   auth?: boolean;
+  /** retried: this is the one resend after a CSRF refresh. */
+  retried?: boolean;
 }
 
 /** isStateChange: every method but GET changes state and carries JSON and the CSRF token. */
@@ -135,6 +151,10 @@ export async function request<T>(path: string, opts: RequestOptions = {}): Promi
       const details: Record<string, unknown> = isErrorBody(parsed) ? (parsed.error.details ?? {}) : {};
       const retryAfter = res.headers.get("Retry-After");
       if (retryAfter !== null && details.retry_after === undefined) details.retry_after = retryAfter;
+      if (res.status === 403 && details.reason === "csrf" && isStateChange(method) && !opts.retried && refreshCsrf) {
+        const sent = csrf;
+        if ((await refreshCsrf()) && csrf !== sent) return request<T>(path, { ...opts, retried: true });
+      }
       if (isErrorBody(parsed)) {
         throw new ApiError(res.status, parsed.error.code, parsed.error.message, details);
       }

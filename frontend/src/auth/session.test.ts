@@ -130,3 +130,43 @@ describe("the stream follows the session", () => {
     expect(FakeEventSource.opened).toHaveLength(1);
   });
 });
+
+describe("a stale CSRF token", () => {
+  it("is refreshed from /api/auth/me and the refused command sent once more", async () => {
+    me = () => jsonResponse({ subject: ADA, csrf: "old" });
+    await checkSession(true);
+    me = () => jsonResponse({ subject: ADA, csrf: "new" });
+    const { api } = await import("../api/client");
+    const sentTokens: string[] = [];
+    vi.stubGlobal(
+      "fetch",
+      vi.fn(async (url: string, init?: RequestInit) => {
+        if (url === "/api/auth/me") return me();
+        const tok = (init?.headers as Record<string, string>)["X-CSRF-Token"];
+        sentTokens.push(tok);
+        return tok === "new"
+          ? jsonResponse({ job_id: "j1" }, 202)
+          : jsonResponse({ error: { code: "forbidden", message: "csrf", details: { reason: "csrf" } } }, 403);
+      }),
+    );
+    await expect(api.teardown("s1")).resolves.toEqual({ job_id: "j1" });
+    expect(sentTokens).toEqual(["old", "new"]);
+  });
+
+  it("is not retried when the refresh brings no new token", async () => {
+    me = () => jsonResponse({ subject: ADA, csrf: "same" });
+    await checkSession(true);
+    const { api } = await import("../api/client");
+    let posts = 0;
+    vi.stubGlobal(
+      "fetch",
+      vi.fn(async (url: string) => {
+        if (url === "/api/auth/me") return me();
+        posts++;
+        return jsonResponse({ error: { code: "forbidden", message: "csrf", details: { reason: "csrf" } } }, 403);
+      }),
+    );
+    await expect(api.teardown("s1")).rejects.toMatchObject({ status: 403 });
+    expect(posts).toBe(1);
+  });
+});

@@ -3,7 +3,7 @@
 // the session is gone, and the app shows the sign-in page instead of the
 // routes (the hash route is kept, so signing in returns to the same page).
 import { useSyncExternalStore } from "react";
-import { ApiError, api, onUnauthorized, setCsrf } from "../api/client";
+import { ApiError, api, onCsrfRefused, onUnauthorized, setCsrf } from "../api/client";
 import { observable } from "../live/observable";
 import type { Subject } from "./roles";
 
@@ -97,12 +97,17 @@ export function sessionExpired(): void {
 /** installAuth wires the client's 401 handler; main.tsx calls it once. */
 export function installAuth(): void {
   onUnauthorized(sessionExpired);
+  onCsrfRefused(async () => {
+    await checkSession();
+    return state.get().status === "signed_in";
+  });
 }
 
 /** resetAuth is for tests: back to "checking", no token, no handler. */
 export function resetAuth(next: AuthState = { status: "checking" }): void {
   setCsrf("");
   onUnauthorized(undefined);
+  onCsrfRefused(undefined);
   state.set(next);
 }
 

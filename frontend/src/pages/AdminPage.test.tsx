@@ -155,5 +155,8 @@ describe("admin page", () => {
     expect(tokenState({ id: "a", name: "a", role: "viewer", expires_at: "2026-07-01T00:00:00Z" }, now)).toBe("active");
     expect(tokenState({ id: "a", name: "a", role: "viewer", expires_at: "2026-05-01T00:00:00Z" }, now)).toBe("expired");
     expect(tokenState({ id: "a", name: "a", role: "viewer", revoked: true }, now)).toBe("revoked");
+    expect(tokenState({ id: "a", name: "a", role: "viewer", revoked_at: "2026-05-01T00:00:00Z" }, now)).toBe("revoked");
+    // The server's own word wins over the page's clock.
+    expect(tokenState({ id: "a", name: "a", role: "viewer", expires_at: "2026-07-01T00:00:00Z", state: "expired" }, now)).toBe("expired");
   });
 });
