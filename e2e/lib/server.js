@@ -131,12 +131,18 @@ export class Server {
     if (this.ownsData) rmSync(this.dataDir, { recursive: true, force: true });
   }
 
-  /** api calls the REST API as `actor` and returns the parsed JSON (throws on non-2xx). */
-  async api(method, path, body, actor = "e2e") {
+  /**
+   * api calls the REST API and returns the parsed JSON (throws on non-2xx).
+   * With `this.token` set (lib/auth.js prepareAuth) it is sent as a bearer
+   * token; state changes always carry JSON (`{}` when there is no body).
+   */
+  async api(method, path, body) {
+    const headers = { "Content-Type": "application/json" };
+    if (this.token) headers.Authorization = `Bearer ${this.token}`;
     const r = await fetch(this.url + path, {
       method,
-      headers: { "Content-Type": "application/json", "X-Slotkeeper-Actor": actor },
-      body: body === undefined ? undefined : JSON.stringify(body),
+      headers,
+      body: body === undefined ? (method === "GET" ? undefined : "{}") : JSON.stringify(body),
       signal: AbortSignal.timeout(15_000),
     });
     const text = await r.text();

@@ -5,6 +5,7 @@ import { after, before, test } from "node:test";
 import { debugState, openBrowser, shot } from "../lib/browser.js";
 import { CutProxy } from "../lib/proxy.js";
 import { Server } from "../lib/server.js";
+import { prepareAuth, signIn, signInOnPage } from "../lib/auth.js";
 import { HB, appUrl, pickSlot, readClaims, readSteps, recordClaims, recordSteps, serverFlags, waitLive } from "../lib/app.js";
 
 let server;
@@ -12,8 +13,10 @@ let browser;
 
 before(async () => {
   server = new Server({ flags: serverFlags({ grace: "6s" }) });
+  prepareAuth(server);
   await server.start();
   browser = await openBrowser();
+  await signIn(browser.context, server);
 });
 
 after(async () => {
@@ -49,7 +52,7 @@ test("a tab that loses the network while a job runs misses no step when it comes
   const page = await browser.context.newPage();
   const proxy = await new CutProxy(server.port).start();
   const name = await pickSlot(server);
-  const accepted = await server.api("POST", `/api/slots/${name}/release`);
+  const accepted = await server.api("POST", `/api/slots/${name}/release`, { reason: "e2e: released by the test through the API" });
   await page.goto(appUrl(proxy, `/jobs/${accepted.job_id}/wait`));
   await waitLive(page);
   await page.waitForSelector("[data-testid=wait-view]");
@@ -91,7 +94,7 @@ test("stale banner within the watchdog time, cleared after a restart with no mis
   const page = await browser.context.newPage();
   const name = await pickSlot(server);
   // A release in its grace period: its steps will run after the restart.
-  const accepted = await server.api("POST", `/api/slots/${name}/release`);
+  const accepted = await server.api("POST", `/api/slots/${name}/release`, { reason: "e2e: released by the test through the API" });
   await page.goto(appUrl(server, `/jobs/${accepted.job_id}/wait`));
   await waitLive(page);
   await page.waitForSelector("[data-testid=wait-view]");
@@ -117,6 +120,15 @@ test("stale banner within the watchdog time, cleared after a restart with no mis
   await shot(page, "stale-banner");
 
   await server.start();
+  // Sessions live in the server's memory: the restart signed the tab out.
+  // The refused stream makes the page ask who it is and show the sign-in
+  // page ("session ended") on the same route; signing in again reopens the
+  // stream from the page's last position.
+  await page.waitForSelector("[data-testid=signin-expired]", { timeout: 30_000 });
+  await shot(page, "restart-signed-out");
+  assert.ok(page.url().includes(`#/jobs/${accepted.job_id}/wait`), "the route is kept while signed out");
+  await signInOnPage(page, server.user);
+  await page.waitForSelector("[data-testid=wait-view]");
   await page.waitForSelector("[data-testid=connection-banner]", { state: "detached", timeout: 30_000 });
   await waitLive(page);
   const upAt = await page.evaluate(() => performance.now());
