@@ -17,8 +17,8 @@ type Security struct {
 	// only Origin a state change may come from, its host is allowed as
 	// Host, and https makes the session cookie Secure.
 	BaseURL string
-	// ListenAddr is --addr; its host is allowed as Host, and loopback names
-	// too when it is a loopback address.
+	// ListenAddr is --addr; its host is allowed as Host (as are
+	// "localhost" and IP literals).
 	ListenAddr string
 	// ExtraHosts are further allowed Host names.
 	ExtraHosts []string
@@ -51,12 +51,11 @@ func newGuard(sec Security) guard {
 	}
 	if h, _, err := net.SplitHostPort(sec.ListenAddr); err == nil && h != "" {
 		g.hosts[strings.ToLower(strings.Trim(h, "[]"))] = true
-		if isLoopbackName(h) {
-			for _, n := range []string{"localhost", "127.0.0.1", "::1"} {
-				g.hosts[n] = true
-			}
-		}
 	}
+	// Loopback names are always allowed: a rebinding attack always sends
+	// the attacker's own name, never "localhost", and with a wildcard
+	// --addr the machine's own browser reaches the server by that name.
+	g.hosts["localhost"] = true
 	for _, h := range sec.ExtraHosts {
 		g.hosts[strings.ToLower(h)] = true
 	}

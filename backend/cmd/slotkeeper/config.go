@@ -49,6 +49,8 @@ type Config struct {
 
 	LogLevel  string
 	LogFormat string
+
+	Auth AuthConfig // auth_config.go
 }
 
 // ConfigError names the setting that is wrong. Start-up stops on it.
@@ -102,6 +104,7 @@ func serveFlags(fs *flag.FlagSet, c *Config) {
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 20*time.Second, "how long SIGTERM waits for jobs to stop and requests to end")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", "text", "text or json")
+	authFlags(fs, &c.Auth)
 }
 
 // parseServe reads flags, then the environment for flags not given, then
@@ -251,7 +254,7 @@ func (c *Config) validate() error {
 	default:
 		return cfgErr("log-format", "%q: use text or json", c.LogFormat)
 	}
-	return nil
+	return c.Auth.validate()
 }
 
 // useSim reports whether serve runs the simulators.

@@ -23,6 +23,7 @@ commands:
   replay         rebuild the read models from the event log and report
   verify         rebuild the read models and compare them with the live ones
   watch [slot]   follow a server's live stream, one line per event
+  admin          create-user / create-token on a stopped server's store
   help           this text
 
 Run "slotkeeper <command> -h" for the flags of a command.
@@ -53,6 +54,8 @@ func runWith(ctx context.Context, args []string, env func(string) string, stdout
 		err = verifyCmd(ctx, args, env, stdout, stderr)
 	case "watch":
 		err = watchCmd(ctx, args, env, stdout, stderr)
+	case "admin":
+		err = adminCmd(ctx, args, env, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
