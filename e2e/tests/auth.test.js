@@ -5,13 +5,14 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { openBrowser, shot } from "../lib/browser.js";
 import { Server } from "../lib/server.js";
-import { Attacker } from "../lib/attacker.js";
+import { Attacker, RecordingProxy } from "../lib/attacker.js";
 import { prepareAuth, signInOnPage } from "../lib/auth.js";
 import { appUrl, pickSlot, serverFlags, waitLive } from "../lib/app.js";
 
 let server;
 let browser;
 let attacker;
+let recorder;
 
 const PHONE = { width: 390, height: 844 };
 const DESKTOP = { width: 1366, height: 900 };
@@ -22,11 +23,16 @@ before(async () => {
   await server.start();
   if (server.skippedFlags.length) console.log(`# serve lacks flags: ${server.skippedFlags.join(", ")}`);
   browser = await openBrowser();
-  attacker = await new Attacker(server.url).start();
+  // The attack pages send to a recording proxy in front of the server (same
+  // loopback address, another port: the same site for cookies), so the test
+  // sees exactly what reached the server.
+  recorder = await new RecordingProxy(server.port).start();
+  attacker = await new Attacker(recorder.url).start();
 });
 
 after(async () => {
   await attacker?.close();
+  await recorder?.close();
   await browser?.close();
   await server?.close();
 });
@@ -53,6 +59,12 @@ function inPage(page, method, path, body) {
   );
 }
 
+/** snap scrolls to the top first: the sticky header would otherwise sit mid-page in a full-page shot. */
+async function snap(page, name) {
+  await page.evaluate(() => window.scrollTo(0, 0));
+  await shot(page, name);
+}
+
 async function setLang(page, lang) {
   await page.selectOption("[data-testid=lang]", lang);
   await page.waitForFunction((l) => document.documentElement.lang === l, lang);
@@ -65,7 +77,7 @@ test("sign-in page: a wrong password and an unknown user get the same message; s
   // Nothing of the pool is shown, and no stream is open, before sign-in.
   assert.equal(await page.$("[data-testid=board]"), null);
   assert.equal(await page.$("nav"), null);
-  await shot(page, "signin-en-desktop");
+  await snap(page, "signin-en-desktop");
 
   const tryOnce = async (name, password) => {
     await page.fill("[data-testid=signin-name]", name);
@@ -83,18 +95,18 @@ test("sign-in page: a wrong password and an unknown user get the same message; s
   assert.equal(wrong.text, "Wrong user name or password.");
   assert.equal(unknown.text, wrong.text, "the same message for an unknown user and a wrong password");
   assert.equal(await page.inputValue("[data-testid=signin-password]"), "", "the password box is cleared");
-  await shot(page, "signin-en-wrong-password");
+  await snap(page, "signin-en-wrong-password");
 
   // Korean and a phone.
   await setLang(page, "ko");
   await page.setViewportSize(PHONE);
   assert.equal(await page.textContent("#signin-title"), "로그인");
-  await shot(page, "signin-ko-phone");
+  await snap(page, "signin-ko-phone");
   await page.setViewportSize(DESKTOP);
-  await shot(page, "signin-ko-desktop");
+  await snap(page, "signin-ko-desktop");
   await page.setViewportSize(PHONE);
   await setLang(page, "en");
-  await shot(page, "signin-en-phone");
+  await snap(page, "signin-en-phone");
   await page.setViewportSize(DESKTOP);
 
   await signInOnPage(page, server.users.mia);
@@ -102,7 +114,7 @@ test("sign-in page: a wrong password and an unknown user get the same message; s
   await page.waitForSelector("[data-testid=slot-card]");
   assert.equal(await page.textContent("[data-testid=whoami-role]"), "member");
   assert.equal(await page.$("[data-testid=nav-admin]"), null, "no admin link for a member");
-  await shot(page, "header-en-desktop");
+  await snap(page, "header-en-desktop");
 
   await page.click("[data-testid=signout]");
   await page.waitForSelector("[data-testid=signin-page]");
@@ -131,7 +143,7 @@ test("a member sees no teardown, and the API refuses it with 403 naming the perm
   assert.ok(await page.$("[data-testid=extend]"));
   assert.equal(await page.$("[data-testid=teardown]"), null, "no teardown for a member");
   assert.equal(await page.$("[data-testid=promote]"), null, "no promote for a member");
-  await shot(page, "slot-member");
+  await snap(page, "slot-member");
   await page.goto(appUrl(server, `/slots/${other.name}`));
   await page.waitForSelector("[data-testid=read-only]");
   assert.equal(await page.$("[data-testid=release]"), null, "no release of somebody else's slot");
@@ -172,21 +184,35 @@ test("pages of another origin cannot change anything, though the victim is signe
   const seen = [];
   for (const [what, path, params] of attacks) {
     const page = await browser.context.newPage();
-    const answer = page.waitForResponse((r) => r.url().startsWith(`${server.url}/api/`) && r.request().method() === "POST", { timeout: 15_000 });
+    const from = recorder.requests.length;
     await page.goto(attacker.href(path, params));
-    const res = await answer;
-    const headers = await res.request().allHeaders();
-    seen.push({ what, status: res.status(), cookie: /slotkeeper_session=/.test(headers.cookie ?? ""), origin: headers.origin, site: headers["sec-fetch-site"], type: headers["content-type"] });
+    // The proxy has seen the server's answer to the attack.
+    const req = await recorder.answered((r) => r.method === "POST", from);
+    const h = req.headers;
+    let reason = "";
+    try {
+      reason = JSON.parse(req.body).error?.details?.reason ?? "";
+    } catch {
+      reason = req.body.slice(0, 80);
+    }
+    seen.push({ what, status: req.status, reason, cookie: /slotkeeper_session=/.test(h.cookie ?? ""), origin: h.origin, site: h["sec-fetch-site"], type: h["content-type"] });
     await page.close();
   }
-  console.log(`# attacks: ${seen.map((s) => `${s.what}: ${s.status} (cookie ${s.cookie}, origin ${s.origin}, ${s.site}, ${s.type ?? "no type"})`).join("; ")}`);
+  console.log(`# attacks: ${seen.map((s) => `${s.what}: ${s.status} ${s.reason} (cookie ${s.cookie}, origin ${s.origin}, ${s.site}, ${s.type ?? "no type"})`).join("; ")}`);
   for (const s of seen) {
     // The browser really sent the victim's session (another port on the
-    // same loopback address is the same site, so SameSite=Lax lets it through):
-    // only the server's checks stand in the way.
+    // same loopback address is the same site, so SameSite=Lax lets it
+    // through): only the server's checks stand in the way.
     assert.ok(s.cookie, `${s.what}: the session cookie went along`);
     assert.ok(s.status === 403 || s.status === 415, `${s.what}: refused (${s.status})`);
   }
+  // The CSRF token is a second wall: even the dashboard's own origin cannot
+  // change anything with the session cookie alone.
+  const noToken = await victim.evaluate(async (slot) => {
+    const r = await fetch(`/api/slots/${slot}/teardown`, { method: "POST", headers: { "Content-Type": "application/json" }, body: "{}" });
+    return { status: r.status, reason: (await r.json()).error?.details?.reason };
+  }, busy.name);
+  assert.deepEqual(noToken, { status: 403, reason: "csrf" }, "same origin without the CSRF token is refused");
   assert.deepEqual(await appendedSince(p0), [], "nothing was appended");
   const after = await server.api("GET", `/api/slots/${busy.name}`);
   assert.ok(!after.active_job && after.lifecycle === "occupied", `${busy.name} untouched`);
@@ -239,7 +265,7 @@ test("admin page: create a user and a token (shown once), change a role, revoke 
   const token = await page.inputValue("[data-testid=token-secret-value]");
   assert.ok(token.length >= 20);
   await page.waitForSelector('[data-testid=token-row][data-token="ci-bot"][data-state="active"]');
-  await shot(page, "admin-en-desktop");
+  await snap(page, "admin-en-desktop");
   const withToken = (path) => fetch(server.url + path, { headers: { Authorization: `Bearer ${token}` } });
   assert.equal((await withToken("/api/slots")).status, 200, "the new token reads");
   const listed = await page.evaluate(async () => JSON.stringify(await (await fetch("/api/admin/tokens")).json()));
@@ -260,19 +286,19 @@ test("admin page: create a user and a token (shown once), change a role, revoke 
   assert.equal(r.status, 200);
   assert.equal((await r.json()).subject.role, "operator");
 
-  await shot(page, "admin-en-desktop-revoked");
+  await snap(page, "admin-en-desktop-revoked");
   await setLang(page, "ko");
-  await shot(page, "admin-ko-desktop");
+  await snap(page, "admin-ko-desktop");
   await page.setViewportSize(PHONE);
-  await shot(page, "admin-ko-phone");
+  await snap(page, "admin-ko-phone");
   await page.goto(appUrl(server, "/"));
   await page.waitForSelector("[data-testid=slot-card]");
-  await shot(page, "header-ko-phone");
+  await snap(page, "header-ko-phone");
   await setLang(page, "en");
-  await shot(page, "header-en-phone");
+  await snap(page, "header-en-phone");
   await page.goto(appUrl(server, "/admin"));
   await page.waitForSelector("[data-testid=users-table]");
-  await shot(page, "admin-en-phone");
+  await snap(page, "admin-en-phone");
   await page.setViewportSize(DESKTOP);
   await page.close();
 });
@@ -288,7 +314,7 @@ test("the demo on loopback signs a browser in by itself (autologin kept on)", as
     assert.equal(await page.textContent("[data-testid=whoami-name]"), "demo-admin");
     await waitLive(page);
     await page.waitForSelector("[data-testid=slot-card]");
-    await shot(page, "demo-autologin");
+    await snap(page, "demo-autologin");
   } finally {
     await b.close();
     await demo.close();

@@ -18,7 +18,7 @@ let tokens: { id: string; name: string; role: string; expires_at: string; revoke
 
 beforeEach(() => {
   setLang("en");
-  setAuthForTest({ id: "u-root", name: "root", role: "admin" });
+  setAuthForTest({ id: "user:u-root", name: "root", role: "admin" });
   calls = [];
   users = [{ id: "u-root", name: "root", role: "admin" }];
   tokens = [{ id: "t-1", name: "ci", role: "viewer", expires_at: "2999-01-01T00:00:00Z" }];
@@ -104,6 +104,9 @@ describe("admin page", () => {
     users = [...users, { id: "u-bob", name: "bob", role: "member" }];
     render(<AdminPage />);
     await flush();
+    const me = screen.getAllByTestId("user-row")[0];
+    expect(me.textContent).toMatch(/root \(you\)/);
+    expect((within(me).getByTestId("user-row-role") as HTMLSelectElement).disabled).toBe(true);
     const row = screen.getAllByTestId("user-row")[1];
     await act(async () => {
       fireEvent.change(within(row).getByTestId("user-row-role"), { target: { value: "operator" } });

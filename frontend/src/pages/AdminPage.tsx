@@ -43,10 +43,22 @@ export function AdminPage() {
   );
 }
 
-function RoleSelect({ value, onChange, label, testid }: { value: string; onChange: (r: Role) => void; label: string; testid?: string }) {
+function RoleSelect({
+  value,
+  onChange,
+  label,
+  testid,
+  disabled,
+}: {
+  value: string;
+  onChange: (r: Role) => void;
+  label: string;
+  testid?: string;
+  disabled?: boolean;
+}) {
   const t = useT();
   return (
-    <select aria-label={label} value={value} onChange={(e) => onChange(e.target.value as Role)} data-testid={testid}>
+    <select aria-label={label} value={value} disabled={disabled} onChange={(e) => onChange(e.target.value as Role)} data-testid={testid}>
       {ROLES.map((r) => (
         <option key={r} value={r}>
           {t.dyn("role", r)}
@@ -183,22 +195,28 @@ function Users({ selfId }: { selfId: string }) {
               </tr>
             </thead>
             <tbody>
-              {list.map((u) => (
-                <tr key={u.id} data-testid="user-row" data-user={u.name}>
-                  <td>
-                    {u.name} {u.id === selfId && <span className="muted">{t("admin.you")}</span>}
-                  </td>
-                  <td>
-                    <RoleSelect
-                      value={u.role}
-                      label={t("admin.change_role", { name: u.name })}
-                      onChange={(r) => void setUserRole(u, r)}
-                      testid="user-row-role"
-                    />
-                  </td>
-                  <td>{u.created_at ? formatTime(u.created_at, t.lang) : ""}</td>
-                </tr>
-              ))}
+              {list.map((u) => {
+                // The subject id of an account is "user:<id>".
+                const self = u.id === selfId || `user:${u.id}` === selfId;
+                return (
+                  <tr key={u.id} data-testid="user-row" data-user={u.name}>
+                    <td>
+                      {u.name} {self && <span className="muted">{t("admin.you")}</span>}
+                    </td>
+                    <td>
+                      {/* Your own role is not changed here: one slip would lock you out of this page. */}
+                      <RoleSelect
+                        value={u.role}
+                        label={t("admin.change_role", { name: u.name })}
+                        onChange={(r) => void setUserRole(u, r)}
+                        testid="user-row-role"
+                        disabled={self || change.pending}
+                      />
+                    </td>
+                    <td>{u.created_at ? formatTime(u.created_at, t.lang) : ""}</td>
+                  </tr>
+                );
+              })}
             </tbody>
           </table>
         </div>

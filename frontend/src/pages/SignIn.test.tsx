@@ -51,6 +51,10 @@ describe("sign-in page", () => {
     await submit("ada", "nope");
     expect(screen.getByTestId("signin-error").textContent).toBe("Wrong user name or password.");
     expect((screen.getByTestId("signin-password") as HTMLInputElement).value).toBe("");
+    // Switching the language rewords the message already shown.
+    act(() => setLang("ko"));
+    expect(screen.getByTestId("signin-error").textContent).toBe("사용자 이름 또는 비밀번호가 틀렸습니다.");
+    act(() => setLang("en"));
     expect(screen.getByTestId("signin-password").getAttribute("aria-invalid")).toBe("true");
     expect(getAuth().status).toBe("signed_out");
   });

@@ -25,7 +25,8 @@ export function SignIn({ methods, expired }: { methods: string[]; expired: boole
   const [name, setName] = useState("");
   const [password, setPassword] = useState("");
   const [pending, setPending] = useState(false);
-  const [error, setError] = useState<string | undefined>(undefined);
+  // The refusal itself, worded at render time so a language switch rewords it.
+  const [error, setError] = useState<ApiError | undefined>(undefined);
   const local = methods.includes("local") || !methods.includes("oidc");
   const oidc = methods.includes("oidc");
 
@@ -37,7 +38,7 @@ export function SignIn({ methods, expired }: { methods: string[]; expired: boole
     try {
       await signIn(name.trim(), password);
     } catch (err) {
-      setError(signInError(err instanceof ApiError ? err : new ApiError(0, "network", String(err)), t));
+      setError(err instanceof ApiError ? err : new ApiError(0, "network", String(err)));
       setPassword("");
       setPending(false);
     }
@@ -83,7 +84,7 @@ export function SignIn({ methods, expired }: { methods: string[]; expired: boole
           </label>
           {error && (
             <p id="signin-error" className="error" role="alert" data-testid="signin-error">
-              {error}
+              {signInError(error, t)}
             </p>
           )}
           <button type="submit" className="primary" disabled={pending} data-testid="signin-submit">
