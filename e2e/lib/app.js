@@ -14,7 +14,9 @@ export function serverFlags(extra = {}) {
   // No deadline resets: the demo pool's deadlines are minutes away and a
   // reset the test did not ask for would race the one it did.
   // No automatic sign-in: every test signs in through the sign-in page.
-  return { heartbeat: `${HB}ms`, grace: "3s", "step-timeout": "3s", "deadline-reset": false, "demo-autologin": false, ...extra };
+  // Step timeout 10 s: on the shared 2-core machine (load 12-20) the
+  // template force-push alone takes about 3 s, so 3 s timed resets out.
+  return { heartbeat: `${HB}ms`, grace: "3s", "step-timeout": "10s", "deadline-reset": false, "demo-autologin": false, ...extra };
 }
 
 /** waitLive waits for the always-visible indicator to say live. */

@@ -51,43 +51,47 @@ test("a silent (half-open) stream is caught by the watchdog after two heartbeats
 test("a tab that loses the network while a job runs misses no step when it comes back", async () => {
   const page = await browser.context.newPage();
   const proxy = await new CutProxy(server.port).start();
-  const name = await pickSlot(server);
-  const accepted = await server.api("POST", `/api/slots/${name}/release`, { reason: "e2e: released by the test through the API" });
-  await page.goto(appUrl(proxy, `/jobs/${accepted.job_id}/wait`));
-  await waitLive(page);
-  await page.waitForSelector("[data-testid=wait-view]");
-  await recordSteps(page);
-  // Cut the tab's connection; the server and its jobs keep running.
-  await proxy.cut();
+  // Closed whatever happens: a listening proxy left behind keeps the test process alive.
   try {
-    await page.waitForSelector("[data-testid=connection-banner]", { timeout: 2 * HB + 3_000 });
-    // The job runs to its end on the server while the tab is cut off.
-    const deadline = Date.now() + 60_000;
-    let job;
-    for (;;) {
-      job = await server.api("GET", `/api/jobs/${accepted.job_id}`);
-      if (["succeeded", "failed", "timed_out", "cancelled", "abandoned"].includes(job.state)) break;
-      assert.ok(Date.now() < deadline, `job still ${job.state} after 60 s`);
-      await new Promise((r) => setTimeout(r, 200));
+    const name = await pickSlot(server);
+    const accepted = await server.api("POST", `/api/slots/${name}/release`, { reason: "e2e: released by the test through the API" });
+    await page.goto(appUrl(proxy, `/jobs/${accepted.job_id}/wait`));
+    await waitLive(page);
+    await page.waitForSelector("[data-testid=wait-view]");
+    await recordSteps(page);
+    // Cut the tab's connection; the server and its jobs keep running.
+    await proxy.cut();
+    try {
+      await page.waitForSelector("[data-testid=connection-banner]", { timeout: 2 * HB + 3_000 });
+      // The job runs to its end on the server while the tab is cut off.
+      const deadline = Date.now() + 60_000;
+      let job;
+      for (;;) {
+        job = await server.api("GET", `/api/jobs/${accepted.job_id}`);
+        if (["succeeded", "failed", "timed_out", "cancelled", "abandoned"].includes(job.state)) break;
+        assert.ok(Date.now() < deadline, `job still ${job.state} after 60 s`);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      assert.equal(job.state, "succeeded", `the job ended ${job.state}: ${job.reason ?? ""}`);
+      // Offline, the page must not have claimed anything.
+      assert.notEqual(await page.getAttribute("[data-testid=wait-view]", "data-phase"), "succeeded");
+      assert.ok(/\/wait$/.test(page.url()), "still on the wait view while offline");
+    } finally {
+      await proxy.restore();
     }
-    assert.equal(job.state, "succeeded", `the job ended ${job.state}: ${job.reason ?? ""}`);
-    // Offline, the page must not have claimed anything.
-    assert.notEqual(await page.getAttribute("[data-testid=wait-view]", "data-phase"), "succeeded");
-    assert.ok(/\/wait$/.test(page.url()), "still on the wait view while offline");
+    await page.waitForSelector("[data-testid=connection-banner]", { state: "detached", timeout: 30_000 });
+    await page.waitForURL(new RegExp(`#/slots/${name}$`), { timeout: 30_000 });
+    const apiJob = await server.api("GET", `/api/jobs/${accepted.job_id}`);
+    const log = await readSteps(page);
+    for (const s of apiJob.steps) {
+      assert.ok(log.some((e) => e.step === s.name && e.state === "done"), `step ${s.name} was shown done after the reconnect`);
+    }
+    const st = await debugState(page);
+    assert.equal(st.jobs.find((j) => j.id === accepted.job_id).revision, apiJob.revision, "the page caught up exactly");
+    await page.close();
   } finally {
-    await proxy.restore();
+    await proxy.close();
   }
-  await page.waitForSelector("[data-testid=connection-banner]", { state: "detached", timeout: 30_000 });
-  await page.waitForURL(new RegExp(`#/slots/${name}$`), { timeout: 30_000 });
-  const apiJob = await server.api("GET", `/api/jobs/${accepted.job_id}`);
-  const log = await readSteps(page);
-  for (const s of apiJob.steps) {
-    assert.ok(log.some((e) => e.step === s.name && e.state === "done"), `step ${s.name} was shown done after the reconnect`);
-  }
-  const st = await debugState(page);
-  assert.equal(st.jobs.find((j) => j.id === accepted.job_id).revision, apiJob.revision, "the page caught up exactly");
-  await page.close();
-  await proxy.close();
 });
 
 test("stale banner within the watchdog time, cleared after a restart with no missed steps", async () => {
