@@ -183,6 +183,10 @@ func (b *bundle) do(t *testing.T, method, path string, body any, hdr ...string) 
 	}
 	req.Header.Set("Authorization", "Bearer "+b.token)
 	for i := 0; i+1 < len(hdr); i += 2 {
+		if hdr[i] == "Host" {
+			req.Host = hdr[i+1]
+			continue
+		}
 		if hdr[i+1] == "" {
 			req.Header.Del(hdr[i])
 			continue
