@@ -3,27 +3,11 @@
 // on the server's data dir before it starts (the embedded store admits one
 // process), which prints the password or token once.
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
-import { BIN } from "./server.js";
 import { appUrl } from "./app.js";
 
-/** admin runs `slotkeeper admin <cmd> NAME --role ROLE --data DIR` and returns the secret it printed. */
-function admin(dataDir, cmd, name, role, label) {
-  const r = spawnSync(BIN, ["admin", cmd, name, "--role", role, "--data", dataDir], { encoding: "utf8", timeout: 30_000 });
-  assert.equal(r.status, 0, `slotkeeper admin ${cmd} ${name}: ${r.stdout}${r.stderr}`);
-  const m = new RegExp(`^${label}:\\s*(\\S+)`, "m").exec(r.stdout);
-  assert.ok(m, `no ${label} in the output of admin ${cmd}: ${r.stdout}`);
-  return m[1];
-}
-
-/** createUser makes a local account and returns {name, role, password}. */
+/** createUser makes a local account (server stopped) and returns {name, role, password}. */
 export function createUser(server, name, role) {
-  return { name, role, password: admin(server.dataDir, "create-user", name, role, "password") };
-}
-
-/** createToken makes an API token and returns the secret. */
-export function createToken(server, name, role) {
-  return admin(server.dataDir, "create-token", name, role, "token");
+  return { ...server.createUser(name, role), role };
 }
 
 /**
@@ -32,7 +16,7 @@ export function createToken(server, name, role) {
  * setup calls are authenticated too. Returns the user.
  */
 export function prepareAuth(server, { name = "e2e-admin", role = "admin", users = [] } = {}) {
-  server.token = createToken(server, "e2e-api", "admin");
+  server.token = server.createToken("e2e-api", "admin");
   server.user = createUser(server, name, role);
   server.users = Object.fromEntries(users.map(([n, r]) => [n, createUser(server, n, r)]));
   return server.user;
