@@ -20,7 +20,7 @@ import { WaitView } from "./pages/WaitView";
 function LangSwitch() {
   const t = useT();
   return (
-    <label>
+    <label className="lang">
       <span className="sr-only">{t("lang.label")}</span>
       <select aria-label={t("lang.label")} value={t.lang} onChange={(e) => setLang(e.target.value as Lang)} data-testid="lang">
         {LANGS.map((l) => (
