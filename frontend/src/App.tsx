@@ -7,6 +7,7 @@ import { LANGS, setLang, useT, type Lang } from "./i18n";
 import { atLeast, type Subject } from "./auth/roles";
 import { checkSession, signOut, useAuth, type AuthState } from "./auth/session";
 import { useAnnouncement } from "./live/announce";
+import { AccountPage } from "./pages/AccountPage";
 import { AdminPage } from "./pages/AdminPage";
 import { AuditPage } from "./pages/AuditPage";
 import { Board } from "./pages/Board";
@@ -41,9 +42,9 @@ function WhoAmI({ subject }: { subject: Subject }) {
     <div className="whoami" data-testid="whoami" data-role={subject.role}>
       <span className="who">
         <span className="sr-only">{t("auth.signed_in_as", { name: subject.name })}</span>
-        <span aria-hidden="true" className="who-name" data-testid="whoami-name">
+        <Link href="/account" className="who-name" data-testid="whoami-name" aria-label={t("account.open", { name: subject.name })}>
           {subject.name}
-        </span>{" "}
+        </Link>{" "}
         <span className={`badge role role-${subject.role}`} data-testid="whoami-role" title={t("auth.role", { role: t.dyn("role", subject.role) })}>
           {t.dyn("role", subject.role)}
         </span>
@@ -142,6 +143,9 @@ function Routes() {
       </Route>
       <Route path="/admin">
         <AdminPage />
+      </Route>
+      <Route path="/account">
+        <AccountPage />
       </Route>
       <Route>
         <Board />

@@ -216,6 +216,9 @@ export const api = {
   login: (name: string, password: string) =>
     request<LoginAnswer>("/api/auth/login", { method: "POST", body: { name, password }, auth: false }),
   logout: () => request<void>("/api/auth/logout", { method: "POST", auth: false }),
+  /** changePassword: the answer carries the rotated session's CSRF token (every old session ended). */
+  changePassword: (current: string, next: string) =>
+    request<LoginAnswer>("/api/auth/password", { method: "POST", body: { current, new: next } }),
 
   // Administration (admin role).
   users: async (signal?: AbortSignal): Promise<UserView[]> =>

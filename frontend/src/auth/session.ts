@@ -80,6 +80,14 @@ export async function signIn(name: string, password: string): Promise<Subject> {
   return ans.subject;
 }
 
+/** changePassword changes the signed-in account's password and adopts the rotated session's token. */
+export async function changePassword(current: string, next: string): Promise<void> {
+  const ans = await api.changePassword(current, next);
+  setCsrf(ans.csrf ?? "");
+  const s = state.get();
+  if (s.status === "signed_in") state.set({ ...s, subject: ans.subject ?? s.subject });
+}
+
 /** signOut ends the session on the server; the tab is signed out even if the server cannot be told. */
 export async function signOut(): Promise<void> {
   try {

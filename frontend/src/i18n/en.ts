@@ -246,6 +246,19 @@ export const en = {
   "admin.exp_quarter": "90 days",
   "admin.exp_year": "1 year",
   "admin.forbidden": "Only admins can manage users and tokens.",
+  "account.title": "Your account",
+  "account.open": "Your account: {name}",
+  "account.password_title": "Change password",
+  "account.current": "Current password",
+  "account.new": "New password",
+  "account.repeat": "New password again",
+  "account.hint": "At least {min} characters. Every other session of yours is signed out.",
+  "account.mismatch": "The two new passwords differ.",
+  "account.too_short": "The new password needs at least {min} characters.",
+  "account.wrong_current": "The current password is wrong.",
+  "account.submit": "Change password",
+  "account.changed": "Password changed. Other sessions were signed out.",
+  "account.token": "You are signed in with an API token: it has no password.",
 } as const;
 
 /** Key is every catalogue key. */
