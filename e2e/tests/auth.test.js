@@ -116,6 +116,28 @@ test("sign-in page: a wrong password and an unknown user get the same message; s
   assert.equal(await page.$("[data-testid=nav-admin]"), null, "no admin link for a member");
   await snap(page, "header-en-desktop");
 
+  // Her own password, changed from the account page (the name in the header links there).
+  const mia = server.users.mia;
+  const other = await (await fetch(`${server.url}/api/auth/login`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ name: mia.name, password: mia.password }),
+  })).headers.getSetCookie()[0].split(";")[0];
+  await page.click("[data-testid=whoami-name]");
+  await page.waitForSelector("[data-testid=account-page]");
+  const fresh = `${mia.password}-2nd`;
+  await page.fill("[data-testid=pw-current]", mia.password);
+  await page.fill("[data-testid=pw-new]", fresh);
+  await page.fill("[data-testid=pw-repeat]", fresh);
+  await page.click("[data-testid=pw-submit]");
+  await page.waitForSelector("[data-testid=pw-changed]");
+  mia.password = fresh;
+  // This tab goes on with the rotated session …
+  const still = await page.evaluate(async () => (await fetch("/api/auth/me")).status);
+  assert.equal(still, 200, "the tab is still signed in");
+  // … and her other session is over.
+  assert.equal((await fetch(`${server.url}/api/slots`, { headers: { Cookie: other } })).status, 401, "the other session ended");
+
   await page.click("[data-testid=signout]");
   await page.waitForSelector("[data-testid=signin-page]");
   // The session is over on the server too.
