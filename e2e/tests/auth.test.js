@@ -256,6 +256,30 @@ test("pages of another origin cannot change anything, though the victim is signe
   await victim.close();
 });
 
+test("an operator (here an admin) releasing somebody else's slot must give a reason, and it is recorded", async () => {
+  const { slots } = await server.api("GET", "/api/slots");
+  const theirs = slots.find((s) => s.lifecycle === "occupied" && !s.active_job && s.occupant && !s.occupant.startsWith("e2e"));
+  assert.ok(theirs, "a slot a demo person occupies");
+  const page = await browser.context.newPage();
+  await page.goto(appUrl(server, `/slots/${theirs.name}`));
+  if (await page.$("[data-testid=signin-page]")) await signInOnPage(page, server.user);
+  await page.waitForSelector("[data-testid=release]");
+  await page.click("[data-testid=release]");
+  await page.waitForSelector("[data-testid=plan-steps] li");
+  await page.waitForSelector("[data-testid=release-reason]");
+  assert.ok(await page.$eval("[data-testid=confirm]", (b) => b.disabled), "no release without a reason");
+  await page.fill("[data-testid=release-reason]", "left for the day, slot needed");
+  await snap(page, "release-reason-en-desktop");
+  await page.click("[data-testid=confirm]:not([disabled])");
+  await page.waitForURL(/#\/jobs\/[^/]+\/wait/);
+  const id = decodeURIComponent(/#\/jobs\/([^/]+)/.exec(page.url())[1]);
+  const { events } = await server.api("GET", `/api/jobs/${id}/events`);
+  const queued = events.find((e) => e.type === "JobQueued");
+  assert.ok(JSON.stringify(queued).includes("left for the day, slot needed"), `the reason is in JobQueued: ${JSON.stringify(queued)}`);
+  assert.equal(queued.meta.actor, server.user.name, "recorded under the operator's name");
+  await page.close();
+});
+
 test("admin page: create a user and a token (shown once), change a role, revoke the token", async () => {
   const page = await browser.context.newPage();
   await page.goto(appUrl(server, "/"));
