@@ -148,6 +148,17 @@ func summary(typ string, p events.Payload) string {
 		return fmt.Sprintf("resumed by %s from %s", e.By, e.FromStep)
 	case events.NotificationSent:
 		return fmt.Sprintf("notified %s (HTTP %d)", e.Outcome, e.Status)
+	// Accounts and tokens (backend/auth): never a hash in a summary.
+	case events.UserCreated:
+		return fmt.Sprintf("account %s created (%s, %s)", e.Name, e.Role, e.Source)
+	case events.UserRoleGranted:
+		return "account " + e.UserID + " granted role " + e.Role
+	case events.PasswordChanged:
+		return "password of account " + e.UserID + " changed"
+	case events.TokenIssued:
+		return fmt.Sprintf("API token %s issued (%s, expires %s)", e.Name, e.Role, e.ExpiresAt.UTC().Format("2006-01-02 15:04 MST"))
+	case events.TokenRevoked:
+		return "API token " + e.TokenID + " revoked"
 	}
 	return typ
 }
