@@ -158,16 +158,6 @@ func summary(typ string, p events.Payload) string {
 		return fmt.Sprintf("webhook attempt %d for %s", e.Attempt, e.Outcome)
 	case events.NotificationDelivered:
 		return fmt.Sprintf("webhook delivered on attempt %d (HTTP %d)", e.Attempt, e.Status)
-	case events.UserCreated:
-		return fmt.Sprintf("account %s created (%s, %s)", e.Name, e.Role, e.Source)
-	case events.UserRoleGranted:
-		return "role " + e.Role + " granted"
-	case events.PasswordChanged:
-		return "password changed"
-	case events.TokenIssued:
-		return fmt.Sprintf("API token %s issued (%s)", e.Name, e.Role)
-	case events.TokenRevoked:
-		return "API token revoked"
 	case events.ReconcileStarted:
 		return fmt.Sprintf("reconcile run started over %d scope entries", len(e.Scope))
 	case events.ReconcileFinding:
@@ -182,6 +172,17 @@ func summary(typ string, p events.Payload) string {
 			return fmt.Sprintf("webhook failed for good on attempt %d: %s", e.Attempt, e.Error)
 		}
 		return fmt.Sprintf("webhook attempt %d failed: %s", e.Attempt, e.Error)
+	// Accounts and tokens (backend/auth): never a hash in a summary.
+	case events.UserCreated:
+		return fmt.Sprintf("account %s created (%s, %s)", e.Name, e.Role, e.Source)
+	case events.UserRoleGranted:
+		return "account " + e.UserID + " granted role " + e.Role
+	case events.PasswordChanged:
+		return "password of account " + e.UserID + " changed"
+	case events.TokenIssued:
+		return fmt.Sprintf("API token %s issued (%s, expires %s)", e.Name, e.Role, e.ExpiresAt.UTC().Format("2006-01-02 15:04 MST"))
+	case events.TokenRevoked:
+		return "API token " + e.TokenID + " revoked"
 	}
 	return typ
 }

@@ -13,7 +13,10 @@ export function appUrl(server, route = "/") {
 export function serverFlags(extra = {}) {
   // No deadline resets: the demo pool's deadlines are minutes away and a
   // reset the test did not ask for would race the one it did.
-  return { heartbeat: `${HB}ms`, grace: "3s", "step-timeout": "3s", "deadline-reset": false, ...extra };
+  // No automatic sign-in: every test signs in through the sign-in page.
+  // Step timeout 10 s: on the shared 2-core machine (load 12-20) the
+  // template force-push alone takes about 3 s, so 3 s timed resets out.
+  return { heartbeat: `${HB}ms`, grace: "3s", "step-timeout": "10s", "deadline-reset": false, "demo-autologin": false, ...extra };
 }
 
 /** waitLive waits for the always-visible indicator to say live. */
@@ -21,15 +24,27 @@ export async function waitLive(page, timeout = 15_000) {
   await page.waitForSelector('[data-testid=live-indicator][data-status="live"]', { timeout });
 }
 
-/** pickSlot finds an occupied slot with no job running. */
+/**
+ * pickSlot finds a slot with no job running, preferring one the signed-in
+ * UI user (server.user) occupies, then a vacant one occupied for them (so
+ * a release from the page is their own and needs no reason), then any
+ * occupied one.
+ */
 export async function pickSlot(server, exclude = []) {
   const { slots } = await server.api("GET", "/api/slots");
-  const s = slots.find((v) => v.lifecycle === "occupied" && !v.active_job && !exclude.includes(v.name));
-  if (s) return s.name;
-  const vacant = slots.find((v) => v.lifecycle === "vacant" && !v.active_job && !exclude.includes(v.name));
-  assert.ok(vacant, "the demo pool has no free slot");
-  await server.api("POST", `/api/slots/${vacant.name}/occupy`, { until: new Date(Date.now() + 3_600_000).toISOString() });
-  return vacant.name;
+  const free = slots.filter((v) => !v.active_job && !exclude.includes(v.name));
+  const me = server.user?.name;
+  const mine = free.find((v) => v.lifecycle === "occupied" && me && v.occupant === me);
+  if (mine) return mine.name;
+  const vacant = free.find((v) => v.lifecycle === "vacant");
+  if (vacant) {
+    const until = new Date(Date.now() + 3_600_000).toISOString();
+    await server.api("POST", `/api/slots/${vacant.name}/occupy`, me ? { by: me, until } : { until });
+    return vacant.name;
+  }
+  const s = free.find((v) => v.lifecycle === "occupied");
+  assert.ok(s, "the demo pool has no free slot");
+  return s.name;
 }
 
 /**

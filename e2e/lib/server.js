@@ -176,8 +176,10 @@ export class Server {
 
   /**
    * api calls the REST API with the admin token (the actor is the token's
-   * name, "e2e-admin"; `actor` is only sent to servers without sign-in) and
-   * returns the parsed JSON (throws on non-2xx).
+   * name: "e2e-admin", or "e2e-api" when lib/auth.js prepareAuth made it;
+   * `actor` is only sent to servers without sign-in) and returns the parsed
+   * JSON (throws on non-2xx). State changes always carry JSON (`{}` when
+   * there is no body).
    */
   async api(method, path, body, actor = "e2e") {
     const headers = { "Content-Type": "application/json" };
@@ -186,7 +188,7 @@ export class Server {
     const r = await fetch(this.url + path, {
       method,
       headers,
-      body: body === undefined ? undefined : JSON.stringify(body),
+      body: body === undefined ? (method === "GET" ? undefined : "{}") : JSON.stringify(body),
       signal: AbortSignal.timeout(15_000),
     });
     const text = await r.text();

@@ -4,6 +4,7 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { openBrowser, shot } from "../lib/browser.js";
 import { Server } from "../lib/server.js";
+import { prepareAuth, signIn } from "../lib/auth.js";
 import { appUrl, serverFlags, waitLive } from "../lib/app.js";
 
 const TARGET = 200;
@@ -11,9 +12,11 @@ let server;
 let browser;
 
 before(async () => {
-  server = new Server({ flags: serverFlags() });
+  server = new Server({ flags: serverFlags({ "commands-per-second": 0 }) });
+  prepareAuth(server);
   await server.start();
   browser = await openBrowser();
+  await signIn(browser.context, server);
 });
 
 after(async () => {

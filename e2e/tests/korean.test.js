@@ -1,9 +1,11 @@
-// A Korean browser sees Korean without touching the switch; a Hangul name
-// reaches the audit log; the plan confirmation keeps keyboard focus inside.
+// A Korean browser sees Korean without touching the switch (also on the
+// sign-in page); the audit names the signed-in subject, not a header; the
+// plan confirmation keeps keyboard focus inside.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { openBrowser, shot } from "../lib/browser.js";
 import { Server } from "../lib/server.js";
+import { prepareAuth, signIn } from "../lib/auth.js";
 import { appUrl, pickSlot, serverFlags, waitLive } from "../lib/app.js";
 
 let server;
@@ -11,8 +13,10 @@ let browser;
 
 before(async () => {
   server = new Server({ flags: serverFlags() });
+  prepareAuth(server, { name: "minjun", role: "member" });
   await server.start();
   browser = await openBrowser({ locale: "ko-KR" });
+  await signIn(browser.context, server);
 });
 
 after(async () => {
@@ -41,20 +45,25 @@ test("a ko-KR browser opens the board in Korean with no switch pressed", async (
   await page.close();
 });
 
-test("a Hangul name is accepted by the name box and recorded as the actor", async () => {
+test("the audit names the signed-in subject, never a header the page could set", async () => {
   const page = await browser.context.newPage();
   const name = await pickSlot(server);
-  const actorHeaders = [];
+  // A forged actor header on every request of this page: the server must ignore it.
+  await page.setExtraHTTPHeaders({ "X-Slotkeeper-Actor": "mallory" });
+  const posts = [];
   page.on("request", (r) => {
-    if (r.method() === "POST") actorHeaders.push(r.headers()["x-slotkeeper-actor"]);
+    if (r.method() === "POST") posts.push(r.headers());
   });
   await page.goto(appUrl(server, `/slots/${name}`));
   await waitLive(page);
   await page.waitForSelector("[data-testid=slot-page]");
-  await page.fill("[data-testid=actor]", "김민준");
-  await page.press("[data-testid=actor]", "Enter");
-  assert.equal(await page.$("#actor-error"), null, "the name box accepts a Hangul name");
-  assert.equal(await page.evaluate(() => localStorage.getItem("slotkeeper.actor")), "김민준");
+  // The header says who is signed in, in Korean.
+  assert.equal(await page.textContent("[data-testid=whoami-name]"), "minjun");
+  assert.equal(await page.textContent("[data-testid=whoami-role]"), "구성원");
+  assert.equal(await page.textContent("[data-testid=signout]"), "로그아웃");
+  // A member sees no teardown or promote on their own slot.
+  assert.equal(await page.$("[data-testid=teardown]"), null);
+  assert.equal(await page.$("[data-testid=promote]"), null);
 
   const before = (await server.api("GET", `/api/slots/${name}`)).revision;
   await page.click("[data-testid=extend]");
@@ -63,16 +72,14 @@ test("a Hangul name is accepted by the name box and recorded as the actor", asyn
     [name, before],
     { timeout: 15_000 },
   );
-  assert.deepEqual(actorHeaders, ["%EA%B9%80%EB%AF%BC%EC%A4%80"], "sent percent-encoded UTF-8");
-  const { entries } = await server.api("GET", `/api/audit?slot=${name}&actor=${encodeURIComponent("김민준")}`);
-  assert.ok(entries?.length > 0, "the audit log names 김민준");
-  assert.ok(entries.every((e) => e.actor === "김민준"));
-
-  // A name the server would refuse is refused in the box, and the stored one stays.
-  await page.fill("[data-testid=actor]", "김민준\u200b");
-  await page.press("[data-testid=actor]", "Enter");
-  await page.waitForSelector("#actor-error");
-  assert.equal(await page.evaluate(() => localStorage.getItem("slotkeeper.actor")), "김민준");
+  assert.equal(posts.length, 1);
+  assert.equal(posts[0]["content-type"], "application/json");
+  assert.ok(posts[0]["x-csrf-token"], "the command carries the CSRF token");
+  const { entries } = await server.api("GET", `/api/audit?slot=${name}&kind=OccupancyExtended`);
+  assert.ok(entries?.length > 0, "the extend is in the audit log");
+  assert.equal(entries[entries.length - 1].actor, "minjun", "recorded as the signed-in subject");
+  const forged = await server.api("GET", `/api/audit?actor=mallory`);
+  assert.deepEqual(forged.entries ?? [], [], "the forged header named nobody");
   await page.close();
 });
 

@@ -4,6 +4,7 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { debugState, openBrowser, shot } from "../lib/browser.js";
 import { Server } from "../lib/server.js";
+import { prepareAuth, signIn } from "../lib/auth.js";
 import { appUrl, jobIdFromUrl, pickSlot, readSteps, recordSteps, serverFlags, waitLive } from "../lib/app.js";
 
 const RESET_STEPS = ["delete_db", "delete_env_vars", "delete_volumes", "force_push_template", "vacate"];
@@ -12,9 +13,11 @@ let browser;
 
 before(async () => {
   server = new Server({ flags: serverFlags() });
+  prepareAuth(server);
   await server.start();
   if (server.skippedFlags.length) console.log(`# serve lacks flags: ${server.skippedFlags.join(", ")}`);
   browser = await openBrowser();
+  await signIn(browser.context, server);
 });
 
 after(async () => {

@@ -5,6 +5,7 @@ import { after, before, test } from "node:test";
 import { debugState, openBrowser, shot } from "../lib/browser.js";
 import { CutProxy } from "../lib/proxy.js";
 import { Server } from "../lib/server.js";
+import { prepareAuth, signIn, signInOnPage } from "../lib/auth.js";
 import { HB, appUrl, pickSlot, readClaims, readSteps, recordClaims, recordSteps, serverFlags, waitLive } from "../lib/app.js";
 
 let server;
@@ -12,8 +13,10 @@ let browser;
 
 before(async () => {
   server = new Server({ flags: serverFlags({ grace: "6s" }) });
+  prepareAuth(server);
   await server.start();
   browser = await openBrowser();
+  await signIn(browser.context, server);
 });
 
 after(async () => {
@@ -48,50 +51,54 @@ test("a silent (half-open) stream is caught by the watchdog after two heartbeats
 test("a tab that loses the network while a job runs misses no step when it comes back", async () => {
   const page = await browser.context.newPage();
   const proxy = await new CutProxy(server.port).start();
-  const name = await pickSlot(server);
-  const accepted = await server.api("POST", `/api/slots/${name}/release`);
-  await page.goto(appUrl(proxy, `/jobs/${accepted.job_id}/wait`));
-  await waitLive(page);
-  await page.waitForSelector("[data-testid=wait-view]");
-  await recordSteps(page);
-  // Cut the tab's connection; the server and its jobs keep running.
-  await proxy.cut();
+  // Closed whatever happens: a listening proxy left behind keeps the test process alive.
   try {
-    await page.waitForSelector("[data-testid=connection-banner]", { timeout: 2 * HB + 3_000 });
-    // The job runs to its end on the server while the tab is cut off.
-    const deadline = Date.now() + 60_000;
-    let job;
-    for (;;) {
-      job = await server.api("GET", `/api/jobs/${accepted.job_id}`);
-      if (["succeeded", "failed", "timed_out", "cancelled", "abandoned"].includes(job.state)) break;
-      assert.ok(Date.now() < deadline, `job still ${job.state} after 60 s`);
-      await new Promise((r) => setTimeout(r, 200));
+    const name = await pickSlot(server);
+    const accepted = await server.api("POST", `/api/slots/${name}/release`, { reason: "e2e: released by the test through the API" });
+    await page.goto(appUrl(proxy, `/jobs/${accepted.job_id}/wait`));
+    await waitLive(page);
+    await page.waitForSelector("[data-testid=wait-view]");
+    await recordSteps(page);
+    // Cut the tab's connection; the server and its jobs keep running.
+    await proxy.cut();
+    try {
+      await page.waitForSelector("[data-testid=connection-banner]", { timeout: 2 * HB + 3_000 });
+      // The job runs to its end on the server while the tab is cut off.
+      const deadline = Date.now() + 60_000;
+      let job;
+      for (;;) {
+        job = await server.api("GET", `/api/jobs/${accepted.job_id}`);
+        if (["succeeded", "failed", "timed_out", "cancelled", "abandoned"].includes(job.state)) break;
+        assert.ok(Date.now() < deadline, `job still ${job.state} after 60 s`);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      assert.equal(job.state, "succeeded", `the job ended ${job.state}: ${job.reason ?? ""}`);
+      // Offline, the page must not have claimed anything.
+      assert.notEqual(await page.getAttribute("[data-testid=wait-view]", "data-phase"), "succeeded");
+      assert.ok(/\/wait$/.test(page.url()), "still on the wait view while offline");
+    } finally {
+      await proxy.restore();
     }
-    assert.equal(job.state, "succeeded", `the job ended ${job.state}: ${job.reason ?? ""}`);
-    // Offline, the page must not have claimed anything.
-    assert.notEqual(await page.getAttribute("[data-testid=wait-view]", "data-phase"), "succeeded");
-    assert.ok(/\/wait$/.test(page.url()), "still on the wait view while offline");
+    await page.waitForSelector("[data-testid=connection-banner]", { state: "detached", timeout: 30_000 });
+    await page.waitForURL(new RegExp(`#/slots/${name}$`), { timeout: 30_000 });
+    const apiJob = await server.api("GET", `/api/jobs/${accepted.job_id}`);
+    const log = await readSteps(page);
+    for (const s of apiJob.steps) {
+      assert.ok(log.some((e) => e.step === s.name && e.state === "done"), `step ${s.name} was shown done after the reconnect`);
+    }
+    const st = await debugState(page);
+    assert.equal(st.jobs.find((j) => j.id === accepted.job_id).revision, apiJob.revision, "the page caught up exactly");
+    await page.close();
   } finally {
-    await proxy.restore();
+    await proxy.close();
   }
-  await page.waitForSelector("[data-testid=connection-banner]", { state: "detached", timeout: 30_000 });
-  await page.waitForURL(new RegExp(`#/slots/${name}$`), { timeout: 30_000 });
-  const apiJob = await server.api("GET", `/api/jobs/${accepted.job_id}`);
-  const log = await readSteps(page);
-  for (const s of apiJob.steps) {
-    assert.ok(log.some((e) => e.step === s.name && e.state === "done"), `step ${s.name} was shown done after the reconnect`);
-  }
-  const st = await debugState(page);
-  assert.equal(st.jobs.find((j) => j.id === accepted.job_id).revision, apiJob.revision, "the page caught up exactly");
-  await page.close();
-  await proxy.close();
 });
 
 test("stale banner within the watchdog time, cleared after a restart with no missed steps", async () => {
   const page = await browser.context.newPage();
   const name = await pickSlot(server);
   // A release in its grace period: its steps will run after the restart.
-  const accepted = await server.api("POST", `/api/slots/${name}/release`);
+  const accepted = await server.api("POST", `/api/slots/${name}/release`, { reason: "e2e: released by the test through the API" });
   await page.goto(appUrl(server, `/jobs/${accepted.job_id}/wait`));
   await waitLive(page);
   await page.waitForSelector("[data-testid=wait-view]");
@@ -117,6 +124,15 @@ test("stale banner within the watchdog time, cleared after a restart with no mis
   await shot(page, "stale-banner");
 
   await server.start();
+  // Sessions live in the server's memory: the restart signed the tab out.
+  // The refused stream makes the page ask who it is and show the sign-in
+  // page ("session ended") on the same route; signing in again reopens the
+  // stream from the page's last position.
+  await page.waitForSelector("[data-testid=signin-expired]", { timeout: 30_000 });
+  await shot(page, "restart-signed-out");
+  assert.ok(page.url().includes(`#/jobs/${accepted.job_id}/wait`), "the route is kept while signed out");
+  await signInOnPage(page, server.user);
+  await page.waitForSelector("[data-testid=wait-view]");
   await page.waitForSelector("[data-testid=connection-banner]", { state: "detached", timeout: 30_000 });
   await waitLive(page);
   const upAt = await page.evaluate(() => performance.now());

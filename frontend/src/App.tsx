@@ -4,65 +4,96 @@ import { useHashLocation } from "wouter/use-hash-location";
 import { ConnectionBanner } from "./components/ConnectionBanner";
 import { LiveIndicator } from "./components/LiveIndicator";
 import { LANGS, setLang, useT, type Lang } from "./i18n";
-import { setActor, useActor } from "./live/actor";
+import { atLeast, type Subject } from "./auth/roles";
+import { checkSession, signOut, useAuth, type AuthState } from "./auth/session";
 import { useAnnouncement } from "./live/announce";
+import { AccountPage } from "./pages/AccountPage";
+import { AdminPage } from "./pages/AdminPage";
 import { AuditPage } from "./pages/AuditPage";
 import { Board } from "./pages/Board";
 import { JobPage } from "./pages/JobPage";
 import { RemainingPage } from "./pages/RemainingPage";
 import { ResetLookup } from "./pages/ResetLookup";
+import { SignIn } from "./pages/SignIn";
 import { SlotPage } from "./pages/SlotPage";
 import { WaitView } from "./pages/WaitView";
 
-function Header() {
+function LangSwitch() {
   const t = useT();
-  const actor = useActor();
-  const [actorError, setActorError] = useState(false);
-  const saveActor = (v: string) => setActorError(!setActor(v));
+  return (
+    <label className="lang">
+      <span className="sr-only">{t("lang.label")}</span>
+      <select aria-label={t("lang.label")} value={t.lang} onChange={(e) => setLang(e.target.value as Lang)} data-testid="lang">
+        {LANGS.map((l) => (
+          <option key={l} value={l}>
+            {l === "ko" ? "한국어" : "English"}
+          </option>
+        ))}
+      </select>
+    </label>
+  );
+}
+
+/** WhoAmI names the signed-in subject and role, with the sign-out button. */
+function WhoAmI({ subject }: { subject: Subject }) {
+  const t = useT();
+  const [pending, setPending] = useState(false);
+  return (
+    <div className="whoami" data-testid="whoami" data-role={subject.role}>
+      <span className="who">
+        <span className="sr-only">{t("auth.signed_in_as", { name: subject.name })}</span>
+        <Link href="/account" className="who-name" data-testid="whoami-name" aria-label={t("account.open", { name: subject.name })}>
+          {subject.name}
+        </Link>{" "}
+        <span className={`badge role role-${subject.role}`} data-testid="whoami-role" title={t("auth.role", { role: t.dyn("role", subject.role) })}>
+          {t.dyn("role", subject.role)}
+        </span>
+      </span>
+      <button
+        type="button"
+        disabled={pending}
+        onClick={() => {
+          setPending(true);
+          void signOut().finally(() => setPending(false));
+        }}
+        data-testid="signout"
+      >
+        {t("auth.sign_out")}
+      </button>
+    </div>
+  );
+}
+
+function Header({ subject }: { subject: Subject | undefined }) {
+  const t = useT();
   return (
     <header className="top">
       <a className="skip" href="#main">
         {t("app.skip")}
       </a>
-      <Link href="/" className="brand">
-        {t("app.title")}
-      </Link>
-      <nav aria-label={t("nav.main")}>
-        <Link href="/">{t("nav.board")}</Link>
-        <Link href="/audit">{t("nav.audit")}</Link>
-        <Link href="/remaining">{t("nav.remaining")}</Link>
-      </nav>
-      <LiveIndicator />
-      <label className="actor">
-        <span className="sr-only">{t("actor.label")}</span>
-        <input
-          defaultValue={actor}
-          placeholder={t("actor.placeholder")}
-          aria-label={t("actor.label")}
-          onBlur={(e) => saveActor(e.target.value)}
-          onKeyDown={(e) => {
-            if (e.key === "Enter") saveActor(e.currentTarget.value);
-          }}
-          aria-invalid={actorError}
-          aria-describedby={actorError ? "actor-error" : undefined}
-          data-testid="actor"
-        />
-        {actorError && (
-          <span id="actor-error" className="error small" role="alert">
-            {t("actor.invalid")}
-          </span>
-        )}
-      </label>
-      <label>
-        <span className="sr-only">{t("lang.label")}</span>
-        <select aria-label={t("lang.label")} value={t.lang} onChange={(e) => setLang(e.target.value as Lang)} data-testid="lang">
-          {LANGS.map((l) => (
-            <option key={l} value={l}>
-              {l === "ko" ? "한국어" : "English"}
-            </option>
-          ))}
-        </select>
-      </label>
+      {subject ? (
+        <Link href="/" className="brand">
+          {t("app.title")}
+        </Link>
+      ) : (
+        <span className="brand">{t("app.title")}</span>
+      )}
+      {subject && (
+        <nav aria-label={t("nav.main")}>
+          <Link href="/">{t("nav.board")}</Link>
+          <Link href="/audit">{t("nav.audit")}</Link>
+          <Link href="/remaining">{t("nav.remaining")}</Link>
+          {atLeast(subject, "admin") && (
+            <Link href="/admin" data-testid="nav-admin">
+              {t("nav.admin")}
+            </Link>
+          )}
+        </nav>
+      )}
+      {subject && <LiveIndicator />}
+      <span className="spacer" />
+      {subject && <WhoAmI subject={subject} />}
+      <LangSwitch />
     </header>
   );
 }
@@ -94,33 +125,73 @@ function FocusOnNavigate() {
   return null;
 }
 
-/** App is the shell: header with the live indicator, the one banner, the routes. */
+function Routes() {
+  return (
+    <Switch>
+      <Route path="/">
+        <Board />
+      </Route>
+      <Route path="/slots/:name/reset">{(p) => <ResetLookup key={p.name} slot={p.name} />}</Route>
+      <Route path="/slots/:name">{(p) => <SlotPage key={p.name} name={p.name} />}</Route>
+      <Route path="/jobs/:id/wait">{(p) => <WaitView key={p.id} id={p.id} />}</Route>
+      <Route path="/jobs/:id">{(p) => <JobPage key={p.id} id={p.id} />}</Route>
+      <Route path="/audit">
+        <AuditPage />
+      </Route>
+      <Route path="/remaining">
+        <RemainingPage />
+      </Route>
+      <Route path="/admin">
+        <AdminPage />
+      </Route>
+      <Route path="/account">
+        <AccountPage />
+      </Route>
+      <Route>
+        <Board />
+      </Route>
+    </Switch>
+  );
+}
+
+/** SessionGate shows the routes to a signed-in tab and the sign-in page otherwise. */
+function SessionGate({ auth }: { auth: AuthState }) {
+  const t = useT();
+  switch (auth.status) {
+    case "checking":
+      return (
+        <p role="status" data-testid="auth-checking">
+          {t("auth.checking")}
+        </p>
+      );
+    case "unreachable":
+      return (
+        <div className="error" role="alert" data-testid="auth-unreachable">
+          <p>{t("auth.unreachable", { message: auth.error.message })}</p>
+          <button type="button" onClick={() => void checkSession(true)}>
+            {t("common.retry")}
+          </button>
+        </div>
+      );
+    case "signed_out":
+      return <SignIn methods={auth.methods} expired={auth.expired} />;
+    case "signed_in":
+      return <Routes />;
+  }
+}
+
+/** App is the shell: header with the live indicator and who is signed in, the one banner, the routes. */
 export function App() {
+  const auth = useAuth();
+  const subject = auth.status === "signed_in" ? auth.subject : undefined;
   return (
     <Router hook={useHashLocation}>
       <FocusOnNavigate />
-      <Header />
-      <ConnectionBanner />
+      <Header subject={subject} />
+      {subject && <ConnectionBanner />}
       <Announcer />
       <main id="main" tabIndex={-1}>
-        <Switch>
-          <Route path="/">
-            <Board />
-          </Route>
-          <Route path="/slots/:name/reset">{(p) => <ResetLookup key={p.name} slot={p.name} />}</Route>
-          <Route path="/slots/:name">{(p) => <SlotPage key={p.name} name={p.name} />}</Route>
-          <Route path="/jobs/:id/wait">{(p) => <WaitView key={p.id} id={p.id} />}</Route>
-          <Route path="/jobs/:id">{(p) => <JobPage key={p.id} id={p.id} />}</Route>
-          <Route path="/audit">
-            <AuditPage />
-          </Route>
-          <Route path="/remaining">
-            <RemainingPage />
-          </Route>
-          <Route>
-            <Board />
-          </Route>
-        </Switch>
+        <SessionGate auth={auth} />
       </main>
     </Router>
   );

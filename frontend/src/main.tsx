@@ -1,13 +1,20 @@
 import { StrictMode } from "react";
 import { createRoot } from "react-dom/client";
 import { App } from "./App";
+import { followSession } from "./auth/liveSession";
+import { checkSession, installAuth } from "./auth/session";
 import { readConfig } from "./live/config";
 import { getLiveState } from "./live/store";
 import { getStreamStatus, startStream } from "./live/stream";
 import "./styles.css";
 
-// One stream per tab, started once here and never by a component.
-startStream({ heartbeatMs: readConfig().heartbeatMs });
+// A 401 from any request shows the sign-in page.
+installAuth();
+// One stream per tab, started here (never by a component) once the tab is
+// signed in, closed on sign-out, and opened again after the next sign-in.
+const { heartbeatMs } = readConfig();
+followSession((onRefused) => startStream({ heartbeatMs, onRefused }));
+void checkSession(true);
 
 // A read-only view of the live store for browser tests and support: it
 // proves what the page knows (position, view versions) without scraping the DOM.

@@ -1,7 +1,14 @@
 // The REST client: one function per route of docs/api.md. Every request has
 // a timeout (seed row 7: a hung fetch froze the old screen) and takes an
 // AbortSignal so a page that goes away cancels its loads.
-import { encodeActor, getActor } from "../live/actor";
+//
+// Auth (issue 11): every state-changing request (anything but GET) is sent
+// as `Content-Type: application/json` with a JSON body — `{}` when the
+// command takes no parameters, because the server refuses a state change
+// without that type (a cross-origin form cannot send it) — and with the
+// session's CSRF token in `X-CSRF-Token`. A 401 answer means the session is
+// gone: the registered handler shows the sign-in page. A 403 is an
+// ApiError whose `permission` names what the role lacks.
 import type {
   AuditEntry,
   ErrorBody,
@@ -13,6 +20,7 @@ import type {
   RemainingResource,
   SlotView,
 } from "./types";
+import type { CreatedToken, CreatedUser, LoginAnswer, MeAnswer, TokenView, UserView } from "./authTypes";
 
 /** The default request timeout. */
 export const REQUEST_TIMEOUT_MS = 10_000;
@@ -33,13 +41,68 @@ export class ApiError extends Error {
   get notFound(): boolean {
     return this.status === 404;
   }
+
+  /** permission is the permission a 403 names as missing (details.permission, or .required), if any. */
+  get permission(): string | undefined {
+    if (this.status !== 403) return undefined;
+    const p = this.details.permission ?? this.details.required ?? this.details.missing;
+    return typeof p === "string" && p !== "" ? p : undefined;
+  }
 }
 
+// The session's CSRF token (from /api/auth/me or the login answer); it is
+// not a cookie the page could read, so the client keeps it here.
+let csrf = "";
+
+export function setCsrf(token: string): void {
+  csrf = token;
+}
+
+export function getCsrf(): string {
+  return csrf;
+}
+
+type Handler = () => void;
+let unauthorized: Handler | undefined;
+
+type Refresh = () => Promise<boolean>;
+let refreshCsrf: Refresh | undefined;
+
+/**
+ * onCsrfRefused registers how to get a fresh CSRF token when a state
+ * change is refused for a stale one (403, details.reason "csrf": e.g. the
+ * session was rotated by a sign-in in another tab). It resolves true when
+ * the token changed; the refused command is then sent once more — the
+ * server refused it before doing anything, so sending it again is safe.
+ */
+export function onCsrfRefused(h: Refresh | undefined): void {
+  refreshCsrf = h;
+}
+
+/**
+ * onUnauthorized registers what a 401 does (the session module shows the
+ * sign-in page). Requests made with `auth: false` (login, me) do not call it.
+ */
+export function onUnauthorized(h: Handler | undefined): void {
+  unauthorized = h;
+}
+
+export type Method = "GET" | "POST" | "PUT" | "DELETE";
+
 export interface RequestOptions {
-  method?: "GET" | "POST";
+  method?: Method;
   body?: unknown;
   signal?: AbortSignal;
   timeoutMs?: number;
+  /** auth: false for the session's own routes: a 401 there is an answer, not an expired session. */
+  auth?: boolean;
+  /** retried: this is the one resend after a CSRF refresh. */
+  retried?: boolean;
+}
+
+/** isStateChange: every method but GET changes state and carries JSON and the CSRF token. */
+export function isStateChange(method: Method): boolean {
+  return method !== "GET";
 }
 
 function isErrorBody(v: unknown): v is ErrorBody {
@@ -51,17 +114,22 @@ export async function request<T>(path: string, opts: RequestOptions = {}): Promi
   const timer = setTimeout(() => ctl.abort(new DOMException("timeout", "TimeoutError")), opts.timeoutMs ?? REQUEST_TIMEOUT_MS);
   const onAbort = (): void => ctl.abort(opts.signal?.reason);
   opts.signal?.addEventListener("abort", onAbort);
+  const method = opts.method ?? "GET";
   const headers: Record<string, string> = { Accept: "application/json" };
-  const actor = getActor();
-  if (actor) headers["X-Slotkeeper-Actor"] = encodeActor(actor);
-  if (opts.body !== undefined) headers["Content-Type"] = "application/json";
+  let body: string | undefined;
+  if (isStateChange(method)) {
+    headers["Content-Type"] = "application/json";
+    if (csrf) headers["X-CSRF-Token"] = csrf;
+    body = JSON.stringify(opts.body ?? {});
+  }
   try {
     let res: Response;
     try {
       res = await fetch(path, {
-        method: opts.method ?? "GET",
+        method,
         headers,
-        body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
+        body,
+        credentials: "same-origin",
         signal: ctl.signal,
       });
     } catch (e) {
@@ -70,21 +138,29 @@ export async function request<T>(path: string, opts: RequestOptions = {}): Promi
       throw new ApiError(0, timedOut ? "timeout" : "network", timedOut ? "request timed out" : String(e));
     }
     const text = await res.text();
-    let body: unknown = undefined;
+    let parsed: unknown = undefined;
     if (text) {
       try {
-        body = JSON.parse(text);
+        parsed = JSON.parse(text);
       } catch {
-        body = undefined;
+        parsed = undefined;
       }
     }
     if (!res.ok) {
-      if (isErrorBody(body)) {
-        throw new ApiError(res.status, body.error.code, body.error.message, body.error.details ?? {});
+      if (res.status === 401 && opts.auth !== false) unauthorized?.();
+      const details: Record<string, unknown> = isErrorBody(parsed) ? (parsed.error.details ?? {}) : {};
+      const retryAfter = res.headers.get("Retry-After");
+      if (retryAfter !== null && details.retry_after === undefined) details.retry_after = retryAfter;
+      if (res.status === 403 && details.reason === "csrf" && isStateChange(method) && !opts.retried && refreshCsrf) {
+        const sent = csrf;
+        if ((await refreshCsrf()) && csrf !== sent) return request<T>(path, { ...opts, retried: true });
       }
-      throw new ApiError(res.status, "http_" + res.status, text.slice(0, 200) || res.statusText);
+      if (isErrorBody(parsed)) {
+        throw new ApiError(res.status, parsed.error.code, parsed.error.message, details);
+      }
+      throw new ApiError(res.status, "http_" + res.status, text.slice(0, 200) || res.statusText, details);
     }
-    return body as T;
+    return parsed as T;
   } finally {
     clearTimeout(timer);
     opts.signal?.removeEventListener("abort", onAbort);
@@ -108,7 +184,9 @@ export const api = {
     request<SlotView>(`/api/slots/${enc(name)}/occupy`, { method: "POST", body: by ? { by, until } : { until } }),
   extend: (name: string, until: string) =>
     request<SlotView>(`/api/slots/${enc(name)}/extend`, { method: "POST", body: { until } }),
-  release: (name: string) => request<JobAcceptedResult>(`/api/slots/${enc(name)}/release`, { method: "POST" }),
+  /** release: an operator releasing someone else's slot must give a reason (the server records it). */
+  release: (name: string, reason?: string) =>
+    request<JobAcceptedResult>(`/api/slots/${enc(name)}/release`, { method: "POST", body: reason ? { reason } : {} }),
   teardown: (name: string) => request<JobAcceptedResult>(`/api/slots/${enc(name)}/teardown`, { method: "POST" }),
   promote: (name: string, project: string, repoName: string) =>
     request<JobAcceptedResult>(`/api/slots/${enc(name)}/promote`, {
@@ -132,4 +210,36 @@ export const api = {
   ) => request<{ entries: AuditEntry[] | null }>(`/api/audit${query(f)}`, { signal }),
   remaining: (signal?: AbortSignal) =>
     request<{ resources: RemainingResource[] | null }>("/api/resources/remaining", { signal }),
+
+  // The session (auth: false — a 401 here is the answer, not an expiry).
+  me: (signal?: AbortSignal) => request<MeAnswer>("/api/auth/me", { signal, auth: false }),
+  login: (name: string, password: string) =>
+    request<LoginAnswer>("/api/auth/login", { method: "POST", body: { name, password }, auth: false }),
+  logout: () => request<void>("/api/auth/logout", { method: "POST", auth: false }),
+  /** changePassword: the answer carries the rotated session's CSRF token (every old session ended). */
+  changePassword: (current: string, next: string) =>
+    request<LoginAnswer>("/api/auth/password", { method: "POST", body: { current, new: next } }),
+
+  // Administration (admin role).
+  users: async (signal?: AbortSignal): Promise<UserView[]> =>
+    listOf<UserView>(await request<unknown>("/api/admin/users", { signal }), "users"),
+  createUser: (body: { name: string; role: string; password?: string }) =>
+    request<CreatedUser>("/api/admin/users", { method: "POST", body }),
+  setRole: (id: string, role: string) =>
+    request<unknown>(`/api/admin/users/${enc(id)}/role`, { method: "PUT", body: { role } }),
+  tokens: async (signal?: AbortSignal): Promise<TokenView[]> =>
+    listOf<TokenView>(await request<unknown>("/api/admin/tokens", { signal }), "tokens"),
+  createToken: (body: { name: string; role: string; expires: string }) =>
+    request<CreatedToken>("/api/admin/tokens", { method: "POST", body }),
+  revokeToken: (id: string) => request<unknown>(`/api/admin/tokens/${enc(id)}`, { method: "DELETE" }),
 };
+
+/** listOf reads a list answer: a bare array, or an object holding it under key. */
+function listOf<T>(v: unknown, key: string): T[] {
+  if (Array.isArray(v)) return v as T[];
+  if (typeof v === "object" && v !== null) {
+    const inner = (v as Record<string, unknown>)[key];
+    if (Array.isArray(inner)) return inner as T[];
+  }
+  return [];
+}

@@ -100,6 +100,8 @@ export interface SlotView {
   name: string;
   lifecycle: string;
   occupant?: string;
+  /** occupant_id: the occupant's subject id, when the server records it (additive). */
+  occupant_id?: string;
   occupied_at?: string;
   deadline?: string;
   project_uuid: string;

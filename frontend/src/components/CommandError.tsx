@@ -1,15 +1,27 @@
 import { Link } from "wouter";
 import type { ApiError } from "../api/client";
-import { useT } from "../i18n";
+import { useSubject } from "../auth/session";
+import { useT, type T } from "../i18n";
+
+/** errorText is what a refused command says: a 403 names the role and the missing permission. */
+export function errorText(error: ApiError, t: T, role: string | undefined): string {
+  if (error.status === 403) {
+    const r = role ? t.dyn("role", role) : t("common.unknown");
+    const p = error.permission;
+    return p ? t("auth.forbidden", { role: r, permission: p }) : t("auth.forbidden_plain", { role: r, message: error.message });
+  }
+  return t("common.error", { message: error.message });
+}
 
 /** CommandError shows why a command was refused, linking the blocking job. */
 export function CommandError({ error }: { error: ApiError | undefined }) {
   const t = useT();
+  const subject = useSubject();
   if (!error) return null;
   const blocking = typeof error.details.blocking_job === "string" ? error.details.blocking_job : undefined;
   return (
-    <p className="error" role="alert" data-testid="command-error">
-      {t("common.error", { message: error.message })}
+    <p className="error" role="alert" data-testid="command-error" data-status={error.status}>
+      {errorText(error, t, subject?.role)}
       {blocking && (
         <>
           {" "}

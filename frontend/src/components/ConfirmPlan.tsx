@@ -1,4 +1,4 @@
-import { useLayoutEffect, useRef, type KeyboardEvent, type MouseEvent } from "react";
+import { useLayoutEffect, useRef, useState, type KeyboardEvent, type MouseEvent } from "react";
 import { api } from "../api/client";
 import { formatTime, resourceLabel } from "../format";
 import { useT } from "../i18n";
@@ -11,8 +11,15 @@ export interface ConfirmPlanProps {
   kind: "reset" | "teardown" | "promote";
   params?: { project?: string; name?: string };
   command: Command;
-  onConfirm: () => void;
+  /** onConfirm gets the reason typed when one was asked for (else ""). */
+  onConfirm: (reason: string) => void;
   onClose: () => void;
+  /**
+   * reasonFor: releasing a slot someone else occupies (an operator's
+   * release); the server requires and records a reason, so Confirm waits
+   * for one. The value is the occupant's name.
+   */
+  reasonFor?: string;
 }
 
 /**
@@ -20,8 +27,11 @@ export interface ConfirmPlanProps {
  * the server's dry run (GET /api/slots/{name}/plan) — the exact steps and
  * the resources with their ids — and only then offers to go ahead.
  */
-export function ConfirmPlan({ slot, kind, params, command, onConfirm, onClose }: ConfirmPlanProps) {
+export function ConfirmPlan({ slot, kind, params, command, onConfirm, onClose, reasonFor }: ConfirmPlanProps) {
   const t = useT();
+  const [reason, setReason] = useState("");
+  const needsReason = reasonFor !== undefined;
+  const reasonMissing = needsReason && reason.trim() === "";
   const plan = useLoad(`plan:${slot}:${kind}`, `${slot}:${kind}:${params?.project ?? ""}:${params?.name ?? ""}`, (signal) =>
     api.plan(slot, kind, params, signal),
   );
@@ -122,6 +132,23 @@ export function ConfirmPlan({ slot, kind, params, command, onConfirm, onClose }:
           <p className="warn-text">{t("plan.irreversible")}</p>
         </>
       )}
+      {needsReason && (
+        <div className="reason">
+          <p id="reason-why">{t("release.reason_needed", { occupant: reasonFor })}</p>
+          <label>
+            <span>{t("release.reason")}</span>
+            <textarea
+              value={reason}
+              required
+              maxLength={500}
+              rows={2}
+              aria-describedby="reason-why"
+              onChange={(e) => setReason(e.target.value)}
+              data-testid="release-reason"
+            />
+          </label>
+        </div>
+      )}
       <CommandError error={command.error} />
       <div className="dialog-actions">
         <button type="button" ref={cancelRef} onClick={onClose}>
@@ -131,8 +158,8 @@ export function ConfirmPlan({ slot, kind, params, command, onConfirm, onClose }:
           type="button"
           className="danger"
           data-testid="confirm"
-          disabled={!plan.data || command.pending}
-          onClick={onConfirm}
+          disabled={!plan.data || command.pending || reasonMissing}
+          onClick={() => onConfirm(needsReason ? reason.trim() : "")}
         >
           {t("common.confirm")}
         </button>

@@ -64,7 +64,7 @@ export function translate(l: Lang, key: Key, vars?: Vars): string {
 export type T = ((key: Key, vars?: Vars) => string) & {
   lang: Lang;
   /** dyn translates a server value under a prefix ("step", "state", …), or shows it raw. */
-  dyn: (prefix: "step" | "state" | "stepstate" | "lifecycle" | "kind" | "res", value: string) => string;
+  dyn: (prefix: "step" | "state" | "stepstate" | "lifecycle" | "kind" | "res" | "role", value: string) => string;
 };
 
 const cache = new Map<Lang, T>();

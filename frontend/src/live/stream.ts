@@ -45,6 +45,13 @@ export interface StreamOptions {
   maxBackoffMs?: number;
   random?: () => number;
   create?: EventSourceFactory;
+  /**
+   * onRefused is called when the browser gives up on a connection (a
+   * non-200 answer, e.g. 401 after the session expired), before the
+   * backoff reopen: the session module checks whether the tab is still
+   * signed in and, if not, stops the stream.
+   */
+  onRefused?: () => void;
 }
 
 const CLOSED = 2;
@@ -132,6 +139,7 @@ export function startStream(opts: StreamOptions): () => void {
       if (src.readyState === CLOSED) {
         fail("reconnecting");
         scheduleReopen();
+        opts.onRefused?.();
       } else if (status.get() !== "stale") {
         fail("reconnecting");
       }

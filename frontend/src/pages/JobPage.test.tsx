@@ -2,6 +2,7 @@ import { act, cleanup, fireEvent, render, screen } from "@testing-library/react"
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { Route, Router } from "wouter";
 import { memoryLocation } from "wouter/memory-location";
+import { resetAuth, setAuthForTest } from "../auth/session";
 import { setLang } from "../i18n";
 import { resetHealth } from "../live/health";
 import { resetLiveStore } from "../live/store";
@@ -23,6 +24,7 @@ const abandoned = job({
 });
 
 beforeEach(() => {
+  setAuthForTest({ id: "u-alice", name: "alice", role: "operator" });
   setLang("en");
   posts = [];
   vi.stubGlobal(
@@ -48,6 +50,7 @@ beforeEach(() => {
 
 afterEach(() => {
   cleanup();
+  resetAuth();
   stopTicker();
   resetLiveStore();
   resetHealth();

@@ -2,6 +2,8 @@ import { Link, useLocation } from "wouter";
 import { api } from "../api/client";
 import type { JobView, RecordedEvent } from "../api/types";
 import { TERMINAL_STATES } from "../api/types";
+import { jobActions } from "../auth/roles";
+import { useSubject } from "../auth/session";
 import { CommandError } from "../components/CommandError";
 import { LoadFallback } from "../components/LoadFallback";
 import { RecoveryNotice } from "../components/Recovery";
@@ -31,6 +33,7 @@ function JobDetail({ job }: { job: JobView }) {
   const t = useT();
   const [, navigate] = useLocation();
   const cmd = useCommand();
+  const may = jobActions(useSubject());
   // The raw events reload whenever the job view moves (pushed by the stream).
   const events = useLoad(`events:${job.id}`, `${job.id}:${job.revision}`, (signal) => api.jobEvents(job.id, signal));
   const unsuccessful = TERMINAL_STATES.has(job.state) && job.state !== "succeeded";
@@ -84,12 +87,12 @@ function JobDetail({ job }: { job: JobView }) {
       )}
 
       <div className="actions">
-        {job.resumable && (
+        {job.resumable && may.resume && (
           <button type="button" disabled={cmd.pending} onClick={() => void resume()} data-testid="resume">
             {t("job.resume")}
           </button>
         )}
-        {job.cancellable && (
+        {job.cancellable && may.cancel && (
           <button type="button" className="danger" disabled={cmd.pending} onClick={() => void cancel()} data-testid="cancel">
             {t("job.cancel")}
           </button>

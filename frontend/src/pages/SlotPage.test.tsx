@@ -2,6 +2,7 @@ import { act, cleanup, fireEvent, render, screen } from "@testing-library/react"
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { Route, Router } from "wouter";
 import { memoryLocation } from "wouter/memory-location";
+import { resetAuth, setAuthForTest } from "../auth/session";
 import { setLang } from "../i18n";
 import { resetHealth } from "../live/health";
 import { putSlot, resetLiveStore } from "../live/store";
@@ -9,17 +10,22 @@ import { stopTicker } from "../live/ticker";
 import { jsonResponse, slot } from "../test/fakes";
 import { SlotPage } from "./SlotPage";
 
-let calls: { method: string; url: string }[];
+let calls: { method: string; url: string; body?: string; csrf?: string }[];
+let postAnswer: (() => Response) | undefined;
 let history: string[];
 
 beforeEach(() => {
+  setAuthForTest({ id: "u-alice", name: "alice", role: "operator" });
   setLang("en");
   calls = [];
+  postAnswer = undefined;
   vi.stubGlobal(
     "fetch",
     vi.fn(async (url: string, init?: RequestInit) => {
       const method = init?.method ?? "GET";
-      calls.push({ method, url });
+      const headers = (init?.headers ?? {}) as Record<string, string>;
+      calls.push({ method, url, body: typeof init?.body === "string" ? init.body : undefined, csrf: headers["X-CSRF-Token"] });
+      if (method === "POST" && postAnswer) return postAnswer();
       if (url.includes("/plan")) {
         return jsonResponse({
           kind: "reset",
@@ -41,6 +47,7 @@ beforeEach(() => {
 
 afterEach(() => {
   cleanup();
+  resetAuth();
   stopTicker();
   resetLiveStore();
   resetHealth();
@@ -122,5 +129,73 @@ describe("slot page", () => {
       setLang("ko");
     });
     expect(db?.textContent ?? document.querySelector('[data-resource="database:d-1"]')?.textContent).toMatch(/삭제 중/);
+  });
+});
+
+describe("slot page by role", () => {
+  const as = (role: string, name = "alice") => setAuthForTest({ id: `u-${name}`, name, role }, "csrf-1");
+  const present = () =>
+    ["occupy", "extend", "release", "teardown", "promote"].filter((id) => screen.queryByTestId(id) !== null);
+
+  it("a viewer sees no actions and is told why", async () => {
+    as("viewer");
+    mount();
+    await flush();
+    expect(present()).toEqual([]);
+    expect(screen.getByTestId("read-only").textContent).toMatch(/viewer/);
+  });
+
+  it("a member may extend and release their own slot, but not tear down or promote", async () => {
+    as("member");
+    mount();
+    await flush();
+    expect(present()).toEqual(["extend", "release"]);
+  });
+
+  it("a member sees nothing to do on someone else's slot", async () => {
+    as("member", "bob");
+    mount();
+    await flush();
+    expect(present()).toEqual([]);
+  });
+
+  it("an operator releasing someone else's slot must give a reason, which is sent", async () => {
+    as("operator", "olga");
+    mount();
+    await flush();
+    expect(present()).toEqual(["extend", "release", "teardown", "promote"]);
+    fireEvent.click(screen.getByTestId("release"));
+    await flush();
+    const confirm = screen.getByTestId("confirm") as HTMLButtonElement;
+    expect(screen.getByTestId("confirm-plan").textContent).toMatch(/alice occupies this slot/);
+    expect(confirm.disabled).toBe(true);
+    fireEvent.change(screen.getByTestId("release-reason"), { target: { value: "  on leave  " } });
+    expect(confirm.disabled).toBe(false);
+    fireEvent.click(confirm);
+    await flush();
+    const post = calls.filter((c) => c.method === "POST");
+    expect(post).toEqual([{ method: "POST", url: "/api/slots/s1/release", body: '{"reason":"on leave"}', csrf: "csrf-1" }]);
+  });
+
+  it("an operator releasing their own slot is not asked for a reason", async () => {
+    as("operator");
+    mount();
+    await flush();
+    fireEvent.click(screen.getByTestId("release"));
+    await flush();
+    expect(screen.queryByTestId("release-reason")).toBeNull();
+  });
+
+  it("a refusal names the role and the missing permission", async () => {
+    as("member");
+    postAnswer = () =>
+      jsonResponse({ error: { code: "forbidden", message: "forbidden", details: { permission: "slot.extend" } } }, 403);
+    mount();
+    await flush();
+    fireEvent.click(screen.getByTestId("extend"));
+    await flush();
+    expect(screen.getByTestId("command-error").textContent).toBe(
+      "Not allowed for your role (member): this needs the “slot.extend” permission.",
+    );
   });
 });

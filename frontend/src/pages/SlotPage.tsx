@@ -2,6 +2,8 @@ import { useState } from "react";
 import { Link, useLocation } from "wouter";
 import { api } from "../api/client";
 import type { JobView, SlotView } from "../api/types";
+import { slotActions } from "../auth/roles";
+import { useSubject } from "../auth/session";
 import { CommandError } from "../components/CommandError";
 import { LoadFallback } from "../components/LoadFallback";
 import { ConfirmPlan } from "../components/ConfirmPlan";
@@ -10,7 +12,6 @@ import { RecoveryNotice } from "../components/Recovery";
 import { formatTime } from "../format";
 import { useT } from "../i18n";
 import { announce } from "../live/announce";
-import { getActor } from "../live/actor";
 import { putSlot, useSlot } from "../live/store";
 import { serverNow } from "../live/clock";
 import { useCommand } from "../live/useCommand";
@@ -45,9 +46,16 @@ function SlotDetail({ slot }: { slot: SlotView }) {
   const [project, setProject] = useState("");
   const [repoName, setRepoName] = useState("");
   const busy = slot.active_job !== undefined;
+  const subject = useSubject();
+  // What this role may try; the server still decides (and answers 403).
+  const may = slotActions(subject, slot);
+  const anyAction =
+    (slot.lifecycle === "vacant" && may.occupy) ||
+    (slot.lifecycle === "occupied" && (may.extend || may.release)) ||
+    (slot.lifecycle !== "retired" && (may.teardown || may.promote));
 
   const occupy = async () => {
-    const s = await cmd.run(() => api.occupy(slot.name, untilIn(hours), by.trim() || getActor() || undefined));
+    const s = await cmd.run(() => api.occupy(slot.name, untilIn(hours), (may.occupyForOthers && by.trim()) || undefined));
     if (s) {
       putSlot(s);
       announce(t("slot.done_occupy"));
@@ -60,11 +68,11 @@ function SlotDetail({ slot }: { slot: SlotView }) {
       announce(t("slot.done_extend"));
     }
   };
-  const go = async () => {
+  const go = async (reason: string) => {
     if (!confirm) return;
     const res = await cmd.run(() =>
       confirm.kind === "reset"
-        ? api.release(slot.name)
+        ? api.release(slot.name, reason || undefined)
         : confirm.kind === "teardown"
           ? api.teardown(slot.name)
           : api.promote(slot.name, confirm.params?.project ?? "", confirm.params?.name ?? ""),
@@ -151,40 +159,47 @@ function SlotDetail({ slot }: { slot: SlotView }) {
       )}
 
       <h2>{t("slot.actions")}</h2>
+      {!anyAction && (
+        <p className="muted" data-testid="read-only">
+          {t("auth.read_only", { role: t.dyn("role", subject?.role ?? "") })}
+        </p>
+      )}
       <div className="actions">
-        {(slot.lifecycle === "vacant" || slot.lifecycle === "occupied") && (
+        {((slot.lifecycle === "vacant" && may.occupy) || (slot.lifecycle === "occupied" && may.extend)) && (
           <label>
             {t("slot.hours")}{" "}
             <input type="number" min={1} max={720} value={hours} onChange={(e) => setHours(Math.max(1, Number(e.target.value) || 1))} />
           </label>
         )}
-        {slot.lifecycle === "vacant" && (
+        {slot.lifecycle === "vacant" && may.occupy && (
           <>
-            <label>
-              {t("slot.occupy_by")} <input value={by} placeholder={getActor()} onChange={(e) => setBy(e.target.value)} />
-            </label>
+            {may.occupyForOthers && (
+              <label>
+                {t("slot.occupy_by")} <input value={by} placeholder={subject?.name} onChange={(e) => setBy(e.target.value)} />
+              </label>
+            )}
             <button type="button" disabled={cmd.pending || busy} onClick={() => void occupy()} data-testid="occupy">
               {t("slot.occupy")}
             </button>
           </>
         )}
-        {slot.lifecycle === "occupied" && (
-          <>
-            <button type="button" disabled={cmd.pending || busy} onClick={() => void extend()} data-testid="extend">
-              {t("slot.extend")}
-            </button>
-            <button type="button" disabled={cmd.pending || busy} onClick={() => setConfirm({ kind: "reset" })} data-testid="release">
-              {t("slot.release")}
-            </button>
-          </>
+        {slot.lifecycle === "occupied" && may.extend && (
+          <button type="button" disabled={cmd.pending || busy} onClick={() => void extend()} data-testid="extend">
+            {t("slot.extend")}
+          </button>
         )}
-        {slot.lifecycle !== "retired" && (
+        {slot.lifecycle === "occupied" && may.release && (
+          <button type="button" disabled={cmd.pending || busy} onClick={() => setConfirm({ kind: "reset" })} data-testid="release">
+            {t("slot.release")}
+          </button>
+        )}
+        {slot.lifecycle !== "retired" && may.teardown && (
           <button type="button" className="danger" disabled={cmd.pending || busy} onClick={() => setConfirm({ kind: "teardown" })} data-testid="teardown">
             {t("slot.teardown")}
           </button>
         )}
       </div>
-      {slot.lifecycle !== "retired" && slot.lifecycle !== "teardown_incomplete" && (
+      {slot.lifecycle !== "retired" && slot.lifecycle !== "teardown_incomplete" && may.promote && (
         <form
           className="actions"
           onSubmit={(e) => {
@@ -210,7 +225,8 @@ function SlotDetail({ slot }: { slot: SlotView }) {
           kind={confirm.kind}
           params={confirm.params}
           command={cmd}
-          onConfirm={() => void go()}
+          onConfirm={(reason) => void go(reason)}
+          reasonFor={confirm.kind === "reset" && may.releaseNeedsReason ? (slot.occupant ?? "") : undefined}
           onClose={() => setConfirm(undefined)}
         />
       )}

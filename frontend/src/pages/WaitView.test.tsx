@@ -2,6 +2,7 @@ import { act, cleanup, render, screen } from "@testing-library/react";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { Route, Router } from "wouter";
 import { memoryLocation } from "wouter/memory-location";
+import { resetAuth, setAuthForTest } from "../auth/session";
 import { setLang } from "../i18n";
 import { resetClock } from "../live/clock";
 import { resetHealth } from "../live/health";
@@ -19,6 +20,7 @@ let es: FakeEventSource;
 let pos = 100;
 
 beforeEach(() => {
+  setAuthForTest({ id: "u-alice", name: "alice", role: "operator" });
   vi.useFakeTimers({ toFake: ["setInterval", "clearInterval", "setTimeout", "clearTimeout", "Date"] });
   vi.setSystemTime(NOW);
   setLang("en");
@@ -32,6 +34,7 @@ beforeEach(() => {
 
 afterEach(() => {
   cleanup();
+  resetAuth();
   stopStream?.();
   stopTicker();
   resetLiveStore();

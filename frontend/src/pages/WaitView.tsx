@@ -1,6 +1,8 @@
 import { useEffect, useRef } from "react";
 import { Link, useLocation } from "wouter";
 import { api } from "../api/client";
+import { jobActions } from "../auth/roles";
+import { useSubject } from "../auth/session";
 import { CommandError } from "../components/CommandError";
 import { Steps, completedSteps } from "../components/Steps";
 import { formatDuration, resourceLabel, stepList } from "../format";
@@ -19,6 +21,7 @@ import { waitPhase } from "./waitPhase";
  */
 export function WaitView({ id }: { id: string }) {
   const t = useT();
+  const may = jobActions(useSubject());
   const [, navigate] = useLocation();
   const job = useJob(id);
   const epoch = useEpoch();
@@ -100,7 +103,7 @@ export function WaitView({ id }: { id: string }) {
           </div>
         )}
       </div>
-      {job && phase.kind === "grace" && job.cancellable && (
+      {job && phase.kind === "grace" && job.cancellable && may.cancel && (
         <>
           <button type="button" disabled={cancel.pending} onClick={() => void cancel.run(() => api.cancel(job.id))}>
             {t("job.cancel")}

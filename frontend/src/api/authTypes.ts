@@ -1,0 +1,56 @@
+// Wire types of the auth and admin routes (issue 11).
+import type { Subject } from "../auth/roles";
+
+export interface MeAnswer {
+  subject: Subject;
+  csrf: string;
+  /** Sign-in methods the server offers: "local", and "oidc" when configured. */
+  methods?: string[];
+}
+
+export interface LoginAnswer {
+  subject: Subject;
+  csrf: string;
+}
+
+export interface UserView {
+  id: string;
+  name: string;
+  role: string;
+  created_at?: string;
+  created_by?: string;
+  /** source: local | oidc */
+  source?: string;
+  disabled?: boolean;
+}
+
+/** CreatedUser: the new user; password only when the server generated one (shown once). */
+export interface CreatedUser {
+  id?: string;
+  name?: string;
+  role?: string;
+  user?: UserView;
+  password?: string;
+}
+
+export interface TokenView {
+  id: string;
+  name: string;
+  role: string;
+  created_at?: string;
+  expires_at?: string;
+  revoked?: boolean;
+  revoked_at?: string;
+  created_by?: string;
+  /** state: the server's word (active | expired | revoked), preferred over the page's own reckoning. */
+  state?: string;
+}
+
+/** CreatedToken: the secret is in this answer only. */
+export interface CreatedToken {
+  id: string;
+  token: string;
+  name?: string;
+  role?: string;
+  expires_at?: string;
+}

@@ -1,0 +1,172 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { getCsrf } from "../api/client";
+import { resetClock } from "../live/clock";
+import { resetHealth } from "../live/health";
+import { resetLiveStore } from "../live/store";
+import { getStreamStatus, startStream } from "../live/stream";
+import { stopTicker } from "../live/ticker";
+import { FakeEventSource, fakeFactory, jsonResponse, slot } from "../test/fakes";
+import { followSession } from "./liveSession";
+import { checkSession, getAuth, installAuth, resetAuth, signIn, signOut } from "./session";
+
+const ADA = { id: "u-1", name: "ada", role: "operator" };
+let me: () => Response;
+let calls: { url: string; method: string; headers: Record<string, string> }[];
+let unfollow: (() => void) | undefined;
+
+const unauthorized = () => jsonResponse({ error: { code: "unauthenticated", message: "sign in" } }, 401);
+
+beforeEach(() => {
+  FakeEventSource.opened = [];
+  calls = [];
+  me = unauthorized;
+  vi.stubGlobal(
+    "fetch",
+    vi.fn(async (url: string, init?: RequestInit) => {
+      const method = init?.method ?? "GET";
+      calls.push({ url, method, headers: { ...(init?.headers as Record<string, string>) } });
+      if (url === "/api/auth/me") return me();
+      if (url === "/api/auth/login") {
+        const body = JSON.parse(String(init?.body)) as { name: string; password: string };
+        return body.password === "right" ? jsonResponse({ subject: ADA, csrf: "c-login" }) : unauthorized();
+      }
+      if (url === "/api/auth/logout") return new Response(null, { status: 204 });
+      return unauthorized();
+    }),
+  );
+  resetAuth();
+  installAuth();
+});
+
+afterEach(() => {
+  unfollow?.();
+  unfollow = undefined;
+  resetAuth();
+  stopTicker();
+  resetLiveStore();
+  resetHealth();
+  resetClock();
+  vi.unstubAllGlobals();
+});
+
+describe("session", () => {
+  it("me → signed in with the CSRF token and the offered methods", async () => {
+    me = () => jsonResponse({ subject: ADA, csrf: "c-me", methods: ["local", "oidc"] });
+    await checkSession(true);
+    expect(getAuth()).toEqual({ status: "signed_in", subject: ADA, methods: ["local", "oidc"] });
+    expect(getCsrf()).toBe("c-me");
+  });
+
+  it("me 401 → signed out (not expired); no answer → unreachable", async () => {
+    await checkSession(true);
+    expect(getAuth()).toMatchObject({ status: "signed_out", expired: false });
+    resetAuth();
+    me = () => {
+      throw new TypeError("Failed to fetch");
+    };
+    await checkSession(true);
+    expect(getAuth()).toMatchObject({ status: "unreachable" });
+  });
+
+  it("a later check that gets no answer keeps the tab signed in", async () => {
+    me = () => jsonResponse({ subject: ADA, csrf: "c" });
+    await checkSession(true);
+    me = () => new Response("bad gateway", { status: 502 });
+    await checkSession();
+    expect(getAuth().status).toBe("signed_in");
+  });
+
+  it("sign in, a 401 elsewhere shows the sign-in page as expired, sign out clears the token", async () => {
+    await expect(signIn("ada", "wrong")).rejects.toMatchObject({ status: 401 });
+    await signIn("ada", "right");
+    expect(getAuth()).toMatchObject({ status: "signed_in", subject: ADA });
+    expect(getCsrf()).toBe("c-login");
+    // Any request answering 401 (session expired on the server).
+    await import("../api/client").then(({ api }) => api.slots().catch(() => undefined));
+    expect(getAuth()).toMatchObject({ status: "signed_out", expired: true });
+    expect(getCsrf()).toBe("");
+    await signIn("ada", "right");
+    await signOut();
+    const logout = calls.find((c) => c.url === "/api/auth/logout");
+    expect(logout?.headers["X-CSRF-Token"]).toBe("c-login");
+    expect(getAuth()).toMatchObject({ status: "signed_out", expired: false });
+    expect(getCsrf()).toBe("");
+  });
+});
+
+describe("the stream follows the session", () => {
+  const follow = () => {
+    unfollow = followSession((onRefused) => startStream({ heartbeatMs: 1000, create: fakeFactory, onRefused }));
+  };
+
+  it("opens only when signed in, closes on sign-out, and resumes after the next sign-in", async () => {
+    follow();
+    await checkSession(true);
+    expect(FakeEventSource.opened).toHaveLength(0);
+    await signIn("ada", "right");
+    expect(FakeEventSource.opened).toHaveLength(1);
+    const first = FakeEventSource.last();
+    expect(first.url).toBe("/api/stream");
+    first.open();
+    first.emit("snapshot", { position: 7, server_time: new Date().toISOString(), slots: [slot()] }, "7");
+    await signOut();
+    expect(first.closed).toBe(true);
+    expect(getStreamStatus()).toBe("stopped");
+    await signIn("ada", "right");
+    expect(FakeEventSource.opened).toHaveLength(2);
+    expect(FakeEventSource.last().url).toBe("/api/stream?last_event_id=7");
+  });
+
+  it("a refused stream asks who is signed in; a 401 stops it and shows sign-in", async () => {
+    follow();
+    me = () => jsonResponse({ subject: ADA, csrf: "c" });
+    await checkSession(true);
+    const es = FakeEventSource.last();
+    es.open();
+    me = unauthorized;
+    es.fail(true); // the browser gave up: the server answered non-200
+    await vi.waitFor(() => expect(getAuth()).toMatchObject({ status: "signed_out", expired: true }));
+    expect(getStreamStatus()).toBe("stopped");
+    expect(FakeEventSource.opened).toHaveLength(1);
+  });
+});
+
+describe("a stale CSRF token", () => {
+  it("is refreshed from /api/auth/me and the refused command sent once more", async () => {
+    me = () => jsonResponse({ subject: ADA, csrf: "old" });
+    await checkSession(true);
+    me = () => jsonResponse({ subject: ADA, csrf: "new" });
+    const { api } = await import("../api/client");
+    const sentTokens: string[] = [];
+    vi.stubGlobal(
+      "fetch",
+      vi.fn(async (url: string, init?: RequestInit) => {
+        if (url === "/api/auth/me") return me();
+        const tok = (init?.headers as Record<string, string>)["X-CSRF-Token"];
+        sentTokens.push(tok);
+        return tok === "new"
+          ? jsonResponse({ job_id: "j1" }, 202)
+          : jsonResponse({ error: { code: "forbidden", message: "csrf", details: { reason: "csrf" } } }, 403);
+      }),
+    );
+    await expect(api.teardown("s1")).resolves.toEqual({ job_id: "j1" });
+    expect(sentTokens).toEqual(["old", "new"]);
+  });
+
+  it("is not retried when the refresh brings no new token", async () => {
+    me = () => jsonResponse({ subject: ADA, csrf: "same" });
+    await checkSession(true);
+    const { api } = await import("../api/client");
+    let posts = 0;
+    vi.stubGlobal(
+      "fetch",
+      vi.fn(async (url: string) => {
+        if (url === "/api/auth/me") return me();
+        posts++;
+        return jsonResponse({ error: { code: "forbidden", message: "csrf", details: { reason: "csrf" } } }, 403);
+      }),
+    );
+    await expect(api.teardown("s1")).rejects.toMatchObject({ status: 403 });
+    expect(posts).toBe(1);
+  });
+});

@@ -1,0 +1,128 @@
+// The signed-in subject of this tab. GET /api/auth/me tells who it is (and
+// the CSRF token every command must carry); a 401 from any request means
+// the session is gone, and the app shows the sign-in page instead of the
+// routes (the hash route is kept, so signing in returns to the same page).
+import { useSyncExternalStore } from "react";
+import { ApiError, api, onCsrfRefused, onUnauthorized, setCsrf } from "../api/client";
+import { observable } from "../live/observable";
+import type { Subject } from "./roles";
+
+export type AuthState =
+  | { status: "checking" }
+  /** unreachable: the first check got no answer (network, 5xx); retry offers itself. */
+  | { status: "unreachable"; error: ApiError }
+  /** expired: the tab was signed in and a request answered 401. */
+  | { status: "signed_out"; methods: string[]; expired: boolean }
+  | { status: "signed_in"; subject: Subject; methods: string[] };
+
+const DEFAULT_METHODS = ["local"];
+
+const state = observable<AuthState>({ status: "checking" });
+
+export function getAuth(): AuthState {
+  return state.get();
+}
+
+export function subscribeAuth(listener: () => void): () => void {
+  return state.subscribe(listener);
+}
+
+export function useAuth(): AuthState {
+  return useSyncExternalStore(state.subscribe, state.get, state.get);
+}
+
+/** useSubject is the signed-in subject, or undefined. */
+export function useSubject(): Subject | undefined {
+  const s = useAuth();
+  return s.status === "signed_in" ? s.subject : undefined;
+}
+
+function knownMethods(): string[] {
+  const s = state.get();
+  return s.status === "signed_in" || s.status === "signed_out" ? s.methods : DEFAULT_METHODS;
+}
+
+/** methodsOf reads the sign-in methods from a 401 answer's details, if the server names them. */
+function methodsOf(e: ApiError): string[] {
+  const m = e.details.methods;
+  return Array.isArray(m) && m.every((x) => typeof x === "string") && m.length > 0 ? (m as string[]) : knownMethods();
+}
+
+function signedOut(methods: string[], expired: boolean): void {
+  setCsrf("");
+  state.set({ status: "signed_out", methods, expired });
+}
+
+/**
+ * checkSession asks the server who this tab is. initial: the first check at
+ * start (an unreachable server shows an error with retry). A later check
+ * (the stream was refused) changes nothing unless the answer is a definite
+ * 401, so a passing network fault never signs anyone out.
+ */
+export async function checkSession(initial = false): Promise<void> {
+  const wasIn = state.get().status === "signed_in";
+  try {
+    const me = await api.me();
+    setCsrf(me.csrf ?? "");
+    state.set({ status: "signed_in", subject: me.subject, methods: me.methods ?? DEFAULT_METHODS });
+  } catch (e) {
+    const err = e instanceof ApiError ? e : new ApiError(0, "network", String(e));
+    if (err.status === 401) signedOut(methodsOf(err), wasIn);
+    else if (initial || state.get().status === "checking") state.set({ status: "unreachable", error: err });
+  }
+}
+
+/** signIn posts the credentials; on success the tab is signed in. It throws the ApiError otherwise. */
+export async function signIn(name: string, password: string): Promise<Subject> {
+  const ans = await api.login(name, password);
+  setCsrf(ans.csrf ?? "");
+  state.set({ status: "signed_in", subject: ans.subject, methods: knownMethods() });
+  return ans.subject;
+}
+
+/** changePassword changes the signed-in account's password and adopts the rotated session's token. */
+export async function changePassword(current: string, next: string): Promise<void> {
+  const ans = await api.changePassword(current, next);
+  setCsrf(ans.csrf ?? "");
+  const s = state.get();
+  if (s.status === "signed_in") state.set({ ...s, subject: ans.subject ?? s.subject });
+}
+
+/** signOut ends the session on the server; the tab is signed out even if the server cannot be told. */
+export async function signOut(): Promise<void> {
+  try {
+    await api.logout();
+  } finally {
+    signedOut(knownMethods(), false);
+  }
+}
+
+/** sessionExpired is what a 401 from any request does. */
+export function sessionExpired(): void {
+  if (state.get().status === "signed_in") signedOut(knownMethods(), true);
+}
+
+/** installAuth wires the client's 401 handler; main.tsx calls it once. */
+export function installAuth(): void {
+  onUnauthorized(sessionExpired);
+  onCsrfRefused(async () => {
+    await checkSession();
+    return state.get().status === "signed_in";
+  });
+}
+
+/** resetAuth is for tests: back to "checking", no token, no handler. */
+export function resetAuth(next: AuthState = { status: "checking" }): void {
+  setCsrf("");
+  onUnauthorized(undefined);
+  onCsrfRefused(undefined);
+  state.set(next);
+}
+
+/** setAuthForTest signs a subject in without a server (component tests). */
+export function setAuthForTest(subject: Subject | undefined, csrf = "tok"): void {
+  if (subject) {
+    setCsrf(csrf);
+    state.set({ status: "signed_in", subject, methods: DEFAULT_METHODS });
+  } else signedOut(DEFAULT_METHODS, false);
+}

@@ -1,0 +1,103 @@
+import { useState, type FormEvent } from "react";
+import { ApiError } from "../api/client";
+import { signIn } from "../auth/session";
+import { useT, type T } from "../i18n";
+
+/** OIDC_LOGIN is where the single sign-on button goes (the server redirects to the provider). */
+export const OIDC_LOGIN = "/api/auth/oidc/login";
+
+/** signInError words a failed sign-in: one message for unknown user and wrong password, the wait on 429. */
+export function signInError(e: ApiError, t: T): string {
+  if (e.status === 401) return t("auth.bad_credentials");
+  if (e.status === 429) {
+    const s = Number(e.details.retry_after);
+    return Number.isFinite(s) && s > 0 ? t("auth.rate_limited", { seconds: Math.ceil(s) }) : t("auth.rate_limited_later");
+  }
+  return t("common.error", { message: e.message });
+}
+
+/**
+ * SignIn is shown instead of the routes while the tab is signed out; the
+ * hash route stays, so a successful sign-in lands on the page asked for.
+ */
+export function SignIn({ methods, expired }: { methods: string[]; expired: boolean }) {
+  const t = useT();
+  const [name, setName] = useState("");
+  const [password, setPassword] = useState("");
+  const [pending, setPending] = useState(false);
+  // The refusal itself, worded at render time so a language switch rewords it.
+  const [error, setError] = useState<ApiError | undefined>(undefined);
+  const local = methods.includes("local") || !methods.includes("oidc");
+  const oidc = methods.includes("oidc");
+
+  const submit = async (e: FormEvent<HTMLFormElement>) => {
+    e.preventDefault();
+    if (pending) return;
+    setPending(true);
+    setError(undefined);
+    try {
+      await signIn(name.trim(), password);
+    } catch (err) {
+      setError(err instanceof ApiError ? err : new ApiError(0, "network", String(err)));
+      setPassword("");
+      setPending(false);
+    }
+  };
+
+  return (
+    <section className="signin" aria-labelledby="signin-title" data-testid="signin-page">
+      <h1 id="signin-title">{t("auth.title")}</h1>
+      <p className="muted">{t("auth.intro")}</p>
+      {expired && (
+        <p className="notice" role="status" data-testid="signin-expired">
+          {t("auth.expired")}
+        </p>
+      )}
+      {local && (
+        <form onSubmit={(e) => void submit(e)} className="signin-form" noValidate={false}>
+          <label>
+            <span>{t("auth.name")}</span>
+            <input
+              name="username"
+              autoComplete="username"
+              autoCapitalize="none"
+              spellCheck={false}
+              required
+              value={name}
+              onChange={(e) => setName(e.target.value)}
+              data-testid="signin-name"
+            />
+          </label>
+          <label>
+            <span>{t("auth.password")}</span>
+            <input
+              name="password"
+              type="password"
+              autoComplete="current-password"
+              required
+              value={password}
+              onChange={(e) => setPassword(e.target.value)}
+              aria-invalid={error !== undefined}
+              aria-describedby={error ? "signin-error" : undefined}
+              data-testid="signin-password"
+            />
+          </label>
+          {error && (
+            <p id="signin-error" className="error" role="alert" data-testid="signin-error">
+              {signInError(error, t)}
+            </p>
+          )}
+          <button type="submit" className="primary" disabled={pending} data-testid="signin-submit">
+            {pending ? t("auth.submitting") : t("auth.submit")}
+          </button>
+        </form>
+      )}
+      {local && oidc && <p className="or">{t("auth.or")}</p>}
+      {oidc && (
+        <a className="button primary" href={OIDC_LOGIN} data-testid="signin-oidc">
+          {t("auth.oidc")}
+        </a>
+      )}
+    </section>
+  );
+}
