@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { debugState, openBrowser, shot } from "../lib/browser.js";
 import { Server } from "../lib/server.js";
+import { prepareAuth, signIn } from "../lib/auth.js";
 import { appUrl, pickSlot, serverFlags, waitLive } from "../lib/app.js";
 
 let server;
@@ -17,8 +18,10 @@ before(async () => {
   // A roomy step timeout: the git push of the template takes seconds on a
   // busy machine, and this test is about the card, not about timeouts.
   server = new Server({ flags: serverFlags({ "step-timeout": "30s" }) });
+  prepareAuth(server);
   await server.start();
   browser = await openBrowser();
+  await signIn(browser.context, server);
 });
 
 after(async () => {

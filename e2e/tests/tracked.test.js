@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { openBrowser, shot } from "../lib/browser.js";
 import { Server } from "../lib/server.js";
+import { prepareAuth, signIn } from "../lib/auth.js";
 import { appUrl, pickSlot, serverFlags, waitLive } from "../lib/app.js";
 
 let server;
@@ -13,8 +14,10 @@ let browser;
 
 before(async () => {
   server = new Server({ flags: serverFlags({ "step-timeout": "30s" }) });
+  prepareAuth(server);
   await server.start();
   browser = await openBrowser();
+  await signIn(browser.context, server);
 });
 
 after(async () => {
