@@ -62,8 +62,12 @@ type Config struct {
 	// appeared (a crash between the command's two appends) before the
 	// sweeper repairs it. Default 30 s.
 	OrphanAfter time.Duration
-	Clock       slots.Clock
-	Logger      *slog.Logger
+	// SlotCache folds slots for claims, steps and releases; pass the
+	// commands' (slots.Config.SlotCache) to share one. Nil: the engine
+	// makes its own.
+	SlotCache *slots.SlotCache
+	Clock     slots.Clock
+	Logger    *slog.Logger
 }
 
 func (c *Config) defaults() {
@@ -107,6 +111,7 @@ type Engine struct {
 	deps  Deps
 	cfg   Config
 	log   *slog.Logger
+	slots *slots.SlotCache
 
 	mu       sync.Mutex
 	jobs     map[string]*slots.JobState
@@ -136,8 +141,11 @@ type Engine struct {
 // NewEngine returns an engine that runs jobs of store with deps.
 func NewEngine(store events.Store, deps Deps, cfg Config) *Engine {
 	cfg.defaults()
+	if cfg.SlotCache == nil || cfg.SlotCache.Store() != store {
+		cfg.SlotCache = slots.NewSlotCache(store, 0)
+	}
 	return &Engine{
-		store: store, deps: deps, cfg: cfg,
+		store: store, deps: deps, cfg: cfg, slots: cfg.SlotCache,
 		log:      cfg.Logger.With("worker", cfg.WorkerID),
 		jobs:     map[string]*slots.JobState{},
 		slotSt:   map[string]*slots.SlotState{},
@@ -494,7 +502,7 @@ func (e *Engine) rescue(ctx context.Context, id string) {
 	}
 	e.log.WarnContext(ctx, "attempt abandoned: lease expired", "job", id, "attempt", j.Attempt, "worker", j.Worker,
 		"uncertain_step", j.InFlight, "correlation_id", meta.CorrelationID)
-	if _, err := releaseLock(ctx, e.store, &j, j.Run(), slots.StatusAbandoned, meta); err != nil {
+	if _, err := releaseLock(ctx, e.slots, &j, j.Run(), slots.StatusAbandoned, meta); err != nil {
 		e.log.WarnContext(ctx, "release after abandon failed", "job", id, "err", err)
 	}
 }
@@ -505,7 +513,7 @@ func (e *Engine) release(ctx context.Context, id string) {
 	if err != nil || !j.Terminal() {
 		return
 	}
-	st, err := slots.LoadSlot(ctx, e.store, j.Queued.Slot)
+	st, err := e.slots.Load(ctx, j.Queued.Slot)
 	if err != nil || st.LockJob != id {
 		return
 	}
@@ -521,7 +529,7 @@ func (e *Engine) release(ctx context.Context, id string) {
 	meta := e.systemMeta(slots.ActorRepair, &j)
 	// For a succeeded job this also writes the slot event its success
 	// implies, if its attempt died before its own release did.
-	ok, err := releaseLock(ctx, e.store, &j, run, j.Status, meta)
+	ok, err := releaseLock(ctx, e.slots, &j, run, j.Status, meta)
 	if err != nil {
 		e.log.WarnContext(ctx, "release failed", "job", id, "err", err)
 		return
@@ -542,7 +550,7 @@ func (e *Engine) repairNoStream(ctx context.Context, id, slot string) {
 		return // the job stream exists after all; the index will catch up
 	}
 	e.log.WarnContext(ctx, "slot lock named a job that was never queued; cancelled and released", "job", id, "slot", slot)
-	if _, err := slots.ReleaseLock(ctx, e.store, slot, id, 1, slots.StatusCancelled, nil, meta); err != nil {
+	if _, err := e.slots.ReleaseLock(ctx, slot, id, 1, slots.StatusCancelled, nil, meta); err != nil {
 		e.log.WarnContext(ctx, "release failed", "job", id, "err", err)
 	}
 	e.mu.Lock()
@@ -558,7 +566,7 @@ func (e *Engine) cancelUnlocked(ctx context.Context, id string) {
 	if err != nil || j.Status != slots.StatusQueued {
 		return
 	}
-	st, err := slots.LoadSlot(ctx, e.store, j.Queued.Slot)
+	st, err := e.slots.Load(ctx, j.Queued.Slot)
 	if err != nil || (st.LockJob == id && st.Accepts[id] == j.Resumes+1) {
 		return
 	}

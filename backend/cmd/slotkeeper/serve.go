@@ -320,13 +320,16 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 	}
 	defer w.close()
 
-	svc := slots.NewService(store, slots.Config{Grace: c.Grace, DeadlineReset: c.Deadlines, Logger: log})
+	// Commands and the engine share one cache of folded slots (issue 13).
+	slotCache := slots.NewSlotCache(store, 0)
+	svc := slots.NewService(store, slots.Config{Grace: c.Grace, DeadlineReset: c.Deadlines, Logger: log, SlotCache: slotCache})
 	goRun("deadline scheduler", svc.RunDeadlines)
 	startBackups(c, store, met.Registry, log, goRun)
 	var eng *jobs.Engine
 	if c.Workers > 0 {
 		eng = jobs.NewEngine(store, w.deps, jobs.Config{
 			Workers: c.Workers, StepTimeout: c.StepTimeout, JobTimeout: c.JobTimeout, Lease: c.Lease, Logger: log,
+			SlotCache: slotCache,
 		})
 		goRun("job engine", eng.Run)
 	}
