@@ -145,6 +145,7 @@ func (e *Engine) runJob(ctx context.Context, actor, id string) {
 			// Resumed while this attempt was still ending: tick skipped it.
 			heap.Push(&e.due, dueItem{id: id, at: j.NotBefore})
 		}
+		e.forget(id)
 		e.mu.Unlock()
 		e.attempts.Done()
 		e.poke()
