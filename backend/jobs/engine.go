@@ -372,7 +372,9 @@ func (e *Engine) markApplied(pos events.Position) {
 }
 
 // WaitApplied blocks until the engine's index has folded every job and slot
-// event up to position pos (as SubscribeAll delivers them), or ctx ends.
+// event up to position pos (as SubscribeAll delivers them), or ctx ends. pos
+// must be the position of a job or slot event (the engine sees no others),
+// e.g. the store's head when only those were written.
 func (e *Engine) WaitApplied(ctx context.Context, pos events.Position) error {
 	for {
 		e.mu.Lock()
