@@ -145,6 +145,7 @@ func (e *Engine) runJob(ctx context.Context, actor, id string) {
 			// Resumed while this attempt was still ending: tick skipped it.
 			heap.Push(&e.due, dueItem{id: id, at: j.NotBefore})
 		}
+		e.forget(id)
 		e.mu.Unlock()
 		e.attempts.Done()
 		e.poke()
@@ -167,7 +168,7 @@ func (e *Engine) claim(ctx context.Context, a *attempt, id string) bool {
 	if err != nil || j.Status != slots.StatusQueued || j.NotBefore.After(e.now()) {
 		return false
 	}
-	st, err := slots.LoadSlot(ctx, e.store, j.Queued.Slot)
+	st, err := e.slots.Load(ctx, j.Queued.Slot)
 	if err != nil || st.LockJob != id || st.Accepts[id] != j.Resumes+1 {
 		return false
 	}
@@ -339,7 +340,7 @@ func (a *attempt) finish(err error) {
 		// A success's slot event (SlotVacated, SlotRetired,
 		// SlotPromoted) is written here, with the release: only now is
 		// the success in the job stream, beyond any cancel's reach.
-		if _, err := releaseLock(ctx, e.store, &j, j.Run(), outcome, meta); err != nil {
+		if _, err := releaseLock(ctx, e.slots, &j, j.Run(), outcome, meta); err != nil {
 			a.log.Warn("release failed; the engine will retry", "err", err)
 		}
 	}()
@@ -353,7 +354,7 @@ func (a *attempt) releaseIfEnded(ctx context.Context) {
 		return
 	}
 	m := a.meta()
-	if _, err := releaseLock(ctx, a.e.store, &j, j.Run(), j.Status, m); err != nil {
+	if _, err := releaseLock(ctx, a.e.slots, &j, j.Run(), j.Status, m); err != nil {
 		a.log.Warn("release failed; the engine will retry", "err", err)
 	}
 }

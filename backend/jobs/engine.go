@@ -62,8 +62,12 @@ type Config struct {
 	// appeared (a crash between the command's two appends) before the
 	// sweeper repairs it. Default 30 s.
 	OrphanAfter time.Duration
-	Clock       slots.Clock
-	Logger      *slog.Logger
+	// SlotCache folds slots for claims, steps and releases; pass the
+	// commands' (slots.Config.SlotCache) to share one. Nil: the engine
+	// makes its own.
+	SlotCache *slots.SlotCache
+	Clock     slots.Clock
+	Logger    *slog.Logger
 }
 
 func (c *Config) defaults() {
@@ -107,6 +111,7 @@ type Engine struct {
 	deps  Deps
 	cfg   Config
 	log   *slog.Logger
+	slots *slots.SlotCache
 
 	mu       sync.Mutex
 	jobs     map[string]*slots.JobState
@@ -121,6 +126,10 @@ type Engine struct {
 	ready    []string             // due jobs waiting for a worker
 	started  map[string]time.Time // when this engine first saw a job, for OrphanAfter
 	stopping bool
+	// applied is the position of the last event the index folded;
+	// appliedCh is closed (and replaced) whenever it moves.
+	applied   events.Position
+	appliedCh chan struct{}
 
 	wake     chan struct{}
 	work     chan string
@@ -136,23 +145,27 @@ type Engine struct {
 // NewEngine returns an engine that runs jobs of store with deps.
 func NewEngine(store events.Store, deps Deps, cfg Config) *Engine {
 	cfg.defaults()
+	if cfg.SlotCache == nil || cfg.SlotCache.Store() != store {
+		cfg.SlotCache = slots.NewSlotCache(store, 0)
+	}
 	return &Engine{
-		store: store, deps: deps, cfg: cfg,
-		log:      cfg.Logger.With("worker", cfg.WorkerID),
-		jobs:     map[string]*slots.JobState{},
-		slotSt:   map[string]*slots.SlotState{},
-		active:   map[string]bool{},
-		ended:    map[string]bool{},
-		noStream: map[string]string{},
-		local:    map[string]*attempt{},
-		unlocked: map[string]time.Time{},
-		busy:     map[string]bool{},
-		started:  map[string]time.Time{},
-		nonce:    uuid.NewString()[:8],
-		wake:     make(chan struct{}, 1),
-		work:     make(chan string),
-		stopCh:   make(chan struct{}),
-		done:     make(chan struct{}),
+		store: store, deps: deps, cfg: cfg, slots: cfg.SlotCache,
+		log:       cfg.Logger.With("worker", cfg.WorkerID),
+		jobs:      map[string]*slots.JobState{},
+		slotSt:    map[string]*slots.SlotState{},
+		active:    map[string]bool{},
+		ended:     map[string]bool{},
+		noStream:  map[string]string{},
+		local:     map[string]*attempt{},
+		unlocked:  map[string]time.Time{},
+		busy:      map[string]bool{},
+		started:   map[string]time.Time{},
+		appliedCh: make(chan struct{}),
+		nonce:     uuid.NewString()[:8],
+		wake:      make(chan struct{}, 1),
+		work:      make(chan string),
+		stopCh:    make(chan struct{}),
+		done:      make(chan struct{}),
 	}
 }
 
@@ -221,10 +234,25 @@ func (e *Engine) Stop(ctx context.Context) error {
 }
 
 // apply folds one event into the index and fences local attempts.
-func (e *Engine) apply(_ context.Context, ev events.RecordedEvent) error {
+func (e *Engine) apply(ctx context.Context, ev events.RecordedEvent) error {
+	if id := e.missing(ev); id != "" {
+		// A finished job the index forgot (see forget) is back: a resume.
+		// Fold its stream as it stood before this event, outside the
+		// lock (apply is the only writer of e.jobs, so no one races us).
+		j, err := e.loadBefore(ctx, id, ev)
+		if err != nil {
+			return fmt.Errorf("jobs: reload job %s: %w", id, err)
+		}
+		e.mu.Lock()
+		if e.jobs[id] == nil && j.Exists {
+			e.jobs[id] = &j
+		}
+		e.mu.Unlock()
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	defer e.poke()
+	defer e.markApplied(ev.Position)
 	if name, ok := strings.CutPrefix(ev.Stream, events.SlotStreamPrefix); ok {
 		st := e.slotSt[name]
 		if st == nil {
@@ -258,7 +286,11 @@ func (e *Engine) apply(_ context.Context, ev events.RecordedEvent) error {
 			for id := range e.ended {
 				if j := e.jobs[id]; j != nil && j.Queued.Slot == name && st.LockJob != id {
 					delete(e.ended, id)
+					e.forget(id)
 				}
+			}
+			if p, err := events.Decode(ev); err == nil {
+				e.forget(p.(events.JobReleased).JobID)
 			}
 		}
 		return nil
@@ -268,6 +300,9 @@ func (e *Engine) apply(_ context.Context, ev events.RecordedEvent) error {
 	if j == nil {
 		j = &slots.JobState{ID: id}
 		e.jobs[id] = j
+	}
+	if j.Exists && ev.Revision <= j.Revision {
+		return nil // folded already, by a reload from the stream
 	}
 	if err := j.Apply(ev); err != nil {
 		e.log.Error("undecodable job event skipped", "stream", ev.Stream, "rev", ev.Revision, "err", err)
@@ -297,8 +332,130 @@ func (e *Engine) apply(_ context.Context, ev events.RecordedEvent) error {
 		if st := e.slotSt[j.Queued.Slot]; st != nil && st.LockJob == id {
 			e.ended[id] = true
 		}
+		e.forget(id)
 	}
 	return nil
+}
+
+// forget drops a finished job from the index (DESIGN.md invariant 14:
+// finished jobs leave memory): it has ended, its slot's lock does not name
+// it (released, or never taken), and nothing in this engine works on it (no
+// local attempt, no maintenance task, no rescue, release or repair pending).
+// A failed, timed-out or abandoned job can still be resumed: the resume's
+// JobAccepted (or any later event of the job) makes apply fold the job again
+// from its stream (loadBefore). Callers hold e.mu.
+func (e *Engine) forget(id string) {
+	j := e.jobs[id]
+	if j == nil || !j.Terminal() || e.local[id] != nil || e.busy[id] || e.active[id] || e.ended[id] {
+		return
+	}
+	if _, ok := e.noStream[id]; ok {
+		return
+	}
+	if _, ok := e.unlocked[id]; ok {
+		return
+	}
+	if st := e.slotSt[j.Queued.Slot]; st != nil && st.LockJob == id {
+		return
+	}
+	delete(e.jobs, id)
+}
+
+// markApplied records that the index folded everything up to pos. Callers
+// hold e.mu.
+func (e *Engine) markApplied(pos events.Position) {
+	if pos > e.applied {
+		e.applied = pos
+		close(e.appliedCh)
+		e.appliedCh = make(chan struct{})
+	}
+}
+
+// WaitApplied blocks until the engine's index has folded every job and slot
+// event up to position pos (as SubscribeAll delivers them), or ctx ends. pos
+// must be the position of a job or slot event (the engine sees no others),
+// e.g. the store's head when only those were written.
+func (e *Engine) WaitApplied(ctx context.Context, pos events.Position) error {
+	for {
+		e.mu.Lock()
+		done, ch := e.applied >= pos, e.appliedCh
+		e.mu.Unlock()
+		if done {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// IndexedJobs is how many jobs the engine's index holds: queued, running,
+// and ended ones whose lock or maintenance is still pending. Finished jobs
+// leave it (see forget), so it does not grow with history.
+func (e *Engine) IndexedJobs() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.jobs)
+}
+
+// missing names the job ev concerns if the index must fold it from its
+// stream first: a job event after the job's first, or a resume's
+// JobAccepted, for a job the index does not hold (it forgot it).
+func (e *Engine) missing(ev events.RecordedEvent) string {
+	var id string
+	switch {
+	case strings.HasPrefix(ev.Stream, events.SlotStreamPrefix):
+		if ev.Type != "JobAccepted" {
+			return ""
+		}
+		p, err := events.Decode(ev)
+		if err != nil || !p.(events.JobAccepted).Resumed {
+			return ""
+		}
+		id = p.(events.JobAccepted).JobID
+	case ev.Revision > 0:
+		id = strings.TrimPrefix(ev.Stream, events.JobStreamPrefix)
+	default:
+		return ""
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.jobs[id] != nil {
+		return ""
+	}
+	return id
+}
+
+// loadBefore folds job id's stream as the subscription has delivered it when
+// it delivers ev: the events before ev in the global order.
+func (e *Engine) loadBefore(ctx context.Context, id string, ev events.RecordedEvent) (slots.JobState, error) {
+	j := slots.JobState{ID: id}
+	evs, err := e.store.ReadStream(ctx, events.JobStream(id), 0, 0, events.Forward)
+	if errors.Is(err, events.ErrStreamNotFound) {
+		return j, nil
+	}
+	if err != nil {
+		return j, err
+	}
+	n := 0
+	for _, x := range evs {
+		if x.Position >= ev.Position {
+			break
+		}
+		if err := j.Apply(x); err != nil {
+			e.log.Error("undecodable job event skipped", "stream", x.Stream, "rev", x.Revision, "err", err)
+		}
+		n++
+	}
+	if ev.Stream == events.JobStream(id) && uint64(n) != ev.Revision {
+		// ReadStream lagging behind the subscription (a known boltstore
+		// limit): the fold misses events; every decision re-reads the
+		// stream before it appends, so this only delays work.
+		e.log.Warn("reloaded job is missing events", "job", id, "read", n, "want", ev.Revision)
+	}
+	return j, nil
 }
 
 // loop dispatches due jobs to workers and runs maintenance, waking on index
@@ -388,6 +545,7 @@ func (e *Engine) tick(ctx context.Context) time.Time {
 		j := e.jobs[id]
 		if !j.Terminal() {
 			delete(e.ended, id)
+			e.forget(id)
 			continue
 		}
 		if e.local[id] != nil || e.busy[id] {
@@ -427,6 +585,7 @@ func (e *Engine) tick(ctx context.Context) time.Time {
 		j := e.jobs[id]
 		if e.busy[id] || j.Status != slots.StatusQueued {
 			delete(e.unlocked, id)
+			e.forget(id)
 			continue
 		}
 		if e.lockedFor(j) {
@@ -464,6 +623,7 @@ func (e *Engine) spawn(ctx context.Context, id string, f func(context.Context)) 
 		f(ctx)
 		e.mu.Lock()
 		delete(e.busy, id)
+		e.forget(id)
 		e.mu.Unlock()
 		e.poke()
 	}()
@@ -494,7 +654,7 @@ func (e *Engine) rescue(ctx context.Context, id string) {
 	}
 	e.log.WarnContext(ctx, "attempt abandoned: lease expired", "job", id, "attempt", j.Attempt, "worker", j.Worker,
 		"uncertain_step", j.InFlight, "correlation_id", meta.CorrelationID)
-	if _, err := releaseLock(ctx, e.store, &j, j.Run(), slots.StatusAbandoned, meta); err != nil {
+	if _, err := releaseLock(ctx, e.slots, &j, j.Run(), slots.StatusAbandoned, meta); err != nil {
 		e.log.WarnContext(ctx, "release after abandon failed", "job", id, "err", err)
 	}
 }
@@ -505,7 +665,7 @@ func (e *Engine) release(ctx context.Context, id string) {
 	if err != nil || !j.Terminal() {
 		return
 	}
-	st, err := slots.LoadSlot(ctx, e.store, j.Queued.Slot)
+	st, err := e.slots.Load(ctx, j.Queued.Slot)
 	if err != nil || st.LockJob != id {
 		return
 	}
@@ -521,7 +681,7 @@ func (e *Engine) release(ctx context.Context, id string) {
 	meta := e.systemMeta(slots.ActorRepair, &j)
 	// For a succeeded job this also writes the slot event its success
 	// implies, if its attempt died before its own release did.
-	ok, err := releaseLock(ctx, e.store, &j, run, j.Status, meta)
+	ok, err := releaseLock(ctx, e.slots, &j, run, j.Status, meta)
 	if err != nil {
 		e.log.WarnContext(ctx, "release failed", "job", id, "err", err)
 		return
@@ -542,7 +702,7 @@ func (e *Engine) repairNoStream(ctx context.Context, id, slot string) {
 		return // the job stream exists after all; the index will catch up
 	}
 	e.log.WarnContext(ctx, "slot lock named a job that was never queued; cancelled and released", "job", id, "slot", slot)
-	if _, err := slots.ReleaseLock(ctx, e.store, slot, id, 1, slots.StatusCancelled, nil, meta); err != nil {
+	if _, err := e.slots.ReleaseLock(ctx, slot, id, 1, slots.StatusCancelled, nil, meta); err != nil {
 		e.log.WarnContext(ctx, "release failed", "job", id, "err", err)
 	}
 	e.mu.Lock()
@@ -558,7 +718,7 @@ func (e *Engine) cancelUnlocked(ctx context.Context, id string) {
 	if err != nil || j.Status != slots.StatusQueued {
 		return
 	}
-	st, err := slots.LoadSlot(ctx, e.store, j.Queued.Slot)
+	st, err := e.slots.Load(ctx, j.Queued.Slot)
 	if err != nil || (st.LockJob == id && st.Accepts[id] == j.Resumes+1) {
 		return
 	}

@@ -50,7 +50,7 @@ func (a *attempt) result(absent bool) events.StepResult {
 // slot reads the slot the job works on. The attempt holds its lock, so the
 // registration cannot change under it.
 func (a *attempt) slot(ctx context.Context) (slots.SlotState, error) {
-	st, err := slots.LoadSlot(ctx, a.e.store, a.job.Queued.Slot)
+	st, err := a.e.slots.Load(ctx, a.job.Queued.Slot)
 	if err != nil {
 		return st, err
 	}
@@ -456,13 +456,13 @@ func slotOutcome(j *slots.JobState, st *slots.SlotState) events.Payload {
 // crash between JobSucceeded and the release — records the slot's change
 // exactly once, and only for a job whose success the job stream holds.
 // Callers pass StatusSucceeded only after reading or writing JobSucceeded.
-func releaseLock(ctx context.Context, store events.Store, j *slots.JobState, run int, outcome string, meta events.Metadata) (bool, error) {
+func releaseLock(ctx context.Context, sc *slots.SlotCache, j *slots.JobState, run int, outcome string, meta events.Metadata) (bool, error) {
 	if outcome != slots.StatusSucceeded {
-		return slots.ReleaseLock(ctx, store, j.Queued.Slot, j.ID, run, outcome, j.TouchedRemaining(), meta)
+		return sc.ReleaseLock(ctx, j.Queued.Slot, j.ID, run, outcome, j.TouchedRemaining(), meta)
 	}
 	slot := j.Queued.Slot
 	for i := 0; i < 10; i++ {
-		st, err := slots.LoadSlot(ctx, store, slot)
+		st, err := sc.Load(ctx, slot)
 		if err != nil {
 			return false, err
 		}
@@ -474,7 +474,7 @@ func releaseLock(ctx context.Context, store events.Store, j *slots.JobState, run
 			evs = append(evs, events.New(p, meta))
 		}
 		evs = append(evs, events.New(events.JobReleased{Slot: slot, JobID: j.ID, Outcome: outcome}, meta))
-		_, err = store.Append(ctx, events.SlotStream(slot), events.Exact(st.Revision), evs...)
+		_, err = sc.Store().Append(ctx, events.SlotStream(slot), events.Exact(st.Revision), evs...)
 		if err == nil {
 			return true, nil
 		}

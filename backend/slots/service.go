@@ -36,6 +36,10 @@ type Config struct {
 	Resources ResourceChecker
 	Clock     Clock
 	Logger    *slog.Logger
+	// SlotCache folds slots for commands (see SlotCache). Pass the one the
+	// job engine uses to share it; nil (or a cache of another store): the
+	// Service makes its own of DefaultSlotCacheSize.
+	SlotCache *SlotCache
 }
 
 // Service implements Commands on an event store.
@@ -44,6 +48,7 @@ type Service struct {
 	cfg    Config
 	log    *slog.Logger
 	owners owners
+	slots  *SlotCache
 }
 
 var _ Commands = (*Service)(nil)
@@ -62,7 +67,10 @@ func NewService(store events.Store, cfg Config) *Service {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Service{store: store, cfg: cfg, log: cfg.Logger}
+	if cfg.SlotCache == nil || cfg.SlotCache.store != store {
+		cfg.SlotCache = NewSlotCache(store, 0)
+	}
+	return &Service{store: store, cfg: cfg, log: cfg.Logger, slots: cfg.SlotCache}
 }
 
 func (s *Service) now() time.Time { return s.cfg.Clock.Now().UTC() }
@@ -89,12 +97,13 @@ func blocked(st *SlotState) *Error {
 		"slot %s is locked by %s job %s", st.Name, st.LockKind, st.LockJob)
 }
 
-// onSlot runs decide on the freshly loaded slot and appends what it returns
+// onSlot runs decide on the freshly loaded slot (the cached fold plus the
+// events written since, see SlotCache) and appends what it returns
 // with the slot's expected revision, retrying a bounded number of times when
 // another writer got in between.
 func (s *Service) onSlot(ctx context.Context, name string, decide func(st *SlotState) ([]events.EventData, error)) (SlotState, error) {
 	for i := 0; ; i++ {
-		st, err := LoadSlot(ctx, s.store, name)
+		st, err := s.slots.Load(ctx, name)
 		if err != nil {
 			return st, internal("load slot", err)
 		}
@@ -288,7 +297,7 @@ func (s *Service) PlanJob(ctx context.Context, slot, kind string, params map[str
 	if err := s.checkPromoteScope(kind, params); err != nil {
 		return Plan{}, err
 	}
-	st, err := LoadSlot(ctx, s.store, slot)
+	st, err := s.slots.Load(ctx, slot)
 	if err != nil {
 		return Plan{}, internal("load slot", err)
 	}
@@ -417,7 +426,7 @@ func (s *Service) abortAccepted(ctx context.Context, slot, id string, meta event
 	if err != nil && !errors.Is(err, events.ErrWrongRevision) {
 		return
 	}
-	_, _ = ReleaseLock(ctx, s.store, slot, id, 1, StatusCancelled, nil, meta)
+	_, _ = s.slots.ReleaseLock(ctx, slot, id, 1, StatusCancelled, nil, meta)
 }
 
 // Cancel implements Commands. A queued job is cancelled and its lock freed at
@@ -462,7 +471,7 @@ func (s *Service) Cancel(ctx context.Context, a Actor, jobID string) error {
 		if j.Status == StatusQueued {
 			// No attempt exists: a racing claim would have failed its
 			// conditional append, so the lock can go now.
-			if _, err := ReleaseLock(ctx, s.store, j.Queued.Slot, jobID, j.Run(), StatusCancelled, j.TouchedRemaining(), meta); err != nil {
+			if _, err := s.slots.ReleaseLock(ctx, j.Queued.Slot, jobID, j.Run(), StatusCancelled, j.TouchedRemaining(), meta); err != nil {
 				s.log.WarnContext(ctx, "release after cancel failed; the engine will release", "job", jobID, "err", err)
 			}
 		}
@@ -527,7 +536,7 @@ func (s *Service) Resume(ctx context.Context, a Actor, jobID string) (JobAccepte
 		// The job moved (another resume or a repair got in): give the lock
 		// back with the job's outcome and report the race.
 		// Our acceptance is the one after the job's current run.
-		_, _ = ReleaseLock(ctx, s.store, slot, jobID, j.Run()+1, j.Status, j.TouchedRemaining(), meta)
+		_, _ = s.slots.ReleaseLock(ctx, slot, jobID, j.Run()+1, j.Status, j.TouchedRemaining(), meta)
 		if errors.Is(err, events.ErrWrongRevision) {
 			return JobAcceptedResult{}, conflict(map[string]any{"blocking_job": jobID}, "job %s changed concurrently; try again", jobID)
 		}
@@ -547,8 +556,13 @@ func (s *Service) Resume(ctx context.Context, a Actor, jobID string) (JobAccepte
 // means every resource is confirmed gone. Callers must know that no attempt
 // of the job can still act (see docs/jobs.md).
 func ReleaseLock(ctx context.Context, store events.Store, slot, jobID string, accepts int, outcome string, remaining []events.Resource, meta events.Metadata) (bool, error) {
+	return NewSlotCache(store, 1).ReleaseLock(ctx, slot, jobID, accepts, outcome, remaining, meta)
+}
+
+// ReleaseLock is the package's ReleaseLock, loading the slot through c.
+func (c *SlotCache) ReleaseLock(ctx context.Context, slot, jobID string, accepts int, outcome string, remaining []events.Resource, meta events.Metadata) (bool, error) {
 	for i := 0; i < 10; i++ {
-		st, err := LoadSlot(ctx, store, slot)
+		st, err := c.Load(ctx, slot)
 		if err != nil {
 			return false, err
 		}
@@ -560,7 +574,7 @@ func ReleaseLock(ctx context.Context, store events.Store, slot, jobID string, ac
 			evs = append(evs, events.New(events.TeardownIncomplete{Slot: slot, JobID: jobID, Remaining: remaining}, meta))
 		}
 		evs = append(evs, events.New(events.JobReleased{Slot: slot, JobID: jobID, Outcome: outcome}, meta))
-		_, err = store.Append(ctx, events.SlotStream(slot), events.Exact(st.Revision), evs...)
+		_, err = c.store.Append(ctx, events.SlotStream(slot), events.Exact(st.Revision), evs...)
 		if err == nil {
 			return true, nil
 		}

@@ -365,8 +365,10 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 	if len(scope.BitbucketProjects) == 0 {
 		log.Warn("no --bitbucket-projects: slots and promotes may name any Bitbucket project the token can reach")
 	}
+	// Commands and the engine share one cache of folded slots (issue 13).
+	slotCache := slots.NewSlotCache(store, 0)
 	svc := slots.NewService(store, slots.Config{
-		Grace: c.Grace, DeadlineReset: c.Deadlines, Logger: log, Scope: scope,
+		Grace: c.Grace, DeadlineReset: c.Deadlines, Logger: log, Scope: scope, SlotCache: slotCache,
 		Resources: providercheck.Checker{PaaS: w.deps.PaaS, GitHost: w.deps.GitHost},
 	})
 	goRun("deadline scheduler", svc.RunDeadlines)
@@ -375,6 +377,7 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 	if c.Workers > 0 {
 		eng = jobs.NewEngine(store, w.deps, jobs.Config{
 			Workers: c.Workers, StepTimeout: c.StepTimeout, JobTimeout: c.JobTimeout, Lease: c.Lease, Logger: log,
+			SlotCache: slotCache,
 		})
 		goRun("job engine", eng.Run)
 	}
