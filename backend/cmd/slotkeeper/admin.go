@@ -69,10 +69,7 @@ func adminCmd(ctx context.Context, args []string, env func(string) string, stdou
 	if err := auth.CheckName(name); err != nil {
 		return &usageError{strings.TrimPrefix(err.Error(), "auth: invalid input: ")}
 	}
-	full := Config{Addr: "localhost:0", Data: c.Data, Events: c.Events, ReadModel: "memory", Sim: "auto",
-		StepTimeout: time.Second, JobTimeout: time.Second, Lease: time.Second, Heartbeat: time.Second,
-		SSEWriteTimeout: time.Second, ShutdownTimeout: time.Second, SSEMaxClients: 1, SSEHistory: 16,
-		LogLevel: "warn", LogFormat: "text", Auth: AuthConfig{SessionIdle: time.Hour, SessionMax: time.Hour}}
+	full := offlineConfig(c.Data, c.Events, "memory", "warn")
 	if err := full.validate(); err != nil {
 		return err
 	}

@@ -34,12 +34,19 @@ func storeFlags(name string, args []string, env func(string) string, out io.Writ
 		return c, err
 	}
 	// Reuse serve's checks for the settings replay and verify have.
-	full := Config{Addr: "localhost:0", Data: c.Data, Events: c.Events, ReadModel: c.ReadModel, Sim: "auto",
+	full := offlineConfig(c.Data, c.Events, c.ReadModel, c.LogLevel)
+	return full, full.validate()
+}
+
+// offlineConfig is a serve Config for the commands that only open the
+// stores (replay, verify, admin): serve's own checks then apply to the
+// settings they have, and the rest hold valid placeholders.
+func offlineConfig(data, events, readModel, logLevel string) Config {
+	return Config{Addr: "localhost:0", Data: data, Events: events, ReadModel: readModel, Sim: "auto",
 		StepTimeout: time.Second, JobTimeout: time.Second, Lease: time.Second, Heartbeat: time.Second,
 		SSEWriteTimeout: time.Second, SSEResumeWait: time.Second, ShutdownTimeout: time.Second, SSEMaxClients: 1, SSEHistory: 16,
-		ReadyInterval: time.Second,
-		LogLevel:      c.LogLevel, LogFormat: "text", Auth: AuthConfig{SessionIdle: time.Hour, SessionMax: time.Hour}}
-	return full, full.validate()
+		ReadyInterval: time.Second, LogLevel: logLevel, LogFormat: "text",
+		Auth: AuthConfig{SessionIdle: time.Hour, SessionMax: time.Hour}}
 }
 
 // offline is what replay and verify work on: the event store and the read
