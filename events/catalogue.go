@@ -15,6 +15,13 @@ const (
 	SlotStreamPrefix   = "slot-"
 	JobStreamPrefix    = "job-"
 	NotifyStreamPrefix = "notify-"
+	// AuthStreamPrefix starts the streams of backend/auth: AuthUsersStream
+	// (accounts, role grants, password changes) and AuthTokensStream (API
+	// tokens issued and revoked). Each is one stream, so an append with the
+	// expected revision keeps user names and token ids unique.
+	AuthStreamPrefix = "auth-"
+	AuthUsersStream  = "auth-users"
+	AuthTokensStream = "auth-tokens"
 )
 
 // SlotStream and JobStream name the streams of a slot and a job.
@@ -160,8 +167,11 @@ type JobQueued struct {
 	Slot        string            `json:"slot"`
 	Params      map[string]string `json:"params,omitempty"`
 	RequestedBy string            `json:"requested_by"`
-	NotBefore   time.Time         `json:"not_before"`
-	Steps       []string          `json:"steps"`
+	// Reason is why it was requested, when the requester had to say so
+	// (an operator releasing someone else's slot).
+	Reason    string    `json:"reason,omitempty"`
+	NotBefore time.Time `json:"not_before"`
+	Steps     []string  `json:"steps"`
 	// Resources is the plan: what the job will act on, with ids.
 	Resources []Resource `json:"resources,omitempty"`
 }
@@ -346,6 +356,51 @@ type NotificationSent struct {
 	Status  int    `json:"status"`
 }
 
+// ---- auth-users, auth-tokens (backend/auth) ----
+//
+// No secret is ever in an event: passwords are kept as bcrypt hashes and API
+// tokens as the SHA-256 of the token.
+
+// UserCreated adds an account. Source is "local" (signs in with a
+// password) or "oidc" (created at the first sign-in through the identity
+// provider; Issuer and Subject name it there).
+type UserCreated struct {
+	UserID       string `json:"user_id"`
+	Name         string `json:"name"`
+	Role         string `json:"role"`
+	Source       string `json:"source"`
+	PasswordHash string `json:"password_hash,omitempty"`
+	Issuer       string `json:"issuer,omitempty"`
+	Subject      string `json:"subject,omitempty"`
+}
+
+// UserRoleGranted changes an account's role.
+type UserRoleGranted struct {
+	UserID string `json:"user_id"`
+	Role   string `json:"role"`
+}
+
+// PasswordChanged replaces a local account's password hash.
+type PasswordChanged struct {
+	UserID       string `json:"user_id"`
+	PasswordHash string `json:"password_hash"`
+}
+
+// TokenIssued creates an API token (Authorization: Bearer). Hash is the
+// hex SHA-256 of the token; the token itself was shown once and is gone.
+type TokenIssued struct {
+	TokenID   string    `json:"token_id"`
+	Name      string    `json:"name"`
+	Role      string    `json:"role"`
+	Hash      string    `json:"hash"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// TokenRevoked ends an API token before its expiry.
+type TokenRevoked struct {
+	TokenID string `json:"token_id"`
+}
+
 func (SlotRegistered) EventType() string     { return "SlotRegistered" }
 func (SlotOccupied) EventType() string       { return "SlotOccupied" }
 func (OccupancyExtended) EventType() string  { return "OccupancyExtended" }
@@ -377,6 +432,11 @@ func (JobSucceeded) EventType() string       { return "JobSucceeded" }
 func (JobFailed) EventType() string          { return "JobFailed" }
 func (JobResumed) EventType() string         { return "JobResumed" }
 func (NotificationSent) EventType() string   { return "NotificationSent" }
+func (UserCreated) EventType() string        { return "UserCreated" }
+func (UserRoleGranted) EventType() string    { return "UserRoleGranted" }
+func (PasswordChanged) EventType() string    { return "PasswordChanged" }
+func (TokenIssued) EventType() string        { return "TokenIssued" }
+func (TokenRevoked) EventType() string       { return "TokenRevoked" }
 
 // SchemaVersion is the encoding version written into Metadata.Schema. Bump it
 // when a payload changes incompatibly and teach Decode the old shape; adding a
@@ -426,6 +486,11 @@ var constructors = map[string]func(data []byte) (Payload, error){
 	"JobFailed":          decodeAs[JobFailed],
 	"JobResumed":         decodeAs[JobResumed],
 	"NotificationSent":   decodeAs[NotificationSent],
+	"UserCreated":        decodeAs[UserCreated],
+	"UserRoleGranted":    decodeAs[UserRoleGranted],
+	"PasswordChanged":    decodeAs[PasswordChanged],
+	"TokenIssued":        decodeAs[TokenIssued],
+	"TokenRevoked":       decodeAs[TokenRevoked],
 }
 
 // Unknown is what Decode returns for an event type this binary does not know

@@ -104,12 +104,21 @@ func (e ExpectedRevision) String() string {
 // Metadata travels with every event.
 type Metadata struct {
 	// Actor is who caused the event: a person ("alice"), a worker
-	// ("worker:host-1:3") or the system ("system:deadline").
+	// ("worker:host-1:3") or the system ("system:deadline"). For requests it
+	// is the authenticated subject's display name (backend/auth).
 	Actor string `json:"actor,omitempty"`
+	// ActorID is the authenticated subject's stable id ("user:…",
+	// "token:…"), empty for workers and the system. Names are for people;
+	// the id is what an audit follows when a name could be mistaken.
+	ActorID string `json:"actor_id,omitempty"`
 	// CorrelationID ties every event caused by one request or one job together.
 	CorrelationID string `json:"correlation_id,omitempty"`
 	// CausationID is the id of the event or request that directly caused this one.
 	CausationID string `json:"causation_id,omitempty"`
+	// ClientRequestID is the X-Request-Id a caller sent, kept apart from
+	// the server-generated CorrelationID so that no caller can splice its
+	// request into another request's trail.
+	ClientRequestID string `json:"client_request_id,omitempty"`
 	// Time is when the event was decided (UTC). Stores fill it when zero.
 	Time time.Time `json:"time"`
 	// Schema is the payload's encoding version (see Catalogue).
@@ -310,7 +319,7 @@ func ValidateAppend(stream string, evs []EventData) error {
 		// Metadata counts too (its strings are caller-controlled); 512 bytes
 		// cover the fixed part of the envelope.
 		m := &evs[i].Meta
-		n := len(evs[i].Data) + len(evs[i].ID) + len(m.Actor) + len(m.CorrelationID) + len(m.CausationID) + 512
+		n := len(evs[i].Data) + len(evs[i].ID) + len(m.Actor) + len(m.ActorID) + len(m.CorrelationID) + len(m.CausationID) + len(m.ClientRequestID) + 512
 		if n > MaxEventSize {
 			return fmt.Errorf("%w: %s is %d bytes with its metadata, limit %d", ErrEventTooLarge, evs[i].Type, n, MaxEventSize)
 		}

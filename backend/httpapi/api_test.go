@@ -18,7 +18,9 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+	"golang.org/x/crypto/bcrypt"
 
+	"github.com/slotkeeper/slotkeeper/backend/auth"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/events"
 	"github.com/slotkeeper/slotkeeper/events/memstore"
@@ -38,6 +40,12 @@ type bundle struct {
 	hub    *Hub
 	srv    *httptest.Server
 	tr     *http.Transport
+	auth   *auth.Service
+	// token is an admin API token named "alice", sent by do unless a test
+	// overrides the Authorization header ("" removes it).
+	token string
+	// deps, if set, adjusts the server's dependencies before New.
+	deps func(*Deps)
 }
 
 func setup(t *testing.T, opt HubOptions) *bundle {
@@ -71,8 +79,26 @@ func (b *bundle) start(t *testing.T, opt HubOptions, addr ...string) {
 		t.Fatal(err)
 	}
 	svc := slots.NewService(b.store, slots.Config{Grace: time.Hour, Logger: log})
-	s, err := New(Deps{Commands: svc, Reads: rm, Log: b.store, Waiter: b.runner, Hub: b.hub, Logger: log, SPA: b.spa,
-		Ready: func(context.Context) error { return nil }})
+	dir, err := auth.Open(ctx, b.store, auth.Options{BcryptCost: bcrypt.MinCost})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.auth = auth.NewService(dir, auth.Config{})
+	if b.token == "" {
+		_, b.token, err = dir.IssueToken(ctx, auth.SystemSubject("test"), "alice", auth.RoleAdmin, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.runner.WaitFor(ctx, b.head(t)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := Deps{Commands: svc, Reads: rm, Log: b.store, Waiter: b.runner, Hub: b.hub, Logger: log, SPA: b.spa,
+		Ready: func(context.Context) error { return nil }, Auth: b.auth, CommandsPerSecond: -1}
+	if b.deps != nil {
+		b.deps(&d)
+	}
+	s, err := New(d)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,11 +178,19 @@ func (b *bundle) do(t *testing.T, method, path string, body any, hdr ...string) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rd != nil {
+	if rd != nil || isStateChange(method) {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	req.Header.Set(HeaderActor, "alice")
+	req.Header.Set("Authorization", "Bearer "+b.token)
 	for i := 0; i+1 < len(hdr); i += 2 {
+		if hdr[i] == "Host" {
+			req.Host = hdr[i+1]
+			continue
+		}
+		if hdr[i+1] == "" {
+			req.Header.Del(hdr[i])
+			continue
+		}
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
 	resp, err := (&http.Client{Transport: b.tr}).Do(req)
@@ -224,12 +258,18 @@ func TestCommandsReadTheirWrites(t *testing.T) {
 	if res.JobID == "" || res.Kind != events.KindReset || res.Slot != "s1" {
 		t.Fatalf("release answered %+v", res)
 	}
+	// The correlation id is the server's; the caller's X-Request-Id is kept
+	// apart as client_request_id.
+	releaseID := a.header.Get(HeaderRequestID)
+	if releaseID == "req-release-1" || releaseID == "" {
+		t.Fatalf("the server took the caller's request id %q as its own", releaseID)
+	}
 	// Read-your-writes: the job is there at once.
 	a = b.do(t, http.MethodGet, "/api/jobs/"+res.JobID, nil)
 	var j projections.JobView
 	a.decode(t, &j)
-	if a.status != http.StatusOK || j.ID != res.JobID || j.State != projections.JobQueued || j.CorrelationID != "req-release-1" {
-		t.Fatalf("job after release: %d %+v", a.status, j)
+	if a.status != http.StatusOK || j.ID != res.JobID || j.State != projections.JobQueued || j.CorrelationID != releaseID {
+		t.Fatalf("job after release: %d %+v (correlation id should be %s)", a.status, j, releaseID)
 	}
 	a = b.do(t, http.MethodGet, "/api/slots/s1/jobs/latest?kind=reset", nil)
 	a.decode(t, &j)
@@ -247,7 +287,9 @@ func TestCommandsReadTheirWrites(t *testing.T) {
 		Events []eventDTO `json:"events"`
 	}
 	a.decode(t, &evs)
-	if a.status != http.StatusOK || len(evs.Events) != 1 || evs.Events[0].Type != "JobQueued" || evs.Events[0].Meta.Actor != "alice" {
+	if a.status != http.StatusOK || len(evs.Events) != 1 || evs.Events[0].Type != "JobQueued" || evs.Events[0].Meta.Actor != "alice" ||
+		!strings.HasPrefix(evs.Events[0].Meta.ActorID, "token:") || evs.Events[0].Meta.ClientRequestID != "req-release-1" ||
+		evs.Events[0].Meta.CorrelationID != releaseID {
 		t.Fatalf("job events: %d %s", a.status, a.body)
 	}
 
@@ -262,18 +304,15 @@ func TestCommandsReadTheirWrites(t *testing.T) {
 		t.Fatalf("a refused command appended: head %d → %d", before, after)
 	}
 
-	// A Hangul name arrives percent-encoded (browsers send Latin-1 headers).
-	a = b.do(t, http.MethodPost, "/api/slots/s1/extend", map[string]any{"until": until.Add(time.Hour)}, HeaderActor, "%EA%B9%80%EB%AF%BC%EC%A4%80")
-	if a.status != http.StatusConflict { // a reset holds the lock; the actor was accepted
-		t.Fatalf("extend as 김민준: %d %s", a.status, a.body)
-	}
-	a = b.do(t, http.MethodPost, "/api/slots", registerCmd("s4"), HeaderActor, "%EA%B9%80%EB%AF%BC%EC%A4%80")
+	// A forged X-Slotkeeper-Actor changes nothing: the actor is the
+	// authenticated subject.
+	a = b.do(t, http.MethodPost, "/api/slots", registerCmd("s4"), HeaderActor, "mallory")
 	if a.status != http.StatusCreated {
-		t.Fatalf("register as 김민준: %d %s", a.status, a.body)
+		t.Fatalf("register with a forged actor header: %d %s", a.status, a.body)
 	}
-	a = b.do(t, http.MethodGet, "/api/audit?slot=s4&actor=%EA%B9%80%EB%AF%BC%EC%A4%80", nil)
-	if !strings.Contains(string(a.body), "김민준") {
-		t.Fatalf("audit by the Hangul actor: %s", a.body)
+	a = b.do(t, http.MethodGet, "/api/audit?slot=s4", nil)
+	if !strings.Contains(string(a.body), `"actor":"alice"`) || strings.Contains(string(a.body), "mallory") {
+		t.Fatalf("audit after a forged actor header: %s", a.body)
 	}
 
 	// Cancel frees the slot; the audit names who did what.
@@ -351,10 +390,11 @@ func TestBadInputAppendsNothing(t *testing.T) {
 		{"register duplicate", "POST", "/api/slots", registerCmd("s1"), nil, 409, CodeConflict},
 		{"register oversized", "POST", "/api/slots", big, nil, 413, CodeTooLarge},
 		{"register oversized chunked", "POST", "/api/slots", chunked(big), nil, 413, CodeTooLarge},
-		{"register text body", "POST", "/api/slots", `name=s3`, []string{"Content-Type", "text/plain"}, 400, CodeInvalid},
-		{"register bad actor", "POST", "/api/slots", registerCmd("s3"), []string{HeaderActor, "eve\u202e"}, 400, CodeInvalid},
-		{"register encoded bidi actor", "POST", "/api/slots", registerCmd("s3"), []string{HeaderActor, "eve%E2%80%AE"}, 400, CodeInvalid},
-		{"register bad escape actor", "POST", "/api/slots", registerCmd("s3"), []string{HeaderActor, "eve%zz"}, 400, CodeInvalid},
+		{"register text body", "POST", "/api/slots", `name=s3`, []string{"Content-Type", "text/plain"}, 415, CodeUnsupportedMedia},
+		{"register null body", "POST", "/api/slots", "null", nil, 400, CodeInvalid},
+		{"register array body", "POST", "/api/slots", "[]", nil, 400, CodeInvalid},
+		{"release null body", "POST", "/api/slots/s1/release", "null", nil, 400, CodeInvalid},
+		{"release without Content-Type", "POST", "/api/slots/s2/release", nil, []string{"Content-Type", ""}, 415, CodeUnsupportedMedia},
 		// occupy
 		{"occupy unknown slot", "POST", "/api/slots/nope/occupy", map[string]any{"until": future}, nil, 404, CodeNotFound},
 		{"occupy encoded traversal", "POST", "/api/slots/..%2Fs1/occupy", map[string]any{"until": future}, nil, 400, CodeInvalid},
@@ -472,7 +512,7 @@ func TestStreamAcrossRestart(t *testing.T) {
 	b.occupy(t, "s1")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	w := watch(ctx, t, b.srv.URL+"/api/stream", nil)
+	w := watch(ctx, t, b.srv.URL+"/api/stream", b.authHeader())
 	snap := w.next(t, "snapshot")
 	var sf snapshotFrame
 	// The hub may trail the read model by a moment: the snapshot can
@@ -540,4 +580,9 @@ func TestSPAFallback(t *testing.T) {
 			t.Errorf("GET %s: %d %q cache %q", tc.path, a.status, a.body, a.header.Get("Cache-Control"))
 		}
 	}
+}
+
+// authHeader is the Authorization header of the bundle's admin token.
+func (b *bundle) authHeader() map[string]string {
+	return map[string]string{"Authorization": "Bearer " + b.token}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 
 	"github.com/labstack/echo/v4"
 
@@ -23,6 +24,10 @@ type Code string
 // The API's error codes (docs/api.md lists them with their statuses).
 const (
 	CodeInvalid          Code = "invalid"
+	CodeUnauthenticated  Code = "unauthenticated"
+	CodeForbidden        Code = "forbidden"
+	CodeUnsupportedMedia Code = "unsupported_media_type"
+	CodeMisdirected      Code = "misdirected"
 	CodeUnprocessable    Code = "unprocessable"
 	CodeNotFound         Code = "not_found"
 	CodeMethodNotAllowed Code = "method_not_allowed"
@@ -37,6 +42,10 @@ const (
 // statusOf is the single code → HTTP status map.
 var statusOf = map[Code]int{
 	CodeInvalid:          http.StatusBadRequest,
+	CodeUnauthenticated:  http.StatusUnauthorized,
+	CodeForbidden:        http.StatusForbidden,
+	CodeUnsupportedMedia: http.StatusUnsupportedMediaType,
+	CodeMisdirected:      http.StatusMisdirectedRequest,
 	CodeUnprocessable:    http.StatusUnprocessableEntity,
 	CodeNotFound:         http.StatusNotFound,
 	CodeMethodNotAllowed: http.StatusMethodNotAllowed,
@@ -55,6 +64,9 @@ type Error struct {
 	Message string
 	Details map[string]any
 	Err     error // the cause, logged for internal errors, never sent
+	// RetryAfter (seconds) is sent as Retry-After with 429 and 503
+	// (default 2).
+	RetryAfter int
 }
 
 func (e *Error) Error() string {
@@ -186,7 +198,11 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		return
 	}
 	if ae.Code == CodeTooMany || ae.Code == CodeUnavailable {
-		c.Response().Header().Set("Retry-After", "2")
+		retry := "2"
+		if ae.RetryAfter > 0 {
+			retry = strconv.Itoa(ae.RetryAfter)
+		}
+		c.Response().Header().Set("Retry-After", retry)
 	}
 	body := errorBody{Error: errorPayload{Code: ae.Code, Message: ae.Message, Details: ae.Details}}
 	if c.Request().Method == http.MethodHead {

@@ -6,10 +6,14 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/slotkeeper/slotkeeper/backend/auth"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/events"
 	"github.com/slotkeeper/slotkeeper/projections"
@@ -93,10 +97,15 @@ func (s *Server) occupy(c echo.Context) error {
 	if err := decodeBody(c, &cmd, false); err != nil {
 		return err
 	}
+	sub, _ := subjectOf(c)
 	if cmd.By == "" {
-		cmd.By = actorOf(c).Name
+		cmd.By = sub.Name
 	} else if err := checkActor(cmd.By); err != nil {
 		return invalidField("by", "by: "+err.Error())
+	}
+	// A member occupies only for themself.
+	if cmd.By != sub.Name && !sub.Role.Has(auth.PermOccupyForOthers) {
+		return forbidden(sub, auth.PermOccupyForOthers)
 	}
 	if err := s.d.Commands.Occupy(c.Request().Context(), actorOf(c), name, cmd); err != nil {
 		return err
@@ -114,6 +123,9 @@ func (s *Server) extend(c echo.Context) error {
 	if err := decodeBody(c, &cmd, false); err != nil {
 		return err
 	}
+	if err := s.ownSlotOr(c, name, auth.PermExtendAny); err != nil {
+		return err
+	}
 	if err := s.d.Commands.Extend(c.Request().Context(), actorOf(c), name, cmd); err != nil {
 		return err
 	}
@@ -124,7 +136,81 @@ func (s *Server) extend(c echo.Context) error {
 // noBody accepts an empty body or {} for commands that take no parameters.
 type noBody struct{}
 
-func (s *Server) release(c echo.Context) error { return s.jobCommand(c, s.d.Commands.Release) }
+// releaseBody: a reason is required when an operator releases a slot
+// somebody else occupies; it is recorded in the reset's JobQueued.
+type releaseBody struct {
+	Reason string `json:"reason,omitempty"`
+}
+
+// MaxReasonLen bounds a release reason.
+const MaxReasonLen = 500
+
+func (s *Server) release(c echo.Context) error {
+	name, err := pathName(c, "name")
+	if err != nil {
+		return err
+	}
+	var b releaseBody
+	if err := decodeBody(c, &b, true); err != nil {
+		return err
+	}
+	b.Reason = strings.TrimSpace(b.Reason)
+	if len(b.Reason) > MaxReasonLen || !utf8.ValidString(b.Reason) || strings.IndexFunc(b.Reason, unicode.IsControl) >= 0 {
+		return invalidField("reason", "reason must be at most 500 bytes of text without control characters")
+	}
+	occupant, err := s.occupant(c, name)
+	if err != nil {
+		return err
+	}
+	if sub, _ := subjectOf(c); occupant != sub.Name || occupant == "" {
+		if !sub.Role.Has(auth.PermReleaseAny) {
+			return forbidden(sub, auth.PermReleaseAny)
+		}
+		if occupant != "" && b.Reason == "" {
+			return invalidField("reason", "releasing a slot somebody else occupies needs a reason")
+		}
+	}
+	a := actorOf(c)
+	a.Reason = b.Reason
+	res, err := s.d.Commands.Release(c.Request().Context(), a, name)
+	if err != nil {
+		return err
+	}
+	s.caughtUp(c)
+	return c.JSON(http.StatusAccepted, res)
+}
+
+// ownsSlot reports whether the request's subject is the slot's occupant
+// (by name: names are unique across accounts and tokens). The read model
+// is read-your-writes after every command, so it is current enough for
+// the check; the slots service still decides whether the command applies.
+func (s *Server) ownsSlot(c echo.Context, name string) (bool, error) {
+	occ, err := s.occupant(c, name)
+	sub, _ := subjectOf(c)
+	return occ != "" && occ == sub.Name, err
+}
+
+// occupant is the slot's occupant ("" when vacant).
+func (s *Server) occupant(c echo.Context, name string) (string, error) {
+	v, err := s.d.Reads.Slot(c.Request().Context(), name)
+	if err != nil {
+		return "", notFound(err, "slot %q does not exist", name)
+	}
+	return v.Occupant, nil
+}
+
+// ownSlotOr lets the occupant through, and others only with perm.
+func (s *Server) ownSlotOr(c echo.Context, name string, perm auth.Permission) error {
+	own, err := s.ownsSlot(c, name)
+	if err != nil || own {
+		return err
+	}
+	sub, _ := subjectOf(c)
+	if !sub.Role.Has(perm) {
+		return forbidden(sub, perm)
+	}
+	return nil
+}
 
 func (s *Server) teardown(c echo.Context) error { return s.jobCommand(c, s.d.Commands.Teardown) }
 

@@ -21,15 +21,17 @@ import (
 
 // Request-scoped values kept on the echo context.
 const (
-	ctxRequestID = "slotkeeper.request_id"
-	ctxActor     = "slotkeeper.actor"
+	ctxRequestID       = "slotkeeper.request_id"
+	ctxClientRequestID = "slotkeeper.client_request_id"
 )
 
 // Header names of the API.
 const (
 	HeaderRequestID = "X-Request-Id"
-	HeaderActor     = "X-Slotkeeper-Actor"
-	DefaultActor    = "anonymous"
+	// HeaderActor was how callers named themselves before sign-in existed.
+	// It is ignored: the actor is the authenticated subject.
+	HeaderActor  = "X-Slotkeeper-Actor"
+	DefaultActor = "anonymous"
 )
 
 // MaxBodyBytes is the largest request body the API reads (docs/api.md).
@@ -41,15 +43,21 @@ func requestID(c echo.Context) string {
 	return s
 }
 
-// actorOf returns the slots.Actor of the request: the person named by the
-// X-Slotkeeper-Actor header and the request id as correlation id.
+// actorOf returns the slots.Actor of the request: the authenticated
+// subject (never a header), the server's request id as correlation id and
+// the caller's own X-Request-Id, if any, as client request id.
 func actorOf(c echo.Context) slots.Actor {
-	name, _ := c.Get(ctxActor).(string)
-	return slots.Actor{Name: name, CorrelationID: requestID(c)}
+	sub, ok := subjectOf(c)
+	if !ok {
+		sub.Name = DefaultActor
+	}
+	cid, _ := c.Get(ctxClientRequestID).(string)
+	return slots.Actor{Name: sub.Name, ID: sub.ID, CorrelationID: requestID(c), ClientRequestID: cid}
 }
 
-// validRequestID accepts a caller's X-Request-Id only when it is short and
-// plain, because it is copied into every event and log line of the request.
+// validRequestID accepts a caller's X-Request-Id (kept as its client
+// request id) only when it is short and plain, because it is copied into
+// every event and log line of the request.
 func validRequestID(s string) bool {
 	if s == "" || len(s) > 64 {
 		return false
@@ -62,37 +70,23 @@ func validRequestID(s string) bool {
 	return true
 }
 
-// checkActor validates the X-Slotkeeper-Actor header: 1..64 bytes of letters,
-// digits, spaces and ".-_@+", no control, format (bidi, zero-width) or
-// surrounding space characters — the name is shown to other people and
-// stored forever.
+// checkActor validates a person's name given in a body or query (an
+// occupant, an audit filter): 1..64 bytes of letters, digits, spaces and
+// ".-_@+", no control, format (bidi, zero-width) or surrounding space
+// characters — the name is shown to other people and stored forever.
 func checkActor(s string) error {
 	if s == "" {
 		return nil
 	}
 	if !utf8.ValidString(s) || len(s) > 64 || strings.TrimSpace(s) != s {
-		return fmt.Errorf("header %s must be 1..64 bytes of UTF-8 without surrounding spaces", HeaderActor)
+		return errors.New("must be 1..64 bytes of UTF-8 without surrounding spaces")
 	}
 	for _, r := range s {
 		if !(unicode.IsLetter(r) || unicode.IsDigit(r) || strings.ContainsRune(" .-_@+", r)) {
-			return fmt.Errorf("header %s contains %U, which is not allowed (letters, digits, space and .-_@+ only)", HeaderActor, r)
+			return fmt.Errorf("contains %U, which is not allowed (letters, digits, space and .-_@+ only)", r)
 		}
 	}
 	return nil
-}
-
-// decodeActor undoes the percent-encoding a browser must use to send a
-// non-Latin-1 name (e.g. Hangul) in a header. '%' is not allowed in names,
-// so a header without it is taken as it is.
-func decodeActor(h string) (string, error) {
-	if !strings.Contains(h, "%") {
-		return h, nil
-	}
-	s, err := url.PathUnescape(h)
-	if err != nil {
-		return "", fmt.Errorf("header %s: invalid percent-encoding", HeaderActor)
-	}
-	return s, nil
 }
 
 // maxNameLen bounds path identifiers (slot names, job ids).
@@ -141,21 +135,30 @@ func checkName(s string) error {
 // decodeBody decodes a JSON request body into dst strictly: at most
 // MaxBodyBytes, unknown fields rejected, exactly one JSON value. An empty
 // body is accepted only when optional is true (dst keeps its zero value).
+//
+// The Content-Type must be application/json also when the body is empty
+// (415 otherwise): an HTML form or a no-cors fetch from another page cannot
+// send it. The value must be a JSON object: null, arrays and scalars are
+// refused with 400.
 func decodeBody(c echo.Context, dst any, optional bool) error {
 	req := c.Request()
+	if err := requireJSON(req); err != nil {
+		return err
+	}
 	body := http.MaxBytesReader(c.Response(), req.Body, MaxBodyBytes)
 	data, err := io.ReadAll(body)
 	if err != nil {
 		return toAPIError(err)
 	}
-	if len(bytes.TrimSpace(data)) == 0 {
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) == 0 {
 		if optional {
 			return nil
 		}
 		return errf(CodeInvalid, "a JSON body is required")
 	}
-	if ct := req.Header.Get(echo.HeaderContentType); ct != "" && !strings.HasPrefix(ct, echo.MIMEApplicationJSON) {
-		return errf(CodeInvalid, "Content-Type must be application/json, not %q", ct)
+	if trimmed[0] != '{' {
+		return errf(CodeInvalid, "the body must be a JSON object")
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()

@@ -12,12 +12,14 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/slotkeeper/slotkeeper/backend/auth"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/events"
 	"github.com/slotkeeper/slotkeeper/projections"
@@ -62,20 +64,57 @@ type Deps struct {
 	Reconcile Reconciler
 	// Backup serves GET /api/admin/backup (nil: 404; embedded store only).
 	Backup BackupFunc
+
+	// Auth signs people in and resolves tokens; required unless NoAuth.
+	Auth *auth.Service
+	// NoAuth switches authentication off: every request is an anonymous
+	// admin. Only for benchmarks that measure what authentication costs.
+	NoAuth bool
+	// OIDC, if set, adds sign-in through an OpenID Connect provider.
+	OIDC OIDC
+	// AutoLogin, if set, signs loopback browsers in (the loopback demo).
+	AutoLogin AutoLogin
+	// Security is the Host/Origin/cookie/proxy configuration.
+	Security Security
+	// CommandsPerSecond and CommandBurst limit state changes per subject
+	// (defaults 10 and 30; negative: no limit).
+	CommandsPerSecond float64
+	CommandBurst      int
+	// MaxStreamsPerSubject caps live streams per user or token (default
+	// 16; negative: no cap).
+	MaxStreamsPerSubject int
 }
 
 // Server is the echo application.
 type Server struct {
-	d   Deps
-	e   *echo.Echo
-	log *slog.Logger
-	met *Metrics
+	d      Deps
+	e      *echo.Echo
+	log    *slog.Logger
+	met    *Metrics
+	g      guard
+	policy map[string]auth.Permission // "METHOD path" → permission
+
+	cmdLimit  *auth.Limiter
+	streamsMu sync.Mutex
+	streams   map[string]int // subject id → open streams
 }
 
 // New builds the server and its routes.
 func New(d Deps) (*Server, error) {
 	if d.Commands == nil || d.Reads == nil || d.Hub == nil {
 		return nil, errors.New("httpapi: Commands, Reads and Hub are required")
+	}
+	if d.Auth == nil && !d.NoAuth {
+		return nil, errors.New("httpapi: Auth is required (NoAuth only for benchmarks)")
+	}
+	if d.CommandsPerSecond == 0 {
+		d.CommandsPerSecond = 10
+	}
+	if d.CommandBurst == 0 {
+		d.CommandBurst = 30
+	}
+	if d.MaxStreamsPerSubject == 0 {
+		d.MaxStreamsPerSubject = 16
 	}
 	if d.Logger == nil {
 		d.Logger = slog.Default()
@@ -89,43 +128,38 @@ func New(d Deps) (*Server, error) {
 	if d.RequestTimeout <= 0 {
 		d.RequestTimeout = 30 * time.Second
 	}
-	s := &Server{d: d, e: echo.New(), log: d.Logger, met: d.Metrics}
+	s := &Server{d: d, e: echo.New(), log: d.Logger, met: d.Metrics, g: newGuard(d.Security), streams: map[string]int{}}
+	if d.CommandsPerSecond > 0 {
+		s.cmdLimit = auth.NewLimiter(time.Duration(float64(time.Second)/d.CommandsPerSecond), d.CommandBurst, nil)
+	}
 	e := s.e
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.errorHandler
+	if len(d.Security.TrustedProxies) > 0 {
+		opts := []echo.TrustOption{echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false)}
+		for _, n := range d.Security.TrustedProxies {
+			opts = append(opts, echo.TrustIPRange(n))
+		}
+		e.IPExtractor = echo.ExtractIPFromXFFHeader(opts...)
+	} else {
+		e.IPExtractor = echo.ExtractIPDirect()
+	}
+	// One chain, in this order: recover; log and count; request id and
+	// timeout; browser hardening (headers, Host, Origin, Content-Type);
+	// who is asking; may they (policy table, CSRF, rate).
 	e.Use(middleware.Recover())
 	e.Use(s.observe)
 	e.Use(s.requestContext)
-
-	api := e.Group("/api")
-	api.GET("/slots", s.listSlots)
-	api.POST("/slots", s.register)
-	api.GET("/slots/:name", s.getSlot)
-	api.POST("/slots/:name/occupy", s.occupy)
-	api.POST("/slots/:name/extend", s.extend)
-	api.POST("/slots/:name/release", s.release)
-	api.POST("/slots/:name/teardown", s.teardown)
-	api.POST("/slots/:name/promote", s.promote)
-	api.GET("/slots/:name/plan", s.plan)
-	api.GET("/slots/:name/jobs", s.slotJobs)
-	api.GET("/slots/:name/jobs/latest", s.latestJob)
-	api.GET("/jobs/:id", s.getJob)
-	api.GET("/jobs/:id/events", s.jobEvents)
-	api.POST("/jobs/:id/cancel", s.cancel)
-	api.POST("/jobs/:id/resume", s.resume)
-	api.GET("/audit", s.audit)
-	api.GET("/resources/remaining", s.remaining)
-	api.GET("/stream", d.Hub.ServeStream)
-	if d.Sim != nil {
-		api.Any("/sim/*", echo.WrapHandler(d.Sim))
-	}
-
-	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
-	e.GET("/readyz", s.readyz)
-	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(d.Metrics.Registry, promhttp.HandlerOpts{})))
-	e.GET("/*", s.spa)
-	e.HEAD("/*", s.spa)
+	e.Use(s.guard)
+	e.Use(s.authenticate)
+	e.Use(s.authorize)
+	s.registerRoutes()
 	return s, nil
+}
+
+func (s *Server) metrics(c echo.Context) error {
+	promhttp.HandlerFor(s.d.Metrics.Registry, promhttp.HandlerOpts{}).ServeHTTP(c.Response(), c.Request())
+	return nil
 }
 
 // ServeHTTP makes the server an http.Handler.
@@ -136,33 +170,20 @@ func (s *Server) Echo() *echo.Echo { return s.e }
 
 const streamRoute = "/api/stream"
 
-// requestContext assigns the correlation id, checks the actor header and
-// bounds every request but the stream with a timeout. (echo's Timeout
-// middleware is deliberately not used: it buffers responses and would break
-// the stream.)
+// requestContext assigns the correlation id (always generated here; a
+// caller's X-Request-Id is kept only as its client request id, so nobody
+// can splice a request into another's audit trail) and bounds every request
+// but the stream with a timeout. (echo's Timeout middleware is deliberately
+// not used: it buffers responses and would break the stream.)
 func (s *Server) requestContext(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		req := c.Request()
-		id := req.Header.Get(HeaderRequestID)
-		if !validRequestID(id) {
-			id = newRequestID()
-		}
+		id := newRequestID()
 		c.Set(ctxRequestID, id)
 		c.Response().Header().Set(HeaderRequestID, id)
-		actor, err := decodeActor(req.Header.Get(HeaderActor))
-		if err == nil {
-			err = checkActor(actor)
+		if cid := req.Header.Get(HeaderRequestID); validRequestID(cid) {
+			c.Set(ctxClientRequestID, cid)
 		}
-		if err != nil {
-			if req.Method != http.MethodGet && req.Method != http.MethodHead {
-				return invalidField(HeaderActor, err.Error())
-			}
-			actor = "" // reads don't record an actor
-		}
-		if actor == "" {
-			actor = DefaultActor
-		}
-		c.Set(ctxActor, actor)
 		if req.ContentLength > MaxBodyBytes {
 			return &Error{Code: CodeTooLarge, Message: "body larger than 65536 bytes", Details: map[string]any{"limit": MaxBodyBytes}}
 		}
@@ -204,7 +225,7 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 			slog.String("correlation_id", requestID(c)),
 			slog.String("method", method), slog.String("path", c.Request().URL.Path),
 			slog.Int("status", status), slog.Duration("took", time.Since(start)),
-			slog.String("actor", actorOf(c).Name))
+			slog.String("actor", actorOf(c).Name), slog.String("actor_id", actorOf(c).ID))
 		return nil
 	}
 }
@@ -242,6 +263,12 @@ func (s *Server) spa(c echo.Context) error {
 			http.ServeFileFS(c.Response(), c.Request(), s.d.SPA, p)
 			return nil
 		}
+	}
+	// A missing asset is a 404, not the dashboard: a browser would run
+	// index.html as a script or stylesheet, and a stale page should fail
+	// visibly.
+	if strings.HasPrefix(p, "assets/") {
+		return errf(CodeNotFound, "no such asset")
 	}
 	if _, err := fs.Stat(s.d.SPA, "index.html"); err != nil {
 		return c.HTML(http.StatusOK, noDashboard)

@@ -61,7 +61,7 @@ func NewService(store events.Store, cfg Config) *Service {
 func (s *Service) now() time.Time { return s.cfg.Clock.Now().UTC() }
 
 func (s *Service) meta(a Actor) events.Metadata {
-	return events.Metadata{Actor: a.Name, CorrelationID: a.CorrelationID, Time: s.now()}
+	return events.Metadata{Actor: a.Name, ActorID: a.ID, CorrelationID: a.CorrelationID, ClientRequestID: a.ClientRequestID, Time: s.now()}
 }
 
 func internal(msg string, err error) *Error {
@@ -336,7 +336,7 @@ func (s *Service) newJob(ctx context.Context, a Actor, slot, kind string, params
 			}
 		}
 		queued = events.JobQueued{
-			JobID: id, Kind: kind, Slot: slot, Params: params, RequestedBy: a.Name,
+			JobID: id, Kind: kind, Slot: slot, Params: params, RequestedBy: a.Name, Reason: a.Reason,
 			NotBefore: s.notBefore(kind), Steps: StepsFor(kind), Resources: planResources(st, kind),
 		}
 		return []events.EventData{events.New(events.JobAccepted{Slot: slot, JobID: id, Kind: kind}, meta)}, nil

@@ -12,8 +12,14 @@ import (
 
 // recordVersion is the first byte of every record in the log bucket. A
 // record is written once and never rewritten, so a reader must keep
-// understanding every version it ever wrote.
-const recordVersion = 1
+// understanding every version it ever wrote. Version 2 adds the actor id and
+// the client request id after the schema; it is written only when one of
+// them is set, so events of workers and the system keep version 1.
+const (
+	recordVersion1 = 1
+	recordVersion2 = 2
+	recordVersion  = recordVersion1 // the version of records without the new fields
+)
 
 // The record is a compact binary envelope, encoded once per event on append:
 //
@@ -23,6 +29,7 @@ const recordVersion = 1
 //	revision: uvarint
 //	time: varint unix seconds, uvarint nanoseconds
 //	schema: varint
+//	(version 2 only) actor id, client request id: uvarint length + bytes
 //	data: the rest (the JSON payload as given, possibly empty)
 //
 // The checksum catches damage bbolt cannot see (it checksums only its meta
@@ -38,7 +45,11 @@ func appendString(b []byte, s string) []byte {
 // encodeRecord appends the record of e at revision rev of stream to b.
 func encodeRecord(b []byte, stream string, rev events.Revision, e *events.EventData) []byte {
 	start := len(b)
-	b = append(b, recordVersion, 0, 0, 0, 0)
+	v := byte(recordVersion1)
+	if e.Meta.ActorID != "" || e.Meta.ClientRequestID != "" {
+		v = recordVersion2
+	}
+	b = append(b, v, 0, 0, 0, 0)
 	b = appendString(b, stream)
 	b = binary.AppendUvarint(b, rev)
 	b = appendString(b, e.ID)
@@ -49,6 +60,10 @@ func encodeRecord(b []byte, stream string, rev events.Revision, e *events.EventD
 	b = binary.AppendVarint(b, e.Meta.Time.Unix())
 	b = binary.AppendUvarint(b, uint64(e.Meta.Time.Nanosecond()))
 	b = binary.AppendVarint(b, int64(e.Meta.Schema))
+	if v == recordVersion2 {
+		b = appendString(b, e.Meta.ActorID)
+		b = appendString(b, e.Meta.ClientRequestID)
+	}
 	b = append(b, e.Data...)
 	binary.BigEndian.PutUint32(b[start+1:], crc32.Checksum(b[start+5:], castagnoli))
 	return b
@@ -58,8 +73,9 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // recordSize is an upper bound of the encoded size of e, for preallocation.
 func recordSize(stream string, e *events.EventData) int {
-	return 5 + 7*binary.MaxVarintLen64 + len(stream) + len(e.ID) + len(e.Type) +
-		len(e.Meta.Actor) + len(e.Meta.CorrelationID) + len(e.Meta.CausationID) + len(e.Data)
+	return 5 + 9*binary.MaxVarintLen64 + len(stream) + len(e.ID) + len(e.Type) +
+		len(e.Meta.Actor) + len(e.Meta.ActorID) + len(e.Meta.CorrelationID) + len(e.Meta.CausationID) +
+		len(e.Meta.ClientRequestID) + len(e.Data)
 }
 
 var errShortRecord = errors.New("truncated record")
@@ -118,14 +134,15 @@ type header struct {
 	r           reader // positioned after the type
 	rev         uint64
 	id          []byte
+	version     byte
 }
 
 func decodeHeader(b []byte) (header, error) {
-	if len(b) == 0 || b[0] != recordVersion {
+	if len(b) == 0 || (b[0] != recordVersion1 && b[0] != recordVersion2) {
 		if len(b) == 0 {
 			return header{}, fmt.Errorf("%w: empty record", events.ErrCorrupt)
 		}
-		return header{}, fmt.Errorf("%w: record version %d, this binary reads %d", events.ErrCorrupt, b[0], recordVersion)
+		return header{}, fmt.Errorf("%w: record version %d, this binary reads %d and %d", events.ErrCorrupt, b[0], recordVersion1, recordVersion2)
 	}
 	if len(b) < 5 {
 		return header{}, fmt.Errorf("%w: %v", events.ErrCorrupt, errShortRecord)
@@ -133,7 +150,7 @@ func decodeHeader(b []byte) (header, error) {
 	if crc32.Checksum(b[5:], castagnoli) != binary.BigEndian.Uint32(b[1:]) {
 		return header{}, fmt.Errorf("%w: record checksum mismatch", events.ErrCorrupt)
 	}
-	h := header{r: reader{b: b[5:]}}
+	h := header{r: reader{b: b[5:]}, version: b[0]}
 	h.stream = h.r.bytes()
 	h.rev = h.r.uvarint()
 	h.id = h.r.bytes()
@@ -151,6 +168,10 @@ func (h *header) finish(pos events.Position) (events.RecordedEvent, error) {
 	actor, corr, cause := r.bytes(), r.bytes(), r.bytes()
 	sec, nsec := r.varint(), r.uvarint()
 	schema := r.varint()
+	var actorID, clientReq []byte
+	if h.version == recordVersion2 {
+		actorID, clientReq = r.bytes(), r.bytes()
+	}
 	if r.err != nil {
 		return events.RecordedEvent{}, fmt.Errorf("%w: %v", events.ErrCorrupt, r.err)
 	}
@@ -161,11 +182,13 @@ func (h *header) finish(pos events.Position) (events.RecordedEvent, error) {
 		Position: pos,
 		Type:     string(h.typ),
 		Meta: events.Metadata{
-			Actor:         string(actor),
-			CorrelationID: string(corr),
-			CausationID:   string(cause),
-			Time:          time.Unix(sec, int64(nsec)).UTC(),
-			Schema:        int(schema),
+			Actor:           string(actor),
+			ActorID:         string(actorID),
+			CorrelationID:   string(corr),
+			CausationID:     string(cause),
+			ClientRequestID: string(clientReq),
+			Time:            time.Unix(sec, int64(nsec)).UTC(),
+			Schema:          int(schema),
 		},
 	}
 	if len(r.b) > 0 {

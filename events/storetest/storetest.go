@@ -410,6 +410,7 @@ func testRoundTrip(t *testing.T, s events.Store) {
 	st := p + "rt"
 	in := ev("Typed.Event-v2_x", 7)
 	in.Data = []byte(`{"b":[1,2,{"c":null}],"a":"ünï \"q\""}`)
+	in.Meta.ActorID, in.Meta.ClientRequestID = "user:u-1", "client-7"
 	noID := events.EventData{Type: "NoID", Data: []byte(`{}`)} // no id, no time
 	before := time.Now().Add(-time.Minute)
 	mustAppend(t, s, st, events.NoStream(), in, noID)
@@ -422,7 +423,8 @@ func testRoundTrip(t *testing.T, s events.Store) {
 		t.Fatalf("round trip: got id=%q stream=%q rev=%d type=%q data=%s\nwant id=%q stream=%q rev=0 type=%q data=%s",
 			g.ID, g.Stream, g.Revision, g.Type, g.Data, in.ID, st, in.Type, in.Data)
 	}
-	if g.Meta.Actor != in.Meta.Actor || g.Meta.CorrelationID != in.Meta.CorrelationID ||
+	if g.Meta.Actor != in.Meta.Actor || g.Meta.ActorID != in.Meta.ActorID || g.Meta.ClientRequestID != in.Meta.ClientRequestID ||
+		g.Meta.CorrelationID != in.Meta.CorrelationID ||
 		g.Meta.CausationID != in.Meta.CausationID || !g.Meta.Time.Equal(in.Meta.Time) || g.Meta.Schema != in.Meta.Schema {
 		t.Fatalf("metadata: got %+v, want %+v", g.Meta, in.Meta)
 	}

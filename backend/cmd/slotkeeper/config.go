@@ -53,6 +53,7 @@ type Config struct {
 
 	Backup    BackupConfig
 	Reconcile ReconcileConfig
+	Auth      AuthConfig // auth_config.go
 }
 
 // ConfigError names the setting that is wrong. Start-up stops on it.
@@ -109,6 +110,7 @@ func serveFlags(fs *flag.FlagSet, c *Config) {
 	fs.StringVar(&c.LogFormat, "log-format", "text", "text or json")
 	backupFlags(fs, &c.Backup)
 	reconcileFlags(fs, &c.Reconcile)
+	authFlags(fs, &c.Auth)
 }
 
 // parseServe reads flags, then the environment for flags not given, then
@@ -262,7 +264,10 @@ func (c *Config) validate() error {
 	if err := c.Reconcile.validate(); err != nil {
 		return err
 	}
-	return c.Backup.validate(c.Events == "")
+	if err := c.Backup.validate(c.Events == ""); err != nil {
+		return err
+	}
+	return c.Auth.validate()
 }
 
 // useSim reports whether serve runs the simulators.

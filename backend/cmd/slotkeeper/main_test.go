@@ -123,6 +123,7 @@ func (b *syncBuffer) waitFor(t *testing.T, s string) {
 
 // server is one `slotkeeper serve` run in-process.
 type server struct {
+	token  string // an admin API token on the server's store
 	addr   string
 	out    *syncBuffer
 	err    *syncBuffer
@@ -134,6 +135,7 @@ func startServe(t *testing.T, data, addr string, extra ...string) *server {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &server{out: newSyncBuffer(), err: newSyncBuffer(), cancel: cancel, exit: make(chan int, 1)}
+	s.token = adminToken(t, data, extra...)
 	ready := make(chan string, 1)
 	args := append([]string{"serve", "--addr", addr, "--data", data, "--heartbeat", "200ms", "--log-level", "debug"}, extra...)
 	go func() { s.exit <- runWith(ctx, args, noEnv, s.out, s.err, ready) }()
@@ -177,7 +179,7 @@ func (s *server) call(t *testing.T, method, path string, body any, out any) int 
 	}
 	req, _ := http.NewRequest(method, s.url()+path, rd)
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(httpapi.HeaderActor, "tester")
+	req.Header.Set("Authorization", "Bearer "+s.token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -192,11 +194,45 @@ func (s *server) call(t *testing.T, method, path string, body any, out any) int 
 	return resp.StatusCode
 }
 
+// adminTokens caches one admin token per store, so that a restart on the
+// same store reuses it and appends nothing.
+var adminTokens sync.Map
+
+// adminToken creates (once per store) an admin API token with
+// `slotkeeper admin create-token` on the store serve's flags name, as an
+// operator would before the first start.
+func adminToken(t *testing.T, data string, serveArgs ...string) string {
+	t.Helper()
+	args := []string{"admin", "create-token", "tester", "--role", "admin", "--data", data}
+	key := data
+	for i := 0; i+1 < len(serveArgs); i++ {
+		if serveArgs[i] == "--events" {
+			args = append(args, "--events", serveArgs[i+1])
+			key = serveArgs[i+1] // the log is there, not in data
+		}
+	}
+	if tok, ok := adminTokens.Load(key); ok {
+		return tok.(string)
+	}
+	out, errb := &bytes.Buffer{}, &bytes.Buffer{}
+	if code := runWith(context.Background(), args, noEnv, out, errb, nil); code != 0 {
+		t.Fatalf("admin create-token: exit %d: %s", code, errb)
+	}
+	_, tok, ok := strings.Cut(out.String(), "token: ")
+	if !ok {
+		t.Fatalf("admin create-token printed no token: %s", out)
+	}
+	tok, _, _ = strings.Cut(tok, "\n")
+	adminTokens.Store(key, tok)
+	return tok
+}
+
 // follow subscribes to the server's stream with r3labs' client.
-func follow(ctx context.Context, t *testing.T, url string) chan *sse.Event {
+func follow(ctx context.Context, t *testing.T, s *server) chan *sse.Event {
 	t.Helper()
 	frames := make(chan *sse.Event, 4096)
-	c := httpapi.NewStreamClient(ctx, url+"/api/stream", &http.Client{}, 20*time.Millisecond)
+	c := httpapi.NewStreamClient(ctx, s.url()+"/api/stream", &http.Client{}, 20*time.Millisecond)
+	c.Headers["Authorization"] = "Bearer " + s.token
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -260,12 +296,12 @@ func TestServeDemoJobAndShutdown(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	frames := follow(ctx, t, s.url())
+	frames := follow(ctx, t, s)
 	if ev := next(t, frames); string(ev.Event) != "snapshot" {
 		t.Fatalf("first frame %s", ev.Event)
 	}
 	var res slots.JobAcceptedResult
-	if code := s.call(t, "POST", "/api/slots/aurora/release", nil, &res); code != 202 {
+	if code := s.call(t, "POST", "/api/slots/aurora/release", map[string]string{"reason": "test"}, &res); code != 202 {
 		t.Fatalf("release: %d", code)
 	}
 	for {
@@ -336,9 +372,9 @@ func TestShutdownFencesRunningAttempt(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	frames := follow(ctx, t, s.url())
+	frames := follow(ctx, t, s)
 	var res slots.JobAcceptedResult
-	if code := s.call(t, "POST", "/api/slots/birch/release", nil, &res); code != 202 {
+	if code := s.call(t, "POST", "/api/slots/birch/release", map[string]string{"reason": "test"}, &res); code != 202 {
 		t.Fatalf("release: %d", code)
 	}
 	for {
@@ -382,7 +418,7 @@ func TestStreamResumesAcrossProcessRestart(t *testing.T) {
 	addr := s.addr
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	frames := follow(ctx, t, s.url())
+	frames := follow(ctx, t, s)
 	snap := next(t, frames)
 	if string(snap.Event) != "snapshot" {
 		t.Fatalf("first frame %s", snap.Event)
@@ -471,7 +507,14 @@ func TestReplayVerifyAndWatch(t *testing.T) {
 	wout := newSyncBuffer()
 	watched := make(chan int, 1)
 	go func() {
-		watched <- runWith(ctx, []string{"watch", "--server", s.url(), "--retry", "20ms", "dune"}, noEnv, wout, io.Discard, nil)
+		// The token comes from SLOTKEEPER_TOKEN (watch --token is the flag).
+		env := func(k string) string {
+			if k == "SLOTKEEPER_TOKEN" {
+				return s.token
+			}
+			return ""
+		}
+		watched <- runWith(ctx, []string{"watch", "--server", s.url(), "--retry", "20ms", "dune"}, env, wout, io.Discard, nil)
 	}()
 	wout.waitFor(t, "snapshot at position")
 	wout.waitFor(t, "dune ")
@@ -547,7 +590,7 @@ func TestServeOnKurrent(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	frames := follow(ctx, t, s.url())
+	frames := follow(ctx, t, s)
 	snap := next(t, frames)
 	from, _ := strconv.ParseUint(string(snap.ID), 10, 64)
 	addr := s.addr
@@ -590,7 +633,7 @@ func TestTwoServersOnKurrentAndPostgres(t *testing.T) {
 	b := startServe(t, t.TempDir(), "127.0.0.1:0", "--events", evURL, "--read-model", rm, "--workers", "0", "--demo=false")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	fa, fb := follow(ctx, t, a.url()), follow(ctx, t, b.url())
+	fa, fb := follow(ctx, t, a), follow(ctx, t, b)
 	for _, f := range []chan *sse.Event{fa, fb} {
 		if ev := next(t, f); string(ev.Event) != "snapshot" {
 			t.Fatalf("first frame %s", ev.Event)
@@ -652,12 +695,12 @@ func releaseAndWait(t *testing.T, s *server, slot string) *projections.JobView {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	frames := follow(ctx, t, s.url())
+	frames := follow(ctx, t, s)
 	if ev := next(t, frames); string(ev.Event) != "snapshot" {
 		t.Fatalf("first frame %s", ev.Event)
 	}
 	var res slots.JobAcceptedResult
-	if code := s.call(t, "POST", "/api/slots/"+slot+"/release", nil, &res); code != 202 {
+	if code := s.call(t, "POST", "/api/slots/"+slot+"/release", map[string]string{"reason": "test"}, &res); code != 202 {
 		t.Fatalf("release %s: %d", slot, code)
 	}
 	for {

@@ -27,6 +27,7 @@ commands:
   restore        restore a backup archive into an empty --data, then verify it
   export         write the event log as NDJSON (resumable with --from)
   import         load an NDJSON export into an empty store
+  admin          create-user / create-token on a stopped server's store
   help           this text
 
 Run "slotkeeper <command> -h" for the flags of a command.
@@ -65,6 +66,8 @@ func runWith(ctx context.Context, args []string, env func(string) string, stdout
 		err = exportCmd(ctx, args, env, stdout, stderr)
 	case "import":
 		err = importCmd(ctx, args, env, stdout, stderr)
+	case "admin":
+		err = adminCmd(ctx, args, env, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

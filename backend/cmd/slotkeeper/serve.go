@@ -284,7 +284,14 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 	}
 	log.Info("read model caught up", slog.Any("position", startHead), slog.Duration("took", time.Since(t0)), slog.String("events", storeDesc))
 
-	w, err := openWorld(ctx, c, startHead == 0)
+	// The demo pool is seeded, and the simulators' state cleared, when the
+	// log holds no slot yet: account and token events (e.g. from
+	// `slotkeeper admin create-token` before the first start) do not count.
+	noSlots := startHead == 0
+	if list, err := rs.reads.ListSlots(ctx); err == nil {
+		noSlots = len(list) == 0
+	}
+	w, err := openWorld(ctx, c, noSlots)
 	if err != nil {
 		return err
 	}
@@ -310,7 +317,7 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 		goRun("webhook notifier", n.Run)
 	}
 
-	if w.sim != nil && c.Demo && startHead == 0 {
+	if w.sim != nil && c.Demo && noSlots {
 		if err := demo.Seed(ctx, svc, w.sim, demo.Pool, time.Now()); err != nil {
 			return fmt.Errorf("seed the demo pool: %w", err)
 		}
@@ -328,6 +335,15 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 
 	// After the demo seed: the demo's scope is its own slots'.
 	rec := startReconciler(ctx, c, store, rs.reads, w, met.Registry, log, goRun)
+	as, err := openAuth(ctx, c, store, w.sim != nil && c.Demo, stdout)
+	if err != nil {
+		return err
+	}
+	goRun("account directory", as.svc.Follow)
+	base := c.BaseURL
+	if base == "" {
+		base = "http://" + c.Addr
+	}
 
 	var draining atomic.Bool // set when shutdown begins: /readyz turns 503
 	var spa fs.FS
@@ -337,6 +353,10 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 	deps := httpapi.Deps{
 		Commands: svc, Reads: rs.reads, Log: store, Waiter: rs.waiter, Hub: hub, Metrics: met, Logger: log, SPA: spa,
 		Reconcile: reconcileAPI{rec}, Backup: onlineBackup(c, store),
+		Auth: as.svc, AutoLogin: as.autoLogin,
+		Security:          httpapi.Security{BaseURL: base, ListenAddr: c.Addr, TrustedProxies: c.Auth.proxies},
+		CommandsPerSecond: orNone(c.Auth.CommandsPerSec), CommandBurst: int(3*c.Auth.CommandsPerSec) + 1,
+		MaxStreamsPerSubject: int(orNone(float64(c.Auth.StreamsPerSubj))),
 		Ready: func(ctx context.Context) error {
 			if draining.Load() {
 				return errors.New("shutting down")
@@ -425,4 +445,12 @@ func providersDesc(w world) string {
 		return "simulators " + w.sim.CoolifyURL() + " " + w.sim.BitbucketURL()
 	}
 	return "real Coolify and Bitbucket"
+}
+
+// orNone maps a flag's 0 ("no limit") to the API's negative "none".
+func orNone(v float64) float64 {
+	if v == 0 {
+		return -1
+	}
+	return v
 }

@@ -26,6 +26,7 @@ func watchCmd(ctx context.Context, args []string, env func(string) string, stdou
 	fs.SetOutput(stderr)
 	server := fs.String("server", "http://localhost:8080", "the slotkeeper server to follow")
 	retry := fs.Duration("retry", time.Second, "wait between reconnects")
+	token := fs.String("token", "", "API token (slotkeeper admin create-token; or SLOTKEEPER_TOKEN)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: slotkeeper watch [flags] [slot]\n\n")
 		fs.PrintDefaults()
@@ -52,6 +53,9 @@ func watchCmd(ctx context.Context, args []string, env func(string) string, stdou
 	}
 	p := &printer{out: stdout, slot: slot}
 	client := httpapi.NewStreamClient(ctx, u, &http.Client{}, *retry)
+	if *token != "" {
+		client.Headers["Authorization"] = "Bearer " + *token
+	}
 	client.ReconnectNotify = func(err error, wait time.Duration) {
 		fmt.Fprintf(stderr, "watch: %v; reconnecting in %s\n", err, wait)
 	}

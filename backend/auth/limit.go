@@ -1,0 +1,102 @@
+package auth
+
+import (
+	"math"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// Limiter keeps a token-bucket rate limiter per key (an account name, a
+// client address, a subject). Idle keys are forgotten so that the table
+// stays bounded.
+type Limiter struct {
+	every time.Duration
+	burst int
+	now   func() time.Time
+
+	mu        sync.Mutex
+	m         map[string]*entry
+	lastSweep time.Time
+}
+
+type entry struct {
+	l    *rate.Limiter
+	seen time.Time
+}
+
+// NewLimiter allows burst events at once per key, then one per every.
+func NewLimiter(every time.Duration, burst int, now func() time.Time) *Limiter {
+	if now == nil {
+		now = time.Now
+	}
+	return &Limiter{every: every, burst: burst, now: now, m: map[string]*entry{}}
+}
+
+func (l *Limiter) get(key string, now time.Time) *rate.Limiter {
+	e := l.m[key]
+	if e == nil {
+		e = &entry{l: rate.NewLimiter(rate.Every(l.every), l.burst)}
+		l.m[key] = e
+	}
+	e.seen = now
+	// A key idle for long enough to have refilled its bucket is the same as
+	// a new one: forget it.
+	full := l.every * time.Duration(l.burst+1)
+	if now.Sub(l.lastSweep) > full && len(l.m) > 1024 {
+		l.lastSweep = now
+		for k, v := range l.m {
+			if now.Sub(v.seen) > full {
+				delete(l.m, k)
+			}
+		}
+	}
+	return e.l
+}
+
+// Allow takes one event for key; if none is available it returns false and
+// how long until one is.
+func (l *Limiter) Allow(key string) (bool, time.Duration) {
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	lim := l.get(key, now)
+	r := lim.ReserveN(now, 1)
+	if d := r.DelayFrom(now); d > 0 {
+		r.CancelAt(now)
+		return false, d
+	}
+	return true, 0
+}
+
+// Wait reports, without taking anything, whether key has an event left and
+// otherwise how long until it has.
+func (l *Limiter) Wait(key string) time.Duration {
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	lim := l.get(key, now)
+	if tok := lim.TokensAt(now); tok < 1 {
+		return time.Duration(math.Ceil((1 - tok) * float64(l.every)))
+	}
+	return 0
+}
+
+// Take uses one event of key even when none is left (a failed sign-in
+// always counts).
+func (l *Limiter) Take(key string) {
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.get(key, now).ReserveN(now, 1)
+}
+
+// RetryAfter rounds a wait up to whole seconds for a Retry-After header.
+func RetryAfter(d time.Duration) int {
+	s := int(math.Ceil(d.Seconds()))
+	if s < 1 {
+		s = 1
+	}
+	return s
+}

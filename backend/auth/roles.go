@@ -1,0 +1,147 @@
+// Package auth is who may do what in Slotkeeper: local accounts and API
+// tokens kept as events (secrets only as hashes), an in-memory index of them
+// fed from the log, server-side sessions, sign-in rate limits, and the roles
+// with their permissions. backend/httpapi holds the route policy table that
+// names a permission for every route; this package says which role has it.
+//
+// It imports only events/ of ours.
+package auth
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// Role is a subject's place in viewer < member < operator < admin. Each role
+// has every permission of the roles below it.
+type Role int
+
+// The roles, in order.
+const (
+	RoleNone Role = iota
+	RoleViewer
+	RoleMember
+	RoleOperator
+	RoleAdmin
+)
+
+var roleNames = map[Role]string{RoleViewer: "viewer", RoleMember: "member", RoleOperator: "operator", RoleAdmin: "admin"}
+
+// Roles lists the roles lowest first.
+func Roles() []Role { return []Role{RoleViewer, RoleMember, RoleOperator, RoleAdmin} }
+
+func (r Role) String() string {
+	if n, ok := roleNames[r]; ok {
+		return n
+	}
+	return "none"
+}
+
+// ParseRole reads a role name. Returns an error naming the valid ones.
+func ParseRole(s string) (Role, error) {
+	for r, n := range roleNames {
+		if n == strings.TrimSpace(strings.ToLower(s)) {
+			return r, nil
+		}
+	}
+	return RoleNone, fmt.Errorf("role %q: use viewer, member, operator or admin", s)
+}
+
+// MarshalJSON writes the role's name.
+func (r Role) MarshalJSON() ([]byte, error) { return json.Marshal(r.String()) }
+
+// UnmarshalJSON reads a role's name.
+func (r *Role) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("role must be a string")
+	}
+	v, err := ParseRole(s)
+	if err != nil {
+		return err
+	}
+	*r = v
+	return nil
+}
+
+// Permission names one thing a route needs. The names appear in 403
+// answers ("missing permission slot.teardown").
+type Permission string
+
+// The permissions. Public needs no subject at all.
+const (
+	PermPublic Permission = "public"
+	// viewer
+	PermRead Permission = "read" // every GET and the live stream
+	// member: occupy a vacant slot for themself, extend and release their own
+	PermOccupy  Permission = "slot.occupy"
+	PermExtend  Permission = "slot.extend"
+	PermRelease Permission = "slot.release"
+	// operator
+	PermOccupyForOthers Permission = "slot.occupy_for_others"
+	PermExtendAny       Permission = "slot.extend_any"
+	PermReleaseAny      Permission = "slot.release_any" // a reason is required
+	PermTeardown        Permission = "slot.teardown"
+	PermPromote         Permission = "slot.promote"
+	PermJobControl      Permission = "job.control" // cancel, resume
+	// admin
+	PermRegister   Permission = "slot.register"
+	PermUsers      Permission = "admin.users"
+	PermTokens     Permission = "admin.tokens"
+	PermSimControl Permission = "sim.control"
+	PermMetrics    Permission = "metrics"
+)
+
+// minRole is the lowest role holding each permission.
+var minRole = map[Permission]Role{
+	PermRead:            RoleViewer,
+	PermOccupy:          RoleMember,
+	PermExtend:          RoleMember,
+	PermRelease:         RoleMember,
+	PermOccupyForOthers: RoleOperator,
+	PermExtendAny:       RoleOperator,
+	PermReleaseAny:      RoleOperator,
+	PermTeardown:        RoleOperator,
+	PermPromote:         RoleOperator,
+	PermJobControl:      RoleOperator,
+	PermRegister:        RoleAdmin,
+	PermUsers:           RoleAdmin,
+	PermTokens:          RoleAdmin,
+	PermSimControl:      RoleAdmin,
+	PermMetrics:         RoleAdmin,
+}
+
+// Known reports whether p is a permission of this package.
+func Known(p Permission) bool {
+	_, ok := minRole[p]
+	return ok || p == PermPublic
+}
+
+// Has reports whether role r holds permission p. Unknown permissions are
+// held by nobody.
+func (r Role) Has(p Permission) bool {
+	if p == PermPublic {
+		return true
+	}
+	min, ok := minRole[p]
+	return ok && r >= min
+}
+
+// MinRole returns the lowest role holding p (RoleNone for public or
+// unknown permissions).
+func MinRole(p Permission) Role { return minRole[p] }
+
+// Subject is who an authenticated request comes from.
+type Subject struct {
+	// ID is stable: "user:<uuid>" for accounts, "token:<id>" for API tokens.
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	Role Role   `json:"role"`
+}
+
+// Kind says how the subject signed in (the part of ID before ':').
+func (s Subject) Kind() string {
+	k, _, _ := strings.Cut(s.ID, ":")
+	return k
+}

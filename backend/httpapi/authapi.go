@@ -1,0 +1,325 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/slotkeeper/slotkeeper/backend/auth"
+)
+
+// OIDC is sign-in through an OpenID Connect provider (authorization code
+// + PKCE). backend/auth implements it; the API only routes to it.
+type OIDC interface {
+	// Begin answers GET /api/auth/oidc/login: it keeps the state, nonce and
+	// PKCE verifier (in a short-lived cookie) and returns the provider's
+	// authorization URL to redirect to.
+	Begin(w http.ResponseWriter, r *http.Request) (string, error)
+	// Finish answers the provider's redirect to /api/auth/oidc/callback:
+	// it checks state, exchanges the code with the verifier, verifies the
+	// ID token and returns the account (created at first sign-in, its role
+	// from the mapped claims).
+	Finish(ctx context.Context, w http.ResponseWriter, r *http.Request) (auth.User, error)
+}
+
+// AutoLogin signs a loopback browser in without a password (the demo on
+// loopback). It returns the account to start a session for, or false.
+type AutoLogin func(ctx context.Context) (auth.User, bool)
+
+type subjectAnswer struct {
+	Subject auth.Subject `json:"subject"`
+	CSRF    string       `json:"csrf"`
+	Methods []string     `json:"methods,omitempty"`
+}
+
+func (s *Server) methods() []string {
+	m := []string{"local"}
+	if s.d.OIDC != nil {
+		m = append(m, "oidc")
+	}
+	return m
+}
+
+// setSession starts a session for u (ending the request's old one: the id
+// is rotated at every sign-in) and sets the cookie.
+func (s *Server) setSession(c echo.Context, userID string) string {
+	if ck, err := c.Request().Cookie(SessionCookie); err == nil {
+		s.d.Auth.Sessions.Delete(ck.Value)
+	}
+	sid, csrf := s.d.Auth.StartSession(userID)
+	s.writeCookie(c, sid, int(s.d.Auth.Sessions.Options().Absolute/time.Second))
+	return csrf
+}
+
+func (s *Server) writeCookie(c echo.Context, value string, maxAge int) {
+	c.SetCookie(&http.Cookie{
+		Name: SessionCookie, Value: value, Path: "/", MaxAge: maxAge,
+		HttpOnly: true, Secure: s.g.secure, SameSite: http.SameSiteLaxMode,
+	})
+}
+
+type loginBody struct {
+	Name     string `json:"name"`
+	Password string `json:"password"`
+}
+
+func (s *Server) login(c echo.Context) error {
+	if s.d.NoAuth {
+		return errf(CodeNotFound, "authentication is off")
+	}
+	var b loginBody
+	if err := decodeBody(c, &b, false); err != nil {
+		return err
+	}
+	u, sid, csrf, err := s.d.Auth.Login(b.Name, b.Password, c.RealIP())
+	var le *auth.LimitedError
+	switch {
+	case errors.As(err, &le):
+		return &Error{Code: CodeTooMany, Message: "too many failed sign-ins; wait and try again", RetryAfter: auth.RetryAfter(le.RetryAfter)}
+	case err != nil:
+		s.log.InfoContext(c.Request().Context(), "sign-in refused", slog.String("correlation_id", requestID(c)), slog.String("client", c.RealIP()))
+		return errf(CodeUnauthenticated, "unknown user or wrong password")
+	}
+	if ck, err := c.Request().Cookie(SessionCookie); err == nil {
+		s.d.Auth.Sessions.Delete(ck.Value) // rotation
+	}
+	s.writeCookie(c, sid, int(s.d.Auth.Sessions.Options().Absolute/time.Second))
+	sub := u.Subject()
+	c.Set(ctxSubject, sub)
+	s.log.InfoContext(c.Request().Context(), "signed in", slog.String("correlation_id", requestID(c)), slog.String("user", u.Name), slog.String("user_id", sub.ID))
+	return c.JSON(http.StatusOK, subjectAnswer{Subject: sub, CSRF: csrf})
+}
+
+// logout ends the session and clears the cookie. A signed-in cookie
+// session must send its CSRF token (else any page could sign people out).
+func (s *Server) logout(c echo.Context) error {
+	if sid, ok := c.Get(ctxSession).(string); ok {
+		if err := s.checkCSRF(c); err != nil {
+			return err
+		}
+		s.d.Auth.Sessions.Delete(sid)
+	}
+	s.writeCookie(c, "", -1)
+	return c.NoContent(http.StatusNoContent)
+}
+
+func (s *Server) me(c echo.Context) error {
+	sub, ok := subjectOf(c)
+	if !ok && s.d.AutoLogin != nil && s.loopbackClient(c) && isLoopbackName(hostOnly(c.Request().Host)) {
+		if u, yes := s.d.AutoLogin(c.Request().Context()); yes {
+			csrf := s.setSession(c, u.ID)
+			s.log.InfoContext(c.Request().Context(), "signed in automatically (demo on loopback)", slog.String("user", u.Name))
+			return c.JSON(http.StatusOK, subjectAnswer{Subject: u.Subject(), CSRF: csrf, Methods: s.methods()})
+		}
+	}
+	if !ok {
+		return &Error{Code: CodeUnauthenticated, Message: "not signed in", Details: map[string]any{"methods": s.methods()}}
+	}
+	csrf, _ := c.Get(ctxCSRF).(string)
+	return c.JSON(http.StatusOK, subjectAnswer{Subject: sub, CSRF: csrf, Methods: s.methods()})
+}
+
+func hostOnly(h string) string {
+	if i := strings.LastIndexByte(h, ':'); i >= 0 && !strings.HasSuffix(h, "]") {
+		return h[:i]
+	}
+	return h
+}
+
+// ---- OIDC ----
+
+func (s *Server) oidcLogin(c echo.Context) error {
+	u, err := s.d.OIDC.Begin(c.Response(), c.Request())
+	if err != nil {
+		return &Error{Code: CodeUpstream, Message: "the identity provider cannot be reached", Err: err}
+	}
+	return c.Redirect(http.StatusFound, u)
+}
+
+func (s *Server) oidcCallback(c echo.Context) error {
+	u, err := s.d.OIDC.Finish(c.Request().Context(), c.Response(), c.Request())
+	if err != nil {
+		return &Error{Code: CodeUnauthenticated, Message: "sign-in with the identity provider failed", Err: err}
+	}
+	s.setSession(c, u.ID)
+	s.log.InfoContext(c.Request().Context(), "signed in (oidc)", slog.String("user", u.Name))
+	return c.Redirect(http.StatusFound, "/")
+}
+
+// ---- admin: users and tokens ----
+
+func authError(err error) error {
+	switch {
+	case errors.Is(err, auth.ErrInvalid):
+		return errf(CodeInvalid, "%s", strings.TrimPrefix(err.Error(), "auth: invalid input: "))
+	case errors.Is(err, auth.ErrExists):
+		return &Error{Code: CodeConflict, Message: strings.TrimPrefix(err.Error(), "auth: "), Err: err}
+	case errors.Is(err, auth.ErrNotFound):
+		return &Error{Code: CodeNotFound, Message: "no such user or token", Err: err}
+	}
+	return err
+}
+
+func (s *Server) listUsers(c echo.Context) error {
+	return c.JSON(http.StatusOK, map[string]any{"users": s.d.Auth.Dir.Users()})
+}
+
+type createUserBody struct {
+	Name     string    `json:"name"`
+	Role     auth.Role `json:"role"`
+	Password string    `json:"password,omitempty"`
+}
+
+// createdUser is a new account; Password only when it was generated
+// (shown this once).
+type createdUser struct {
+	auth.User
+	Password string `json:"password,omitempty"`
+}
+
+func (s *Server) createUser(c echo.Context) error {
+	var b createUserBody
+	if err := decodeBody(c, &b, false); err != nil {
+		return err
+	}
+	sub, _ := subjectOf(c)
+	u, pw, err := s.d.Auth.Dir.CreateUser(c.Request().Context(), sub, b.Name, b.Role, b.Password)
+	if err != nil {
+		return authError(err)
+	}
+	s.caughtUp(c)
+	return c.JSON(http.StatusCreated, createdUser{User: u, Password: pw})
+}
+
+type roleBody struct {
+	Role auth.Role `json:"role"`
+}
+
+func (s *Server) setRole(c echo.Context) error {
+	id, err := pathName(c, "id")
+	if err != nil {
+		return err
+	}
+	var b roleBody
+	if err := decodeBody(c, &b, false); err != nil {
+		return err
+	}
+	sub, _ := subjectOf(c)
+	if err := s.d.Auth.Dir.SetRole(c.Request().Context(), sub, id, b.Role); err != nil {
+		return authError(err)
+	}
+	s.caughtUp(c)
+	u, _ := s.d.Auth.Dir.User(id)
+	return c.JSON(http.StatusOK, u)
+}
+
+// tokenView is a token as listed: never the token itself.
+type tokenView struct {
+	auth.Token
+	State string `json:"state"` // active | expired | revoked
+}
+
+func viewToken(t auth.Token, now time.Time) tokenView {
+	st := "active"
+	switch {
+	case t.RevokedAt != nil:
+		st = "revoked"
+	case !now.Before(t.ExpiresAt):
+		st = "expired"
+	}
+	return tokenView{Token: t, State: st}
+}
+
+func (s *Server) listTokens(c echo.Context) error {
+	now := time.Now()
+	ts := s.d.Auth.Dir.Tokens()
+	out := make([]tokenView, len(ts))
+	for i, t := range ts {
+		out[i] = viewToken(t, now)
+	}
+	return c.JSON(http.StatusOK, map[string]any{"tokens": out})
+}
+
+type issueTokenBody struct {
+	Name    string    `json:"name"`
+	Role    auth.Role `json:"role"`
+	Expires string    `json:"expires"` // a Go duration, e.g. "720h"; default 720h
+}
+
+type issuedToken struct {
+	tokenView
+	Token string `json:"token"` // shown this once
+}
+
+func (s *Server) issueToken(c echo.Context) error {
+	var b issueTokenBody
+	if err := decodeBody(c, &b, false); err != nil {
+		return err
+	}
+	ttl := 720 * time.Hour
+	if b.Expires != "" {
+		d, err := time.ParseDuration(b.Expires)
+		if err != nil {
+			return invalidField("expires", "expires must be a duration such as \"720h\"")
+		}
+		ttl = d
+	}
+	sub, _ := subjectOf(c)
+	t, secret, err := s.d.Auth.Dir.IssueToken(c.Request().Context(), sub, b.Name, b.Role, ttl)
+	if err != nil {
+		return authError(err)
+	}
+	s.caughtUp(c)
+	return c.JSON(http.StatusCreated, issuedToken{tokenView: viewToken(t, time.Now()), Token: secret})
+}
+
+func (s *Server) revokeToken(c echo.Context) error {
+	id, err := pathName(c, "id")
+	if err != nil {
+		return err
+	}
+	if err := decodeBody(c, &noBody{}, true); err != nil {
+		return err
+	}
+	sub, _ := subjectOf(c)
+	if err := s.d.Auth.Dir.RevokeToken(c.Request().Context(), sub, id); err != nil {
+		return authError(err)
+	}
+	s.caughtUp(c)
+	return c.NoContent(http.StatusNoContent)
+}
+
+// ---- the stream, health, metrics ----
+
+// stream serves the live stream with a cap per subject, so one token or
+// one person cannot hold the server's whole stream budget.
+func (s *Server) stream(c echo.Context) error {
+	if s.d.MaxStreamsPerSubject > 0 {
+		sub, _ := subjectOf(c)
+		s.streamsMu.Lock()
+		if s.streams[sub.ID] >= s.d.MaxStreamsPerSubject {
+			s.streamsMu.Unlock()
+			return &Error{Code: CodeTooMany, Message: "too many live streams for this user or token", RetryAfter: 5,
+				Details: map[string]any{"limit": s.d.MaxStreamsPerSubject}}
+		}
+		s.streams[sub.ID]++
+		s.streamsMu.Unlock()
+		defer func() {
+			s.streamsMu.Lock()
+			if s.streams[sub.ID]--; s.streams[sub.ID] <= 0 {
+				delete(s.streams, sub.ID)
+			}
+			s.streamsMu.Unlock()
+		}()
+	}
+	return s.d.Hub.ServeStream(c)
+}
+
+func (s *Server) healthz(c echo.Context) error {
+	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
+}
