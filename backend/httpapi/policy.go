@@ -49,6 +49,13 @@ func (s *Server) routes() []route {
 		{"GET", "/api/resources/remaining", auth.PermRead, s.remaining},
 		{"GET", streamRoute, auth.PermRead, s.stream},
 
+		{"GET", "/api/waitlist", auth.PermRead, s.getWaitlist},
+		{"POST", "/api/waitlist", auth.PermWaitlist, s.joinWaitlist},
+		{"DELETE", "/api/waitlist/:id", auth.PermWaitlist, s.leaveWaitlist}, // others' entries: PermWaitlistManage
+		{"POST", "/api/waitlist/:id/accept", auth.PermWaitlist, s.acceptOffer},
+		{"POST", "/api/waitlist/:id/decline", auth.PermWaitlist, s.declineOffer},
+		{"POST", "/api/waitlist/:id/reorder", auth.PermWaitlistManage, s.reorderWaitlist},
+
 		{"GET", "/api/admin/users", auth.PermUsers, s.listUsers},
 		{"POST", "/api/admin/users", auth.PermUsers, s.createUser},
 		{"PUT", "/api/admin/users/:id/role", auth.PermUsers, s.setRole},

@@ -37,7 +37,8 @@ func storeFlags(name string, args []string, env func(string) string, out io.Writ
 	full := Config{Addr: "localhost:0", Data: c.Data, Events: c.Events, ReadModel: c.ReadModel, Sim: "auto",
 		StepTimeout: time.Second, JobTimeout: time.Second, Lease: time.Second, Heartbeat: time.Second,
 		SSEWriteTimeout: time.Second, SSEResumeWait: time.Second, ShutdownTimeout: time.Second, SSEMaxClients: 1, SSEHistory: 16,
-		LogLevel: c.LogLevel, LogFormat: "text", Auth: AuthConfig{SessionIdle: time.Hour, SessionMax: time.Hour}}
+		LogLevel: c.LogLevel, LogFormat: "text", Auth: AuthConfig{SessionIdle: time.Hour, SessionMax: time.Hour},
+		Waitlist: WaitlistConfig{OfferTTL: time.Minute, ExtendBy: time.Hour}}
 	return full, full.validate()
 }
 

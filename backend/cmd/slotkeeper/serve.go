@@ -345,6 +345,8 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 		base = "http://" + c.Addr
 	}
 
+	wl := startWaitlist(c, store, svc, base, log, goRun)
+
 	var draining atomic.Bool // set when shutdown begins: /readyz turns 503
 	var spa fs.FS
 	if sub, err := fs.Sub(frontend.Dist, "dist"); err == nil {
@@ -352,7 +354,7 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 	}
 	deps := httpapi.Deps{
 		Commands: svc, Reads: rs.reads, Log: store, Waiter: rs.waiter, Hub: hub, Metrics: met, Logger: log, SPA: spa,
-		Reconcile: reconcileAPI{rec}, Backup: onlineBackup(c, store),
+		Reconcile: reconcileAPI{rec}, Backup: onlineBackup(c, store), Waitlist: wl,
 		Auth: as.svc, AutoLogin: as.autoLogin,
 		Security:          httpapi.Security{BaseURL: base, ListenAddr: c.Addr, TrustedProxies: c.Auth.proxies},
 		CommandsPerSecond: orNone(c.Auth.CommandsPerSec), CommandBurst: int(3*c.Auth.CommandsPerSec) + 1,
