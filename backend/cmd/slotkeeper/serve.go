@@ -345,7 +345,7 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 		base = "http://" + c.Addr
 	}
 
-	wl := startWaitlist(c, store, svc, base, log, goRun)
+	wl := startWaitlist(c, store, svc, base, met.Registry, log, goRun)
 
 	var draining atomic.Bool // set when shutdown begins: /readyz turns 503
 	var spa fs.FS

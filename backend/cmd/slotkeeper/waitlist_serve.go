@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/backend/waitlist"
 	"github.com/slotkeeper/slotkeeper/events"
@@ -51,7 +53,7 @@ func (c *WaitlistConfig) validate() error {
 
 // startWaitlist runs the waitlist's consumer (offers, holds, expiries,
 // warnings) and returns the service the API serves.
-func startWaitlist(c Config, store events.Store, svc *slots.Service, base string, log *slog.Logger, goRun func(string, func(context.Context) error)) *waitlist.Service {
+func startWaitlist(c Config, store events.Store, svc *slots.Service, base string, reg *prometheus.Registry, log *slog.Logger, goRun func(string, func(context.Context) error)) *waitlist.Service {
 	cfg := waitlist.Config{OfferTTL: c.Waitlist.OfferTTL, WarnLeads: c.Waitlist.leads, Logger: log}
 	var sends sync.WaitGroup
 	if c.WebhookURL != "" {
@@ -62,10 +64,33 @@ func startWaitlist(c Config, store events.Store, svc *slots.Service, base string
 		}
 	}
 	wl := waitlist.New(store, svc, cfg)
+	registerWaitlistMetrics(reg, wl)
 	goRun("waitlist", func(ctx context.Context) error {
 		err := wl.Run(ctx)
 		sends.Wait()
 		return err
 	})
 	return wl
+}
+
+// registerWaitlistMetrics exposes the waitlist's figures (read from its
+// fold at scrape time).
+func registerWaitlistMetrics(reg *prometheus.Registry, wl *waitlist.Service) {
+	if reg == nil {
+		return
+	}
+	reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "slotkeeper_waitlist_length", Help: "People on the waitlist."},
+			func() float64 { return float64(wl.Stats().Length) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "slotkeeper_waitlist_open_offers", Help: "Offers waiting for an answer."},
+			func() float64 { return float64(wl.Stats().OpenOffers) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "slotkeeper_waitlist_offers_total", Help: "Offers made (log since start of the fold)."},
+			func() float64 { return float64(wl.Stats().OffersMade) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "slotkeeper_waitlist_offers_expired_total", Help: "Offers that expired unanswered."},
+			func() float64 { return float64(wl.Stats().OffersExpired) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "slotkeeper_waitlist_offers_accepted_total", Help: "Offers accepted (hand-overs)."},
+			func() float64 { return float64(wl.Stats().OffersAccepted) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "slotkeeper_waitlist_handover_median_seconds", Help: "Median time from a reset's success to the offer's acceptance (last 50)."},
+			func() float64 { return wl.Stats().HandOver.Seconds() }),
+	)
 }
