@@ -104,3 +104,29 @@ func (s *Service) TokenSubject(token string) (Subject, bool) { return s.Dir.Look
 
 // Follow keeps the directory up to date until ctx ends.
 func (s *Service) Follow(ctx context.Context) error { return s.Dir.Follow(ctx) }
+
+// ChangePassword replaces a local account's password after checking the
+// current one (failures count against the sign-in limits like a failed
+// sign-in) and ends every session of the account. Returns *LimitedError,
+// ErrBadCredentials, or ErrInvalid for a new password that is too short or
+// too long.
+func (s *Service) ChangePassword(ctx context.Context, userID, current, next, clientIP string) error {
+	u, ok := s.Dir.User(userID)
+	if !ok || u.Source != "local" {
+		return ErrNotFound
+	}
+	acct := strings.ToLower(u.Name)
+	if d := max(s.account.Wait(acct), s.ip.Wait(clientIP)); d > 0 {
+		return &LimitedError{RetryAfter: d}
+	}
+	if _, err := s.Dir.CheckPassword(u.Name, current); err != nil {
+		s.account.Take(acct)
+		s.ip.Take(clientIP)
+		return err
+	}
+	if err := s.Dir.SetPassword(ctx, u.Subject(), userID, next); err != nil {
+		return err
+	}
+	s.Sessions.DeleteUser(userID)
+	return nil
+}

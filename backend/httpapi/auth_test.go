@@ -492,3 +492,32 @@ func TestDemoAutoLogin(t *testing.T) {
 		t.Fatalf("auto sign-in on loopback: %d %s", a.status, a.body)
 	}
 }
+
+// TestChangePassword: a signed-in account replaces its password (the
+// current one is checked, nothing is appended on a wrong one); every old
+// session ends and the caller gets a fresh one.
+func TestChangePassword(t *testing.T) {
+	b := setup(t, HubOptions{})
+	if _, _, err := b.auth.Dir.CreateUser(context.Background(), auth.SystemSubject("test"), "pia", auth.RoleViewer, "first password 1"); err != nil {
+		t.Fatal(err)
+	}
+	a := b.do(t, "POST", "/api/auth/login", map[string]string{"name": "pia", "password": "first password 1"}, "Authorization", "")
+	var in subjectAnswer
+	a.decode(t, &in)
+	old := strings.Split(a.header.Get("Set-Cookie"), ";")[0]
+	sess := []string{"Authorization", "", "Cookie", old, HeaderCSRF, in.CSRF}
+	h := b.head(t)
+	b.refused(t, "wrong current password", b.do(t, "POST", "/api/auth/password", map[string]string{"current": "nope", "new": "second password 2"}, sess...), h, 400, "")
+	b.refused(t, "too short", b.do(t, "POST", "/api/auth/password", map[string]string{"current": "first password 1", "new": "short"}, sess...), h, 400, "")
+	b.refused(t, "a token has no password", b.do(t, "POST", "/api/auth/password", map[string]string{"current": "x", "new": "second password 2"}), h, 400, "")
+	a = b.do(t, "POST", "/api/auth/password", map[string]string{"current": "first password 1", "new": "second password 2"}, sess...)
+	if a.status != 200 || !strings.Contains(a.header.Get("Set-Cookie"), SessionCookie) {
+		t.Fatalf("change: %d %s", a.status, a.body)
+	}
+	if a := b.do(t, "GET", "/api/auth/me", nil, "Authorization", "", "Cookie", old); a.status != 401 {
+		t.Fatalf("old session after a password change: %d", a.status)
+	}
+	if a := b.do(t, "POST", "/api/auth/login", map[string]string{"name": "pia", "password": "second password 2"}, "Authorization", ""); a.status != 200 {
+		t.Fatalf("login with the new password: %d", a.status)
+	}
+}

@@ -131,6 +131,41 @@ func hostOnly(h string) string {
 	return h
 }
 
+type passwordBody struct {
+	Current string `json:"current"`
+	New     string `json:"new"`
+}
+
+// changePassword lets a signed-in local account replace its password
+// (e.g. the printed initial one). Every session of the account ends; the
+// caller gets a fresh one.
+func (s *Server) changePassword(c echo.Context) error {
+	var b passwordBody
+	if err := decodeBody(c, &b, false); err != nil {
+		return err
+	}
+	sub, _ := subjectOf(c)
+	id, isUser := strings.CutPrefix(sub.ID, "user:")
+	if !isUser {
+		return errf(CodeInvalid, "only accounts have passwords (this is an API token)")
+	}
+	err := s.d.Auth.ChangePassword(c.Request().Context(), id, b.Current, b.New, c.RealIP())
+	var le *auth.LimitedError
+	switch {
+	case errors.As(err, &le):
+		return &Error{Code: CodeTooMany, Message: "too many failed attempts; wait and try again", RetryAfter: auth.RetryAfter(le.RetryAfter)}
+	case errors.Is(err, auth.ErrBadCredentials):
+		return invalidField("current", "the current password is wrong")
+	case errors.Is(err, auth.ErrNotFound):
+		return errf(CodeInvalid, "this account signs in through its identity provider")
+	case err != nil:
+		return authError(err)
+	}
+	s.caughtUp(c)
+	csrf := s.setSession(c, id)
+	return c.JSON(http.StatusOK, subjectAnswer{Subject: sub, CSRF: csrf})
+}
+
 // ---- OIDC ----
 
 func (s *Server) oidcLogin(c echo.Context) error {

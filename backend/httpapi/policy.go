@@ -29,6 +29,7 @@ func (s *Server) routes() []route {
 		{"POST", "/api/auth/login", auth.PermPublic, s.login},
 		{"POST", "/api/auth/logout", auth.PermPublic, s.logout},
 		{"GET", "/api/auth/me", auth.PermPublic, s.me},
+		{"POST", "/api/auth/password", auth.PermRead, s.changePassword},
 
 		{"GET", "/api/slots", auth.PermRead, s.listSlots},
 		{"POST", "/api/slots", auth.PermRegister, s.register},

@@ -34,6 +34,16 @@ export function serveHelp() {
   return helpText;
 }
 
+let adminCommand;
+/** hasAdminCommand reports whether the binary has `slotkeeper admin` (sign-in exists). */
+export function hasAdminCommand() {
+  if (adminCommand === undefined) {
+    const r = spawnSync(BIN, ["help"], { encoding: "utf8", timeout: 10_000 });
+    adminCommand = /^\s+admin\b/m.test(r.stdout ?? "");
+  }
+  return adminCommand;
+}
+
 /** supports reports whether `serve` has a flag. */
 export function supports(flag) {
   return new RegExp(`(^|\\s)-{1,2}${flag}\\b`, "m").test(serveHelp());
@@ -53,6 +63,36 @@ export class Server {
     this.proc = undefined;
     this.port = opts.port;
     this.log = [];
+    // token is an admin API token created on the data dir before the first
+    // start (opts.token === false: none), sent by api().
+    this.wantToken = opts.token !== false;
+    this.token = undefined;
+  }
+
+  /**
+   * admin runs `slotkeeper admin <args>` on this server's data dir (the
+   * server must be stopped: the embedded store admits one process) and
+   * returns its stdout.
+   */
+  admin(...args) {
+    if (this.proc) throw new Error("slotkeeper admin needs the server stopped");
+    const r = spawnSync(BIN, ["admin", ...args, "--data", this.dataDir], { cwd: ROOT, encoding: "utf8", timeout: 30_000 });
+    if (r.status !== 0) throw new Error(`slotkeeper admin ${args.join(" ")} → ${r.status}: ${r.stderr}`);
+    return r.stdout;
+  }
+
+  /** createToken makes an API token (printed once by the CLI) and returns it. */
+  createToken(name, role = "admin", expires = "720h") {
+    const m = /^token: (\S+)$/m.exec(this.admin("create-token", name, "--role", role, "--expires", expires));
+    if (!m) throw new Error("slotkeeper admin create-token printed no token");
+    return m[1];
+  }
+
+  /** createUser makes a local account and returns { name, password }. */
+  createUser(name, role = "admin") {
+    const m = /^password: (\S+)$/m.exec(this.admin("create-user", name, "--role", role));
+    if (!m) throw new Error("slotkeeper admin create-user printed no password");
+    return { name, password: m[1] };
   }
 
   get url() {
@@ -62,6 +102,9 @@ export class Server {
   async start() {
     if (!existsSync(BIN)) throw new Error(`${BIN} not found: run \`make build\` first`);
     this.port ??= await freePort();
+    if (this.wantToken && this.token === undefined && hasAdminCommand()) {
+      this.token = this.createToken("e2e-admin", "admin");
+    }
     const args = ["serve", "--data", this.dataDir, "--addr", `127.0.0.1:${this.port}`];
     this.skippedFlags = [];
     for (const [k, v] of Object.entries(this.flags)) {
@@ -131,11 +174,18 @@ export class Server {
     if (this.ownsData) rmSync(this.dataDir, { recursive: true, force: true });
   }
 
-  /** api calls the REST API as `actor` and returns the parsed JSON (throws on non-2xx). */
+  /**
+   * api calls the REST API with the admin token (the actor is the token's
+   * name, "e2e-admin"; `actor` is only sent to servers without sign-in) and
+   * returns the parsed JSON (throws on non-2xx).
+   */
   async api(method, path, body, actor = "e2e") {
+    const headers = { "Content-Type": "application/json" };
+    if (this.token) headers.Authorization = `Bearer ${this.token}`;
+    else headers["X-Slotkeeper-Actor"] = actor;
     const r = await fetch(this.url + path, {
       method,
-      headers: { "Content-Type": "application/json", "X-Slotkeeper-Actor": actor },
+      headers,
       body: body === undefined ? undefined : JSON.stringify(body),
       signal: AbortSignal.timeout(15_000),
     });

@@ -25,6 +25,7 @@ type AuthConfig struct {
 	OIDCRolesClaim  string
 	OIDCRoleMap     string // "group=role,…"
 	OIDCDefaultRole string
+	OIDCScopes      string
 
 	proxies []*net.IPNet
 	roleMap map[string]auth.Role
@@ -44,6 +45,7 @@ func authFlags(fs *flag.FlagSet, c *AuthConfig) {
 	fs.StringVar(&c.OIDCRolesClaim, "oidc-roles-claim", "groups", "ID token claim listing the user's groups or roles")
 	fs.StringVar(&c.OIDCRoleMap, "oidc-role-map", "", "group=role,… (the highest mapped role wins; unmapped users are refused unless --oidc-default-role)")
 	fs.StringVar(&c.OIDCDefaultRole, "oidc-default-role", "", "role of OIDC users no group maps (empty: refused)")
+	fs.StringVar(&c.OIDCScopes, "oidc-scopes", "profile,email", "scopes requested besides openid (add groups if the provider needs it for the roles claim)")
 }
 
 // validate checks the auth settings and fills the parsed forms.
@@ -124,4 +126,33 @@ func loopbackOnly(addr string) bool {
 	}
 	ip := net.ParseIP(strings.Trim(h, "[]"))
 	return ip != nil && ip.IsLoopback()
+}
+
+// oidc builds the OIDC flow the settings describe (nil without an issuer).
+func (c *AuthConfig) oidc(baseURL string, dir *auth.Directory) (*auth.OIDC, error) {
+	if c.OIDCIssuer == "" {
+		return nil, nil
+	}
+	secret := ""
+	if c.OIDCSecretFile != "" {
+		b, err := os.ReadFile(c.OIDCSecretFile)
+		if err != nil {
+			return nil, cfgErr("oidc-client-secret-file", "%v", err)
+		}
+		secret = strings.TrimSpace(string(b))
+	}
+	var scopes []string
+	for _, s := range strings.Split(c.OIDCScopes, ",") {
+		if s = strings.TrimSpace(s); s != "" && s != "openid" {
+			scopes = append(scopes, s)
+		}
+	}
+	def, _ := auth.ParseRole(c.OIDCDefaultRole)
+	base := strings.TrimRight(baseURL, "/")
+	return auth.NewOIDC(auth.OIDCConfig{
+		Issuer: c.OIDCIssuer, ClientID: c.OIDCClientID, ClientSecret: secret,
+		RedirectURL: base + "/api/auth/oidc/callback", Scopes: scopes,
+		RolesClaim: c.OIDCRolesClaim, RoleMap: c.roleMap, DefaultRole: def,
+		SecureCookie: strings.HasPrefix(base, "https://"),
+	}, dir), nil
 }

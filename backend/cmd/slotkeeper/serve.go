@@ -376,6 +376,11 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 	if w.sim != nil {
 		deps.Sim = w.sim.ControlHandler()
 	}
+	if o, err := c.Auth.oidc(base, as.svc.Dir); err != nil {
+		return err
+	} else if o != nil {
+		deps.OIDC = o
+	}
 	api, err := httpapi.New(deps)
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -57,6 +58,9 @@ func openAuth(ctx context.Context, c Config, store events.Store, demo bool, stdo
 		}
 	}
 	u, pw, err := dir.CreateUser(ctx, auth.SystemSubject("bootstrap"), "admin", auth.RoleAdmin, "")
+	if errors.Is(err, auth.ErrExists) {
+		return side, nil // another process sharing the log created it first
+	}
 	if err != nil {
 		return authSide{}, fmt.Errorf("create the first admin: %w", err)
 	}

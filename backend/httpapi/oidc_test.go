@@ -1,0 +1,94 @@
+package httpapi
+
+import (
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"strings"
+	"testing"
+
+	"github.com/oauth2-proxy/mockoidc"
+	"go.uber.org/goleak"
+
+	"github.com/slotkeeper/slotkeeper/backend/auth"
+	"github.com/slotkeeper/slotkeeper/events/memstore"
+)
+
+// TestOIDCSignIn runs the authorization code flow with PKCE against a real
+// OIDC provider (mockoidc) on loopback: login redirects to the provider,
+// its redirect back creates the account with the role its groups map to and
+// starts a session; a user whose groups map to nothing is refused and
+// nothing is appended; logout ends the session.
+func TestOIDCSignIn(t *testing.T) {
+	m, err := mockoidc.Run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &bundle{store: memstore.New()}
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	t.Cleanup(func() { _ = m.Shutdown() })
+	cfg := m.Config()
+	b.deps = func(d *Deps) {
+		d.OIDC = auth.NewOIDC(auth.OIDCConfig{
+			Issuer: cfg.Issuer, ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret,
+			Scopes:  []string{"profile", "email", "groups"},
+			RoleMap: map[string]auth.Role{"engineering": auth.RoleMember, "sre": auth.RoleOperator},
+		}, d.Auth.Dir)
+	}
+	b.start(t, HubOptions{})
+
+	jar, _ := cookiejar.New(nil)
+	client := &http.Client{Jar: jar, Transport: b.tr}
+	get := func(path string) (*http.Response, string) {
+		t.Helper()
+		resp, err := client.Get(b.srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(resp.Body)
+		return resp, string(data)
+	}
+
+	m.QueueUser(&mockoidc.MockUser{Subject: "sub-sam", PreferredUsername: "sam", Email: "sam@corp.internal", Groups: []string{"engineering", "sre"}})
+	resp, _ := get("/api/auth/oidc/login")
+	if resp.StatusCode != 200 || resp.Request.URL.Path != "/" {
+		t.Fatalf("flow ended at %s with %d", resp.Request.URL, resp.StatusCode)
+	}
+	resp, body := get("/api/auth/me")
+	if resp.StatusCode != 200 || !strings.Contains(body, `"name":"sam"`) || !strings.Contains(body, `"role":"operator"`) || !strings.Contains(body, `"oidc"`) {
+		t.Fatalf("me after OIDC sign-in: %d %s", resp.StatusCode, body)
+	}
+	u, ok := b.auth.Dir.UserByName("sam")
+	if !ok || u.Source != "oidc" {
+		t.Fatalf("account: %+v %v", u, ok)
+	}
+
+	// A second sign-in with fewer groups lowers the role.
+	m.QueueUser(&mockoidc.MockUser{Subject: "sub-sam", PreferredUsername: "sam", Groups: []string{"engineering"}})
+	get("/api/auth/oidc/login")
+	if _, body := get("/api/auth/me"); !strings.Contains(body, `"role":"member"`) {
+		t.Fatalf("role after regrouping: %s", body)
+	}
+
+	// No mapped group: refused, nothing appended, no session.
+	jar2, _ := cookiejar.New(nil)
+	client.Jar = jar2
+	h := b.head(t)
+	m.QueueUser(&mockoidc.MockUser{Subject: "sub-eve", PreferredUsername: "eve", Groups: []string{"marketing"}})
+	resp, body = get("/api/auth/oidc/login")
+	if resp.StatusCode != 401 || strings.Contains(body, "sub-eve") {
+		t.Fatalf("unmapped user: %d %s", resp.StatusCode, body)
+	}
+	if after := b.head(t); after != h {
+		t.Fatalf("a refused OIDC sign-in appended: %d → %d", h, after)
+	}
+	if resp, _ := get("/api/auth/me"); resp.StatusCode != 401 {
+		t.Fatalf("me after a refused sign-in: %d", resp.StatusCode)
+	}
+
+	// A forged callback (no flow cookie, made-up state) is refused.
+	if resp, _ := get("/api/auth/oidc/callback?code=x&state=y"); resp.StatusCode != 401 {
+		t.Fatalf("forged callback: %d", resp.StatusCode)
+	}
+}
