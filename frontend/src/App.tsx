@@ -13,6 +13,7 @@ import { RemainingPage } from "./pages/RemainingPage";
 import { ResetLookup } from "./pages/ResetLookup";
 import { SlotPage } from "./pages/SlotPage";
 import { WaitView } from "./pages/WaitView";
+import { WaitlistPage } from "./waitlist/WaitlistPage";
 
 function Header() {
   const t = useT();
@@ -31,6 +32,7 @@ function Header() {
         <Link href="/">{t("nav.board")}</Link>
         <Link href="/audit">{t("nav.audit")}</Link>
         <Link href="/remaining">{t("nav.remaining")}</Link>
+        <Link href="/waitlist">{t("nav.waitlist")}</Link>
       </nav>
       <LiveIndicator />
       <label className="actor">
@@ -116,6 +118,9 @@ export function App() {
           </Route>
           <Route path="/remaining">
             <RemainingPage />
+          </Route>
+          <Route path="/waitlist">
+            <WaitlistPage />
           </Route>
           <Route>
             <Board />
