@@ -675,3 +675,14 @@ func TestDeadlineWarnings(t *testing.T) {
 		t.Fatalf("a second process warned again: %+v", w)
 	}
 }
+
+// The webhook message is Slack-compatible and links to the dashboard's
+// extend button.
+func TestWarningMessage(t *testing.T) {
+	t.Parallel()
+	h := &waitlist.Webhook{BaseURL: "http://localhost:8080", ExtendBy: time.Hour}
+	m := h.Message(events.DeadlineWarning{Slot: "alpha", Occupant: "bob", Deadline: t0, LeadSeconds: 600})
+	if !strings.Contains(m.Text, "alpha resets in 10m0s") || !strings.Contains(m.Text, "http://localhost:8080/?extend=alpha#/waitlist") || len(m.Blocks) != 2 {
+		t.Fatalf("message = %+v", m)
+	}
+}

@@ -21,7 +21,7 @@ import (
 // moving it there later only changes who calls Send.
 type Webhook struct {
 	URL     string
-	BaseURL string // links: <BaseURL>/waitlist?extend=<slot>
+	BaseURL string // links: <BaseURL>/?extend=<slot>#/waitlist (the dashboard; wouter keeps a hash route's query in location.search)
 	// ExtendBy is what the link's extend adds (shown in the message).
 	ExtendBy time.Duration
 	HTTP     *http.Client
@@ -38,7 +38,7 @@ type WarningMessage struct {
 
 // Message builds the warning's text and blocks.
 func (h *Webhook) Message(w events.DeadlineWarning) WarningMessage {
-	link := h.BaseURL + "/waitlist?extend=" + url.QueryEscape(w.Slot)
+	link := h.BaseURL + "/?extend=" + url.QueryEscape(w.Slot) + "#/waitlist"
 	lead := (time.Duration(w.LeadSeconds) * time.Second).String()
 	text := fmt.Sprintf("%s: slot %s resets in %s (deadline %s) — its database will be deleted. Extend by %s: %s",
 		w.Occupant, w.Slot, lead, w.Deadline.UTC().Format(time.RFC3339), h.ExtendBy, link)

@@ -13,6 +13,7 @@ import { RemainingPage } from "./pages/RemainingPage";
 import { ResetLookup } from "./pages/ResetLookup";
 import { SlotPage } from "./pages/SlotPage";
 import { WaitView } from "./pages/WaitView";
+import { DeadlineBanner } from "./waitlist/DeadlineBanner";
 import { WaitlistPage } from "./waitlist/WaitlistPage";
 
 function Header() {
@@ -103,6 +104,7 @@ export function App() {
       <FocusOnNavigate />
       <Header />
       <ConnectionBanner />
+      <DeadlineBanner />
       <Announcer />
       <main id="main" tabIndex={-1}>
         <Switch>

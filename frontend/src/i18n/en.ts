@@ -213,6 +213,7 @@ export const en = {
   "waitlist.joined_at": "Joined",
   "waitlist.offered": "offered {slot}",
   "waitlist.how": "Only a reset that succeeded offers a slot; an offer is held for {ttl}, then passes to the next person. Estimates: current deadlines plus the median measured reset time.",
+  "waitlist.extend_here": "Extend…",
 } as const;
 
 /** Key is every catalogue key. */

@@ -215,4 +215,5 @@ export const ko: Record<Key, string> = {
   "waitlist.joined_at": "들어온 시각",
   "waitlist.offered": "{slot} 제안됨",
   "waitlist.how": "초기화에 성공한 슬롯만 제안됩니다. 제안은 {ttl} 동안 유지되고 그 후 다음 사람에게 넘어갑니다. 예상 시간: 현재 마감 시각 + 측정된 초기화 시간의 중앙값.",
+  "waitlist.extend_here": "연장하기…",
 };

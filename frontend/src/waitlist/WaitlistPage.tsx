@@ -168,12 +168,10 @@ function JoinForm({ reload, anyVacant }: { reload: () => void; anyVacant: boolea
   );
 }
 
-/** extendParam reads ?extend=<slot> from the hash route (the webhook's link). */
+/** extendParam reads ?extend=<slot> (the webhook's link: /?extend=<slot>#/waitlist). */
 function extendParam(): string | undefined {
-  const h = typeof window === "undefined" ? "" : window.location.hash;
-  const q = h.indexOf("?");
-  if (q < 0) return undefined;
-  return new URLSearchParams(h.slice(q + 1)).get("extend") ?? undefined;
+  if (typeof window === "undefined") return undefined;
+  return new URLSearchParams(window.location.search).get("extend") ?? undefined;
 }
 
 export function WaitlistPage() {

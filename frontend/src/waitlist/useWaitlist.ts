@@ -15,10 +15,11 @@ export function useLastWaitlistPosition(): number {
   });
 }
 
-export function useWaitlist(): Load<WaitlistAnswer> {
+/** useWaitlist loads the queue; source is the health id (one per caller). */
+export function useWaitlist(source = "waitlist"): Load<WaitlistAnswer> {
   const after = useLastWaitlistPosition();
   const epoch = useLive((s) => s.epoch);
-  return useLoad("waitlist", `${after}:${epoch}`, (signal) => waitlistApi.list(after, signal));
+  return useLoad(source, `${after}:${epoch}`, (signal) => waitlistApi.list(after, signal));
 }
 
 /** useMe is the signed-in subject (undefined until known or when signed out). */
