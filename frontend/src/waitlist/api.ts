@@ -72,6 +72,8 @@ async function call<T>(method: string, path: string, body?: unknown, signal?: Ab
   const onAbort = (): void => ctl.abort();
   signal?.addEventListener("abort", onAbort);
   const headers: Record<string, string> = { Accept: "application/json" };
+  // Every state change is JSON (the server answers 415 without the type).
+  if (method !== "GET") body ??= {};
   if (body !== undefined) headers["Content-Type"] = "application/json";
   if (method !== "GET") {
     const m = await whoAmI();
