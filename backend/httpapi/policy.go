@@ -56,6 +56,7 @@ func (s *Server) routes() []route {
 		{"POST", "/api/waitlist/:id/accept", auth.PermWaitlist, s.acceptOffer},
 		{"POST", "/api/waitlist/:id/decline", auth.PermWaitlist, s.declineOffer},
 		{"POST", "/api/waitlist/:id/reorder", auth.PermWaitlistManage, s.reorderWaitlist},
+		{"GET", "/api/insights", auth.PermRead, s.getInsights},
 
 		{"GET", "/api/admin/users", auth.PermUsers, s.listUsers},
 		{"POST", "/api/admin/users", auth.PermUsers, s.createUser},

@@ -66,6 +66,8 @@ type Deps struct {
 	Backup BackupFunc
 	// Waitlist serves /api/waitlist (nil: 404).
 	Waitlist Waitlist
+	// Insights serves /api/insights (nil: 404).
+	Insights Insights
 
 	// Auth signs people in and resolves tokens; required unless NoAuth.
 	Auth *auth.Service

@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/slotkeeper/slotkeeper/backend/auth"
+	"github.com/slotkeeper/slotkeeper/backend/insights"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/backend/waitlist"
 	"github.com/slotkeeper/slotkeeper/events"
@@ -209,4 +210,25 @@ func (s *Server) reorderWaitlist(c echo.Context) error {
 		return waitlistErr(err)
 	}
 	return s.answerWaitlist(c, pos, http.StatusOK)
+}
+
+// Insights is what the API needs of backend/insights.
+type Insights interface {
+	Series(rng string) (insights.Series, bool)
+}
+
+// getInsights answers GET /api/insights?range=1d|7d|30d (default 7d).
+func (s *Server) getInsights(c echo.Context) error {
+	if s.d.Insights == nil {
+		return errf(CodeNotFound, "insights are not enabled on this server")
+	}
+	rng := c.QueryParam("range")
+	if rng == "" {
+		rng = "7d"
+	}
+	out, ok := s.d.Insights.Series(rng)
+	if !ok {
+		return invalidField("range", "range: 1d, 7d or 30d")
+	}
+	return c.JSON(http.StatusOK, out)
 }

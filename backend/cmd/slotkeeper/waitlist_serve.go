@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/slotkeeper/slotkeeper/backend/insights"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/backend/waitlist"
 	"github.com/slotkeeper/slotkeeper/events"
@@ -93,4 +94,11 @@ func registerWaitlistMetrics(reg *prometheus.Registry, wl *waitlist.Service) {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "slotkeeper_waitlist_handover_median_seconds", Help: "Median time from a reset's success to the offer's acceptance (last 50)."},
 			func() float64 { return wl.Stats().HandOver.Seconds() }),
 	)
+}
+
+// startInsights runs the insights read model (a log consumer in memory).
+func startInsights(store events.Store, goRun func(string, func(context.Context) error)) *insights.Service {
+	in := insights.New(store, nil)
+	goRun("insights", in.Run)
+	return in
 }
