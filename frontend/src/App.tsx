@@ -13,6 +13,7 @@ import { RemainingPage } from "./pages/RemainingPage";
 import { ResetLookup } from "./pages/ResetLookup";
 import { SlotPage } from "./pages/SlotPage";
 import { WaitView } from "./pages/WaitView";
+import { InsightsPage } from "./insights/InsightsPage";
 import { DeadlineBanner } from "./waitlist/DeadlineBanner";
 import { WaitlistPage } from "./waitlist/WaitlistPage";
 
@@ -34,6 +35,7 @@ function Header() {
         <Link href="/audit">{t("nav.audit")}</Link>
         <Link href="/remaining">{t("nav.remaining")}</Link>
         <Link href="/waitlist">{t("nav.waitlist")}</Link>
+        <Link href="/insights">{t("nav.insights")}</Link>
       </nav>
       <LiveIndicator />
       <label className="actor">
@@ -123,6 +125,9 @@ export function App() {
           </Route>
           <Route path="/waitlist">
             <WaitlistPage />
+          </Route>
+          <Route path="/insights">
+            <InsightsPage />
           </Route>
           <Route>
             <Board />
