@@ -188,6 +188,17 @@ func summary(typ string, p events.Payload) string {
 		return "hold released: " + e.Reason
 	case events.DeadlineWarning:
 		return fmt.Sprintf("%s warned: deadline %s in %s", e.Occupant, e.Deadline.Format(time.RFC3339), time.Duration(e.LeadSeconds)*time.Second)
+	// Accounts and tokens (backend/auth): never a hash in a summary.
+	case events.UserCreated:
+		return fmt.Sprintf("account %s created (%s, %s)", e.Name, e.Role, e.Source)
+	case events.UserRoleGranted:
+		return "account " + e.UserID + " granted role " + e.Role
+	case events.PasswordChanged:
+		return "password of account " + e.UserID + " changed"
+	case events.TokenIssued:
+		return fmt.Sprintf("API token %s issued (%s, expires %s)", e.Name, e.Role, e.ExpiresAt.UTC().Format("2006-01-02 15:04 MST"))
+	case events.TokenRevoked:
+		return "API token " + e.TokenID + " revoked"
 	}
 	return typ
 }

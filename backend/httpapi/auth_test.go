@@ -404,8 +404,11 @@ func TestBrowserHardening(t *testing.T) {
 			t.Fatalf("HEAD %s: %d %s", p, a.status, a.header.Get("Content-Type"))
 		}
 	}
-	if a := b.do(t, "GET", "/assets/app.js", nil, "Authorization", ""); a.status != 200 {
-		t.Fatalf("asset: %d", a.status)
+	if a := b.do(t, "GET", "/assets/app.js", nil, "Authorization", "", "Accept-Encoding", "gzip"); a.status != 200 || a.header.Get("Content-Encoding") != "gzip" {
+		t.Fatalf("asset: %d, Content-Encoding %q", a.status, a.header.Get("Content-Encoding"))
+	}
+	if a := b.do(t, "GET", "/api/slots", nil, "Accept-Encoding", "gzip"); a.header.Get("Content-Encoding") != "" {
+		t.Fatal("the API is gzipped")
 	}
 	if a := b.do(t, "GET", "/assets/missing-1234.js", nil, "Authorization", ""); a.status != 404 {
 		t.Fatalf("missing asset: %d %s", a.status, a.body)

@@ -157,6 +157,12 @@ func New(d Deps) (*Server, error) {
 	e.Use(s.guard)
 	e.Use(s.authenticate)
 	e.Use(s.authorize)
+	// gzip for the dashboard's files only: never on the API (the stream
+	// must not be buffered, and JSON answers are small).
+	e.Use(middleware.GzipWithConfig(middleware.GzipConfig{Skipper: func(c echo.Context) bool {
+		p := c.Request().URL.Path
+		return strings.HasPrefix(p, "/api/") || p == "/metrics" || p == "/healthz" || p == "/readyz"
+	}}))
 	s.registerRoutes()
 	return s, nil
 }

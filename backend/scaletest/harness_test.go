@@ -30,6 +30,25 @@ import (
 // binary is the slotkeeper executable, built by setup when a test needs it.
 var binary string
 
+// token is an admin API token on the current world's log, made with
+// `slotkeeper admin create-token` before the servers start.
+var token string
+
+// adminToken creates an admin API token on the KurrentDB log conn.
+func adminToken(t testing.TB, conn string) string {
+	t.Helper()
+	out, err := exec.Command(binary, "admin", "create-token", "scaletest", "--role", "admin", "--events", conn).Output()
+	if err != nil {
+		t.Fatalf("slotkeeper admin create-token: %v", err)
+	}
+	_, tok, ok := strings.Cut(string(out), "token: ")
+	if !ok {
+		t.Fatalf("admin create-token printed no token: %s", out)
+	}
+	tok, _, _ = strings.Cut(tok, "\n")
+	return tok
+}
+
 func buildBinary() (string, func(), error) {
 	dir, err := os.MkdirTemp("", "slotkeeper-scaletest-")
 	if err != nil {
@@ -148,7 +167,7 @@ func call(ctx context.Context, method, url string, body, out any) error {
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Slotkeeper-Actor", "scaletest")
+	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return err
@@ -260,6 +279,7 @@ func followSSE(t testing.TB, ctx context.Context, base string) *sseClient {
 	if err != nil {
 		t.Fatal(err)
 	}
+	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -74,6 +74,7 @@ func setup(t testing.TB, ctx context.Context, n int) *world {
 		t.Fatal(err)
 	}
 	t.Cleanup(w.fake.Close)
+	token = adminToken(t, w.fake.ConnString())
 	if w.sim, err = sim.Start(ctx, sim.Options{DeleteDelay: 10 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +88,7 @@ func setup(t testing.TB, ctx context.Context, n int) *world {
 		"--sim", "off",
 		"--coolify-url", w.sim.CoolifyURL(), "--coolify-token", w.sim.CoolifyToken(),
 		"--bitbucket-url", w.sim.BitbucketURL(), "--bitbucket-token", w.sim.BitbucketToken(),
-		"--demo=false", "--deadline-reset=false",
+		"--demo=false", "--deadline-reset=false", "--commands-per-second", "0",
 		"--workers", "4", "--lease", "1s", "--grace", "0s",
 		"--step-timeout", "10s", "--job-timeout", "30s", "--shutdown-timeout", "5s",
 	}
@@ -129,7 +130,7 @@ func (w *world) reset(ctx context.Context, occ, rel *proc, name string) (string,
 		return "", err
 	}
 	var res slots.JobAcceptedResult
-	if err := call(ctx, "POST", rel.url+"/api/slots/"+name+"/release", nil, &res); err != nil {
+	if err := call(ctx, "POST", rel.url+"/api/slots/"+name+"/release", map[string]string{"reason": "scaletest"}, &res); err != nil {
 		return "", err
 	}
 	return res.JobID, nil
