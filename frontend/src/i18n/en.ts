@@ -232,6 +232,7 @@ export const en = {
   "insights.count": "Runs",
   "insights.median": "Median",
   "insights.how": "Each point is the state at the end of a {bucket} bucket, from the event log.",
+  "waitlist.estimate_col": "Estimated wait",
 } as const;
 
 /** Key is every catalogue key. */

@@ -234,4 +234,5 @@ export const ko: Record<Key, string> = {
   "insights.count": "횟수",
   "insights.median": "중앙값",
   "insights.how": "각 점은 이벤트 로그에 따른 {bucket} 구간 끝의 상태입니다.",
+  "waitlist.estimate_col": "예상 대기",
 };

@@ -111,9 +111,11 @@ function MyEntry({ entry, reload }: { entry: WaitlistEntry; reload: () => void }
           </small>
         </p>
       )}
-      <button disabled={cmd.pending} onClick={() => act(() => waitlistApi.leave(entry.id), t("waitlist.left"))} data-testid="leave">
-        {t("waitlist.leave")}
-      </button>
+      <p>
+        <button disabled={cmd.pending} onClick={() => act(() => waitlistApi.leave(entry.id), t("waitlist.left"))} data-testid="leave">
+          {t("waitlist.leave")}
+        </button>
+      </p>
       <CommandError error={cmd.error} />
     </section>
   );
@@ -204,7 +206,7 @@ export function WaitlistPage() {
                     <th scope="col">#</th>
                     <th scope="col">{t("waitlist.who")}</th>
                     <th scope="col">{t("waitlist.duration")}</th>
-                    <th scope="col">{t("waitlist.estimate")}</th>
+                    <th scope="col">{t("waitlist.estimate_col")}</th>
                     <th scope="col">{t("waitlist.joined_at")}</th>
                   </tr>
                 </thead>
