@@ -5,6 +5,7 @@ import { resetHealth } from "../live/health";
 import { resetLiveStore } from "../live/store";
 import { stopTicker } from "../live/ticker";
 import { jsonResponse } from "../test/fakes";
+import { forgetMe } from "../waitlist/api";
 import { InsightsPage, type Series } from "./InsightsPage";
 
 const series = (range: string): Series => ({
@@ -28,7 +29,12 @@ let fetchMock: ReturnType<typeof vi.fn>;
 
 beforeEach(() => {
   setLang("en");
-  fetchMock = vi.fn(async (url: string) => jsonResponse(series(new URL(url, "http://x").searchParams.get("range") ?? "")));
+  forgetMe();
+  fetchMock = vi.fn(async (url: string) =>
+    url === "/api/auth/me"
+      ? jsonResponse({ subject: { id: "user:v", name: "v", role: "viewer" }, csrf: "c" })
+      : jsonResponse(series(new URL(url, "http://x").searchParams.get("range") ?? "")),
+  );
   vi.stubGlobal("fetch", fetchMock);
 });
 
@@ -44,7 +50,8 @@ describe("insights page", () => {
   it("draws the slot states, the waitlist and the step durations, and switches range", async () => {
     render(<InsightsPage />);
     await act(async () => {});
-    expect(fetchMock.mock.calls[0][0]).toBe("/api/insights?range=7d");
+    const insightCalls = () => fetchMock.mock.calls.map((c) => c[0] as string).filter((u) => u.startsWith("/api/insights"));
+    expect(insightCalls()).toEqual(["/api/insights?range=7d"]);
     const layers = screen.getByTestId("chart-slots").querySelectorAll("path");
     expect([...layers].map((p) => p.getAttribute("data-layer"))).toEqual(["occupied", "resetting", "vacant"]);
     expect(screen.getByTestId("chart-waitlist").querySelectorAll("circle").length).toBe(1);
@@ -54,6 +61,6 @@ describe("insights page", () => {
     expect(rows[1].textContent).toMatch(/whole job.*4.*1m 0s.*1m 30s/);
     fireEvent.click(screen.getByTestId("range-30d"));
     await act(async () => {});
-    expect(fetchMock.mock.calls.at(-1)?.[0]).toBe("/api/insights?range=30d");
+    expect(insightCalls().at(-1)).toBe("/api/insights?range=30d");
   });
 });

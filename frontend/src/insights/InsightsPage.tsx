@@ -8,6 +8,7 @@ import { useT, type T } from "../i18n";
 import { useLive } from "../live/store";
 import { useLoad } from "../live/useLoad";
 import { ApiError, REQUEST_TIMEOUT_MS } from "../api/client";
+import { whoAmI } from "../waitlist/api";
 
 export interface Bucket {
   t: string;
@@ -44,6 +45,7 @@ async function fetchSeries(range: string, signal: AbortSignal): Promise<Series> 
   const onAbort = () => ctl.abort();
   signal.addEventListener("abort", onAbort);
   try {
+    await whoAmI(); // signs a loopback demo browser in before the first read
     const res = await fetch(`/api/insights?range=${encodeURIComponent(range)}`, { headers: { Accept: "application/json" }, signal: ctl.signal });
     const body: unknown = await res.json().catch(() => undefined);
     if (!res.ok) {

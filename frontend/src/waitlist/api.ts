@@ -75,9 +75,11 @@ async function call<T>(method: string, path: string, body?: unknown, signal?: Ab
   // Every state change is JSON (the server answers 415 without the type).
   if (method !== "GET") body ??= {};
   if (body !== undefined) headers["Content-Type"] = "application/json";
-  if (method !== "GET") {
+  // Ask who we are first, for every call but that one: it is what signs a
+  // loopback browser in (the demo), and state changes need its CSRF token.
+  if (path !== "/api/auth/me") {
     const m = await whoAmI();
-    if (m?.csrf) headers["X-CSRF-Token"] = m.csrf;
+    if (method !== "GET" && m?.csrf) headers["X-CSRF-Token"] = m.csrf;
   }
   try {
     let res: Response;
