@@ -8,6 +8,7 @@ import { useT, type T } from "../i18n";
 import { useLive } from "../live/store";
 import { useLoad } from "../live/useLoad";
 import { ApiError, REQUEST_TIMEOUT_MS } from "../api/client";
+import { STEP_NAMES } from "../api/types";
 import { whoAmI } from "../waitlist/api";
 
 export interface Bucket {
@@ -155,6 +156,18 @@ export function WaitChart({ s }: { s: Series }) {
   );
 }
 
+/** secs renders a duration; below a second in milliseconds (steps are often that fast). */
+function secs(s: number, t: T): string {
+  return s < 1 ? `${Math.round(s * 1000)} ms` : formatDuration(s * 1000, t);
+}
+
+/** order puts a kind's steps in the order jobs run them, the whole job last. */
+function order(a: StepStat, b: StepStat): number {
+  if (a.kind !== b.kind) return a.kind < b.kind ? -1 : 1;
+  const rank = (x: string) => (x === "job" ? 1000 : (STEP_NAMES as readonly string[]).indexOf(x));
+  return rank(a.step) - rank(b.step);
+}
+
 function stepName(t: T, s: string): string {
   return s === "job" ? t("insights.whole_job") : t.dyn("step", s);
 }
@@ -178,13 +191,13 @@ export function StepsTable({ s }: { s: Series }) {
           </tr>
         </thead>
         <tbody>
-          {s.steps.map((x) => (
+          {[...s.steps].sort(order).map((x) => (
             <tr key={x.kind + x.step}>
               <td>{t.dyn("kind", x.kind)}</td>
               <td>{stepName(t, x.step)}</td>
               <td>{x.count}</td>
-              <td>{formatDuration(x.median_s * 1000, t)}</td>
-              <td>{formatDuration(x.p90_s * 1000, t)}</td>
+              <td>{secs(x.median_s, t)}</td>
+              <td>{secs(x.p90_s, t)}</td>
               <td aria-hidden="true">
                 <svg width={120} height={10}>
                   <rect width={(120 * x.p90_s) / max} height={10} className="ins-p90" />
