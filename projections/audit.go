@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/slotkeeper/slotkeeper/events"
 )
@@ -35,9 +36,26 @@ func AuditOf(ev events.RecordedEvent, p events.Payload, slot string) AuditEntry 
 	return a
 }
 
+func reasonSuffix(r string) string {
+	if r == "" {
+		return ""
+	}
+	return ": " + r
+}
+
 // PayloadSlot is the slot a payload names, "" if none.
 func PayloadSlot(p events.Payload) string {
 	switch e := p.(type) {
+	case events.OfferMade:
+		return e.Slot
+	case events.OfferAccepted:
+		return e.Slot
+	case events.OfferDeclined:
+		return e.Slot
+	case events.OfferExpired:
+		return e.Slot
+	case events.OfferWithdrawn:
+		return e.Slot
 	case events.SlotRegistered:
 		return e.Slot
 	case events.SlotOccupied:
@@ -172,6 +190,28 @@ func summary(typ string, p events.Payload) string {
 			return fmt.Sprintf("webhook failed for good on attempt %d: %s", e.Attempt, e.Error)
 		}
 		return fmt.Sprintf("webhook attempt %d failed: %s", e.Attempt, e.Error)
+	case events.WaitlistJoined:
+		return fmt.Sprintf("%s joined the waitlist for %s", e.Who, time.Duration(e.DurationSeconds)*time.Second)
+	case events.WaitlistLeft:
+		return "left the waitlist" + reasonSuffix(e.Reason)
+	case events.WaitlistReordered:
+		return fmt.Sprintf("waitlist entry moved to %d by %s: %s", e.Position+1, e.By, e.Reason)
+	case events.OfferMade:
+		return fmt.Sprintf("%s offered to %s until %s", e.Slot, e.Who, e.ExpiresAt.Format(time.RFC3339))
+	case events.OfferAccepted:
+		return "offer of " + e.Slot + " accepted"
+	case events.OfferDeclined:
+		return "offer of " + e.Slot + " declined"
+	case events.OfferExpired:
+		return "offer of " + e.Slot + " expired"
+	case events.OfferWithdrawn:
+		return "offer of " + e.Slot + " withdrawn: " + e.Reason
+	case events.SlotHeld:
+		return fmt.Sprintf("held for %s until %s", e.For, e.Until.Format(time.RFC3339))
+	case events.SlotHoldReleased:
+		return "hold released: " + e.Reason
+	case events.DeadlineWarning:
+		return fmt.Sprintf("%s warned: deadline %s in %s", e.Occupant, e.Deadline.Format(time.RFC3339), time.Duration(e.LeadSeconds)*time.Second)
 	// Accounts and tokens (backend/auth): never a hash in a summary.
 	case events.UserCreated:
 		return fmt.Sprintf("account %s created (%s, %s)", e.Name, e.Role, e.Source)

@@ -78,6 +78,8 @@ const (
 	PermOccupy  Permission = "slot.occupy"
 	PermExtend  Permission = "slot.extend"
 	PermRelease Permission = "slot.release"
+	// PermWaitlist: join and leave the waitlist, accept or decline one's offer
+	PermWaitlist Permission = "waitlist.join"
 	// operator
 	PermOccupyForOthers Permission = "slot.occupy_for_others"
 	PermExtendAny       Permission = "slot.extend_any"
@@ -93,6 +95,9 @@ const (
 	PermSimControl Permission = "sim.control"
 	PermMetrics    Permission = "metrics"
 	PermBackup     Permission = "admin.backup"
+	// PermWaitlistManage: reorder the waitlist (with a reason), remove
+	// anyone's entry
+	PermWaitlistManage Permission = "waitlist.manage"
 )
 
 // minRole is the lowest role holding each permission.
@@ -101,6 +106,7 @@ var minRole = map[Permission]Role{
 	PermOccupy:          RoleMember,
 	PermExtend:          RoleMember,
 	PermRelease:         RoleMember,
+	PermWaitlist:        RoleMember,
 	PermOccupyForOthers: RoleOperator,
 	PermExtendAny:       RoleOperator,
 	PermReleaseAny:      RoleOperator,
@@ -114,6 +120,7 @@ var minRole = map[Permission]Role{
 	PermSimControl:      RoleAdmin,
 	PermMetrics:         RoleAdmin,
 	PermBackup:          RoleAdmin,
+	PermWaitlistManage:  RoleAdmin,
 }
 
 // Known reports whether p is a permission of this package.

@@ -52,6 +52,14 @@ func (s *Server) routes() []route {
 		{"GET", "/api/reconcile", auth.PermRead, s.getReconcile},
 		{"POST", "/api/reconcile/run", auth.PermReconcile, s.runReconcile},
 
+		{"GET", "/api/waitlist", auth.PermRead, s.getWaitlist},
+		{"POST", "/api/waitlist", auth.PermWaitlist, s.joinWaitlist},
+		{"DELETE", "/api/waitlist/:id", auth.PermWaitlist, s.leaveWaitlist}, // others' entries: PermWaitlistManage
+		{"POST", "/api/waitlist/:id/accept", auth.PermWaitlist, s.acceptOffer},
+		{"POST", "/api/waitlist/:id/decline", auth.PermWaitlist, s.declineOffer},
+		{"POST", "/api/waitlist/:id/reorder", auth.PermWaitlistManage, s.reorderWaitlist},
+		{"GET", "/api/insights", auth.PermRead, s.getInsights},
+
 		{"GET", "/api/admin/users", auth.PermUsers, s.listUsers},
 		{"POST", "/api/admin/users", auth.PermUsers, s.createUser},
 		{"PUT", "/api/admin/users/:id/role", auth.PermUsers, s.setRole},

@@ -66,6 +66,10 @@ type Deps struct {
 	Reconcile Reconciler
 	// Backup serves GET /api/admin/backup (nil: 404; embedded store only).
 	Backup BackupFunc
+	// Waitlist serves /api/waitlist (nil: 404).
+	Waitlist Waitlist
+	// Insights serves /api/insights (nil: 404).
+	Insights Insights
 
 	// Auth signs people in and resolves tokens; required unless NoAuth.
 	Auth *auth.Service

@@ -233,6 +233,16 @@ func (s *Service) Occupy(ctx context.Context, a Actor, slot string, c OccupyCmd)
 		if st.Retired || st.Incomplete || st.Occupied {
 			return nil, conflict(map[string]any{"state": st.Lifecycle(), "occupant": st.Occupant}, "slot %s is %s", slot, st.Lifecycle())
 		}
+		// Held for someone on the waitlist: only they may occupy it (by id
+		// when the occupant is the actor, else by name).
+		byID := ""
+		if c.By == a.Name {
+			byID = a.ID
+		}
+		if st.HeldAgainst(c.By, byID, s.now()) {
+			return nil, conflict(map[string]any{"state": "held", "held_for": st.Hold.For, "held_until": st.Hold.Until},
+				"slot %s is held for %s until %s (waitlist offer)", slot, st.Hold.For, st.Hold.Until.Format(time.RFC3339))
+		}
 		return []events.EventData{events.New(events.SlotOccupied{Slot: slot, By: c.By, Until: c.Until.UTC()}, s.meta(a))}, nil
 	})
 	return err

@@ -67,6 +67,10 @@ type SlotState struct {
 	// resume that crashed between its two appends.
 	Accepts map[string]int
 
+	// Hold is the waitlist's hold on a vacant slot (events.SlotHeld): only
+	// Hold.For / Hold.ForID may occupy it until Hold.Until. Zero when none.
+	Hold events.SlotHeld
+
 	VacatedBy  map[string]bool // jobs whose SlotVacated is recorded
 	RetiredBy  string
 	PromotedBy map[string]events.RepoRef
@@ -74,6 +78,19 @@ type SlotState struct {
 
 // Locked reports whether a job holds the slot's lock.
 func (s *SlotState) Locked() bool { return s.LockJob != "" }
+
+// HeldAgainst reports whether the waitlist's hold keeps the person (by,
+// with subject id byID) from occupying the slot at now.
+func (s *SlotState) HeldAgainst(by, byID string, now time.Time) bool {
+	h := s.Hold
+	if h.OfferID == "" || !now.Before(h.Until) {
+		return false
+	}
+	if byID != "" && h.ForID != "" {
+		return byID != h.ForID
+	}
+	return by != h.For
+}
 
 // Lifecycle names the slot's state in the words of projections.
 func (s *SlotState) Lifecycle() string {
@@ -115,6 +132,13 @@ func (s *SlotState) Apply(ev events.RecordedEvent) error {
 		}
 	case events.SlotOccupied:
 		s.Occupied, s.Occupant, s.Until = true, e.By, e.Until
+		s.Hold = events.SlotHeld{}
+	case events.SlotHeld:
+		s.Hold = e
+	case events.SlotHoldReleased:
+		if s.Hold.OfferID == e.OfferID {
+			s.Hold = events.SlotHeld{}
+		}
 	case events.OccupancyExtended:
 		s.Until = e.Until
 	case events.JobAccepted:
@@ -129,6 +153,7 @@ func (s *SlotState) Apply(ev events.RecordedEvent) error {
 		}
 	case events.SlotVacated:
 		s.Occupied, s.Occupant, s.Until = false, "", time.Time{}
+		s.Hold = events.SlotHeld{}
 		s.VacatedBy[e.JobID] = true
 	case events.TeardownIncomplete:
 		s.Incomplete = true

@@ -17,6 +17,9 @@ import { ResetLookup } from "./pages/ResetLookup";
 import { SignIn } from "./pages/SignIn";
 import { SlotPage } from "./pages/SlotPage";
 import { WaitView } from "./pages/WaitView";
+import { InsightsPage } from "./insights/InsightsPage";
+import { DeadlineBanner } from "./waitlist/DeadlineBanner";
+import { WaitlistPage } from "./waitlist/WaitlistPage";
 
 function LangSwitch() {
   const t = useT();
@@ -83,6 +86,8 @@ function Header({ subject }: { subject: Subject | undefined }) {
           <Link href="/">{t("nav.board")}</Link>
           <Link href="/audit">{t("nav.audit")}</Link>
           <Link href="/remaining">{t("nav.remaining")}</Link>
+          <Link href="/waitlist">{t("nav.waitlist")}</Link>
+          <Link href="/insights">{t("nav.insights")}</Link>
           {atLeast(subject, "admin") && (
             <Link href="/admin" data-testid="nav-admin">
               {t("nav.admin")}
@@ -147,6 +152,12 @@ function Routes() {
       <Route path="/account">
         <AccountPage />
       </Route>
+      <Route path="/waitlist">
+        <WaitlistPage />
+      </Route>
+      <Route path="/insights">
+        <InsightsPage />
+      </Route>
       <Route>
         <Board />
       </Route>
@@ -189,6 +200,7 @@ export function App() {
       <FocusOnNavigate />
       <Header subject={subject} />
       {subject && <ConnectionBanner />}
+      {subject && <DeadlineBanner />}
       <Announcer />
       <main id="main" tabIndex={-1}>
         <SessionGate auth={auth} />

@@ -78,7 +78,8 @@ type Config struct {
 
 	Backup    BackupConfig
 	Reconcile ReconcileConfig
-	Auth      AuthConfig // auth_config.go
+	Auth      AuthConfig     // auth_config.go
+	Waitlist  WaitlistConfig // waitlist_serve.go
 }
 
 // ConfigError names the setting that is wrong. Start-up stops on it.
@@ -149,6 +150,7 @@ func serveFlags(fs *flag.FlagSet, c *Config) {
 	backupFlags(fs, &c.Backup)
 	reconcileFlags(fs, &c.Reconcile)
 	authFlags(fs, &c.Auth)
+	waitlistFlags(fs, &c.Waitlist)
 }
 
 // parseServe reads flags, then the environment for flags not given, then
@@ -417,6 +419,9 @@ func (c *Config) validate() error {
 		return err
 	}
 	if err := c.Backup.validate(c.Events == ""); err != nil {
+		return err
+	}
+	if err := c.Waitlist.validate(); err != nil {
 		return err
 	}
 	return c.Auth.validate()

@@ -433,14 +433,17 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 		base = "http://" + c.Addr
 	}
 
+	wl := startWaitlist(c, store, svc, base, met.Registry, log, goRun)
+
 	var spa fs.FS
 	if sub, err := fs.Sub(frontend.Dist, "dist"); err == nil {
 		spa = sub
 	}
 	deps := httpapi.Deps{
 		Commands: svc, Reads: rs.reads, Log: store, Waiter: rs.waiter, Hub: hub, Metrics: met, Logger: log, SPA: spa,
-		Reconcile: reconcileAPI{rec}, Backup: onlineBackup(c, store),
-		Auth: as.svc, AutoLogin: as.autoLogin,
+		Reconcile: reconcileAPI{rec}, Backup: onlineBackup(c, store), Waitlist: wl,
+		Insights: startInsights(store, goRun),
+		Auth:     as.svc, AutoLogin: as.autoLogin,
 		Security:          httpapi.Security{BaseURL: base, ListenAddr: c.Addr, TrustedProxies: c.Auth.proxies},
 		CommandsPerSecond: orNone(c.Auth.CommandsPerSec), CommandBurst: int(3*c.Auth.CommandsPerSec) + 1,
 		MaxStreamsPerSubject: int(orNone(float64(c.Auth.StreamsPerSubj))),

@@ -1,0 +1,316 @@
+package waitlist
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"slices"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	"github.com/slotkeeper/slotkeeper/backend/slots"
+	"github.com/slotkeeper/slotkeeper/events"
+)
+
+// ActorWaitlist is the actor of the events the consumer writes.
+const ActorWaitlist = "system:waitlist"
+
+// Occupier is what accepting an offer needs of backend/slots: its Occupy,
+// so every rule of occupying (and the hold) applies.
+type Occupier interface {
+	Occupy(ctx context.Context, a slots.Actor, slot string, c slots.OccupyCmd) error
+}
+
+// Config tunes the Service. Zero values pick the defaults noted.
+type Config struct {
+	// OfferTTL is how long an offer holds a slot (default 15 minutes).
+	OfferTTL time.Duration
+	// WarnLeads are the lead times of deadline warnings (nil: 60 and 10
+	// minutes; empty non-nil: no warnings).
+	WarnLeads []time.Duration
+	// MaxOccupancy bounds a requested duration (default 30 days, as slots).
+	MaxOccupancy time.Duration
+	Clock        slots.Clock
+	Logger       *slog.Logger
+	// OnWarning, if set, is called by the consumer after it appended a
+	// DeadlineWarning (the webhook sender); at most once per warning.
+	OnWarning func(ctx context.Context, w events.DeadlineWarning)
+}
+
+// Service runs the waitlist: commands (Join, Leave, Reorder, Accept,
+// Decline), the read model (View), and Run, the log consumer that offers,
+// holds, expires and warns.
+type Service struct {
+	store events.Store
+	occ   Occupier
+	cfg   Config
+	log   *slog.Logger
+
+	mu      sync.Mutex
+	st      *State
+	changed chan struct{} // closed and replaced after every applied event
+	wake    chan struct{}
+}
+
+// New returns the waitlist service.
+func New(store events.Store, occ Occupier, cfg Config) *Service {
+	if cfg.OfferTTL <= 0 {
+		cfg.OfferTTL = 15 * time.Minute
+	}
+	if cfg.WarnLeads == nil {
+		cfg.WarnLeads = []time.Duration{60 * time.Minute, 10 * time.Minute}
+	}
+	cfg.WarnLeads = slices.Clone(cfg.WarnLeads)
+	slices.Sort(cfg.WarnLeads)
+	if cfg.MaxOccupancy <= 0 {
+		cfg.MaxOccupancy = 30 * 24 * time.Hour
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = slots.SystemClock{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Service{store: store, occ: occ, cfg: cfg, log: cfg.Logger, st: NewState(),
+		changed: make(chan struct{}), wake: make(chan struct{}, 1)}
+}
+
+func (s *Service) now() time.Time { return s.cfg.Clock.Now().UTC() }
+
+// ---- errors ----
+
+// Code classifies command errors (the HTTP layer maps them to statuses).
+type Code string
+
+const (
+	CodeInvalid       Code = "invalid"       // 400
+	CodeUnprocessable Code = "unprocessable" // 422: a duration beyond the maximum, a reorder without a reason
+	CodeForbidden     Code = "forbidden"     // 403: someone else's entry or offer
+	CodeNotFound      Code = "not_found"     // 404
+	CodeConflict      Code = "conflict"      // 409: joined twice, nothing to accept or decline, expired
+	CodeInternal      Code = "internal"
+)
+
+// Error is every command's error.
+type Error struct {
+	Code    Code
+	Message string
+	Details map[string]any
+	Err     error
+}
+
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("%s: %s: %v", e.Code, e.Message, e.Err)
+	}
+	return fmt.Sprintf("%s: %s", e.Code, e.Message)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+func errf(code Code, details map[string]any, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...), Details: details}
+}
+
+// ---- commands ----
+
+// JoinCmd is POST /api/waitlist's body.
+type JoinCmd struct {
+	Duration string `json:"duration"`
+	Note     string `json:"note,omitempty"`
+	// Prefix limits offers to slots whose name starts with it.
+	Prefix string `json:"prefix,omitempty"`
+}
+
+var prefixRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
+
+// load reads the waitlist stream (the only stream a command decides on).
+func (s *Service) load(ctx context.Context) (*State, error) {
+	evs, err := s.store.ReadStream(ctx, events.WaitlistStream, 0, 0, events.Forward)
+	if err != nil && !errors.Is(err, events.ErrStreamNotFound) {
+		return nil, err
+	}
+	st := NewState()
+	for _, ev := range evs {
+		if err := st.Apply(ev); err != nil {
+			return nil, err
+		}
+	}
+	return st, nil
+}
+
+func expected(st *State) events.ExpectedRevision {
+	if !st.Exists {
+		return events.NoStream()
+	}
+	return events.Exact(st.Revision)
+}
+
+func meta(a slots.Actor, now time.Time) events.Metadata {
+	return events.Metadata{Actor: a.Name, ActorID: a.ID, CorrelationID: a.CorrelationID, ClientRequestID: a.ClientRequestID, Time: now}
+}
+
+// decide loads the waitlist, runs f and appends what it returns with the
+// stream's expected revision, retrying a few times after a lost race.
+func (s *Service) decide(ctx context.Context, f func(st *State) ([]events.EventData, error)) (events.AppendResult, error) {
+	for i := 0; ; i++ {
+		st, err := s.load(ctx)
+		if err != nil {
+			return events.AppendResult{}, &Error{Code: CodeInternal, Message: "load waitlist", Err: err}
+		}
+		evs, err := f(st)
+		if err != nil || len(evs) == 0 {
+			return events.AppendResult{}, err
+		}
+		res, err := s.store.Append(ctx, events.WaitlistStream, expected(st), evs...)
+		if err == nil {
+			return res, nil
+		}
+		if !errors.Is(err, events.ErrWrongRevision) {
+			return res, &Error{Code: CodeInternal, Message: "append to waitlist", Err: err}
+		}
+		if i >= 5 {
+			return res, errf(CodeConflict, nil, "the waitlist changed concurrently; try again")
+		}
+	}
+}
+
+// Join puts the actor at the back of the queue. One entry per person.
+func (s *Service) Join(ctx context.Context, a slots.Actor, c JoinCmd) (string, events.Position, error) {
+	if a.Name == "" {
+		return "", 0, errf(CodeInvalid, nil, "no actor")
+	}
+	d, err := time.ParseDuration(c.Duration)
+	if err != nil || d <= 0 {
+		return "", 0, errf(CodeInvalid, map[string]any{"field": "duration"}, "duration %q: use a positive Go duration such as 2h or 90m", c.Duration)
+	}
+	if d > s.cfg.MaxOccupancy {
+		return "", 0, errf(CodeUnprocessable, map[string]any{"field": "duration", "max": s.cfg.MaxOccupancy.String()},
+			"duration %s is beyond the maximum occupancy %s", d, s.cfg.MaxOccupancy)
+	}
+	if d < time.Minute {
+		return "", 0, errf(CodeUnprocessable, map[string]any{"field": "duration"}, "duration %s is shorter than a minute", d)
+	}
+	if utf8.RuneCountInString(c.Note) > 200 || !utf8.ValidString(c.Note) {
+		return "", 0, errf(CodeInvalid, map[string]any{"field": "note"}, "note: at most 200 characters of UTF-8")
+	}
+	if c.Prefix != "" && !prefixRE.MatchString(c.Prefix) {
+		return "", 0, errf(CodeInvalid, map[string]any{"field": "prefix"}, "prefix %q: lowercase letters, digits and '-'", c.Prefix)
+	}
+	id := uuid.NewString()
+	res, err := s.decide(ctx, func(st *State) ([]events.EventData, error) {
+		if e := st.entryOf(a.ID, a.Name); e != nil {
+			return nil, errf(CodeConflict, map[string]any{"entry_id": e.ID}, "%s is already on the waitlist", a.Name)
+		}
+		return []events.EventData{events.New(events.WaitlistJoined{EntryID: id, WhoID: a.ID, Who: a.Name,
+			DurationSeconds: int64(d / time.Second), Note: c.Note, Prefix: c.Prefix}, meta(a, s.now()))}, nil
+	})
+	return id, res.Position, err
+}
+
+// Leave removes an entry: one's own, or anyone's with anyone (an admin).
+// Leaving with an open offer gives the offer up.
+func (s *Service) Leave(ctx context.Context, a slots.Actor, entryID string, anyone bool) (events.Position, error) {
+	res, err := s.decide(ctx, func(st *State) ([]events.EventData, error) {
+		e := st.Entries[entryID]
+		if e == nil {
+			return nil, errf(CodeNotFound, nil, "no waitlist entry %s", entryID)
+		}
+		if !owns(a, e) && !anyone {
+			return nil, errf(CodeForbidden, map[string]any{"entry_id": entryID}, "entry %s is %s's", entryID, e.Who)
+		}
+		return []events.EventData{events.New(events.WaitlistLeft{EntryID: entryID, By: a.Name, Reason: a.Reason}, meta(a, s.now()))}, nil
+	})
+	return res.Position, err
+}
+
+// Reorder moves an entry to position (0-based); admins only, with a reason
+// (the caller checks the role).
+func (s *Service) Reorder(ctx context.Context, a slots.Actor, entryID string, position int, reason string) (events.Position, error) {
+	if reason == "" {
+		return 0, errf(CodeUnprocessable, map[string]any{"field": "reason"}, "a reorder needs a reason")
+	}
+	if utf8.RuneCountInString(reason) > 200 {
+		return 0, errf(CodeInvalid, map[string]any{"field": "reason"}, "reason: at most 200 characters")
+	}
+	res, err := s.decide(ctx, func(st *State) ([]events.EventData, error) {
+		if st.Entries[entryID] == nil {
+			return nil, errf(CodeNotFound, nil, "no waitlist entry %s", entryID)
+		}
+		if position < 0 || position >= len(st.Order) {
+			return nil, errf(CodeUnprocessable, map[string]any{"field": "position"}, "position %d: use 0..%d", position, len(st.Order)-1)
+		}
+		return []events.EventData{events.New(events.WaitlistReordered{EntryID: entryID, Position: position, By: a.Name, Reason: reason}, meta(a, s.now()))}, nil
+	})
+	return res.Position, err
+}
+
+func owns(a slots.Actor, e *Entry) bool {
+	if e.WhoID != "" || a.ID != "" {
+		return e.WhoID == a.ID
+	}
+	return e.Who == a.Name
+}
+
+// Decline gives up the open offer of the actor's entry.
+func (s *Service) Decline(ctx context.Context, a slots.Actor, entryID string) (events.Position, error) {
+	res, err := s.decide(ctx, func(st *State) ([]events.EventData, error) {
+		e, o, err := s.ownOffer(st, a, entryID)
+		if err != nil {
+			return nil, err
+		}
+		return []events.EventData{events.New(events.OfferDeclined{OfferID: o.ID, EntryID: e.ID, Slot: o.Slot}, meta(a, s.now()))}, nil
+	})
+	return res.Position, err
+}
+
+func (s *Service) ownOffer(st *State, a slots.Actor, entryID string) (*Entry, *Offer, error) {
+	e := st.Entries[entryID]
+	if e == nil {
+		return nil, nil, errf(CodeNotFound, nil, "no waitlist entry %s", entryID)
+	}
+	if !owns(a, e) {
+		return nil, nil, errf(CodeForbidden, map[string]any{"entry_id": entryID}, "the offer of entry %s is %s's", entryID, e.Who)
+	}
+	o := st.offerOf(entryID)
+	if o == nil {
+		return nil, nil, errf(CodeConflict, map[string]any{"entry_id": entryID}, "entry %s has no open offer", entryID)
+	}
+	if !s.now().Before(o.ExpiresAt) {
+		return nil, nil, errf(CodeConflict, map[string]any{"entry_id": entryID, "slot": o.Slot, "expired_at": o.ExpiresAt},
+			"the offer of %s expired at %s", o.Slot, o.ExpiresAt.Format(time.RFC3339))
+	}
+	return e, o, nil
+}
+
+// Accept occupies the offered slot for the actor (through slots.Occupy, so
+// the slot's rules and the hold apply) and records OfferAccepted. It
+// returns the slot. A crash between the two appends is repaired by the
+// consumer, which sees the slot occupied by the offer's person.
+func (s *Service) Accept(ctx context.Context, a slots.Actor, entryID string) (string, events.Position, error) {
+	st, err := s.load(ctx)
+	if err != nil {
+		return "", 0, &Error{Code: CodeInternal, Message: "load waitlist", Err: err}
+	}
+	e, o, err := s.ownOffer(st, a, entryID)
+	if err != nil {
+		return "", 0, err
+	}
+	until := s.now().Add(e.Duration)
+	if err := s.occ.Occupy(ctx, slots.Actor{Name: e.Who, ID: a.ID, CorrelationID: a.CorrelationID, ClientRequestID: a.ClientRequestID},
+		o.Slot, slots.OccupyCmd{By: e.Who, Until: until}); err != nil {
+		return "", 0, err
+	}
+	res, err := s.decide(ctx, func(st *State) ([]events.EventData, error) {
+		if st.Offers[o.ID] == nil {
+			return nil, nil // the consumer recorded it already
+		}
+		return []events.EventData{events.New(events.OfferAccepted{OfferID: o.ID, EntryID: e.ID, Slot: o.Slot, Until: until}, meta(a, s.now()))}, nil
+	})
+	return o.Slot, res.Position, err
+}

@@ -1,0 +1,268 @@
+// Package waitlist is a fair queue of people waiting for a slot. Joins,
+// leaves, reorders and every offer are events on one stream
+// (events.WaitlistStream), appended with its expected revision; the hold on
+// an offered slot is an event on the slot's own stream (events.SlotHeld),
+// appended with the slot's expected revision like a claim, and
+// backend/slots refuses anyone else's occupy while it lasts.
+//
+// Offers are made only by the Service's log consumer, and only for a slot
+// whose last job was a reset that ended in JobSucceeded + SlotVacated (the
+// JobReleased{succeeded} on the slot stream). The consumer derives what to
+// do from its fold alone (see plan), so after a crash it resumes from the
+// log and does the missing step exactly once.
+package waitlist
+
+import (
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/slotkeeper/slotkeeper/backend/slots"
+	"github.com/slotkeeper/slotkeeper/events"
+)
+
+// Entry is one person waiting.
+type Entry struct {
+	ID       string
+	WhoID    string
+	Who      string
+	Note     string
+	Prefix   string
+	Duration time.Duration
+	JoinedAt time.Time
+}
+
+// Offer is an open offer of a slot to an entry.
+type Offer struct {
+	ID        string
+	EntryID   string
+	WhoID     string
+	Who       string
+	Slot      string
+	JobID     string
+	MadeAt    time.Time
+	ExpiresAt time.Time
+}
+
+// slotInfo is the slot aggregate plus what the waitlist needs beside it.
+type slotInfo struct {
+	st slots.SlotState
+	// lastJob/lastKind/lastOutcome describe the newest JobReleased.
+	lastJob, lastKind, lastOutcome string
+	releasedAt                     events.Position
+	lockedAt                       time.Time
+	// warned holds "<deadline unix ns>/<lead s>" for every warning written.
+	warned map[string]bool
+}
+
+// maxSamples bounds the reset durations kept for the estimate.
+const maxSamples = 50
+
+// State is the fold of the waitlist stream and the slot streams.
+type State struct {
+	Position events.Position
+	// Revision of the waitlist stream; Exists is false before its first event.
+	Revision events.Revision
+	Exists   bool
+
+	Order   []string          // entry ids, head first
+	Entries map[string]*Entry // by entry id
+	Offers  map[string]*Offer // open offers by offer id
+
+	slots map[string]*slotInfo
+	// resets are the newest measured reset durations (accept → release,
+	// grace included: what a waiting person waits for).
+	resets []time.Duration
+
+	// Counters for metrics.
+	OffersMade, OffersExpired, OffersAccepted int
+	HandOvers                                 []time.Duration // reset success → accept, newest last (bounded)
+	releasedTime                              map[string]time.Time
+}
+
+// NewState returns an empty fold.
+func NewState() *State {
+	return &State{Entries: map[string]*Entry{}, Offers: map[string]*Offer{}, slots: map[string]*slotInfo{}, releasedTime: map[string]time.Time{}}
+}
+
+func warnKey(deadline time.Time, lead time.Duration) string {
+	return deadline.UTC().Format(time.RFC3339Nano) + "/" + lead.String()
+}
+
+// Apply folds one event of the waitlist stream or a slot stream.
+func (s *State) Apply(ev events.RecordedEvent) error {
+	if ev.Position > s.Position {
+		s.Position = ev.Position
+	}
+	switch {
+	case ev.Stream == events.WaitlistStream:
+		return s.applyWaitlist(ev)
+	case strings.HasPrefix(ev.Stream, events.SlotStreamPrefix):
+		return s.applySlot(ev)
+	}
+	return nil
+}
+
+func (s *State) applyWaitlist(ev events.RecordedEvent) error {
+	p, err := events.Decode(ev)
+	if err != nil {
+		return err
+	}
+	s.Exists, s.Revision = true, ev.Revision
+	switch e := p.(type) {
+	case events.WaitlistJoined:
+		s.Entries[e.EntryID] = &Entry{ID: e.EntryID, WhoID: e.WhoID, Who: e.Who, Note: e.Note, Prefix: e.Prefix,
+			Duration: time.Duration(e.DurationSeconds) * time.Second, JoinedAt: ev.Meta.Time}
+		s.Order = append(s.Order, e.EntryID)
+	case events.WaitlistLeft:
+		s.removeEntry(e.EntryID)
+	case events.WaitlistReordered:
+		i := slices.Index(s.Order, e.EntryID)
+		if i < 0 {
+			break
+		}
+		s.Order = slices.Delete(s.Order, i, i+1)
+		pos := min(max(e.Position, 0), len(s.Order))
+		s.Order = slices.Insert(s.Order, pos, e.EntryID)
+	case events.OfferMade:
+		s.Offers[e.OfferID] = &Offer{ID: e.OfferID, EntryID: e.EntryID, WhoID: e.WhoID, Who: e.Who, Slot: e.Slot,
+			JobID: e.JobID, MadeAt: ev.Meta.Time, ExpiresAt: e.ExpiresAt}
+		s.OffersMade++
+	case events.OfferAccepted:
+		delete(s.Offers, e.OfferID)
+		s.removeEntry(e.EntryID)
+		s.OffersAccepted++
+		if t, ok := s.releasedTime[e.Slot]; ok {
+			s.HandOvers = append(s.HandOvers, ev.Meta.Time.Sub(t))
+			if len(s.HandOvers) > maxSamples {
+				s.HandOvers = s.HandOvers[1:]
+			}
+		}
+	case events.OfferDeclined:
+		delete(s.Offers, e.OfferID)
+		s.removeEntry(e.EntryID)
+	case events.OfferExpired:
+		delete(s.Offers, e.OfferID)
+		s.removeEntry(e.EntryID)
+		s.OffersExpired++
+	case events.OfferWithdrawn:
+		delete(s.Offers, e.OfferID)
+	}
+	return nil
+}
+
+// removeEntry drops an entry and any offer still open for it.
+func (s *State) removeEntry(id string) {
+	delete(s.Entries, id)
+	if i := slices.Index(s.Order, id); i >= 0 {
+		s.Order = slices.Delete(s.Order, i, i+1)
+	}
+	for oid, o := range s.Offers {
+		if o.EntryID == id {
+			delete(s.Offers, oid)
+		}
+	}
+}
+
+func (s *State) applySlot(ev events.RecordedEvent) error {
+	name := strings.TrimPrefix(ev.Stream, events.SlotStreamPrefix)
+	si := s.slots[name]
+	if si == nil {
+		si = &slotInfo{st: slots.SlotState{Name: name}, warned: map[string]bool{}}
+		s.slots[name] = si
+	}
+	lockKind := si.st.LockKind
+	lockJob := si.st.LockJob
+	if err := si.st.Apply(ev); err != nil {
+		return err
+	}
+	p, err := events.Decode(ev)
+	if err != nil {
+		return err
+	}
+	switch e := p.(type) {
+	case events.JobAccepted:
+		si.lockedAt = ev.Meta.Time
+	case events.JobReleased:
+		if e.JobID != lockJob {
+			break
+		}
+		si.lastJob, si.lastKind, si.lastOutcome, si.releasedAt = e.JobID, lockKind, e.Outcome, ev.Position
+		if lockKind == events.KindReset && e.Outcome == slots.StatusSucceeded {
+			if d := ev.Meta.Time.Sub(si.lockedAt); !si.lockedAt.IsZero() && d >= 0 {
+				s.resets = append(s.resets, d)
+				if len(s.resets) > maxSamples {
+					s.resets = s.resets[1:]
+				}
+			}
+			s.releasedTime[name] = ev.Meta.Time
+		}
+	case events.DeadlineWarning:
+		// A warning covers its lead and every longer one for that deadline.
+		si.warned[warnKey(e.Deadline, time.Duration(e.LeadSeconds)*time.Second)] = true
+	}
+	return nil
+}
+
+// offerFor returns the open offer of a slot, if any.
+func (s *State) offerFor(slot string) *Offer {
+	for _, o := range s.Offers {
+		if o.Slot == slot {
+			return o
+		}
+	}
+	return nil
+}
+
+// offerOf returns the open offer of an entry, if any.
+func (s *State) offerOf(entry string) *Offer {
+	for _, o := range s.Offers {
+		if o.EntryID == entry {
+			return o
+		}
+	}
+	return nil
+}
+
+// entryOf returns the entry of a person (by subject id, else by name).
+func (s *State) entryOf(whoID, who string) *Entry {
+	for _, id := range s.Order {
+		e := s.Entries[id]
+		if (whoID != "" && e.WhoID == whoID) || (whoID == "" && e.WhoID == "" && e.Who == who) {
+			return e
+		}
+	}
+	return nil
+}
+
+// offerable reports whether a slot may be offered now: registered, vacant,
+// unlocked, neither retired nor incomplete, its newest job a reset that
+// succeeded and vacated it, and no offer open for it.
+func (si *slotInfo) offerable() bool {
+	st := &si.st
+	return st.Exists && st.Reg.Slot != "" && !st.Retired && !st.Incomplete && !st.Occupied && !st.Locked() &&
+		si.lastKind == events.KindReset && si.lastOutcome == slots.StatusSucceeded && st.VacatedBy[si.lastJob]
+}
+
+// offerableSlots lists the slots to offer, longest vacant first.
+func (s *State) offerableSlots() []string {
+	var out []string
+	for name, si := range s.slots {
+		if si.offerable() && s.offerFor(name) == nil {
+			out = append(out, name)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return s.slots[out[i]].releasedAt < s.slots[out[j]].releasedAt })
+	return out
+}
+
+// medianReset is the median measured reset duration (ok false without data).
+func (s *State) medianReset() (time.Duration, int, bool) {
+	if len(s.resets) == 0 {
+		return 0, 0, false
+	}
+	d := slices.Clone(s.resets)
+	slices.Sort(d)
+	return d[len(d)/2], len(d), true
+}

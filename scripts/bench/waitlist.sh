@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Waitlist hand-over (issue 17): 1,000 waiting people, 100 slots cycling.
+# Time from a reset's success (the SlotVacated + JobReleased append) to the
+# OfferMade change on a live SSE stream of the real server (p50, p99),
+# against the plain SSE change latency of the reset's own change measured in
+# the same cycles; p99-ratio = offer p99 / plain p99.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+go test -run '^$' -bench 'BenchmarkWaitlistHandOver$' -benchtime=500x -timeout 10m ./backend/httpapi/ 2>&1 |
+  grep -E '^Benchmark|^(FAIL|---)' || { echo "waitlist bench failed"; exit 1; }
