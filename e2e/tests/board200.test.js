@@ -12,7 +12,7 @@ let server;
 let browser;
 
 before(async () => {
-  server = new Server({ flags: serverFlags({ "commands-per-second": 0 }) });
+  server = new Server({ flags: serverFlags({ "commands-per-second": 0, demo: false }) });
   prepareAuth(server);
   await server.start();
   browser = await openBrowser();

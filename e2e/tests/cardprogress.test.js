@@ -67,7 +67,7 @@ test("a board card follows a reset step by step without a reload", async () => {
       scan();
     }, card);
 
-    const accepted = await server.api("POST", `/api/slots/${name}/release`);
+    const accepted = await server.api("POST", `/api/slots/${name}/release`, { reason: "e2e: watch the card" });
     const total = accepted.steps.length;
     // Running, somewhere in the middle of the job: shot it.
     await page.waitForSelector(`${card} [data-testid=card-job][data-job-state=running][data-steps-done="1"]`, { timeout: 30_000 });

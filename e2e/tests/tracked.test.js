@@ -57,8 +57,8 @@ test("listed volumes and an accepted, unconfirmed delete stay visible", async ()
   try {
     await page.goto(appUrl(server, "/"));
     await waitLive(page);
-    const ja = await server.api("POST", `/api/slots/${a}/release`);
-    const jb = await server.api("POST", `/api/slots/${b}/release`);
+    const ja = await server.api("POST", `/api/slots/${a}/release`, { reason: "e2e" });
+    const jb = await server.api("POST", `/api/slots/${b}/release`, { reason: "e2e" });
     await waitReleased(page, a, ja.job_id);
     await waitReleased(page, b, jb.job_id);
 
