@@ -153,25 +153,24 @@ func (s *Server) leaveWaitlist(c echo.Context) error {
 }
 
 func (s *Server) acceptOffer(c echo.Context) error {
-	if err := s.needWaitlist(); err != nil {
-		return err
-	}
-	id, err := entryParam(c)
-	if err != nil {
-		return err
-	}
-	if err := decodeBody(c, &struct{}{}, true); err != nil {
-		return err
-	}
-	_, pos, err := s.d.Waitlist.Accept(c.Request().Context(), actorOf(c), id)
-	if err != nil {
-		return waitlistErr(err)
-	}
-	s.caughtUp(c)
-	return s.answerWaitlist(c, pos, http.StatusOK)
+	return s.offerAnswer(c, func(ctx context.Context, a slots.Actor, id string) (events.Position, error) {
+		_, pos, err := s.d.Waitlist.Accept(ctx, a, id)
+		if err == nil {
+			s.caughtUp(c) // the slot is occupied now: the answer shows it
+		}
+		return pos, err
+	})
 }
 
 func (s *Server) declineOffer(c echo.Context) error {
+	return s.offerAnswer(c, func(ctx context.Context, a slots.Actor, id string) (events.Position, error) {
+		return s.d.Waitlist.Decline(ctx, a, id) // a method value of a nil Waitlist would panic here
+	})
+}
+
+// offerAnswer runs an offer's accept or decline (no body) for the entry in
+// the path and answers with the waitlist as of its position.
+func (s *Server) offerAnswer(c echo.Context, run func(ctx context.Context, a slots.Actor, id string) (events.Position, error)) error {
 	if err := s.needWaitlist(); err != nil {
 		return err
 	}
@@ -182,7 +181,7 @@ func (s *Server) declineOffer(c echo.Context) error {
 	if err := decodeBody(c, &struct{}{}, true); err != nil {
 		return err
 	}
-	pos, err := s.d.Waitlist.Decline(c.Request().Context(), actorOf(c), id)
+	pos, err := run(c.Request().Context(), actorOf(c), id)
 	if err != nil {
 		return waitlistErr(err)
 	}
