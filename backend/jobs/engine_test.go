@@ -122,7 +122,7 @@ func TestRetryWhileRunningIsRefused(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, nil)
 	cfg := w.engineConfig()
-	cfg.StepTimeout = 2 * time.Second
+	cfg.StepTimeout = 5 * time.Second // fetch + push must fit; the hang ends it
 	w.startEngine(cfg)
 	fx := w.seed("retry")
 	w.occupy("retry")
@@ -133,7 +133,7 @@ func TestRetryWhileRunningIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if _, err := w.sim.WaitFor(wctx, func(r sim.Request) bool { return r.Endpoint == sim.EndpointGitReceivePack && r.Fault != 0 }); err != nil {
 		t.Fatal(err)

@@ -55,7 +55,7 @@ func (w *world) waitLimit() time.Duration {
 	if w.patience > 0 {
 		return w.patience
 	}
-	return 15 * time.Second
+	return 40 * time.Second
 }
 
 func newWorld(t testing.TB, store events.Store) *world {
@@ -93,9 +93,13 @@ func simDeps(t testing.TB, s *sim.Sim) jobs.Deps {
 	}
 }
 
+// engineConfig is the engines' setting in tests. The step deadline is
+// generous: a git push through the simulator spawns several processes, and
+// with -race on a loaded 2-core machine one push has taken 8 s; tests of
+// deadlines set their own short ones.
 func (w *world) engineConfig() jobs.Config {
 	return jobs.Config{
-		Workers: 2, WorkerID: "test", StepTimeout: 10 * time.Second, JobTimeout: 30 * time.Second,
+		Workers: 2, WorkerID: "test", StepTimeout: 20 * time.Second, JobTimeout: 60 * time.Second,
 		Lease: 10 * time.Second, RescueGrace: 50 * time.Millisecond, OrphanAfter: time.Second, Logger: testLogger(),
 	}
 }
