@@ -73,7 +73,7 @@ func (e *env) another(store events.Store) *waitlist.Service {
 
 func (e *env) register(name string) {
 	e.t.Helper()
-	err := e.slots.Register(e.ctx, admin, slots.RegisterCmd{Name: name, ProjectUUID: "p1", AppUUID: "a1", DBUUID: "d1",
+	err := e.slots.Register(e.ctx, admin, slots.RegisterCmd{Name: name, ProjectUUID: "project-" + name, AppUUID: "app-" + name, DBUUID: "db-" + name,
 		Repo: events.RepoRef{Project: "SLOT", Slug: name}, TemplateRepo: events.RepoRef{Project: "TPL", Slug: "t"}, TemplateRef: "main"})
 	if err != nil {
 		e.t.Fatal(err)
