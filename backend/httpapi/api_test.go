@@ -363,6 +363,8 @@ func TestBadInputAppendsNothing(t *testing.T) {
 	b.register(t, "s1")
 	b.register(t, "s2")
 	b.occupy(t, "s2")
+	b.register(t, "s3")
+	b.occupy(t, "s3") // deadline in an hour
 	a := b.do(t, http.MethodPost, "/api/slots/s2/release", nil)
 	var queued slots.JobAcceptedResult
 	a.decode(t, &queued)
@@ -411,6 +413,7 @@ func TestBadInputAppendsNothing(t *testing.T) {
 		{"extend vacant", "POST", "/api/slots/s1/extend", map[string]any{"until": future}, nil, 409, CodeConflict},
 		{"extend unknown", "POST", "/api/slots/nope/extend", map[string]any{"until": future}, nil, 404, CodeNotFound},
 		{"extend bad body", "POST", "/api/slots/s1/extend", `[]`, nil, 400, CodeInvalid},
+		{"extend earlier", "POST", "/api/slots/s3/extend", map[string]any{"until": time.Now().Add(30 * time.Minute)}, nil, 409, CodeConflict},
 		// release / teardown / promote
 		{"release vacant", "POST", "/api/slots/s1/release", nil, nil, 409, CodeConflict},
 		{"release unknown", "POST", "/api/slots/nope/release", nil, nil, 404, CodeNotFound},

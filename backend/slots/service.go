@@ -230,7 +230,8 @@ func (s *Service) Occupy(ctx context.Context, a Actor, slot string, c OccupyCmd)
 }
 
 // Extend implements Commands. It is refused while a reset or teardown holds
-// the lock: cancel that job first (a promote does not block it).
+// the lock: cancel that job first (a promote does not block it), and when
+// the new deadline is earlier than the current one (409, details.until).
 func (s *Service) Extend(ctx context.Context, a Actor, slot string, c ExtendCmd) error {
 	if err := validateActor(a); err != nil {
 		return err
@@ -250,6 +251,12 @@ func (s *Service) Extend(ctx context.Context, a Actor, slot string, c ExtendCmd)
 		}
 		if !st.Occupied {
 			return nil, conflict(map[string]any{"state": st.Lifecycle()}, "slot %s is not occupied", slot)
+		}
+		if c.Until.Before(st.Until) {
+			// Extend only adds time: moving a deadline earlier could put the
+			// slot up for a deadline reset under its occupant (issue 14).
+			return nil, conflict(map[string]any{"until": st.Until.UTC()},
+				"extend would move the deadline of %s earlier (now %s)", slot, st.Until.UTC().Format(time.RFC3339))
 		}
 		return []events.EventData{events.New(events.OccupancyExtended{Slot: slot, By: a.Name, Until: c.Until.UTC()}, s.meta(a))}, nil
 	})

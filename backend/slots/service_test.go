@@ -90,6 +90,19 @@ func TestBadInputIsRejectedAndAppendsNothing(t *testing.T) {
 	wantCode(t, svc.Occupy(ctx, alice, "../alpha", slots.OccupyCmd{Until: time.Now().Add(time.Hour)}), slots.CodeInvalid)
 	wantCode(t, svc.Occupy(ctx, alice, "nope", slots.OccupyCmd{Until: time.Now().Add(time.Hour)}), slots.CodeNotFound)
 	wantCode(t, svc.Extend(ctx, alice, "alpha", slots.ExtendCmd{Until: time.Now().Add(time.Hour)}), slots.CodeConflict)
+	register(t, svc, "gamma")
+	if err := svc.Occupy(ctx, alice, "gamma", slots.OccupyCmd{By: "alice", Until: time.Now().Add(30 * time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	before = head(t, st)
+	// Extend never moves a deadline earlier (issue 14): 30 h left, "extend" to 8 h from now.
+	e := wantCode(t, svc.Extend(ctx, alice, "gamma", slots.ExtendCmd{Until: time.Now().Add(8 * time.Hour)}), slots.CodeConflict)
+	if e.Details["until"] == nil {
+		t.Fatalf("refusal names no current deadline: %+v", e)
+	}
+	if after := head(t, st); after != before {
+		t.Fatalf("an earlier extend appended: head %d → %d", before, after)
+	}
 	_, err := svc.Release(ctx, alice, "alpha")
 	wantCode(t, err, slots.CodeConflict) // not occupied
 	_, err = svc.Promote(ctx, alice, "alpha", slots.PromoteCmd{Project: "NEW", Name: "../x"})

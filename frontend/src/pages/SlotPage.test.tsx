@@ -186,6 +186,33 @@ describe("slot page by role", () => {
     expect(screen.queryByTestId("release-reason")).toBeNull();
   });
 
+  it("extend adds the hours to the current deadline, never moving it earlier (issue 14)", async () => {
+    // 1 d 6 h left; the default 8 h must give 1 d 14 h, not 8 h from now.
+    const deadline = new Date(Date.now() + 30 * 3_600_000).toISOString();
+    putSlot(slot({ deadline, revision: 2 }));
+    mount();
+    await flush();
+    expect(screen.getByTestId("extend").textContent).toMatch(/8 h/);
+    fireEvent.click(screen.getByTestId("extend"));
+    await flush();
+    const post = calls.filter((c) => c.method === "POST");
+    expect(post.map((c) => c.url)).toEqual(["/api/slots/s1/extend"]);
+    const until = Date.parse(JSON.parse(post[0]?.body ?? "{}").until);
+    expect(until - Date.parse(deadline)).toBe(8 * 3_600_000);
+  });
+
+  it("extend of a slot whose deadline has passed adds to now", async () => {
+    const before = Date.now();
+    putSlot(slot({ deadline: new Date(before - 3_600_000).toISOString(), revision: 2 }));
+    mount();
+    await flush();
+    fireEvent.click(screen.getByTestId("extend"));
+    await flush();
+    const post = calls.filter((c) => c.method === "POST");
+    const until = Date.parse(JSON.parse(post[0]?.body ?? "{}").until);
+    expect(until).toBeGreaterThanOrEqual(before + 8 * 3_600_000);
+  });
+
   it("a refusal names the role and the missing permission", async () => {
     as("member");
     postAnswer = () =>

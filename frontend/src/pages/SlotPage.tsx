@@ -23,6 +23,16 @@ function untilIn(hours: number): string {
   return new Date(serverNow() + hours * 3_600_000).toISOString();
 }
 
+/**
+ * extendedDeadline adds hours to the current deadline (or to now, when it has
+ * passed): extend never moves a deadline earlier, and the server refuses one
+ * that would (issue 14).
+ */
+export function extendedDeadline(deadline: string | undefined, hours: number, now: number = serverNow()): string {
+  const from = Math.max(deadline ? Date.parse(deadline) || 0 : 0, now);
+  return new Date(from + hours * 3_600_000).toISOString();
+}
+
 /** SlotPage: resources with ids, occupancy, the guarded jobs and the slot's job list. */
 export function SlotPage({ name }: { name: string }) {
   const t = useT();
@@ -62,7 +72,7 @@ function SlotDetail({ slot }: { slot: SlotView }) {
     }
   };
   const extend = async () => {
-    const s = await cmd.run(() => api.extend(slot.name, untilIn(hours)));
+    const s = await cmd.run(() => api.extend(slot.name, extendedDeadline(slot.deadline, hours)));
     if (s) {
       putSlot(s);
       announce(t("slot.done_extend"));
@@ -184,8 +194,14 @@ function SlotDetail({ slot }: { slot: SlotView }) {
           </>
         )}
         {slot.lifecycle === "occupied" && may.extend && (
-          <button type="button" disabled={cmd.pending || busy} onClick={() => void extend()} data-testid="extend">
-            {t("slot.extend")}
+          <button
+            type="button"
+            disabled={cmd.pending || busy}
+            onClick={() => void extend()}
+            data-testid="extend"
+            title={t("slot.extend_to", { time: formatTime(extendedDeadline(slot.deadline, hours), t.lang) })}
+          >
+            {t("slot.extend", { hours })}
           </button>
         )}
         {slot.lifecycle === "occupied" && may.release && (
