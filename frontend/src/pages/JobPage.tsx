@@ -8,7 +8,7 @@ import { CommandError } from "../components/CommandError";
 import { LoadFallback } from "../components/LoadFallback";
 import { RecoveryNotice } from "../components/Recovery";
 import { Steps, completedSteps } from "../components/Steps";
-import { formatTime, resourceLabel } from "../format";
+import { formatTime, resourceLabel, untouched } from "../format";
 import { useT, type T } from "../i18n";
 import { announce } from "../live/announce";
 import { putJob, useEpoch, useJob } from "../live/store";
@@ -37,6 +37,8 @@ function JobDetail({ job }: { job: JobView }) {
   // The raw events reload whenever the job view moves (pushed by the stream).
   const events = useLoad(`events:${job.id}`, `${job.id}:${job.revision}`, (signal) => api.jobEvents(job.id, signal));
   const unsuccessful = TERMINAL_STATES.has(job.state) && job.state !== "succeeded";
+  // Cancelled before any step ran: the slot's resources are not "left over".
+  const nothingChanged = untouched(job.state, completedSteps(job.steps), job.uncertain_step);
 
   const resume = async () => {
     const r = await cmd.run(() => api.resume(job.id));
@@ -119,7 +121,7 @@ function JobDetail({ job }: { job: JobView }) {
       </ul>
 
       <h2>{t("job.remaining")}</h2>
-      {job.remaining && job.remaining.length > 0 ? (
+      {!nothingChanged && job.remaining && job.remaining.length > 0 ? (
         <ul data-testid="job-remaining">
           {job.remaining.map((r) => (
             <li key={`${r.kind}:${r.id}`}>{resourceLabel(r, t)}</li>

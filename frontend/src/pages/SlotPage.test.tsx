@@ -213,6 +213,25 @@ describe("slot page by role", () => {
     expect(until).toBeGreaterThanOrEqual(before + 8 * 3_600_000);
   });
 
+  it("a release cancelled before it started is shown as nothing changed, in Korean, without a raw reason (issue 14)", async () => {
+    setLang("ko");
+    putSlot(
+      slot({
+        revision: 2,
+        state_reason: "last job cancelled",
+        recovery: { job_id: "j8", state: "cancelled", completed_steps: [], remaining: [{ kind: "project", id: "p-1" }, { kind: "application", id: "a-1" }, { kind: "database", id: "d-1" }, { kind: "repository", id: "PRJ/s1" }] },
+        latest_jobs: { reset: { id: "j8", kind: "reset", state: "cancelled", steps_done: 0, steps_total: 5 } },
+      }),
+    );
+    mount();
+    await flush();
+    const page = screen.getByTestId("slot-page").textContent ?? "";
+    expect(page).not.toMatch(/last job cancelled/);
+    expect(page).not.toMatch(/남은 것|Still there/);
+    expect(screen.queryByRole("alert")).toBeNull();
+    expect(screen.getByTestId("untouched").textContent).toMatch(/바뀐 것은 없습니다/);
+  });
+
   it("a refusal names the role and the missing permission", async () => {
     as("member");
     postAnswer = () =>

@@ -9,7 +9,7 @@ import { LoadFallback } from "../components/LoadFallback";
 import { ConfirmPlan } from "../components/ConfirmPlan";
 import { Countdown } from "../components/Countdown";
 import { RecoveryNotice } from "../components/Recovery";
-import { formatTime } from "../format";
+import { formatTime, stateReason } from "../format";
 import { useT } from "../i18n";
 import { announce } from "../live/announce";
 import { putSlot, useSlot } from "../live/store";
@@ -138,7 +138,7 @@ function SlotDetail({ slot }: { slot: SlotView }) {
         {slot.state_reason && (
           <>
             <dt>{t("slot.state_reason")}</dt>
-            <dd>{slot.state_reason}</dd>
+            <dd>{stateReason(slot.state_reason, t)}</dd>
           </>
         )}
       </dl>

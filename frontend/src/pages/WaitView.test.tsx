@@ -156,6 +156,20 @@ describe("release wait view", () => {
     expect(history).toEqual(["/jobs/j1/wait"]);
   });
 
+  it("a release cancelled in the grace period says nothing changed, not a failure, in ko (issue 14)", async () => {
+    setLang("ko");
+    goLive();
+    mount(async () => jsonResponse(job({ state: "cancelled", cancellable: false, remaining: [{ kind: "project", id: "p-1" }, { kind: "application", id: "a-1" }, { kind: "database", id: "d-1" }, { kind: "repository", id: "PRJ/s1" }] })));
+    await settle();
+    expect(phase()).toBe("cancelled");
+    expect(screen.queryByTestId("wait-failed")).toBeNull();
+    const text = screen.getByTestId("wait-status").textContent ?? "";
+    expect(text).toMatch(/시작하기 전에 취소/);
+    expect(text).toMatch(/바뀐 것은 없습니다/);
+    expect(text).not.toMatch(/[A-Za-z]{4,}/);
+    expect(history).toEqual(["/jobs/j1/wait"]);
+  });
+
   it("says 'cannot verify progress' when the job is not found, and never navigates", async () => {
     goLive();
     mount(async () => jsonResponse({ error: { code: "not_found", message: "no such job" } }, 404));

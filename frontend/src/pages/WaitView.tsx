@@ -38,7 +38,9 @@ export function WaitView({ id }: { id: string }) {
   const message =
     phase.kind === "succeeded"
       ? t("wait.succeeded")
-      : phase.kind === "failed"
+      : phase.kind === "cancelled"
+        ? t("wait.cancelled")
+        : phase.kind === "failed"
         ? t("wait.failed", { state: t.dyn("state", phase.state) })
         : phase.kind === "unknown"
           ? t("wait.unknown")
@@ -70,6 +72,7 @@ export function WaitView({ id }: { id: string }) {
         {phase.kind === "queued" && <p>{t("wait.queued")}</p>}
         {phase.kind === "running" && <p>{t("wait.running")}</p>}
         {phase.kind === "succeeded" && <p>{t("wait.succeeded")}</p>}
+        {phase.kind === "cancelled" && <p data-testid="wait-cancelled">{t("wait.cancelled")}</p>}
         {phase.kind === "unknown" && (
           <div className="unknown" data-testid="cannot-verify">
             <strong>{t("wait.unknown")}</strong>

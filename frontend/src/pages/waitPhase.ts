@@ -8,6 +8,8 @@
 import type { ApiError } from "../api/client";
 import type { JobView } from "../api/types";
 import { UNSUCCESSFUL_STATES } from "../api/types";
+import { completedSteps } from "../components/Steps";
+import { untouched } from "../format";
 
 export type WaitPhase =
   | { kind: "checking" }
@@ -16,6 +18,7 @@ export type WaitPhase =
   | { kind: "queued" }
   | { kind: "running" }
   | { kind: "succeeded" }
+  | { kind: "cancelled" }
   | { kind: "failed"; state: string };
 
 export function waitPhase(
@@ -26,6 +29,7 @@ export function waitPhase(
 ): WaitPhase {
   if (job) {
     if (job.state === "succeeded") return { kind: "succeeded" };
+    if (untouched(job.state, completedSteps(job.steps), job.uncertain_step)) return { kind: "cancelled" };
     if (UNSUCCESSFUL_STATES.has(job.state)) return { kind: "failed", state: job.state };
     if (!streamLive) return { kind: "unknown", why: "stale" };
     if (job.state === "queued") {
