@@ -117,6 +117,8 @@ export const en = {
   "wait.failed_done": "Done: {steps}",
   "wait.failed_remaining": "Still there: {resources}",
   "wait.failed_nothing_done": "Nothing was done.",
+  "wait.failed_none_confirmed": "No step was confirmed done.",
+  "wait.failed_uncertain": "{step} was under way and may have taken effect; a resume checks it first.",
   "wait.failed_nothing_remaining": "No remaining resources are recorded.",
   "wait.unknown": "Cannot verify progress.",
   "wait.unknown_detail": "The job's state cannot be confirmed right now. This page will not claim success; it updates as soon as the server can be reached.",

@@ -119,6 +119,8 @@ export const ko: Record<Key, string> = {
   "wait.failed_done": "완료: {steps}",
   "wait.failed_remaining": "남아 있음: {resources}",
   "wait.failed_nothing_done": "완료된 단계가 없습니다.",
+  "wait.failed_none_confirmed": "완료가 확인된 단계가 없습니다.",
+  "wait.failed_uncertain": "{step} 단계가 진행 중이었고 실제로 적용되었을 수 있습니다. 재개하면 먼저 확인합니다.",
   "wait.failed_nothing_remaining": "기록된 남은 리소스가 없습니다.",
   "wait.unknown": "진행 상황을 확인할 수 없습니다.",
   "wait.unknown_detail": "지금은 작업 상태를 확인할 수 없습니다. 이 페이지는 성공을 가정하지 않으며, 서버에 연결되는 즉시 갱신됩니다.",

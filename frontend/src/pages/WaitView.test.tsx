@@ -156,6 +156,45 @@ describe("release wait view", () => {
     expect(history).toEqual(["/jobs/j1/wait"]);
   });
 
+  it("a failure with an uncertain step does not also say nothing was done, and offers Resume (issue 14)", async () => {
+    goLive();
+    const failed = job({
+      state: "timed_out",
+      cancellable: false,
+      resumable: true,
+      uncertain_step: "delete_db",
+      steps: [step("delete_db", "uncertain"), step("delete_env_vars", "pending")],
+      remaining: [{ kind: "database", id: "d-1" }],
+    });
+    const posts: string[] = [];
+    mount(async (...args: unknown[]) => {
+      const [url, init] = args as [string, RequestInit | undefined];
+      if (init?.method === "POST") {
+        posts.push(url);
+        return jsonResponse({ job_id: "j1", kind: "reset", slot: "s1", not_before: NOW.toISOString(), steps: [] }, 202);
+      }
+      return jsonResponse(failed);
+    });
+    await settle();
+    expect(phase()).toBe("failed");
+    const text = screen.getByTestId("wait-failed").textContent ?? "";
+    expect(text).not.toMatch(/Nothing was done/);
+    expect(text).toMatch(/No step was confirmed done/);
+    expect(text).toMatch(/Delete database.*may have taken effect/);
+    act(() => screen.getByTestId("resume").click());
+    await settle();
+    expect(posts).toEqual(["/api/jobs/j1/resume"]);
+  });
+
+  it("a viewer is not offered Resume on a failed release", async () => {
+    setAuthForTest({ id: "u-v", name: "vic", role: "viewer" });
+    goLive();
+    mount(async () => jsonResponse(job({ state: "failed", cancellable: false, resumable: true, steps: [step("delete_db", "failed")] })));
+    await settle();
+    expect(phase()).toBe("failed");
+    expect(screen.queryByTestId("resume")).toBeNull();
+  });
+
   it("a release cancelled in the grace period says nothing changed, not a failure, in ko (issue 14)", async () => {
     setLang("ko");
     goLive();

@@ -34,6 +34,15 @@ export function WaitView({ id }: { id: string }) {
   });
   const phase = waitPhase(job, load, live, now);
   const cancel = useCommand();
+  const resume = useCommand();
+  const doResume = async () => {
+    if (!job) return;
+    const r = await resume.run(() => api.resume(job.id));
+    if (!r) return;
+    announce(t("job.resumed"));
+    // A resume continues the same job; this page keeps following it.
+    if (r.job_id !== job.id) navigate(`/jobs/${encodeURIComponent(r.job_id)}/wait`);
+  };
 
   const message =
     phase.kind === "succeeded"
@@ -91,15 +100,29 @@ export function WaitView({ id }: { id: string }) {
             <p>
               {completedSteps(job.steps).length > 0
                 ? t("wait.failed_done", { steps: stepList(completedSteps(job.steps), t) })
-                : t("wait.failed_nothing_done")}
+                : job.uncertain_step
+                  ? t("wait.failed_none_confirmed")
+                  : t("wait.failed_nothing_done")}
             </p>
+            {job.uncertain_step && (
+              <p className="warn-text" data-testid="wait-uncertain">
+                {t("wait.failed_uncertain", { step: t.dyn("step", job.uncertain_step) })}
+              </p>
+            )}
             <p>
               {job.remaining && job.remaining.length > 0
                 ? t("wait.failed_remaining", { resources: job.remaining.map((r) => resourceLabel(r, t)).join(", ") })
                 : t("wait.failed_nothing_remaining")}
             </p>
             {job.reason && <p className="muted">{job.reason}</p>}
-            {job.uncertain_step && <p>{t("job.uncertain", { step: t.dyn("step", job.uncertain_step) })}</p>}
+            {job.resumable && may.resume && (
+              <p className="actions">
+                <button type="button" disabled={resume.pending} onClick={() => void doResume()} data-testid="resume">
+                  {t("job.resume")}
+                </button>
+              </p>
+            )}
+            <CommandError error={resume.error} />
             <Link href={`/jobs/${encodeURIComponent(job.id)}`} data-testid="timeline-link">
               {t("common.view_timeline")}
             </Link>
