@@ -209,12 +209,13 @@ describe("release wait view", () => {
     expect(history).toEqual(["/jobs/j1/wait"]);
   });
 
-  it("says 'cannot verify progress' when the job is not found, and never navigates", async () => {
+  it("says the job was not found when the server answers 404 — not 'cannot verify' — and never navigates (issue 14)", async () => {
     goLive();
     mount(async () => jsonResponse({ error: { code: "not_found", message: "no such job" } }, 404));
     await settle();
-    expect(phase()).toBe("unknown");
-    expect(screen.getByTestId("cannot-verify").textContent).toMatch(/Cannot verify progress/);
+    expect(phase()).toBe("not_found");
+    expect(screen.getByTestId("wait-not-found").textContent).toMatch(/Job j1 was not found/);
+    expect(screen.queryByTestId("cannot-verify")).toBeNull();
     expect(screen.queryByText(/finished/)).toBeNull();
     await act(async () => {
       await vi.advanceTimersByTimeAsync(120_000);
@@ -236,7 +237,7 @@ describe("release wait view", () => {
     goLive();
     mount(async () => jsonResponse({ error: { code: "not_found", message: "no such job" } }, 404));
     await settle();
-    expect(phase()).toBe("unknown");
+    expect(phase()).toBe("not_found");
     push(job({ revision: 2, state: "running" }));
     expect(phase()).toBe("running");
   });

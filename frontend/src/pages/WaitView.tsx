@@ -82,6 +82,12 @@ export function WaitView({ id }: { id: string }) {
         {phase.kind === "running" && <p>{t("wait.running")}</p>}
         {phase.kind === "succeeded" && <p>{t("wait.succeeded")}</p>}
         {phase.kind === "cancelled" && <p data-testid="wait-cancelled">{t("wait.cancelled")}</p>}
+        {phase.kind === "not_found" && (
+          <div role="alert" data-testid="wait-not-found">
+            <p>{t("job.not_found", { id })}</p>
+            <Link href="/">{t("slot.back")}</Link>
+          </div>
+        )}
         {phase.kind === "unknown" && (
           <div className="unknown" data-testid="cannot-verify">
             <strong>{t("wait.unknown")}</strong>
