@@ -66,6 +66,7 @@ export const en = {
   "slot.promote_project": "Target project",
   "slot.promote_name": "New repository name",
   "slot.done_occupy": "Slot occupied.",
+  "slot.resume_hint": "Resume continues the job that did not finish: it checks the uncertain step first, then deletes what is left.",
   "slot.done_extend": "Deadline extended.",
   "slot.back": "All slots",
   "plan.title": "Confirm {kind} of {slot}",

@@ -68,6 +68,7 @@ export const ko: Record<Key, string> = {
   "slot.promote_project": "대상 프로젝트",
   "slot.promote_name": "새 저장소 이름",
   "slot.done_occupy": "슬롯을 점유했습니다.",
+  "slot.resume_hint": "재개하면 끝나지 않은 작업을 이어서 합니다. 불확실한 단계를 먼저 확인한 뒤 남은 것을 삭제합니다.",
   "slot.done_extend": "기한을 연장했습니다.",
   "slot.back": "전체 슬롯",
   "plan.title": "{slot} {kind} 확인",

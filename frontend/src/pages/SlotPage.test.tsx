@@ -232,6 +232,41 @@ describe("slot page by role", () => {
     expect(screen.getByTestId("untouched").textContent).toMatch(/바뀐 것은 없습니다/);
   });
 
+  const incomplete = (state: string, revision = 3) =>
+    slot({
+      revision,
+      lifecycle: "teardown_incomplete",
+      occupant: undefined,
+      recovery: { job_id: "j7", state, completed_steps: ["delete_db"], uncertain_step: "delete_app", remaining: [{ kind: "application", id: "a-1" }] },
+      latest_jobs: { teardown: { id: "j7", kind: "teardown", state, steps_done: 1, steps_total: 4 } },
+    });
+
+  it("an incomplete teardown offers Resume on the slot page, which resumes that job (issue 14)", async () => {
+    as("operator");
+    putSlot(incomplete("failed"));
+    postAnswer = () => jsonResponse({ job_id: "j7", kind: "teardown", slot: "s1", not_before: "2026-01-01T00:00:00Z", steps: [] }, 202);
+    mount();
+    await flush();
+    fireEvent.click(screen.getByTestId("resume"));
+    await flush();
+    expect(calls.filter((c) => c.method === "POST").map((c) => c.url)).toEqual(["/api/jobs/j7/resume"]);
+    expect(history[history.length - 1]).toBe("/jobs/j7");
+  });
+
+  it("Resume is not offered to a viewer, nor for a job the server will not resume", async () => {
+    as("viewer");
+    putSlot(incomplete("failed"));
+    mount();
+    await flush();
+    expect(screen.queryByTestId("resume")).toBeNull();
+    cleanup();
+    as("operator");
+    putSlot(incomplete("cancelled", 4));
+    mount();
+    await flush();
+    expect(screen.queryByTestId("resume")).toBeNull();
+  });
+
   it("a refusal names the role and the missing permission", async () => {
     as("member");
     postAnswer = () =>

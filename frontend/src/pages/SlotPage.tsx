@@ -2,7 +2,7 @@ import { useState } from "react";
 import { Link, useLocation } from "wouter";
 import { api } from "../api/client";
 import type { JobView, SlotView } from "../api/types";
-import { slotActions } from "../auth/roles";
+import { jobActions, slotActions } from "../auth/roles";
 import { useSubject } from "../auth/session";
 import { CommandError } from "../components/CommandError";
 import { LoadFallback } from "../components/LoadFallback";
@@ -59,6 +59,17 @@ function SlotDetail({ slot }: { slot: SlotView }) {
   const subject = useSubject();
   // What this role may try; the server still decides (and answers 403).
   const may = slotActions(subject, slot);
+  const mayJob = jobActions(subject);
+  // The server resumes failed, timed-out and interrupted jobs (not cancelled ones).
+  const resumable =
+    slot.recovery !== undefined && !busy && ["failed", "timed_out", "abandoned"].includes(slot.recovery.state) && mayJob.resume;
+  const resume = async () => {
+    if (!slot.recovery) return;
+    const r = await cmd.run(() => api.resume(slot.recovery?.job_id ?? ""));
+    if (!r) return;
+    announce(t("job.resumed"));
+    navigate(`/jobs/${encodeURIComponent(r.job_id)}`);
+  };
   const anyAction =
     (slot.lifecycle === "vacant" && may.occupy) ||
     (slot.lifecycle === "occupied" && (may.extend || may.release)) ||
@@ -154,6 +165,14 @@ function SlotDetail({ slot }: { slot: SlotView }) {
             remaining: slot.recovery.remaining,
           }}
         />
+      )}
+      {resumable && (
+        <div className="actions">
+          <button type="button" disabled={cmd.pending} onClick={() => void resume()} data-testid="resume">
+            {t("job.resume")}
+          </button>
+          <span className="muted small">{t("slot.resume_hint")}</span>
+        </div>
       )}
 
       {slot.active_job && (
