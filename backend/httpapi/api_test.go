@@ -591,3 +591,24 @@ func TestSPAFallback(t *testing.T) {
 func (b *bundle) authHeader() map[string]string {
 	return map[string]string{"Authorization": "Bearer " + b.token}
 }
+
+// TestPromotePlanNamesTheTarget: the promote plan answers with the target
+// repository and what the lookup found (issue 14); without a git host the
+// answer is "unknown" with the reason, never "free".
+func TestPromotePlanNamesTheTarget(t *testing.T) {
+	b := setup(t, HubOptions{})
+	b.register(t, "s1")
+	a := b.do(t, http.MethodGet, "/api/slots/s1/plan?kind=promote&project=NEW&name=copy", nil)
+	if a.status != http.StatusOK {
+		t.Fatalf("status %d: %s", a.status, a.body)
+	}
+	var p slots.Plan
+	a.decode(t, &p)
+	if p.Target == nil || p.Target.Repo != (events.RepoRef{Project: "NEW", Slug: "copy"}) || p.Target.State != slots.TargetUnknown || p.Target.Error == "" {
+		t.Fatalf("target %+v in %s", p.Target, a.body)
+	}
+	a = b.do(t, http.MethodGet, "/api/slots/s1/plan?kind=teardown", nil)
+	if strings.Contains(string(a.body), `"target"`) {
+		t.Fatalf("a teardown plan names a target: %s", a.body)
+	}
+}

@@ -302,7 +302,39 @@ func (s *Service) PlanJob(ctx context.Context, slot, kind string, params map[str
 	if err := s.canStart(&st, kind); err != nil {
 		return Plan{}, err
 	}
-	return Plan{Kind: kind, Slot: slot, Steps: StepsFor(kind), Resources: planResources(&st, kind), NotBefore: s.notBefore(kind)}, nil
+	p := Plan{Kind: kind, Slot: slot, Steps: StepsFor(kind), Resources: planResources(&st, kind), NotBefore: s.notBefore(kind)}
+	if kind == events.KindPromote {
+		p.Target = s.checkTarget(ctx, events.RepoRef{Project: params["project"], Slug: params["name"]})
+	}
+	return p, nil
+}
+
+// planLookupTimeout bounds the promote plan's lookup of its target.
+const planLookupTimeout = 5 * time.Second
+
+// checkTarget looks a promote's target repository up for the plan (issue
+// 14): the confirmation says whether it exists, is free, or could not be
+// checked. The job's own lookup_repo step still decides.
+func (s *Service) checkTarget(ctx context.Context, r events.RepoRef) *TargetCheck {
+	t := &TargetCheck{Repo: r, State: TargetUnknown}
+	if s.cfg.Resources == nil {
+		t.Error = "no git host is configured to look it up"
+		return t
+	}
+	ctx, cancel := context.WithTimeout(ctx, planLookupTimeout)
+	defer cancel()
+	_, st, err := s.cfg.Resources.Repo(ctx, r)
+	switch {
+	case st == ResourceFound:
+		t.State = TargetExists
+	case st == ResourceAbsent:
+		t.State = TargetFree
+	case err != nil:
+		t.Error = err.Error()
+	default:
+		t.Error = "the git host did not say"
+	}
+	return t
 }
 
 func (s *Service) notBefore(kind string) time.Time {
