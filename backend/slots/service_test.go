@@ -272,9 +272,6 @@ func TestDeadlineQueuesOneReset(t *testing.T) {
 	if err := svc.Occupy(ctx, alice, "alpha", slots.OccupyCmd{Until: until}); err != nil {
 		t.Fatal(err)
 	}
-	if err := svc.Occupy(ctx, alice, "beta", slots.OccupyCmd{Until: time.Now().Add(time.Hour)}); err != nil {
-		t.Fatal(err)
-	}
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- svc.RunDeadlines(runCtx) }()
@@ -304,12 +301,13 @@ func TestDeadlineQueuesOneReset(t *testing.T) {
 		t.Fatal("reset queued before the deadline")
 	}
 	// Cancelling the reset frees the lock; the scheduler must not queue a
-	// second one for the same deadline: the next reset is beta's, after
-	// its deadline is moved close.
+	// second one for the same deadline: the next reset is beta's, occupied
+	// with a close deadline after the scheduler started (extend cannot
+	// move a deadline earlier any more).
 	if err := svc.Cancel(ctx, alice, q.JobID); err != nil {
 		t.Fatal(err)
 	}
-	if err := svc.Extend(ctx, alice, "beta", slots.ExtendCmd{Until: time.Now().Add(100 * time.Millisecond)}); err != nil {
+	if err := svc.Occupy(ctx, alice, "beta", slots.OccupyCmd{Until: time.Now().Add(100 * time.Millisecond)}); err != nil {
 		t.Fatal(err)
 	}
 	select {
