@@ -71,8 +71,9 @@ func adminCmd(ctx context.Context, args []string, env func(string) string, stdou
 	}
 	full := Config{Addr: "localhost:0", Data: c.Data, Events: c.Events, ReadModel: "memory", Sim: "auto",
 		StepTimeout: time.Second, JobTimeout: time.Second, Lease: time.Second, Heartbeat: time.Second,
-		SSEWriteTimeout: time.Second, ShutdownTimeout: time.Second, SSEMaxClients: 1, SSEHistory: 16,
-		LogLevel: "warn", LogFormat: "text", Auth: AuthConfig{SessionIdle: time.Hour, SessionMax: time.Hour}}
+		SSEWriteTimeout: time.Second, SSEResumeWait: time.Second, ShutdownTimeout: time.Second, SSEMaxClients: 1, SSEHistory: 16,
+		ReadyInterval: time.Second,
+		LogLevel:      "warn", LogFormat: "text", Auth: AuthConfig{SessionIdle: time.Hour, SessionMax: time.Hour}}
 	if err := full.validate(); err != nil {
 		return err
 	}
