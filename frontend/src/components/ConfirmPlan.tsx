@@ -123,14 +123,19 @@ export function ConfirmPlan({ slot, kind, params, command, onConfirm, onClose, r
               <li key={s}>{t.dyn("step", s)}</li>
             ))}
           </ol>
-          <h3>{t("plan.resources")}</h3>
-          <ul data-testid="plan-resources">
-            {(plan.data.resources ?? []).map((r) => (
-              <li key={`${r.kind}:${r.id}`}>{resourceLabel(r, t)}</li>
-            ))}
-          </ul>
           {plan.data.target && <TargetLine target={plan.data.target} />}
-          {plan.data.not_before && <p>{t("plan.not_before", { time: formatTime(plan.data.not_before, t.lang) })}</p>}
+          {(plan.data.resources ?? []).length > 0 && (
+            <>
+              <h3>{t("plan.resources")}</h3>
+              <ul data-testid="plan-resources">
+                {(plan.data.resources ?? []).map((r) => (
+                  <li key={`${r.kind}:${r.id}`}>{resourceLabel(r, t)}</li>
+                ))}
+              </ul>
+            </>
+          )}
+          {/* Only a reset waits out a grace period; the others start at once. */}
+          {plan.data.not_before && kind === "reset" && <p>{t("plan.not_before", { time: formatTime(plan.data.not_before, t.lang) })}</p>}
           <p className="warn-text">{t("plan.irreversible")}</p>
         </>
       )}

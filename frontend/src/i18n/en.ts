@@ -113,6 +113,7 @@ export const en = {
   "recovery.uncertain": "Uncertain: {step}",
   "recovery.remaining": "Still there: {resources}",
   "wait.title": "Releasing {slot}",
+  "wait.title_cancelled": "Release of {slot} cancelled",
   "wait.grace": "Grace period: the reset starts in {time}. You can still cancel.",
   "wait.queued": "Waiting for a worker to pick the job up.",
   "wait.running": "Resetting: live steps below.",

@@ -114,6 +114,7 @@ export const ko: Record<Key, string> = {
   "recovery.title": "{kind} 작업이 끝나지 않았습니다: {state}",
   "recovery.uncertain": "불확실: {step}",
   "recovery.remaining": "남아 있음: {resources}",
+  "wait.title_cancelled": "{slot} 반납 취소됨",
   "wait.title": "{slot} 반납 중",
   "wait.grace": "유예 기간: {time} 후 반납을 시작합니다. 아직 취소할 수 있습니다.",
   "wait.queued": "워커가 작업을 가져가기를 기다리는 중입니다.",

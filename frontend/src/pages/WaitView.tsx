@@ -72,7 +72,7 @@ export function WaitView({ id }: { id: string }) {
   const slot = job?.slot ?? "";
   return (
     <section aria-labelledby="wait-title" data-testid="wait-view" data-phase={phase.kind}>
-      <h1 id="wait-title">{t("wait.title", { slot })}</h1>
+      <h1 id="wait-title">{t(phase.kind === "cancelled" ? "wait.title_cancelled" : "wait.title", { slot })}</h1>
       <div className={`wait-status wait-${phase.kind}`} data-testid="wait-status">
         {phase.kind === "checking" && <p>{t("wait.checking")}</p>}
         {phase.kind === "grace" && (
@@ -143,7 +143,8 @@ export function WaitView({ id }: { id: string }) {
           <CommandError error={cancel.error} />
         </>
       )}
-      {job && <Steps steps={job.steps ?? []} uncertain={job.uncertain_step} />}
+      {/* A release cancelled before it started has no step that will ever run. */}
+      {job && phase.kind !== "cancelled" && <Steps steps={job.steps ?? []} uncertain={job.uncertain_step} />}
       {job && (
         <p>
           <Link href={`/jobs/${encodeURIComponent(job.id)}`}>{t("common.view_timeline")}</Link>
