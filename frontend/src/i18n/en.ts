@@ -96,6 +96,7 @@ export const en = {
   "job.cancel": "Cancel job",
   "job.resumed": "Resume accepted.",
   "job.cancelled": "Cancel requested.",
+  "job.step_elapsed": "running for {time}",
   "job.timeline": "Timeline",
   "job.no_events": "No events.",
   "job.not_found": "Job {id} was not found.",
