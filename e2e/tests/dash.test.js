@@ -142,3 +142,33 @@ test("the promote confirmation says whether the target repository exists", async
     }
   }
 });
+
+test("long names wrap on a 390 px phone: nothing scrolls sideways or is clipped", async () => {
+  const { slots } = await server.api("GET", "/api/slots");
+  const vacant = slots.find((s) => s.lifecycle === "vacant" && !s.active_job);
+  assert.ok(vacant, "a vacant slot");
+  const by = "firstname.middlename.lastname.of.a.very.long.occupant.name";
+  await server.api("POST", `/api/slots/${vacant.name}/occupy`, { by, until: new Date(Date.now() + 3_600_000).toISOString() });
+  for (const [route, selector] of [
+    ["/", `[data-testid=slot-card][data-slot="${vacant.name}"]`],
+    [`/slots/${vacant.name}`, "[data-testid=slot-page]"],
+    ["/audit", "[data-testid=audit-table]"],
+  ]) {
+    for (const lang of ["en", "ko"]) {
+      const page = await open(route, { lang, size: "phone", selector });
+      await page.waitForFunction((n) => document.body.textContent.includes(n), by);
+      const m = await page.evaluate((sel) => {
+        const el = document.querySelector(sel);
+        const clipped = [...el.querySelectorAll("*")].filter((e) => e.clientWidth > 1 && e.scrollWidth > e.clientWidth + 1 && getComputedStyle(e).overflowX === "hidden");
+        const ths = [...document.querySelectorAll("th")].map((th) => ({ text: th.textContent, h: th.getBoundingClientRect().height, lh: parseFloat(getComputedStyle(th).lineHeight) || 20 }));
+        return { page: document.documentElement.scrollWidth, el: el.getBoundingClientRect().right, clipped: clipped.length, tallHeaders: ths.filter((t) => t.h > 2.5 * t.lh).map((t) => t.text) };
+      }, selector);
+      await shot(page, `dash-long-${route === "/" ? "board" : route.split("/")[1]}-${lang}-phone`);
+      assert.ok(m.page <= 390, `${route} ${lang}: the page is ${m.page} px wide on a 390 px phone`);
+      assert.ok(m.el <= 390, `${route} ${lang}: ${selector} ends at ${m.el} px`);
+      assert.equal(m.clipped, 0, `${route} ${lang}: clipped text`);
+      assert.deepEqual(m.tallHeaders, [], `${route} ${lang}: table headers wrap onto many lines`);
+      await page.close();
+    }
+  }
+});
