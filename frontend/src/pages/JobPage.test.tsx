@@ -5,7 +5,7 @@ import { memoryLocation } from "wouter/memory-location";
 import { resetAuth, setAuthForTest } from "../auth/session";
 import { setLang } from "../i18n";
 import { resetHealth } from "../live/health";
-import { resetLiveStore } from "../live/store";
+import { putJob, resetLiveStore } from "../live/store";
 import { stopTicker } from "../live/ticker";
 import { job, jsonResponse, step } from "../test/fakes";
 import { JobPage } from "./JobPage";
@@ -90,5 +90,25 @@ describe("job page", () => {
     fireEvent.click(screen.getByTestId("resume"));
     await flush();
     expect(posts).toEqual(["/api/jobs/j1/resume"]);
+  });
+
+  it("a release cancelled before any step ran says nothing changed and lists no leftovers, in ko (issue 14)", async () => {
+    setLang("ko");
+    putJob(
+      job({
+        state: "cancelled",
+        cancellable: false,
+        revision: 9,
+        remaining: [
+          { kind: "database", id: "d-1" },
+          { kind: "application", id: "a-1" },
+        ],
+      }),
+    );
+    mount();
+    await flush();
+    expect(screen.queryByTestId("recovery")).toBeNull();
+    expect(screen.getByTestId("untouched").textContent).toMatch(/바뀐 것은 없습니다/);
+    expect(screen.queryByTestId("job-remaining")).toBeNull();
   });
 });
