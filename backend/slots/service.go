@@ -530,7 +530,7 @@ func (s *Service) Resume(ctx context.Context, a Actor, jobID string) (JobAccepte
 	}
 	if !j.Resumable() {
 		return JobAcceptedResult{}, conflict(map[string]any{"state": j.Status, "blocking_job": jobID},
-			"job %s is %s; only failed, timed-out or abandoned jobs can be resumed", jobID, j.Status)
+			"job %s is %s; only failed, timed-out or abandoned jobs (and teardowns cancelled after they started) can be resumed", jobID, j.Status)
 	}
 	slot := j.Queued.Slot
 	meta := s.meta(a)

@@ -344,3 +344,52 @@ func TestCancelledTeardownThatNeverRanLeavesTheSlotAlone(t *testing.T) {
 		t.Fatalf("occupy after the cancelled teardown: %v", err)
 	}
 }
+
+// TestCancelledTeardownThatRanCanBeResumed: a teardown cancelled after it
+// started leaves the slot "teardown incomplete"; Resume finishes it (issue
+// 14: Resume was hidden and refused). A cancelled teardown that never ran
+// changed nothing and is not resumable.
+func TestCancelledTeardownThatRanCanBeResumed(t *testing.T) {
+	t.Parallel()
+	svc, st := setup(t, slots.Config{})
+	ctx := context.Background()
+	register(t, svc, "alpha")
+	r, err := svc.Teardown(ctx, alice, "alpha")
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, _ := slots.LoadJob(ctx, st, r.JobID)
+	if _, err := st.Append(ctx, events.JobStream(r.JobID), events.Exact(j.Revision),
+		events.New(events.JobClaimed{JobID: r.JobID, Worker: "w", Attempt: 1, LeaseUntil: time.Now().Add(time.Minute)}, events.Metadata{Actor: "w"})); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Cancel(ctx, alice, r.JobID); err != nil {
+		t.Fatal(err)
+	}
+	// The cancelled attempt releases the lock as it stops.
+	j, _ = slots.LoadJob(ctx, st, r.JobID)
+	if ok, err := slots.ReleaseLock(ctx, st, "alpha", r.JobID, j.Run(), slots.StatusCancelled, j.TouchedRemaining(), events.Metadata{Actor: "w"}); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	if s, _ := slots.LoadSlot(ctx, st, "alpha"); !s.Incomplete {
+		t.Fatal("a cancelled teardown that ran leaves the slot incomplete")
+	}
+	res, err := svc.Resume(ctx, alice, r.JobID)
+	if err != nil {
+		t.Fatalf("resume of the cancelled teardown: %v", err)
+	}
+	if j, _ = slots.LoadJob(ctx, st, r.JobID); j.Status != slots.StatusQueued || res.JobID != r.JobID {
+		t.Fatalf("after resume: %s", j.Status)
+	}
+
+	register(t, svc, "beta")
+	r2, err := svc.Teardown(ctx, alice, "beta")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Cancel(ctx, alice, r2.JobID); err != nil {
+		t.Fatal(err)
+	}
+	_, err = svc.Resume(ctx, alice, r2.JobID)
+	wantCode(t, err, slots.CodeConflict)
+}

@@ -261,10 +261,24 @@ describe("slot page by role", () => {
     expect(screen.queryByTestId("resume")).toBeNull();
     cleanup();
     as("operator");
+    putSlot(
+      slot({
+        revision: 4,
+        recovery: { job_id: "j6", state: "cancelled", completed_steps: ["delete_db"], remaining: [] },
+        latest_jobs: { reset: { id: "j6", kind: "reset", state: "cancelled", steps_done: 1, steps_total: 5 } },
+      }),
+    );
+    mount();
+    await flush();
+    expect(screen.queryByTestId("resume")).toBeNull(); // a cancelled reset is not resumed
+  });
+
+  it("a teardown cancelled after it started offers Resume (issue 14)", async () => {
+    as("operator");
     putSlot(incomplete("cancelled", 4));
     mount();
     await flush();
-    expect(screen.queryByTestId("resume")).toBeNull();
+    expect(screen.getByTestId("resume")).toBeTruthy();
   });
 
   it("a refusal names the role and the missing permission", async () => {

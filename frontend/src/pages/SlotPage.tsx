@@ -9,7 +9,7 @@ import { LoadFallback } from "../components/LoadFallback";
 import { ConfirmPlan } from "../components/ConfirmPlan";
 import { Countdown } from "../components/Countdown";
 import { RecoveryNotice } from "../components/Recovery";
-import { formatTime, stateReason } from "../format";
+import { formatTime, stateReason, untouched } from "../format";
 import { useT } from "../i18n";
 import { announce } from "../live/announce";
 import { putSlot, useSlot } from "../live/store";
@@ -60,9 +60,16 @@ function SlotDetail({ slot }: { slot: SlotView }) {
   // What this role may try; the server still decides (and answers 403).
   const may = slotActions(subject, slot);
   const mayJob = jobActions(subject);
-  // The server resumes failed, timed-out and interrupted jobs (not cancelled ones).
+  // The server resumes failed, timed-out and interrupted jobs, and a
+  // teardown cancelled after it started (not other cancelled jobs).
+  const rec = slot.recovery;
+  const recKind = rec ? Object.values(slot.latest_jobs ?? {}).find((j) => j.id === rec.job_id)?.kind : undefined;
   const resumable =
-    slot.recovery !== undefined && !busy && ["failed", "timed_out", "abandoned"].includes(slot.recovery.state) && mayJob.resume;
+    rec !== undefined &&
+    !busy &&
+    mayJob.resume &&
+    (["failed", "timed_out", "abandoned"].includes(rec.state) ||
+      (rec.state === "cancelled" && recKind === "teardown" && !untouched(rec.state, rec.completed_steps, rec.uncertain_step)));
   const resume = async () => {
     if (!slot.recovery) return;
     const r = await cmd.run(() => api.resume(slot.recovery?.job_id ?? ""));
