@@ -612,3 +612,36 @@ func TestPromotePlanNamesTheTarget(t *testing.T) {
 		t.Fatalf("a teardown plan names a target: %s", a.body)
 	}
 }
+
+// TestJobEventsAfter: ?after=<revision> answers only the job's later events,
+// so the job page applies changes without refetching the history (issue 14).
+func TestJobEventsAfter(t *testing.T) {
+	b := setup(t, HubOptions{})
+	b.register(t, "s1")
+	b.occupy(t, "s1")
+	var queued slots.JobAcceptedResult
+	b.do(t, http.MethodPost, "/api/slots/s1/release", nil).decode(t, &queued)
+	b.do(t, http.MethodPost, "/api/jobs/"+queued.JobID+"/cancel", nil)
+	type evs struct {
+		Events []struct {
+			Revision uint64 `json:"revision"`
+			Type     string `json:"type"`
+		} `json:"events"`
+	}
+	var all, later evs
+	b.do(t, http.MethodGet, "/api/jobs/"+queued.JobID+"/events", nil).decode(t, &all)
+	if len(all.Events) < 2 {
+		t.Fatalf("events %+v", all)
+	}
+	first := all.Events[0].Revision
+	b.do(t, http.MethodGet, "/api/jobs/"+queued.JobID+"/events?after="+strconv.FormatUint(first, 10), nil).decode(t, &later)
+	if len(later.Events) != len(all.Events)-1 || later.Events[0].Revision != first+1 {
+		t.Fatalf("after %d: %+v of %+v", first, later, all)
+	}
+	if a := b.do(t, http.MethodGet, "/api/jobs/"+queued.JobID+"/events?after=x", nil); a.status != http.StatusBadRequest {
+		t.Fatalf("after=x: %d", a.status)
+	}
+	if a := b.do(t, http.MethodGet, "/api/jobs/nope/events?after=3", nil); a.status != http.StatusNotFound {
+		t.Fatalf("unknown job: %d", a.status)
+	}
+}
