@@ -92,6 +92,32 @@ describe("job page", () => {
     expect(posts).toEqual(["/api/jobs/j1/resume"]);
   });
 
+  it("applies a change by fetching only the later events, keeping the history (issue 14)", async () => {
+    const urls: string[] = [];
+    const base = (globalThis.fetch as unknown as (u: string, i?: RequestInit) => Promise<Response>).bind(globalThis);
+    vi.stubGlobal(
+      "fetch",
+      vi.fn(async (url: string, init?: RequestInit) => {
+        if (url.includes("/events")) urls.push(url);
+        if (url.includes("/events?after=2")) {
+          return jsonResponse({ events: [{ position: 4, stream: "job-j1", revision: 3, type: "JobResumed", data: {}, meta: null }] });
+        }
+        return base(url, init);
+      }),
+    );
+    mount();
+    await flush();
+    await flush();
+    expect(screen.getByTestId("timeline").querySelectorAll("li")).toHaveLength(3);
+    await act(async () => {
+      putJob({ ...abandoned, state: "queued", resumable: false, revision: 8, position: 8 });
+    });
+    await flush();
+    expect(urls).toEqual(["/api/jobs/j1/events", "/api/jobs/j1/events?after=2"]);
+    const types = [...screen.getByTestId("timeline").querySelectorAll("li")].map((li) => li.getAttribute("data-type"));
+    expect(types).toEqual(["JobQueued", "JobClaimed", "JobAbandoned", "JobResumed"]);
+  });
+
   it("a release cancelled before any step ran says nothing changed and lists no leftovers, in ko (issue 14)", async () => {
     setLang("ko");
     putJob(

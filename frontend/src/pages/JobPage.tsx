@@ -1,3 +1,4 @@
+import { useRef } from "react";
 import { Link, useLocation } from "wouter";
 import { api } from "../api/client";
 import type { JobView, RecordedEvent } from "../api/types";
@@ -34,8 +35,21 @@ function JobDetail({ job }: { job: JobView }) {
   const [, navigate] = useLocation();
   const cmd = useCommand();
   const may = jobActions(useSubject());
-  // The raw events reload whenever the job view moves (pushed by the stream).
-  const events = useLoad(`events:${job.id}`, `${job.id}:${job.revision}`, (signal) => api.jobEvents(job.id, signal));
+  // The raw events: the history once, then, whenever the job view moves
+  // (pushed by the stream), only the events after the last one held
+  // (issue 14). A snapshot (new epoch) starts over.
+  const epoch = useEpoch();
+  const history = useRef<{ epoch: number; events: RecordedEvent[] }>({ epoch, events: [] });
+  const events = useLoad(`events:${job.id}`, `${job.id}:${job.revision}:${epoch}`, async (signal) => {
+    const base = history.current.epoch === epoch ? history.current.events : [];
+    const last = base.length > 0 ? base[base.length - 1].revision : undefined;
+    const got = (await api.jobEvents(job.id, signal, last)).events ?? [];
+    // Events are immutable: whatever arrives after the last one held is appended.
+    const add = got.filter((e) => last === undefined || e.revision > last);
+    history.current = { epoch, events: add.length > 0 ? [...base, ...add] : base };
+    return history.current.events;
+  });
+  const held = events.data ?? [];
   const unsuccessful = TERMINAL_STATES.has(job.state) && job.state !== "succeeded";
   // Cancelled before any step ran: the slot's resources are not "left over".
   const nothingChanged = untouched(job.state, completedSteps(job.steps), job.uncertain_step);
@@ -133,7 +147,7 @@ function JobDetail({ job }: { job: JobView }) {
 
       <h2>{t("job.timeline")}</h2>
       {events.error && <CommandError error={events.error} />}
-      <Timeline events={events.data?.events ?? []} t={t} />
+      <Timeline events={held} t={t} />
     </section>
   );
 }
