@@ -96,6 +96,12 @@ test("a release cancelled in its grace period says nothing changed, in en and ko
     assert.equal(await page.$("[data-testid=recovery]"), null, "no red failure");
     if (lang === "ko") assert.match(text, /바뀐 것은 없습니다/);
   });
+  await everyWay("job-cancelled", `/jobs/${id}`, "[data-testid=untouched]", async (page) => {
+    assert.equal(await page.$("[data-testid=recovery]"), null, "no red failure on the job page");
+    assert.equal(await page.$("[data-testid=job-remaining]"), null, "no leftovers listed");
+    await page.waitForSelector("[data-testid=timeline] li");
+  });
+  await everyWay("audit", "/audit", "[data-testid=audit-table] tbody tr");
   await everyWay("board", "/", "[data-testid=slot-card]", async (page) => {
     const card = page.locator(`[data-testid=slot-card][data-slot="${name}"]`);
     assert.equal(await card.locator("[data-testid=warn-remaining]").count(), 0, "no leftovers flagged");

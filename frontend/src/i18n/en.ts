@@ -97,6 +97,7 @@ export const en = {
   "job.resumed": "Resume accepted.",
   "job.cancelled": "Cancel requested.",
   "job.step_elapsed": "running for {time}",
+  "job.nothing_changed": "nothing changed",
   "job.timeline": "Timeline",
   "job.no_events": "No events.",
   "job.not_found": "Job {id} was not found.",

@@ -99,6 +99,7 @@ export const ko: Record<Key, string> = {
   "job.resumed": "재개 요청이 접수되었습니다.",
   "job.cancelled": "취소를 요청했습니다.",
   "job.step_elapsed": "{time}째 진행 중",
+  "job.nothing_changed": "바뀐 것 없음",
   "job.timeline": "타임라인",
   "job.no_events": "이벤트가 없습니다.",
   "job.not_found": "작업 {id}을(를) 찾을 수 없습니다.",

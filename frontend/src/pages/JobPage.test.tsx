@@ -8,7 +8,7 @@ import { resetHealth } from "../live/health";
 import { putJob, resetLiveStore } from "../live/store";
 import { stopTicker } from "../live/ticker";
 import { job, jsonResponse, step } from "../test/fakes";
-import { JobPage } from "./JobPage";
+import { JobPage, eventSummary } from "./JobPage";
 
 let posts: string[];
 
@@ -136,5 +136,12 @@ describe("job page", () => {
     expect(screen.queryByTestId("recovery")).toBeNull();
     expect(screen.getByTestId("untouched").textContent).toMatch(/바뀐 것은 없습니다/);
     expect(screen.queryByTestId("job-remaining")).toBeNull();
+  });
+
+  it("the timeline's JobCancelled before any step ran says nothing changed, not 'Still there'", () => {
+    const t = Object.assign((k: string) => k, { dyn: (_p: string, v: string) => v, lang: "en" }) as unknown as Parameters<typeof eventSummary>[1];
+    const data = { job_id: "j1", by: "alice", remaining: [{ kind: "database", id: "d-1" }] };
+    expect(eventSummary(data, t, "JobCancelled")).toBe("job.nothing_changed");
+    expect(eventSummary({ ...data, completed_steps: ["delete_db"] }, t, "JobCancelled")).toMatch(/recovery.remaining/);
   });
 });

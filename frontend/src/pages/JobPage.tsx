@@ -153,7 +153,7 @@ function JobDetail({ job }: { job: JobView }) {
 }
 
 /** eventSummary picks the fields of an event a person needs in one line. */
-export function eventSummary(data: unknown, t: T): string {
+export function eventSummary(data: unknown, t: T, type = ""): string {
   if (typeof data !== "object" || data === null) return "";
   const d = data as Record<string, unknown>;
   const parts: string[] = [];
@@ -171,7 +171,12 @@ export function eventSummary(data: unknown, t: T): string {
   if (Array.isArray(d.completed_steps) && d.completed_steps.length > 0) {
     parts.push(t("job.completed_steps", { steps: d.completed_steps.map((s) => t.dyn("step", String(s))).join(", ") }));
   }
-  if (Array.isArray(d.remaining) && d.remaining.length > 0) {
+  // A cancel before any step ran lists the slot's resources as "remaining":
+  // they are untouched, not left over (issue 14).
+  const nothingChanged =
+    type === "JobCancelled" && !(Array.isArray(d.completed_steps) && d.completed_steps.length > 0) && typeof d.uncertain_step !== "string";
+  if (nothingChanged) parts.push(t("job.nothing_changed"));
+  else if (Array.isArray(d.remaining) && d.remaining.length > 0) {
     parts.push(t("recovery.remaining", { resources: d.remaining.map((r: { kind?: string; id?: string }) => `${r.kind ?? ""} ${r.id ?? ""}`).join(", ") }));
   }
   if (typeof d.old_sha === "string" && typeof d.new_sha === "string") parts.push(`${d.old_sha.slice(0, 8)} → ${d.new_sha.slice(0, 8)}`);
@@ -189,7 +194,7 @@ function Timeline({ events, t }: { events: readonly RecordedEvent[]; t: T }) {
           <span className="muted">
             {formatTime(e.meta?.time, t.lang)} {e.meta?.actor ? `· ${e.meta.actor}` : ""}
           </span>
-          <div>{eventSummary(e.data, t)}</div>
+          <div>{eventSummary(e.data, t, e.type)}</div>
         </li>
       ))}
     </ol>
