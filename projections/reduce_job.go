@@ -129,7 +129,9 @@ func applyJob(v JobView, ev events.RecordedEvent, p events.Payload, own bool) Jo
 		}
 		v.Remaining = removeConfirmed(v.Remaining, p)
 	}
-	v.Resumable = v.State == JobFailed || v.State == JobTimedOut || v.State == JobAbandoned
+	v.Resumable = v.State == JobFailed || v.State == JobTimedOut || v.State == JobAbandoned ||
+		// A teardown cancelled after it started (slots.JobState.Resumable).
+		(v.State == JobCancelled && v.Kind == events.KindTeardown && (len(v.Attempts) > 0 || len(CompletedSteps(v)) > 0))
 	v.Cancellable = v.State == JobQueued || v.State == JobRunning
 	v.Revision = ev.Revision
 	v.UpdatedAt = t

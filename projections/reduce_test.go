@@ -333,3 +333,25 @@ func kindsOf(rs []events.Resource) string {
 	}
 	return strings.Join(ks, " ")
 }
+
+// TestCancelledTeardownThatRanIsResumable mirrors slots.JobState.Resumable:
+// a teardown cancelled after it was claimed may be resumed; one cancelled
+// while queued, or a cancelled reset, may not (issue 14).
+func TestCancelledTeardownThatRanIsResumable(t *testing.T) {
+	td := events.JobQueued{JobID: "j1", Kind: events.KindTeardown, Slot: "s1", RequestedBy: "alice", Steps: []string{events.StepDeleteDB, events.StepDeleteApp}}
+	ran := foldJob(td,
+		events.JobClaimed{JobID: "j1", Worker: "w1", Attempt: 1, LeaseUntil: t0.Add(time.Minute)},
+		events.JobCancelled{JobID: "j1", By: "alice", Attempt: 1})
+	if ran.State != projections.JobCancelled || !ran.Resumable {
+		t.Fatalf("cancelled teardown that ran: state %s resumable %v", ran.State, ran.Resumable)
+	}
+	if v := foldJob(td, events.JobCancelled{JobID: "j1", By: "alice"}); v.Resumable {
+		t.Fatal("a teardown cancelled while queued changed nothing and is not resumable")
+	}
+	reset := foldJob(queued(),
+		events.JobClaimed{JobID: "j1", Worker: "w1", Attempt: 1, LeaseUntil: t0.Add(time.Minute)},
+		events.JobCancelled{JobID: "j1", By: "alice", Attempt: 1})
+	if reset.Resumable {
+		t.Fatal("a cancelled reset is not resumable")
+	}
+}

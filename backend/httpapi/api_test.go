@@ -363,6 +363,8 @@ func TestBadInputAppendsNothing(t *testing.T) {
 	b.register(t, "s1")
 	b.register(t, "s2")
 	b.occupy(t, "s2")
+	b.register(t, "s3")
+	b.occupy(t, "s3") // deadline in an hour
 	a := b.do(t, http.MethodPost, "/api/slots/s2/release", nil)
 	var queued slots.JobAcceptedResult
 	a.decode(t, &queued)
@@ -411,6 +413,7 @@ func TestBadInputAppendsNothing(t *testing.T) {
 		{"extend vacant", "POST", "/api/slots/s1/extend", map[string]any{"until": future}, nil, 409, CodeConflict},
 		{"extend unknown", "POST", "/api/slots/nope/extend", map[string]any{"until": future}, nil, 404, CodeNotFound},
 		{"extend bad body", "POST", "/api/slots/s1/extend", `[]`, nil, 400, CodeInvalid},
+		{"extend earlier", "POST", "/api/slots/s3/extend", map[string]any{"until": time.Now().Add(30 * time.Minute)}, nil, 409, CodeConflict},
 		// release / teardown / promote
 		{"release vacant", "POST", "/api/slots/s1/release", nil, nil, 409, CodeConflict},
 		{"release unknown", "POST", "/api/slots/nope/release", nil, nil, 404, CodeNotFound},
@@ -587,4 +590,58 @@ func TestSPAFallback(t *testing.T) {
 // authHeader is the Authorization header of the bundle's admin token.
 func (b *bundle) authHeader() map[string]string {
 	return map[string]string{"Authorization": "Bearer " + b.token}
+}
+
+// TestPromotePlanNamesTheTarget: the promote plan answers with the target
+// repository and what the lookup found (issue 14); without a git host the
+// answer is "unknown" with the reason, never "free".
+func TestPromotePlanNamesTheTarget(t *testing.T) {
+	b := setup(t, HubOptions{})
+	b.register(t, "s1")
+	a := b.do(t, http.MethodGet, "/api/slots/s1/plan?kind=promote&project=NEW&name=copy", nil)
+	if a.status != http.StatusOK {
+		t.Fatalf("status %d: %s", a.status, a.body)
+	}
+	var p slots.Plan
+	a.decode(t, &p)
+	if p.Target == nil || p.Target.Repo != (events.RepoRef{Project: "NEW", Slug: "copy"}) || p.Target.State != slots.TargetUnknown || p.Target.Error == "" {
+		t.Fatalf("target %+v in %s", p.Target, a.body)
+	}
+	a = b.do(t, http.MethodGet, "/api/slots/s1/plan?kind=teardown", nil)
+	if strings.Contains(string(a.body), `"target"`) {
+		t.Fatalf("a teardown plan names a target: %s", a.body)
+	}
+}
+
+// TestJobEventsAfter: ?after=<revision> answers only the job's later events,
+// so the job page applies changes without refetching the history (issue 14).
+func TestJobEventsAfter(t *testing.T) {
+	b := setup(t, HubOptions{})
+	b.register(t, "s1")
+	b.occupy(t, "s1")
+	var queued slots.JobAcceptedResult
+	b.do(t, http.MethodPost, "/api/slots/s1/release", nil).decode(t, &queued)
+	b.do(t, http.MethodPost, "/api/jobs/"+queued.JobID+"/cancel", nil)
+	type evs struct {
+		Events []struct {
+			Revision uint64 `json:"revision"`
+			Type     string `json:"type"`
+		} `json:"events"`
+	}
+	var all, later evs
+	b.do(t, http.MethodGet, "/api/jobs/"+queued.JobID+"/events", nil).decode(t, &all)
+	if len(all.Events) < 2 {
+		t.Fatalf("events %+v", all)
+	}
+	first := all.Events[0].Revision
+	b.do(t, http.MethodGet, "/api/jobs/"+queued.JobID+"/events?after="+strconv.FormatUint(first, 10), nil).decode(t, &later)
+	if len(later.Events) != len(all.Events)-1 || later.Events[0].Revision != first+1 {
+		t.Fatalf("after %d: %+v of %+v", first, later, all)
+	}
+	if a := b.do(t, http.MethodGet, "/api/jobs/"+queued.JobID+"/events?after=x", nil); a.status != http.StatusBadRequest {
+		t.Fatalf("after=x: %d", a.status)
+	}
+	if a := b.do(t, http.MethodGet, "/api/jobs/nope/events?after=3", nil); a.status != http.StatusNotFound {
+		t.Fatalf("unknown job: %d", a.status)
+	}
 }

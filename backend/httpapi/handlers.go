@@ -358,6 +358,16 @@ func (s *Server) jobEvents(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	// ?after=<revision>: only the later events, so a page that has the
+	// history applies changes without fetching it again (issue 14).
+	after, hasAfter := uint64(0), false
+	if v := c.QueryParam("after"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil || len(v) > 20 || v[0] == '+' {
+			return invalidField("after", "query after must be a job event revision (a decimal number from 0)")
+		}
+		after, hasAfter = n, true
+	}
 	evs, err := s.d.Reads.JobEvents(c.Request().Context(), id)
 	if err != nil {
 		return notFound(err, "job %q does not exist", id)
@@ -365,13 +375,16 @@ func (s *Server) jobEvents(c echo.Context) error {
 	if len(evs) == 0 {
 		return errf(CodeNotFound, "job %q does not exist", id)
 	}
-	out := make([]eventDTO, len(evs))
-	for i, ev := range evs {
+	out := make([]eventDTO, 0, len(evs))
+	for _, ev := range evs {
+		if hasAfter && uint64(ev.Revision) <= after {
+			continue
+		}
 		data := ev.Data
 		if len(data) == 0 {
 			data = json.RawMessage("null")
 		}
-		out[i] = eventDTO{Position: ev.Position, Stream: ev.Stream, Revision: ev.Revision, Type: ev.Type, Data: data, Meta: ev.Meta}
+		out = append(out, eventDTO{Position: ev.Position, Stream: ev.Stream, Revision: ev.Revision, Type: ev.Type, Data: data, Meta: ev.Meta})
 	}
 	return c.JSON(http.StatusOK, map[string]any{"events": out})
 }

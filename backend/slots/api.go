@@ -72,6 +72,24 @@ type Plan struct {
 	Steps     []string          `json:"steps"`
 	Resources []events.Resource `json:"resources"`
 	NotBefore time.Time         `json:"not_before"`
+	// Target is a promote's target repository as the git host answered the
+	// plan's lookup (nil for other kinds).
+	Target *TargetCheck `json:"target,omitempty"`
+}
+
+// Target states of a promote plan (tri-state, like every provider lookup).
+const (
+	TargetExists  = "exists"  // the repository is there: the promote would fail at lookup_repo
+	TargetFree    = "free"    // the host said it does not exist
+	TargetUnknown = "unknown" // could not check (no provider, 401, 5xx, timeout, …)
+)
+
+// TargetCheck is the result of looking a promote's target up.
+type TargetCheck struct {
+	Repo  events.RepoRef `json:"repo"`
+	State string         `json:"state"`
+	// Error says why the state is unknown.
+	Error string `json:"error,omitempty"`
 }
 
 // Commands is implemented by *Service.

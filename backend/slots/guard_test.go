@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/events"
@@ -141,5 +142,40 @@ func TestRegisterGuards(t *testing.T) {
 	}
 	if _, err := svc.Promote(ctx, alice, "beta", slots.PromoteCmd{Project: "slot", Name: "copy"}); err != nil {
 		t.Fatalf("promote inside the scope: %v", err)
+	}
+}
+
+// TestPromotePlanChecksTheTarget: the promote plan looks the target
+// repository up (issue 14) and says exists / free / could not check; a
+// reset plan looks nothing up.
+func TestPromotePlanChecksTheTarget(t *testing.T) {
+	t.Parallel()
+	world := newWorld("alpha")
+	world.repos["NEW/taken"] = true
+	world.bad["NEW/flaky"] = "unknown"
+	svc, _ := setup(t, slots.Config{Resources: world})
+	ctx := context.Background()
+	if err := svc.Register(ctx, alice, worldCmd("alpha")); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"taken": slots.TargetExists, "fresh": slots.TargetFree, "flaky": slots.TargetUnknown} {
+		p, err := svc.PlanJob(ctx, "alpha", events.KindPromote, map[string]string{"project": "NEW", "name": name})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if p.Target == nil || p.Target.State != want || p.Target.Repo != (events.RepoRef{Project: "NEW", Slug: name}) {
+			t.Fatalf("%s: target %+v, want state %s", name, p.Target, want)
+		}
+		if want == slots.TargetUnknown && p.Target.Error == "" {
+			t.Fatalf("%s: could not check, but says not why", name)
+		}
+	}
+	calls := world.calls
+	if err := svc.Occupy(ctx, alice, "alpha", slots.OccupyCmd{Until: time.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := svc.PlanJob(ctx, "alpha", events.KindReset, nil)
+	if err != nil || p.Target != nil || world.calls != calls {
+		t.Fatalf("reset plan: target %+v, err %v, lookups %d → %d", p.Target, err, calls, world.calls)
 	}
 }

@@ -249,7 +249,8 @@ func (s *Service) Occupy(ctx context.Context, a Actor, slot string, c OccupyCmd)
 }
 
 // Extend implements Commands. It is refused while a reset or teardown holds
-// the lock: cancel that job first (a promote does not block it).
+// the lock: cancel that job first (a promote does not block it), and when
+// the new deadline is earlier than the current one (409, details.until).
 func (s *Service) Extend(ctx context.Context, a Actor, slot string, c ExtendCmd) error {
 	if err := validateActor(a); err != nil {
 		return err
@@ -269,6 +270,12 @@ func (s *Service) Extend(ctx context.Context, a Actor, slot string, c ExtendCmd)
 		}
 		if !st.Occupied {
 			return nil, conflict(map[string]any{"state": st.Lifecycle()}, "slot %s is not occupied", slot)
+		}
+		if c.Until.Before(st.Until) {
+			// Extend only adds time: moving a deadline earlier could put the
+			// slot up for a deadline reset under its occupant (issue 14).
+			return nil, conflict(map[string]any{"until": st.Until.UTC()},
+				"extend would move the deadline of %s earlier (now %s)", slot, st.Until.UTC().Format(time.RFC3339))
 		}
 		return []events.EventData{events.New(events.OccupancyExtended{Slot: slot, By: a.Name, Until: c.Until.UTC()}, s.meta(a))}, nil
 	})
@@ -314,7 +321,39 @@ func (s *Service) PlanJob(ctx context.Context, slot, kind string, params map[str
 	if err := s.canStart(&st, kind); err != nil {
 		return Plan{}, err
 	}
-	return Plan{Kind: kind, Slot: slot, Steps: StepsFor(kind), Resources: planResources(&st, kind), NotBefore: s.notBefore(kind)}, nil
+	p := Plan{Kind: kind, Slot: slot, Steps: StepsFor(kind), Resources: planResources(&st, kind), NotBefore: s.notBefore(kind)}
+	if kind == events.KindPromote {
+		p.Target = s.checkTarget(ctx, events.RepoRef{Project: params["project"], Slug: params["name"]})
+	}
+	return p, nil
+}
+
+// planLookupTimeout bounds the promote plan's lookup of its target.
+const planLookupTimeout = 5 * time.Second
+
+// checkTarget looks a promote's target repository up for the plan (issue
+// 14): the confirmation says whether it exists, is free, or could not be
+// checked. The job's own lookup_repo step still decides.
+func (s *Service) checkTarget(ctx context.Context, r events.RepoRef) *TargetCheck {
+	t := &TargetCheck{Repo: r, State: TargetUnknown}
+	if s.cfg.Resources == nil {
+		t.Error = "no git host is configured to look it up"
+		return t
+	}
+	ctx, cancel := context.WithTimeout(ctx, planLookupTimeout)
+	defer cancel()
+	_, st, err := s.cfg.Resources.Repo(ctx, r)
+	switch {
+	case st == ResourceFound:
+		t.State = TargetExists
+	case st == ResourceAbsent:
+		t.State = TargetFree
+	case err != nil:
+		t.Error = err.Error()
+	default:
+		t.Error = "the git host did not say"
+	}
+	return t
 }
 
 func (s *Service) notBefore(kind string) time.Time {
@@ -510,7 +549,7 @@ func (s *Service) Resume(ctx context.Context, a Actor, jobID string) (JobAccepte
 	}
 	if !j.Resumable() {
 		return JobAcceptedResult{}, conflict(map[string]any{"state": j.Status, "blocking_job": jobID},
-			"job %s is %s; only failed, timed-out or abandoned jobs can be resumed", jobID, j.Status)
+			"job %s is %s; only failed, timed-out or abandoned jobs (and teardowns cancelled after they started) can be resumed", jobID, j.Status)
 	}
 	slot := j.Queued.Slot
 	meta := s.meta(a)

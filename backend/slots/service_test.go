@@ -90,6 +90,19 @@ func TestBadInputIsRejectedAndAppendsNothing(t *testing.T) {
 	wantCode(t, svc.Occupy(ctx, alice, "../alpha", slots.OccupyCmd{Until: time.Now().Add(time.Hour)}), slots.CodeInvalid)
 	wantCode(t, svc.Occupy(ctx, alice, "nope", slots.OccupyCmd{Until: time.Now().Add(time.Hour)}), slots.CodeNotFound)
 	wantCode(t, svc.Extend(ctx, alice, "alpha", slots.ExtendCmd{Until: time.Now().Add(time.Hour)}), slots.CodeConflict)
+	register(t, svc, "gamma")
+	if err := svc.Occupy(ctx, alice, "gamma", slots.OccupyCmd{By: "alice", Until: time.Now().Add(30 * time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	before = head(t, st)
+	// Extend never moves a deadline earlier (issue 14): 30 h left, "extend" to 8 h from now.
+	e := wantCode(t, svc.Extend(ctx, alice, "gamma", slots.ExtendCmd{Until: time.Now().Add(8 * time.Hour)}), slots.CodeConflict)
+	if e.Details["until"] == nil {
+		t.Fatalf("refusal names no current deadline: %+v", e)
+	}
+	if after := head(t, st); after != before {
+		t.Fatalf("an earlier extend appended: head %d → %d", before, after)
+	}
 	_, err := svc.Release(ctx, alice, "alpha")
 	wantCode(t, err, slots.CodeConflict) // not occupied
 	_, err = svc.Promote(ctx, alice, "alpha", slots.PromoteCmd{Project: "NEW", Name: "../x"})
@@ -259,9 +272,6 @@ func TestDeadlineQueuesOneReset(t *testing.T) {
 	if err := svc.Occupy(ctx, alice, "alpha", slots.OccupyCmd{Until: until}); err != nil {
 		t.Fatal(err)
 	}
-	if err := svc.Occupy(ctx, alice, "beta", slots.OccupyCmd{Until: time.Now().Add(time.Hour)}); err != nil {
-		t.Fatal(err)
-	}
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- svc.RunDeadlines(runCtx) }()
@@ -291,12 +301,13 @@ func TestDeadlineQueuesOneReset(t *testing.T) {
 		t.Fatal("reset queued before the deadline")
 	}
 	// Cancelling the reset frees the lock; the scheduler must not queue a
-	// second one for the same deadline: the next reset is beta's, after
-	// its deadline is moved close.
+	// second one for the same deadline: the next reset is beta's, occupied
+	// with a close deadline after the scheduler started (extend cannot
+	// move a deadline earlier any more).
 	if err := svc.Cancel(ctx, alice, q.JobID); err != nil {
 		t.Fatal(err)
 	}
-	if err := svc.Extend(ctx, alice, "beta", slots.ExtendCmd{Until: time.Now().Add(100 * time.Millisecond)}); err != nil {
+	if err := svc.Occupy(ctx, alice, "beta", slots.OccupyCmd{Until: time.Now().Add(100 * time.Millisecond)}); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -332,4 +343,53 @@ func TestCancelledTeardownThatNeverRanLeavesTheSlotAlone(t *testing.T) {
 	if err := svc.Occupy(ctx, alice, "alpha", slots.OccupyCmd{Until: time.Now().Add(time.Hour)}); err != nil {
 		t.Fatalf("occupy after the cancelled teardown: %v", err)
 	}
+}
+
+// TestCancelledTeardownThatRanCanBeResumed: a teardown cancelled after it
+// started leaves the slot "teardown incomplete"; Resume finishes it (issue
+// 14: Resume was hidden and refused). A cancelled teardown that never ran
+// changed nothing and is not resumable.
+func TestCancelledTeardownThatRanCanBeResumed(t *testing.T) {
+	t.Parallel()
+	svc, st := setup(t, slots.Config{})
+	ctx := context.Background()
+	register(t, svc, "alpha")
+	r, err := svc.Teardown(ctx, alice, "alpha")
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, _ := slots.LoadJob(ctx, st, r.JobID)
+	if _, err := st.Append(ctx, events.JobStream(r.JobID), events.Exact(j.Revision),
+		events.New(events.JobClaimed{JobID: r.JobID, Worker: "w", Attempt: 1, LeaseUntil: time.Now().Add(time.Minute)}, events.Metadata{Actor: "w"})); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Cancel(ctx, alice, r.JobID); err != nil {
+		t.Fatal(err)
+	}
+	// The cancelled attempt releases the lock as it stops.
+	j, _ = slots.LoadJob(ctx, st, r.JobID)
+	if ok, err := slots.ReleaseLock(ctx, st, "alpha", r.JobID, j.Run(), slots.StatusCancelled, j.TouchedRemaining(), events.Metadata{Actor: "w"}); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	if s, _ := slots.LoadSlot(ctx, st, "alpha"); !s.Incomplete {
+		t.Fatal("a cancelled teardown that ran leaves the slot incomplete")
+	}
+	res, err := svc.Resume(ctx, alice, r.JobID)
+	if err != nil {
+		t.Fatalf("resume of the cancelled teardown: %v", err)
+	}
+	if j, _ = slots.LoadJob(ctx, st, r.JobID); j.Status != slots.StatusQueued || res.JobID != r.JobID {
+		t.Fatalf("after resume: %s", j.Status)
+	}
+
+	register(t, svc, "beta")
+	r2, err := svc.Teardown(ctx, alice, "beta")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Cancel(ctx, alice, r2.JobID); err != nil {
+		t.Fatal(err)
+	}
+	_, err = svc.Resume(ctx, alice, r2.JobID)
+	wantCode(t, err, slots.CodeConflict)
 }

@@ -216,6 +216,11 @@ func (j *JobState) Resumable() bool {
 	switch j.Status {
 	case StatusFailed, StatusTimedOut, StatusAbandoned:
 		return true
+	case StatusCancelled:
+		// A teardown cancelled after it started left the slot "teardown
+		// incomplete"; resuming is how it is finished (issue 14). One that
+		// never ran changed nothing.
+		return j.Queued.Kind == events.KindTeardown && j.TouchedRemaining() != nil
 	}
 	return false
 }

@@ -16,6 +16,8 @@ export function serverFlags(extra = {}) {
   // No automatic sign-in: every test signs in through the sign-in page.
   // Step timeout 10 s: on the shared 2-core machine (load 12-20) the
   // template force-push alone takes about 3 s, so 3 s timed resets out.
+  // No drain delay: a stopped server must go away at once (the stale test
+  // times the banner from the stop; the 5 s default kept the stream alive).
   return { heartbeat: `${HB}ms`, grace: "3s", "step-timeout": "10s", "deadline-reset": false, "demo-autologin": false, "drain-delay": "0s", ...extra };
 }
 

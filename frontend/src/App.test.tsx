@@ -59,6 +59,18 @@ describe("app shell", () => {
     expect(screen.getByTestId("signin-page")).toBeTruthy();
   });
 
+  it("an unknown route shows a not-found page in en and ko, not the board (issue 14)", () => {
+    setAuthForTest({ id: "u1", name: "root", role: "admin" }, "c-9");
+    window.location.hash = "#/slotz/nope";
+    render(<App />);
+    expect(screen.getByTestId("route-not-found").textContent).toMatch(/There is no page at \/slotz\/nope/);
+    expect(screen.queryByTestId("board")).toBeNull();
+    cleanup();
+    setLang("ko");
+    render(<App />);
+    expect(screen.getByTestId("route-not-found").textContent).toMatch(/페이지가 없습니다/);
+  });
+
   it("has no admin link for other roles, and says the role in Korean", () => {
     setLang("ko");
     setAuthForTest({ id: "u2", name: "김민준", role: "member" });

@@ -130,6 +130,18 @@ function FocusOnNavigate() {
   return null;
 }
 
+/** NotFoundPage: an unknown route says so instead of silently showing the board (issue 14). */
+function NotFoundPage() {
+  const t = useT();
+  const [path] = useLocation();
+  return (
+    <section data-testid="route-not-found" role="alert">
+      <h1>{t("route.not_found", { path })}</h1>
+      <Link href="/">{t("route.to_board")}</Link>
+    </section>
+  );
+}
+
 function Routes() {
   return (
     <Switch>
@@ -159,7 +171,7 @@ function Routes() {
         <InsightsPage />
       </Route>
       <Route>
-        <Board />
+        <NotFoundPage />
       </Route>
     </Switch>
   );

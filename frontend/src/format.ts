@@ -36,6 +36,29 @@ export function resourceLabel(r: Resource, t: T): string {
   return `${t.dyn("res", r.kind)}${name} (${r.id})`;
 }
 
+/**
+ * untouched is true for a job that was cancelled before any step ran (e.g.
+ * in the grace period): nothing completed, nothing was in flight, so nothing
+ * changed and the resources it lists are simply the slot's own (issue 14).
+ */
+export function untouched(state: string, completed: readonly string[] | null | undefined, uncertain: string | undefined): boolean {
+  return state === "cancelled" && (completed?.length ?? 0) === 0 && !uncertain;
+}
+
+/**
+ * stateReason renders the server's slot state reason in the reader's
+ * language; the server writes it in English ("last job cancelled",
+ * "reset job <id>", …). An unknown reason is shown raw.
+ */
+export function stateReason(reason: string, t: T): string {
+  const last = /^last job (\w+)$/.exec(reason);
+  if (last) return t("reason.last_job", { state: t.dyn("state", last[1] ?? "") });
+  const job = /^(\w+) job (\S+)( \(resumed\))?$/.exec(reason);
+  if (job) return t(job[3] ? "reason.job_resumed" : "reason.job", { kind: t.dyn("kind", job[1] ?? ""), id: job[2] ?? "" });
+  if (reason === "teardown could not confirm every deletion") return t("reason.teardown_unconfirmed");
+  return reason;
+}
+
 /** stepList names steps in the reader's language, or "none". */
 export function stepList(steps: readonly string[] | null | undefined, t: T): string {
   return steps && steps.length > 0 ? steps.map((s) => t.dyn("step", s)).join(", ") : t("common.none");

@@ -200,8 +200,9 @@ export const api = {
   latestJob: (name: string, kind: string, signal?: AbortSignal) =>
     request<JobView>(`/api/slots/${enc(name)}/jobs/latest${query({ kind })}`, { signal }),
   job: (id: string, signal?: AbortSignal) => request<JobView>(`/api/jobs/${enc(id)}`, { signal }),
-  jobEvents: (id: string, signal?: AbortSignal) =>
-    request<{ events: RecordedEvent[] | null }>(`/api/jobs/${enc(id)}/events`, { signal }),
+  /** jobEvents: the job's raw events; with after, only those of a later revision. */
+  jobEvents: (id: string, signal?: AbortSignal, after?: number) =>
+    request<{ events: RecordedEvent[] | null }>(`/api/jobs/${enc(id)}/events${query({ after })}`, { signal }),
   cancel: (id: string) => request<{ job_id: string }>(`/api/jobs/${enc(id)}/cancel`, { method: "POST" }),
   resume: (id: string) => request<JobAcceptedResult>(`/api/jobs/${enc(id)}/resume`, { method: "POST" }),
   audit: (

@@ -241,6 +241,15 @@ export interface Plan {
   steps: string[] | null;
   resources: Resource[] | null;
   not_before: string;
+  /** A promote's target as the git host answered the plan's lookup. */
+  target?: TargetCheck;
+}
+
+export interface TargetCheck {
+  repo: RepoRef;
+  /** exists | free | unknown (could not check) */
+  state: string;
+  error?: string;
 }
 
 /** One raw event of a job, as GET /api/jobs/{id}/events returns it. */

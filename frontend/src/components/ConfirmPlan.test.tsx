@@ -130,3 +130,47 @@ describe("confirmation dialog", () => {
     }
   });
 });
+
+describe("promote confirmation names what the target lookup found (issue 14)", () => {
+  function Promote() {
+    const cmd = useCommand();
+    return <ConfirmPlan slot="s1" kind="promote" params={{ project: "NEW", name: "copy" }} command={cmd} onConfirm={() => {}} onClose={() => {}} />;
+  }
+  const answer = (target: unknown) =>
+    vi.stubGlobal(
+      "fetch",
+      vi.fn(async () =>
+        jsonResponse({ kind: "promote", slot: "s1", steps: ["lookup_repo", "create_repo"], resources: [], not_before: "2026-01-01T00:00:00Z", target }),
+      ),
+    );
+  const confirm = () => screen.getByTestId("confirm") as HTMLButtonElement;
+
+  it("an existing target is named and Confirm is off", async () => {
+    answer({ repo: { project: "NEW", slug: "copy" }, state: "exists" });
+    render(<Promote />);
+    await flush();
+    const el = screen.getByTestId("plan-target");
+    expect(el.getAttribute("data-state")).toBe("exists");
+    expect(el.textContent).toMatch(/NEW\/copy already exists/);
+    expect(confirm().disabled).toBe(true);
+  });
+
+  it("a free target says it will be created", async () => {
+    answer({ repo: { project: "NEW", slug: "copy" }, state: "free" });
+    render(<Promote />);
+    await flush();
+    expect(screen.getByTestId("plan-target").textContent).toMatch(/NEW\/copy does not exist yet/);
+    expect(confirm().disabled).toBe(false);
+  });
+
+  it("a target that could not be checked says so with the reason, in ko too", async () => {
+    answer({ repo: { project: "NEW", slug: "copy" }, state: "unknown", error: "HTTP 503" });
+    setLang("ko");
+    render(<Promote />);
+    await flush();
+    const text = screen.getByTestId("plan-target").textContent ?? "";
+    expect(text).toMatch(/NEW\/copy.*확인하지 못했습니다/);
+    expect(text).toMatch(/HTTP 503/);
+    expect(confirm().disabled).toBe(false);
+  });
+});

@@ -1,5 +1,6 @@
 import { useLayoutEffect, useRef, useState, type KeyboardEvent, type MouseEvent } from "react";
 import { api } from "../api/client";
+import type { TargetCheck } from "../api/types";
 import { formatTime, resourceLabel } from "../format";
 import { useT } from "../i18n";
 import { useLoad } from "../live/useLoad";
@@ -122,13 +123,19 @@ export function ConfirmPlan({ slot, kind, params, command, onConfirm, onClose, r
               <li key={s}>{t.dyn("step", s)}</li>
             ))}
           </ol>
-          <h3>{t("plan.resources")}</h3>
-          <ul data-testid="plan-resources">
-            {(plan.data.resources ?? []).map((r) => (
-              <li key={`${r.kind}:${r.id}`}>{resourceLabel(r, t)}</li>
-            ))}
-          </ul>
-          {plan.data.not_before && <p>{t("plan.not_before", { time: formatTime(plan.data.not_before, t.lang) })}</p>}
+          {plan.data.target && <TargetLine target={plan.data.target} />}
+          {(plan.data.resources ?? []).length > 0 && (
+            <>
+              <h3>{t("plan.resources")}</h3>
+              <ul data-testid="plan-resources">
+                {(plan.data.resources ?? []).map((r) => (
+                  <li key={`${r.kind}:${r.id}`}>{resourceLabel(r, t)}</li>
+                ))}
+              </ul>
+            </>
+          )}
+          {/* Only a reset waits out a grace period; the others start at once. */}
+          {plan.data.not_before && kind === "reset" && <p>{t("plan.not_before", { time: formatTime(plan.data.not_before, t.lang) })}</p>}
           <p className="warn-text">{t("plan.irreversible")}</p>
         </>
       )}
@@ -158,13 +165,31 @@ export function ConfirmPlan({ slot, kind, params, command, onConfirm, onClose, r
           type="button"
           className="danger"
           data-testid="confirm"
-          disabled={!plan.data || command.pending || reasonMissing}
+          disabled={!plan.data || command.pending || reasonMissing || plan.data.target?.state === "exists"}
           onClick={() => onConfirm(needsReason ? reason.trim() : "")}
         >
           {t("common.confirm")}
         </button>
       </div>
     </dialog>
+  );
+}
+
+/** TargetLine says what the plan's lookup of a promote's target found (issue 14). */
+function TargetLine({ target }: { target: TargetCheck }) {
+  const t = useT();
+  const repo = `${target.repo.project}/${target.repo.slug}`;
+  const text =
+    target.state === "exists"
+      ? t("plan.target_exists", { repo })
+      : target.state === "free"
+        ? t("plan.target_free", { repo })
+        : t("plan.target_unknown", { repo, reason: target.error ?? "" });
+  const cls = target.state === "exists" ? "recovery" : target.state === "free" ? "notice" : "unknown";
+  return (
+    <p className={cls} data-testid="plan-target" data-state={target.state} role={target.state === "exists" ? "alert" : undefined}>
+      {text}
+    </p>
   );
 }
 

@@ -1,6 +1,6 @@
 import { Link } from "wouter";
 import type { Resource } from "../api/types";
-import { resourceLabel, stepList } from "../format";
+import { resourceLabel, stepList, untouched } from "../format";
 import { useT } from "../i18n";
 
 export interface RecoveryInfo {
@@ -19,6 +19,19 @@ export interface RecoveryInfo {
  */
 export function RecoveryNotice({ info, linkTimeline = true }: { info: RecoveryInfo; linkTimeline?: boolean }) {
   const t = useT();
+  if (untouched(info.state, info.completed, info.uncertain)) {
+    // Cancelled before any step ran: no failure, nothing to list (issue 14).
+    return (
+      <div className="notice" role="status" data-testid="untouched">
+        {t("recovery.untouched", { kind: t.dyn("kind", info.kind) })}{" "}
+        {linkTimeline && (
+          <Link href={`/jobs/${encodeURIComponent(info.jobId)}`} data-testid="timeline-link">
+            {t("common.view_timeline")}
+          </Link>
+        )}
+      </div>
+    );
+  }
   return (
     <div className="recovery" role="alert" data-testid="recovery">
       <strong>{t("recovery.title", { kind: t.dyn("kind", info.kind), state: t.dyn("state", info.state) })}</strong>

@@ -49,6 +49,22 @@ describe("slot card", () => {
     expect(screen.getByTestId("slot-card").querySelector('a[href="#/jobs/j7"]')).not.toBeNull();
   });
 
+  it("a release cancelled before any step ran is no failure and leaves nothing to flag (issue 14)", () => {
+    setLang("ko");
+    const s = slot({
+      state_reason: "last job cancelled",
+      recovery: { job_id: "j8", state: "cancelled", completed_steps: [], remaining: [{ kind: "project", id: "p-1" }, { kind: "application", id: "a-1" }, { kind: "database", id: "d-1" }, { kind: "repository", id: "PRJ/s1" }] },
+    });
+    expect(slotWarnings(s)).toEqual({ remaining: 0, interrupted: false, failed: false });
+    render(
+      <ul>
+        <SlotCard slot={s} />
+      </ul>,
+    );
+    const card = screen.getByTestId("slot-card").textContent ?? "";
+    expect(card).not.toMatch(/cancelled|Still there|남은/);
+  });
+
   it("shows no warning for a healthy slot", () => {
     expect(slotWarnings(slot())).toEqual({ remaining: 0, interrupted: false, failed: false });
   });

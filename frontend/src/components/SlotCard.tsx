@@ -1,16 +1,19 @@
 import { memo } from "react";
 import type { SlotView } from "../api/types";
-import { stepList } from "../format";
+import { stepList, untouched } from "../format";
 import { useT } from "../i18n";
 import { Countdown } from "./Countdown";
 
 /** slotWarnings lists what a card must flag: leftovers and unfinished jobs. */
 export function slotWarnings(s: SlotView): { remaining: number; interrupted: boolean; failed: boolean } {
+  // A job cancelled before any step ran changed nothing: nothing to flag.
+  const r = s.recovery;
+  const recovery = r && untouched(r.state, r.completed_steps, r.uncertain_step) ? undefined : r;
   const leftover =
-    s.recovery?.remaining?.length ??
+    recovery?.remaining?.length ??
     (s.lifecycle === "teardown_incomplete" || s.lifecycle === "retired" ? (s.resources?.length ?? 0) : 0);
-  const interrupted = s.recovery?.state === "abandoned" || s.active_job?.state === "abandoned";
-  return { remaining: leftover, interrupted, failed: s.recovery !== undefined && !interrupted };
+  const interrupted = recovery?.state === "abandoned" || s.active_job?.state === "abandoned";
+  return { remaining: leftover, interrupted, failed: recovery !== undefined && !interrupted };
 }
 
 /** SlotCard is one slot on the board. Memoised: it re-renders only when its slot view changes. */
@@ -79,7 +82,7 @@ export const SlotCard = memo(function SlotCard({ slot }: { slot: SlotView }) {
               ⚠ {t("slot.warn_failed")}
             </span>
           )}
-          {slot.recovery && (
+          {slot.recovery && w.failed && (
             <span className="muted small">
               {t("job.completed_steps", { steps: stepList(slot.recovery.completed_steps, t) })}
             </span>

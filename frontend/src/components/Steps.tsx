@@ -1,6 +1,23 @@
 import type { StepView } from "../api/types";
-import { formatTime, resourceLabel } from "../format";
+import { formatDuration, formatTime, resourceLabel } from "../format";
 import { useT } from "../i18n";
+import { useNow } from "../live/ticker";
+
+/**
+ * Elapsed is how long a step has been running, from the server clock. It
+ * owns no timer: the global ticker re-renders it (and only it) each second.
+ */
+function Elapsed({ since }: { since: string }) {
+  const t = useT();
+  const now = useNow();
+  const start = Date.parse(since);
+  if (Number.isNaN(start)) return null;
+  return (
+    <span className="muted" data-testid="step-elapsed">
+      {t("job.step_elapsed", { time: formatDuration(now - start, t) })}
+    </span>
+  );
+}
 
 /** Steps lists a job's steps with their state, times, HTTP status and error. */
 export function Steps({ steps, uncertain }: { steps: readonly StepView[]; uncertain?: string }) {
@@ -16,6 +33,12 @@ export function Steps({ steps, uncertain }: { steps: readonly StepView[]; uncert
             {s.resource && <span className="muted"> · {resourceLabel(s.resource, t)}</span>}
             {s.attempt ? <span className="muted"> · #{s.attempt}</span> : null}
             {s.started_at && <span className="muted"> · {t("job.step_started", { time: formatTime(s.started_at, t.lang) })}</span>}
+            {s.started_at && !s.ended_at && state === "running" && (
+              <>
+                {" · "}
+                <Elapsed since={s.started_at} />
+              </>
+            )}
             {s.ended_at && <span className="muted"> · {t("job.step_ended", { time: formatTime(s.ended_at, t.lang) })}</span>}
             {s.http_status ? <span className="http"> · {t("job.http_status", { status: s.http_status })}</span> : null}
             {s.error && <div className="step-error">{s.error}</div>}

@@ -80,7 +80,7 @@ export function AuditPage() {
       {load.error && <CommandError error={load.error} />}
       {!load.loading && entries.length === 0 && <p>{t("audit.empty")}</p>}
       <div className="table-wrap">
-        <table data-testid="audit-table">
+        <table data-testid="audit-table" className="stack-on-phone">
           <thead>
             <tr>
               <th>{t("audit.position")}</th>
@@ -94,12 +94,12 @@ export function AuditPage() {
           <tbody>
             {entries.map((e) => (
               <tr key={e.position}>
-                <td>{e.position}</td>
-                <td>{formatTime(e.time, t.lang)}</td>
-                <td>{e.type}</td>
-                <td>{e.slot ? <Link href={`/slots/${encodeURIComponent(e.slot)}`}>{e.slot}</Link> : ""}</td>
-                <td>{e.actor}</td>
-                <td>
+                <td data-label={t("audit.position")}>{e.position}</td>
+                <td data-label={t("audit.time")}>{formatTime(e.time, t.lang)}</td>
+                <td data-label={t("audit.kind")}>{e.type}</td>
+                <td data-label={t("audit.slot")}>{e.slot ? <Link href={`/slots/${encodeURIComponent(e.slot)}`}>{e.slot}</Link> : ""}</td>
+                <td data-label={t("audit.actor")}>{e.actor}</td>
+                <td data-label={t("audit.summary")}>
                   {e.job_id ? <Link href={`/jobs/${encodeURIComponent(e.job_id)}`}>{e.summary || e.job_id}</Link> : e.summary}
                 </td>
               </tr>

@@ -5,10 +5,10 @@ import { memoryLocation } from "wouter/memory-location";
 import { resetAuth, setAuthForTest } from "../auth/session";
 import { setLang } from "../i18n";
 import { resetHealth } from "../live/health";
-import { resetLiveStore } from "../live/store";
+import { putJob, resetLiveStore } from "../live/store";
 import { stopTicker } from "../live/ticker";
 import { job, jsonResponse, step } from "../test/fakes";
-import { JobPage } from "./JobPage";
+import { JobPage, eventSummary } from "./JobPage";
 
 let posts: string[];
 
@@ -90,5 +90,58 @@ describe("job page", () => {
     fireEvent.click(screen.getByTestId("resume"));
     await flush();
     expect(posts).toEqual(["/api/jobs/j1/resume"]);
+  });
+
+  it("applies a change by fetching only the later events, keeping the history (issue 14)", async () => {
+    const urls: string[] = [];
+    const base = (globalThis.fetch as unknown as (u: string, i?: RequestInit) => Promise<Response>).bind(globalThis);
+    vi.stubGlobal(
+      "fetch",
+      vi.fn(async (url: string, init?: RequestInit) => {
+        if (url.includes("/events")) urls.push(url);
+        if (url.includes("/events?after=2")) {
+          return jsonResponse({ events: [{ position: 4, stream: "job-j1", revision: 3, type: "JobResumed", data: {}, meta: null }] });
+        }
+        return base(url, init);
+      }),
+    );
+    mount();
+    await flush();
+    await flush();
+    expect(screen.getByTestId("timeline").querySelectorAll("li")).toHaveLength(3);
+    await act(async () => {
+      putJob({ ...abandoned, state: "queued", resumable: false, revision: 8, position: 8 });
+    });
+    await flush();
+    expect(urls).toEqual(["/api/jobs/j1/events", "/api/jobs/j1/events?after=2"]);
+    const types = [...screen.getByTestId("timeline").querySelectorAll("li")].map((li) => li.getAttribute("data-type"));
+    expect(types).toEqual(["JobQueued", "JobClaimed", "JobAbandoned", "JobResumed"]);
+  });
+
+  it("a release cancelled before any step ran says nothing changed and lists no leftovers, in ko (issue 14)", async () => {
+    setLang("ko");
+    putJob(
+      job({
+        state: "cancelled",
+        cancellable: false,
+        revision: 9,
+        remaining: [
+          { kind: "database", id: "d-1" },
+          { kind: "application", id: "a-1" },
+        ],
+      }),
+    );
+    mount();
+    await flush();
+    expect(screen.queryByTestId("recovery")).toBeNull();
+    expect(screen.getByTestId("untouched").textContent).toMatch(/바뀐 것은 없습니다/);
+    expect(screen.queryByTestId("job-remaining")).toBeNull();
+  });
+
+  it("the timeline's JobCancelled before any step ran says nothing changed, not 'Still there'", () => {
+    const t = Object.assign((k: string) => k, { dyn: (_p: string, v: string) => v, lang: "en" }) as unknown as Parameters<typeof eventSummary>[1];
+    const data = { job_id: "j1", by: "alice", remaining: [{ kind: "database", id: "d-1" }] };
+    expect(eventSummary(data, t, "JobCancelled")).toBe("job.nothing_changed");
+    expect(eventSummary({ ...data, completed_steps: ["delete_db"] }, t, "JobCancelled")).toMatch(/recovery.remaining/);
   });
 });

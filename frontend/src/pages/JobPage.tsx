@@ -1,3 +1,4 @@
+import { useRef } from "react";
 import { Link, useLocation } from "wouter";
 import { api } from "../api/client";
 import type { JobView, RecordedEvent } from "../api/types";
@@ -8,7 +9,7 @@ import { CommandError } from "../components/CommandError";
 import { LoadFallback } from "../components/LoadFallback";
 import { RecoveryNotice } from "../components/Recovery";
 import { Steps, completedSteps } from "../components/Steps";
-import { formatTime, resourceLabel } from "../format";
+import { formatTime, resourceLabel, untouched } from "../format";
 import { useT, type T } from "../i18n";
 import { announce } from "../live/announce";
 import { putJob, useEpoch, useJob } from "../live/store";
@@ -34,9 +35,24 @@ function JobDetail({ job }: { job: JobView }) {
   const [, navigate] = useLocation();
   const cmd = useCommand();
   const may = jobActions(useSubject());
-  // The raw events reload whenever the job view moves (pushed by the stream).
-  const events = useLoad(`events:${job.id}`, `${job.id}:${job.revision}`, (signal) => api.jobEvents(job.id, signal));
+  // The raw events: the history once, then, whenever the job view moves
+  // (pushed by the stream), only the events after the last one held
+  // (issue 14). A snapshot (new epoch) starts over.
+  const epoch = useEpoch();
+  const history = useRef<{ epoch: number; events: RecordedEvent[] }>({ epoch, events: [] });
+  const events = useLoad(`events:${job.id}`, `${job.id}:${job.revision}:${epoch}`, async (signal) => {
+    const base = history.current.epoch === epoch ? history.current.events : [];
+    const last = base.length > 0 ? base[base.length - 1].revision : undefined;
+    const got = (await api.jobEvents(job.id, signal, last)).events ?? [];
+    // Events are immutable: whatever arrives after the last one held is appended.
+    const add = got.filter((e) => last === undefined || e.revision > last);
+    history.current = { epoch, events: add.length > 0 ? [...base, ...add] : base };
+    return history.current.events;
+  });
+  const held = events.data ?? [];
   const unsuccessful = TERMINAL_STATES.has(job.state) && job.state !== "succeeded";
+  // Cancelled before any step ran: the slot's resources are not "left over".
+  const nothingChanged = untouched(job.state, completedSteps(job.steps), job.uncertain_step);
 
   const resume = async () => {
     const r = await cmd.run(() => api.resume(job.id));
@@ -119,7 +135,7 @@ function JobDetail({ job }: { job: JobView }) {
       </ul>
 
       <h2>{t("job.remaining")}</h2>
-      {job.remaining && job.remaining.length > 0 ? (
+      {!nothingChanged && job.remaining && job.remaining.length > 0 ? (
         <ul data-testid="job-remaining">
           {job.remaining.map((r) => (
             <li key={`${r.kind}:${r.id}`}>{resourceLabel(r, t)}</li>
@@ -131,13 +147,13 @@ function JobDetail({ job }: { job: JobView }) {
 
       <h2>{t("job.timeline")}</h2>
       {events.error && <CommandError error={events.error} />}
-      <Timeline events={events.data?.events ?? []} t={t} />
+      <Timeline events={held} t={t} />
     </section>
   );
 }
 
 /** eventSummary picks the fields of an event a person needs in one line. */
-export function eventSummary(data: unknown, t: T): string {
+export function eventSummary(data: unknown, t: T, type = ""): string {
   if (typeof data !== "object" || data === null) return "";
   const d = data as Record<string, unknown>;
   const parts: string[] = [];
@@ -155,7 +171,12 @@ export function eventSummary(data: unknown, t: T): string {
   if (Array.isArray(d.completed_steps) && d.completed_steps.length > 0) {
     parts.push(t("job.completed_steps", { steps: d.completed_steps.map((s) => t.dyn("step", String(s))).join(", ") }));
   }
-  if (Array.isArray(d.remaining) && d.remaining.length > 0) {
+  // A cancel before any step ran lists the slot's resources as "remaining":
+  // they are untouched, not left over (issue 14).
+  const nothingChanged =
+    type === "JobCancelled" && !(Array.isArray(d.completed_steps) && d.completed_steps.length > 0) && typeof d.uncertain_step !== "string";
+  if (nothingChanged) parts.push(t("job.nothing_changed"));
+  else if (Array.isArray(d.remaining) && d.remaining.length > 0) {
     parts.push(t("recovery.remaining", { resources: d.remaining.map((r: { kind?: string; id?: string }) => `${r.kind ?? ""} ${r.id ?? ""}`).join(", ") }));
   }
   if (typeof d.old_sha === "string" && typeof d.new_sha === "string") parts.push(`${d.old_sha.slice(0, 8)} → ${d.new_sha.slice(0, 8)}`);
@@ -173,7 +194,7 @@ function Timeline({ events, t }: { events: readonly RecordedEvent[]; t: T }) {
           <span className="muted">
             {formatTime(e.meta?.time, t.lang)} {e.meta?.actor ? `· ${e.meta.actor}` : ""}
           </span>
-          <div>{eventSummary(e.data, t)}</div>
+          <div>{eventSummary(e.data, t, e.type)}</div>
         </li>
       ))}
     </ol>

@@ -1,5 +1,5 @@
 import { useEffect } from "react";
-import { useLocation } from "wouter";
+import { Link, useLocation } from "wouter";
 import { api } from "../api/client";
 import { useT } from "../i18n";
 import { useLoad } from "../live/useLoad";
@@ -18,6 +18,15 @@ export function ResetLookup({ slot }: { slot: string }) {
     if (id) navigate(`/jobs/${encodeURIComponent(id)}/wait`, { replace: true });
   }, [id, navigate]);
   if (load.loading || id) return <p>{t("wait.checking")}</p>;
+  if (load.error?.notFound) {
+    // The server answered: there is no such job (or slot). Say so (issue 14).
+    return (
+      <div role="alert" data-testid="no-reset">
+        <p>{t("wait.no_reset", { slot })}</p>
+        <Link href={`/slots/${encodeURIComponent(slot)}`}>{slot}</Link>
+      </div>
+    );
+  }
   return (
     <div className="unknown" data-testid="cannot-verify" role="alert">
       <strong>{t("wait.unknown")}</strong>

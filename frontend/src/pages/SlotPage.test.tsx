@@ -186,6 +186,101 @@ describe("slot page by role", () => {
     expect(screen.queryByTestId("release-reason")).toBeNull();
   });
 
+  it("extend adds the hours to the current deadline, never moving it earlier (issue 14)", async () => {
+    // 1 d 6 h left; the default 8 h must give 1 d 14 h, not 8 h from now.
+    const deadline = new Date(Date.now() + 30 * 3_600_000).toISOString();
+    putSlot(slot({ deadline, revision: 2 }));
+    mount();
+    await flush();
+    expect(screen.getByTestId("extend").textContent).toMatch(/8 h/);
+    fireEvent.click(screen.getByTestId("extend"));
+    await flush();
+    const post = calls.filter((c) => c.method === "POST");
+    expect(post.map((c) => c.url)).toEqual(["/api/slots/s1/extend"]);
+    const until = Date.parse(JSON.parse(post[0]?.body ?? "{}").until);
+    expect(until - Date.parse(deadline)).toBe(8 * 3_600_000);
+  });
+
+  it("extend of a slot whose deadline has passed adds to now", async () => {
+    const before = Date.now();
+    putSlot(slot({ deadline: new Date(before - 3_600_000).toISOString(), revision: 2 }));
+    mount();
+    await flush();
+    fireEvent.click(screen.getByTestId("extend"));
+    await flush();
+    const post = calls.filter((c) => c.method === "POST");
+    const until = Date.parse(JSON.parse(post[0]?.body ?? "{}").until);
+    expect(until).toBeGreaterThanOrEqual(before + 8 * 3_600_000);
+  });
+
+  it("a release cancelled before it started is shown as nothing changed, in Korean, without a raw reason (issue 14)", async () => {
+    setLang("ko");
+    putSlot(
+      slot({
+        revision: 2,
+        state_reason: "last job cancelled",
+        recovery: { job_id: "j8", state: "cancelled", completed_steps: [], remaining: [{ kind: "project", id: "p-1" }, { kind: "application", id: "a-1" }, { kind: "database", id: "d-1" }, { kind: "repository", id: "PRJ/s1" }] },
+        latest_jobs: { reset: { id: "j8", kind: "reset", state: "cancelled", steps_done: 0, steps_total: 5 } },
+      }),
+    );
+    mount();
+    await flush();
+    const page = screen.getByTestId("slot-page").textContent ?? "";
+    expect(page).not.toMatch(/last job cancelled/);
+    expect(page).not.toMatch(/남은 것|Still there/);
+    expect(screen.queryByRole("alert")).toBeNull();
+    expect(screen.getByTestId("untouched").textContent).toMatch(/바뀐 것은 없습니다/);
+  });
+
+  const incomplete = (state: string, revision = 3) =>
+    slot({
+      revision,
+      lifecycle: "teardown_incomplete",
+      occupant: undefined,
+      recovery: { job_id: "j7", state, completed_steps: ["delete_db"], uncertain_step: "delete_app", remaining: [{ kind: "application", id: "a-1" }] },
+      latest_jobs: { teardown: { id: "j7", kind: "teardown", state, steps_done: 1, steps_total: 4 } },
+    });
+
+  it("an incomplete teardown offers Resume on the slot page, which resumes that job (issue 14)", async () => {
+    as("operator");
+    putSlot(incomplete("failed"));
+    postAnswer = () => jsonResponse({ job_id: "j7", kind: "teardown", slot: "s1", not_before: "2026-01-01T00:00:00Z", steps: [] }, 202);
+    mount();
+    await flush();
+    fireEvent.click(screen.getByTestId("resume"));
+    await flush();
+    expect(calls.filter((c) => c.method === "POST").map((c) => c.url)).toEqual(["/api/jobs/j7/resume"]);
+    expect(history[history.length - 1]).toBe("/jobs/j7");
+  });
+
+  it("Resume is not offered to a viewer, nor for a job the server will not resume", async () => {
+    as("viewer");
+    putSlot(incomplete("failed"));
+    mount();
+    await flush();
+    expect(screen.queryByTestId("resume")).toBeNull();
+    cleanup();
+    as("operator");
+    putSlot(
+      slot({
+        revision: 4,
+        recovery: { job_id: "j6", state: "cancelled", completed_steps: ["delete_db"], remaining: [] },
+        latest_jobs: { reset: { id: "j6", kind: "reset", state: "cancelled", steps_done: 1, steps_total: 5 } },
+      }),
+    );
+    mount();
+    await flush();
+    expect(screen.queryByTestId("resume")).toBeNull(); // a cancelled reset is not resumed
+  });
+
+  it("a teardown cancelled after it started offers Resume (issue 14)", async () => {
+    as("operator");
+    putSlot(incomplete("cancelled", 4));
+    mount();
+    await flush();
+    expect(screen.getByTestId("resume")).toBeTruthy();
+  });
+
   it("a refusal names the role and the missing permission", async () => {
     as("member");
     postAnswer = () =>

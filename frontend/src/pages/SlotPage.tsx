@@ -2,14 +2,14 @@ import { useState } from "react";
 import { Link, useLocation } from "wouter";
 import { api } from "../api/client";
 import type { JobView, SlotView } from "../api/types";
-import { slotActions } from "../auth/roles";
+import { jobActions, slotActions } from "../auth/roles";
 import { useSubject } from "../auth/session";
 import { CommandError } from "../components/CommandError";
 import { LoadFallback } from "../components/LoadFallback";
 import { ConfirmPlan } from "../components/ConfirmPlan";
 import { Countdown } from "../components/Countdown";
 import { RecoveryNotice } from "../components/Recovery";
-import { formatTime } from "../format";
+import { formatTime, stateReason, untouched } from "../format";
 import { useT } from "../i18n";
 import { announce } from "../live/announce";
 import { putSlot, useSlot } from "../live/store";
@@ -21,6 +21,16 @@ type Confirm = { kind: "reset" | "teardown" | "promote"; params?: { project: str
 
 function untilIn(hours: number): string {
   return new Date(serverNow() + hours * 3_600_000).toISOString();
+}
+
+/**
+ * extendedDeadline adds hours to the current deadline (or to now, when it has
+ * passed): extend never moves a deadline earlier, and the server refuses one
+ * that would (issue 14).
+ */
+export function extendedDeadline(deadline: string | undefined, hours: number, now: number = serverNow()): string {
+  const from = Math.max(deadline ? Date.parse(deadline) || 0 : 0, now);
+  return new Date(from + hours * 3_600_000).toISOString();
 }
 
 /** SlotPage: resources with ids, occupancy, the guarded jobs and the slot's job list. */
@@ -49,6 +59,24 @@ function SlotDetail({ slot }: { slot: SlotView }) {
   const subject = useSubject();
   // What this role may try; the server still decides (and answers 403).
   const may = slotActions(subject, slot);
+  const mayJob = jobActions(subject);
+  // The server resumes failed, timed-out and interrupted jobs, and a
+  // teardown cancelled after it started (not other cancelled jobs).
+  const rec = slot.recovery;
+  const recKind = rec ? Object.values(slot.latest_jobs ?? {}).find((j) => j.id === rec.job_id)?.kind : undefined;
+  const resumable =
+    rec !== undefined &&
+    !busy &&
+    mayJob.resume &&
+    (["failed", "timed_out", "abandoned"].includes(rec.state) ||
+      (rec.state === "cancelled" && recKind === "teardown" && !untouched(rec.state, rec.completed_steps, rec.uncertain_step)));
+  const resume = async () => {
+    if (!slot.recovery) return;
+    const r = await cmd.run(() => api.resume(slot.recovery?.job_id ?? ""));
+    if (!r) return;
+    announce(t("job.resumed"));
+    navigate(`/jobs/${encodeURIComponent(r.job_id)}`);
+  };
   const anyAction =
     (slot.lifecycle === "vacant" && may.occupy) ||
     (slot.lifecycle === "occupied" && (may.extend || may.release)) ||
@@ -62,7 +90,7 @@ function SlotDetail({ slot }: { slot: SlotView }) {
     }
   };
   const extend = async () => {
-    const s = await cmd.run(() => api.extend(slot.name, untilIn(hours)));
+    const s = await cmd.run(() => api.extend(slot.name, extendedDeadline(slot.deadline, hours)));
     if (s) {
       putSlot(s);
       announce(t("slot.done_extend"));
@@ -128,7 +156,7 @@ function SlotDetail({ slot }: { slot: SlotView }) {
         {slot.state_reason && (
           <>
             <dt>{t("slot.state_reason")}</dt>
-            <dd>{slot.state_reason}</dd>
+            <dd>{stateReason(slot.state_reason, t)}</dd>
           </>
         )}
       </dl>
@@ -144,6 +172,14 @@ function SlotDetail({ slot }: { slot: SlotView }) {
             remaining: slot.recovery.remaining,
           }}
         />
+      )}
+      {resumable && (
+        <div className="actions">
+          <button type="button" disabled={cmd.pending} onClick={() => void resume()} data-testid="resume">
+            {t("job.resume")}
+          </button>
+          <span className="muted small">{t("slot.resume_hint")}</span>
+        </div>
       )}
 
       {slot.active_job && (
@@ -184,8 +220,14 @@ function SlotDetail({ slot }: { slot: SlotView }) {
           </>
         )}
         {slot.lifecycle === "occupied" && may.extend && (
-          <button type="button" disabled={cmd.pending || busy} onClick={() => void extend()} data-testid="extend">
-            {t("slot.extend")}
+          <button
+            type="button"
+            disabled={cmd.pending || busy}
+            onClick={() => void extend()}
+            data-testid="extend"
+            title={t("slot.extend_to", { time: formatTime(extendedDeadline(slot.deadline, hours), t.lang) })}
+          >
+            {t("slot.extend", { hours })}
           </button>
         )}
         {slot.lifecycle === "occupied" && may.release && (

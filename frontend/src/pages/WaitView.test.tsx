@@ -156,12 +156,66 @@ describe("release wait view", () => {
     expect(history).toEqual(["/jobs/j1/wait"]);
   });
 
-  it("says 'cannot verify progress' when the job is not found, and never navigates", async () => {
+  it("a failure with an uncertain step does not also say nothing was done, and offers Resume (issue 14)", async () => {
+    goLive();
+    const failed = job({
+      state: "timed_out",
+      cancellable: false,
+      resumable: true,
+      uncertain_step: "delete_db",
+      steps: [step("delete_db", "uncertain"), step("delete_env_vars", "pending")],
+      remaining: [{ kind: "database", id: "d-1" }],
+    });
+    const posts: string[] = [];
+    mount(async (...args: unknown[]) => {
+      const [url, init] = args as [string, RequestInit | undefined];
+      if (init?.method === "POST") {
+        posts.push(url);
+        return jsonResponse({ job_id: "j1", kind: "reset", slot: "s1", not_before: NOW.toISOString(), steps: [] }, 202);
+      }
+      return jsonResponse(failed);
+    });
+    await settle();
+    expect(phase()).toBe("failed");
+    const text = screen.getByTestId("wait-failed").textContent ?? "";
+    expect(text).not.toMatch(/Nothing was done/);
+    expect(text).toMatch(/No step was confirmed done/);
+    expect(text).toMatch(/Delete database.*may have taken effect/);
+    act(() => screen.getByTestId("resume").click());
+    await settle();
+    expect(posts).toEqual(["/api/jobs/j1/resume"]);
+  });
+
+  it("a viewer is not offered Resume on a failed release", async () => {
+    setAuthForTest({ id: "u-v", name: "vic", role: "viewer" });
+    goLive();
+    mount(async () => jsonResponse(job({ state: "failed", cancellable: false, resumable: true, steps: [step("delete_db", "failed")] })));
+    await settle();
+    expect(phase()).toBe("failed");
+    expect(screen.queryByTestId("resume")).toBeNull();
+  });
+
+  it("a release cancelled in the grace period says nothing changed, not a failure, in ko (issue 14)", async () => {
+    setLang("ko");
+    goLive();
+    mount(async () => jsonResponse(job({ state: "cancelled", cancellable: false, remaining: [{ kind: "project", id: "p-1" }, { kind: "application", id: "a-1" }, { kind: "database", id: "d-1" }, { kind: "repository", id: "PRJ/s1" }] })));
+    await settle();
+    expect(phase()).toBe("cancelled");
+    expect(screen.queryByTestId("wait-failed")).toBeNull();
+    const text = screen.getByTestId("wait-status").textContent ?? "";
+    expect(text).toMatch(/시작하기 전에 취소/);
+    expect(text).toMatch(/바뀐 것은 없습니다/);
+    expect(text).not.toMatch(/[A-Za-z]{4,}/);
+    expect(history).toEqual(["/jobs/j1/wait"]);
+  });
+
+  it("says the job was not found when the server answers 404 — not 'cannot verify' — and never navigates (issue 14)", async () => {
     goLive();
     mount(async () => jsonResponse({ error: { code: "not_found", message: "no such job" } }, 404));
     await settle();
-    expect(phase()).toBe("unknown");
-    expect(screen.getByTestId("cannot-verify").textContent).toMatch(/Cannot verify progress/);
+    expect(phase()).toBe("not_found");
+    expect(screen.getByTestId("wait-not-found").textContent).toMatch(/Job j1 was not found/);
+    expect(screen.queryByTestId("cannot-verify")).toBeNull();
     expect(screen.queryByText(/finished/)).toBeNull();
     await act(async () => {
       await vi.advanceTimersByTimeAsync(120_000);
@@ -183,7 +237,7 @@ describe("release wait view", () => {
     goLive();
     mount(async () => jsonResponse({ error: { code: "not_found", message: "no such job" } }, 404));
     await settle();
-    expect(phase()).toBe("unknown");
+    expect(phase()).toBe("not_found");
     push(job({ revision: 2, state: "running" }));
     expect(phase()).toBe("running");
   });

@@ -34,11 +34,22 @@ export function WaitView({ id }: { id: string }) {
   });
   const phase = waitPhase(job, load, live, now);
   const cancel = useCommand();
+  const resume = useCommand();
+  const doResume = async () => {
+    if (!job) return;
+    const r = await resume.run(() => api.resume(job.id));
+    if (!r) return;
+    announce(t("job.resumed"));
+    // A resume continues the same job; this page keeps following it.
+    if (r.job_id !== job.id) navigate(`/jobs/${encodeURIComponent(r.job_id)}/wait`);
+  };
 
   const message =
     phase.kind === "succeeded"
       ? t("wait.succeeded")
-      : phase.kind === "failed"
+      : phase.kind === "cancelled"
+        ? t("wait.cancelled")
+        : phase.kind === "failed"
         ? t("wait.failed", { state: t.dyn("state", phase.state) })
         : phase.kind === "unknown"
           ? t("wait.unknown")
@@ -61,7 +72,7 @@ export function WaitView({ id }: { id: string }) {
   const slot = job?.slot ?? "";
   return (
     <section aria-labelledby="wait-title" data-testid="wait-view" data-phase={phase.kind}>
-      <h1 id="wait-title">{t("wait.title", { slot })}</h1>
+      <h1 id="wait-title">{t(phase.kind === "cancelled" ? "wait.title_cancelled" : "wait.title", { slot })}</h1>
       <div className={`wait-status wait-${phase.kind}`} data-testid="wait-status">
         {phase.kind === "checking" && <p>{t("wait.checking")}</p>}
         {phase.kind === "grace" && (
@@ -70,6 +81,13 @@ export function WaitView({ id }: { id: string }) {
         {phase.kind === "queued" && <p>{t("wait.queued")}</p>}
         {phase.kind === "running" && <p>{t("wait.running")}</p>}
         {phase.kind === "succeeded" && <p>{t("wait.succeeded")}</p>}
+        {phase.kind === "cancelled" && <p data-testid="wait-cancelled">{t("wait.cancelled")}</p>}
+        {phase.kind === "not_found" && (
+          <div role="alert" data-testid="wait-not-found">
+            <p>{t("job.not_found", { id })}</p>
+            <Link href="/">{t("slot.back")}</Link>
+          </div>
+        )}
         {phase.kind === "unknown" && (
           <div className="unknown" data-testid="cannot-verify">
             <strong>{t("wait.unknown")}</strong>
@@ -88,15 +106,29 @@ export function WaitView({ id }: { id: string }) {
             <p>
               {completedSteps(job.steps).length > 0
                 ? t("wait.failed_done", { steps: stepList(completedSteps(job.steps), t) })
-                : t("wait.failed_nothing_done")}
+                : job.uncertain_step
+                  ? t("wait.failed_none_confirmed")
+                  : t("wait.failed_nothing_done")}
             </p>
+            {job.uncertain_step && (
+              <p className="warn-text" data-testid="wait-uncertain">
+                {t("wait.failed_uncertain", { step: t.dyn("step", job.uncertain_step) })}
+              </p>
+            )}
             <p>
               {job.remaining && job.remaining.length > 0
                 ? t("wait.failed_remaining", { resources: job.remaining.map((r) => resourceLabel(r, t)).join(", ") })
                 : t("wait.failed_nothing_remaining")}
             </p>
             {job.reason && <p className="muted">{job.reason}</p>}
-            {job.uncertain_step && <p>{t("job.uncertain", { step: t.dyn("step", job.uncertain_step) })}</p>}
+            {job.resumable && may.resume && (
+              <p className="actions">
+                <button type="button" disabled={resume.pending} onClick={() => void doResume()} data-testid="resume">
+                  {t("job.resume")}
+                </button>
+              </p>
+            )}
+            <CommandError error={resume.error} />
             <Link href={`/jobs/${encodeURIComponent(job.id)}`} data-testid="timeline-link">
               {t("common.view_timeline")}
             </Link>
@@ -111,7 +143,8 @@ export function WaitView({ id }: { id: string }) {
           <CommandError error={cancel.error} />
         </>
       )}
-      {job && <Steps steps={job.steps ?? []} uncertain={job.uncertain_step} />}
+      {/* A release cancelled before it started has no step that will ever run. */}
+      {job && phase.kind !== "cancelled" && <Steps steps={job.steps ?? []} uncertain={job.uncertain_step} />}
       {job && (
         <p>
           <Link href={`/jobs/${encodeURIComponent(job.id)}`}>{t("common.view_timeline")}</Link>
