@@ -123,7 +123,7 @@ func TestRetryWhileRunningIsRefused(t *testing.T) {
 	w := newWorld(t, nil)
 	cfg := w.engineConfig()
 	cfg.StepTimeout = 5 * time.Second // fetch + push must fit; the hang ends it
-	w.startEngine(cfg)
+	_, stopShort := w.startEngine(cfg)
 	fx := w.seed("retry")
 	w.occupy("retry")
 	repo := fx.Repo.Project + "/" + fx.Repo.Slug
@@ -150,6 +150,11 @@ func TestRetryWhileRunningIsRefused(t *testing.T) {
 	assertEq(t, "first attempt", j.Status, slots.StatusTimedOut)
 	assertEq(t, "uncertain step", j.InFlight, events.StepForcePush)
 	w.sim.ClearFaults()
+	// The resume runs on an engine with the usual step deadline: the short
+	// one was only there to end the hang, and fetch + push can take longer
+	// than that on a loaded machine.
+	stopShort()
+	w.startEngine(w.engineConfig())
 	if _, err := w.svc.Resume(ctx, bob, res.JobID); err != nil {
 		t.Fatal(err)
 	}
