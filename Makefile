@@ -34,8 +34,11 @@ prereqs:
 
 test: prereqs check test-go test-frontend test-e2e
 
+# One package at a time: the job, server and scale-out tests each run many
+# git pushes through the simulators in parallel, and two such packages at
+# once on a 2-core machine push steps past their deadlines.
 test-go:
-	$(GO) test -race -count=1 -timeout 30m $(GOPKGS)
+	$(GO) test -race -count=1 -p 1 -timeout 30m $(GOPKGS)
 
 test-frontend: node_modules
 	npm run typecheck --workspace frontend
