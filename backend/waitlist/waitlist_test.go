@@ -455,7 +455,10 @@ func TestTwoRunningConsumersOfferOnce(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, waitlist.Config{})
 	e.register("alpha")
-	e.occupy(dave, "alpha", t0.Add(time.Hour))
+	// A deadline past every warning lead time: a running consumer would
+	// otherwise append a DeadlineWarning to slot-alpha while this test's
+	// reset helper appends there with an exact revision.
+	e.occupy(dave, "alpha", t0.Add(24*time.Hour))
 	e.join(bob, waitlist.JoinCmd{})
 	ctx, cancel := context.WithCancel(e.ctx)
 	var wg sync.WaitGroup
