@@ -58,6 +58,8 @@ func PayloadSlot(p events.Payload) string {
 		return e.Slot
 	case events.SlotRegistered:
 		return e.Slot
+	case events.SlotClaimed:
+		return e.Slot
 	case events.SlotOccupied:
 		return e.Slot
 	case events.OccupancyExtended:
@@ -115,6 +117,8 @@ func summary(typ string, p events.Payload) string {
 	switch e := p.(type) {
 	case events.SlotRegistered:
 		return fmt.Sprintf("registered slot %s (repo %s)", e.Slot, e.Repo)
+	case events.SlotClaimed:
+		return fmt.Sprintf("claimed the resources of slot %s (repo %s)", e.Slot, e.Repo)
 	case events.SlotOccupied:
 		return fmt.Sprintf("occupied by %s until %s", e.By, e.Until.UTC().Format("2006-01-02 15:04 MST"))
 	case events.OccupancyExtended:

@@ -89,7 +89,12 @@ const (
 	PermJobControl      Permission = "job.control" // cancel, resume
 	PermReconcile       Permission = "reconcile.run"
 	// admin
-	PermRegister   Permission = "slot.register"
+	PermRegister Permission = "slot.register"
+	// PermSetBranch: name a slot's branch instead of the repository's
+	// default one. Every reset force-pushes over that branch, so choosing
+	// it is an admin's decision even if registering is ever opened to
+	// lower roles (issue 16).
+	PermSetBranch  Permission = "slot.branch"
 	PermUsers      Permission = "admin.users"
 	PermTokens     Permission = "admin.tokens"
 	PermSimControl Permission = "sim.control"
@@ -115,6 +120,7 @@ var minRole = map[Permission]Role{
 	PermJobControl:      RoleOperator,
 	PermReconcile:       RoleOperator,
 	PermRegister:        RoleAdmin,
+	PermSetBranch:       RoleAdmin,
 	PermUsers:           RoleAdmin,
 	PermTokens:          RoleAdmin,
 	PermSimControl:      RoleAdmin,

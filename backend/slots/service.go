@@ -170,41 +170,71 @@ func (s *Service) Register(ctx context.Context, a Actor, c RegisterCmd) error {
 		return err
 	}
 	// One registration at a time in this process, from the ownership check
-	// to the append, so two requests cannot claim the same resource.
+	// to the appends; across processes the claim's append with the
+	// registry's expected revision decides (see owners).
 	s.owners.mu.Lock()
 	defer s.owners.mu.Unlock()
-	if err := s.owners.catchUp(ctx, s.store); err != nil {
-		return internal("read the slots' registrations", err)
-	}
-	if st, err := LoadSlot(ctx, s.store, c.Name); err != nil {
-		return internal("load slot", err)
-	} else if st.Exists {
-		return conflict(map[string]any{"state": st.Lifecycle()}, "slot %s is already registered", c.Name)
-	}
-	if err := s.owners.check(c); err != nil {
-		return err
-	}
-	def, err := s.checkResources(ctx, c)
-	if err != nil {
-		return err
-	}
-	if !branchGiven && def != "" {
-		if err := validateRef("branch", def); err != nil {
-			return &Error{Code: CodeUpstream, Message: "the repository's default branch is not a usable branch name; give branch explicitly"}
+	checked := false
+	for i := 0; ; i++ {
+		if err := s.owners.catchUp(ctx, s.store); err != nil {
+			return internal("read the slots' registrations", err)
 		}
-		c.Branch = def
-	}
-	_, err = s.onSlot(ctx, c.Name, func(st *SlotState) ([]events.EventData, error) {
-		if st.Exists {
-			return nil, conflict(map[string]any{"state": st.Lifecycle()}, "slot %s is already registered", c.Name)
+		if err := s.owners.completePending(ctx, s.store); err != nil {
+			return internal("complete an earlier registration", err)
 		}
-		return []events.EventData{events.New(events.SlotRegistered{
+		if st, err := LoadSlot(ctx, s.store, c.Name); err != nil {
+			return internal("load slot", err)
+		} else if st.Exists {
+			return conflict(map[string]any{"state": st.Lifecycle()}, "slot %s is already registered", c.Name)
+		}
+		if err := s.owners.check(c); err != nil {
+			return err
+		}
+		// The provider lookups once: a lost race changes what the log
+		// says, not what the providers hold.
+		if !checked {
+			def, err := s.checkResources(ctx, c)
+			if err != nil {
+				return err
+			}
+			if !branchGiven && def != "" {
+				if err := validateRef("branch", def); err != nil {
+					return &Error{Code: CodeUpstream, Message: "the repository's default branch is not a usable branch name; give branch explicitly"}
+				}
+				c.Branch = def
+			}
+			checked = true
+		}
+		reg := events.SlotRegistered{
 			Slot: c.Name, ProjectUUID: c.ProjectUUID, AppUUID: c.AppUUID, DBUUID: c.DBUUID,
 			Repo: c.Repo, TemplateRepo: c.TemplateRepo, TemplateRef: c.TemplateRef, Branch: c.Branch,
-		}, s.meta(a))}, nil
-	})
-	return err
+		}
+		claim := events.New(events.SlotClaimed{SlotRegistered: reg}, s.meta(a))
+		res, err := s.store.Append(ctx, events.SlotRegistryStream, s.owners.expected(), claim)
+		if errors.Is(err, events.ErrWrongRevision) {
+			// Another process claimed something meanwhile: look again.
+			if i+1 >= maxClaimRetries {
+				return conflict(nil, "registrations changed concurrently %d times; try again", maxClaimRetries)
+			}
+			continue
+		}
+		if err != nil {
+			return internal("claim the slot's resources", err)
+		}
+		// The claim decided; the slot's stream gets its registration. A
+		// failure here leaves a claim that the next Register (of any
+		// process) completes.
+		rec := events.RecordedEvent{ID: claim.ID, Stream: events.SlotRegistryStream, Revision: res.NextExpected, Type: claim.Type, Data: claim.Data, Meta: claim.Meta}
+		if err := registered(ctx, s.store, rec); err != nil {
+			return internal("record the registration", err)
+		}
+		return nil
+	}
 }
+
+// maxClaimRetries bounds Register's retries after losing the registry to
+// other processes (each loss means another registration was decided).
+const maxClaimRetries = 50
 
 // Occupy implements Commands.
 func (s *Service) Occupy(ctx context.Context, a Actor, slot string, c OccupyCmd) error {
