@@ -138,41 +138,198 @@ func TestSessionsExpireAndLoginIsLimited(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := NewService(d, Config{Now: clk.Now, Sessions: SessionOptions{Idle: time.Hour, Absolute: 3 * time.Hour}})
-	_, sid, csrf, err := s.Login("bob", "correct horse battery", "10.0.0.1")
+	_, sid, csrf, err := s.Login(ctx, "bob", "correct horse battery", "10.0.0.1")
 	if err != nil || sid == "" || csrf == "" || sid == csrf {
 		t.Fatalf("login: %v", err)
 	}
 	for i := 0; i < 2; i++ { // used within the idle time: stays
 		clk.Add(59 * time.Minute)
-		if _, _, ok := s.SessionSubject(sid); !ok {
+		if _, _, ok := s.SessionSubject(ctx, sid); !ok {
 			t.Fatalf("session ended early at step %d", i)
 		}
 	}
 	clk.Add(61 * time.Minute) // idle
-	if _, _, ok := s.SessionSubject(sid); ok {
+	if _, _, ok := s.SessionSubject(ctx, sid); ok {
 		t.Fatal("idle session still valid")
 	}
-	_, sid, _, _ = s.Login("bob", "correct horse battery", "10.0.0.1")
+	_, sid, _, _ = s.Login(ctx, "bob", "correct horse battery", "10.0.0.1")
 	for i := 0; i < 6; i++ {
 		clk.Add(30 * time.Minute)
-		s.SessionSubject(sid)
+		s.SessionSubject(ctx, sid)
 	}
-	if _, _, ok := s.SessionSubject(sid); ok {
+	if _, _, ok := s.SessionSubject(ctx, sid); ok {
 		t.Fatal("session outlived its absolute expiry")
 	}
 
 	// Failures per account: 5, then 429-like until a token refills.
 	for i := 0; i < 5; i++ {
-		if _, _, _, err := s.Login("bob", "wrong password!", "10.0.0.2"); !errors.Is(err, ErrBadCredentials) {
+		if _, _, _, err := s.Login(ctx, "bob", "wrong password!", "10.0.0.2"); !errors.Is(err, ErrBadCredentials) {
 			t.Fatalf("attempt %d: %v", i, err)
 		}
 	}
 	var le *LimitedError
-	if _, _, _, err := s.Login("bob", "correct horse battery", "10.0.0.3"); !errors.As(err, &le) || le.RetryAfter <= 0 {
+	if _, _, _, err := s.Login(ctx, "bob", "correct horse battery", "10.0.0.3"); !errors.As(err, &le) || le.RetryAfter <= 0 {
 		t.Fatalf("6th attempt, right password, other address: %v", err)
 	}
 	clk.Add(31 * time.Second)
-	if _, _, _, err := s.Login("bob", "correct horse battery", "10.0.0.3"); err != nil {
+	if _, _, _, err := s.Login(ctx, "bob", "correct horse battery", "10.0.0.3"); err != nil {
 		t.Fatalf("after the wait: %v", err)
 	}
+}
+
+// waitFor waits until cond holds, re-checking at every change the
+// directory applies, for at most 5 s.
+func waitFor(t *testing.T, d *Directory, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.After(5 * time.Second)
+	for {
+		ch := d.Changed()
+		if cond() {
+			return
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			t.Fatalf("timed out waiting for: %s", what)
+		}
+	}
+}
+
+func countType(t *testing.T, store events.Store, stream, typ string) int {
+	t.Helper()
+	evs, err := store.ReadStream(context.Background(), stream, 0, 0, events.Forward)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, ev := range evs {
+		if ev.Type == typ {
+			n++
+		}
+	}
+	return n
+}
+
+// TestSessionsSurviveRestartAndSpanProcesses: sessions are events (only
+// the secret's hash), a restart keeps them, activity is recorded coarsely
+// and keeps the session alive in another process, and a logout or a
+// password change in one process ends the session in the other.
+func TestSessionsSurviveRestartAndSpanProcesses(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	store := memstore.New()
+	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	cfg := Config{Now: clk.Now, Sessions: SessionOptions{Idle: time.Hour, Absolute: 3 * time.Hour}} // records every 7.5 min
+	dA := newDir(t, store, clk)
+	if _, _, err := dA.CreateUser(ctx, admin, "bob", RoleOperator, "correct horse battery"); err != nil {
+		t.Fatal(err)
+	}
+	a := NewService(dA, cfg)
+	_, sid, csrf, err := a.Login(ctx, "bob", "correct horse battery", "10.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := store.ReadStream(ctx, events.AuthSessionsStream, 0, 0, events.Forward)
+	if err != nil || len(evs) != 1 || evs[0].Type != "SessionStarted" {
+		t.Fatalf("sessions stream after a sign-in: %v %v", evs, err)
+	}
+	raw := string(evs[0].Data) + evs[0].Meta.Actor + evs[0].Meta.ActorID
+	if strings.Contains(raw, sid) || strings.Contains(raw, csrf) || !strings.Contains(raw, HashToken(sid)) {
+		t.Fatalf("SessionStarted must hold the secret's hash and no secret: %s", raw)
+	}
+	if evs[0].Meta.Actor != "bob" {
+		t.Fatalf("SessionStarted actor %q", evs[0].Meta.Actor)
+	}
+
+	// A restart (a new directory on the same log) keeps the session, with
+	// the same CSRF token.
+	dB := newDir(t, store, clk)
+	b := NewService(dB, cfg)
+	sub, sess, ok := b.SessionSubject(ctx, sid)
+	if !ok || sub.Name != "bob" || sess.CSRF != csrf {
+		t.Fatalf("session after restart: %+v %+v %v", sub, sess, ok)
+	}
+	followed := make(chan error, 1)
+	go func() { followed <- dB.Follow(ctx) }()
+
+	// Used in A once a minute for 10 minutes: one SessionActive (at 8 min),
+	// not one per request.
+	for i := 0; i < 10; i++ {
+		clk.Add(time.Minute)
+		if _, _, ok := a.SessionSubject(ctx, sid); !ok {
+			t.Fatalf("session refused at minute %d", i+1)
+		}
+	}
+	if n := countType(t, store, events.AuthSessionsStream, "SessionActive"); n != 1 {
+		t.Fatalf("%d SessionActive for 10 uses over 10 minutes, want 1", n)
+	}
+	// 57 min after A recorded the use, B (which never saw a request since
+	// minute 0) still holds the session alive; without the recorded
+	// activity it would be 65 min idle.
+	waitFor(t, dB, "B applies the activity", func() bool {
+		dB.mu.RLock()
+		defer dB.mu.RUnlock()
+		return dB.rev[events.AuthSessionsStream] >= 1
+	})
+	clk.Add(55 * time.Minute)
+	if _, _, ok := b.SessionSubject(ctx, sid); !ok {
+		t.Fatal("B refused a session A used 57 minutes ago")
+	}
+
+	// Logout in A: B refuses the cookie as soon as it applies the event.
+	if err := a.Sessions.End(ctx, sid, "logout"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok := a.SessionSubject(ctx, sid); ok {
+		t.Fatal("A accepts a session it logged out")
+	}
+	waitFor(t, dB, "B refuses the logged-out session", func() bool { _, _, ok := b.SessionSubject(ctx, sid); return !ok })
+	if n := countType(t, store, events.AuthSessionsStream, "SessionEnded"); n != 1 {
+		t.Fatalf("%d SessionEnded after one logout", n)
+	}
+
+	// A password change in B ends bob's sessions in A too.
+	_, s1, _, err := a.Login(ctx, "bob", "correct horse battery", "10.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _ := dA.UserByName("bob")
+	waitFor(t, dB, "B sees the new session", func() bool { _, _, ok := b.SessionSubject(ctx, s1); return ok })
+	if err := b.ChangePassword(ctx, u.ID, "correct horse battery", "another long password", "10.0.0.1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok := b.SessionSubject(ctx, s1); ok {
+		t.Fatal("B accepts a session after the password changed")
+	}
+	// dA does not follow: it reads the stream on its next append, so
+	// reopen it as a restarted process would.
+	dA2 := newDir(t, store, clk)
+	if _, _, ok := NewService(dA2, cfg).SessionSubject(ctx, s1); ok {
+		t.Fatal("a restarted process accepts a session ended by a password change")
+	}
+
+	// Expired sessions stay expired across a restart: idle, then absolute.
+	_, s2, _, err := b.Login(ctx, "bob", "another long password", "10.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.Add(61 * time.Minute)
+	if _, _, ok := NewService(newDir(t, store, clk), cfg).SessionSubject(ctx, s2); ok {
+		t.Fatal("an idle-expired session was accepted after a restart")
+	}
+	_, s3, _, err := b.Login(ctx, "bob", "another long password", "10.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 6; i++ { // used every 30 min: never idle, recorded each time
+		clk.Add(30 * time.Minute)
+		if _, _, ok := b.SessionSubject(ctx, s3); !ok && i < 5 {
+			t.Fatalf("session ended early at %d", i)
+		}
+	}
+	if _, _, ok := NewService(newDir(t, store, clk), cfg).SessionSubject(ctx, s3); ok {
+		t.Fatal("a session past its absolute expiry was accepted after a restart")
+	}
+	cancel()
+	<-followed
 }

@@ -70,9 +70,9 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Directory is the in-memory index of users and tokens, fed from the
-// auth-users and auth-tokens streams. A token or password check never reads
-// the log: Open reads the two streams once, Follow applies what other
+// Directory is the in-memory index of users, tokens and sessions, fed from
+// the auth-users, auth-tokens and auth-sessions streams. A token, session
+// or password check never reads the log: Open reads the streams once, Follow applies what other
 // processes append, and the directory's own appends are applied at once.
 type Directory struct {
 	store events.Store
@@ -84,10 +84,12 @@ type Directory struct {
 	users    map[string]*User // id → user
 	byName   map[string]*User // lower-case name → user
 	tokens   map[string]*Token
-	byHash   map[string]*Token // hex sha256 → token
-	tokNames map[string]bool   // lower-case token names
-	from     events.Position   // Follow starts after it
-	changed  chan struct{}     // closed and replaced on every apply (tests wait on it)
+	byHash   map[string]*Token   // hex sha256 → token
+	tokNames map[string]bool     // lower-case token names
+	sessions map[string]*session // hex sha256 of the session secret → session (sessions.go)
+	sessByID map[string]string   // session id → hash
+	from     events.Position     // Follow starts after it
+	changed  chan struct{}       // closed and replaced on every apply (tests wait on it)
 }
 
 // Open reads the auth streams of store into a new Directory.
@@ -100,9 +102,10 @@ func Open(ctx context.Context, store events.Store, opt Options) (*Directory, err
 	}
 	d := &Directory{
 		store: store, opt: opt,
-		rev:   map[string]int64{events.AuthUsersStream: -1, events.AuthTokensStream: -1},
+		rev:   map[string]int64{events.AuthUsersStream: -1, events.AuthTokensStream: -1, events.AuthSessionsStream: -1},
 		users: map[string]*User{}, byName: map[string]*User{},
 		tokens: map[string]*Token{}, byHash: map[string]*Token{}, tokNames: map[string]bool{},
+		sessions: map[string]*session{}, sessByID: map[string]string{},
 		changed: make(chan struct{}),
 	}
 	var err error
@@ -113,7 +116,7 @@ func Open(ctx context.Context, store events.Store, opt Options) (*Directory, err
 	if d.from, err = store.Head(ctx); err != nil {
 		return nil, err
 	}
-	for _, s := range []string{events.AuthUsersStream, events.AuthTokensStream} {
+	for _, s := range []string{events.AuthUsersStream, events.AuthTokensStream, events.AuthSessionsStream} {
 		if err := d.sync(ctx, s); err != nil {
 			return nil, err
 		}
@@ -191,6 +194,8 @@ func (d *Directory) apply(ev events.RecordedEvent) error {
 			at := ev.Meta.Time
 			t.RevokedAt = &at
 		}
+	case events.SessionStarted, events.SessionActive, events.SessionEnded:
+		d.applySession(ev, p)
 	}
 	return nil
 }

@@ -86,6 +86,8 @@ func (b *bundle) start(t testing.TB, opt HubOptions, addr ...string) {
 		t.Fatal(err)
 	}
 	b.auth = auth.NewService(dir, auth.Config{})
+	dirFollowed := make(chan error, 1)
+	go func() { dirFollowed <- dir.Follow(ctx) }() // as serve does: another process's sign-ins and logouts apply here
 	if b.token == "" {
 		_, b.token, err = dir.IssueToken(ctx, auth.SystemSubject("test"), "alice", auth.RoleAdmin, time.Hour)
 		if err != nil {
@@ -125,6 +127,7 @@ func (b *bundle) start(t testing.TB, opt HubOptions, addr ...string) {
 			cancel()
 			<-followed
 			<-ran
+			<-dirFollowed
 		})
 	}
 	t.Cleanup(b.stop)
