@@ -262,3 +262,13 @@ func (s *Sessions) Len() int {
 	defer s.dir.mu.RUnlock()
 	return len(s.dir.sessions)
 }
+
+// Alive reports whether the session with secret is live, without marking
+// it used (a live stream checks this: watching is not activity).
+func (s *Sessions) Alive(secret string) bool {
+	d := s.dir
+	d.mu.RLock()
+	v := d.sessions[HashToken(secret)]
+	d.mu.RUnlock()
+	return v != nil && !s.expired(v, s.opt.Now())
+}

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -572,11 +573,27 @@ func TestSessionsAcrossServersAndRestart(t *testing.T) {
 		t.Fatalf("the other server's me: %+v (csrf equal: %v)", m.Subject, m.CSRF == csrf)
 	}
 
+	// A live stream on the second server, by cookie: it ends with the
+	// session.
+	req, _ := http.NewRequest("GET", b2.srv.URL+"/api/stream", nil)
+	req.Header.Set("Cookie", SessionCookie+"="+sid)
+	resp, err := b2.tr.RoundTrip(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("stream by cookie: %v %v", resp, err)
+	}
+	streamEnded := make(chan struct{})
+	go func() { _, _ = io.Copy(io.Discard, resp.Body); resp.Body.Close(); close(streamEnded) }()
+
 	// Logout on the first server; the second refuses the cookie.
 	if a := b1.do(t, "POST", "/api/auth/logout", nil, "Authorization", "", "Cookie", SessionCookie+"="+sid, HeaderCSRF, csrf); a.status != 204 {
 		t.Fatalf("logout: %d %s", a.status, a.body)
 	}
 	waitUntil(t, b2.auth.Dir, "the other server refuses the logged-out cookie", func() bool { st, _ := me(b2, sid); return st == 401 })
+	select {
+	case <-streamEnded:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the stream of a logged-out session is still open")
+	}
 
 	// Signed in on the second server; the first restarts and still knows
 	// the session.

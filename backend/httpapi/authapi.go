@@ -376,7 +376,38 @@ func (s *Server) stream(c echo.Context) error {
 			s.streamsMu.Unlock()
 		}()
 	}
+	if sid, ok := c.Get(ctxSession).(string); ok {
+		ctx, cancel := context.WithCancel(c.Request().Context())
+		defer cancel()
+		c.SetRequest(c.Request().WithContext(ctx))
+		go s.endWithSession(ctx, cancel, sid)
+	}
 	return s.d.Hub.ServeStream(c)
+}
+
+// endWithSession ends a cookie session's live stream when the session
+// ends (logout in any process, a password change, idle or absolute
+// expiry): an open stream must not outlive its sign-in. The browser's
+// reconnect is then refused with 401 and the dashboard shows the sign-in
+// page. Checked at every change of the directory and on a ticker of the
+// sessions' recording interval (at most 5 s) for expiry.
+func (s *Server) endWithSession(ctx context.Context, cancel context.CancelFunc, sid string) {
+	every := min(s.d.Auth.Sessions.Options().Record, 5*time.Second)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		changed := s.d.Auth.Dir.Changed()
+		if !s.d.Auth.Sessions.Alive(sid) {
+			cancel()
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+		case <-t.C:
+		}
+	}
 }
 
 func (s *Server) healthz(c echo.Context) error {
