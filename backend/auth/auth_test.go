@@ -333,3 +333,55 @@ func TestSessionsSurviveRestartAndSpanProcesses(t *testing.T) {
 	cancel()
 	<-followed
 }
+
+// TestSessionSeenIdleHereIsRevivedByUseElsewhere: a process that has not
+// seen a session used for the idle time refuses it, but keeps it: another
+// process used it since its last recorded activity (within one recording
+// interval), and the use it records makes the session good here again.
+func TestSessionSeenIdleHereIsRevivedByUseElsewhere(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	store := memstore.New()
+	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	cfg := Config{Now: clk.Now, Sessions: SessionOptions{Idle: time.Hour, Absolute: 24 * time.Hour}} // records every 7.5 min
+	dA, dB := newDir(t, store, clk), newDir(t, store, clk)
+	a, b := NewService(dA, cfg), NewService(dB, cfg)
+	followed := make(chan error, 2)
+	for _, d := range []*Directory{dA, dB} {
+		go func() { followed <- d.Follow(ctx) }()
+	}
+	if _, _, err := dA.CreateUser(ctx, admin, "bob", RoleOperator, "correct horse battery"); err != nil {
+		t.Fatal(err)
+	}
+	_, sid, _, err := a.Login(ctx, "bob", "correct horse battery", "10.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, dB, "B sees the session", func() bool { return b.Sessions.Alive(sid) })
+	clk.Add(50 * time.Minute)
+	if _, _, ok := b.SessionSubject(ctx, sid); !ok { // recorded (minute 50)
+		t.Fatal("B refused the session at minute 50")
+	}
+	waitFor(t, dA, "A applies B's recorded use", func() bool {
+		return countType(t, store, events.AuthSessionsStream, "SessionActive") == 1 && func() bool {
+			dA.mu.RLock()
+			defer dA.mu.RUnlock()
+			return dA.rev[events.AuthSessionsStream] >= 1
+		}()
+	})
+	clk.Add(7 * time.Minute)
+	if _, _, ok := b.SessionSubject(ctx, sid); !ok { // used at minute 57, not recorded (7 < 7.5)
+		t.Fatal("B refused the session at minute 57")
+	}
+	clk.Add(53*time.Minute + 30*time.Second) // minute 110.5: 60.5 after the recorded use, 53.5 after the last
+	if _, _, ok := a.SessionSubject(ctx, sid); ok {
+		t.Fatal("A accepted a session idle for an hour as far as it knows")
+	}
+	if _, _, ok := b.SessionSubject(ctx, sid); !ok { // B saw it 53.5 min ago: alive, and records the use
+		t.Fatal("B refused a session it saw used 53.5 minutes ago")
+	}
+	waitFor(t, dA, "A accepts the session again", func() bool { _, _, ok := a.SessionSubject(ctx, sid); return ok })
+	cancel()
+	<-followed
+	<-followed
+}

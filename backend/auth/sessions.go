@@ -44,8 +44,9 @@ type session struct {
 	id, userID string
 	created    time.Time
 	expires    time.Time
-	lastSeen   atomic.Int64 // unix nanos: local use or folded SessionActive, whichever is later
-	recorded   atomic.Int64 // unix nanos of the last SessionActive appended or folded
+	lastSeen   atomic.Int64           // unix nanos: local use or folded SessionActive, whichever is later
+	recorded   atomic.Int64           // unix nanos of the last SessionActive appended or folded
+	csrf       atomic.Pointer[string] // CSRFOf(secret), computed at the first lookup here
 }
 
 func maxStore(a *atomic.Int64, v int64) {
@@ -157,7 +158,7 @@ func (s *Sessions) Create(ctx context.Context, userID, method string) (secret, c
 	return secret, CSRFOf(secret), nil
 }
 
-// sweep drops expired sessions from memory, at most once a minute. No
+// sweep drops sessions expired everywhere from memory, at most once a minute. No
 // event: expiry follows from the events and the clock, so every process
 // (and a restart) comes to the same answer.
 func (s *Sessions) sweep(now time.Time) {
@@ -170,7 +171,7 @@ func (s *Sessions) sweep(now time.Time) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for h, v := range d.sessions {
-		if s.expired(v, now) {
+		if s.gone(v, now) {
 			delete(d.sessions, h)
 			delete(d.sessByID, v.id)
 		}
@@ -182,8 +183,19 @@ func (s *Sessions) expired(v *session, now time.Time) bool {
 		now.Sub(v.created) >= s.opt.Absolute || !now.Before(v.expires)
 }
 
+// gone: expired in every process, so it may be dropped from memory. An
+// idle expiry seen here may not be final: another process may have used
+// the session since its last recorded activity (at most one recording
+// interval ago) and will record the use, which revives it here. Past the
+// idle time plus that interval plus a minute for the event to travel, no
+// process can still hold it alive.
+func (s *Sessions) gone(v *session, now time.Time) bool {
+	return now.UnixNano()-v.lastSeen.Load() >= int64(s.opt.Idle+s.opt.Record+time.Minute) ||
+		now.Sub(v.created) >= s.opt.Absolute || !now.Before(v.expires)
+}
+
 // Get returns the live session with secret and marks it used. An expired
-// session is dropped and not returned. Once per recording interval the use
+// session is not returned (and dropped once no process can revive it). Once per recording interval the use
 // is appended (SessionActive), so other processes and a restart keep the
 // session alive; a failed append is not an error for the request (the
 // session stays valid here, and is seen idle elsewhere at worst).
@@ -201,6 +213,9 @@ func (s *Sessions) Get(ctx context.Context, secret string) (Session, bool) {
 		return Session{}, false
 	}
 	if s.expired(v, now) {
+		if !s.gone(v, now) {
+			return Session{}, false
+		}
 		d.mu.Lock()
 		if d.sessions[h] == v {
 			delete(d.sessions, h)
@@ -216,7 +231,13 @@ func (s *Sessions) Get(ctx context.Context, secret string) (Session, bool) {
 			_ = d.appendSessions(ctx, u.Subject(), events.SessionActive{SessionID: v.id})
 		}
 	}
-	return Session{ID: v.id, UserID: v.userID, CSRF: CSRFOf(secret), Created: v.created, LastSeen: time.Unix(0, v.lastSeen.Load())}, true
+	csrf := v.csrf.Load()
+	if csrf == nil {
+		c := CSRFOf(secret)
+		csrf = &c
+		v.csrf.Store(csrf)
+	}
+	return Session{ID: v.id, UserID: v.userID, CSRF: *csrf, Created: v.created, LastSeen: time.Unix(0, v.lastSeen.Load())}, true
 }
 
 // End ends the session with secret (reason: logout or rotated). Ending an
