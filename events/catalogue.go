@@ -387,10 +387,10 @@ type NotificationSent struct {
 	Status  int    `json:"status"`
 }
 
-// ---- auth-users, auth-tokens (backend/auth) ----
+// ---- auth-users, auth-tokens, auth-sessions (backend/auth) ----
 //
-// No secret is ever in an event: passwords are kept as bcrypt hashes and API
-// tokens as the SHA-256 of the token.
+// No secret is ever in an event: passwords are kept as argon2id hashes
+// (bcrypt before argon2id), API tokens and session secrets as their SHA-256.
 
 // UserCreated adds an account. Source is "local" (signs in with a
 // password) or "oidc" (created at the first sign-in through the identity

@@ -29,12 +29,15 @@ func (c *clock) Add(d time.Duration) {
 
 func newDir(t *testing.T, store events.Store, clk *clock) *Directory {
 	t.Helper()
-	d, err := Open(context.Background(), store, Options{BcryptCost: bcrypt.MinCost, Now: clk.Now})
+	d, err := Open(context.Background(), store, Options{Argon2: testArgon2, Now: clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return d
 }
+
+// testArgon2 makes password hashes cheap in tests.
+var testArgon2 = Argon2Params{Time: 1, MemoryKiB: 64, Threads: 1}
 
 var admin = Subject{ID: "user:root", Name: "root", Role: RoleAdmin}
 
@@ -384,4 +387,68 @@ func TestSessionSeenIdleHereIsRevivedByUseElsewhere(t *testing.T) {
 	cancel()
 	<-followed
 	<-followed
+}
+
+// TestPasswordHashes: new hashes are argon2id (PHC string with the
+// parameters used); an account whose hash is bcrypt (made before argon2id)
+// still signs in, and gets argon2id at its next password change; a
+// malformed hash matches nothing.
+func TestPasswordHashes(t *testing.T) {
+	ctx := context.Background()
+	store := memstore.New()
+	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	d := newDir(t, store, clk)
+	if _, _, err := d.CreateUser(ctx, admin, "ana", RoleMember, "correct horse battery"); err != nil {
+		t.Fatal(err)
+	}
+	evs, _ := store.ReadStream(ctx, events.AuthUsersStream, 0, 0, events.Forward)
+	p, _ := events.Decode(evs[0])
+	if h := p.(events.UserCreated).PasswordHash; !strings.HasPrefix(h, "$argon2id$v=19$m=64,t=1,p=1$") {
+		t.Fatalf("new hash %q is not argon2id with the configured parameters", h)
+	}
+	if _, err := d.CheckPassword("ana", "correct horse battery"); err != nil {
+		t.Fatalf("argon2id password: %v", err)
+	}
+	if _, err := d.CheckPassword("ana", "correct horse batterz"); !errors.Is(err, ErrBadCredentials) {
+		t.Fatalf("wrong password: %v", err)
+	}
+
+	// An account from before argon2id: its UserCreated holds a bcrypt hash.
+	old, err := bcrypt.GenerateFromPassword([]byte("an older password"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Append(ctx, events.AuthUsersStream, events.Any(), events.New(
+		events.UserCreated{UserID: "u-old", Name: "bert", Role: "viewer", Source: "local", PasswordHash: string(old)},
+		events.Metadata{Actor: "root", Time: clk.Now()})); err != nil {
+		t.Fatal(err)
+	}
+	d = newDir(t, store, clk)
+	if _, err := d.CheckPassword("bert", "an older password"); err != nil {
+		t.Fatalf("bcrypt password: %v", err)
+	}
+	if _, err := d.CheckPassword("bert", "an older passworD"); !errors.Is(err, ErrBadCredentials) {
+		t.Fatalf("wrong password against bcrypt: %v", err)
+	}
+	if err := d.SetPassword(ctx, admin, "u-old", "a newer password"); err != nil {
+		t.Fatal(err)
+	}
+	evs, _ = store.ReadStream(ctx, events.AuthUsersStream, 0, 0, events.Forward)
+	p, _ = events.Decode(evs[len(evs)-1])
+	if h := p.(events.PasswordChanged).PasswordHash; !strings.HasPrefix(h, "$argon2id$") {
+		t.Fatalf("changed hash %q is not argon2id", h)
+	}
+	if _, err := d.CheckPassword("bert", "a newer password"); err != nil {
+		t.Fatalf("after the change: %v", err)
+	}
+	if _, err := d.CheckPassword("bert", "an older password"); err == nil {
+		t.Fatal("the old password still works")
+	}
+
+	for _, h := range []string{"", "$argon2id$", "$argon2i$v=19$m=64,t=1,p=1$c2FsdHNhbHQ$a2V5", "$argon2id$v=18$m=64,t=1,p=1$c2FsdHNhbHQ$a2V5",
+		"$argon2id$v=19$m=64,t=0,p=1$c2FsdHNhbHQ$a2V5", "$argon2id$v=19$m=64,t=1,p=1$!!$a2V5", "plain text"} {
+		if verifyPassword(h, "") || verifyPassword(h, "correct horse battery") {
+			t.Fatalf("malformed hash %q matched", h)
+		}
+	}
 }

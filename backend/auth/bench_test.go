@@ -18,7 +18,7 @@ func BenchmarkLookup(b *testing.B) {
 	ctx := context.Background()
 	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	store := memstore.New()
-	d, err := Open(ctx, store, Options{BcryptCost: 4, Now: clk.Now})
+	d, err := Open(ctx, store, Options{Argon2: testArgon2, Now: clk.Now})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/crypto/bcrypt"
-
 	"github.com/slotkeeper/slotkeeper/backend/auth"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/events/memstore"
@@ -41,7 +39,7 @@ func BenchmarkAuthOverhead(b *testing.B) {
 	go func() { _ = hub.Follow(ctx, runner, rm, started) }()
 	<-started
 	go func() { _ = runner.Run(ctx) }()
-	dir, err := auth.Open(ctx, store, auth.Options{BcryptCost: bcrypt.MinCost})
+	dir, err := auth.Open(ctx, store, auth.Options{Argon2: testArgon2})
 	if err != nil {
 		b.Fatal(err)
 	}
