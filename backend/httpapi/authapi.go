@@ -389,10 +389,12 @@ func (s *Server) stream(c echo.Context) error {
 // ends (logout in any process, a password change, idle or absolute
 // expiry): an open stream must not outlive its sign-in. The browser's
 // reconnect is then refused with 401 and the dashboard shows the sign-in
-// page. Checked at every change of the directory and on a ticker of the
-// sessions' recording interval (at most 5 s) for expiry.
+// page. Checked at every change of the directory (a logout ends the
+// stream at once) and, for expiry, on a ticker of the sessions' recording
+// interval, at most a minute (a stream may outlive an idle expiry by that
+// much; a shorter tick would wake every open stream more often).
 func (s *Server) endWithSession(ctx context.Context, cancel context.CancelFunc, sid string) {
-	every := min(s.d.Auth.Sessions.Options().Record, 5*time.Second)
+	every := min(s.d.Auth.Sessions.Options().Record, time.Minute)
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
