@@ -452,3 +452,38 @@ func TestPasswordHashes(t *testing.T) {
 		}
 	}
 }
+
+// TestIdleSessionIsDroppedOnlyWhenGoneEverywhere: an idle session is
+// refused at once but kept in memory while another process could still
+// revive it, and swept once that is impossible.
+func TestIdleSessionIsDroppedOnlyWhenGoneEverywhere(t *testing.T) {
+	ctx := context.Background()
+	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	d := newDir(t, memstore.New(), clk)
+	if _, _, err := d.CreateUser(ctx, admin, "bob", RoleViewer, "correct horse battery"); err != nil {
+		t.Fatal(err)
+	}
+	s := NewService(d, Config{Now: clk.Now, Sessions: SessionOptions{Idle: time.Hour, Absolute: 24 * time.Hour}}) // records every 7.5 min
+	_, sid, _, err := s.Login(ctx, "bob", "correct horse battery", "10.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.Add(61 * time.Minute)
+	if _, _, ok := s.SessionSubject(ctx, sid); ok {
+		t.Fatal("an idle session was accepted")
+	}
+	if n := s.Sessions.Len(); n != 1 {
+		t.Fatalf("%d sessions held; the idle one must stay while another process could revive it", n)
+	}
+	clk.Add(9 * time.Minute) // 70 min: past idle + 7.5 min + 1 min
+	_, fresh, _, err := s.Login(ctx, "bob", "correct horse battery", "10.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok := s.SessionSubject(ctx, fresh); !ok {
+		t.Fatal("a fresh session was refused")
+	}
+	if n := s.Sessions.Len(); n != 1 {
+		t.Fatalf("%d sessions held after the sweep, want only the fresh one", n)
+	}
+}

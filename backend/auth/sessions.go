@@ -205,6 +205,7 @@ func (s *Sessions) Get(ctx context.Context, secret string) (Session, bool) {
 	}
 	h := HashToken(secret)
 	now := s.opt.Now()
+	s.sweep(now) // here too: a process may serve sessions it never started
 	d := s.dir
 	d.mu.RLock()
 	v := d.sessions[h]
