@@ -14,7 +14,7 @@ export class OIDCProvider {
   async start() {
     this.dir = mkdtempSync(join(tmpdir(), "slotkeeper-oidc-"));
     const bin = join(this.dir, "oidcprovider");
-    const b = spawnSync("go", ["build", "-o", bin, "./backend/auth/oidctest/cmd/oidcprovider"], { cwd: ROOT, encoding: "utf8", timeout: 180_000 });
+    const b = spawnSync(process.env.GO ?? "go", ["build", "-o", bin, "./backend/auth/oidctest/cmd/oidcprovider"], { cwd: ROOT, encoding: "utf8", timeout: 180_000 });
     if (b.status !== 0) throw new Error(`go build oidcprovider → ${b.status}: ${b.stderr}`);
     this.proc = spawn(bin, [], { stdio: ["pipe", "pipe", "inherit"] });
     this.exited = new Promise((res) => this.proc.once("exit", (code, signal) => res({ code, signal })));
