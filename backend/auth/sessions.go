@@ -158,9 +158,9 @@ func (s *Sessions) Create(ctx context.Context, userID, method string) (secret, c
 	return secret, CSRFOf(secret), nil
 }
 
-// sweep drops sessions expired everywhere from memory, at most once a minute. No
-// event: expiry follows from the events and the clock, so every process
-// (and a restart) comes to the same answer.
+// sweep drops sessions expired everywhere from memory, at most once a
+// minute. No event: expiry follows from the events and the clock, so
+// every process (and a restart) comes to the same answer.
 func (s *Sessions) sweep(now time.Time) {
 	if now.UnixNano()-s.lastSweep.Load() < int64(time.Minute) || !s.sweepMu.TryLock() {
 		return
@@ -195,10 +195,11 @@ func (s *Sessions) gone(v *session, now time.Time) bool {
 }
 
 // Get returns the live session with secret and marks it used. An expired
-// session is not returned (and dropped once no process can revive it). Once per recording interval the use
-// is appended (SessionActive), so other processes and a restart keep the
-// session alive; a failed append is not an error for the request (the
-// session stays valid here, and is seen idle elsewhere at worst).
+// session is not returned (and dropped once no process can revive it).
+// Once per recording interval the use is appended (SessionActive), so
+// other processes and a restart keep the session alive; a failed append is
+// not an error for the request (the session stays valid here, and is seen
+// idle elsewhere at worst).
 func (s *Sessions) Get(ctx context.Context, secret string) (Session, bool) {
 	if secret == "" {
 		return Session{}, false
