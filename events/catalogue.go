@@ -22,6 +22,10 @@ const (
 	AuthStreamPrefix = "auth-"
 	AuthUsersStream  = "auth-users"
 	AuthTokensStream = "auth-tokens"
+	// AuthSessionsStream holds browser sessions (started, coarse activity,
+	// ended), so that a restart keeps them and every process sees them.
+	// Appended with any revision: sessions have no uniqueness to protect.
+	AuthSessionsStream = "auth-sessions"
 )
 
 // SlotStream and JobStream name the streams of a slot and a job.
@@ -383,10 +387,10 @@ type NotificationSent struct {
 	Status  int    `json:"status"`
 }
 
-// ---- auth-users, auth-tokens (backend/auth) ----
+// ---- auth-users, auth-tokens, auth-sessions (backend/auth) ----
 //
-// No secret is ever in an event: passwords are kept as bcrypt hashes and API
-// tokens as the SHA-256 of the token.
+// No secret is ever in an event: passwords are kept as argon2id hashes
+// (bcrypt before argon2id), API tokens and session secrets as their SHA-256.
 
 // UserCreated adds an account. Source is "local" (signs in with a
 // password) or "oidc" (created at the first sign-in through the identity
@@ -426,6 +430,33 @@ type TokenIssued struct {
 // TokenRevoked ends an API token before its expiry.
 type TokenRevoked struct {
 	TokenID string `json:"token_id"`
+}
+
+// SessionStarted is a browser sign-in (stream auth-sessions). Hash is the
+// hex SHA-256 of the session secret (the cookie); the secret itself is
+// never stored. SessionID is a public id naming the session in later
+// events. Method is password, oidc or demo. The metadata's time is when it
+// started; ExpiresAt is its absolute expiry.
+type SessionStarted struct {
+	SessionID string    `json:"session_id"`
+	UserID    string    `json:"user_id"`
+	Hash      string    `json:"hash"`
+	Method    string    `json:"method"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// SessionActive records, coarsely (at most once per recording interval per
+// session), that a session was used at the metadata's time, so that its
+// idle expiry survives a restart and holds in every process.
+type SessionActive struct {
+	SessionID string `json:"session_id"`
+}
+
+// SessionEnded ends a session before its expiry. Reason is logout,
+// rotated (a new sign-in from the same browser) or password_changed.
+type SessionEnded struct {
+	SessionID string `json:"session_id"`
+	Reason    string `json:"reason"`
 }
 
 // NotificationAttempted is appended before each POST of a delivery (one
@@ -504,6 +535,9 @@ func (UserRoleGranted) EventType() string       { return "UserRoleGranted" }
 func (PasswordChanged) EventType() string       { return "PasswordChanged" }
 func (TokenIssued) EventType() string           { return "TokenIssued" }
 func (TokenRevoked) EventType() string          { return "TokenRevoked" }
+func (SessionStarted) EventType() string        { return "SessionStarted" }
+func (SessionActive) EventType() string         { return "SessionActive" }
+func (SessionEnded) EventType() string          { return "SessionEnded" }
 
 // SchemaVersion is the encoding version written into Metadata.Schema. Bump it
 // when a payload changes incompatibly and teach Decode the old shape; adding a
@@ -563,6 +597,9 @@ var constructors = map[string]func(data []byte) (Payload, error){
 	"PasswordChanged":       decodeAs[PasswordChanged],
 	"TokenIssued":           decodeAs[TokenIssued],
 	"TokenRevoked":          decodeAs[TokenRevoked],
+	"SessionStarted":        decodeAs[SessionStarted],
+	"SessionActive":         decodeAs[SessionActive],
+	"SessionEnded":          decodeAs[SessionEnded],
 }
 
 // Unknown is what Decode returns for an event type this binary does not know

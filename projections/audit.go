@@ -227,6 +227,12 @@ func summary(typ string, p events.Payload) string {
 		return fmt.Sprintf("API token %s issued (%s, expires %s)", e.Name, e.Role, e.ExpiresAt.UTC().Format("2006-01-02 15:04 MST"))
 	case events.TokenRevoked:
 		return "API token " + e.TokenID + " revoked"
+	case events.SessionStarted:
+		return fmt.Sprintf("session %s of account %s started (%s)", e.SessionID, e.UserID, e.Method)
+	case events.SessionActive:
+		return "session " + e.SessionID + " active"
+	case events.SessionEnded:
+		return "session " + e.SessionID + " ended: " + e.Reason
 	}
 	return typ
 }

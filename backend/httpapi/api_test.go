@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
-	"golang.org/x/crypto/bcrypt"
 
 	"github.com/slotkeeper/slotkeeper/backend/auth"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
@@ -49,6 +48,10 @@ type bundle struct {
 	// deps, if set, adjusts the server's dependencies before New.
 	deps func(*Deps)
 }
+
+// testArgon2 makes password hashes cheap in tests (the default costs
+// about 30 ms each).
+var testArgon2 = auth.Argon2Params{Time: 1, MemoryKiB: 64, Threads: 1}
 
 func setup(t testing.TB, opt HubOptions) *bundle {
 	t.Helper()
@@ -81,11 +84,13 @@ func (b *bundle) start(t testing.TB, opt HubOptions, addr ...string) {
 		t.Fatal(err)
 	}
 	svc := slots.NewService(b.store, slots.Config{Grace: time.Hour, Logger: log})
-	dir, err := auth.Open(ctx, b.store, auth.Options{BcryptCost: bcrypt.MinCost})
+	dir, err := auth.Open(ctx, b.store, auth.Options{Argon2: testArgon2})
 	if err != nil {
 		t.Fatal(err)
 	}
 	b.auth = auth.NewService(dir, auth.Config{})
+	dirFollowed := make(chan error, 1)
+	go func() { dirFollowed <- dir.Follow(ctx) }() // as serve does: another process's sign-ins and logouts apply here
 	if b.token == "" {
 		_, b.token, err = dir.IssueToken(ctx, auth.SystemSubject("test"), "alice", auth.RoleAdmin, time.Hour)
 		if err != nil {
@@ -125,6 +130,7 @@ func (b *bundle) start(t testing.TB, opt HubOptions, addr ...string) {
 			cancel()
 			<-followed
 			<-ran
+			<-dirFollowed
 		})
 	}
 	t.Cleanup(b.stop)

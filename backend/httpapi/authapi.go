@@ -45,15 +45,29 @@ func (s *Server) methods() []string {
 	return m
 }
 
-// setSession starts a session for u (ending the request's old one: the id
-// is rotated at every sign-in) and sets the cookie.
-func (s *Server) setSession(c echo.Context, userID string) string {
-	if ck, err := c.Request().Cookie(SessionCookie); err == nil {
-		s.d.Auth.Sessions.Delete(ck.Value)
+// setSession starts a session for u (method: password, oidc or demo),
+// ending the request's old one (the id is rotated at every sign-in), and
+// sets the cookie.
+func (s *Server) setSession(c echo.Context, userID, method string) (string, error) {
+	ctx := c.Request().Context()
+	if err := s.rotate(c); err != nil {
+		return "", err
 	}
-	sid, csrf := s.d.Auth.StartSession(userID)
+	sid, csrf, err := s.d.Auth.StartSession(ctx, userID, method)
+	if err != nil {
+		return "", err
+	}
 	s.writeCookie(c, sid, int(s.d.Auth.Sessions.Options().Absolute/time.Second))
-	return csrf
+	return csrf, nil
+}
+
+// rotate ends the session the request came with, if any: a sign-in never
+// keeps a session id that existed before it (session fixation).
+func (s *Server) rotate(c echo.Context) error {
+	if ck, err := c.Request().Cookie(SessionCookie); err == nil {
+		return s.d.Auth.Sessions.End(c.Request().Context(), ck.Value, "rotated")
+	}
+	return nil
 }
 
 func (s *Server) writeCookie(c echo.Context, value string, maxAge int) {
@@ -76,7 +90,7 @@ func (s *Server) login(c echo.Context) error {
 	if err := decodeBody(c, &b, false); err != nil {
 		return err
 	}
-	u, sid, csrf, err := s.d.Auth.Login(b.Name, b.Password, c.RealIP())
+	u, sid, csrf, err := s.d.Auth.Login(c.Request().Context(), b.Name, b.Password, c.RealIP())
 	var le *auth.LimitedError
 	switch {
 	case errors.As(err, &le):
@@ -85,8 +99,8 @@ func (s *Server) login(c echo.Context) error {
 		s.log.InfoContext(c.Request().Context(), "sign-in refused", slog.String("correlation_id", requestID(c)), slog.String("client", c.RealIP()))
 		return errf(CodeUnauthenticated, "unknown user or wrong password")
 	}
-	if ck, err := c.Request().Cookie(SessionCookie); err == nil {
-		s.d.Auth.Sessions.Delete(ck.Value) // rotation
+	if err := s.rotate(c); err != nil { // only a successful sign-in ends the old session
+		return err
 	}
 	s.writeCookie(c, sid, int(s.d.Auth.Sessions.Options().Absolute/time.Second))
 	sub := u.Subject()
@@ -102,7 +116,9 @@ func (s *Server) logout(c echo.Context) error {
 		if err := s.checkCSRF(c); err != nil {
 			return err
 		}
-		s.d.Auth.Sessions.Delete(sid)
+		if err := s.d.Auth.Sessions.End(c.Request().Context(), sid, "logout"); err != nil {
+			return err
+		}
 	}
 	s.writeCookie(c, "", -1)
 	return c.NoContent(http.StatusNoContent)
@@ -112,7 +128,10 @@ func (s *Server) me(c echo.Context) error {
 	sub, ok := subjectOf(c)
 	if !ok && s.d.AutoLogin != nil && s.loopbackClient(c) && isLoopbackName(hostOnly(c.Request().Host)) {
 		if u, yes := s.d.AutoLogin(c.Request().Context()); yes {
-			csrf := s.setSession(c, u.ID)
+			csrf, err := s.setSession(c, u.ID, "demo")
+			if err != nil {
+				return err
+			}
 			s.log.InfoContext(c.Request().Context(), "signed in automatically (demo on loopback)", slog.String("user", u.Name))
 			return c.JSON(http.StatusOK, subjectAnswer{Subject: u.Subject(), CSRF: csrf, Methods: s.methods()})
 		}
@@ -162,7 +181,10 @@ func (s *Server) changePassword(c echo.Context) error {
 		return authError(err)
 	}
 	s.caughtUp(c)
-	csrf := s.setSession(c, id)
+	csrf, err := s.setSession(c, id, "password")
+	if err != nil {
+		return err
+	}
 	return c.JSON(http.StatusOK, subjectAnswer{Subject: sub, CSRF: csrf})
 }
 
@@ -181,7 +203,9 @@ func (s *Server) oidcCallback(c echo.Context) error {
 	if err != nil {
 		return &Error{Code: CodeUnauthenticated, Message: "sign-in with the identity provider failed", Err: err}
 	}
-	s.setSession(c, u.ID)
+	if _, err := s.setSession(c, u.ID, "oidc"); err != nil {
+		return err
+	}
 	s.log.InfoContext(c.Request().Context(), "signed in (oidc)", slog.String("user", u.Name))
 	return c.Redirect(http.StatusFound, "/")
 }
@@ -352,7 +376,40 @@ func (s *Server) stream(c echo.Context) error {
 			s.streamsMu.Unlock()
 		}()
 	}
+	if sid, ok := c.Get(ctxSession).(string); ok {
+		ctx, cancel := context.WithCancel(c.Request().Context())
+		defer cancel()
+		c.SetRequest(c.Request().WithContext(ctx))
+		go s.endWithSession(ctx, cancel, sid)
+	}
 	return s.d.Hub.ServeStream(c)
+}
+
+// endWithSession ends a cookie session's live stream when the session
+// ends (logout in any process, a password change, idle or absolute
+// expiry): an open stream must not outlive its sign-in. The browser's
+// reconnect is then refused with 401 and the dashboard shows the sign-in
+// page. Checked at every change of the directory (a logout ends the
+// stream at once) and, for expiry, on a ticker of the sessions' recording
+// interval, at most a minute (a stream may outlive an idle expiry by that
+// much; a shorter tick would wake every open stream more often).
+func (s *Server) endWithSession(ctx context.Context, cancel context.CancelFunc, sid string) {
+	every := min(s.d.Auth.Sessions.Options().Record, time.Minute)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		changed := s.d.Auth.Dir.Changed()
+		if !s.d.Auth.Sessions.Alive(sid) {
+			cancel()
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+		case <-t.C:
+		}
+	}
 }
 
 func (s *Server) healthz(c echo.Context) error {

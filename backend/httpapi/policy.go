@@ -151,7 +151,7 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			return next(c)
 		}
 		if ck, err := req.Cookie(SessionCookie); err == nil && ck.Value != "" {
-			if sub, sess, ok := s.d.Auth.SessionSubject(ck.Value); ok {
+			if sub, sess, ok := s.d.Auth.SessionSubject(req.Context(), ck.Value); ok {
 				c.Set(ctxSubject, sub)
 				c.Set(ctxSession, ck.Value)
 				c.Set(ctxCSRF, sess.CSRF)
