@@ -214,7 +214,9 @@ func (s *Store) reload(ctx context.Context, ev projections.Event) error {
 
 // done reports whether a job's state is not an open one: its view may leave
 // memory (a resume brings it back).
-func done(state string) bool { return state != projections.JobQueued && state != projections.JobRunning }
+func done(state string) bool {
+	return state != projections.JobQueued && state != projections.JobRunning
+}
 
 // trim lets the oldest finished jobs' views and audit entries leave memory
 // (called under the write lock at the end of a batch, so no batch sees a
