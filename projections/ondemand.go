@@ -9,11 +9,12 @@ import (
 )
 
 // Log is what a read model that keeps only part of its views in memory reads
-// the rest from: one stream (a job's) and the log in order (audit pages).
-// An events.Store is one.
+// the rest from: one stream (a job's), the log in order (audit pages) and
+// its head (snapshot checks). An events.Store is one.
 type Log interface {
 	StreamReader
 	SubscribeAll(ctx context.Context, after events.Position, filter events.Filter, h events.Handler) error
+	Head(ctx context.Context) (events.Position, error)
 }
 
 // jobState is the State of a read that rebuilds job views only: slot views
