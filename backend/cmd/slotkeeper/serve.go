@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -323,6 +324,10 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 		return fatalErr() // nil: interrupted during start
 	}
 	log.Info("read model caught up", slog.Any("position", startHead), slog.Duration("took", time.Since(t0)), slog.String("events", storeDesc))
+	// The catch-up's garbage (every event decoded and projected) is gone
+	// now; hand its pages back instead of keeping the high-water mark of
+	// a replay as the process's private memory.
+	debug.FreeOSMemory()
 
 	// The demo pool is seeded, and the simulators' state cleared, when the
 	// log holds no slot yet: account and token events (e.g. from
