@@ -216,6 +216,8 @@ func summary(typ string, p events.Payload) string {
 		return "hold released: " + e.Reason
 	case events.DeadlineWarning:
 		return fmt.Sprintf("%s warned: deadline %s in %s", e.Occupant, e.Deadline.Format(time.RFC3339), time.Duration(e.LeadSeconds)*time.Second)
+	case events.ConsumerCheckpointed:
+		return fmt.Sprintf("%s checkpoint at position %d", e.Consumer, e.Position)
 	// Accounts and tokens (backend/auth): never a hash in a summary.
 	case events.UserCreated:
 		return fmt.Sprintf("account %s created (%s, %s)", e.Name, e.Role, e.Source)
