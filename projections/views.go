@@ -169,6 +169,9 @@ type AuditEntry struct {
 	CorrelationID string          `json:"correlation_id,omitempty"`
 	Time          time.Time       `json:"time"`
 	Summary       string          `json:"summary"`
+	// Args are the summary's parts as data (step, kind, by, until, …), so a
+	// dashboard can say the same in the reader's language; see AuditArgs.
+	Args map[string]string `json:"args,omitempty"`
 }
 
 // AuditFilter selects audit entries; empty fields match everything.
