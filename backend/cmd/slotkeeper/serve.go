@@ -445,6 +445,7 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 		Insights: startInsights(store, goRun),
 		Auth:     as.svc, AutoLogin: as.autoLogin,
 		Security:          httpapi.Security{BaseURL: base, ListenAddr: c.Addr, TrustedProxies: c.Auth.proxies},
+		Links:             providerLinks(c.CoolifyURL, c.BitbucketURL),
 		CommandsPerSecond: orNone(c.Auth.CommandsPerSec), CommandBurst: int(3*c.Auth.CommandsPerSec) + 1,
 		MaxStreamsPerSubject: int(orNone(float64(c.Auth.StreamsPerSubj))),
 		Ready: func(ctx context.Context) error {
@@ -467,6 +468,7 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 	switch {
 	case w.sim != nil:
 		deps.Sim = w.sim.ControlHandler()
+		deps.Links = providerLinks(w.sim.CoolifyURL(), w.sim.BitbucketURL())
 	case w.remote != nil:
 		deps.Sim = w.remote.controlProxy()
 	}
@@ -572,4 +574,14 @@ func orNone(v float64) float64 {
 		return -1
 	}
 	return v
+}
+
+// providerLinks are the providers' web roots for the dashboard's links: the
+// Coolify API base without its /api/v1, the Bitbucket root as configured.
+// Neither carries a credential (tokens are separate settings).
+func providerLinks(coolifyAPI, bitbucket string) httpapi.ProviderLinks {
+	return httpapi.ProviderLinks{
+		Coolify:   strings.TrimSuffix(strings.TrimSuffix(strings.TrimRight(coolifyAPI, "/"), "/api/v1"), "/"),
+		Bitbucket: strings.TrimRight(bitbucket, "/"),
+	}
 }
