@@ -179,7 +179,11 @@ type AuditFilter struct {
 	Slot, JobID, Actor, Type string
 	Since                    time.Time
 	After                    events.Position // exclusive, for paging
-	Limit                    int
+	// Before (exclusive; 0: none) and Newest page backwards: with Newest
+	// the entries come newest first, the next page is Before the last one.
+	Before events.Position
+	Newest bool
+	Limit  int
 }
 
 // RemainingResource is a resource some slot still owns, across all slots

@@ -241,10 +241,29 @@ func (s *Store) Audit(_ context.Context, f projections.AuditFilter) ([]projectio
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	i := sort.Search(s.audit.n, func(i int) bool { return s.audit.at(i).Position > f.After })
 	out := []projections.AuditEntry{}
+	if f.Newest {
+		end := s.audit.n
+		if f.Before > 0 {
+			end = sort.Search(s.audit.n, func(i int) bool { return s.audit.at(i).Position >= f.Before })
+		}
+		for i := end - 1; i >= 0 && len(out) < limit; i-- {
+			a := s.audit.at(i)
+			if a.Position <= f.After {
+				break
+			}
+			if f.Match(*a) {
+				out = append(out, *a)
+			}
+		}
+		return out, nil
+	}
+	i := sort.Search(s.audit.n, func(i int) bool { return s.audit.at(i).Position > f.After })
 	for ; i < s.audit.n && len(out) < limit; i++ {
 		if a := s.audit.at(i); f.Match(*a) {
+			if f.Before > 0 && a.Position >= f.Before {
+				break
+			}
 			out = append(out, *a)
 		}
 	}
