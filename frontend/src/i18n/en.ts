@@ -1,6 +1,9 @@
 // The English catalogue. Its keys are the catalogue's key set: ko.ts must
 // have every one (the compiler and i18n.test.ts check it).
+import { vocabEn } from "./vocab";
+
 export const en = {
+  ...vocabEn,
   "app.title": "Slotkeeper",
   "app.skip": "Skip to content",
   "nav.board": "Slots",

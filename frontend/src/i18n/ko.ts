@@ -1,8 +1,10 @@
 // The Korean catalogue: every key of en.ts (the type makes a missing key a
 // compile error; i18n.test.ts also checks placeholders).
 import type { Key } from "./en";
+import { vocabKo } from "./vocab";
 
 export const ko: Record<Key, string> = {
+  ...vocabKo,
   "app.title": "Slotkeeper",
   "app.skip": "본문으로 건너뛰기",
   "nav.board": "슬롯",
@@ -60,7 +62,7 @@ export const ko: Record<Key, string> = {
   "slot.occupy": "점유",
   "slot.extend": "{hours}시간 연장",
   "slot.extend_to": "새 기한 {time}",
-  "slot.release": "반납",
+  "slot.release": "반납(초기화)",
   "slot.teardown": "철거",
   "slot.promote": "승격",
   "slot.hours": "시간",
@@ -117,10 +119,10 @@ export const ko: Record<Key, string> = {
   "recovery.uncertain": "불확실: {step}",
   "recovery.remaining": "남아 있음: {resources}",
   "wait.title_cancelled": "{slot} 반납 취소됨",
-  "wait.title": "{slot} 반납 중",
-  "wait.grace": "유예 기간: {time} 후 반납을 시작합니다. 아직 취소할 수 있습니다.",
+  "wait.title": "{slot} 반납(초기화) 중",
+  "wait.grace": "유예 기간: {time} 후 초기화(데이터 삭제)를 시작합니다. 아직 취소할 수 있습니다.",
   "wait.queued": "워커가 작업을 가져가기를 기다리는 중입니다.",
-  "wait.running": "반납 진행 중: 아래에 단계가 실시간으로 표시됩니다.",
+  "wait.running": "초기화 진행 중: 아래에 단계가 실시간으로 표시됩니다.",
   "wait.succeeded": "반납 완료: 모든 단계가 확인되었습니다.",
   "wait.failed": "반납이 끝나지 않았습니다 ({state}).",
   "wait.failed_done": "완료: {steps}",
@@ -136,7 +138,7 @@ export const ko: Record<Key, string> = {
   "route.not_found": "{path} 페이지가 없습니다.",
   "route.to_board": "보드로 가기",
   "wait.checking": "작업을 조회하는 중…",
-  "wait.start": "이 슬롯 반납",
+  "wait.start": "이 슬롯 반납(초기화)",
   "audit.title": "감사 기록",
   "audit.slot": "슬롯",
   "audit.job": "작업",
@@ -161,7 +163,7 @@ export const ko: Record<Key, string> = {
   "time.days": "{d}일 {h}시간",
   "lifecycle.vacant": "비어 있음",
   "lifecycle.occupied": "점유됨",
-  "lifecycle.resetting": "반납 중",
+  "lifecycle.resetting": "초기화 중",
   "lifecycle.tearing_down": "철거 중",
   "lifecycle.promoting": "승격 중",
   "lifecycle.teardown_incomplete": "철거 미완료",
@@ -178,7 +180,7 @@ export const ko: Record<Key, string> = {
   "stepstate.done": "완료",
   "stepstate.failed": "실패",
   "stepstate.uncertain": "불확실",
-  "kind.reset": "반납",
+  "kind.reset": "초기화",
   "kind.teardown": "철거",
   "kind.promote": "승격",
   "step.delete_db": "데이터베이스 삭제",
