@@ -42,7 +42,14 @@ export function formatTime(iso: string | undefined, lang: string, opts: { second
     });
     timeFormats.set(k, f);
   }
-  return f.format(ms);
+  if (lang !== "ko") return f.format(ms);
+  // Some ICU builds (Node's among them) lack Korean day periods and print
+  // "AM"/"PM"; Korean readers expect 오전/오후 whatever the runtime.
+  const hour = new Date(ms).getHours();
+  return f
+    .formatToParts(ms)
+    .map((p) => (p.type === "dayPeriod" ? (hour < 12 ? "오전" : "오후") : p.value))
+    .join("");
 }
 
 /** resourceLabel names a resource with its kind and id. */
