@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -341,6 +342,20 @@ func TestCommandsReadTheirWrites(t *testing.T) {
 	if a.status != http.StatusOK || len(audit.Entries) < 3 {
 		t.Fatalf("audit: %d %s", a.status, a.body)
 	}
+	oldest := audit.Entries
+	audit.Entries = nil // decode into a fresh slice: oldest keeps its own
+	a = b.do(t, http.MethodGet, "/api/audit?slot=s1&actor=alice&order=newest&limit=2", nil)
+	a.decode(t, &audit)
+	if a.status != http.StatusOK || len(audit.Entries) != 2 || audit.Entries[0].Position != oldest[len(oldest)-1].Position ||
+		audit.Entries[1].Position != oldest[len(oldest)-2].Position {
+		t.Fatalf("audit newest first: %d %s", a.status, a.body)
+	}
+	audit.Entries = nil
+	a = b.do(t, http.MethodGet, fmt.Sprintf("/api/audit?slot=s1&actor=alice&order=newest&before=%d", oldest[1].Position), nil)
+	a.decode(t, &audit)
+	if a.status != http.StatusOK || len(audit.Entries) != 1 || audit.Entries[0].Position != oldest[0].Position {
+		t.Fatalf("audit newest first before %d: %d %s", oldest[1].Position, a.status, a.body)
+	}
 	a = b.do(t, http.MethodGet, "/api/slots", nil)
 	var list struct {
 		Slots    []projections.SlotView `json:"slots"`
@@ -453,6 +468,8 @@ func TestBadInputAppendsNothing(t *testing.T) {
 		{"plan wrong state", "GET", "/api/slots/s1/plan?kind=reset", nil, nil, 409, CodeConflict},
 		{"audit bad since", "GET", "/api/audit?since=yesterday", nil, nil, 400, CodeInvalid},
 		{"audit bad after", "GET", "/api/audit?after=-1", nil, nil, 400, CodeInvalid},
+		{"audit bad before", "GET", "/api/audit?before=x", nil, nil, 400, CodeInvalid},
+		{"audit bad order", "GET", "/api/audit?order=random", nil, nil, 400, CodeInvalid},
 		{"audit bad limit", "GET", "/api/audit?limit=100000", nil, nil, 400, CodeInvalid},
 		{"audit bad slot", "GET", "/api/audit?slot=../x", nil, nil, 400, CodeInvalid},
 		{"stream bad id", "GET", "/api/stream?last_event_id=-3", nil, nil, 400, CodeInvalid},

@@ -35,6 +35,25 @@ type subjectAnswer struct {
 	Subject auth.Subject `json:"subject"`
 	CSRF    string       `json:"csrf"`
 	Methods []string     `json:"methods,omitempty"`
+	// Links are the providers' web addresses, so the dashboard can link a
+	// resource id to its page; only a signed-in subject gets them.
+	Links *ProviderLinks `json:"links,omitempty"`
+}
+
+// ProviderLinks are the providers' web roots (no API path, no credentials):
+// Coolify's dashboard and Bitbucket's root. Empty: not linked.
+type ProviderLinks struct {
+	Coolify   string `json:"coolify,omitempty"`
+	Bitbucket string `json:"bitbucket,omitempty"`
+}
+
+// links is what a signed-in answer carries as Links (nil when unset).
+func (s *Server) links() *ProviderLinks {
+	if s.d.Links == (ProviderLinks{}) {
+		return nil
+	}
+	l := s.d.Links
+	return &l
 }
 
 func (s *Server) methods() []string {
@@ -106,7 +125,7 @@ func (s *Server) login(c echo.Context) error {
 	sub := u.Subject()
 	c.Set(ctxSubject, sub)
 	s.log.InfoContext(c.Request().Context(), "signed in", slog.String("correlation_id", requestID(c)), slog.String("user", u.Name), slog.String("user_id", sub.ID))
-	return c.JSON(http.StatusOK, subjectAnswer{Subject: sub, CSRF: csrf})
+	return c.JSON(http.StatusOK, subjectAnswer{Subject: sub, CSRF: csrf, Links: s.links()})
 }
 
 // logout ends the session and clears the cookie. A signed-in cookie
@@ -133,14 +152,14 @@ func (s *Server) me(c echo.Context) error {
 				return err
 			}
 			s.log.InfoContext(c.Request().Context(), "signed in automatically (demo on loopback)", slog.String("user", u.Name))
-			return c.JSON(http.StatusOK, subjectAnswer{Subject: u.Subject(), CSRF: csrf, Methods: s.methods()})
+			return c.JSON(http.StatusOK, subjectAnswer{Subject: u.Subject(), CSRF: csrf, Methods: s.methods(), Links: s.links()})
 		}
 	}
 	if !ok {
 		return &Error{Code: CodeUnauthenticated, Message: "not signed in", Details: map[string]any{"methods": s.methods()}}
 	}
 	csrf, _ := c.Get(ctxCSRF).(string)
-	return c.JSON(http.StatusOK, subjectAnswer{Subject: sub, CSRF: csrf, Methods: s.methods()})
+	return c.JSON(http.StatusOK, subjectAnswer{Subject: sub, CSRF: csrf, Methods: s.methods(), Links: s.links()})
 }
 
 func hostOnly(h string) string {
@@ -185,7 +204,7 @@ func (s *Server) changePassword(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, subjectAnswer{Subject: sub, CSRF: csrf})
+	return c.JSON(http.StatusOK, subjectAnswer{Subject: sub, CSRF: csrf, Links: s.links()})
 }
 
 // ---- OIDC ----

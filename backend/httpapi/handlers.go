@@ -474,6 +474,18 @@ func (s *Server) audit(c echo.Context) error {
 	} else if ok {
 		f.After = events.Position(n)
 	}
+	if n, ok, err := queryPosition(c, "before"); err != nil {
+		return err
+	} else if ok {
+		f.Before = events.Position(n)
+	}
+	switch o := c.QueryParam("order"); o {
+	case "", "oldest":
+	case "newest":
+		f.Newest = true
+	default:
+		return invalidField("order", "query order must be oldest or newest, got "+strconv.Quote(o))
+	}
 	limit, err := queryInt(c, "limit", 100, 1, 1000)
 	if err != nil {
 		return err

@@ -82,6 +82,8 @@ type Deps struct {
 	AutoLogin AutoLogin
 	// Security is the Host/Origin/cookie/proxy configuration.
 	Security Security
+	// Links are the providers' web roots the dashboard links resources to.
+	Links ProviderLinks
 	// CommandsPerSecond and CommandBurst limit state changes per subject
 	// (defaults 10 and 30; negative: no limit).
 	CommandsPerSecond float64

@@ -3,6 +3,7 @@ import { Link, Route, Router, Switch, useLocation } from "wouter";
 import { useHashLocation } from "wouter/use-hash-location";
 import { ConnectionBanner } from "./components/ConnectionBanner";
 import { LiveIndicator } from "./components/LiveIndicator";
+import { apiErrorText } from "./format";
 import { LANGS, setLang, useT, type Lang } from "./i18n";
 import { atLeast, type Subject } from "./auth/roles";
 import { checkSession, signOut, useAuth, type AuthState } from "./auth/session";
@@ -190,7 +191,7 @@ function SessionGate({ auth }: { auth: AuthState }) {
     case "unreachable":
       return (
         <div className="error" role="alert" data-testid="auth-unreachable">
-          <p>{t("auth.unreachable", { message: auth.error.message })}</p>
+          <p>{t("auth.unreachable", { message: apiErrorText(auth.error, t) })}</p>
           <button type="button" onClick={() => void checkSession(true)}>
             {t("common.retry")}
           </button>

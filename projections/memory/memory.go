@@ -418,13 +418,17 @@ func (s *Store) JobEvents(ctx context.Context, id string) ([]events.RecordedEven
 	return projections.ReadJobEvents(ctx, s.log, id, pos)
 }
 
-// Audit implements projections.ReadModel, in position order. Entries before
-// the first one memory holds are read from the log; the window may move
-// while that runs, so it looks again until it meets memory or the limit.
+// Audit implements projections.ReadModel, in position order (or newest
+// first with f.Newest). Entries before the first one memory holds are read
+// from the log; the window may move while that runs, so it looks again
+// until it meets memory or the limit.
 func (s *Store) Audit(ctx context.Context, f projections.AuditFilter) ([]projections.AuditEntry, error) {
 	limit, err := projections.AuditLimit(f.Limit)
 	if err != nil {
 		return nil, err
+	}
+	if f.Newest {
+		return s.auditNewest(ctx, f, limit)
 	}
 	out := []projections.AuditEntry{}
 	after := f.After
@@ -433,7 +437,11 @@ func (s *Store) Audit(ctx context.Context, f projections.AuditFilter) ([]project
 		if s.audit.n == 0 || !s.audit.dropped || after >= s.audit.at(0).Position-1 {
 			i := sort.Search(s.audit.n, func(i int) bool { return s.audit.at(i).Position > after })
 			for ; i < s.audit.n && len(out) < limit; i++ {
-				if a := s.audit.at(i); f.Match(*a) {
+				a := s.audit.at(i)
+				if f.Before > 0 && a.Position >= f.Before {
+					break
+				}
+				if f.Match(*a) {
 					out = append(out, *a)
 				}
 			}
@@ -442,6 +450,10 @@ func (s *Store) Audit(ctx context.Context, f projections.AuditFilter) ([]project
 		}
 		upTo := s.audit.at(0).Position - 1
 		s.mu.RUnlock()
+		last := false
+		if f.Before > 0 && upTo >= f.Before {
+			upTo, last = f.Before-1, true
+		}
 		sf := f
 		sf.After = after
 		got, _, err := projections.AuditFromLog(ctx, s.log, sf, upTo, limit-len(out))
@@ -449,11 +461,68 @@ func (s *Store) Audit(ctx context.Context, f projections.AuditFilter) ([]project
 			return nil, err
 		}
 		out = append(out, got...)
-		if len(out) == limit {
+		if len(out) == limit || last {
 			return out, nil
 		}
 		after = upTo
 	}
+}
+
+// auditBackChunk is how many positions one backward step of a newest-first
+// audit page reads from the log once it is past what memory holds.
+const auditBackChunk = 10_000
+
+// auditNewest answers a newest-first audit page: from memory's window, then,
+// when memory dropped older entries and the page is not full, from the log
+// in chunks walking backwards.
+func (s *Store) auditNewest(ctx context.Context, f projections.AuditFilter, limit int) ([]projections.AuditEntry, error) {
+	out := []projections.AuditEntry{}
+	s.mu.RLock()
+	end := s.audit.n
+	if f.Before > 0 {
+		end = sort.Search(s.audit.n, func(i int) bool { return s.audit.at(i).Position >= f.Before })
+	}
+	for i := end - 1; i >= 0 && len(out) < limit; i-- {
+		a := s.audit.at(i)
+		if a.Position <= f.After {
+			s.mu.RUnlock()
+			return out, nil
+		}
+		if f.Match(*a) {
+			out = append(out, *a)
+		}
+	}
+	if len(out) == limit || !s.audit.dropped {
+		s.mu.RUnlock()
+		return out, nil
+	}
+	// Memory ran out before the page did: everything before memory's first
+	// entry (and before f.Before) comes from the log.
+	upTo := s.pos
+	if s.audit.n > 0 {
+		upTo = s.audit.at(0).Position - 1
+	}
+	s.mu.RUnlock()
+	if f.Before > 0 && upTo >= f.Before {
+		upTo = f.Before - 1
+	}
+	for upTo > f.After && len(out) < limit {
+		from := f.After
+		if upTo-from > auditBackChunk {
+			from = upTo - auditBackChunk
+		}
+		sf := f
+		sf.After = from
+		got, _, err := projections.AuditFromLog(ctx, s.log, sf, upTo, auditBackChunk)
+		if err != nil {
+			return nil, err
+		}
+		for i := len(got) - 1; i >= 0 && len(out) < limit; i-- {
+			out = append(out, got[i])
+		}
+		upTo = from
+	}
+	return out, nil
 }
 
 // RemainingResources implements projections.ReadModel.

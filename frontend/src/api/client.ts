@@ -206,7 +206,18 @@ export const api = {
   cancel: (id: string) => request<{ job_id: string }>(`/api/jobs/${enc(id)}/cancel`, { method: "POST" }),
   resume: (id: string) => request<JobAcceptedResult>(`/api/jobs/${enc(id)}/resume`, { method: "POST" }),
   audit: (
-    f: { slot?: string; job?: string; actor?: string; kind?: string; since?: string; after?: number; limit?: number },
+    f: {
+      slot?: string;
+      job?: string;
+      actor?: string;
+      kind?: string;
+      since?: string;
+      after?: number;
+      /** before and order "newest": newest first, paged backwards. */
+      before?: number;
+      order?: "newest" | "oldest";
+      limit?: number;
+    },
     signal?: AbortSignal,
   ) => request<{ entries: AuditEntry[] | null }>(`/api/audit${query(f)}`, { signal }),
   remaining: (signal?: AbortSignal) =>

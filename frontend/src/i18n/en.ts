@@ -1,6 +1,9 @@
 // The English catalogue. Its keys are the catalogue's key set: ko.ts must
 // have every one (the compiler and i18n.test.ts check it).
+import { vocabEn } from "./vocab";
+
 export const en = {
+  ...vocabEn,
   "app.title": "Slotkeeper",
   "app.skip": "Skip to content",
   "nav.board": "Slots",
@@ -331,6 +334,33 @@ export const en = {
   "insights.median": "Median",
   "insights.how": "Each point is the state at the end of a {bucket} bucket, from the event log.",
   "waitlist.estimate_col": "Estimated wait",
+  // issue 14 (Korean, resources, audit, remaining resources): one block.
+  "audit.by_action": "By kind of action",
+  "audit.all": "All",
+  "audit.group.occupancy": "Slots and deadlines",
+  "audit.group.jobs": "Jobs",
+  "audit.group.steps": "Steps",
+  "audit.group.waitlist": "Waitlist",
+  "audit.group.accounts": "Accounts and tokens",
+  "audit.group.notifications": "Webhooks",
+  "audit.group.reconcile": "Reconcile",
+  "audit.by_person": "By person",
+  "audit.by_slot": "By slot",
+  "audit.more_filters": "More filters",
+  "audit.caption": "Audit log, newest first",
+  "resid.open_in": "Open {id} in {provider}",
+  "resid.opens_at": "opens in {provider}",
+  "resid.copy": "Copy {id}",
+  "resid.copy_short": "Copy",
+  "resid.copied": "Copied",
+  "resid.copy_failed": "Copy failed",
+  "remaining.state": "State",
+  "remaining.problem_count": "{count} resources belong to slots that need attention; they are listed first.",
+  "remaining.no_problems": "No slot needs attention.",
+  "remaining.hide_healthy": "Hide the {count} resources of healthy slots",
+  "remaining.problem.failed": "Last job did not succeed",
+  "remaining.problem.teardown_incomplete": "Teardown incomplete",
+  "remaining.problem.retired": "Retired, still owns this",
 } as const;
 
 /** Key is every catalogue key. */
