@@ -18,7 +18,9 @@ const ROLE_MAP = "sre=operator,eng=member";
 
 before(async () => {
   op = await new OIDCProvider().start();
-  server = new Server({ flags: serverFlags(op.flags({ "oidc-role-map": ROLE_MAP })) });
+  // No deadline warnings: a demo slot's 10-minute warning falls about two
+  // minutes after the start, and would land in a "nothing appended" window.
+  server = new Server({ flags: serverFlags(op.flags({ "oidc-role-map": ROLE_MAP, "warn-before": "" })) });
   await server.start();
   for (const f of ["oidc-issuer", "oidc-role-map", "session-idle"]) {
     assert.ok(!server.skippedFlags.includes(f), `serve has --${f}`);
