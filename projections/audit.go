@@ -328,6 +328,14 @@ func AuditArgs(p events.Payload) map[string]string {
 		return args("name", e.Name, "role", e.Role, "until", stamp(e.ExpiresAt))
 	case events.TokenRevoked:
 		return args("token", e.TokenID)
+	case events.SlotClaimed:
+		return args("repo", e.Repo.String())
+	case events.ConsumerCheckpointed:
+		return args("name", e.Consumer, "position", strconv.FormatUint(uint64(e.Position), 10))
+	case events.SessionStarted:
+		return args("user", e.UserID, "source", e.Method)
+	case events.SessionEnded:
+		return args("reason", e.Reason)
 	}
 	return nil
 }
