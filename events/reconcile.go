@@ -21,6 +21,17 @@ const (
 	FindingResolved = "resolved" // a finding of the previous run that no longer holds
 )
 
+// Adopting an orphan (issue 15) is a job of kind KindAdopt on the slot that
+// takes it in: lookup_resource checks the provider still holds it (a lookup
+// that is only "absent" in the provider's own words fails the job), then
+// adopt_resource records it as the slot's (ResourcesListed, fenced like
+// every step), so the slot tracks it from then on.
+const (
+	KindAdopt          = "adopt"
+	StepLookupResource = "lookup_resource"
+	StepAdoptResource  = "adopt_resource"
+)
+
 // ReconcileStarted opens a run.
 type ReconcileStarted struct {
 	RunID string `json:"run_id"`

@@ -372,8 +372,11 @@ func validateParams(kind string, params map[string]string) error {
 			return invalid("project %q: a letter, then letters, digits or '_'", params["project"])
 		}
 		return validateSlug("name", params["name"])
+	case events.KindAdopt:
+		_, err := adoptResource(params)
+		return err
 	}
-	return invalid("unknown job kind %q (reset, teardown, promote)", kind)
+	return invalid("unknown job kind %q (reset, teardown, promote, adopt)", kind)
 }
 
 // checkPromoteScope refuses a promote whose target project lies outside

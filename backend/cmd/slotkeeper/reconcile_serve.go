@@ -7,6 +7,7 @@ import (
 	"github.com/slotkeeper/slotkeeper/backend/httpapi"
 	"log/slog"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -121,9 +122,45 @@ func startReconciler(ctx context.Context, c Config, store events.Store, reads pr
 }
 
 // reconcileAPI adapts the reconciler to httpapi.Reconciler.
-type reconcileAPI struct{ r *reconcile.Reconciler }
+type reconcileAPI struct {
+	r     *reconcile.Reconciler
+	links providerLinks
+}
 
-func (a reconcileAPI) LatestReport(ctx context.Context) (any, error) { return a.r.Latest(ctx) }
+// providerLinks are the providers' base URLs the dashboard links findings
+// to (no token, no path beyond the base).
+type providerLinks struct {
+	Coolify   string `json:"coolify,omitempty"`   // Coolify's web root (the API base without /api/v1)
+	Bitbucket string `json:"bitbucket,omitempty"` // Bitbucket's root
+}
+
+// linksOf derives the links from the configured provider URLs (or the
+// simulators').
+func linksOf(c Config, w world) providerLinks {
+	cool, bb := c.CoolifyURL, c.BitbucketURL
+	switch {
+	case w.sim != nil:
+		cool, bb = w.sim.CoolifyURL(), w.sim.BitbucketURL()
+	case c.SimURL != "" && cool == "" && bb == "":
+		cool, bb = c.SimURL, c.SimURL
+	}
+	cool = strings.TrimSuffix(strings.TrimRight(cool, "/"), "/api/v1")
+	return providerLinks{Coolify: cool, Bitbucket: strings.TrimRight(bb, "/")}
+}
+
+// reconcileReport is GET /api/reconcile's answer: the report and the links.
+type reconcileReport struct {
+	reconcile.Report
+	Links providerLinks `json:"links"`
+}
+
+func (a reconcileAPI) LatestReport(ctx context.Context) (any, error) {
+	rep, err := a.r.Latest(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return reconcileReport{Report: rep, Links: a.links}, nil
+}
 
 func (a reconcileAPI) Trigger(ctx context.Context) error {
 	if err := a.r.Trigger(ctx); errors.Is(err, reconcile.ErrBusy) {
