@@ -741,3 +741,47 @@ func (r *Reconciler) latest(ctx context.Context) (latestState, error) {
 	}
 	return st, nil
 }
+
+// ErrStale is returned by CurrentOrphan for a finding that is not an orphan
+// in the latest run (never found, resolved, or of another class).
+var ErrStale = errors.New("reconcile: not an orphan in the latest run")
+
+// TrackedError is returned by CurrentOrphan for a resource some slot tracks
+// now (adopted since the run, or registered): acting on it as an orphan
+// would give it two owners, or delete what a slot owns.
+type TrackedError struct{ Slot string }
+
+func (e *TrackedError) Error() string {
+	return "reconcile: tracked by slot " + e.Slot
+}
+
+// CurrentOrphan returns the latest run's orphan finding for the resource,
+// ErrStale if the latest run does not hold it as an orphan, or a
+// *TrackedError if a slot tracks it now.
+func (r *Reconciler) CurrentOrphan(ctx context.Context, provider, kind, id string) (events.ReconcileFinding, error) {
+	rep, err := r.Latest(ctx)
+	if err != nil {
+		return events.ReconcileFinding{}, err
+	}
+	want := provider + "|" + kind + "|" + id
+	var found *events.ReconcileFinding
+	for i, f := range rep.Findings {
+		if f.Class == events.FindingOrphan && key(f) == want {
+			found = &rep.Findings[i]
+			break
+		}
+	}
+	if found == nil {
+		return events.ReconcileFinding{}, ErrStale
+	}
+	tracked, err := r.tracker.Tracked(ctx)
+	if err != nil {
+		return events.ReconcileFinding{}, err
+	}
+	for _, t := range tracked {
+		if t.Provider+"|"+t.Kind+"|"+t.ID == want {
+			return events.ReconcileFinding{}, &TrackedError{Slot: t.Slot}
+		}
+	}
+	return *found, nil
+}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"github.com/slotkeeper/slotkeeper/backend/httpapi"
+	"fmt"
 	"log/slog"
 	"sort"
 	"strings"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/slotkeeper/slotkeeper/backend/httpapi"
 	"github.com/slotkeeper/slotkeeper/backend/providers"
 	"github.com/slotkeeper/slotkeeper/backend/reconcile"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
@@ -168,4 +169,49 @@ func (a reconcileAPI) Trigger(ctx context.Context) error {
 	} else {
 		return err
 	}
+}
+
+// reconcileActions adapts the slot service and the reconciler to
+// httpapi.ReconcileActions: an adopt is accepted only for an orphan of the
+// latest run that no slot tracks now.
+type reconcileActions struct {
+	svc *slots.Service
+	r   *reconcile.Reconciler
+}
+
+// orphan refuses a stale finding or a tracked resource with a 409 and the
+// reason.
+func (a reconcileActions) orphan(ctx context.Context, c slots.AdoptCmd) (events.ReconcileFinding, error) {
+	f, err := a.r.CurrentOrphan(ctx, c.Provider, c.Kind, c.ID)
+	var te *reconcile.TrackedError
+	switch {
+	case errors.Is(err, reconcile.ErrStale):
+		return f, &slots.Error{Code: slots.CodeConflict, Err: err, Details: map[string]any{"reason": "stale_finding"},
+			Message: fmt.Sprintf("%s %s %s is not an orphan in the latest reconciliation run (a stale finding): run it again", c.Provider, c.Kind, c.ID)}
+	case errors.As(err, &te):
+		return f, &slots.Error{Code: slots.CodeConflict, Err: err, Details: map[string]any{"reason": "tracked", "slot": te.Slot},
+			Message: fmt.Sprintf("%s %s %s is tracked by slot %s", c.Provider, c.Kind, c.ID, te.Slot)}
+	case err != nil:
+		return f, &slots.Error{Code: slots.CodeInternal, Message: "read the latest reconciliation run", Err: err}
+	}
+	return f, nil
+}
+
+func (a reconcileActions) PlanAdopt(ctx context.Context, slot string, c slots.AdoptCmd) (httpapi.AdoptPlan, error) {
+	p, err := a.svc.PlanAdopt(ctx, slot, c)
+	if err != nil {
+		return httpapi.AdoptPlan{}, err
+	}
+	f, err := a.orphan(ctx, c)
+	if err != nil {
+		return httpapi.AdoptPlan{}, err
+	}
+	return httpapi.AdoptPlan{Plan: p, Finding: f}, nil
+}
+
+func (a reconcileActions) Adopt(ctx context.Context, actor slots.Actor, slot string, c slots.AdoptCmd) (slots.JobAcceptedResult, error) {
+	return a.svc.Adopt(ctx, actor, slot, c, func() error {
+		_, err := a.orphan(ctx, c)
+		return err
+	})
 }

@@ -441,7 +441,7 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 	}
 	deps := httpapi.Deps{
 		Commands: svc, Reads: rs.reads, Log: store, Waiter: rs.waiter, Hub: hub, Metrics: met, Logger: log, SPA: spa,
-		Reconcile: reconcileAPI{r: rec, links: linksOf(c, w)}, Backup: onlineBackup(c, store), Waitlist: wl,
+		Reconcile: reconcileAPI{r: rec, links: linksOf(c, w)}, ReconcileActions: reconcileActions{svc: svc, r: rec}, Backup: onlineBackup(c, store), Waitlist: wl,
 		Insights: startInsights(store, goRun),
 		Auth:     as.svc, AutoLogin: as.autoLogin,
 		Security:          httpapi.Security{BaseURL: base, ListenAddr: c.Addr, TrustedProxies: c.Auth.proxies},
