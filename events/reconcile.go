@@ -26,10 +26,18 @@ const (
 // that is only "absent" in the provider's own words fails the job), then
 // adopt_resource records it as the slot's (ResourcesListed, fenced like
 // every step), so the slot tracks it from then on.
+//
+// Deleting an orphan is a job of kind KindDeleteOrphan on the slot an
+// operator charges it to: the same lookup and adopt (so that, while it is
+// being deleted, the resource is tracked and can never be lost), then
+// delete_resource, whose result (AppDeleted, DBDeleted, RepoDeleted,
+// ProjectDeleted) is recorded only once the provider's own 404 confirms it.
 const (
 	KindAdopt          = "adopt"
+	KindDeleteOrphan   = "delete_orphan"
 	StepLookupResource = "lookup_resource"
 	StepAdoptResource  = "adopt_resource"
+	StepDeleteResource = "delete_resource"
 )
 
 // ReconcileStarted opens a run.

@@ -10,12 +10,18 @@ import (
 	"github.com/slotkeeper/slotkeeper/events"
 )
 
-// The adopt job (issue 15): a slot takes in an orphan the reconciler found.
+// The adopt and delete-orphan jobs (issue 15): a slot takes in an orphan
+// the reconciler found, and (delete_orphan) then deletes it.
 
 func init() {
 	kinds[events.KindAdopt] = map[string]stepFunc{
 		events.StepLookupResource: lookupResource,
 		events.StepAdoptResource:  adoptResource,
+	}
+	kinds[events.KindDeleteOrphan] = map[string]stepFunc{
+		events.StepLookupResource: lookupResource,
+		events.StepAdoptResource:  adoptResource,
+		events.StepDeleteResource: deleteResource,
 	}
 }
 
@@ -87,4 +93,48 @@ func adoptResource(ctx context.Context, a *attempt, _ bool) (events.Payload, err
 		return nil, err
 	}
 	return events.StepSucceeded{StepResult: a.result(false), Detail: res.Kind + " " + res.ID + " is now tracked by slot " + a.job.Queued.Slot}, nil
+}
+
+// deleteResource deletes an orphan the job has adopted (so it is tracked
+// while it is being deleted). The result is recorded only once the
+// provider's own 404 confirms it gone (confirmDelete, as every delete):
+// until then it stays the slot's, and a failure leaves it listed.
+func deleteResource(ctx context.Context, a *attempt, verify bool) (events.Payload, error) {
+	res, err := slots.AdoptTarget(a.job.Queued.Params)
+	if err != nil {
+		return nil, failf("%v", err)
+	}
+	if !a.job.Done[events.StepAdoptResource] {
+		return nil, failf("cannot delete: step %s is not confirmed", events.StepAdoptResource)
+	}
+	paas, git := a.e.deps.PaaS, a.e.deps.GitHost
+	proj, slug, _ := strings.Cut(res.ID, "/")
+	var del func(context.Context) (providers.DeleteOutcome, error)
+	switch res.Kind {
+	case events.ResApplication:
+		del = func(ctx context.Context) (providers.DeleteOutcome, error) { return paas.DeleteApplication(ctx, res.ID) }
+	case events.ResDatabase:
+		del = func(ctx context.Context) (providers.DeleteOutcome, error) { return paas.DeleteDatabase(ctx, res.ID) }
+	case events.ResProject:
+		del = func(ctx context.Context) (providers.DeleteOutcome, error) { return paas.DeleteProject(ctx, res.ID) }
+	case events.ResRepository:
+		del = func(ctx context.Context) (providers.DeleteOutcome, error) { return git.DeleteRepo(ctx, proj, slug) }
+	default:
+		return nil, failf("cannot delete a %s", res.Kind)
+	}
+	absent, err := confirmDelete(ctx, a, verify, res,
+		func(ctx context.Context) (providers.Lookup, error) { return a.lookup(ctx, res) }, del)
+	if err != nil {
+		return nil, err
+	}
+	r := a.result(absent)
+	switch res.Kind {
+	case events.ResApplication:
+		return events.AppDeleted{StepResult: r, AppUUID: res.ID}, nil
+	case events.ResDatabase:
+		return events.DBDeleted{StepResult: r, DBUUID: res.ID}, nil
+	case events.ResProject:
+		return events.ProjectDeleted{StepResult: r, ProjectUUID: res.ID}, nil
+	}
+	return events.RepoDeleted{StepResult: r, Repo: events.RepoRef{Project: proj, Slug: slug}}, nil
 }

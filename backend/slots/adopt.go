@@ -14,6 +14,7 @@ import (
 
 func init() {
 	Steps[events.KindAdopt] = []string{events.StepLookupResource, events.StepAdoptResource}
+	Steps[events.KindDeleteOrphan] = []string{events.StepLookupResource, events.StepAdoptResource, events.StepDeleteResource}
 }
 
 // AdoptCmd names the orphan a slot takes in.
@@ -77,6 +78,15 @@ func (s *Service) checkAdoptScope(r events.Resource) error {
 
 // PlanAdopt is the dry run of Adopt: the same checks, nothing appended.
 func (s *Service) PlanAdopt(ctx context.Context, slot string, c AdoptCmd) (Plan, error) {
+	return s.planOrphan(ctx, events.KindAdopt, slot, c)
+}
+
+// PlanDeleteOrphan is the dry run of DeleteOrphan.
+func (s *Service) PlanDeleteOrphan(ctx context.Context, slot string, c AdoptCmd) (Plan, error) {
+	return s.planOrphan(ctx, events.KindDeleteOrphan, slot, c)
+}
+
+func (s *Service) planOrphan(ctx context.Context, kind, slot string, c AdoptCmd) (Plan, error) {
 	if err := ValidateSlotName(slot); err != nil {
 		return Plan{}, err
 	}
@@ -91,10 +101,10 @@ func (s *Service) PlanAdopt(ctx context.Context, slot string, c AdoptCmd) (Plan,
 	if err != nil {
 		return Plan{}, internal("load slot", err)
 	}
-	if err := s.canStart(&st, events.KindAdopt); err != nil {
+	if err := s.canStart(&st, kind); err != nil {
 		return Plan{}, err
 	}
-	return Plan{Kind: events.KindAdopt, Slot: slot, Steps: StepsFor(events.KindAdopt), Resources: []events.Resource{res}, NotBefore: s.now()}, nil
+	return Plan{Kind: kind, Slot: slot, Steps: StepsFor(kind), Resources: []events.Resource{res}, NotBefore: s.now()}, nil
 }
 
 // Adopt queues a job that makes slot track the orphan c names. check (may be
@@ -103,6 +113,17 @@ func (s *Service) PlanAdopt(ctx context.Context, slot string, c AdoptCmd) (Plan,
 // already tracks there. A retired slot → CodeConflict; a locked one →
 // CodeConflict naming the blocking job.
 func (s *Service) Adopt(ctx context.Context, a Actor, slot string, c AdoptCmd, check func() error) (JobAcceptedResult, error) {
+	return s.orphanJob(ctx, events.KindAdopt, a, slot, c, check)
+}
+
+// DeleteOrphan queues a job, charged to slot, that adopts the orphan c
+// names and deletes it, confirmed only by the provider's own 404. The same
+// refusals as Adopt.
+func (s *Service) DeleteOrphan(ctx context.Context, a Actor, slot string, c AdoptCmd, check func() error) (JobAcceptedResult, error) {
+	return s.orphanJob(ctx, events.KindDeleteOrphan, a, slot, c, check)
+}
+
+func (s *Service) orphanJob(ctx context.Context, kind string, a Actor, slot string, c AdoptCmd, check func() error) (JobAcceptedResult, error) {
 	res, err := adoptResource(c.Params())
 	if err != nil {
 		return JobAcceptedResult{}, err
@@ -114,5 +135,5 @@ func (s *Service) Adopt(ctx context.Context, a Actor, slot string, c AdoptCmd, c
 	if check != nil {
 		chk = func(*SlotState) error { return check() }
 	}
-	return s.newJob(ctx, a, slot, events.KindAdopt, c.Params(), chk)
+	return s.newJob(ctx, a, slot, kind, c.Params(), chk)
 }
