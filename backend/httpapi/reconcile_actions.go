@@ -19,15 +19,22 @@ type ReconcileActions interface {
 	PlanAdopt(ctx context.Context, slot string, c slots.AdoptCmd) (AdoptPlan, error)
 	// Adopt queues a job that makes slot track the orphan c names.
 	Adopt(ctx context.Context, a slots.Actor, slot string, c slots.AdoptCmd) (slots.JobAcceptedResult, error)
+	// PlanDeleteOrphan is DeleteOrphan's dry run.
+	PlanDeleteOrphan(ctx context.Context, slot string, c slots.AdoptCmd) (AdoptPlan, error)
+	// DeleteOrphan queues a job, charged to slot, that adopts the orphan
+	// and deletes it (confirmed only by the provider's own 404).
+	DeleteOrphan(ctx context.Context, a slots.Actor, slot string, c slots.AdoptCmd) (slots.JobAcceptedResult, error)
 }
 
-// AdoptPlan is GET /api/reconcile/adopt/plan's answer.
+// AdoptPlan is the answer of GET /api/reconcile/adopt/plan and
+// GET /api/reconcile/delete/plan.
 type AdoptPlan struct {
 	slots.Plan
 	Finding events.ReconcileFinding `json:"finding"`
 }
 
-// adoptRequest is POST /api/reconcile/adopt's body.
+// adoptRequest is the body of POST /api/reconcile/adopt and
+// POST /api/reconcile/delete.
 type adoptRequest struct {
 	Slot     string `json:"slot"`
 	Provider string `json:"provider"`
@@ -48,20 +55,38 @@ func (s *Server) reconcileActions() (ReconcileActions, error) {
 
 // planAdopt answers GET /api/reconcile/adopt/plan?slot=&provider=&kind=&id=.
 func (s *Server) planAdopt(c echo.Context) error {
+	return s.planOrphan(c, ReconcileActions.PlanAdopt)
+}
+
+// planDeleteOrphan answers GET /api/reconcile/delete/plan?slot=&provider=&kind=&id=.
+func (s *Server) planDeleteOrphan(c echo.Context) error {
+	return s.planOrphan(c, ReconcileActions.PlanDeleteOrphan)
+}
+
+// adopt answers POST /api/reconcile/adopt: 202 with the accepted job.
+func (s *Server) adopt(c echo.Context) error {
+	return s.orphanJob(c, ReconcileActions.Adopt)
+}
+
+// deleteOrphan answers POST /api/reconcile/delete: 202 with the accepted job.
+func (s *Server) deleteOrphan(c echo.Context) error {
+	return s.orphanJob(c, ReconcileActions.DeleteOrphan)
+}
+
+func (s *Server) planOrphan(c echo.Context, plan func(ReconcileActions, context.Context, string, slots.AdoptCmd) (AdoptPlan, error)) error {
 	ra, err := s.reconcileActions()
 	if err != nil {
 		return err
 	}
 	q := adoptRequest{Slot: c.QueryParam("slot"), Provider: c.QueryParam("provider"), Kind: c.QueryParam("kind"), ID: c.QueryParam("id")}
-	p, err := ra.PlanAdopt(c.Request().Context(), q.Slot, q.cmd())
+	p, err := plan(ra, c.Request().Context(), q.Slot, q.cmd())
 	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, p)
 }
 
-// adopt answers POST /api/reconcile/adopt: 202 with the accepted job.
-func (s *Server) adopt(c echo.Context) error {
+func (s *Server) orphanJob(c echo.Context, run func(ReconcileActions, context.Context, slots.Actor, string, slots.AdoptCmd) (slots.JobAcceptedResult, error)) error {
 	ra, err := s.reconcileActions()
 	if err != nil {
 		return err
@@ -70,7 +95,7 @@ func (s *Server) adopt(c echo.Context) error {
 	if err := decodeBody(c, &req, false); err != nil {
 		return err
 	}
-	res, err := ra.Adopt(c.Request().Context(), actorOf(c), req.Slot, req.cmd())
+	res, err := run(ra, c.Request().Context(), actorOf(c), req.Slot, req.cmd())
 	if err != nil {
 		return err
 	}

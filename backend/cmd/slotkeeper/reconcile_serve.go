@@ -172,8 +172,9 @@ func (a reconcileAPI) Trigger(ctx context.Context) error {
 }
 
 // reconcileActions adapts the slot service and the reconciler to
-// httpapi.ReconcileActions: an adopt is accepted only for an orphan of the
-// latest run that no slot tracks now.
+// httpapi.ReconcileActions: an adopt or a delete is accepted only for an
+// orphan of the latest run that no slot tracks now (so a tracked resource
+// is never deleted this way).
 type reconcileActions struct {
 	svc *slots.Service
 	r   *reconcile.Reconciler
@@ -198,7 +199,22 @@ func (a reconcileActions) orphan(ctx context.Context, c slots.AdoptCmd) (events.
 }
 
 func (a reconcileActions) PlanAdopt(ctx context.Context, slot string, c slots.AdoptCmd) (httpapi.AdoptPlan, error) {
-	p, err := a.svc.PlanAdopt(ctx, slot, c)
+	return a.plan(ctx, a.svc.PlanAdopt, slot, c)
+}
+
+func (a reconcileActions) PlanDeleteOrphan(ctx context.Context, slot string, c slots.AdoptCmd) (httpapi.AdoptPlan, error) {
+	return a.plan(ctx, a.svc.PlanDeleteOrphan, slot, c)
+}
+
+func (a reconcileActions) DeleteOrphan(ctx context.Context, actor slots.Actor, slot string, c slots.AdoptCmd) (slots.JobAcceptedResult, error) {
+	return a.svc.DeleteOrphan(ctx, actor, slot, c, func() error {
+		_, err := a.orphan(ctx, c)
+		return err
+	})
+}
+
+func (a reconcileActions) plan(ctx context.Context, plan func(context.Context, string, slots.AdoptCmd) (slots.Plan, error), slot string, c slots.AdoptCmd) (httpapi.AdoptPlan, error) {
+	p, err := plan(ctx, slot, c)
 	if err != nil {
 		return httpapi.AdoptPlan{}, err
 	}

@@ -51,9 +51,11 @@ type adoptRefusal struct {
 
 // TestAdoptOrphanOverHTTP: an application created outside Slotkeeper in a
 // demo slot's project is found as an orphan and adopted into that slot
-// through the API, end to end against the simulators. Adopting before any
-// run found it (a stale finding), into a retired slot, or again once a slot
-// tracks it, is a 409 with the reason and appends nothing.
+// through the API, and an orphan repository is deleted, end to end against
+// the simulators; the next run shows both resolved. Adopting before any run
+// found it (a stale finding), into a retired slot, or again once a slot
+// tracks it, and deleting a tracked resource, are 409s with the reason that
+// append nothing.
 func TestAdoptOrphanOverHTTP(t *testing.T) {
 	s := startServe(t, t.TempDir(), "127.0.0.1:0", "--reconcile-every", "0")
 	ctx, cancel := context.WithCancel(context.Background())
@@ -71,14 +73,19 @@ func TestAdoptOrphanOverHTTP(t *testing.T) {
 		t.Fatalf("sim resource: %d", code)
 	}
 	body := map[string]string{"slot": "cedar", "provider": "coolify", "kind": "application", "id": made.ID}
+	var refusedOn func(what, route, slot, id, reason string)
 
 	refused := func(what, slot, reason string) {
 		t.Helper()
+		refusedOn(what, "/api/reconcile/adopt", slot, made.ID, reason)
+	}
+	refusedOn = func(what, route, slot, id, reason string) {
+		t.Helper()
 		var before projections.SlotView
 		s.call(t, "GET", "/api/slots/"+slot, nil, &before)
-		b := map[string]string{"slot": slot, "provider": "coolify", "kind": "application", "id": made.ID}
+		b := map[string]string{"slot": slot, "provider": "coolify", "kind": "application", "id": id}
 		var e adoptRefusal
-		if code := s.call(t, "POST", "/api/reconcile/adopt", b, &e); code != 409 || e.Error.Details["reason"] != reason && reason != "" {
+		if code := s.call(t, "POST", route, b, &e); code != 409 || e.Error.Details["reason"] != reason && reason != "" {
 			t.Fatalf("%s: %d %+v", what, code, e)
 		}
 		var after projections.SlotView
@@ -131,20 +138,60 @@ func TestAdoptOrphanOverHTTP(t *testing.T) {
 		return false
 	})
 	refused("adopting what a slot now tracks", "cedar", "tracked")
+	// Deleting a tracked resource this way is refused: the slot's own
+	// application (never an orphan) and the one it just adopted.
+	refusedOn("deleting a slot's own application", "/api/reconcile/delete", "cedar", cedar.AppUUID, "stale_finding")
+	refusedOn("deleting what a slot now tracks", "/api/reconcile/delete", "cedar", made.ID, "tracked")
+
+	// Delete an orphan repository: charged to cedar, confirmed gone.
+	var stray struct{ Kind, ID string }
+	if code := s.call(t, "POST", "/api/sim/resources", map[string]string{"kind": "repository", "project": "SLOT", "name": "stray-repo"}, &stray); code != 201 {
+		t.Fatalf("sim resource: %d", code)
+	}
+	reconcileNow(t, s, frames) // also the first run since the adopt
+	if f := findingOf(t, s, made.ID); f.Class != events.FindingResolved {
+		t.Fatalf("the adopted orphan after the next run: %+v", f)
+	}
+	if f := findingOf(t, s, stray.ID); f.Class != events.FindingOrphan {
+		t.Fatalf("the stray repository: %+v", f)
+	}
+	var del slots.JobAcceptedResult
+	if code := s.call(t, "POST", "/api/reconcile/delete", map[string]string{"slot": "cedar", "provider": "bitbucket", "kind": "repository", "id": stray.ID}, &del); code != 202 || del.Kind != events.KindDeleteOrphan {
+		t.Fatalf("delete: %d %+v", code, del)
+	}
+	ch = waitChange(t, frames, func(ch projections.Change) bool {
+		return ch.Job != nil && ch.Job.ID == del.JobID && ch.Job.State != projections.JobQueued && ch.Job.State != projections.JobRunning
+	})
+	if ch.Job.State != projections.JobSucceeded {
+		t.Fatalf("delete job: %+v", ch.Job)
+	}
 
 	reconcileNow(t, s, frames)
+	if f := findingOf(t, s, stray.ID); f.Class != events.FindingResolved {
+		t.Fatalf("the deleted orphan after the next run: %+v", f)
+	}
 	var rep struct {
-		Findings []events.ReconcileFinding `json:"findings"`
-		Links    map[string]string         `json:"links"`
+		Links map[string]string `json:"links"`
 	}
 	s.call(t, "GET", "/api/reconcile", nil, &rep)
-	resolved := false
+	if rep.Links["coolify"] == "" || rep.Links["bitbucket"] == "" {
+		t.Fatalf("links: %+v", rep.Links)
+	}
+}
+
+// findingOf is the latest report's finding about id (zero if none).
+func findingOf(t *testing.T, s *server, id string) events.ReconcileFinding {
+	t.Helper()
+	var rep struct {
+		Findings []events.ReconcileFinding `json:"findings"`
+	}
+	if code := s.call(t, "GET", "/api/reconcile", nil, &rep); code != 200 {
+		t.Fatalf("GET /api/reconcile: %d", code)
+	}
 	for _, f := range rep.Findings {
-		if f.ID == made.ID {
-			resolved = f.Class == events.FindingResolved
+		if f.ID == id {
+			return f
 		}
 	}
-	if !resolved || rep.Links["coolify"] == "" || rep.Links["bitbucket"] == "" {
-		t.Fatalf("after the adopt: %+v", rep)
-	}
+	return events.ReconcileFinding{}
 }
