@@ -220,6 +220,10 @@ export const api = {
     request<AdoptPlan>(`/api/reconcile/adopt/plan${query({ slot, ...target })}`, { signal }),
   adopt: (slot: string, target: AdoptTarget) =>
     request<JobAcceptedResult>("/api/reconcile/adopt", { method: "POST", body: { slot, ...target } }),
+  planDeleteOrphan: (slot: string, target: AdoptTarget, signal?: AbortSignal) =>
+    request<AdoptPlan>(`/api/reconcile/delete/plan${query({ slot, ...target })}`, { signal }),
+  deleteOrphan: (slot: string, target: AdoptTarget) =>
+    request<JobAcceptedResult>("/api/reconcile/delete", { method: "POST", body: { slot, ...target } }),
 
   // The session (auth: false — a 401 here is the answer, not an expiry).
   me: (signal?: AbortSignal) => request<MeAnswer>("/api/auth/me", { signal, auth: false }),

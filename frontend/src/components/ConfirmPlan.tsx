@@ -9,7 +9,7 @@ import type { Command } from "../live/useCommand";
 
 export interface ConfirmPlanProps {
   slot: string;
-  kind: "reset" | "teardown" | "promote" | "adopt";
+  kind: "reset" | "teardown" | "promote" | "adopt" | "delete_orphan";
   params?: { project?: string; name?: string };
   /**
    * loadPlan replaces the slot plan route for jobs planned elsewhere (an

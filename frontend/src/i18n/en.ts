@@ -364,6 +364,11 @@ export const en = {
   "kind.adopt": "Adopt",
   "step.lookup_resource": "Check it exists",
   "step.adopt_resource": "Track it on the slot",
+  "recon.delete": "Delete…",
+  "recon.delete_why": "The deletion runs as a job charged to a slot: the slot tracks the orphan until the provider confirms it gone, so a failed or interrupted delete leaves it listed, never lost.",
+  "recon.delete_charge": "Slot it is charged to",
+  "kind.delete_orphan": "Delete orphan",
+  "step.delete_resource": "Delete it and confirm",
 } as const;
 
 /** Key is every catalogue key. */

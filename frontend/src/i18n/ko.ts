@@ -366,4 +366,9 @@ export const ko: Record<Key, string> = {
   "kind.adopt": "편입",
   "step.lookup_resource": "존재 확인",
   "step.adopt_resource": "슬롯에 추적 등록",
+  "recon.delete": "삭제…",
+  "recon.delete_why": "삭제는 슬롯에 맡겨진 작업으로 실행됩니다. 제공자가 삭제를 확인할 때까지 그 슬롯이 고아 리소스를 추적하므로, 실패하거나 중단된 삭제도 목록에 남고 잃어버리지 않습니다.",
+  "recon.delete_charge": "맡을 슬롯",
+  "kind.delete_orphan": "고아 삭제",
+  "step.delete_resource": "삭제 후 확인",
 };

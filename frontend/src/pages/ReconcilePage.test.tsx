@@ -71,6 +71,16 @@ beforeEach(() => {
       calls.push({ method, url, body: typeof init?.body === "string" ? init.body : undefined });
       if (url.startsWith("/api/reconcile/adopt/plan")) return answers.plan();
       if (url === "/api/reconcile/adopt") return answers.adopt();
+      if (url.startsWith("/api/reconcile/delete/plan"))
+        return jsonResponse({
+          kind: "delete_orphan",
+          slot: "s1",
+          steps: ["lookup_resource", "adopt_resource", "delete_resource"],
+          resources: [{ kind: "repository", id: "SLOT/stray-repo" }],
+          not_before: "2026-01-01T00:00:00Z",
+          finding: finding(),
+        });
+      if (url === "/api/reconcile/delete") return jsonResponse({ job_id: "j-del", kind: "delete_orphan", slot: "s1", not_before: "", steps: [] }, 202);
       if (url === "/api/reconcile/run") return jsonResponse({ status: "requested" }, 202);
       return jsonResponse(answers.report);
     }),
@@ -164,6 +174,27 @@ describe("reconciliation page", () => {
     expect(history[history.length - 1]).toBe("/jobs/j-adopt");
   });
 
+  it("deletes an orphan through a job charged to a slot, after the plan and its confirmation", async () => {
+    await mount();
+    const row = screen.getAllByTestId("finding")[2];
+    fireEvent.click(within(row).getByTestId("delete-open"));
+    expect(within(row).getByTestId("adopt-form").textContent).toContain("never lost");
+    fireEvent.change(within(row).getByTestId("adopt-slot"), { target: { value: "s1" } });
+    fireEvent.click(within(row).getByTestId("adopt-plan"));
+    await flush();
+    expect(calls.find((c) => c.url.startsWith("/api/reconcile/delete/plan"))?.url).toBe(
+      "/api/reconcile/delete/plan?slot=s1&provider=bitbucket&kind=repository&id=SLOT%2Fstray-repo",
+    );
+    expect(screen.getByTestId("plan-steps").textContent).toBe("Check it existsTrack it on the slotDelete it and confirm");
+    expect(calls.some((c) => c.method === "POST")).toBe(false);
+    fireEvent.click(screen.getByTestId("confirm"));
+    await flush();
+    const post = calls.find((c) => c.method === "POST");
+    expect(post?.url).toBe("/api/reconcile/delete");
+    expect(JSON.parse(post?.body ?? "{}")).toEqual({ slot: "s1", provider: "bitbucket", kind: "repository", id: "SLOT/stray-repo" });
+    expect(history[history.length - 1]).toBe("/jobs/j-del");
+  });
+
   it("shows the server's reason when the finding is stale, and appends nothing", async () => {
     answers.plan = () =>
       jsonResponse(
@@ -190,6 +221,7 @@ describe("reconciliation page", () => {
     setAuthForTest({ id: "u-vic", name: "vic", role: "viewer" });
     await mount();
     expect(screen.queryAllByTestId("adopt-open")).toHaveLength(0);
+    expect(screen.queryAllByTestId("delete-open")).toHaveLength(0);
     expect(screen.queryByTestId("recon-run")).toBeNull();
   });
 

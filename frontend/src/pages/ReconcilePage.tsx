@@ -125,7 +125,7 @@ function RunSummary({ rep }: { rep: ReconcileReport }) {
 function FindingRow({ f, rep, operator }: { f: Finding; rep: ReconcileReport | undefined; operator: boolean }) {
   const t = useT();
   const url = findingURL(f, rep?.links);
-  const [adopting, setAdopting] = useState(false);
+  const [acting, setActing] = useState<Action | undefined>(undefined);
   return (
     <li className={`finding finding-${f.class}`} data-testid="finding" data-class={f.class} data-id={f.id}>
       <span className={`badge finding-badge-${f.class}`}>{t(`recon.class_${f.class}`)}</span>{" "}
@@ -144,18 +144,29 @@ function FindingRow({ f, rep, operator }: { f: Finding; rep: ReconcileReport | u
         {f.detail && f.class !== "resolved" && <> — {f.detail}</>}{" "}
         <span className="muted">{t("recon.since", { time: formatTime(f.since, t.lang) })}</span>
       </div>
-      {operator && f.class === "orphan" && f.kind !== "project" && !adopting && (
-        <button type="button" data-testid="adopt-open" onClick={() => setAdopting(true)}>
-          {t("recon.adopt")}
-        </button>
+      {operator && f.class === "orphan" && f.kind !== "project" && !acting && (
+        <div className="finding-actions">
+          <button type="button" data-testid="adopt-open" onClick={() => setActing("adopt")}>
+            {t("recon.adopt")}
+          </button>
+          <button type="button" className="danger" data-testid="delete-open" onClick={() => setActing("delete_orphan")}>
+            {t("recon.delete")}
+          </button>
+        </div>
       )}
-      {adopting && <AdoptForm target={{ provider: f.provider, kind: f.kind, id: f.id }} onClose={() => setAdopting(false)} />}
+      {acting && <OrphanForm action={acting} target={{ provider: f.provider, kind: f.kind, id: f.id }} onClose={() => setActing(undefined)} />}
     </li>
   );
 }
 
-/** AdoptForm picks the slot that takes the orphan in, then shows the plan behind a confirmation. */
-function AdoptForm({ target, onClose }: { target: AdoptTarget; onClose: () => void }) {
+type Action = "adopt" | "delete_orphan";
+
+/**
+ * OrphanForm picks the slot that takes the orphan in (adopt) or that the
+ * deletion is charged to (it tracks the orphan until the provider confirms
+ * it gone), then shows the plan behind a confirmation.
+ */
+function OrphanForm({ action, target, onClose }: { action: Action; target: AdoptTarget; onClose: () => void }) {
   const t = useT();
   const [, navigate] = useLocation();
   const cmd = useCommand();
@@ -164,13 +175,16 @@ function AdoptForm({ target, onClose }: { target: AdoptTarget; onClose: () => vo
   const [slot, setSlot] = useState("");
   const [confirm, setConfirm] = useState(false);
   const go = async () => {
-    const r = await cmd.run(() => api.adopt(slot, target));
+    const r = await cmd.run(() => (action === "adopt" ? api.adopt(slot, target) : api.deleteOrphan(slot, target)));
     if (r) navigate(`/jobs/${encodeURIComponent(r.job_id)}`);
   };
+  const load = (signal: AbortSignal) =>
+    action === "adopt" ? api.planAdopt(slot, target, signal) : api.planDeleteOrphan(slot, target, signal);
   return (
-    <div className="adopt" data-testid="adopt-form">
+    <div className="adopt" data-testid="adopt-form" data-action={action}>
+      {action === "delete_orphan" && <p>{t("recon.delete_why")}</p>}
       <label>
-        <span>{t("recon.adopt_into")}</span>{" "}
+        <span>{t(action === "adopt" ? "recon.adopt_into" : "recon.delete_charge")}</span>{" "}
         <select value={slot} onChange={(e) => setSlot(e.target.value)} data-testid="adopt-slot">
           <option value="">{t("recon.pick_slot")}</option>
           {choices.map((n) => (
@@ -190,8 +204,8 @@ function AdoptForm({ target, onClose }: { target: AdoptTarget; onClose: () => vo
       {confirm && (
         <ConfirmPlan
           slot={slot}
-          kind="adopt"
-          loadPlan={{ key: `${slot}|${target.provider}|${target.kind}|${target.id}`, load: (signal) => api.planAdopt(slot, target, signal) }}
+          kind={action}
+          loadPlan={{ key: `${action}|${slot}|${target.provider}|${target.kind}|${target.id}`, load }}
           command={cmd}
           onConfirm={() => void go()}
           onClose={() => setConfirm(false)}
