@@ -1,7 +1,7 @@
 // Issue 15, orphans and drift: resources made outside Slotkeeper are found
 // by a run asked for from the page (the findings arrive on the live stream),
-// one orphan is adopted into a slot through the plan and its confirmation,
-// and the next run shows it resolved. Every state is saved in en and ko,
+// one orphan is adopted into a slot and another deleted, each through the
+// plan and its confirmation, and the next runs show them resolved. Every state is saved in en and ko,
 // desktop and a 390 px phone.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
@@ -53,7 +53,7 @@ async function everyWay(name, route, selector) {
 
 const finding = (id) => `[data-testid=finding][data-id="${id}"]`;
 
-test("a run from the page finds orphans live; one is adopted into a slot through its plan; the next run resolves it", async () => {
+test("a run from the page finds orphans live; one is adopted, one deleted, each through its plan; the next runs resolve them", async () => {
   const { slots } = await server.api("GET", "/api/slots");
   const home = slots.find((v) => v.lifecycle === "vacant" && !v.active_job);
   assert.ok(home, "the demo pool has a vacant slot");
@@ -123,4 +123,28 @@ test("a run from the page finds orphans live; one is adopted into a slot through
   assert.equal(await after.getAttribute(finding(repo.id), "data-class"), "orphan");
   await after.close();
   await everyWay("adopted", "/reconcile", `${finding(app.id)}[data-class="resolved"]`);
+
+  // Delete the orphan repository: charged to the same slot, planned,
+  // confirmed; the job records the delete only once Bitbucket says 404.
+  const del = await open("/reconcile", { selector: finding(repo.id) });
+  await del.click(`${finding(repo.id)} [data-testid=delete-open]`);
+  await del.selectOption(`${finding(repo.id)} [data-testid=adopt-slot]`, home.name);
+  await del.click(`${finding(repo.id)} [data-testid=adopt-plan]`);
+  await del.waitForSelector("[data-testid=plan-steps] li");
+  assert.match(await del.textContent("[data-testid=plan-resources]"), /SLOT\/stray-e2e/);
+  await shot(del, "reconcile-delete-plan-en-desktop");
+  const deleting = del.waitForResponse((r) => r.url().endsWith("/api/reconcile/delete") && r.request().method() === "POST");
+  await del.click("[data-testid=confirm]");
+  assert.equal((await deleting).status(), 202);
+  await del.waitForSelector('[data-testid=job-page][data-state="succeeded"]', { timeout: 30_000 });
+  await shot(del, "reconcile-delete-job-en-desktop");
+  await del.close();
+  const state = await server.api("GET", "/api/sim/state");
+  assert.ok(!(state.bitbucket.repos ?? []).some((r) => r.project === "SLOT" && r.slug === "stray-e2e"), "the repository is gone at Bitbucket");
+
+  const last = await open("/reconcile", { selector: "[data-testid=recon-run]" });
+  await last.click("[data-testid=recon-run]");
+  await last.waitForSelector(`${finding(repo.id)}[data-class="resolved"]`, { timeout: 30_000 });
+  await last.close();
+  await everyWay("deleted", "/reconcile", `${finding(repo.id)}[data-class="resolved"]`);
 });
