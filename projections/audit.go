@@ -183,6 +183,8 @@ func summary(typ string, p events.Payload) string {
 		return fmt.Sprintf("webhook delivered on attempt %d (HTTP %d)", e.Attempt, e.Status)
 	case events.ReconcileStarted:
 		return fmt.Sprintf("reconcile run started over %d scope entries", len(e.Scope))
+	case events.ReconcileSnapshot:
+		return fmt.Sprintf("reconcile: %d standing findings recorded", len(e.Findings))
 	case events.ReconcileFinding:
 		return fmt.Sprintf("reconcile: %s %s %s %s", e.Class, e.Provider, e.Kind, e.ID)
 	case events.ReconcileFinished:
@@ -298,6 +300,8 @@ func AuditArgs(p events.Payload) map[string]string {
 		return args("attempt", strconv.Itoa(e.Attempt), "error", e.Error, "final", flag(e.Final))
 	case events.ReconcileStarted:
 		return args("count", strconv.Itoa(len(e.Scope)))
+	case events.ReconcileSnapshot:
+		return args("count", strconv.Itoa(len(e.Findings)))
 	case events.ReconcileFinding:
 		return args("class", e.Class, "provider", e.Provider, "resource_kind", e.Kind, "resource_id", e.ID)
 	case events.ReconcileFinished:

@@ -88,6 +88,8 @@ const (
 	PermPromote         Permission = "slot.promote"
 	PermJobControl      Permission = "job.control" // cancel, resume
 	PermReconcile       Permission = "reconcile.run"
+	// PermReconcileAct: act on a finding (adopt an orphan into a slot).
+	PermReconcileAct Permission = "reconcile.act"
 	// admin
 	PermRegister Permission = "slot.register"
 	// PermSetBranch: name a slot's branch instead of the repository's
@@ -119,6 +121,7 @@ var minRole = map[Permission]Role{
 	PermPromote:         RoleOperator,
 	PermJobControl:      RoleOperator,
 	PermReconcile:       RoleOperator,
+	PermReconcileAct:    RoleOperator,
 	PermRegister:        RoleAdmin,
 	PermSetBranch:       RoleAdmin,
 	PermUsers:           RoleAdmin,

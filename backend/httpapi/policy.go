@@ -51,6 +51,10 @@ func (s *Server) routes() []route {
 		{"GET", streamRoute, auth.PermRead, s.stream},
 		{"GET", "/api/reconcile", auth.PermRead, s.getReconcile},
 		{"POST", "/api/reconcile/run", auth.PermReconcile, s.runReconcile},
+		{"GET", "/api/reconcile/adopt/plan", auth.PermRead, s.planAdopt},
+		{"POST", "/api/reconcile/adopt", auth.PermReconcileAct, s.adopt},
+		{"GET", "/api/reconcile/delete/plan", auth.PermRead, s.planDeleteOrphan},
+		{"POST", "/api/reconcile/delete", auth.PermReconcileAct, s.deleteOrphan},
 
 		{"GET", "/api/waitlist", auth.PermRead, s.getWaitlist},
 		{"POST", "/api/waitlist", auth.PermWaitlist, s.joinWaitlist},

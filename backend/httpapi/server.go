@@ -64,6 +64,8 @@ type Deps struct {
 	BodyReadTimeout time.Duration
 	// Reconcile serves /api/reconcile (nil: 404).
 	Reconcile Reconciler
+	// ReconcileActions serves the actions on findings (nil: 404).
+	ReconcileActions ReconcileActions
 	// Backup serves GET /api/admin/backup (nil: 404; embedded store only).
 	Backup BackupFunc
 	// Waitlist serves /api/waitlist (nil: 404).

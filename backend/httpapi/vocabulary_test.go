@@ -118,8 +118,8 @@ func stateReasons(t *testing.T, kinds, outcomes []string) []string {
 func TestVocabularyMatchesTheGoSource(t *testing.T) {
 	want := vocabulary{
 		EventTypes:    events.Types(),
-		JobKinds:      stringConsts(t, "../../events/catalogue.go", "Kind", ""),
-		StepNames:     stringConsts(t, "../../events/catalogue.go", "Step", ""),
+		JobKinds:      append(stringConsts(t, "../../events/catalogue.go", "Kind", ""), stringConsts(t, "../../events/reconcile.go", "Kind", "")...),
+		StepNames:     append(stringConsts(t, "../../events/catalogue.go", "Step", ""), stringConsts(t, "../../events/reconcile.go", "Step", "")...),
 		ResourceKinds: stringConsts(t, "../../events/catalogue.go", "Res", ""),
 		Lifecycles:    stringConsts(t, "../../projections/views.go", "Lifecycle", ""),
 		JobStates:     stringConsts(t, "../../projections/views.go", "Job", ""),

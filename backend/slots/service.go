@@ -402,8 +402,11 @@ func validateParams(kind string, params map[string]string) error {
 			return invalid("project %q: a letter, then letters, digits or '_'", params["project"])
 		}
 		return validateSlug("name", params["name"])
+	case events.KindAdopt, events.KindDeleteOrphan:
+		_, err := adoptResource(params)
+		return err
 	}
-	return invalid("unknown job kind %q (reset, teardown, promote)", kind)
+	return invalid("unknown job kind %q (reset, teardown, promote, adopt, delete_orphan)", kind)
 }
 
 // checkPromoteScope refuses a promote whose target project lies outside
@@ -479,6 +482,9 @@ func (s *Service) newJob(ctx context.Context, a Actor, slot, kind string, params
 		queued = events.JobQueued{
 			JobID: id, Kind: kind, Slot: slot, Params: params, RequestedBy: a.Name, Reason: a.Reason,
 			NotBefore: s.notBefore(kind), Steps: StepsFor(kind), Resources: planResources(st, kind),
+		}
+		if r, err := adoptResource(params); err == nil && kind == events.KindDeleteOrphan {
+			queued.Resources = []events.Resource{r} // what it deletes, until confirmed gone
 		}
 		return []events.EventData{events.New(events.JobAccepted{Slot: slot, JobID: id, Kind: kind}, meta)}, nil
 	})

@@ -14,6 +14,7 @@ import { AuditPage } from "./pages/AuditPage";
 import { Board } from "./pages/Board";
 import { JobPage } from "./pages/JobPage";
 import { RemainingPage } from "./pages/RemainingPage";
+import { ReconcilePage } from "./pages/ReconcilePage";
 import { ResetLookup } from "./pages/ResetLookup";
 import { SignIn } from "./pages/SignIn";
 import { SlotPage } from "./pages/SlotPage";
@@ -87,6 +88,7 @@ function Header({ subject }: { subject: Subject | undefined }) {
           <Link href="/">{t("nav.board")}</Link>
           <Link href="/audit">{t("nav.audit")}</Link>
           <Link href="/remaining">{t("nav.remaining")}</Link>
+          <Link href="/reconcile">{t("nav.reconcile")}</Link>
           <Link href="/waitlist">{t("nav.waitlist")}</Link>
           <Link href="/insights">{t("nav.insights")}</Link>
           {atLeast(subject, "admin") && (
@@ -158,6 +160,9 @@ function Routes() {
       </Route>
       <Route path="/remaining">
         <RemainingPage />
+      </Route>
+      <Route path="/reconcile">
+        <ReconcilePage />
       </Route>
       <Route path="/admin">
         <AdminPage />

@@ -450,11 +450,11 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 	}
 	deps := httpapi.Deps{
 		Commands: svc, Reads: rs.reads, Log: store, Waiter: rs.waiter, Hub: hub, Metrics: met, Logger: log, SPA: spa,
-		Reconcile: reconcileAPI{rec}, Backup: onlineBackup(c, store), Waitlist: wl,
+		Reconcile: reconcileAPI{r: rec, links: linksOf(c, w)}, ReconcileActions: reconcileActions{svc: svc, r: rec}, Backup: onlineBackup(c, store), Waitlist: wl,
 		Insights: startInsights(store, goRun),
 		Auth:     as.svc, AutoLogin: as.autoLogin,
 		Security:          httpapi.Security{BaseURL: base, ListenAddr: c.Addr, TrustedProxies: c.Auth.proxies},
-		Links:             providerLinks(c.CoolifyURL, c.BitbucketURL),
+		Links:             linksOf(c, w),
 		CommandsPerSecond: orNone(c.Auth.CommandsPerSec), CommandBurst: int(3*c.Auth.CommandsPerSec) + 1,
 		MaxStreamsPerSubject: int(orNone(float64(c.Auth.StreamsPerSubj))),
 		Ready: func(ctx context.Context) error {
@@ -477,7 +477,6 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 	switch {
 	case w.sim != nil:
 		deps.Sim = w.sim.ControlHandler()
-		deps.Links = providerLinks(w.sim.CoolifyURL(), w.sim.BitbucketURL())
 	case w.remote != nil:
 		deps.Sim = w.remote.controlProxy()
 	}
@@ -645,12 +644,3 @@ func keepSnapshot(ctx context.Context, m *memory.Store, path string, log *slog.L
 	}
 }
 
-// providerLinks are the providers' web roots for the dashboard's links: the
-// Coolify API base without its /api/v1, the Bitbucket root as configured.
-// Neither carries a credential (tokens are separate settings).
-func providerLinks(coolifyAPI, bitbucket string) httpapi.ProviderLinks {
-	return httpapi.ProviderLinks{
-		Coolify:   strings.TrimSuffix(strings.TrimSuffix(strings.TrimRight(coolifyAPI, "/"), "/api/v1"), "/"),
-		Bitbucket: strings.TrimRight(bitbucket, "/"),
-	}
-}

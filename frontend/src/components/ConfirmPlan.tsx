@@ -1,6 +1,6 @@
 import { useLayoutEffect, useRef, useState, type KeyboardEvent, type MouseEvent } from "react";
 import { api } from "../api/client";
-import type { TargetCheck } from "../api/types";
+import type { Plan, TargetCheck } from "../api/types";
 import { formatTime, resourceLabel } from "../format";
 import { useT } from "../i18n";
 import { useLoad } from "../live/useLoad";
@@ -9,8 +9,13 @@ import type { Command } from "../live/useCommand";
 
 export interface ConfirmPlanProps {
   slot: string;
-  kind: "reset" | "teardown" | "promote";
+  kind: "reset" | "teardown" | "promote" | "adopt" | "delete_orphan";
   params?: { project?: string; name?: string };
+  /**
+   * loadPlan replaces the slot plan route for jobs planned elsewhere (an
+   * adopt: GET /api/reconcile/adopt/plan); planKey names its inputs.
+   */
+  loadPlan?: { key: string; load: (signal: AbortSignal) => Promise<Plan> };
   command: Command;
   /** onConfirm gets the reason typed when one was asked for (else ""). */
   onConfirm: (reason: string) => void;
@@ -28,13 +33,15 @@ export interface ConfirmPlanProps {
  * the server's dry run (GET /api/slots/{name}/plan) — the exact steps and
  * the resources with their ids — and only then offers to go ahead.
  */
-export function ConfirmPlan({ slot, kind, params, command, onConfirm, onClose, reasonFor }: ConfirmPlanProps) {
+export function ConfirmPlan({ slot, kind, params, loadPlan, command, onConfirm, onClose, reasonFor }: ConfirmPlanProps) {
   const t = useT();
   const [reason, setReason] = useState("");
   const needsReason = reasonFor !== undefined;
   const reasonMissing = needsReason && reason.trim() === "";
-  const plan = useLoad(`plan:${slot}:${kind}`, `${slot}:${kind}:${params?.project ?? ""}:${params?.name ?? ""}`, (signal) =>
-    api.plan(slot, kind, params, signal),
+  const plan = useLoad(
+    `plan:${slot}:${kind}`,
+    loadPlan?.key ?? `${slot}:${kind}:${params?.project ?? ""}:${params?.name ?? ""}`,
+    (signal) => (loadPlan ? loadPlan.load(signal) : api.plan(slot, kind, params, signal)),
   );
   const dialogRef = useRef<HTMLDialogElement>(null);
   const cancelRef = useRef<HTMLButtonElement>(null);
