@@ -82,17 +82,28 @@ func (a *attempt) meta() events.Metadata {
 // attempt was superseded: it is marked fenced, its context is cancelled, and
 // errFenced is returned; it must make no further outside call.
 func (a *attempt) append(ctx context.Context, evs ...events.Payload) error {
+	return a.appendAt(ctx, nil, nil, evs...)
+}
+
+// appendAt is append with the expected revision given (nil: the attempt's
+// own, a.rev) and events written before the attempt's own (the claim: the
+// job stream's header).
+func (a *attempt) appendAt(ctx context.Context, exp *events.ExpectedRevision, pre []events.EventData, evs ...events.Payload) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.fenced {
 		return errFenced
 	}
-	data := make([]events.EventData, len(evs))
-	m := a.meta()
-	for i, p := range evs {
-		data[i] = events.New(p, m)
+	want := events.Exact(a.rev)
+	if exp != nil {
+		want = *exp
 	}
-	res, err := a.e.store.Append(ctx, events.JobStream(a.job.ID), events.Exact(a.rev), data...)
+	data := append([]events.EventData(nil), pre...)
+	m := a.meta()
+	for _, p := range evs {
+		data = append(data, events.New(p, m))
+	}
+	res, err := a.e.store.Append(ctx, events.JobStream(a.job.ID), want, data...)
 	if errors.Is(err, events.ErrWrongRevision) {
 		a.fenced = true
 		a.cancel(errFenced)
@@ -161,21 +172,39 @@ func (e *Engine) runJob(ctx context.Context, actor, id string) {
 }
 
 // claim appends JobClaimed with the job stream's expected revision: exactly
-// one claimer wins. Only a queued job whose grace has passed and whose slot
-// lock names it is claimed.
+// one claimer wins, against other claimers and a person's cancel (both
+// conditional appends on the job stream). Only a queued job whose grace
+// has passed and whose slot lock is for its current run is claimed. If the
+// job stream does not hold the run's first event yet (the acceptance is
+// on the slot only), the claim writes it, in the same append.
 func (e *Engine) claim(ctx context.Context, a *attempt, id string) bool {
+	e.mu.Lock()
+	var slot string
+	if j := e.jobs[id]; j != nil {
+		slot = j.Queued.Slot
+	}
+	e.mu.Unlock()
 	j, err := slots.LoadJob(ctx, e.store, id)
-	if err != nil || j.Status != slots.StatusQueued || j.NotBefore.After(e.now()) {
+	if err != nil || slot == "" {
 		return false
 	}
-	st, err := e.slots.Load(ctx, j.Queued.Slot)
-	if err != nil || st.LockJob != id || st.Accepts[id] != j.Resumes+1 {
+	st, err := e.slots.Load(ctx, slot)
+	if err != nil {
 		return false
 	}
+	j.AcceptFrom(&st)
+	if j.Status != slots.StatusQueued || j.NotBefore.After(e.now()) || !st.LockedFor(&j) {
+		return false
+	}
+	header, exp := j.Header, j.Expected()
 	a.job, a.rev = j, j.Revision
-	// From the claim's revision on, any event not written by this attempt
-	// fences it. Zero means "not claimed yet".
-	a.base.Store(j.Revision + 2)
+	claimRev := j.Revision + 1 + uint64(len(header))
+	if !j.Written {
+		claimRev = uint64(len(header))
+	}
+	// From the revision after the claim on, any event not written by this
+	// attempt fences it. Zero means "not claimed yet".
+	a.base.Store(claimRev + 1)
 	a.n = j.Attempt + 1
 	lease := e.now().Add(e.cfg.Lease)
 	a.leaseUntil.Store(lease.UnixNano())
@@ -183,7 +212,7 @@ func (e *Engine) claim(ctx context.Context, a *attempt, id string) bool {
 	// A claim that takes longer than the lease it asks for is worthless:
 	// the attempt would start with its lease already over.
 	cctx, cancel := context.WithTimeout(ctx, e.cfg.Lease)
-	err = a.append(cctx, events.JobClaimed{JobID: id, Worker: a.actor, Attempt: a.n, LeaseUntil: lease})
+	err = a.appendAt(cctx, &exp, header, events.JobClaimed{JobID: id, Worker: a.actor, Attempt: a.n, LeaseUntil: lease})
 	cancel()
 	if err != nil {
 		if !errors.Is(err, errFenced) {
@@ -192,6 +221,7 @@ func (e *Engine) claim(ctx context.Context, a *attempt, id string) bool {
 		return false
 	}
 	a.job.Status, a.job.Attempt, a.job.Worker, a.job.LeaseUntil = slots.StatusRunning, a.n, a.actor, lease
+	a.job.Header, a.job.Written = nil, true
 	a.log.Info("job claimed", "lease_until", lease)
 	return true
 }

@@ -6,8 +6,7 @@
 // expected revision: StepStarted is appended before every outside call, and
 // once anyone else appends to the job stream the attempt's context is
 // cancelled and its next append fails. A rescuer abandons attempts whose
-// lease expired, a releaser frees slot locks after terminal events, and a
-// sweeper repairs what a crash between two streams' appends left behind.
+// lease expired, and a releaser frees slot locks after terminal events.
 // docs/jobs.md has the design and the decisions.
 package jobs
 
@@ -58,10 +57,6 @@ type Config struct {
 	// abandons the attempt or a lock is released on its behalf, covering
 	// the abort of a call that was in flight. Default Lease/5.
 	RescueGrace time.Duration
-	// OrphanAfter is how long a slot lock may name a job whose stream never
-	// appeared (a crash between the command's two appends) before the
-	// sweeper repairs it. Default 30 s.
-	OrphanAfter time.Duration
 	// SlotCache folds slots for claims, steps and releases; pass the
 	// commands' (slots.Config.SlotCache) to share one. Nil: the engine
 	// makes its own.
@@ -93,9 +88,6 @@ func (c *Config) defaults() {
 	if c.RescueGrace <= 0 {
 		c.RescueGrace = c.Lease / 5
 	}
-	if c.OrphanAfter <= 0 {
-		c.OrphanAfter = 30 * time.Second
-	}
 	if c.Clock == nil {
 		c.Clock = slots.SystemClock{}
 	}
@@ -116,15 +108,12 @@ type Engine struct {
 	mu       sync.Mutex
 	jobs     map[string]*slots.JobState
 	slotSt   map[string]*slots.SlotState
-	due      dueHeap              // queued jobs by NotBefore
-	active   map[string]bool      // jobs the log shows running
-	ended    map[string]bool      // terminal jobs whose slot lock is still held
-	noStream map[string]string    // locked job → slot, job stream not seen yet
-	local    map[string]*attempt  // jobs this engine is claiming or running
-	unlocked map[string]time.Time // queued jobs whose slot lock names another job
-	busy     map[string]bool      // maintenance (rescue, release, repair) in progress
-	ready    []string             // due jobs waiting for a worker
-	started  map[string]time.Time // when this engine first saw a job, for OrphanAfter
+	due      dueHeap             // queued jobs by NotBefore
+	active   map[string]bool     // jobs the log shows running
+	ended    map[string]bool     // terminal jobs whose slot lock is still held
+	local    map[string]*attempt // jobs this engine is claiming or running
+	busy     map[string]bool     // maintenance (rescue, release) in progress
+	ready    []string            // due jobs waiting for a worker
 	stopping bool
 	// applied is the position of the last event the index folded;
 	// appliedCh is closed (and replaced) whenever it moves.
@@ -155,11 +144,8 @@ func NewEngine(store events.Store, deps Deps, cfg Config) *Engine {
 		slotSt:    map[string]*slots.SlotState{},
 		active:    map[string]bool{},
 		ended:     map[string]bool{},
-		noStream:  map[string]string{},
 		local:     map[string]*attempt{},
-		unlocked:  map[string]time.Time{},
 		busy:      map[string]bool{},
-		started:   map[string]time.Time{},
 		appliedCh: make(chan struct{}),
 		nonce:     uuid.NewString()[:8],
 		wake:      make(chan struct{}, 1),
@@ -265,24 +251,8 @@ func (e *Engine) apply(ctx context.Context, ev events.RecordedEvent) error {
 		}
 		switch ev.Type {
 		case "JobAccepted":
-			j := e.jobs[st.LockJob]
-			switch {
-			case j == nil || !j.Exists:
-				e.noStream[st.LockJob] = name
-				e.started[st.LockJob] = e.now()
-			case j.Terminal():
-				// A resume took the lock; until its JobResumed lands the
-				// job is terminal under a held lock (repaired if it never
-				// does).
-				e.ended[st.LockJob] = true
-			}
+			e.accepted(st.Lock, ev.Meta)
 		case "JobReleased":
-			for id, s := range e.noStream {
-				if s == name && st.LockJob != id {
-					delete(e.noStream, id)
-					delete(e.started, id)
-				}
-			}
 			for id := range e.ended {
 				if j := e.jobs[id]; j != nil && j.Queued.Slot == name && st.LockJob != id {
 					delete(e.ended, id)
@@ -301,15 +271,13 @@ func (e *Engine) apply(ctx context.Context, ev events.RecordedEvent) error {
 		j = &slots.JobState{ID: id}
 		e.jobs[id] = j
 	}
-	if j.Exists && ev.Revision <= j.Revision {
+	if j.Written && ev.Revision <= j.Revision {
 		return nil // folded already, by a reload from the stream
 	}
 	if err := j.Apply(ev); err != nil {
 		e.log.Error("undecodable job event skipped", "stream", ev.Stream, "rev", ev.Revision, "err", err)
 		return nil
 	}
-	delete(e.noStream, id)
-	delete(e.started, id)
 	if a := e.local[id]; a != nil && ev.Meta.Actor != a.actor {
 		// Someone else wrote to the job after the claim: the attempt is
 		// fenced. Cancel its context now so the in-flight call is aborted,
@@ -325,11 +293,9 @@ func (e *Engine) apply(ctx context.Context, ev events.RecordedEvent) error {
 		heap.Push(&e.due, dueItem{id: id, at: j.NotBefore})
 	case ev.Type == "JobClaimed":
 		e.active[id] = true
-		delete(e.unlocked, id)
 	case slots.IsTerminal(ev.Type):
 		delete(e.active, id)
-		delete(e.unlocked, id)
-		if st := e.slotSt[j.Queued.Slot]; st != nil && st.LockJob == id {
+		if st := e.slotSt[j.Queued.Slot]; st != nil && st.LockedFor(j) {
 			e.ended[id] = true
 		}
 		e.forget(id)
@@ -337,22 +303,42 @@ func (e *Engine) apply(ctx context.Context, ev events.RecordedEvent) error {
 	return nil
 }
 
+// accepted folds a slot's JobAccepted into the job it accepts. A
+// one-append acceptance (Run > 0) queues the job from the lock alone (its
+// job stream may not exist yet); an old-format one is followed by the
+// command's JobQueued or JobResumed on the job stream, and until that lands
+// a resumed job is terminal under a held lock (released if it never does).
+// Callers hold e.mu.
+func (e *Engine) accepted(acc events.JobAccepted, meta events.Metadata) {
+	j := e.jobs[acc.JobID]
+	if j == nil && acc.Run == 1 {
+		j = &slots.JobState{ID: acc.JobID}
+		e.jobs[acc.JobID] = j
+	}
+	switch {
+	case j == nil:
+	case acc.Run > 0:
+		before := j.Run()
+		j.Accept(acc, meta)
+		if j.Run() > before {
+			delete(e.ended, j.ID)
+			heap.Push(&e.due, dueItem{id: j.ID, at: j.NotBefore})
+		}
+	case j.Terminal():
+		e.ended[j.ID] = true
+	}
+}
+
 // forget drops a finished job from the index (DESIGN.md invariant 14:
 // finished jobs leave memory): it has ended, its slot's lock does not name
 // it (released, or never taken), and nothing in this engine works on it (no
-// local attempt, no maintenance task, no rescue, release or repair pending).
+// local attempt, no maintenance task, no rescue or release pending).
 // A failed, timed-out or abandoned job can still be resumed: the resume's
 // JobAccepted (or any later event of the job) makes apply fold the job again
 // from its stream (loadBefore). Callers hold e.mu.
 func (e *Engine) forget(id string) {
 	j := e.jobs[id]
 	if j == nil || !j.Terminal() || e.local[id] != nil || e.busy[id] || e.active[id] || e.ended[id] {
-		return
-	}
-	if _, ok := e.noStream[id]; ok {
-		return
-	}
-	if _, ok := e.unlocked[id]; ok {
 		return
 	}
 	if st := e.slotSt[j.Queued.Slot]; st != nil && st.LockJob == id {
@@ -522,8 +508,7 @@ func (e *Engine) tick(ctx context.Context) time.Time {
 			continue
 		}
 		if !e.lockedFor(j) {
-			e.unlocked[top.id] = now
-			continue
+			continue // only a job whose lock is for its current run is claimed
 		}
 		e.ready = append(e.ready, top.id)
 	}
@@ -555,59 +540,19 @@ func (e *Engine) tick(ctx context.Context) time.Time {
 		if j.ByAttempt {
 			at = j.TerminalAt.Add(e.cfg.RescueGrace)
 		}
-		if st := e.slotSt[j.Queued.Slot]; st != nil && st.Accepts[id] > j.Resumes+1 {
-			// A resume took the lock but its JobResumed never landed.
-			at = st.LockedAt.Add(e.cfg.OrphanAfter)
-		}
 		if at.After(now) {
 			soon(at)
 			continue
 		}
 		e.spawn(ctx, id, func(ctx context.Context) { e.release(ctx, id) })
 	}
-	// Repair: locks naming a job whose stream never appeared.
-	for id, slot := range e.noStream {
-		if e.busy[id] {
-			continue
-		}
-		at := e.started[id].Add(e.cfg.OrphanAfter)
-		if st := e.slotSt[slot]; st != nil && st.LockedAt.Add(e.cfg.OrphanAfter).Before(at) {
-			at = st.LockedAt.Add(e.cfg.OrphanAfter)
-		}
-		if at.After(now) {
-			soon(at)
-			continue
-		}
-		e.spawn(ctx, id, func(ctx context.Context) { e.repairNoStream(ctx, id, slot) })
-	}
-	// Repair: queued jobs whose slot lock names another job.
-	for id, since := range e.unlocked {
-		j := e.jobs[id]
-		if e.busy[id] || j.Status != slots.StatusQueued {
-			delete(e.unlocked, id)
-			e.forget(id)
-			continue
-		}
-		if e.lockedFor(j) {
-			delete(e.unlocked, id)
-			e.ready = append(e.ready, id)
-			continue
-		}
-		at := since.Add(e.cfg.OrphanAfter)
-		if at.After(now) {
-			soon(at)
-			continue
-		}
-		e.spawn(ctx, id, func(ctx context.Context) { e.cancelUnlocked(ctx, id) })
-	}
 	return next
 }
 
-// lockedFor reports whether j's slot lock names j and was taken for j's
-// current queueing (not left over from before a crashed resume).
+// lockedFor reports whether j's slot lock is for j's current run.
 func (e *Engine) lockedFor(j *slots.JobState) bool {
 	st := e.slotSt[j.Queued.Slot]
-	return st != nil && st.LockJob == j.ID && st.Accepts[j.ID] == j.Resumes+1
+	return st != nil && st.LockedFor(j)
 }
 
 // spawn runs a maintenance task for a job unless one is running. Callers
@@ -666,68 +611,19 @@ func (e *Engine) release(ctx context.Context, id string) {
 		return
 	}
 	st, err := e.slots.Load(ctx, j.Queued.Slot)
-	if err != nil || st.LockJob != id {
-		return
-	}
-	run := j.Run()
-	if st.Accepts[id] > run {
-		// A resume took the lock after this run ended and its JobResumed
-		// has not landed: release only once it is overdue (crashed).
-		if st.LockedAt.Add(e.cfg.OrphanAfter).After(e.now()) {
-			return
-		}
-		run = st.Accepts[id]
+	if err != nil || !st.LockedFor(&j) {
+		return // released, or a resume's lock for the next run
 	}
 	meta := e.systemMeta(slots.ActorRepair, &j)
 	// For a succeeded job this also writes the slot event its success
 	// implies, if its attempt died before its own release did.
-	ok, err := releaseLock(ctx, e.slots, &j, run, j.Status, meta)
+	ok, err := releaseLock(ctx, e.slots, &j, j.Run(), j.Status, meta)
 	if err != nil {
 		e.log.WarnContext(ctx, "release failed", "job", id, "err", err)
 		return
 	}
 	if ok {
 		e.log.InfoContext(ctx, "slot lock released", "job", id, "slot", j.Queued.Slot, "outcome", j.Status, "correlation_id", meta.CorrelationID)
-	}
-}
-
-// repairNoStream ends a lock whose job stream never appeared: JobCancelled
-// with NoStream (so the command's late JobQueued can never land), then the
-// release.
-func (e *Engine) repairNoStream(ctx context.Context, id, slot string) {
-	meta := events.Metadata{Actor: slots.ActorRepair, CorrelationID: id, Time: e.now()}
-	_, err := e.store.Append(ctx, events.JobStream(id), events.NoStream(),
-		events.New(events.JobCancelled{JobID: id, By: slots.ActorRepair}, meta))
-	if err != nil {
-		return // the job stream exists after all; the index will catch up
-	}
-	e.log.WarnContext(ctx, "slot lock named a job that was never queued; cancelled and released", "job", id, "slot", slot)
-	if _, err := e.slots.ReleaseLock(ctx, slot, id, 1, slots.StatusCancelled, nil, meta); err != nil {
-		e.log.WarnContext(ctx, "release failed", "job", id, "err", err)
-	}
-	e.mu.Lock()
-	delete(e.noStream, id)
-	delete(e.started, id)
-	e.mu.Unlock()
-}
-
-// cancelUnlocked cancels a queued job that does not hold its slot's lock (a
-// resume whose lock was repaired away); a person can resume it again.
-func (e *Engine) cancelUnlocked(ctx context.Context, id string) {
-	j, err := slots.LoadJob(ctx, e.store, id)
-	if err != nil || j.Status != slots.StatusQueued {
-		return
-	}
-	st, err := e.slots.Load(ctx, j.Queued.Slot)
-	if err != nil || (st.LockJob == id && st.Accepts[id] == j.Resumes+1) {
-		return
-	}
-	meta := e.systemMeta(slots.ActorRepair, &j)
-	_, err = e.store.Append(ctx, events.JobStream(id), events.Exact(j.Revision), events.New(events.JobCancelled{
-		JobID: id, By: slots.ActorRepair, CompletedSteps: j.Completed(), Remaining: j.Remaining(),
-	}, meta))
-	if err == nil {
-		e.log.WarnContext(ctx, "queued job without its slot lock cancelled", "job", id, "slot", j.Queued.Slot)
 	}
 }
 
