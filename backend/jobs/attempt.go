@@ -1,7 +1,6 @@
 package jobs
 
 import (
-	"container/heap"
 	"context"
 	"encoding/json"
 	"errors"
@@ -134,96 +133,6 @@ func (a *attempt) call(ctx context.Context, st events.StepStarted, f func(contex
 		return context.Cause(ctx)
 	}
 	return f(ctx)
-}
-
-// runJob claims job id and, if this worker won, runs the attempt to its end.
-func (e *Engine) runJob(ctx context.Context, actor, id string) {
-	a := &attempt{e: e, actor: actor}
-	a.ctx, a.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
-	defer a.cancel(nil)
-	e.mu.Lock()
-	if e.stopping || e.local[id] != nil {
-		e.mu.Unlock()
-		return
-	}
-	e.local[id] = a
-	e.attempts.Add(1)
-	e.mu.Unlock()
-	defer func() {
-		e.mu.Lock()
-		delete(e.local, id)
-		if j := e.jobs[id]; j != nil && j.Status == slots.StatusQueued {
-			// Resumed while this attempt was still ending: tick skipped it.
-			heap.Push(&e.due, dueItem{id: id, at: j.NotBefore})
-		}
-		e.forget(id)
-		e.mu.Unlock()
-		e.attempts.Done()
-		e.poke()
-	}()
-	if !e.claim(ctx, a, id) {
-		return
-	}
-	// From here on the attempt is the job's fence holder until it appends a
-	// terminal event or is fenced.
-	stop := context.AfterFunc(ctx, func() { a.cancel(errShutdown) })
-	defer stop()
-	a.run()
-}
-
-// claim appends JobClaimed with the job stream's expected revision: exactly
-// one claimer wins, against other claimers and a person's cancel (both
-// conditional appends on the job stream). Only a queued job whose grace
-// has passed and whose slot lock is for its current run is claimed. If the
-// job stream does not hold the run's first event yet (the acceptance is
-// on the slot only), the claim writes it, in the same append.
-func (e *Engine) claim(ctx context.Context, a *attempt, id string) bool {
-	e.mu.Lock()
-	var slot string
-	if j := e.jobs[id]; j != nil {
-		slot = j.Queued.Slot
-	}
-	e.mu.Unlock()
-	j, err := slots.LoadJob(ctx, e.store, id)
-	if err != nil || slot == "" {
-		return false
-	}
-	st, err := e.slots.Load(ctx, slot)
-	if err != nil {
-		return false
-	}
-	j.AcceptFrom(&st)
-	if j.Status != slots.StatusQueued || j.NotBefore.After(e.now()) || !st.LockedFor(&j) {
-		return false
-	}
-	header, exp := j.Header, j.Expected()
-	a.job, a.rev = j, j.Revision
-	claimRev := j.Revision + 1 + uint64(len(header))
-	if !j.Written {
-		claimRev = uint64(len(header))
-	}
-	// From the revision after the claim on, any event not written by this
-	// attempt fences it. Zero means "not claimed yet".
-	a.base.Store(claimRev + 1)
-	a.n = j.Attempt + 1
-	lease := e.now().Add(e.cfg.Lease)
-	a.leaseUntil.Store(lease.UnixNano())
-	a.log = e.log.With("job", id, "kind", j.Queued.Kind, "slot", j.Queued.Slot, "attempt", a.n, "correlation_id", j.QueuedMeta.CorrelationID)
-	// A claim that takes longer than the lease it asks for is worthless:
-	// the attempt would start with its lease already over.
-	cctx, cancel := context.WithTimeout(ctx, e.cfg.Lease)
-	err = a.appendAt(cctx, &exp, header, events.JobClaimed{JobID: id, Worker: a.actor, Attempt: a.n, LeaseUntil: lease})
-	cancel()
-	if err != nil {
-		if !errors.Is(err, errFenced) {
-			e.log.WarnContext(ctx, "claim failed", "job", id, "err", err)
-		}
-		return false
-	}
-	a.job.Status, a.job.Attempt, a.job.Worker, a.job.LeaseUntil = slots.StatusRunning, a.n, a.actor, lease
-	a.job.Header, a.job.Written = nil, true
-	a.log.Info("job claimed", "lease_until", lease)
-	return true
 }
 
 // run executes the job's remaining steps, then writes the terminal event
@@ -362,9 +271,9 @@ func (a *attempt) finish(err error) {
 	// more appends in flight make bigger group commits.
 	meta := a.meta()
 	j := a.job
-	e.maint.Add(1)
+	e.releases.Add(1)
 	go func() {
-		defer e.maint.Done()
+		defer e.releases.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		// A success's slot event (SlotVacated, SlotRetired,

@@ -291,6 +291,10 @@ func TestAcceptanceAloneIsEnough(t *testing.T) {
 		t.Fatalf("cancelled resume still holds the lock")
 	}
 
+	// Its history is written before the engine starts, which would claim
+	// the first run's acceptance at once.
+	resumed := failedJob("onlyresume")
+
 	w.startEngine(w.engineConfig())
 	first := uuid.NewString()
 	q := events.JobQueued{JobID: first, Kind: events.KindTeardown, Slot: "onlylock", RequestedBy: "alice",
@@ -303,7 +307,6 @@ func TestAcceptanceAloneIsEnough(t *testing.T) {
 		t.Fatalf("job stream does not start with the acceptance's copy and the claim:%s", history(evs))
 	}
 
-	resumed := failedJob("onlyresume")
 	accept("onlyresume", events.JobAccepted{JobID: resumed, Kind: events.KindTeardown, Resumed: true, Run: 2, By: "alice", FromStep: events.StepDeleteDB})
 	j = w.waitEndedN(resumed, 2)
 	assertEq(t, "resumed job", j.Status, slots.StatusSucceeded)
