@@ -30,7 +30,7 @@ type dispatcher struct {
 }
 
 func newDispatcher(e *Engine) *dispatcher {
-	return &dispatcher{e: e, wake: e.idx.wake(), work: make(chan string), local: map[string]*attempt{}}
+	return &dispatcher{e: e, wake: e.idx.wake(wantDue), work: make(chan string), local: map[string]*attempt{}}
 }
 
 // run hands due jobs to the workers until ctx ends, stop is closed (then it

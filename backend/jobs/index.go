@@ -43,8 +43,23 @@ type index struct {
 	// onJobEvent is called (with mu held) for every job event folded; the
 	// dispatcher fences its attempts with it.
 	onJobEvent func(ev events.RecordedEvent)
-	// wakes are poked after every change.
-	wakes []chan struct{}
+	// wakes are the loops' channels, poked when what they look at changed.
+	wakes []waker
+}
+
+// What a loop looks at, to wake it only when that changes.
+type interest uint8
+
+const (
+	wantDue     interest = 1 << iota // the due heap (dispatcher)
+	wantRunning                      // running jobs and their leases (rescuer)
+	wantEnded                        // ended jobs holding their lock (releaser)
+	wantAll     = wantDue | wantRunning | wantEnded
+)
+
+type waker struct {
+	ch   chan struct{}
+	want interest
 }
 
 func newIndex(store events.Store, log *slog.Logger) *index {
@@ -60,20 +75,23 @@ func newIndex(store events.Store, log *slog.Logger) *index {
 	}
 }
 
-// wake returns a channel poked after every change of the index.
-func (x *index) wake() <-chan struct{} {
+// wake returns a channel poked whenever what want names changes.
+func (x *index) wake(want interest) <-chan struct{} {
 	ch := make(chan struct{}, 1)
 	x.mu.Lock()
-	x.wakes = append(x.wakes, ch)
+	x.wakes = append(x.wakes, waker{ch: ch, want: want})
 	x.mu.Unlock()
 	return ch
 }
 
-// poke wakes every loop. Callers hold x.mu.
-func (x *index) poke() {
-	for _, ch := range x.wakes {
+// poke wakes the loops interested in what changed. Callers hold x.mu.
+func (x *index) poke(changed interest) {
+	for _, w := range x.wakes {
+		if w.want&changed == 0 {
+			continue
+		}
 		select {
-		case ch <- struct{}{}:
+		case w.ch <- struct{}{}:
 		default:
 		}
 	}
@@ -118,13 +136,12 @@ func (x *index) apply(ctx context.Context, ev events.RecordedEvent) error {
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	defer x.poke()
 	defer x.markApplied(ev.Position)
 	if name, ok := strings.CutPrefix(ev.Stream, events.SlotStreamPrefix); ok {
-		x.applySlot(name, ev)
+		x.poke(x.applySlot(name, ev))
 		return nil
 	}
-	x.applyJob(strings.TrimPrefix(ev.Stream, events.JobStreamPrefix), ev)
+	x.poke(x.applyJob(strings.TrimPrefix(ev.Stream, events.JobStreamPrefix), ev))
 	return nil
 }
 
@@ -132,9 +149,9 @@ func (x *index) apply(ctx context.Context, ev events.RecordedEvent) error {
 // LockedFor and the acceptance's job), so it folds JobAccepted and
 // JobReleased and skips the rest: a slot's fold here stays the same size
 // whatever the slot's history (SlotState's per-job maps stay empty).
-func (x *index) applySlot(name string, ev events.RecordedEvent) {
+func (x *index) applySlot(name string, ev events.RecordedEvent) interest {
 	if ev.Type != "JobAccepted" && ev.Type != "JobReleased" {
-		return
+		return 0
 	}
 	st := x.slots[name]
 	if st == nil {
@@ -143,11 +160,12 @@ func (x *index) applySlot(name string, ev events.RecordedEvent) {
 	}
 	if err := st.Apply(ev); err != nil {
 		x.log.Error("undecodable slot event skipped", "stream", ev.Stream, "rev", ev.Revision, "err", err)
-		return
+		return 0
 	}
 	switch ev.Type {
 	case "JobAccepted":
 		x.accepted(st.Lock, ev.Meta)
+		return wantAll
 	case "JobReleased":
 		for id := range x.ended {
 			if j := x.jobs[id]; j != nil && j.Queued.Slot == name && !st.LockedFor(j) {
@@ -159,20 +177,21 @@ func (x *index) applySlot(name string, ev events.RecordedEvent) {
 			x.forget(p.(events.JobReleased).JobID)
 		}
 	}
+	return wantEnded
 }
 
-func (x *index) applyJob(id string, ev events.RecordedEvent) {
+func (x *index) applyJob(id string, ev events.RecordedEvent) interest {
 	j := x.jobs[id]
 	if j == nil {
 		j = &slots.JobState{ID: id}
 		x.jobs[id] = j
 	}
 	if j.Written && ev.Revision <= j.Revision {
-		return // folded already, by a reload from the stream
+		return 0 // folded already, by a reload from the stream
 	}
 	if err := j.Apply(ev); err != nil {
 		x.log.Error("undecodable job event skipped", "stream", ev.Stream, "rev", ev.Revision, "err", err)
-		return
+		return 0
 	}
 	if x.onJobEvent != nil {
 		x.onJobEvent(ev)
@@ -181,15 +200,19 @@ func (x *index) applyJob(id string, ev events.RecordedEvent) {
 	case ev.Type == "JobQueued" || ev.Type == "JobResumed":
 		delete(x.ended, id) // a resume that landed: the lock is its again
 		heap.Push(&x.due, dueItem{id: id, at: j.NotBefore})
+		return wantDue | wantEnded
 	case ev.Type == "JobClaimed":
 		x.running[id] = true
+		return wantRunning
 	case slots.IsTerminal(ev.Type):
 		delete(x.running, id)
 		if st := x.slots[j.Queued.Slot]; st != nil && st.LockedFor(j) {
 			x.ended[id] = true
 		}
 		x.forget(id)
+		return wantEnded
 	}
+	return 0 // steps and renewals: a later lease only makes the rescuer's timer early
 }
 
 // accepted folds a slot's JobAccepted into the job it accepts. A
@@ -250,7 +273,7 @@ func (x *index) unpin(id string) {
 		delete(x.pins, id)
 	}
 	x.forget(id)
-	x.poke()
+	x.poke(wantAll) // a loop may have skipped it while it was pinned
 }
 
 // job returns a copy of job id's state, if the index holds it.
@@ -364,7 +387,7 @@ func (x *index) markApplied(pos events.Position) {
 	default:
 		if x.applied >= x.startHead {
 			close(x.caughtUp)
-			x.poke()
+			x.poke(wantAll)
 		}
 	}
 }

@@ -42,8 +42,8 @@ type maintainer struct {
 	tasks    sync.WaitGroup
 }
 
-func newMaintainer(idx *index, now func() time.Time, find func(time.Time) ([]string, time.Time), act func(context.Context, string)) *maintainer {
-	return &maintainer{idx: idx, now: now, find: find, act: act, wake: idx.wake()}
+func newMaintainer(idx *index, want interest, now func() time.Time, find func(time.Time) ([]string, time.Time), act func(context.Context, string)) *maintainer {
+	return &maintainer{idx: idx, now: now, find: find, act: act, wake: idx.wake(want)}
 }
 
 // run loops until ctx ends or stop is closed. Tasks still running are
