@@ -118,14 +118,29 @@ type OccupancyExtended struct {
 	Until time.Time `json:"until"`
 }
 
-// JobAccepted takes the slot's lock for a job. Only that job's terminal event
-// (followed by JobReleased) frees it.
+// JobAccepted accepts a job: it is the slot's lock and the job's place in
+// the queue at once, and the only write of an acceptance. Only that job's
+// terminal event (followed by JobReleased) frees it.
+//
+// Since the one-append acceptance it carries the job (Run, Job; for a
+// resume Run, By, FromStep), and the job stream's first event of the run
+// (JobQueued, JobResumed) is a copy of it with the same metadata, written
+// once by whoever comes first: the command just after, the claim, or a
+// cancel (docs/events.md, "Upcasting"). In older logs Run is 0, Job is nil,
+// and the command wrote JobQueued or JobResumed itself.
 type JobAccepted struct {
 	Slot  string `json:"slot"`
 	JobID string `json:"job_id"`
 	Kind  string `json:"kind"`
 	// Resumed is true when the lock is taken again to resume a job.
 	Resumed bool `json:"resumed,omitempty"`
+	// Run is the run of the job this lock is for: 1, then +1 per resume.
+	Run int `json:"run,omitempty"`
+	// Job is the whole job (first run only).
+	Job *JobQueued `json:"job,omitempty"`
+	// By and FromStep are the resume's (JobResumed's fields).
+	By       string `json:"by,omitempty"`
+	FromStep string `json:"from_step,omitempty"`
 }
 
 // JobReleased frees the slot's lock after the job's terminal event.

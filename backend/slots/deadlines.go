@@ -40,11 +40,6 @@ func (d deadlineState) fold(ev events.RecordedEvent) error {
 	err := ss.Apply(ev)
 	// Per-job records grow with history and the scheduler never reads
 	// them: only the lock holder's stay.
-	for id := range ss.Accepts {
-		if id != ss.LockJob {
-			delete(ss.Accepts, id)
-		}
-	}
 	for id := range ss.VacatedBy {
 		if id != ss.LockJob {
 			delete(ss.VacatedBy, id)

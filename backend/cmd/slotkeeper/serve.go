@@ -643,4 +643,3 @@ func keepSnapshot(ctx context.Context, m *memory.Store, path string, log *slog.L
 		write(c, 1)
 	}
 }
-
