@@ -35,13 +35,12 @@ func TestAdoptFaultMatrix(t *testing.T) {
 		{"cancel", sim.Fault{Hang: true}, slots.StatusCancelled},
 	}
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, 3)
 	for _, c := range cells {
 		wg.Add(1)
-		sem <- struct{}{}
+		cellSlots <- struct{}{}
 		go func() {
 			defer wg.Done()
-			defer func() { <-sem }()
+			defer func() { <-cellSlots }()
 			t.Run(c.name, func(t *testing.T) { adoptCell(t, c.name, c.fault, c.want) })
 		}()
 	}
@@ -196,13 +195,12 @@ func TestDeleteOrphanFaultMatrix(t *testing.T) {
 		{"cancel", sim.Fault{Endpoint: sim.EndpointDeleteApplication, Hang: true}, slots.StatusCancelled},
 	}
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, 3)
 	for _, c := range cells {
 		wg.Add(1)
-		sem <- struct{}{}
+		cellSlots <- struct{}{}
 		go func() {
 			defer wg.Done()
-			defer func() { <-sem }()
+			defer func() { <-cellSlots }()
 			t.Run(c.name, func(t *testing.T) { deleteCell(t, c.name, c.fault, c.want) })
 		}()
 	}

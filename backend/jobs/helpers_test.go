@@ -25,6 +25,12 @@ import (
 )
 
 // testLogger is quiet unless SLOTKEEPER_TEST_LOG is set.
+// cellSlots bounds how many fault-matrix and crash-point cells of this
+// package run at once, across all the tests that run cells: each cell drives
+// real git pushes through the simulator, and more than a few at once on two
+// cores push healthy steps past their deadlines.
+var cellSlots = make(chan struct{}, 4)
+
 func testLogger() *slog.Logger {
 	if os.Getenv("SLOTKEEPER_TEST_LOG") != "" {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))

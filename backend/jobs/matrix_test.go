@@ -99,15 +99,14 @@ func TestFaultMatrix(t *testing.T) {
 	t.Parallel()
 	// Cells mostly wait on deadlines and the simulator, so run more of them
 	// at once than -parallel (GOMAXPROCS) would.
-	sem := make(chan struct{}, 4)
 	var wg sync.WaitGroup
 	for _, c := range matrixSteps {
 		for _, f := range allFaults {
 			wg.Add(1)
-			sem <- struct{}{}
+			cellSlots <- struct{}{}
 			go func() {
 				defer wg.Done()
-				defer func() { <-sem }()
+				defer func() { <-cellSlots }()
 				t.Run(c.kind+"/"+c.step+"/"+string(f), func(t *testing.T) { runCell(t, c, f) })
 			}()
 		}

@@ -128,14 +128,13 @@ func TestCrashAfterEveryAppend(t *testing.T) {
 			cases = append(cases, kase{kind, k})
 		}
 	}
-	sem := make(chan struct{}, 6)
 	var wg sync.WaitGroup
 	for _, c := range cases {
 		wg.Add(1)
-		sem <- struct{}{}
+		cellSlots <- struct{}{}
 		go func() {
 			defer wg.Done()
-			defer func() { <-sem }()
+			defer func() { <-cellSlots }()
 			t.Run(fmt.Sprintf("%s/after-append-%d", c.kind, c.k), func(t *testing.T) { crashAfter(t, c.kind, c.k) })
 		}()
 	}
