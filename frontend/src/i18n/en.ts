@@ -361,6 +361,10 @@ export const en = {
   "remaining.problem.failed": "Last job did not succeed",
   "remaining.problem.teardown_incomplete": "Teardown incomplete",
   "remaining.problem.retired": "Retired, still owns this",
+  "resname.list_env_vars": "list of env vars",
+  "resname.list_storages": "list of volumes",
+  "resname.branch_reset": "branch {branch} reset to {template}",
+  "stepdetail.vacate": "The slot is vacated when the job's success is recorded.",
 } as const;
 
 /** Key is every catalogue key. */

@@ -362,4 +362,8 @@ export const ko: Record<Key, string> = {
   "remaining.problem.failed": "마지막 작업 실패",
   "remaining.problem.teardown_incomplete": "철거 미완료",
   "remaining.problem.retired": "폐기됐지만 아직 남음",
+  "resname.list_env_vars": "환경 변수 목록",
+  "resname.list_storages": "볼륨 목록",
+  "resname.branch_reset": "{branch} 브랜치를 {template}(으)로 초기화",
+  "stepdetail.vacate": "작업 성공이 기록되면 슬롯이 비워집니다.",
 };

@@ -4,7 +4,7 @@ import { api } from "../api/client";
 import type { RemainingResource, SlotView } from "../api/types";
 import { CommandError } from "../components/CommandError";
 import { ResourceId } from "../components/ResourceId";
-import { formatTime, untouched } from "../format";
+import { formatTime, resourceName, untouched } from "../format";
 import { useT } from "../i18n";
 import { useLive } from "../live/store";
 import { useLoad } from "../live/useLoad";
@@ -112,7 +112,7 @@ export function RemainingPage() {
                   <td data-label={t("remaining.kind")}>{t.dyn("res", r.resource.kind)}</td>
                   <td data-label={t("remaining.id")}>
                     <ResourceId r={r.resource} project={slots.get(r.slot)?.project_uuid} />
-                    {r.resource.name && r.resource.name !== r.resource.id ? <span className="muted"> {r.resource.name}</span> : null}
+                    {r.resource.name && r.resource.name !== r.resource.id ? <span className="muted"> {resourceName(r.resource.name, t)}</span> : null}
                     {r.delete_accepted_at && (
                       <>
                         {" "}
