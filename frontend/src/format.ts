@@ -52,9 +52,27 @@ export function formatTime(iso: string | undefined, lang: string, opts: { second
     .join("");
 }
 
+/**
+ * resourceName renders a resource's name; the few names the server writes
+ * as English descriptions (backend/jobs, backend/slots/plan.go) are said in
+ * the reader's language, a provider's own name is shown as it is.
+ */
+export function resourceName(name: string, t: T): string {
+  if (name === "list env vars") return t("resname.list_env_vars");
+  if (name === "list storages") return t("resname.list_storages");
+  const reset = /^branch (\S+) reset to (\S+)$/.exec(name);
+  if (reset) return t("resname.branch_reset", { branch: reset[1] ?? "", template: reset[2] ?? "" });
+  return name;
+}
+
+/** stepDetail renders a step's detail; the server's fixed English sentences are translated, data is shown as it is. */
+export function stepDetail(detail: string, t: T): string {
+  return detail === "the slot is vacated when the job's success is recorded" ? t("stepdetail.vacate") : detail;
+}
+
 /** resourceLabel names a resource with its kind and id. */
 export function resourceLabel(r: Resource, t: T): string {
-  const name = r.name && r.name !== r.id ? ` ${r.name}` : "";
+  const name = r.name && r.name !== r.id ? ` ${resourceName(r.name, t)}` : "";
   return `${t.dyn("res", r.kind)}${name} (${r.id})`;
 }
 

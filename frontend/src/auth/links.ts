@@ -15,6 +15,10 @@ export function setProviderLinks(l: ProviderLinks | undefined): void {
   links.set(l ?? {});
 }
 
+export function getProviderLinks(): ProviderLinks {
+  return links.get();
+}
+
 export function useProviderLinks(): ProviderLinks {
   return useSyncExternalStore(links.subscribe, links.get, links.get);
 }

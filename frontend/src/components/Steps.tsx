@@ -1,5 +1,5 @@
 import type { StepView } from "../api/types";
-import { formatDuration, formatTime, resourceLabel } from "../format";
+import { formatDuration, formatTime, resourceLabel, stepDetail } from "../format";
 import { useT } from "../i18n";
 import { useNow } from "../live/ticker";
 
@@ -42,7 +42,7 @@ export function Steps({ steps, uncertain }: { steps: readonly StepView[]; uncert
             {s.ended_at && <span className="muted"> · {t("job.step_ended", { time: formatTime(s.ended_at, t.lang, { seconds: true }) })}</span>}
             {s.http_status ? <span className="http"> · {t("job.http_status", { status: s.http_status })}</span> : null}
             {s.error && <div className="step-error">{s.error}</div>}
-            {s.detail && <div className="muted">{s.detail}</div>}
+            {s.detail && <div className="muted">{stepDetail(s.detail, t)}</div>}
           </li>
         );
       })}

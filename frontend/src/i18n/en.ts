@@ -399,6 +399,10 @@ export const en = {
   "recon.delete_charge": "Slot it is charged to",
   "kind.delete_orphan": "Delete orphan",
   "step.delete_resource": "Delete it and confirm",
+  "resname.list_env_vars": "list of env vars",
+  "resname.list_storages": "list of volumes",
+  "resname.branch_reset": "branch {branch} reset to {template}",
+  "stepdetail.vacate": "The slot is vacated when the job's success is recorded.",
 } as const;
 
 /** Key is every catalogue key. */

@@ -400,4 +400,8 @@ export const ko: Record<Key, string> = {
   "recon.delete_charge": "맡을 슬롯",
   "kind.delete_orphan": "고아 삭제",
   "step.delete_resource": "삭제 후 확인",
+  "resname.list_env_vars": "환경 변수 목록",
+  "resname.list_storages": "볼륨 목록",
+  "resname.branch_reset": "{branch} 브랜치를 {template}(으)로 초기화",
+  "stepdetail.vacate": "작업 성공이 기록되면 슬롯이 비워집니다.",
 };

@@ -8,7 +8,7 @@ import { cleanup, render, screen } from "@testing-library/react";
 import { afterEach, describe, expect, it } from "vitest";
 import { ApiError } from "../api/client";
 import type { AuditEntry } from "../api/types";
-import { apiErrorText, auditSummary, formatTime, reasonText, stateReason } from "../format";
+import { apiErrorText, auditSummary, formatTime, reasonText, resourceName, stateReason, stepDetail } from "../format";
 import { en } from "./en";
 import { makeT, type Key } from "./index";
 import { ko } from "./ko";
@@ -147,6 +147,15 @@ describe("the Korean UI has every server value in Korean", () => {
       const text = v.replace(/\{\w+\}/g, "").replace(/<[^>]*>/g, "");
       expect(latinWords(text), `${k}: ${v}`).toEqual([]);
     }
+  });
+
+  it("says the server's descriptive resource names and step details in Korean", () => {
+    expect(resourceName("list env vars", T)).toBe("환경 변수 목록");
+    expect(resourceName("list storages", T)).toBe("볼륨 목록");
+    const reset = resourceName("branch main reset to TPL/template@main", T);
+    expect(latinWords(reset, ["main", "TPL/template@main"]), reset).toEqual([]);
+    expect(resourceName("DATABASE_URL", T)).toBe("DATABASE_URL");
+    expect(latinWords(stepDetail("the slot is vacated when the job's success is recorded", T))).toEqual([]);
   });
 
   it("fails on a Latin-only string (the check itself works)", () => {

@@ -10,6 +10,7 @@ import { useLoad } from "../live/useLoad";
 import { ApiError, REQUEST_TIMEOUT_MS } from "../api/client";
 import { STEP_NAMES } from "../api/types";
 import { whoAmI } from "../waitlist/api";
+import { TableWrap } from "../components/TableWrap";
 
 export interface Bucket {
   t: string;
@@ -178,7 +179,7 @@ export function StepsTable({ s }: { s: Series }) {
   if (s.steps.length === 0) return <p data-testid="steps-empty">{t("insights.no_jobs")}</p>;
   const max = Math.max(1, ...s.steps.map((x) => x.p90_s));
   return (
-    <div className="table-wrap">
+    <TableWrap label={t("insights.durations")}>
       <table data-testid="steps-table">
         <thead>
           <tr>
@@ -208,7 +209,7 @@ export function StepsTable({ s }: { s: Series }) {
           ))}
         </tbody>
       </table>
-    </div>
+    </TableWrap>
   );
 }
 

@@ -10,6 +10,7 @@ import { announce } from "../live/announce";
 import { serverNow } from "../live/clock";
 import { useCommand } from "../live/useCommand";
 import { useLoad } from "../live/useLoad";
+import { TableWrap } from "../components/TableWrap";
 
 /** EXPIRIES are the token lifetimes offered, as Go durations (the server's `expires`). */
 export const EXPIRIES: readonly { value: string; label: Key }[] = [
@@ -185,7 +186,7 @@ function Users({ selfId }: { selfId: string }) {
       <CommandError error={change.error ?? users.error} />
       {users.data && list.length === 0 && <p>{t("admin.no_users")}</p>}
       {list.length > 0 && (
-        <div className="table-wrap">
+        <TableWrap label={t("admin.users")}>
           <table data-testid="users-table">
             <thead>
               <tr>
@@ -219,7 +220,7 @@ function Users({ selfId }: { selfId: string }) {
               })}
             </tbody>
           </table>
-        </div>
+        </TableWrap>
       )}
     </section>
   );
@@ -306,7 +307,7 @@ function Tokens() {
       <CommandError error={revoke.error ?? tokens.error} />
       {tokens.data && list.length === 0 && <p>{t("admin.no_tokens")}</p>}
       {list.length > 0 && (
-        <div className="table-wrap">
+        <TableWrap label={t("admin.tokens")}>
           <table data-testid="tokens-table">
             <thead>
               <tr>
@@ -359,7 +360,7 @@ function Tokens() {
               })}
             </tbody>
           </table>
-        </div>
+        </TableWrap>
       )}
     </section>
   );

@@ -139,5 +139,5 @@ describe("audit page", () => {
     await flush();
     expect(urls[urls.length - 1]).toBe("/api/audit?before=201&order=newest&limit=200");
     expect(screen.getAllByTestId("audit-row")).toHaveLength(201);
-  });
+  }, 30_000); // 200 rows render slowly on a loaded machine
 });

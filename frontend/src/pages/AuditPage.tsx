@@ -8,6 +8,7 @@ import { useT } from "../i18n";
 import { useLiveAudit } from "../live/store";
 import { useLoad } from "../live/useLoad";
 import { ACTION_GROUPS, actionGroup, EVENT_TYPES, type ActionGroup } from "./auditGroups";
+import { TableWrap } from "../components/TableWrap";
 
 interface Filter {
   slot: string;
@@ -164,7 +165,7 @@ export function AuditPage() {
       </details>
       {load.error && <CommandError error={load.error} />}
       {!load.loading && shown.length === 0 && <p>{t("audit.empty")}</p>}
-      <div className="table-wrap">
+      <TableWrap label={t("audit.caption")}>
         <table data-testid="audit-table" className="stack-on-phone">
           <caption className="sr-only">{t("audit.caption")}</caption>
           <thead>
@@ -180,13 +181,13 @@ export function AuditPage() {
           <tbody>
             {shown.map((e) => (
               <tr key={e.position} data-testid="audit-row" data-type={e.type}>
-                <td data-label={t("audit.time")}>
+                <td data-label={t("audit.time")} className="nowrap">
                   <time dateTime={e.time} title={e.time}>
                     {formatTime(e.time, t.lang, { seconds: true })}
                   </time>
                 </td>
                 <td data-label={t("audit.kind")}>{t.dyn("event", e.type)}</td>
-                <td data-label={t("audit.slot")}>{e.slot ? <Link href={`/slots/${encodeURIComponent(e.slot)}`}>{e.slot}</Link> : ""}</td>
+                <td data-label={t("audit.slot")} className="nowrap">{e.slot ? <Link href={`/slots/${encodeURIComponent(e.slot)}`}>{e.slot}</Link> : ""}</td>
                 <td data-label={t("audit.actor")}>{e.actor}</td>
                 <td data-label={t("audit.summary")} data-testid="audit-summary">
                   {e.job_id ? <Link href={`/jobs/${encodeURIComponent(e.job_id)}`}>{auditSummary(e, t)}</Link> : auditSummary(e, t)}
@@ -198,7 +199,7 @@ export function AuditPage() {
             ))}
           </tbody>
         </table>
-      </div>
+      </TableWrap>
       {load.data && load.data.pageSize >= PAGE && (
         <button type="button" onClick={() => setPages([...pages, fetched[fetched.length - 1]?.position ?? 0])}>
           {t("audit.more")}

@@ -70,6 +70,18 @@ describe("remaining resources", () => {
     expect(rows()).toEqual(["b:failed", "b:failed", "c:teardown_incomplete"]);
   });
 
+  it("does not count a job cancelled before it started as trouble", async () => {
+    applySnapshot({
+      position: 6,
+      server_time: "",
+      slots: [slot({ name: "b", lifecycle: "vacant", position: 6, recovery: { job_id: "job-b", state: "cancelled", completed_steps: [], remaining: [] } })],
+    });
+    mount();
+    await flush();
+    const b = screen.getAllByTestId("remaining-row").filter((r) => r.querySelector("a")?.textContent === "b");
+    expect(b.map((r) => r.getAttribute("data-problem"))).toEqual(["", ""]);
+  });
+
   it("links each id to its page at the provider, and copies it", async () => {
     const writeText = vi.fn(async () => {});
     vi.stubGlobal("navigator", { ...navigator, clipboard: { writeText } });

@@ -4,10 +4,11 @@ import { api } from "../api/client";
 import type { RemainingResource, SlotView } from "../api/types";
 import { CommandError } from "../components/CommandError";
 import { ResourceId } from "../components/ResourceId";
-import { formatTime } from "../format";
+import { formatTime, resourceName, untouched } from "../format";
 import { useT } from "../i18n";
 import { useLive } from "../live/store";
 import { useLoad } from "../live/useLoad";
+import { TableWrap } from "../components/TableWrap";
 
 /**
  * remainingKey changes whenever what a slot owns, or whether it is in
@@ -32,7 +33,9 @@ export function problemOf(r: RemainingResource, slot: SlotView | undefined): Pro
   const lifecycle = slot?.lifecycle ?? r.lifecycle;
   if (lifecycle === "teardown_incomplete") return "teardown_incomplete";
   if (lifecycle === "retired") return "retired";
-  if (slot?.recovery) return "failed";
+  // A job cancelled before any step ran changed nothing: no trouble.
+  const rec = slot?.recovery;
+  if (rec && !untouched(rec.state, rec.completed_steps, rec.uncertain_step)) return "failed";
   return undefined;
 }
 
@@ -79,7 +82,7 @@ export function RemainingPage() {
         </label>
       )}
       {shown.length > 0 && (
-        <div className="table-wrap">
+        <TableWrap label={t("remaining.title")}>
           <table data-testid="remaining-table" className="stack-on-phone">
             <thead>
               <tr>
@@ -109,7 +112,7 @@ export function RemainingPage() {
                   <td data-label={t("remaining.kind")}>{t.dyn("res", r.resource.kind)}</td>
                   <td data-label={t("remaining.id")}>
                     <ResourceId r={r.resource} project={slots.get(r.slot)?.project_uuid} />
-                    {r.resource.name && r.resource.name !== r.resource.id ? <span className="muted"> {r.resource.name}</span> : null}
+                    {r.resource.name && r.resource.name !== r.resource.id ? <span className="muted"> {resourceName(r.resource.name, t)}</span> : null}
                     {r.delete_accepted_at && (
                       <>
                         {" "}
@@ -124,7 +127,7 @@ export function RemainingPage() {
               ))}
             </tbody>
           </table>
-        </div>
+        </TableWrap>
       )}
     </section>
   );

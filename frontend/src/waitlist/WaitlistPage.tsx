@@ -13,6 +13,7 @@ import { useSlots } from "../live/store";
 import { useCommand } from "../live/useCommand";
 import { waitlistApi, type DeadlineWarning, type Estimate, type WaitlistEntry } from "./api";
 import { useMe, useWaitlist } from "./useWaitlist";
+import { TableWrap } from "../components/TableWrap";
 
 /** What the extend link in a warning adds (the server's --warn-extend default). */
 export const EXTEND_BY_MS = 60 * 60 * 1000;
@@ -199,7 +200,7 @@ export function WaitlistPage() {
           {entries.length === 0 ? (
             <p data-testid="queue-empty">{t("waitlist.empty")}</p>
           ) : (
-            <div className="table-wrap">
+            <TableWrap label={t("waitlist.title")}>
               <table data-testid="queue">
                 <thead>
                   <tr>
@@ -227,7 +228,7 @@ export function WaitlistPage() {
                   ))}
                 </tbody>
               </table>
-            </div>
+            </TableWrap>
           )}
           <p className="muted small">{t("waitlist.how", { ttl: wl.data.offer_ttl })}</p>
         </section>
