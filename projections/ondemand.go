@@ -104,7 +104,8 @@ func AuditFromLog(ctx context.Context, log Log, f AuditFilter, upTo events.Posit
 				delete(st.jobs, id)
 			}
 		} else {
-			if id != "" {
+			// A job stream's first event has nothing before it to fold.
+			if id != "" && (ev.Revision > 0 || !strings.HasPrefix(ev.Stream, events.JobStreamPrefix)) {
 				if err := st.load(id, ev.Position-1); err != nil {
 					return err
 				}

@@ -95,6 +95,10 @@ type Notifier struct {
 const (
 	notifyConsumer = "notify"
 	notifyVersion  = 1
+	// notifySaveEvery is how many terminal events must have passed since
+	// the last checkpoint for a periodic one (a quiet pool's log is not
+	// filled with checkpoints); at shutdown any progress is written.
+	notifySaveEvery = 100
 )
 
 // progress is where the notifier's checkpoint can be: below the oldest
@@ -104,6 +108,9 @@ type progress struct {
 	last    events.Position
 	pending map[events.Position]struct{}
 	saved   events.Position
+	// handled counts terminal events; atSave is its value at the last
+	// checkpoint.
+	handled, atSave int
 }
 
 func (p *progress) mark() events.Position {
@@ -186,15 +193,16 @@ func (n *Notifier) Run(ctx context.Context) error {
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				n.checkpoint(ctx)
+				n.checkpoint(ctx, false)
 			}
 		}
 	}()
 	err = n.store.SubscribeAll(ctx, from, events.Filter{StreamPrefixes: []string{events.JobStreamPrefix}, EventTypes: terminalTypes}, n.handle)
 	n.sends.Wait()
 	<-saverDone
+	// At shutdown any progress is worth one event.
 	c, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	n.checkpoint(c)
+	n.checkpoint(c, true)
 	cancel()
 	if ctx.Err() != nil {
 		return nil
@@ -202,12 +210,14 @@ func (n *Notifier) Run(ctx context.Context) error {
 	return err
 }
 
-// checkpoint records the notifier's mark when it moved.
-func (n *Notifier) checkpoint(ctx context.Context) {
+// checkpoint records the notifier's mark when it moved: at shutdown
+// always, otherwise once notifySaveEvery terminal events were handled
+// since the last one.
+func (n *Notifier) checkpoint(ctx context.Context, shutdown bool) {
 	n.prog.mu.Lock()
-	m, saved := n.prog.mark(), n.prog.saved
+	m, saved, count, atSave := n.prog.mark(), n.prog.saved, n.prog.handled, n.prog.atSave
 	n.prog.mu.Unlock()
-	if m <= saved {
+	if m <= saved || (!shutdown && count-atSave < notifySaveEvery) {
 		return
 	}
 	if err := consumer.SaveCheckpoint(ctx, n.store, notifyConsumer, notifyVersion, m, struct{}{}); err != nil {
@@ -218,6 +228,7 @@ func (n *Notifier) checkpoint(ctx context.Context) {
 	}
 	n.prog.mu.Lock()
 	n.prog.saved = max(n.prog.saved, m)
+	n.prog.atSave = count
 	n.prog.mu.Unlock()
 }
 
@@ -230,6 +241,7 @@ func (n *Notifier) handled(pos events.Position, pending bool) {
 		n.prog.pending[pos] = struct{}{}
 	}
 	n.prog.last = max(n.prog.last, pos)
+	n.prog.handled++
 }
 
 func (n *Notifier) settled(pos events.Position) {

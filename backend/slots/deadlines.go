@@ -18,9 +18,10 @@ import (
 const (
 	deadlinesConsumer = "deadlines"
 	deadlinesVersion  = 1
-	// deadlinesSaveEvery is how far (in log positions) the fold must have
-	// moved for a checkpoint to be worth writing (one also goes in when the
-	// scheduler stops).
+	// deadlinesSaveEvery is how many events the fold must have passed
+	// for a checkpoint to be worth writing (looked at after each pass and
+	// when the scheduler stops). Counted in events, not positions:
+	// KurrentDB's positions are byte offsets.
 	deadlinesSaveEvery = 1000
 )
 
@@ -86,21 +87,27 @@ func (s *Service) RunDeadlines(ctx context.Context) error {
 		st, from = deadlineState{Slots: map[string]*SlotState{}}, 0
 	}
 	var (
-		mu    sync.Mutex
-		pos   = from // last slot event folded
-		saved = from
-		tried = map[string]time.Time{} // slot → deadline a reset was attempted for
-		wake  = make(chan struct{}, 1)
+		mu           sync.Mutex
+		pos          = from // last event folded
+		saved        = from
+		folded       int // events folded since the start, and at the last checkpoint
+		foldedAtSave int
+		tried        = map[string]time.Time{} // slot → deadline a reset was attempted for
+		wake         = make(chan struct{}, 1)
 	)
+	// save writes a checkpoint once the fold passed deadlinesSaveEvery
+	// events since the last one: a restart refolds fewer than that, and a
+	// quiet pool does not fill its log with checkpoints.
 	save := func(ctx context.Context) {
 		mu.Lock()
 		p := pos
 		var err error
-		if p > saved {
+		if p > saved && folded-foldedAtSave >= deadlinesSaveEvery {
 			err = consumer.SaveCheckpoint(ctx, s.store, deadlinesConsumer, deadlinesVersion, p, st)
 		}
 		if err == nil {
 			saved = max(saved, p)
+			foldedAtSave = folded
 		}
 		mu.Unlock()
 		if err != nil && ctx.Err() == nil {
@@ -132,16 +139,22 @@ func (s *Service) RunDeadlines(ctx context.Context) error {
 		// event moves the position, so the checkpoint covers the whole log
 		// and catching up to the head is visible.
 		subErr <- s.store.SubscribeAll(ctx, from, events.Filter{}, func(_ context.Context, ev events.RecordedEvent) error {
+			if ev.Position == startHead {
+				defer close(caughtUp)
+			}
+			if strings.HasPrefix(ev.Stream, events.CheckpointStreamPrefix) {
+				// Checkpoints (ours too) are no progress: counting them
+				// would make each one call for the next.
+				return nil
+			}
 			var err error
 			mu.Lock()
 			if strings.HasPrefix(ev.Stream, events.SlotStreamPrefix) {
 				err = st.fold(ev)
 			}
 			pos = ev.Position
+			folded++
 			mu.Unlock()
-			if ev.Position == startHead {
-				close(caughtUp)
-			}
 			select {
 			case wake <- struct{}{}:
 			default:
@@ -176,7 +189,6 @@ func (s *Service) RunDeadlines(ctx context.Context) error {
 				next = ss.Until
 			}
 		}
-		behind := pos - saved
 		mu.Unlock()
 		for _, name := range due {
 			res, err := s.releaseExpired(ctx, name)
@@ -186,9 +198,7 @@ func (s *Service) RunDeadlines(ctx context.Context) error {
 			}
 			s.log.InfoContext(ctx, "deadline passed; reset queued", "slot", name, "job", res.JobID, "not_before", res.NotBefore)
 		}
-		if behind >= deadlinesSaveEvery {
-			save(ctx)
-		}
+		save(ctx)
 		return next
 	})
 }

@@ -19,6 +19,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/slotkeeper/slotkeeper/events"
@@ -63,6 +64,7 @@ type Store struct {
 	fhead    int
 	audit    auditLog
 	own      projections.Ownership // views ApplyQuiet's batch may change in place
+	quiet    bool                  // in ApplyQuiet: it notes finished jobs itself
 }
 
 // jobRef is what stays in memory of every job: enough to page a slot's jobs
@@ -171,6 +173,8 @@ func (s *Store) Apply(ctx context.Context, evs []projections.Event) ([]projectio
 func (s *Store) ApplyQuiet(ctx context.Context, evs []projections.Event) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.quiet = true
+	defer func() { s.quiet = false }()
 	defer s.trim()
 	defer s.own.Reset()
 	for _, ev := range evs {
@@ -180,10 +184,28 @@ func (s *Store) ApplyQuiet(ctx context.Context, evs []projections.Event) error {
 		if err := s.reload(ctx, ev); err != nil {
 			return err
 		}
+		// ProjectQuiet changes owned job views in place, without PutJob:
+		// a job that finishes here is noted here.
+		id, was := s.jobState(ev.Stream)
 		s.audit.add(projections.ProjectQuiet(s, &s.own, ev))
+		if id != "" && !was {
+			if v := s.jobs[id]; v != nil && done(v.State) && s.lim.RecentJobs >= 0 {
+				s.finished = append(s.finished, id)
+			}
+		}
 		s.pos = ev.Position
 	}
 	return nil
+}
+
+// jobState returns the job of a job stream and whether its view is done.
+func (s *Store) jobState(stream string) (string, bool) {
+	if !strings.HasPrefix(stream, events.JobStreamPrefix) {
+		return "", false
+	}
+	id := stream[len(events.JobStreamPrefix):]
+	v := s.jobs[id]
+	return id, v != nil && done(v.State)
 }
 
 // reload puts back the view of a job that left memory before an event that
@@ -256,7 +278,7 @@ func (s *Store) PutSlot(v *projections.SlotView) { s.slots[v.Name] = v }
 func (s *Store) PutJob(v *projections.JobView) {
 	prev := s.jobs[v.ID]
 	s.jobs[v.ID] = v
-	if s.lim.RecentJobs >= 0 && done(v.State) && (prev == nil || !done(prev.State)) {
+	if s.lim.RecentJobs >= 0 && !s.quiet && done(v.State) && (prev == nil || !done(prev.State)) {
 		s.finished = append(s.finished, v.ID)
 	}
 	old, existed := s.refs[v.ID]
