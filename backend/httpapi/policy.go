@@ -63,6 +63,10 @@ func (s *Server) routes() []route {
 		{"POST", "/api/waitlist/:id/decline", auth.PermWaitlist, s.declineOffer},
 		{"POST", "/api/waitlist/:id/reorder", auth.PermWaitlistManage, s.reorderWaitlist},
 		{"GET", "/api/insights", auth.PermRead, s.getInsights},
+		// The contract holds no secret, but like every other /api read it
+		// is for callers with a subject: a CI script has its token anyway,
+		// and anonymous callers learn nothing about the surface.
+		{"GET", "/api/openapi.json", auth.PermRead, s.openapi},
 
 		{"GET", "/api/admin/users", auth.PermUsers, s.listUsers},
 		{"POST", "/api/admin/users", auth.PermUsers, s.createUser},

@@ -1,0 +1,401 @@
+package httpapi
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pb33f/libopenapi"
+	validator "github.com/pb33f/libopenapi-validator"
+	"github.com/pb33f/libopenapi-validator/schema_validation"
+
+	"github.com/slotkeeper/slotkeeper/backend/auth"
+	"github.com/slotkeeper/slotkeeper/backend/slots"
+	"github.com/slotkeeper/slotkeeper/events/memstore"
+)
+
+// The contract tests. Adding a route: add its line to the route table
+// (policy.go), then its operation under "paths" in openapi.json (path
+// parameters as {name}, echo's * as {path}; "x-permission" is the table's
+// permission; list the error statuses it can answer as
+// {"$ref": "#/components/responses/E<status>"}), then
+// `cp backend/httpapi/openapi.json docs/openapi.json`.
+
+// openapiPath turns an echo route path into the document's path template.
+func openapiPath(echoPath string) string {
+	segs := strings.Split(echoPath, "/")
+	for i, s := range segs {
+		switch {
+		case strings.HasPrefix(s, ":"):
+			segs[i] = "{" + s[1:] + "}"
+		case s == "*":
+			segs[i] = "{path}"
+		}
+	}
+	return strings.Join(segs, "/")
+}
+
+// openapiDocument is the embedded document as plain JSON, for the checks
+// that need no validator.
+type openapiDocument struct {
+	OpenAPI string                                `json:"openapi"`
+	Paths   map[string]map[string]json.RawMessage `json:"paths"`
+}
+
+type openapiOperation struct {
+	Permission string `json:"x-permission"`
+}
+
+func loadOpenAPI(t *testing.T) openapiDocument {
+	t.Helper()
+	var d openapiDocument
+	if err := json.Unmarshal(OpenAPI(), &d); err != nil {
+		t.Fatalf("backend/httpapi/openapi.json is not JSON: %v", err)
+	}
+	return d
+}
+
+// everyRoute is the route table with every optional part switched on
+// (simulators, OIDC), so the document must describe all of it.
+func everyRoute(t *testing.T) []route {
+	t.Helper()
+	b := &bundle{store: memstore.New()}
+	b.deps = func(d *Deps) {
+		d.Sim = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
+		d.OIDC = fakeOIDC{}
+	}
+	b.start(t, HubOptions{})
+	return b.srv.Config.Handler.(*Server).routes()
+}
+
+// TestOpenAPICoversTheRouteTable fails, naming the method and path, when a
+// route of the table is missing from the document, when the document has
+// an operation no route serves, or when their permissions differ.
+func TestOpenAPICoversTheRouteTable(t *testing.T) {
+	doc := loadOpenAPI(t)
+	if doc.OpenAPI != "3.1.0" {
+		t.Fatalf("openapi %q, want 3.1.0", doc.OpenAPI)
+	}
+	inTable := map[string]bool{}
+	for _, r := range everyRoute(t) {
+		p, m := openapiPath(r.Path), strings.ToLower(r.Method)
+		inTable[m+" "+p] = true
+		raw, ok := doc.Paths[p][m]
+		if !ok {
+			t.Errorf("route %s %s (policy.go) is not in backend/httpapi/openapi.json: add paths[%q].%s", r.Method, r.Path, p, m)
+			continue
+		}
+		var op openapiOperation
+		if err := json.Unmarshal(raw, &op); err != nil {
+			t.Fatalf("%s %s: %v", m, p, err)
+		}
+		if op.Permission != string(r.Perm) {
+			t.Errorf("route %s %s: the document's x-permission is %q, the route table's %q", r.Method, r.Path, op.Permission, r.Perm)
+		}
+	}
+	var extra []string
+	for p, item := range doc.Paths {
+		for m := range item {
+			if !inTable[m+" "+p] && m != "parameters" && m != "summary" && m != "description" {
+				extra = append(extra, strings.ToUpper(m)+" "+p)
+			}
+		}
+	}
+	sort.Strings(extra)
+	for _, e := range extra {
+		t.Errorf("openapi.json describes %s, which no route of the table (policy.go) serves", e)
+	}
+}
+
+// TestOpenAPIDocsCopy keeps docs/openapi.json equal to the served document.
+func TestOpenAPIDocsCopy(t *testing.T) {
+	docs, err := os.ReadFile("../../docs/openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(docs, OpenAPI()) {
+		t.Fatal("docs/openapi.json differs from backend/httpapi/openapi.json (the source): cp backend/httpapi/openapi.json docs/openapi.json")
+	}
+}
+
+// newContractValidator builds the validator over the embedded document,
+// after checking the document against the OpenAPI 3.1 schema.
+func newContractValidator(t *testing.T) validator.Validator {
+	t.Helper()
+	d, err := libopenapi.NewDocument(OpenAPI())
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, errs := validator.NewValidator(d)
+	if len(errs) > 0 {
+		t.Fatalf("validator: %v", errs)
+	}
+	if ok, verrs := v.ValidateDocument(); !ok {
+		for _, e := range verrs {
+			t.Errorf("openapi.json is not a valid OpenAPI 3.1 document: %s (%s)", e.Message, e.Reason)
+			for _, se := range e.SchemaValidationErrors {
+				t.Errorf("  %s: %s", se.FieldPath+" "+se.KeywordLocation, se.Reason)
+			}
+		}
+		t.FailNow()
+	}
+	return v
+}
+
+// TestOpenAPIDocumentIsValid: the document itself passes the OpenAPI 3.1
+// schema.
+func TestOpenAPIDocumentIsValid(t *testing.T) {
+	newContractValidator(t)
+}
+
+// contract drives real requests against a real server and validates each
+// answer (status, content type, body) with the document.
+type contract struct {
+	b    *bundle
+	v    validator.Validator
+	seen map[string]bool // "METHOD /path/template status"
+}
+
+// call sends a request like bundle.do and validates the answer. A request
+// the test means to be valid (wantOK) is validated against the document
+// too, so the examples below are also the document's.
+func (k *contract) call(t *testing.T, wantStatus int, method, path string, body any, hdr ...string) answer {
+	t.Helper()
+	a := k.b.do(t, method, path, body, hdr...)
+	if a.status != wantStatus {
+		t.Fatalf("%s %s: status %d, want %d: %s", method, path, a.status, wantStatus, a.body)
+	}
+	req, err := http.NewRequest(method, k.b.srv.URL+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := &http.Response{StatusCode: a.status, Header: a.header, Body: io.NopCloser(bytes.NewReader(a.body)), Request: req}
+	if ok, errs := k.v.ValidateHttpResponse(req, resp); !ok {
+		for _, e := range errs {
+			t.Errorf("%s %s → %d: the answer is not what openapi.json describes: %s (%s)", method, path, a.status, e.Message, e.Reason)
+			for _, se := range e.SchemaValidationErrors {
+				t.Errorf("    %s: %s", se.FieldPath+" "+se.KeywordLocation, se.Reason)
+			}
+		}
+		t.FailNow()
+	}
+	k.seen[fmt.Sprintf("%s %d", method, a.status)] = true
+	return a
+}
+
+// TestOpenAPIContract answers, success and error alike, are what the
+// document says: every status declared for the operation, every body of
+// its schema (the views are closed: a field the document lacks fails).
+func TestOpenAPIContract(t *testing.T) {
+	v := newContractValidator(t)
+	b := setup(t, HubOptions{Heartbeat: 50 * time.Millisecond})
+	k := &contract{b: b, v: v, seen: map[string]bool{}}
+	until := map[string]any{"until": time.Now().Add(time.Hour).UTC()}
+	later := map[string]any{"until": time.Now().Add(2 * time.Hour).UTC()}
+
+	// The document itself.
+	a := k.call(t, 200, "GET", "/api/openapi.json", nil)
+	if !bytes.Equal(a.body, OpenAPI()) {
+		t.Fatal("GET /api/openapi.json is not the embedded document")
+	}
+	k.call(t, 401, "GET", "/api/openapi.json", nil, "Authorization", "")
+
+	// Slots.
+	k.call(t, 201, "POST", "/api/slots", registerCmd("s1"))
+	k.call(t, 201, "POST", "/api/slots", registerCmd("s2"))
+	k.call(t, 409, "POST", "/api/slots", registerCmd("s1"))
+	same := registerCmd("s3")
+	same.TemplateRepo = same.Repo
+	k.call(t, 422, "POST", "/api/slots", same)
+	k.call(t, 400, "POST", "/api/slots", `{"name":"s4","surprise":1}`)
+	k.call(t, 400, "POST", "/api/slots", `null`)
+	k.call(t, 415, "POST", "/api/slots", `{}`, "Content-Type", "text/plain")
+	k.call(t, 413, "POST", "/api/slots", `{"name":"`+strings.Repeat("x", MaxBodyBytes)+`"}`)
+	k.call(t, 200, "GET", "/api/slots", nil)
+	k.call(t, 200, "GET", "/api/slots/s1", nil)
+	k.call(t, 404, "GET", "/api/slots/nope", nil)
+	k.call(t, 400, "GET", "/api/slots/..%2Fetc", nil)
+	k.call(t, 421, "GET", "/api/slots", nil, "Host", "evil.example")
+
+	viewer := k.b.tokenFor(t, "vera", auth.RoleViewer, time.Hour)
+	k.call(t, 403, "POST", "/api/slots/s1/occupy", until, bearerAs(viewer)...)
+	k.call(t, 401, "GET", "/api/slots", nil, "Authorization", "")
+	k.call(t, 200, "POST", "/api/slots/s1/occupy", until)
+	k.call(t, 409, "POST", "/api/slots/s1/occupy", until)
+	k.call(t, 400, "POST", "/api/slots/s2/occupy", map[string]any{"until": "yesterday"})
+	k.call(t, 200, "POST", "/api/slots/s1/extend", later)
+	k.call(t, 409, "POST", "/api/slots/s1/extend", until)
+	k.call(t, 200, "GET", "/api/slots/s1/plan?kind=reset", nil)
+	k.call(t, 200, "GET", "/api/slots/s1/plan?kind=promote&project=NEW&name=copy", nil)
+	k.call(t, 400, "GET", "/api/slots/s1/plan?kind=explode", nil)
+	var rel slots.JobAcceptedResult
+	k.call(t, 202, "POST", "/api/slots/s1/release", map[string]any{}).decode(t, &rel)
+	k.call(t, 409, "POST", "/api/slots/s1/teardown", nil)
+	k.call(t, 200, "GET", "/api/slots/s1/jobs", nil)
+	k.call(t, 200, "GET", "/api/slots/s1/jobs?kind=reset&limit=5", nil)
+	k.call(t, 400, "GET", "/api/slots/s1/jobs?cursor=garbage", nil)
+	k.call(t, 200, "GET", "/api/slots/s1/jobs/latest?kind=reset", nil)
+	k.call(t, 404, "GET", "/api/slots/s2/jobs/latest?kind=reset", nil)
+	k.call(t, 200, "GET", "/api/jobs/"+rel.JobID, nil)
+	k.call(t, 404, "GET", "/api/jobs/no-such-job", nil)
+	k.call(t, 200, "GET", "/api/jobs/"+rel.JobID+"/events", nil)
+	k.call(t, 200, "GET", "/api/jobs/"+rel.JobID+"/events?after=0", nil)
+	k.call(t, 400, "GET", "/api/jobs/"+rel.JobID+"/events?after=-1", nil)
+	k.call(t, 409, "POST", "/api/jobs/"+rel.JobID+"/resume", nil)
+	k.call(t, 202, "POST", "/api/jobs/"+rel.JobID+"/cancel", nil)
+	k.call(t, 409, "POST", "/api/jobs/"+rel.JobID+"/cancel", nil)
+	k.call(t, 202, "POST", "/api/slots/s2/promote", map[string]any{"project": "NEW", "name": "copy"})
+	k.call(t, 201, "POST", "/api/slots", registerCmd("s5"))
+	k.call(t, 202, "POST", "/api/slots/s5/teardown", nil)
+	k.call(t, 200, "GET", "/api/audit", nil)
+	k.call(t, 200, "GET", "/api/audit?slot=s1&kind=SlotOccupied&limit=10&after=1&since=2020-01-01T00:00:00Z", nil)
+	k.call(t, 400, "GET", "/api/audit?since=yesterday", nil)
+	k.call(t, 200, "GET", "/api/resources/remaining", nil)
+
+	// Features this server runs without: 404 in the error shape.
+	k.call(t, 404, "GET", "/api/waitlist", nil)
+	k.call(t, 404, "POST", "/api/waitlist", map[string]any{"duration": "1h"})
+	k.call(t, 404, "GET", "/api/insights", nil)
+	k.call(t, 404, "GET", "/api/reconcile", nil)
+	k.call(t, 404, "POST", "/api/reconcile/run", nil)
+	k.call(t, 404, "GET", "/api/admin/backup", nil)
+
+	// Who is asking; accounts and tokens.
+	k.call(t, 200, "GET", "/api/auth/me", nil)
+	k.call(t, 401, "POST", "/api/auth/login", map[string]any{"name": "nobody", "password": "wrong"})
+	var created struct {
+		ID       string `json:"id"`
+		Password string `json:"password"`
+	}
+	k.call(t, 201, "POST", "/api/admin/users", map[string]any{"name": "olga", "role": "operator"}).decode(t, &created)
+	k.call(t, 409, "POST", "/api/admin/users", map[string]any{"name": "olga", "role": "operator"})
+	k.call(t, 200, "GET", "/api/admin/users", nil)
+	k.call(t, 200, "PUT", "/api/admin/users/"+created.ID+"/role", map[string]any{"role": "member"})
+	k.call(t, 400, "PUT", "/api/admin/users/"+created.ID+"/role", map[string]any{"role": "pope"})
+	k.call(t, 200, "POST", "/api/auth/login", map[string]any{"name": "olga", "password": created.Password})
+	k.call(t, 403, "GET", "/api/admin/users", nil, bearerAs(viewer)...)
+	var issued struct {
+		ID string `json:"id"`
+	}
+	k.call(t, 201, "POST", "/api/admin/tokens", map[string]any{"name": "ci", "role": "operator", "expires": "1h"}).decode(t, &issued)
+	k.call(t, 400, "POST", "/api/admin/tokens", map[string]any{"name": "ci2", "role": "operator", "expires": "soon"})
+	k.call(t, 200, "GET", "/api/admin/tokens", nil)
+	k.call(t, 204, "DELETE", "/api/admin/tokens/"+issued.ID, nil)
+	k.call(t, 204, "POST", "/api/auth/logout", nil)
+
+	// Operations and the dashboard.
+	k.call(t, 200, "GET", "/healthz", nil)
+	k.call(t, 200, "HEAD", "/healthz", nil)
+	k.call(t, 200, "GET", "/readyz", nil)
+	k.call(t, 200, "HEAD", "/readyz", nil)
+	k.call(t, 200, "GET", "/metrics", nil)
+	k.call(t, 200, "GET", "/", nil)
+	k.call(t, 200, "GET", "/slots", nil)
+
+	// The live stream: its frames against the document's frame schemas.
+	k.streamFrames(t)
+	k.call(t, 400, "GET", "/api/stream?last_event_id=abc", nil)
+
+	statuses := make([]string, 0, len(k.seen))
+	for s := range k.seen {
+		statuses = append(statuses, s)
+	}
+	slices.Sort(statuses)
+	t.Logf("validated answers: %s", strings.Join(statuses, ", "))
+}
+
+// streamFrames reads the live stream until it has seen a snapshot, a
+// change and a heartbeat, and validates each frame's data with the schema
+// the document's x-sse-events names for its kind.
+func (k *contract) streamFrames(t *testing.T) {
+	t.Helper()
+	var raw struct {
+		Paths map[string]map[string]struct {
+			Events map[string]struct {
+				Data struct {
+					Ref string `json:"$ref"`
+				} `json:"data"`
+			} `json:"x-sse-events"`
+		} `json:"paths"`
+	}
+	if err := json.Unmarshal(OpenAPI(), &raw); err != nil {
+		t.Fatal(err)
+	}
+	kinds := raw.Paths["/api/stream"]["get"].Events
+	if len(kinds) == 0 {
+		t.Fatal("the document describes no frame kinds of /api/stream (x-sse-events)")
+	}
+	d, err := libopenapi.NewDocument(OpenAPI())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := d.BuildV3Model()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sv := schema_validation.NewSchemaValidator()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", k.b.srv.URL+"/api/stream", nil)
+	req.Header.Set("Authorization", "Bearer "+k.b.token)
+	resp, err := (&http.Client{Transport: k.b.tr}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("stream: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	seen := map[string]bool{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
+	kind := ""
+	for sc.Scan() && !(seen["snapshot"] && seen["change"] && seen["heartbeat"]) {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "event: "):
+			kind = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: "):
+			spec, ok := kinds[kind]
+			if !ok {
+				t.Fatalf("the stream sent a %q frame the document does not describe", kind)
+			}
+			name := strings.TrimPrefix(spec.Data.Ref, "#/components/schemas/")
+			proxy := m.Model.Components.Schemas.GetOrZero(name)
+			if proxy == nil {
+				t.Fatalf("x-sse-events %s names schema %q, which the document lacks", kind, name)
+			}
+			if ok, errs := sv.ValidateSchemaString(proxy.Schema(), strings.TrimPrefix(line, "data: ")); !ok {
+				for _, e := range errs {
+					t.Errorf("%s frame is not %s: %s", kind, name, e.Message)
+					for _, se := range e.SchemaValidationErrors {
+						t.Errorf("    %s: %s", se.FieldPath+" "+se.KeywordLocation, se.Reason)
+					}
+				}
+				t.FailNow()
+			}
+			if kind == "snapshot" && !seen["snapshot"] {
+				// A change to follow the snapshot (its frames wait in
+				// the connection's buffers meanwhile).
+				if a := k.b.do(t, "POST", "/api/slots", registerCmd("s9")); a.status != http.StatusCreated {
+					t.Fatalf("register s9: %d %s", a.status, a.body)
+				}
+			}
+			seen[kind] = true
+		}
+	}
+	if !(seen["snapshot"] && seen["change"] && seen["heartbeat"]) {
+		t.Fatalf("stream ended after %v: %v", seen, sc.Err())
+	}
+}
