@@ -26,6 +26,7 @@ type Store struct {
 	slots  map[string]*projections.SlotView // never modified once stored
 	jobs   map[string]*projections.JobView
 	bySlot map[string][]string // slot → job ids, oldest first (by QueuedPosition)
+	all    []string            // every job id, oldest first (by QueuedPosition)
 	latest map[string]string   // slot + "\x00" + kind → newest job id
 	audit  auditLog
 	own    projections.Ownership // views ApplyQuiet's batch may change in place
@@ -122,13 +123,16 @@ func (s *Store) PutJob(v *projections.JobView) {
 		return
 	}
 	if existed {
+		s.all = slices.DeleteFunc(s.all, func(id string) bool { return id == v.ID })
 		s.bySlot[old.Slot] = slices.DeleteFunc(s.bySlot[old.Slot], func(id string) bool { return id == v.ID })
 		if s.latest[old.Slot+"\x00"+old.Kind] == v.ID {
 			delete(s.latest, old.Slot+"\x00"+old.Kind)
 		}
 	}
+	// Jobs arrive in position order, so these are appends in practice.
+	at := sort.Search(len(s.all), func(i int) bool { return s.jobs[s.all[i]].QueuedPosition > v.QueuedPosition })
+	s.all = slices.Insert(s.all, at, v.ID)
 	ids := s.bySlot[v.Slot]
-	// Jobs arrive in position order, so this is an append in practice.
 	i := sort.Search(len(ids), func(i int) bool { return s.jobs[ids[i]].QueuedPosition > v.QueuedPosition })
 	s.bySlot[v.Slot] = slices.Insert(ids, i, v.ID)
 	key := v.Slot + "\x00" + v.Kind
@@ -209,6 +213,38 @@ func (s *Store) JobsBySlot(_ context.Context, slot, kind string, limit int, curs
 	for i := len(ids) - 1; i >= 0; i-- {
 		j := s.jobs[ids[i]]
 		if j.QueuedPosition >= before || (kind != "" && j.Kind != kind) {
+			continue
+		}
+		if len(page.Jobs) == limit {
+			page.NextCursor = strconv.FormatUint(uint64(page.Jobs[limit-1].QueuedPosition), 10)
+			break
+		}
+		page.Jobs = append(page.Jobs, *j)
+	}
+	return page, nil
+}
+
+// Jobs implements projections.ReadModel: a walk of every job newest first
+// (of one slot's jobs when the filter names a slot), skipping those the
+// filter does not match. The cursor is as in JobsBySlot.
+func (s *Store) Jobs(_ context.Context, f projections.JobFilter) (projections.Page, error) {
+	limit, before, err := projections.ParsePaging(f.Limit, f.Cursor)
+	if err != nil {
+		return projections.Page{}, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	ids := s.all
+	if f.Slot != "" {
+		ids = s.bySlot[f.Slot]
+	}
+	// Skip the ids at or after the cursor with a binary search: a deep page
+	// does not walk the pages before it.
+	end := sort.Search(len(ids), func(i int) bool { return s.jobs[ids[i]].QueuedPosition >= before })
+	page := projections.Page{Jobs: []projections.JobView{}}
+	for i := end - 1; i >= 0; i-- {
+		j := s.jobs[ids[i]]
+		if !f.Match(*j) {
 			continue
 		}
 		if len(page.Jobs) == limit {
