@@ -61,10 +61,11 @@ export const SlotCard = memo(function SlotCard({ slot, attention = "", mine = fa
         </a>
         <span className={`badge lc lc-${slot.lifecycle}`}>{t.dyn("lifecycle", slot.lifecycle)}</span>
       </div>
-      {(reasons.length > 0 || mine) && (
+      {(reasons.includes("uncertain") || reasons.includes("deadline_soon") || mine) && (
         <div className="attn-reasons" data-testid="card-attention">
           {mine && <span className="badge mine-badge">★ {t("board.mine_badge")}</span>}
-          {reasons.map((r) => (
+          {/* Failed, interrupted and teardown incomplete already have their own badges below. */}
+          {reasons.filter((r) => r === "uncertain" || r === "deadline_soon").map((r) => (
             <span key={r} className={`badge attn-badge attn-${r}`}>
               ⚠ {t(ATTN_KEY[r])}
             </span>
