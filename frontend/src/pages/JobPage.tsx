@@ -70,7 +70,7 @@ function JobDetail({ job }: { job: JobView }) {
   };
 
   return (
-    <section aria-labelledby="job-title" data-testid="job-page" data-state={job.state}>
+    <section aria-labelledby="job-title" className="job-page" data-testid="job-page" data-state={job.state}>
       <h1 id="job-title" data-testid="job-title">
         <JobTitle job={job} />
       </h1>
