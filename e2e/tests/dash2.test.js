@@ -176,8 +176,11 @@ test("board: occupy a vacant slot from its card; my slots; take the next free sl
     await shot(page, `dash2-board-mine-${lang}-${size}`);
     await page.click("[data-testid=chip-mine]");
 
-    // Take the next free slot: the first vacant one in natural order.
-    const next = vacant[0];
+    // Take the next free slot: the first vacant one in natural order (once
+    // the board shows what the server says is vacant).
+    const left = (await slots()).filter((s) => s.lifecycle === "vacant" && !s.active_job).map((s) => s.name).sort(natural);
+    await boardShowsVacant(page, left);
+    const next = left[0];
     await page.click("[data-testid=take-next]");
     await page.waitForSelector(`[data-testid=slot-card][data-slot="${next}"][data-mine=true]`);
     assert.match(await page.textContent("[data-testid=board-outcome]"), new RegExp(next));
@@ -186,11 +189,15 @@ test("board: occupy a vacant slot from its card; my slots; take the next free sl
     // it and our request arriving.
     const free = (await slots()).filter((s) => s.lifecycle === "vacant" && !s.active_job).map((s) => s.name).sort(natural);
     if (free.length > 0) {
-      const target = free[0];
-      await page.route(`**/api/slots/${target}/occupy`, async (route) => {
+      // Whichever slot the page asks for (its board may be a moment behind
+      // the server's), the rival takes that one just before the request.
+      let target;
+      await page.route("**/api/slots/*/occupy", async (route) => {
+        target = decodeURIComponent(new URL(route.request().url()).pathname.split("/")[3]);
         await server.api("POST", `/api/slots/${target}/occupy`, { by: "rival", until: inHours(2) });
         await route.continue();
       });
+      await boardShowsVacant(page, free);
       const before = await head();
       await page.click("[data-testid=take-next]");
       const race = await page.waitForSelector("[data-testid=board-race]");
@@ -203,7 +210,7 @@ test("board: occupy a vacant slot from its card; my slots; take the next free sl
         ["occupied by rival"],
         "only the rival's occupy was appended",
       );
-      await page.unroute(`**/api/slots/${target}/occupy`);
+      await page.unroute("**/api/slots/*/occupy");
       await shot(page, `dash2-board-race-${lang}-${size}`);
       if (size === "phone") await fits(page, `board race ${lang}`);
     }
@@ -215,6 +222,18 @@ test("board: occupy a vacant slot from its card; my slots; take the next free sl
     await waitVacant(room);
   }
 });
+
+/** boardShowsVacant waits until the page's vacant cards are exactly names. */
+async function boardShowsVacant(page, names) {
+  await page.waitForFunction(
+    (want) => {
+      const got = [...document.querySelectorAll("[data-testid=slot-card].lc-vacant")].map((e) => e.getAttribute("data-slot")).sort();
+      return JSON.stringify(got) === JSON.stringify([...want].sort());
+    },
+    names,
+    { timeout: 20_000 },
+  );
+}
 
 /**
  * waitVacant waits until n slots are vacant with no job: after each look it
