@@ -22,6 +22,10 @@ const (
 	AuthStreamPrefix = "auth-"
 	AuthUsersStream  = "auth-users"
 	AuthTokensStream = "auth-tokens"
+	// AuthSessionsStream holds browser sessions (started, coarse activity,
+	// ended), so that a restart keeps them and every process sees them.
+	// Appended with any revision: sessions have no uniqueness to protect.
+	AuthSessionsStream = "auth-sessions"
 )
 
 // SlotStream and JobStream name the streams of a slot and a job.
@@ -117,14 +121,29 @@ type OccupancyExtended struct {
 	Earlier bool      `json:"earlier,omitempty"`
 }
 
-// JobAccepted takes the slot's lock for a job. Only that job's terminal event
-// (followed by JobReleased) frees it.
+// JobAccepted accepts a job: it is the slot's lock and the job's place in
+// the queue at once, and the only write of an acceptance. Only that job's
+// terminal event (followed by JobReleased) frees it.
+//
+// Since the one-append acceptance it carries the job (Run, Job; for a
+// resume Run, By, FromStep), and the job stream's first event of the run
+// (JobQueued, JobResumed) is a copy of it with the same metadata, written
+// once by whoever comes first: the command just after, the claim, or a
+// cancel (docs/events.md, "Upcasting"). In older logs Run is 0, Job is nil,
+// and the command wrote JobQueued or JobResumed itself.
 type JobAccepted struct {
 	Slot  string `json:"slot"`
 	JobID string `json:"job_id"`
 	Kind  string `json:"kind"`
 	// Resumed is true when the lock is taken again to resume a job.
 	Resumed bool `json:"resumed,omitempty"`
+	// Run is the run of the job this lock is for: 1, then +1 per resume.
+	Run int `json:"run,omitempty"`
+	// Job is the whole job (first run only).
+	Job *JobQueued `json:"job,omitempty"`
+	// By and FromStep are the resume's (JobResumed's fields).
+	By       string `json:"by,omitempty"`
+	FromStep string `json:"from_step,omitempty"`
 }
 
 // JobReleased frees the slot's lock after the job's terminal event.
@@ -386,10 +405,10 @@ type NotificationSent struct {
 	Status  int    `json:"status"`
 }
 
-// ---- auth-users, auth-tokens (backend/auth) ----
+// ---- auth-users, auth-tokens, auth-sessions (backend/auth) ----
 //
-// No secret is ever in an event: passwords are kept as bcrypt hashes and API
-// tokens as the SHA-256 of the token.
+// No secret is ever in an event: passwords are kept as argon2id hashes
+// (bcrypt before argon2id), API tokens and session secrets as their SHA-256.
 
 // UserCreated adds an account. Source is "local" (signs in with a
 // password) or "oidc" (created at the first sign-in through the identity
@@ -429,6 +448,33 @@ type TokenIssued struct {
 // TokenRevoked ends an API token before its expiry.
 type TokenRevoked struct {
 	TokenID string `json:"token_id"`
+}
+
+// SessionStarted is a browser sign-in (stream auth-sessions). Hash is the
+// hex SHA-256 of the session secret (the cookie); the secret itself is
+// never stored. SessionID is a public id naming the session in later
+// events. Method is password, oidc or demo. The metadata's time is when it
+// started; ExpiresAt is its absolute expiry.
+type SessionStarted struct {
+	SessionID string    `json:"session_id"`
+	UserID    string    `json:"user_id"`
+	Hash      string    `json:"hash"`
+	Method    string    `json:"method"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// SessionActive records, coarsely (at most once per recording interval per
+// session), that a session was used at the metadata's time, so that its
+// idle expiry survives a restart and holds in every process.
+type SessionActive struct {
+	SessionID string `json:"session_id"`
+}
+
+// SessionEnded ends a session before its expiry. Reason is logout,
+// rotated (a new sign-in from the same browser) or password_changed.
+type SessionEnded struct {
+	SessionID string `json:"session_id"`
+	Reason    string `json:"reason"`
 }
 
 // NotificationAttempted is appended before each POST of a delivery (one
@@ -507,6 +553,9 @@ func (UserRoleGranted) EventType() string       { return "UserRoleGranted" }
 func (PasswordChanged) EventType() string       { return "PasswordChanged" }
 func (TokenIssued) EventType() string           { return "TokenIssued" }
 func (TokenRevoked) EventType() string          { return "TokenRevoked" }
+func (SessionStarted) EventType() string        { return "SessionStarted" }
+func (SessionActive) EventType() string         { return "SessionActive" }
+func (SessionEnded) EventType() string          { return "SessionEnded" }
 
 // SchemaVersion is the encoding version written into Metadata.Schema. Bump it
 // when a payload changes incompatibly and teach Decode the old shape; adding a
@@ -566,6 +615,9 @@ var constructors = map[string]func(data []byte) (Payload, error){
 	"PasswordChanged":       decodeAs[PasswordChanged],
 	"TokenIssued":           decodeAs[TokenIssued],
 	"TokenRevoked":          decodeAs[TokenRevoked],
+	"SessionStarted":        decodeAs[SessionStarted],
+	"SessionActive":         decodeAs[SessionActive],
+	"SessionEnded":          decodeAs[SessionEnded],
 }
 
 // Unknown is what Decode returns for an event type this binary does not know

@@ -20,6 +20,8 @@ func fill(t *testing.T, v reflect.Value, path string) {
 		v.SetString("v:" + path)
 	case reflect.Int, reflect.Int64, reflect.Int32:
 		v.SetInt(int64(len(path)) + 7)
+	case reflect.Uint64:
+		v.SetUint(42)
 	case reflect.Bool:
 		v.SetBool(true)
 	case reflect.Struct:

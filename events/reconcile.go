@@ -3,7 +3,12 @@ package events
 import "time"
 
 // ReconcileStream is the one stream of reconciliation runs: each run is a
-// ReconcileStarted, its findings, and a ReconcileFinished. Appending
+// ReconcileStarted, its findings, and a ReconcileFinished. A run marked
+// ChangesOnly records only what changed since the previous run (a finding
+// that appeared or changed class, and "resolved" for one that went); now and
+// then a run also records the whole current list (ReconcileSnapshot events,
+// then a ReconcileFinished with Snapshot set), so reading the current list
+// never has to go further back than the newest snapshot. Appending
 // ReconcileStarted with the stream's expected revision makes a run
 // exclusive across processes.
 const ReconcileStream = "reconcile"
@@ -16,6 +21,25 @@ const (
 	FindingResolved = "resolved" // a finding of the previous run that no longer holds
 )
 
+// Adopting an orphan (issue 15) is a job of kind KindAdopt on the slot that
+// takes it in: lookup_resource checks the provider still holds it (a lookup
+// that is only "absent" in the provider's own words fails the job), then
+// adopt_resource records it as the slot's (ResourcesListed, fenced like
+// every step), so the slot tracks it from then on.
+//
+// Deleting an orphan is a job of kind KindDeleteOrphan on the slot an
+// operator charges it to: the same lookup and adopt (so that, while it is
+// being deleted, the resource is tracked and can never be lost), then
+// delete_resource, whose result (AppDeleted, DBDeleted, RepoDeleted,
+// ProjectDeleted) is recorded only once the provider's own 404 confirms it.
+const (
+	KindAdopt          = "adopt"
+	KindDeleteOrphan   = "delete_orphan"
+	StepLookupResource = "lookup_resource"
+	StepAdoptResource  = "adopt_resource"
+	StepDeleteResource = "delete_resource"
+)
+
 // ReconcileStarted opens a run.
 type ReconcileStarted struct {
 	RunID string `json:"run_id"`
@@ -23,6 +47,9 @@ type ReconcileStarted struct {
 	// "bitbucket:<project key>".
 	Scope     []string  `json:"scope"`
 	StartedAt time.Time `json:"started_at"`
+	// ChangesOnly is set by runs that record only changes (issue 15). A run
+	// without it (older logs) recorded every current finding.
+	ChangesOnly bool `json:"changes_only,omitempty"`
 }
 
 // ReconcileFinding is one finding of a run.
@@ -50,14 +77,26 @@ type ReconcileFinished struct {
 	EndedAt time.Time      `json:"ended_at"`
 	Counts  map[string]int `json:"counts"`
 	Error   string         `json:"error,omitempty"`
+	// Snapshot is true when the run recorded the whole current list in
+	// ReconcileSnapshot events just before this one.
+	Snapshot bool `json:"snapshot,omitempty"`
+}
+
+// ReconcileSnapshot is part of the whole current list of findings after a
+// run (written in chunks; a list of thousands does not fit one event).
+type ReconcileSnapshot struct {
+	RunID    string             `json:"run_id"`
+	Findings []ReconcileFinding `json:"findings"`
 }
 
 func (ReconcileStarted) EventType() string  { return "ReconcileStarted" }
 func (ReconcileFinding) EventType() string  { return "ReconcileFinding" }
 func (ReconcileFinished) EventType() string { return "ReconcileFinished" }
+func (ReconcileSnapshot) EventType() string { return "ReconcileSnapshot" }
 
 func init() {
 	constructors["ReconcileStarted"] = decodeAs[ReconcileStarted]
 	constructors["ReconcileFinding"] = decodeAs[ReconcileFinding]
 	constructors["ReconcileFinished"] = decodeAs[ReconcileFinished]
+	constructors["ReconcileSnapshot"] = decodeAs[ReconcileSnapshot]
 }

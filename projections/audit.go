@@ -33,6 +33,7 @@ func AuditOf(ev events.RecordedEvent, p events.Payload, slot string) AuditEntry 
 		a.Slot = PayloadSlot(p)
 	}
 	a.Summary = summary(ev.Type, p)
+	a.Args = AuditArgs(p)
 	return a
 }
 
@@ -57,6 +58,8 @@ func PayloadSlot(p events.Payload) string {
 	case events.OfferWithdrawn:
 		return e.Slot
 	case events.SlotRegistered:
+		return e.Slot
+	case events.SlotClaimed:
 		return e.Slot
 	case events.SlotOccupied:
 		return e.Slot
@@ -115,6 +118,8 @@ func summary(typ string, p events.Payload) string {
 	switch e := p.(type) {
 	case events.SlotRegistered:
 		return fmt.Sprintf("registered slot %s (repo %s)", e.Slot, e.Repo)
+	case events.SlotClaimed:
+		return fmt.Sprintf("claimed the resources of slot %s (repo %s)", e.Slot, e.Repo)
 	case events.SlotOccupied:
 		return fmt.Sprintf("occupied by %s until %s", e.By, e.Until.UTC().Format("2006-01-02 15:04 MST"))
 	case events.OccupancyExtended:
@@ -181,6 +186,8 @@ func summary(typ string, p events.Payload) string {
 		return fmt.Sprintf("webhook delivered on attempt %d (HTTP %d)", e.Attempt, e.Status)
 	case events.ReconcileStarted:
 		return fmt.Sprintf("reconcile run started over %d scope entries", len(e.Scope))
+	case events.ReconcileSnapshot:
+		return fmt.Sprintf("reconcile: %d standing findings recorded", len(e.Findings))
 	case events.ReconcileFinding:
 		return fmt.Sprintf("reconcile: %s %s %s %s", e.Class, e.Provider, e.Kind, e.ID)
 	case events.ReconcileFinished:
@@ -215,6 +222,8 @@ func summary(typ string, p events.Payload) string {
 		return "hold released: " + e.Reason
 	case events.DeadlineWarning:
 		return fmt.Sprintf("%s warned: deadline %s in %s", e.Occupant, e.Deadline.Format(time.RFC3339), time.Duration(e.LeadSeconds)*time.Second)
+	case events.ConsumerCheckpointed:
+		return fmt.Sprintf("%s checkpoint at position %d", e.Consumer, e.Position)
 	// Accounts and tokens (backend/auth): never a hash in a summary.
 	case events.UserCreated:
 		return fmt.Sprintf("account %s created (%s, %s)", e.Name, e.Role, e.Source)
@@ -226,6 +235,149 @@ func summary(typ string, p events.Payload) string {
 		return fmt.Sprintf("API token %s issued (%s, expires %s)", e.Name, e.Role, e.ExpiresAt.UTC().Format("2006-01-02 15:04 MST"))
 	case events.TokenRevoked:
 		return "API token " + e.TokenID + " revoked"
+	case events.SessionStarted:
+		return fmt.Sprintf("session %s of account %s started (%s)", e.SessionID, e.UserID, e.Method)
+	case events.SessionActive:
+		return "session " + e.SessionID + " active"
+	case events.SessionEnded:
+		return "session " + e.SessionID + " ended: " + e.Reason
 	}
 	return typ
+}
+
+// AuditArgs are the parts of an event's summary as data, keyed by a fixed
+// vocabulary the dashboard's translations use: names and ids as written,
+// times as RFC 3339, durations in seconds, flags as "true". Secrets (hashes)
+// never appear. nil when the summary has no parts beyond the entry's own
+// slot, job and actor.
+func AuditArgs(p events.Payload) map[string]string {
+	if r, ok := stepResultOf(p); ok {
+		return args("step", r.Step, "absent", flag(r.AlreadyAbsent))
+	}
+	switch e := p.(type) {
+	case events.SlotRegistered:
+		return args("repo", e.Repo.String())
+	case events.SlotOccupied:
+		return args("by", e.By, "until", stamp(e.Until))
+	case events.OccupancyExtended:
+		return args("by", e.By, "until", stamp(e.Until))
+	case events.JobAccepted:
+		return args("kind", e.Kind, "resumed", flag(e.Resumed))
+	case events.JobReleased:
+		return args("outcome", e.Outcome)
+	case events.TeardownIncomplete:
+		return args("count", strconv.Itoa(len(e.Remaining)))
+	case events.SlotPromoted:
+		return args("repo", e.NewRepo.String())
+	case events.JobQueued:
+		return args("kind", e.Kind, "by", e.RequestedBy)
+	case events.JobClaimed:
+		return args("attempt", strconv.Itoa(e.Attempt), "worker", e.Worker)
+	case events.LeaseRenewed:
+		return args("attempt", strconv.Itoa(e.Attempt))
+	case events.StepStarted:
+		return args("step", e.Step, "verify", flag(e.Verify))
+	case events.ResourcesListed:
+		return args("step", e.Step, "count", strconv.Itoa(len(e.Resources)))
+	case events.DeleteAccepted:
+		return args("step", e.Step, "resource_kind", e.Resource.Kind, "resource_id", e.Resource.ID)
+	case events.StepFailed:
+		return args("step", e.Step, "status", status(e.HTTPStatus), "uncertain", flag(e.Uncertain), "error", e.Error)
+	case events.JobTimedOut:
+		return args("attempt", strconv.Itoa(e.Attempt), "deadline", e.Deadline)
+	case events.JobCancelled:
+		return args("by", e.By)
+	case events.JobAbandoned:
+		return args("attempt", strconv.Itoa(e.Attempt), "worker", e.Worker)
+	case events.JobFailed:
+		return args("reason", e.Reason)
+	case events.JobResumed:
+		return args("by", e.By, "step", e.FromStep)
+	case events.NotificationSent:
+		return args("outcome", e.Outcome, "status", status(e.Status))
+	case events.NotificationAttempted:
+		return args("attempt", strconv.Itoa(e.Attempt), "outcome", e.Outcome)
+	case events.NotificationDelivered:
+		return args("attempt", strconv.Itoa(e.Attempt), "status", status(e.Status))
+	case events.NotificationFailed:
+		return args("attempt", strconv.Itoa(e.Attempt), "error", e.Error, "final", flag(e.Final))
+	case events.ReconcileStarted:
+		return args("count", strconv.Itoa(len(e.Scope)))
+	case events.ReconcileSnapshot:
+		return args("count", strconv.Itoa(len(e.Findings)))
+	case events.ReconcileFinding:
+		return args("class", e.Class, "provider", e.Provider, "resource_kind", e.Kind, "resource_id", e.ID)
+	case events.ReconcileFinished:
+		return args("state", e.State, "error", e.Error)
+	case events.WaitlistJoined:
+		return args("who", e.Who, "duration", strconv.FormatInt(e.DurationSeconds, 10))
+	case events.WaitlistLeft:
+		return args("by", e.By, "reason", e.Reason)
+	case events.WaitlistReordered:
+		return args("position", strconv.Itoa(e.Position+1), "by", e.By, "reason", e.Reason)
+	case events.OfferMade:
+		return args("who", e.Who, "until", stamp(e.ExpiresAt))
+	case events.OfferWithdrawn:
+		return args("reason", e.Reason)
+	case events.SlotHeld:
+		return args("who", e.For, "until", stamp(e.Until))
+	case events.SlotHoldReleased:
+		return args("reason", e.Reason)
+	case events.DeadlineWarning:
+		return args("who", e.Occupant, "until", stamp(e.Deadline), "duration", strconv.FormatInt(e.LeadSeconds, 10))
+	case events.UserCreated:
+		return args("name", e.Name, "role", e.Role, "source", e.Source)
+	case events.UserRoleGranted:
+		return args("user", e.UserID, "role", e.Role)
+	case events.PasswordChanged:
+		return args("user", e.UserID)
+	case events.TokenIssued:
+		return args("name", e.Name, "role", e.Role, "until", stamp(e.ExpiresAt))
+	case events.TokenRevoked:
+		return args("token", e.TokenID)
+	case events.SlotClaimed:
+		return args("repo", e.Repo.String())
+	case events.ConsumerCheckpointed:
+		return args("name", e.Consumer, "position", strconv.FormatUint(uint64(e.Position), 10))
+	case events.SessionStarted:
+		return args("user", e.UserID, "source", e.Method)
+	case events.SessionEnded:
+		return args("reason", e.Reason)
+	}
+	return nil
+}
+
+// args builds a map from key, value pairs, leaving out empty values.
+func args(kv ...string) map[string]string {
+	m := make(map[string]string, len(kv)/2)
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i+1] != "" {
+			m[kv[i]] = kv[i+1]
+		}
+	}
+	if len(m) == 0 {
+		return nil
+	}
+	return m
+}
+
+func flag(b bool) string {
+	if b {
+		return "true"
+	}
+	return ""
+}
+
+func status(code int) string {
+	if code == 0 {
+		return ""
+	}
+	return strconv.Itoa(code)
+}
+
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
 }

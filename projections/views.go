@@ -169,6 +169,9 @@ type AuditEntry struct {
 	CorrelationID string          `json:"correlation_id,omitempty"`
 	Time          time.Time       `json:"time"`
 	Summary       string          `json:"summary"`
+	// Args are the summary's parts as data (step, kind, by, until, …), so a
+	// dashboard can say the same in the reader's language; see AuditArgs.
+	Args map[string]string `json:"args,omitempty"`
 }
 
 // AuditFilter selects audit entries; empty fields match everything.
@@ -176,7 +179,11 @@ type AuditFilter struct {
 	Slot, JobID, Actor, Type string
 	Since                    time.Time
 	After                    events.Position // exclusive, for paging
-	Limit                    int
+	// Before (exclusive; 0: none) and Newest page backwards: with Newest
+	// the entries come newest first, the next page is Before the last one.
+	Before events.Position
+	Newest bool
+	Limit  int
 }
 
 // JobStateUncertain is a JobFilter.State that is not a job state: it

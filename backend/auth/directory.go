@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"golang.org/x/crypto/bcrypt"
 
 	"github.com/slotkeeper/slotkeeper/events"
 )
@@ -37,7 +36,7 @@ type User struct {
 	CreatedAt time.Time `json:"created_at"`
 	CreatedBy string    `json:"created_by,omitempty"`
 
-	hash    string // bcrypt, local accounts only
+	hash    string // argon2id (or bcrypt, before argon2id), local accounts only
 	issuer  string
 	subject string
 }
@@ -63,57 +62,58 @@ func (t Token) Subject() Subject { return Subject{ID: "token:" + t.ID, Name: t.N
 
 // Options tune a Directory.
 type Options struct {
-	// BcryptCost is the password hashing cost (default bcrypt.DefaultCost;
-	// tests use bcrypt.MinCost).
-	BcryptCost int
+	// Argon2 are the parameters of new password hashes (default
+	// DefaultArgon2; tests use cheaper ones). Existing bcrypt hashes are
+	// still verified.
+	Argon2 Argon2Params
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
 
-// Directory is the in-memory index of users and tokens, fed from the
-// auth-users and auth-tokens streams. A token or password check never reads
-// the log: Open reads the two streams once, Follow applies what other
+// Directory is the in-memory index of users, tokens and sessions, fed from
+// the auth-users, auth-tokens and auth-sessions streams. A token, session
+// or password check never reads the log: Open reads the streams once, Follow applies what other
 // processes append, and the directory's own appends are applied at once.
 type Directory struct {
 	store events.Store
 	opt   Options
-	dummy []byte // a bcrypt hash to compare against for unknown names
+	dummy string // a hash to compare against for unknown names (same cost as a real one)
 
 	mu       sync.RWMutex
 	rev      map[string]int64 // stream → last applied revision (-1: none)
 	users    map[string]*User // id → user
 	byName   map[string]*User // lower-case name → user
 	tokens   map[string]*Token
-	byHash   map[string]*Token // hex sha256 → token
-	tokNames map[string]bool   // lower-case token names
-	from     events.Position   // Follow starts after it
-	changed  chan struct{}     // closed and replaced on every apply (tests wait on it)
+	byHash   map[string]*Token   // hex sha256 → token
+	tokNames map[string]bool     // lower-case token names
+	sessions map[string]*session // hex sha256 of the session secret → session (sessions.go)
+	sessByID map[string]string   // session id → hash
+	from     events.Position     // Follow starts after it
+	changed  chan struct{}       // closed and replaced on every apply (tests wait on it)
 }
 
 // Open reads the auth streams of store into a new Directory.
 func Open(ctx context.Context, store events.Store, opt Options) (*Directory, error) {
-	if opt.BcryptCost == 0 {
-		opt.BcryptCost = bcrypt.DefaultCost
+	if opt.Argon2 == (Argon2Params{}) {
+		opt.Argon2 = DefaultArgon2
 	}
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
 	d := &Directory{
 		store: store, opt: opt,
-		rev:   map[string]int64{events.AuthUsersStream: -1, events.AuthTokensStream: -1},
+		rev:   map[string]int64{events.AuthUsersStream: -1, events.AuthTokensStream: -1, events.AuthSessionsStream: -1},
 		users: map[string]*User{}, byName: map[string]*User{},
 		tokens: map[string]*Token{}, byHash: map[string]*Token{}, tokNames: map[string]bool{},
+		sessions: map[string]*session{}, sessByID: map[string]string{},
 		changed: make(chan struct{}),
 	}
+	d.dummy = opt.Argon2.hashPassword("not a password of anyone")
 	var err error
-	d.dummy, err = bcrypt.GenerateFromPassword([]byte("not a password of anyone"), opt.BcryptCost)
-	if err != nil {
-		return nil, err
-	}
 	if d.from, err = store.Head(ctx); err != nil {
 		return nil, err
 	}
-	for _, s := range []string{events.AuthUsersStream, events.AuthTokensStream} {
+	for _, s := range []string{events.AuthUsersStream, events.AuthTokensStream, events.AuthSessionsStream} {
 		if err := d.sync(ctx, s); err != nil {
 			return nil, err
 		}
@@ -191,6 +191,8 @@ func (d *Directory) apply(ev events.RecordedEvent) error {
 			at := ev.Meta.Time
 			t.RevokedAt = &at
 		}
+	case events.SessionStarted, events.SessionActive, events.SessionEnded:
+		d.applySession(ev, p)
 	}
 	return nil
 }
@@ -306,16 +308,13 @@ func (d *Directory) CreateUser(ctx context.Context, by Subject, name string, rol
 	if err := checkPassword(password); err != nil {
 		return User{}, "", err
 	}
-	hash, err := bcrypt.GenerateFromPassword([]byte(password), d.opt.BcryptCost)
-	if err != nil {
-		return User{}, "", fmt.Errorf("auth: hash password: %w", err)
-	}
+	hash := d.opt.Argon2.hashPassword(password)
 	id := uuid.NewString()
-	err = d.appendTo(ctx, events.AuthUsersStream, func() (events.Payload, error) {
+	err := d.appendTo(ctx, events.AuthUsersStream, func() (events.Payload, error) {
 		if err := d.nameTaken(name, false); err != nil {
 			return nil, err
 		}
-		return events.UserCreated{UserID: id, Name: name, Role: role.String(), Source: "local", PasswordHash: string(hash)}, nil
+		return events.UserCreated{UserID: id, Name: name, Role: role.String(), Source: "local", PasswordHash: hash}, nil
 	}, meta(by))
 	if err != nil {
 		return User{}, "", err
@@ -398,15 +397,12 @@ func (d *Directory) SetPassword(ctx context.Context, by Subject, id, password st
 	if err := checkPassword(password); err != nil {
 		return err
 	}
-	hash, err := bcrypt.GenerateFromPassword([]byte(password), d.opt.BcryptCost)
-	if err != nil {
-		return err
-	}
+	hash := d.opt.Argon2.hashPassword(password)
 	return d.appendTo(ctx, events.AuthUsersStream, func() (events.Payload, error) {
 		if u := d.users[id]; u == nil || u.Source != "local" {
 			return nil, ErrNotFound
 		}
-		return events.PasswordChanged{UserID: id, PasswordHash: string(hash)}, nil
+		return events.PasswordChanged{UserID: id, PasswordHash: hash}, nil
 	}, meta(by))
 }
 
@@ -420,11 +416,10 @@ func (d *Directory) CheckPassword(name, password string) (User, error) {
 	hash := d.dummy
 	if u != nil && u.Source == "local" && u.hash != "" {
 		cp = *u
-		hash = []byte(u.hash)
+		hash = u.hash
 	}
 	d.mu.RUnlock()
-	err := bcrypt.CompareHashAndPassword(hash, []byte(password))
-	if err != nil || cp.ID == "" {
+	if !verifyPassword(hash, password) || cp.ID == "" {
 		return User{}, ErrBadCredentials
 	}
 	return cp, nil

@@ -88,8 +88,15 @@ const (
 	PermPromote         Permission = "slot.promote"
 	PermJobControl      Permission = "job.control" // cancel, resume
 	PermReconcile       Permission = "reconcile.run"
+	// PermReconcileAct: act on a finding (adopt an orphan into a slot).
+	PermReconcileAct Permission = "reconcile.act"
 	// admin
-	PermRegister   Permission = "slot.register"
+	PermRegister Permission = "slot.register"
+	// PermSetBranch: name a slot's branch instead of the repository's
+	// default one. Every reset force-pushes over that branch, so choosing
+	// it is an admin's decision even if registering is ever opened to
+	// lower roles (issue 16).
+	PermSetBranch  Permission = "slot.branch"
 	PermUsers      Permission = "admin.users"
 	PermTokens     Permission = "admin.tokens"
 	PermSimControl Permission = "sim.control"
@@ -114,7 +121,9 @@ var minRole = map[Permission]Role{
 	PermPromote:         RoleOperator,
 	PermJobControl:      RoleOperator,
 	PermReconcile:       RoleOperator,
+	PermReconcileAct:    RoleOperator,
 	PermRegister:        RoleAdmin,
+	PermSetBranch:       RoleAdmin,
 	PermUsers:           RoleAdmin,
 	PermTokens:          RoleAdmin,
 	PermSimControl:      RoleAdmin,

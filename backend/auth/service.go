@@ -46,7 +46,7 @@ func NewService(dir *Directory, cfg Config) *Service {
 	}
 	return &Service{
 		Dir:      dir,
-		Sessions: NewSessions(cfg.Sessions),
+		Sessions: NewSessions(dir, cfg.Sessions),
 		account:  NewLimiter(cfg.AccountEvery, cfg.AccountBurst, cfg.Now),
 		ip:       NewLimiter(cfg.IPEvery, cfg.IPBurst, cfg.Now),
 	}
@@ -63,7 +63,7 @@ func (e *LimitedError) Error() string {
 // count against the limits, per account name and per client address.
 // Returns *LimitedError while limited (without checking the password) and
 // ErrBadCredentials for an unknown name or a wrong password alike.
-func (s *Service) Login(name, password, clientIP string) (u User, sessionID, csrf string, err error) {
+func (s *Service) Login(ctx context.Context, name, password, clientIP string) (u User, sessionID, csrf string, err error) {
 	acct := strings.ToLower(name)
 	if d := max(s.account.Wait(acct), s.ip.Wait(clientIP)); d > 0 {
 		return User{}, "", "", &LimitedError{RetryAfter: d}
@@ -74,21 +74,25 @@ func (s *Service) Login(name, password, clientIP string) (u User, sessionID, csr
 		s.ip.Take(clientIP)
 		return User{}, "", "", err
 	}
-	sessionID, csrf = s.Sessions.Create(u.ID)
+	sessionID, csrf, err = s.Sessions.Create(ctx, u.ID, "password")
+	if err != nil {
+		return User{}, "", "", err
+	}
 	return u, sessionID, csrf, nil
 }
 
-// StartSession signs a known user in without a password (OIDC after the
-// provider's answer, the loopback demo's automatic sign-in).
-func (s *Service) StartSession(userID string) (sessionID, csrf string) {
-	return s.Sessions.Create(userID)
+// StartSession signs a known user in without a password (method: oidc
+// after the provider's answer, demo for the loopback demo's automatic
+// sign-in).
+func (s *Service) StartSession(ctx context.Context, userID, method string) (sessionID, csrf string, err error) {
+	return s.Sessions.Create(ctx, userID, method)
 }
 
 // SessionSubject resolves a session id to its live session and subject.
 // The role is read from the directory now, so a role change applies to
 // existing sessions at once.
-func (s *Service) SessionSubject(sessionID string) (Subject, Session, bool) {
-	sess, ok := s.Sessions.Get(sessionID)
+func (s *Service) SessionSubject(ctx context.Context, sessionID string) (Subject, Session, bool) {
+	sess, ok := s.Sessions.Get(ctx, sessionID)
 	if !ok {
 		return Subject{}, Session{}, false
 	}
@@ -127,6 +131,5 @@ func (s *Service) ChangePassword(ctx context.Context, userID, current, next, cli
 	if err := s.Dir.SetPassword(ctx, u.Subject(), userID, next); err != nil {
 		return err
 	}
-	s.Sessions.DeleteUser(userID)
-	return nil
+	return s.Sessions.EndUser(ctx, u.Subject(), userID, "password_changed")
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -19,7 +20,6 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
-	"golang.org/x/crypto/bcrypt"
 
 	"github.com/slotkeeper/slotkeeper/backend/auth"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
@@ -50,6 +50,10 @@ type bundle struct {
 	// deps, if set, adjusts the server's dependencies before New.
 	deps func(*Deps)
 }
+
+// testArgon2 makes password hashes cheap in tests (the default costs
+// about 30 ms each).
+var testArgon2 = auth.Argon2Params{Time: 1, MemoryKiB: 64, Threads: 1}
 
 func setup(t testing.TB, opt HubOptions) *bundle {
 	t.Helper()
@@ -82,11 +86,13 @@ func (b *bundle) start(t testing.TB, opt HubOptions, addr ...string) {
 		t.Fatal(err)
 	}
 	svc := slots.NewService(b.store, slots.Config{Grace: time.Hour, Logger: log})
-	dir, err := auth.Open(ctx, b.store, auth.Options{BcryptCost: bcrypt.MinCost})
+	dir, err := auth.Open(ctx, b.store, auth.Options{Argon2: testArgon2})
 	if err != nil {
 		t.Fatal(err)
 	}
 	b.auth = auth.NewService(dir, auth.Config{})
+	dirFollowed := make(chan error, 1)
+	go func() { dirFollowed <- dir.Follow(ctx) }() // as serve does: another process's sign-ins and logouts apply here
 	if b.token == "" {
 		_, b.token, err = dir.IssueToken(ctx, auth.SystemSubject("test"), "alice", auth.RoleAdmin, time.Hour)
 		if err != nil {
@@ -126,6 +132,7 @@ func (b *bundle) start(t testing.TB, opt HubOptions, addr ...string) {
 			cancel()
 			<-followed
 			<-ran
+			<-dirFollowed
 		})
 	}
 	t.Cleanup(b.stop)
@@ -336,6 +343,20 @@ func TestCommandsReadTheirWrites(t *testing.T) {
 	if a.status != http.StatusOK || len(audit.Entries) < 3 {
 		t.Fatalf("audit: %d %s", a.status, a.body)
 	}
+	oldest := audit.Entries
+	audit.Entries = nil // decode into a fresh slice: oldest keeps its own
+	a = b.do(t, http.MethodGet, "/api/audit?slot=s1&actor=alice&order=newest&limit=2", nil)
+	a.decode(t, &audit)
+	if a.status != http.StatusOK || len(audit.Entries) != 2 || audit.Entries[0].Position != oldest[len(oldest)-1].Position ||
+		audit.Entries[1].Position != oldest[len(oldest)-2].Position {
+		t.Fatalf("audit newest first: %d %s", a.status, a.body)
+	}
+	audit.Entries = nil
+	a = b.do(t, http.MethodGet, fmt.Sprintf("/api/audit?slot=s1&actor=alice&order=newest&before=%d", oldest[1].Position), nil)
+	a.decode(t, &audit)
+	if a.status != http.StatusOK || len(audit.Entries) != 1 || audit.Entries[0].Position != oldest[0].Position {
+		t.Fatalf("audit newest first before %d: %d %s", oldest[1].Position, a.status, a.body)
+	}
 	a = b.do(t, http.MethodGet, "/api/slots", nil)
 	var list struct {
 		Slots    []projections.SlotView `json:"slots"`
@@ -463,6 +484,8 @@ func TestBadInputAppendsNothing(t *testing.T) {
 		{"all jobs bad limit", "GET", "/api/jobs?limit=101", nil, nil, 400, CodeInvalid},
 		{"audit bad since", "GET", "/api/audit?since=yesterday", nil, nil, 400, CodeInvalid},
 		{"audit bad after", "GET", "/api/audit?after=-1", nil, nil, 400, CodeInvalid},
+		{"audit bad before", "GET", "/api/audit?before=x", nil, nil, 400, CodeInvalid},
+		{"audit bad order", "GET", "/api/audit?order=random", nil, nil, 400, CodeInvalid},
 		{"audit bad limit", "GET", "/api/audit?limit=100000", nil, nil, 400, CodeInvalid},
 		{"audit bad slot", "GET", "/api/audit?slot=../x", nil, nil, 400, CodeInvalid},
 		{"stream bad id", "GET", "/api/stream?last_event_id=-3", nil, nil, 400, CodeInvalid},

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -522,5 +523,103 @@ func TestChangePassword(t *testing.T) {
 	}
 	if a := b.do(t, "POST", "/api/auth/login", map[string]string{"name": "pia", "password": "second password 2"}, "Authorization", ""); a.status != 200 {
 		t.Fatalf("login with the new password: %d", a.status)
+	}
+}
+
+// TestSessionsAcrossServersAndRestart runs two servers on one store (two
+// processes): a session started on one works on the other, with the same
+// CSRF token; a logout on one refuses the cookie on the other; a restarted
+// server keeps the session.
+func TestSessionsAcrossServersAndRestart(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	store := memstore.New()
+	b1 := &bundle{store: store}
+	b1.start(t, HubOptions{})
+	b2 := &bundle{store: store, token: b1.token}
+	b2.start(t, HubOptions{})
+	ctx := context.Background()
+	if _, _, err := b1.auth.Dir.CreateUser(ctx, auth.SystemSubject("test"), "olga", auth.RoleOperator, "correct horse battery"); err != nil {
+		t.Fatal(err)
+	}
+	login := func(b *bundle) (sid, csrf string) {
+		t.Helper()
+		// b2 learns of olga through its directory's subscription.
+		waitUntil(t, b.auth.Dir, "the account reaches this server", func() bool { _, ok := b.auth.Dir.UserByName("olga"); return ok })
+		a := b.do(t, "POST", "/api/auth/login", map[string]string{"name": "olga", "password": "correct horse battery"}, "Authorization", "")
+		if a.status != 200 {
+			t.Fatalf("login: %d %s", a.status, a.body)
+		}
+		var in subjectAnswer
+		a.decode(t, &in)
+		return strings.TrimPrefix(strings.Split(a.header.Get("Set-Cookie"), ";")[0], SessionCookie+"="), in.CSRF
+	}
+	me := func(b *bundle, sid string) (int, subjectAnswer) {
+		a := b.do(t, "GET", "/api/auth/me", nil, "Authorization", "", "Cookie", SessionCookie+"="+sid)
+		var m subjectAnswer
+		if a.status == 200 {
+			a.decode(t, &m)
+		}
+		return a.status, m
+	}
+
+	sid, csrf := login(b1)
+	var m subjectAnswer
+	waitUntil(t, b2.auth.Dir, "the session reaches the other server", func() bool {
+		var st int
+		st, m = me(b2, sid)
+		return st == 200
+	})
+	if m.Subject.Name != "olga" || m.CSRF != csrf {
+		t.Fatalf("the other server's me: %+v (csrf equal: %v)", m.Subject, m.CSRF == csrf)
+	}
+
+	// A live stream on the second server, by cookie: it ends with the
+	// session.
+	req, _ := http.NewRequest("GET", b2.srv.URL+"/api/stream", nil)
+	req.Header.Set("Cookie", SessionCookie+"="+sid)
+	resp, err := b2.tr.RoundTrip(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("stream by cookie: %v %v", resp, err)
+	}
+	streamEnded := make(chan struct{})
+	go func() { _, _ = io.Copy(io.Discard, resp.Body); resp.Body.Close(); close(streamEnded) }()
+
+	// Logout on the first server; the second refuses the cookie.
+	if a := b1.do(t, "POST", "/api/auth/logout", nil, "Authorization", "", "Cookie", SessionCookie+"="+sid, HeaderCSRF, csrf); a.status != 204 {
+		t.Fatalf("logout: %d %s", a.status, a.body)
+	}
+	waitUntil(t, b2.auth.Dir, "the other server refuses the logged-out cookie", func() bool { st, _ := me(b2, sid); return st == 401 })
+	select {
+	case <-streamEnded:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the stream of a logged-out session is still open")
+	}
+
+	// Signed in on the second server; the first restarts and still knows
+	// the session.
+	sid, csrf = login(b2)
+	b1.stop()
+	b1.start(t, HubOptions{})
+	st, m := me(b1, sid)
+	if st != 200 || m.Subject.Name != "olga" || m.CSRF != csrf {
+		t.Fatalf("me after restart: %d %+v", st, m.Subject)
+	}
+}
+
+// waitUntil waits until cond holds, re-checking at every change the
+// directory applies, for at most 5 s.
+func waitUntil(t *testing.T, d *auth.Directory, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.After(5 * time.Second)
+	for {
+		ch := d.Changed()
+		if cond() {
+			return
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			t.Fatalf("timed out waiting until %s", what)
+		}
 	}
 }

@@ -35,6 +35,25 @@ type subjectAnswer struct {
 	Subject auth.Subject `json:"subject"`
 	CSRF    string       `json:"csrf"`
 	Methods []string     `json:"methods,omitempty"`
+	// Links are the providers' web addresses, so the dashboard can link a
+	// resource id to its page; only a signed-in subject gets them.
+	Links *ProviderLinks `json:"links,omitempty"`
+}
+
+// ProviderLinks are the providers' web roots (no API path, no credentials):
+// Coolify's dashboard and Bitbucket's root. Empty: not linked.
+type ProviderLinks struct {
+	Coolify   string `json:"coolify,omitempty"`
+	Bitbucket string `json:"bitbucket,omitempty"`
+}
+
+// links is what a signed-in answer carries as Links (nil when unset).
+func (s *Server) links() *ProviderLinks {
+	if s.d.Links == (ProviderLinks{}) {
+		return nil
+	}
+	l := s.d.Links
+	return &l
 }
 
 func (s *Server) methods() []string {
@@ -45,15 +64,29 @@ func (s *Server) methods() []string {
 	return m
 }
 
-// setSession starts a session for u (ending the request's old one: the id
-// is rotated at every sign-in) and sets the cookie.
-func (s *Server) setSession(c echo.Context, userID string) string {
-	if ck, err := c.Request().Cookie(SessionCookie); err == nil {
-		s.d.Auth.Sessions.Delete(ck.Value)
+// setSession starts a session for u (method: password, oidc or demo),
+// ending the request's old one (the id is rotated at every sign-in), and
+// sets the cookie.
+func (s *Server) setSession(c echo.Context, userID, method string) (string, error) {
+	ctx := c.Request().Context()
+	if err := s.rotate(c); err != nil {
+		return "", err
 	}
-	sid, csrf := s.d.Auth.StartSession(userID)
+	sid, csrf, err := s.d.Auth.StartSession(ctx, userID, method)
+	if err != nil {
+		return "", err
+	}
 	s.writeCookie(c, sid, int(s.d.Auth.Sessions.Options().Absolute/time.Second))
-	return csrf
+	return csrf, nil
+}
+
+// rotate ends the session the request came with, if any: a sign-in never
+// keeps a session id that existed before it (session fixation).
+func (s *Server) rotate(c echo.Context) error {
+	if ck, err := c.Request().Cookie(SessionCookie); err == nil {
+		return s.d.Auth.Sessions.End(c.Request().Context(), ck.Value, "rotated")
+	}
+	return nil
 }
 
 func (s *Server) writeCookie(c echo.Context, value string, maxAge int) {
@@ -76,7 +109,7 @@ func (s *Server) login(c echo.Context) error {
 	if err := decodeBody(c, &b, false); err != nil {
 		return err
 	}
-	u, sid, csrf, err := s.d.Auth.Login(b.Name, b.Password, c.RealIP())
+	u, sid, csrf, err := s.d.Auth.Login(c.Request().Context(), b.Name, b.Password, c.RealIP())
 	var le *auth.LimitedError
 	switch {
 	case errors.As(err, &le):
@@ -85,14 +118,14 @@ func (s *Server) login(c echo.Context) error {
 		s.log.InfoContext(c.Request().Context(), "sign-in refused", slog.String("correlation_id", requestID(c)), slog.String("client", c.RealIP()))
 		return errf(CodeUnauthenticated, "unknown user or wrong password")
 	}
-	if ck, err := c.Request().Cookie(SessionCookie); err == nil {
-		s.d.Auth.Sessions.Delete(ck.Value) // rotation
+	if err := s.rotate(c); err != nil { // only a successful sign-in ends the old session
+		return err
 	}
 	s.writeCookie(c, sid, int(s.d.Auth.Sessions.Options().Absolute/time.Second))
 	sub := u.Subject()
 	c.Set(ctxSubject, sub)
 	s.log.InfoContext(c.Request().Context(), "signed in", slog.String("correlation_id", requestID(c)), slog.String("user", u.Name), slog.String("user_id", sub.ID))
-	return c.JSON(http.StatusOK, subjectAnswer{Subject: sub, CSRF: csrf})
+	return c.JSON(http.StatusOK, subjectAnswer{Subject: sub, CSRF: csrf, Links: s.links()})
 }
 
 // logout ends the session and clears the cookie. A signed-in cookie
@@ -102,7 +135,9 @@ func (s *Server) logout(c echo.Context) error {
 		if err := s.checkCSRF(c); err != nil {
 			return err
 		}
-		s.d.Auth.Sessions.Delete(sid)
+		if err := s.d.Auth.Sessions.End(c.Request().Context(), sid, "logout"); err != nil {
+			return err
+		}
 	}
 	s.writeCookie(c, "", -1)
 	return c.NoContent(http.StatusNoContent)
@@ -112,16 +147,19 @@ func (s *Server) me(c echo.Context) error {
 	sub, ok := subjectOf(c)
 	if !ok && s.d.AutoLogin != nil && s.loopbackClient(c) && isLoopbackName(hostOnly(c.Request().Host)) {
 		if u, yes := s.d.AutoLogin(c.Request().Context()); yes {
-			csrf := s.setSession(c, u.ID)
+			csrf, err := s.setSession(c, u.ID, "demo")
+			if err != nil {
+				return err
+			}
 			s.log.InfoContext(c.Request().Context(), "signed in automatically (demo on loopback)", slog.String("user", u.Name))
-			return c.JSON(http.StatusOK, subjectAnswer{Subject: u.Subject(), CSRF: csrf, Methods: s.methods()})
+			return c.JSON(http.StatusOK, subjectAnswer{Subject: u.Subject(), CSRF: csrf, Methods: s.methods(), Links: s.links()})
 		}
 	}
 	if !ok {
 		return &Error{Code: CodeUnauthenticated, Message: "not signed in", Details: map[string]any{"methods": s.methods()}}
 	}
 	csrf, _ := c.Get(ctxCSRF).(string)
-	return c.JSON(http.StatusOK, subjectAnswer{Subject: sub, CSRF: csrf, Methods: s.methods()})
+	return c.JSON(http.StatusOK, subjectAnswer{Subject: sub, CSRF: csrf, Methods: s.methods(), Links: s.links()})
 }
 
 func hostOnly(h string) string {
@@ -162,8 +200,11 @@ func (s *Server) changePassword(c echo.Context) error {
 		return authError(err)
 	}
 	s.caughtUp(c)
-	csrf := s.setSession(c, id)
-	return c.JSON(http.StatusOK, subjectAnswer{Subject: sub, CSRF: csrf})
+	csrf, err := s.setSession(c, id, "password")
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, subjectAnswer{Subject: sub, CSRF: csrf, Links: s.links()})
 }
 
 // ---- OIDC ----
@@ -181,7 +222,9 @@ func (s *Server) oidcCallback(c echo.Context) error {
 	if err != nil {
 		return &Error{Code: CodeUnauthenticated, Message: "sign-in with the identity provider failed", Err: err}
 	}
-	s.setSession(c, u.ID)
+	if _, err := s.setSession(c, u.ID, "oidc"); err != nil {
+		return err
+	}
 	s.log.InfoContext(c.Request().Context(), "signed in (oidc)", slog.String("user", u.Name))
 	return c.Redirect(http.StatusFound, "/")
 }
@@ -352,7 +395,40 @@ func (s *Server) stream(c echo.Context) error {
 			s.streamsMu.Unlock()
 		}()
 	}
+	if sid, ok := c.Get(ctxSession).(string); ok {
+		ctx, cancel := context.WithCancel(c.Request().Context())
+		defer cancel()
+		c.SetRequest(c.Request().WithContext(ctx))
+		go s.endWithSession(ctx, cancel, sid)
+	}
 	return s.d.Hub.ServeStream(c)
+}
+
+// endWithSession ends a cookie session's live stream when the session
+// ends (logout in any process, a password change, idle or absolute
+// expiry): an open stream must not outlive its sign-in. The browser's
+// reconnect is then refused with 401 and the dashboard shows the sign-in
+// page. Checked at every change of the directory (a logout ends the
+// stream at once) and, for expiry, on a ticker of the sessions' recording
+// interval, at most a minute (a stream may outlive an idle expiry by that
+// much; a shorter tick would wake every open stream more often).
+func (s *Server) endWithSession(ctx context.Context, cancel context.CancelFunc, sid string) {
+	every := min(s.d.Auth.Sessions.Options().Record, time.Minute)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		changed := s.d.Auth.Dir.Changed()
+		if !s.d.Auth.Sessions.Alive(sid) {
+			cancel()
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+		case <-t.C:
+		}
+	}
 }
 
 func (s *Server) healthz(c echo.Context) error {

@@ -83,11 +83,28 @@ func (s *Server) register(c echo.Context) error {
 	if err := checkName(cmd.Name); err != nil {
 		return invalidField("name", "name "+strconv.Quote(cmd.Name)+": "+err.Error())
 	}
+	if err := branchAllowed(c, cmd); err != nil {
+		return err
+	}
 	if err := s.d.Commands.Register(c.Request().Context(), actorOf(c), cmd); err != nil {
 		return err
 	}
 	s.caughtUp(c)
 	return s.slotView(c, cmd.Name, http.StatusCreated)
+}
+
+// branchAllowed: a slot's branch defaults to its repository's default
+// branch (the slots service reads it at the provider); naming another one
+// needs PermSetBranch. Register is the only command that sets a branch, and
+// no command changes it later.
+func branchAllowed(c echo.Context, cmd slots.RegisterCmd) error {
+	if cmd.Branch == "" {
+		return nil
+	}
+	if sub, _ := subjectOf(c); !sub.Role.Has(auth.PermSetBranch) {
+		return forbidden(sub, auth.PermSetBranch)
+	}
+	return nil
 }
 
 func (s *Server) occupy(c echo.Context) error {
@@ -521,6 +538,18 @@ func (s *Server) audit(c echo.Context) error {
 		return err
 	} else if ok {
 		f.After = events.Position(n)
+	}
+	if n, ok, err := queryPosition(c, "before"); err != nil {
+		return err
+	} else if ok {
+		f.Before = events.Position(n)
+	}
+	switch o := c.QueryParam("order"); o {
+	case "", "oldest":
+	case "newest":
+		f.Newest = true
+	default:
+		return invalidField("order", "query order must be oldest or newest, got "+strconv.Quote(o))
 	}
 	limit, err := queryInt(c, "limit", 100, 1, 1000)
 	if err != nil {

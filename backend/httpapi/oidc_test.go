@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/cookiejar"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -64,11 +65,29 @@ func TestOIDCSignIn(t *testing.T) {
 		t.Fatalf("account: %+v %v", u, ok)
 	}
 
-	// A second sign-in with fewer groups lowers the role.
+	srvURL, _ := url.Parse(b.srv.URL)
+	sessionOf := func() string {
+		for _, ck := range jar.Cookies(srvURL) {
+			if ck.Name == SessionCookie {
+				return ck.Value
+			}
+		}
+		return ""
+	}
+	first := sessionOf()
+
+	// A second sign-in with fewer groups lowers the role, and rotates the
+	// session: a new id, the old one refused.
 	m.QueueUser(&mockoidc.MockUser{Subject: "sub-sam", PreferredUsername: "sam", Groups: []string{"engineering"}})
 	get("/api/auth/oidc/login")
 	if _, body := get("/api/auth/me"); !strings.Contains(body, `"role":"member"`) {
 		t.Fatalf("role after regrouping: %s", body)
+	}
+	if second := sessionOf(); second == "" || second == first {
+		t.Fatal("a second sign-in kept the session id")
+	}
+	if a := b.do(t, "GET", "/api/auth/me", nil, "Authorization", "", "Cookie", SessionCookie+"="+first); a.status != 401 {
+		t.Fatalf("the session before the second sign-in: %d", a.status)
 	}
 
 	// No mapped group: refused, nothing appended, no session.

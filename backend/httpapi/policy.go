@@ -53,6 +53,10 @@ func (s *Server) routes() []route {
 		{"GET", streamRoute, auth.PermRead, s.stream},
 		{"GET", "/api/reconcile", auth.PermRead, s.getReconcile},
 		{"POST", "/api/reconcile/run", auth.PermReconcile, s.runReconcile},
+		{"GET", "/api/reconcile/adopt/plan", auth.PermRead, s.planAdopt},
+		{"POST", "/api/reconcile/adopt", auth.PermReconcileAct, s.adopt},
+		{"GET", "/api/reconcile/delete/plan", auth.PermRead, s.planDeleteOrphan},
+		{"POST", "/api/reconcile/delete", auth.PermReconcileAct, s.deleteOrphan},
 
 		{"GET", "/api/waitlist", auth.PermRead, s.getWaitlist},
 		{"POST", "/api/waitlist", auth.PermWaitlist, s.joinWaitlist},
@@ -153,7 +157,7 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			return next(c)
 		}
 		if ck, err := req.Cookie(SessionCookie); err == nil && ck.Value != "" {
-			if sub, sess, ok := s.d.Auth.SessionSubject(ck.Value); ok {
+			if sub, sess, ok := s.d.Auth.SessionSubject(req.Context(), ck.Value); ok {
 				c.Set(ctxSubject, sub)
 				c.Set(ctxSession, ck.Value)
 				c.Set(ctxCSRF, sess.CSRF)

@@ -64,6 +64,8 @@ type Deps struct {
 	BodyReadTimeout time.Duration
 	// Reconcile serves /api/reconcile (nil: 404).
 	Reconcile Reconciler
+	// ReconcileActions serves the actions on findings (nil: 404).
+	ReconcileActions ReconcileActions
 	// Backup serves GET /api/admin/backup (nil: 404; embedded store only).
 	Backup BackupFunc
 	// Waitlist serves /api/waitlist (nil: 404).
@@ -82,6 +84,8 @@ type Deps struct {
 	AutoLogin AutoLogin
 	// Security is the Host/Origin/cookie/proxy configuration.
 	Security Security
+	// Links are the providers' web roots the dashboard links resources to.
+	Links ProviderLinks
 	// CommandsPerSecond and CommandBurst limit state changes per subject
 	// (defaults 10 and 30; negative: no limit).
 	CommandsPerSecond float64

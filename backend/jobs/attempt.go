@@ -1,7 +1,6 @@
 package jobs
 
 import (
-	"container/heap"
 	"context"
 	"encoding/json"
 	"errors"
@@ -82,17 +81,28 @@ func (a *attempt) meta() events.Metadata {
 // attempt was superseded: it is marked fenced, its context is cancelled, and
 // errFenced is returned; it must make no further outside call.
 func (a *attempt) append(ctx context.Context, evs ...events.Payload) error {
+	return a.appendAt(ctx, nil, nil, evs...)
+}
+
+// appendAt is append with the expected revision given (nil: the attempt's
+// own, a.rev) and events written before the attempt's own (the claim: the
+// job stream's header).
+func (a *attempt) appendAt(ctx context.Context, exp *events.ExpectedRevision, pre []events.EventData, evs ...events.Payload) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.fenced {
 		return errFenced
 	}
-	data := make([]events.EventData, len(evs))
-	m := a.meta()
-	for i, p := range evs {
-		data[i] = events.New(p, m)
+	want := events.Exact(a.rev)
+	if exp != nil {
+		want = *exp
 	}
-	res, err := a.e.store.Append(ctx, events.JobStream(a.job.ID), events.Exact(a.rev), data...)
+	data := append([]events.EventData(nil), pre...)
+	m := a.meta()
+	for _, p := range evs {
+		data = append(data, events.New(p, m))
+	}
+	res, err := a.e.store.Append(ctx, events.JobStream(a.job.ID), want, data...)
 	if errors.Is(err, events.ErrWrongRevision) {
 		a.fenced = true
 		a.cancel(errFenced)
@@ -123,77 +133,6 @@ func (a *attempt) call(ctx context.Context, st events.StepStarted, f func(contex
 		return context.Cause(ctx)
 	}
 	return f(ctx)
-}
-
-// runJob claims job id and, if this worker won, runs the attempt to its end.
-func (e *Engine) runJob(ctx context.Context, actor, id string) {
-	a := &attempt{e: e, actor: actor}
-	a.ctx, a.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
-	defer a.cancel(nil)
-	e.mu.Lock()
-	if e.stopping || e.local[id] != nil {
-		e.mu.Unlock()
-		return
-	}
-	e.local[id] = a
-	e.attempts.Add(1)
-	e.mu.Unlock()
-	defer func() {
-		e.mu.Lock()
-		delete(e.local, id)
-		if j := e.jobs[id]; j != nil && j.Status == slots.StatusQueued {
-			// Resumed while this attempt was still ending: tick skipped it.
-			heap.Push(&e.due, dueItem{id: id, at: j.NotBefore})
-		}
-		e.forget(id)
-		e.mu.Unlock()
-		e.attempts.Done()
-		e.poke()
-	}()
-	if !e.claim(ctx, a, id) {
-		return
-	}
-	// From here on the attempt is the job's fence holder until it appends a
-	// terminal event or is fenced.
-	stop := context.AfterFunc(ctx, func() { a.cancel(errShutdown) })
-	defer stop()
-	a.run()
-}
-
-// claim appends JobClaimed with the job stream's expected revision: exactly
-// one claimer wins. Only a queued job whose grace has passed and whose slot
-// lock names it is claimed.
-func (e *Engine) claim(ctx context.Context, a *attempt, id string) bool {
-	j, err := slots.LoadJob(ctx, e.store, id)
-	if err != nil || j.Status != slots.StatusQueued || j.NotBefore.After(e.now()) {
-		return false
-	}
-	st, err := e.slots.Load(ctx, j.Queued.Slot)
-	if err != nil || st.LockJob != id || st.Accepts[id] != j.Resumes+1 {
-		return false
-	}
-	a.job, a.rev = j, j.Revision
-	// From the claim's revision on, any event not written by this attempt
-	// fences it. Zero means "not claimed yet".
-	a.base.Store(j.Revision + 2)
-	a.n = j.Attempt + 1
-	lease := e.now().Add(e.cfg.Lease)
-	a.leaseUntil.Store(lease.UnixNano())
-	a.log = e.log.With("job", id, "kind", j.Queued.Kind, "slot", j.Queued.Slot, "attempt", a.n, "correlation_id", j.QueuedMeta.CorrelationID)
-	// A claim that takes longer than the lease it asks for is worthless:
-	// the attempt would start with its lease already over.
-	cctx, cancel := context.WithTimeout(ctx, e.cfg.Lease)
-	err = a.append(cctx, events.JobClaimed{JobID: id, Worker: a.actor, Attempt: a.n, LeaseUntil: lease})
-	cancel()
-	if err != nil {
-		if !errors.Is(err, errFenced) {
-			e.log.WarnContext(ctx, "claim failed", "job", id, "err", err)
-		}
-		return false
-	}
-	a.job.Status, a.job.Attempt, a.job.Worker, a.job.LeaseUntil = slots.StatusRunning, a.n, a.actor, lease
-	a.log.Info("job claimed", "lease_until", lease)
-	return true
 }
 
 // run executes the job's remaining steps, then writes the terminal event
@@ -332,9 +271,9 @@ func (a *attempt) finish(err error) {
 	// more appends in flight make bigger group commits.
 	meta := a.meta()
 	j := a.job
-	e.maint.Add(1)
+	e.releases.Add(1)
 	go func() {
-		defer e.maint.Done()
+		defer e.releases.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		// A success's slot event (SlotVacated, SlotRetired,

@@ -6,19 +6,15 @@
 // expected revision: StepStarted is appended before every outside call, and
 // once anyone else appends to the job stream the attempt's context is
 // cancelled and its next append fails. A rescuer abandons attempts whose
-// lease expired, a releaser frees slot locks after terminal events, and a
-// sweeper repairs what a crash between two streams' appends left behind.
+// lease expired, and a releaser frees slot locks after terminal events.
 // docs/jobs.md has the design and the decisions.
 package jobs
 
 import (
-	"container/heap"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -58,10 +54,6 @@ type Config struct {
 	// abandons the attempt or a lock is released on its behalf, covering
 	// the abort of a call that was in flight. Default Lease/5.
 	RescueGrace time.Duration
-	// OrphanAfter is how long a slot lock may name a job whose stream never
-	// appeared (a crash between the command's two appends) before the
-	// sweeper repairs it. Default 30 s.
-	OrphanAfter time.Duration
 	// SlotCache folds slots for claims, steps and releases; pass the
 	// commands' (slots.Config.SlotCache) to share one. Nil: the engine
 	// makes its own.
@@ -93,9 +85,6 @@ func (c *Config) defaults() {
 	if c.RescueGrace <= 0 {
 		c.RescueGrace = c.Lease / 5
 	}
-	if c.OrphanAfter <= 0 {
-		c.OrphanAfter = 30 * time.Second
-	}
 	if c.Clock == nil {
 		c.Clock = slots.SystemClock{}
 	}
@@ -104,41 +93,33 @@ func (c *Config) defaults() {
 	}
 }
 
-// Engine claims and runs jobs. Create it with NewEngine, start it with Run,
-// end it with Stop (or by cancelling Run's context, which is abrupt).
+// Engine claims and runs jobs. It is four small pieces, each readable
+// alone (docs/jobs.md, "Engine pieces"): the index folds the log
+// (index.go), the dispatcher hands due jobs to workers that claim and run
+// them (dispatcher.go, attempt.go, steps.go), the rescuer abandons expired
+// leases (rescuer.go) and the releaser frees locks after terminal events
+// written by others (releaser.go). Only the index reads the log; the others
+// ask it what is due and sleep on one timer each until then. Create it with
+// NewEngine, start it with Run, end it with Stop (or by cancelling Run's
+// context, which is abrupt).
 type Engine struct {
 	store events.Store
 	deps  Deps
 	cfg   Config
 	log   *slog.Logger
 	slots *slots.SlotCache
+	nonce string // tells this engine's attempts from another's with the same WorkerID
 
-	mu       sync.Mutex
-	jobs     map[string]*slots.JobState
-	slotSt   map[string]*slots.SlotState
-	due      dueHeap              // queued jobs by NotBefore
-	active   map[string]bool      // jobs the log shows running
-	ended    map[string]bool      // terminal jobs whose slot lock is still held
-	noStream map[string]string    // locked job → slot, job stream not seen yet
-	local    map[string]*attempt  // jobs this engine is claiming or running
-	unlocked map[string]time.Time // queued jobs whose slot lock names another job
-	busy     map[string]bool      // maintenance (rescue, release, repair) in progress
-	ready    []string             // due jobs waiting for a worker
-	started  map[string]time.Time // when this engine first saw a job, for OrphanAfter
-	stopping bool
-	// applied is the position of the last event the index folded;
-	// appliedCh is closed (and replaced) whenever it moves.
-	applied   events.Position
-	appliedCh chan struct{}
+	idx        *index
+	dispatcher *dispatcher
+	rescuer    *maintainer
+	releaser   *maintainer
+	// releases are the attempts' own lock releases, run beside the worker.
+	releases sync.WaitGroup
 
-	wake     chan struct{}
-	work     chan string
 	stopCh   chan struct{}
-	nonce    string // tells this engine's attempts from another's with the same WorkerID
 	stopOnce sync.Once
 	running  atomic.Bool
-	attempts sync.WaitGroup
-	maint    sync.WaitGroup
 	done     chan struct{}
 }
 
@@ -148,35 +129,22 @@ func NewEngine(store events.Store, deps Deps, cfg Config) *Engine {
 	if cfg.SlotCache == nil || cfg.SlotCache.Store() != store {
 		cfg.SlotCache = slots.NewSlotCache(store, 0)
 	}
-	return &Engine{
+	e := &Engine{
 		store: store, deps: deps, cfg: cfg, slots: cfg.SlotCache,
-		log:       cfg.Logger.With("worker", cfg.WorkerID),
-		jobs:      map[string]*slots.JobState{},
-		slotSt:    map[string]*slots.SlotState{},
-		active:    map[string]bool{},
-		ended:     map[string]bool{},
-		noStream:  map[string]string{},
-		local:     map[string]*attempt{},
-		unlocked:  map[string]time.Time{},
-		busy:      map[string]bool{},
-		started:   map[string]time.Time{},
-		appliedCh: make(chan struct{}),
-		nonce:     uuid.NewString()[:8],
-		wake:      make(chan struct{}, 1),
-		work:      make(chan string),
-		stopCh:    make(chan struct{}),
-		done:      make(chan struct{}),
+		log:    cfg.Logger.With("worker", cfg.WorkerID),
+		nonce:  uuid.NewString()[:8],
+		stopCh: make(chan struct{}),
+		done:   make(chan struct{}),
 	}
+	e.idx = newIndex(store, e.log)
+	e.dispatcher = newDispatcher(e)
+	e.idx.onJobEvent = e.dispatcher.fence
+	e.rescuer = e.newRescuer()
+	e.releaser = e.newReleaser()
+	return e
 }
 
 func (e *Engine) now() time.Time { return e.cfg.Clock.Now().UTC() }
-
-func (e *Engine) poke() {
-	select {
-	case e.wake <- struct{}{}:
-	default:
-	}
-}
 
 // Run consumes the log and runs jobs until ctx is done or Stop is called. It
 // returns nil after Stop or when ctx ends, and the subscription's error if
@@ -190,22 +158,27 @@ func (e *Engine) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	subErr := make(chan error, 1)
-	go func() {
-		subErr <- e.store.SubscribeAll(ctx, 0, events.Filter{StreamPrefixes: []string{events.JobStreamPrefix, events.SlotStreamPrefix}}, e.apply)
-	}()
-	var workers sync.WaitGroup
-	for i := 0; i < e.cfg.Workers; i++ {
-		workers.Add(1)
-		go func(n int) {
-			defer workers.Done()
-			e.worker(ctx, n)
-		}(i)
+	go func() { subErr <- e.idx.run(ctx) }()
+	var loops sync.WaitGroup
+	start := func(f func()) {
+		loops.Add(1)
+		go func() {
+			defer loops.Done()
+			f()
+		}()
 	}
-	err := e.loop(ctx, subErr)
+	for i := 0; i < e.cfg.Workers; i++ {
+		start(func() { e.dispatcher.worker(ctx, i) })
+	}
+	start(func() { e.rescuer.run(ctx, e.stopCh) })
+	start(func() { e.releaser.run(ctx, e.stopCh) })
+	err := e.dispatcher.run(ctx, e.stopCh, subErr)
 	cancel()
-	workers.Wait()
-	e.attempts.Wait()
-	e.maint.Wait()
+	loops.Wait()
+	e.dispatcher.attempts.Wait()
+	e.rescuer.wait()
+	e.releaser.wait()
+	e.releases.Wait()
 	return err
 }
 
@@ -214,12 +187,9 @@ func (e *Engine) Run(ctx context.Context) error {
 // resumed), waits for them and for Run to return, or until ctx is done.
 func (e *Engine) Stop(ctx context.Context) error {
 	e.stopOnce.Do(func() {
-		e.mu.Lock()
-		e.stopping = true
-		for _, a := range e.local {
-			a.cancel(errShutdown)
-		}
-		e.mu.Unlock()
+		e.dispatcher.stop()
+		e.rescuer.stop()
+		e.releaser.stop()
 		close(e.stopCh)
 	})
 	if !e.running.Load() {
@@ -233,532 +203,17 @@ func (e *Engine) Stop(ctx context.Context) error {
 	}
 }
 
-// apply folds one event into the index and fences local attempts.
-func (e *Engine) apply(ctx context.Context, ev events.RecordedEvent) error {
-	if id := e.missing(ev); id != "" {
-		// A finished job the index forgot (see forget) is back: a resume.
-		// Fold its stream as it stood before this event, outside the
-		// lock (apply is the only writer of e.jobs, so no one races us).
-		j, err := e.loadBefore(ctx, id, ev)
-		if err != nil {
-			return fmt.Errorf("jobs: reload job %s: %w", id, err)
-		}
-		e.mu.Lock()
-		if e.jobs[id] == nil && j.Exists {
-			e.jobs[id] = &j
-		}
-		e.mu.Unlock()
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	defer e.poke()
-	defer e.markApplied(ev.Position)
-	if name, ok := strings.CutPrefix(ev.Stream, events.SlotStreamPrefix); ok {
-		st := e.slotSt[name]
-		if st == nil {
-			st = &slots.SlotState{Name: name}
-			e.slotSt[name] = st
-		}
-		if err := st.Apply(ev); err != nil {
-			e.log.Error("undecodable slot event skipped", "stream", ev.Stream, "rev", ev.Revision, "err", err)
-			return nil
-		}
-		switch ev.Type {
-		case "JobAccepted":
-			j := e.jobs[st.LockJob]
-			switch {
-			case j == nil || !j.Exists:
-				e.noStream[st.LockJob] = name
-				e.started[st.LockJob] = e.now()
-			case j.Terminal():
-				// A resume took the lock; until its JobResumed lands the
-				// job is terminal under a held lock (repaired if it never
-				// does).
-				e.ended[st.LockJob] = true
-			}
-		case "JobReleased":
-			for id, s := range e.noStream {
-				if s == name && st.LockJob != id {
-					delete(e.noStream, id)
-					delete(e.started, id)
-				}
-			}
-			for id := range e.ended {
-				if j := e.jobs[id]; j != nil && j.Queued.Slot == name && st.LockJob != id {
-					delete(e.ended, id)
-					e.forget(id)
-				}
-			}
-			if p, err := events.Decode(ev); err == nil {
-				e.forget(p.(events.JobReleased).JobID)
-			}
-		}
-		return nil
-	}
-	id := strings.TrimPrefix(ev.Stream, events.JobStreamPrefix)
-	j := e.jobs[id]
-	if j == nil {
-		j = &slots.JobState{ID: id}
-		e.jobs[id] = j
-	}
-	if j.Exists && ev.Revision <= j.Revision {
-		return nil // folded already, by a reload from the stream
-	}
-	if err := j.Apply(ev); err != nil {
-		e.log.Error("undecodable job event skipped", "stream", ev.Stream, "rev", ev.Revision, "err", err)
-		return nil
-	}
-	delete(e.noStream, id)
-	delete(e.started, id)
-	if a := e.local[id]; a != nil && ev.Meta.Actor != a.actor {
-		// Someone else wrote to the job after the claim: the attempt is
-		// fenced. Cancel its context now so the in-flight call is aborted,
-		// not finished. Events up to the claim's base revision are history
-		// the index may still be catching up on; they fence nothing.
-		if base := a.base.Load(); base != 0 && ev.Revision >= base {
-			a.cancel(errFenced)
-		}
-	}
-	switch {
-	case ev.Type == "JobQueued" || ev.Type == "JobResumed":
-		delete(e.ended, id) // a resume that landed: the lock is its again
-		heap.Push(&e.due, dueItem{id: id, at: j.NotBefore})
-	case ev.Type == "JobClaimed":
-		e.active[id] = true
-		delete(e.unlocked, id)
-	case slots.IsTerminal(ev.Type):
-		delete(e.active, id)
-		delete(e.unlocked, id)
-		if st := e.slotSt[j.Queued.Slot]; st != nil && st.LockJob == id {
-			e.ended[id] = true
-		}
-		e.forget(id)
-	}
-	return nil
-}
-
-// forget drops a finished job from the index (DESIGN.md invariant 14:
-// finished jobs leave memory): it has ended, its slot's lock does not name
-// it (released, or never taken), and nothing in this engine works on it (no
-// local attempt, no maintenance task, no rescue, release or repair pending).
-// A failed, timed-out or abandoned job can still be resumed: the resume's
-// JobAccepted (or any later event of the job) makes apply fold the job again
-// from its stream (loadBefore). Callers hold e.mu.
-func (e *Engine) forget(id string) {
-	j := e.jobs[id]
-	if j == nil || !j.Terminal() || e.local[id] != nil || e.busy[id] || e.active[id] || e.ended[id] {
-		return
-	}
-	if _, ok := e.noStream[id]; ok {
-		return
-	}
-	if _, ok := e.unlocked[id]; ok {
-		return
-	}
-	if st := e.slotSt[j.Queued.Slot]; st != nil && st.LockJob == id {
-		return
-	}
-	delete(e.jobs, id)
-}
-
-// markApplied records that the index folded everything up to pos. Callers
-// hold e.mu.
-func (e *Engine) markApplied(pos events.Position) {
-	if pos > e.applied {
-		e.applied = pos
-		close(e.appliedCh)
-		e.appliedCh = make(chan struct{})
-	}
-}
-
-// WaitApplied blocks until the engine's index has folded every job and slot
-// event up to position pos (as SubscribeAll delivers them), or ctx ends. pos
-// must be the position of a job or slot event (the engine sees no others),
-// e.g. the store's head when only those were written.
+// WaitApplied blocks until the engine's index has folded the log up to
+// position pos (as SubscribeAll delivers it), or ctx ends.
 func (e *Engine) WaitApplied(ctx context.Context, pos events.Position) error {
-	for {
-		e.mu.Lock()
-		done, ch := e.applied >= pos, e.appliedCh
-		e.mu.Unlock()
-		if done {
-			return nil
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
+	return e.idx.waitApplied(ctx, pos)
 }
 
 // IndexedJobs is how many jobs the engine's index holds: queued, running,
 // and ended ones whose lock or maintenance is still pending. Finished jobs
-// leave it (see forget), so it does not grow with history.
-func (e *Engine) IndexedJobs() int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return len(e.jobs)
-}
-
-// missing names the job ev concerns if the index must fold it from its
-// stream first: a job event after the job's first, or a resume's
-// JobAccepted, for a job the index does not hold (it forgot it).
-func (e *Engine) missing(ev events.RecordedEvent) string {
-	var id string
-	switch {
-	case strings.HasPrefix(ev.Stream, events.SlotStreamPrefix):
-		if ev.Type != "JobAccepted" {
-			return ""
-		}
-		p, err := events.Decode(ev)
-		if err != nil || !p.(events.JobAccepted).Resumed {
-			return ""
-		}
-		id = p.(events.JobAccepted).JobID
-	case ev.Revision > 0:
-		id = strings.TrimPrefix(ev.Stream, events.JobStreamPrefix)
-	default:
-		return ""
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.jobs[id] != nil {
-		return ""
-	}
-	return id
-}
-
-// loadBefore folds job id's stream as the subscription has delivered it when
-// it delivers ev: the events before ev in the global order.
-func (e *Engine) loadBefore(ctx context.Context, id string, ev events.RecordedEvent) (slots.JobState, error) {
-	j := slots.JobState{ID: id}
-	evs, err := e.store.ReadStream(ctx, events.JobStream(id), 0, 0, events.Forward)
-	if errors.Is(err, events.ErrStreamNotFound) {
-		return j, nil
-	}
-	if err != nil {
-		return j, err
-	}
-	n := 0
-	for _, x := range evs {
-		if x.Position >= ev.Position {
-			break
-		}
-		if err := j.Apply(x); err != nil {
-			e.log.Error("undecodable job event skipped", "stream", x.Stream, "rev", x.Revision, "err", err)
-		}
-		n++
-	}
-	if ev.Stream == events.JobStream(id) && uint64(n) != ev.Revision {
-		// ReadStream lagging behind the subscription (a known boltstore
-		// limit): the fold misses events; every decision re-reads the
-		// stream before it appends, so this only delays work.
-		e.log.Warn("reloaded job is missing events", "job", id, "read", n, "want", ev.Revision)
-	}
-	return j, nil
-}
-
-// loop dispatches due jobs to workers and runs maintenance, waking on index
-// changes and on one timer set to the next moment something falls due.
-func (e *Engine) loop(ctx context.Context, subErr <-chan error) error {
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	for {
-		next := e.tick(ctx)
-		wait := time.Hour
-		if !next.IsZero() {
-			wait = max(next.Sub(e.now()), time.Millisecond)
-		}
-		timer.Reset(wait)
-		var work chan string
-		var head string
-		e.mu.Lock()
-		if len(e.ready) > 0 && !e.stopping {
-			work, head = e.work, e.ready[0]
-		}
-		e.mu.Unlock()
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-e.stopCh:
-			e.attempts.Wait()
-			return nil
-		case err := <-subErr:
-			if ctx.Err() != nil {
-				return nil
-			}
-			return fmt.Errorf("jobs: subscription ended: %w", err)
-		case work <- head:
-			e.mu.Lock()
-			e.ready = e.ready[1:]
-			e.mu.Unlock()
-		case <-e.wake:
-		case <-timer.C:
-		}
-	}
-}
-
-// tick moves due jobs to the ready list and starts maintenance that fell
-// due. It returns when it next needs to run (zero: only on a wake).
-func (e *Engine) tick(ctx context.Context) time.Time {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	now := e.now()
-	var next time.Time
-	soon := func(t time.Time) {
-		if next.IsZero() || t.Before(next) {
-			next = t
-		}
-	}
-	for e.due.Len() > 0 {
-		top := e.due[0]
-		if top.at.After(now) {
-			soon(top.at)
-			break
-		}
-		heap.Pop(&e.due)
-		j := e.jobs[top.id]
-		if j == nil || j.Status != slots.StatusQueued || e.local[top.id] != nil {
-			continue
-		}
-		if !e.lockedFor(j) {
-			e.unlocked[top.id] = now
-			continue
-		}
-		e.ready = append(e.ready, top.id)
-	}
-	// Rescue: attempts whose lease expired and that are not ours.
-	for id := range e.active {
-		j := e.jobs[id]
-		if e.local[id] != nil || e.busy[id] {
-			continue
-		}
-		at := j.LeaseUntil.Add(e.cfg.RescueGrace)
-		if at.After(now) {
-			soon(at)
-			continue
-		}
-		e.spawn(ctx, id, func(ctx context.Context) { e.rescue(ctx, id) })
-	}
-	// Release: terminal jobs still holding their slot's lock.
-	for id := range e.ended {
-		j := e.jobs[id]
-		if !j.Terminal() {
-			delete(e.ended, id)
-			e.forget(id)
-			continue
-		}
-		if e.local[id] != nil || e.busy[id] {
-			continue
-		}
-		at := j.LeaseUntil.Add(e.cfg.RescueGrace)
-		if j.ByAttempt {
-			at = j.TerminalAt.Add(e.cfg.RescueGrace)
-		}
-		if st := e.slotSt[j.Queued.Slot]; st != nil && st.Accepts[id] > j.Resumes+1 {
-			// A resume took the lock but its JobResumed never landed.
-			at = st.LockedAt.Add(e.cfg.OrphanAfter)
-		}
-		if at.After(now) {
-			soon(at)
-			continue
-		}
-		e.spawn(ctx, id, func(ctx context.Context) { e.release(ctx, id) })
-	}
-	// Repair: locks naming a job whose stream never appeared.
-	for id, slot := range e.noStream {
-		if e.busy[id] {
-			continue
-		}
-		at := e.started[id].Add(e.cfg.OrphanAfter)
-		if st := e.slotSt[slot]; st != nil && st.LockedAt.Add(e.cfg.OrphanAfter).Before(at) {
-			at = st.LockedAt.Add(e.cfg.OrphanAfter)
-		}
-		if at.After(now) {
-			soon(at)
-			continue
-		}
-		e.spawn(ctx, id, func(ctx context.Context) { e.repairNoStream(ctx, id, slot) })
-	}
-	// Repair: queued jobs whose slot lock names another job.
-	for id, since := range e.unlocked {
-		j := e.jobs[id]
-		if e.busy[id] || j.Status != slots.StatusQueued {
-			delete(e.unlocked, id)
-			e.forget(id)
-			continue
-		}
-		if e.lockedFor(j) {
-			delete(e.unlocked, id)
-			e.ready = append(e.ready, id)
-			continue
-		}
-		at := since.Add(e.cfg.OrphanAfter)
-		if at.After(now) {
-			soon(at)
-			continue
-		}
-		e.spawn(ctx, id, func(ctx context.Context) { e.cancelUnlocked(ctx, id) })
-	}
-	return next
-}
-
-// lockedFor reports whether j's slot lock names j and was taken for j's
-// current queueing (not left over from before a crashed resume).
-func (e *Engine) lockedFor(j *slots.JobState) bool {
-	st := e.slotSt[j.Queued.Slot]
-	return st != nil && st.LockJob == j.ID && st.Accepts[j.ID] == j.Resumes+1
-}
-
-// spawn runs a maintenance task for a job unless one is running. Callers
-// hold e.mu.
-func (e *Engine) spawn(ctx context.Context, id string, f func(context.Context)) {
-	if e.stopping {
-		return
-	}
-	e.busy[id] = true
-	e.maint.Add(1)
-	go func() {
-		defer e.maint.Done()
-		f(ctx)
-		e.mu.Lock()
-		delete(e.busy, id)
-		e.forget(id)
-		e.mu.Unlock()
-		e.poke()
-	}()
-}
+// leave it (see index.forget), so it does not grow with history.
+func (e *Engine) IndexedJobs() int { return e.idx.len() }
 
 func (e *Engine) systemMeta(actor string, j *slots.JobState) events.Metadata {
 	return events.Metadata{Actor: actor, CorrelationID: j.QueuedMeta.CorrelationID, Time: e.now()}
-}
-
-// rescue abandons an attempt whose lease expired (its worker crashed or lost
-// the store). JobAbandoned is appended with the expected revision, which also
-// fences the attempt should it still be alive.
-func (e *Engine) rescue(ctx context.Context, id string) {
-	j, err := slots.LoadJob(ctx, e.store, id)
-	if err != nil || j.Status != slots.StatusRunning || j.LeaseUntil.Add(e.cfg.RescueGrace).After(e.now()) {
-		return
-	}
-	meta := e.systemMeta(slots.ActorRescuer, &j)
-	_, err = e.store.Append(ctx, events.JobStream(id), events.Exact(j.Revision), events.New(events.JobAbandoned{
-		JobID: id, Attempt: j.Attempt, Worker: j.Worker, LeaseUntil: j.LeaseUntil,
-		UncertainStep: j.InFlight, CompletedSteps: j.Completed(), Remaining: j.Remaining(),
-	}, meta))
-	if err != nil {
-		if !errors.Is(err, events.ErrWrongRevision) {
-			e.log.WarnContext(ctx, "rescue failed", "job", id, "err", err)
-		}
-		return
-	}
-	e.log.WarnContext(ctx, "attempt abandoned: lease expired", "job", id, "attempt", j.Attempt, "worker", j.Worker,
-		"uncertain_step", j.InFlight, "correlation_id", meta.CorrelationID)
-	if _, err := releaseLock(ctx, e.slots, &j, j.Run(), slots.StatusAbandoned, meta); err != nil {
-		e.log.WarnContext(ctx, "release after abandon failed", "job", id, "err", err)
-	}
-}
-
-// release frees the slot lock of a terminal job once no attempt can act.
-func (e *Engine) release(ctx context.Context, id string) {
-	j, err := slots.LoadJob(ctx, e.store, id)
-	if err != nil || !j.Terminal() {
-		return
-	}
-	st, err := e.slots.Load(ctx, j.Queued.Slot)
-	if err != nil || st.LockJob != id {
-		return
-	}
-	run := j.Run()
-	if st.Accepts[id] > run {
-		// A resume took the lock after this run ended and its JobResumed
-		// has not landed: release only once it is overdue (crashed).
-		if st.LockedAt.Add(e.cfg.OrphanAfter).After(e.now()) {
-			return
-		}
-		run = st.Accepts[id]
-	}
-	meta := e.systemMeta(slots.ActorRepair, &j)
-	// For a succeeded job this also writes the slot event its success
-	// implies, if its attempt died before its own release did.
-	ok, err := releaseLock(ctx, e.slots, &j, run, j.Status, meta)
-	if err != nil {
-		e.log.WarnContext(ctx, "release failed", "job", id, "err", err)
-		return
-	}
-	if ok {
-		e.log.InfoContext(ctx, "slot lock released", "job", id, "slot", j.Queued.Slot, "outcome", j.Status, "correlation_id", meta.CorrelationID)
-	}
-}
-
-// repairNoStream ends a lock whose job stream never appeared: JobCancelled
-// with NoStream (so the command's late JobQueued can never land), then the
-// release.
-func (e *Engine) repairNoStream(ctx context.Context, id, slot string) {
-	meta := events.Metadata{Actor: slots.ActorRepair, CorrelationID: id, Time: e.now()}
-	_, err := e.store.Append(ctx, events.JobStream(id), events.NoStream(),
-		events.New(events.JobCancelled{JobID: id, By: slots.ActorRepair}, meta))
-	if err != nil {
-		return // the job stream exists after all; the index will catch up
-	}
-	e.log.WarnContext(ctx, "slot lock named a job that was never queued; cancelled and released", "job", id, "slot", slot)
-	if _, err := e.slots.ReleaseLock(ctx, slot, id, 1, slots.StatusCancelled, nil, meta); err != nil {
-		e.log.WarnContext(ctx, "release failed", "job", id, "err", err)
-	}
-	e.mu.Lock()
-	delete(e.noStream, id)
-	delete(e.started, id)
-	e.mu.Unlock()
-}
-
-// cancelUnlocked cancels a queued job that does not hold its slot's lock (a
-// resume whose lock was repaired away); a person can resume it again.
-func (e *Engine) cancelUnlocked(ctx context.Context, id string) {
-	j, err := slots.LoadJob(ctx, e.store, id)
-	if err != nil || j.Status != slots.StatusQueued {
-		return
-	}
-	st, err := e.slots.Load(ctx, j.Queued.Slot)
-	if err != nil || (st.LockJob == id && st.Accepts[id] == j.Resumes+1) {
-		return
-	}
-	meta := e.systemMeta(slots.ActorRepair, &j)
-	_, err = e.store.Append(ctx, events.JobStream(id), events.Exact(j.Revision), events.New(events.JobCancelled{
-		JobID: id, By: slots.ActorRepair, CompletedSteps: j.Completed(), Remaining: j.Remaining(),
-	}, meta))
-	if err == nil {
-		e.log.WarnContext(ctx, "queued job without its slot lock cancelled", "job", id, "slot", j.Queued.Slot)
-	}
-}
-
-// worker claims and runs jobs handed out by the loop.
-func (e *Engine) worker(ctx context.Context, n int) {
-	actor := fmt.Sprintf("worker:%s/%s/%d", e.cfg.WorkerID, e.nonce, n)
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case id := <-e.work:
-			e.runJob(ctx, actor, id)
-		}
-	}
-}
-
-// dueHeap orders queued jobs by NotBefore.
-type dueItem struct {
-	id string
-	at time.Time
-}
-
-type dueHeap []dueItem
-
-func (h dueHeap) Len() int           { return len(h) }
-func (h dueHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
-func (h dueHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *dueHeap) Push(x any)        { *h = append(*h, x.(dueItem)) }
-func (h *dueHeap) Pop() any {
-	old := *h
-	it := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return it
 }

@@ -28,13 +28,18 @@ func queueNoops(t testing.TB, st events.Store, prefix string, n int) []string {
 		id := uuid.NewString()
 		ids[i] = id
 		m := events.Metadata{Actor: "bench", CorrelationID: id}
+		q := events.JobQueued{JobID: id, Kind: events.KindReset, Slot: slot, Steps: []string{}, NotBefore: time.Now()}
 		if _, err := st.Append(ctx, events.SlotStream(slot), events.NoStream(),
 			events.New(events.SlotRegistered{Slot: slot}, m),
-			events.New(events.JobAccepted{Slot: slot, JobID: id, Kind: events.KindReset}, m)); err != nil {
+			events.New(events.JobAccepted{Slot: slot, JobID: id, Kind: events.KindReset, Run: 1, Job: &q}, m)); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := st.Append(ctx, events.JobStream(id), events.NoStream(),
-			events.New(events.JobQueued{JobID: id, Kind: events.KindReset, Slot: slot, Steps: []string{}, NotBefore: time.Now()}, m)); err != nil {
+		// Every other job gets the job stream's copy as the command writes
+		// it; the rest are accepted on the slot only (the claim writes it).
+		if i%2 == 0 {
+			continue
+		}
+		if _, err := st.Append(ctx, events.JobStream(id), events.NoStream(), events.New(q, m)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -237,59 +242,83 @@ func TestStopEndsAttemptsHonestly(t *testing.T) {
 	checkReset(t, w, fx, res.JobID)
 }
 
-// TestSweeperRepairsCrashedCommands: a lock whose job stream never appeared
-// (a crash between the command's two appends) and a resume lock whose
-// JobResumed never landed are both released after OrphanAfter.
-func TestSweeperRepairsCrashedCommands(t *testing.T) {
+// TestAcceptanceAloneIsEnough: the crash points of the one-append
+// acceptance. A command that died right after its JobAccepted (the job
+// stream's copy never written): the claim writes JobQueued (the
+// acceptance's metadata) and JobClaimed in one append and the job runs. The
+// same for a resume whose JobResumed was never written; and a cancel of such
+// a resume before any claim writes the copy and JobCancelled, frees the
+// lock, and the engine never runs it.
+func TestAcceptanceAloneIsEnough(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, nil)
 	ctx := context.Background()
-	w.seed("orphan")
-	w.seed("halfresume")
-	m := events.Metadata{Actor: "alice"}
-	lost := uuid.NewString()
-	s := w.slot("orphan")
-	if _, err := w.store.Append(ctx, events.SlotStream("orphan"), events.Exact(s.Revision),
-		events.New(events.JobAccepted{Slot: "orphan", JobID: lost, Kind: events.KindTeardown}, m)); err != nil {
+	m := events.Metadata{Actor: "alice", CorrelationID: "req-crash"}
+	accept := func(slot string, acc events.JobAccepted) {
+		t.Helper()
+		s := w.slot(slot)
+		acc.Slot = slot
+		if _, err := w.store.Append(ctx, events.SlotStream(slot), events.Exact(s.Revision), events.New(acc, m)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A teardown that failed at once, its lock released: resumable.
+	failedJob := func(slot string) string {
+		t.Helper()
+		id := uuid.NewString()
+		q := events.JobQueued{JobID: id, Kind: events.KindTeardown, Slot: slot, RequestedBy: "alice", Steps: slots.StepsFor(events.KindTeardown)}
+		accept(slot, events.JobAccepted{JobID: id, Kind: events.KindTeardown, Run: 1, Job: &q})
+		if _, err := w.store.Append(ctx, events.JobStream(id), events.NoStream(), events.New(q, m),
+			events.New(events.JobFailed{JobID: id, Reason: "boom"}, m)); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := slots.ReleaseLock(ctx, w.store, slot, id, 1, slots.StatusFailed, nil, m); err != nil || !ok {
+			t.Fatalf("release: %v %v", ok, err)
+		}
+		return id
+	}
+	w.seed("onlylock")
+	w.seed("onlyresume")
+	w.seed("cancelresume")
+
+	cancelled := failedJob("cancelresume")
+	accept("cancelresume", events.JobAccepted{JobID: cancelled, Kind: events.KindTeardown, Resumed: true, Run: 2, By: "alice", FromStep: events.StepDeleteDB})
+	if err := w.svc.Cancel(ctx, bob, cancelled); err != nil {
 		t.Fatal(err)
 	}
-	// A failed job on the other slot, in the log's real order (accepted,
-	// queued, failed, released), then — with the engine already running — a
-	// resume that took the lock and crashed before JobResumed.
-	failed := uuid.NewString()
-	s = w.slot("halfresume")
-	if _, err := w.store.Append(ctx, events.SlotStream("halfresume"), events.Exact(s.Revision),
-		events.New(events.JobAccepted{Slot: "halfresume", JobID: failed, Kind: events.KindPromote}, m)); err != nil {
-		t.Fatal(err)
+	assertEq(t, "cancelled resume's stream", types(w.jobEvents(cancelled)), "JobQueued,JobFailed,JobResumed,JobCancelled")
+	if s := w.slot("cancelresume"); s.Locked() {
+		t.Fatalf("cancelled resume still holds the lock")
 	}
-	if _, err := w.store.Append(ctx, events.JobStream(failed), events.NoStream(),
-		events.New(events.JobQueued{JobID: failed, Kind: events.KindPromote, Slot: "halfresume", Steps: slots.StepsFor(events.KindPromote)}, m),
-		events.New(events.JobFailed{JobID: failed, Reason: "boom"}, m)); err != nil {
-		t.Fatal(err)
+
+	// Its history is written before the engine starts, which would claim
+	// the first run's acceptance at once.
+	resumed := failedJob("onlyresume")
+
+	w.startEngine(w.engineConfig())
+	first := uuid.NewString()
+	q := events.JobQueued{JobID: first, Kind: events.KindTeardown, Slot: "onlylock", RequestedBy: "alice",
+		NotBefore: time.Now(), Steps: slots.StepsFor(events.KindTeardown)}
+	accept("onlylock", events.JobAccepted{JobID: first, Kind: events.KindTeardown, Run: 1, Job: &q})
+	j := w.waitEnded(first)
+	assertEq(t, "accepted-only job", j.Status, slots.StatusSucceeded)
+	evs := w.jobEvents(first)
+	if evs[0].Type != "JobQueued" || evs[0].Meta.Actor != "alice" || evs[0].Meta.CorrelationID != "req-crash" || evs[1].Type != "JobClaimed" {
+		t.Fatalf("job stream does not start with the acceptance's copy and the claim:%s", history(evs))
 	}
-	if _, err := w.store.Append(ctx, events.SlotStream("halfresume"), events.Exact(s.Revision+1),
-		events.New(events.JobReleased{Slot: "halfresume", JobID: failed, Outcome: slots.StatusFailed}, m)); err != nil {
-		t.Fatal(err)
+
+	accept("onlyresume", events.JobAccepted{JobID: resumed, Kind: events.KindTeardown, Resumed: true, Run: 2, By: "alice", FromStep: events.StepDeleteDB})
+	j = w.waitEndedN(resumed, 2)
+	assertEq(t, "resumed job", j.Status, slots.StatusSucceeded)
+	assertEq(t, "resumes", j.Resumes, 1)
+	evs = w.jobEvents(resumed)
+	if evs[2].Type != "JobResumed" || evs[3].Type != "JobClaimed" {
+		t.Fatalf("resume's copy not written by the claim:%s", history(evs))
 	}
-	cfg := w.engineConfig()
-	cfg.OrphanAfter = 300 * time.Millisecond
-	w.startEngine(cfg)
-	if _, err := w.store.Append(ctx, events.SlotStream("halfresume"), events.Exact(s.Revision+2),
-		events.New(events.JobAccepted{Slot: "halfresume", JobID: failed, Kind: events.KindPromote, Resumed: true}, m)); err != nil {
-		t.Fatal(err)
-	}
-	w.waitSlot("orphan", func(s *slots.SlotState) bool { return !s.Locked() && s.Accepts[lost] == 1 })
-	w.waitSlot("halfresume", func(s *slots.SlotState) bool { return !s.Locked() && s.Accepts[failed] == 2 })
-	j := w.waitJob(lost, 5*time.Second, func(j *slots.JobState) bool { return j.Terminal() })
-	assertEq(t, "orphan job", j.Status, slots.StatusCancelled)
-	// The slow command's JobQueued can no longer land.
-	_, err := w.store.Append(ctx, events.JobStream(lost), events.NoStream(), events.New(events.JobQueued{JobID: lost}, m))
-	if !errors.Is(err, events.ErrWrongRevision) {
-		t.Fatalf("late JobQueued: %v", err)
-	}
-	// The failed job can be resumed again, properly this time.
-	if _, err := w.svc.Resume(ctx, bob, failed); err != nil {
-		t.Fatalf("resume after repair: %v", err)
+	for _, ev := range w.jobEvents(cancelled) {
+		if ev.Type == "JobClaimed" {
+			t.Fatalf("the cancelled resume was claimed")
+		}
 	}
 }
 

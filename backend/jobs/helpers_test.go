@@ -100,7 +100,7 @@ func simDeps(t testing.TB, s *sim.Sim) jobs.Deps {
 func (w *world) engineConfig() jobs.Config {
 	return jobs.Config{
 		Workers: 2, WorkerID: "test", StepTimeout: 20 * time.Second, JobTimeout: 60 * time.Second,
-		Lease: 10 * time.Second, RescueGrace: 50 * time.Millisecond, OrphanAfter: time.Second, Logger: testLogger(),
+		Lease: 10 * time.Second, RescueGrace: 50 * time.Millisecond, Logger: testLogger(),
 	}
 }
 
@@ -188,15 +188,23 @@ func (w *world) waitEnded(id string) slots.JobState { return w.waitEndedN(id, 1)
 func (w *world) waitEndedN(id string, n int) slots.JobState {
 	w.t.Helper()
 	j := w.waitJob(id, w.waitLimit(), func(j *slots.JobState) bool { return j.Terminal() && j.Terminals >= n })
-	w.waitSlot(j.Queued.Slot, func(s *slots.SlotState) bool { return s.LockJob != id && s.Accepts[id] >= n })
+	w.waitSlotN(j.Queued.Slot, func(s *slots.SlotState, released map[string]int) bool { return s.LockJob != id && released[id] >= n })
 	return j
 }
 
 func (w *world) waitSlot(name string, cond func(*slots.SlotState) bool) slots.SlotState {
 	w.t.Helper()
+	return w.waitSlotN(name, func(s *slots.SlotState, _ map[string]int) bool { return cond(s) })
+}
+
+// waitSlotN is waitSlot whose condition also sees how many JobReleased
+// each job has on the slot stream so far.
+func (w *world) waitSlotN(name string, cond func(*slots.SlotState, map[string]int) bool) slots.SlotState {
+	w.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), w.waitLimit())
 	defer cancel()
 	s := slots.SlotState{Name: name}
+	released := map[string]int{}
 	errDone := errors.New("done")
 	err := w.store.SubscribeAll(ctx, 0, events.Filter{StreamPrefixes: []string{events.SlotStream(name)}}, func(_ context.Context, ev events.RecordedEvent) error {
 		if ev.Stream != events.SlotStream(name) {
@@ -205,7 +213,14 @@ func (w *world) waitSlot(name string, cond func(*slots.SlotState) bool) slots.Sl
 		if err := s.Apply(ev); err != nil {
 			return err
 		}
-		if cond(&s) {
+		if ev.Type == "JobReleased" {
+			p, err := events.Decode(ev)
+			if err != nil {
+				return err
+			}
+			released[p.(events.JobReleased).JobID]++
+		}
+		if cond(&s, released) {
 			return errDone
 		}
 		return nil

@@ -466,7 +466,7 @@ func releaseLock(ctx context.Context, sc *slots.SlotCache, j *slots.JobState, ru
 		if err != nil {
 			return false, err
 		}
-		if st.LockJob != j.ID || st.Accepts[j.ID] != run {
+		if st.LockJob != j.ID || (st.LockRun != 0 && st.LockRun != run) {
 			return false, nil
 		}
 		var evs []events.EventData

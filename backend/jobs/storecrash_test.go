@@ -253,7 +253,7 @@ func TestCancelOfAnotherProcessesAttempt(t *testing.T) {
 	if _, err := w.svc.Release(ctx, bob, "remote"); slots.ErrorCode(err) != slots.CodeConflict {
 		t.Fatalf("release right after the cancel: %v, want conflict", err)
 	}
-	s := w.waitSlot("remote", func(s *slots.SlotState) bool { return !s.Locked() && s.Accepts[res.JobID] == 1 })
+	s := w.waitSlotN("remote", func(s *slots.SlotState, released map[string]int) bool { return !s.Locked() && released[res.JobID] == 1 })
 	released := w.logEvents(events.SlotStream("remote"))
 	last := released[len(released)-1]
 	if last.Type != "JobReleased" || last.Meta.Time.Before(j.LeaseUntil) {

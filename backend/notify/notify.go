@@ -35,6 +35,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/slotkeeper/slotkeeper/backend/consumer"
 	"github.com/slotkeeper/slotkeeper/events"
 )
 
@@ -67,6 +68,9 @@ type Config struct {
 	RetryInitial time.Duration
 	RetryMax     time.Duration
 	Attempts     int
+	// CheckpointEvery is how often the notifier records how far every
+	// delivery is settled (backend/consumer), when that moved. Default 10 s.
+	CheckpointEvery time.Duration
 	// Now is the clock; default time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -79,6 +83,35 @@ type Notifier struct {
 	log     *slog.Logger
 	sends   sync.WaitGroup
 	timeout time.Duration // bound of one POST
+	prog    progress
+}
+
+// Checkpoints of the notifier (backend/consumer): a position at or before
+// which every terminal event's delivery is settled (delivered, failed for
+// good, or too old to send). A restart subscribes from there, so finished
+// history is not read again; deliveries after it are looked up in their
+// notify streams as before (the log, not the checkpoint, says what was
+// sent).
+const (
+	notifyConsumer = "notify"
+	notifyVersion  = 1
+)
+
+// progress is where the notifier's checkpoint can be: below the oldest
+// unsettled delivery, else at the last terminal event handled.
+type progress struct {
+	mu      sync.Mutex
+	last    events.Position
+	pending map[events.Position]struct{}
+	saved   events.Position
+}
+
+func (p *progress) mark() events.Position {
+	m := p.last
+	for q := range p.pending {
+		m = min(m, q-1)
+	}
+	return m
 }
 
 // New returns a notifier on store.
@@ -105,6 +138,9 @@ func New(store events.Store, cfg Config) *Notifier {
 	if cfg.Attempts <= 0 {
 		cfg.Attempts = 8
 	}
+	if cfg.CheckpointEvery <= 0 {
+		cfg.CheckpointEvery = 10 * time.Second
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -119,17 +155,87 @@ var terminalTypes = []string{"JobSucceeded", "JobFailed", "JobTimedOut", "JobCan
 // Run follows terminal job events until ctx is done (returns nil) or the
 // store fails. Deliveries in progress end with ctx: an interrupted attempt
 // is recorded as failed (not final) and the next Run resumes it.
+//
+// Delivery is at least once: an attempt is recorded before its POST and its
+// outcome after, so a crash in between sends that message again (after the
+// attempt's deadline). Checkpoints never lose one: a delivery not settled
+// keeps the checkpoint below its event.
 func (n *Notifier) Run(ctx context.Context) error {
 	if n.cfg.WebhookURL == "" {
 		<-ctx.Done()
 		return nil
 	}
-	err := n.store.SubscribeAll(ctx, 0, events.Filter{StreamPrefixes: []string{events.JobStreamPrefix}, EventTypes: terminalTypes}, n.handle)
+	from, ok, why, err := consumer.LoadCheckpoint(ctx, n.store, notifyConsumer, notifyVersion, &struct{}{})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("notify: read checkpoint: %w", err)
+	}
+	if !ok && why != "" {
+		n.log.Warn("notify: checkpoint ignored, reading the log from the start", "why", why)
+	}
+	n.prog = progress{last: from, saved: from, pending: map[events.Position]struct{}{}}
+	saverDone := make(chan struct{})
+	go func() {
+		defer close(saverDone)
+		t := time.NewTicker(n.cfg.CheckpointEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				n.checkpoint(ctx)
+			}
+		}
+	}()
+	err = n.store.SubscribeAll(ctx, from, events.Filter{StreamPrefixes: []string{events.JobStreamPrefix}, EventTypes: terminalTypes}, n.handle)
 	n.sends.Wait()
+	<-saverDone
+	c, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	n.checkpoint(c)
+	cancel()
 	if ctx.Err() != nil {
 		return nil
 	}
 	return err
+}
+
+// checkpoint records the notifier's mark when it moved.
+func (n *Notifier) checkpoint(ctx context.Context) {
+	n.prog.mu.Lock()
+	m, saved := n.prog.mark(), n.prog.saved
+	n.prog.mu.Unlock()
+	if m <= saved {
+		return
+	}
+	if err := consumer.SaveCheckpoint(ctx, n.store, notifyConsumer, notifyVersion, m, struct{}{}); err != nil {
+		if ctx.Err() == nil {
+			n.log.Warn("notify: checkpoint not written", "err", err)
+		}
+		return
+	}
+	n.prog.mu.Lock()
+	n.prog.saved = max(n.prog.saved, m)
+	n.prog.mu.Unlock()
+}
+
+// handled moves the mark past a terminal event; pending says its delivery
+// is still to be settled.
+func (n *Notifier) handled(pos events.Position, pending bool) {
+	n.prog.mu.Lock()
+	defer n.prog.mu.Unlock()
+	if pending {
+		n.prog.pending[pos] = struct{}{}
+	}
+	n.prog.last = max(n.prog.last, pos)
+}
+
+func (n *Notifier) settled(pos events.Position) {
+	n.prog.mu.Lock()
+	delete(n.prog.pending, pos)
+	n.prog.mu.Unlock()
 }
 
 // Message is the webhook body: Slack's incoming-webhook shape, plus the
@@ -166,6 +272,7 @@ type outcome struct {
 
 func (n *Notifier) handle(ctx context.Context, ev events.RecordedEvent) error {
 	if n.cfg.Now().Sub(ev.Meta.Time) > n.cfg.MaxAge {
+		n.handled(ev.Position, false)
 		return nil
 	}
 	jobID := strings.TrimPrefix(ev.Stream, events.JobStreamPrefix)
@@ -190,12 +297,16 @@ func (n *Notifier) handle(ctx context.Context, ev events.RecordedEvent) error {
 		return err
 	}
 	if st.done {
+		n.handled(ev.Position, false)
 		return nil
 	}
+	n.handled(ev.Position, true)
 	n.sends.Add(1)
 	go func() {
 		defer n.sends.Done()
-		n.deliver(ctx, d)
+		if n.deliver(ctx, d) {
+			n.settled(ev.Position)
+		}
 	}()
 	return nil
 }
@@ -261,8 +372,8 @@ func (n *Notifier) load(ctx context.Context, d delivery) (deliveryState, events.
 
 // deliver makes attempts until the delivery has a final outcome or ctx
 // ends. Every attempt is in the log before its POST, and its outcome
-// after.
-func (n *Notifier) deliver(ctx context.Context, d delivery) {
+// after. It reports whether the log shows the delivery settled.
+func (n *Notifier) deliver(ctx context.Context, d delivery) bool {
 	log := n.log.With("job", d.jobID, "delivery", d.id, "correlation_id", d.corr)
 	for ctx.Err() == nil {
 		st, exp, err := n.load(ctx, d)
@@ -270,17 +381,17 @@ func (n *Notifier) deliver(ctx context.Context, d delivery) {
 			if ctx.Err() == nil {
 				log.WarnContext(ctx, "notification: cannot read its log; giving up until restart", "err", err)
 			}
-			return
+			return false
 		}
 		if st.done {
-			return
+			return true
 		}
 		now := n.cfg.Now()
 		// Another notifier's attempt (or one cut short by a crash) is open
 		// until its Until; a failed one waits for its backoff.
 		if wait := max(st.openUntil.Sub(now), st.retryAt.Sub(now)); wait > 0 {
 			if !sleep(ctx, wait) {
-				return
+				return false
 			}
 			continue
 		}
@@ -296,7 +407,7 @@ func (n *Notifier) deliver(ctx context.Context, d delivery) {
 			if ctx.Err() == nil {
 				log.WarnContext(ctx, "notification: cannot record the attempt; not sending", "err", err)
 			}
-			return
+			return false
 		}
 		status, perr := n.post(ctx, d, attempt)
 		after := events.Exact(res.NextExpected)
@@ -331,8 +442,13 @@ func (n *Notifier) deliver(ctx context.Context, d delivery) {
 		cancel()
 		if err != nil {
 			log.WarnContext(ctx, "notification: cannot record the outcome (the attempt is retried after its deadline)", "err", err)
+			continue
+		}
+		if f, failed := out.(events.NotificationFailed); !failed || f.Final {
+			return true // settled, even if ctx ended meanwhile
 		}
 	}
+	return false
 }
 
 // backoff is the wait after the attempt-th failure.

@@ -82,3 +82,48 @@ func BenchmarkReconcile10k(b *testing.B) {
 	b.ReportMetric(float64(minCalls), "min-calls")
 	b.ReportMetric(float64(calls)/float64(b.N)/float64(minCalls), "x-min")
 }
+
+// BenchmarkStandingFindings: 1,000 standing orphans (repositories nobody
+// tracks) and one new orphan per run, over 20 runs. Reports the events a
+// run appends now (its start and end, the one change, and now and then a
+// full-list snapshot) against what recording every current finding each
+// run would append (the earlier scheme: findings + 2), measured on the same
+// runs.
+func BenchmarkStandingFindings(b *testing.B) {
+	const standing, runs = 1000, 20
+	s, err := sim.Start(context.Background(), sim.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	var slugs []string
+	for i := 0; i < standing; i++ {
+		slugs = append(slugs, fmt.Sprintf("stray-%d", i))
+	}
+	s.AddListedRepos("SLOT", slugs)
+	git := bitbucket.New(bitbucket.Options{BaseURL: s.BitbucketURL(), Token: s.BitbucketToken(), PageLimit: 1000})
+	var appended, fullList int
+	for i := 0; i < b.N; i++ {
+		store := memstore.New()
+		r := reconcile.New(store, &staticTracker{}, nil, git, reconcile.Config{
+			BitbucketProjects: []string{"SLOT"}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		})
+		if _, err := r.RunOnce(context.Background(), "bench"); err != nil {
+			b.Fatal(err)
+		}
+		for n := 0; n < runs; n++ {
+			s.AddListedRepos("SLOT", []string{fmt.Sprintf("new-%d-%d", i, n)})
+			before, _ := store.ReadStream(context.Background(), events.ReconcileStream, 0, 0, events.Forward)
+			rep, err := r.RunOnce(context.Background(), "bench")
+			if err != nil {
+				b.Fatal(err)
+			}
+			after, _ := store.ReadStream(context.Background(), events.ReconcileStream, 0, 0, events.Forward)
+			appended += len(after) - len(before)
+			fullList += len(rep.Findings) + 2
+		}
+	}
+	b.ReportMetric(float64(appended)/float64(b.N*runs), "events/run")
+	b.ReportMetric(float64(fullList)/float64(b.N*runs), "full-list-events/run")
+	b.ReportMetric(float64(fullList)/float64(appended), "x-fewer")
+}

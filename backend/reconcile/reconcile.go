@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -63,7 +64,10 @@ type Config struct {
 	RunTimeout time.Duration
 	// CallTimeout bounds one provider list or lookup (default 30s).
 	CallTimeout time.Duration
-	Logger      *slog.Logger
+	// SnapshotAfter is the floor of events since the last full list after
+	// which a run records the full list again (default 256; see RunOnce).
+	SnapshotAfter int
+	Logger        *slog.Logger
 	// Observe, if set, is told every finished run (metrics).
 	Observe func(Report)
 	// Now is the clock (tests).
@@ -90,6 +94,9 @@ func New(store events.Store, tracker Tracker, paas providers.PaaSInventory, git 
 	}
 	if cfg.CallTimeout <= 0 {
 		cfg.CallTimeout = 30 * time.Second
+	}
+	if cfg.SnapshotAfter <= 0 {
+		cfg.SnapshotAfter = 256
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -175,7 +182,8 @@ func (r *Reconciler) RunOnce(ctx context.Context, actor string) (Report, error) 
 	r.mu.Unlock()
 	defer func() { r.mu.Lock(); r.running = false; r.mu.Unlock() }()
 
-	prev, rev, exists, err := r.latest(ctx)
+	prev, err := r.latest(ctx)
+	rev, exists := prev.rev, prev.exists
 	if err != nil {
 		return Report{}, err
 	}
@@ -194,7 +202,7 @@ func (r *Reconciler) RunOnce(ctx context.Context, actor string) (Report, error) 
 		// A run whose process died: close it honestly before the new one.
 		opening = append(opening, events.New(events.ReconcileFinished{RunID: prev.Run.ID, State: "failed", EndedAt: now, Error: "abandoned: the run did not finish"}, meta))
 	}
-	opening = append(opening, events.New(events.ReconcileStarted{RunID: runID, Scope: r.Scope(), StartedAt: now}, meta))
+	opening = append(opening, events.New(events.ReconcileStarted{RunID: runID, Scope: r.Scope(), StartedAt: now, ChangesOnly: true}, meta))
 	res, err := r.store.Append(ctx, events.ReconcileStream, exp, opening...)
 	if err != nil {
 		if errors.Is(err, events.ErrWrongRevision) {
@@ -204,23 +212,50 @@ func (r *Reconciler) RunOnce(ctx context.Context, actor string) (Report, error) 
 	}
 	rctx, cancel := context.WithTimeout(ctx, r.cfg.RunTimeout)
 	defer cancel()
-	findings, runErr := r.compare(rctx, prev.Findings, now)
-	for i := range findings {
-		findings[i].RunID = runID
-	}
+	current, runErr := r.compare(rctx, prev.standing(), now)
 	state, msg := "done", ""
+	var changes []events.ReconcileFinding
 	if runErr != nil {
-		state, msg = "failed", runErr.Error()
+		// Nothing was checked: record no change, so every standing finding
+		// holds (a failed run never drops or resolves anything).
+		state, msg, current = "failed", runErr.Error(), prev.standing()
+	} else {
+		changes = diff(prev.standing(), current, now)
+	}
+	for i := range current {
+		if current[i].RunID == "" {
+			current[i].RunID = runID
+		}
+	}
+	for i := range changes {
+		changes[i].RunID = runID
 	}
 	counts := map[string]int{}
-	for _, f := range findings {
+	for _, f := range current {
 		counts[f.Class]++
 	}
-	evs := make([]events.EventData, 0, len(findings)+1)
-	for _, f := range findings {
+	for _, f := range changes {
+		if f.Class == events.FindingResolved {
+			counts[f.Class]++
+		}
+	}
+	evs := make([]events.EventData, 0, len(changes)+1)
+	for _, f := range changes {
 		evs = append(evs, events.New(f, meta))
 	}
-	evs = append(evs, events.New(events.ReconcileFinished{RunID: runID, State: state, EndedAt: r.cfg.Now().UTC(), Counts: counts, Error: msg}, meta))
+	// Now and then the whole current list goes in too, so that reading it
+	// back never has to go further than this run: when the events since the
+	// last full list outnumber the list itself (and a floor), which keeps
+	// both the log's growth and the read's length proportional to the
+	// changes.
+	snapshot := prev.sinceBase+len(evs)+2 >= max(r.cfg.SnapshotAfter, len(current))
+	if snapshot {
+		for i := 0; i < len(current); i += snapshotChunk {
+			chunk := current[i:min(i+snapshotChunk, len(current))]
+			evs = append(evs, events.New(events.ReconcileSnapshot{RunID: runID, Findings: chunk}, meta))
+		}
+	}
+	evs = append(evs, events.New(events.ReconcileFinished{RunID: runID, State: state, EndedAt: r.cfg.Now().UTC(), Counts: counts, Error: msg, Snapshot: snapshot}, meta))
 	// The findings and the end go in with the run's own fence: if another
 	// process took a stale run over meanwhile, this one records nothing.
 	// (Appends are bounded in size; a huge run is written in chunks.)
@@ -238,6 +273,37 @@ func (r *Reconciler) RunOnce(ctx context.Context, actor string) (Report, error) 
 		r.cfg.Observe(rep)
 	}
 	return rep, err
+}
+
+// snapshotChunk is how many findings one ReconcileSnapshot event holds
+// (a few hundred KB at most, far below the store's event size limit).
+const snapshotChunk = 1000
+
+// diff is what a run records: each current finding that is new or changed
+// class or slot since the previous run, and "resolved" for each previous
+// one that is gone. A standing finding is not recorded again.
+func diff(prev, current []events.ReconcileFinding, now time.Time) []events.ReconcileFinding {
+	prevBy := make(map[string]events.ReconcileFinding, len(prev))
+	for _, f := range prev {
+		prevBy[key(f)] = f
+	}
+	var out []events.ReconcileFinding
+	seen := make(map[string]bool, len(current))
+	for _, f := range current {
+		k := key(f)
+		seen[k] = true
+		if p, ok := prevBy[k]; ok && p.Class == f.Class && p.Slot == f.Slot {
+			continue
+		}
+		out = append(out, f)
+	}
+	for _, p := range prev {
+		if !seen[key(p)] {
+			p.Class, p.Detail, p.Since = events.FindingResolved, "was "+p.Class, now
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // key identifies a finding's subject across runs.
@@ -283,42 +349,41 @@ func (r *Reconciler) compare(ctx context.Context, prev []events.ReconcileFinding
 	}
 
 	// Carry "since" over; carry over the previous findings of a scope that
-	// could not be checked; resolve what no longer holds.
+	// could not be checked (what is not in the result is resolved by diff).
 	prevBy := map[string]events.ReconcileFinding{}
 	for _, f := range prev {
-		if f.Class != events.FindingResolved {
-			prevBy[key(f)] = f
-		}
+		prevBy[key(f)] = f
 	}
 	seen := map[string]bool{}
 	for i := range out {
 		k := key(out[i])
 		seen[k] = true
-		if p, ok := prevBy[k]; ok && p.Class == out[i].Class && !p.Since.IsZero() {
-			out[i].Since = p.Since
+		if p, ok := prevBy[k]; ok && p.Class == out[i].Class && p.Slot == out[i].Slot && !p.Since.IsZero() {
+			// A standing finding is what was recorded when it appeared
+			// (its first-seen time, its run, its detail).
+			out[i] = p
 		} else {
 			out[i].Since = now
 		}
 	}
-	for k, p := range prevBy {
-		if seen[k] {
-			continue
-		}
-		if unknownScopes[p.Scope] && p.Class != events.FindingUnknown {
-			seen[k] = true
+	for _, p := range prev {
+		if !seen[key(p)] && unknownScopes[p.Scope] && p.Class != events.FindingUnknown {
 			out = append(out, p) // not checked this time: still holds as far as we know
-			continue
 		}
-		p.Class, p.Detail, p.Since = events.FindingResolved, "was "+p.Class, now
-		out = append(out, p)
 	}
+	sortFindings(out)
+	return out, nil
+}
+
+// sortFindings orders findings problems first: drift, orphan, unknown,
+// resolved; then by subject.
+func sortFindings(out []events.ReconcileFinding) {
 	sort.SliceStable(out, func(i, j int) bool {
 		if a, b := classRank(out[i].Class), classRank(out[j].Class); a != b {
 			return a < b
 		}
 		return key(out[i]) < key(out[j])
 	})
-	return out, nil
 }
 
 func classRank(c string) int {
@@ -502,68 +567,221 @@ type Report struct {
 	Position events.Position `json:"position"`
 }
 
-// Latest reads the newest run from the end of the reconcile stream: its
-// cost is the size of one run, not of the stream's history.
+// Latest reads the newest run and the current findings from the end of the
+// reconcile stream: back to the newest full list (a snapshot, or a run of an
+// older log that recorded everything), then the changes of the runs after
+// it. Its cost is bounded by the snapshot rule, not by the stream's history.
 func (r *Reconciler) Latest(ctx context.Context) (Report, error) {
-	rep, _, _, err := r.latest(ctx)
-	return rep, err
+	st, err := r.latest(ctx)
+	return st.Report, err
 }
 
-func (r *Reconciler) latest(ctx context.Context) (Report, events.Revision, bool, error) {
-	rep := Report{Findings: []events.ReconcileFinding{}}
+// latestState is Latest's report plus what RunOnce needs to go on.
+type latestState struct {
+	Report
+	rev    events.Revision // the stream's last revision
+	exists bool
+	// sinceBase counts the events after the newest full list.
+	sinceBase int
+	current   []events.ReconcileFinding
+}
+
+// standing is the current list without the resolved ones.
+func (l latestState) standing() []events.ReconcileFinding { return l.current }
+
+// runEvents is one run as read back.
+type runEvents struct {
+	id       string
+	started  *events.ReconcileStarted
+	finished *events.ReconcileFinished
+	findings []events.ReconcileFinding // in log order
+	snapshot []events.ReconcileFinding
+	events   int
+}
+
+// base reports whether the run holds a full list (and is complete enough to
+// use): a snapshot, or an older log's run that recorded every finding (a
+// failed run of an older log recorded none: it is no base).
+func (r *runEvents) base() bool {
+	if r.started == nil {
+		return false
+	}
+	if r.finished != nil && r.finished.Snapshot {
+		return true
+	}
+	return !r.started.ChangesOnly && r.finished != nil && r.finished.State == "done"
+}
+
+func (r *Reconciler) latest(ctx context.Context) (latestState, error) {
+	st := latestState{Report: Report{Findings: []events.ReconcileFinding{}}}
 	var (
-		last    events.Revision
-		exists  bool
-		from    events.Revision = math.MaxUint64
-		pending []events.ReconcileFinding
+		runs []*runEvents    // newest first
+		byID                 = map[string]*runEvents{}
+		from events.Revision = math.MaxUint64
 	)
-	for {
+	get := func(id string) *runEvents {
+		if x, ok := byID[id]; ok {
+			return x
+		}
+		x := &runEvents{id: id}
+		byID[id] = x
+		runs = append(runs, x)
+		return x
+	}
+	done := false
+	for !done {
 		page, err := r.store.ReadStream(ctx, events.ReconcileStream, from, 256, events.Backward)
 		if errors.Is(err, events.ErrStreamNotFound) {
-			return rep, 0, false, nil
+			return st, nil
 		}
 		if err != nil {
-			return rep, 0, false, err
+			return st, err
 		}
 		if len(page) == 0 {
-			return rep, last, exists, nil
+			break
 		}
 		for _, ev := range page {
-			if !exists {
-				last, exists, rep.Position = ev.Revision, true, ev.Position
+			if !st.exists {
+				st.rev, st.exists, st.Position = ev.Revision, true, ev.Position
 			}
 			p, err := events.Decode(ev)
 			if err != nil {
-				return rep, 0, false, err
+				return st, err
 			}
 			switch e := p.(type) {
 			case events.ReconcileFinished:
-				if rep.Run == nil {
-					t := e.EndedAt
-					rep.Run = &RunView{ID: e.RunID, State: e.State, EndedAt: &t, Counts: e.Counts, Error: e.Error}
-				} else if rep.Run.ID != e.RunID {
-					// The end of an older run: nothing of the newest is before it.
-				}
+				get(e.RunID).finished = &e
+				get(e.RunID).events++
 			case events.ReconcileFinding:
-				if rep.Run == nil || rep.Run.ID == e.RunID {
-					pending = append(pending, e)
-				}
+				x := get(e.RunID)
+				x.findings = append(x.findings, e)
+				x.events++
+			case events.ReconcileSnapshot:
+				x := get(e.RunID)
+				x.snapshot = append(x.snapshot, e.Findings...)
+				x.events++
 			case events.ReconcileStarted:
-				if rep.Run == nil {
-					rep.Run = &RunView{ID: e.RunID, State: "running", Counts: map[string]int{}}
-				}
-				if rep.Run.ID == e.RunID {
-					rep.Run.StartedAt, rep.Run.Scope = e.StartedAt, e.Scope
-					for i := len(pending) - 1; i >= 0; i-- {
-						rep.Findings = append(rep.Findings, pending[i])
-					}
-					return rep, last, exists, nil
+				x := get(e.RunID)
+				x.started = &e
+				x.events++
+				if x.base() {
+					done = true
 				}
 			}
+			if done {
+				break
+			}
 		}
-		if page[len(page)-1].Revision == 0 {
-			return rep, last, exists, nil
+		if done || page[len(page)-1].Revision == 0 {
+			break
 		}
 		from = page[len(page)-1].Revision - 1
 	}
+	// Read backward: reverse the findings and snapshot chunks of each run.
+	for _, x := range runs {
+		slices.Reverse(x.findings)
+		slices.Reverse(x.snapshot)
+	}
+	if len(runs) == 0 {
+		return st, nil
+	}
+	// The newest run is the one the report shows (an abandoned run's
+	// closing Finished is older than the run that wrote it).
+	newest := runs[0]
+	for _, x := range runs {
+		if x.started != nil {
+			newest = x
+			break
+		}
+	}
+	if s := newest.started; s != nil {
+		st.Run = &RunView{ID: newest.id, State: "running", StartedAt: s.StartedAt, Scope: s.Scope, Counts: map[string]int{}}
+		if f := newest.finished; f != nil {
+			t := f.EndedAt
+			st.Run.State, st.Run.EndedAt, st.Run.Counts, st.Run.Error = f.State, &t, f.Counts, f.Error
+		}
+	}
+	// Fold oldest to newest from the base.
+	cur := map[string]events.ReconcileFinding{}
+	for i := len(runs) - 1; i >= 0; i-- {
+		x := runs[i]
+		if x.base() {
+			clear(cur)
+			st.sinceBase = 0
+			list := x.snapshot
+			if x.finished == nil || !x.finished.Snapshot {
+				list = x.findings // an older log's run: its findings are the full list
+			}
+			for _, f := range list {
+				if f.Class != events.FindingResolved {
+					cur[key(f)] = f
+				}
+			}
+			continue
+		}
+		st.sinceBase += x.events
+		for _, f := range x.findings {
+			if f.Class == events.FindingResolved {
+				delete(cur, key(f))
+			} else {
+				cur[key(f)] = f
+			}
+		}
+	}
+	st.current = make([]events.ReconcileFinding, 0, len(cur))
+	for _, f := range cur {
+		st.current = append(st.current, f)
+	}
+	sortFindings(st.current)
+	st.Findings = append(st.Findings, st.current...)
+	for _, f := range newest.findings {
+		if f.Class == events.FindingResolved {
+			st.Findings = append(st.Findings, f)
+		}
+	}
+	return st, nil
+}
+
+// ErrStale is returned by CurrentOrphan for a finding that is not an orphan
+// in the latest run (never found, resolved, or of another class).
+var ErrStale = errors.New("reconcile: not an orphan in the latest run")
+
+// TrackedError is returned by CurrentOrphan for a resource some slot tracks
+// now (adopted since the run, or registered): acting on it as an orphan
+// would give it two owners, or delete what a slot owns.
+type TrackedError struct{ Slot string }
+
+func (e *TrackedError) Error() string {
+	return "reconcile: tracked by slot " + e.Slot
+}
+
+// CurrentOrphan returns the latest run's orphan finding for the resource,
+// ErrStale if the latest run does not hold it as an orphan, or a
+// *TrackedError if a slot tracks it now.
+func (r *Reconciler) CurrentOrphan(ctx context.Context, provider, kind, id string) (events.ReconcileFinding, error) {
+	rep, err := r.Latest(ctx)
+	if err != nil {
+		return events.ReconcileFinding{}, err
+	}
+	want := provider + "|" + kind + "|" + id
+	var found *events.ReconcileFinding
+	for i, f := range rep.Findings {
+		if f.Class == events.FindingOrphan && key(f) == want {
+			found = &rep.Findings[i]
+			break
+		}
+	}
+	if found == nil {
+		return events.ReconcileFinding{}, ErrStale
+	}
+	tracked, err := r.tracker.Tracked(ctx)
+	if err != nil {
+		return events.ReconcileFinding{}, err
+	}
+	for _, t := range tracked {
+		if t.Provider+"|"+t.Kind+"|"+t.ID == want {
+			return events.ReconcileFinding{}, &TrackedError{Slot: t.Slot}
+		}
+	}
+	return *found, nil
 }

@@ -331,3 +331,255 @@ func TestForeign404IsNotDrift(t *testing.T) {
 		}
 	}
 }
+
+// streamTypes lists the event types of the reconcile stream in order.
+func streamTypes(t *testing.T, s events.Store) []string {
+	t.Helper()
+	evs, err := s.ReadStream(ctxT(t), events.ReconcileStream, 0, 0, events.Forward)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]string, len(evs))
+	for i, e := range evs {
+		out[i] = e.Type
+	}
+	return out
+}
+
+// TestStandingFindingsAreRecordedOnce: a finding is recorded when it
+// appears and "resolved" when it goes; a run that finds the same standing
+// findings appends only its start and end, and the report still lists them
+// all with their first-seen time.
+func TestStandingFindingsAreRecordedOnce(t *testing.T) {
+	w := newWorld(t, 100)
+	strayApp, _ := w.sim.AddApp(w.slots[0].ProjectUUID, "stray-app")
+	stray, _ := w.sim.AddRepo("SLOT", "stray-repo")
+	r := w.reconciler(reconcile.Config{SnapshotAfter: 1000})
+	rep1 := run(t, r)
+	if len(rep1.Findings) != 2 {
+		t.Fatalf("first run: %v", summary(rep1))
+	}
+	n1 := len(streamTypes(t, w.store))
+
+	rep2 := run(t, r)
+	got := streamTypes(t, w.store)[n1:]
+	if strings.Join(got, " ") != "ReconcileStarted ReconcileFinished" {
+		t.Fatalf("a run with nothing new appended %v", got)
+	}
+	if strings.Join(summary(rep2), ",") != strings.Join(summary(rep1), ",") {
+		t.Fatalf("standing findings: %v, want %v", summary(rep2), summary(rep1))
+	}
+	for i := range rep2.Findings {
+		if !rep2.Findings[i].Since.Equal(rep1.Findings[i].Since) {
+			t.Fatalf("since moved: %v → %v", rep1.Findings[i].Since, rep2.Findings[i].Since)
+		}
+	}
+	if rep2.Run.ID == rep1.Run.ID || rep2.Run.Counts[events.FindingOrphan] != 2 {
+		t.Fatalf("run %+v", rep2.Run)
+	}
+
+	if _, err := w.paas.DeleteApplication(ctxT(t), strayApp); err != nil {
+		t.Fatal(err)
+	}
+	n2 := len(streamTypes(t, w.store))
+	rep3 := run(t, r)
+	if got := streamTypes(t, w.store)[n2:]; strings.Join(got, " ") != "ReconcileStarted ReconcileFinding ReconcileFinished" {
+		t.Fatalf("a run with one finding gone appended %v", got)
+	}
+	if !has(rep3, events.FindingResolved, events.ResApplication, strayApp) || !has(rep3, events.FindingOrphan, events.ResRepository, "SLOT/"+stray.Slug) || len(rep3.Findings) != 2 {
+		t.Fatalf("after the delete: %v", summary(rep3))
+	}
+	rep4 := run(t, r)
+	if strings.Join(summary(rep4), ",") != "orphan bitbucket repository SLOT/"+stray.Slug {
+		t.Fatalf("a resolved finding is shown once: %v", summary(rep4))
+	}
+}
+
+// TestSnapshotsBoundTheReadBack: with a low floor, runs record the full
+// list now and then; the report is the same on both sides of a snapshot,
+// and between two snapshots there are never more events than the floor or
+// the list allows.
+func TestSnapshotsBoundTheReadBack(t *testing.T) {
+	w := newWorld(t, 100)
+	var apps []string
+	for i := 0; i < 3; i++ {
+		a, _ := w.sim.AddApp(w.slots[0].ProjectUUID, fmt.Sprintf("stray-%d", i))
+		apps = append(apps, a)
+	}
+	r := w.reconciler(reconcile.Config{SnapshotAfter: 6})
+	want := ""
+	for i := 0; i < 8; i++ {
+		if i == 4 {
+			if _, err := w.paas.DeleteApplication(ctxT(t), apps[0]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rep := run(t, r)
+		var standing []string
+		for _, f := range rep.Findings {
+			if f.Class != events.FindingResolved {
+				standing = append(standing, f.ID)
+			}
+		}
+		sort.Strings(standing)
+		got := strings.Join(standing, ",")
+		if i < 4 {
+			a := append([]string(nil), apps...)
+			sort.Strings(a)
+			want = strings.Join(a, ",")
+		} else {
+			a := append([]string(nil), apps[1:]...)
+			sort.Strings(a)
+			want = strings.Join(a, ",")
+		}
+		if got != want {
+			t.Fatalf("run %d: standing %s, want %s", i, got, want)
+		}
+	}
+	types := streamTypes(t, w.store)
+	snaps, since := 0, 0
+	for _, ty := range types {
+		if ty == "ReconcileSnapshot" {
+			snaps++
+			since = 0
+			continue
+		}
+		since++
+		if since > 6+2 {
+			t.Fatalf("%d events since the last full list: %v", since, types)
+		}
+	}
+	if snaps < 2 {
+		t.Fatalf("%d snapshots in %v", snaps, types)
+	}
+}
+
+// TestOlderLogRunIsABase: a run of an older log (every finding recorded,
+// no changes_only) is the base the next run compares with: a standing
+// orphan is not recorded again, one that went is resolved.
+func TestOlderLogRunIsABase(t *testing.T) {
+	w := newWorld(t, 100)
+	strayApp, _ := w.sim.AddApp(w.slots[0].ProjectUUID, "stray-app")
+	meta := events.Metadata{Actor: "old"}
+	since := time.Now().Add(-time.Hour).UTC().Truncate(time.Second)
+	scope := "coolify:" + w.slots[0].ProjectUUID
+	_, err := w.store.Append(ctxT(t), events.ReconcileStream, events.NoStream(),
+		events.New(events.ReconcileStarted{RunID: "old", StartedAt: since}, meta),
+		events.New(events.ReconcileFinding{RunID: "old", Class: events.FindingOrphan, Provider: "coolify", Kind: events.ResApplication, ID: strayApp, Scope: scope, Since: since}, meta),
+		events.New(events.ReconcileFinding{RunID: "old", Class: events.FindingOrphan, Provider: "coolify", Kind: events.ResDatabase, ID: "gone-db", Scope: scope, Since: since}, meta),
+		events.New(events.ReconcileFinished{RunID: "old", State: "done", EndedAt: since}, meta))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := run(t, w.reconciler(reconcile.Config{SnapshotAfter: 1000}))
+	if got := streamTypes(t, w.store)[4:]; strings.Join(got, " ") != "ReconcileStarted ReconcileFinding ReconcileFinished" {
+		t.Fatalf("appended %v", got)
+	}
+	if !has(rep, events.FindingOrphan, events.ResApplication, strayApp) || !has(rep, events.FindingResolved, events.ResDatabase, "gone-db") || len(rep.Findings) != 2 {
+		t.Fatalf("report %v", summary(rep))
+	}
+	if !rep.Findings[0].Since.Equal(since) {
+		t.Fatalf("the older log's since was not kept: %v", rep.Findings[0].Since)
+	}
+}
+
+// TestFailedRunKeepsFindings: a run that could not compare at all (its
+// deadline passed while reading what is tracked) records no change: every
+// standing finding still holds.
+func TestFailedRunKeepsFindings(t *testing.T) {
+	w := newWorld(t, 100)
+	strayApp, _ := w.sim.AddApp(w.slots[0].ProjectUUID, "stray-app")
+	run(t, w.reconciler(reconcile.Config{}))
+	w.tracker.block, w.tracker.in = make(chan struct{}), make(chan struct{}, 1)
+	rep := run(t, w.reconciler(reconcile.Config{RunTimeout: 50 * time.Millisecond}))
+	if rep.Run.State != "failed" || !has(rep, events.FindingOrphan, events.ResApplication, strayApp) || len(rep.Findings) != 1 {
+		t.Fatalf("run %+v findings %v", rep.Run, summary(rep))
+	}
+}
+
+// slotView folds real slot and job events into a slot's view, as the read
+// model does.
+func slotView(t *testing.T, name string, evs ...struct {
+	stream string
+	p      events.Payload
+}) projections.SlotView {
+	t.Helper()
+	var v projections.SlotView
+	for i, e := range evs {
+		ed := events.New(e.p, events.Metadata{Actor: "test"})
+		rec := events.RecordedEvent{Stream: e.stream, Type: ed.Type, Data: ed.Data, Meta: ed.Meta, Position: events.Position(i + 1)}
+		p, err := events.Decode(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v = projections.ApplySlot(v, rec, p)
+	}
+	return v
+}
+
+// TestRetiredSlotLeftoversAfterFailedTeardown: a teardown whose app delete
+// failed (TeardownIncomplete), then a slot retired anyway (as the system we
+// replace did, and as an imported log may hold): its leftover app is still
+// tracked — never an orphan — and when someone deletes it outside, that is
+// drift naming the retired slot. A leftover the log lost track of (the
+// seed's "retired, forgotten" database) is found as an orphan.
+func TestRetiredSlotLeftoversAfterFailedTeardown(t *testing.T) {
+	w := newWorld(t, 100)
+	fx := w.slots[0]
+	type ev = struct {
+		stream string
+		p      events.Payload
+	}
+	repo := events.RepoRef{Project: fx.Repo.Project, Slug: fx.Repo.Slug}
+	v := slotView(t, "a",
+		ev{"slot-a", events.SlotRegistered{Slot: "a", ProjectUUID: fx.ProjectUUID, AppUUID: fx.AppUUID, DBUUID: fx.DBUUID, Repo: repo, TemplateRepo: events.RepoRef{Project: fx.Template.Project, Slug: fx.Template.Slug}, TemplateRef: "main"}},
+		ev{"job-t1", events.DBDeleted{StepResult: events.StepResult{JobID: "t1", Step: events.StepDeleteDB, Attempt: 1}, DBUUID: fx.DBUUID}},
+		ev{"slot-a", events.TeardownIncomplete{Slot: "a", JobID: "t1", Remaining: []events.Resource{{Kind: events.ResApplication, ID: fx.AppUUID}, {Kind: events.ResRepository, ID: repo.String()}, {Kind: events.ResProject, ID: fx.ProjectUUID}}}},
+		ev{"job-t1", events.RepoDeleted{StepResult: events.StepResult{JobID: "t1", Step: events.StepDeleteRepo, Attempt: 2}, Repo: repo}},
+		ev{"slot-a", events.SlotRetired{Slot: "a", JobID: "t1"}},
+	)
+	if v.Lifecycle != projections.LifecycleRetired {
+		t.Fatalf("lifecycle %s", v.Lifecycle)
+	}
+	// The database was deleted by the teardown; the repo too. Make the
+	// world match what the log says happened.
+	if _, err := w.paas.DeleteDatabase(ctxT(t), fx.DBUUID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.git.DeleteRepo(ctxT(t), repo.Project, repo.Slug); err != nil {
+		t.Fatal(err)
+	}
+	forgotten, _ := w.sim.AddDatabase(fx.ProjectUUID, "left-by-the-old-system")
+	other := w.tracker.list
+	tr, err := reconcile.ViewTracker{Slots: views2lister{v}}.Tracked(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.tracker.list = tr
+	for _, x := range other {
+		if x.Slot == "b" {
+			w.tracker.list = append(w.tracker.list, x)
+		}
+	}
+	r := w.reconciler(reconcile.Config{})
+	rep := run(t, r)
+	if has(rep, events.FindingOrphan, events.ResApplication, fx.AppUUID) || has(rep, events.FindingOrphan, events.ResProject, fx.ProjectUUID) {
+		t.Fatalf("a retired slot's leftover is an orphan: %v", summary(rep))
+	}
+	if !has(rep, events.FindingOrphan, events.ResDatabase, forgotten) {
+		t.Fatalf("the forgotten database is not found: %v", summary(rep))
+	}
+	if _, err := w.paas.DeleteApplication(ctxT(t), fx.AppUUID); err != nil {
+		t.Fatal(err)
+	}
+	rep = run(t, r)
+	found := false
+	for _, f := range rep.Findings {
+		if f.Class == events.FindingDrift && f.ID == fx.AppUUID {
+			found = f.Slot == "a"
+		}
+	}
+	if !found {
+		t.Fatalf("the retired slot's leftover deleted outside is not drift of slot a: %v", summary(rep))
+	}
+}

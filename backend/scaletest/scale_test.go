@@ -89,7 +89,7 @@ func setup(t testing.TB, ctx context.Context, n int) *world {
 		"--coolify-url", w.sim.CoolifyURL(), "--coolify-token", w.sim.CoolifyToken(),
 		"--bitbucket-url", w.sim.BitbucketURL(), "--bitbucket-token", w.sim.BitbucketToken(),
 		"--demo=false", "--deadline-reset=false", "--commands-per-second", "0",
-		"--workers", "4", "--lease", "1s", "--grace", "0s",
+		"--workers", "4", "--lease", "3s", "--grace", "0s", // a 1s lease missed renewals on a loaded 2-core machine
 		"--step-timeout", "10s", "--job-timeout", "30s", "--shutdown-timeout", "5s",
 	}
 	for i := range n {

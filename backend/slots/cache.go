@@ -149,7 +149,6 @@ func (c *SlotCache) drop(name string) {
 // change the original (Apply writes into the maps).
 func (s SlotState) clone() SlotState {
 	s.Remaining = slices.Clone(s.Remaining)
-	s.Accepts = maps.Clone(s.Accepts)
 	s.VacatedBy = maps.Clone(s.VacatedBy)
 	s.PromotedBy = maps.Clone(s.PromotedBy)
 	return s

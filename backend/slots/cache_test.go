@@ -154,8 +154,8 @@ func TestSlotCacheEqualsFullFold(t *testing.T) {
 					t.Fatalf("seed %d step %d slot %s: cached fold\n%+v\nfull fold\n%+v", seed, step, name, got, want)
 				}
 				// The caller owns its copy: changing it changes no later load.
-				if got.Accepts != nil {
-					got.Accepts["mutated"] = 9
+				if got.VacatedBy != nil {
+					got.VacatedBy["mutated"] = true
 				}
 				got.Occupant = "mutated"
 			}

@@ -163,13 +163,24 @@ func (s *Service) checkResources(ctx context.Context, c RegisterCmd) (string, er
 }
 
 // owners is the index of what the unretired slots name, folded from the
-// slot streams' SlotRegistered and SlotRetired. It catches up with the log
-// (from where it stopped) each time Register asks, under Register's mutex,
-// so its cost follows new events, not history.
+// registry's SlotClaimed and the slot streams' SlotRegistered and
+// SlotRetired. It catches up with the log (from where it stopped) each time
+// Register asks, under Register's mutex, so its cost follows new events,
+// not history.
+//
+// The index is per process, but the decision is not: Register appends its
+// SlotClaimed to events.SlotRegistryStream with the registry revision the
+// index has seen (regRev), so a claim made meanwhile by another process
+// fails the append, and the retry sees it.
 type owners struct {
-	mu   sync.Mutex // held by Register from the check to the append
+	mu   sync.Mutex // held by Register from the check to the appends
 	pos  events.Position
-	regs map[string]events.SlotRegistered // unretired slots
+	regs map[string]events.SlotRegistered // unretired slots, claimed or registered
+	// pending are the claims whose SlotRegistered is not in the log yet
+	// (being appended now, or lost in a crash), with the claim's event.
+	pending map[string]events.RecordedEvent
+	regRev  events.Revision // the registry's last revision folded
+	regSeen bool            // whether the registry stream exists
 }
 
 func (o *owners) catchUp(ctx context.Context, store events.Store) error {
@@ -182,24 +193,13 @@ func (o *owners) catchUp(ctx context.Context, store events.Store) error {
 	}
 	if o.regs == nil {
 		o.regs = map[string]events.SlotRegistered{}
+		o.pending = map[string]events.RecordedEvent{}
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	err = store.SubscribeAll(cctx, o.pos, events.Filter{}, func(_ context.Context, ev events.RecordedEvent) error {
-		if strings.HasPrefix(ev.Stream, events.SlotStreamPrefix) {
-			switch ev.Type {
-			case "SlotRegistered", "SlotRetired":
-				p, err := events.Decode(ev)
-				if err != nil {
-					return err
-				}
-				switch e := p.(type) {
-				case events.SlotRegistered:
-					o.regs[e.Slot] = e
-				case events.SlotRetired:
-					delete(o.regs, strings.TrimPrefix(ev.Stream, events.SlotStreamPrefix))
-				}
-			}
+		if err := o.apply(ev); err != nil {
+			return err
 		}
 		o.pos = ev.Position
 		if ev.Position >= head {
@@ -214,6 +214,95 @@ func (o *owners) catchUp(ctx context.Context, store events.Store) error {
 		err = errors.New("subscription ended before the head")
 	}
 	return err
+}
+
+func (o *owners) apply(ev events.RecordedEvent) error {
+	switch {
+	case ev.Stream == events.SlotRegistryStream:
+		o.regRev, o.regSeen = ev.Revision, true
+		if ev.Type != "SlotClaimed" {
+			return nil
+		}
+		p, err := events.Decode(ev)
+		if err != nil {
+			return err
+		}
+		c := p.(events.SlotClaimed)
+		if _, done := o.regs[c.Slot]; !done {
+			o.regs[c.Slot] = c.SlotRegistered
+			o.pending[c.Slot] = ev
+		}
+	case strings.HasPrefix(ev.Stream, events.SlotStreamPrefix) && (ev.Type == "SlotRegistered" || ev.Type == "SlotRetired"):
+		p, err := events.Decode(ev)
+		if err != nil {
+			return err
+		}
+		switch e := p.(type) {
+		case events.SlotRegistered:
+			o.regs[e.Slot] = e
+			delete(o.pending, e.Slot)
+		case events.SlotRetired:
+			name := strings.TrimPrefix(ev.Stream, events.SlotStreamPrefix)
+			delete(o.regs, name)
+			delete(o.pending, name)
+		}
+	}
+	return nil
+}
+
+// expected is the condition of the next claim's append: the registry as
+// the index has seen it.
+func (o *owners) expected() events.ExpectedRevision {
+	if !o.regSeen {
+		return events.NoStream()
+	}
+	return events.Exact(o.regRev)
+}
+
+// registered appends the SlotRegistered a claim carries to the slot's own
+// stream. It is idempotent: the stream must not exist yet, and when it
+// does because another process completed the same claim first, that is
+// success. The event keeps the claim's metadata and names the claim as its
+// cause, so it reads the same whoever wrote it.
+func registered(ctx context.Context, store events.Store, claim events.RecordedEvent) error {
+	p, err := events.Decode(claim)
+	if err != nil {
+		return err
+	}
+	reg := p.(events.SlotClaimed).SlotRegistered
+	meta := claim.Meta
+	meta.CausationID = claim.ID
+	_, err = store.Append(ctx, events.SlotStream(reg.Slot), events.NoStream(), events.New(reg, meta))
+	if !errors.Is(err, events.ErrWrongRevision) {
+		return err
+	}
+	first, rerr := store.ReadStream(ctx, events.SlotStream(reg.Slot), 0, 1, events.Forward)
+	if rerr != nil {
+		return rerr
+	}
+	if len(first) == 1 && first[0].Type == "SlotRegistered" && first[0].Meta.CausationID == claim.ID {
+		return nil // completed by another process
+	}
+	return fmt.Errorf("slot %s was created by something other than its claim %s", reg.Slot, claim.ID)
+}
+
+// completePending appends the SlotRegistered of every claim whose
+// registration is missing: the registrant crashed (or stopped) between its
+// two appends, or is completing it right now (then one of the two appends
+// wins and both writes are the same). So a claim never holds resources
+// for a slot that cannot come to exist.
+func (o *owners) completePending(ctx context.Context, store events.Store) error {
+	names := make([]string, 0, len(o.pending))
+	for n := range o.pending {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		if err := registered(ctx, store, o.pending[n]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // checkOwners is step 2 of Register: c may name nothing an unretired slot

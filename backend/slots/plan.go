@@ -37,6 +37,9 @@ func StepsFor(kind string) []string {
 // StepForResource names the step whose confirmed result removes a planned
 // resource of kind res from a job's remaining list ("" when none does).
 func StepForResource(kind, res string) string {
+	if kind == events.KindDeleteOrphan {
+		return events.StepDeleteResource
+	}
 	switch res {
 	case events.ResDatabase:
 		return events.StepDeleteDB

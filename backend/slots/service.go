@@ -170,41 +170,71 @@ func (s *Service) Register(ctx context.Context, a Actor, c RegisterCmd) error {
 		return err
 	}
 	// One registration at a time in this process, from the ownership check
-	// to the append, so two requests cannot claim the same resource.
+	// to the appends; across processes the claim's append with the
+	// registry's expected revision decides (see owners).
 	s.owners.mu.Lock()
 	defer s.owners.mu.Unlock()
-	if err := s.owners.catchUp(ctx, s.store); err != nil {
-		return internal("read the slots' registrations", err)
-	}
-	if st, err := LoadSlot(ctx, s.store, c.Name); err != nil {
-		return internal("load slot", err)
-	} else if st.Exists {
-		return conflict(map[string]any{"state": st.Lifecycle()}, "slot %s is already registered", c.Name)
-	}
-	if err := s.owners.check(c); err != nil {
-		return err
-	}
-	def, err := s.checkResources(ctx, c)
-	if err != nil {
-		return err
-	}
-	if !branchGiven && def != "" {
-		if err := validateRef("branch", def); err != nil {
-			return &Error{Code: CodeUpstream, Message: "the repository's default branch is not a usable branch name; give branch explicitly"}
+	checked := false
+	for i := 0; ; i++ {
+		if err := s.owners.catchUp(ctx, s.store); err != nil {
+			return internal("read the slots' registrations", err)
 		}
-		c.Branch = def
-	}
-	_, err = s.onSlot(ctx, c.Name, func(st *SlotState) ([]events.EventData, error) {
-		if st.Exists {
-			return nil, conflict(map[string]any{"state": st.Lifecycle()}, "slot %s is already registered", c.Name)
+		if err := s.owners.completePending(ctx, s.store); err != nil {
+			return internal("complete an earlier registration", err)
 		}
-		return []events.EventData{events.New(events.SlotRegistered{
+		if st, err := LoadSlot(ctx, s.store, c.Name); err != nil {
+			return internal("load slot", err)
+		} else if st.Exists {
+			return conflict(map[string]any{"state": st.Lifecycle()}, "slot %s is already registered", c.Name)
+		}
+		if err := s.owners.check(c); err != nil {
+			return err
+		}
+		// The provider lookups once: a lost race changes what the log
+		// says, not what the providers hold.
+		if !checked {
+			def, err := s.checkResources(ctx, c)
+			if err != nil {
+				return err
+			}
+			if !branchGiven && def != "" {
+				if err := validateRef("branch", def); err != nil {
+					return &Error{Code: CodeUpstream, Message: "the repository's default branch is not a usable branch name; give branch explicitly"}
+				}
+				c.Branch = def
+			}
+			checked = true
+		}
+		reg := events.SlotRegistered{
 			Slot: c.Name, ProjectUUID: c.ProjectUUID, AppUUID: c.AppUUID, DBUUID: c.DBUUID,
 			Repo: c.Repo, TemplateRepo: c.TemplateRepo, TemplateRef: c.TemplateRef, Branch: c.Branch,
-		}, s.meta(a))}, nil
-	})
-	return err
+		}
+		claim := events.New(events.SlotClaimed{SlotRegistered: reg}, s.meta(a))
+		res, err := s.store.Append(ctx, events.SlotRegistryStream, s.owners.expected(), claim)
+		if errors.Is(err, events.ErrWrongRevision) {
+			// Another process claimed something meanwhile: look again.
+			if i+1 >= maxClaimRetries {
+				return conflict(nil, "registrations changed concurrently %d times; try again", maxClaimRetries)
+			}
+			continue
+		}
+		if err != nil {
+			return internal("claim the slot's resources", err)
+		}
+		// The claim decided; the slot's stream gets its registration. A
+		// failure here leaves a claim that the next Register (of any
+		// process) completes.
+		rec := events.RecordedEvent{ID: claim.ID, Stream: events.SlotRegistryStream, Revision: res.NextExpected, Type: claim.Type, Data: claim.Data, Meta: claim.Meta}
+		if err := registered(ctx, s.store, rec); err != nil {
+			return internal("record the registration", err)
+		}
+		return nil
+	}
 }
+
+// maxClaimRetries bounds Register's retries after losing the registry to
+// other processes (each loss means another registration was decided).
+const maxClaimRetries = 50
 
 // Occupy implements Commands.
 func (s *Service) Occupy(ctx context.Context, a Actor, slot string, c OccupyCmd) error {
@@ -410,8 +440,11 @@ func validateParams(kind string, params map[string]string) error {
 			return invalid("project %q: a letter, then letters, digits or '_'", params["project"])
 		}
 		return validateSlug("name", params["name"])
+	case events.KindAdopt, events.KindDeleteOrphan:
+		_, err := adoptResource(params)
+		return err
 	}
-	return invalid("unknown job kind %q (reset, teardown, promote)", kind)
+	return invalid("unknown job kind %q (reset, teardown, promote, adopt, delete_orphan)", kind)
 }
 
 // checkPromoteScope refuses a promote whose target project lies outside
@@ -454,11 +487,11 @@ func (s *Service) canStart(st *SlotState, kind string) error {
 	return nil
 }
 
-// newJob takes the slot's lock for a new job (JobAccepted, expected slot
-// revision) and then creates the job stream (JobQueued, NoStream). The order
-// matters: a crash between the two leaves a lock naming a job with no stream,
-// which the engine's sweeper repairs (see docs/jobs.md); the reverse order
-// would leave a job running without the lock.
+// newJob accepts a job with one append: JobAccepted with the whole job on
+// the slot stream (expected slot revision) is its lock and its place in the
+// queue. The job stream's JobQueued is a copy of it (see writeHeader); a
+// crash between the two loses nothing, since the claim (or a cancel)
+// writes the copy if it is missing.
 func (s *Service) newJob(ctx context.Context, a Actor, slot, kind string, params map[string]string, check func(*SlotState) error) (JobAcceptedResult, error) {
 	if err := validateActor(a); err != nil {
 		return JobAcceptedResult{}, err
@@ -488,32 +521,29 @@ func (s *Service) newJob(ctx context.Context, a Actor, slot, kind string, params
 			JobID: id, Kind: kind, Slot: slot, Params: params, RequestedBy: a.Name, Reason: a.Reason,
 			NotBefore: s.notBefore(kind), Steps: StepsFor(kind), Resources: planResources(st, kind),
 		}
-		return []events.EventData{events.New(events.JobAccepted{Slot: slot, JobID: id, Kind: kind}, meta)}, nil
+		if r, err := adoptResource(params); err == nil && kind == events.KindDeleteOrphan {
+			queued.Resources = []events.Resource{r} // what it deletes, until confirmed gone
+		}
+		return []events.EventData{events.New(events.JobAccepted{Slot: slot, JobID: id, Kind: kind, Run: 1, Job: &queued}, meta)}, nil
 	})
 	if err != nil {
 		return JobAcceptedResult{}, err
 	}
-	if _, err := s.store.Append(ctx, events.JobStream(id), events.NoStream(), events.New(queued, meta)); err != nil {
-		s.log.ErrorContext(ctx, "job queued append failed after the slot lock was taken; releasing", "job", id, "slot", slot, "correlation_id", meta.CorrelationID, "err", err)
-		s.abortAccepted(ctx, slot, id, meta)
-		return JobAcceptedResult{}, internal("queue job", err)
-	}
+	s.writeHeader(ctx, id, events.NoStream(), events.New(queued, meta))
 	s.log.InfoContext(ctx, "job queued", "job", id, "kind", kind, "slot", slot, "by", a.Name, "correlation_id", meta.CorrelationID)
 	return JobAcceptedResult{JobID: id, Kind: kind, Slot: slot, NotBefore: queued.NotBefore, Steps: queued.Steps}, nil
 }
 
-// abortAccepted undoes a lock whose JobQueued could not be written: a
-// JobCancelled with NoStream (so a late JobQueued can never land), then the
-// release. If this fails too, the engine's sweeper does the same later.
-func (s *Service) abortAccepted(ctx context.Context, slot, id string, meta events.Metadata) {
-	ctx = context.WithoutCancel(ctx)
-	meta.Actor = ActorRepair
-	_, err := s.store.Append(ctx, events.JobStream(id), events.NoStream(),
-		events.New(events.JobCancelled{JobID: id, By: ActorRepair}, meta))
+// writeHeader writes the job stream's copy of an acceptance (JobQueued or
+// JobResumed, same metadata) right after it, so the job can be read and
+// cancelled by its id at once. The job is accepted already: if the copy
+// does not land, the claim or a cancel writes it (JobState.Header), and a
+// wrong revision means one of them got there first.
+func (s *Service) writeHeader(ctx context.Context, id string, exp events.ExpectedRevision, header events.EventData) {
+	_, err := s.store.Append(ctx, events.JobStream(id), exp, header)
 	if err != nil && !errors.Is(err, events.ErrWrongRevision) {
-		return
+		s.log.WarnContext(ctx, "job stream header not written; the claim will write it", "job", id, "type", header.Type, "err", err)
 	}
-	_, _ = s.slots.ReleaseLock(ctx, slot, id, 1, StatusCancelled, nil, meta)
 }
 
 // Cancel implements Commands. A queued job is cancelled and its lock freed at
@@ -535,6 +565,13 @@ func (s *Service) Cancel(ctx context.Context, a Actor, jobID string) error {
 		if !j.Exists {
 			return notFound("job %s does not exist", jobID)
 		}
+		// A resume accepted on the slot whose JobResumed is not written yet
+		// is queued: cancelling it writes that copy first.
+		st, err := s.slots.Load(ctx, j.Queued.Slot)
+		if err != nil {
+			return internal("load slot", err)
+		}
+		j.AcceptFrom(&st)
 		if j.Terminal() {
 			return conflict(map[string]any{"state": j.Status}, "job %s has already ended (%s)", jobID, j.Status)
 		}
@@ -544,7 +581,7 @@ func (s *Service) Cancel(ctx context.Context, a Actor, jobID string) error {
 		if j.Status == StatusRunning {
 			ev.Attempt, ev.UncertainStep = j.Attempt, j.InFlight
 		}
-		_, err = s.store.Append(ctx, events.JobStream(jobID), events.Exact(j.Revision), events.New(ev, meta))
+		_, err = s.store.Append(ctx, events.JobStream(jobID), j.Expected(), append(j.Header, events.New(ev, meta))...)
 		if errors.Is(err, events.ErrWrongRevision) && i+1 < s.cfg.Retries {
 			continue
 		}
@@ -566,8 +603,10 @@ func (s *Service) Cancel(ctx context.Context, a Actor, jobID string) error {
 	}
 }
 
-// Resume implements Commands. It re-takes the slot's lock (JobAccepted with
-// Resumed) and appends JobResumed; the next attempt starts at the first
+// Resume implements Commands. It accepts the resume with one append
+// (JobAccepted with Resumed, the run, and the step it resumes from) and
+// then writes its copy JobResumed on the job stream (see writeHeader); the
+// next attempt starts at the first
 // unconfirmed step and verifies an uncertain one first. It is refused while
 // the job's previous attempt still holds the lock (running or being
 // abandoned), and for jobs that succeeded or were cancelled.
@@ -595,6 +634,7 @@ func (s *Service) Resume(ctx context.Context, a Actor, jobID string) (JobAccepte
 	if a.CorrelationID != "" {
 		meta.CausationID = a.CorrelationID
 	}
+	from := j.NextStep()
 	_, err = s.onSlot(ctx, slot, func(st *SlotState) ([]events.EventData, error) {
 		if err := needSlot(st); err != nil {
 			return nil, err
@@ -611,49 +651,40 @@ func (s *Service) Resume(ctx context.Context, a Actor, jobID string) (JobAccepte
 		if st.Retired && st.RetiredBy != jobID {
 			return nil, conflict(map[string]any{"state": st.Lifecycle()}, "slot %s is retired", slot)
 		}
-		return []events.EventData{events.New(events.JobAccepted{Slot: slot, JobID: jobID, Kind: j.Queued.Kind, Resumed: true}, meta)}, nil
+		return []events.EventData{events.New(events.JobAccepted{
+			Slot: slot, JobID: jobID, Kind: j.Queued.Kind, Resumed: true, Run: j.Run() + 1, By: a.Name, FromStep: from,
+		}, meta)}, nil
 	})
 	if err != nil {
 		return JobAcceptedResult{}, err
 	}
-	from := j.NextStep()
-	_, err = s.store.Append(ctx, events.JobStream(jobID), events.Exact(j.Revision),
-		events.New(events.JobResumed{JobID: jobID, By: a.Name, FromStep: from}, meta))
-	if err != nil {
-		// The job moved (another resume or a repair got in): give the lock
-		// back with the job's outcome and report the race.
-		// Our acceptance is the one after the job's current run.
-		_, _ = s.slots.ReleaseLock(ctx, slot, jobID, j.Run()+1, j.Status, j.TouchedRemaining(), meta)
-		if errors.Is(err, events.ErrWrongRevision) {
-			return JobAcceptedResult{}, conflict(map[string]any{"blocking_job": jobID}, "job %s changed concurrently; try again", jobID)
-		}
-		return JobAcceptedResult{}, internal("append to job", err)
-	}
+	s.writeHeader(ctx, jobID, j.Expected(), events.New(events.JobResumed{JobID: jobID, By: a.Name, FromStep: from}, meta))
 	s.log.InfoContext(ctx, "job resumed", "job", jobID, "from_step", from, "by", a.Name, "correlation_id", meta.CorrelationID)
 	return JobAcceptedResult{JobID: jobID, Kind: j.Queued.Kind, Slot: slot, NotBefore: meta.Time, Steps: j.Queued.Steps}, nil
 }
 
-// ReleaseLock frees slot's lock if job holds it under its accepts-th
-// acceptance (JobAccepted count: 1 for the first run, +1 per resume), and
-// reports whether it did. The count keeps a late release of a finished run
-// from freeing the lock a resume has just taken. For a teardown that did not
+// ReleaseLock frees slot's lock if job holds it for its run-th run
+// (JobAccepted.Run: 1, then +1 per resume; a lock from an old log, with no
+// run, is the current run's), and reports whether it did. The run keeps a
+// late release of a finished run from freeing the lock a resume has just
+// taken. For a teardown that did not
 // succeed and touched anything (remaining != nil; see
 // JobState.TouchedRemaining) it first records TeardownIncomplete with the
 // remaining resources, in the same append — unless the slot is retired, which
 // means every resource is confirmed gone. Callers must know that no attempt
 // of the job can still act (see docs/jobs.md).
-func ReleaseLock(ctx context.Context, store events.Store, slot, jobID string, accepts int, outcome string, remaining []events.Resource, meta events.Metadata) (bool, error) {
-	return NewSlotCache(store, 1).ReleaseLock(ctx, slot, jobID, accepts, outcome, remaining, meta)
+func ReleaseLock(ctx context.Context, store events.Store, slot, jobID string, run int, outcome string, remaining []events.Resource, meta events.Metadata) (bool, error) {
+	return NewSlotCache(store, 1).ReleaseLock(ctx, slot, jobID, run, outcome, remaining, meta)
 }
 
 // ReleaseLock is the package's ReleaseLock, loading the slot through c.
-func (c *SlotCache) ReleaseLock(ctx context.Context, slot, jobID string, accepts int, outcome string, remaining []events.Resource, meta events.Metadata) (bool, error) {
+func (c *SlotCache) ReleaseLock(ctx context.Context, slot, jobID string, run int, outcome string, remaining []events.Resource, meta events.Metadata) (bool, error) {
 	for i := 0; i < 10; i++ {
 		st, err := c.Load(ctx, slot)
 		if err != nil {
 			return false, err
 		}
-		if st.LockJob != jobID || st.Accepts[jobID] != accepts {
+		if st.LockJob != jobID || (st.LockRun != 0 && st.LockRun != run) {
 			return false, nil
 		}
 		var evs []events.EventData
@@ -672,5 +703,10 @@ func (c *SlotCache) ReleaseLock(ctx context.Context, slot, jobID string, accepts
 	return false, fmt.Errorf("release lock of %s: slot kept changing", slot)
 }
 
-// Run is the lock acceptance a job's current run holds: 1 + its resumes.
-func (j *JobState) Run() int { return j.Resumes + 1 }
+// Run is the job's current run: 1 + its resumes (0 before it is known).
+func (j *JobState) Run() int {
+	if j.Queued.JobID == "" {
+		return 0
+	}
+	return j.Resumes + 1
+}

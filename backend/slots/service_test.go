@@ -254,8 +254,8 @@ func TestResumeRules(t *testing.T) {
 	}
 	j, _ = slots.LoadJob(ctx, st, r.JobID)
 	s, _ = slots.LoadSlot(ctx, st, "alpha")
-	if j.Status != slots.StatusQueued || s.LockJob != r.JobID || s.Accepts[r.JobID] != 2 || j.Resumes != 1 || res.JobID != r.JobID {
-		t.Fatalf("after resume: job %s lock %s accepts %d resumes %d", j.Status, s.LockJob, s.Accepts[r.JobID], j.Resumes)
+	if j.Status != slots.StatusQueued || s.LockJob != r.JobID || s.LockRun != 2 || j.Resumes != 1 || res.JobID != r.JobID {
+		t.Fatalf("after resume: job %s lock %s run %d resumes %d", j.Status, s.LockJob, s.LockRun, j.Resumes)
 	}
 	_, err = svc.Resume(ctx, alice, r.JobID)
 	wantCode(t, err, slots.CodeConflict)

@@ -62,10 +62,14 @@ type SlotState struct {
 	LockKind   string
 	LockedAt   time.Time
 	LockResume bool
-	// Accepts counts JobAccepted per job: 1 + the number of resumes that
-	// took the lock. A job stream with fewer JobResumed than Accepts-1 is a
-	// resume that crashed between its two appends.
-	Accepts map[string]int
+	// LockRun is the run of the job the lock is for (JobAccepted.Run: 1,
+	// then +1 per resume); 0 for a lock from a log older than the
+	// one-append acceptance, which stands for the job's current run.
+	LockRun int
+	// Lock and LockMeta are the JobAccepted that took the lock: the job's
+	// spec until its job stream holds it (JobState.Accept).
+	Lock     events.JobAccepted
+	LockMeta events.Metadata
 
 	// Hold is the waitlist's hold on a vacant slot (events.SlotHeld): only
 	// Hold.For / Hold.ForID may occupy it until Hold.Until. Zero when none.
@@ -78,6 +82,12 @@ type SlotState struct {
 
 // Locked reports whether a job holds the slot's lock.
 func (s *SlotState) Locked() bool { return s.LockJob != "" }
+
+// LockedFor reports whether the lock is j's for j's current run (a lock from
+// an old log, with no run, counts as the current run's).
+func (s *SlotState) LockedFor(j *JobState) bool {
+	return s.LockJob == j.ID && (s.LockRun == 0 || s.LockRun == j.Run())
+}
 
 // HeldAgainst reports whether the waitlist's hold keeps the person (by,
 // with subject id byID) from occupying the slot at now.
@@ -118,8 +128,7 @@ func (s *SlotState) Apply(ev events.RecordedEvent) error {
 	}
 	s.Exists = true
 	s.Revision = ev.Revision
-	if s.Accepts == nil {
-		s.Accepts = map[string]int{}
+	if s.VacatedBy == nil {
 		s.VacatedBy = map[string]bool{}
 		s.PromotedBy = map[string]events.RepoRef{}
 	}
@@ -143,13 +152,14 @@ func (s *SlotState) Apply(ev events.RecordedEvent) error {
 		s.Until = e.Until
 	case events.JobAccepted:
 		s.LockJob, s.LockKind, s.LockedAt, s.LockResume = e.JobID, e.Kind, ev.Meta.Time, e.Resumed
-		s.Accepts[e.JobID]++
+		s.LockRun, s.Lock, s.LockMeta = e.Run, e, ev.Meta
 		if ev.Meta.Actor == ActorDeadline {
 			s.DeadlineResetFor = s.Until
 		}
 	case events.JobReleased:
 		if s.LockJob == e.JobID {
 			s.LockJob, s.LockKind, s.LockResume = "", "", false
+			s.LockRun, s.Lock, s.LockMeta = 0, events.JobAccepted{}, events.Metadata{}
 		}
 	case events.SlotVacated:
 		s.Occupied, s.Occupant, s.Until = false, "", time.Time{}
@@ -168,10 +178,20 @@ func (s *SlotState) Apply(ev events.RecordedEvent) error {
 
 // JobState is the fold of a job-<id> stream.
 type JobState struct {
-	ID       string
-	Exists   bool
+	ID string
+	// Exists is true once the job is known: from its stream, or from the
+	// slot's JobAccepted before the stream holds its copy (Accept).
+	Exists bool
+	// Written is true when the job stream has events; Revision is the
+	// last one's.
+	Written  bool
 	Revision events.Revision
-	Queued   events.JobQueued
+	// Header is the job stream's first event of the current run (JobQueued
+	// or JobResumed) when the slot's JobAccepted implies it and the stream
+	// does not hold it yet: whoever appends to the job stream next (the
+	// claim, a cancel, the command) writes it first. See Accept.
+	Header []events.EventData
+	Queued events.JobQueued
 	// QueuedMeta is the metadata of JobQueued; its correlation id ties every
 	// event of the job to the request that created it.
 	QueuedMeta events.Metadata
@@ -305,10 +325,55 @@ func TerminalStatus(typ string) string {
 	return ""
 }
 
+// Accept folds the job-stream event a one-append acceptance implies (the
+// upcast of JobAccepted, docs/events.md): the first run's JobQueued, or a
+// resume's JobResumed, with the acceptance's metadata, and keeps it in
+// Header until the job stream holds it. It does nothing for an acceptance
+// the job stream already holds, for another job, or for an old-format
+// JobAccepted (Run 0), whose JobQueued/JobResumed the command wrote itself.
+func (j *JobState) Accept(acc events.JobAccepted, meta events.Metadata) {
+	if acc.JobID != j.ID || acc.Run == 0 || acc.Run <= j.Run() {
+		return
+	}
+	var p events.Payload
+	switch {
+	case acc.Run == 1 && acc.Job != nil:
+		p = *acc.Job
+	case acc.Resumed && acc.Run == j.Run()+1:
+		p = events.JobResumed{JobID: acc.JobID, By: acc.By, FromStep: acc.FromStep}
+	default:
+		return
+	}
+	j.Exists = true
+	j.fold(p, meta)
+	j.Header = []events.EventData{events.New(p, meta)}
+}
+
+// AcceptFrom is Accept with the slot's current lock, if it names j.
+func (j *JobState) AcceptFrom(st *SlotState) {
+	if st.LockJob == j.ID {
+		j.Accept(st.Lock, st.LockMeta)
+	}
+}
+
+// Expected is the revision the next append to the job stream must expect.
+func (j *JobState) Expected() events.ExpectedRevision {
+	if !j.Written {
+		return events.NoStream()
+	}
+	return events.Exact(j.Revision)
+}
+
 // Apply folds one event of the job's stream into the state.
 func (j *JobState) Apply(ev events.RecordedEvent) error {
-	j.Exists = true
+	header := len(j.Header) > 0 && ev.Type == j.Header[0].Type
+	j.Exists, j.Written = true, true
 	j.Revision = ev.Revision
+	if header {
+		// The copy of the acceptance Accept folded already.
+		j.Header = nil
+		return nil
+	}
 	if j.Done == nil {
 		j.Done = map[string]bool{}
 		j.Results = map[string]events.RecordedEvent{}
@@ -345,11 +410,22 @@ func (j *JobState) Apply(ev events.RecordedEvent) error {
 	if err != nil {
 		return err
 	}
+	j.fold(p, ev.Meta)
+	return nil
+}
+
+// fold applies a decoded job event that is neither a step result nor
+// terminal.
+func (j *JobState) fold(p events.Payload, meta events.Metadata) {
+	if j.Done == nil {
+		j.Done = map[string]bool{}
+		j.Results = map[string]events.RecordedEvent{}
+	}
 	switch e := p.(type) {
 	case events.JobQueued:
 		j.ID = e.JobID
 		j.Queued = e
-		j.QueuedMeta = ev.Meta
+		j.QueuedMeta = meta
 		j.Status = StatusQueued
 		j.NotBefore = e.NotBefore
 	case events.JobClaimed:
@@ -369,10 +445,9 @@ func (j *JobState) Apply(ev events.RecordedEvent) error {
 	case events.JobResumed:
 		j.Status = StatusQueued
 		j.Resumes++
-		j.NotBefore = ev.Meta.Time
+		j.NotBefore = meta.Time
 		j.Worker = ""
 	}
-	return nil
 }
 
 // LoadSlot reads and folds a slot's stream. A missing stream yields a state

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/slotkeeper/slotkeeper/backend/consumer"
 	"github.com/slotkeeper/slotkeeper/events"
 )
 
@@ -124,30 +125,13 @@ func (s *Service) Run(ctx context.Context) error {
 			return nil
 		})
 	}()
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	for {
+	return consumer.Loop(ctx, s.now, s.wake, subErr, func(ctx context.Context) time.Time {
 		next, err := s.Step(ctx)
 		if err != nil && ctx.Err() == nil {
 			s.log.Warn("waitlist: step failed", "err", err)
 		}
-		wait := time.Hour
-		if !next.IsZero() {
-			wait = max(next.Sub(s.now()), 0)
-		}
-		timer.Reset(wait)
-		select {
-		case <-ctx.Done():
-			return nil
-		case err := <-subErr:
-			if ctx.Err() != nil || errors.Is(err, context.Canceled) {
-				return nil
-			}
-			return err
-		case <-s.wake:
-		case <-timer.C:
-		}
-	}
+		return next
+	})
 }
 
 // action is one conditional append the fold says is missing.

@@ -5,7 +5,7 @@ import { after, before, test } from "node:test";
 import { debugState, openBrowser, shot } from "../lib/browser.js";
 import { CutProxy } from "../lib/proxy.js";
 import { Server } from "../lib/server.js";
-import { prepareAuth, signIn, signInOnPage } from "../lib/auth.js";
+import { prepareAuth, signIn } from "../lib/auth.js";
 import { HB, appUrl, pickSlot, readClaims, readSteps, recordClaims, recordSteps, serverFlags, waitLive } from "../lib/app.js";
 
 let server;
@@ -124,17 +124,14 @@ test("stale banner within the watchdog time, cleared after a restart with no mis
   await shot(page, "stale-banner");
 
   await server.start();
-  // Sessions live in the server's memory: the restart signed the tab out.
-  // The refused stream makes the page ask who it is and show the sign-in
-  // page ("session ended") on the same route; signing in again reopens the
-  // stream from the page's last position.
-  await page.waitForSelector("[data-testid=signin-expired]", { timeout: 30_000 });
-  await shot(page, "restart-signed-out");
-  assert.ok(page.url().includes(`#/jobs/${accepted.job_id}/wait`), "the route is kept while signed out");
-  await signInOnPage(page, server.user);
-  await page.waitForSelector("[data-testid=wait-view]");
+  // Sessions are events (stream auth-sessions): the restart keeps the tab
+  // signed in, and the stream reopens from the page's last position.
   await page.waitForSelector("[data-testid=connection-banner]", { state: "detached", timeout: 30_000 });
   await waitLive(page);
+  await page.waitForSelector("[data-testid=wait-view]");
+  assert.equal(await page.$("[data-testid=signin-page]"), null, "the restart kept the tab signed in");
+  assert.ok(page.url().includes(`#/jobs/${accepted.job_id}/wait`), "the route is kept");
+  await shot(page, "restart-still-signed-in");
   const upAt = await page.evaluate(() => performance.now());
   // Follow the job to its end through the page's own store (no API polling).
   await page.waitForFunction(

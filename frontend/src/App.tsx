@@ -3,6 +3,7 @@ import { Link, Route, Router, Switch, useLocation } from "wouter";
 import { useHashLocation } from "wouter/use-hash-location";
 import { ConnectionBanner } from "./components/ConnectionBanner";
 import { LiveIndicator } from "./components/LiveIndicator";
+import { apiErrorText } from "./format";
 import { LANGS, setLang, useT, type Lang } from "./i18n";
 import { atLeast, type Subject } from "./auth/roles";
 import { checkSession, signOut, useAuth, type AuthState } from "./auth/session";
@@ -14,6 +15,7 @@ import { Board } from "./pages/Board";
 import { JobPage } from "./pages/JobPage";
 import { JobsPage } from "./pages/JobsPage";
 import { RemainingPage } from "./pages/RemainingPage";
+import { ReconcilePage } from "./pages/ReconcilePage";
 import { ResetLookup } from "./pages/ResetLookup";
 import { SignIn } from "./pages/SignIn";
 import { SlotPage } from "./pages/SlotPage";
@@ -90,6 +92,7 @@ function Header({ subject }: { subject: Subject | undefined }) {
           </Link>
           <Link href="/audit">{t("nav.audit")}</Link>
           <Link href="/remaining">{t("nav.remaining")}</Link>
+          <Link href="/reconcile">{t("nav.reconcile")}</Link>
           <Link href="/waitlist">{t("nav.waitlist")}</Link>
           <Link href="/insights">{t("nav.insights")}</Link>
           {atLeast(subject, "admin") && (
@@ -165,6 +168,9 @@ function Routes() {
       <Route path="/remaining">
         <RemainingPage />
       </Route>
+      <Route path="/reconcile">
+        <ReconcilePage />
+      </Route>
       <Route path="/admin">
         <AdminPage />
       </Route>
@@ -197,7 +203,7 @@ function SessionGate({ auth }: { auth: AuthState }) {
     case "unreachable":
       return (
         <div className="error" role="alert" data-testid="auth-unreachable">
-          <p>{t("auth.unreachable", { message: auth.error.message })}</p>
+          <p>{t("auth.unreachable", { message: apiErrorText(auth.error, t) })}</p>
           <button type="button" onClick={() => void checkSession(true)}>
             {t("common.retry")}
           </button>

@@ -1,6 +1,8 @@
 // Formatting helpers shared by every view.
-import type { Resource } from "./api/types";
-import type { T } from "./i18n";
+import type { ApiError } from "./api/client";
+import type { AuditEntry, Resource } from "./api/types";
+import type { Key, T } from "./i18n";
+import { en } from "./i18n/en";
 
 /** formatDuration renders a non-negative duration in the largest two units. */
 export function formatDuration(ms: number, t: T): string {
@@ -17,17 +19,37 @@ export function formatDuration(ms: number, t: T): string {
 
 const timeFormats = new Map<string, Intl.DateTimeFormat>();
 
-/** formatTime renders an instant in the reader's time zone and language. */
-export function formatTime(iso: string | undefined, lang: string): string {
+/**
+ * formatTime renders an instant the way people write it in the reader's
+ * language and time zone: "11월 30일 오전 8:53", "Nov 30, 8:53 AM"; the
+ * year only when it is not this year; seconds when asked (step times).
+ */
+export function formatTime(iso: string | undefined, lang: string, opts: { seconds?: boolean } = {}): string {
   if (!iso) return "";
   const ms = Date.parse(iso);
   if (Number.isNaN(ms)) return iso;
-  let f = timeFormats.get(lang);
+  const year = new Date(ms).getFullYear() !== new Date().getFullYear();
+  const k = `${lang}|${year ? "y" : ""}|${opts.seconds ? "s" : ""}`;
+  let f = timeFormats.get(k);
   if (!f) {
-    f = new Intl.DateTimeFormat(lang, { dateStyle: "short", timeStyle: "medium" });
-    timeFormats.set(lang, f);
+    f = new Intl.DateTimeFormat(lang, {
+      year: year ? "numeric" : undefined,
+      month: lang === "ko" ? "long" : "short",
+      day: "numeric",
+      hour: "numeric",
+      minute: "2-digit",
+      second: opts.seconds ? "2-digit" : undefined,
+    });
+    timeFormats.set(k, f);
   }
-  return f.format(ms);
+  if (lang !== "ko") return f.format(ms);
+  // Some ICU builds (Node's among them) lack Korean day periods and print
+  // "AM"/"PM"; Korean readers expect 오전/오후 whatever the runtime.
+  const hour = new Date(ms).getHours();
+  return f
+    .formatToParts(ms)
+    .map((p) => (p.type === "dayPeriod" ? (hour < 12 ? "오전" : "오후") : p.value))
+    .join("");
 }
 
 /** resourceLabel names a resource with its kind and id. */
@@ -85,4 +107,96 @@ export function formatRelative(iso: string | undefined, now: number, lang: strin
   if (abs < 3600) return rtf.format(Math.round(diff / 60), "minute");
   if (abs < 86400) return rtf.format(Math.round(diff / 3600), "hour");
   return rtf.format(Math.round(diff / 86400), "day");
+}
+
+function known(key: string): key is Key {
+  return key in en;
+}
+
+/**
+ * apiErrorText says why the server refused, in the reader's language, from
+ * the error's code (never its English message alone): Korean readers get
+ * the code's text; English readers also the server's precise message.
+ */
+export function apiErrorText(error: ApiError, t: T): string {
+  if (error.status === 0 || error.code === "network") return t("error.network");
+  const field = typeof error.details.field === "string" ? error.details.field : "";
+  const key = `error.${error.code}`;
+  let text: string;
+  if (error.code === "invalid" && field) text = t("error.invalid_field", { field });
+  else if (known(key)) text = t(key);
+  else text = t("error.unknown", { status: error.status });
+  return t.lang === "en" && error.message && error.message !== text ? `${text} (${error.message})` : text;
+}
+
+/**
+ * reasonText renders a reason the server wrote in English: slot state
+ * reasons (stateReason) and the waitlist's offer and hold reasons. A reason
+ * a person typed, or a provider's error text, is shown as written.
+ */
+export function reasonText(reason: string, t: T): string {
+  if (reason === "offer ended") return t("audit.reason.offer_ended");
+  if (reason === "slot unknown") return t("audit.reason.slot_unknown");
+  const is = /^slot is (\w+)$/.exec(reason);
+  if (is) return t("audit.reason.slot_is", { lifecycle: t.dyn("lifecycle", is[1] ?? "") });
+  return stateReason(reason, t);
+}
+
+const PROVIDERS: Record<string, string> = { coolify: "Coolify", bitbucket: "Bitbucket" };
+const FLAGS = ["absent", "verify", "uncertain", "final", "resumed"] as const;
+
+/** auditArg renders one summary part (projections.AuditArgs) in the reader's language. */
+function auditArg(name: string, v: string, t: T): string {
+  const sub = (prefix: string) => (known(`${prefix}.${v}`) ? t(`${prefix}.${v}` as Key) : v);
+  switch (name) {
+    case "step":
+      return t.dyn("step", v);
+    case "kind":
+      return t.dyn("kind", v);
+    case "outcome":
+      return t.dyn("state", v);
+    case "role":
+      return t.dyn("role", v);
+    case "resource_kind":
+      return t.dyn("res", v);
+    case "until":
+      return formatTime(v, t.lang);
+    case "duration":
+      return formatDuration(Number(v) * 1000, t);
+    case "state":
+      return sub("audit.recstate");
+    case "deadline":
+      return sub("audit.deadline");
+    case "source":
+      return sub("audit.source");
+    case "class":
+      return sub("audit.class");
+    case "provider":
+      return PROVIDERS[v] ?? v;
+    case "reason":
+      return reasonText(v, t);
+  }
+  return v;
+}
+
+/**
+ * auditSummary is an audit entry's one line in the reader's language, built
+ * from its type and args. An entry without the args a template needs (from
+ * an older server) shows the server's summary in English and the event's
+ * name in Korean, never a template with holes.
+ */
+export function auditSummary(e: AuditEntry, t: T): string {
+  const key = `audit.ev.${e.type}`;
+  const label = t.dyn("event", e.type);
+  if (!known(key)) return t.lang === "en" && e.summary ? e.summary : label;
+  const args = e.args ?? {};
+  const vars: Record<string, string> = {};
+  for (const [k, v] of Object.entries(args)) vars[k] = auditArg(k, v, t);
+  let s = t(key, vars);
+  if (/\{\w+\}/.test(s)) return t.lang === "en" && e.summary ? e.summary : label;
+  if (args.status) s += ` · ${t("audit.part.status", { status: args.status })}`;
+  for (const f of FLAGS) if (args[f] === "true") s += ` ${t(`audit.flag.${f}`)}`;
+  const detail = args.error ?? args.reason;
+  if (detail) s += t("audit.part.detail", { text: auditArg(args.error ? "error" : "reason", detail, t) });
+  return s;
 }

@@ -1,11 +1,22 @@
-// Package memory is the embedded read model: every view in maps, rebuilt from
-// the log at start by a projections.Runner. Queries are answered from indexes
-// kept up to date as events apply (slot by name, jobs of a slot newest first,
-// latest job by slot and kind, audit in position order).
+// Package memory is the embedded read model, rebuilt from the log at start
+// by a projections.Runner. Queries are answered from indexes kept up to date
+// as events apply (slot by name, jobs of a slot newest first, latest job by
+// slot and kind, audit in position order).
+//
+// Its memory does not grow with finished history (issue 13): it keeps every
+// slot's view, the views of open jobs and of the most recently finished ones,
+// and the latest audit entries. An older job's view is folded from its
+// stream when asked for, and older audit pages are read from the log
+// (projections.FoldJob, projections.AuditFromLog); both answer exactly what
+// a read model holding everything would. What stays per job ever run is a
+// small ref: id, slot, kind, queued position, and the state, requester and
+// uncertain flag GET /api/jobs filters by (the indexes JobsBySlot and Jobs
+// page through).
 package memory
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -16,41 +27,107 @@ import (
 	"github.com/slotkeeper/slotkeeper/projections"
 )
 
+// Limits bound what the read model keeps in memory.
+type Limits struct {
+	// RecentJobs is how many finished jobs keep their view in memory beside
+	// the open ones (0: DefaultRecentJobs; negative: every job).
+	RecentJobs int
+	// RecentAudit is how many of the latest audit entries are kept (0:
+	// DefaultRecentAudit; negative: all). Memory holds at least this many
+	// and less than this plus one chunk of 4,096.
+	RecentAudit int
+}
+
+// Default limits: a day of a busy pool's jobs, and the audit entries the
+// dashboard's live views start from, stay in memory.
+const (
+	DefaultRecentJobs  = 1000
+	DefaultRecentAudit = 20000
+)
+
 // Store is the in-memory read model. It is safe for concurrent use: Apply
-// takes the write lock once per batch, queries take the read lock.
+// takes the write lock once per batch, queries take the read lock and read
+// the log without it.
 type Store struct {
-	log projections.StreamReader
+	log projections.Log
+	lim Limits
 
 	mu     sync.RWMutex
 	pos    events.Position
 	slots  map[string]*projections.SlotView // never modified once stored
-	jobs   map[string]*projections.JobView
-	bySlot map[string][]string // slot → job ids, oldest first (by QueuedPosition)
-	all    []string            // every job id, oldest first (by QueuedPosition)
-	latest map[string]string   // slot + "\x00" + kind → newest job id
-	audit  auditLog
-	own    projections.Ownership // views ApplyQuiet's batch may change in place
+	jobs   map[string]*projections.JobView  // open jobs and recently finished ones
+	refs   map[string]jobRef                // every job the log holds
+	bySlot map[string][]string              // slot → job ids, oldest first (by queued position)
+	all    []string                         // every job id, oldest first (by queued position)
+	latest map[string]string                // slot + "\x00" + kind → newest job id
+	// finished lists jobs in the order they finished (with repeats after a
+	// resume); from its head, past RecentJobs, views leave memory.
+	finished []string
+	fhead    int
+	audit    auditLog
+	own      projections.Ownership // views ApplyQuiet's batch may change in place
 }
 
-// auditLog holds the audit entries in position order, in fixed-size chunks so
-// that growing it never copies what is already there.
+// jobRef is what stays in memory of every job: enough to page a slot's jobs,
+// to know the job exists, and to filter GET /api/jobs (state, requester,
+// whether a step is uncertain) without folding the jobs that left memory.
+// The filter fields are exact for a job whose view left memory (trim sets
+// them from the view as it leaves); for a job in memory the view is read.
+type jobRef struct {
+	slot, kind  string
+	queued      events.Position
+	state       string
+	requestedBy string
+	uncertain   bool
+}
+
+func refOf(v *projections.JobView) jobRef {
+	return jobRef{slot: v.Slot, kind: v.Kind, queued: v.QueuedPosition, state: v.State,
+		requestedBy: v.RequestedBy, uncertain: v.UncertainStep != ""}
+}
+
+// matches reports whether the job passes f, from the ref alone
+// (JobFilter.Match over the fields a ref keeps).
+func (r jobRef) matches(f projections.JobFilter) bool {
+	v := projections.JobView{Slot: r.slot, Kind: r.kind, State: r.state, RequestedBy: r.requestedBy}
+	if r.uncertain {
+		v.UncertainStep = "?" // Match asks only whether there is one
+	}
+	return f.Match(v)
+}
+
+// auditLog holds the latest audit entries in position order, in fixed-size
+// chunks so that growing it never copies what is already there and the
+// oldest leave a chunk at a time.
 type auditLog struct {
-	chunks [][]projections.AuditEntry
-	n      int
+	chunks  [][]projections.AuditEntry
+	n       int
+	size    int  // entries per chunk
+	dropped bool // older entries left memory: before the first, ask the log
 }
 
 const auditChunk = 4096
 
 func (l *auditLog) add(a projections.AuditEntry) {
-	if l.n%auditChunk == 0 {
-		l.chunks = append(l.chunks, make([]projections.AuditEntry, 0, auditChunk))
+	if l.n%l.size == 0 {
+		l.chunks = append(l.chunks, make([]projections.AuditEntry, 0, l.size))
 	}
 	c := &l.chunks[len(l.chunks)-1]
 	*c = append(*c, a)
 	l.n++
 }
 
-func (l *auditLog) at(i int) *projections.AuditEntry { return &l.chunks[i/auditChunk][i%auditChunk] }
+// trim drops the oldest chunks while at least keep entries remain.
+func (l *auditLog) trim(keep int) {
+	for len(l.chunks) > 1 && l.n-len(l.chunks[0]) >= keep {
+		l.n -= len(l.chunks[0])
+		l.chunks[0] = nil
+		l.chunks = slices.Delete(l.chunks, 0, 1)
+		l.dropped = true
+	}
+}
+
+func (l *auditLog) at(i int) *projections.AuditEntry { return &l.chunks[i/l.size][i%l.size] }
 
 var (
 	_ projections.Target      = (*Store)(nil)
@@ -60,24 +137,48 @@ var (
 	_ projections.State       = (*Store)(nil)
 )
 
-// New returns an empty read model. log answers JobEvents (nil: JobEvents
-// returns an error); pass the store the runner projects from.
-func New(log projections.StreamReader) *Store {
+// New returns an empty read model with the default limits. log answers
+// JobEvents and what has left memory; pass the store the runner projects
+// from. With a nil log, JobEvents returns an error and everything stays in
+// memory (nothing could be read back).
+func New(log projections.Log) *Store { return NewWithLimits(log, Limits{}) }
+
+// NewWithLimits is New with other limits (tests use tiny ones, so that
+// nearly everything is read back from the log).
+func NewWithLimits(log projections.Log, lim Limits) *Store {
+	if lim.RecentJobs == 0 {
+		lim.RecentJobs = DefaultRecentJobs
+	}
+	if lim.RecentAudit == 0 {
+		lim.RecentAudit = DefaultRecentAudit
+	}
+	if log == nil {
+		lim = Limits{RecentJobs: -1, RecentAudit: -1}
+	}
+	size := auditChunk
+	if lim.RecentAudit > 0 && lim.RecentAudit < size {
+		size = lim.RecentAudit
+	}
 	return &Store{
-		log: log, slots: map[string]*projections.SlotView{}, jobs: map[string]*projections.JobView{},
-		bySlot: map[string][]string{}, latest: map[string]string{},
+		log: log, lim: lim, slots: map[string]*projections.SlotView{}, jobs: map[string]*projections.JobView{},
+		refs: map[string]jobRef{}, bySlot: map[string][]string{}, latest: map[string]string{},
+		audit: auditLog{size: size},
 	}
 }
 
 // Apply implements projections.Target. Readers see either none or all of a
 // batch, because the batch is applied under the write lock.
-func (s *Store) Apply(_ context.Context, evs []projections.Event) ([]projections.Change, error) {
+func (s *Store) Apply(ctx context.Context, evs []projections.Event) ([]projections.Change, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	defer s.trim()
 	changes := make([]projections.Change, 0, len(evs))
 	for _, ev := range evs {
 		if ev.Position <= s.pos {
 			return changes, fmt.Errorf("memory: event at %d is not after the checkpoint %d", ev.Position, s.pos)
+		}
+		if err := s.reload(ctx, ev); err != nil {
+			return changes, err
 		}
 		ch := projections.Project(s, ev)
 		s.audit.add(*ch.Audit)
@@ -91,13 +192,17 @@ func (s *Store) Apply(_ context.Context, evs []projections.Event) ([]projections
 // changes, so the batch may update the views it touches in place (see
 // projections.Ownership); readers still see none or all of it, and no view
 // a reader could have taken is changed.
-func (s *Store) ApplyQuiet(_ context.Context, evs []projections.Event) error {
+func (s *Store) ApplyQuiet(ctx context.Context, evs []projections.Event) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	defer s.trim()
 	defer s.own.Reset()
 	for _, ev := range evs {
 		if ev.Position <= s.pos {
 			return fmt.Errorf("memory: event at %d is not after the checkpoint %d", ev.Position, s.pos)
+		}
+		if err := s.reload(ctx, ev); err != nil {
+			return err
 		}
 		s.audit.add(projections.ProjectQuiet(s, &s.own, ev))
 		s.pos = ev.Position
@@ -105,10 +210,69 @@ func (s *Store) ApplyQuiet(_ context.Context, evs []projections.Event) error {
 	return nil
 }
 
+// reload puts back the view of a job that left memory before an event that
+// reads it is projected (a resume, a late notification, a slot event naming
+// it), folded from its stream as of the position before the event. On an
+// error the event is not applied: the runner retries from the checkpoint.
+func (s *Store) reload(ctx context.Context, ev projections.Event) error {
+	id := projections.EventJobID(ev.Stream)
+	if id == "" && ev.Err == nil {
+		id = projections.PayloadJobID(ev.Payload)
+	}
+	if id == "" || s.jobs[id] != nil {
+		return nil
+	}
+	if _, known := s.refs[id]; !known {
+		return nil
+	}
+	v, err := projections.FoldJob(ctx, s.log, id, s.pos)
+	if err != nil {
+		return fmt.Errorf("memory: read back job %s: %w", id, err)
+	}
+	s.jobs[id] = v
+	if done(v.State) {
+		s.finished = append(s.finished, id)
+	}
+	return nil
+}
+
+// done reports whether a job's state is not an open one: its view may leave
+// memory (a resume brings it back).
+func done(state string) bool {
+	return state != projections.JobQueued && state != projections.JobRunning
+}
+
+// trim lets the oldest finished jobs' views and audit entries leave memory
+// (called under the write lock at the end of a batch, so no batch sees a
+// view leave while it works).
+func (s *Store) trim() {
+	if s.lim.RecentJobs >= 0 {
+		for len(s.finished)-s.fhead > s.lim.RecentJobs {
+			id := s.finished[s.fhead]
+			s.finished[s.fhead] = ""
+			s.fhead++
+			if v := s.jobs[id]; v != nil && done(v.State) {
+				// A quiet batch changes views in place without PutJob:
+				// the ref takes the view's last word as it leaves.
+				s.refs[id] = refOf(v)
+				delete(s.jobs, id)
+			}
+		}
+		if s.fhead > 1024 && s.fhead > len(s.finished)/2 {
+			s.finished = slices.Clone(s.finished[s.fhead:])
+			s.fhead = 0
+		}
+	}
+	if s.lim.RecentAudit >= 0 {
+		s.audit.trim(s.lim.RecentAudit)
+	}
+}
+
 // GetSlot implements projections.State (called under the write lock).
 func (s *Store) GetSlot(name string) *projections.SlotView { return s.slots[name] }
 
-// GetJob implements projections.State (called under the write lock).
+// GetJob implements projections.State (called under the write lock). A job
+// that left memory was put back by reload before its event.
 func (s *Store) GetJob(id string) *projections.JobView { return s.jobs[id] }
 
 // PutSlot implements projections.State (called under the write lock).
@@ -117,28 +281,57 @@ func (s *Store) PutSlot(v *projections.SlotView) { s.slots[v.Name] = v }
 // PutJob implements projections.State (called under the write lock) and
 // keeps the slot indexes.
 func (s *Store) PutJob(v *projections.JobView) {
-	old, existed := s.jobs[v.ID]
+	prev := s.jobs[v.ID]
 	s.jobs[v.ID] = v
-	if existed && old.Slot == v.Slot && old.QueuedPosition == v.QueuedPosition {
+	if s.lim.RecentJobs >= 0 && done(v.State) && (prev == nil || !done(prev.State)) {
+		s.finished = append(s.finished, v.ID)
+	}
+	old, existed := s.refs[v.ID]
+	s.refs[v.ID] = refOf(v)
+	if existed && old.slot == v.Slot && old.queued == v.QueuedPosition {
 		return
 	}
 	if existed {
 		s.all = slices.DeleteFunc(s.all, func(id string) bool { return id == v.ID })
-		s.bySlot[old.Slot] = slices.DeleteFunc(s.bySlot[old.Slot], func(id string) bool { return id == v.ID })
-		if s.latest[old.Slot+"\x00"+old.Kind] == v.ID {
-			delete(s.latest, old.Slot+"\x00"+old.Kind)
+		s.bySlot[old.slot] = slices.DeleteFunc(s.bySlot[old.slot], func(id string) bool { return id == v.ID })
+		if s.latest[old.slot+"\x00"+old.kind] == v.ID {
+			delete(s.latest, old.slot+"\x00"+old.kind)
 		}
 	}
 	// Jobs arrive in position order, so these are appends in practice.
-	at := sort.Search(len(s.all), func(i int) bool { return s.jobs[s.all[i]].QueuedPosition > v.QueuedPosition })
+	at := sort.Search(len(s.all), func(i int) bool { return s.refs[s.all[i]].queued > v.QueuedPosition })
 	s.all = slices.Insert(s.all, at, v.ID)
 	ids := s.bySlot[v.Slot]
-	i := sort.Search(len(ids), func(i int) bool { return s.jobs[ids[i]].QueuedPosition > v.QueuedPosition })
+	i := sort.Search(len(ids), func(i int) bool { return s.refs[ids[i]].queued > v.QueuedPosition })
 	s.bySlot[v.Slot] = slices.Insert(ids, i, v.ID)
 	key := v.Slot + "\x00" + v.Kind
-	if cur := s.jobs[s.latest[key]]; cur == nil || cur.QueuedPosition <= v.QueuedPosition {
+	if cur, ok := s.refs[s.latest[key]]; !ok || cur.queued <= v.QueuedPosition {
 		s.latest[key] = v.ID
 	}
+}
+
+// job returns job id's view as of the read model's position pos: from
+// memory, else folded from its stream. Call it without the lock.
+func (s *Store) job(ctx context.Context, id string, inMemory *projections.JobView, pos events.Position) (projections.JobView, error) {
+	if inMemory != nil {
+		return *inMemory, nil
+	}
+	v, err := projections.FoldJob(ctx, s.log, id, pos)
+	if errors.Is(err, projections.ErrNotFound) {
+		return projections.JobView{}, fmt.Errorf("job %q: %w", id, projections.ErrNotFound)
+	}
+	if err != nil {
+		return projections.JobView{}, err
+	}
+	return *v, nil
+}
+
+// Held reports what the read model holds in memory: audit entries and job
+// views (the rest is read from the log when asked for).
+func (s *Store) Held() (auditEntries, jobViews int) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.audit.n, len(s.jobs)
 }
 
 // Position implements projections.ReadModel.
@@ -178,80 +371,114 @@ func (s *Store) Slot(_ context.Context, name string) (projections.SlotView, erro
 }
 
 // Job implements projections.ReadModel.
-func (s *Store) Job(_ context.Context, id string) (projections.JobView, error) {
+func (s *Store) Job(ctx context.Context, id string) (projections.JobView, error) {
 	s.mu.RLock()
-	defer s.mu.RUnlock()
-	v, ok := s.jobs[id]
-	if !ok {
+	v := s.jobs[id]
+	_, known := s.refs[id]
+	pos := s.pos
+	s.mu.RUnlock()
+	if !known {
 		return projections.JobView{}, fmt.Errorf("job %q: %w", id, projections.ErrNotFound)
 	}
-	return *v, nil
+	return s.job(ctx, id, v, pos)
 }
 
 // LatestJob implements projections.ReadModel.
-func (s *Store) LatestJob(_ context.Context, slot, kind string) (projections.JobView, error) {
+func (s *Store) LatestJob(ctx context.Context, slot, kind string) (projections.JobView, error) {
 	s.mu.RLock()
-	defer s.mu.RUnlock()
-	v, ok := s.jobs[s.latest[slot+"\x00"+kind]]
+	id, ok := s.latest[slot+"\x00"+kind]
+	v := s.jobs[id]
+	pos := s.pos
+	s.mu.RUnlock()
 	if !ok {
 		return projections.JobView{}, fmt.Errorf("%s job of slot %q: %w", kind, slot, projections.ErrNotFound)
 	}
-	return *v, nil
+	return s.job(ctx, id, v, pos)
 }
 
 // JobsBySlot implements projections.ReadModel. The cursor is the
-// QueuedPosition of the last job of the previous page.
-func (s *Store) JobsBySlot(_ context.Context, slot, kind string, limit int, cursor string) (projections.Page, error) {
+// QueuedPosition of the last job of the previous page. The page is chosen
+// from the index under the lock; views that left memory are folded after.
+func (s *Store) JobsBySlot(ctx context.Context, slot, kind string, limit int, cursor string) (projections.Page, error) {
 	limit, before, err := projections.ParsePaging(limit, cursor)
 	if err != nil {
 		return projections.Page{}, err
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	ids := s.bySlot[slot]
+	type pick struct {
+		id string
+		v  *projections.JobView
+	}
+	var picks []pick
 	page := projections.Page{Jobs: []projections.JobView{}}
+	s.mu.RLock()
+	ids := s.bySlot[slot]
 	for i := len(ids) - 1; i >= 0; i-- {
-		j := s.jobs[ids[i]]
-		if j.QueuedPosition >= before || (kind != "" && j.Kind != kind) {
+		r := s.refs[ids[i]]
+		if r.queued >= before || (kind != "" && r.kind != kind) {
 			continue
 		}
-		if len(page.Jobs) == limit {
-			page.NextCursor = strconv.FormatUint(uint64(page.Jobs[limit-1].QueuedPosition), 10)
+		if len(picks) == limit {
+			page.NextCursor = strconv.FormatUint(uint64(s.refs[picks[limit-1].id].queued), 10)
 			break
 		}
-		page.Jobs = append(page.Jobs, *j)
+		picks = append(picks, pick{ids[i], s.jobs[ids[i]]})
+	}
+	pos := s.pos
+	s.mu.RUnlock()
+	for _, p := range picks {
+		v, err := s.job(ctx, p.id, p.v, pos)
+		if err != nil {
+			return projections.Page{}, err
+		}
+		page.Jobs = append(page.Jobs, v)
 	}
 	return page, nil
 }
 
-// Jobs implements projections.ReadModel: a walk of every job newest first
-// (of one slot's jobs when the filter names a slot), skipping those the
-// filter does not match. The cursor is as in JobsBySlot.
-func (s *Store) Jobs(_ context.Context, f projections.JobFilter) (projections.Page, error) {
+// Jobs implements projections.ReadModel: a walk of the job index newest
+// first (of one slot's jobs when the filter names a slot), skipping those the
+// filter does not match. The cursor is as in JobsBySlot. Matching reads the
+// view of a job in memory and the ref of one that left it, so the walk folds
+// nothing; only the page's jobs that left memory are folded, after the lock.
+func (s *Store) Jobs(ctx context.Context, f projections.JobFilter) (projections.Page, error) {
 	limit, before, err := projections.ParsePaging(f.Limit, f.Cursor)
 	if err != nil {
 		return projections.Page{}, err
 	}
+	type pick struct {
+		id string
+		v  *projections.JobView
+	}
+	var picks []pick
+	page := projections.Page{Jobs: []projections.JobView{}}
 	s.mu.RLock()
-	defer s.mu.RUnlock()
 	ids := s.all
 	if f.Slot != "" {
 		ids = s.bySlot[f.Slot]
 	}
 	// Skip the ids at or after the cursor with a binary search: a deep page
 	// does not walk the pages before it.
-	end := sort.Search(len(ids), func(i int) bool { return s.jobs[ids[i]].QueuedPosition >= before })
-	page := projections.Page{Jobs: []projections.JobView{}}
+	end := sort.Search(len(ids), func(i int) bool { return s.refs[ids[i]].queued >= before })
 	for i := end - 1; i >= 0; i-- {
-		j := s.jobs[ids[i]]
-		if !f.Match(*j) {
+		id := ids[i]
+		v := s.jobs[id]
+		if (v != nil && !f.Match(*v)) || (v == nil && !s.refs[id].matches(f)) {
 			continue
 		}
-		if len(page.Jobs) == limit {
-			page.NextCursor = strconv.FormatUint(uint64(page.Jobs[limit-1].QueuedPosition), 10)
+		if len(picks) == limit {
+			page.NextCursor = strconv.FormatUint(uint64(s.refs[picks[limit-1].id].queued), 10)
 			break
 		}
-		page.Jobs = append(page.Jobs, *j)
+		picks = append(picks, pick{id, v})
+	}
+	pos := s.pos
+	s.mu.RUnlock()
+	for _, p := range picks {
+		v, err := s.job(ctx, p.id, p.v, pos)
+		if err != nil {
+			return projections.Page{}, err
+		}
+		page.Jobs = append(page.Jobs, v)
 	}
 	return page, nil
 }
@@ -260,7 +487,7 @@ func (s *Store) Jobs(_ context.Context, f projections.JobFilter) (projections.Pa
 // up to the read model's position, so it agrees with the job's view.
 func (s *Store) JobEvents(ctx context.Context, id string) ([]events.RecordedEvent, error) {
 	s.mu.RLock()
-	_, ok := s.jobs[id]
+	_, ok := s.refs[id]
 	pos := s.pos
 	s.mu.RUnlock()
 	if !ok {
@@ -269,20 +496,109 @@ func (s *Store) JobEvents(ctx context.Context, id string) ([]events.RecordedEven
 	return projections.ReadJobEvents(ctx, s.log, id, pos)
 }
 
-// Audit implements projections.ReadModel, in position order.
-func (s *Store) Audit(_ context.Context, f projections.AuditFilter) ([]projections.AuditEntry, error) {
+// Audit implements projections.ReadModel, in position order (or newest
+// first with f.Newest). Entries before the first one memory holds are read
+// from the log; the window may move while that runs, so it looks again
+// until it meets memory or the limit.
+func (s *Store) Audit(ctx context.Context, f projections.AuditFilter) ([]projections.AuditEntry, error) {
 	limit, err := projections.AuditLimit(f.Limit)
 	if err != nil {
 		return nil, err
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	i := sort.Search(s.audit.n, func(i int) bool { return s.audit.at(i).Position > f.After })
+	if f.Newest {
+		return s.auditNewest(ctx, f, limit)
+	}
 	out := []projections.AuditEntry{}
-	for ; i < s.audit.n && len(out) < limit; i++ {
-		if a := s.audit.at(i); f.Match(*a) {
+	after := f.After
+	for {
+		s.mu.RLock()
+		if s.audit.n == 0 || !s.audit.dropped || after >= s.audit.at(0).Position-1 {
+			i := sort.Search(s.audit.n, func(i int) bool { return s.audit.at(i).Position > after })
+			for ; i < s.audit.n && len(out) < limit; i++ {
+				a := s.audit.at(i)
+				if f.Before > 0 && a.Position >= f.Before {
+					break
+				}
+				if f.Match(*a) {
+					out = append(out, *a)
+				}
+			}
+			s.mu.RUnlock()
+			return out, nil
+		}
+		upTo := s.audit.at(0).Position - 1
+		s.mu.RUnlock()
+		last := false
+		if f.Before > 0 && upTo >= f.Before {
+			upTo, last = f.Before-1, true
+		}
+		sf := f
+		sf.After = after
+		got, _, err := projections.AuditFromLog(ctx, s.log, sf, upTo, limit-len(out))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, got...)
+		if len(out) == limit || last {
+			return out, nil
+		}
+		after = upTo
+	}
+}
+
+// auditBackChunk is how many positions one backward step of a newest-first
+// audit page reads from the log once it is past what memory holds.
+const auditBackChunk = 10_000
+
+// auditNewest answers a newest-first audit page: from memory's window, then,
+// when memory dropped older entries and the page is not full, from the log
+// in chunks walking backwards.
+func (s *Store) auditNewest(ctx context.Context, f projections.AuditFilter, limit int) ([]projections.AuditEntry, error) {
+	out := []projections.AuditEntry{}
+	s.mu.RLock()
+	end := s.audit.n
+	if f.Before > 0 {
+		end = sort.Search(s.audit.n, func(i int) bool { return s.audit.at(i).Position >= f.Before })
+	}
+	for i := end - 1; i >= 0 && len(out) < limit; i-- {
+		a := s.audit.at(i)
+		if a.Position <= f.After {
+			s.mu.RUnlock()
+			return out, nil
+		}
+		if f.Match(*a) {
 			out = append(out, *a)
 		}
+	}
+	if len(out) == limit || !s.audit.dropped {
+		s.mu.RUnlock()
+		return out, nil
+	}
+	// Memory ran out before the page did: everything before memory's first
+	// entry (and before f.Before) comes from the log.
+	upTo := s.pos
+	if s.audit.n > 0 {
+		upTo = s.audit.at(0).Position - 1
+	}
+	s.mu.RUnlock()
+	if f.Before > 0 && upTo >= f.Before {
+		upTo = f.Before - 1
+	}
+	for upTo > f.After && len(out) < limit {
+		from := f.After
+		if upTo-from > auditBackChunk {
+			from = upTo - auditBackChunk
+		}
+		sf := f
+		sf.After = from
+		got, _, err := projections.AuditFromLog(ctx, s.log, sf, upTo, auditBackChunk)
+		if err != nil {
+			return nil, err
+		}
+		for i := len(got) - 1; i >= 0 && len(out) < limit; i-- {
+			out = append(out, got[i])
+		}
+		upTo = from
 	}
 	return out, nil
 }

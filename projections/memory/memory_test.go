@@ -13,10 +13,22 @@ import (
 	"go.uber.org/goleak"
 )
 
+// everything keeps every view and audit entry in memory: the reference a
+// bounded read model must answer exactly like.
+var everything = memory.Limits{RecentJobs: -1, RecentAudit: -1}
+
+// tiny keeps one finished job and a few audit entries, so that nearly every
+// answer about the past comes from the log.
+var tiny = memory.Limits{RecentJobs: 1, RecentAudit: 3}
+
 func TestConformance(t *testing.T) {
-	projtest.Run(t,
-		func(t *testing.T, log events.Store) projections.Target { return memory.New(log) },
-		func(log events.Store) projections.Target { return memory.New(log) })
+	reference := func(log events.Store) projections.Target { return memory.NewWithLimits(log, everything) }
+	t.Run("Default", func(t *testing.T) {
+		projtest.Run(t, func(t *testing.T, log events.Store) projections.Target { return memory.New(log) }, reference)
+	})
+	t.Run("Tiny", func(t *testing.T) {
+		projtest.Run(t, func(t *testing.T, log events.Store) projections.Target { return memory.NewWithLimits(log, tiny) }, reference)
+	})
 }
 
 // A long history projected live (the runner batches whatever has arrived

@@ -683,8 +683,15 @@ func (s *Store) Audit(ctx context.Context, f projections.AuditFilter) ([]project
 	if !f.Since.IsZero() {
 		add("time_ns >=", f.Since.UnixNano())
 	}
+	if f.Before > 0 {
+		add("position <", int64(f.Before))
+	}
+	order := "position"
+	if f.Newest {
+		order = "position DESC"
+	}
 	args = append(args, limit)
-	q := fmt.Sprintf(`SELECT entry FROM audit WHERE %s ORDER BY position LIMIT $%d`, strings.Join(where, " AND "), len(args))
+	q := fmt.Sprintf(`SELECT entry FROM audit WHERE %s ORDER BY %s LIMIT $%d`, strings.Join(where, " AND "), order, len(args))
 	return queryViews[projections.AuditEntry](ctx, s.pool, q, args...)
 }
 

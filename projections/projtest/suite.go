@@ -309,6 +309,38 @@ func testAudit(t *testing.T, rm projections.ReadModel, sc scenario) {
 	if len(limited) != 3 {
 		t.Errorf("audit with limit 3 returned %d", len(limited))
 	}
+	// Newest first, paged backwards with Before: the same entries reversed.
+	var newest []projections.AuditEntry
+	f := projections.AuditFilter{Newest: true, Limit: 4}
+	for {
+		page, err := rm.Audit(ctx, f)
+		Must(t, err)
+		if len(page) == 0 {
+			break
+		}
+		newest = append(newest, page...)
+		f.Before = page[len(page)-1].Position
+	}
+	if len(newest) != len(all) {
+		t.Fatalf("newest first: %d entries, want %d", len(newest), len(all))
+	}
+	for i, a := range newest {
+		if a.Position != all[len(all)-1-i].Position {
+			t.Fatalf("newest first: entry %d is %d, want %d", i, a.Position, all[len(all)-1-i].Position)
+		}
+	}
+	s1 := auditAll(t, rm, projections.AuditFilter{Slot: "s1"}, 0)
+	mid := s1[len(s1)/2].Position
+	older, err := rm.Audit(ctx, projections.AuditFilter{Slot: "s1", Newest: true, Before: mid, Limit: 1000})
+	Must(t, err)
+	if len(older) != len(s1)/2 || (len(older) > 0 && (older[0].Position >= mid || older[0].Slot != "s1")) {
+		t.Errorf("s1 newest first before %d: %d entries, want %d", mid, len(older), len(s1)/2)
+	}
+	window, err := rm.Audit(ctx, projections.AuditFilter{After: all[1].Position, Before: all[4].Position, Limit: 1000})
+	Must(t, err)
+	if len(window) != 2 || window[0].Position != all[2].Position {
+		t.Errorf("audit between %d and %d = %d entries", all[1].Position, all[4].Position, len(window))
+	}
 }
 
 // auditAll pages through the audit feed (page size limit; 0: default).

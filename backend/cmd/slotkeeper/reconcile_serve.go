@@ -4,13 +4,15 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"github.com/slotkeeper/slotkeeper/backend/httpapi"
+	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/slotkeeper/slotkeeper/backend/httpapi"
 	"github.com/slotkeeper/slotkeeper/backend/providers"
 	"github.com/slotkeeper/slotkeeper/backend/reconcile"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
@@ -121,9 +123,38 @@ func startReconciler(ctx context.Context, c Config, store events.Store, reads pr
 }
 
 // reconcileAPI adapts the reconciler to httpapi.Reconciler.
-type reconcileAPI struct{ r *reconcile.Reconciler }
+type reconcileAPI struct {
+	r     *reconcile.Reconciler
+	links httpapi.ProviderLinks
+}
 
-func (a reconcileAPI) LatestReport(ctx context.Context) (any, error) { return a.r.Latest(ctx) }
+// linksOf derives the links from the configured provider URLs (or the
+// simulators').
+func linksOf(c Config, w world) httpapi.ProviderLinks {
+	cool, bb := c.CoolifyURL, c.BitbucketURL
+	switch {
+	case w.sim != nil:
+		cool, bb = w.sim.CoolifyURL(), w.sim.BitbucketURL()
+	case c.SimURL != "" && cool == "" && bb == "":
+		cool, bb = c.SimURL, c.SimURL
+	}
+	cool = strings.TrimSuffix(strings.TrimRight(cool, "/"), "/api/v1")
+	return httpapi.ProviderLinks{Coolify: cool, Bitbucket: strings.TrimRight(bb, "/")}
+}
+
+// reconcileReport is GET /api/reconcile's answer: the report and the links.
+type reconcileReport struct {
+	reconcile.Report
+	Links httpapi.ProviderLinks `json:"links"`
+}
+
+func (a reconcileAPI) LatestReport(ctx context.Context) (any, error) {
+	rep, err := a.r.Latest(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return reconcileReport{Report: rep, Links: a.links}, nil
+}
 
 func (a reconcileAPI) Trigger(ctx context.Context) error {
 	if err := a.r.Trigger(ctx); errors.Is(err, reconcile.ErrBusy) {
@@ -131,4 +162,65 @@ func (a reconcileAPI) Trigger(ctx context.Context) error {
 	} else {
 		return err
 	}
+}
+
+// reconcileActions adapts the slot service and the reconciler to
+// httpapi.ReconcileActions: an adopt or a delete is accepted only for an
+// orphan of the latest run that no slot tracks now (so a tracked resource
+// is never deleted this way).
+type reconcileActions struct {
+	svc *slots.Service
+	r   *reconcile.Reconciler
+}
+
+// orphan refuses a stale finding or a tracked resource with a 409 and the
+// reason.
+func (a reconcileActions) orphan(ctx context.Context, c slots.AdoptCmd) (events.ReconcileFinding, error) {
+	f, err := a.r.CurrentOrphan(ctx, c.Provider, c.Kind, c.ID)
+	var te *reconcile.TrackedError
+	switch {
+	case errors.Is(err, reconcile.ErrStale):
+		return f, &slots.Error{Code: slots.CodeConflict, Err: err, Details: map[string]any{"reason": "stale_finding"},
+			Message: fmt.Sprintf("%s %s %s is not an orphan in the latest reconciliation run (a stale finding): run it again", c.Provider, c.Kind, c.ID)}
+	case errors.As(err, &te):
+		return f, &slots.Error{Code: slots.CodeConflict, Err: err, Details: map[string]any{"reason": "tracked", "slot": te.Slot},
+			Message: fmt.Sprintf("%s %s %s is tracked by slot %s", c.Provider, c.Kind, c.ID, te.Slot)}
+	case err != nil:
+		return f, &slots.Error{Code: slots.CodeInternal, Message: "read the latest reconciliation run", Err: err}
+	}
+	return f, nil
+}
+
+func (a reconcileActions) PlanAdopt(ctx context.Context, slot string, c slots.AdoptCmd) (httpapi.AdoptPlan, error) {
+	return a.plan(ctx, a.svc.PlanAdopt, slot, c)
+}
+
+func (a reconcileActions) PlanDeleteOrphan(ctx context.Context, slot string, c slots.AdoptCmd) (httpapi.AdoptPlan, error) {
+	return a.plan(ctx, a.svc.PlanDeleteOrphan, slot, c)
+}
+
+func (a reconcileActions) DeleteOrphan(ctx context.Context, actor slots.Actor, slot string, c slots.AdoptCmd) (slots.JobAcceptedResult, error) {
+	return a.svc.DeleteOrphan(ctx, actor, slot, c, func() error {
+		_, err := a.orphan(ctx, c)
+		return err
+	})
+}
+
+func (a reconcileActions) plan(ctx context.Context, plan func(context.Context, string, slots.AdoptCmd) (slots.Plan, error), slot string, c slots.AdoptCmd) (httpapi.AdoptPlan, error) {
+	p, err := plan(ctx, slot, c)
+	if err != nil {
+		return httpapi.AdoptPlan{}, err
+	}
+	f, err := a.orphan(ctx, c)
+	if err != nil {
+		return httpapi.AdoptPlan{}, err
+	}
+	return httpapi.AdoptPlan{Plan: p, Finding: f}, nil
+}
+
+func (a reconcileActions) Adopt(ctx context.Context, actor slots.Actor, slot string, c slots.AdoptCmd) (slots.JobAcceptedResult, error) {
+	return a.svc.Adopt(ctx, actor, slot, c, func() error {
+		_, err := a.orphan(ctx, c)
+		return err
+	})
 }

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -286,6 +287,10 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 		return err
 	}
 	defer rs.close()
+	if m, ok := rs.reads.(*memory.Store); ok && c.Events == "" {
+		stop := keepSnapshot(ctx, m, filepath.Join(c.Data, snapshotFile), log, goRun)
+		defer stop()
+	}
 	met := httpapi.NewMetrics()
 	hub := httpapi.NewHub(httpapi.HubOptions{
 		Heartbeat: c.Heartbeat, History: c.SSEHistory, WriteTimeout: c.SSEWriteTimeout,
@@ -319,6 +324,10 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 		return fatalErr() // nil: interrupted during start
 	}
 	log.Info("read model caught up", slog.Any("position", startHead), slog.Duration("took", time.Since(t0)), slog.String("events", storeDesc))
+	// The catch-up's garbage (every event decoded and projected) is gone
+	// now; hand its pages back instead of keeping the high-water mark of
+	// a replay as the process's private memory.
+	debug.FreeOSMemory()
 
 	// The demo pool is seeded, and the simulators' state cleared, when the
 	// log holds no slot yet: account and token events (e.g. from
@@ -441,10 +450,11 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 	}
 	deps := httpapi.Deps{
 		Commands: svc, Reads: rs.reads, Log: store, Waiter: rs.waiter, Hub: hub, Metrics: met, Logger: log, SPA: spa,
-		Reconcile: reconcileAPI{rec}, Backup: onlineBackup(c, store), Waitlist: wl,
+		Reconcile: reconcileAPI{r: rec, links: linksOf(c, w)}, ReconcileActions: reconcileActions{svc: svc, r: rec}, Backup: onlineBackup(c, store), Waitlist: wl,
 		Insights: startInsights(store, goRun),
 		Auth:     as.svc, AutoLogin: as.autoLogin,
 		Security:          httpapi.Security{BaseURL: base, ListenAddr: c.Addr, TrustedProxies: c.Auth.proxies},
+		Links:             linksOf(c, w),
 		CommandsPerSecond: orNone(c.Auth.CommandsPerSec), CommandBurst: int(3*c.Auth.CommandsPerSec) + 1,
 		MaxStreamsPerSubject: int(orNone(float64(c.Auth.StreamsPerSubj))),
 		Ready: func(ctx context.Context) error {
@@ -572,4 +582,64 @@ func orNone(v float64) float64 {
 		return -1
 	}
 	return v
+}
+
+// snapshotFile is the memory read model's snapshot beside the embedded
+// store's file (docs/projections.md).
+const snapshotFile = "readmodel.snapshot"
+
+// Snapshot cadence: every snapshotEvery, when the read model moved at
+// least snapshotMinEvents positions; and once more at shutdown.
+const (
+	snapshotEvery     = time.Minute
+	snapshotMinEvents = 10_000
+)
+
+// keepSnapshot loads the read model's snapshot (a restart then replays
+// only the log after it), writes a new one now and then in the background,
+// and returns the function that writes the last one at shutdown. A
+// snapshot that is damaged or not of this log is ignored with a warning.
+func keepSnapshot(ctx context.Context, m *memory.Store, path string, log *slog.Logger, goRun func(string, func(context.Context) error)) func() {
+	pos, why, err := m.LoadSnapshot(ctx, path)
+	switch {
+	case err != nil:
+		log.Warn("read model snapshot not loaded", slog.String("error", err.Error()))
+	case pos > 0:
+		log.Info("read model snapshot loaded", slog.Any("position", pos))
+	case why != "no snapshot":
+		log.Warn("read model snapshot ignored; replaying the log", slog.String("why", why))
+	}
+	var mu sync.Mutex
+	written := pos
+	write := func(ctx context.Context, minEvents events.Position) {
+		mu.Lock()
+		defer mu.Unlock()
+		cur, _ := m.Position(ctx)
+		if cur < written+minEvents || cur == written {
+			return
+		}
+		at, err := m.WriteSnapshot(ctx, path)
+		if err != nil {
+			log.Warn("read model snapshot not written", slog.String("error", err.Error()))
+			return
+		}
+		written = at
+	}
+	goRun("read model snapshots", func(ctx context.Context) error {
+		t := time.NewTicker(snapshotEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-t.C:
+				write(ctx, snapshotMinEvents)
+			}
+		}
+	})
+	return func() {
+		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		write(c, 1)
+	}
 }

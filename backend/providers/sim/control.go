@@ -104,6 +104,47 @@ func (s *Sim) ControlHandler() http.Handler {
 		}
 		writeJSON(w, http.StatusCreated, fx)
 	})
+	// POST /resources creates a resource no slot knows (an orphan, for
+	// tests and the demo of reconciliation): {"kind": "application" |
+	// "database" (in Coolify project "project") | "repository" (in
+	// Bitbucket project "project"), "name"}.
+	mux.HandleFunc("POST /resources", func(w http.ResponseWriter, r *http.Request) {
+		var in struct {
+			Kind    string `json:"kind"`
+			Project string `json:"project"`
+			Name    string `json:"name"`
+		}
+		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&in); err != nil || !validSeedName(in.Name) || in.Project == "" || len(in.Project) > 64 {
+			ctlError(w, http.StatusBadRequest, `want {"kind": "application"|"database"|"repository", "project", "name": lower-case letters, digits and '-' (1-40)}`)
+			return
+		}
+		var id string
+		var err error
+		switch in.Kind {
+		case "application":
+			id, err = s.AddApp(in.Project, in.Name)
+		case "database":
+			id, err = s.AddDatabase(in.Project, in.Name)
+		case "repository":
+			var rf RepoFixture
+			rf, err = s.AddRepo(in.Project, in.Name)
+			id = rf.Project + "/" + rf.Slug
+		default:
+			ctlError(w, http.StatusBadRequest, "kind must be application, database or repository")
+			return
+		}
+		if err == errRepoExists {
+			ctlError(w, http.StatusConflict, "repository already exists")
+			return
+		}
+		if err != nil {
+			ctlError(w, http.StatusUnprocessableEntity, err.Error())
+			return
+		}
+		writeJSON(w, http.StatusCreated, map[string]string{"kind": in.Kind, "id": id})
+	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r2 := r.Clone(r.Context())
 		if p, ok := strings.CutPrefix(r.URL.Path, "/api/sim"); ok {

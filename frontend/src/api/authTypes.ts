@@ -1,4 +1,5 @@
 // Wire types of the auth and admin routes (issue 11).
+import type { ProviderLinks } from "../auth/links";
 import type { Subject } from "../auth/roles";
 
 export interface MeAnswer {
@@ -6,11 +7,14 @@ export interface MeAnswer {
   csrf: string;
   /** Sign-in methods the server offers: "local", and "oidc" when configured. */
   methods?: string[];
+  /** links: the providers' web roots (signed in only), for links to resources. */
+  links?: ProviderLinks;
 }
 
 export interface LoginAnswer {
   subject: Subject;
   csrf: string;
+  links?: ProviderLinks;
 }
 
 export interface UserView {

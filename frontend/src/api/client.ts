@@ -21,6 +21,7 @@ import type {
   SlotView,
 } from "./types";
 import type { CreatedToken, CreatedUser, LoginAnswer, MeAnswer, TokenView, UserView } from "./authTypes";
+import type { AdoptPlan, AdoptTarget, ReconcileReport } from "./reconcileTypes";
 
 /** The default request timeout. */
 export const REQUEST_TIMEOUT_MS = 10_000;
@@ -220,11 +221,34 @@ export const api = {
   cancel: (id: string) => request<{ job_id: string }>(`/api/jobs/${enc(id)}/cancel`, { method: "POST" }),
   resume: (id: string) => request<JobAcceptedResult>(`/api/jobs/${enc(id)}/resume`, { method: "POST" }),
   audit: (
-    f: { slot?: string; job?: string; actor?: string; kind?: string; since?: string; after?: number; limit?: number },
+    f: {
+      slot?: string;
+      job?: string;
+      actor?: string;
+      kind?: string;
+      since?: string;
+      after?: number;
+      /** before and order "newest": newest first, paged backwards. */
+      before?: number;
+      order?: "newest" | "oldest";
+      limit?: number;
+    },
     signal?: AbortSignal,
   ) => request<{ entries: AuditEntry[] | null }>(`/api/audit${query(f)}`, { signal }),
   remaining: (signal?: AbortSignal) =>
     request<{ resources: RemainingResource[] | null }>("/api/resources/remaining", { signal }),
+
+  // Reconciliation (issue 15).
+  reconcile: (signal?: AbortSignal) => request<ReconcileReport>("/api/reconcile", { signal }),
+  reconcileRun: () => request<{ status: string }>("/api/reconcile/run", { method: "POST" }),
+  planAdopt: (slot: string, target: AdoptTarget, signal?: AbortSignal) =>
+    request<AdoptPlan>(`/api/reconcile/adopt/plan${query({ slot, ...target })}`, { signal }),
+  adopt: (slot: string, target: AdoptTarget) =>
+    request<JobAcceptedResult>("/api/reconcile/adopt", { method: "POST", body: { slot, ...target } }),
+  planDeleteOrphan: (slot: string, target: AdoptTarget, signal?: AbortSignal) =>
+    request<AdoptPlan>(`/api/reconcile/delete/plan${query({ slot, ...target })}`, { signal }),
+  deleteOrphan: (slot: string, target: AdoptTarget) =>
+    request<JobAcceptedResult>("/api/reconcile/delete", { method: "POST", body: { slot, ...target } }),
 
   // The session (auth: false — a 401 here is the answer, not an expiry).
   me: (signal?: AbortSignal) => request<MeAnswer>("/api/auth/me", { signal, auth: false }),

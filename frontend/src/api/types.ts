@@ -186,6 +186,8 @@ export interface AuditEntry {
   correlation_id?: string;
   time: string;
   summary: string;
+  /** The summary's parts as data (projections.AuditArgs), for a summary in the reader's language. */
+  args?: Record<string, string>;
 }
 
 export interface RemainingResource {

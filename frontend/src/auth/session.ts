@@ -5,6 +5,7 @@
 import { useSyncExternalStore } from "react";
 import { ApiError, api, onCsrfRefused, onUnauthorized, setCsrf } from "../api/client";
 import { observable } from "../live/observable";
+import { setProviderLinks } from "./links";
 import type { Subject } from "./roles";
 
 export type AuthState =
@@ -64,6 +65,7 @@ export async function checkSession(initial = false): Promise<void> {
   try {
     const me = await api.me();
     setCsrf(me.csrf ?? "");
+    setProviderLinks(me.links);
     state.set({ status: "signed_in", subject: me.subject, methods: me.methods ?? DEFAULT_METHODS });
   } catch (e) {
     const err = e instanceof ApiError ? e : new ApiError(0, "network", String(e));
@@ -76,6 +78,7 @@ export async function checkSession(initial = false): Promise<void> {
 export async function signIn(name: string, password: string): Promise<Subject> {
   const ans = await api.login(name, password);
   setCsrf(ans.csrf ?? "");
+  setProviderLinks(ans.links);
   state.set({ status: "signed_in", subject: ans.subject, methods: knownMethods() });
   return ans.subject;
 }

@@ -1,6 +1,7 @@
 import { Link } from "wouter";
 import type { ApiError } from "../api/client";
 import { useSubject } from "../auth/session";
+import { apiErrorText } from "../format";
 import { useT, type T } from "../i18n";
 
 /** errorText is what a refused command says: a 403 names the role and the missing permission. */
@@ -8,9 +9,9 @@ export function errorText(error: ApiError, t: T, role: string | undefined): stri
   if (error.status === 403) {
     const r = role ? t.dyn("role", role) : t("common.unknown");
     const p = error.permission;
-    return p ? t("auth.forbidden", { role: r, permission: p }) : t("auth.forbidden_plain", { role: r, message: error.message });
+    return p ? t("auth.forbidden", { role: r, permission: t.dyn("perm", p) }) : t("auth.forbidden_plain", { role: r, message: apiErrorText(error, t) });
   }
-  return t("common.error", { message: error.message });
+  return apiErrorText(error, t);
 }
 
 /** CommandError shows why a command was refused, linking the blocking job. */

@@ -1,6 +1,6 @@
 import { useLayoutEffect, useRef, useState, type KeyboardEvent, type MouseEvent } from "react";
 import { api } from "../api/client";
-import type { Resource, SlotView, TargetCheck } from "../api/types";
+import type { Plan, Resource, SlotView, TargetCheck } from "../api/types";
 import { formatDuration, formatTime, resourceLabel } from "../format";
 import { useNow } from "../live/ticker";
 import { useT } from "../i18n";
@@ -10,8 +10,13 @@ import type { Command } from "../live/useCommand";
 
 export interface ConfirmPlanProps {
   slot: string;
-  kind: "reset" | "teardown" | "promote";
+  kind: "reset" | "teardown" | "promote" | "adopt" | "delete_orphan";
   params?: { project?: string; name?: string };
+  /**
+   * loadPlan replaces the slot plan route for jobs planned elsewhere (an
+   * adopt: GET /api/reconcile/adopt/plan); planKey names its inputs.
+   */
+  loadPlan?: { key: string; load: (signal: AbortSignal) => Promise<Plan> };
   command: Command;
   /** onConfirm gets the reason typed when one was asked for (else ""). */
   onConfirm: (reason: string) => void;
@@ -34,7 +39,7 @@ export interface ConfirmPlanProps {
  * the server's dry run (GET /api/slots/{name}/plan) — the exact steps and
  * the resources with their ids — and only then offers to go ahead.
  */
-export function ConfirmPlan({ slot, kind, params, command, onConfirm, onClose, reasonFor, othersSlot }: ConfirmPlanProps) {
+export function ConfirmPlan({ slot, kind, params, loadPlan, command, onConfirm, onClose, reasonFor, othersSlot }: ConfirmPlanProps) {
   const t = useT();
   const [reason, setReason] = useState("");
   // A teardown deletes everything for good: the slot's name must be typed.
@@ -42,8 +47,10 @@ export function ConfirmPlan({ slot, kind, params, command, onConfirm, onClose, r
   const nameMissing = kind === "teardown" && typed.trim() !== slot;
   const needsReason = reasonFor !== undefined;
   const reasonMissing = needsReason && reason.trim() === "";
-  const plan = useLoad(`plan:${slot}:${kind}`, `${slot}:${kind}:${params?.project ?? ""}:${params?.name ?? ""}`, (signal) =>
-    api.plan(slot, kind, params, signal),
+  const plan = useLoad(
+    `plan:${slot}:${kind}`,
+    loadPlan?.key ?? `${slot}:${kind}:${params?.project ?? ""}:${params?.name ?? ""}`,
+    (signal) => (loadPlan ? loadPlan.load(signal) : api.plan(slot, kind, params, signal)),
   );
   const dialogRef = useRef<HTMLDialogElement>(null);
   const cancelRef = useRef<HTMLButtonElement>(null);

@@ -1,3 +1,4 @@
+import { apiErrorText } from "../format";
 import { useT } from "../i18n";
 import type { Load } from "../live/useLoad";
 
@@ -12,7 +13,7 @@ export function LoadFallback<T>({ load, notFound }: { load: Load<T>; notFound: s
   if (load.error?.notFound) return <p role="alert">{notFound}</p>;
   return (
     <p role="alert">
-      {t("common.error", { message: load.error?.message ?? "" })}{" "}
+      {load.error ? t("common.error", { message: apiErrorText(load.error, t) }) : null}{" "}
       <button type="button" onClick={load.reload}>
         {t("common.retry")}
       </button>

@@ -32,14 +32,14 @@ export function Steps({ steps, uncertain }: { steps: readonly StepView[]; uncert
             <span className={`badge badge-${state}`}>{t.dyn("stepstate", state)}</span>
             {s.resource && <span className="muted"> · {resourceLabel(s.resource, t)}</span>}
             {s.attempt ? <span className="muted"> · #{s.attempt}</span> : null}
-            {s.started_at && <span className="muted"> · {t("job.step_started", { time: formatTime(s.started_at, t.lang) })}</span>}
+            {s.started_at && <span className="muted"> · {t("job.step_started", { time: formatTime(s.started_at, t.lang, { seconds: true }) })}</span>}
             {s.started_at && !s.ended_at && state === "running" && (
               <>
                 {" · "}
                 <Elapsed since={s.started_at} />
               </>
             )}
-            {s.ended_at && <span className="muted"> · {t("job.step_ended", { time: formatTime(s.ended_at, t.lang) })}</span>}
+            {s.ended_at && <span className="muted"> · {t("job.step_ended", { time: formatTime(s.ended_at, t.lang, { seconds: true }) })}</span>}
             {s.started_at && s.ended_at && (
               <span className="muted" data-testid="step-took">
                 {" · "}

@@ -61,10 +61,13 @@ export function translate(l: Lang, key: Key, vars?: Vars): string {
   return s.replace(/\{(\w+)\}/g, (m, name: string) => (name in vars ? String(vars[name]) : m));
 }
 
+/** DynPrefix: the server values translated by prefix (vocabulary.json lists them). */
+export type DynPrefix = "step" | "state" | "stepstate" | "lifecycle" | "kind" | "res" | "role" | "event" | "perm" | "error";
+
 export type T = ((key: Key, vars?: Vars) => string) & {
   lang: Lang;
   /** dyn translates a server value under a prefix ("step", "state", …), or shows it raw. */
-  dyn: (prefix: "step" | "state" | "stepstate" | "lifecycle" | "kind" | "res" | "role", value: string) => string;
+  dyn: (prefix: DynPrefix, value: string) => string;
 };
 
 const cache = new Map<Lang, T>();

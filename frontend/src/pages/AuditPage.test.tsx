@@ -29,7 +29,7 @@ beforeEach(() => {
     "fetch",
     vi.fn(async (url: string) => {
       urls.push(url);
-      return jsonResponse({ entries: [entry(1), entry(2)] });
+      return jsonResponse({ entries: [entry(2), entry(1)] }); // newest first, as order=newest answers
     }),
   );
   applySnapshot({ position: 2, server_time: "", slots: [] });
@@ -54,23 +54,90 @@ describe("audit page", () => {
     expect(matches(entry(1, { time: "2025-01-01T00:00:00Z" }), f)).toBe(false);
   });
 
-  it("lists the log, sends the filters, then follows new entries live", async () => {
+  it("lists the log newest first, follows new entries at the top, and sends the filters", async () => {
     render(
       <Router hook={memoryLocation({ path: "/audit" }).hook}>
         <AuditPage />
       </Router>,
     );
     await flush();
-    expect(screen.getAllByRole("row")).toHaveLength(3); // header + 2
+    expect(urls[0]).toBe("/api/audit?order=newest&limit=200");
+    const positions = () => screen.getAllByTestId("audit-row").map((r) => r.querySelector("td:last-child")?.textContent);
+    expect(positions()).toEqual(["2", "1"]);
     act(() => {
-      applyChange({ position: 3, audit: entry(3, { summary: "live one" }) });
-      applyChange({ position: 4, audit: entry(4, { slot: "zzz", summary: "other slot" }) });
+      applyChange({ position: 3, audit: entry(3, { type: "JobQueued", args: { kind: "reset", by: "bob" } }) });
+      applyChange({ position: 4, audit: entry(4, { slot: "zzz" }) });
     });
-    expect(screen.getByText("live one")).toBeTruthy();
+    expect(positions()).toEqual(["4", "3", "2", "1"]);
+    expect(screen.getAllByTestId("audit-summary")[1]?.textContent).toBe("Reset requested by bob");
     fireEvent.change(screen.getByLabelText("Slot"), { target: { value: "a" } });
     fireEvent.click(screen.getByRole("button", { name: "Apply" }));
     await flush();
-    expect(urls[urls.length - 1]).toBe("/api/audit?slot=a&limit=200");
-    expect(screen.queryByText("other slot")).toBeNull();
+    expect(urls[urls.length - 1]).toBe("/api/audit?slot=a&order=newest&limit=200");
+    expect(positions()).not.toContain("4");
+  });
+
+  it("narrows by kind of action, person and slot with chips", async () => {
+    render(
+      <Router hook={memoryLocation({ path: "/audit" }).hook}>
+        <AuditPage />
+      </Router>,
+    );
+    await flush();
+    act(() => {
+      applyChange({ position: 3, audit: entry(3, { type: "StepStarted", actor: "bob", slot: "b", args: { step: "delete_db" } }) });
+    });
+    expect(screen.getAllByTestId("audit-row")).toHaveLength(3);
+    fireEvent.click(screen.getByTestId("chip-group-steps"));
+    expect(screen.getAllByTestId("audit-row").map((r) => r.getAttribute("data-type"))).toEqual(["StepStarted"]);
+    expect(screen.getByTestId("chip-group-steps").getAttribute("aria-pressed")).toBe("true");
+    fireEvent.click(screen.getByTestId("chip-group-all"));
+    const person = screen.getAllByTestId("chip-person").find((c) => c.textContent === "bob");
+    fireEvent.click(person!);
+    await flush();
+    expect(urls[urls.length - 1]).toBe("/api/audit?actor=bob&order=newest&limit=200");
+    const slot = screen.getAllByTestId("chip-slot").find((c) => c.textContent === "a");
+    fireEvent.click(slot!);
+    await flush();
+    expect(urls[urls.length - 1]).toBe("/api/audit?slot=a&actor=bob&order=newest&limit=200");
+  });
+
+  it("speaks Korean: event names, summaries and times", async () => {
+    setLang("ko");
+    vi.stubGlobal(
+      "fetch",
+      vi.fn(async () => jsonResponse({ entries: [entry(1, { type: "OccupancyExtended", args: { by: "minjun", until: "2026-11-30T08:53:00Z" } })] })),
+    );
+    render(
+      <Router hook={memoryLocation({ path: "/audit" }).hook}>
+        <AuditPage />
+      </Router>,
+    );
+    await flush();
+    const row = screen.getByTestId("audit-row");
+    expect(row.textContent).toContain("기한 연장");
+    expect(screen.getByTestId("audit-summary").textContent).toMatch(/^minjun님이 \d+월 \d+일 오[전후] \d+:\d\d까지 연장$/);
+    expect(row.textContent).not.toContain("OccupancyExtended");
+  });
+
+  it("pages backwards from the oldest entry shown", async () => {
+    const many = Array.from({ length: 200 }, (_, i) => entry(400 - i));
+    vi.stubGlobal(
+      "fetch",
+      vi.fn(async (url: string) => {
+        urls.push(url);
+        return jsonResponse({ entries: url.includes("before=") ? [entry(10)] : many });
+      }),
+    );
+    render(
+      <Router hook={memoryLocation({ path: "/audit" }).hook}>
+        <AuditPage />
+      </Router>,
+    );
+    await flush();
+    fireEvent.click(screen.getByRole("button", { name: "Load more" }));
+    await flush();
+    expect(urls[urls.length - 1]).toBe("/api/audit?before=201&order=newest&limit=200");
+    expect(screen.getAllByTestId("audit-row")).toHaveLength(201);
   });
 });

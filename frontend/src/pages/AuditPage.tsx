@@ -1,12 +1,13 @@
-import { useMemo, useRef, useState, type FormEvent } from "react";
+import { useMemo, useRef, useState, type FormEvent, type ReactNode } from "react";
 import { Link } from "wouter";
 import { api } from "../api/client";
 import type { AuditEntry } from "../api/types";
 import { CommandError } from "../components/CommandError";
-import { formatTime } from "../format";
+import { auditSummary, formatTime } from "../format";
 import { useT } from "../i18n";
 import { useLiveAudit } from "../live/store";
 import { useLoad } from "../live/useLoad";
+import { ACTION_GROUPS, actionGroup, EVENT_TYPES, type ActionGroup } from "./auditGroups";
 
 interface Filter {
   slot: string;
@@ -17,6 +18,9 @@ interface Filter {
 }
 
 const empty: Filter = { slot: "", job: "", actor: "", kind: "", since: "" };
+const PAGE = 200;
+/** CHIPS: how many people and slots get a chip (the most frequent among the shown entries). */
+const CHIPS = 8;
 
 /** matches applies a filter to a live entry the way the server does. */
 export function matches(e: AuditEntry, f: Filter): boolean {
@@ -28,37 +32,73 @@ export function matches(e: AuditEntry, f: Filter): boolean {
   return true;
 }
 
-/** AuditPage lists the log with filters, then follows it live. */
+/** frequent lists the most frequent non-empty values, most frequent first. */
+export function frequent(values: readonly (string | undefined)[], n: number): string[] {
+  const count = new Map<string, number>();
+  for (const v of values) if (v) count.set(v, (count.get(v) ?? 0) + 1);
+  return [...count.entries()]
+    .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
+    .slice(0, n)
+    .map(([v]) => v);
+}
+
+function Chip({ pressed, onClick, children, testid }: { pressed: boolean; onClick: () => void; children: ReactNode; testid: string }) {
+  return (
+    <button type="button" className="chip" aria-pressed={pressed} onClick={onClick} data-testid={testid}>
+      {pressed && <span aria-hidden="true">✓ </span>}
+      {children}
+    </button>
+  );
+}
+
+/**
+ * AuditPage lists the log newest first, with filters (sent to the server)
+ * and chips: a kind of action (narrows what is shown), a person or a slot
+ * (a server filter, like the fields). New entries arrive live at the top.
+ */
 export function AuditPage() {
   const t = useT();
   const [draft, setDraft] = useState<Filter>(empty);
   const [filter, setFilter] = useState<Filter>(empty);
+  const [group, setGroup] = useState<ActionGroup | "">("");
   const [pages, setPages] = useState<number[]>([0]);
   const since = filter.since ? new Date(filter.since).toISOString() : undefined;
-  const after = pages[pages.length - 1];
+  const before = pages[pages.length - 1];
   const fkey = JSON.stringify(filter);
-  // Pages accumulate per filter; a new filter starts from the first page.
+  // Pages accumulate per filter, newest first; a new filter starts again.
   const acc = useRef<{ fkey: string; entries: AuditEntry[] }>({ fkey: "", entries: [] });
-  const load = useLoad(`audit`, JSON.stringify({ fkey, after }), async (signal) => {
+  const load = useLoad(`audit`, JSON.stringify({ fkey, before }), async (signal) => {
     const got =
-      (await api.audit({ slot: filter.slot, job: filter.job, actor: filter.actor, kind: filter.kind, since, after: after || undefined, limit: 200 }, signal))
-        .entries ?? [];
-    const base = after && acc.current.fkey === fkey ? acc.current.entries : [];
-    const last = base.length > 0 ? base[base.length - 1].position : 0;
-    acc.current = { fkey, entries: [...base, ...got.filter((e) => e.position > last)] };
+      (
+        await api.audit(
+          { slot: filter.slot, job: filter.job, actor: filter.actor, kind: filter.kind, since, before: before || undefined, order: "newest", limit: PAGE },
+          signal,
+        )
+      ).entries ?? [];
+    const base = before && acc.current.fkey === fkey ? acc.current.entries : [];
+    const oldest = base.length > 0 ? base[base.length - 1].position : Infinity;
+    acc.current = { fkey, entries: [...base, ...got.filter((e) => e.position < oldest)] };
     return { entries: acc.current.entries, pageSize: got.length };
   });
   const fetched = useMemo(() => load.data?.entries ?? [], [load.data]);
   const live = useLiveAudit();
   const entries = useMemo(() => {
-    const last = fetched.length > 0 ? fetched[fetched.length - 1].position : 0;
-    return [...fetched, ...live.filter((e) => e.position > last && matches(e, filter))];
+    const newest = fetched.length > 0 ? fetched[0].position : 0;
+    const fresh = live.filter((e) => e.position > newest && matches(e, filter)).sort((a, b) => b.position - a.position);
+    return [...fresh, ...fetched];
   }, [fetched, live, filter]);
+  const shown = useMemo(() => (group ? entries.filter((e) => actionGroup(e.type) === group) : entries), [entries, group]);
+  const people = useMemo(() => frequent(entries.map((e) => e.actor), CHIPS), [entries]);
+  const slots = useMemo(() => frequent(entries.map((e) => e.slot), CHIPS), [entries]);
 
+  const apply = (f: Filter) => {
+    setDraft(f);
+    setFilter(f);
+    setPages([0]);
+  };
   const submit = (e: FormEvent) => {
     e.preventDefault();
-    setFilter(draft);
-    setPages([0]);
+    apply(draft);
   };
   const field = (k: keyof Filter, label: string, type = "text") => (
     <label>
@@ -66,49 +106,101 @@ export function AuditPage() {
       <input type={type} value={draft[k]} onChange={(e) => setDraft({ ...draft, [k]: e.target.value })} />
     </label>
   );
+  const toggle = (k: "actor" | "slot", v: string) => apply({ ...filter, [k]: filter[k] === v ? "" : v });
   return (
-    <section aria-labelledby="audit-title">
+    <section aria-labelledby="audit-title" className="stack">
       <h1 id="audit-title">{t("audit.title")}</h1>
-      <form className="filters" onSubmit={submit}>
-        {field("slot", t("audit.slot"))}
-        {field("job", t("audit.job"))}
-        {field("actor", t("audit.actor"))}
-        {field("kind", t("audit.kind"))}
-        {field("since", t("audit.since"), "datetime-local")}
-        <button type="submit">{t("audit.apply")}</button>
-      </form>
+      <div className="chips" role="group" aria-label={t("audit.by_action")} data-testid="audit-groups">
+        <span className="chips-label">{t("audit.by_action")}</span>
+        <Chip pressed={group === ""} onClick={() => setGroup("")} testid="chip-group-all">
+          {t("audit.all")}
+        </Chip>
+        {ACTION_GROUPS.map((g) => (
+          <Chip key={g} pressed={group === g} onClick={() => setGroup(group === g ? "" : g)} testid={`chip-group-${g}`}>
+            {t(`audit.group.${g}`)}
+          </Chip>
+        ))}
+      </div>
+      {(people.length > 0 || filter.actor) && (
+        <div className="chips" role="group" aria-label={t("audit.by_person")} data-testid="audit-people">
+          <span className="chips-label">{t("audit.by_person")}</span>
+          {(filter.actor && !people.includes(filter.actor) ? [filter.actor, ...people] : people).map((p) => (
+            <Chip key={p} pressed={filter.actor === p} onClick={() => toggle("actor", p)} testid="chip-person">
+              {p}
+            </Chip>
+          ))}
+        </div>
+      )}
+      {(slots.length > 0 || filter.slot) && (
+        <div className="chips" role="group" aria-label={t("audit.by_slot")} data-testid="audit-slots">
+          <span className="chips-label">{t("audit.by_slot")}</span>
+          {(filter.slot && !slots.includes(filter.slot) ? [filter.slot, ...slots] : slots).map((s) => (
+            <Chip key={s} pressed={filter.slot === s} onClick={() => toggle("slot", s)} testid="chip-slot">
+              {s}
+            </Chip>
+          ))}
+        </div>
+      )}
+      <details>
+        <summary>{t("audit.more_filters")}</summary>
+        <form className="filters" onSubmit={submit}>
+          {field("slot", t("audit.slot"))}
+          {field("job", t("audit.job"))}
+          {field("actor", t("audit.actor"))}
+          <label>
+            {t("audit.kind")}{" "}
+            <select value={draft.kind} onChange={(e) => setDraft({ ...draft, kind: e.target.value })} data-testid="audit-kind">
+              <option value="">{t("audit.all")}</option>
+              {EVENT_TYPES.map((k) => (
+                <option key={k} value={k}>
+                  {t.dyn("event", k)}
+                </option>
+              ))}
+            </select>
+          </label>
+          {field("since", t("audit.since"), "datetime-local")}
+          <button type="submit">{t("audit.apply")}</button>
+        </form>
+      </details>
       {load.error && <CommandError error={load.error} />}
-      {!load.loading && entries.length === 0 && <p>{t("audit.empty")}</p>}
+      {!load.loading && shown.length === 0 && <p>{t("audit.empty")}</p>}
       <div className="table-wrap">
         <table data-testid="audit-table" className="stack-on-phone">
+          <caption className="sr-only">{t("audit.caption")}</caption>
           <thead>
             <tr>
-              <th>{t("audit.position")}</th>
-              <th>{t("audit.time")}</th>
-              <th>{t("audit.kind")}</th>
-              <th>{t("audit.slot")}</th>
-              <th>{t("audit.actor")}</th>
-              <th>{t("audit.summary")}</th>
+              <th scope="col">{t("audit.time")}</th>
+              <th scope="col">{t("audit.kind")}</th>
+              <th scope="col">{t("audit.slot")}</th>
+              <th scope="col">{t("audit.actor")}</th>
+              <th scope="col">{t("audit.summary")}</th>
+              <th scope="col">{t("audit.position")}</th>
             </tr>
           </thead>
           <tbody>
-            {entries.map((e) => (
-              <tr key={e.position}>
-                <td data-label={t("audit.position")}>{e.position}</td>
-                <td data-label={t("audit.time")}>{formatTime(e.time, t.lang)}</td>
-                <td data-label={t("audit.kind")}>{e.type}</td>
+            {shown.map((e) => (
+              <tr key={e.position} data-testid="audit-row" data-type={e.type}>
+                <td data-label={t("audit.time")}>
+                  <time dateTime={e.time} title={e.time}>
+                    {formatTime(e.time, t.lang, { seconds: true })}
+                  </time>
+                </td>
+                <td data-label={t("audit.kind")}>{t.dyn("event", e.type)}</td>
                 <td data-label={t("audit.slot")}>{e.slot ? <Link href={`/slots/${encodeURIComponent(e.slot)}`}>{e.slot}</Link> : ""}</td>
                 <td data-label={t("audit.actor")}>{e.actor}</td>
-                <td data-label={t("audit.summary")}>
-                  {e.job_id ? <Link href={`/jobs/${encodeURIComponent(e.job_id)}`}>{e.summary || e.job_id}</Link> : e.summary}
+                <td data-label={t("audit.summary")} data-testid="audit-summary">
+                  {e.job_id ? <Link href={`/jobs/${encodeURIComponent(e.job_id)}`}>{auditSummary(e, t)}</Link> : auditSummary(e, t)}
+                </td>
+                <td data-label={t("audit.position")} className="muted">
+                  {e.position}
                 </td>
               </tr>
             ))}
           </tbody>
         </table>
       </div>
-      {load.data && load.data.pageSize >= 200 && (
-        <button type="button" onClick={() => setPages([...pages, entries[entries.length - 1]?.position ?? 0])}>
+      {load.data && load.data.pageSize >= PAGE && (
+        <button type="button" onClick={() => setPages([...pages, fetched[fetched.length - 1]?.position ?? 0])}>
           {t("audit.more")}
         </button>
       )}

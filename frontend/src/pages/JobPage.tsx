@@ -10,7 +10,7 @@ import { LoadFallback } from "../components/LoadFallback";
 import { RecoveryNotice } from "../components/Recovery";
 import { Steps, completedSteps } from "../components/Steps";
 import { eventCategory, jobTitle, resumeCheck } from "../components/jobText";
-import { formatRelative, formatTime, resourceLabel, untouched } from "../format";
+import { formatRelative, formatTime, reasonText, resourceLabel, untouched } from "../format";
 import { useT, type Key, type T } from "../i18n";
 import { serverNow } from "../live/clock";
 import { useNow } from "../live/ticker";
@@ -153,7 +153,7 @@ function JobDetail({ job }: { job: JobView }) {
               claimed: formatTime(a.claimed_at, t.lang),
               lease: formatTime(a.lease_until, t.lang),
             })}
-            {a.ended_at && <> · {t("job.attempt_ended", { time: formatTime(a.ended_at, t.lang), outcome: a.outcome ?? "" })}</>}
+            {a.ended_at && <> · {t("job.attempt_ended", { time: formatTime(a.ended_at, t.lang), outcome: a.outcome ? t.dyn("state", a.outcome) : "" })}</>}
           </li>
         ))}
       </ul>
@@ -189,7 +189,7 @@ export function eventSummary(data: unknown, t: T, type = ""): string {
   }
   if (typeof d.http_status === "number" && d.http_status > 0) parts.push(t("job.http_status", { status: d.http_status }));
   if (typeof d.error === "string") parts.push(d.error);
-  if (typeof d.reason === "string") parts.push(d.reason);
+  if (typeof d.reason === "string") parts.push(reasonText(d.reason, t));
   if (typeof d.uncertain_step === "string") parts.push(t("recovery.uncertain", { step: t.dyn("step", d.uncertain_step) }));
   if (Array.isArray(d.completed_steps) && d.completed_steps.length > 0) {
     parts.push(t("job.completed_steps", { steps: d.completed_steps.map((s) => t.dyn("step", String(s))).join(", ") }));
@@ -200,7 +200,7 @@ export function eventSummary(data: unknown, t: T, type = ""): string {
     type === "JobCancelled" && !(Array.isArray(d.completed_steps) && d.completed_steps.length > 0) && typeof d.uncertain_step !== "string";
   if (nothingChanged) parts.push(t("job.nothing_changed"));
   else if (Array.isArray(d.remaining) && d.remaining.length > 0) {
-    parts.push(t("recovery.remaining", { resources: d.remaining.map((r: { kind?: string; id?: string }) => `${r.kind ?? ""} ${r.id ?? ""}`).join(", ") }));
+    parts.push(t("recovery.remaining", { resources: d.remaining.map((r: { kind?: string; id?: string }) => `${t.dyn("res", r.kind ?? "")} ${r.id ?? ""}`).join(", ") }));
   }
   if (typeof d.old_sha === "string" && typeof d.new_sha === "string") parts.push(`${d.old_sha.slice(0, 8)} → ${d.new_sha.slice(0, 8)}`);
   if (d.already_absent === true) parts.push(t("job.already_absent"));
@@ -280,7 +280,7 @@ function EventHistory({ events }: { events: readonly RecordedEvent[] }) {
                 <option value="">{t("jobt.history_all")}</option>
                 {types.map((ty) => (
                   <option key={ty} value={ty}>
-                    {ty}
+                    {t.dyn("event", ty)}
                   </option>
                 ))}
               </select>
@@ -309,7 +309,7 @@ function EventHistory({ events }: { events: readonly RecordedEvent[] }) {
                   <details open={open.has(e.position)} onToggle={(ev) => toggle(e.position, ev.currentTarget.open)}>
                     <summary>
                       <span className="ev-rev">#{e.revision}</span> <span className={`badge ev-cat ev-cat-${cat}`}>{t(CATEGORY_KEY[cat])}</span>{" "}
-                      <strong className="ev-type">{e.type}</strong> <span className="muted small">
+                      <strong className="ev-type">{t.dyn("event", e.type)}</strong> <span className="muted small">
                         <When iso={e.meta?.time} />
                         {e.meta?.actor ? ` · ${e.meta.actor}` : ""}
                       </span>

@@ -1,67 +1,125 @@
+import { useMemo, useState } from "react";
 import { Link } from "wouter";
 import { api } from "../api/client";
+import type { RemainingResource, SlotView } from "../api/types";
 import { CommandError } from "../components/CommandError";
+import { ResourceId } from "../components/ResourceId";
 import { formatTime } from "../format";
 import { useT } from "../i18n";
 import { useLive } from "../live/store";
 import { useLoad } from "../live/useLoad";
 
 /**
- * remainingKey changes whenever a slot that can own leftovers changes, so
- * the page reloads on pushed changes (never on a timer).
+ * remainingKey changes whenever what a slot owns, or whether it is in
+ * trouble, changes, so the page reloads on pushed changes (never on a
+ * timer) but not on every step of a running job.
  */
 function useRemainingKey(): string {
   return useLive((s) => {
     let k = "";
     for (const v of s.slots.values()) {
-      if (v.recovery || v.lifecycle === "teardown_incomplete" || v.lifecycle === "retired") k += `${v.name}@${v.position};`;
+      k += `${v.name}:${v.lifecycle}:${v.recovery?.job_id ?? ""}:${v.resources?.length ?? 0}:${v.deleting?.length ?? 0};`;
     }
     return k;
   });
 }
 
-/** RemainingPage lists every outside resource some slot still owns after a failure or teardown. */
+/** Problem is why a slot's resources need a person: its last job failed, its teardown is incomplete, or it is retired and still owns something. */
+export type Problem = "failed" | "teardown_incomplete" | "retired";
+
+/** problemOf classifies a row by its slot (the live view when there is one). */
+export function problemOf(r: RemainingResource, slot: SlotView | undefined): Problem | undefined {
+  const lifecycle = slot?.lifecycle ?? r.lifecycle;
+  if (lifecycle === "teardown_incomplete") return "teardown_incomplete";
+  if (lifecycle === "retired") return "retired";
+  if (slot?.recovery) return "failed";
+  return undefined;
+}
+
+/** sortProblemsFirst puts the rows of slots in trouble first, keeping the server's order within each part. */
+export function sortProblemsFirst<R>(rows: readonly R[], problem: (r: R) => Problem | undefined): R[] {
+  return [...rows.filter((r) => problem(r)), ...rows.filter((r) => !problem(r))];
+}
+
+/**
+ * RemainingPage lists every outside resource a slot owns, the slots in
+ * trouble first (failed job, teardown incomplete, retired); the healthy
+ * ones can be hidden.
+ */
 export function RemainingPage() {
   const t = useT();
   const key = useRemainingKey();
+  const slots = useLive((s) => s.slots);
   const load = useLoad("remaining", key, (signal) => api.remaining(signal));
-  const rows = load.data?.resources ?? [];
+  const [hideHealthy, setHideHealthy] = useState(false);
+  const rows = useMemo(() => {
+    const all = load.data?.resources ?? [];
+    const tagged = all.map((r) => ({ r, problem: problemOf(r, slots.get(r.slot)) }));
+    return sortProblemsFirst(tagged, (x) => x.problem);
+  }, [load.data, slots]);
+  const problems = rows.filter((x) => x.problem).length;
+  const healthy = rows.length - problems;
+  const shown = hideHealthy ? rows.filter((x) => x.problem) : rows;
   return (
-    <section aria-labelledby="remaining-title">
+    <section aria-labelledby="remaining-title" className="stack">
       <h1 id="remaining-title">{t("remaining.title")}</h1>
       {load.error && <CommandError error={load.error} />}
       {load.loading && !load.data && <p>{t("common.loading")}</p>}
       {load.data && rows.length === 0 && <p>{t("remaining.empty")}</p>}
-      {rows.length > 0 && (
+      {load.data && (
+        <p className={problems > 0 ? "state-text state-bad" : "state-text state-ok"} data-testid="remaining-summary">
+          <span aria-hidden="true">{problems > 0 ? "⚠ " : "✓ "}</span>
+          {problems > 0 ? t("remaining.problem_count", { count: problems }) : t("remaining.no_problems")}
+        </p>
+      )}
+      {healthy > 0 && (
+        <label className="check">
+          <input type="checkbox" checked={hideHealthy} onChange={(e) => setHideHealthy(e.target.checked)} data-testid="hide-healthy" />{" "}
+          {t("remaining.hide_healthy", { count: healthy })}
+        </label>
+      )}
+      {shown.length > 0 && (
         <div className="table-wrap">
-          <table data-testid="remaining-table">
+          <table data-testid="remaining-table" className="stack-on-phone">
             <thead>
               <tr>
-                <th>{t("remaining.slot")}</th>
-                <th>{t("remaining.kind")}</th>
-                <th>{t("remaining.id")}</th>
-                <th>{t("remaining.job")}</th>
+                <th scope="col">{t("remaining.slot")}</th>
+                <th scope="col">{t("remaining.state")}</th>
+                <th scope="col">{t("remaining.kind")}</th>
+                <th scope="col">{t("remaining.id")}</th>
+                <th scope="col">{t("remaining.job")}</th>
               </tr>
             </thead>
             <tbody>
-              {rows.map((r) => (
-                <tr key={`${r.slot}:${r.resource.kind}:${r.resource.id}`}>
-                  <td>
-                    <Link href={`/slots/${encodeURIComponent(r.slot)}`}>{r.slot}</Link> ({t.dyn("lifecycle", r.lifecycle)})
+              {shown.map(({ r, problem }) => (
+                <tr key={`${r.slot}:${r.resource.kind}:${r.resource.id}`} data-testid="remaining-row" data-problem={problem ?? ""} className={problem ? "row-problem" : undefined}>
+                  <td data-label={t("remaining.slot")}>
+                    <Link href={`/slots/${encodeURIComponent(r.slot)}`}>{r.slot}</Link>
                   </td>
-                  <td>{t.dyn("res", r.resource.kind)}</td>
-                  <td>
-                    <code>{r.resource.id}</code> {r.resource.name ?? ""}
+                  <td data-label={t("remaining.state")}>
+                    {problem ? (
+                      <span className="badge state-bad">
+                        <span aria-hidden="true">⚠ </span>
+                        {t(`remaining.problem.${problem}`)}
+                      </span>
+                    ) : (
+                      <span className="badge">{t.dyn("lifecycle", r.lifecycle)}</span>
+                    )}
+                  </td>
+                  <td data-label={t("remaining.kind")}>{t.dyn("res", r.resource.kind)}</td>
+                  <td data-label={t("remaining.id")}>
+                    <ResourceId r={r.resource} project={slots.get(r.slot)?.project_uuid} />
+                    {r.resource.name && r.resource.name !== r.resource.id ? <span className="muted"> {r.resource.name}</span> : null}
                     {r.delete_accepted_at && (
                       <>
                         {" "}
-                        <span className="badge warn" data-testid="deleting">
+                        <span className="badge state-warn" data-testid="deleting">
                           {t("slot.deleting", { time: formatTime(r.delete_accepted_at, t.lang) })}
                         </span>
                       </>
                     )}
                   </td>
-                  <td>{r.job_id ? <Link href={`/jobs/${encodeURIComponent(r.job_id)}`}>{t("common.view_timeline")}</Link> : ""}</td>
+                  <td data-label={t("remaining.job")}>{r.job_id ? <Link href={`/jobs/${encodeURIComponent(r.job_id)}`}>{t("common.view_timeline")}</Link> : ""}</td>
                 </tr>
               ))}
             </tbody>

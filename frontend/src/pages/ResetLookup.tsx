@@ -1,6 +1,7 @@
 import { useEffect } from "react";
 import { Link, useLocation } from "wouter";
 import { api } from "../api/client";
+import { apiErrorText } from "../format";
 import { useT } from "../i18n";
 import { useLoad } from "../live/useLoad";
 
@@ -31,7 +32,7 @@ export function ResetLookup({ slot }: { slot: string }) {
     <div className="unknown" data-testid="cannot-verify" role="alert">
       <strong>{t("wait.unknown")}</strong>
       <p>{t("wait.unknown_detail")}</p>
-      {load.error && <p className="muted">{t("common.error", { message: load.error.message })}</p>}
+      {load.error && <p className="muted">{apiErrorText(load.error, t)}</p>}
       <button type="button" onClick={load.reload}>
         {t("common.retry")}
       </button>

@@ -1,6 +1,7 @@
 import { useState, type FormEvent } from "react";
 import { ApiError } from "../api/client";
 import { signIn } from "../auth/session";
+import { apiErrorText } from "../format";
 import { useT, type T } from "../i18n";
 
 /** OIDC_LOGIN is where the single sign-on button goes (the server redirects to the provider). */
@@ -13,7 +14,7 @@ export function signInError(e: ApiError, t: T): string {
     const s = Number(e.details.retry_after);
     return Number.isFinite(s) && s > 0 ? t("auth.rate_limited", { seconds: Math.ceil(s) }) : t("auth.rate_limited_later");
   }
-  return t("common.error", { message: e.message });
+  return apiErrorText(e, t);
 }
 
 /**

@@ -290,7 +290,7 @@ describe("slot page by role", () => {
     fireEvent.click(screen.getByTestId("extend"));
     await flush();
     expect(screen.getByTestId("command-error").textContent).toBe(
-      "Not allowed for your role (member): this needs the “slot.extend” permission.",
+      "Not allowed for your role (member): this needs the “extend own slots” permission.",
     );
   });
 });

@@ -16,6 +16,7 @@ import { announce } from "../live/announce";
 import { putSlot, useSlot } from "../live/store";
 import { serverNow } from "../live/clock";
 import { useCommand } from "../live/useCommand";
+import { ResourceId } from "../components/ResourceId";
 import { useLoad } from "../live/useLoad";
 
 type Confirm = { kind: "reset" | "teardown" | "promote"; params?: { project: string; name: string } } | undefined;
@@ -283,7 +284,7 @@ function SlotDetail({ slot }: { slot: SlotView }) {
             const del = slot.deleting?.find((d) => d.kind === r.kind && d.id === r.id);
             return (
               <li key={`${r.kind}:${r.id}`} data-resource={`${r.kind}:${r.id}`} data-deleting={del ? "true" : undefined}>
-                {t.dyn("res", r.kind)} <code>{r.id}</code>
+                {t.dyn("res", r.kind)} <ResourceId r={r} project={slot.project_uuid} />
                 {r.name && r.name !== r.id ? ` ${r.name}` : ""}
                 {del && (
                   <>

@@ -5,7 +5,7 @@ import { jobActions } from "../auth/roles";
 import { useSubject } from "../auth/session";
 import { CommandError } from "../components/CommandError";
 import { Steps, completedSteps } from "../components/Steps";
-import { formatDuration, resourceLabel, stepList } from "../format";
+import { apiErrorText, formatDuration, resourceLabel, stepList } from "../format";
 import { useT } from "../i18n";
 import { announce } from "../live/announce";
 import { putJob, useEpoch, useJob } from "../live/store";
@@ -92,7 +92,7 @@ export function WaitView({ id }: { id: string }) {
           <div className="unknown" data-testid="cannot-verify">
             <strong>{t("wait.unknown")}</strong>
             <p>{phase.why === "stale" ? t("wait.stale_detail") : t("wait.unknown_detail")}</p>
-            {load.error && <p className="muted">{t("common.error", { message: load.error.message })}</p>}
+            {load.error && <p className="muted">{apiErrorText(load.error, t)}</p>}
             <button type="button" onClick={load.reload}>
               {t("common.retry")}
             </button>

@@ -1,0 +1,33 @@
+package httpapi
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slotkeeper/slotkeeper/backend/auth"
+	"github.com/slotkeeper/slotkeeper/events/memstore"
+)
+
+// TestMeCarriesProviderLinksOnlyWhenSignedIn: the dashboard links resource
+// ids to the providers' pages from /api/auth/me; an anonymous caller learns
+// nothing about where the providers are.
+func TestMeCarriesProviderLinksOnlyWhenSignedIn(t *testing.T) {
+	b := &bundle{store: memstore.New()}
+	b.deps = func(d *Deps) {
+		d.Links = ProviderLinks{Coolify: "https://coolify.example", Bitbucket: "https://bitbucket.example"}
+	}
+	b.start(t, HubOptions{})
+	viewer := b.tokenFor(t, "vera", auth.RoleViewer, time.Hour)
+
+	a := b.do(t, "GET", "/api/auth/me", nil, "Authorization", "Bearer "+viewer)
+	var me subjectAnswer
+	a.decode(t, &me)
+	if a.status != 200 || me.Links == nil || me.Links.Coolify != "https://coolify.example" || me.Links.Bitbucket != "https://bitbucket.example" {
+		t.Fatalf("a viewer's me: %d %s", a.status, a.body)
+	}
+	a = b.do(t, "GET", "/api/auth/me", nil, "Authorization", "")
+	if a.status != 401 || len(a.body) == 0 || strings.Contains(string(a.body), "coolify.example") {
+		t.Fatalf("anonymous me: %d %s", a.status, a.body)
+	}
+}

@@ -1,0 +1,159 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slotkeeper/slotkeeper/backend/auth"
+	"github.com/slotkeeper/slotkeeper/events"
+	"github.com/slotkeeper/slotkeeper/projections"
+)
+
+// vocabularyFile is every server value the dashboard translates. The
+// dashboard's i18n test renders each one in Korean; this test proves the
+// file is the Go source's list, so a new event type, step, state, error
+// code or reason cannot reach the dashboard untranslated. Regenerate it with
+// UPDATE_VOCABULARY=1 go test -run TestVocabulary ./backend/httpapi/.
+const vocabularyFile = "../../frontend/src/i18n/vocabulary.json"
+
+type vocabulary struct {
+	EventTypes    []string `json:"event_types"`
+	JobKinds      []string `json:"job_kinds"`
+	StepNames     []string `json:"step_names"`
+	ResourceKinds []string `json:"resource_kinds"`
+	Lifecycles    []string `json:"lifecycles"`
+	JobStates     []string `json:"job_states"`
+	StepStates    []string `json:"step_states"`
+	ErrorCodes    []string `json:"error_codes"`
+	Roles         []string `json:"roles"`
+	Permissions   []string `json:"permissions"`
+	// StateReasons are the slot state reasons the read model writes, with
+	// a job id written as <id>.
+	StateReasons []string `json:"state_reasons"`
+}
+
+// stringConsts reads the string constants whose names start with prefix
+// (and whose type, if any, is typ) from a Go source file.
+func stringConsts(t *testing.T, file, prefix, typ string) []string {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, d := range f.Decls {
+		g, ok := d.(*ast.GenDecl)
+		if !ok || g.Tok != token.CONST {
+			continue
+		}
+		for _, s := range g.Specs {
+			vs := s.(*ast.ValueSpec)
+			if typ != "" {
+				id, ok := vs.Type.(*ast.Ident)
+				if !ok || id.Name != typ {
+					continue
+				}
+			}
+			for i, n := range vs.Names {
+				if !strings.HasPrefix(n.Name, prefix) || i >= len(vs.Values) {
+					continue
+				}
+				if lit, ok := vs.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+					v, _ := strconv.Unquote(lit.Value)
+					out = append(out, v)
+				}
+			}
+		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("no %s constants in %s", prefix, file)
+	}
+	return out
+}
+
+// stateReasons drives the slot reducer through every job kind and outcome
+// and collects the reasons it writes.
+func stateReasons(t *testing.T, kinds, outcomes []string) []string {
+	t.Helper()
+	seen := map[string]bool{}
+	n := 0
+	apply := func(v projections.SlotView, p events.Payload) projections.SlotView {
+		n++
+		data, _ := json.Marshal(p)
+		ev := events.RecordedEvent{Stream: "slot-s", Revision: events.Revision(n), Position: events.Position(n), Type: p.EventType(), Data: data,
+			Meta: events.Metadata{Time: time.Unix(int64(n), 0)}}
+		v = projections.ApplySlot(v, ev, p)
+		if v.StateReason != "" {
+			seen[strings.ReplaceAll(v.StateReason, "J1", "<id>")] = true
+		}
+		return v
+	}
+	base := apply(projections.SlotView{}, events.SlotRegistered{Slot: "s", ProjectUUID: "p", AppUUID: "a", DBUUID: "d"})
+	for _, k := range kinds {
+		for _, resumed := range []bool{false, true} {
+			v := apply(base, events.JobAccepted{Slot: "s", JobID: "J1", Kind: k, Resumed: resumed})
+			for _, o := range outcomes {
+				apply(v, events.JobReleased{Slot: "s", JobID: "J1", Outcome: o})
+			}
+		}
+	}
+	apply(base, events.TeardownIncomplete{Slot: "s", JobID: "J1", Remaining: []events.Resource{{Kind: "database", ID: "d"}}})
+	out := make([]string, 0, len(seen))
+	for r := range seen {
+		out = append(out, r)
+	}
+	return out
+}
+
+func TestVocabularyMatchesTheGoSource(t *testing.T) {
+	want := vocabulary{
+		EventTypes:    events.Types(),
+		JobKinds:      append(stringConsts(t, "../../events/catalogue.go", "Kind", ""), stringConsts(t, "../../events/reconcile.go", "Kind", "")...),
+		StepNames:     append(stringConsts(t, "../../events/catalogue.go", "Step", ""), stringConsts(t, "../../events/reconcile.go", "Step", "")...),
+		ResourceKinds: stringConsts(t, "../../events/catalogue.go", "Res", ""),
+		Lifecycles:    stringConsts(t, "../../projections/views.go", "Lifecycle", ""),
+		JobStates:     stringConsts(t, "../../projections/views.go", "Job", ""),
+		StepStates:    stringConsts(t, "../../projections/views.go", "Step", ""),
+		Permissions:   stringConsts(t, "../auth/roles.go", "Perm", "Permission"),
+	}
+	for c := range statusOf {
+		want.ErrorCodes = append(want.ErrorCodes, string(c))
+	}
+	for _, r := range auth.Roles() {
+		want.Roles = append(want.Roles, r.String())
+	}
+	outcomes := slices.DeleteFunc(slices.Clone(want.JobStates), func(s string) bool { return s == projections.JobQueued || s == projections.JobRunning })
+	want.StateReasons = stateReasons(t, want.JobKinds, outcomes)
+	for _, l := range [][]string{want.EventTypes, want.JobKinds, want.StepNames, want.ResourceKinds, want.Lifecycles, want.JobStates,
+		want.StepStates, want.ErrorCodes, want.Roles, want.Permissions, want.StateReasons} {
+		slices.Sort(l)
+	}
+	body, err := json.MarshalIndent(want, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body = append(body, '\n')
+	path := filepath.FromSlash(vocabularyFile)
+	if os.Getenv("UPDATE_VOCABULARY") != "" {
+		if err := os.WriteFile(path, body, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, body) {
+		t.Fatalf("%s is not the Go source's vocabulary; run UPDATE_VOCABULARY=1 go test -run TestVocabulary ./backend/httpapi/ and translate what is new.\nwant:\n%s", vocabularyFile, body)
+	}
+}

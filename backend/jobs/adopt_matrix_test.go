@@ -1,0 +1,277 @@
+package jobs_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/slotkeeper/slotkeeper/backend/providers/sim"
+	"github.com/slotkeeper/slotkeeper/backend/slots"
+	"github.com/slotkeeper/slotkeeper/events"
+)
+
+// TestAdoptFaultMatrix: the adopt job's lookup under each fault. In every
+// cell the job ends honestly (a deadline → timed out, a cancel → cancelled,
+// every other answer → failed: a foreign 404 or a 5xx is never "gone", and
+// never "found"), nothing is adopted (no ResourcesListed, the slot does not
+// track it), no request falls outside the attempt's fenced span, a hung
+// call is aborted, and — after the fault is cleared — a resume (a new job
+// after a cancel) adopts it.
+func TestAdoptFaultMatrix(t *testing.T) {
+	t.Parallel()
+	cells := []struct {
+		name  string
+		fault sim.Fault
+		want  string
+	}{
+		{"hang", sim.Fault{Hang: true}, slots.StatusTimedOut},
+		{"500", sim.Fault{Status: 500}, slots.StatusFailed},
+		{"503", sim.Fault{Status: 503}, slots.StatusFailed},
+		{"401", sim.Fault{Status: 401}, slots.StatusFailed},
+		{"foreign404", sim.Fault{Foreign404: true}, slots.StatusFailed},
+		{"reset", sim.Fault{Reset: true}, slots.StatusFailed},
+		{"cancel", sim.Fault{Hang: true}, slots.StatusCancelled},
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 3)
+	for _, c := range cells {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			t.Run(c.name, func(t *testing.T) { adoptCell(t, c.name, c.fault, c.want) })
+		}()
+	}
+	wg.Wait()
+}
+
+func adoptCell(t *testing.T, name string, flt sim.Fault, want string) {
+	w := newWorld(t, nil)
+	cfg := w.engineConfig()
+	if name == "hang" {
+		cfg.StepTimeout = 700 * time.Millisecond
+	}
+	w.startEngine(cfg)
+	fx := w.seed("cell")
+	app, err := w.sim.AddApp(fx.ProjectUUID, "stray")
+	if err != nil {
+		t.Fatal(err)
+	}
+	flt.Endpoint, flt.Resource = sim.EndpointGetApplication, app
+	id := w.sim.AddFault(flt)
+	if name == "reset" {
+		w.inert = map[int]bool{id: true}
+	}
+	from := time.Now()
+	cmd := slots.AdoptCmd{Provider: "coolify", Kind: events.ResApplication, ID: app}
+	res, err := w.svc.Adopt(context.Background(), bob, "cell", cmd, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if name == "cancel" {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if _, err := w.sim.WaitFor(ctx, func(r sim.Request) bool { return r.Endpoint == sim.EndpointGetApplication && r.Fault != 0 }); err != nil {
+			t.Fatalf("faulted call never arrived: %v", err)
+		}
+		if err := w.svc.Cancel(ctx, slots.Actor{Name: "carol"}, res.JobID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j := w.waitEnded(res.JobID)
+	evs := w.jobEvents(res.JobID)
+	if j.Status != want {
+		t.Fatalf("terminal %s, want %s:%s", j.Status, want, history(evs))
+	}
+	if strings.Contains(types(evs), "ResourcesListed") || j.Done[events.StepLookupResource] {
+		t.Fatalf("adopted through a %s:%s", name, history(evs))
+	}
+	if strings.Contains(j.LastError, "does not exist") {
+		t.Fatalf("a %s was read as absent: %q", name, j.LastError)
+	}
+	w.checkFence(from, res.JobID)
+	if flt.Hang {
+		for _, r := range w.sim.Requests() {
+			if r.Fault == 0 {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			done, err := w.sim.WaitFor(ctx, func(q sim.Request) bool { return q.Seq == r.Seq && q.Done() })
+			cancel()
+			if err != nil || !done.WasAborted() {
+				t.Errorf("hung lookup was not aborted (%v)", err)
+			}
+		}
+	}
+	if v := slotViewOf(t, w, "cell", res.JobID); tracks(v, events.ResApplication, app) {
+		t.Fatalf("the slot tracks what a faulted adopt never confirmed: %+v", v.Resources)
+	}
+
+	// Converge once the provider answers again.
+	w.sim.RemoveFault(id)
+	ids := []string{res.JobID}
+	if j.Status == slots.StatusCancelled {
+		again, err := w.svc.Adopt(context.Background(), bob, "cell", cmd, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, again.JobID)
+	} else {
+		if _, err := w.svc.Resume(context.Background(), bob, res.JobID); err != nil {
+			t.Fatalf("resume: %v", err)
+		}
+	}
+	last, runs := ids[len(ids)-1], 2 // the resumed job's second run
+	if len(ids) == 2 {
+		runs = 1 // a new job after the cancel
+	}
+	if j := w.waitEndedN(last, runs); j.Status != slots.StatusSucceeded {
+		t.Fatalf("after the fault: %s %q:%s", j.Status, j.LastError, history(w.jobEvents(last)))
+	}
+	if v := slotViewOf(t, w, "cell", ids...); !tracks(v, events.ResApplication, app) {
+		t.Fatalf("not adopted after the fault cleared: %+v", v.Resources)
+	}
+}
+
+// TestDeleteOrphan: an orphan application is deleted by a delete_orphan
+// job charged to a slot: looked up, adopted (tracked while it is deleted),
+// deleted and confirmed gone by the provider's own 404 — only then is
+// AppDeleted recorded and the slot no longer tracks it.
+func TestDeleteOrphan(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, nil)
+	w.startEngine(w.engineConfig())
+	fx := w.seed("del")
+	app, _ := w.sim.AddApp(fx.ProjectUUID, "stray")
+	repo, _ := w.sim.AddRepo("SLOT", "stray-repo")
+	var ids []string
+	for _, c := range []slots.AdoptCmd{
+		{Provider: "coolify", Kind: events.ResApplication, ID: app},
+		{Provider: "bitbucket", Kind: events.ResRepository, ID: "SLOT/" + repo.Slug},
+	} {
+		res, err := w.svc.DeleteOrphan(context.Background(), bob, "del", c, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		j := w.waitEnded(res.JobID)
+		if j.Status != slots.StatusSucceeded {
+			t.Fatalf("delete %s: %s %q:%s", c.ID, j.Status, j.LastError, history(w.jobEvents(res.JobID)))
+		}
+		ids = append(ids, res.JobID)
+	}
+	if w.sim.HasApp(app) || w.sim.HasRepo("SLOT", repo.Slug) {
+		t.Fatal("the orphans still exist at the providers")
+	}
+	if !w.sim.HasApp(fx.AppUUID) || !w.sim.HasDatabase(fx.DBUUID) {
+		t.Fatal("deleting an orphan touched the slot's own resources")
+	}
+	v := slotViewOf(t, w, "del", ids...)
+	if tracks(v, events.ResApplication, app) || tracks(v, events.ResRepository, "SLOT/"+repo.Slug) || !tracks(v, events.ResApplication, fx.AppUUID) {
+		t.Fatalf("slot resources after the deletes: %+v", v.Resources)
+	}
+}
+
+// TestDeleteOrphanFaultMatrix: faults on the delete and on its confirming
+// lookup. The job never claims the orphan deleted unless the provider's own
+// 404 confirmed it: no AppDeleted, the application is still the slot's
+// (listed, never lost), and after the fault clears a resume (a new job
+// after a cancel) deletes it.
+func TestDeleteOrphanFaultMatrix(t *testing.T) {
+	t.Parallel()
+	cells := []struct {
+		name  string
+		fault sim.Fault
+		want  string
+	}{
+		{"hang", sim.Fault{Endpoint: sim.EndpointDeleteApplication, Hang: true}, slots.StatusTimedOut},
+		{"500", sim.Fault{Endpoint: sim.EndpointDeleteApplication, Status: 500}, slots.StatusFailed},
+		{"503", sim.Fault{Endpoint: sim.EndpointDeleteApplication, Status: 503}, slots.StatusFailed},
+		{"foreign404", sim.Fault{Endpoint: sim.EndpointDeleteApplication, Foreign404: true}, slots.StatusFailed},
+		// The delete is accepted; every confirming GET answers a proxy's
+		// HTML 404 (the first GET, the step's lookup, passes).
+		{"confirm-foreign404", sim.Fault{Endpoint: sim.EndpointGetApplication, Foreign404: true, Skip: 1}, slots.StatusFailed},
+		{"cancel", sim.Fault{Endpoint: sim.EndpointDeleteApplication, Hang: true}, slots.StatusCancelled},
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 3)
+	for _, c := range cells {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			t.Run(c.name, func(t *testing.T) { deleteCell(t, c.name, c.fault, c.want) })
+		}()
+	}
+	wg.Wait()
+}
+
+func deleteCell(t *testing.T, name string, flt sim.Fault, want string) {
+	w := newWorld(t, nil)
+	cfg := w.engineConfig()
+	if name == "hang" {
+		cfg.StepTimeout = 700 * time.Millisecond
+	}
+	w.startEngine(cfg)
+	fx := w.seed("cell")
+	app, err := w.sim.AddApp(fx.ProjectUUID, "stray")
+	if err != nil {
+		t.Fatal(err)
+	}
+	flt.Resource = app
+	id := w.sim.AddFault(flt)
+	from := time.Now()
+	cmd := slots.AdoptCmd{Provider: "coolify", Kind: events.ResApplication, ID: app}
+	res, err := w.svc.DeleteOrphan(context.Background(), bob, "cell", cmd, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if name == "cancel" {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if _, err := w.sim.WaitFor(ctx, func(r sim.Request) bool { return r.Endpoint == flt.Endpoint && r.Fault != 0 }); err != nil {
+			t.Fatalf("faulted call never arrived: %v", err)
+		}
+		if err := w.svc.Cancel(ctx, slots.Actor{Name: "carol"}, res.JobID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j := w.waitEnded(res.JobID)
+	evs := w.jobEvents(res.JobID)
+	if j.Status != want {
+		t.Fatalf("terminal %s, want %s:%s", j.Status, want, history(evs))
+	}
+	if strings.Contains(types(evs), "AppDeleted") || j.Done[events.StepDeleteResource] {
+		t.Fatalf("claimed deleted through a %s:%s", name, history(evs))
+	}
+	w.checkFence(from, res.JobID)
+	if v := slotViewOf(t, w, "cell", res.JobID); !tracks(v, events.ResApplication, app) {
+		t.Fatalf("an orphan not confirmed deleted is no longer tracked: %+v", v.Resources)
+	}
+
+	w.sim.RemoveFault(id)
+	ids := []string{res.JobID}
+	runs := 2 // the resumed job's second run
+	if j.Status == slots.StatusCancelled {
+		again, err := w.svc.DeleteOrphan(context.Background(), bob, "cell", cmd, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids, runs = append(ids, again.JobID), 1
+	} else if _, err := w.svc.Resume(context.Background(), bob, res.JobID); err != nil {
+		t.Fatalf("resume: %v", err)
+	}
+	last := ids[len(ids)-1]
+	if j := w.waitEndedN(last, runs); j.Status != slots.StatusSucceeded {
+		t.Fatalf("after the fault: %s %q:%s", j.Status, j.LastError, history(w.jobEvents(last)))
+	}
+	if w.sim.HasApp(app) {
+		t.Fatal("still at the provider after a successful delete")
+	}
+	if v := slotViewOf(t, w, "cell", ids...); tracks(v, events.ResApplication, app) {
+		t.Fatalf("still tracked after the confirmed delete: %+v", v.Resources)
+	}
+}

@@ -1,0 +1,211 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/slotkeeper/slotkeeper/backend/slots"
+	"github.com/slotkeeper/slotkeeper/events"
+)
+
+// dispatcher hands due jobs to the workers, which claim them (JobClaimed,
+// after the acceptance's copy if the job stream lacks it, with the job
+// stream's expected revision: one winner across goroutines, processes and
+// a person's cancel) and run the attempt to its end (attempt.go). It also
+// fences its attempts: any event on a job stream written by someone else
+// after the claim cancels the attempt's context at once. Writes: [JobQueued
+// | JobResumed,] JobClaimed, then the attempt's events.
+type dispatcher struct {
+	e    *Engine
+	wake <-chan struct{}
+	work chan string
+
+	mu       sync.Mutex
+	local    map[string]*attempt // jobs this engine is claiming or running
+	stopping bool
+	attempts sync.WaitGroup
+}
+
+func newDispatcher(e *Engine) *dispatcher {
+	return &dispatcher{e: e, wake: e.idx.wake(wantDue), work: make(chan string), local: map[string]*attempt{}}
+}
+
+// run hands due jobs to the workers until ctx ends, stop is closed (then it
+// waits for the attempts) or the index's subscription fails.
+func (d *dispatcher) run(ctx context.Context, stop <-chan struct{}, subErr <-chan error) error {
+	select {
+	case <-d.e.idx.caughtUp:
+	case <-ctx.Done():
+		return nil
+	case <-stop:
+		return nil
+	case err := <-subErr:
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("jobs: subscription ended: %w", err)
+	}
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	var ready []string
+	for {
+		ids, next := d.e.idx.popDue(d.e.now())
+		ready = append(ready, ids...)
+		wait := time.Hour
+		if !next.IsZero() {
+			wait = max(next.Sub(d.e.now()), time.Millisecond)
+		}
+		timer.Reset(wait)
+		var work chan string
+		var head string
+		if len(ready) > 0 {
+			work, head = d.work, ready[0]
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-stop:
+			d.attempts.Wait()
+			return nil
+		case err := <-subErr:
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("jobs: subscription ended: %w", err)
+		case work <- head:
+			ready = ready[1:]
+		case <-d.wake:
+		case <-timer.C:
+		}
+	}
+}
+
+// worker claims and runs the jobs handed out by run.
+func (d *dispatcher) worker(ctx context.Context, n int) {
+	actor := fmt.Sprintf("worker:%s/%s/%d", d.e.cfg.WorkerID, d.e.nonce, n)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case id := <-d.work:
+			d.runJob(ctx, actor, id)
+		}
+	}
+}
+
+// fence cancels the local attempt of the event's job if someone else wrote
+// the event after the claim. Events up to the claim are history the index
+// may still be catching up on; they fence nothing. Called by the index for
+// every job event it folds.
+func (d *dispatcher) fence(ev events.RecordedEvent) {
+	d.mu.Lock()
+	a := d.local[ev.Stream[len(events.JobStreamPrefix):]]
+	d.mu.Unlock()
+	if a == nil || ev.Meta.Actor == a.actor {
+		return
+	}
+	if base := a.base.Load(); base != 0 && ev.Revision >= base {
+		a.cancel(errFenced)
+	}
+}
+
+// stop makes the dispatcher start no more attempts and cancels the running
+// ones with the shutdown cause (each ends JobTimedOut{deadline:
+// "shutdown"}, resumable).
+func (d *dispatcher) stop() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.stopping = true
+	for _, a := range d.local {
+		a.cancel(errShutdown)
+	}
+}
+
+// runJob claims job id and, if this worker won, runs the attempt to its end.
+func (d *dispatcher) runJob(ctx context.Context, actor, id string) {
+	e := d.e
+	a := &attempt{e: e, actor: actor}
+	a.ctx, a.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
+	defer a.cancel(nil)
+	d.mu.Lock()
+	if d.stopping || d.local[id] != nil {
+		d.mu.Unlock()
+		return
+	}
+	d.local[id] = a
+	d.attempts.Add(1)
+	d.mu.Unlock()
+	e.idx.pin(id)
+	defer func() {
+		d.mu.Lock()
+		delete(d.local, id)
+		d.mu.Unlock()
+		e.idx.requeue(id) // resumed while this attempt was still ending
+		e.idx.unpin(id)
+		d.attempts.Done()
+	}()
+	if !e.claim(ctx, a, id) {
+		return
+	}
+	// From here on the attempt is the job's fence holder until it appends a
+	// terminal event or is fenced.
+	stop := context.AfterFunc(ctx, func() { a.cancel(errShutdown) })
+	defer stop()
+	a.run()
+}
+
+// claim appends JobClaimed with the job stream's expected revision: exactly
+// one claimer wins, against other claimers and a person's cancel (both
+// conditional appends on the job stream). Only a queued job whose grace
+// has passed and whose slot lock is for its current run is claimed. If the
+// job stream does not hold the run's first event yet (the acceptance is
+// on the slot only), the claim writes it, in the same append.
+func (e *Engine) claim(ctx context.Context, a *attempt, id string) bool {
+	indexed, ok := e.idx.job(id)
+	if !ok {
+		return false
+	}
+	j, err := slots.LoadJob(ctx, e.store, id)
+	if err != nil {
+		return false
+	}
+	st, err := e.slots.Load(ctx, indexed.Queued.Slot)
+	if err != nil {
+		return false
+	}
+	j.AcceptFrom(&st)
+	if j.Status != slots.StatusQueued || j.NotBefore.After(e.now()) || !st.LockedFor(&j) {
+		return false
+	}
+	header, exp := j.Header, j.Expected()
+	a.job, a.rev = j, j.Revision
+	claimRev := j.Revision + 1 + uint64(len(header))
+	if !j.Written {
+		claimRev = uint64(len(header))
+	}
+	// From the revision after the claim on, any event not written by this
+	// attempt fences it. Zero means "not claimed yet".
+	a.base.Store(claimRev + 1)
+	a.n = j.Attempt + 1
+	lease := e.now().Add(e.cfg.Lease)
+	a.leaseUntil.Store(lease.UnixNano())
+	a.log = e.log.With("job", id, "kind", j.Queued.Kind, "slot", j.Queued.Slot, "attempt", a.n, "correlation_id", j.QueuedMeta.CorrelationID)
+	// A claim that takes longer than the lease it asks for is worthless:
+	// the attempt would start with its lease already over.
+	cctx, cancel := context.WithTimeout(ctx, e.cfg.Lease)
+	err = a.appendAt(cctx, &exp, header, events.JobClaimed{JobID: id, Worker: a.actor, Attempt: a.n, LeaseUntil: lease})
+	cancel()
+	if err != nil {
+		if !errors.Is(err, errFenced) {
+			e.log.WarnContext(ctx, "claim failed", "job", id, "err", err)
+		}
+		return false
+	}
+	a.job.Status, a.job.Attempt, a.job.Worker, a.job.LeaseUntil = slots.StatusRunning, a.n, a.actor, lease
+	a.job.Header, a.job.Written = nil, true
+	a.log.Info("job claimed", "lease_until", lease)
+	return true
+}

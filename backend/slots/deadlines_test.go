@@ -1,0 +1,201 @@
+package slots_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/slotkeeper/slotkeeper/backend/slots"
+	"github.com/slotkeeper/slotkeeper/events"
+	"github.com/slotkeeper/slotkeeper/events/memstore"
+)
+
+// shiftedClock is the wall clock moved by an offset a test sets (timers
+// still run in real time, so a deadline a few hundred ms away fires).
+type shiftedClock struct{ offset atomic.Int64 }
+
+func (c *shiftedClock) Now() time.Time { return time.Now().Add(time.Duration(c.offset.Load())).UTC() }
+
+// watchedLog is the store as one scheduler run sees it: it records where
+// its subscriptions start and how many slot events they deliver, and can
+// refuse checkpoint appends (a crash after a side effect, before the
+// checkpoint that would cover it).
+type watchedLog struct {
+	events.Store
+	noCheckpoints bool
+	mu            sync.Mutex
+	from          []events.Position
+	delivered     int
+	reached       events.Position
+	reachedCh     chan struct{}
+	want          events.Position
+}
+
+func (w *watchedLog) SubscribeAll(ctx context.Context, after events.Position, f events.Filter, h events.Handler) error {
+	w.mu.Lock()
+	w.from = append(w.from, after)
+	w.mu.Unlock()
+	return w.Store.SubscribeAll(ctx, after, f, func(ctx context.Context, ev events.RecordedEvent) error {
+		w.mu.Lock()
+		w.delivered++
+		w.reached = ev.Position
+		if w.reachedCh != nil && ev.Position >= w.want {
+			close(w.reachedCh)
+			w.reachedCh = nil
+		}
+		w.mu.Unlock()
+		return h(ctx, ev)
+	})
+}
+
+func (w *watchedLog) Append(ctx context.Context, stream string, exp events.ExpectedRevision, evs ...events.EventData) (events.AppendResult, error) {
+	if w.noCheckpoints && strings.HasPrefix(stream, events.CheckpointStreamPrefix) {
+		return events.AppendResult{}, context.DeadlineExceeded // the process died first
+	}
+	return w.Store.Append(ctx, stream, exp, evs...)
+}
+
+// runScheduler starts RunDeadlines on log and returns its stop function,
+// which waits for it to return.
+func runScheduler(t *testing.T, log events.Store, clk slots.Clock) func() {
+	t.Helper()
+	svc := slots.NewService(log, slots.Config{DeadlineReset: true, Clock: clk})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- svc.RunDeadlines(ctx) }()
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("RunDeadlines: %v", err)
+		}
+	}
+}
+
+// deadlineResets lists the slots of the deadline resets in the log, in order.
+func deadlineResets(t *testing.T, log events.Store) []string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	head, err := log.Head(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	err = log.SubscribeAll(ctx, 0, events.Filter{}, func(_ context.Context, ev events.RecordedEvent) error {
+		if ev.Type == "JobQueued" && ev.Meta.Actor == slots.ActorDeadline {
+			p, err := events.Decode(ev)
+			if err != nil {
+				return err
+			}
+			out = append(out, p.(events.JobQueued).Slot)
+		}
+		if ev.Position >= head {
+			cancel()
+		}
+		return nil
+	})
+	if ctx.Err() == nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// waitForReset waits until the log holds a deadline reset of slot.
+func waitForReset(t *testing.T, log events.Store, slot string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	err := log.SubscribeAll(ctx, 0, events.Filter{EventTypes: []string{"JobQueued"}}, func(_ context.Context, ev events.RecordedEvent) error {
+		if ev.Meta.Actor == slots.ActorDeadline && strings.Contains(string(ev.Data), `"slot":"`+slot+`"`) {
+			cancel()
+		}
+		return nil
+	})
+	if ctx.Err() != context.Canceled {
+		t.Fatalf("no deadline reset of %s: %v", slot, err)
+	}
+}
+
+// The scheduler starts from its checkpoint: a restart folds only the slot
+// events after it, not the history before. A crash after it queued a reset
+// and before a checkpoint covered it does not make the next run queue that
+// reset again, and a deadline that passed while nothing ran still fires.
+func TestDeadlinesRestartFromTheirCheckpoint(t *testing.T) {
+	ctx := context.Background()
+	log := memstore.New()
+	defer log.Close()
+	clk := &shiftedClock{}
+	svc := slots.NewService(log, slots.Config{Clock: clk})
+	for _, n := range []string{"alpha", "beta", "gamma"} {
+		register(t, svc, n)
+	}
+	now := clk.Now()
+	for n, until := range map[string]time.Time{"alpha": now.Add(time.Hour), "beta": now.Add(2 * time.Hour)} {
+		if err := svc.Occupy(ctx, alice, n, slots.OccupyCmd{Until: until}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// History: alpha extended 1,200 times.
+	for i := 1; i <= 1200; i++ {
+		if err := svc.Extend(ctx, alice, "alpha", slots.ExtendCmd{Until: now.Add(time.Hour + time.Duration(i)*time.Minute)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	history := head(t, log)
+
+	// Run 1 folds everything and leaves a checkpoint when it stops.
+	w1 := &watchedLog{Store: log, reachedCh: make(chan struct{}), want: history}
+	reached := w1.reachedCh
+	stop := runScheduler(t, w1, clk)
+	select {
+	case <-reached:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the first run did not fold the history")
+	}
+	stop()
+	cp, err := log.ReadStream(ctx, events.CheckpointStream("deadlines"), 0, 0, events.Forward)
+	if err != nil || len(cp) == 0 {
+		t.Fatalf("no checkpoint after the first run: %v", err)
+	}
+	p, _ := events.Decode(cp[len(cp)-1])
+	if at := p.(events.ConsumerCheckpointed).Position; at != history {
+		t.Fatalf("checkpoint at %d, want the last slot event %d", at, history)
+	}
+
+	// While nothing runs, beta's deadline passes and gamma is occupied
+	// with a deadline a moment after the next start.
+	clk.offset.Store(int64(2*time.Hour + time.Second))
+	if err := svc.Occupy(ctx, alice, "gamma", slots.OccupyCmd{Until: clk.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+
+	// Run 2 starts from the checkpoint, queues beta's reset and dies
+	// before any checkpoint covers it.
+	w2 := &watchedLog{Store: log, noCheckpoints: true}
+	stop = runScheduler(t, w2, clk)
+	waitForReset(t, log, "beta")
+	stop()
+	w2.mu.Lock()
+	if len(w2.from) != 1 || w2.from[0] != history {
+		t.Errorf("the restart subscribed from %v, want its checkpoint %d", w2.from, history)
+	}
+	if w2.delivered > 10 {
+		t.Errorf("the restart folded %d slot events; the history before its checkpoint holds %d", w2.delivered, history)
+	}
+	w2.mu.Unlock()
+
+	// Run 3 starts from the same (older) checkpoint: it refolds beta's
+	// reset and does not queue it again; gamma's deadline, shortly after
+	// its start, fires (its first pass, where a second beta reset would
+	// have been queued, came before).
+	clk.offset.Store(int64(3*time.Hour) - int64(300*time.Millisecond))
+	stop = runScheduler(t, &watchedLog{Store: log}, clk)
+	waitForReset(t, log, "gamma")
+	stop()
+	if got := deadlineResets(t, log); strings.Join(got, ",") != "beta,gamma" {
+		t.Fatalf("deadline resets %v, want beta then gamma, once each", got)
+	}
+}

@@ -1,0 +1,101 @@
+import { act, cleanup, fireEvent, render, screen } from "@testing-library/react";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { Router } from "wouter";
+import { memoryLocation } from "wouter/memory-location";
+import type { RemainingResource } from "../api/types";
+import { setProviderLinks } from "../auth/links";
+import { setLang } from "../i18n";
+import { resetHealth } from "../live/health";
+import { applySnapshot, resetLiveStore } from "../live/store";
+import { jsonResponse, slot } from "../test/fakes";
+import { RemainingPage } from "./RemainingPage";
+
+const row = (s: string, lifecycle: string, kind: string, id: string, job_id?: string): RemainingResource => ({ slot: s, lifecycle, resource: { kind, id }, job_id });
+
+beforeEach(() => {
+  setLang("en");
+  setProviderLinks({ coolify: "https://coolify.example", bitbucket: "https://bb.example" });
+  vi.stubGlobal(
+    "fetch",
+    vi.fn(async () =>
+      jsonResponse({
+        // The server's order: by slot, kind, id.
+        resources: [
+          row("a", "occupied", "database", "db-a"),
+          row("b", "vacant", "database", "db-b", "job-b"),
+          row("b", "vacant", "repository", "SLOT/slot-b", "job-b"),
+          row("c", "teardown_incomplete", "project", "proj-c", "job-c"),
+        ],
+      }),
+    ),
+  );
+  applySnapshot({
+    position: 5,
+    server_time: "",
+    slots: [
+      slot({ name: "a", lifecycle: "occupied", project_uuid: "proj-a", position: 1 }),
+      slot({ name: "b", lifecycle: "vacant", project_uuid: "proj-b", position: 2, recovery: { job_id: "job-b", state: "failed", completed_steps: [], remaining: [] } }),
+      slot({ name: "c", lifecycle: "teardown_incomplete", project_uuid: "proj-c", position: 3 }),
+    ],
+  });
+});
+
+afterEach(() => {
+  cleanup();
+  resetLiveStore();
+  resetHealth();
+  setProviderLinks(undefined);
+  vi.unstubAllGlobals();
+});
+
+const flush = () => act(async () => {});
+
+function mount() {
+  render(
+    <Router hook={memoryLocation({ path: "/remaining" }).hook}>
+      <RemainingPage />
+    </Router>,
+  );
+}
+
+describe("remaining resources", () => {
+  it("lists the slots in trouble first, says why in words, and can hide the healthy ones", async () => {
+    mount();
+    await flush();
+    const rows = () => screen.getAllByTestId("remaining-row").map((r) => `${r.querySelector("a")?.textContent}:${r.getAttribute("data-problem")}`);
+    expect(rows()).toEqual(["b:failed", "b:failed", "c:teardown_incomplete", "a:"]);
+    expect(screen.getAllByTestId("remaining-row")[0]?.textContent).toContain("Last job did not succeed");
+    expect(screen.getByTestId("remaining-summary").textContent).toContain("3 resources belong to slots that need attention");
+    fireEvent.click(screen.getByTestId("hide-healthy"));
+    expect(rows()).toEqual(["b:failed", "b:failed", "c:teardown_incomplete"]);
+  });
+
+  it("links each id to its page at the provider, and copies it", async () => {
+    const writeText = vi.fn(async () => {});
+    vi.stubGlobal("navigator", { ...navigator, clipboard: { writeText } });
+    mount();
+    await flush();
+    const links = screen.getAllByTestId("resource-link").map((a) => a.getAttribute("href"));
+    expect(links).toEqual([
+      "https://coolify.example/project/proj-b",
+      "https://bb.example/projects/SLOT/repos/slot-b/browse",
+      "https://coolify.example/project/proj-c",
+      "https://coolify.example/project/proj-a",
+    ]);
+    const copy = screen.getAllByTestId("copy-id")[1]!;
+    expect(copy.getAttribute("aria-label")).toBe("Copy SLOT/slot-b");
+    await act(async () => {
+      fireEvent.click(copy);
+    });
+    expect(writeText).toHaveBeenCalledWith("SLOT/slot-b");
+    expect(copy.textContent).toBe("Copied");
+  });
+
+  it("shows ids without links when the server names no provider address", async () => {
+    setProviderLinks(undefined);
+    mount();
+    await flush();
+    expect(screen.queryAllByTestId("resource-link")).toHaveLength(0);
+    expect(screen.getAllByTestId("resource-id")).toHaveLength(4);
+  });
+});
