@@ -111,11 +111,14 @@ type SlotOccupied struct {
 	Until time.Time `json:"until"`
 }
 
-// OccupancyExtended moves an occupied slot's deadline.
+// OccupancyExtended moves an occupied slot's deadline. Extend only moves it
+// later; the explicit "set an earlier deadline" command moves it earlier and
+// says so with Earlier, so the audit feed can tell the two apart.
 type OccupancyExtended struct {
-	Slot  string    `json:"slot"`
-	By    string    `json:"by"`
-	Until time.Time `json:"until"`
+	Slot    string    `json:"slot"`
+	By      string    `json:"by"`
+	Until   time.Time `json:"until"`
+	Earlier bool      `json:"earlier,omitempty"`
 }
 
 // JobAccepted accepts a job: it is the slot's lock and the job's place in

@@ -123,6 +123,9 @@ func summary(typ string, p events.Payload) string {
 	case events.SlotOccupied:
 		return fmt.Sprintf("occupied by %s until %s", e.By, e.Until.UTC().Format("2006-01-02 15:04 MST"))
 	case events.OccupancyExtended:
+		if e.Earlier {
+			return fmt.Sprintf("deadline moved earlier by %s to %s", e.By, e.Until.UTC().Format("2006-01-02 15:04 MST"))
+		}
 		return fmt.Sprintf("extended by %s until %s", e.By, e.Until.UTC().Format("2006-01-02 15:04 MST"))
 	case events.JobAccepted:
 		if e.Resumed {

@@ -186,6 +186,37 @@ type AuditFilter struct {
 	Limit  int
 }
 
+// JobStateUncertain is a JobFilter.State that is not a job state: it
+// selects jobs with an uncertain step (a step that may or may not have
+// taken effect), whatever their state.
+const JobStateUncertain = "uncertain"
+
+// JobFilter selects jobs across slots; empty fields match everything.
+// Limit and Cursor page as in JobsBySlot.
+type JobFilter struct {
+	State, Kind, Slot, Actor string
+	Limit                    int
+	Cursor                   string
+}
+
+// Match reports whether a job passes the filter (paging is the caller's
+// business). Actor is the person who asked for the job (RequestedBy).
+func (f JobFilter) Match(j JobView) bool {
+	switch {
+	case f.State == JobStateUncertain:
+		if j.UncertainStep == "" {
+			return false
+		}
+	case f.State != "" && j.State != f.State:
+		return false
+	}
+	return (f.Kind == "" || j.Kind == f.Kind) && (f.Slot == "" || j.Slot == f.Slot) &&
+		(f.Actor == "" || j.RequestedBy == f.Actor)
+}
+
+// JobFilterStates are the values JobFilter.State accepts.
+var JobFilterStates = []string{JobQueued, JobRunning, JobSucceeded, JobFailed, JobTimedOut, JobCancelled, JobAbandoned, JobStateUncertain}
+
 // RemainingResource is a resource some slot still owns, across all slots
 // (retired and teardown-incomplete ones included).
 type RemainingResource struct {
@@ -224,6 +255,9 @@ type ReadModel interface {
 	LatestJob(ctx context.Context, slot, kind string) (JobView, error)
 	// JobsBySlot pages a slot's jobs newest first; kind "" means any.
 	JobsBySlot(ctx context.Context, slot, kind string, limit int, cursor string) (Page, error)
+	// Jobs pages every job across slots newest first (by QueuedPosition),
+	// filtered by f; ErrInvalid for a bad limit or cursor.
+	Jobs(ctx context.Context, f JobFilter) (Page, error)
 	// JobEvents returns a job's raw events in order.
 	JobEvents(ctx context.Context, id string) ([]events.RecordedEvent, error)
 	Audit(ctx context.Context, f AuditFilter) ([]AuditEntry, error)

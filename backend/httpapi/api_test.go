@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -435,6 +436,15 @@ func TestBadInputAppendsNothing(t *testing.T) {
 		{"extend unknown", "POST", "/api/slots/nope/extend", map[string]any{"until": future}, nil, 404, CodeNotFound},
 		{"extend bad body", "POST", "/api/slots/s1/extend", `[]`, nil, 400, CodeInvalid},
 		{"extend earlier", "POST", "/api/slots/s3/extend", map[string]any{"until": time.Now().Add(30 * time.Minute)}, nil, 409, CodeConflict},
+		// deadline (earlier only, confirmed)
+		{"deadline unconfirmed", "POST", "/api/slots/s3/deadline", map[string]any{"deadline": time.Now().Add(30 * time.Minute)}, nil, 400, CodeInvalid},
+		{"deadline later", "POST", "/api/slots/s3/deadline", map[string]any{"deadline": time.Now().Add(3 * time.Hour), "confirm_earlier": true}, nil, 409, CodeConflict},
+		{"deadline past", "POST", "/api/slots/s3/deadline", map[string]any{"deadline": time.Now().Add(-time.Minute), "confirm_earlier": true}, nil, 400, CodeInvalid},
+		{"deadline missing", "POST", "/api/slots/s3/deadline", map[string]any{"confirm_earlier": true}, nil, 400, CodeInvalid},
+		{"deadline bad time", "POST", "/api/slots/s3/deadline", `{"deadline":"soon","confirm_earlier":true}`, nil, 400, CodeInvalid},
+		{"deadline unknown field", "POST", "/api/slots/s3/deadline", `{"until":"` + future + `","confirm_earlier":true}`, nil, 400, CodeInvalid},
+		{"deadline vacant", "POST", "/api/slots/s1/deadline", map[string]any{"deadline": time.Now().Add(30 * time.Minute), "confirm_earlier": true}, nil, 409, CodeConflict},
+		{"deadline unknown slot", "POST", "/api/slots/nope/deadline", map[string]any{"deadline": time.Now().Add(30 * time.Minute), "confirm_earlier": true}, nil, 404, CodeNotFound},
 		// release / teardown / promote
 		{"release vacant", "POST", "/api/slots/s1/release", nil, nil, 409, CodeConflict},
 		{"release unknown", "POST", "/api/slots/nope/release", nil, nil, 404, CodeNotFound},
@@ -466,6 +476,12 @@ func TestBadInputAppendsNothing(t *testing.T) {
 		{"latest none", "GET", "/api/slots/s1/jobs/latest?kind=promote", nil, nil, 404, CodeNotFound},
 		{"plan bad kind", "GET", "/api/slots/s1/plan?kind=x", nil, nil, 400, CodeInvalid},
 		{"plan wrong state", "GET", "/api/slots/s1/plan?kind=reset", nil, nil, 409, CodeConflict},
+		{"all jobs bad state", "GET", "/api/jobs?state=exploded", nil, nil, 400, CodeInvalid},
+		{"all jobs bad kind", "GET", "/api/jobs?kind=nuke", nil, nil, 400, CodeInvalid},
+		{"all jobs bad slot", "GET", "/api/jobs?slot=../x", nil, nil, 400, CodeInvalid},
+		{"all jobs bad actor", "GET", "/api/jobs?actor=%E2%80%AEbob", nil, nil, 400, CodeInvalid},
+		{"all jobs bad cursor", "GET", "/api/jobs?cursor=abc", nil, nil, 400, CodeInvalid},
+		{"all jobs bad limit", "GET", "/api/jobs?limit=101", nil, nil, 400, CodeInvalid},
 		{"audit bad since", "GET", "/api/audit?since=yesterday", nil, nil, 400, CodeInvalid},
 		{"audit bad after", "GET", "/api/audit?after=-1", nil, nil, 400, CodeInvalid},
 		{"audit bad before", "GET", "/api/audit?before=x", nil, nil, 400, CodeInvalid},
@@ -666,5 +682,106 @@ func TestJobEventsAfter(t *testing.T) {
 	}
 	if a := b.do(t, http.MethodGet, "/api/jobs/nope/events?after=3", nil); a.status != http.StatusNotFound {
 		t.Fatalf("unknown job: %d", a.status)
+	}
+}
+
+// TestListJobsAcrossSlots: GET /api/jobs finds a job without its slot,
+// filters by state, kind, slot and person, pages newest first, and names
+// the offending parameter of a bad query.
+func TestListJobsAcrossSlots(t *testing.T) {
+	b := setup(t, HubOptions{})
+	for _, n := range []string{"s1", "s2", "s3"} {
+		b.register(t, n)
+		b.occupy(t, n)
+	}
+	var ids []string
+	for _, n := range []string{"s1", "s2", "s3"} {
+		a := b.do(t, http.MethodPost, "/api/slots/"+n+"/release", nil)
+		var res slots.JobAcceptedResult
+		a.decode(t, &res)
+		ids = append(ids, res.JobID)
+	}
+	list := func(query string) projections.Page {
+		t.Helper()
+		a := b.do(t, http.MethodGet, "/api/jobs"+query, nil)
+		if a.status != http.StatusOK {
+			t.Fatalf("GET /api/jobs%s: %d %s", query, a.status, a.body)
+		}
+		var p projections.Page
+		a.decode(t, &p)
+		return p
+	}
+	got := func(p projections.Page) []string {
+		out := []string{}
+		for _, j := range p.Jobs {
+			out = append(out, j.ID)
+		}
+		return out
+	}
+	for query, want := range map[string][]string{
+		"":                               {ids[2], ids[1], ids[0]},
+		"?slot=s2":                       {ids[1]},
+		"?state=queued&kind=reset":       {ids[2], ids[1], ids[0]},
+		"?actor=alice&slot=s1":           {ids[0]},
+		"?state=failed":                  {},
+		"?state=uncertain":               {},
+		"?kind=teardown":                 {},
+		"?actor=nobody":                  {},
+		"?slot=s9":                       {},
+		"?limit=2&state=queued":          {ids[2], ids[1]},
+		"?cursor=" + strconv.Itoa(1<<40): {ids[2], ids[1], ids[0]},
+	} {
+		if g := got(list(query)); !slices.Equal(g, want) {
+			t.Errorf("GET /api/jobs%s = %v, want %v", query, g, want)
+		}
+	}
+	p1 := list("?limit=2")
+	if p1.NextCursor == "" {
+		t.Fatal("page 1 of 3 jobs in pages of 2 has no cursor")
+	}
+	if p2 := list("?limit=2&cursor=" + p1.NextCursor); !slices.Equal(got(p2), []string{ids[0]}) || p2.NextCursor != "" {
+		t.Fatalf("page 2 = %v cursor %q", got(p2), p2.NextCursor)
+	}
+	for query, field := range map[string]string{
+		"?state=done": "state", "?kind=x": "kind", "?slot=a%2Fb": "slot", "?actor=%20x": "actor",
+		"?cursor=0": "cursor", "?limit=0": "limit",
+	} {
+		a := b.do(t, http.MethodGet, "/api/jobs"+query, nil)
+		if e := a.apiError(t); a.status != http.StatusBadRequest || e.Details["field"] != field {
+			t.Errorf("GET /api/jobs%s: %d %+v, want 400 naming %q", query, a.status, e, field)
+		}
+	}
+}
+
+// TestSetEarlierDeadlineOverHTTP: the occupant (a member) moves their own
+// deadline earlier; another member may not; the answer is the slot with the
+// new deadline and the audit feed says what happened.
+func TestSetEarlierDeadlineOverHTTP(t *testing.T) {
+	b := setup(t, HubOptions{})
+	b.register(t, "s1")
+	mia := bearerAs(b.tokenFor(t, "mia", auth.RoleMember, time.Hour))
+	noah := bearerAs(b.tokenFor(t, "noah", auth.RoleMember, time.Hour))
+	if a := b.do(t, http.MethodPost, "/api/slots/s1/occupy", map[string]any{"until": time.Now().Add(30 * time.Hour)}, mia...); a.status != http.StatusOK {
+		t.Fatalf("occupy: %d %s", a.status, a.body)
+	}
+	sooner := time.Now().Add(90 * time.Minute).UTC().Truncate(time.Second)
+	body := map[string]any{"deadline": sooner, "confirm_earlier": true}
+	before := b.head(t)
+	b.refused(t, "another member", b.do(t, http.MethodPost, "/api/slots/s1/deadline", body, noah...), before, http.StatusForbidden, auth.PermExtendAny)
+
+	a := b.do(t, http.MethodPost, "/api/slots/s1/deadline", body, mia...)
+	if a.status != http.StatusOK {
+		t.Fatalf("set deadline: %d %s", a.status, a.body)
+	}
+	var v projections.SlotView
+	a.decode(t, &v)
+	if v.Deadline == nil || !v.Deadline.Equal(sooner) || v.Occupant != "mia" {
+		t.Fatalf("answer %+v, want deadline %s", v, sooner)
+	}
+	a = b.do(t, http.MethodGet, "/api/audit?slot=s1&kind=OccupancyExtended", nil)
+	var feed struct{ Entries []projections.AuditEntry }
+	a.decode(t, &feed)
+	if len(feed.Entries) != 1 || !strings.HasPrefix(feed.Entries[0].Summary, "deadline moved earlier by mia") {
+		t.Fatalf("audit = %+v", feed.Entries)
 	}
 }

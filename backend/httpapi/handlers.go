@@ -3,8 +3,10 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -144,6 +146,28 @@ func (s *Server) extend(c echo.Context) error {
 		return err
 	}
 	if err := s.d.Commands.Extend(c.Request().Context(), actorOf(c), name, cmd); err != nil {
+		return err
+	}
+	s.caughtUp(c)
+	return s.slotView(c, name, http.StatusOK)
+}
+
+// setDeadline moves an occupied slot's deadline earlier: the explicit action
+// beside extend, with the same ownership rule (the occupant, or
+// PermExtendAny for someone else's slot).
+func (s *Server) setDeadline(c echo.Context) error {
+	name, err := pathName(c, "name")
+	if err != nil {
+		return err
+	}
+	var cmd slots.DeadlineCmd
+	if err := decodeBody(c, &cmd, false); err != nil {
+		return err
+	}
+	if err := s.ownSlotOr(c, name, auth.PermExtendAny); err != nil {
+		return err
+	}
+	if err := s.d.Commands.SetEarlierDeadline(c.Request().Context(), actorOf(c), name, cmd); err != nil {
 		return err
 	}
 	s.caughtUp(c)
@@ -438,6 +462,47 @@ func (s *Server) resume(c echo.Context) error {
 }
 
 // ---- audit and resources ----
+
+// listJobs answers GET /api/jobs: every job across slots, newest first,
+// filtered by state (a job state, or "uncertain"), kind, slot and the
+// person who asked for it (actor), cursor-paged like a slot's jobs. An
+// unknown slot or person is no error: nothing matches.
+func (s *Server) listJobs(c echo.Context) error {
+	f := projections.JobFilter{State: c.QueryParam("state"), Slot: c.QueryParam("slot"), Actor: c.QueryParam("actor")}
+	if f.State != "" && !slices.Contains(projections.JobFilterStates, f.State) {
+		return invalidField("state", fmt.Sprintf("query state must be one of %s, got %q", strings.Join(projections.JobFilterStates, ", "), f.State))
+	}
+	kind, err := queryKind(c, false)
+	if err != nil {
+		return err
+	}
+	f.Kind = kind
+	if f.Slot != "" {
+		if err := checkName(f.Slot); err != nil {
+			return invalidField("slot", "query slot: "+err.Error())
+		}
+	}
+	if f.Actor != "" {
+		if err := checkActor(f.Actor); err != nil {
+			return invalidField("actor", "query actor: "+err.Error())
+		}
+	}
+	if f.Limit, err = queryInt(c, "limit", 20, 1, 100); err != nil {
+		return err
+	}
+	if _, _, err := queryPosition(c, "cursor"); err != nil {
+		return err
+	}
+	f.Cursor = c.QueryParam("cursor")
+	page, err := s.d.Reads.Jobs(c.Request().Context(), f)
+	if err != nil {
+		return err
+	}
+	if page.Jobs == nil {
+		page.Jobs = []projections.JobView{}
+	}
+	return c.JSON(http.StatusOK, page)
+}
 
 func (s *Server) audit(c echo.Context) error {
 	f := projections.AuditFilter{Slot: c.QueryParam("slot"), JobID: c.QueryParam("job"), Actor: c.QueryParam("actor")}

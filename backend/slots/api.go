@@ -50,6 +50,15 @@ type ExtendCmd struct {
 	Until time.Time `json:"until"`
 }
 
+// DeadlineCmd sets an earlier deadline on an occupied slot (Extend only
+// adds time). ConfirmEarlier must be true: the caller states that it means
+// to shorten the occupancy, which with deadline resets on wipes the slot
+// sooner.
+type DeadlineCmd struct {
+	Deadline       time.Time `json:"deadline"`
+	ConfirmEarlier bool      `json:"confirm_earlier"`
+}
+
 // PromoteCmd copies the slot's code to a new repository.
 type PromoteCmd struct {
 	Project string `json:"project"`
@@ -97,6 +106,8 @@ type Commands interface {
 	Register(ctx context.Context, a Actor, c RegisterCmd) error
 	Occupy(ctx context.Context, a Actor, slot string, c OccupyCmd) error
 	Extend(ctx context.Context, a Actor, slot string, c ExtendCmd) error
+	// SetEarlierDeadline moves the deadline earlier (never later: that is Extend).
+	SetEarlierDeadline(ctx context.Context, a Actor, slot string, c DeadlineCmd) error
 	// Release queues a reset after the grace period.
 	Release(ctx context.Context, a Actor, slot string) (JobAcceptedResult, error)
 	Teardown(ctx context.Context, a Actor, slot string) (JobAcceptedResult, error)

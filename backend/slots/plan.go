@@ -104,6 +104,11 @@ func invalid(format string, args ...any) *Error {
 	return &Error{Code: CodeInvalid, Message: fmt.Sprintf(format, args...)}
 }
 
+// invalidField is invalid with details.field naming the offending field.
+func invalidField(field, msg string) *Error {
+	return &Error{Code: CodeInvalid, Message: msg, Details: map[string]any{"field": field}}
+}
+
 // ValidateSlotName checks a slot name against ^[a-z0-9][a-z0-9-]{0,62}$.
 func ValidateSlotName(name string) error {
 	if !slotNameRe.MatchString(name) {
@@ -170,7 +175,7 @@ func validatePerson(field, by string) error {
 
 // validateUntil checks an occupancy deadline: in the future, and not further
 // away than max.
-func validateUntil(now, until time.Time, max time.Duration) error {
+func validateUntil(now, until time.Time, max time.Duration) *Error {
 	if until.IsZero() {
 		return invalid("until is required")
 	}

@@ -312,6 +312,44 @@ func (s *Service) Extend(ctx context.Context, a Actor, slot string, c ExtendCmd)
 	return err
 }
 
+// SetEarlierDeadline implements Commands: the explicit way to shorten an
+// occupancy. It needs ConfirmEarlier (400 without), a future deadline within
+// the maximum occupancy (400), an occupied slot whose lock allows it (409, as
+// Extend) and a deadline strictly earlier than the current one (409,
+// details.until: a later one is an extend).
+func (s *Service) SetEarlierDeadline(ctx context.Context, a Actor, slot string, c DeadlineCmd) error {
+	if err := validateActor(a); err != nil {
+		return err
+	}
+	if err := ValidateSlotName(slot); err != nil {
+		return err
+	}
+	if !c.ConfirmEarlier {
+		return invalidField("confirm_earlier", "confirm_earlier must be true to move a deadline earlier")
+	}
+	if err := validateUntil(s.now(), c.Deadline, s.cfg.MaxOccupancy); err != nil {
+		err.Details = map[string]any{"field": "deadline"}
+		return err
+	}
+	_, err := s.onSlot(ctx, slot, func(st *SlotState) ([]events.EventData, error) {
+		if err := needSlot(st); err != nil {
+			return nil, err
+		}
+		if st.Locked() && st.LockKind != events.KindPromote {
+			return nil, blocked(st)
+		}
+		if !st.Occupied {
+			return nil, conflict(map[string]any{"state": st.Lifecycle()}, "slot %s is not occupied", slot)
+		}
+		if !c.Deadline.Before(st.Until) {
+			return nil, conflict(map[string]any{"until": st.Until.UTC()},
+				"%s is not earlier than the deadline of %s (%s); use extend to add time", c.Deadline.UTC().Format(time.RFC3339), slot, st.Until.UTC().Format(time.RFC3339))
+		}
+		return []events.EventData{events.New(events.OccupancyExtended{Slot: slot, By: a.Name, Until: c.Deadline.UTC(), Earlier: true}, s.meta(a))}, nil
+	})
+	return err
+}
+
 // Release implements Commands: it queues a reset that runs after the grace
 // period.
 func (s *Service) Release(ctx context.Context, a Actor, slot string) (JobAcceptedResult, error) {

@@ -393,3 +393,64 @@ func TestCancelledTeardownThatRanCanBeResumed(t *testing.T) {
 	_, err = svc.Resume(ctx, alice, r2.JobID)
 	wantCode(t, err, slots.CodeConflict)
 }
+
+// TestSetEarlierDeadline: the explicit way to shorten an occupancy moves the
+// deadline earlier only with confirm_earlier, only earlier, and a refusal
+// appends nothing.
+func TestSetEarlierDeadline(t *testing.T) {
+	t.Parallel()
+	svc, st := setup(t, slots.Config{MaxOccupancy: 48 * time.Hour})
+	ctx := context.Background()
+	register(t, svc, "alpha")
+	register(t, svc, "beta")
+	later := time.Now().Add(30 * time.Hour).Truncate(time.Second)
+	if err := svc.Occupy(ctx, alice, "alpha", slots.OccupyCmd{By: "alice", Until: later}); err != nil {
+		t.Fatal(err)
+	}
+	sooner := time.Now().Add(2 * time.Hour).Truncate(time.Second)
+	before := head(t, st)
+	for _, tc := range []struct {
+		name  string
+		slot  string
+		cmd   slots.DeadlineCmd
+		code  slots.Code
+		field string
+	}{
+		{"without confirmation", "alpha", slots.DeadlineCmd{Deadline: sooner}, slots.CodeInvalid, "confirm_earlier"},
+		{"no deadline", "alpha", slots.DeadlineCmd{ConfirmEarlier: true}, slots.CodeInvalid, "deadline"},
+		{"in the past", "alpha", slots.DeadlineCmd{Deadline: time.Now().Add(-time.Minute), ConfirmEarlier: true}, slots.CodeInvalid, "deadline"},
+		{"later is an extend", "alpha", slots.DeadlineCmd{Deadline: later.Add(time.Hour), ConfirmEarlier: true}, slots.CodeConflict, ""},
+		{"the same deadline", "alpha", slots.DeadlineCmd{Deadline: later, ConfirmEarlier: true}, slots.CodeConflict, ""},
+		{"vacant slot", "beta", slots.DeadlineCmd{Deadline: sooner, ConfirmEarlier: true}, slots.CodeConflict, ""},
+		{"unknown slot", "gamma", slots.DeadlineCmd{Deadline: sooner, ConfirmEarlier: true}, slots.CodeNotFound, ""},
+	} {
+		e := wantCode(t, svc.SetEarlierDeadline(ctx, alice, tc.slot, tc.cmd), tc.code)
+		if tc.field != "" && e.Details["field"] != tc.field {
+			t.Errorf("%s: details %v, want field %q", tc.name, e.Details, tc.field)
+		}
+	}
+	if after := head(t, st); after != before {
+		t.Fatalf("refused deadline changes appended: head %d → %d", before, after)
+	}
+
+	if err := svc.SetEarlierDeadline(ctx, alice, "alpha", slots.DeadlineCmd{Deadline: sooner, ConfirmEarlier: true}); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := st.ReadStream(ctx, events.SlotStream("alpha"), 0, 0, events.Forward)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs = evs[len(evs)-1:]
+	p, err := events.Decode(evs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	ext, ok := p.(events.OccupancyExtended)
+	if evs[0].Position != before+1 || !ok || !ext.Until.Equal(sooner) || !ext.Earlier || ext.By != "alice" {
+		t.Fatalf("appended %s %+v at %d, want OccupancyExtended{Until: %s, Earlier: true} at %d", evs[0].Type, ext, evs[0].Position, sooner, before+1)
+	}
+	// An extend from there adds time again.
+	if err := svc.Extend(ctx, alice, "alpha", slots.ExtendCmd{Until: sooner.Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -13,6 +13,7 @@ import { AdminPage } from "./pages/AdminPage";
 import { AuditPage } from "./pages/AuditPage";
 import { Board } from "./pages/Board";
 import { JobPage } from "./pages/JobPage";
+import { JobsPage } from "./pages/JobsPage";
 import { RemainingPage } from "./pages/RemainingPage";
 import { ReconcilePage } from "./pages/ReconcilePage";
 import { ResetLookup } from "./pages/ResetLookup";
@@ -86,6 +87,9 @@ function Header({ subject }: { subject: Subject | undefined }) {
       {subject && (
         <nav aria-label={t("nav.main")}>
           <Link href="/">{t("nav.board")}</Link>
+          <Link href="/jobs" data-testid="nav-jobs">
+            {t("nav.jobs")}
+          </Link>
           <Link href="/audit">{t("nav.audit")}</Link>
           <Link href="/remaining">{t("nav.remaining")}</Link>
           <Link href="/reconcile">{t("nav.reconcile")}</Link>
@@ -153,6 +157,9 @@ function Routes() {
       </Route>
       <Route path="/slots/:name/reset">{(p) => <ResetLookup key={p.name} slot={p.name} />}</Route>
       <Route path="/slots/:name">{(p) => <SlotPage key={p.name} name={p.name} />}</Route>
+      <Route path="/jobs">
+        <JobsPage />
+      </Route>
       <Route path="/jobs/:id/wait">{(p) => <WaitView key={p.id} id={p.id} />}</Route>
       <Route path="/jobs/:id">{(p) => <JobPage key={p.id} id={p.id} />}</Route>
       <Route path="/audit">

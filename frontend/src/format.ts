@@ -104,6 +104,29 @@ export function stepList(steps: readonly string[] | null | undefined, t: T): str
   return steps && steps.length > 0 ? steps.map((s) => t.dyn("step", s)).join(", ") : t("common.none");
 }
 
+// ---- issue 14 (board, job page, jobs page): shared helpers ----
+
+const collator = new Intl.Collator(undefined, { numeric: true, sensitivity: "base" });
+
+/** naturalCompare orders names as people count: slot-2 before slot-10. */
+export function naturalCompare(a: string, b: string): number {
+  return collator.compare(a, b) || (a < b ? -1 : a > b ? 1 : 0);
+}
+
+/** formatRelative says how far an instant is from now ("3 min ago", "in 2 h"), for a title attribute. */
+export function formatRelative(iso: string | undefined, now: number, lang: string): string {
+  if (!iso) return "";
+  const ms = Date.parse(iso);
+  if (Number.isNaN(ms)) return "";
+  const diff = (ms - now) / 1000;
+  const abs = Math.abs(diff);
+  const rtf = new Intl.RelativeTimeFormat(lang, { numeric: "auto" });
+  if (abs < 60) return rtf.format(Math.round(diff), "second");
+  if (abs < 3600) return rtf.format(Math.round(diff / 60), "minute");
+  if (abs < 86400) return rtf.format(Math.round(diff / 3600), "hour");
+  return rtf.format(Math.round(diff / 86400), "day");
+}
+
 function known(key: string): key is Key {
   return key in en;
 }

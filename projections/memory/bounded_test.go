@@ -90,6 +90,15 @@ func TestBoundedAnswersLikeEverything(t *testing.T) {
 		} {
 			sameAnswer(t, fmt.Sprintf("%s audit %+v", name, f), func(m projections.ReadModel) (any, error) { return m.Audit(ctx, f) }, ref, rm)
 		}
+		// GET /api/jobs over jobs that left memory filters by what each
+		// job's ref keeps (state, requester, uncertain step).
+		for _, f := range []projections.JobFilter{
+			{}, {Limit: 3}, {State: projections.JobFailed}, {State: projections.JobSucceeded, Limit: 5},
+			{State: projections.JobStateUncertain}, {Actor: "alice"}, {Slot: "late", State: projections.JobRunning},
+			{Kind: events.KindReset, State: projections.JobFailed, Limit: 2},
+		} {
+			sameAnswer(t, fmt.Sprintf("%s jobs %+v", name, f), func(m projections.ReadModel) (any, error) { return m.Jobs(ctx, f) }, ref, rm)
+		}
 		// Every generated job has ended: memory holds the limit's views.
 		if audit, jobs := rm.Held(); audit > lim.RecentAudit+4096 || jobs > lim.RecentJobs {
 			t.Errorf("%s holds %d audit entries and %d job views, limits %d and %d", name, audit, jobs, lim.RecentAudit, lim.RecentJobs)

@@ -8,8 +8,10 @@
 // and the latest audit entries. An older job's view is folded from its
 // stream when asked for, and older audit pages are read from the log
 // (projections.FoldJob, projections.AuditFromLog); both answer exactly what
-// a read model holding everything would. What stays per job ever run is its
-// id, slot, kind and queued position (the index JobsBySlot pages through).
+// a read model holding everything would. What stays per job ever run is a
+// small ref: id, slot, kind, queued position, and the state, requester and
+// uncertain flag GET /api/jobs filters by (the indexes JobsBySlot and Jobs
+// page through).
 package memory
 
 import (
@@ -57,6 +59,7 @@ type Store struct {
 	jobs   map[string]*projections.JobView  // open jobs and recently finished ones
 	refs   map[string]jobRef                // every job the log holds
 	bySlot map[string][]string              // slot → job ids, oldest first (by queued position)
+	all    []string                         // every job id, oldest first (by queued position)
 	latest map[string]string                // slot + "\x00" + kind → newest job id
 	// finished lists jobs in the order they finished (with repeats after a
 	// resume); from its head, past RecentJobs, views leave memory.
@@ -67,11 +70,32 @@ type Store struct {
 	quiet    bool                  // in ApplyQuiet: it notes finished jobs itself
 }
 
-// jobRef is what stays in memory of every job: enough to page a slot's jobs
-// and to know the job exists.
+// jobRef is what stays in memory of every job: enough to page a slot's jobs,
+// to know the job exists, and to filter GET /api/jobs (state, requester,
+// whether a step is uncertain) without folding the jobs that left memory.
+// The filter fields are exact for a job whose view left memory (trim sets
+// them from the view as it leaves); for a job in memory the view is read.
 type jobRef struct {
-	slot, kind string
-	queued     events.Position
+	slot, kind  string
+	queued      events.Position
+	state       string
+	requestedBy string
+	uncertain   bool
+}
+
+func refOf(v *projections.JobView) jobRef {
+	return jobRef{slot: v.Slot, kind: v.Kind, queued: v.QueuedPosition, state: v.State,
+		requestedBy: v.RequestedBy, uncertain: v.UncertainStep != ""}
+}
+
+// matches reports whether the job passes f, from the ref alone
+// (JobFilter.Match over the fields a ref keeps).
+func (r jobRef) matches(f projections.JobFilter) bool {
+	v := projections.JobView{Slot: r.slot, Kind: r.kind, State: r.state, RequestedBy: r.requestedBy}
+	if r.uncertain {
+		v.UncertainStep = "?" // Match asks only whether there is one
+	}
+	return f.Match(v)
 }
 
 // auditLog holds the latest audit entries in position order, in fixed-size
@@ -250,6 +274,9 @@ func (s *Store) trim() {
 			s.finished[s.fhead] = ""
 			s.fhead++
 			if v := s.jobs[id]; v != nil && done(v.State) {
+				// A quiet batch changes views in place without PutJob:
+				// the ref takes the view's last word as it leaves.
+				s.refs[id] = refOf(v)
 				delete(s.jobs, id)
 			}
 		}
@@ -282,18 +309,21 @@ func (s *Store) PutJob(v *projections.JobView) {
 		s.finished = append(s.finished, v.ID)
 	}
 	old, existed := s.refs[v.ID]
-	s.refs[v.ID] = jobRef{slot: v.Slot, kind: v.Kind, queued: v.QueuedPosition}
+	s.refs[v.ID] = refOf(v)
 	if existed && old.slot == v.Slot && old.queued == v.QueuedPosition {
 		return
 	}
 	if existed {
+		s.all = slices.DeleteFunc(s.all, func(id string) bool { return id == v.ID })
 		s.bySlot[old.slot] = slices.DeleteFunc(s.bySlot[old.slot], func(id string) bool { return id == v.ID })
 		if s.latest[old.slot+"\x00"+old.kind] == v.ID {
 			delete(s.latest, old.slot+"\x00"+old.kind)
 		}
 	}
+	// Jobs arrive in position order, so these are appends in practice.
+	at := sort.Search(len(s.all), func(i int) bool { return s.refs[s.all[i]].queued > v.QueuedPosition })
+	s.all = slices.Insert(s.all, at, v.ID)
 	ids := s.bySlot[v.Slot]
-	// Jobs arrive in position order, so this is an append in practice.
 	i := sort.Search(len(ids), func(i int) bool { return s.refs[ids[i]].queued > v.QueuedPosition })
 	s.bySlot[v.Slot] = slices.Insert(ids, i, v.ID)
 	key := v.Slot + "\x00" + v.Kind
@@ -414,6 +444,54 @@ func (s *Store) JobsBySlot(ctx context.Context, slot, kind string, limit int, cu
 			break
 		}
 		picks = append(picks, pick{ids[i], s.jobs[ids[i]]})
+	}
+	pos := s.pos
+	s.mu.RUnlock()
+	for _, p := range picks {
+		v, err := s.job(ctx, p.id, p.v, pos)
+		if err != nil {
+			return projections.Page{}, err
+		}
+		page.Jobs = append(page.Jobs, v)
+	}
+	return page, nil
+}
+
+// Jobs implements projections.ReadModel: a walk of the job index newest
+// first (of one slot's jobs when the filter names a slot), skipping those the
+// filter does not match. The cursor is as in JobsBySlot. Matching reads the
+// view of a job in memory and the ref of one that left it, so the walk folds
+// nothing; only the page's jobs that left memory are folded, after the lock.
+func (s *Store) Jobs(ctx context.Context, f projections.JobFilter) (projections.Page, error) {
+	limit, before, err := projections.ParsePaging(f.Limit, f.Cursor)
+	if err != nil {
+		return projections.Page{}, err
+	}
+	type pick struct {
+		id string
+		v  *projections.JobView
+	}
+	var picks []pick
+	page := projections.Page{Jobs: []projections.JobView{}}
+	s.mu.RLock()
+	ids := s.all
+	if f.Slot != "" {
+		ids = s.bySlot[f.Slot]
+	}
+	// Skip the ids at or after the cursor with a binary search: a deep page
+	// does not walk the pages before it.
+	end := sort.Search(len(ids), func(i int) bool { return s.refs[ids[i]].queued >= before })
+	for i := end - 1; i >= 0; i-- {
+		id := ids[i]
+		v := s.jobs[id]
+		if (v != nil && !f.Match(*v)) || (v == nil && !s.refs[id].matches(f)) {
+			continue
+		}
+		if len(picks) == limit {
+			page.NextCursor = strconv.FormatUint(uint64(s.refs[picks[limit-1].id].queued), 10)
+			break
+		}
+		picks = append(picks, pick{id, v})
 	}
 	pos := s.pos
 	s.mu.RUnlock()

@@ -597,6 +597,53 @@ func (s *Store) JobsBySlot(ctx context.Context, slot, kind string, limit int, cu
 	return page, nil
 }
 
+// Jobs implements projections.ReadModel (indexes of migration 002, and
+// jobs_by_slot for a slot). The filter's Match is the reference: the
+// conditions here say the same in SQL.
+func (s *Store) Jobs(ctx context.Context, f projections.JobFilter) (projections.Page, error) {
+	limit, before, err := projections.ParsePaging(f.Limit, f.Cursor)
+	if err != nil {
+		return projections.Page{}, err
+	}
+	where := []string{"queued_position < $1"}
+	args := []any{int64(min(uint64(before), math.MaxInt64))}
+	add := func(cond string, v any) {
+		args = append(args, v)
+		where = append(where, fmt.Sprintf(cond, len(args)))
+	}
+	switch f.State {
+	case "":
+	case projections.JobStateUncertain:
+		where = append(where, "view->>'uncertain_step' <> ''")
+	default:
+		add("view->>'state' = $%d", f.State)
+	}
+	if f.Kind != "" {
+		add("kind = $%d", f.Kind)
+	}
+	if f.Slot != "" {
+		add("slot = $%d", f.Slot)
+	}
+	if f.Actor != "" {
+		add("view->>'requested_by' = $%d", f.Actor)
+	}
+	args = append(args, limit+1)
+	q := fmt.Sprintf(`SELECT view FROM jobs WHERE %s ORDER BY queued_position DESC LIMIT $%d`, strings.Join(where, " AND "), len(args))
+	jobs, err := queryViews[projections.JobView](ctx, s.pool, q, args...)
+	if err != nil {
+		return projections.Page{}, err
+	}
+	page := projections.Page{Jobs: jobs}
+	if page.Jobs == nil {
+		page.Jobs = []projections.JobView{}
+	}
+	if len(jobs) > limit {
+		page.Jobs = jobs[:limit]
+		page.NextCursor = strconv.FormatUint(uint64(jobs[limit-1].QueuedPosition), 10)
+	}
+	return page, nil
+}
+
 // JobEvents implements projections.ReadModel: the job's stream from the
 // log, up to the checkpoint.
 func (s *Store) JobEvents(ctx context.Context, id string) ([]events.RecordedEvent, error) {

@@ -29,6 +29,7 @@ func Run(t *testing.T, open Open, reference Reference) {
 	t.Run("GeneratedHistoryMatchesReference", func(t *testing.T) { testGenerated(t, open, reference) })
 	t.Run("RunnerFeedIsGaplessAndWaitForWorks", func(t *testing.T) { testRunnerFeed(t, open) })
 	t.Run("BadQueriesAreInvalid", func(t *testing.T) { testBadQueries(t, open) })
+	t.Run("JobsAcrossSlots", func(t *testing.T) { testJobsAcrossSlots(t, open, reference) })
 	t.Run("EveryViewChangeMovesItsPosition", func(t *testing.T) { testViewsChangeVisibly(t, open) })
 }
 
@@ -628,4 +629,118 @@ func refs(m map[string]projections.JobRef) []*projections.JobRef {
 		out = append(out, &r)
 	}
 	return out
+}
+
+// testJobsAcrossSlots checks Jobs (GET /api/jobs): the scenario's answers
+// one by one, then every filter over a generated history, paged in small
+// pages, against the reference read model.
+func testJobsAcrossSlots(t *testing.T, open Open, reference Reference) {
+	ctx := Ctx(t)
+	sc := buildScenario(t)
+	rm := open(t, sc.log)
+	Catchup(t, sc.log, rm, 0)
+	for _, tc := range []struct {
+		name string
+		f    projections.JobFilter
+		want []string
+	}{
+		{"all", projections.JobFilter{}, []string{sc.j6, sc.j5, sc.j4, sc.j3, sc.j2, sc.j1}},
+		// A failed job is found without knowing its slot.
+		{"failed", projections.JobFilter{State: projections.JobFailed}, []string{sc.j6, sc.j3}},
+		{"abandoned", projections.JobFilter{State: projections.JobAbandoned}, []string{sc.j2}},
+		{"uncertain", projections.JobFilter{State: projections.JobStateUncertain}, []string{sc.j2}},
+		{"teardowns", projections.JobFilter{Kind: events.KindTeardown}, []string{sc.j4, sc.j3}},
+		{"slot s1", projections.JobFilter{Slot: "s1"}, []string{sc.j2, sc.j1}},
+		{"by chen", projections.JobFilter{Actor: "chen"}, []string{sc.j6, sc.j5}},
+		{"succeeded promotes of s4 by chen", projections.JobFilter{State: projections.JobSucceeded, Kind: events.KindPromote, Slot: "s4", Actor: "chen"}, []string{sc.j5}},
+		{"nobody", projections.JobFilter{Actor: "nobody"}, nil},
+		{"unknown slot", projections.JobFilter{Slot: "nope"}, nil},
+	} {
+		got := allJobs(t, rm, tc.f, 0)
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: Jobs = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	// Pages of two: newest first, a cursor while more remain, none after.
+	p, err := rm.Jobs(ctx, projections.JobFilter{Limit: 2})
+	Must(t, err)
+	if got := jobIDs(p.Jobs); !slices.Equal(got, []string{sc.j6, sc.j5}) || p.NextCursor == "" {
+		t.Fatalf("page 1 = %v cursor %q", got, p.NextCursor)
+	}
+	p, err = rm.Jobs(ctx, projections.JobFilter{Limit: 4, Cursor: p.NextCursor})
+	Must(t, err)
+	if got := jobIDs(p.Jobs); !slices.Equal(got, []string{sc.j4, sc.j3, sc.j2, sc.j1}) || p.NextCursor != "" {
+		t.Fatalf("page 2 = %v cursor %q, want the last four and no cursor", got, p.NextCursor)
+	}
+	empty, err := rm.Jobs(ctx, projections.JobFilter{Actor: "nobody"})
+	Must(t, err)
+	if empty.Jobs == nil {
+		t.Error("no match: Jobs = nil, want an empty list")
+	}
+	for _, cursor := range []string{"abc", "-1", "0"} {
+		if _, err := rm.Jobs(ctx, projections.JobFilter{Cursor: cursor}); !errors.Is(err, projections.ErrInvalid) {
+			t.Errorf("cursor %q: err = %v, want ErrInvalid", cursor, err)
+		}
+	}
+	if _, err := rm.Jobs(ctx, projections.JobFilter{Limit: -1}); !errors.Is(err, projections.ErrInvalid) {
+		t.Errorf("limit -1: err = %v, want ErrInvalid", err)
+	}
+
+	// A generated history: every filter, in pages of three, agrees with the
+	// reference, and the reference agrees with Match over every job.
+	log := memstore.New()
+	Must(t, NewGen(log, 11).Random(ctx, 6, 1500))
+	ref := reference(log)
+	Catchup(t, log, ref, 1)
+	gen := open(t, log)
+	Catchup(t, log, gen, 200)
+	every := allJobs(t, ref, projections.JobFilter{}, 0)
+	views := map[string]projections.JobView{}
+	for _, id := range every {
+		v, err := ref.Job(ctx, id)
+		Must(t, err)
+		views[id] = v
+	}
+	var filters []projections.JobFilter
+	for _, st := range append([]string{""}, projections.JobFilterStates...) {
+		for _, kind := range []string{"", events.KindReset, events.KindTeardown, events.KindPromote} {
+			filters = append(filters, projections.JobFilter{State: st, Kind: kind})
+		}
+	}
+	for _, id := range every[:min(len(every), 3)] {
+		filters = append(filters, projections.JobFilter{Slot: views[id].Slot}, projections.JobFilter{Actor: views[id].RequestedBy, State: views[id].State})
+	}
+	for _, f := range filters {
+		want := allJobs(t, ref, f, 3)
+		var match []string
+		for _, id := range every {
+			if f.Match(views[id]) {
+				match = append(match, id)
+			}
+		}
+		if !slices.Equal(want, match) {
+			t.Errorf("reference %+v = %v, Match says %v", f, want, match)
+		}
+		if got := allJobs(t, gen, f, 3); !slices.Equal(got, want) {
+			t.Errorf("Jobs(%+v) = %v, reference %v", f, got, want)
+		}
+	}
+}
+
+// allJobs follows Jobs' cursor to the end and returns the ids in order.
+func allJobs(t *testing.T, rm projections.ReadModel, f projections.JobFilter, limit int) []string {
+	t.Helper()
+	f.Limit = limit
+	var ids []string
+	for range 10000 {
+		p, err := rm.Jobs(Ctx(t), f)
+		Must(t, err)
+		ids = append(ids, jobIDs(p.Jobs)...)
+		if p.NextCursor == "" {
+			return ids
+		}
+		f.Cursor = p.NextCursor
+	}
+	t.Fatalf("Jobs(%+v): the cursor never ends", f)
+	return nil
 }

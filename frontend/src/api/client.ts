@@ -170,6 +170,14 @@ export async function request<T>(path: string, opts: RequestOptions = {}): Promi
 
 const enc = encodeURIComponent;
 
+/** JobsFilter is GET /api/jobs's filter; empty fields match everything. */
+export interface JobsFilter {
+  state?: string;
+  kind?: string;
+  slot?: string;
+  actor?: string;
+}
+
 function query(params: Record<string, string | number | undefined>): string {
   const q = new URLSearchParams();
   for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== "") q.set(k, String(v));
@@ -185,6 +193,9 @@ export const api = {
     request<SlotView>(`/api/slots/${enc(name)}/occupy`, { method: "POST", body: by ? { by, until } : { until } }),
   extend: (name: string, until: string) =>
     request<SlotView>(`/api/slots/${enc(name)}/extend`, { method: "POST", body: { until } }),
+  /** setEarlierDeadline: the explicit, confirmed way to shorten an occupancy (extend only adds). */
+  setEarlierDeadline: (name: string, deadline: string) =>
+    request<SlotView>(`/api/slots/${enc(name)}/deadline`, { method: "POST", body: { deadline, confirm_earlier: true } }),
   /** release: an operator releasing someone else's slot must give a reason (the server records it). */
   release: (name: string, reason?: string) =>
     request<JobAcceptedResult>(`/api/slots/${enc(name)}/release`, { method: "POST", body: reason ? { reason } : {} }),
@@ -200,6 +211,9 @@ export const api = {
     request<Page>(`/api/slots/${enc(name)}/jobs${query({ kind, cursor, limit: 20 })}`, { signal }),
   latestJob: (name: string, kind: string, signal?: AbortSignal) =>
     request<JobView>(`/api/slots/${enc(name)}/jobs/latest${query({ kind })}`, { signal }),
+  /** jobs: every job across slots, newest first (GET /api/jobs); state may also be "uncertain". */
+  jobs: (f: JobsFilter, cursor?: string, signal?: AbortSignal) =>
+    request<Page>(`/api/jobs${query({ ...f, cursor, limit: 20 })}`, { signal }),
   job: (id: string, signal?: AbortSignal) => request<JobView>(`/api/jobs/${enc(id)}`, { signal }),
   /** jobEvents: the job's raw events; with after, only those of a later revision. */
   jobEvents: (id: string, signal?: AbortSignal, after?: number) =>

@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { setLang } from "../i18n";
 import { resetHealth } from "../live/health";
 import { useCommand } from "../live/useCommand";
-import { jsonResponse } from "../test/fakes";
+import { jsonResponse, slot } from "../test/fakes";
 import { ConfirmPlan } from "./ConfirmPlan";
 
 beforeEach(() => {
@@ -35,7 +35,8 @@ function Page({ onConfirm }: { onConfirm: () => void }) {
         teardown
       </button>
       <input aria-label="after" />
-      {open && <ConfirmPlan slot="s1" kind="teardown" command={cmd} onConfirm={onConfirm} onClose={() => setOpen(false)} />}
+      {/* A reset: the focus trap is the subject here, not the typed name a teardown asks for (tested below). */}
+      {open && <ConfirmPlan slot="s1" kind="reset" command={cmd} onConfirm={onConfirm} onClose={() => setOpen(false)} />}
     </>
   );
 }
@@ -57,7 +58,7 @@ describe("confirmation dialog", () => {
     const { user, dialog, onConfirm } = await openDialog();
     expect(dialog.tagName).toBe("DIALOG");
     expect(dialog).toHaveProperty("open", true);
-    expect(screen.getByRole("dialog", { name: /teardown.*s1/i })).toBe(dialog);
+    expect(screen.getByRole("dialog", { name: /reset.*s1/i })).toBe(dialog);
     const cancel = screen.getByRole("button", { name: "Cancel" });
     const confirm = screen.getByTestId("confirm");
     expect((confirm as HTMLButtonElement).disabled).toBe(false);
@@ -172,5 +173,73 @@ describe("promote confirmation names what the target lookup found (issue 14)", (
     expect(text).toMatch(/NEW\/copy.*확인하지 못했습니다/);
     expect(text).toMatch(/HTTP 503/);
     expect(confirm().disabled).toBe(false);
+  });
+});
+
+describe("confirmations name what they change (issue 14)", () => {
+  const confirm = () => screen.getByTestId("confirm") as HTMLButtonElement;
+  const Dialog = ({ kind, othersSlot }: { kind: "reset" | "teardown"; othersSlot?: ReturnType<typeof slot> }) => {
+    const cmd = useCommand();
+    return <ConfirmPlan slot="dune" kind={kind} command={cmd} onConfirm={() => {}} onClose={() => {}} othersSlot={othersSlot} />;
+  };
+
+  it("a teardown needs the slot's name typed, and lists every resource it deletes", async () => {
+    vi.stubGlobal(
+      "fetch",
+      vi.fn(async () =>
+        jsonResponse({
+          kind: "teardown",
+          slot: "dune",
+          steps: ["delete_db", "delete_app", "delete_repo", "delete_project", "retire"],
+          resources: [
+            { kind: "database", id: "d-1" },
+            { kind: "application", id: "a-1" },
+            { kind: "repository", id: "SLOT/dune" },
+            { kind: "project", id: "p-1" },
+          ],
+        }),
+      ),
+    );
+    const user = userEvent.setup();
+    render(<Dialog kind="teardown" />);
+    await flush();
+    const rows = screen.getByTestId("plan-resources").querySelectorAll("li");
+    expect([...rows].map((r) => r.getAttribute("data-verb"))).toEqual(["delete", "delete", "delete", "delete"]);
+    expect(screen.getByTestId("plan-resources").textContent).toMatch(/Deleted.*d-1.*a-1.*SLOT\/dune.*p-1/);
+    expect(confirm().disabled).toBe(true);
+    await user.type(screen.getByTestId("type-name"), "dun");
+    expect(confirm().disabled).toBe(true);
+    await user.type(screen.getByTestId("type-name"), "e");
+    expect(confirm().disabled).toBe(false);
+  });
+
+  it("a reset says what it deletes and what it overwrites, in Korean too, and names someone else's occupancy", async () => {
+    vi.stubGlobal(
+      "fetch",
+      vi.fn(async () =>
+        jsonResponse({
+          kind: "reset",
+          slot: "dune",
+          steps: ["delete_db", "delete_env_vars", "delete_volumes", "force_push_template", "vacate"],
+          resources: [
+            { kind: "database", id: "d-1" },
+            { kind: "env_var", id: "a-1", name: "env vars of the application" },
+            { kind: "volume", id: "a-1", name: "persistent volumes of the application" },
+            { kind: "repository", id: "SLOT/dune", name: "branch main reset to TPL/template@main" },
+          ],
+        }),
+      ),
+    );
+    setLang("ko");
+    const deadline = new Date(Date.now() + 3 * 3_600_000 + 120_000).toISOString();
+    render(<Dialog kind="reset" othersSlot={slot({ name: "dune", occupant: "bob", deadline })} />);
+    await flush();
+    const list = screen.getByTestId("plan-resources");
+    expect([...list.querySelectorAll("li")].map((r) => r.getAttribute("data-verb"))).toEqual(["delete", "delete", "delete", "overwrite"]);
+    expect(list.textContent).toMatch(/a-1의 모든 환경 변수/);
+    expect(list.textContent).toMatch(/SLOT\/dune의 main 브랜치를 TPL\/template@main\(으\)로 초기화/);
+    expect(list.textContent).not.toMatch(/env vars of the application|reset to/);
+    expect(screen.getByTestId("others-slot").textContent).toMatch(/bob님이 사용 중이며 3시간 \d+분 남았습니다/);
+    expect(screen.queryByTestId("type-name")).toBeNull();
   });
 });

@@ -1,7 +1,8 @@
 import { useLayoutEffect, useRef, useState, type KeyboardEvent, type MouseEvent } from "react";
 import { api } from "../api/client";
-import type { Plan, TargetCheck } from "../api/types";
-import { formatTime, resourceLabel } from "../format";
+import type { Plan, Resource, SlotView, TargetCheck } from "../api/types";
+import { formatDuration, formatTime, resourceLabel } from "../format";
+import { useNow } from "../live/ticker";
 import { useT } from "../i18n";
 import { useLoad } from "../live/useLoad";
 import { CommandError } from "./CommandError";
@@ -26,6 +27,11 @@ export interface ConfirmPlanProps {
    * for one. The value is the occupant's name.
    */
   reasonFor?: string;
+  /**
+   * occupied: the slot as the board holds it, when someone else occupies
+   * it — the dialog names the occupant and the time they have left.
+   */
+  othersSlot?: SlotView;
 }
 
 /**
@@ -33,9 +39,12 @@ export interface ConfirmPlanProps {
  * the server's dry run (GET /api/slots/{name}/plan) — the exact steps and
  * the resources with their ids — and only then offers to go ahead.
  */
-export function ConfirmPlan({ slot, kind, params, loadPlan, command, onConfirm, onClose, reasonFor }: ConfirmPlanProps) {
+export function ConfirmPlan({ slot, kind, params, loadPlan, command, onConfirm, onClose, reasonFor, othersSlot }: ConfirmPlanProps) {
   const t = useT();
   const [reason, setReason] = useState("");
+  // A teardown deletes everything for good: the slot's name must be typed.
+  const [typed, setTyped] = useState("");
+  const nameMissing = kind === "teardown" && typed.trim() !== slot;
   const needsReason = reasonFor !== undefined;
   const reasonMissing = needsReason && reason.trim() === "";
   const plan = useLoad(
@@ -131,20 +140,25 @@ export function ConfirmPlan({ slot, kind, params, loadPlan, command, onConfirm, 
             ))}
           </ol>
           {plan.data.target && <TargetLine target={plan.data.target} />}
-          {(plan.data.resources ?? []).length > 0 && (
-            <>
-              <h3>{t("plan.resources")}</h3>
-              <ul data-testid="plan-resources">
-                {(plan.data.resources ?? []).map((r) => (
-                  <li key={`${r.kind}:${r.id}`}>{resourceLabel(r, t)}</li>
-                ))}
-              </ul>
-            </>
-          )}
+          <PlanChanges kind={kind} resources={plan.data.resources ?? []} target={plan.data.target} />
           {/* Only a reset waits out a grace period; the others start at once. */}
           {plan.data.not_before && kind === "reset" && <p>{t("plan.not_before", { time: formatTime(plan.data.not_before, t.lang) })}</p>}
           <p className="warn-text">{t("plan.irreversible")}</p>
         </>
+      )}
+      {othersSlot?.occupant && <OthersSlot slot={othersSlot} />}
+      {kind === "teardown" && plan.data && (
+        <label className="type-name">
+          <span>{t("confirm.type_name", { slot })}</span>
+          <input
+            value={typed}
+            onChange={(e) => setTyped(e.target.value)}
+            autoComplete="off"
+            spellCheck={false}
+            data-testid="type-name"
+            aria-invalid={typed !== "" && nameMissing}
+          />
+        </label>
       )}
       {needsReason && (
         <div className="reason">
@@ -172,13 +186,75 @@ export function ConfirmPlan({ slot, kind, params, loadPlan, command, onConfirm, 
           type="button"
           className="danger"
           data-testid="confirm"
-          disabled={!plan.data || command.pending || reasonMissing || plan.data.target?.state === "exists"}
+          disabled={!plan.data || command.pending || reasonMissing || nameMissing || plan.data.target?.state === "exists"}
           onClick={() => onConfirm(needsReason ? reason.trim() : "")}
         >
           {t("common.confirm")}
         </button>
       </div>
     </dialog>
+  );
+}
+
+/**
+ * PlanChanges lists exactly what the job deletes, overwrites or creates,
+ * one line per resource with its id, in the reader's language (the plan's
+ * own resource names are the server's English).
+ */
+function PlanChanges({ kind, resources, target }: { kind: string; resources: readonly Resource[]; target?: TargetCheck }) {
+  const t = useT();
+  const rows: { verb: "delete" | "overwrite" | "create"; text: string; key: string }[] = resources.map((r) => {
+    const key = `${r.kind}:${r.id}`;
+    if (kind === "reset" && r.kind === "env_var") return { verb: "delete", key, text: t("confirm.envvars_of", { id: r.id }) };
+    if (kind === "reset" && r.kind === "volume") return { verb: "delete", key, text: t("confirm.volumes_of", { id: r.id }) };
+    if (kind === "reset" && r.kind === "repository") {
+      const m = /^branch (\S+) reset to (\S+)$/.exec(r.name ?? "");
+      return {
+        verb: "overwrite",
+        key,
+        text: m ? t("confirm.branch_reset", { branch: m[1] ?? "", repo: r.id, template: m[2] ?? "" }) : resourceLabel(r, t),
+      };
+    }
+    return { verb: "delete", key, text: resourceLabel(r, t) };
+  });
+  if (kind === "promote" && target) {
+    rows.push({ verb: "create", key: "target", text: t("confirm.promote_creates", { repo: `${target.repo.project}/${target.repo.slug}` }) });
+  }
+  if (rows.length === 0) return null;
+  const verbKey = { delete: "confirm.will_delete", overwrite: "confirm.will_overwrite", create: "confirm.will_create" } as const;
+  return (
+    <>
+      <h3>{t("confirm.what")}</h3>
+      <ul data-testid="plan-resources" className="plan-changes">
+        {rows.map((r) => (
+          <li key={r.key} data-verb={r.verb}>
+            <span className={`badge verb verb-${r.verb}`}>{t(verbKey[r.verb])}</span> {r.text}
+          </li>
+        ))}
+      </ul>
+    </>
+  );
+}
+
+/** OthersSlot names the person whose slot this is and the time they have left. */
+function OthersSlot({ slot }: { slot: SlotView }) {
+  const t = useT();
+  const now = useNow();
+  const deadline = slot.deadline ? Date.parse(slot.deadline) : NaN;
+  const time = slot.deadline ? formatTime(slot.deadline, t.lang) : t("common.unknown");
+  const text =
+    !Number.isNaN(deadline) && deadline < now
+      ? t("confirm.someone_else_overdue", { slot: slot.name, occupant: slot.occupant ?? "", time })
+      : t("confirm.someone_else", {
+          slot: slot.name,
+          occupant: slot.occupant ?? "",
+          left: Number.isNaN(deadline) ? t("common.unknown") : formatDuration(deadline - now, t),
+          time,
+        });
+  return (
+    <p className="recovery" data-testid="others-slot">
+      {text}
+    </p>
   );
 }
 

@@ -1,8 +1,9 @@
 import { memo } from "react";
 import type { SlotView } from "../api/types";
 import { stepList, untouched } from "../format";
-import { useT } from "../i18n";
+import { useT, type Key } from "../i18n";
 import { Countdown } from "./Countdown";
+import type { Attention } from "../pages/boardModel";
 
 /** slotWarnings lists what a card must flag: leftovers and unfinished jobs. */
 export function slotWarnings(s: SlotView): { remaining: number; interrupted: boolean; failed: boolean } {
@@ -16,22 +17,61 @@ export function slotWarnings(s: SlotView): { remaining: number; interrupted: boo
   return { remaining: leftover, interrupted, failed: recovery !== undefined && !interrupted };
 }
 
-/** SlotCard is one slot on the board. Memoised: it re-renders only when its slot view changes. */
-export const SlotCard = memo(function SlotCard({ slot }: { slot: SlotView }) {
+/** ATTN_KEY names each attention reason's text. */
+export const ATTN_KEY: Record<Attention, Key> = {
+  uncertain: "attn.uncertain",
+  failed: "attn.failed",
+  interrupted: "attn.interrupted",
+  teardown_incomplete: "attn.teardown_incomplete",
+  deadline_soon: "attn.deadline_soon",
+};
+
+export interface SlotCardProps {
+  slot: SlotView;
+  /** attention: why the slot needs attention, comma-separated (a string keeps the memo cheap). */
+  attention?: string;
+  /** mine: the signed-in person occupies it. */
+  mine?: boolean;
+  /** onOccupy: offered on a vacant card when the role may occupy; must be stable. */
+  onOccupy?: (name: string) => void;
+  /** occupyHours: what the card's occupy button asks for. */
+  occupyHours?: number;
+}
+
+/** SlotCard is one slot on the board. Memoised: it re-renders only when its props change. */
+export const SlotCard = memo(function SlotCard({ slot, attention = "", mine = false, onOccupy, occupyHours = 8 }: SlotCardProps) {
   const t = useT();
   const w = slotWarnings(slot);
+  const reasons = attention ? (attention.split(",") as Attention[]) : [];
   const job = slot.active_job;
   // Plain hash links: a wouter <Link> per card would subscribe 200+ hooks to
   // the location for nothing.
   const href = `#/slots/${encodeURIComponent(slot.name)}`;
   return (
-    <li className={`card lc-${slot.lifecycle}`} data-testid="slot-card" data-slot={slot.name}>
+    <li
+      className={`card lc-${slot.lifecycle}${reasons.length > 0 ? " attn" : ""}${mine ? " mine" : ""}`}
+      data-testid="slot-card"
+      data-slot={slot.name}
+      data-attention={attention || undefined}
+      data-mine={mine ? "true" : undefined}
+    >
       <div className="card-head">
         <a href={href} className="card-title">
           {slot.name}
         </a>
         <span className={`badge lc lc-${slot.lifecycle}`}>{t.dyn("lifecycle", slot.lifecycle)}</span>
       </div>
+      {(reasons.includes("uncertain") || reasons.includes("deadline_soon") || mine) && (
+        <div className="attn-reasons" data-testid="card-attention">
+          {mine && <span className="badge mine-badge">★ {t("board.mine_badge")}</span>}
+          {/* Failed, interrupted and teardown incomplete already have their own badges below. */}
+          {reasons.filter((r) => r === "uncertain" || r === "deadline_soon").map((r) => (
+            <span key={r} className={`badge attn-badge attn-${r}`}>
+              ⚠ {t(ATTN_KEY[r])}
+            </span>
+          ))}
+        </div>
+      )}
       {slot.occupant && (
         <div>
           <span className="muted">{t("slot.occupant")}: </span>
@@ -63,6 +103,13 @@ export const SlotCard = memo(function SlotCard({ slot }: { slot: SlotView }) {
             aria-label={t("slot.step_progress", { done: job.steps_done, total: job.steps_total })}
           />
           <span className="muted small">{t("slot.step_progress", { done: job.steps_done, total: job.steps_total })}</span>
+        </div>
+      )}
+      {onOccupy && slot.lifecycle === "vacant" && !slot.active_job && (
+        <div className="card-actions">
+          <button type="button" onClick={() => onOccupy(slot.name)} data-testid="card-occupy" aria-label={t("board.occupy_slot", { slot: slot.name, hours: occupyHours })}>
+            {t("board.occupy", { hours: occupyHours })}
+          </button>
         </div>
       )}
       {(w.remaining > 0 || w.interrupted || w.failed) && (

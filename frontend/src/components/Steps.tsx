@@ -40,6 +40,12 @@ export function Steps({ steps, uncertain }: { steps: readonly StepView[]; uncert
               </>
             )}
             {s.ended_at && <span className="muted"> · {t("job.step_ended", { time: formatTime(s.ended_at, t.lang, { seconds: true }) })}</span>}
+            {s.started_at && s.ended_at && (
+              <span className="muted" data-testid="step-took">
+                {" · "}
+                {t("jobt.step_took", { time: formatDuration(Date.parse(s.ended_at) - Date.parse(s.started_at), t) })}
+              </span>
+            )}
             {s.http_status ? <span className="http"> · {t("job.http_status", { status: s.http_status })}</span> : null}
             {s.error && <div className="step-error">{s.error}</div>}
             {s.detail && <div className="muted">{stepDetail(s.detail, t)}</div>}

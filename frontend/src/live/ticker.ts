@@ -70,3 +70,14 @@ export function stopTicker(): void {
   hooks.clear();
   now = roundDown(serverNow());
 }
+
+const getMinute = (): number => Math.floor(now / 60_000) * 60_000;
+
+/**
+ * useMinute is the server time rounded down to the minute: for views that
+ * change with the minute (the board's "deadline within the hour") and
+ * should not re-render every second.
+ */
+export function useMinute(): number {
+  return useSyncExternalStore(subscribe, getMinute, getMinute);
+}

@@ -1,25 +1,95 @@
-import { useLayoutEffect, useMemo, useRef, useState } from "react";
+import { useCallback, useLayoutEffect, useMemo, useRef, useState } from "react";
+import { api, ApiError } from "../api/client";
+import { atLeast } from "../auth/roles";
+import { useSubject } from "../auth/session";
+import { CommandError } from "../components/CommandError";
 import { SlotCard } from "../components/SlotCard";
 import { useT } from "../i18n";
-import { useReady, useSlots } from "../live/store";
+import { announce } from "../live/announce";
+import { serverNow } from "../live/clock";
+import { putSlot, useReady, useSlots } from "../live/store";
+import { useMinute } from "../live/ticker";
+import { useCommand } from "../live/useCommand";
+import { LIFECYCLE_ORDER, boardCounts, boardEntries, nextFreeSlot, type BoardFilter } from "./boardModel";
 
 /** The performance marks the e2e test reads (first board render after the snapshot). */
 export const MARK_SNAPSHOT = "sk:snapshot";
 export const MARK_BOARD = "sk:board-rendered";
 export const MEASURE_BOARD = "sk:board-first-render";
 
-/** Board shows one card per slot, live from the store. */
+/** OCCUPY_HOURS: how long an occupy from the board asks for (the slot page lets you choose). */
+export const OCCUPY_HOURS = 8;
+
+/** What the last occupy from the board did, for the message under the head. */
+type Outcome = { kind: "taken"; slot: string } | { kind: "race"; slot: string; by: string } | { kind: "none_free" } | undefined;
+
+/**
+ * Board shows one card per slot, live from the store: counts by state,
+ * what needs attention first, the signed-in person's slots, and occupying
+ * a vacant slot (a chosen one, or the next free one) without leaving it.
+ */
 export function Board() {
   const t = useT();
   const slots = useSlots();
   const ready = useReady();
-  const [filter, setFilter] = useState("");
-  const list = useMemo(() => {
-    const f = filter.trim().toLowerCase();
-    return [...slots.values()]
-      .filter((s) => !f || s.name.toLowerCase().includes(f) || (s.occupant ?? "").toLowerCase().includes(f))
-      .sort((a, b) => a.name.localeCompare(b.name));
-  }, [slots, filter]);
+  const subject = useSubject();
+  const now = useMinute();
+  const [filter, setFilter] = useState<BoardFilter>({ text: "" });
+  const [outcome, setOutcome] = useState<Outcome>(undefined);
+  // run is stable, so the cards' onOccupy is too and the cards stay memoised.
+  const { run, pending, error } = useCommand();
+  // Any member may occupy a vacant slot for themself.
+  const mayOccupy = atLeast(subject, "member");
+
+  const list = useMemo(() => boardEntries(slots.values(), filter, now, subject), [slots, filter, now, subject]);
+  const counts = useMemo(() => boardCounts(slots.values(), now, subject), [slots, now, subject]);
+  const filtered = filter.text.trim() !== "" || filter.lifecycle !== undefined || filter.mine === true || filter.attention === true;
+
+  const occupy = useCallback(
+    async (name: string, next: boolean) => {
+      setOutcome(undefined);
+      const until = new Date(serverNow() + OCCUPY_HOURS * 3_600_000).toISOString();
+      let race: string | undefined;
+      const s = await run(async () => {
+        try {
+          return await api.occupy(name, until);
+        } catch (e) {
+          // 409: someone took it between the board showing it free and our
+          // request; say who (the live board shows it a moment later).
+          if (e instanceof ApiError && e.status === 409) {
+            race = await api.slot(name).then(
+              (v) => {
+                putSlot(v);
+                return v.occupant ?? "";
+              },
+              () => "",
+            );
+            return undefined;
+          }
+          throw e;
+        }
+      });
+      if (race !== undefined) {
+        setOutcome({ kind: "race", slot: name, by: race });
+        announce(t("board.race", { slot: name, by: race || t("common.unknown") }));
+        return;
+      }
+      if (!s) return;
+      putSlot(s);
+      setOutcome({ kind: "taken", slot: name });
+      announce(t(next ? "board.took_next" : "board.took", { slot: name }));
+    },
+    [run, t],
+  );
+  const onOccupy = useCallback((name: string) => void occupy(name, false), [occupy]);
+  const takeNext = (): void => {
+    const s = nextFreeSlot(slots.values());
+    if (!s) {
+      setOutcome({ kind: "none_free" });
+      return;
+    }
+    void occupy(s.name, true);
+  };
 
   const measured = useRef(false);
   useLayoutEffect(() => {
@@ -31,6 +101,14 @@ export function Board() {
     }
   }, [list.length]);
 
+  const chip = (label: string, n: number, pressed: boolean, onClick: () => void, extra: Record<string, string> = {}, cls = "") => (
+    <li key={label}>
+      <button type="button" className={`chip ${cls}`} aria-pressed={pressed} onClick={onClick} {...extra}>
+        {label} <span className="chip-n">{n}</span>
+      </button>
+    </li>
+  );
+
   return (
     <section aria-labelledby="board-title">
       <div className="page-head">
@@ -40,15 +118,73 @@ export function Board() {
           type="search"
           aria-label={t("board.filter")}
           placeholder={t("board.filter")}
-          value={filter}
-          onChange={(e) => setFilter(e.target.value)}
+          value={filter.text}
+          onChange={(e) => setFilter({ ...filter, text: e.target.value })}
         />
+        {mayOccupy && (
+          <button type="button" className="primary" disabled={pending} onClick={takeNext} data-testid="take-next">
+            {t("board.take_next", { hours: OCCUPY_HOURS })}
+          </button>
+        )}
       </div>
+
+      {slots.size > 0 && (
+        <ul className="board-counts" aria-label={t("board.counts")} data-testid="board-counts">
+          {chip(t("board.attention", { count: counts.attention }), counts.attention, filter.attention === true, () =>
+            setFilter({ ...filter, attention: !filter.attention }),
+            { "data-testid": "chip-attention" },
+            counts.attention > 0 ? "chip-attn" : "",
+          )}
+          {subject &&
+            chip(t("board.mine"), counts.mine, filter.mine === true, () => setFilter({ ...filter, mine: !filter.mine }), { "data-testid": "chip-mine" })}
+          {LIFECYCLE_ORDER.filter((l) => (counts.lifecycle.get(l) ?? 0) > 0).map((l) =>
+            chip(
+              t.dyn("lifecycle", l),
+              counts.lifecycle.get(l) ?? 0,
+              filter.lifecycle === l,
+              () => setFilter({ ...filter, lifecycle: filter.lifecycle === l ? undefined : l }),
+              { "data-testid": `chip-${l}`, "data-count": String(counts.lifecycle.get(l) ?? 0) },
+              `lc lc-${l}`,
+            ),
+          )}
+        </ul>
+      )}
+
+      <div role="status" data-testid="board-outcome">
+        {outcome?.kind === "taken" && (
+          <p className="notice">
+            {t("board.took", { slot: outcome.slot })} <a href={`#/slots/${encodeURIComponent(outcome.slot)}`}>{t("board.open_slot")}</a>
+          </p>
+        )}
+        {outcome?.kind === "none_free" && <p className="unknown">{t("board.none_free")}</p>}
+      </div>
+      {outcome?.kind === "race" && (
+        <p className="recovery" role="alert" data-testid="board-race">
+          {t("board.race", { slot: outcome.slot, by: outcome.by || t("common.unknown") })}
+        </p>
+      )}
+      <CommandError error={error} />
+
       {!ready && slots.size === 0 && <p>{t("board.waiting")}</p>}
       {ready && slots.size === 0 && <p>{t("board.empty")}</p>}
+      {slots.size > 0 && list.length === 0 && filtered && (
+        <p data-testid="board-no-match">
+          {filter.text.trim() ? t("board.no_match_text", { text: filter.text.trim() }) : t("board.no_match")}{" "}
+          <button type="button" className="link" onClick={() => setFilter({ text: "" })}>
+            {t("board.clear_filter")}
+          </button>
+        </p>
+      )}
       <ul className="board" data-testid="board">
-        {list.map((s) => (
-          <SlotCard key={s.name} slot={s} />
+        {list.map((e) => (
+          <SlotCard
+            key={e.slot.name}
+            slot={e.slot}
+            attention={e.attention.join(",")}
+            mine={e.mine}
+            onOccupy={mayOccupy ? onOccupy : undefined}
+            occupyHours={OCCUPY_HOURS}
+          />
         ))}
       </ul>
     </section>

@@ -145,3 +145,58 @@ describe("job page", () => {
     expect(eventSummary({ ...data, completed_steps: ["delete_db"] }, t, "JobCancelled")).toMatch(/recovery.remaining/);
   });
 });
+
+describe("job page reads like a run page (issue 14)", () => {
+  const failed = job({
+    state: "failed",
+    slot: "dune",
+    attempts: [{ number: 1, worker: "w1", claimed_at: "2026-01-01T00:00:00Z", lease_until: "2026-01-01T00:00:30Z", ended_at: "2026-01-01T00:00:08Z", outcome: "failed" }],
+    ended_at: "2026-01-01T00:00:08Z",
+    steps: [
+      step("delete_db", "done", { started_at: "2026-01-01T00:00:00Z", ended_at: "2026-01-01T00:00:03Z" }),
+      step("delete_env_vars", "failed", { started_at: "2026-01-01T00:00:03Z", ended_at: "2026-01-01T00:00:08Z" }),
+    ],
+    uncertain_step: "force_push_template",
+    resumable: true,
+    cancellable: false,
+  });
+
+  it("titles the job in words, with per-step durations and what a resume checks first, in en and ko", () => {
+    putJob(failed);
+    mount();
+    expect(screen.getByTestId("job-title").textContent).toBe("Reset of dune — failed after 8s");
+    expect(screen.getAllByTestId("step-took").map((e) => e.textContent)).toEqual([" · took 3s", " · took 5s"]);
+    expect(screen.getByTestId("resume-check").textContent).toMatch(/first checks whether “Force-push template” took effect: it reads the branch/);
+    expect(screen.getByTestId("job-who-when").textContent).toMatch(/Requested by alice · queued/);
+    expect(screen.getByTestId("resume")).toBeTruthy();
+    act(() => setLang("ko"));
+    expect(screen.getByTestId("job-title").textContent).toMatch(/^dune .+ — 8초 만에 실패$/);
+  });
+
+  it("the event history is typed, filterable, collapsible, with data, local times and a relative time on hover", async () => {
+    putJob(failed);
+    mount();
+    await act(async () => {});
+    const items = () => [...screen.getByTestId("timeline").querySelectorAll(":scope > li")];
+    expect(items().map((li) => li.className)).toEqual(["ev ev-lifecycle", "ev ev-lifecycle", "ev ev-outcome"]);
+    // Each event's data is there, folded until opened.
+    const data = screen.getAllByTestId("event-data");
+    expect(data[1].textContent).toContain('"worker": "w1"');
+    expect(items()[1].querySelector("details")?.open).toBe(false);
+    fireEvent.click(screen.getByTestId("history-expand"));
+    expect(items().every((li) => li.querySelector("details")?.open)).toBe(true);
+    // Filter by type, then by text.
+    fireEvent.change(screen.getByTestId("history-type"), { target: { value: "JobAbandoned" } });
+    expect(items().map((li) => li.getAttribute("data-type"))).toEqual(["JobAbandoned"]);
+    fireEvent.change(screen.getByTestId("history-type"), { target: { value: "" } });
+    fireEvent.change(screen.getByTestId("history-filter"), { target: { value: "w1" } });
+    expect(items().map((li) => li.getAttribute("data-type"))).toEqual(["JobClaimed"]);
+    fireEvent.change(screen.getByTestId("history-filter"), { target: { value: "nothing-like-this" } });
+    expect(screen.getByText("No event matches.")).toBeTruthy();
+    // Times: local text, an ISO dateTime, and a relative title refreshed on hover.
+    const when = screen.getByTestId("job-who-when").querySelector("time") as HTMLTimeElement;
+    expect(when.dateTime).toBe("2026-01-01T00:00:00Z");
+    fireEvent.mouseEnter(when);
+    expect(when.title).toMatch(/ago/);
+  });
+});

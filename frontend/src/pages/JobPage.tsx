@@ -1,4 +1,4 @@
-import { useRef } from "react";
+import { useMemo, useRef, useState } from "react";
 import { Link, useLocation } from "wouter";
 import { api } from "../api/client";
 import type { JobView, RecordedEvent } from "../api/types";
@@ -9,8 +9,11 @@ import { CommandError } from "../components/CommandError";
 import { LoadFallback } from "../components/LoadFallback";
 import { RecoveryNotice } from "../components/Recovery";
 import { Steps, completedSteps } from "../components/Steps";
-import { formatTime, reasonText, resourceLabel, untouched } from "../format";
-import { useT, type T } from "../i18n";
+import { eventCategory, jobTitle, resumeCheck } from "../components/jobText";
+import { formatRelative, formatTime, reasonText, resourceLabel, untouched } from "../format";
+import { useT, type Key, type T } from "../i18n";
+import { serverNow } from "../live/clock";
+import { useNow } from "../live/ticker";
 import { announce } from "../live/announce";
 import { putJob, useEpoch, useJob } from "../live/store";
 import { useCommand } from "../live/useCommand";
@@ -67,19 +70,35 @@ function JobDetail({ job }: { job: JobView }) {
   };
 
   return (
-    <section aria-labelledby="job-title" data-testid="job-page" data-state={job.state}>
-      <h1 id="job-title">{t("job.title", { id: job.id })}</h1>
-      <p>
-        {t.dyn("kind", job.kind)} · <Link href={`/slots/${encodeURIComponent(job.slot)}`}>{job.slot}</Link> ·{" "}
+    <section aria-labelledby="job-title" className="job-page" data-testid="job-page" data-state={job.state}>
+      <h1 id="job-title" data-testid="job-title">
+        <JobTitle job={job} />
+      </h1>
+      <p className="job-status">
         <span className={`badge st-${job.state}`} data-testid="job-state">
           {t.dyn("state", job.state)}
         </span>{" "}
-        · {t("job.requested_by", { actor: job.requested_by })}
+        {t.dyn("kind", job.kind)} · <Link href={`/slots/${encodeURIComponent(job.slot)}`}>{job.slot}</Link>
       </p>
-      <p className="muted">
-        {t("job.not_before", { time: formatTime(job.not_before, t.lang) })}
-        {job.ended_at && <> · {t("job.ended", { time: formatTime(job.ended_at, t.lang) })}</>}
-        {job.correlation_id && <> · {job.correlation_id}</>}
+      <p className="muted" data-testid="job-who-when">
+        {t("jobt.who_when", { actor: job.requested_by, time: "" })}
+        <When iso={job.queued_at} />
+        {job.attempts?.[0] && (
+          <>
+            {" · "}
+            {t("jobt.started", { time: "" })}
+            <When iso={job.attempts[0].claimed_at} />
+          </>
+        )}
+        {job.ended_at && (
+          <>
+            {" · "}
+            {t("jobt.ended", { time: "" })}
+            <When iso={job.ended_at} />
+          </>
+        )}
+        {job.state === "queued" && <> · {t("job.not_before", { time: formatTime(job.not_before, t.lang) })}</>}
+        {job.correlation_id && <> · <code>{job.correlation_id}</code></>}
       </p>
 
       {unsuccessful && (
@@ -95,7 +114,12 @@ function JobDetail({ job }: { job: JobView }) {
           }}
         />
       )}
-      {job.uncertain_step && <p className="warn-text">{t("job.uncertain", { step: t.dyn("step", job.uncertain_step) })}</p>}
+      {job.uncertain_step && (
+        <div className="uncertain-box" data-testid="job-uncertain">
+          <p className="warn-text">{t("job.uncertain", { step: t.dyn("step", job.uncertain_step) })}</p>
+          {job.resumable && <p data-testid="resume-check">{resumeCheck(job.uncertain_step, t)}</p>}
+        </div>
+      )}
       {job.reason && (
         <p>
           <strong>{t("job.reason")}:</strong> {job.reason}
@@ -145,9 +169,8 @@ function JobDetail({ job }: { job: JobView }) {
         <p>{t("common.none")}</p>
       )}
 
-      <h2>{t("job.timeline")}</h2>
       {events.error && <CommandError error={events.error} />}
-      <Timeline events={held} t={t} />
+      <EventHistory events={held} />
     </section>
   );
 }
@@ -184,19 +207,125 @@ export function eventSummary(data: unknown, t: T, type = ""): string {
   return parts.join(" · ");
 }
 
-function Timeline({ events, t }: { events: readonly RecordedEvent[]; t: T }) {
-  if (events.length === 0) return <p>{t("job.no_events")}</p>;
+/** JobTitle is the human title; a running job's elapsed time comes from the one ticker. */
+function JobTitle({ job }: { job: JobView }) {
+  const t = useT();
+  const now = useNow();
+  return <>{jobTitle(job, now, t)}</>;
+}
+
+/**
+ * When shows an instant in local time; hovering (or focusing) it shows how
+ * long ago that was. The relative text is computed at that moment, so the
+ * list needs no timer.
+ */
+export function When({ iso }: { iso: string | undefined }) {
+  const t = useT();
+  if (!iso) return null;
+  const refresh = (e: { currentTarget: HTMLElement }): void => {
+    e.currentTarget.title = formatRelative(iso, serverNow(), t.lang);
+  };
   return (
-    <ol className="timeline" data-testid="timeline" start={0}>
-      {events.map((e) => (
-        <li key={e.position} data-type={e.type}>
-          <strong>{t.dyn("event", e.type)}</strong>{" "}
-          <span className="muted">
-            {formatTime(e.meta?.time, t.lang)} {e.meta?.actor ? `· ${e.meta.actor}` : ""}
-          </span>
-          <div>{eventSummary(e.data, t, e.type)}</div>
-        </li>
-      ))}
-    </ol>
+    <time dateTime={iso} title={formatRelative(iso, serverNow(), t.lang)} onMouseEnter={refresh} onFocus={refresh}>
+      {formatTime(iso, t.lang)}
+    </time>
+  );
+}
+
+const CATEGORY_KEY: Record<ReturnType<typeof eventCategory>, Key> = {
+  lifecycle: "jobt.cat.lifecycle",
+  step: "jobt.cat.step",
+  resource: "jobt.cat.resource",
+  outcome: "jobt.cat.outcome",
+};
+
+/**
+ * EventHistory is the job's raw event log, like Temporal's history: one
+ * collapsible entry per event with its type, local time, actor, a one-line
+ * summary and the full data; filterable by type and by text.
+ */
+function EventHistory({ events }: { events: readonly RecordedEvent[] }) {
+  const t = useT();
+  const [type, setType] = useState("");
+  const [text, setText] = useState("");
+  const [open, setOpen] = useState<ReadonlySet<number>>(new Set());
+  const types = useMemo(() => [...new Set(events.map((e) => e.type))], [events]);
+  const shown = useMemo(() => {
+    const q = text.trim().toLowerCase();
+    return events.filter(
+      (e) => (!type || e.type === type) && (!q || e.type.toLowerCase().includes(q) || JSON.stringify(e.data ?? "").toLowerCase().includes(q)),
+    );
+  }, [events, type, text]);
+  const toggle = (pos: number, isOpen: boolean): void => {
+    setOpen((prev) => {
+      const next = new Set(prev);
+      if (isOpen) next.add(pos);
+      else next.delete(pos);
+      return next;
+    });
+  };
+  return (
+    <details className="history" open data-testid="history">
+      <summary>
+        <h2>{t("jobt.history")}</h2> <span className="muted">{t("jobt.history_count", { shown: shown.length, count: events.length })}</span>
+      </summary>
+      {events.length === 0 ? (
+        <p>{t("job.no_events")}</p>
+      ) : (
+        <>
+          <div className="history-filters">
+            <label>
+              <span>{t("jobt.history_type")}</span>{" "}
+              <select value={type} onChange={(e) => setType(e.target.value)} data-testid="history-type">
+                <option value="">{t("jobt.history_all")}</option>
+                {types.map((ty) => (
+                  <option key={ty} value={ty}>
+                    {t.dyn("event", ty)}
+                  </option>
+                ))}
+              </select>
+            </label>
+            <input
+              type="search"
+              aria-label={t("jobt.history_filter")}
+              placeholder={t("jobt.history_filter")}
+              value={text}
+              onChange={(e) => setText(e.target.value)}
+              data-testid="history-filter"
+            />
+            <button type="button" onClick={() => setOpen(new Set(shown.map((e) => e.position)))} data-testid="history-expand">
+              {t("jobt.expand_all")}
+            </button>
+            <button type="button" onClick={() => setOpen(new Set())}>
+              {t("jobt.collapse_all")}
+            </button>
+          </div>
+          {shown.length === 0 && <p>{t("jobt.history_none")}</p>}
+          <ol className="timeline history-list" data-testid="timeline">
+            {shown.map((e) => {
+              const cat = eventCategory(e.type);
+              return (
+                <li key={e.position} data-type={e.type} className={`ev ev-${cat}`}>
+                  <details open={open.has(e.position)} onToggle={(ev) => toggle(e.position, ev.currentTarget.open)}>
+                    <summary>
+                      <span className="ev-rev">#{e.revision}</span> <span className={`badge ev-cat ev-cat-${cat}`}>{t(CATEGORY_KEY[cat])}</span>{" "}
+                      <strong className="ev-type">{t.dyn("event", e.type)}</strong> <span className="muted small">
+                        <When iso={e.meta?.time} />
+                        {e.meta?.actor ? ` · ${e.meta.actor}` : ""}
+                      </span>
+                      <span className="ev-summary">{eventSummary(e.data, t, e.type)}</span>
+                    </summary>
+                    <div className="ev-data">
+                      <span className="muted small">{t("jobt.event_data")}</span>
+                      <pre data-testid="event-data">{JSON.stringify(e.data, null, 2)}</pre>
+                    </div>
+                  </details>
+                </li>
+              );
+            })}
+          </ol>
+        </>
+      )}
+    </details>
   );
 }

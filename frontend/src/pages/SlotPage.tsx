@@ -2,12 +2,13 @@ import { useState } from "react";
 import { Link, useLocation } from "wouter";
 import { api } from "../api/client";
 import type { JobView, SlotView } from "../api/types";
-import { jobActions, slotActions } from "../auth/roles";
+import { jobActions, ownsSlot, slotActions } from "../auth/roles";
 import { useSubject } from "../auth/session";
 import { CommandError } from "../components/CommandError";
 import { LoadFallback } from "../components/LoadFallback";
 import { ConfirmPlan } from "../components/ConfirmPlan";
 import { Countdown } from "../components/Countdown";
+import { EarlierDeadline } from "../components/EarlierDeadline";
 import { RecoveryNotice } from "../components/Recovery";
 import { formatTime, stateReason, untouched } from "../format";
 import { useT } from "../i18n";
@@ -242,6 +243,7 @@ function SlotDetail({ slot }: { slot: SlotView }) {
           </button>
         )}
       </div>
+      {slot.lifecycle === "occupied" && may.extend && !busy && <EarlierDeadline slot={slot} />}
       {slot.lifecycle !== "retired" && slot.lifecycle !== "teardown_incomplete" && may.promote && (
         <form
           className="actions"
@@ -270,6 +272,7 @@ function SlotDetail({ slot }: { slot: SlotView }) {
           command={cmd}
           onConfirm={(reason) => void go(reason)}
           reasonFor={confirm.kind === "reset" && may.releaseNeedsReason ? (slot.occupant ?? "") : undefined}
+          othersSlot={slot.occupant && !ownsSlot(subject, slot) ? slot : undefined}
           onClose={() => setConfirm(undefined)}
         />
       )}

@@ -1,0 +1,57 @@
+// Words for a job: its human title, and what a resume checks first. Pure,
+// shared by the job page and the jobs list.
+import type { JobView } from "../api/types";
+import { formatDuration, untouched } from "../format";
+import type { Key, T } from "../i18n";
+import { completedSteps } from "./Steps";
+
+const OUTCOME_KEY: Record<string, Key> = {
+  succeeded: "jobt.outcome.succeeded",
+  failed: "jobt.outcome.failed",
+  timed_out: "jobt.outcome.timed_out",
+  cancelled: "jobt.outcome.cancelled",
+  abandoned: "jobt.outcome.abandoned",
+};
+
+/** jobStart is when the job began working: its first claim, else when it was queued. */
+export function jobStart(job: JobView): number {
+  const first = job.attempts?.[0]?.claimed_at;
+  return Date.parse(first ?? job.queued_at);
+}
+
+/**
+ * jobTitle is the page title a person reads: "Reset of dune — failed after
+ * 8 s", "… — running for 1 m 3 s" (live, from now), "… — queued", or, for a
+ * job cancelled before any step ran, "… — cancelled before it started".
+ */
+export function jobTitle(job: JobView, now: number, t: T): string {
+  const kind = t.dyn("kind", job.kind);
+  const slot = job.slot;
+  if (untouched(job.state, completedSteps(job.steps), job.uncertain_step) && !(job.attempts?.length ?? 0)) {
+    return t("jobt.title_cancelled_before", { kind, slot });
+  }
+  if (job.state === "queued") return t("jobt.title_queued", { kind, slot });
+  const start = jobStart(job);
+  if (job.state === "running") return t("jobt.title_running", { kind, slot, time: formatDuration(now - start, t) });
+  const end = job.ended_at ? Date.parse(job.ended_at) : now;
+  const outcome = OUTCOME_KEY[job.state] ? t(OUTCOME_KEY[job.state]) : t.dyn("state", job.state);
+  return t("jobt.title_ended", { kind, slot, outcome, time: formatDuration(end - start, t) });
+}
+
+/** resumeCheck says what a resume does first about an uncertain step (docs/jobs.md, "Resume verification"). */
+export function resumeCheck(step: string, t: T): string {
+  let check: Key = "jobt.check.other";
+  if (step.startsWith("delete_")) check = "jobt.check.delete";
+  else if (step === "force_push_template") check = "jobt.check.push";
+  else if (step === "create_repo") check = "jobt.check.create_repo";
+  else if (step === "push_code") check = "jobt.check.push_code";
+  return t("jobt.resume_checks", { step: t.dyn("step", step), check: t(check) });
+}
+
+/** eventCategory types an event for the history's colour and filter. */
+export function eventCategory(type: string): "outcome" | "step" | "resource" | "lifecycle" {
+  if (/^Job(Succeeded|Failed|TimedOut|Cancelled|Abandoned)$/.test(type)) return "outcome";
+  if (type.startsWith("Step")) return "step";
+  if (/Deleted|DeleteAccepted|Created|Pushed|Repo|Resource/.test(type)) return "resource";
+  return "lifecycle";
+}

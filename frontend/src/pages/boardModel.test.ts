@@ -1,0 +1,57 @@
+import { describe, expect, it } from "vitest";
+import { slot } from "../test/fakes";
+import { attention, boardCounts, boardEntries, nextFreeSlot } from "./boardModel";
+
+const now = Date.parse("2026-01-01T12:00:00Z");
+const inMin = (m: number) => new Date(now + m * 60_000).toISOString();
+const bob = { id: "u-bob", name: "bob", role: "member" };
+
+describe("board model", () => {
+  const slots = [
+    slot({ name: "slot-10", lifecycle: "vacant", occupant: undefined }),
+    slot({ name: "slot-2", lifecycle: "vacant", occupant: undefined }),
+    slot({ name: "slot-1", lifecycle: "occupied", occupant: "bob", deadline: inMin(600) }),
+    slot({ name: "slot-3", lifecycle: "occupied", occupant: "amy", deadline: inMin(30) }),
+    slot({ name: "slot-9", lifecycle: "teardown_incomplete", occupant: undefined }),
+    slot({
+      name: "slot-20",
+      lifecycle: "occupied",
+      occupant: "amy",
+      deadline: inMin(600),
+      recovery: { job_id: "j9", state: "failed", completed_steps: ["delete_db"], uncertain_step: "delete_volumes", remaining: [] },
+    }),
+    slot({
+      name: "slot-21",
+      lifecycle: "vacant",
+      occupant: undefined,
+      recovery: { job_id: "j8", state: "cancelled", completed_steps: [], remaining: [] },
+    }),
+  ];
+
+  it("puts what needs attention first, most urgent first, then the rest in natural order", () => {
+    const order = boardEntries(slots, { text: "" }, now, bob).map((e) => `${e.slot.name}:${e.attention.join("+")}`);
+    expect(order).toEqual(["slot-20:uncertain+failed", "slot-9:teardown_incomplete", "slot-3:deadline_soon", "slot-1:", "slot-2:", "slot-10:", "slot-21:"]);
+  });
+
+  it("a job cancelled before it started needs no attention; an overdue deadline does", () => {
+    expect(attention(slots[6], now)).toEqual([]);
+    expect(attention(slot({ lifecycle: "occupied", deadline: inMin(-5) }), now)).toEqual(["deadline_soon"]);
+    expect(attention(slot({ lifecycle: "occupied", deadline: inMin(61) }), now)).toEqual([]);
+  });
+
+  it("filters by text, lifecycle, mine and attention, and counts by state", () => {
+    expect(boardEntries(slots, { text: "AMY" }, now, bob).map((e) => e.slot.name)).toEqual(["slot-20", "slot-3"]);
+    expect(boardEntries(slots, { text: "", mine: true }, now, bob).map((e) => e.slot.name)).toEqual(["slot-1"]);
+    expect(boardEntries(slots, { text: "", lifecycle: "vacant" }, now, bob).map((e) => e.slot.name)).toEqual(["slot-2", "slot-10", "slot-21"]);
+    expect(boardEntries(slots, { text: "", attention: true }, now, bob)).toHaveLength(3);
+    expect(boardEntries(slots, { text: "zzz" }, now, bob)).toEqual([]);
+    const c = boardCounts(slots, now, bob);
+    expect(Object.fromEntries(c.lifecycle)).toEqual({ vacant: 3, occupied: 3, teardown_incomplete: 1 });
+    expect([c.attention, c.mine]).toEqual([3, 1]);
+  });
+
+  it("the next free slot is the first vacant one in natural order", () => {
+    expect(nextFreeSlot(slots)?.name).toBe("slot-2");
+    expect(nextFreeSlot(slots.filter((s) => s.lifecycle !== "vacant"))).toBeUndefined();
+  });
+});
