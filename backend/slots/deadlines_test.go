@@ -41,13 +41,20 @@ func (w *watchedLog) SubscribeAll(ctx context.Context, after events.Position, f 
 	return w.Store.SubscribeAll(ctx, after, f, func(ctx context.Context, ev events.RecordedEvent) error {
 		w.mu.Lock()
 		w.delivered++
+		w.mu.Unlock()
+		// "Reached" once the consumer has dealt with the event, not when
+		// it was handed over: a stop right after must find it folded.
+		if err := h(ctx, ev); err != nil {
+			return err
+		}
+		w.mu.Lock()
 		w.reached = ev.Position
 		if w.reachedCh != nil && ev.Position >= w.want {
 			close(w.reachedCh)
 			w.reachedCh = nil
 		}
 		w.mu.Unlock()
-		return h(ctx, ev)
+		return nil
 	})
 }
 
