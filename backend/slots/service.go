@@ -292,14 +292,8 @@ func (s *Service) Extend(ctx context.Context, a Actor, slot string, c ExtendCmd)
 		return err
 	}
 	_, err := s.onSlot(ctx, slot, func(st *SlotState) ([]events.EventData, error) {
-		if err := needSlot(st); err != nil {
+		if err := deadlineMovable(st, slot); err != nil {
 			return nil, err
-		}
-		if st.Locked() && st.LockKind != events.KindPromote {
-			return nil, blocked(st)
-		}
-		if !st.Occupied {
-			return nil, conflict(map[string]any{"state": st.Lifecycle()}, "slot %s is not occupied", slot)
 		}
 		if c.Until.Before(st.Until) {
 			// Extend only adds time: moving a deadline earlier could put the
@@ -310,6 +304,22 @@ func (s *Service) Extend(ctx context.Context, a Actor, slot string, c ExtendCmd)
 		return []events.EventData{events.New(events.OccupancyExtended{Slot: slot, By: a.Name, Until: c.Until.UTC()}, s.meta(a))}, nil
 	})
 	return err
+}
+
+// deadlineMovable is what moving a deadline (either way) needs: a registered,
+// occupied slot that no reset or teardown holds (a promote leaves the
+// occupant in place).
+func deadlineMovable(st *SlotState, slot string) error {
+	if err := needSlot(st); err != nil {
+		return err
+	}
+	if st.Locked() && st.LockKind != events.KindPromote {
+		return blocked(st)
+	}
+	if !st.Occupied {
+		return conflict(map[string]any{"state": st.Lifecycle()}, "slot %s is not occupied", slot)
+	}
+	return nil
 }
 
 // SetEarlierDeadline implements Commands: the explicit way to shorten an
@@ -332,14 +342,8 @@ func (s *Service) SetEarlierDeadline(ctx context.Context, a Actor, slot string, 
 		return err
 	}
 	_, err := s.onSlot(ctx, slot, func(st *SlotState) ([]events.EventData, error) {
-		if err := needSlot(st); err != nil {
+		if err := deadlineMovable(st, slot); err != nil {
 			return nil, err
-		}
-		if st.Locked() && st.LockKind != events.KindPromote {
-			return nil, blocked(st)
-		}
-		if !st.Occupied {
-			return nil, conflict(map[string]any{"state": st.Lifecycle()}, "slot %s is not occupied", slot)
 		}
 		if !c.Deadline.Before(st.Until) {
 			return nil, conflict(map[string]any{"until": st.Until.UTC()},

@@ -426,10 +426,6 @@ func (s *Store) JobsBySlot(ctx context.Context, slot, kind string, limit int, cu
 	if err != nil {
 		return projections.Page{}, err
 	}
-	type pick struct {
-		id string
-		v  *projections.JobView
-	}
 	var picks []pick
 	page := projections.Page{Jobs: []projections.JobView{}}
 	s.mu.RLock()
@@ -447,6 +443,19 @@ func (s *Store) JobsBySlot(ctx context.Context, slot, kind string, limit int, cu
 	}
 	pos := s.pos
 	s.mu.RUnlock()
+	return s.fill(ctx, page, picks, pos)
+}
+
+// pick is a job chosen for a page under the read lock: its view when memory
+// holds it, nil when it must be folded from the log.
+type pick struct {
+	id string
+	v  *projections.JobView
+}
+
+// fill adds the picked jobs' views to page, folding those that left memory
+// (after the read lock: folding reads the log).
+func (s *Store) fill(ctx context.Context, page projections.Page, picks []pick, pos events.Position) (projections.Page, error) {
 	for _, p := range picks {
 		v, err := s.job(ctx, p.id, p.v, pos)
 		if err != nil {
@@ -466,10 +475,6 @@ func (s *Store) Jobs(ctx context.Context, f projections.JobFilter) (projections.
 	limit, before, err := projections.ParsePaging(f.Limit, f.Cursor)
 	if err != nil {
 		return projections.Page{}, err
-	}
-	type pick struct {
-		id string
-		v  *projections.JobView
 	}
 	var picks []pick
 	page := projections.Page{Jobs: []projections.JobView{}}
@@ -495,14 +500,7 @@ func (s *Store) Jobs(ctx context.Context, f projections.JobFilter) (projections.
 	}
 	pos := s.pos
 	s.mu.RUnlock()
-	for _, p := range picks {
-		v, err := s.job(ctx, p.id, p.v, pos)
-		if err != nil {
-			return projections.Page{}, err
-		}
-		page.Jobs = append(page.Jobs, v)
-	}
-	return page, nil
+	return s.fill(ctx, page, picks, pos)
 }
 
 // JobEvents implements projections.ReadModel: the job's stream from the log,
