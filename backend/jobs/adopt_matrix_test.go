@@ -3,7 +3,6 @@ package jobs_test
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -34,17 +33,9 @@ func TestAdoptFaultMatrix(t *testing.T) {
 		{"reset", sim.Fault{Reset: true}, slots.StatusFailed},
 		{"cancel", sim.Fault{Hang: true}, slots.StatusCancelled},
 	}
-	var wg sync.WaitGroup
-	for _, c := range cells {
-		wg.Add(1)
-		cellSlots <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-cellSlots }()
-			t.Run(c.name, func(t *testing.T) { adoptCell(t, c.name, c.fault, c.want) })
-		}()
-	}
-	wg.Wait()
+	runCells(t, len(cells), func(i int) string { return cells[i].name }, func(t *testing.T, i int) {
+		adoptCell(t, cells[i].name, cells[i].fault, cells[i].want)
+	})
 }
 
 func adoptCell(t *testing.T, name string, flt sim.Fault, want string) {
@@ -194,17 +185,9 @@ func TestDeleteOrphanFaultMatrix(t *testing.T) {
 		{"confirm-foreign404", sim.Fault{Endpoint: sim.EndpointGetApplication, Foreign404: true, Skip: 1}, slots.StatusFailed},
 		{"cancel", sim.Fault{Endpoint: sim.EndpointDeleteApplication, Hang: true}, slots.StatusCancelled},
 	}
-	var wg sync.WaitGroup
-	for _, c := range cells {
-		wg.Add(1)
-		cellSlots <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-cellSlots }()
-			t.Run(c.name, func(t *testing.T) { deleteCell(t, c.name, c.fault, c.want) })
-		}()
-	}
-	wg.Wait()
+	runCells(t, len(cells), func(i int) string { return cells[i].name }, func(t *testing.T, i int) {
+		deleteCell(t, cells[i].name, cells[i].fault, cells[i].want)
+	})
 }
 
 func deleteCell(t *testing.T, name string, flt sim.Fault, want string) {

@@ -31,6 +31,22 @@ import (
 // cores push healthy steps past their deadlines.
 var cellSlots = make(chan struct{}, 4)
 
+// runCells runs n cells as subtests named by name, each in its own
+// goroutine, at most cap(cellSlots) at once across the package.
+func runCells(t *testing.T, n int, name func(int) string, run func(*testing.T, int)) {
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		cellSlots <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-cellSlots }()
+			t.Run(name(i), func(t *testing.T) { run(t, i) })
+		}()
+	}
+	wg.Wait()
+}
+
 func testLogger() *slog.Logger {
 	if os.Getenv("SLOTKEEPER_TEST_LOG") != "" {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -128,17 +127,8 @@ func TestCrashAfterEveryAppend(t *testing.T) {
 			cases = append(cases, kase{kind, k})
 		}
 	}
-	var wg sync.WaitGroup
-	for _, c := range cases {
-		wg.Add(1)
-		cellSlots <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-cellSlots }()
-			t.Run(fmt.Sprintf("%s/after-append-%d", c.kind, c.k), func(t *testing.T) { crashAfter(t, c.kind, c.k) })
-		}()
-	}
-	wg.Wait()
+	runCells(t, len(cases), func(i int) string { return fmt.Sprintf("%s/after-append-%d", cases[i].kind, cases[i].k) },
+		func(t *testing.T, i int) { crashAfter(t, cases[i].kind, cases[i].k) })
 }
 
 // doomedConfig has a short lease, so it runs out soon after the worker
