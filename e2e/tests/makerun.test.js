@@ -106,8 +106,10 @@ async function openSlot(page, name) {
   await page.waitForSelector("[data-testid=slot-page]");
 }
 
-async function confirm(page) {
+async function confirm(page, slot) {
   await page.waitForSelector("[data-testid=plan-steps] li");
+  // A teardown asks for the slot's name to be typed before Confirm works.
+  if (await page.$("[data-testid=type-name]")) await page.fill("[data-testid=type-name]", slot);
   // The demo signs this browser in as demo-admin; releasing a slot someone
   // else occupies asks for a reason (recorded in the audit).
   if (await page.$("[data-testid=release-reason]")) await page.fill("[data-testid=release-reason]", "make run walk-through");
@@ -133,7 +135,7 @@ test("make run: release, teardown and promote demo slots in the browser, each to
   const rel = first;
   await openSlot(rel, toRelease);
   await rel.click("[data-testid=release]");
-  await confirm(rel);
+  await confirm(rel, toRelease);
   await rel.waitForURL(/#\/jobs\/[^/]+\/wait/);
   const relJob = decodeURIComponent(/#\/jobs\/([^/]+)/.exec(rel.url())[1]);
   await shot(rel, "makerun-release-wait");
@@ -141,7 +143,7 @@ test("make run: release, teardown and promote demo slots in the browser, each to
   const td = await browser.context.newPage();
   await openSlot(td, toTeardown);
   await td.click("[data-testid=teardown]");
-  await confirm(td);
+  await confirm(td, toTeardown);
   await td.waitForURL(/#\/jobs\/[^/]+$/);
   const tdJob = decodeURIComponent(/#\/jobs\/([^/]+)/.exec(td.url())[1]);
 
@@ -151,7 +153,7 @@ test("make run: release, teardown and promote demo slots in the browser, each to
   await pr.fill("form.actions label:nth-of-type(1) input", "SLOT");
   await pr.fill("form.actions label:nth-of-type(2) input", target);
   await pr.click("[data-testid=promote]");
-  await confirm(pr);
+  await confirm(pr, toPromote);
   await pr.waitForURL(/#\/jobs\/[^/]+$/);
   const prJob = decodeURIComponent(/#\/jobs\/([^/]+)/.exec(pr.url())[1]);
 
