@@ -113,18 +113,24 @@ test("a hung provider call ends in an honest failure that links to the timeline"
 });
 
 test("keyboard only: reach a slot, open the release confirmation, close it with Escape", async () => {
-  // The first card (by name) must be an occupied slot with no job, so that
-  // it offers a release.
-  const { slots } = await server.api("GET", "/api/slots");
-  const first = [...slots].sort((a, b) => a.name.localeCompare(b.name))[0];
-  assert.ok(!first.active_job, `${first.name} is not busy`);
-  if (first.lifecycle === "vacant") {
-    await server.api("POST", `/api/slots/${first.name}/occupy`, { until: new Date(Date.now() + 3_600_000).toISOString() });
-  }
+  // The board puts slots that need attention first, then the rest in
+  // natural order: the first card in the page is the one Tab reaches. It
+  // must be an occupied slot with no job, so that it offers a release.
   const page = await browser.context.newPage();
   await page.goto(appUrl(server, "/"));
   await waitLive(page);
-  await page.waitForSelector(`[data-slot="${first.name}"] .lc-occupied`);
+  await page.waitForSelector(".card-title");
+  const firstCard = () => page.evaluate(() => document.querySelector(".card-title")?.textContent ?? "");
+  const { slots } = await server.api("GET", "/api/slots");
+  const name = await firstCard();
+  const slot = slots.find((s) => s.name === name);
+  assert.ok(slot && !slot.active_job, `${name} is not busy`);
+  if (slot.lifecycle === "vacant") {
+    // Three hours: not "deadline within the hour", so it keeps its place.
+    await server.api("POST", `/api/slots/${name}/occupy`, { until: new Date(Date.now() + 3 * 3_600_000).toISOString() });
+  }
+  await page.waitForSelector(`[data-slot="${name}"] .lc-occupied`);
+  assert.equal(await firstCard(), name, "occupying the first card kept it first");
   // The first Tab lands on the skip link; follow it to the content.
   await page.keyboard.press("Tab");
   assert.equal(await page.evaluate(() => document.activeElement?.className), "skip");
@@ -133,7 +139,7 @@ test("keyboard only: reach a slot, open the release confirmation, close it with 
     await page.keyboard.press("Tab");
     reached = await page.evaluate(() => (document.activeElement?.classList.contains("card-title") ? document.activeElement.textContent : ""));
   }
-  assert.equal(reached, first.name, "the first slot card is reachable with Tab");
+  assert.equal(reached, name, "the first slot card is reachable with Tab");
   await page.keyboard.press("Enter");
   await page.waitForSelector("[data-testid=slot-page]");
   await page.focus("[data-testid=release]");
@@ -143,7 +149,7 @@ test("keyboard only: reach a slot, open the release confirmation, close it with 
   assert.equal(await page.evaluate(() => document.activeElement?.textContent), "Cancel");
   await page.keyboard.press("Escape");
   await page.waitForSelector("[data-testid=confirm-plan]", { state: "detached" });
-  const { jobs } = await server.api("GET", `/api/slots/${first.name}/jobs?kind=reset`);
+  const { jobs } = await server.api("GET", `/api/slots/${name}/jobs?kind=reset`);
   assert.ok(!(jobs ?? []).some((j) => !["succeeded", "failed", "timed_out", "cancelled", "abandoned"].includes(j.state)), "Escape queued nothing");
   await page.close();
 });

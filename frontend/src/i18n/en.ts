@@ -341,7 +341,7 @@ export const en = {
   "board.mine": "My slots",
   "board.mine_badge": "yours",
   "board.occupy": "Occupy for {hours} h",
-  "board.occupy_slot": "Occupy {slot} for {hours} h",
+  "board.occupy_slot": "Occupy for {hours} h: {slot}",
   "board.take_next": "Take the next free slot ({hours} h)",
   "board.took": "{slot} is yours now.",
   "board.took_next": "The next free slot, {slot}, is yours now.",

@@ -342,7 +342,7 @@ export const ko: Record<Key, string> = {
   "board.mine": "내 슬롯",
   "board.mine_badge": "내 것",
   "board.occupy": "{hours}시간 사용",
-  "board.occupy_slot": "{slot}을(를) {hours}시간 사용",
+  "board.occupy_slot": "{hours}시간 사용: {slot}",
   "board.take_next": "다음 빈 슬롯 받기 ({hours}시간)",
   "board.took": "이제 {slot}을(를) 사용합니다.",
   "board.took_next": "다음 빈 슬롯 {slot}을(를) 이제 사용합니다.",
