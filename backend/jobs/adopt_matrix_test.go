@@ -39,43 +39,10 @@ func TestAdoptFaultMatrix(t *testing.T) {
 }
 
 func adoptCell(t *testing.T, name string, flt sim.Fault, want string) {
-	w := newWorld(t, nil)
-	cfg := w.engineConfig()
-	if name == "hang" {
-		cfg.StepTimeout = 700 * time.Millisecond
-	}
-	w.startEngine(cfg)
-	fx := w.seed("cell")
-	app, err := w.sim.AddApp(fx.ProjectUUID, "stray")
-	if err != nil {
-		t.Fatal(err)
-	}
-	flt.Endpoint, flt.Resource = sim.EndpointGetApplication, app
-	id := w.sim.AddFault(flt)
-	if name == "reset" {
-		w.inert = map[int]bool{id: true}
-	}
-	from := time.Now()
-	cmd := slots.AdoptCmd{Provider: "coolify", Kind: events.ResApplication, ID: app}
-	res, err := w.svc.Adopt(context.Background(), bob, "cell", cmd, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if name == "cancel" {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if _, err := w.sim.WaitFor(ctx, func(r sim.Request) bool { return r.Endpoint == sim.EndpointGetApplication && r.Fault != 0 }); err != nil {
-			t.Fatalf("faulted call never arrived: %v", err)
-		}
-		if err := w.svc.Cancel(ctx, slots.Actor{Name: "carol"}, res.JobID); err != nil {
-			t.Fatal(err)
-		}
-	}
-	j := w.waitEnded(res.JobID)
-	evs := w.jobEvents(res.JobID)
-	if j.Status != want {
-		t.Fatalf("terminal %s, want %s:%s", j.Status, want, history(evs))
-	}
+	flt.Endpoint = sim.EndpointGetApplication
+	w, app, id, cmd, res, j, evs, from := orphanCell(t, name, flt, want, func(w *world, cmd slots.AdoptCmd) (slots.JobAcceptedResult, error) {
+		return w.svc.Adopt(context.Background(), bob, "cell", cmd, nil)
+	})
 	if strings.Contains(types(evs), "ResourcesListed") || j.Done[events.StepLookupResource] {
 		t.Fatalf("adopted through a %s:%s", name, history(evs))
 	}
@@ -191,40 +158,9 @@ func TestDeleteOrphanFaultMatrix(t *testing.T) {
 }
 
 func deleteCell(t *testing.T, name string, flt sim.Fault, want string) {
-	w := newWorld(t, nil)
-	cfg := w.engineConfig()
-	if name == "hang" {
-		cfg.StepTimeout = 700 * time.Millisecond
-	}
-	w.startEngine(cfg)
-	fx := w.seed("cell")
-	app, err := w.sim.AddApp(fx.ProjectUUID, "stray")
-	if err != nil {
-		t.Fatal(err)
-	}
-	flt.Resource = app
-	id := w.sim.AddFault(flt)
-	from := time.Now()
-	cmd := slots.AdoptCmd{Provider: "coolify", Kind: events.ResApplication, ID: app}
-	res, err := w.svc.DeleteOrphan(context.Background(), bob, "cell", cmd, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if name == "cancel" {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if _, err := w.sim.WaitFor(ctx, func(r sim.Request) bool { return r.Endpoint == flt.Endpoint && r.Fault != 0 }); err != nil {
-			t.Fatalf("faulted call never arrived: %v", err)
-		}
-		if err := w.svc.Cancel(ctx, slots.Actor{Name: "carol"}, res.JobID); err != nil {
-			t.Fatal(err)
-		}
-	}
-	j := w.waitEnded(res.JobID)
-	evs := w.jobEvents(res.JobID)
-	if j.Status != want {
-		t.Fatalf("terminal %s, want %s:%s", j.Status, want, history(evs))
-	}
+	w, app, id, cmd, res, j, evs, from := orphanCell(t, name, flt, want, func(w *world, cmd slots.AdoptCmd) (slots.JobAcceptedResult, error) {
+		return w.svc.DeleteOrphan(context.Background(), bob, "cell", cmd, nil)
+	})
 	if strings.Contains(types(evs), "AppDeleted") || j.Done[events.StepDeleteResource] {
 		t.Fatalf("claimed deleted through a %s:%s", name, history(evs))
 	}
@@ -255,4 +191,50 @@ func deleteCell(t *testing.T, name string, flt sim.Fault, want string) {
 	if v := slotViewOf(t, w, "cell", ids...); tracks(v, events.ResApplication, app) {
 		t.Fatalf("still tracked after the confirmed delete: %+v", v.Resources)
 	}
+}
+
+// orphanCell is what the adopt and delete-orphan cells share: a world with a
+// stray application no slot knows, flt on it (on flt.Endpoint), the job
+// started by start, cancelled once the faulted call arrived when name is
+// "cancel", and the job's end, which must be want.
+func orphanCell(t *testing.T, name string, flt sim.Fault, want string, start func(*world, slots.AdoptCmd) (slots.JobAcceptedResult, error)) (
+	w *world, app string, fault int, cmd slots.AdoptCmd, res slots.JobAcceptedResult, j slots.JobState, evs []events.RecordedEvent, from time.Time) {
+	t.Helper()
+	w = newWorld(t, nil)
+	cfg := w.engineConfig()
+	if name == "hang" {
+		cfg.StepTimeout = 700 * time.Millisecond
+	}
+	w.startEngine(cfg)
+	fx := w.seed("cell")
+	app, err := w.sim.AddApp(fx.ProjectUUID, "stray")
+	if err != nil {
+		t.Fatal(err)
+	}
+	flt.Resource = app
+	fault = w.sim.AddFault(flt)
+	if name == "reset" {
+		w.inert = map[int]bool{fault: true}
+	}
+	from = time.Now()
+	cmd = slots.AdoptCmd{Provider: "coolify", Kind: events.ResApplication, ID: app}
+	if res, err = start(w, cmd); err != nil {
+		t.Fatal(err)
+	}
+	if name == "cancel" {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if _, err := w.sim.WaitFor(ctx, func(r sim.Request) bool { return r.Endpoint == flt.Endpoint && r.Fault != 0 }); err != nil {
+			t.Fatalf("faulted call never arrived: %v", err)
+		}
+		if err := w.svc.Cancel(ctx, slots.Actor{Name: "carol"}, res.JobID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j = w.waitEnded(res.JobID)
+	evs = w.jobEvents(res.JobID)
+	if j.Status != want {
+		t.Fatalf("terminal %s, want %s:%s", j.Status, want, history(evs))
+	}
+	return w, app, fault, cmd, res, j, evs, from
 }
