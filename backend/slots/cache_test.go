@@ -247,3 +247,43 @@ func TestSlotCacheUnderConcurrentCommands(t *testing.T) {
 		t.Fatalf("cache after concurrent commands: %v\n%+v\nwant\n%+v", err, got, full)
 	}
 }
+
+// A slot's fold keeps the per-job outcome records (VacatedBy, PromotedBy) of
+// the lock holder and the last released job only: a slot that went through
+// hundreds of resets and promotes folds to the same size as one that went
+// through one (issue 13), and still answers what the releaser and the
+// waitlist ask (the lock holder's, the last released job's).
+func TestSlotFoldForgetsOldJobOutcomes(t *testing.T) {
+	t.Parallel()
+	var st slots.SlotState
+	rev := events.Revision(0)
+	apply := func(p events.Payload) {
+		t.Helper()
+		data := events.New(p, events.Metadata{Actor: "alice", Time: time.Now().UTC()})
+		if err := st.Apply(events.RecordedEvent{Stream: events.SlotStream("a"), Revision: rev, Type: data.Type, Data: data.Data, Meta: data.Meta}); err != nil {
+			t.Fatal(err)
+		}
+		rev++
+	}
+	apply(events.SlotRegistered{Slot: "a", ProjectUUID: "p", AppUUID: "x", DBUUID: "d", Repo: events.RepoRef{Project: "P", Slug: "a"}})
+	for i := range 500 {
+		job := fmt.Sprintf("job-%d", i)
+		apply(events.SlotOccupied{Slot: "a", By: "alice", Until: time.Now().Add(time.Hour)})
+		apply(events.JobAccepted{Slot: "a", JobID: job, Kind: events.KindReset, Run: 1})
+		if i%2 == 0 {
+			apply(events.SlotVacated{Slot: "a", JobID: job})
+		} else {
+			apply(events.SlotPromoted{Slot: "a", JobID: job, NewRepo: events.RepoRef{Project: "N", Slug: job}})
+		}
+		if !st.VacatedBy[job] && st.PromotedBy[job] == (events.RepoRef{}) {
+			t.Fatalf("the lock holder %s's outcome is not recorded", job)
+		}
+		apply(events.JobReleased{Slot: "a", JobID: job, Outcome: slots.StatusSucceeded})
+		if !st.VacatedBy[job] && st.PromotedBy[job] == (events.RepoRef{}) {
+			t.Fatalf("the last released job %s's outcome is not recorded", job)
+		}
+		if n := len(st.VacatedBy) + len(st.PromotedBy); n > 1 {
+			t.Fatalf("after %d jobs the fold keeps %d per-job outcomes: %v %v", i+1, n, st.VacatedBy, st.PromotedBy)
+		}
+	}
+}

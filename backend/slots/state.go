@@ -75,9 +75,30 @@ type SlotState struct {
 	// Hold.For / Hold.ForID may occupy it until Hold.Until. Zero when none.
 	Hold events.SlotHeld
 
-	VacatedBy  map[string]bool // jobs whose SlotVacated is recorded
+	// VacatedBy and PromotedBy record the jobs whose SlotVacated or
+	// SlotPromoted the slot holds, for the lock holder and the job released
+	// last only: a release writes a job's slot event once (slotOutcome asks
+	// only about the lock holder) and the waitlist asks only about the last
+	// released job, so older entries would only make every fold of a long
+	// slot stream grow with its history (issue 13).
+	VacatedBy  map[string]bool
 	RetiredBy  string
 	PromotedBy map[string]events.RepoRef
+}
+
+// forgetOutcomes drops the per-job records of every job but released (the
+// job just released) and the lock holder.
+func (s *SlotState) forgetOutcomes(released string) {
+	for id := range s.VacatedBy {
+		if id != released && id != s.LockJob {
+			delete(s.VacatedBy, id)
+		}
+	}
+	for id := range s.PromotedBy {
+		if id != released && id != s.LockJob {
+			delete(s.PromotedBy, id)
+		}
+	}
 }
 
 // Locked reports whether a job holds the slot's lock.
@@ -161,6 +182,7 @@ func (s *SlotState) Apply(ev events.RecordedEvent) error {
 			s.LockJob, s.LockKind, s.LockResume = "", "", false
 			s.LockRun, s.Lock, s.LockMeta = 0, events.JobAccepted{}, events.Metadata{}
 		}
+		s.forgetOutcomes(e.JobID)
 	case events.SlotVacated:
 		s.Occupied, s.Occupant, s.Until = false, "", time.Time{}
 		s.Hold = events.SlotHeld{}
