@@ -77,7 +77,13 @@ type Options struct {
 type Directory struct {
 	store events.Store
 	opt   Options
-	dummy string // a hash to compare against for unknown names (same cost as a real one)
+	// dummy is a hash to compare against for unknown names (same cost as a
+	// real one). It is made in the background at Open: one argon2id hash
+	// takes a ~20 MiB buffer and a noticeable part of a restart, and no
+	// sign-in needs it before the server listens. dummyReady is closed
+	// when it is set.
+	dummy      string
+	dummyReady chan struct{}
 
 	mu       sync.RWMutex
 	rev      map[string]int64 // stream → last applied revision (-1: none)
@@ -106,9 +112,12 @@ func Open(ctx context.Context, store events.Store, opt Options) (*Directory, err
 		users: map[string]*User{}, byName: map[string]*User{},
 		tokens: map[string]*Token{}, byHash: map[string]*Token{}, tokNames: map[string]bool{},
 		sessions: map[string]*session{}, sessByID: map[string]string{},
-		changed: make(chan struct{}),
+		changed: make(chan struct{}), dummyReady: make(chan struct{}),
 	}
-	d.dummy = opt.Argon2.hashPassword("not a password of anyone")
+	go func() {
+		d.dummy = opt.Argon2.hashPassword("not a password of anyone")
+		close(d.dummyReady)
+	}()
 	var err error
 	if d.from, err = store.Head(ctx); err != nil {
 		return nil, err
@@ -410,6 +419,7 @@ func (d *Directory) SetPassword(ctx context.Context, by Subject, id, password st
 // the same time for an unknown name as for a wrong password, and returns
 // ErrBadCredentials for both.
 func (d *Directory) CheckPassword(name, password string) (User, error) {
+	<-d.dummyReady
 	d.mu.RLock()
 	u := d.byName[strings.ToLower(name)]
 	var cp User

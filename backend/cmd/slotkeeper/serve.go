@@ -324,10 +324,6 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 		return fatalErr() // nil: interrupted during start
 	}
 	log.Info("read model caught up", slog.Any("position", startHead), slog.Duration("took", time.Since(t0)), slog.String("events", storeDesc))
-	// The catch-up's garbage (every event decoded and projected) is gone
-	// now; hand its pages back instead of keeping the high-water mark of
-	// a replay as the process's private memory.
-	debug.FreeOSMemory()
 
 	// The demo pool is seeded, and the simulators' state cleared, when the
 	// log holds no slot yet: account and token events (e.g. from
@@ -443,6 +439,11 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 	}
 
 	wl := startWaitlist(c, store, svc, base, met.Registry, log, goRun)
+	var caughtUp []func(context.Context) error
+	if eng != nil {
+		caughtUp = append(caughtUp, func(ctx context.Context) error { return eng.WaitApplied(ctx, startHead) })
+	}
+	goRun("memory release", func(ctx context.Context) error { return releaseAfterCatchUp(ctx, caughtUp, log) })
 
 	var spa fs.FS
 	if sub, err := fs.Sub(frontend.Dist, "dist"); err == nil {
@@ -551,6 +552,24 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 		srv.Close()
 	}
 	return failed
+}
+
+// releaseAfterCatchUp waits until every consumer of the log caught up with
+// the head it started at, then hands the pages of their catch-up garbage
+// back to the system. The Go runtime returns freed memory only slowly; a
+// restart after a long stop (or a first start on a big log) would otherwise
+// keep the high-water mark of folding it all at once as its private memory
+// for minutes (issue 13: RssAnon).
+func releaseAfterCatchUp(ctx context.Context, waits []func(context.Context) error, log *slog.Logger) error {
+	t0 := time.Now()
+	for _, w := range waits {
+		if err := w(ctx); err != nil {
+			return nil // shutting down
+		}
+	}
+	debug.FreeOSMemory()
+	log.Info("consumers caught up; catch-up memory returned", slog.Duration("took", time.Since(t0)))
+	return nil
 }
 
 // waitHub waits (bounded by ctx) until the hub has published pos.
