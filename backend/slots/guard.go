@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
 
+	"github.com/slotkeeper/slotkeeper/backend/consumer"
 	"github.com/slotkeeper/slotkeeper/events"
 )
 
@@ -181,9 +183,28 @@ type owners struct {
 	pending map[string]events.RecordedEvent
 	regRev  events.Revision // the registry's last revision folded
 	regSeen bool            // whether the registry stream exists
+	saved   events.Position // position of the newest checkpoint read or written
 }
 
-func (o *owners) catchUp(ctx context.Context, store events.Store) error {
+// The owners index is checkpointed like the log's consumers (backend/
+// consumer): the first Register after a start folds only the log after the
+// newest checkpoint, not the whole history, and writes one when it folded
+// ownersSaveEvery positions since the last.
+const (
+	ownersConsumer  = "slot-owners"
+	ownersVersion   = 1
+	ownersSaveEvery = 10_000
+)
+
+// ownersState is the index's checkpoint.
+type ownersState struct {
+	Regs    map[string]events.SlotRegistered `json:"regs"`
+	Pending map[string]events.RecordedEvent  `json:"pending"`
+	RegRev  events.Revision                  `json:"reg_rev"`
+	RegSeen bool                             `json:"reg_seen"`
+}
+
+func (o *owners) catchUp(ctx context.Context, store events.Store, log *slog.Logger) error {
 	head, err := store.Head(ctx)
 	if err != nil {
 		return err
@@ -194,7 +215,34 @@ func (o *owners) catchUp(ctx context.Context, store events.Store) error {
 	if o.regs == nil {
 		o.regs = map[string]events.SlotRegistered{}
 		o.pending = map[string]events.RecordedEvent{}
+		var st ownersState
+		pos, ok, why, err := consumer.LoadCheckpoint(ctx, store, ownersConsumer, ownersVersion, &st)
+		switch {
+		case err != nil:
+			return err
+		case ok:
+			if st.Regs != nil {
+				o.regs = st.Regs
+			}
+			if st.Pending != nil {
+				o.pending = st.Pending
+			}
+			o.regRev, o.regSeen, o.pos, o.saved = st.RegRev, st.RegSeen, pos, pos
+		case why != "":
+			log.Warn("slot owners: checkpoint ignored, folding the log from the start", "why", why)
+		}
 	}
+	defer func() {
+		if o.pos < o.saved+ownersSaveEvery {
+			return
+		}
+		st := ownersState{Regs: o.regs, Pending: o.pending, RegRev: o.regRev, RegSeen: o.regSeen}
+		if err := consumer.SaveCheckpoint(ctx, store, ownersConsumer, ownersVersion, o.pos, st); err != nil {
+			log.Warn("slot owners: checkpoint not written", "err", err)
+			return
+		}
+		o.saved = o.pos
+	}()
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	err = store.SubscribeAll(cctx, o.pos, events.Filter{}, func(_ context.Context, ev events.RecordedEvent) error {

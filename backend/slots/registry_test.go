@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/slotkeeper/slotkeeper/backend/slots"
@@ -232,5 +233,75 @@ func TestRetiringFreesTheResources(t *testing.T) {
 				t.Fatalf("409 names %v, want new", e.Details["owner"])
 			}
 		})
+	}
+}
+
+// countingLog counts the events SubscribeAll hands out.
+type countingLog struct {
+	events.Store
+	delivered atomic.Int64
+}
+
+func (c *countingLog) SubscribeAll(ctx context.Context, after events.Position, f events.Filter, h events.Handler) error {
+	return c.Store.SubscribeAll(ctx, after, f, func(ctx context.Context, ev events.RecordedEvent) error {
+		c.delivered.Add(1)
+		return h(ctx, ev)
+	})
+}
+
+// TestOwnersStartFromTheirCheckpoint: the ownership index a Register
+// consults is checkpointed, so the first Register of a new process folds
+// only the log after the newest checkpoint (issue 13: a command's cost
+// does not grow with history), and decides exactly as a fold from the
+// start: a registered slot and a claim lost in a crash both still own
+// their resources. An unusable checkpoint is ignored.
+func TestOwnersStartFromTheirCheckpoint(t *testing.T) {
+	st := memstore.New()
+	t.Cleanup(func() { st.Close() })
+	ctx := context.Background()
+	longHistory(t, st, "pad", 10_100) // registers pad (project p1, app a1, database d1)
+	crashed := slots.NewService(&faultyStore{Store: st, onSlotAppend: func() error { return fmt.Errorf("process killed") }}, slots.Config{})
+	if err := crashed.Register(ctx, alice, worldCmd("lost")); err == nil {
+		t.Fatal("the registration survived its crash")
+	}
+	// Folds the whole log (more than a checkpoint's worth), writes a
+	// checkpoint, completes the lost claim, registers.
+	if err := slots.NewService(st, slots.Config{}).Register(ctx, alice, worldCmd("first")); err != nil {
+		t.Fatal(err)
+	}
+	cps, err := st.ReadStream(ctx, events.CheckpointStream("slot-owners"), 0, 0, events.Forward)
+	if err != nil || len(cps) != 1 {
+		t.Fatalf("checkpoints of the owners index: %d (%v), want 1", len(cps), err)
+	}
+
+	conflicts := func(t *testing.T, svc *slots.Service) {
+		t.Helper()
+		for owner, c := range map[string]slots.RegisterCmd{
+			"pad":   func() slots.RegisterCmd { c := worldCmd("x1"); c.AppUUID = "a1"; return c }(),
+			"lost":  func() slots.RegisterCmd { c := worldCmd("x2"); c.DBUUID = "db-lost"; return c }(),
+			"first": func() slots.RegisterCmd { c := worldCmd("x3"); c.Repo = worldCmd("first").Repo; return c }(),
+		} {
+			if e := wantCode(t, svc.Register(ctx, alice, c), slots.CodeConflict); e.Details["owner"] != owner {
+				t.Fatalf("409 names %v, want %s", e.Details["owner"], owner)
+			}
+		}
+	}
+	fresh := &countingLog{Store: st}
+	conflicts(t, slots.NewService(fresh, slots.Config{}))
+	if n := fresh.delivered.Load(); n > 100 {
+		t.Fatalf("a new process folded %d events before its first Register; the checkpoint should leave a handful", n)
+	}
+
+	// A checkpoint of another version is ignored: the fold starts from 0
+	// and answers the same.
+	if _, err := st.Append(ctx, events.CheckpointStream("slot-owners"), events.Any(), events.New(events.ConsumerCheckpointed{
+		Consumer: "slot-owners", Position: 1, Version: 99, State: `{"regs":{}}`,
+	}, events.Metadata{Actor: "system:test"})); err != nil {
+		t.Fatal(err)
+	}
+	refold := &countingLog{Store: st}
+	conflicts(t, slots.NewService(refold, slots.Config{}))
+	if n := refold.delivered.Load(); n < 10_000 {
+		t.Fatalf("with an unusable checkpoint the index folded only %d events", n)
 	}
 }

@@ -176,7 +176,7 @@ func (s *Service) Register(ctx context.Context, a Actor, c RegisterCmd) error {
 	defer s.owners.mu.Unlock()
 	checked := false
 	for i := 0; ; i++ {
-		if err := s.owners.catchUp(ctx, s.store); err != nil {
+		if err := s.owners.catchUp(ctx, s.store, s.log); err != nil {
 			return internal("read the slots' registrations", err)
 		}
 		if err := s.owners.completePending(ctx, s.store); err != nil {

@@ -44,7 +44,7 @@ start() {
   rm -f "$work/out"
   t0=$(date +%s%N)
   "$work/$bin" serve --data "$dir" --addr 127.0.0.1:0 --workers 0 --deadline-reset=false --warn-before "" \
-    --reconcile-every 0 --demo=false --sim on --log-level error --drain-delay 0s >"$work/out" 2>"$work/err" &
+    --reconcile-every 0 --demo=false --sim on --log-level info --drain-delay 0s >"$work/out" 2>"$work/err" &
   pid=$!
   for _ in $(seq 1 6000); do
     if [ -z "$url" ]; then
@@ -62,12 +62,23 @@ stop() { kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""; }
 
 rss_kb() { awk '/^RssAnon:/ {print $2}' "/proc/$pid/status"; }
 
+# settled: waits until every consumer of the log has caught up and the
+# server handed the catch-up's garbage back ("consumers caught up" in its
+# log; a binary without that line gets 2 s).
+settled() {
+  for _ in $(seq 1 12000); do
+    grep -q 'consumers caught up' "$work/err" && return
+    sleep 0.01
+  done
+  echo "  (no 'consumers caught up' line: reading memory as it is)"
+}
+
 # measure BIN DIR LABEL: a first start (rebuilds from the log), settles, reads
 # the private memory; then a restart, timed.
 measure() {
   local bin=$1 dir=$2 label=$3 rss
   start "$bin" "$dir"
-  sleep 2 # let the runtime return the catch-up's garbage
+  if grep -q 'catch-up memory returned' "$work/$bin"; then settled; else sleep 2; fi
   rss=$(rss_kb)
   stop
   start "$bin" "$dir"
