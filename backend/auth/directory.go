@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sort"
 	"strings"
 	"sync"
@@ -68,6 +69,13 @@ type Options struct {
 	Argon2 Argon2Params
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// SessionsCheckpointEvery is how many session events the directory
+	// applies between two checkpoints of its session fold (default
+	// DefaultSessionsCheckpointEvery; see checkpoint.go).
+	SessionsCheckpointEvery int
+	// Logger receives what a start ignored or a checkpoint failed
+	// (default slog.Default()).
+	Logger *slog.Logger
 }
 
 // Directory is the in-memory index of users, tokens and sessions, fed from
@@ -94,6 +102,12 @@ type Directory struct {
 	tokNames map[string]bool     // lower-case token names
 	sessions map[string]*session // hex sha256 of the session secret → session (sessions.go)
 	sessByID map[string]string   // session id → hash
+	// sessPos is the log position of the last session event applied,
+	// sessSince how many were applied since the last checkpoint;
+	// saveSessions wakes the checkpoint writer (checkpoint.go).
+	sessPos      events.Position
+	sessSince    int
+	saveSessions chan struct{}
 	from     events.Position     // Follow starts after it
 	changed  chan struct{}       // closed and replaced on every apply (tests wait on it)
 }
@@ -106,13 +120,19 @@ func Open(ctx context.Context, store events.Store, opt Options) (*Directory, err
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
+	if opt.SessionsCheckpointEvery <= 0 {
+		opt.SessionsCheckpointEvery = DefaultSessionsCheckpointEvery
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.Default()
+	}
 	d := &Directory{
 		store: store, opt: opt,
 		rev:   map[string]int64{events.AuthUsersStream: -1, events.AuthTokensStream: -1, events.AuthSessionsStream: -1},
 		users: map[string]*User{}, byName: map[string]*User{},
 		tokens: map[string]*Token{}, byHash: map[string]*Token{}, tokNames: map[string]bool{},
 		sessions: map[string]*session{}, sessByID: map[string]string{},
-		changed: make(chan struct{}), dummyReady: make(chan struct{}),
+		changed: make(chan struct{}), dummyReady: make(chan struct{}), saveSessions: make(chan struct{}, 1),
 	}
 	go func() {
 		d.dummy = opt.Argon2.hashPassword("not a password of anyone")
@@ -120,6 +140,9 @@ func Open(ctx context.Context, store events.Store, opt Options) (*Directory, err
 	}()
 	var err error
 	if d.from, err = store.Head(ctx); err != nil {
+		return nil, err
+	}
+	if err := d.loadSessionsCheckpoint(ctx); err != nil {
 		return nil, err
 	}
 	for _, s := range []string{events.AuthUsersStream, events.AuthTokensStream, events.AuthSessionsStream} {
@@ -133,6 +156,7 @@ func Open(ctx context.Context, store events.Store, opt Options) (*Directory, err
 // Follow applies auth events appended after Open (by this or another
 // process) until ctx ends. Applying is idempotent per stream revision.
 func (d *Directory) Follow(ctx context.Context) error {
+	defer d.runSaver(ctx)()
 	return d.store.SubscribeAll(ctx, d.from, events.Filter{StreamPrefixes: []string{events.AuthStreamPrefix}},
 		func(ctx context.Context, ev events.RecordedEvent) error {
 			d.mu.Lock()
@@ -202,6 +226,7 @@ func (d *Directory) apply(ev events.RecordedEvent) error {
 		}
 	case events.SessionStarted, events.SessionActive, events.SessionEnded:
 		d.applySession(ev, p)
+		d.noteSessionEvent(ev.Position)
 	}
 	return nil
 }

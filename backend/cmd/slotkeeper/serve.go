@@ -428,7 +428,7 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 	// After the demo seed: the demo's scope is its own slots'.
 	rec := startReconciler(ctx, c, store, rs.reads, w, scope, met.Registry, log, goRun)
 
-	as, err := openAuth(ctx, c, store, w.sim != nil && c.Demo, stdout)
+	as, err := openAuth(ctx, c, store, w.sim != nil && c.Demo, stdout, log)
 	if err != nil {
 		return err
 	}

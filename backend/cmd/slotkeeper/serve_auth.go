@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 
@@ -34,8 +35,8 @@ type authSide struct {
 //   - otherwise, when no account exists but demo-admin, it creates "admin"
 //     with a random password, prints it once and writes it to
 //     <data>/initial-admin-password (0600).
-func openAuth(ctx context.Context, c Config, store events.Store, demo bool, stdout io.Writer) (authSide, error) {
-	dir, err := auth.Open(ctx, store, auth.Options{})
+func openAuth(ctx context.Context, c Config, store events.Store, demo bool, stdout io.Writer, log *slog.Logger) (authSide, error) {
+	dir, err := auth.Open(ctx, store, auth.Options{Logger: log})
 	if err != nil {
 		return authSide{}, fmt.Errorf("open the account directory: %w", err)
 	}
