@@ -137,4 +137,3 @@ func (d *Directory) runSaver(ctx context.Context) (stop func()) {
 	go func() { defer wg.Done(); d.saveSessionsCheckpoints(ctx) }()
 	return func() { cancel(); wg.Wait() }
 }
-

@@ -108,8 +108,8 @@ type Directory struct {
 	sessPos      events.Position
 	sessSince    int
 	saveSessions chan struct{}
-	from     events.Position     // Follow starts after it
-	changed  chan struct{}       // closed and replaced on every apply (tests wait on it)
+	from         events.Position // Follow starts after it
+	changed      chan struct{}   // closed and replaced on every apply (tests wait on it)
 }
 
 // Open reads the auth streams of store into a new Directory.
