@@ -76,6 +76,16 @@ type Options struct {
 	// start at once, and the writer takes no append until the check passed
 	// (if it fails, every append gets its error and Damaged is closed).
 	// Default 64 MiB; negative: no check at Open (Check still works).
+	//
+	// No check runs at all, whatever the size, when the file was closed
+	// cleanly by a store that vouched for it: Close then leaves a marker
+	// (events.db.clean, marker.go) holding bbolt's transaction id of the
+	// last commit and a digest of the meta pages and the free-page list,
+	// written only if this process's check passed (or it opened by a valid
+	// marker itself) and no check or commit failed. Open skips the check if
+	// the marker still matches the file; after a kill, a crash, any later
+	// commit, damage to those pages or on a copy of the file it does not,
+	// and the check runs as above. OpenCheck says which happened.
 	CheckMaxBytes int64
 }
 
@@ -136,7 +146,7 @@ type Store struct {
 	tailEvents int
 
 	stats struct {
-		commits, appends, events atomic.Uint64
+		commits, appends, events, checks atomic.Uint64
 	}
 
 	// failCommit, when set (tests only), is called at the end of every
@@ -147,6 +157,39 @@ type Store struct {
 	// damagedCh, after damageErr is set, when it found damage.
 	checked, damagedCh chan struct{}
 	damageErr          error
+
+	// openCheck is how Open vouched for the free-page list. verified is
+	// set when a full check passed or a valid marker vouched for the file;
+	// unsound when a check found damage or a commit failed: then Close
+	// leaves no clean-close marker (marker.go).
+	openCheck         OpenCheck
+	verified, unsound atomic.Bool
+}
+
+// OpenCheck is how Open made sure the free-page list is sound before the
+// first write.
+type OpenCheck int
+
+const (
+	// OpenUnchecked: no check at Open (Options.CheckMaxBytes < 0) and no
+	// valid clean-close marker.
+	OpenUnchecked OpenCheck = iota
+	// OpenFullCheck: bbolt's full check ran, before Open returned or (a big
+	// file) in the background before the first write.
+	OpenFullCheck
+	// OpenMarker: the file was closed cleanly by a store that vouched for
+	// it and nothing changed since; no check ran.
+	OpenMarker
+)
+
+func (c OpenCheck) String() string {
+	switch c {
+	case OpenFullCheck:
+		return "full check"
+	case OpenMarker:
+		return "clean-close marker"
+	}
+	return "unchecked"
 }
 
 var _ events.Store = (*Store)(nil)
@@ -174,11 +217,17 @@ func Open(path string, opts Options) (*Store, error) {
 	case err != nil:
 		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
 	}
+	// Before prepare, which writes to a brand-new file.
+	byMarker := takeMarker(db, path)
 	head, tail, tailEvents, err := prepare(db)
-	background := false
-	if err == nil && opts.CheckMaxBytes > 0 {
+	openCheck, inline, background := OpenUnchecked, false, false
+	switch {
+	case byMarker:
+		openCheck = OpenMarker
+	case err == nil && opts.CheckMaxBytes > 0:
+		openCheck = OpenFullCheck
 		if fi, serr := os.Stat(path); serr == nil && fi.Size() <= opts.CheckMaxBytes {
-			err = check(db)
+			err, inline = check(db), true
 		} else {
 			background = true
 		}
@@ -202,8 +251,13 @@ func Open(path string, opts Options) (*Store, error) {
 		tailEvents: tailEvents,
 		checked:    make(chan struct{}),
 		damagedCh:  make(chan struct{}),
+		openCheck:  openCheck,
 	}
 	s.head.Store(uint64(head))
+	if inline {
+		s.stats.checks.Add(1)
+	}
+	s.verified.Store(byMarker || inline)
 	if background {
 		go func() {
 			if err := s.Check(context.Background()); err != nil && !errors.Is(err, events.ErrClosed) {
@@ -218,6 +272,10 @@ func Open(path string, opts Options) (*Store, error) {
 	go s.writer()
 	return s, nil
 }
+
+// OpenCheck is how Open made sure the free-page list is sound (see
+// Options.CheckMaxBytes).
+func (s *Store) OpenCheck() OpenCheck { return s.openCheck }
 
 // Damaged is closed when the background consistency check of a big file
 // (see Options.CheckMaxBytes) found damage; Err then returns it. A server
@@ -345,15 +403,19 @@ func (s *Store) Check(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := check(s.db); err != nil {
-		if errors.Is(err, bolt.ErrDatabaseNotOpen) {
-			return events.ErrClosed
-		}
+	err := check(s.db)
+	if errors.Is(err, bolt.ErrDatabaseNotOpen) {
+		return events.ErrClosed
+	}
+	s.stats.checks.Add(1)
+	if err != nil {
 		if errors.Is(err, events.ErrCorrupt) {
+			s.unsound.Store(true)
 			return fmt.Errorf("boltstore: %s: %w; %s", s.path, err, damagedAdvice)
 		}
 		return fmt.Errorf("boltstore: %s: %w", s.path, err)
 	}
+	s.verified.Store(true)
 	return nil
 }
 
@@ -441,12 +503,13 @@ type Stats struct {
 	Commits uint64 // durable write transactions (two fdatasyncs each)
 	Appends uint64 // Append calls that committed
 	Events  uint64 // events committed
+	Checks  uint64 // bbolt full consistency checks completed (at Open and by Check)
 }
 
 // Stats reports the group-commit counters; Events/Commits is the number of
 // events per fsync'd commit.
 func (s *Store) Stats() Stats {
-	return Stats{Commits: s.stats.commits.Load(), Appends: s.stats.appends.Load(), Events: s.stats.events.Load()}
+	return Stats{Commits: s.stats.commits.Load(), Appends: s.stats.appends.Load(), Events: s.stats.events.Load(), Checks: s.stats.checks.Load()}
 }
 
 // appendReq is one Append waiting for the writer.
@@ -663,6 +726,9 @@ func (s *Store) commit(batch []*appendReq, buf []byte) []byte {
 		return buf
 	}
 	if err != nil {
+		// The file may hold pages of a commit that failed midway: vouch
+		// for it no more (see Close).
+		s.unsound.Store(true)
 		for _, r := range batch {
 			if r.err == nil || r.batchOnly {
 				r.err = fmt.Errorf("boltstore: commit: %w", err)
@@ -697,9 +763,18 @@ func (s *Store) Close() error {
 		// a file whose check failed, nor before the check is over.
 		<-s.checked
 		if s.tailEvents > 0 && s.Err() == nil {
-			_ = s.update(func(tx *bolt.Tx) error {
+			err := s.update(func(tx *bolt.Tx) error {
 				return flushIndex(tx, s.tail, nil, s.head.Load())
 			})
+			if err != nil {
+				s.unsound.Store(true)
+			}
+		}
+		// The last commit is done and the lock still held: leave the
+		// marker that spares the next Open its check (marker.go). Best
+		// effort: without it the next Open checks.
+		if s.verified.Load() && !s.unsound.Load() && s.Err() == nil {
+			_ = writeMarker(s.db, s.path)
 		}
 		// bbolt's Close waits for open read transactions, which are short.
 		s.closeErr = s.db.Close()
