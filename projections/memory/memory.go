@@ -37,6 +37,13 @@ type Limits struct {
 	// DefaultRecentAudit; negative: all). Memory holds at least this many
 	// and less than this plus one chunk of 4,096.
 	RecentAudit int
+	// ListedRetired is how many idle retired slots (projections.Idle)
+	// ListSlots lists, the most recently changed ones (by view position);
+	// older ones are archived: not listed, their views leave memory and Slot
+	// folds them from the log (0: projections.DefaultListedRetired;
+	// negative: list every slot, archive none). A read model without a log
+	// keeps archived views in memory, still not listed.
+	ListedRetired int
 }
 
 // Default limits: a day of a busy pool's jobs, and the audit entries the
@@ -55,7 +62,14 @@ type Store struct {
 
 	mu     sync.RWMutex
 	pos    events.Position
-	slots  map[string]*projections.SlotView // never modified once stored
+	slots  map[string]*projections.SlotView // never modified once stored; archived slots are not here
+	// archived holds the idle retired slots that are not listed (see
+	// Limits.ListedRetired): nil, their view left memory, except without a
+	// log. idle names the idle slots still in slots, touched the slots the
+	// current batch put (trim looks at them again).
+	archived map[string]*projections.SlotView
+	idle     map[string]struct{}
+	touched  map[string]struct{}
 	jobs   map[string]*projections.JobView  // open jobs and recently finished ones
 	refs   map[string]jobRef                // every job the log holds
 	bySlot map[string][]string              // slot → job ids, oldest first (by queued position)
@@ -137,6 +151,7 @@ var (
 	_ projections.Snapshotter = (*Store)(nil)
 	_ projections.ReadModel   = (*Store)(nil)
 	_ projections.State       = (*Store)(nil)
+	_ projections.SlotNamer   = (*Store)(nil)
 )
 
 // New returns an empty read model with the default limits. log answers
@@ -154,8 +169,11 @@ func NewWithLimits(log projections.Log, lim Limits) *Store {
 	if lim.RecentAudit == 0 {
 		lim.RecentAudit = DefaultRecentAudit
 	}
+	if lim.ListedRetired == 0 {
+		lim.ListedRetired = projections.DefaultListedRetired
+	}
 	if log == nil {
-		lim = Limits{RecentJobs: -1, RecentAudit: -1}
+		lim = Limits{RecentJobs: -1, RecentAudit: -1, ListedRetired: lim.ListedRetired}
 	}
 	size := auditChunk
 	if lim.RecentAudit > 0 && lim.RecentAudit < size {
@@ -164,6 +182,7 @@ func NewWithLimits(log projections.Log, lim Limits) *Store {
 	return &Store{
 		log: log, lim: lim, slots: map[string]*projections.SlotView{}, jobs: map[string]*projections.JobView{},
 		refs: map[string]jobRef{}, bySlot: map[string][]string{}, latest: map[string]string{},
+		archived: map[string]*projections.SlotView{}, idle: map[string]struct{}{}, touched: map[string]struct{}{},
 		audit: auditLog{size: size},
 	}
 }
@@ -237,6 +256,29 @@ func (s *Store) jobState(stream string) (string, bool) {
 // it), folded from its stream as of the position before the event. On an
 // error the event is not applied: the runner retries from the checkpoint.
 func (s *Store) reload(ctx context.Context, ev projections.Event) error {
+	if err := s.reloadJob(ctx, ev); err != nil {
+		return err
+	}
+	// Then the slot the event reaches, if it was archived (an event on a
+	// retired slot's stream, a late event of one of its jobs).
+	switch {
+	case strings.HasPrefix(ev.Stream, events.SlotStreamPrefix):
+		return s.reloadSlot(ctx, ev.Stream[len(events.SlotStreamPrefix):])
+	case strings.HasPrefix(ev.Stream, events.JobStreamPrefix):
+		if v := s.jobs[ev.Stream[len(events.JobStreamPrefix):]]; v != nil {
+			if err := s.reloadSlot(ctx, v.Slot); err != nil {
+				return err
+			}
+		}
+		if q, ok := ev.Payload.(events.JobQueued); ok {
+			return s.reloadSlot(ctx, q.Slot)
+		}
+	}
+	return nil
+}
+
+// reloadJob puts back the view of the job ev reads, if it left memory.
+func (s *Store) reloadJob(ctx context.Context, ev projections.Event) error {
 	id := projections.EventJobID(ev.Stream)
 	if id == "" && ev.Err == nil {
 		id = projections.PayloadJobID(ev.Payload)
@@ -255,6 +297,24 @@ func (s *Store) reload(ctx context.Context, ev projections.Event) error {
 	if done(v.State) {
 		s.finished = append(s.finished, id)
 	}
+	return nil
+}
+
+// reloadSlot puts back the view of an archived slot, folded from the log as
+// of the read model's position.
+func (s *Store) reloadSlot(ctx context.Context, name string) error {
+	v, ok := s.archived[name]
+	if !ok {
+		return nil
+	}
+	if v == nil {
+		var err error
+		if v, err = projections.FoldSlot(ctx, s.log, name, s.bySlot[name], s.pos); err != nil {
+			return fmt.Errorf("memory: read back slot %s: %w", name, err)
+		}
+	}
+	delete(s.archived, name)
+	s.PutSlot(v)
 	return nil
 }
 
@@ -288,6 +348,42 @@ func (s *Store) trim() {
 	if s.lim.RecentAudit >= 0 {
 		s.audit.trim(s.lim.RecentAudit)
 	}
+	s.archive()
+}
+
+// archive lets the idle retired slots past the ListedRetired most recently
+// changed ones (by view position) leave memory (see Limits.ListedRetired).
+// Only the slots the batch put can have become idle or stopped being so.
+func (s *Store) archive() {
+	if s.lim.ListedRetired < 0 {
+		return
+	}
+	for name := range s.touched {
+		if v := s.slots[name]; v != nil && projections.Idle(*v) {
+			s.idle[name] = struct{}{}
+		} else {
+			delete(s.idle, name)
+		}
+	}
+	clear(s.touched)
+	extra := len(s.idle) - s.lim.ListedRetired
+	if extra <= 0 {
+		return
+	}
+	names := make([]string, 0, len(s.idle))
+	for name := range s.idle {
+		names = append(names, name)
+	}
+	sort.Slice(names, func(i, j int) bool { return s.slots[names[i]].Position < s.slots[names[j]].Position })
+	for _, name := range names[:extra] {
+		var keep *projections.SlotView
+		if s.log == nil {
+			keep = s.slots[name] // nothing to fold it from
+		}
+		s.archived[name] = keep
+		delete(s.slots, name)
+		delete(s.idle, name)
+	}
 }
 
 // GetSlot implements projections.State (called under the write lock).
@@ -298,7 +394,12 @@ func (s *Store) GetSlot(name string) *projections.SlotView { return s.slots[name
 func (s *Store) GetJob(id string) *projections.JobView { return s.jobs[id] }
 
 // PutSlot implements projections.State (called under the write lock).
-func (s *Store) PutSlot(v *projections.SlotView) { s.slots[v.Name] = v }
+func (s *Store) PutSlot(v *projections.SlotView) {
+	s.slots[v.Name] = v
+	if s.lim.ListedRetired >= 0 {
+		s.touched[v.Name] = struct{}{}
+	}
+}
 
 // PutJob implements projections.State (called under the write lock) and
 // keeps the slot indexes.
@@ -356,6 +457,14 @@ func (s *Store) Held() (auditEntries, jobViews int) {
 	return s.audit.n, len(s.jobs)
 }
 
+// HeldSlots reports how many slot views the read model holds in memory and
+// how many archived slots it folds from the log when asked for.
+func (s *Store) HeldSlots() (views, archived int) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.slots), len(s.archived)
+}
+
 // Position implements projections.ReadModel.
 func (s *Store) Position(context.Context) (events.Position, error) {
 	s.mu.RLock()
@@ -363,7 +472,8 @@ func (s *Store) Position(context.Context) (events.Position, error) {
 	return s.pos, nil
 }
 
-// ListSlots implements projections.ReadModel, ordered by name.
+// ListSlots implements projections.ReadModel, ordered by name: every slot
+// but the archived ones (see Limits.ListedRetired).
 func (s *Store) ListSlots(ctx context.Context) ([]projections.SlotView, error) {
 	out, _, err := s.SnapshotSlots(ctx)
 	return out, err
@@ -381,15 +491,47 @@ func (s *Store) SnapshotSlots(context.Context) ([]projections.SlotView, events.P
 	return out, s.pos, nil
 }
 
-// Slot implements projections.ReadModel.
-func (s *Store) Slot(_ context.Context, name string) (projections.SlotView, error) {
+// Slot implements projections.ReadModel. An archived slot's view is folded
+// from the log (its stream and its jobs'), after the read lock.
+func (s *Store) Slot(ctx context.Context, name string) (projections.SlotView, error) {
 	s.mu.RLock()
-	defer s.mu.RUnlock()
 	v, ok := s.slots[name]
 	if !ok {
+		v, ok = s.archived[name]
+	}
+	var jobs []string
+	if v == nil {
+		jobs = slices.Clone(s.bySlot[name])
+	}
+	pos := s.pos
+	s.mu.RUnlock()
+	switch {
+	case v != nil:
+		return *v, nil
+	case !ok:
 		return projections.SlotView{}, fmt.Errorf("slot %q: %w", name, projections.ErrNotFound)
 	}
-	return *v, nil
+	fv, err := projections.FoldSlot(ctx, s.log, name, jobs, pos)
+	if err != nil {
+		return projections.SlotView{}, err
+	}
+	return *fv, nil
+}
+
+// SlotNames implements projections.SlotNamer: every slot, archived ones
+// included.
+func (s *Store) SlotNames(context.Context) ([]string, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]string, 0, len(s.slots)+len(s.archived))
+	for name := range s.slots {
+		out = append(out, name)
+	}
+	for name := range s.archived {
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out, nil
 }
 
 // Job implements projections.ReadModel.
