@@ -60,9 +60,9 @@ type Store struct {
 	log projections.Log
 	lim Limits
 
-	mu     sync.RWMutex
-	pos    events.Position
-	slots  map[string]*projections.SlotView // never modified once stored; archived slots are not here
+	mu    sync.RWMutex
+	pos   events.Position
+	slots map[string]*projections.SlotView // never modified once stored; archived slots are not here
 	// archived holds the idle retired slots that are not listed (see
 	// Limits.ListedRetired): nil, their view left memory, except without a
 	// log. idle names the idle slots still in slots, touched the slots the
@@ -70,11 +70,11 @@ type Store struct {
 	archived map[string]*projections.SlotView
 	idle     map[string]struct{}
 	touched  map[string]struct{}
-	jobs   map[string]*projections.JobView  // open jobs and recently finished ones
-	refs   map[string]jobRef                // every job the log holds
-	bySlot map[string][]string              // slot → job ids, oldest first (by queued position)
-	all    []string                         // every job id, oldest first (by queued position)
-	latest map[string]string                // slot + "\x00" + kind → newest job id
+	jobs     map[string]*projections.JobView // open jobs and recently finished ones
+	refs     map[string]jobRef               // every job the log holds
+	bySlot   map[string][]string             // slot → job ids, oldest first (by queued position)
+	all      []string                        // every job id, oldest first (by queued position)
+	latest   map[string]string               // slot + "\x00" + kind → newest job id
 	// finished lists jobs in the order they finished (with repeats after a
 	// resume); from its head, past RecentJobs, views leave memory.
 	finished []string
