@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -274,6 +275,7 @@ func (s *Store) LoadSnapshot(ctx context.Context, path string) (events.Position,
 	if err := sjson.Unmarshal(body, &b); err != nil {
 		return 0, "damaged: " + err.Error(), nil
 	}
+	b.shrinkMaps()
 	refs, err := b.Refs.unpack()
 	if err != nil {
 		return 0, "damaged: " + err.Error(), nil
@@ -320,4 +322,25 @@ func (s *Store) LoadSnapshot(ctx context.Context, path string) (events.Position,
 	s.audit.dropped = b.AuditDropped
 	s.pos = b.Position
 	return b.Position, "", nil
+}
+
+// shrinkMaps copies the small maps of the decoded views into maps of their
+// size: segmentio/encoding allocates every decoded map[string]string with
+// room for many entries, which for the audit window's Args cost several
+// times the whole snapshot's size in heap.
+func (b *snapshotBody) shrinkMaps() {
+	shrink := func(m map[string]string) map[string]string {
+		if m == nil {
+			return nil
+		}
+		out := make(map[string]string, len(m))
+		maps.Copy(out, m)
+		return out
+	}
+	for i := range b.Audit {
+		b.Audit[i].Args = shrink(b.Audit[i].Args)
+	}
+	for _, v := range b.Jobs {
+		v.Params = shrink(v.Params)
+	}
 }
