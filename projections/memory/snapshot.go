@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"unique"
 
 	sjson "github.com/segmentio/encoding/json"
 	"github.com/slotkeeper/slotkeeper/events"
@@ -94,7 +95,7 @@ func refsOf(ids []string, refs map[string]jobRef, jobs map[string]*projections.J
 		}
 		out.Queued[i] = uint64(r.queued - prev)
 		prev = r.queued
-		out.Slot[i], out.Kind[i], out.State[i], out.By[i] = str(r.slot), str(r.kind), str(r.state), str(r.requestedBy)
+		out.Slot[i], out.Kind[i], out.State[i], out.By[i] = str(r.slot.Value()), str(r.kind.Value()), str(r.state.Value()), str(r.requestedBy.Value())
 		if r.uncertain {
 			out.Uncertain = append(out.Uncertain, i)
 		}
@@ -108,11 +109,15 @@ func (c snapshotRefs) unpack() ([]jobRef, error) {
 	if len(c.Queued) != n || len(c.Slot) != n || len(c.Kind) != n || len(c.State) != n || len(c.By) != n {
 		return nil, errors.New("refs: columns of different lengths")
 	}
-	str := func(i uint32) (string, error) {
-		if int(i) >= len(c.Strings) {
-			return "", fmt.Errorf("refs: string %d of %d", i, len(c.Strings))
+	handles := make([]unique.Handle[string], len(c.Strings))
+	for i, v := range c.Strings {
+		handles[i] = unique.Make(v)
+	}
+	str := func(i uint32) (unique.Handle[string], error) {
+		if int(i) >= len(handles) {
+			return unique.Handle[string]{}, fmt.Errorf("refs: string %d of %d", i, len(c.Strings))
 		}
-		return c.Strings[i], nil
+		return handles[i], nil
 	}
 	out := make([]jobRef, n)
 	var q events.Position
@@ -312,8 +317,9 @@ func (s *Store) LoadSnapshot(ctx context.Context, path string) (events.Position,
 	for i, id := range b.Refs.IDs {
 		r := refs[i]
 		s.refs[id] = r
-		s.bySlot[r.slot] = append(s.bySlot[r.slot], id)
-		s.latest[r.slot+"\x00"+r.kind] = id
+		slot := r.slot.Value()
+		s.bySlot[slot] = append(s.bySlot[slot], id)
+		s.latest[slot+"\x00"+r.kind.Value()] = id
 	}
 	s.finished = b.Finished
 	for _, a := range b.Audit {
@@ -324,10 +330,10 @@ func (s *Store) LoadSnapshot(ctx context.Context, path string) (events.Position,
 	return b.Position, "", nil
 }
 
-// shrinkMaps copies the small maps of the decoded views into maps of their
-// size: segmentio/encoding allocates every decoded map[string]string with
-// room for many entries, which for the audit window's Args cost several
-// times the whole snapshot's size in heap.
+// shrinkMaps copies the small maps of the decoded views (audit args, job
+// params, a slot's latest jobs) into maps of their size: segmentio/encoding
+// allocates decoded maps with room for many entries, which for the audit
+// window's args alone cost several times the snapshot's size in heap.
 func (b *snapshotBody) shrinkMaps() {
 	shrink := func(m map[string]string) map[string]string {
 		if m == nil {
@@ -342,5 +348,12 @@ func (b *snapshotBody) shrinkMaps() {
 	}
 	for _, v := range b.Jobs {
 		v.Params = shrink(v.Params)
+	}
+	for _, v := range b.Slots {
+		if v.LatestJobs != nil {
+			m := make(map[string]projections.JobRef, len(v.LatestJobs))
+			maps.Copy(m, v.LatestJobs)
+			v.LatestJobs = m
+		}
 	}
 }
