@@ -3,12 +3,14 @@
 // as events apply (slot by name, jobs of a slot newest first, latest job by
 // slot and kind, audit in position order).
 //
-// Its memory does not grow with finished history (issue 13): it keeps every
-// slot's view, the views of open jobs and of the most recently finished ones,
-// and the latest audit entries. An older job's view is folded from its
-// stream when asked for, and older audit pages are read from the log
-// (projections.FoldJob, projections.AuditFromLog); both answer exactly what
-// a read model holding everything would. What stays per job ever run is a
+// Its memory does not grow with finished history (issue 13): it keeps the
+// views of the slots it lists (every slot but the archived ones: idle
+// retired slots past the most recent ListedRetired), the views of open jobs
+// and of the most recently finished ones, and the latest audit entries. An
+// archived slot's or an older job's view is folded from the log when asked
+// for, and older audit pages are read from the log (projections.FoldSlot,
+// projections.FoldJob, projections.AuditFromLog); all answer exactly what a
+// read model holding everything would. What stays per job ever run is a
 // small ref: id, slot, kind, queued position, and the state, requester and
 // uncertain flag GET /api/jobs filters by (the indexes JobsBySlot and Jobs
 // page through).
