@@ -101,7 +101,8 @@ func Verify(ctx context.Context, store events.Store, live ReadModel, shadow Targ
 }
 
 // Compare asks a and b every question the API asks and lists the
-// differences: positions, slots, each slot's jobs (all pages) and latest
+// differences: positions, the slot list, every slot (archived ones too, see
+// SlotNamer), each slot's jobs (all pages) and latest
 // job per kind, every job's view, the remaining resources and the whole
 // audit feed.
 func Compare(ctx context.Context, a, b ReadModel) ([]string, error) {
@@ -131,9 +132,23 @@ func Compare(ctx context.Context, a, b ReadModel) ([]string, error) {
 		return nil, err
 	}
 	diff("slot list", slotNames(sa), slotNames(sb))
-	names := slotNames(sb)
-	for _, n := range slotNames(sa) {
-		if !slices.Contains(names, n) {
+	// Every slot's view and jobs, archived ones (not listed) included.
+	na, err := allSlotNames(ctx, a, sa)
+	if err != nil {
+		return nil, err
+	}
+	nb, err := allSlotNames(ctx, b, sb)
+	if err != nil {
+		return nil, err
+	}
+	diff("slot names", na, nb)
+	names := slices.Clone(nb)
+	seen := map[string]bool{}
+	for _, n := range nb {
+		seen[n] = true
+	}
+	for _, n := range na {
+		if !seen[n] {
 			names = append(names, n)
 		}
 	}

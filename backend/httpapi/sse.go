@@ -78,6 +78,11 @@ type HubOptions struct {
 	// gets at once a snapshot marked "log_reset". Without LogHead such an id
 	// waits ResumeWait and gets 503 like any other id ahead of the hub.
 	LogHead func(ctx context.Context) (events.Position, error)
+	// ListedRetired is how many idle retired slots (projections.Idle) the
+	// snapshot frame lists, the most recently changed ones, as the read
+	// model's ListSlots does (0: projections.DefaultListedRetired; negative:
+	// every slot). It must equal the read model's.
+	ListedRetired int
 }
 
 func (o *HubOptions) defaults() {
@@ -108,6 +113,9 @@ func (o *HubOptions) defaults() {
 	if o.ResumeWait <= 0 {
 		o.ResumeWait = min(5*time.Second, o.Heartbeat)
 	}
+	if o.ListedRetired == 0 {
+		o.ListedRetired = projections.DefaultListedRetired
+	}
 }
 
 // Hub fans the read model's changes out to SSE clients.
@@ -122,8 +130,9 @@ type Hub struct {
 	floor     events.Position // the ring holds every change after floor
 	head      events.Position // the newest change
 	slots     map[string]projections.SlotView
-	slotsJSON []byte            // cached encoding of slots, nil when stale
-	running   map[string]string // job id → kind, for non-terminal jobs (metrics)
+	idle      map[string]struct{} // the idle retired slots in slots (see putSlotLocked)
+	slotsJSON []byte              // cached encoding of slots, nil when stale
+	running   map[string]string   // job id → kind, for non-terminal jobs (metrics)
 	clients   map[*client]struct{}
 	perIP     map[string]int
 	closed    bool
@@ -201,6 +210,7 @@ func NewHub(opt HubOptions, met *Metrics, log *slog.Logger) *Hub {
 		opt: opt, log: log, met: met,
 		ring:    make([]entry, opt.History),
 		slots:   map[string]projections.SlotView{},
+		idle:    map[string]struct{}{},
 		running: map[string]string{},
 		clients: map[*client]struct{}{},
 		perIP:   map[string]int{},
@@ -218,8 +228,9 @@ func (h *Hub) Seed(pos events.Position, slots []projections.SlotView) {
 	h.seq, h.floor, h.head = 0, pos, pos
 	clear(h.ring)
 	h.slots = make(map[string]projections.SlotView, len(slots))
+	h.idle = map[string]struct{}{}
 	for _, s := range slots {
-		h.slots[s.Name] = s
+		h.putSlotLocked(s)
 	}
 	h.slotsJSON = nil
 	h.headPos.Store(uint64(pos))
@@ -258,7 +269,7 @@ func (h *Hub) Publish(ch projections.Change) {
 	h.headPos.Store(uint64(ch.Position))
 	h.wakeLocked()
 	if ch.Slot != nil {
-		h.slots[ch.Slot.Name] = *ch.Slot
+		h.putSlotLocked(*ch.Slot)
 		h.slotsJSON = nil
 	}
 	if ch.Job != nil {
@@ -500,6 +511,31 @@ func (h *Hub) detach(c *client) {
 		delete(h.perIP, c.ip)
 	}
 	h.met.sseClients.Dec()
+}
+
+// putSlotLocked keeps a slot's view for the snapshot frame. Like the read
+// model's ListSlots, the frame lists only the ListedRetired most recently
+// changed idle retired slots: an older one leaves (a browser that already
+// shows it keeps it until its next snapshot; GET /api/slots/{name} still
+// answers for it).
+func (h *Hub) putSlotLocked(v projections.SlotView) {
+	h.slots[v.Name] = v
+	if h.opt.ListedRetired < 0 || !projections.Idle(v) {
+		delete(h.idle, v.Name)
+		return
+	}
+	h.idle[v.Name] = struct{}{}
+	if len(h.idle) <= h.opt.ListedRetired {
+		return
+	}
+	oldest := ""
+	for n := range h.idle {
+		if oldest == "" || h.slots[n].Position < h.slots[oldest].Position {
+			oldest = n
+		}
+	}
+	delete(h.slots, oldest)
+	delete(h.idle, oldest)
 }
 
 // snapshotLocked renders the snapshot frame at the hub's head; logReset adds

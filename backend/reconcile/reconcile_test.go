@@ -18,6 +18,8 @@ import (
 	"github.com/slotkeeper/slotkeeper/events"
 	"github.com/slotkeeper/slotkeeper/events/memstore"
 	"github.com/slotkeeper/slotkeeper/projections"
+	"github.com/slotkeeper/slotkeeper/projections/memory"
+	"github.com/slotkeeper/slotkeeper/projections/projtest"
 )
 
 func ctxT(t *testing.T) context.Context {
@@ -304,6 +306,44 @@ func TestViewTrackerCoversRetiredAndPromoted(t *testing.T) {
 	}
 	if got["PROM/x"].Scope != "bitbucket:PROM" || got["TPL/t"].Template != true {
 		t.Errorf("promoted/template: %+v", tr)
+	}
+}
+
+// TestViewTrackerCoversArchivedSlots: slots retired long ago are archived by
+// the read model (not in ListSlots), yet their promoted repositories and
+// their template stay tracked.
+func TestViewTrackerCoversArchivedSlots(t *testing.T) {
+	ctx := ctxT(t)
+	store := memstore.New()
+	g := projtest.NewGen(store, 3)
+	for i := range 4 {
+		s, err := g.Register(ctx, fmt.Sprintf("old%d", i))
+		projtest.Must(t, err)
+		projtest.Must(t, g.Occupy(ctx, s, "alice"))
+		_, err = g.Job(ctx, s, events.KindPromote, projtest.Succeed)
+		projtest.Must(t, err)
+		_, err = g.Job(ctx, s, events.KindTeardown, projtest.Succeed)
+		projtest.Must(t, err)
+	}
+	rm := memory.NewWithLimits(store, memory.Limits{ListedRetired: 1})
+	_, err := projections.Replay(ctx, store, rm, 0, 0)
+	projtest.Must(t, err)
+	if listed, _ := rm.ListSlots(ctx); len(listed) != 1 {
+		t.Fatalf("ListSlots lists %d slots, want 1 (the others archived)", len(listed))
+	}
+	tr, err := reconcile.ViewTracker{Slots: rm}.Tracked(ctx)
+	projtest.Must(t, err)
+	got := map[string]reconcile.Tracked{}
+	for _, x := range tr {
+		got[x.ID] = x
+	}
+	for i := range 4 {
+		if x := got[fmt.Sprintf("PROD/old%d-app", i)]; x.Slot != fmt.Sprintf("old%d", i) {
+			t.Errorf("old%d's promoted repository is not tracked: %+v", i, x)
+		}
+	}
+	if tpl := g.Slots["old0"].Reg.TemplateRepo.String(); !got[tpl].Template {
+		t.Errorf("the template %s is not known: %+v", tpl, tr)
 	}
 }
 

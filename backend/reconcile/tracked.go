@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"errors"
 	"strings"
 
 	"github.com/slotkeeper/slotkeeper/events"
@@ -9,8 +10,19 @@ import (
 )
 
 // SlotLister is the read model's slot list (every slot, retired included).
+// A read model's ListSlots leaves archived slots out (retired, nothing left
+// to clean up; docs/projections.md): when the lister also names every slot
+// and answers one (projections.SlotNamer and Slot, as both read models do),
+// the tracker reads the archived ones too, so their promoted and template
+// repositories stay tracked.
 type SlotLister interface {
 	ListSlots(ctx context.Context) ([]projections.SlotView, error)
+}
+
+// archiveReader is a SlotLister that can read the slots it does not list.
+type archiveReader interface {
+	projections.SlotNamer
+	Slot(ctx context.Context, name string) (projections.SlotView, error)
 }
 
 // ViewTracker reads tracked resources from the slot views: each slot's
@@ -24,6 +36,11 @@ func (v ViewTracker) Tracked(ctx context.Context) ([]Tracked, error) {
 	slots, err := v.Slots.ListSlots(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if r, ok := v.Slots.(archiveReader); ok {
+		if slots, err = withArchived(ctx, r, slots); err != nil {
+			return nil, err
+		}
 	}
 	var out []Tracked
 	for _, s := range slots {
@@ -48,4 +65,30 @@ func (v ViewTracker) Tracked(ctx context.Context) ([]Tracked, error) {
 func repoProject(id string) string {
 	p, _, _ := strings.Cut(id, "/")
 	return p
+}
+
+// withArchived adds the views of the slots r names but did not list.
+func withArchived(ctx context.Context, r archiveReader, listed []projections.SlotView) ([]projections.SlotView, error) {
+	names, err := r.SlotNames(ctx)
+	if err != nil {
+		return nil, err
+	}
+	seen := make(map[string]bool, len(listed))
+	for _, s := range listed {
+		seen[s.Name] = true
+	}
+	for _, name := range names {
+		if seen[name] {
+			continue
+		}
+		s, err := r.Slot(ctx, name)
+		if errors.Is(err, projections.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		listed = append(listed, s)
+	}
+	return listed, nil
 }

@@ -3,12 +3,14 @@
 // as events apply (slot by name, jobs of a slot newest first, latest job by
 // slot and kind, audit in position order).
 //
-// Its memory does not grow with finished history (issue 13): it keeps every
-// slot's view, the views of open jobs and of the most recently finished ones,
-// and the latest audit entries. An older job's view is folded from its
-// stream when asked for, and older audit pages are read from the log
-// (projections.FoldJob, projections.AuditFromLog); both answer exactly what
-// a read model holding everything would. What stays per job ever run is a
+// Its memory does not grow with finished history (issue 13): it keeps the
+// views of the slots it lists (every slot but the archived ones: idle
+// retired slots past the most recent ListedRetired), the views of open jobs
+// and of the most recently finished ones, and the latest audit entries. An
+// archived slot's or an older job's view is folded from the log when asked
+// for, and older audit pages are read from the log (projections.FoldSlot,
+// projections.FoldJob, projections.AuditFromLog); all answer exactly what a
+// read model holding everything would. What stays per job ever run is a
 // small ref: id, slot, kind, queued position, and the state, requester and
 // uncertain flag GET /api/jobs filters by (the indexes JobsBySlot and Jobs
 // page through).
@@ -23,6 +25,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unique"
 
 	"github.com/slotkeeper/slotkeeper/events"
 	"github.com/slotkeeper/slotkeeper/projections"
@@ -37,6 +40,13 @@ type Limits struct {
 	// DefaultRecentAudit; negative: all). Memory holds at least this many
 	// and less than this plus one chunk of 4,096.
 	RecentAudit int
+	// ListedRetired is how many idle retired slots (projections.Idle)
+	// ListSlots lists, the most recently changed ones (by view position);
+	// older ones are archived: not listed, their views leave memory and Slot
+	// folds them from the log (0: projections.DefaultListedRetired;
+	// negative: list every slot, archive none). A read model without a log
+	// keeps archived views in memory, still not listed.
+	ListedRetired int
 }
 
 // Default limits: a day of a busy pool's jobs, and the audit entries the
@@ -53,14 +63,21 @@ type Store struct {
 	log projections.Log
 	lim Limits
 
-	mu     sync.RWMutex
-	pos    events.Position
-	slots  map[string]*projections.SlotView // never modified once stored
-	jobs   map[string]*projections.JobView  // open jobs and recently finished ones
-	refs   map[string]jobRef                // every job the log holds
-	bySlot map[string][]string              // slot → job ids, oldest first (by queued position)
-	all    []string                         // every job id, oldest first (by queued position)
-	latest map[string]string                // slot + "\x00" + kind → newest job id
+	mu    sync.RWMutex
+	pos   events.Position
+	slots map[string]*projections.SlotView // never modified once stored; archived slots are not here
+	// archived holds the idle retired slots that are not listed (see
+	// Limits.ListedRetired): nil, their view left memory, except without a
+	// log. idle names the idle slots still in slots, touched the slots the
+	// current batch put (trim looks at them again).
+	archived map[string]*projections.SlotView
+	idle     map[string]struct{}
+	touched  map[string]struct{}
+	jobs     map[string]*projections.JobView // open jobs and recently finished ones
+	refs     map[string]jobRef               // every job the log holds
+	bySlot   map[string][]string             // slot → job ids, oldest first (by queued position)
+	all      []string                        // every job id, oldest first (by queued position)
+	latest   map[string]string               // slot + "\x00" + kind → newest job id
 	// finished lists jobs in the order they finished (with repeats after a
 	// resume); from its head, past RecentJobs, views leave memory.
 	finished []string
@@ -75,23 +92,28 @@ type Store struct {
 // whether a step is uncertain) without folding the jobs that left memory.
 // The filter fields are exact for a job whose view left memory (trim sets
 // them from the view as it leaves); for a job in memory the view is read.
+//
+// Its strings are interned (unique.Handle, 8 bytes, one copy of each
+// distinct value): a pool has few slots, kinds, states and requesters and
+// many jobs, so a ref costs 48 bytes instead of 80 plus a copy of each
+// string per job.
 type jobRef struct {
-	slot, kind  string
+	slot, kind  unique.Handle[string]
+	state       unique.Handle[string]
+	requestedBy unique.Handle[string]
 	queued      events.Position
-	state       string
-	requestedBy string
 	uncertain   bool
 }
 
 func refOf(v *projections.JobView) jobRef {
-	return jobRef{slot: v.Slot, kind: v.Kind, queued: v.QueuedPosition, state: v.State,
-		requestedBy: v.RequestedBy, uncertain: v.UncertainStep != ""}
+	return jobRef{slot: unique.Make(v.Slot), kind: unique.Make(v.Kind), queued: v.QueuedPosition,
+		state: unique.Make(v.State), requestedBy: unique.Make(v.RequestedBy), uncertain: v.UncertainStep != ""}
 }
 
 // matches reports whether the job passes f, from the ref alone
 // (JobFilter.Match over the fields a ref keeps).
 func (r jobRef) matches(f projections.JobFilter) bool {
-	v := projections.JobView{Slot: r.slot, Kind: r.kind, State: r.state, RequestedBy: r.requestedBy}
+	v := projections.JobView{Slot: r.slot.Value(), Kind: r.kind.Value(), State: r.state.Value(), RequestedBy: r.requestedBy.Value()}
 	if r.uncertain {
 		v.UncertainStep = "?" // Match asks only whether there is one
 	}
@@ -137,6 +159,7 @@ var (
 	_ projections.Snapshotter = (*Store)(nil)
 	_ projections.ReadModel   = (*Store)(nil)
 	_ projections.State       = (*Store)(nil)
+	_ projections.SlotNamer   = (*Store)(nil)
 )
 
 // New returns an empty read model with the default limits. log answers
@@ -154,8 +177,11 @@ func NewWithLimits(log projections.Log, lim Limits) *Store {
 	if lim.RecentAudit == 0 {
 		lim.RecentAudit = DefaultRecentAudit
 	}
+	if lim.ListedRetired == 0 {
+		lim.ListedRetired = projections.DefaultListedRetired
+	}
 	if log == nil {
-		lim = Limits{RecentJobs: -1, RecentAudit: -1}
+		lim = Limits{RecentJobs: -1, RecentAudit: -1, ListedRetired: lim.ListedRetired}
 	}
 	size := auditChunk
 	if lim.RecentAudit > 0 && lim.RecentAudit < size {
@@ -164,6 +190,7 @@ func NewWithLimits(log projections.Log, lim Limits) *Store {
 	return &Store{
 		log: log, lim: lim, slots: map[string]*projections.SlotView{}, jobs: map[string]*projections.JobView{},
 		refs: map[string]jobRef{}, bySlot: map[string][]string{}, latest: map[string]string{},
+		archived: map[string]*projections.SlotView{}, idle: map[string]struct{}{}, touched: map[string]struct{}{},
 		audit: auditLog{size: size},
 	}
 }
@@ -237,6 +264,29 @@ func (s *Store) jobState(stream string) (string, bool) {
 // it), folded from its stream as of the position before the event. On an
 // error the event is not applied: the runner retries from the checkpoint.
 func (s *Store) reload(ctx context.Context, ev projections.Event) error {
+	if err := s.reloadJob(ctx, ev); err != nil {
+		return err
+	}
+	// Then the slot the event reaches, if it was archived (an event on a
+	// retired slot's stream, a late event of one of its jobs).
+	switch {
+	case strings.HasPrefix(ev.Stream, events.SlotStreamPrefix):
+		return s.reloadSlot(ctx, ev.Stream[len(events.SlotStreamPrefix):])
+	case strings.HasPrefix(ev.Stream, events.JobStreamPrefix):
+		if v := s.jobs[ev.Stream[len(events.JobStreamPrefix):]]; v != nil {
+			if err := s.reloadSlot(ctx, v.Slot); err != nil {
+				return err
+			}
+		}
+		if q, ok := ev.Payload.(events.JobQueued); ok {
+			return s.reloadSlot(ctx, q.Slot)
+		}
+	}
+	return nil
+}
+
+// reloadJob puts back the view of the job ev reads, if it left memory.
+func (s *Store) reloadJob(ctx context.Context, ev projections.Event) error {
 	id := projections.EventJobID(ev.Stream)
 	if id == "" && ev.Err == nil {
 		id = projections.PayloadJobID(ev.Payload)
@@ -255,6 +305,24 @@ func (s *Store) reload(ctx context.Context, ev projections.Event) error {
 	if done(v.State) {
 		s.finished = append(s.finished, id)
 	}
+	return nil
+}
+
+// reloadSlot puts back the view of an archived slot, folded from the log as
+// of the read model's position.
+func (s *Store) reloadSlot(ctx context.Context, name string) error {
+	v, ok := s.archived[name]
+	if !ok {
+		return nil
+	}
+	if v == nil {
+		var err error
+		if v, err = projections.FoldSlot(ctx, s.log, name, s.bySlot[name], s.pos); err != nil {
+			return fmt.Errorf("memory: read back slot %s: %w", name, err)
+		}
+	}
+	delete(s.archived, name)
+	s.PutSlot(v)
 	return nil
 }
 
@@ -288,6 +356,42 @@ func (s *Store) trim() {
 	if s.lim.RecentAudit >= 0 {
 		s.audit.trim(s.lim.RecentAudit)
 	}
+	s.archive()
+}
+
+// archive lets the idle retired slots past the ListedRetired most recently
+// changed ones (by view position) leave memory (see Limits.ListedRetired).
+// Only the slots the batch put can have become idle or stopped being so.
+func (s *Store) archive() {
+	if s.lim.ListedRetired < 0 {
+		return
+	}
+	for name := range s.touched {
+		if v := s.slots[name]; v != nil && projections.Idle(*v) {
+			s.idle[name] = struct{}{}
+		} else {
+			delete(s.idle, name)
+		}
+	}
+	clear(s.touched)
+	extra := len(s.idle) - s.lim.ListedRetired
+	if extra <= 0 {
+		return
+	}
+	names := make([]string, 0, len(s.idle))
+	for name := range s.idle {
+		names = append(names, name)
+	}
+	sort.Slice(names, func(i, j int) bool { return s.slots[names[i]].Position < s.slots[names[j]].Position })
+	for _, name := range names[:extra] {
+		var keep *projections.SlotView
+		if s.log == nil {
+			keep = s.slots[name] // nothing to fold it from
+		}
+		s.archived[name] = keep
+		delete(s.slots, name)
+		delete(s.idle, name)
+	}
 }
 
 // GetSlot implements projections.State (called under the write lock).
@@ -298,7 +402,12 @@ func (s *Store) GetSlot(name string) *projections.SlotView { return s.slots[name
 func (s *Store) GetJob(id string) *projections.JobView { return s.jobs[id] }
 
 // PutSlot implements projections.State (called under the write lock).
-func (s *Store) PutSlot(v *projections.SlotView) { s.slots[v.Name] = v }
+func (s *Store) PutSlot(v *projections.SlotView) {
+	s.slots[v.Name] = v
+	if s.lim.ListedRetired >= 0 {
+		s.touched[v.Name] = struct{}{}
+	}
+}
 
 // PutJob implements projections.State (called under the write lock) and
 // keeps the slot indexes.
@@ -310,14 +419,15 @@ func (s *Store) PutJob(v *projections.JobView) {
 	}
 	old, existed := s.refs[v.ID]
 	s.refs[v.ID] = refOf(v)
-	if existed && old.slot == v.Slot && old.queued == v.QueuedPosition {
+	if existed && old.slot.Value() == v.Slot && old.queued == v.QueuedPosition {
 		return
 	}
 	if existed {
 		s.all = slices.DeleteFunc(s.all, func(id string) bool { return id == v.ID })
-		s.bySlot[old.slot] = slices.DeleteFunc(s.bySlot[old.slot], func(id string) bool { return id == v.ID })
-		if s.latest[old.slot+"\x00"+old.kind] == v.ID {
-			delete(s.latest, old.slot+"\x00"+old.kind)
+		oldSlot, oldKey := old.slot.Value(), old.slot.Value()+"\x00"+old.kind.Value()
+		s.bySlot[oldSlot] = slices.DeleteFunc(s.bySlot[oldSlot], func(id string) bool { return id == v.ID })
+		if s.latest[oldKey] == v.ID {
+			delete(s.latest, oldKey)
 		}
 	}
 	// Jobs arrive in position order, so these are appends in practice.
@@ -356,6 +466,14 @@ func (s *Store) Held() (auditEntries, jobViews int) {
 	return s.audit.n, len(s.jobs)
 }
 
+// HeldSlots reports how many slot views the read model holds in memory and
+// how many archived slots it folds from the log when asked for.
+func (s *Store) HeldSlots() (views, archived int) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.slots), len(s.archived)
+}
+
 // Position implements projections.ReadModel.
 func (s *Store) Position(context.Context) (events.Position, error) {
 	s.mu.RLock()
@@ -363,7 +481,8 @@ func (s *Store) Position(context.Context) (events.Position, error) {
 	return s.pos, nil
 }
 
-// ListSlots implements projections.ReadModel, ordered by name.
+// ListSlots implements projections.ReadModel, ordered by name: every slot
+// but the archived ones (see Limits.ListedRetired).
 func (s *Store) ListSlots(ctx context.Context) ([]projections.SlotView, error) {
 	out, _, err := s.SnapshotSlots(ctx)
 	return out, err
@@ -381,15 +500,47 @@ func (s *Store) SnapshotSlots(context.Context) ([]projections.SlotView, events.P
 	return out, s.pos, nil
 }
 
-// Slot implements projections.ReadModel.
-func (s *Store) Slot(_ context.Context, name string) (projections.SlotView, error) {
+// Slot implements projections.ReadModel. An archived slot's view is folded
+// from the log (its stream and its jobs'), after the read lock.
+func (s *Store) Slot(ctx context.Context, name string) (projections.SlotView, error) {
 	s.mu.RLock()
-	defer s.mu.RUnlock()
 	v, ok := s.slots[name]
 	if !ok {
+		v, ok = s.archived[name]
+	}
+	var jobs []string
+	if v == nil {
+		jobs = slices.Clone(s.bySlot[name])
+	}
+	pos := s.pos
+	s.mu.RUnlock()
+	switch {
+	case v != nil:
+		return *v, nil
+	case !ok:
 		return projections.SlotView{}, fmt.Errorf("slot %q: %w", name, projections.ErrNotFound)
 	}
-	return *v, nil
+	fv, err := projections.FoldSlot(ctx, s.log, name, jobs, pos)
+	if err != nil {
+		return projections.SlotView{}, err
+	}
+	return *fv, nil
+}
+
+// SlotNames implements projections.SlotNamer: every slot, archived ones
+// included.
+func (s *Store) SlotNames(context.Context) ([]string, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]string, 0, len(s.slots)+len(s.archived))
+	for name := range s.slots {
+		out = append(out, name)
+	}
+	for name := range s.archived {
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out, nil
 }
 
 // Job implements projections.ReadModel.
@@ -432,7 +583,7 @@ func (s *Store) JobsBySlot(ctx context.Context, slot, kind string, limit int, cu
 	ids := s.bySlot[slot]
 	for i := len(ids) - 1; i >= 0; i-- {
 		r := s.refs[ids[i]]
-		if r.queued >= before || (kind != "" && r.kind != kind) {
+		if r.queued >= before || (kind != "" && r.kind.Value() != kind) {
 			continue
 		}
 		if len(picks) == limit {

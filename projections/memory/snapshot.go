@@ -6,15 +6,16 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
+	"unique"
 
+	sjson "github.com/segmentio/encoding/json"
 	"github.com/slotkeeper/slotkeeper/events"
 	"github.com/slotkeeper/slotkeeper/projections"
 )
@@ -28,7 +29,13 @@ import (
 // The file is a header line "slotkeeper-readmodel <version> sha256=<hex of
 // the body>" and a JSON body. It is written to a temporary file, synced and
 // renamed, so a crash leaves the old snapshot or the new one.
-const snapshotVersion = 1
+//
+// Version 2 holds only the listed slots (archived ones are named), the
+// per-job refs as columns over a table of their distinct strings (complete:
+// version 1 lost the filter fields and the all-jobs index), and is decoded
+// with segmentio/encoding (several times faster than encoding/json). A
+// version 1 file is ignored: the read model is rebuilt from the log.
+const snapshotVersion = 2
 
 const snapshotMagic = "slotkeeper-readmodel"
 
@@ -36,20 +43,104 @@ type snapshotBody struct {
 	Position events.Position `json:"position"`
 	// EventID is the id of the event at Position: it ties the snapshot to
 	// this log (a restored or replaced store has other ids).
-	EventID      string                   `json:"event_id"`
-	Slots        []*projections.SlotView  `json:"slots"`
+	EventID string                  `json:"event_id"`
+	Slots   []*projections.SlotView `json:"slots"`
+	// Archived names the slots whose views left memory.
+	Archived     []string                 `json:"archived"`
 	Jobs         []*projections.JobView   `json:"jobs"`
-	Refs         []snapshotRef            `json:"refs"`
+	Refs         snapshotRefs             `json:"refs"`
 	Finished     []string                 `json:"finished"`
 	Audit        []projections.AuditEntry `json:"audit"`
 	AuditDropped bool                     `json:"audit_dropped"`
 }
 
-type snapshotRef struct {
-	ID     string          `json:"id"`
-	Slot   string          `json:"slot"`
-	Kind   string          `json:"kind"`
-	Queued events.Position `json:"queued"`
+// snapshotRefs is every job's ref as columns, oldest job first (by queued
+// position): one id per job is the only string that is not shared, so the
+// file is small and loading allocates each slot, kind, state and requester
+// once.
+type snapshotRefs struct {
+	// Strings are the distinct slot, kind, state and requester values;
+	// Slot, Kind, State and By index them.
+	Strings []string `json:"strings"`
+	IDs     []string `json:"ids"`
+	// Queued is each job's queued position minus the previous job's.
+	Queued    []uint64 `json:"queued"`
+	Slot      []uint32 `json:"slot"`
+	Kind      []uint32 `json:"kind"`
+	State     []uint32 `json:"state"`
+	By        []uint32 `json:"by"`
+	Uncertain []int    `json:"uncertain"` // indexes of the jobs with an uncertain step
+}
+
+// refsOf packs the refs of ids (in queued order); a job in memory gives its
+// view's filter fields, which are newer than its ref's.
+func refsOf(ids []string, refs map[string]jobRef, jobs map[string]*projections.JobView) snapshotRefs {
+	out := snapshotRefs{IDs: ids, Queued: make([]uint64, len(ids)), Slot: make([]uint32, len(ids)),
+		Kind: make([]uint32, len(ids)), State: make([]uint32, len(ids)), By: make([]uint32, len(ids)), Uncertain: []int{}}
+	index := map[string]uint32{}
+	str := func(v string) uint32 {
+		i, ok := index[v]
+		if !ok {
+			i = uint32(len(out.Strings))
+			index[v] = i
+			out.Strings = append(out.Strings, v)
+		}
+		return i
+	}
+	var prev events.Position
+	for i, id := range ids {
+		r := refs[id]
+		if v := jobs[id]; v != nil {
+			r = refOf(v)
+		}
+		out.Queued[i] = uint64(r.queued - prev)
+		prev = r.queued
+		out.Slot[i], out.Kind[i], out.State[i], out.By[i] = str(r.slot.Value()), str(r.kind.Value()), str(r.state.Value()), str(r.requestedBy.Value())
+		if r.uncertain {
+			out.Uncertain = append(out.Uncertain, i)
+		}
+	}
+	return out
+}
+
+// unpack checks the columns agree and returns the refs in order.
+func (c snapshotRefs) unpack() ([]jobRef, error) {
+	n := len(c.IDs)
+	if len(c.Queued) != n || len(c.Slot) != n || len(c.Kind) != n || len(c.State) != n || len(c.By) != n {
+		return nil, errors.New("refs: columns of different lengths")
+	}
+	handles := make([]unique.Handle[string], len(c.Strings))
+	for i, v := range c.Strings {
+		handles[i] = unique.Make(v)
+	}
+	str := func(i uint32) (unique.Handle[string], error) {
+		if int(i) >= len(handles) {
+			return unique.Handle[string]{}, fmt.Errorf("refs: string %d of %d", i, len(c.Strings))
+		}
+		return handles[i], nil
+	}
+	out := make([]jobRef, n)
+	var q events.Position
+	for i := range n {
+		q += events.Position(c.Queued[i])
+		r := jobRef{queued: q}
+		var err [4]error
+		r.slot, err[0] = str(c.Slot[i])
+		r.kind, err[1] = str(c.Kind[i])
+		r.state, err[2] = str(c.State[i])
+		r.requestedBy, err[3] = str(c.By[i])
+		if e := errors.Join(err[:]...); e != nil {
+			return nil, e
+		}
+		out[i] = r
+	}
+	for _, i := range c.Uncertain {
+		if i < 0 || i >= n {
+			return nil, fmt.Errorf("refs: uncertain job %d of %d", i, n)
+		}
+		out[i].uncertain = true
+	}
+	return out, nil
 }
 
 // WriteSnapshot writes the read model to path (atomically: a temporary
@@ -62,15 +153,16 @@ func (s *Store) WriteSnapshot(ctx context.Context, path string) (events.Position
 		s.mu.RUnlock()
 		return 0, nil
 	}
-	b := snapshotBody{Position: pos, AuditDropped: s.audit.dropped, Finished: slices.Clone(s.finished[s.fhead:])}
+	b := snapshotBody{Position: pos, AuditDropped: s.audit.dropped, Finished: slices.Clone(s.finished[s.fhead:]),
+		Archived: make([]string, 0, len(s.archived)), Refs: refsOf(slices.Clone(s.all), s.refs, s.jobs)}
 	for _, v := range s.slots {
 		b.Slots = append(b.Slots, v)
 	}
+	for name := range s.archived {
+		b.Archived = append(b.Archived, name) // with a log (a snapshot needs one), the view left memory
+	}
 	for _, v := range s.jobs {
 		b.Jobs = append(b.Jobs, v)
-	}
-	for id, r := range s.refs {
-		b.Refs = append(b.Refs, snapshotRef{ID: id, Slot: r.slot, Kind: r.kind, Queued: r.queued})
 	}
 	b.Audit = make([]projections.AuditEntry, 0, s.audit.n)
 	for i := 0; i < s.audit.n; i++ {
@@ -84,7 +176,7 @@ func (s *Store) WriteSnapshot(ctx context.Context, path string) (events.Position
 		return 0, err
 	}
 	b.EventID = id
-	body, err := json.Marshal(b)
+	body, err := sjson.Marshal(b)
 	if err != nil {
 		return 0, err
 	}
@@ -185,7 +277,12 @@ func (s *Store) LoadSnapshot(ctx context.Context, path string) (events.Position,
 		return 0, "damaged: checksum mismatch", nil
 	}
 	var b snapshotBody
-	if err := json.Unmarshal(body, &b); err != nil {
+	if err := sjson.Unmarshal(body, &b); err != nil {
+		return 0, "damaged: " + err.Error(), nil
+	}
+	b.shrinkMaps()
+	refs, err := b.Refs.unpack()
+	if err != nil {
 		return 0, "damaged: " + err.Error(), nil
 	}
 	id, err := eventIDAt(ctx, s.log, b.Position)
@@ -205,15 +302,24 @@ func (s *Store) LoadSnapshot(ctx context.Context, path string) (events.Position,
 	}
 	for _, v := range b.Slots {
 		s.slots[v.Name] = v
+		if projections.Idle(*v) {
+			s.idle[v.Name] = struct{}{}
+		}
+	}
+	for _, name := range b.Archived {
+		s.archived[name] = nil
 	}
 	for _, v := range b.Jobs {
 		s.jobs[v.ID] = v
 	}
-	sort.Slice(b.Refs, func(i, j int) bool { return b.Refs[i].Queued < b.Refs[j].Queued })
-	for _, r := range b.Refs {
-		s.refs[r.ID] = jobRef{slot: r.Slot, kind: r.Kind, queued: r.Queued}
-		s.bySlot[r.Slot] = append(s.bySlot[r.Slot], r.ID)
-		s.latest[r.Slot+"\x00"+r.Kind] = r.ID
+	// The refs come oldest first, which is the order of the indexes.
+	s.all = b.Refs.IDs
+	for i, id := range b.Refs.IDs {
+		r := refs[i]
+		s.refs[id] = r
+		slot := r.slot.Value()
+		s.bySlot[slot] = append(s.bySlot[slot], id)
+		s.latest[slot+"\x00"+r.kind.Value()] = id
 	}
 	s.finished = b.Finished
 	for _, a := range b.Audit {
@@ -222,4 +328,32 @@ func (s *Store) LoadSnapshot(ctx context.Context, path string) (events.Position,
 	s.audit.dropped = b.AuditDropped
 	s.pos = b.Position
 	return b.Position, "", nil
+}
+
+// shrinkMaps copies the small maps of the decoded views (audit args, job
+// params, a slot's latest jobs) into maps of their size: segmentio/encoding
+// allocates decoded maps with room for many entries, which for the audit
+// window's args alone cost several times the snapshot's size in heap.
+func (b *snapshotBody) shrinkMaps() {
+	shrink := func(m map[string]string) map[string]string {
+		if m == nil {
+			return nil
+		}
+		out := make(map[string]string, len(m))
+		maps.Copy(out, m)
+		return out
+	}
+	for i := range b.Audit {
+		b.Audit[i].Args = shrink(b.Audit[i].Args)
+	}
+	for _, v := range b.Jobs {
+		v.Params = shrink(v.Params)
+	}
+	for _, v := range b.Slots {
+		if v.LatestJobs != nil {
+			m := make(map[string]projections.JobRef, len(v.LatestJobs))
+			maps.Copy(m, v.LatestJobs)
+			v.LatestJobs = m
+		}
+	}
 }

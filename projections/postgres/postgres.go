@@ -60,6 +60,13 @@ type Options struct {
 	// before its transaction commits. Tests use it to kill the projector at
 	// the worst moment.
 	BeforeCommit func(last events.Position)
+	// ListedRetired is how many idle retired slots (projections.Idle)
+	// ListSlots lists, the most recently changed ones; older ones are
+	// archived: only Slot answers for them (0:
+	// projections.DefaultListedRetired; negative: list every slot). It must
+	// equal the memory read model's (memory.Limits.ListedRetired), so both
+	// answer the same.
+	ListedRetired int
 }
 
 // Store is the PostgreSQL read model.
@@ -82,6 +89,7 @@ var (
 	_ projections.Exclusive   = (*Store)(nil)
 	_ projections.Follower    = (*Store)(nil)
 	_ projections.ReadModel   = (*Store)(nil)
+	_ projections.SlotNamer   = (*Store)(nil)
 )
 
 // Open connects to the database at url and applies pending migrations.
@@ -91,6 +99,9 @@ func Open(ctx context.Context, url string, opt Options) (*Store, error) {
 	}
 	if opt.LockPoll <= 0 {
 		opt.LockPoll = 500 * time.Millisecond
+	}
+	if opt.ListedRetired == 0 {
+		opt.ListedRetired = projections.DefaultListedRetired
 	}
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
@@ -516,9 +527,34 @@ func (s *Store) Position(ctx context.Context) (events.Position, error) {
 	return events.Position(p), nil
 }
 
-// ListSlots implements projections.ReadModel, ordered by name.
+// ListSlots implements projections.ReadModel, ordered by name: every slot
+// but the archived ones (see Options.ListedRetired).
 func (s *Store) ListSlots(ctx context.Context) ([]projections.SlotView, error) {
-	return queryViews[projections.SlotView](ctx, s.pool, `SELECT view FROM slots ORDER BY name`)
+	return queryViews[projections.SlotView](ctx, s.pool, listedSlots, s.opt.ListedRetired)
+}
+
+// listedSlots selects the listed slots' views by name: all but the idle
+// ones (projections.Idle: retired, no resources) past the
+// $1 with the highest position; a negative $1 lists every slot.
+const listedSlots = `SELECT view FROM slots WHERE $1::int < 0 OR name NOT IN (
+	SELECT name FROM slots
+	WHERE view->>'lifecycle' = 'retired'
+	  AND COALESCE(view->'resources', '[]') IN ('[]'::jsonb, 'null'::jsonb)
+	ORDER BY position DESC OFFSET GREATEST($1::int, 0))
+ORDER BY name`
+
+// SlotNames implements projections.SlotNamer: every slot, archived ones
+// included.
+func (s *Store) SlotNames(ctx context.Context) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT name FROM slots ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: slot names: %w", err)
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("postgres: slot names: %w", err)
+	}
+	return names, nil
 }
 
 // SnapshotSlots implements projections.Snapshotter: slots and checkpoint
@@ -534,7 +570,7 @@ func (s *Store) SnapshotSlots(ctx context.Context) ([]projections.SlotView, even
 		return nil, 0, fmt.Errorf("postgres: snapshot: %w", err)
 	}
 	out := []projections.SlotView{}
-	if err := loadAll(ctx, tx, `SELECT view FROM slots ORDER BY name`, func(v projections.SlotView) { out = append(out, v) }); err != nil {
+	if err := loadAll(ctx, tx, listedSlots, func(v projections.SlotView) { out = append(out, v) }, s.opt.ListedRetired); err != nil {
 		return nil, 0, fmt.Errorf("postgres: snapshot: %w", err)
 	}
 	return out, events.Position(pos), nil

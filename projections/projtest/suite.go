@@ -1,9 +1,11 @@
 package projtest
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -31,6 +33,7 @@ func Run(t *testing.T, open Open, reference Reference) {
 	t.Run("BadQueriesAreInvalid", func(t *testing.T) { testBadQueries(t, open) })
 	t.Run("JobsAcrossSlots", func(t *testing.T) { testJobsAcrossSlots(t, open, reference) })
 	t.Run("EveryViewChangeMovesItsPosition", func(t *testing.T) { testViewsChangeVisibly(t, open) })
+	t.Run("RetiredSlotsAreArchived", func(t *testing.T) { testArchivedSlots(t, open, reference) })
 }
 
 // Ctx is a test context with a bound, so nothing waits forever.
@@ -743,4 +746,128 @@ func allJobs(t *testing.T, rm projections.ReadModel, f projections.JobFilter, li
 	}
 	t.Fatalf("Jobs(%+v): the cursor never ends", f)
 	return nil
+}
+
+// testArchivedSlots: more than DefaultListedRetired slots are torn down.
+// ListSlots (and SnapshotSlots) list the slots in use, the incomplete one
+// and only the DefaultListedRetired most recently changed idle retired ones
+// (projections.Idle); Slot answers for every slot, archived ones included,
+// exactly as a read model that keeps every view, and their jobs stay
+// listed. Late events on archived slots (an unknown type that changes
+// nothing, a teardown found incomplete after all) leave the answers equal,
+// and the second brings its slot back into the list.
+func testArchivedSlots(t *testing.T, open Open, reference Reference) {
+	ctx := Ctx(t)
+	log := memstore.New()
+	g := NewGen(log, 5)
+	var retired []*SlotState
+	for i := range projections.DefaultListedRetired + 25 {
+		s, err := g.Register(ctx, fmt.Sprintf("r%03d", i))
+		Must(t, err)
+		if i%3 == 0 {
+			Must(t, g.Occupy(ctx, s, "alice"))
+			_, err = g.Job(ctx, s, events.KindPromote, Succeed)
+			Must(t, err)
+		}
+		_, err = g.Job(ctx, s, events.KindTeardown, Succeed)
+		Must(t, err)
+		retired = append(retired, s)
+	}
+	used, err := g.Register(ctx, "used")
+	Must(t, err)
+	Must(t, g.Occupy(ctx, used, "bob"))
+	left, err := g.Register(ctx, "left")
+	Must(t, err)
+	g.FailAt = events.StepDeleteRepo
+	_, err = g.Job(ctx, left, events.KindTeardown, Fail)
+	Must(t, err)
+
+	rm := open(t, log)
+	Catchup(t, log, rm, 50)
+	// truth keeps every view in memory (it has no log to fold from).
+	truth := reference(nil)
+	Catchup(t, log, truth, 1)
+	check := func(stage string) {
+		t.Helper()
+		all, err := truth.(projections.SlotNamer).SlotNames(ctx)
+		Must(t, err)
+		var idle []projections.SlotView
+		var want []string
+		for _, name := range all {
+			v, err := truth.Slot(ctx, name)
+			Must(t, err)
+			if projections.Idle(v) {
+				idle = append(idle, v)
+			} else {
+				want = append(want, name)
+			}
+		}
+		if len(idle) <= projections.DefaultListedRetired {
+			t.Fatalf("%s: only %d idle slots, want more than %d", stage, len(idle), projections.DefaultListedRetired)
+		}
+		slices.SortFunc(idle, func(a, b projections.SlotView) int { return cmp.Compare(b.Position, a.Position) })
+		for _, v := range idle[:projections.DefaultListedRetired] {
+			want = append(want, v.Name)
+		}
+		slices.Sort(want)
+		listed, err := rm.ListSlots(ctx)
+		Must(t, err)
+		if got := slotNamesOf(listed); !slices.Equal(got, want) {
+			t.Fatalf("%s: ListSlots = %v\nwant %v", stage, got, want)
+		}
+		snap, _, err := rm.(projections.Snapshotter).SnapshotSlots(ctx)
+		Must(t, err)
+		diffJSON(t, stage+": SnapshotSlots", snap, listed)
+		if n, ok := rm.(projections.SlotNamer); ok {
+			names, err := n.SlotNames(ctx)
+			Must(t, err)
+			if !slices.Equal(names, all) {
+				t.Errorf("%s: SlotNames = %v, want %v", stage, names, all)
+			}
+		}
+		for _, name := range all {
+			got, err := rm.Slot(ctx, name)
+			Must(t, err)
+			want, err := truth.Slot(ctx, name)
+			Must(t, err)
+			diffJSON(t, stage+": slot "+name, got, want)
+			gj, err := rm.JobsBySlot(ctx, name, "", 0, "")
+			Must(t, err)
+			wj, err := truth.JobsBySlot(ctx, name, "", 0, "")
+			Must(t, err)
+			if want.Lifecycle == projections.LifecycleRetired && len(wj.Jobs) == 0 {
+				t.Fatalf("%s: slot %s has no jobs", stage, name)
+			}
+			diffJSON(t, stage+": jobs of "+name, gj, wj)
+		}
+		if _, err := rm.Slot(ctx, "never-registered"); !errors.Is(err, projections.ErrNotFound) {
+			t.Errorf("%s: Slot(never-registered) err = %v, want ErrNotFound", stage, err)
+		}
+	}
+	check("archived")
+
+	// The oldest retired slot is archived: an unknown event on its stream
+	// changes nothing; a late incomplete teardown gives it a resource again,
+	// so it is listed again (not idle).
+	oldest := retired[0]
+	Must(t, g.Unknown(ctx, oldest))
+	_, err = log.Append(ctx, events.SlotStream(oldest.Name), events.Exact(oldest.Rev),
+		events.New(events.TeardownIncomplete{Slot: oldest.Name, JobID: "late", Remaining: []events.Resource{{Kind: events.ResDatabase, ID: "db-found-again"}}}, events.Metadata{Actor: "admin"}))
+	Must(t, err)
+	Catchup(t, log, rm, 50)
+	Catchup(t, log, truth, 1)
+	check("after late events")
+	listed, err := rm.ListSlots(ctx)
+	Must(t, err)
+	if !slices.Contains(slotNamesOf(listed), oldest.Name) {
+		t.Errorf("%s holds a resource again but is not listed", oldest.Name)
+	}
+}
+
+func slotNamesOf(vs []projections.SlotView) []string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = v.Name
+	}
+	return out
 }
