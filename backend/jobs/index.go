@@ -46,6 +46,7 @@ type index struct {
 	// the start, foldedAtSave and savedAt are folded and the time at the
 	// last checkpoint started, savedPos the newest position written;
 	// saving is set while one is being appended (saves waits for it).
+	startFrom    events.Position // where the subscription started (a checkpoint's position, or 0)
 	saveEvery    int
 	saveGap      time.Duration
 	now          func() time.Time
@@ -130,7 +131,7 @@ func (x *index) run(ctx context.Context) error {
 		return err
 	}
 	x.mu.Lock()
-	x.startHead = head
+	x.startHead, x.startFrom = head, from
 	x.savedPos, x.savedAt = from, x.now()
 	x.markApplied(from)
 	x.mu.Unlock()
