@@ -147,6 +147,7 @@ func (x *index) maybeSave(ctx context.Context) {
 		return
 	}
 	b, pos, err := x.snapshot()
+	folded := x.folded
 	x.foldedAtSave, x.savedAt = x.folded, x.now() // a failed write is retried after as many events
 	if err != nil {
 		x.log.Error("jobs: index checkpoint not encoded", "err", err)
@@ -156,7 +157,7 @@ func (x *index) maybeSave(ctx context.Context) {
 	x.saves.Add(1)
 	go func() {
 		defer x.saves.Done()
-		err := x.write(ctx, b, pos)
+		err := x.write(ctx, b, pos, folded)
 		if err != nil && ctx.Err() == nil {
 			x.log.Warn("jobs: index checkpoint not written", "position", pos, "err", err)
 		}
@@ -169,29 +170,33 @@ func (x *index) maybeSave(ctx context.Context) {
 	}()
 }
 
-// save writes a checkpoint now if the index moved since the last one
-// (Engine.Stop's, bounded by ctx). Not concurrent with maybeSave's writes:
-// the subscription has ended and they were waited for.
+// save writes a checkpoint now if the index folded anything (checkpoints
+// aside) since the last one written (Engine.Stop's, bounded by ctx): so a
+// restart with nothing new in between appends nothing. Not concurrent with
+// maybeSave's writes: the subscription has ended and they were waited for.
 func (x *index) save(ctx context.Context) error {
 	x.mu.Lock()
-	if x.applied <= x.savedPos {
+	if x.folded == x.foldedSaved {
 		x.mu.Unlock()
 		return nil
 	}
 	b, pos, err := x.snapshot()
+	folded := x.folded
 	x.mu.Unlock()
 	if err != nil {
 		return err
 	}
-	return x.write(ctx, b, pos)
+	return x.write(ctx, b, pos, folded)
 }
 
-func (x *index) write(ctx context.Context, b []byte, pos events.Position) error {
+// write appends a checkpoint of the state b at pos, taken when the index
+// had folded `folded` events.
+func (x *index) write(ctx context.Context, b []byte, pos events.Position, folded int) error {
 	if err := consumer.SaveCheckpoint(ctx, x.store, indexConsumer, indexVersion, pos, json.RawMessage(b)); err != nil {
 		return err
 	}
 	x.mu.Lock()
-	x.savedPos = max(x.savedPos, pos)
+	x.foldedSaved = max(x.foldedSaved, folded)
 	x.mu.Unlock()
 	return nil
 }

@@ -556,6 +556,24 @@ func TestIndexWritesAndStartsFromCheckpoints(t *testing.T) {
 	ref := newIndex(store, quietLogger())
 	fold(t, ref, readLog(t, store))
 	sameIndex(t, "restart from the newest checkpoint", ref, x)
+
+	// Stop's checkpoint: written when the index folded something since
+	// the last, and not by a start that found nothing new.
+	count := func() int {
+		cps, err := store.ReadStream(ctx, events.CheckpointStream(indexConsumer), 0, 0, events.Forward)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(cps)
+	}
+	n := count()
+	if err := x.save(ctx); err != nil || count() != n+1 {
+		t.Fatalf("stop after folding new events: %v, %d checkpoints, want %d", err, count(), n+1)
+	}
+	y := startIndex(t, store)
+	if err := y.save(ctx); err != nil || count() != n+1 {
+		t.Fatalf("stop of a start that folded nothing new: %v, %d checkpoints, want %d", err, count(), n+1)
+	}
 }
 
 // TestCheckpointHoldsNoFinishedJobs: the checkpoint's state holds only the

@@ -43,17 +43,18 @@ type index struct {
 	startHead events.Position
 
 	// Checkpoints (checkpoint.go): folded counts the events folded since
-	// the start, foldedAtSave and savedAt are folded and the time at the
-	// last checkpoint started, savedPos the newest position written;
-	// saving is set while one is being appended (saves waits for it).
+	// the start (checkpoints aside), foldedAtSave and savedAt are folded
+	// and the time when the last checkpoint was started, foldedSaved is
+	// folded at the newest one written; saving is set while one is being
+	// appended (saves waits for it).
 	startFrom    events.Position // where the subscription started (a checkpoint's position, or 0)
 	saveEvery    int
 	saveGap      time.Duration
 	now          func() time.Time
 	folded       int
 	foldedAtSave int
+	foldedSaved  int
 	savedAt      time.Time
-	savedPos     events.Position
 	saving       bool
 	saves        sync.WaitGroup
 
@@ -132,7 +133,7 @@ func (x *index) run(ctx context.Context) error {
 	}
 	x.mu.Lock()
 	x.startHead, x.startFrom = head, from
-	x.savedPos, x.savedAt = from, x.now()
+	x.savedAt = x.now()
 	x.markApplied(from)
 	x.mu.Unlock()
 	return x.store.SubscribeAll(ctx, from, events.Filter{}, x.apply)
