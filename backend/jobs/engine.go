@@ -158,7 +158,11 @@ func (e *Engine) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	subErr := make(chan error, 1)
-	go func() { subErr <- e.idx.run(ctx) }()
+	idxDone := make(chan struct{})
+	go func() {
+		defer close(idxDone)
+		subErr <- e.idx.run(ctx)
+	}()
 	var loops sync.WaitGroup
 	start := func(f func()) {
 		loops.Add(1)
@@ -179,12 +183,15 @@ func (e *Engine) Run(ctx context.Context) error {
 	e.rescuer.wait()
 	e.releaser.wait()
 	e.releases.Wait()
+	<-idxDone // and its checkpoint writes, so Stop's is the last
 	return err
 }
 
 // Stop stops claiming, cancels every running attempt (each ends with
 // JobTimedOut{deadline: "shutdown"} and releases its slot, so it can be
 // resumed), waits for them and for Run to return, or until ctx is done.
+// Then it writes the index's checkpoint (within ctx), so the next start
+// folds only what comes after.
 func (e *Engine) Stop(ctx context.Context) error {
 	e.stopOnce.Do(func() {
 		e.dispatcher.stop()
@@ -197,10 +204,15 @@ func (e *Engine) Stop(ctx context.Context) error {
 	}
 	select {
 	case <-e.done:
-		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	if err := e.idx.save(ctx); err != nil {
+		// Not fatal: the next start uses an older checkpoint, or folds
+		// from 0.
+		e.log.Warn("jobs: index checkpoint not written at stop", "err", err)
+	}
+	return nil
 }
 
 // WaitApplied blocks until the engine's index has folded the log up to

@@ -17,8 +17,10 @@ import (
 // index folds the log (job and slot streams, through SubscribeAll) into
 // what the loops need: open jobs, the slots they lock, queued jobs by due
 // time, running jobs (for the rescuer) and ended jobs whose lock is still
-// held (for the releaser). It writes nothing. Finished jobs leave it
-// (forget); the loops pin the jobs they work on so they stay.
+// held (for the releaser). It writes nothing to job or slot streams; it
+// starts from its checkpoint and writes one now and then (checkpoint.go).
+// Finished jobs leave it (forget); the loops pin the jobs they work on so
+// they stay.
 type index struct {
 	store events.Store
 	log   *slog.Logger
@@ -39,6 +41,22 @@ type index struct {
 	// restart does not act on every job that was once due in history.
 	caughtUp  chan struct{}
 	startHead events.Position
+
+	// Checkpoints (checkpoint.go): folded counts the events folded since
+	// the start (checkpoints aside), foldedAtSave and savedAt are folded
+	// and the time when the last checkpoint was started, foldedSaved is
+	// folded at the newest one written; saving is set while one is being
+	// appended (saves waits for it).
+	startFrom    events.Position // where the subscription started (a checkpoint's position, or 0)
+	saveEvery    int
+	saveGap      time.Duration
+	now          func() time.Time
+	folded       int
+	foldedAtSave int
+	foldedSaved  int
+	savedAt      time.Time
+	saving       bool
+	saves        sync.WaitGroup
 
 	// onJobEvent is called (with mu held) for every job event folded; the
 	// dispatcher fences its attempts with it.
@@ -72,6 +90,7 @@ func newIndex(store events.Store, log *slog.Logger) *index {
 		pins:      map[string]int{},
 		appliedCh: make(chan struct{}),
 		caughtUp:  make(chan struct{}),
+		saveEvery: indexSaveEvery, saveGap: indexSaveGap, now: time.Now,
 	}
 }
 
@@ -97,27 +116,41 @@ func (x *index) poke(changed interest) {
 	}
 }
 
-// run folds the log from position 0 until ctx ends or the store fails. It
-// subscribes to every stream (and skips all but job and slot events), so
-// that its position reaches the head and it can tell when it caught up.
+// run folds the log from its checkpoint (or from position 0 if there is
+// none it can use) until ctx ends or the store fails. It subscribes to
+// every stream (and skips all but job and slot events), so that its
+// position reaches the head and it can tell when it caught up. Checkpoint
+// writes it started are waited for before it returns.
 func (x *index) run(ctx context.Context) error {
+	defer x.saves.Wait()
 	head, err := x.store.Head(ctx)
 	if err != nil {
 		return err
 	}
+	from, err := x.load(ctx)
+	if err != nil {
+		return err
+	}
 	x.mu.Lock()
-	x.startHead = head
-	x.markApplied(0)
+	x.startHead, x.startFrom = head, from
+	x.savedAt = x.now()
+	x.markApplied(from)
 	x.mu.Unlock()
-	return x.store.SubscribeAll(ctx, 0, events.Filter{}, x.apply)
+	return x.store.SubscribeAll(ctx, from, events.Filter{}, x.apply)
 }
 
 // apply folds one event.
 func (x *index) apply(ctx context.Context, ev events.RecordedEvent) error {
 	if !strings.HasPrefix(ev.Stream, events.JobStreamPrefix) && !strings.HasPrefix(ev.Stream, events.SlotStreamPrefix) {
 		x.mu.Lock()
+		defer x.mu.Unlock()
 		x.markApplied(ev.Position)
-		x.mu.Unlock()
+		if !strings.HasPrefix(ev.Stream, events.CheckpointStreamPrefix) {
+			// Checkpoints (ours too) are no progress: counting them
+			// would make each one call for the next.
+			x.folded++
+			x.maybeSave(ctx)
+		}
 		return nil
 	}
 	if id := x.missing(ev); id != "" {
@@ -136,12 +169,14 @@ func (x *index) apply(ctx context.Context, ev events.RecordedEvent) error {
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	defer x.markApplied(ev.Position)
 	if name, ok := strings.CutPrefix(ev.Stream, events.SlotStreamPrefix); ok {
 		x.poke(x.applySlot(name, ev))
-		return nil
+	} else {
+		x.poke(x.applyJob(strings.TrimPrefix(ev.Stream, events.JobStreamPrefix), ev))
 	}
-	x.poke(x.applyJob(strings.TrimPrefix(ev.Stream, events.JobStreamPrefix), ev))
+	x.markApplied(ev.Position)
+	x.folded++
+	x.maybeSave(ctx)
 	return nil
 }
 
@@ -248,14 +283,21 @@ func (x *index) accepted(acc events.JobAccepted, meta events.Metadata) {
 // resume's JobAccepted (or any later event of the job) makes apply fold the
 // job again from its stream (loadBefore). Callers hold x.mu.
 func (x *index) forget(id string) {
-	j := x.jobs[id]
-	if j == nil || !j.Terminal() || x.pins[id] > 0 || x.running[id] || x.ended[id] {
-		return
+	if j := x.jobs[id]; j != nil && x.pins[id] == 0 && x.finished(id, j) {
+		delete(x.jobs, id)
 	}
-	if st := x.slots[j.Queued.Slot]; st != nil && st.LockJob == id {
-		return
+}
+
+// finished reports whether the log keeps nothing of job id in the index:
+// it has ended, is neither running nor ended with its lock, and its slot's
+// lock does not name it. What forget drops, and what checkpoints leave out
+// (pins are the process's, not the log's). Callers hold x.mu.
+func (x *index) finished(id string, j *slots.JobState) bool {
+	if !j.Terminal() || x.running[id] || x.ended[id] {
+		return false
 	}
-	delete(x.jobs, id)
+	st := x.slots[j.Queued.Slot]
+	return st == nil || st.LockJob != id
 }
 
 // pin keeps job id in the index while a loop works on it; unpin ends that

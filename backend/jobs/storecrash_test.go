@@ -18,9 +18,10 @@ import (
 // dyingStore is a worker's view of the store that dies right after one
 // chosen append: from then on every append fails, as if the process had
 // been killed between two appends. Reads still work (they change nothing).
-// Lease renewals go through while it lives but are neither counted nor
-// offered to after: how many there are depends on the machine's speed, and
-// the crash points must be the same from run to run.
+// Lease renewals and the index's checkpoints go through while it lives but
+// are neither counted nor offered to after: how many there are depends on
+// the machine's speed (and Stop), and the crash points must be the same
+// from run to run.
 type dyingStore struct {
 	events.Store
 	after func(stream string, evs []events.EventData) bool
@@ -36,7 +37,7 @@ func (d *dyingStore) Append(ctx context.Context, stream string, exp events.Expec
 		return events.AppendResult{}, errDead
 	}
 	res, err := d.Store.Append(ctx, stream, exp, evs...)
-	if err == nil && !(len(evs) == 1 && evs[0].Type == "LeaseRenewed") {
+	if err == nil && !(len(evs) == 1 && evs[0].Type == "LeaseRenewed") && !strings.HasPrefix(stream, events.CheckpointStreamPrefix) {
 		d.n.Add(1)
 		if d.after(stream, evs) && !d.dead.Swap(true) && d.died != nil {
 			close(d.died)
