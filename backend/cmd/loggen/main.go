@@ -4,7 +4,10 @@
 // stream keeps its causal order while the store's group commit puts many
 // appends in one fsync. The history is projtest's realistic mix: slots
 // registered, occupied and extended; resets, teardowns and promotes with all
-// their steps; failures, timeouts, abandoned and resumed attempts.
+// their steps; failures, timeouts, abandoned and resumed attempts. Each
+// generator keeps its pool's size (projtest.Gen.FixedPool): a torn-down
+// slot is replaced by a new one, as a team's pool is, so a longer history
+// has more finished jobs and retired slots, not a bigger pool.
 //
 //	loggen --data DIR --events N [--gens 128] [--slots 2]
 //
@@ -58,6 +61,7 @@ func run(ctx context.Context, dir, prefix string, n, gens, slots int) error {
 			defer wg.Done()
 			g := projtest.NewGen(s, uint64(i+1))
 			g.Prefix = fmt.Sprintf("%s%03d-", prefix, i)
+			g.FixedPool = true
 			errs <- g.Random(ctx, slots, n/gens)
 		}()
 	}
