@@ -331,20 +331,51 @@ func TestViewTrackerCoversArchivedSlots(t *testing.T) {
 	if listed, _ := rm.ListSlots(ctx); len(listed) != 1 {
 		t.Fatalf("ListSlots lists %d slots, want 1 (the others archived)", len(listed))
 	}
-	tr, err := reconcile.ViewTracker{Slots: rm}.Tracked(ctx)
-	projtest.Must(t, err)
-	got := map[string]reconcile.Tracked{}
-	for _, x := range tr {
-		got[x.ID] = x
-	}
-	for i := range 4 {
-		if x := got[fmt.Sprintf("PROD/old%d-app", i)]; x.Slot != fmt.Sprintf("old%d", i) {
-			t.Errorf("old%d's promoted repository is not tracked: %+v", i, x)
+	counted := &countingSlots{Store: rm}
+	cached := reconcile.NewViewTracker(counted, store)
+	check := func(t *testing.T, tracker reconcile.ViewTracker, wantFolds int) {
+		t.Helper()
+		counted.folds = 0
+		tr, err := tracker.Tracked(ctx)
+		projtest.Must(t, err)
+		got := map[string]reconcile.Tracked{}
+		for _, x := range tr {
+			got[x.ID] = x
+		}
+		for i := range 4 {
+			if x := got[fmt.Sprintf("PROD/old%d-app", i)]; x.Slot != fmt.Sprintf("old%d", i) {
+				t.Errorf("old%d's promoted repository is not tracked: %+v", i, x)
+			}
+		}
+		if tpl := g.Slots["old0"].Reg.TemplateRepo.String(); !got[tpl].Template {
+			t.Errorf("the template %s is not known: %+v", tpl, tr)
+		}
+		if wantFolds >= 0 && counted.folds != wantFolds {
+			t.Errorf("the run folded %d archived slots, want %d", counted.folds, wantFolds)
 		}
 	}
-	if tpl := g.Slots["old0"].Reg.TemplateRepo.String(); !got[tpl].Template {
-		t.Errorf("the template %s is not known: %+v", tpl, tr)
-	}
+	check(t, reconcile.ViewTracker{Slots: rm}, -1)
+	// With the cache: the first run folds the three archived slots, the
+	// next none; a slot whose stream moved is folded again.
+	check(t, cached, 3)
+	check(t, cached, 0)
+	old := g.Slots["old1"]
+	_, err = store.Append(ctx, events.SlotStream("old1"), events.Exact(old.Rev), events.New(events.SlotPromoted{
+		Slot: "old1", JobID: "late", NewRepo: events.RepoRef{Project: "PROD", Slug: "old1-app"},
+	}, events.Metadata{Actor: "test"}))
+	projtest.Must(t, err)
+	check(t, cached, 1)
+}
+
+// countingSlots counts the archived slots a tracker folds (Slot calls).
+type countingSlots struct {
+	*memory.Store
+	folds int
+}
+
+func (c *countingSlots) Slot(ctx context.Context, name string) (projections.SlotView, error) {
+	c.folds++
+	return c.Store.Slot(ctx, name)
 }
 
 // TestForeign404IsNotDrift: a tracked database missing from the list whose

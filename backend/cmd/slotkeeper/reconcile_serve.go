@@ -112,7 +112,7 @@ func startReconciler(ctx context.Context, c Config, store events.Store, reads pr
 	// --bitbucket-projects, the demo's own).
 	cool, bb := reconcileScope(ctx, scope.CoolifyProjects, scope.BitbucketProjects, w.sim != nil || w.remote != nil, reads)
 	met := newReconcileMetrics(reg)
-	r := reconcile.New(store, reconcile.ViewTracker{Slots: reads}, paas, git, reconcile.Config{
+	r := reconcile.New(store, reconcile.NewViewTracker(reads, store), paas, git, reconcile.Config{
 		CoolifyProjects: cool, BitbucketProjects: bb, Every: c.Reconcile.Every, Logger: log, Observe: met.observe,
 	})
 	if rep, err := r.Latest(ctx); err == nil {
