@@ -2,7 +2,9 @@ package waitlist
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"sort"
 	"strings"
 	"time"
@@ -92,29 +94,50 @@ func (s *Service) WaitFor(ctx context.Context, pos events.Position) error {
 	}
 }
 
-// Run is the consumer: it follows the log from the start (the fold is
-// small: entries, open offers and slot states) and after every event or
-// timer does what the fold says is missing (plan). It returns nil when ctx
-// ends.
+// Run is the consumer: it starts from its newest usable checkpoint (else
+// from position 0), follows the log, and after every event or timer does
+// what the fold says is missing (plan). It writes a checkpoint every
+// CheckpointEvery events or CheckpointAfter, and a last one when it stops.
+// It returns nil when ctx ends.
 func (s *Service) Run(ctx context.Context) error {
-	// Catch up first, so the first decisions see the whole log.
-	if err := s.Sync(ctx); err != nil {
+	if err := s.loadCheckpoint(ctx); err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
 		return err
 	}
+	head, err := s.store.Head(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("waitlist: read the log's head: %w", err)
+	}
 	s.mu.Lock()
 	from := s.st.Position
 	s.mu.Unlock()
+	if from >= head {
+		s.markCaughtUp()
+	}
+	cp := &checkpointer{s: s, saved: from, at: time.Now()}
 	subErr := make(chan error, 1)
+	subDone := make(chan struct{})
+	defer func() {
+		// The last checkpoint, once the subscription stopped folding;
+		// it outlives ctx, briefly.
+		<-subDone
+		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		cp.save(c)
+	}()
 	go func() {
-		subErr <- s.store.SubscribeAll(ctx, from, events.Filter{}, func(_ context.Context, ev events.RecordedEvent) error {
+		defer close(subDone)
+		// Unfiltered, so the fold's position follows the log's head
+		// (WaitFor for any position works, and catching up is visible).
+		subErr <- s.store.SubscribeAll(ctx, from, events.Filter{}, func(ctx context.Context, ev events.RecordedEvent) error {
 			if err := s.apply(ev); err != nil {
 				return err
 			}
-			// Unfiltered, so the fold's position follows the log's head
-			// (WaitFor for any position works).
 			s.mu.Lock()
 			if ev.Position > s.st.Position {
 				s.st.Position = ev.Position
@@ -122,9 +145,24 @@ func (s *Service) Run(ctx context.Context) error {
 				s.changed = make(chan struct{})
 			}
 			s.mu.Unlock()
+			if ev.Position >= head {
+				s.markCaughtUp()
+			}
+			cp.folded(ctx, ev)
 			return nil
 		})
 	}()
+	// Caught up first, so the first decisions see the whole log.
+	select {
+	case <-s.caughtUp:
+	case <-ctx.Done():
+		return nil
+	case err := <-subErr:
+		if ctx.Err() != nil || errors.Is(err, context.Canceled) {
+			return nil
+		}
+		return err
+	}
 	return consumer.Loop(ctx, s.now, s.wake, subErr, func(ctx context.Context) time.Time {
 		next, err := s.Step(ctx)
 		if err != nil && ctx.Err() == nil {
@@ -132,6 +170,89 @@ func (s *Service) Run(ctx context.Context) error {
 		}
 		return next
 	})
+}
+
+// CaughtUp is closed once Run has folded the log up to its head as it was
+// when Run started (from a checkpoint or from 0). It stays open if Run ends
+// first.
+func (s *Service) CaughtUp() <-chan struct{} { return s.caughtUp }
+
+func (s *Service) markCaughtUp() { s.caughtUpOnce.Do(func() { close(s.caughtUp) }) }
+
+// loadCheckpoint replaces an empty fold by the newest usable checkpoint's.
+// One that cannot be used is logged and the fold starts from 0.
+func (s *Service) loadCheckpoint(ctx context.Context) error {
+	var snap snapshot
+	pos, ok, why, err := consumer.LoadCheckpoint(ctx, s.store, checkpointConsumer, checkpointVersion, &snap)
+	if err != nil {
+		return fmt.Errorf("waitlist: read checkpoint: %w", err)
+	}
+	if !ok {
+		if why != "" {
+			s.log.Warn("waitlist: checkpoint ignored, folding the log from the start", "why", why)
+		}
+		return nil
+	}
+	st := restore(snap, pos)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.st.Position >= pos {
+		return nil // already folded further (Sync before Run)
+	}
+	s.st = st
+	close(s.changed)
+	s.changed = make(chan struct{})
+	s.log.Info("waitlist: starting from checkpoint", "position", pos)
+	return nil
+}
+
+// checkpointer writes the consumer's checkpoints. Only the subscription's
+// goroutine uses it, and Run's last save after that goroutine ended.
+type checkpointer struct {
+	s        *Service
+	saved    events.Position // position of the last checkpoint written or loaded
+	unsaved  int             // events folded since the last checkpoint written
+	sinceTry int             // events folded since the last attempt
+	at       time.Time       // of the last attempt
+}
+
+// folded counts one event and saves when enough events or time passed.
+// Checkpoints (ours too) are no progress: counting them would make each
+// one call for the next.
+func (c *checkpointer) folded(ctx context.Context, ev events.RecordedEvent) {
+	if strings.HasPrefix(ev.Stream, events.CheckpointStreamPrefix) {
+		return
+	}
+	c.unsaved++
+	c.sinceTry++
+	if c.sinceTry >= c.s.cfg.CheckpointEvery || time.Since(c.at) >= c.s.cfg.CheckpointAfter {
+		c.save(ctx)
+	}
+}
+
+// save writes a checkpoint of the fold if events were folded since the
+// last. The state is encoded under the lock and appended without it, so
+// commands and views never wait for the store.
+func (c *checkpointer) save(ctx context.Context) {
+	if c.unsaved == 0 {
+		return
+	}
+	s := c.s
+	c.sinceTry, c.at = 0, time.Now()
+	s.mu.Lock()
+	pos := s.st.Position
+	b, err := s.st.marshal()
+	s.mu.Unlock()
+	if err == nil && pos > c.saved {
+		err = consumer.SaveCheckpoint(ctx, s.store, checkpointConsumer, checkpointVersion, pos, json.RawMessage(b))
+	}
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn("waitlist: checkpoint not written", "err", err)
+		}
+		return
+	}
+	c.saved, c.unsaved = pos, 0
 }
 
 // action is one conditional append the fold says is missing.
