@@ -2,7 +2,6 @@ package waitlist
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -119,7 +118,15 @@ func (s *Service) Run(ctx context.Context) error {
 	if from >= head {
 		s.markCaughtUp()
 	}
-	cp := &checkpointer{s: s, saved: from, at: time.Now()}
+	cp := &consumer.Saver{Log: s.store, Consumer: checkpointConsumer, Version: checkpointVersion,
+		Every: s.cfg.CheckpointEvery, After: s.cfg.CheckpointAfter, Logger: s.log,
+		Snapshot: func() (events.Position, []byte, error) {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			b, err := s.st.marshal()
+			return s.st.Position, b, err
+		}}
+	cp.Start(from)
 	subErr := make(chan error, 1)
 	subDone := make(chan struct{})
 	defer func() {
@@ -128,7 +135,7 @@ func (s *Service) Run(ctx context.Context) error {
 		<-subDone
 		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		cp.save(c)
+		cp.Save(c)
 	}()
 	go func() {
 		defer close(subDone)
@@ -148,7 +155,7 @@ func (s *Service) Run(ctx context.Context) error {
 			if ev.Position >= head {
 				s.markCaughtUp()
 			}
-			cp.folded(ctx, ev)
+			cp.Folded(ctx, ev)
 			return nil
 		})
 	}()
@@ -204,55 +211,6 @@ func (s *Service) loadCheckpoint(ctx context.Context) error {
 	s.changed = make(chan struct{})
 	s.log.Info("waitlist: starting from checkpoint", "position", pos)
 	return nil
-}
-
-// checkpointer writes the consumer's checkpoints. Only the subscription's
-// goroutine uses it, and Run's last save after that goroutine ended.
-type checkpointer struct {
-	s        *Service
-	saved    events.Position // position of the last checkpoint written or loaded
-	unsaved  int             // events folded since the last checkpoint written
-	sinceTry int             // events folded since the last attempt
-	at       time.Time       // of the last attempt
-}
-
-// folded counts one event and saves when enough events or time passed.
-// Checkpoints (ours too) are no progress: counting them would make each
-// one call for the next.
-func (c *checkpointer) folded(ctx context.Context, ev events.RecordedEvent) {
-	if strings.HasPrefix(ev.Stream, events.CheckpointStreamPrefix) {
-		return
-	}
-	c.unsaved++
-	c.sinceTry++
-	if c.sinceTry >= c.s.cfg.CheckpointEvery || time.Since(c.at) >= c.s.cfg.CheckpointAfter {
-		c.save(ctx)
-	}
-}
-
-// save writes a checkpoint of the fold if events were folded since the
-// last. The state is encoded under the lock and appended without it, so
-// commands and views never wait for the store.
-func (c *checkpointer) save(ctx context.Context) {
-	if c.unsaved == 0 {
-		return
-	}
-	s := c.s
-	c.sinceTry, c.at = 0, time.Now()
-	s.mu.Lock()
-	pos := s.st.Position
-	b, err := s.st.marshal()
-	s.mu.Unlock()
-	if err == nil && pos > c.saved {
-		err = consumer.SaveCheckpoint(ctx, s.store, checkpointConsumer, checkpointVersion, pos, json.RawMessage(b))
-	}
-	if err != nil {
-		if ctx.Err() == nil {
-			s.log.Warn("waitlist: checkpoint not written", "err", err)
-		}
-		return
-	}
-	c.saved, c.unsaved = pos, 0
 }
 
 // action is one conditional append the fold says is missing.

@@ -1,0 +1,106 @@
+package insights
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/slotkeeper/slotkeeper/backend/consumer"
+	"github.com/slotkeeper/slotkeeper/events"
+)
+
+// Checkpoints of the read model (backend/consumer): its whole fold, which is
+// bounded (see fold), at the position of the last event folded. The fold
+// only summarises the log, so any process may write one.
+const (
+	checkpointConsumer = "insights"
+	checkpointVersion  = 1
+)
+
+// Run starts from the newest usable checkpoint (else from position 0) and
+// follows the log until ctx ends, writing a checkpoint every
+// CheckpointEvery events or CheckpointAfter and a last one when it stops.
+func (s *Service) Run(ctx context.Context) error {
+	var f fold
+	from, ok, why, err := consumer.LoadCheckpoint(ctx, s.store, checkpointConsumer, checkpointVersion, &f)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("insights: read checkpoint: %w", err)
+	}
+	if ok {
+		s.mu.Lock()
+		s.f, s.pos = f.complete(), from
+		s.mu.Unlock()
+		s.cfg.Logger.Info("insights: starting from checkpoint", "position", from)
+	} else {
+		from = 0
+		if why != "" {
+			s.cfg.Logger.Warn("insights: checkpoint ignored, folding the log from the start", "why", why)
+		}
+	}
+	head, err := s.store.Head(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("insights: read the log's head: %w", err)
+	}
+	if from >= head {
+		s.markCaughtUp()
+	}
+	saver := &consumer.Saver{Log: s.store, Consumer: checkpointConsumer, Version: checkpointVersion,
+		Every: s.cfg.CheckpointEvery, After: s.cfg.CheckpointAfter, Logger: s.cfg.Logger,
+		Snapshot: func() (events.Position, []byte, error) {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			b, err := json.Marshal(s.f)
+			return s.pos, b, err
+		}}
+	saver.Start(from)
+	// Unfiltered, so the position follows the log's head and catching up
+	// is visible.
+	err = s.store.SubscribeAll(ctx, from, events.Filter{}, func(ctx context.Context, ev events.RecordedEvent) error {
+		s.Apply(ev)
+		if ev.Position >= head {
+			s.markCaughtUp()
+		}
+		saver.Folded(ctx, ev)
+		return nil
+	})
+	// The last checkpoint outlives ctx, briefly.
+	c, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	saver.Save(c)
+	if ctx.Err() != nil || errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+// CaughtUp is closed once Run has folded the log up to its head as it was
+// when Run started (from a checkpoint or from 0). It stays open if Run ends
+// first.
+func (s *Service) CaughtUp() <-chan struct{} { return s.caughtUp }
+
+func (s *Service) markCaughtUp() { s.caughtUpOnce.Do(func() { close(s.caughtUp) }) }
+
+// complete gives a decoded fold the maps an empty one has.
+func (f fold) complete() fold {
+	if f.Slots == nil {
+		f.Slots = map[string]*slotTrack{}
+	}
+	if f.Jobs == nil {
+		f.Jobs = map[string]*jobTrack{}
+	}
+	if f.Waiting == nil {
+		f.Waiting = map[string]time.Time{}
+	}
+	if f.Steps == nil {
+		f.Steps = map[string]map[string][]sample{}
+	}
+	return f
+}
