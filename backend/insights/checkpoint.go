@@ -2,6 +2,7 @@ package insights
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,13 +24,19 @@ const (
 // follows the log until ctx ends, writing a checkpoint every
 // CheckpointEvery events or CheckpointAfter and a last one when it stops.
 func (s *Service) Run(ctx context.Context) error {
+	var packed consumer.Packed
 	var f fold
-	from, ok, why, err := consumer.LoadCheckpoint(ctx, s.store, checkpointConsumer, checkpointVersion, &f)
+	from, ok, why, err := consumer.LoadCheckpoint(ctx, s.store, checkpointConsumer, checkpointVersion, &packed)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
 		return fmt.Errorf("insights: read checkpoint: %w", err)
+	}
+	if ok {
+		if err := packed.Unpack(&f); err != nil {
+			ok, why = false, "state does not unpack: "+err.Error()
+		}
 	}
 	if ok {
 		s.mu.Lock()
@@ -57,7 +64,7 @@ func (s *Service) Run(ctx context.Context) error {
 		Snapshot: func() (events.Position, []byte, error) {
 			s.mu.Lock()
 			defer s.mu.Unlock()
-			b, err := json.Marshal(s.f)
+			b, err := consumer.Pack(s.f)
 			return s.pos, b, err
 		}}
 	saver.Start(from)
@@ -100,7 +107,52 @@ func (f fold) complete() fold {
 		f.Waiting = map[string]time.Time{}
 	}
 	if f.Steps == nil {
-		f.Steps = map[string]map[string][]sample{}
+		f.Steps = map[string]map[string]series{}
 	}
 	return f
+}
+
+// series is a list of samples. Its JSON is compact, because a checkpoint
+// holds thousands per series: the samples as signed varints (milliseconds:
+// the first time since the Unix epoch, then each time's difference from
+// the one before, each followed by its duration), base64-encoded.
+type series []sample
+
+// MarshalJSON implements json.Marshaler.
+func (xs series) MarshalJSON() ([]byte, error) {
+	var b []byte
+	var prev int64
+	for _, x := range xs {
+		t := x.T.UnixMilli()
+		b = binary.AppendVarint(b, t-prev)
+		b = binary.AppendVarint(b, x.D.Milliseconds())
+		prev = t
+	}
+	return json.Marshal(b)
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (xs *series) UnmarshalJSON(data []byte) error {
+	var b []byte
+	if err := json.Unmarshal(data, &b); err != nil {
+		return err
+	}
+	var out series
+	var t int64
+	for len(b) > 0 {
+		dt, n := binary.Varint(b)
+		if n <= 0 {
+			return fmt.Errorf("series: bad time")
+		}
+		b = b[n:]
+		d, m := binary.Varint(b)
+		if m <= 0 {
+			return fmt.Errorf("series: bad duration")
+		}
+		b = b[m:]
+		t += dt
+		out = append(out, sample{T: time.UnixMilli(t).UTC(), D: time.Duration(d) * time.Millisecond})
+	}
+	*xs = out
+	return nil
 }

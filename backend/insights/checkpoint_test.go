@@ -162,10 +162,12 @@ func TestCheckpointAtAnyCutAnswersAsFromZero(t *testing.T) {
 	}
 	for c := 0; c <= len(evs); c += 1 + len(evs)/61 {
 		a := foldAll(evs[:c], now, small)
-		b, err := json.Marshal(a.f)
+		b, err := consumer.Pack(a.f)
 		must(t, err)
+		var packed consumer.Packed
+		must(t, json.Unmarshal(b, &packed))
 		var f fold
-		must(t, json.Unmarshal(b, &f))
+		must(t, packed.Unpack(&f))
 		r := New(nil, func() time.Time { return now }, small)
 		r.f, r.pos = f.complete(), a.pos
 		for _, ev := range evs[c:] {
@@ -334,7 +336,8 @@ func TestUnusableCheckpointIgnored(t *testing.T) {
 	}{
 		{"other version", "version 9", 9, 10, map[string]any{}},
 		{"past head", "not in this log", checkpointVersion, head + 1000, map[string]any{}},
-		{"undecodable", "does not decode", checkpointVersion, 10, map[string]any{"points": 5}},
+		{"undecodable", "does not decode", checkpointVersion, 10, map[string]any{"gzip": 5}},
+		{"not gzip", "does not unpack", checkpointVersion, 10, map[string]any{"gzip": []byte("hello")}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			must(t, consumer.SaveCheckpoint(ctx, store, checkpointConsumer, c.version, c.pos, c.state))

@@ -23,9 +23,15 @@ type point struct {
 	Occupied, Vacant, Resetting, W int
 }
 
+// sample is one duration D that ended at T, both to the millisecond (what
+// the answers show, and what keeps checkpoints small: see series).
 type sample struct {
 	T time.Time
 	D time.Duration
+}
+
+func newSample(t time.Time, d time.Duration) sample {
+	return sample{T: t.Truncate(time.Millisecond).UTC(), D: d.Truncate(time.Millisecond)}
 }
 
 type jobTrack struct {
@@ -49,14 +55,14 @@ type slotTrack struct {
 // people waiting, one point per hour over keep, and the newest maxSamples
 // samples per series within keep.
 type fold struct {
-	Slots   map[string]*slotTrack          `json:"slots"`
-	Jobs    map[string]*jobTrack           `json:"jobs"`
-	Ended   []endedJob                     `json:"ended"` // jobs ended without success, oldest first
-	EndSeq  uint64                         `json:"end_seq"`
-	Waiting map[string]time.Time           `json:"waiting"` // entry → joined
-	Points  []point                        `json:"points"`
-	ToSlot  []sample                       `json:"to_slot"` // join → accepted
-	Steps   map[string]map[string][]sample `json:"steps"`   // kind → step → samples ("job" = whole job)
+	Slots   map[string]*slotTrack        `json:"slots"`
+	Jobs    map[string]*jobTrack         `json:"jobs"`
+	Ended   []endedJob                   `json:"ended"` // jobs ended without success, oldest first
+	EndSeq  uint64                       `json:"end_seq"`
+	Waiting map[string]time.Time         `json:"waiting"` // entry → joined
+	Points  []point                      `json:"points"`
+	ToSlot  series                       `json:"to_slot"` // join → accepted
+	Steps   map[string]map[string]series `json:"steps"`   // kind → step → samples ("job" = whole job)
 }
 
 type endedJob struct {
@@ -66,7 +72,7 @@ type endedJob struct {
 
 func newFold() fold {
 	return fold{Slots: map[string]*slotTrack{}, Jobs: map[string]*jobTrack{}, Waiting: map[string]time.Time{},
-		Steps: map[string]map[string][]sample{}}
+		Steps: map[string]map[string]series{}}
 }
 
 // Service folds the log and answers Series.
@@ -86,7 +92,8 @@ type Service struct {
 // Config tunes the read model; zero values pick the defaults noted.
 type Config struct {
 	// MaxSamples bounds each series of durations: time-to-slot and each
-	// kind's step (default 10,000, the newest kept).
+	// kind's step (default 3,000, the newest kept: about 20 series fit one
+	// checkpoint event).
 	MaxSamples int
 	// MaxEnded bounds the jobs that ended without success kept for a
 	// resume's whole-job duration (default 1,000, the newest kept).
@@ -106,7 +113,7 @@ func New(store events.Store, now func() time.Time, cfg Config) *Service {
 		now = time.Now
 	}
 	if cfg.MaxSamples <= 0 {
-		cfg.MaxSamples = 10000
+		cfg.MaxSamples = 3000
 	}
 	if cfg.MaxEnded <= 0 {
 		cfg.MaxEnded = 1000
@@ -200,7 +207,7 @@ func (s *Service) Apply(ev events.RecordedEvent) {
 		case events.JobSucceeded:
 			s.finishStep(j)
 			if !j.First.IsZero() {
-				s.add(j.Kind, "job", sample{t, t.Sub(j.First)})
+				s.add(j.Kind, "job", newSample(t, t.Sub(j.First)))
 			}
 			delete(f.Jobs, id)
 		case events.JobFailed, events.JobTimedOut, events.JobCancelled, events.JobAbandoned:
@@ -227,7 +234,7 @@ func (s *Service) Apply(ev events.RecordedEvent) {
 			changed = true
 		case events.OfferAccepted:
 			if j, ok := f.Waiting[e.EntryID]; ok {
-				f.ToSlot = s.keepNewest(append(f.ToSlot, sample{t, t.Sub(j)}), t)
+				f.ToSlot = s.keepNewest(append(f.ToSlot, newSample(t, t.Sub(j))), t)
 			}
 			delete(f.Waiting, e.EntryID)
 			changed = true
@@ -257,7 +264,7 @@ func (s *Service) ended(id string, j *jobTrack) {
 
 func (s *Service) finishStep(j *jobTrack) {
 	if j.Step != "" && !j.Last.IsZero() && j.Kind != "" {
-		s.add(j.Kind, j.Step, sample{j.Last, j.Last.Sub(j.Start)})
+		s.add(j.Kind, j.Step, newSample(j.Last, j.Last.Sub(j.Start)))
 	}
 	j.Step, j.Last = "", time.Time{}
 }
@@ -265,7 +272,7 @@ func (s *Service) finishStep(j *jobTrack) {
 func (s *Service) add(kind, step string, x sample) {
 	m := s.f.Steps[kind]
 	if m == nil {
-		m = map[string][]sample{}
+		m = map[string]series{}
 		s.f.Steps[kind] = m
 	}
 	m[step] = s.keepNewest(append(m[step], x), x.T)
@@ -273,7 +280,7 @@ func (s *Service) add(kind, step string, x sample) {
 
 // keepNewest bounds a series: the newest MaxSamples, none older than keep
 // before now (no range shows them).
-func (s *Service) keepNewest(xs []sample, now time.Time) []sample {
+func (s *Service) keepNewest(xs series, now time.Time) series {
 	cut := now.Add(-keep)
 	i := max(len(xs)-s.cfg.MaxSamples, 0)
 	for i < len(xs) && xs[i].T.Before(cut) {

@@ -1,10 +1,10 @@
 package waitlist
 
 import (
-	"encoding/json"
 	"slices"
 	"time"
 
+	"github.com/slotkeeper/slotkeeper/backend/consumer"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/events"
 )
@@ -17,10 +17,12 @@ import (
 // events after an older checkpoint decides nothing twice.
 const (
 	checkpointConsumer = "waitlist"
-	checkpointVersion  = 1
+	checkpointVersion  = 2
 )
 
-// snapshot is the JSON shape of a checkpoint's state (version 1).
+// snapshot is the JSON shape of a checkpoint's state (version 2), stored
+// packed (consumer.Pack: a pool of thousands of slots stays well under an
+// event's size limit).
 type snapshot struct {
 	Revision       events.Revision         `json:"revision"`
 	Exists         bool                    `json:"exists"`
@@ -36,32 +38,53 @@ type snapshot struct {
 	ReleasedTime   map[string]time.Time    `json:"released_time"`
 }
 
+// slotSnapshot is what slotInfo keeps of a slot (slotInfo.prune drops the
+// rest of slots.SlotState), in short form.
 type slotSnapshot struct {
-	State       slots.SlotState `json:"state"`
-	LastJob     string          `json:"last_job,omitempty"`
-	LastKind    string          `json:"last_kind,omitempty"`
-	LastOutcome string          `json:"last_outcome,omitempty"`
-	ReleasedAt  events.Position `json:"released_at,omitempty"`
-	LockedAt    time.Time       `json:"locked_at"`
-	Warned      []string        `json:"warned,omitempty"`
+	Revision    events.Revision `json:"r"`
+	Registered  bool            `json:"reg,omitempty"`
+	Occupied    bool            `json:"occ,omitempty"`
+	Occupant    string          `json:"by,omitempty"`
+	Until       time.Time       `json:"until,omitzero"`
+	Retired     bool            `json:"ret,omitempty"`
+	Incomplete  bool            `json:"inc,omitempty"`
+	LockJob     string          `json:"lj,omitempty"`
+	LockKind    string          `json:"lk,omitempty"`
+	Hold        events.SlotHeld `json:"hold,omitzero"`
+	Vacated     []string        `json:"vac,omitempty"`
+	LastJob     string          `json:"last,omitempty"`
+	LastKind    string          `json:"lastk,omitempty"`
+	LastOutcome string          `json:"lasto,omitempty"`
+	ReleasedAt  events.Position `json:"rel,omitempty"`
+	LockedAt    time.Time       `json:"at,omitzero"`
+	Warned      []string        `json:"w,omitempty"`
 }
 
-// marshal encodes the fold as a checkpoint's state.
-func (s *State) marshal() ([]byte, error) {
+// encode is the fold as a checkpoint's state.
+func (s *State) encode() snapshot {
 	out := snapshot{Revision: s.Revision, Exists: s.Exists, Order: s.Order, Entries: s.Entries, Offers: s.Offers,
 		Slots: make(map[string]slotSnapshot, len(s.slots)), Resets: s.resets, OffersMade: s.OffersMade,
 		OffersExpired: s.OffersExpired, OffersAccepted: s.OffersAccepted, HandOvers: s.HandOvers, ReleasedTime: s.releasedTime}
 	for name, si := range s.slots {
-		ss := slotSnapshot{State: si.st, LastJob: si.lastJob, LastKind: si.lastKind, LastOutcome: si.lastOutcome,
-			ReleasedAt: si.releasedAt, LockedAt: si.lockedAt}
+		st := &si.st
+		ss := slotSnapshot{Revision: st.Revision, Registered: st.Reg.Slot != "", Occupied: st.Occupied, Occupant: st.Occupant,
+			Until: st.Until, Retired: st.Retired, Incomplete: st.Incomplete, LockJob: st.LockJob, LockKind: st.LockKind, Hold: st.Hold,
+			LastJob: si.lastJob, LastKind: si.lastKind, LastOutcome: si.lastOutcome, ReleasedAt: si.releasedAt, LockedAt: si.lockedAt}
+		for id := range st.VacatedBy {
+			ss.Vacated = append(ss.Vacated, id)
+		}
+		slices.Sort(ss.Vacated)
 		for k := range si.warned {
 			ss.Warned = append(ss.Warned, k)
 		}
 		slices.Sort(ss.Warned)
 		out.Slots[name] = ss
 	}
-	return json.Marshal(out)
+	return out
 }
+
+// marshal is the fold's checkpoint state, packed.
+func (s *State) marshal() ([]byte, error) { return consumer.Pack(s.encode()) }
 
 // restore returns the fold a checkpoint's state holds, at pos.
 func restore(snap snapshot, pos events.Position) *State {
@@ -79,7 +102,16 @@ func restore(snap snapshot, pos events.Position) *State {
 	s.resets, s.HandOvers = snap.Resets, snap.HandOvers
 	s.OffersMade, s.OffersExpired, s.OffersAccepted = snap.OffersMade, snap.OffersExpired, snap.OffersAccepted
 	for name, ss := range snap.Slots {
-		si := &slotInfo{st: ss.State, lastJob: ss.LastJob, lastKind: ss.LastKind, lastOutcome: ss.LastOutcome,
+		st := slots.SlotState{Name: name, Exists: true, Revision: ss.Revision, Occupied: ss.Occupied, Occupant: ss.Occupant,
+			Until: ss.Until, Retired: ss.Retired, Incomplete: ss.Incomplete, LockJob: ss.LockJob, LockKind: ss.LockKind, Hold: ss.Hold,
+			VacatedBy: map[string]bool{}, PromotedBy: map[string]events.RepoRef{}}
+		if ss.Registered {
+			st.Reg.Slot = name
+		}
+		for _, id := range ss.Vacated {
+			st.VacatedBy[id] = true
+		}
+		si := &slotInfo{st: st, lastJob: ss.LastJob, lastKind: ss.LastKind, lastOutcome: ss.LastOutcome,
 			releasedAt: ss.ReleasedAt, lockedAt: ss.LockedAt, warned: map[string]bool{}}
 		for _, k := range ss.Warned {
 			si.warned[k] = true

@@ -176,7 +176,7 @@ func answers(t testing.TB, st *State, now time.Time) string {
 	clk := &fakeClock{t: now}
 	s := New(nil, nil, Config{Clock: clk, Logger: quiet()})
 	s.st = st
-	b, err := st.marshal()
+	b, err := json.Marshal(st.encode())
 	must(t, err)
 	acts, next := s.plan(now)
 	var plan []string
@@ -227,8 +227,10 @@ func TestCheckpointAtAnyCutAnswersAsFromZero(t *testing.T) {
 		a := foldAll(t, evs[:c])
 		b, err := a.marshal()
 		must(t, err)
+		var packed consumer.Packed
+		must(t, json.Unmarshal(b, &packed))
 		var snap snapshot
-		must(t, json.Unmarshal(b, &snap))
+		must(t, packed.Unpack(&snap))
 		r := restore(snap, a.Position)
 		for _, ev := range evs[c:] {
 			_ = r.Apply(ev)
@@ -495,7 +497,8 @@ func TestUnusableCheckpointIgnored(t *testing.T) {
 	}{
 		{"other version", "version 9", 9, 10, map[string]any{}},
 		{"past head", "not in this log", checkpointVersion, head + 1000, map[string]any{}},
-		{"undecodable", "does not decode", checkpointVersion, 10, map[string]any{"slots": 5}},
+		{"undecodable", "does not decode", checkpointVersion, 10, map[string]any{"gzip": 5}},
+		{"not gzip", "does not unpack", checkpointVersion, 10, map[string]any{"gzip": []byte("hello")}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			must(t, consumer.SaveCheckpoint(ctx, store, checkpointConsumer, c.version, c.pos, c.state))

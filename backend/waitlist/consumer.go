@@ -189,10 +189,16 @@ func (s *Service) markCaughtUp() { s.caughtUpOnce.Do(func() { close(s.caughtUp) 
 // loadCheckpoint replaces an empty fold by the newest usable checkpoint's.
 // One that cannot be used is logged and the fold starts from 0.
 func (s *Service) loadCheckpoint(ctx context.Context) error {
+	var packed consumer.Packed
 	var snap snapshot
-	pos, ok, why, err := consumer.LoadCheckpoint(ctx, s.store, checkpointConsumer, checkpointVersion, &snap)
+	pos, ok, why, err := consumer.LoadCheckpoint(ctx, s.store, checkpointConsumer, checkpointVersion, &packed)
 	if err != nil {
 		return fmt.Errorf("waitlist: read checkpoint: %w", err)
+	}
+	if ok {
+		if err := packed.Unpack(&snap); err != nil {
+			ok, why = false, "state does not unpack: "+err.Error()
+		}
 	}
 	if !ok {
 		if why != "" {

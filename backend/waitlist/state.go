@@ -229,8 +229,8 @@ func (s *State) applySlot(ev events.RecordedEvent) error {
 }
 
 // prune drops what grows with the slot's history and offers never read:
-// per-job records other than the lock holder's and the last released job's
-// (offerable reads VacatedBy[lastJob]), and warnings of earlier deadlines
+// vacating jobs other than the lock holder's and the last released job's
+// (offerable reads VacatedBy[lastJob]), promotions, and warnings of earlier deadlines
 // (warning and Warnings look only at the current one). So a slot's entry
 // stays the same size however long its stream gets.
 func (si *slotInfo) prune() {
@@ -240,11 +240,12 @@ func (si *slotInfo) prune() {
 			delete(st.VacatedBy, id)
 		}
 	}
-	for id := range st.PromotedBy {
-		if id != st.LockJob {
-			delete(st.PromotedBy, id)
-		}
-	}
+	clear(st.PromotedBy)
+	// Nor the rest of the aggregate no decision of the waitlist reads
+	// (what restore cannot rebuild from a checkpoint).
+	st.Reg = events.SlotRegistered{Slot: st.Reg.Slot}
+	st.Lock, st.LockMeta, st.LockedAt, st.LockResume, st.LockRun = events.JobAccepted{}, events.Metadata{}, time.Time{}, false, 0
+	st.Remaining, st.RetiredBy, st.DeadlineResetFor = nil, "", time.Time{}
 	cur := deadlineKey(st.Until)
 	for k := range si.warned {
 		if !strings.HasPrefix(k, cur) {
