@@ -49,6 +49,23 @@ type slotTrack struct {
 	LockKind         string
 }
 
+// The categories a slot is counted in.
+const (
+	occupied = iota
+	vacant
+	resetting
+)
+
+func (st *slotTrack) category() int {
+	switch {
+	case st.Locked && (st.LockKind == events.KindReset || st.LockKind == events.KindTeardown):
+		return resetting
+	case st.Occupied:
+		return occupied
+	}
+	return vacant
+}
+
 // fold is the read model's state, what its checkpoints hold (JSON,
 // checkpointVersion). Everything in it is bounded: slots that exist,
 // jobs that are open (and the newest maxEnded ended without success),
@@ -56,6 +73,7 @@ type slotTrack struct {
 // samples per series within keep.
 type fold struct {
 	Slots   map[string]*slotTrack        `json:"slots"`
+	Count   [3]int                       `json:"count"` // slots by category
 	Jobs    map[string]*jobTrack         `json:"jobs"`
 	Ended   []endedJob                   `json:"ended"` // jobs ended without success, oldest first
 	EndSeq  uint64                       `json:"end_seq"`
@@ -161,6 +179,8 @@ func (s *Service) Apply(ev events.RecordedEvent) {
 			}
 			st = &slotTrack{}
 			f.Slots[name] = st
+		} else {
+			f.Count[st.category()]--
 		}
 		switch e := p.(type) {
 		case events.SlotRegistered:
@@ -177,6 +197,9 @@ func (s *Service) Apply(ev events.RecordedEvent) {
 			// A name is never registered again.
 			delete(f.Slots, name)
 			changed = true
+		}
+		if f.Slots[name] == st {
+			f.Count[st.category()]++
 		}
 	case strings.HasPrefix(ev.Stream, events.JobStreamPrefix):
 		id := ev.Stream[len(events.JobStreamPrefix):]
@@ -301,17 +324,7 @@ func (s *Service) keepNewest(xs series, now time.Time) series {
 // point before its end, which is the last point of some hour.
 func (s *Service) record(t time.Time) {
 	f := &s.f
-	p := point{T: t, W: len(f.Waiting)}
-	for _, st := range f.Slots {
-		switch {
-		case st.Locked && (st.LockKind == events.KindReset || st.LockKind == events.KindTeardown):
-			p.Resetting++
-		case st.Occupied:
-			p.Occupied++
-		default:
-			p.Vacant++
-		}
-	}
+	p := point{T: t, W: len(f.Waiting), Occupied: f.Count[occupied], Vacant: f.Count[vacant], Resetting: f.Count[resetting]}
 	if n := len(f.Points); n > 0 && f.Points[n-1].T.Truncate(time.Hour).Equal(t.Truncate(time.Hour)) {
 		f.Points[n-1] = p
 	} else {
