@@ -22,7 +22,12 @@ func Pack(state any) ([]byte, error) {
 		return nil, err
 	}
 	var z bytes.Buffer
-	w := gzip.NewWriter(&z)
+	// Speed over size: a checkpoint is written while the consumer's
+	// subscription waits.
+	w, err := gzip.NewWriterLevel(&z, gzip.BestSpeed)
+	if err != nil {
+		return nil, err
+	}
 	if _, err := w.Write(b); err != nil {
 		return nil, err
 	}

@@ -11,14 +11,17 @@ import (
 )
 
 // Saver decides when a consumer writes its checkpoint: after Every events
-// folded, or sooner once After passed since the last attempt and something
-// was folded, and once more when the consumer stops (Save). It is used by
-// one goroutine at a time (the consumer's subscription, then its shutdown).
+// folded if Gap passed since the last attempt (so a catch-up of a million
+// events writes a few checkpoints, not a hundred), or once After passed
+// and something was folded, and once more when the consumer stops (Save).
+// It is used by one goroutine at a time (the consumer's subscription, then
+// its shutdown).
 type Saver struct {
 	Log      Log
 	Consumer string
 	Version  int
 	Every    int
+	Gap      time.Duration
 	After    time.Duration
 	// Snapshot returns the fold's position and state, JSON-encoded. It
 	// takes the consumer's lock itself; the append happens after it let
@@ -46,7 +49,7 @@ func (s *Saver) Folded(ctx context.Context, ev events.RecordedEvent) {
 	}
 	s.unsaved++
 	s.sinceTry++
-	if s.sinceTry >= s.Every || time.Since(s.at) >= s.After {
+	if since := time.Since(s.at); (s.sinceTry >= s.Every && since >= s.Gap) || since >= s.After {
 		s.Save(ctx)
 	}
 }

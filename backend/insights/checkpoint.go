@@ -60,7 +60,7 @@ func (s *Service) Run(ctx context.Context) error {
 		s.markCaughtUp()
 	}
 	saver := &consumer.Saver{Log: s.store, Consumer: checkpointConsumer, Version: checkpointVersion,
-		Every: s.cfg.CheckpointEvery, After: s.cfg.CheckpointAfter, Logger: s.cfg.Logger,
+		Every: s.cfg.CheckpointEvery, Gap: s.cfg.CheckpointGap, After: s.cfg.CheckpointAfter, Logger: s.cfg.Logger,
 		Snapshot: func() (events.Position, []byte, error) {
 			s.mu.Lock()
 			defer s.mu.Unlock()

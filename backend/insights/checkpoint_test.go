@@ -281,7 +281,7 @@ func TestRunFromCheckpointAndCrash(t *testing.T) {
 	now := time.Now()
 	clock := func() time.Time { return now }
 	cfg := small
-	cfg.Logger, cfg.CheckpointEvery = quiet(), 500
+	cfg.Logger, cfg.CheckpointEvery, cfg.CheckpointGap = quiet(), 500, time.Nanosecond
 
 	// run runs a read model on log until it caught up, then stops it.
 	run := func(log events.Store) *Service {

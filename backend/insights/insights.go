@@ -117,10 +117,11 @@ type Config struct {
 	// resume's whole-job duration (default 1,000, the newest kept).
 	MaxEnded int
 	// CheckpointEvery is how many events Run folds between checkpoints
-	// (default 10,000); CheckpointAfter writes one sooner once that much
-	// time passed and something was folded (default 5 minutes). Run also
-	// writes one when it stops.
+	// (default 10,000), at most one per CheckpointGap (default 10 s);
+	// CheckpointAfter writes one once that much time passed and something
+	// was folded (default 5 minutes). Run also writes one when it stops.
 	CheckpointEvery int
+	CheckpointGap   time.Duration
 	CheckpointAfter time.Duration
 	Logger          *slog.Logger
 }
@@ -138,6 +139,9 @@ func New(store events.Store, now func() time.Time, cfg Config) *Service {
 	}
 	if cfg.CheckpointEvery <= 0 {
 		cfg.CheckpointEvery = 10000
+	}
+	if cfg.CheckpointGap <= 0 {
+		cfg.CheckpointGap = 10 * time.Second
 	}
 	if cfg.CheckpointAfter <= 0 {
 		cfg.CheckpointAfter = 5 * time.Minute

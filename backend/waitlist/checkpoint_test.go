@@ -366,7 +366,7 @@ func TestCrashAcrossCheckpointWrite(t *testing.T) {
 				work(t, store, clk)
 				cs := &crashStore{Store: store, k: k, after: after, died: make(chan struct{})}
 				svc := slots.NewService(store, slots.Config{Clock: clk})
-				first := New(cs, svc, Config{Clock: clk, Logger: quiet(), CheckpointEvery: 700})
+				first := New(cs, svc, Config{Clock: clk, Logger: quiet(), CheckpointEvery: 700, CheckpointGap: time.Nanosecond})
 				rctx, cancel := context.WithCancel(ctx)
 				done := make(chan error, 1)
 				go func() { done <- first.Run(rctx) }()

@@ -119,7 +119,7 @@ func (s *Service) Run(ctx context.Context) error {
 		s.markCaughtUp()
 	}
 	cp := &consumer.Saver{Log: s.store, Consumer: checkpointConsumer, Version: checkpointVersion,
-		Every: s.cfg.CheckpointEvery, After: s.cfg.CheckpointAfter, Logger: s.log,
+		Every: s.cfg.CheckpointEvery, Gap: s.cfg.CheckpointGap, After: s.cfg.CheckpointAfter, Logger: s.log,
 		Snapshot: func() (events.Position, []byte, error) {
 			s.mu.Lock()
 			defer s.mu.Unlock()

@@ -41,10 +41,11 @@ type Config struct {
 	// DeadlineWarning (the webhook sender); at most once per warning.
 	OnWarning func(ctx context.Context, w events.DeadlineWarning)
 	// CheckpointEvery is how many events Run folds between checkpoints
-	// (default 10,000); CheckpointAfter writes one sooner once that much
-	// time passed since the last and something was folded (default 5
-	// minutes). Run also writes one when it stops.
+	// (default 10,000), at most one per CheckpointGap (default 10 s);
+	// CheckpointAfter writes one once that much time passed and something
+	// was folded (default 5 minutes). Run also writes one when it stops.
 	CheckpointEvery int
+	CheckpointGap   time.Duration
 	CheckpointAfter time.Duration
 }
 
@@ -87,6 +88,9 @@ func New(store events.Store, occ Occupier, cfg Config) *Service {
 	}
 	if cfg.CheckpointEvery <= 0 {
 		cfg.CheckpointEvery = 10000
+	}
+	if cfg.CheckpointGap <= 0 {
+		cfg.CheckpointGap = 10 * time.Second
 	}
 	if cfg.CheckpointAfter <= 0 {
 		cfg.CheckpointAfter = 5 * time.Minute
