@@ -5,6 +5,7 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -43,10 +44,19 @@ func startTime(b *testing.B, c consumerRun) time.Duration {
 	return took
 }
 
+// heap is the live heap after a collection.
+func heap() int64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc)
+}
+
 // BenchmarkConsumerStart: each consumer's start (Run until CaughtUp) on a
 // generated log of $EVENTS events (default 200,000; memstore), first from
 // position 0 (no checkpoint yet), then from the checkpoint the first run
-// left, in the same run.
+// left, in the same run; *-heap-MB is what each fold holds once caught up
+// (the live heap's growth while the second one started).
 func BenchmarkConsumerStart(b *testing.B) {
 	n := 200000
 	if v, err := strconv.Atoi(os.Getenv("EVENTS")); err == nil && v > 0 {
@@ -61,9 +71,19 @@ func BenchmarkConsumerStart(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		wl0 := startTime(b, waitlist.New(store, nil, waitlist.Config{Logger: quiet}))
-		wlCP := startTime(b, waitlist.New(store, nil, waitlist.Config{Logger: quiet}))
+		before := heap()
+		wl := waitlist.New(store, nil, waitlist.Config{Logger: quiet})
+		wlCP := startTime(b, wl)
+		wlHeap := heap() - before
 		in0 := startTime(b, insights.New(store, nil, insights.Config{Logger: quiet}))
-		inCP := startTime(b, insights.New(store, nil, insights.Config{Logger: quiet}))
+		before = heap()
+		in := insights.New(store, nil, insights.Config{Logger: quiet})
+		inCP := startTime(b, in)
+		inHeap := heap() - before
+		runtime.KeepAlive(wl)
+		runtime.KeepAlive(in)
+		b.ReportMetric(float64(wlHeap)/(1<<20), "waitlist-heap-MB")
+		b.ReportMetric(float64(inHeap)/(1<<20), "insights-heap-MB")
 		b.ReportMetric(float64(n), "events")
 		b.ReportMetric(wl0.Seconds()*1000, "waitlist-from-0-ms")
 		b.ReportMetric(wlCP.Seconds()*1000, "waitlist-from-checkpoint-ms")
