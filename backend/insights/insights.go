@@ -5,8 +5,7 @@
 package insights
 
 import (
-	"context"
-	"errors"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -18,150 +17,253 @@ import (
 // keep bounds the history held (the longest range served).
 const keep = 31 * 24 * time.Hour
 
-// Point is the pool's state from T on.
+// point is the pool's state from T on.
 type point struct {
 	T                              time.Time
 	Occupied, Vacant, Resetting, W int
 }
 
+// sample is one duration D that ended at T, both to the millisecond (what
+// the answers show, and what keeps checkpoints small: see series).
 type sample struct {
 	T time.Time
 	D time.Duration
 }
 
+func newSample(t time.Time, d time.Duration) sample {
+	return sample{T: t.Truncate(time.Millisecond).UTC(), D: d.Truncate(time.Millisecond)}
+}
+
 type jobTrack struct {
-	kind        string
-	step        string
-	start, last time.Time
-	first       time.Time
+	Kind        string
+	Step        string
+	Start, Last time.Time
+	First       time.Time
+	// EndSeq is set while the job has ended without success (it may be
+	// resumed): its place among such jobs, newest highest.
+	EndSeq uint64 `json:",omitempty"`
 }
 
 type slotTrack struct {
-	occupied, locked, retired, exists bool
-	lockKind                          string
+	Occupied, Locked bool
+	LockKind         string
+}
+
+// The categories a slot is counted in.
+const (
+	occupied = iota
+	vacant
+	resetting
+)
+
+func (st *slotTrack) category() int {
+	switch {
+	case st.Locked && (st.LockKind == events.KindReset || st.LockKind == events.KindTeardown):
+		return resetting
+	case st.Occupied:
+		return occupied
+	}
+	return vacant
+}
+
+// fold is the read model's state, what its checkpoints hold (JSON,
+// checkpointVersion). Everything in it is bounded: slots that exist,
+// jobs that are open (and the newest maxEnded ended without success),
+// people waiting, one point per hour over keep, and the newest maxSamples
+// samples per series within keep.
+type fold struct {
+	Slots   map[string]*slotTrack        `json:"slots"`
+	Count   [3]int                       `json:"count"` // slots by category
+	Jobs    map[string]*jobTrack         `json:"jobs"`
+	Ended   []endedJob                   `json:"ended"` // jobs ended without success, oldest first
+	EndSeq  uint64                       `json:"end_seq"`
+	Waiting map[string]time.Time         `json:"waiting"` // entry → joined
+	Points  []point                      `json:"points"`
+	ToSlot  series                       `json:"to_slot"` // join → accepted
+	Steps   map[string]map[string]series `json:"steps"`   // kind → step → samples ("job" = whole job)
+}
+
+type endedJob struct {
+	ID  string
+	Seq uint64
+}
+
+func newFold() fold {
+	return fold{Slots: map[string]*slotTrack{}, Jobs: map[string]*jobTrack{}, Waiting: map[string]time.Time{},
+		Steps: map[string]map[string]series{}}
 }
 
 // Service folds the log and answers Series.
 type Service struct {
 	store events.Store
 	now   func() time.Time
+	cfg   Config
 
-	mu       sync.Mutex
-	pos      events.Position
-	slots    map[string]*slotTrack
-	jobs     map[string]*jobTrack
-	waiting  map[string]time.Time // entry → joined
-	points   []point
-	toSlot   []sample                       // join → accepted
-	steps    map[string]map[string][]sample // kind → step → samples ("job" = whole job)
-	lastTime time.Time
+	mu  sync.Mutex
+	pos events.Position
+	f   fold
+
+	caughtUp     chan struct{}
+	caughtUpOnce sync.Once
+}
+
+// Config tunes the read model; zero values pick the defaults noted.
+type Config struct {
+	// MaxSamples bounds each series of durations: time-to-slot and each
+	// kind's step (default 3,000, the newest kept: about 20 series fit one
+	// checkpoint event).
+	MaxSamples int
+	// MaxEnded bounds the jobs that ended without success kept for a
+	// resume's whole-job duration (default 1,000, the newest kept).
+	MaxEnded int
+	// CheckpointEvery is how many events Run folds between checkpoints
+	// (default 10,000), at most one per CheckpointGap (default 10 s);
+	// CheckpointAfter writes one once that much time passed and something
+	// was folded (default 5 minutes). Run also writes one when it stops.
+	CheckpointEvery int
+	CheckpointGap   time.Duration
+	CheckpointAfter time.Duration
+	Logger          *slog.Logger
 }
 
 // New returns the insights read model on store (now: nil = time.Now).
-func New(store events.Store, now func() time.Time) *Service {
+func New(store events.Store, now func() time.Time, cfg Config) *Service {
 	if now == nil {
 		now = time.Now
 	}
-	return &Service{store: store, now: now, slots: map[string]*slotTrack{}, jobs: map[string]*jobTrack{},
-		waiting: map[string]time.Time{}, steps: map[string]map[string][]sample{}}
-}
-
-// Run follows the log from the start until ctx ends.
-func (s *Service) Run(ctx context.Context) error {
-	err := s.store.SubscribeAll(ctx, 0, events.Filter{StreamPrefixes: []string{events.SlotStreamPrefix, events.JobStreamPrefix, events.WaitlistStream}},
-		func(_ context.Context, ev events.RecordedEvent) error {
-			s.Apply(ev)
-			return nil
-		})
-	if ctx.Err() != nil || errors.Is(err, context.Canceled) {
-		return nil
+	if cfg.MaxSamples <= 0 {
+		cfg.MaxSamples = 3000
 	}
-	return err
+	if cfg.MaxEnded <= 0 {
+		cfg.MaxEnded = 1000
+	}
+	if cfg.CheckpointEvery <= 0 {
+		cfg.CheckpointEvery = 10000
+	}
+	if cfg.CheckpointGap <= 0 {
+		cfg.CheckpointGap = 10 * time.Second
+	}
+	if cfg.CheckpointAfter <= 0 {
+		cfg.CheckpointAfter = 5 * time.Minute
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Service{store: store, now: now, cfg: cfg, f: newFold(), caughtUp: make(chan struct{})}
 }
 
 // Apply folds one event.
 func (s *Service) Apply(ev events.RecordedEvent) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pos = ev.Position
+	switch {
+	case strings.HasPrefix(ev.Stream, events.SlotStreamPrefix),
+		strings.HasPrefix(ev.Stream, events.JobStreamPrefix),
+		ev.Stream == events.WaitlistStream:
+	default:
+		return
+	}
 	p, err := events.Decode(ev)
 	if err != nil {
 		return
 	}
 	t := ev.Meta.Time
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.pos = ev.Position
+	f := &s.f
 	changed := false
 	switch {
 	case strings.HasPrefix(ev.Stream, events.SlotStreamPrefix):
 		name := ev.Stream[len(events.SlotStreamPrefix):]
-		st := s.slots[name]
+		st := f.Slots[name]
 		if st == nil {
+			if _, ok := p.(events.SlotRegistered); !ok {
+				// A retired slot's trailing events (it left the fold):
+				// only registered, unretired slots are counted.
+				return
+			}
 			st = &slotTrack{}
-			s.slots[name] = st
+			f.Slots[name] = st
+		} else {
+			f.Count[st.category()]--
 		}
 		switch e := p.(type) {
 		case events.SlotRegistered:
-			st.exists, changed = true, true
+			changed = true
 		case events.SlotOccupied:
-			st.occupied, changed = true, true
+			st.Occupied, changed = true, true
 		case events.SlotVacated:
-			st.occupied, changed = false, true
+			st.Occupied, changed = false, true
 		case events.JobAccepted:
-			st.locked, st.lockKind, changed = true, e.Kind, true
+			st.Locked, st.LockKind, changed = true, e.Kind, true
 		case events.JobReleased:
-			st.locked, st.lockKind, changed = false, "", true
+			st.Locked, st.LockKind, changed = false, "", true
 		case events.SlotRetired:
-			st.retired, changed = true, true
+			// A name is never registered again.
+			delete(f.Slots, name)
+			changed = true
+		}
+		if f.Slots[name] == st {
+			f.Count[st.category()]++
 		}
 	case strings.HasPrefix(ev.Stream, events.JobStreamPrefix):
 		id := ev.Stream[len(events.JobStreamPrefix):]
-		j := s.jobs[id]
+		j := f.Jobs[id]
 		if j == nil {
+			switch p.(type) {
+			case events.JobQueued, events.StepStarted:
+			default:
+				// Nothing else of a job it does not know (finished and
+				// forgotten) yields a sample.
+				return
+			}
 			j = &jobTrack{}
-			s.jobs[id] = j
+			f.Jobs[id] = j
 		}
 		switch e := p.(type) {
 		case events.JobQueued:
-			j.kind = e.Kind
+			j.Kind = e.Kind
 		case events.StepStarted:
-			if e.Step != j.step {
+			j.EndSeq = 0 // resumed
+			if e.Step != j.Step {
 				s.finishStep(j)
-				j.step, j.start, j.last = e.Step, t, time.Time{}
+				j.Step, j.Start, j.Last = e.Step, t, time.Time{}
 			}
-			if j.first.IsZero() {
-				j.first = t
+			if j.First.IsZero() {
+				j.First = t
 			}
 		case events.JobSucceeded:
 			s.finishStep(j)
-			if !j.first.IsZero() {
-				s.add(j.kind, "job", sample{t, t.Sub(j.first)})
+			if !j.First.IsZero() {
+				s.add(j.Kind, "job", newSample(t, t.Sub(j.First)))
 			}
-			delete(s.jobs, id)
+			delete(f.Jobs, id)
 		case events.JobFailed, events.JobTimedOut, events.JobCancelled, events.JobAbandoned:
 			s.finishStep(j)
-			j.step = ""
+			j.Step = ""
+			s.ended(id, j)
 		default:
-			if r, ok := stepResult(p); ok && r == j.step {
-				j.last = t
+			if r, ok := stepResult(p); ok && r == j.Step {
+				j.Last = t
 			}
 		}
 	case ev.Stream == events.WaitlistStream:
 		switch e := p.(type) {
 		case events.WaitlistJoined:
-			s.waiting[e.EntryID], changed = t, true
+			f.Waiting[e.EntryID], changed = t, true
 		case events.WaitlistLeft:
-			delete(s.waiting, e.EntryID)
+			delete(f.Waiting, e.EntryID)
 			changed = true
 		case events.OfferDeclined:
-			delete(s.waiting, e.EntryID)
+			delete(f.Waiting, e.EntryID)
 			changed = true
 		case events.OfferExpired:
-			delete(s.waiting, e.EntryID)
+			delete(f.Waiting, e.EntryID)
 			changed = true
 		case events.OfferAccepted:
-			if j, ok := s.waiting[e.EntryID]; ok {
-				s.toSlot = append(s.toSlot, sample{t, t.Sub(j)})
+			if j, ok := f.Waiting[e.EntryID]; ok {
+				f.ToSlot = s.keepNewest(append(f.ToSlot, newSample(t, t.Sub(j))), t)
 			}
-			delete(s.waiting, e.EntryID)
+			delete(f.Waiting, e.EntryID)
 			changed = true
 		}
 	}
@@ -170,52 +272,91 @@ func (s *Service) Apply(ev events.RecordedEvent) {
 	}
 }
 
-func (s *Service) finishStep(j *jobTrack) {
-	if j.step != "" && !j.last.IsZero() && j.kind != "" {
-		s.add(j.kind, j.step, sample{j.last, j.last.Sub(j.start)})
+// ended remembers a job that ended without success (a resume continues its
+// whole-job duration), forgetting the oldest such job past MaxEnded.
+func (s *Service) ended(id string, j *jobTrack) {
+	f := &s.f
+	f.EndSeq++
+	j.EndSeq = f.EndSeq
+	f.Ended = append(f.Ended, endedJob{ID: id, Seq: j.EndSeq})
+	for len(f.Ended) > s.cfg.MaxEnded {
+		old := f.Ended[0]
+		f.Ended = f.Ended[1:]
+		// Still that ending (not resumed, not ended again since)?
+		if oj := f.Jobs[old.ID]; oj != nil && oj.EndSeq == old.Seq {
+			delete(f.Jobs, old.ID)
+		}
 	}
-	j.step, j.last = "", time.Time{}
+}
+
+func (s *Service) finishStep(j *jobTrack) {
+	if j.Step != "" && !j.Last.IsZero() && j.Kind != "" {
+		s.add(j.Kind, j.Step, newSample(j.Last, j.Last.Sub(j.Start)))
+	}
+	j.Step, j.Last = "", time.Time{}
 }
 
 func (s *Service) add(kind, step string, x sample) {
-	m := s.steps[kind]
+	m := s.f.Steps[kind]
 	if m == nil {
-		m = map[string][]sample{}
-		s.steps[kind] = m
+		m = map[string]series{}
+		s.f.Steps[kind] = m
 	}
-	m[step] = append(m[step], x)
-	if len(m[step]) > 20000 {
-		m[step] = m[step][len(m[step])-10000:]
-	}
+	m[step] = s.keepNewest(append(m[step], x), x.T)
 }
 
-func (s *Service) record(t time.Time) {
-	p := point{T: t, W: len(s.waiting)}
-	for _, st := range s.slots {
-		switch {
-		case !st.exists || st.retired:
-		case st.locked && (st.lockKind == events.KindReset || st.lockKind == events.KindTeardown):
-			p.Resetting++
-		case st.occupied:
-			p.Occupied++
-		default:
-			p.Vacant++
-		}
+// keepNewest bounds a series: the newest MaxSamples, none older than keep
+// before now (no range shows them).
+func (s *Service) keepNewest(xs series, now time.Time) series {
+	cut := now.Add(-keep)
+	i := max(len(xs)-s.cfg.MaxSamples, 0)
+	for i < len(xs) && xs[i].T.Before(cut) {
+		i++
 	}
-	if n := len(s.points); n > 0 && !s.points[n-1].T.After(t) && s.points[n-1].T.Equal(t) {
-		s.points[n-1] = p
+	if i == 0 {
+		return xs
+	}
+	// Copy when the dropped head is large, so the array does not keep it.
+	if i > len(xs)/2 {
+		return slices.Clone(xs[i:])
+	}
+	return xs[i:]
+}
+
+// record notes the pool's state from t on. One point per hour is enough:
+// every bucket of every range ends on a whole hour and shows the last
+// point before its end, which is the last point of some hour.
+func (s *Service) record(t time.Time) {
+	f := &s.f
+	p := point{T: t, W: len(f.Waiting), Occupied: f.Count[occupied], Vacant: f.Count[vacant], Resetting: f.Count[resetting]}
+	if n := len(f.Points); n > 0 && f.Points[n-1].T.Truncate(time.Hour).Equal(t.Truncate(time.Hour)) {
+		f.Points[n-1] = p
 	} else {
-		s.points = append(s.points, p)
+		f.Points = append(f.Points, p)
 	}
 	// Forget what no range shows any more (keep one point before the window).
 	cut := t.Add(-keep)
 	i := 0
-	for i+1 < len(s.points) && s.points[i+1].T.Before(cut) {
+	for i+1 < len(f.Points) && f.Points[i+1].T.Before(cut) {
 		i++
 	}
 	if i > 0 {
-		s.points = slices.Clone(s.points[i:])
+		f.Points = slices.Clone(f.Points[i:])
 	}
+}
+
+// size counts the fold's entries: what the memory test watches.
+func (s *Service) size() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := &s.f
+	n := len(f.Slots) + len(f.Jobs) + len(f.Ended) + len(f.Waiting) + len(f.Points) + len(f.ToSlot)
+	for _, m := range f.Steps {
+		for _, xs := range m {
+			n += len(xs)
+		}
+	}
+	return n
 }
 
 func stepResult(p events.Payload) (string, bool) {
@@ -293,18 +434,19 @@ func (s *Service) Series(rng string) (Series, bool) {
 	from := to.Add(-r[0])
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	f := &s.f
 	out := Series{Range: rng, Bucket: r[1].String(), From: from, To: to, Position: s.pos, Buckets: []Bucket{}, Steps: []StepStat{}}
 	pi := 0
 	var cur point
 	for b := from; b.Before(to); b = b.Add(r[1]) {
 		end := b.Add(r[1])
-		for pi < len(s.points) && s.points[pi].T.Before(end) {
-			cur = s.points[pi]
+		for pi < len(f.Points) && f.Points[pi].T.Before(end) {
+			cur = f.Points[pi]
 			pi++
 		}
 		bk := Bucket{T: b, Occupied: cur.Occupied, Vacant: cur.Vacant, Resetting: cur.Resetting, Waiting: cur.W}
 		var ds []time.Duration
-		for _, x := range s.toSlot {
+		for _, x := range f.ToSlot {
 			if !x.T.Before(b) && x.T.Before(end) {
 				ds = append(ds, x.D)
 			}
@@ -315,7 +457,7 @@ func (s *Service) Series(rng string) (Series, bool) {
 		}
 		out.Buckets = append(out.Buckets, bk)
 	}
-	for kind, m := range s.steps {
+	for kind, m := range f.Steps {
 		for step, xs := range m {
 			var ds []time.Duration
 			for _, x := range xs {

@@ -16,7 +16,7 @@ func rec(pos int, stream string, at time.Duration, p events.Payload) events.Reco
 
 // Occupancy, resets, waitlist length and step durations become the series.
 func TestSeries(t *testing.T) {
-	s := New(nil, func() time.Time { return t0.Add(5*time.Hour + 30*time.Minute) })
+	s := New(nil, func() time.Time { return t0.Add(5*time.Hour + 30*time.Minute) }, Config{})
 	evs := []events.RecordedEvent{
 		rec(1, "slot-a", 0, events.SlotRegistered{Slot: "a"}),
 		rec(2, "slot-b", 0, events.SlotRegistered{Slot: "b"}),

@@ -3,6 +3,7 @@ package waitlist
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sort"
 	"strings"
 	"time"
@@ -92,29 +93,58 @@ func (s *Service) WaitFor(ctx context.Context, pos events.Position) error {
 	}
 }
 
-// Run is the consumer: it follows the log from the start (the fold is
-// small: entries, open offers and slot states) and after every event or
-// timer does what the fold says is missing (plan). It returns nil when ctx
-// ends.
+// Run is the consumer: it starts from its newest usable checkpoint (else
+// from position 0), follows the log, and after every event or timer does
+// what the fold says is missing (plan). It writes a checkpoint every
+// CheckpointEvery events or CheckpointAfter, and a last one when it stops.
+// It returns nil when ctx ends.
 func (s *Service) Run(ctx context.Context) error {
-	// Catch up first, so the first decisions see the whole log.
-	if err := s.Sync(ctx); err != nil {
+	if err := s.loadCheckpoint(ctx); err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
 		return err
 	}
+	head, err := s.store.Head(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("waitlist: read the log's head: %w", err)
+	}
 	s.mu.Lock()
 	from := s.st.Position
 	s.mu.Unlock()
+	if from >= head {
+		s.markCaughtUp()
+	}
+	cp := &consumer.Saver{Log: s.store, Consumer: checkpointConsumer, Version: checkpointVersion,
+		Every: s.cfg.CheckpointEvery, Gap: s.cfg.CheckpointGap, After: s.cfg.CheckpointAfter, Logger: s.log,
+		Snapshot: func() (events.Position, []byte, error) {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			b, err := s.st.marshal()
+			return s.st.Position, b, err
+		}}
+	cp.Start(from)
 	subErr := make(chan error, 1)
+	subDone := make(chan struct{})
+	defer func() {
+		// The last checkpoint, once the subscription stopped folding;
+		// it outlives ctx, briefly.
+		<-subDone
+		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		cp.Save(c)
+	}()
 	go func() {
-		subErr <- s.store.SubscribeAll(ctx, from, events.Filter{}, func(_ context.Context, ev events.RecordedEvent) error {
+		defer close(subDone)
+		// Unfiltered, so the fold's position follows the log's head
+		// (WaitFor for any position works, and catching up is visible).
+		subErr <- s.store.SubscribeAll(ctx, from, events.Filter{}, func(ctx context.Context, ev events.RecordedEvent) error {
 			if err := s.apply(ev); err != nil {
 				return err
 			}
-			// Unfiltered, so the fold's position follows the log's head
-			// (WaitFor for any position works).
 			s.mu.Lock()
 			if ev.Position > s.st.Position {
 				s.st.Position = ev.Position
@@ -122,9 +152,24 @@ func (s *Service) Run(ctx context.Context) error {
 				s.changed = make(chan struct{})
 			}
 			s.mu.Unlock()
+			if ev.Position >= head {
+				s.markCaughtUp()
+			}
+			cp.Folded(ctx, ev)
 			return nil
 		})
 	}()
+	// Caught up first, so the first decisions see the whole log.
+	select {
+	case <-s.caughtUp:
+	case <-ctx.Done():
+		return nil
+	case err := <-subErr:
+		if ctx.Err() != nil || errors.Is(err, context.Canceled) {
+			return nil
+		}
+		return err
+	}
 	return consumer.Loop(ctx, s.now, s.wake, subErr, func(ctx context.Context) time.Time {
 		next, err := s.Step(ctx)
 		if err != nil && ctx.Err() == nil {
@@ -132,6 +177,46 @@ func (s *Service) Run(ctx context.Context) error {
 		}
 		return next
 	})
+}
+
+// CaughtUp is closed once Run has folded the log up to its head as it was
+// when Run started (from a checkpoint or from 0). It stays open if Run ends
+// first.
+func (s *Service) CaughtUp() <-chan struct{} { return s.caughtUp }
+
+func (s *Service) markCaughtUp() { s.caughtUpOnce.Do(func() { close(s.caughtUp) }) }
+
+// loadCheckpoint replaces an empty fold by the newest usable checkpoint's.
+// One that cannot be used is logged and the fold starts from 0.
+func (s *Service) loadCheckpoint(ctx context.Context) error {
+	var packed consumer.Packed
+	var snap snapshot
+	pos, ok, why, err := consumer.LoadCheckpoint(ctx, s.store, checkpointConsumer, checkpointVersion, &packed)
+	if err != nil {
+		return fmt.Errorf("waitlist: read checkpoint: %w", err)
+	}
+	if ok {
+		if err := packed.Unpack(&snap); err != nil {
+			ok, why = false, "state does not unpack: "+err.Error()
+		}
+	}
+	if !ok {
+		if why != "" {
+			s.log.Warn("waitlist: checkpoint ignored, folding the log from the start", "why", why)
+		}
+		return nil
+	}
+	st := restore(snap, pos)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.st.Position >= pos {
+		return nil // already folded further (Sync before Run)
+	}
+	s.st = st
+	close(s.changed)
+	s.changed = make(chan struct{})
+	s.log.Info("waitlist: starting from checkpoint", "position", pos)
+	return nil
 }
 
 // action is one conditional append the fold says is missing.

@@ -40,6 +40,13 @@ type Config struct {
 	// OnWarning, if set, is called by the consumer after it appended a
 	// DeadlineWarning (the webhook sender); at most once per warning.
 	OnWarning func(ctx context.Context, w events.DeadlineWarning)
+	// CheckpointEvery is how many events Run folds between checkpoints
+	// (default 10,000), at most one per CheckpointGap (default 10 s);
+	// CheckpointAfter writes one once that much time passed and something
+	// was folded (default 5 minutes). Run also writes one when it stops.
+	CheckpointEvery int
+	CheckpointGap   time.Duration
+	CheckpointAfter time.Duration
 }
 
 // Service runs the waitlist: commands (Join, Leave, Reorder, Accept,
@@ -55,6 +62,9 @@ type Service struct {
 	st      *State
 	changed chan struct{} // closed and replaced after every applied event
 	wake    chan struct{}
+
+	caughtUp     chan struct{} // closed once Run folded the log up to its head at start
+	caughtUpOnce sync.Once
 }
 
 // New returns the waitlist service.
@@ -76,8 +86,17 @@ func New(store events.Store, occ Occupier, cfg Config) *Service {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.CheckpointEvery <= 0 {
+		cfg.CheckpointEvery = 10000
+	}
+	if cfg.CheckpointGap <= 0 {
+		cfg.CheckpointGap = 10 * time.Second
+	}
+	if cfg.CheckpointAfter <= 0 {
+		cfg.CheckpointAfter = 5 * time.Minute
+	}
 	return &Service{store: store, occ: occ, cfg: cfg, log: cfg.Logger, st: NewState(),
-		changed: make(chan struct{}), wake: make(chan struct{}, 1)}
+		changed: make(chan struct{}), wake: make(chan struct{}, 1), caughtUp: make(chan struct{})}
 }
 
 func (s *Service) now() time.Time { return s.cfg.Clock.Now().UTC() }

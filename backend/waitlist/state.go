@@ -52,7 +52,8 @@ type slotInfo struct {
 	lastJob, lastKind, lastOutcome string
 	releasedAt                     events.Position
 	lockedAt                       time.Time
-	// warned holds "<deadline unix ns>/<lead s>" for every warning written.
+	// warned holds "<deadline RFC 3339>/<lead>" for every warning written
+	// for the current deadline (prune drops earlier deadlines').
 	warned map[string]bool
 }
 
@@ -87,7 +88,12 @@ func NewState() *State {
 }
 
 func warnKey(deadline time.Time, lead time.Duration) string {
-	return deadline.UTC().Format(time.RFC3339Nano) + "/" + lead.String()
+	return deadlineKey(deadline) + lead.String()
+}
+
+// deadlineKey starts the warned keys of one deadline.
+func deadlineKey(deadline time.Time) string {
+	return deadline.UTC().Format(time.RFC3339Nano) + "/"
 }
 
 // Apply folds one event of the waitlist stream or a slot stream.
@@ -149,6 +155,12 @@ func (s *State) applyWaitlist(ev events.RecordedEvent) error {
 	case events.OfferWithdrawn:
 		delete(s.Offers, e.OfferID)
 	}
+	// A closed offer may have been all that kept a retired slot.
+	for name, si := range s.slots {
+		if si.st.Retired {
+			s.forget(name)
+		}
+	}
 	return nil
 }
 
@@ -169,9 +181,20 @@ func (s *State) applySlot(ev events.RecordedEvent) error {
 	name := strings.TrimPrefix(ev.Stream, events.SlotStreamPrefix)
 	si := s.slots[name]
 	if si == nil {
+		if ev.Revision != 0 {
+			// Only a retired slot's trailing events (its lock's release)
+			// come after the slot left the fold (forget): registering
+			// is a slot stream's first event, and a name is never reused.
+			return nil
+		}
 		si = &slotInfo{st: slots.SlotState{Name: name}, warned: map[string]bool{}}
 		s.slots[name] = si
 	}
+	defer func() {
+		// After lastJob moved: its VacatedBy entry is the one offers read.
+		si.prune()
+		s.forget(name)
+	}()
 	lockKind := si.st.LockKind
 	lockJob := si.st.LockJob
 	if err := si.st.Apply(ev); err != nil {
@@ -203,6 +226,44 @@ func (s *State) applySlot(ev events.RecordedEvent) error {
 		si.warned[warnKey(e.Deadline, time.Duration(e.LeadSeconds)*time.Second)] = true
 	}
 	return nil
+}
+
+// prune drops what grows with the slot's history and offers never read:
+// vacating jobs other than the lock holder's and the last released job's
+// (offerable reads VacatedBy[lastJob]), promotions, and warnings of earlier deadlines
+// (warning and Warnings look only at the current one). So a slot's entry
+// stays the same size however long its stream gets.
+func (si *slotInfo) prune() {
+	st := &si.st
+	for id := range st.VacatedBy {
+		if id != st.LockJob && id != si.lastJob {
+			delete(st.VacatedBy, id)
+		}
+	}
+	clear(st.PromotedBy)
+	// Nor the rest of the aggregate no decision of the waitlist reads
+	// (what restore cannot rebuild from a checkpoint).
+	st.Reg = events.SlotRegistered{Slot: st.Reg.Slot}
+	st.Lock, st.LockMeta, st.LockedAt, st.LockResume, st.LockRun = events.JobAccepted{}, events.Metadata{}, time.Time{}, false, 0
+	st.Remaining, st.RetiredBy, st.DeadlineResetFor = nil, "", time.Time{}
+	cur := deadlineKey(st.Until)
+	for k := range si.warned {
+		if !strings.HasPrefix(k, cur) {
+			delete(si.warned, k)
+		}
+	}
+}
+
+// forget drops a retired slot once nothing refers to it any more (its lock
+// released, no offer open for it): it can never be offered, warned about or
+// occupied again, and its name is never registered again.
+func (s *State) forget(name string) {
+	si := s.slots[name]
+	if si == nil || !si.st.Retired || si.st.Locked() || s.offerFor(name) != nil {
+		return
+	}
+	delete(s.slots, name)
+	delete(s.releasedTime, name)
 }
 
 // offerFor returns the open offer of a slot, if any.

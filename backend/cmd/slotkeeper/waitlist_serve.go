@@ -98,7 +98,7 @@ func registerWaitlistMetrics(reg *prometheus.Registry, wl *waitlist.Service) {
 
 // startInsights runs the insights read model (a log consumer in memory).
 func startInsights(store events.Store, goRun func(string, func(context.Context) error)) *insights.Service {
-	in := insights.New(store, nil)
+	in := insights.New(store, nil, insights.Config{})
 	goRun("insights", in.Run)
 	return in
 }
