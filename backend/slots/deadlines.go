@@ -2,6 +2,7 @@ package slots
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -12,12 +13,14 @@ import (
 )
 
 // Checkpoints of the deadline scheduler (backend/consumer): the folded
-// state of every slot (without the per-job counts it does not use) and the
-// position of the last slot event folded. A restart folds only what came
-// after; deadlines that passed meanwhile fire at once.
+// state of every slot that is not retired (only what deadlines read: no
+// registration, lock spec, hold or per-job records), gzipped (consumer.Pack)
+// so a pool of thousands of slots fits one event, and the position of the
+// last slot event folded. A restart folds only what came after; deadlines
+// that passed meanwhile fire at once.
 const (
 	deadlinesConsumer = "deadlines"
-	deadlinesVersion  = 1
+	deadlinesVersion  = 2
 	// deadlinesSaveEvery is how many events the fold must have passed
 	// for a checkpoint to be worth writing (looked at after each pass and
 	// when the scheduler stops). Counted in events, not positions:
@@ -30,27 +33,30 @@ type deadlineState struct {
 	Slots map[string]*SlotState `json:"slots"`
 }
 
-// fold applies one slot event.
+// fold applies one slot event. A slot enters the fold with its
+// registration and leaves it when it is retired (a retired slot has no
+// deadline, and its name is never registered again): so the fold, its
+// checkpoint and each pass over it follow the pool, not its history.
 func (d deadlineState) fold(ev events.RecordedEvent) error {
 	name := strings.TrimPrefix(ev.Stream, events.SlotStreamPrefix)
 	ss := d.Slots[name]
 	if ss == nil {
+		if ev.Type != "SlotRegistered" {
+			return nil // a retired slot's last events (its release)
+		}
 		ss = &SlotState{Name: name}
 		d.Slots[name] = ss
 	}
 	err := ss.Apply(ev)
-	// Per-job records grow with history and the scheduler never reads
-	// them: only the lock holder's stay.
-	for id := range ss.VacatedBy {
-		if id != ss.LockJob {
-			delete(ss.VacatedBy, id)
-		}
+	if ss.Retired {
+		delete(d.Slots, name)
+		return err
 	}
-	for id := range ss.PromotedBy {
-		if id != ss.LockJob {
-			delete(ss.PromotedBy, id)
-		}
-	}
+	// What the scheduler never reads: the registration, the lock's job
+	// spec, the hold, a teardown's remainder, the per-job records.
+	ss.Reg, ss.Lock, ss.LockMeta, ss.Hold, ss.Remaining = events.SlotRegistered{}, events.JobAccepted{}, events.Metadata{}, events.SlotHeld{}, nil
+	clear(ss.VacatedBy)
+	clear(ss.PromotedBy)
 	return err
 }
 
@@ -73,7 +79,13 @@ func (s *Service) RunDeadlines(ctx context.Context) error {
 		return nil
 	}
 	st := deadlineState{Slots: map[string]*SlotState{}}
-	from, ok, why, err := consumer.LoadCheckpoint(ctx, s.store, deadlinesConsumer, deadlinesVersion, &st)
+	var packed consumer.Packed
+	from, ok, why, err := consumer.LoadCheckpoint(ctx, s.store, deadlinesConsumer, deadlinesVersion, &packed)
+	if err == nil && ok {
+		if uerr := packed.Unpack(&st); uerr != nil || st.Slots == nil {
+			ok, why = false, fmt.Sprintf("state does not unpack: %v", uerr)
+		}
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -103,7 +115,10 @@ func (s *Service) RunDeadlines(ctx context.Context) error {
 		p := pos
 		var err error
 		if p > saved && folded-foldedAtSave >= deadlinesSaveEvery {
-			err = consumer.SaveCheckpoint(ctx, s.store, deadlinesConsumer, deadlinesVersion, p, st)
+			var b []byte
+			if b, err = consumer.Pack(st); err == nil {
+				err = consumer.SaveCheckpoint(ctx, s.store, deadlinesConsumer, deadlinesVersion, p, json.RawMessage(b))
+			}
 		}
 		if err == nil {
 			saved = max(saved, p)

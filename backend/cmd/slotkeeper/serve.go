@@ -439,7 +439,8 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 	}
 
 	wl := startWaitlist(c, store, svc, base, met.Registry, log, goRun)
-	var caughtUp []func(context.Context) error
+	ins := startInsights(store, goRun)
+	caughtUp := []func(context.Context) error{chanDone(wl.CaughtUp()), chanDone(ins.CaughtUp())}
 	if eng != nil {
 		caughtUp = append(caughtUp, func(ctx context.Context) error { return eng.WaitApplied(ctx, startHead) })
 	}
@@ -452,7 +453,7 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 	deps := httpapi.Deps{
 		Commands: svc, Reads: rs.reads, Log: store, Waiter: rs.waiter, Hub: hub, Metrics: met, Logger: log, SPA: spa,
 		Reconcile: reconcileAPI{r: rec, links: linksOf(c, w)}, ReconcileActions: reconcileActions{svc: svc, r: rec}, Backup: onlineBackup(c, store), Waitlist: wl,
-		Insights: startInsights(store, goRun),
+		Insights: ins,
 		Auth:     as.svc, AutoLogin: as.autoLogin,
 		Security:          httpapi.Security{BaseURL: base, ListenAddr: c.Addr, TrustedProxies: c.Auth.proxies},
 		Links:             linksOf(c, w),
@@ -570,6 +571,18 @@ func releaseAfterCatchUp(ctx context.Context, waits []func(context.Context) erro
 	debug.FreeOSMemory()
 	log.Info("consumers caught up; catch-up memory returned", slog.Duration("took", time.Since(t0)))
 	return nil
+}
+
+// chanDone waits for ch to close, or for ctx.
+func chanDone(ch <-chan struct{}) func(context.Context) error {
+	return func(ctx context.Context) error {
+		select {
+		case <-ch:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // waitHub waits (bounded by ctx) until the hub has published pos.
