@@ -632,7 +632,13 @@ const (
 // and returns the function that writes the last one at shutdown. A
 // snapshot that is damaged or not of this log is ignored with a warning.
 func keepSnapshot(ctx context.Context, m *memory.Store, path string, log *slog.Logger, goRun func(string, func(context.Context) error)) func() {
+	// Decoding the snapshot allocates its whole size several times over
+	// while the heap is still tiny, so the collector would run many times
+	// for nothing; it gets room for the load (the memory is handed back
+	// once every consumer caught up: releaseAfterCatchUp).
+	gc := debug.SetGCPercent(800)
 	pos, why, err := m.LoadSnapshot(ctx, path)
+	debug.SetGCPercent(gc)
 	switch {
 	case err != nil:
 		log.Warn("read model snapshot not loaded", slog.String("error", err.Error()))
