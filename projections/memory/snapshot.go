@@ -50,12 +50,12 @@ type snapshotBody struct {
 	EventID string                  `json:"event_id"`
 	Slots   []*projections.SlotView `json:"slots"`
 	// Archived names the slots whose views left memory.
-	Archived     []string                 `json:"archived"`
-	Jobs         []*projections.JobView   `json:"jobs"`
-	Refs         snapshotRefs             `json:"refs"`
-	Finished     []string                 `json:"finished"`
-	Audit        []snapshotAudit          `json:"audit"`
-	AuditDropped bool                     `json:"audit_dropped"`
+	Archived     []string               `json:"archived"`
+	Jobs         []*projections.JobView `json:"jobs"`
+	Refs         snapshotRefs           `json:"refs"`
+	Finished     []string               `json:"finished"`
+	Audit        []snapshotAudit        `json:"audit"`
+	AuditDropped bool                   `json:"audit_dropped"`
 }
 
 // snapshotAudit is an audit entry with its args as a flat list (key,
