@@ -65,6 +65,11 @@ type Service struct {
 
 	caughtUp     chan struct{} // closed once Run folded the log up to its head at start
 	caughtUpOnce sync.Once
+
+	// fold is the waitlist stream's fold commands decide on (load);
+	// foldMu guards it. Never handed out: load returns copies.
+	foldMu sync.Mutex
+	fold   *State
 }
 
 // New returns the waitlist service.
@@ -148,19 +153,38 @@ type JoinCmd struct {
 
 var prefixRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
 
-// load reads the waitlist stream (the only stream a command decides on).
+// load returns the fold of the waitlist stream (the only stream a command
+// decides on) as the stream stands now. The fold is kept between commands
+// and only the events after it are read (issue 13: a command's cost does
+// not grow with the stream's history); the caller gets its own copy. The
+// append's expected revision still decides: a fold that missed an event
+// (another process appended meanwhile) loses the append and is read on.
 func (s *Service) load(ctx context.Context) (*State, error) {
-	evs, err := s.store.ReadStream(ctx, events.WaitlistStream, 0, 0, events.Forward)
+	s.foldMu.Lock()
+	defer s.foldMu.Unlock()
+	st := s.fold
+	if st == nil {
+		st = NewState()
+	}
+	from := uint64(0)
+	if st.Exists {
+		from = st.Revision + 1
+	}
+	evs, err := s.store.ReadStream(ctx, events.WaitlistStream, from, 0, events.Forward)
 	if err != nil && !errors.Is(err, events.ErrStreamNotFound) {
 		return nil, err
 	}
-	st := NewState()
-	for _, ev := range evs {
-		if err := st.Apply(ev); err != nil {
-			return nil, err
+	if len(evs) > 0 {
+		next := st.clone()
+		for _, ev := range evs {
+			if err := next.Apply(ev); err != nil {
+				return nil, err
+			}
 		}
+		st = next
 	}
-	return st, nil
+	s.fold = st
+	return st.clone(), nil
 }
 
 func expected(st *State) events.ExpectedRevision {

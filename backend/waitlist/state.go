@@ -13,6 +13,7 @@
 package waitlist
 
 import (
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -57,6 +58,15 @@ type slotInfo struct {
 	warned map[string]bool
 }
 
+func (si *slotInfo) clone() *slotInfo {
+	c := *si
+	c.warned = maps.Clone(si.warned)
+	c.st.VacatedBy = maps.Clone(si.st.VacatedBy)
+	c.st.PromotedBy = maps.Clone(si.st.PromotedBy)
+	c.st.Remaining = slices.Clone(si.st.Remaining)
+	return &c
+}
+
 // maxSamples bounds the reset durations kept for the estimate.
 const maxSamples = 50
 
@@ -80,6 +90,30 @@ type State struct {
 	OffersMade, OffersExpired, OffersAccepted int
 	HandOvers                                 []time.Duration // reset success → accept, newest last (bounded)
 	releasedTime                              map[string]time.Time
+}
+
+// clone returns a copy of s that shares nothing changeable with it.
+func (s *State) clone() *State {
+	c := *s
+	c.Order = slices.Clone(s.Order)
+	c.Entries = make(map[string]*Entry, len(s.Entries))
+	for id, e := range s.Entries {
+		cp := *e
+		c.Entries[id] = &cp
+	}
+	c.Offers = make(map[string]*Offer, len(s.Offers))
+	for id, o := range s.Offers {
+		cp := *o
+		c.Offers[id] = &cp
+	}
+	c.slots = make(map[string]*slotInfo, len(s.slots))
+	for name, si := range s.slots {
+		c.slots[name] = si.clone()
+	}
+	c.resets = slices.Clone(s.resets)
+	c.HandOvers = slices.Clone(s.HandOvers)
+	c.releasedTime = maps.Clone(s.releasedTime)
+	return &c
 }
 
 // NewState returns an empty fold.

@@ -689,3 +689,65 @@ func TestWarningMessage(t *testing.T) {
 		t.Fatalf("message = %+v", m)
 	}
 }
+
+// waitlistReads counts the waitlist-stream events ReadStream hands out.
+type waitlistReads struct {
+	events.Store
+	read int
+}
+
+func (w *waitlistReads) ReadStream(ctx context.Context, stream string, from events.Revision, max int, dir events.Direction) ([]events.RecordedEvent, error) {
+	evs, err := w.Store.ReadStream(ctx, stream, from, max, dir)
+	if stream == events.WaitlistStream {
+		w.read += len(evs)
+	}
+	return evs, err
+}
+
+// A command reads only the waitlist events appended since the previous
+// command of its process (issue 13: a command's cost does not grow with
+// the stream's history), also when another process appended them, and
+// decides as a fold of the whole stream would: one entry per person,
+// the other process's entries known.
+func TestCommandsReadOnlyNewWaitlistEvents(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, waitlist.Config{})
+	for range 200 { // a long history: joins and leaves
+		id := e.join(bob, waitlist.JoinCmd{})
+		if _, err := e.wl.Leave(e.ctx, bob, id, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	countA, countB := &waitlistReads{Store: e.store}, &waitlistReads{Store: e.store}
+	a, b := e.another(countA), e.another(countB)
+	if _, _, err := a.Join(e.ctx, carol, waitlist.JoinCmd{Duration: "1h"}); err != nil {
+		t.Fatal(err)
+	}
+	if countA.read < 400 {
+		t.Fatalf("the first command read %d events; it must fold the whole stream once", countA.read)
+	}
+	if _, _, err := b.Join(e.ctx, dave, waitlist.JoinCmd{Duration: "1h"}); err != nil {
+		t.Fatal(err)
+	}
+	countA.read, countB.read = 0, 0
+	// A knows dave's entry (appended by B) and refuses carol twice.
+	_, _, err := a.Join(e.ctx, carol, waitlist.JoinCmd{Duration: "1h"})
+	wantCode(t, err, waitlist.CodeConflict)
+	if _, _, err := a.Join(e.ctx, bob, waitlist.JoinCmd{Duration: "1h"}); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = b.Join(e.ctx, bob, waitlist.JoinCmd{Duration: "1h"})
+	wantCode(t, err, waitlist.CodeConflict)
+	if countA.read > 2 || countB.read > 2 {
+		t.Fatalf("later commands read %d and %d waitlist events; want only the new ones", countA.read, countB.read)
+	}
+	e.settle()
+	v := e.wl.View(e.ctx)
+	var who []string
+	for _, en := range v.Entries {
+		who = append(who, en.Who)
+	}
+	if strings.Join(who, ",") != "carol,dave,bob" {
+		t.Fatalf("queue %v", who)
+	}
+}

@@ -439,7 +439,7 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 	}
 
 	wl := startWaitlist(c, store, svc, base, met.Registry, log, goRun)
-	ins := startInsights(store, goRun)
+	ins := startInsights(store, log, goRun)
 	caughtUp := []func(context.Context) error{chanDone(wl.CaughtUp()), chanDone(ins.CaughtUp())}
 	if eng != nil {
 		caughtUp = append(caughtUp, func(ctx context.Context) error { return eng.WaitApplied(ctx, startHead) })

@@ -97,8 +97,8 @@ func registerWaitlistMetrics(reg *prometheus.Registry, wl *waitlist.Service) {
 }
 
 // startInsights runs the insights read model (a log consumer in memory).
-func startInsights(store events.Store, goRun func(string, func(context.Context) error)) *insights.Service {
-	in := insights.New(store, nil, insights.Config{})
+func startInsights(store events.Store, log *slog.Logger, goRun func(string, func(context.Context) error)) *insights.Service {
+	in := insights.New(store, nil, insights.Config{Logger: log})
 	goRun("insights", in.Run)
 	return in
 }
