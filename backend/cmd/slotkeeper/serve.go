@@ -287,7 +287,10 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 		return err
 	}
 	defer rs.close()
-	if m, ok := rs.reads.(*memory.Store); ok && c.Events == "" {
+	// The memory read model (with PostgreSQL read models: the one that
+	// feeds this process's live stream) starts from its snapshot beside
+	// the embedded store, not from position 0 (issue 13).
+	if m, ok := rs.feedView.(*memory.Store); ok && c.Events == "" {
 		stop := keepSnapshot(ctx, m, filepath.Join(c.Data, snapshotFile), log, goRun)
 		defer stop()
 	}
