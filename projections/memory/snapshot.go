@@ -26,7 +26,8 @@ import (
 // ignored (the caller starts empty and replays, as without one).
 //
 // The file is a header line "slotkeeper-readmodel <version> sha256=<hex of
-// the body>" and a JSON body. It is written to a temporary file, synced and
+// the body> audit=<entries> jobs=<index entries>" (the counts size the
+// decoder's slices) and a JSON body. It is written to a temporary file, synced and
 // renamed, so a crash leaves the old snapshot or the new one.
 //
 // Version 2 holds only the listed slots (archived ones are named), the
@@ -225,7 +226,7 @@ func (s *Store) WriteSnapshot(ctx context.Context, path string) (events.Position
 	}
 	defer os.Remove(tmp.Name())
 	w := bufio.NewWriter(tmp)
-	fmt.Fprintf(w, "%s %d sha256=%s\n", snapshotMagic, snapshotVersion, hex.EncodeToString(sum[:]))
+	fmt.Fprintf(w, "%s %d sha256=%s audit=%d jobs=%d\n", snapshotMagic, snapshotVersion, hex.EncodeToString(sum[:]), len(b.Audit), len(b.Refs.IDs))
 	_, _ = w.Write(body)
 	if err := w.Flush(); err != nil {
 		tmp.Close()
@@ -300,18 +301,28 @@ func (s *Store) LoadSnapshot(ctx context.Context, path string) (events.Position,
 	}
 	header, body := string(data[:nl+1]), data[nl+1:]
 	var sumHex string
-	var version int
-	if _, err := fmt.Sscanf(header, snapshotMagic+" %d sha256=%s\n", &version, &sumHex); err != nil {
+	var version, nAudit, nJobs int
+	if _, err := fmt.Sscanf(header, snapshotMagic+" %d sha256=%s", &version, &sumHex); err != nil {
 		return 0, "damaged: bad header", nil
 	}
 	if version != snapshotVersion {
 		return 0, fmt.Sprintf("version %d, want %d", version, snapshotVersion), nil
 	}
+	if _, err := fmt.Sscanf(header, snapshotMagic+" %d sha256=%s audit=%d jobs=%d\n", &version, &sumHex, &nAudit, &nJobs); err != nil {
+		return 0, "damaged: bad header", nil
+	}
 	sum := sha256.Sum256(body)
 	if want, err := hex.DecodeString(sumHex); err != nil || !bytes.Equal(want, sum[:]) {
 		return 0, "damaged: checksum mismatch", nil
 	}
-	var b snapshotBody
+	// The header's counts (not covered by the checksum, so only trusted as
+	// far as the body could hold them) size the big slices up front: the
+	// decoder appends into their room instead of growing them by copies.
+	hint := func(n int) int { return max(0, min(n, len(body)/8)) }
+	b := snapshotBody{Audit: make([]snapshotAudit, 0, hint(nAudit))}
+	n := hint(nJobs)
+	b.Refs = snapshotRefs{IDs: make([]string, 0, n), Queued: make([]uint64, 0, n), Slot: make([]uint32, 0, n),
+		Kind: make([]uint32, 0, n), State: make([]uint32, 0, n), By: make([]uint32, 0, n)}
 	if err := sjson.Unmarshal(body, &b); err != nil {
 		return 0, "damaged: " + err.Error(), nil
 	}
@@ -356,6 +367,7 @@ func (s *Store) LoadSnapshot(ctx context.Context, path string) (events.Position,
 		s.jobs[v.ID] = v
 	}
 	// The refs come oldest first, which is the order of the indexes.
+	s.refs = make(map[string]jobRef, len(b.Refs.IDs))
 	s.all = b.Refs.IDs
 	for i, id := range b.Refs.IDs {
 		r := refs[i]
