@@ -124,3 +124,38 @@ func TestSnapshotIsCheckedAgainstTheLog(t *testing.T) {
 		t.Fatalf("good snapshot: %d %q %v", pos, why, err)
 	}
 }
+
+// The header's counts only size the decoder's slices: they are outside the
+// checksum, so wrong ones (huge, negative, zero) change nothing a load
+// answers and allocate no more than the body could hold.
+func TestSnapshotCountsAreOnlyHints(t *testing.T) {
+	ctx := projtest.Ctx(t)
+	log := memstore.New()
+	projtest.Must(t, projtest.NewGen(log, 9).Random(ctx, 4, 1500))
+	rm := memory.New(log)
+	projtest.Catchup(t, log, rm, 500)
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good")
+	_, err := rm.WriteSnapshot(ctx, good)
+	projtest.Must(t, err)
+	raw, err := os.ReadFile(good)
+	projtest.Must(t, err)
+	nl := strings.IndexByte(string(raw), '\n')
+	header, body := string(raw[:nl]), raw[nl:]
+	cut := strings.Index(header, " audit=")
+	for _, counts := range []string{" audit=0 jobs=0", " audit=999999999999 jobs=888888888888", " audit=-5 jobs=-1"} {
+		p := filepath.Join(dir, "hint")
+		projtest.Must(t, os.WriteFile(p, append([]byte(header[:cut]+counts), body...), 0o600))
+		loaded := memory.New(log)
+		pos, why, err := loaded.LoadSnapshot(ctx, p)
+		projtest.Must(t, err)
+		if pos == 0 {
+			t.Fatalf("%s: not loaded: %s", counts, why)
+		}
+		diffs, err := projections.Compare(ctx, rm, loaded)
+		projtest.Must(t, err)
+		for _, d := range diffs {
+			t.Errorf("%s: %s", counts, d)
+		}
+	}
+}
