@@ -635,6 +635,15 @@ const (
 // and returns the function that writes the last one at shutdown. A
 // snapshot that is damaged or not of this log is ignored with a warning.
 func keepSnapshot(ctx context.Context, m *memory.Store, path string, log *slog.Logger, goRun func(string, func(context.Context) error)) func() {
+	// A process killed while writing one leaves its temporary file (the
+	// snapshot itself is replaced by a rename, so it is the old one or the
+	// new one, whole); nothing else writes beside this store's file.
+	if left, _ := filepath.Glob(path + ".tmp*"); len(left) > 0 {
+		for _, f := range left {
+			_ = os.Remove(f)
+		}
+		log.Info("read model snapshot: removed what an interrupted write left", slog.Int("files", len(left)))
+	}
 	// Decoding the snapshot allocates its whole size several times over
 	// while the heap is still tiny, so the collector would run many times
 	// for nothing; it gets room for the load (the memory is handed back
