@@ -86,12 +86,12 @@ type Directory struct {
 	store events.Store
 	opt   Options
 	// dummy is a hash to compare against for unknown names (same cost as a
-	// real one). It is made in the background at Open: one argon2id hash
-	// takes a ~20 MiB buffer and a noticeable part of a restart, and no
-	// sign-in needs it before the server listens. dummyReady is closed
-	// when it is set.
-	dummy      string
-	dummyReady chan struct{}
+	// real one), made once (dummyOnce): by Follow as it starts, or by the
+	// first password check. One argon2id hash takes a ~20 MiB buffer and a
+	// noticeable part of a restart, and no sign-in needs it before the
+	// server listens.
+	dummy     string
+	dummyOnce sync.Once
 
 	mu       sync.RWMutex
 	rev      map[string]int64 // stream → last applied revision (-1: none)
@@ -132,12 +132,8 @@ func Open(ctx context.Context, store events.Store, opt Options) (*Directory, err
 		users: map[string]*User{}, byName: map[string]*User{},
 		tokens: map[string]*Token{}, byHash: map[string]*Token{}, tokNames: map[string]bool{},
 		sessions: map[string]*session{}, sessByID: map[string]string{},
-		changed: make(chan struct{}), dummyReady: make(chan struct{}), saveSessions: make(chan struct{}, 1),
+		changed: make(chan struct{}), saveSessions: make(chan struct{}, 1),
 	}
-	go func() {
-		d.dummy = opt.Argon2.hashPassword("not a password of anyone")
-		close(d.dummyReady)
-	}()
 	var err error
 	if d.from, err = store.Head(ctx); err != nil {
 		return nil, err
@@ -153,9 +149,15 @@ func Open(ctx context.Context, store events.Store, opt Options) (*Directory, err
 	return d, nil
 }
 
+// makeDummy makes the hash CheckPassword compares unknown names against.
+func (d *Directory) makeDummy() {
+	d.dummyOnce.Do(func() { d.dummy = d.opt.Argon2.hashPassword("not a password of anyone") })
+}
+
 // Follow applies auth events appended after Open (by this or another
 // process) until ctx ends. Applying is idempotent per stream revision.
 func (d *Directory) Follow(ctx context.Context) error {
+	d.makeDummy()
 	defer d.runSaver(ctx)()
 	return d.store.SubscribeAll(ctx, d.from, events.Filter{StreamPrefixes: []string{events.AuthStreamPrefix}},
 		func(ctx context.Context, ev events.RecordedEvent) error {
@@ -444,7 +446,7 @@ func (d *Directory) SetPassword(ctx context.Context, by Subject, id, password st
 // the same time for an unknown name as for a wrong password, and returns
 // ErrBadCredentials for both.
 func (d *Directory) CheckPassword(name, password string) (User, error) {
-	<-d.dummyReady
+	d.makeDummy()
 	d.mu.RLock()
 	u := d.byName[strings.ToLower(name)]
 	var cp User
