@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -89,23 +88,7 @@ func BenchmarkIndexStart(b *testing.B) {
 // generators at once (as cmd/loggen does, so group commit batches them).
 func generate(b *testing.B, st events.Store, prefix string, n int) {
 	b.Helper()
-	const gens = 64
-	var wg sync.WaitGroup
-	errs := make(chan error, gens)
-	for i := range gens {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			g := projtest.NewGen(st, uint64(i+1))
-			g.Prefix = fmt.Sprintf("%s%03d-", prefix, i)
-			errs <- g.Random(context.Background(), 2, n/gens)
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			b.Fatal(err)
-		}
+	if err := projtest.Many(context.Background(), st, prefix, n, 64, 2, false); err != nil {
+		b.Fatal(err)
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -47,24 +46,8 @@ func history(b *testing.B, n int) (*boltstore.Store, events.Position) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = s.Close() })
-	const gens = 32
-	var wg sync.WaitGroup
-	errs := make(chan error, gens)
-	for i := range gens {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			g := projtest.NewGen(s, uint64(i+1))
-			g.Prefix = fmt.Sprintf("g%02d-", i)
-			errs <- g.Random(ctx, 4, n/gens)
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			b.Fatal(err)
-		}
+	if err := projtest.Many(ctx, s, "g", n, 32, 4, false); err != nil {
+		b.Fatal(err)
 	}
 	head, err := s.Head(ctx)
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"sync"
 	"testing"
 	"time"
 
@@ -74,25 +73,8 @@ func mb(n int64) float64 { return float64(n) / (1 << 20) }
 // grow appends about n events of the mix with loggen's shape (128
 // generators of 2 slots each, a fixed pool, prefix p).
 func grow(b *testing.B, s events.Store, p string, n int) {
-	const gens = 128
-	var wg sync.WaitGroup
-	errs := make(chan error, gens)
-	for i := range gens {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			g := projtest.NewGen(s, uint64(i+1))
-			g.Prefix = fmt.Sprintf("%s%03d-", p, i)
-			g.FixedPool = true
-			errs <- g.Random(context.Background(), 2, n/gens)
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			b.Fatal(err)
-		}
+	if err := projtest.Many(context.Background(), s, p, n, 128, 2, true); err != nil {
+		b.Fatal(err)
 	}
 }
 

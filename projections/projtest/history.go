@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/slotkeeper/slotkeeper/events"
@@ -510,4 +511,33 @@ func contains(xs []string, x string) bool {
 		}
 	}
 	return false
+}
+
+// Many appends about n events of the mix to store from gens generators at
+// once, each on its own slots and jobs (names start with prefix and the
+// generator's number), so every stream keeps its causal order while the
+// store's group commit batches the appends: how cmd/loggen and the
+// benchmarks make a big log fast. Generator i has seed i+1 and slots
+// slots; fixedPool sets each one's FixedPool.
+func Many(ctx context.Context, store events.Store, prefix string, n, gens, slots int, fixedPool bool) error {
+	var wg sync.WaitGroup
+	errs := make(chan error, gens)
+	for i := range gens {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			g := NewGen(store, uint64(i+1))
+			g.Prefix = fmt.Sprintf("%s%03d-", prefix, i)
+			g.FixedPool = fixedPool
+			errs <- g.Random(ctx, slots, n/gens)
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

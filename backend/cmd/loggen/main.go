@@ -19,7 +19,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/slotkeeper/slotkeeper/events/boltstore"
@@ -53,24 +52,8 @@ func run(ctx context.Context, dir, prefix string, n, gens, slots int) error {
 	}
 	defer s.Close()
 	start := time.Now()
-	var wg sync.WaitGroup
-	errs := make(chan error, gens)
-	for i := range gens {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			g := projtest.NewGen(s, uint64(i+1))
-			g.Prefix = fmt.Sprintf("%s%03d-", prefix, i)
-			g.FixedPool = true
-			errs <- g.Random(ctx, slots, n/gens)
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			return err
-		}
+	if err := projtest.Many(ctx, s, prefix, n, gens, slots, true); err != nil {
+		return err
 	}
 	head, err := s.Head(ctx)
 	if err != nil {
