@@ -35,7 +35,7 @@ func longHistory(t testing.TB, st events.Store, name string, n int) {
 	ctx := context.Background()
 	svc := slots.NewService(st, slots.Config{})
 	if err := svc.Register(ctx, alice, slots.RegisterCmd{
-		Name: name, ProjectUUID: "p1", AppUUID: "a1", DBUUID: "d1",
+		Name: name, ProjectUUID: "p-" + name, AppUUID: "a-" + name, DBUUID: "d-" + name,
 		Repo:         events.RepoRef{Project: "SLOT", Slug: "slot-" + name},
 		TemplateRepo: events.RepoRef{Project: "TPL", Slug: "template"}, TemplateRef: "main",
 	}); err != nil {

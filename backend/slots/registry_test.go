@@ -259,7 +259,7 @@ func TestOwnersStartFromTheirCheckpoint(t *testing.T) {
 	st := memstore.New()
 	t.Cleanup(func() { st.Close() })
 	ctx := context.Background()
-	longHistory(t, st, "pad", 10_100) // registers pad (project p1, app a1, database d1)
+	longHistory(t, st, "pad", 10_100) // registers pad (project p-pad, app a-pad, database d-pad)
 	crashed := slots.NewService(&faultyStore{Store: st, onSlotAppend: func() error { return fmt.Errorf("process killed") }}, slots.Config{})
 	if err := crashed.Register(ctx, alice, worldCmd("lost")); err == nil {
 		t.Fatal("the registration survived its crash")
@@ -277,7 +277,7 @@ func TestOwnersStartFromTheirCheckpoint(t *testing.T) {
 	conflicts := func(t *testing.T, svc *slots.Service) {
 		t.Helper()
 		for owner, c := range map[string]slots.RegisterCmd{
-			"pad":   func() slots.RegisterCmd { c := worldCmd("x1"); c.AppUUID = "a1"; return c }(),
+			"pad":   func() slots.RegisterCmd { c := worldCmd("x1"); c.AppUUID = "a-pad"; return c }(),
 			"lost":  func() slots.RegisterCmd { c := worldCmd("x2"); c.DBUUID = "db-lost"; return c }(),
 			"first": func() slots.RegisterCmd { c := worldCmd("x3"); c.Repo = worldCmd("first").Repo; return c }(),
 		} {
