@@ -30,7 +30,9 @@ type Config struct {
 
 	CoolifyURL, CoolifyToken     string
 	BitbucketURL, BitbucketToken string
-	GitUser                      string
+	// GitAuth is how the Bitbucket token reaches git: "bearer" (every HTTP
+	// access token kind) or "basic" with GitUser, a personal token's owner.
+	GitAuth, GitUser string
 	// CoolifyProjects and BitbucketProjects are the scope, comma-separated
 	// (Coolify project uuids, Bitbucket project keys).
 	CoolifyProjects, BitbucketProjects string
@@ -116,7 +118,8 @@ func serveFlags(fs *flag.FlagSet, c *Config) {
 	fs.StringVar(&c.BitbucketToken, "bitbucket-token", "", "Bitbucket HTTP access token, also used for git pushes (prefer --bitbucket-token-file)")
 	fs.StringVar(&c.CoolifyProjects, "coolify-projects", "", "comma-separated Coolify project uuids slots may live in (empty: any; the demo uses its own)")
 	fs.StringVar(&c.BitbucketProjects, "bitbucket-projects", "", "comma-separated Bitbucket project keys slot repositories, templates and promotes may use (empty: any; the demo uses its own)")
-	fs.StringVar(&c.GitUser, "git-user", "x-token-auth", "user name sent with the Bitbucket token to git")
+	fs.StringVar(&c.GitAuth, "git-auth", "bearer", "how git sends the Bitbucket token: bearer (any HTTP access token; project and repository tokens work only so) or basic (a personal token, with --git-user)")
+	fs.StringVar(&c.GitUser, "git-user", "", "with --git-auth basic: the username of the personal token's owner")
 	fs.StringVar(&c.SimURL, "sim-url", "", "base URL of the simulators run as their own process (slotkeeper sim); stands for both provider URLs, plain http allowed")
 	fs.StringVar(&c.Sim, "sim", "auto", "simulated Coolify/Bitbucket/git: auto (when no real provider is configured), on, off")
 	fs.BoolVar(&c.Demo, "demo", true, "with the simulators, seed a demo pool of 8 slots into an empty log")
@@ -345,6 +348,16 @@ func (c *Config) validate() error {
 				return cfgErr(f.name, "plain http:// would send the token unencrypted; use https:// or --allow-insecure-http")
 			}
 		}
+	}
+	switch {
+	case c.GitAuth != "bearer" && c.GitAuth != "basic":
+		return cfgErr("git-auth", "use bearer or basic")
+	case c.GitAuth == "basic" && c.GitUser == "":
+		return cfgErr("git-user", "required with --git-auth basic: the username of the personal token's owner (project and repository tokens work only with --git-auth bearer)")
+	case c.GitAuth == "basic" && strings.EqualFold(c.GitUser, "x-token-auth"):
+		return cfgErr("git-user", "x-token-auth is a Bitbucket Cloud convention that Data Center refuses: use --git-auth bearer, or basic with the personal token owner's username")
+	case c.GitAuth == "bearer" && c.GitUser != "":
+		return cfgErr("git-user", "is sent only with --git-auth basic: remove it (bearer sends the token alone) or set --git-auth basic")
 	}
 	for i, id := range splitList(c.CoolifyProjects) {
 		if err := providers.ValidateUUID(id); err != nil {

@@ -197,7 +197,7 @@ func openWorld(ctx context.Context, c Config, emptyLog bool) (world, error) {
 			close: func() { p.Close(); s.Close() },
 		}, nil
 	}
-	p, err := gitpush.New(gitpush.Options{Token: c.BitbucketToken, Username: c.GitUser})
+	p, err := gitpush.New(gitpush.Options{Token: c.BitbucketToken, Auth: gitpush.Auth(c.GitAuth), Username: c.GitUser})
 	if err != nil {
 		return world{}, err
 	}

@@ -2,8 +2,9 @@
 //
 // Every git process runs through exec.CommandContext with WaitDelay, in its
 // own process group that cancellation kills, so a cancelled push dies with
-// its helpers. Credentials reach git only through the environment and an
-// askpass helper script: never in argv, in a URL, or in an error. Each call
+// its helpers. Credentials reach git only through the environment (a Bearer
+// header as GIT_CONFIG_VALUE_0, or a Basic password through an askpass
+// helper script): never in argv, in a URL, or in an error. Each call
 // runs with an isolated configuration (no system or user config, HOME set to
 // a private directory, no terminal prompts).
 package git
@@ -28,13 +29,39 @@ import (
 
 var _ providers.Pusher = (*Pusher)(nil)
 
+// Auth says how the token reaches the git host.
+type Auth string
+
+const (
+	// AuthBearer sends "Authorization: Bearer <token>" on every request.
+	// Bitbucket Data Center's project and repository HTTP access tokens
+	// work only this way ("In Git and API calls, you can use the project
+	// and repository level token only with Bearer authentication. Don't use
+	// this token with a username in Basic authentication." — Atlassian,
+	// HTTP access tokens, Bitbucket DC 8.5/8.16/9.1); personal tokens too.
+	AuthBearer Auth = "bearer"
+	// AuthBasic sends the token as the Basic password with Username: only a
+	// personal HTTP access token with its owner's username (same page).
+	AuthBasic Auth = "basic"
+)
+
+// ParseAuth reads "bearer" or "basic".
+func ParseAuth(s string) (Auth, error) {
+	switch a := Auth(strings.ToLower(strings.TrimSpace(s))); a {
+	case AuthBearer, AuthBasic:
+		return a, nil
+	}
+	return "", fmt.Errorf("git auth %q: want bearer or basic", s)
+}
+
 // Options configure New.
 type Options struct {
-	// Token is the git host's HTTP access token, given to git as the Basic
-	// password through the askpass helper. Empty: no credentials.
+	// Token is the git host's HTTP access token. Empty: no credentials.
 	Token string
-	// Username goes with Token (Bitbucket accepts any user name with an
-	// HTTP access token). Default "x-token-auth".
+	// Auth is how Token is sent; default AuthBearer.
+	Auth Auth
+	// Username goes with Token under AuthBasic (required there: the
+	// personal token's owner) and must be empty under AuthBearer.
 	Username string
 	// GitPath is the git binary; default: "git" on PATH.
 	GitPath string
@@ -51,6 +78,7 @@ type Pusher struct {
 	gitPath string
 	home    string // private HOME with the askpass script
 	askpass string
+	authEnv []string // the credential part of every git child's environment
 
 	cleaning sync.WaitGroup // background removals of scratch repositories
 
@@ -58,10 +86,14 @@ type Pusher struct {
 	gitAgent string // git's own User-Agent, e.g. "git/2.39.5"; "" until learned
 }
 
-// New prepares the private directory and askpass helper.
+// New prepares the private directory and askpass helper. Errors never
+// quote the token.
 func New(o Options) (*Pusher, error) {
-	if o.Username == "" {
-		o.Username = "x-token-auth"
+	if o.Auth == "" {
+		o.Auth = AuthBearer
+	}
+	if err := checkAuth(o); err != nil {
+		return nil, err
 	}
 	if o.WaitDelay <= 0 {
 		o.WaitDelay = 200 * time.Millisecond
@@ -85,7 +117,65 @@ func New(o Options) (*Pusher, error) {
 		os.RemoveAll(home)
 		return nil, err
 	}
-	return &Pusher{opts: o, gitPath: gp, home: home, askpass: askpass}, nil
+	return &Pusher{opts: o, gitPath: gp, home: home, askpass: askpass, authEnv: authEnv(o)}, nil
+}
+
+// checkAuth refuses a mode without what it needs, and a token or user name
+// that could split the header or the askpass answer.
+func checkAuth(o Options) error {
+	if _, err := ParseAuth(string(o.Auth)); err != nil {
+		return err
+	}
+	if !headerSafe(o.Token) {
+		return errors.New("git: the token holds spaces or control characters (value not shown)")
+	}
+	switch {
+	case o.Auth == AuthBasic && o.Token != "" && o.Username == "":
+		return errors.New("git: basic auth needs the user name of the personal token's owner")
+	case o.Auth == AuthBearer && o.Username != "":
+		return errors.New("git: a user name is sent only with basic auth; bearer sends the token alone")
+	case !headerSafe(o.Username):
+		return errors.New("git: the user name holds spaces or control characters")
+	}
+	return nil
+}
+
+func headerSafe(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] <= 0x20 || s[i] >= 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// authEnv is how the token reaches git. Bearer: one http.extraHeader in
+// git's environment-borne configuration (GIT_CONFIG_COUNT/KEY_n/VALUE_n,
+// git ≥ 2.31), never -c, which would put it in argv; the askpass helper
+// then has nothing to say (a 401 ends in "Authentication failed"). curl
+// sends a custom Authorization header only to the original host on a
+// redirect (since 7.58.0). Basic: the askpass helper answers the user name
+// and the token from the environment.
+func authEnv(o Options) []string {
+	switch {
+	case o.Token == "":
+		return nil
+	case o.Auth == AuthBearer:
+		return []string{"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=http.extraHeader", "GIT_CONFIG_VALUE_0=Authorization: Bearer " + o.Token}
+	}
+	return []string{"SLOTKEEPER_GIT_USER=" + o.Username, "SLOTKEEPER_GIT_TOKEN=" + o.Token}
+}
+
+// AuthMode says how the token is sent, for logs and doctor ("bearer",
+// "basic as user alice", "none"); it never holds the token.
+func (p *Pusher) AuthMode() string {
+	switch {
+	case p.opts.Token == "":
+		return "none"
+	case p.opts.Auth == AuthBasic:
+		return "basic as user " + p.opts.Username
+	}
+	return string(AuthBearer)
 }
 
 // Close waits for scratch clean-ups and removes the private directory.
@@ -114,7 +204,7 @@ func (p *Pusher) cleanup(ctx context.Context, dir string) {
 
 // env is the whole environment of a git child: nothing inherited but PATH.
 func (p *Pusher) env() []string {
-	return []string{
+	return append([]string{
 		"PATH=" + os.Getenv("PATH"),
 		"HOME=" + p.home,
 		"LC_ALL=C",
@@ -123,11 +213,9 @@ func (p *Pusher) env() []string {
 		"GIT_TERMINAL_PROMPT=0",
 		"GIT_ASKPASS=" + p.askpass,
 		"SSH_ASKPASS=" + p.askpass,
-		"SLOTKEEPER_GIT_USER=" + p.opts.Username,
-		"SLOTKEEPER_GIT_TOKEN=" + p.opts.Token,
 		"GIT_AUTHOR_NAME=slotkeeper", "GIT_AUTHOR_EMAIL=slotkeeper@localhost",
 		"GIT_COMMITTER_NAME=slotkeeper", "GIT_COMMITTER_EMAIL=slotkeeper@localhost",
-	}
+	}, p.authEnv...)
 }
 
 // result of one git run.
