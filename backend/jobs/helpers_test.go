@@ -87,6 +87,9 @@ func newWorld(t testing.TB, store events.Store) *world {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
+	// Bitbucket creates repositories only in existing projects: the
+	// promote target project is set up as a team would have it.
+	s.AddBitbucketProject(promoProject)
 	if store == nil {
 		ms := memstore.New()
 		t.Cleanup(func() { ms.Close() })

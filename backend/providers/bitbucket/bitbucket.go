@@ -1,5 +1,14 @@
 // Package bitbucket is the Bitbucket Data Center REST 1.0 client
-// (providers.GitHost), authenticated with an HTTP access token as Bearer.
+// (providers.GitHost), authenticated with an HTTP access token as Bearer
+// (every kind — personal, project, repository — works as Bearer; project
+// and repository tokens work only so: Atlassian, HTTP access tokens, DC
+// 8.5/8.16/9.1).
+//
+// Bitbucket answers 401, not 403, for a missing permission (the 9.4
+// OpenAPI, every operation used here); the error's message says which of
+// the two 401s it is (AuthorisationException: the token lacks the
+// permission; IncorrectPasswordAuthenticationException: the token itself
+// is refused).
 //
 // GetRepo is tri-state (only a 404 naming a NoSuch…Exception is Absent).
 // CreateRepo reads the slug from the 201 body and reports 409 as Existed
@@ -77,6 +86,11 @@ func message(body []byte) string {
 	var parts []string
 	for _, x := range e.Errors {
 		m := x.Message
+		if strings.HasSuffix(x.Exception, ".AuthorisationException") {
+			// Bitbucket's 401 for an authenticated caller without the
+			// permission (the 9.4 OpenAPI: "insufficient permissions").
+			m = "the token lacks the permission: " + m
+		}
 		if x.Context != "" {
 			m = x.Context + ": " + m
 		}
@@ -244,6 +258,15 @@ func (c *Client) CreateRepo(ctx context.Context, project, name string) (provider
 		return r.repo(), providers.Created, nil
 	case http.StatusConflict:
 		return providers.Repo{}, providers.Existed, c.fail(op, res, resp, true)
+	}
+	if c.c.Absent(resp) {
+		// Bitbucket's own 404 on create: the project does not exist ("Requires
+		// an existing project", the 9.4 OpenAPI). Nothing was created. The
+		// error names the project, not the repository, so that nobody reads
+		// it as "the repository is absent".
+		pe := c.c.Fail(op, project, resp, providers.CodeNotFound, false)
+		pe.Message = "project " + project + " does not exist; create it in Bitbucket or choose another: " + pe.Message
+		return providers.Repo{}, 0, pe
 	}
 	return providers.Repo{}, 0, c.fail(op, res, resp, true)
 }

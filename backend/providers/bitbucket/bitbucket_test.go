@@ -25,6 +25,7 @@ type bundle struct {
 func setup(t *testing.T, delay time.Duration) bundle {
 	t.Helper()
 	s, fx := providertest.StartSeeded(t, sim.Options{DeleteDelay: delay, BitbucketToken: token})
+	s.AddBitbucketProject("PROMO") // Bitbucket creates repositories only in existing projects
 	return bundle{sim: s, fx: fx, c: newClient(s, token)}
 }
 

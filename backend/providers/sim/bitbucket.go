@@ -25,6 +25,7 @@ type bbState struct {
 	repos    map[string]*bbRepo // "PROJECT/slug"
 	projects map[string]bool    // keys, upper case
 	nextID   atomic.Int64
+	tokens   map[string]BitbucketToken // added tokens (bitbucket_auth.go); never saved
 }
 
 func (b *bbState) init() {
@@ -59,22 +60,32 @@ func bbErrBody(status int) string {
 	return string(b)
 }
 
+// bbAuth lets in a known token: Bearer of any kind, Basic only for a
+// personal token with its owner's user name (bitbucket_auth.go). Each
+// handler then checks the permission its operation needs.
 func (s *Sim) bbAuth(w http.ResponseWriter, r *http.Request) bool {
-	tok, ok := bearer(r)
-	if !ok || tok != s.opts.BitbucketToken {
+	if _, ok := s.bbCaller(r); !ok {
 		writeJSON(w, http.StatusUnauthorized, bbError(nil, "Authentication failed. Please check your credentials and try again.", "com.atlassian.bitbucket.auth.IncorrectPasswordAuthenticationException"))
 		return false
 	}
 	return true
 }
 
-// gitAuth accepts the token as a Basic password (any user name) or Bearer,
-// and asks for Basic credentials otherwise, so git calls its askpass helper.
+// gitAuth applies the same token rules to git smart HTTP (the Atlassian
+// page says "In Git and API calls"): a project or repository token only as
+// Bearer, a personal one as Bearer or Basic with its owner's user name.
+// Fetching needs repository read, pushing repository write; without the
+// permission git gets 401 too, as the REST API answers (the 9.4 OpenAPI;
+// the docs do not give git's status, so the simulator keeps the REST rule).
+// Unknown credentials are asked for with a Basic challenge, as Bitbucket
+// does, so git calls its askpass helper.
 func (s *Sim) gitAuth(w http.ResponseWriter, r *http.Request) bool {
-	if _, pw, ok := r.BasicAuth(); ok && pw == s.opts.BitbucketToken {
-		return true
+	t, ok := s.bbCaller(r)
+	want := PermRead
+	if strings.HasSuffix(r.URL.Path, "/git-receive-pack") || r.URL.Query().Get("service") == "git-receive-pack" {
+		want = PermWrite
 	}
-	if tok, ok := bearer(r); ok && tok == s.opts.BitbucketToken {
+	if ok && atLeast(t.repoPerm(r.PathValue("project"), strings.TrimSuffix(r.PathValue("repo"), ".git")), want) {
 		return true
 	}
 	w.Header().Set("WWW-Authenticate", `Basic realm="Atlassian Bitbucket"`)
@@ -97,6 +108,8 @@ func (s *Sim) bitbucketMux() http.Handler {
 		h("DELETE "+base+"/projects/{project}/repos/{slug}", EndpointDeleteRepo, res, s.bbDeleteRepo)
 		h("POST "+base+"/projects/{project}/repos", EndpointCreateRepo, proj, s.bbCreateRepo)
 		h("GET "+base+"/projects/{project}/repos", EndpointListRepos, proj, s.bbListRepos)
+		h("GET "+base+"/projects/{project}", EndpointBBGetProject, proj, s.bbGetProject)
+		h("GET "+base+"/projects", EndpointBBListProjects, nil, s.bbListProjects)
 	}
 	gitRes := func(r *http.Request) string {
 		return repoKey(r.PathValue("project"), strings.TrimSuffix(r.PathValue("repo"), ".git"))
@@ -130,8 +143,17 @@ func noSuchRepo(w http.ResponseWriter, project, slug string) {
 	writeJSON(w, http.StatusNotFound, bbError(nil, fmt.Sprintf("Repository %s/%s does not exist.", strings.ToUpper(project), slug), "com.atlassian.bitbucket.repository.NoSuchRepositoryException"))
 }
 
+// repoRead: GET repo and default-branch need REPO_READ (the 9.4 OpenAPI).
+func (s *Sim) repoRead(w http.ResponseWriter, r *http.Request) bool {
+	p, slug := r.PathValue("project"), r.PathValue("slug")
+	return s.bbAllowed(w, r, func(t BitbucketToken) bool { return atLeast(t.repoPerm(p, slug), PermRead) })
+}
+
 func (s *Sim) bbGetRepo(w http.ResponseWriter, r *http.Request) {
 	p, slug := r.PathValue("project"), r.PathValue("slug")
+	if !s.repoRead(w, r) {
+		return
+	}
 	s.mu.Lock()
 	rp, ok := s.bb.repos[repoKey(p, slug)]
 	var body map[string]any
@@ -150,6 +172,9 @@ func (s *Sim) bbGetRepo(w http.ResponseWriter, r *http.Request) {
 // default branch; every simulated repository's is main.
 func (s *Sim) bbDefaultBranch(w http.ResponseWriter, r *http.Request) {
 	p, slug := r.PathValue("project"), r.PathValue("slug")
+	if !s.repoRead(w, r) {
+		return
+	}
 	s.mu.Lock()
 	_, ok := s.bb.repos[repoKey(p, slug)]
 	s.mu.Unlock()
@@ -161,9 +186,15 @@ func (s *Sim) bbDefaultBranch(w http.ResponseWriter, r *http.Request) {
 }
 
 // bbDeleteRepo schedules the deletion (202); a missing repo answers 204, as
-// Bitbucket Data Center does.
+// Bitbucket Data Center does. It needs REPO_ADMIN, the default of the
+// repository delete policy (the 9.4 OpenAPI), else 401.
 func (s *Sim) bbDeleteRepo(w http.ResponseWriter, r *http.Request) {
 	key := repoKey(r.PathValue("project"), r.PathValue("slug"))
+	if !s.bbAllowed(w, r, func(t BitbucketToken) bool {
+		return atLeast(t.repoPerm(r.PathValue("project"), r.PathValue("slug")), PermAdmin)
+	}) {
+		return
+	}
 	s.mu.Lock()
 	rp, ok := s.bb.repos[key]
 	var err error
@@ -201,8 +232,18 @@ func slugify(name string) string {
 	return strings.Trim(slugUnsafe.ReplaceAllString(strings.ToLower(name), "-"), "-")
 }
 
+// bbCreateRepo creates a repository in an existing project. The 9.4
+// OpenAPI: "Requires an existing project in which this repository will be
+// created" — an unknown project is 404 NoSuchProjectException
+// (REAL-BEHAVIOUR.md, Bitbucket table), never an implicit project. It needs
+// REPO_CREATE on the project, which of a token's levels only project admin
+// gives (Atlassian, HTTP access tokens, permission table), else 401.
 func (s *Sim) bbCreateRepo(w http.ResponseWriter, r *http.Request) {
 	project := strings.ToUpper(r.PathValue("project"))
+	if !s.bbAllowed(w, r, func(t BitbucketToken) bool { return t.seesProject(project) }) || !s.projectExists(w, project) ||
+		!s.bbAllowed(w, r, func(t BitbucketToken) bool { return atLeast(t.projectPerm(project), PermAdmin) }) {
+		return
+	}
 	var in struct {
 		Name  string `json:"name"`
 		ScmID string `json:"scmId"`
@@ -235,12 +276,13 @@ func (s *Sim) bbListRepos(w http.ResponseWriter, r *http.Request) {
 		limit = 25
 	}
 	limit = min(limit, 1000)
-	s.mu.Lock()
-	if !s.bb.projects[project] {
-		s.mu.Unlock()
-		writeJSON(w, http.StatusNotFound, bbError(nil, "Project "+project+" does not exist.", "com.atlassian.bitbucket.project.NoSuchProjectException"))
+	// PROJECT_READ (the 9.4 OpenAPI); a repository token has no project
+	// permission at all.
+	if !s.bbAllowed(w, r, func(t BitbucketToken) bool { return t.seesProject(project) }) || !s.projectExists(w, project) ||
+		!s.bbAllowed(w, r, func(t BitbucketToken) bool { return atLeast(t.projectPerm(project), PermRead) }) {
 		return
 	}
+	s.mu.Lock()
 	var all []*bbRepo
 	for _, rp := range s.bb.repos {
 		if rp.Project == project {
@@ -297,4 +339,75 @@ func (s *Sim) serveGit(w http.ResponseWriter, r *http.Request) {
 		Stderr: io.Discard,
 	}
 	h.ServeHTTP(w, r2)
+}
+
+// projectExists answers Bitbucket's 404 for an unknown project.
+func (s *Sim) projectExists(w http.ResponseWriter, project string) bool {
+	s.mu.Lock()
+	ok := s.bb.projects[strings.ToUpper(project)]
+	s.mu.Unlock()
+	if !ok {
+		writeJSON(w, http.StatusNotFound, bbError(nil, "Project "+strings.ToUpper(project)+" does not exist.", "com.atlassian.bitbucket.project.NoSuchProjectException"))
+	}
+	return ok
+}
+
+func projectJSON(key string) map[string]any {
+	return map[string]any{"key": key, "name": key, "public": false, "type": "NORMAL"}
+}
+
+// bbGetProject: PROJECT_VIEW, which any permission in the project gives;
+// 401 without it, 404 for an unknown project (the 9.4 OpenAPI).
+func (s *Sim) bbGetProject(w http.ResponseWriter, r *http.Request) {
+	project := strings.ToUpper(r.PathValue("project"))
+	if !s.bbAllowed(w, r, func(t BitbucketToken) bool { return t.seesProject(project) }) || !s.projectExists(w, project) {
+		return
+	}
+	writeJSON(w, http.StatusOK, projectJSON(project))
+}
+
+// projectFilter maps GET /projects?permission= to a token level; the 9.4
+// OpenAPI answers 400 for "The permission level is unknown or not related
+// to projects". REPO_CREATE is given only by project admin among a token's
+// levels (Atlassian, HTTP access tokens).
+var projectFilter = map[string]string{
+	"": "view", "PROJECT_VIEW": "view", "PROJECT_READ": PermRead, "PROJECT_WRITE": PermWrite,
+	"REPO_CREATE": PermAdmin, "PROJECT_ADMIN": PermAdmin,
+}
+
+// bbListProjects pages the projects the caller can view, filtered by
+// ?permission= (the 9.4 OpenAPI, GET /api/latest/projects).
+func (s *Sim) bbListProjects(w http.ResponseWriter, r *http.Request) {
+	perm, ok := projectFilter[r.URL.Query().Get("permission")]
+	if !ok {
+		writeJSON(w, http.StatusBadRequest, bbError("permission", "The permission level is unknown or not related to projects.", "com.atlassian.bitbucket.validation.ArgumentValidationException"))
+		return
+	}
+	t, _ := s.bbCaller(r)
+	start, _ := strconv.Atoi(r.URL.Query().Get("start"))
+	limit, err := strconv.Atoi(r.URL.Query().Get("limit"))
+	if err != nil || limit <= 0 {
+		limit = 25
+	}
+	limit = min(limit, 1000)
+	s.mu.Lock()
+	var keys []string
+	for k := range s.bb.projects {
+		if t.seesProject(k) && (perm == "view" || atLeast(t.projectPerm(k), perm)) {
+			keys = append(keys, k)
+		}
+	}
+	s.mu.Unlock()
+	sort.Strings(keys)
+	start = max(0, min(start, len(keys)))
+	end := min(len(keys), start+limit)
+	vals := []map[string]any{}
+	for _, k := range keys[start:end] {
+		vals = append(vals, projectJSON(k))
+	}
+	page := map[string]any{"size": len(vals), "limit": limit, "start": start, "isLastPage": end >= len(keys), "values": vals}
+	if end < len(keys) {
+		page["nextPageStart"] = end
+	}
+	writeJSON(w, http.StatusOK, page)
 }

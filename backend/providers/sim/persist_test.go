@@ -22,11 +22,11 @@ func gitAs(t *testing.T, s *sim.Sim, args ...string) string {
 	t.Helper()
 	dir := t.TempDir()
 	askpass := filepath.Join(dir, "askpass.sh")
-	if err := os.WriteFile(askpass, []byte("#!/bin/sh\necho \"$SIM_TOKEN\"\n"), 0o700); err != nil {
+	if err := os.WriteFile(askpass, []byte(askpassScript), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command("git", args...)
-	cmd.Env = append(os.Environ(), "GIT_ASKPASS="+askpass, "SIM_TOKEN="+s.BitbucketToken(), "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir)
+	cmd.Env = append(os.Environ(), "GIT_ASKPASS="+askpass, "SIM_TOKEN="+s.BitbucketToken(), "SIM_USER="+s.BitbucketUser(), "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("git %v: %v\n%s", args, err, out)
@@ -99,6 +99,7 @@ func TestStateSurvivesRestart(t *testing.T) {
 	if code, body := do(t, ctx, "DELETE", s1.BitbucketURL()+"/rest/api/1.0/projects/SLOT/repos/"+fxB.Repo.Slug, s1.BitbucketToken()); code != 202 {
 		t.Fatalf("delete repo: %d %s", code, body)
 	}
+	s1.AddBitbucketProject("EXTRA") // saved with the state: s2 has it too
 	createRepo := func(s *sim.Sim, name string) int {
 		t.Helper()
 		req := strings.NewReader(`{"name":"` + name + `","scmId":"git"}`)

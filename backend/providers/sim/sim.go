@@ -261,8 +261,10 @@ func (s *Sim) BitbucketURL() string { return s.bbURL }
 // CoolifyToken is the bearer token the Coolify server accepts.
 func (s *Sim) CoolifyToken() string { return s.opts.CoolifyToken }
 
-// BitbucketToken is the HTTP access token the Bitbucket server accepts, as
-// "Authorization: Bearer" on REST and as the Basic password (any user) on git.
+// BitbucketToken is the default HTTP access token: a personal token of
+// BitbucketUser with admin on every project, accepted on REST and git as
+// "Authorization: Bearer" or as the Basic password with BitbucketUser
+// (AddBitbucketToken adds project and repository tokens).
 func (s *Sim) BitbucketToken() string { return s.opts.BitbucketToken }
 
 // GitRoot is the directory holding the bare repositories.

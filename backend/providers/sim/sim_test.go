@@ -142,13 +142,17 @@ func TestFaultTimesAndReset(t *testing.T) {
 	}
 }
 
+// askpassScript answers git's prompts: the default token's owner, then the
+// token (a personal token works as Basic only with its owner's name).
+const askpassScript = "#!/bin/sh\ncase \"$1\" in\n[Uu]sername*) echo \"$SIM_USER\" ;;\n*) echo \"$SIM_TOKEN\" ;;\nesac\n"
+
 func TestGitSmartHTTP(t *testing.T) {
 	s := startSim(t, sim.Options{})
 	fx, _ := s.SeedSlot("a")
 	dir := t.TempDir()
 	askpass := filepath.Join(dir, "askpass.sh")
-	os.WriteFile(askpass, []byte("#!/bin/sh\necho \"$SIM_TOKEN\"\n"), 0o700)
-	env := append(os.Environ(), "GIT_ASKPASS="+askpass, "SIM_TOKEN="+s.BitbucketToken(), "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir)
+	os.WriteFile(askpass, []byte(askpassScript), 0o700)
+	env := append(os.Environ(), "GIT_ASKPASS="+askpass, "SIM_TOKEN="+s.BitbucketToken(), "SIM_USER="+s.BitbucketUser(), "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir)
 	run := func(args ...string) string {
 		cmd := exec.Command("git", args...)
 		cmd.Env = env
@@ -305,6 +309,7 @@ func TestFaultMatching(t *testing.T) {
 
 func TestBitbucketRepoLifecycle(t *testing.T) {
 	s := startSim(t, sim.Options{DeleteDelay: time.Hour})
+	s.AddBitbucketProject("PROMO")
 	ctx := waitCtx(t)
 	tok := s.BitbucketToken()
 	post := func(body string) (int, string) {
@@ -390,10 +395,10 @@ func TestRelativeStateDirServesGit(t *testing.T) {
 	fx, _ := s.SeedSlot("a")
 	home := t.TempDir()
 	askpass := filepath.Join(home, "askpass.sh")
-	os.WriteFile(askpass, []byte("#!/bin/sh\necho \"$SIM_TOKEN\"\n"), 0o700)
+	os.WriteFile(askpass, []byte(askpassScript), 0o700)
 	cmd := exec.Command("git", "ls-remote", fx.Repo.CloneURL, "refs/heads/main")
 	cmd.Dir = home // like the pusher: not the server's working directory
-	cmd.Env = append(os.Environ(), "GIT_ASKPASS="+askpass, "SIM_TOKEN="+s.BitbucketToken(), "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1", "HOME="+home)
+	cmd.Env = append(os.Environ(), "GIT_ASKPASS="+askpass, "SIM_TOKEN="+s.BitbucketToken(), "SIM_USER="+s.BitbucketUser(), "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1", "HOME="+home)
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.HasPrefix(string(out), fx.RepoHead) {
 		t.Fatalf("ls-remote through the simulator: %v\n%s", err, out)
