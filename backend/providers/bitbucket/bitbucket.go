@@ -374,3 +374,63 @@ func (c *Client) ListRepos(ctx context.Context, project string) ([]providers.Rep
 	}
 	return nil, &providers.Error{Op: op, Resource: project, Code: providers.CodeServer, Message: "too many pages"}
 }
+
+// Project looks up a project (GET /projects/{key}, PROJECT_VIEW): Found,
+// Absent only on Bitbucket's own 404 (NoSuchProjectException), else Unknown
+// with the error — a 401 is an invalid token or one without any permission
+// in the project. Read-only; the doctor's checks use it.
+func (c *Client) Project(ctx context.Context, key string) (providers.Lookup, error) {
+	const op = "bitbucket.Project"
+	if err := providers.ValidateProjectKey(key); err != nil {
+		return providers.Unknown, providers.Invalid(op, key, err)
+	}
+	resp, perr := c.c.Do(ctx, op, key, http.MethodGet, "/projects/"+key, nil, nil, false)
+	if perr != nil {
+		return providers.Unknown, perr
+	}
+	if l, perr := c.c.Lookup(op, key, resp); perr != nil {
+		return l, perr
+	}
+	return providers.Found, nil
+}
+
+// ProjectsWithPermission lists the keys of the projects on which the token
+// has perm (GET /projects?permission=, e.g. REPO_CREATE or PROJECT_ADMIN;
+// the 9.4 OpenAPI), following the pages. Read-only: it is how a token's
+// permission is learnt without trying a write.
+func (c *Client) ProjectsWithPermission(ctx context.Context, perm string) ([]string, error) {
+	const op = "bitbucket.ProjectsWithPermission"
+	var out []string
+	start := 0
+	for range maxPages {
+		q := url.Values{"permission": {perm}, "start": {strconv.Itoa(start)}, "limit": {strconv.Itoa(c.pageLimit)}}
+		resp, perr := c.c.Do(ctx, op, perm, http.MethodGet, "/projects", q, nil, false)
+		if perr != nil {
+			return nil, perr
+		}
+		if resp.Status != http.StatusOK {
+			return nil, c.fail(op, perm, resp, false)
+		}
+		var page struct {
+			Values []struct {
+				Key string `json:"key"`
+			} `json:"values"`
+			IsLastPage    bool `json:"isLastPage"`
+			NextPageStart *int `json:"nextPageStart"`
+		}
+		if err := json.Unmarshal(resp.Body, &page); err != nil {
+			return nil, &providers.Error{Op: op, Resource: perm, Status: resp.Status, Code: providers.CodeServer, Message: "unreadable page", Err: err}
+		}
+		for _, p := range page.Values {
+			out = append(out, p.Key)
+		}
+		if page.IsLastPage {
+			return out, nil
+		}
+		if page.NextPageStart == nil || *page.NextPageStart <= start {
+			return nil, &providers.Error{Op: op, Resource: perm, Status: resp.Status, Code: providers.CodeServer, Message: "paging does not advance"}
+		}
+		start = *page.NextPageStart
+	}
+	return nil, &providers.Error{Op: op, Resource: perm, Code: providers.CodeServer, Message: "too many pages"}
+}
