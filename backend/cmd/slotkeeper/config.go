@@ -350,13 +350,13 @@ func (c *Config) validate() error {
 		}
 	}
 	switch {
-	case c.GitAuth != "bearer" && c.GitAuth != "basic":
+	case c.GitAuth != "" && c.GitAuth != "bearer" && c.GitAuth != "basic": // "" (a Config built in code): bearer
 		return cfgErr("git-auth", "use bearer or basic")
 	case c.GitAuth == "basic" && c.GitUser == "":
 		return cfgErr("git-user", "required with --git-auth basic: the username of the personal token's owner (project and repository tokens work only with --git-auth bearer)")
 	case c.GitAuth == "basic" && strings.EqualFold(c.GitUser, "x-token-auth"):
 		return cfgErr("git-user", "x-token-auth is a Bitbucket Cloud convention that Data Center refuses: use --git-auth bearer, or basic with the personal token owner's username")
-	case c.GitAuth == "bearer" && c.GitUser != "":
+	case c.GitAuth != "basic" && c.GitUser != "":
 		return cfgErr("git-user", "is sent only with --git-auth basic: remove it (bearer sends the token alone) or set --git-auth basic")
 	}
 	for i, id := range splitList(c.CoolifyProjects) {
