@@ -8,7 +8,7 @@ GOFILES := $(shell git ls-files '*.go' 2>/dev/null)
 # ship Go code of its own (flatted does).
 GOPKGS = $$($(GO) list ./... | grep -v /node_modules/)
 
-.PHONY: run build frontend prereqs test test-go test-frontend test-e2e check bench clean
+.PHONY: run build frontend prereqs test test-go test-frontend test-e2e test-live check bench clean
 
 run: build
 	./$(BIN) serve
@@ -39,6 +39,13 @@ test: prereqs check test-go test-frontend test-e2e
 # once on a 2-core machine push steps past their deadlines.
 test-go:
 	$(GO) test -race -count=1 -p 1 -timeout 30m $(GOPKGS)
+
+# test-live runs the provider conformance suite against the real services
+# named by SLOTKEEPER_LIVE_… variables (docs/providers.md, "Conformance
+# suite"); a missing variable fails it. It creates and removes only its own
+# scratch resources. `make test` runs the same suite against the simulators.
+test-live:
+	$(GO) test -tags live -count=1 ./backend/providers/conformance/
 
 test-frontend: node_modules
 	npm run typecheck --workspace frontend

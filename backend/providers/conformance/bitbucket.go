@@ -1,0 +1,298 @@
+package conformance
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slotkeeper/slotkeeper/backend/providers"
+	"github.com/slotkeeper/slotkeeper/backend/providers/bitbucket"
+	"github.com/slotkeeper/slotkeeper/backend/providers/git"
+	"github.com/slotkeeper/slotkeeper/backend/providers/internal/httpc"
+	"github.com/slotkeeper/slotkeeper/backend/providers/sim"
+)
+
+// BitbucketTarget names the Bitbucket Data Center under test.
+type BitbucketTarget struct {
+	// URL is the server root (--bitbucket-url), Token the HTTP access token
+	// (--bitbucket-token).
+	URL, Token string
+	// Project is the key of an existing scratch project the token may
+	// create and delete repositories in (Project admin).
+	Project string
+	// GitAuth and GitUser are how git sends the token (--git-auth,
+	// --git-user); empty GitAuth is bearer.
+	GitAuth git.Auth
+	GitUser string
+	// Timeout bounds the whole suite; default 5 minutes (a real delete is
+	// scheduled and confirmed by polling).
+	Timeout time.Duration
+}
+
+// Bitbucket runs the Bitbucket half of the suite against target. It
+// creates repositories named slotkeeper-conformance-<random> in
+// target.Project only, and deletes them when it ends.
+func Bitbucket(t *testing.T, target BitbucketTarget) {
+	timeout := target.Timeout
+	if timeout <= 0 {
+		timeout = 5 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	b := &bbSuite{t: t, tg: target, hc: httpc.NewHTTPClient(),
+		c: bitbucket.New(bitbucket.Options{BaseURL: target.URL, Token: target.Token})}
+	prefix := "slotkeeper-conformance-" + randomHex(4)
+	name := func(n string) string { return prefix + "-" + n }
+	t.Cleanup(func() { b.removeScratch(name("a")) })
+
+	t.Run("missing repository: 404 NoSuchRepositoryException, read as absent", func(t *testing.T) {
+		status, e := b.raw(ctx, t, "GET", b.repoPath(name("never")), b.bearer(), "")
+		wantError(t, status, e, 404, "com.atlassian.bitbucket.repository.NoSuchRepositoryException")
+		_, l, err := b.c.GetRepo(ctx, target.Project, name("never"))
+		if l != providers.Absent || providers.CodeOf(err) != providers.CodeNotFound {
+			t.Fatalf("client reads %v %v; want Absent", l, err)
+		}
+	})
+	t.Run("401: an unknown token, in Bitbucket's error body", func(t *testing.T) {
+		bad := "slotkeeper-conformance-invalid-" + randomHex(16)
+		status, e := b.raw(ctx, t, "GET", b.repoPath(name("never")), "Bearer "+bad, "")
+		wantError(t, status, e, 401, "")
+		_, l, err := bitbucket.New(bitbucket.Options{BaseURL: target.URL, Token: bad}).GetRepo(ctx, target.Project, name("never"))
+		if l != providers.Unknown || providers.CodeOf(err) != providers.CodeUnauthorized || strings.Contains(err.Error(), bad) {
+			t.Fatalf("client reads %v %v; want Unknown, unauthorized, no token", l, err)
+		}
+	})
+	t.Run("create in an unknown project: 404 NoSuchProjectException, nothing created", func(t *testing.T) {
+		unknown := "SKNONE" + strings.ToUpper(randomHex(4))
+		status, e := b.raw(ctx, t, "POST", "/rest/api/1.0/projects/"+unknown+"/repos", b.bearer(), `{"name":"`+name("x")+`","scmId":"git"}`)
+		want := providers.CodeNotFound
+		if status == http.StatusUnauthorized {
+			// A project or repository token reaches only its own project:
+			// any other, existing or not, is 401 AuthorisationException.
+			wantError(t, status, e, 401, "com.atlassian.bitbucket.AuthorisationException")
+			want = providers.CodeUnauthorized
+		} else {
+			wantError(t, status, e, 404, "com.atlassian.bitbucket.project.NoSuchProjectException")
+		}
+		_, out, err := b.c.CreateRepo(ctx, unknown, name("x"))
+		pe, _ := providers.AsError(err)
+		if out != 0 || pe == nil || pe.Code != want || pe.Uncertain {
+			t.Fatalf("client reads %v %v; want a definite %s", out, err, want)
+		}
+		if want == providers.CodeNotFound && (pe.Resource != unknown || !strings.Contains(pe.Message, "does not exist")) {
+			t.Fatalf("the not-found names %q (%s); want the project %s", pe.Resource, pe.Message, unknown)
+		}
+	})
+
+	var repo providers.Repo
+	t.Run("create: 201 with the slug and an http clone link", func(t *testing.T) {
+		var out providers.CreateOutcome
+		var err error
+		repo, out, err = b.c.CreateRepo(ctx, target.Project, name("a"))
+		if err != nil || out != providers.Created || repo.Slug != name("a") || repo.CloneURL == "" {
+			t.Fatalf("create: %+v %v %v", repo, out, err)
+		}
+	})
+	if repo.Slug == "" {
+		return // nothing below can run without the scratch repository
+	}
+	t.Run("create again: 409, read as existed", func(t *testing.T) {
+		status, e := b.raw(ctx, t, "POST", "/rest/api/1.0/projects/"+target.Project+"/repos", b.bearer(), `{"name":"`+name("a")+`","scmId":"git"}`)
+		wantError(t, status, e, 409, "")
+		_, out, err := b.c.CreateRepo(ctx, target.Project, name("a"))
+		if out != providers.Existed || providers.CodeOf(err) != providers.CodeConflict {
+			t.Fatalf("client reads %v %v; want Existed, conflict", out, err)
+		}
+	})
+	t.Run("git: push and ls-remote with the configured auth", func(t *testing.T) {
+		b.gitCases(ctx, t, repo)
+	})
+	t.Run("delete: 202 scheduled, then GET 404", func(t *testing.T) {
+		status, _ := b.raw(ctx, t, "DELETE", b.repoPath(name("a")), b.bearer(), "")
+		if status != http.StatusAccepted {
+			t.Fatalf("DELETE answered %d; want 202 (scheduled)", status)
+		}
+		// Bitbucket deletes asynchronously: GET may answer 200 for a while.
+		for {
+			_, l, err := b.c.GetRepo(ctx, target.Project, name("a"))
+			if l == providers.Absent {
+				break
+			}
+			if l == providers.Unknown || ctx.Err() != nil {
+				t.Fatalf("after the delete: %v %v", l, err)
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(250 * time.Millisecond):
+			}
+		}
+		status, e := b.raw(ctx, t, "GET", b.repoPath(name("a")), b.bearer(), "")
+		wantError(t, status, e, 404, "com.atlassian.bitbucket.repository.NoSuchRepositoryException")
+	})
+	t.Run("delete of a missing repository: 204, read as already absent", func(t *testing.T) {
+		status, _ := b.raw(ctx, t, "DELETE", b.repoPath(name("never")), b.bearer(), "")
+		if status != http.StatusNoContent {
+			t.Fatalf("DELETE answered %d; want 204", status)
+		}
+		out, err := b.c.DeleteRepo(ctx, target.Project, name("never"))
+		if err != nil || out != providers.AlreadyAbsent {
+			t.Fatalf("client reads %v %v; want AlreadyAbsent", out, err)
+		}
+	})
+}
+
+type bbSuite struct {
+	t  *testing.T
+	tg BitbucketTarget
+	hc *http.Client
+	c  *bitbucket.Client
+}
+
+func (b *bbSuite) bearer() string { return "Bearer " + b.tg.Token }
+
+func (b *bbSuite) repoPath(slug string) string {
+	return "/rest/api/1.0/projects/" + b.tg.Project + "/repos/" + slug
+}
+
+// bbErr is Bitbucket's error body.
+type bbErr struct {
+	Errors []map[string]any `json:"errors"`
+}
+
+// raw sends one request as Bitbucket's documented API, to check the answer
+// itself rather than our client's reading of it. The token is only ever in
+// the Authorization header.
+func (b *bbSuite) raw(ctx context.Context, t *testing.T, method, path, authz, body string) (int, bbErr) {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(b.tg.URL, "/")+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", authz)
+	req.Header.Set("Accept", "application/json")
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := b.hc.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	var e bbErr
+	if resp.StatusCode >= 400 && json.Unmarshal(raw, &e) != nil {
+		t.Fatalf("%s %s: %d with a body that is not Bitbucket's JSON: %.200s", method, path, resp.StatusCode, raw)
+	}
+	return resp.StatusCode, e
+}
+
+// wantError checks the status and Bitbucket's error shape
+// {"errors":[{"context","message","exceptionName"}]}, and the exception
+// when given.
+func wantError(t *testing.T, status int, e bbErr, want int, exception string) {
+	t.Helper()
+	if status != want {
+		t.Fatalf("status %d; want %d", status, want)
+	}
+	if len(e.Errors) == 0 {
+		t.Fatalf("%d without errors[]", status)
+	}
+	for _, k := range []string{"context", "message", "exceptionName"} {
+		if _, ok := e.Errors[0][k]; !ok {
+			t.Fatalf("errors[0] lacks %q: %v", k, e.Errors[0])
+		}
+	}
+	if m, _ := e.Errors[0]["message"].(string); m == "" {
+		t.Fatalf("errors[0] without a message: %v", e.Errors[0])
+	}
+	if got, _ := e.Errors[0]["exceptionName"].(string); exception != "" && got != exception {
+		t.Fatalf("exceptionName %q; want %q", got, exception)
+	}
+}
+
+// gitCases pushes one commit into the empty scratch repository and reads it
+// back, through the pusher with the configured auth. The source is a
+// loopback simulator holding one commit, which accepts the same token and
+// mode (the pusher sends its credentials to every remote it talks to).
+func (b *bbSuite) gitCases(ctx context.Context, t *testing.T, repo providers.Repo) {
+	src, err := sim.Start(ctx, sim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	user := b.tg.GitUser
+	if b.tg.GitAuth != git.AuthBasic {
+		user = "conformance"
+	}
+	if err := src.AddBitbucketToken(sim.BitbucketToken{Token: b.tg.Token, Kind: sim.TokenPersonal, User: user, ProjectPerm: sim.PermRead}); err != nil {
+		t.Fatal(err)
+	}
+	srcRepo, err := src.AddRepo("SRC", "source")
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, err := src.CommitFile("SRC", "source", "main", "README.md", "slotkeeper conformance\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := git.New(git.Options{Token: b.tg.Token, Auth: b.tg.GitAuth, Username: b.tg.GitUser})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if sha, err := p.RemoteSHA(ctx, repo.CloneURL, "main"); err != nil || sha != "" {
+		t.Fatalf("ls-remote of the empty repository: %q %v", sha, err)
+	}
+	sha, err := p.PushNew(ctx, srcRepo.CloneURL, "main", repo.CloneURL, "main")
+	if err != nil || sha != head {
+		t.Fatalf("push (%s): %q %v; want %s", p.AuthMode(), sha, err, head)
+	}
+	if got, err := p.RemoteSHA(ctx, repo.CloneURL, "main"); err != nil || got != head {
+		t.Fatalf("ls-remote after the push: %q %v; want %s", got, err, head)
+	}
+	// A reset's force-push: refused on a stale lease (nothing changes),
+	// done on the current one.
+	next, err := src.CommitFile("SRC", "source", "main", "README.md", "slotkeeper conformance, second commit\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.ForcePushWithLease(ctx, srcRepo.CloneURL, "main", repo.CloneURL, "main", strings.Repeat("0", 40))
+	if providers.CodeOf(err) != providers.CodeConflict || strings.Contains(err.Error(), b.tg.Token) {
+		t.Fatalf("stale lease: %v; want conflict (and no token)", err)
+	}
+	if got, err := p.RemoteSHA(ctx, repo.CloneURL, "main"); err != nil || got != head {
+		t.Fatalf("after the refused push: %q %v; want %s", got, err, head)
+	}
+	if sha, err := p.ForcePushWithLease(ctx, srcRepo.CloneURL, "main", repo.CloneURL, "main", head); err != nil || sha != next {
+		t.Fatalf("force-push with the current lease: %q %v; want %s", sha, err, next)
+	}
+}
+
+// removeScratch deletes the suite's own repositories, pass or fail.
+func (b *bbSuite) removeScratch(slugs ...string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for _, s := range slugs {
+		if _, err := b.c.DeleteRepo(ctx, b.tg.Project, s); err != nil {
+			b.t.Errorf("cleanup: delete scratch repository %s/%s: %v", b.tg.Project, s, err)
+		}
+	}
+}
+
+func randomHex(n int) string {
+	buf := make([]byte, n)
+	if _, err := rand.Read(buf); err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(buf)
+}
