@@ -325,9 +325,9 @@ func (s *Sim) AddRepo(project, name string) (RepoFixture, error) {
 	return RepoFixture{Project: project, Slug: slug, Name: name, CloneURL: s.CloneURL(project, slug)}, nil
 }
 
-// AddBitbucketProject creates an empty Bitbucket project. (A project also
-// comes into being with its first repository: the simulator does not make
-// callers create projects first.)
+// AddBitbucketProject creates an empty Bitbucket project. (AddRepo, the Go
+// seeding API, also creates its project; creating a repository over REST
+// needs an existing project, as on Bitbucket: bbCreateRepo.)
 func (s *Sim) AddBitbucketProject(key string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
