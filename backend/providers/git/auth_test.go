@@ -153,6 +153,7 @@ func TestBearerTokenNeverInArgv(t *testing.T) {
 func TestNewRefusesIncompleteAuth(t *testing.T) {
 	for _, o := range []git.Options{
 		{Token: token, Auth: git.AuthBasic},
+		{Token: token, Auth: "Basic"}, // normalised, then refused: no user
 		{Token: token, Username: "alice"},
 		{Token: token, Auth: "digest"},
 		{Token: token + "\r\nX-Evil: 1"},

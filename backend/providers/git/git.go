@@ -92,6 +92,11 @@ func New(o Options) (*Pusher, error) {
 	if o.Auth == "" {
 		o.Auth = AuthBearer
 	}
+	a, err := ParseAuth(string(o.Auth))
+	if err != nil {
+		return nil, err
+	}
+	o.Auth = a
 	if err := checkAuth(o); err != nil {
 		return nil, err
 	}
@@ -123,9 +128,6 @@ func New(o Options) (*Pusher, error) {
 // checkAuth refuses a mode without what it needs, and a token or user name
 // that could split the header or the askpass answer.
 func checkAuth(o Options) error {
-	if _, err := ParseAuth(string(o.Auth)); err != nil {
-		return err
-	}
 	if !headerSafe(o.Token) {
 		return errors.New("git: the token holds spaces or control characters (value not shown)")
 	}
