@@ -39,13 +39,16 @@ const (
 // BitbucketProjects checks the token on each configured project
 // (--bitbucket-projects), with read-only calls only: that it sees the
 // project (GET /projects/{key}), and what it may do there (GET
-// /projects?permission=REPO_CREATE, then PROJECT_READ). Creating and
-// deleting slot repositories needs REPO_CREATE, which among an HTTP access
-// token's levels only "Project admin" gives (Atlassian, HTTP access
-// tokens); a repository token has no project permission at all. Bitbucket
+// /projects?permission=REPO_CREATE, then PROJECT_READ). A project may hold
+// slot repositories and receive promotes, which need REPO_CREATE (create)
+// and REPO_ADMIN (teardown's delete): among an HTTP access token's levels
+// only "Project admin" gives them (Atlassian, HTTP access tokens); a
+// repository token has no project permission at all. Projects named in
+// templatesOnly hold templates and nothing else: seeing them is enough
+// here, and GitAuth checks each template's read access itself. Bitbucket
 // answers 401 for a missing permission, never 403 (the 9.4 OpenAPI). With
 // no configured project the check says so and passes: the scope is "any".
-func BitbucketProjects(bb BitbucketReader, projects []string) Check {
+func BitbucketProjects(bb BitbucketReader, projects []string, templatesOnly ...string) Check {
 	return func(ctx context.Context) []Result {
 		if len(projects) == 0 {
 			return []Result{{Check: "bitbucket: projects", OK: true,
@@ -66,6 +69,8 @@ func BitbucketProjects(bb BitbucketReader, projects []string) Check {
 			out = append(out, Result{Check: name, OK: true, Detail: "the token sees the project"})
 			perm := "bitbucket: permission on " + key
 			switch {
+			case slices.Contains(templatesOnly, key):
+				out = append(out, Result{Check: perm, OK: true, Detail: "templates only: read access is checked per template by git ls-remote"})
 			case createErr != nil:
 				out = append(out, unreachable(perm, createErr))
 			case slices.Contains(create, key):
@@ -75,7 +80,7 @@ func BitbucketProjects(bb BitbucketReader, projects []string) Check {
 			case slices.Contains(read, key):
 				out = append(out, Result{Check: perm, Definite: true,
 					Detail: "the token may read (or write) the project's repositories but not create them (no REPO_CREATE)",
-					Fix:    "give the token Project admin on " + key + " (a project HTTP access token with Project admin, or a personal token of a user with admin there), or remove " + key + " from --bitbucket-projects if it holds templates only"})
+					Fix:    "give the token Project admin on " + key + " (a project HTTP access token with Project admin, or a personal token of a user with admin there): promotes create and teardowns delete repositories there"})
 			default:
 				out = append(out, Result{Check: perm, Definite: true,
 					Detail: "the token sees the project but has no project permission (a repository HTTP access token?)",

@@ -119,6 +119,12 @@ func TestBitbucketProjects(t *testing.T) {
 		}
 		wantFail(t, find(t, rs, "bitbucket: permission on SLOT"), true, "Project admin on SLOT")
 	})
+	t.Run("templates-only project needs no admin", func(t *testing.T) {
+		rs := doctor.BitbucketProjects(client(s, readToken), []string{"SLOT"}, "SLOT")(ctx)
+		if failed, _ := doctor.Failed(rs); len(failed) != 0 {
+			t.Fatalf("%+v", rs)
+		}
+	})
 	t.Run("repository token", func(t *testing.T) {
 		rs := doctor.BitbucketProjects(client(s, repoToken), []string{"SLOT"})(ctx)
 		wantFail(t, find(t, rs, "bitbucket: permission on SLOT"), true, "repository tokens cannot create")
