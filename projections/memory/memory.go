@@ -721,7 +721,7 @@ func (s *Store) Audit(ctx context.Context, f projections.AuditFilter) ([]project
 		sf.After = after
 		got, looked, err := projections.AuditFromLog(ctx, s.log, sf, upTo, limit-len(out))
 		if err != nil {
-			return nil, err
+			return nil, cursorErr(err, after, f.After)
 		}
 		out = append(out, got...)
 		if len(out) == limit || last {
@@ -729,6 +729,15 @@ func (s *Store) Audit(ctx context.Context, f projections.AuditFilter) ([]project
 		}
 		after, scanned = looked, upTo
 	}
+}
+
+// cursorErr turns the log's refusal of the caller's own cursor (a start
+// that is not an event's position) into bad input.
+func cursorErr(err error, sent, cursor events.Position) error {
+	if sent == cursor && cursor != 0 && errors.Is(err, events.ErrInvalidPosition) {
+		return fmt.Errorf("%w: after=%d is not the position of an event", projections.ErrInvalid, cursor)
+	}
+	return err
 }
 
 // auditBackPage is how many entries one forward read of a newest-first
@@ -803,7 +812,7 @@ func (s *Store) newestFromLog(ctx context.Context, f projections.AuditFilter, af
 		sf.After = after
 		got, looked, err := projections.AuditFromLog(ctx, s.log, sf, upTo, auditBackPage)
 		if err != nil {
-			return nil, err
+			return nil, cursorErr(err, after, f.After)
 		}
 		tail = append(tail, got...)
 		if len(tail) > need {

@@ -2,6 +2,7 @@ package memory_test
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -98,6 +99,12 @@ func TestOldAuditPagesOnSparsePositions(t *testing.T) {
 		}
 	}
 
+	// A cursor that is not an event's position is bad input, not a failure.
+	for _, f := range []projections.AuditFilter{{After: all[300].Position + 1}, {Newest: true, After: all[3].Position + 1, Before: all[30].Position}} {
+		if _, err := bounded.Audit(ctx, f); !errors.Is(err, projections.ErrInvalid) {
+			t.Fatalf("audit after %d (newest %v): %v, want ErrInvalid", f.After, f.Newest, err)
+		}
+	}
 }
 
 // The snapshot loader used to find the event at a snapshot's position by
