@@ -187,11 +187,17 @@ func TestAppendOverServerSizeLimit(t *testing.T) {
 			if !errors.Is(err, events.ErrEventTooLarge) {
 				t.Fatalf("%d × 700 KiB on a 1 MiB server: %v, want ErrEventTooLarge", c.n, err)
 			}
-			if d := time.Since(start); d > 2*time.Second {
+			// Not retried: the append once, and at most the probe of no
+			// events that asks why the server ended it mid-stream.
+			if d := time.Since(start); d >= testOptions().RetryTimeout {
 				t.Fatalf("took %s: the refusal was retried", d)
 			}
-			if name == "limit known" && f.Appends() != before {
-				t.Fatalf("the node got %d appends; the adapter should refuse before sending", f.Appends()-before)
+			sent, want := f.Appends()-before, int64(2)
+			if name == "limit known" {
+				want = 0 // refused before sending
+			}
+			if sent > want {
+				t.Fatalf("the node got %d appends, want at most %d", sent, want)
 			}
 			if _, err := s.ReadStream(ctx, stream, 0, 0, events.Forward); !errors.Is(err, events.ErrStreamNotFound) {
 				t.Fatalf("refused append wrote something: %v", err)
