@@ -32,9 +32,9 @@ func permanent(err error) *events.PermanentError {
 	}
 	switch code {
 	case codes.PermissionDenied:
-		return &events.PermanentError{Reason: "KurrentDB denied access: the user needs read on $all and write on Slotkeeper's streams (docs/kurrent.md, Users)", Err: err}
+		return &events.PermanentError{Reason: reasonDenied, Err: err}
 	case codes.Unauthenticated:
-		return &events.PermanentError{Reason: "KurrentDB did not accept the credentials of the connection string", Err: err}
+		return &events.PermanentError{Reason: reasonUnauthenticated, Err: err}
 	case codes.InvalidArgument:
 		if strings.Contains(err.Error(), "invalid position") {
 			return &events.PermanentError{Reason: "KurrentDB: not an event's position", Err: errors.Join(events.ErrInvalidPosition, err)}
@@ -44,9 +44,22 @@ func permanent(err error) *events.PermanentError {
 	return nil
 }
 
-// notePermanent logs a permanent refusal once per store (every consumer of
-// the process gets the same one) and keeps the first for Refused.
+// The refusals of the process itself (as opposed to one request's, such as
+// an invalid start position): they are kept for Refused.
+const (
+	reasonDenied          = "KurrentDB denied access: the user needs read on $all and read and write on Slotkeeper's streams (docs/kurrent.md, Users and ACLs)"
+	reasonUnauthenticated = "KurrentDB did not accept the credentials of the connection string"
+)
+
+// notePermanent logs a refusal of the process once per store (every
+// consumer of the process gets the same one) and keeps the first for
+// Refused. A refused request (an invalid position, an invalid argument) is
+// the caller's to report: it does not make the process unready.
 func (s *Store) notePermanent(pe *events.PermanentError) {
+	if pe.Reason != reasonDenied && pe.Reason != reasonUnauthenticated {
+		s.log.Debug("KurrentDB refused a request", "err", pe)
+		return
+	}
 	s.mu.Lock()
 	first := s.refused == nil
 	if first {
@@ -60,9 +73,11 @@ func (s *Store) notePermanent(pe *events.PermanentError) {
 	}
 }
 
-// Refused returns the first permanent refusal KurrentDB gave this store
-// (an *events.PermanentError wrapping events.ErrPermanent), or nil.
-// Readiness reports it: a refused process is up but does no work.
+// Refused returns the first refusal of this process by KurrentDB (access
+// denied, bad credentials: an *events.PermanentError wrapping
+// events.ErrPermanent), or nil. Readiness reports it: a refused process is
+// up but does no work. It stays until the process restarts, since the
+// consumers it stopped do not come back by themselves.
 func (s *Store) Refused() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
