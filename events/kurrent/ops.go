@@ -164,7 +164,9 @@ func (s *Store) Append(ctx context.Context, stream string, expected events.Expec
 }
 
 // probeAppend finds out why the server ended an append mid-stream: it sends
-// an append of no events to the same stream (which writes nothing). Access
+// an append of no events to the same stream, which KurrentDB supports and
+// which writes nothing (K: Messages/ClientMessage.cs:214-215,
+// Services/Storage/StorageWriterService.cs:341). Access
 // or credentials refused, or the node gone, come back as such; a server
 // that takes it had refused the events themselves, and the one refusal
 // KurrentDB makes while an append streams in is its size limit
