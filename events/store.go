@@ -279,6 +279,13 @@ func (e *PermanentError) Error() string {
 // Unwrap lets errors.Is find ErrPermanent and the cause.
 func (e *PermanentError) Unwrap() []error { return []error{ErrPermanent, e.Err} }
 
+// Refuser is implemented by stores that can be refused as a whole (the
+// KurrentDB adapter: access denied, bad credentials). Refused returns the
+// first such refusal (wrapping ErrPermanent) or nil; readiness names it.
+type Refuser interface {
+	Refused() error
+}
+
 // InvalidPosition is the error stores return for a start position that is
 // not an event's (see ErrInvalidPosition); detail says which case.
 func InvalidPosition(p Position, detail string) error {

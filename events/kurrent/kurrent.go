@@ -113,7 +113,10 @@ type Store struct {
 	refused   *events.PermanentError // the first permanent refusal (Refused)
 }
 
-var _ events.Store = (*Store)(nil)
+var (
+	_ events.Store   = (*Store)(nil)
+	_ events.Refuser = (*Store)(nil)
+)
 
 // conn is one esdb.Client and the number of calls using it. A client that
 // failed is retired: no new call gets it, and it is closed when its last
