@@ -317,8 +317,10 @@ const (
 	// MaxEventTypeLen is the longest event type name, in bytes.
 	MaxEventTypeLen = 100
 	// MaxEventSize is the largest payload + metadata of one event, in bytes.
-	// KurrentDB's own limit is 16 MiB per append; ours is far below it because
-	// no Slotkeeper event needs more than a few KB.
+	// KurrentDB 25.1+ allows 16 MiB per event and 256 MiB per append (25.0:
+	// 1 MiB per whole append; the adapter knows the node's limits, see
+	// docs/kurrent.md); ours is far below because no Slotkeeper event needs
+	// more than a few KB.
 	MaxEventSize = 1 << 20
 	// MaxAppendEvents is the most events one append may carry.
 	MaxAppendEvents = 10_000
