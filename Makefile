@@ -8,7 +8,7 @@ GOFILES := $(shell git ls-files '*.go' 2>/dev/null)
 # ship Go code of its own (flatted does).
 GOPKGS = $$($(GO) list ./... | grep -v /node_modules/)
 
-.PHONY: run build frontend prereqs test test-go test-frontend test-e2e test-live check bench clean
+.PHONY: run build frontend prereqs test test-go test-frontend test-e2e test-live test-live-kurrent check bench clean
 
 run: build
 	./$(BIN) serve
@@ -54,6 +54,13 @@ test-frontend: node_modules
 
 test-e2e: build
 	npm test --workspace e2e
+
+# The store conformance suite against a real KurrentDB node (docs/kurrent.md):
+#   SLOTKEEPER_LIVE_KURRENTDB='kurrentdb://admin:changeit@db:2113?tlsCAFile=ca.crt' make test-live-kurrent
+# It fails, not skips, without the variable.
+test-live-kurrent:
+	@if [ -z "$$SLOTKEEPER_LIVE_KURRENTDB" ]; then echo "test-live-kurrent: set SLOTKEEPER_LIVE_KURRENTDB to a KurrentDB connection string (docs/kurrent.md)"; exit 1; fi
+	$(GO) test -race -count=1 -timeout 15m -run '^TestLive' ./events/kurrent/ -args -live
 
 bench: build
 	bash scripts/bench.sh

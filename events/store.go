@@ -199,7 +199,9 @@ type Store interface {
 	// an error wrapping ErrWrongRevision and writes nothing. An acknowledged
 	// append is durable. Appending zero events only checks the condition.
 	// Returns ErrInvalidStream, ErrInvalidEventType or ErrEventTooLarge for bad
-	// input, before anything is written.
+	// input (also an append over the store's own size limit), before
+	// anything is written. Returns an error wrapping ErrOutcomeUnknown when
+	// the append may or may not have been written.
 	Append(ctx context.Context, stream string, expected ExpectedRevision, evs ...EventData) (AppendResult, error)
 
 	// ReadStream reads up to max events (max <= 0: all) of stream starting at
@@ -212,6 +214,13 @@ type Store interface {
 	// they are committed, with no gap and no duplicate. It blocks until ctx is
 	// done (returning ctx.Err()), the handler fails (returning its error) or
 	// the store closes (ErrClosed).
+	//
+	// `after` is 0 or the Position of an event read from this store: never
+	// a computed one (Position-1 and the like), since positions need not be
+	// contiguous. Any other start, and one beyond the store's end, fails at
+	// once with an error wrapping ErrInvalidPosition (and ErrPermanent).
+	// Errors wrapping ErrPermanent end the subscription: the store does
+	// not retry them, and neither should the caller.
 	SubscribeAll(ctx context.Context, after Position, filter Filter, h Handler) error
 
 	// Head returns the position of the newest event (0 for an empty store).
@@ -235,7 +244,53 @@ var (
 	// callers stop (and say so) instead of retrying. Stores wrap it with the
 	// file, the position and what to do.
 	ErrCorrupt = errors.New("events: data file is corrupt or not a slotkeeper store")
+	// ErrInvalidPosition: SubscribeAll was asked to start after a position
+	// that is not an event's of this store (never computed by the caller:
+	// positions are not contiguous), or that lies beyond its end (a
+	// checkpoint from a wiped or another log). It also wraps ErrPermanent.
+	ErrInvalidPosition = errors.New("events: not a position of an event in this store")
+	// ErrPermanent is wrapped by errors a retry cannot fix: the store
+	// refuses this process (permission denied, bad credentials) or the
+	// request (an invalid position). Consumers stop and report it (readiness
+	// names it) instead of retrying. Use errors.Is; *PermanentError says why.
+	ErrPermanent = errors.New("events: the store refuses the request permanently")
+	// ErrOutcomeUnknown: an append was sent but its answer was lost (a
+	// timeout, the connection lost after the request went out): it may or
+	// may not have been written. The store has already retried what it
+	// safely could (an Exact or NoStream append, with the same event ids);
+	// the caller must read the stream to find out, never assume either way.
+	ErrOutcomeUnknown = errors.New("events: append outcome unknown (it may have been written)")
 )
+
+// PermanentError is a refusal a retry cannot fix (see ErrPermanent). Reason
+// is for people, e.g. "the KurrentDB user may not read $all".
+type PermanentError struct {
+	Reason string
+	Err    error // the store's own error, kept for the log
+}
+
+func (e *PermanentError) Error() string {
+	if e.Err == nil {
+		return "events: " + e.Reason
+	}
+	return "events: " + e.Reason + ": " + e.Err.Error()
+}
+
+// Unwrap lets errors.Is find ErrPermanent and the cause.
+func (e *PermanentError) Unwrap() []error { return []error{ErrPermanent, e.Err} }
+
+// Refuser is implemented by stores that can be refused as a whole (the
+// KurrentDB adapter: access denied, bad credentials). Refused returns the
+// first such refusal (wrapping ErrPermanent) or nil; readiness names it.
+type Refuser interface {
+	Refused() error
+}
+
+// InvalidPosition is the error stores return for a start position that is
+// not an event's (see ErrInvalidPosition); detail says which case.
+func InvalidPosition(p Position, detail string) error {
+	return &PermanentError{Reason: fmt.Sprintf("position %d: %s", p, detail), Err: ErrInvalidPosition}
+}
 
 // WrongRevisionError carries the detail of a failed condition.
 type WrongRevisionError struct {
@@ -262,8 +317,10 @@ const (
 	// MaxEventTypeLen is the longest event type name, in bytes.
 	MaxEventTypeLen = 100
 	// MaxEventSize is the largest payload + metadata of one event, in bytes.
-	// KurrentDB's own limit is 16 MiB per append; ours is far below it because
-	// no Slotkeeper event needs more than a few KB.
+	// KurrentDB 25.1+ allows 16 MiB per event and 256 MiB per append (25.0:
+	// 1 MiB per whole append; the adapter knows the node's limits, see
+	// docs/kurrent.md); ours is far below because no Slotkeeper event needs
+	// more than a few KB.
 	MaxEventSize = 1 << 20
 	// MaxAppendEvents is the most events one append may carry.
 	MaxAppendEvents = 10_000

@@ -97,12 +97,14 @@ func (r *Runner) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		if errors.Is(err, events.ErrClosed) || errors.Is(err, events.ErrCorrupt) {
-			return err
-		}
 		r.mu.Lock()
 		r.lastErr = err
 		r.mu.Unlock()
+		// ErrPermanent: the store refuses this process (no $all read, bad
+		// credentials): the same answer every time, so stop and say so.
+		if errors.Is(err, events.ErrClosed) || errors.Is(err, events.ErrCorrupt) || errors.Is(err, events.ErrPermanent) {
+			return err
+		}
 		if r.opt.OnError != nil && err != nil {
 			r.opt.OnError(err)
 		}

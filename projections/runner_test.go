@@ -173,3 +173,39 @@ func TestWaitForHonoursItsContext(t *testing.T) {
 }
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// refusingLog refuses every subscription as a store does a user it will not
+// serve (events.ErrPermanent), counting them.
+type refusingLog struct {
+	events.Store
+	mu   sync.Mutex
+	subs int
+}
+
+func (l *refusingLog) SubscribeAll(context.Context, events.Position, events.Filter, events.Handler) error {
+	l.mu.Lock()
+	l.subs++
+	l.mu.Unlock()
+	return &events.PermanentError{Reason: "the user may not read $all", Err: errors.New("PermissionDenied")}
+}
+
+// Issue 24, item 2: a permanent refusal stops the runner (it used to retry
+// every RetryDelay for ever while looking healthy), and Err names it.
+func TestRunnerStopsOnPermanentRefusal(t *testing.T) {
+	log := &refusingLog{Store: memstore.New()}
+	r := projections.NewRunner(log, memory.New(log), projections.RunnerOptions{RetryDelay: time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := r.Run(ctx)
+	if !errors.Is(err, events.ErrPermanent) {
+		t.Fatalf("Run: %v, want the permanent refusal", err)
+	}
+	if !errors.Is(r.Err(), events.ErrPermanent) {
+		t.Fatalf("Err() = %v", r.Err())
+	}
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	if log.subs != 1 {
+		t.Fatalf("%d subscriptions, want 1", log.subs)
+	}
+}

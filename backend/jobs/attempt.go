@@ -57,6 +57,7 @@ type attempt struct {
 	mu     sync.Mutex // serialises appends (step runner and lease renewer)
 	rev    events.Revision
 	fenced bool
+	unsure error         // an append's outcome is unknown: no further append (see appendAt)
 	base   atomic.Uint64 // first revision after the claim event; 0 until the claim
 	job    slots.JobState
 	n      int
@@ -93,6 +94,9 @@ func (a *attempt) appendAt(ctx context.Context, exp *events.ExpectedRevision, pr
 	if a.fenced {
 		return errFenced
 	}
+	if a.unsure != nil {
+		return a.unsure
+	}
 	want := events.Exact(a.rev)
 	if exp != nil {
 		want = *exp
@@ -107,6 +111,14 @@ func (a *attempt) appendAt(ctx context.Context, exp *events.ExpectedRevision, pr
 		a.fenced = true
 		a.cancel(errFenced)
 		return errFenced
+	}
+	if errors.Is(err, events.ErrOutcomeUnknown) {
+		// It may have landed (the store already re-sent it with the same
+		// ids while it could), so a.rev may be stale: a later append on it
+		// would be refused by this attempt's own event and read as a fence.
+		// The attempt stops as on any store failure; the lease runs out and
+		// the rescuer decides from the log.
+		a.unsure = err
 	}
 	if err != nil {
 		return err

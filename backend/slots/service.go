@@ -80,6 +80,12 @@ func (s *Service) meta(a Actor) events.Metadata {
 }
 
 func internal(msg string, err error) *Error {
+	if errors.Is(err, events.ErrOutcomeUnknown) {
+		// Not a failure: the write may have landed. Say so, so that the
+		// caller reads before trying again (a blind retry could conflict
+		// with its own write).
+		msg += ": the outcome is unknown (it may have been written); read the slot before trying again"
+	}
 	return &Error{Code: CodeInternal, Message: msg, Err: err}
 }
 

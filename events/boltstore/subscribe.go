@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"fmt"
 
 	"github.com/slotkeeper/slotkeeper/events"
 	bolt "go.etcd.io/bbolt"
@@ -67,6 +68,13 @@ type chunk struct {
 func (s *Store) SubscribeAll(ctx context.Context, after events.Position, f events.Filter, h events.Handler) error {
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	// Positions are contiguous here, so every one up to the head is an
+	// event's; beyond it is a checkpoint from another or a wiped log.
+	if head, err := s.Head(ctx); err != nil {
+		return err
+	} else if after > head {
+		return events.InvalidPosition(after, fmt.Sprintf("beyond the end of this store (head %d): a checkpoint from a wiped or another store?", head))
 	}
 	full := make(chan chunk, 1)
 	free := make(chan []events.RecordedEvent, 2)

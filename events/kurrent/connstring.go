@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/EventStore/EventStore-Client-Go/v4/esdb"
@@ -13,7 +14,8 @@ import (
 var ErrConfig = errors.New("kurrent: bad connection string")
 
 // knownSettings are the query parameters EventStore-Client-Go v4 understands
-// (lower case). The client only logs a warning for an unknown one, so a typo
+// (lower case); maxAppendSize and maxAppendEventSize are the adapter's own
+// (see Options). The client only logs a warning for an unknown one, so a typo
 // like "tsl=false" would silently connect with TLS; we refuse it instead.
 var knownSettings = map[string]bool{
 	"discoveryinterval": true, "gossiptimeout": true, "maxdiscoverattempts": true,
@@ -33,6 +35,47 @@ var knownSettings = map[string]bool{
 // insecure connections, so every call would run anonymous and fail later with
 // a confusing access-denied error.
 func ParseConnString(s string) (*esdb.Configuration, error) {
+	cfg, _, err := parseConnString(s)
+	return cfg, err
+}
+
+// limits are the adapter's own settings of a connection string: the
+// server's append limits (Options.MaxAppendSize, MaxAppendEventSize). They
+// are taken out before the client sees the string.
+type limits struct{ maxAppend, maxEvent int }
+
+var adapterSettings = map[string]bool{"maxappendsize": true, "maxappendeventsize": true}
+
+func parseConnString(s string) (*esdb.Configuration, limits, error) {
+	var lim limits
+	if base, query, found := strings.Cut(s, "?"); found {
+		var keep []string
+		for _, kv := range strings.Split(query, "&") {
+			k, v, _ := strings.Cut(kv, "=")
+			if !adapterSettings[strings.ToLower(k)] {
+				keep = append(keep, kv)
+				continue
+			}
+			n, err := strconv.Atoi(v)
+			if err != nil || n <= 0 {
+				return nil, lim, fmt.Errorf("%w: %s=%q: want a positive number of bytes", ErrConfig, k, v)
+			}
+			if strings.EqualFold(k, "maxAppendSize") {
+				lim.maxAppend = n
+			} else {
+				lim.maxEvent = n
+			}
+		}
+		s = base
+		if len(keep) > 0 {
+			s += "?" + strings.Join(keep, "&")
+		}
+	}
+	cfg, err := parseClientConnString(s)
+	return cfg, lim, err
+}
+
+func parseClientConnString(s string) (*esdb.Configuration, error) {
 	scheme, rest, ok := strings.Cut(s, "://")
 	if !ok {
 		return nil, fmt.Errorf("%w: %q has no scheme (want kurrentdb:// or esdb://)", ErrConfig, redact(s))

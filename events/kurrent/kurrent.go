@@ -23,7 +23,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -55,7 +54,24 @@ type Options struct {
 	// HeadPage is how many $all events Head reads per page while skipping
 	// KurrentDB's own system events at the end of the log. Default 64.
 	HeadPage int
+	// MaxAppendSize and MaxAppendEventSize are the server's append limits
+	// (KURRENTDB_MAX_APPEND_SIZE, KURRENTDB_MAX_APPEND_EVENT_SIZE), counted
+	// as KurrentDB counts them: data + metadata + 2 × type length
+	// (K: Data/Event.cs:46-47). An append over them is refused with
+	// events.ErrEventTooLarge before it is sent. Defaults are those of
+	// KurrentDB 25.1 and later: 256 MiB and 16 MiB (K:
+	// Configuration/ClusterVNodeOptions.cs:156-159 at v26.1.0). KurrentDB
+	// 25.0 caps a whole append at 1 MiB: set MaxAppendSize=1048576 (or the
+	// connection string's maxAppendSize). The connection string's settings
+	// win over these.
+	MaxAppendSize, MaxAppendEventSize int
 }
+
+// Server append limits of KurrentDB 25.1 and later (see Options).
+const (
+	DefaultMaxAppendSize      = 256 << 20
+	DefaultMaxAppendEventSize = 16 << 20
+)
 
 func (o *Options) defaults() {
 	if o.Logger == nil {
@@ -73,6 +89,12 @@ func (o *Options) defaults() {
 	if o.HeadPage <= 0 {
 		o.HeadPage = 64
 	}
+	if o.MaxAppendSize <= 0 {
+		o.MaxAppendSize = DefaultMaxAppendSize
+	}
+	if o.MaxAppendEventSize <= 0 {
+		o.MaxAppendEventSize = DefaultMaxAppendEventSize
+	}
 }
 
 // Store is an events.Store on KurrentDB. It is safe for concurrent use.
@@ -87,10 +109,14 @@ type Store struct {
 	closed  bool     // set by Close
 	done    chan struct{}
 
-	shapeWarn sync.Once // see fromRecorded
+	shapeWarn sync.Once              // see fromRecorded
+	refused   *events.PermanentError // the first permanent refusal (Refused)
 }
 
-var _ events.Store = (*Store)(nil)
+var (
+	_ events.Store   = (*Store)(nil)
+	_ events.Refuser = (*Store)(nil)
+)
 
 // conn is one esdb.Client and the number of calls using it. A client that
 // failed is retired: no new call gets it, and it is closed when its last
@@ -112,9 +138,15 @@ type attempt struct {
 // opts.RetryTimeout passes. It returns an error wrapping ErrConfig for a bad
 // connection string and ErrUnavailable when KurrentDB could not be reached.
 func Open(ctx context.Context, connString string, opts Options) (*Store, error) {
-	cfg, err := ParseConnString(connString)
+	cfg, lim, err := parseConnString(connString)
 	if err != nil {
 		return nil, err
+	}
+	if lim.maxAppend > 0 {
+		opts.MaxAppendSize = lim.maxAppend
+	}
+	if lim.maxEvent > 0 {
+		opts.MaxAppendEventSize = lim.maxEvent
 	}
 	opts.defaults()
 	s := &Store{opts: opts, log: opts.Logger.With("component", "kurrent"), done: make(chan struct{})}
@@ -284,9 +316,10 @@ func isConnErr(err error) bool {
 			return true
 		}
 	}
-	// A stream broken under a Send surfaces as io.EOF (gRPC keeps the real
-	// status for the receive side), which the library labels "unknown".
-	return status.Code(err) == codes.Unavailable || errors.Is(err, io.EOF)
+	// io.EOF is not one: a Send sees it whenever the server ended the
+	// call, also with an answer (an append over the size limit); Append
+	// looks at it itself (appendStage).
+	return status.Code(err) == codes.Unavailable
 }
 
 // do runs op with a healthy client, retrying connection failures with backoff

@@ -599,9 +599,10 @@ func TestSubscriptionDropDuringCatchUp(t *testing.T) {
 	go func() {
 		done <- s.SubscribeAll(subCtx, 0, events.Filter{StreamPrefixes: []string{"job-c"}}, func(ctx context.Context, e events.RecordedEvent) error {
 			n++
-			// 450: in the middle of a 100-event append, whose events share
-			// one commit position; the resubscription must resume after
-			// the 450th by its prepare position, not after the whole append.
+			// 450: in the middle of a 100-event append (its events are
+			// self-committed, each at its own (p, p), as KurrentDB writes
+			// gRPC appends); the resubscription must resume after the
+			// 450th, not after the whole append.
 			if n == 450 {
 				f.Stop()
 				restarted <- f.Restart()

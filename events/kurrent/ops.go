@@ -46,10 +46,21 @@ func toExpected(e events.ExpectedRevision) (esdb.ExpectedRevision, error) {
 }
 
 // Append implements events.Store. Events are written as application/json with
-// their metadata as JSON user metadata. Connection failures are retried with
-// the same event ids, which KurrentDB treats as the same write. Returns an
-// error wrapping events.ErrWrongRevision (an *events.WrongRevisionError) when
-// the condition fails.
+// their metadata as JSON user metadata. Returns an error wrapping
+// events.ErrWrongRevision (an *events.WrongRevisionError) when the condition
+// fails, events.ErrEventTooLarge for an append over the server's limits
+// (Options.MaxAppendSize: refused, never split, since an append is atomic)
+// and events.ErrOutcomeUnknown when the answer was lost after the request
+// went out.
+//
+// Retries: a failure before the request was complete wrote nothing and is
+// retried (any condition). After a lost answer only Exact and NoStream
+// appends are re-sent, with the same event ids: KurrentDB finds their first
+// copy at any depth and answers it instead of writing again (K:
+// Services/Storage/ReaderIndex/IndexWriter.cs:260-320). Any and StreamExists
+// appends are deduplicated only through an in-memory cache of recent ids
+// that a restart or failover loses (IndexWriter.cs:75,91,200-221), so a
+// re-send could write them twice: they end with ErrOutcomeUnknown.
 func (s *Store) Append(ctx context.Context, stream string, expected events.ExpectedRevision, evs ...events.EventData) (events.AppendResult, error) {
 	if err := events.ValidateAppend(stream, evs); err != nil {
 		return events.AppendResult{}, err
@@ -63,6 +74,7 @@ func (s *Store) Append(ctx context.Context, stream string, expected events.Expec
 	}
 	now := time.Now().UTC()
 	data := make([]esdb.EventData, len(evs))
+	size := 0
 	for i, e := range evs {
 		id, err := uuid.Parse(e.ID)
 		wm := wireMeta{Metadata: e.Meta}
@@ -84,34 +96,124 @@ func (s *Store) Append(ctx context.Context, stream string, expected events.Expec
 		if len(payload) == 0 {
 			payload = []byte("null")
 		}
+		// KurrentDB's size of an event (K: Data/Event.cs:46-47), checked
+		// against its limits as it does (K: Streams.Append.cs:64-73).
+		n := len(payload) + len(meta) + 2*len(e.Type)
+		if n > s.opts.MaxAppendEventSize {
+			return events.AppendResult{}, fmt.Errorf("%w: %s is %d bytes as KurrentDB counts it, its limit per event is %d", events.ErrEventTooLarge, e.Type, n, s.opts.MaxAppendEventSize)
+		}
+		if size += n; size > s.opts.MaxAppendSize {
+			return events.AppendResult{}, fmt.Errorf("%w: the append of %d events is over KurrentDB's limit of %d bytes per append", events.ErrEventTooLarge, len(evs), s.opts.MaxAppendSize)
+		}
 		data[i] = esdb.EventData{EventID: id, EventType: e.Type, ContentType: esdb.ContentTypeJson, Data: payload, Metadata: meta}
 	}
-	var res events.AppendResult
-	err = s.do(ctx, func(ctx context.Context, c *esdb.Client) error {
-		wr, err := c.AppendToStream(ctx, stream, esdb.AppendToStreamOptions{ExpectedRevision: exp}, data...)
+	_, retrySafe := expected.ExactRevision()
+	retrySafe = retrySafe || expected.IsNoStream()
+
+	deadline := time.Now().Add(s.opts.RetryTimeout)
+	backoff := s.opts.MinBackoff
+	for {
+		c, err := s.acquire(ctx)
 		if err != nil {
-			return err
+			return events.AppendResult{}, err // nothing was sent
 		}
-		// The answer's position is the transaction's: its commit position
-		// and its first event's prepare position. For one event that
-		// prepare position is the event's own (see toPosition).
-		res = events.AppendResult{NextExpected: wr.NextExpectedVersion, Position: events.Position(wr.PreparePosition)}
-		return nil
-	})
+		wr, err := c.c.AppendToStream(ctx, stream, esdb.AppendToStreamOptions{ExpectedRevision: exp}, data...)
+		if err == nil {
+			s.release(c)
+			return s.appended(ctx, stream, len(evs), wr)
+		}
+		stage := stageOf(err)
+		if stage == stageSendEOF {
+			// The server ended the call before reading it all, and the
+			// library drops the status that says why (G: client.go:83-86).
+			// Ask again with nothing to write: the same connection and
+			// stream, so the answer is the server's reason.
+			stage, err = s.probeAppend(ctx, c, stream, err)
+		}
+		if isConnErr(err) {
+			s.invalidate(c, err)
+		}
+		s.release(c)
+		switch {
+		case stage == stageAnswered:
+			return events.AppendResult{}, s.appendErr(stream, expected, err)
+		case stage == stageNoAnswer && !retrySafe:
+			return events.AppendResult{}, outcomeUnknown(stream, expected, err)
+		case ctx.Err() != nil:
+			if stage == stageNoAnswer {
+				return events.AppendResult{}, outcomeUnknown(stream, expected, ctx.Err())
+			}
+			return events.AppendResult{}, ctx.Err()
+		case time.Now().After(deadline):
+			if stage == stageNoAnswer {
+				return events.AppendResult{}, outcomeUnknown(stream, expected, err)
+			}
+			return events.AppendResult{}, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		case stage == stageNotSent && !isConnErr(err):
+			return events.AppendResult{}, s.appendErr(stream, expected, err)
+		}
+		s.log.Warn("append not confirmed, retrying with the same event ids", "stream", stream, "expected", expected.String(), "err", err)
+		if err := s.sleep(ctx, backoff); err != nil {
+			if stage == stageNoAnswer {
+				return events.AppendResult{}, outcomeUnknown(stream, expected, err)
+			}
+			return events.AppendResult{}, err
+		}
+		backoff = min(2*backoff, s.opts.MaxBackoff)
+	}
+}
+
+// probeAppend finds out why the server ended an append mid-stream: it sends
+// an append of no events to the same stream, which KurrentDB supports and
+// which writes nothing (K: Messages/ClientMessage.cs:214-215,
+// Services/Storage/StorageWriterService.cs:341). Access
+// or credentials refused, or the node gone, come back as such; a server
+// that takes it had refused the events themselves, and the one refusal
+// KurrentDB makes while an append streams in is its size limit
+// (K: Streams.Append.cs:64-73).
+func (s *Store) probeAppend(ctx context.Context, c *conn, stream string, sendErr error) (appendStage, error) {
+	_, err := c.c.AppendToStream(ctx, stream, esdb.AppendToStreamOptions{ExpectedRevision: esdb.Any{}})
+	switch {
+	case err == nil:
+		return stageAnswered, fmt.Errorf("%w: KurrentDB ended the append while it was being sent, as it does for one over its size limit; "+
+			"the server's limit is below the configured %d bytes per append (set maxAppendSize, docs/kurrent.md): %v",
+			events.ErrEventTooLarge, s.opts.MaxAppendSize, sendErr)
+	case isConnErr(err) || stageOf(err) != stageAnswered:
+		return stageNotSent, err // the connection broke: nothing was committed
+	}
+	return stageAnswered, err
+}
+
+// outcomeUnknown is the error of an append whose answer was lost.
+func outcomeUnknown(stream string, expected events.ExpectedRevision, err error) error {
+	return fmt.Errorf("kurrent: append to %s (%s): %w: %w", stream, expected, events.ErrOutcomeUnknown, err)
+}
+
+// appended turns the server's answer into the store's. KurrentDB answers
+// with the position of the append's last event, as both commit and prepare
+// position (K: Services/RequestManager/Managers/WriteEvents.cs:85-91), so no
+// read is needed: a read could hit a follower that has not applied the
+// write yet (docs/kurrent.md, Leader and followers). Only an answer of
+// another shape (no position; or, from servers that wrote multi-event
+// appends as a transaction, a commit position above the first event's
+// prepare position) makes it read the last event back.
+func (s *Store) appended(ctx context.Context, stream string, n int, wr *esdb.WriteResult) (events.AppendResult, error) {
+	res := events.AppendResult{NextExpected: wr.NextExpectedVersion, Position: events.Position(wr.CommitPosition)}
+	if wr.CommitPosition == wr.PreparePosition && wr.CommitPosition != 0 && wr.CommitPosition != math.MaxUint64 {
+		return res, nil
+	}
+	if n == 1 && wr.PreparePosition != 0 && wr.PreparePosition != math.MaxUint64 {
+		res.Position = events.Position(wr.PreparePosition)
+		return res, nil
+	}
+	last, err := s.ReadStream(ctx, stream, res.NextExpected, 1, events.Forward)
 	if err != nil {
-		return events.AppendResult{}, s.appendErr(stream, expected, err)
+		return events.AppendResult{}, fmt.Errorf("kurrent: append to %s was written; reading its position: %w", stream, err)
 	}
-	if len(evs) > 1 || res.Position == 0 || uint64(res.Position) == math.MaxUint64 {
-		// The last event's own position is not in the answer: read it.
-		last, err := s.ReadStream(ctx, stream, res.NextExpected, 1, events.Forward)
-		if err != nil {
-			return events.AppendResult{}, fmt.Errorf("kurrent: append to %s was written; reading its position: %w", stream, err)
-		}
-		if len(last) != 1 || last[0].Revision != res.NextExpected {
-			return events.AppendResult{}, fmt.Errorf("kurrent: append to %s was written; its last event %d is not readable", stream, res.NextExpected)
-		}
-		res.Position = last[0].Position
+	if len(last) != 1 || last[0].Revision != res.NextExpected {
+		return events.AppendResult{}, fmt.Errorf("kurrent: append to %s was written; its last event %d is not readable", stream, res.NextExpected)
 	}
+	res.Position = last[0].Position
 	return res, nil
 }
 
@@ -146,8 +248,18 @@ func (s *Store) appendErr(stream string, expected events.ExpectedRevision, err e
 		w.Actual, w.Exists = parseActual(esErr.Error())
 		return w
 	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, events.ErrClosed) || errors.Is(err, ErrUnavailable) {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, events.ErrClosed) ||
+		errors.Is(err, ErrUnavailable) || errors.Is(err, events.ErrEventTooLarge) {
 		return err
+	}
+	if m := err.Error(); strings.Contains(m, "Maximum Append Size") || strings.Contains(m, "Maximum Append Event Size") {
+		// The server's own size refusal, when it came as the answer
+		// (K: RpcExceptions.cs:120-132): the configured limit is too high.
+		return fmt.Errorf("%w: KurrentDB refused the append (set maxAppendSize to the server's limit, docs/kurrent.md): %v", events.ErrEventTooLarge, err)
+	}
+	if pe := permanent(err); pe != nil {
+		s.notePermanent(pe)
+		return fmt.Errorf("kurrent: append to %s: %w", stream, pe)
 	}
 	return fmt.Errorf("kurrent: append to %s: %w", stream, err)
 }
@@ -215,6 +327,10 @@ func (s *Store) ReadStream(ctx context.Context, stream string, from events.Revis
 		return nil, fmt.Errorf("%w: %s", events.ErrStreamNotFound, stream)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded), errors.Is(err, events.ErrClosed), errors.Is(err, ErrUnavailable):
 		return nil, err
+	case permanent(err) != nil:
+		pe := permanent(err)
+		s.notePermanent(pe)
+		return nil, fmt.Errorf("kurrent: read %s: %w", stream, pe)
 	default:
 		return nil, fmt.Errorf("kurrent: read %s: %w", stream, err)
 	}
@@ -262,6 +378,10 @@ func (s *Store) Head(ctx context.Context) (events.Position, error) {
 	if err != nil {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, events.ErrClosed) || errors.Is(err, ErrUnavailable) {
 			return 0, err
+		}
+		if pe := permanent(err); pe != nil {
+			s.notePermanent(pe)
+			return 0, fmt.Errorf("kurrent: head: %w", pe)
 		}
 		return 0, fmt.Errorf("kurrent: head: %w", err)
 	}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/EventStore/EventStore-Client-Go/v4/esdb"
 
@@ -43,6 +45,11 @@ func (s *Store) SubscribeAll(ctx context.Context, after events.Position, filter 
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if after > 0 {
+		if err := s.checkStart(ctx, after); err != nil {
+			return err
+		}
+	}
 	last := esdb.Position{Commit: uint64(after), Prepare: uint64(after)}
 	backoff := s.opts.MinBackoff
 	for {
@@ -56,10 +63,81 @@ func (s *Store) SubscribeAll(ctx context.Context, after events.Position, filter 
 		case s.isClosed():
 			return events.ErrClosed
 		}
+		// A refusal (no $all read, bad credentials, an invalid position)
+		// is the same on every try: retrying would look healthy while the
+		// consumer never moves.
+		var pe *events.PermanentError
+		if errors.As(err, &pe) || func() bool { pe = permanent(err); return pe != nil }() {
+			s.notePermanent(pe)
+			return pe
+		}
 		if delivered {
 			backoff = s.opts.MinBackoff
 		}
 		s.log.Warn("subscription dropped, resubscribing", "after", last.Commit, "in", backoff, "err", err)
+		if err := s.sleep(ctx, backoff); err != nil {
+			return err
+		}
+		backoff = min(2*backoff, s.opts.MaxBackoff)
+	}
+}
+
+// checkStart makes sure `after` is the position of an event of this log.
+// KurrentDB refuses a start inside a record (InvalidArgument "Trying to
+// read from an invalid position.", K: RpcExceptions.cs:259-260), which the
+// resubscribe loop reports as permanent; but it takes a start beyond its
+// end without a word, goes live and skips everything up to it
+// (K: Enumerator.AllSubscriptionFiltered.cs:167-169,218-226): a checkpoint
+// from a wiped or replaced log would silently lose events. So the event is
+// read first: forward from its position the first event read is itself.
+//
+// Not finding it can also mean a follower that has not applied it yet (the
+// position came from the leader), so "beyond the end" is reported only
+// once it has lasted RetryTimeout.
+func (s *Store) checkStart(ctx context.Context, after events.Position) error {
+	deadline := time.Now().Add(s.opts.RetryTimeout)
+	backoff := s.opts.MinBackoff
+	for {
+		var found *esdb.RecordedEvent
+		err := s.do(ctx, func(ctx context.Context, c *esdb.Client) error {
+			found = nil
+			from := esdb.Position{Commit: uint64(after), Prepare: uint64(after)}
+			rs, err := c.ReadAll(ctx, esdb.ReadAllOptions{Direction: esdb.Forwards, From: from}, 1)
+			if err != nil {
+				return err
+			}
+			defer rs.Close()
+			ev, err := rs.Recv()
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			found = ev.OriginalEvent()
+			return nil
+		})
+		switch pe := permanent(err); {
+		case pe != nil && errors.Is(pe, events.ErrInvalidPosition):
+			err = events.InvalidPosition(after, "not the position of an event in this KurrentDB log (positions are never computed; use one read from the store)")
+			s.notePermanent(err.(*events.PermanentError))
+			return err
+		case pe != nil:
+			s.notePermanent(pe)
+			return pe
+		case err != nil:
+			return err
+		case found != nil && toPosition(found.Position) == after:
+			return nil
+		case found != nil:
+			err := events.InvalidPosition(after, "not the position of an event in this KurrentDB log")
+			s.notePermanent(err.(*events.PermanentError))
+			return err
+		case time.Now().After(deadline):
+			err := events.InvalidPosition(after, "beyond the end of this KurrentDB log: a checkpoint from a wiped or another store?")
+			s.notePermanent(err.(*events.PermanentError))
+			return err
+		}
 		if err := s.sleep(ctx, backoff); err != nil {
 			return err
 		}

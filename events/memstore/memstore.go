@@ -111,6 +111,13 @@ func (s *Store) ReadStream(ctx context.Context, stream string, from events.Revis
 // SubscribeAll implements events.Store.
 func (s *Store) SubscribeAll(ctx context.Context, after events.Position, f events.Filter, h events.Handler) error {
 	next := int(after) // index of the first event to deliver
+	s.mu.Lock()
+	head := len(s.all)
+	s.mu.Unlock()
+	if next > head {
+		// Positions are 1, 2, …: beyond the head is not one of this store.
+		return events.InvalidPosition(after, fmt.Sprintf("beyond the end of this store (head %d)", head))
+	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return err

@@ -50,6 +50,7 @@ func Run(t *testing.T, open func(t *testing.T) events.Store) {
 		{"ReadStreamNotFound", testReadStreamNotFound},
 		{"SubscribeCatchUpThenLive", testSubscribeCatchUpThenLive},
 		{"SubscribeExclusiveAfter", testSubscribeExclusiveAfter},
+		{"SubscribeInvalidPosition", testSubscribeInvalidPosition},
 		{"MultiEventAppendPositions", testMultiEventAppendPositions},
 		{"DeliveredIsReadable", testDeliveredIsReadable},
 		{"SubscribeFilter", testSubscribeFilter},
@@ -732,6 +733,42 @@ func testSubscribeExclusiveAfter(t *testing.T, s events.Store) {
 	}
 }
 
+// testSubscribeInvalidPosition: a start that is not an event's position
+// fails at once with ErrInvalidPosition (a permanent error), instead of
+// hanging or silently skipping: beyond the end (a checkpoint from a wiped
+// log) and, where positions are not contiguous, between two events.
+func testSubscribeInvalidPosition(t *testing.T, s events.Store) {
+	p := prefix(t)
+	res := mustAppend(t, s, p+"x", events.NoStream(), ev("X", 0), ev("X", 1), ev("X", 2))
+	got := mustRead(t, s, p+"x", 0, 0, events.Forward)
+	starts := map[string]events.Position{"beyond the end": res.Position + 1<<40}
+	if got[1].Position-got[0].Position > 1 {
+		starts["between two events"] = got[0].Position + 1
+	}
+	for what, after := range starts {
+		ctx, cancel := context.WithTimeout(context.Background(), WaitTimeout)
+		delivered := 0
+		err := s.SubscribeAll(ctx, after, events.Filter{}, func(context.Context, events.RecordedEvent) error {
+			delivered++
+			return nil
+		})
+		cancel()
+		if !errors.Is(err, events.ErrInvalidPosition) || !errors.Is(err, events.ErrPermanent) {
+			t.Fatalf("subscribe from %s (%d): %v after %d events, want ErrInvalidPosition (and ErrPermanent)", what, after, err, delivered)
+		}
+		if delivered != 0 {
+			t.Fatalf("subscribe from %s delivered %d events before failing", what, delivered)
+		}
+	}
+	// Every event's own position is a valid start.
+	for i, e := range got[:2] {
+		sb := subscribe(t, s, e.Position, events.Filter{StreamPrefixes: []string{p}})
+		if first := sb.waitCount(t, 2-i)[0]; first.Revision != uint64(i+1) {
+			t.Fatalf("after rev %d: first delivered is rev %d", i, first.Revision)
+		}
+	}
+}
+
 // testMultiEventAppendPositions: every event of a multi-event append has a
 // position of its own (KurrentDB gives one append's events a shared commit
 // position; a store must not hand that out as the event's position), the
@@ -1016,6 +1053,7 @@ func testLargeAndEmptyPayloads(t *testing.T, s events.Store) {
 	// One large event per append: KurrentDB's default append limit is 1 MiB.
 	big2 := big
 	big2.ID = uuid.NewString()
+	start := mustHead(t, s) // an event's position (or 0): never computed
 	res := mustAppend(t, s, st, events.NoStream(), big)
 	res = mustAppend(t, s, st, events.Exact(res.NextExpected), empty, emptyObj)
 	mustAppend(t, s, st, events.Exact(res.NextExpected), big2)
@@ -1032,7 +1070,7 @@ func testLargeAndEmptyPayloads(t *testing.T, s events.Store) {
 	if string(got[2].Data) != `{}` {
 		t.Fatalf("{} came back as %q", got[2].Data)
 	}
-	sb := subscribe(t, s, got[0].Position-1, events.Filter{StreamPrefixes: []string{st}})
+	sb := subscribe(t, s, start, events.Filter{StreamPrefixes: []string{st}})
 	sub := sb.waitCount(t, 4)
 	if !bytes.Equal(sub[0].Data, big.Data) || len(sub[1].Data) != 0 {
 		t.Fatal("subscription changed the large or the empty payload")

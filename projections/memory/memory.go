@@ -63,8 +63,11 @@ type Store struct {
 	log projections.Log
 	lim Limits
 
-	mu    sync.RWMutex
-	pos   events.Position
+	mu  sync.RWMutex
+	pos events.Position
+	// at is the event at pos (id, stream, revision): a snapshot names it,
+	// so loading one finds it by its stream, not by a computed position.
+	at    eventRef
 	slots map[string]*projections.SlotView // never modified once stored; archived slots are not here
 	// archived holds the idle retired slots that are not listed (see
 	// Limits.ListedRetired): nil, their view left memory, except without a
@@ -128,6 +131,11 @@ type auditLog struct {
 	n       int
 	size    int  // entries per chunk
 	dropped bool // older entries left memory: before the first, ask the log
+	// marks are the positions of the first entry of every dropped chunk,
+	// in order: event positions a newest-first page can read the log
+	// forward from, one chunk at a time, since a position is never
+	// computed (events.Store.SubscribeAll).
+	marks []events.Position
 }
 
 const auditChunk = 4096
@@ -145,6 +153,9 @@ func (l *auditLog) add(a projections.AuditEntry) {
 func (l *auditLog) trim(keep int) {
 	for len(l.chunks) > 1 && l.n-len(l.chunks[0]) >= keep {
 		l.n -= len(l.chunks[0])
+		if len(l.chunks[0]) > 0 {
+			l.marks = append(l.marks, l.chunks[0][0].Position)
+		}
 		l.chunks[0] = nil
 		l.chunks = slices.Delete(l.chunks, 0, 1)
 		l.dropped = true
@@ -211,7 +222,7 @@ func (s *Store) Apply(ctx context.Context, evs []projections.Event) ([]projectio
 		}
 		ch := projections.Project(s, ev)
 		s.audit.add(*ch.Audit)
-		s.pos = ev.Position
+		s.pos, s.at = ev.Position, eventRef{ID: ev.ID, Stream: ev.Stream, Revision: ev.Revision}
 		changes = append(changes, ch)
 	}
 	return changes, nil
@@ -244,7 +255,7 @@ func (s *Store) ApplyQuiet(ctx context.Context, evs []projections.Event) error {
 				s.finished = append(s.finished, id)
 			}
 		}
-		s.pos = ev.Position
+		s.pos, s.at = ev.Position, eventRef{ID: ev.ID, Stream: ev.Stream, Revision: ev.Revision}
 	}
 	return nil
 }
@@ -680,11 +691,14 @@ func (s *Store) Audit(ctx context.Context, f projections.AuditFilter) ([]project
 		return s.auditNewest(ctx, f, limit)
 	}
 	out := []projections.AuditEntry{}
-	after := f.After
+	// after is where the next log read starts: the caller's cursor or the
+	// last event a read looked at, never a computed position. scanned is
+	// how far the log has been read (a bound, compared only).
+	after, scanned := f.After, f.After
 	for {
 		s.mu.RLock()
-		if s.audit.n == 0 || !s.audit.dropped || after >= s.audit.at(0).Position-1 {
-			i := sort.Search(s.audit.n, func(i int) bool { return s.audit.at(i).Position > after })
+		if s.audit.n == 0 || !s.audit.dropped || scanned >= s.audit.at(0).Position-1 {
+			i := sort.Search(s.audit.n, func(i int) bool { return s.audit.at(i).Position > scanned })
 			for ; i < s.audit.n && len(out) < limit; i++ {
 				a := s.audit.at(i)
 				if f.Before > 0 && a.Position >= f.Before {
@@ -697,7 +711,7 @@ func (s *Store) Audit(ctx context.Context, f projections.AuditFilter) ([]project
 			s.mu.RUnlock()
 			return out, nil
 		}
-		upTo := s.audit.at(0).Position - 1
+		upTo := s.audit.at(0).Position - 1 // a bound: the log is read up to memory's first entry
 		s.mu.RUnlock()
 		last := false
 		if f.Before > 0 && upTo >= f.Before {
@@ -705,25 +719,35 @@ func (s *Store) Audit(ctx context.Context, f projections.AuditFilter) ([]project
 		}
 		sf := f
 		sf.After = after
-		got, _, err := projections.AuditFromLog(ctx, s.log, sf, upTo, limit-len(out))
+		got, looked, err := projections.AuditFromLog(ctx, s.log, sf, upTo, limit-len(out))
 		if err != nil {
-			return nil, err
+			return nil, cursorErr(err, after, f.After)
 		}
 		out = append(out, got...)
 		if len(out) == limit || last {
 			return out, nil
 		}
-		after = upTo
+		after, scanned = looked, upTo
 	}
 }
 
-// auditBackChunk is how many positions one backward step of a newest-first
-// audit page reads from the log once it is past what memory holds.
-const auditBackChunk = 10_000
+// cursorErr turns the log's refusal of the caller's own cursor (a start
+// that is not an event's position) into bad input.
+func cursorErr(err error, sent, cursor events.Position) error {
+	if sent == cursor && cursor != 0 && errors.Is(err, events.ErrInvalidPosition) {
+		return fmt.Errorf("%w: after=%d is not the position of an event", projections.ErrInvalid, cursor)
+	}
+	return err
+}
+
+// auditBackPage is how many entries one forward read of a newest-first
+// audit page asks the log for at a time.
+const auditBackPage = 1000
 
 // auditNewest answers a newest-first audit page: from memory's window, then,
 // when memory dropped older entries and the page is not full, from the log
-// in chunks walking backwards.
+// one dropped chunk at a time walking backwards, each read forward from the
+// chunk's mark (an event's position).
 func (s *Store) auditNewest(ctx context.Context, f projections.AuditFilter, limit int) ([]projections.AuditEntry, error) {
 	out := []projections.AuditEntry{}
 	s.mu.RLock()
@@ -749,29 +773,56 @@ func (s *Store) auditNewest(ctx context.Context, f projections.AuditFilter, limi
 	// entry (and before f.Before) comes from the log.
 	upTo := s.pos
 	if s.audit.n > 0 {
-		upTo = s.audit.at(0).Position - 1
+		upTo = s.audit.at(0).Position - 1 // a bound, compared only
 	}
-	s.mu.RUnlock()
 	if f.Before > 0 && upTo >= f.Before {
 		upTo = f.Before - 1
 	}
-	for upTo > f.After && len(out) < limit {
-		from := f.After
-		if upTo-from > auditBackChunk {
-			from = upTo - auditBackChunk
+	var marks []events.Position
+	for _, m := range s.audit.marks {
+		if m > f.After && m < upTo {
+			marks = append(marks, m)
 		}
-		sf := f
-		sf.After = from
-		got, _, err := projections.AuditFromLog(ctx, s.log, sf, upTo, auditBackChunk)
+	}
+	s.mu.RUnlock()
+	for i := len(marks) - 1; i >= -1 && len(out) < limit && upTo > f.After; i-- {
+		from := f.After
+		if i >= 0 {
+			from = marks[i]
+		}
+		got, err := s.newestFromLog(ctx, f, from, upTo, limit-len(out))
 		if err != nil {
 			return nil, err
 		}
-		for i := len(got) - 1; i >= 0 && len(out) < limit; i-- {
-			out = append(out, got[i])
+		for j := len(got) - 1; j >= 0; j-- {
+			out = append(out, got[j])
 		}
-		upTo = from
+		upTo = from // the next chunk ends with the mark's own entry
 	}
 	return out, nil
+}
+
+// newestFromLog returns the newest need entries matching f in (after, upTo],
+// oldest first, reading the log forward from after (f.After or a mark) in
+// pages that each go on from the last event the one before looked at.
+func (s *Store) newestFromLog(ctx context.Context, f projections.AuditFilter, after, upTo events.Position, need int) ([]projections.AuditEntry, error) {
+	var tail []projections.AuditEntry
+	for {
+		sf := f
+		sf.After = after
+		got, looked, err := projections.AuditFromLog(ctx, s.log, sf, upTo, auditBackPage)
+		if err != nil {
+			return nil, cursorErr(err, after, f.After)
+		}
+		tail = append(tail, got...)
+		if len(tail) > need {
+			tail = slices.Clone(tail[len(tail)-need:])
+		}
+		if len(got) < auditBackPage || looked >= upTo || looked == after {
+			return tail, nil
+		}
+		after = looked
+	}
 }
 
 // RemainingResources implements projections.ReadModel.

@@ -47,9 +47,15 @@ const snapshotMagic = "slotkeeper-readmodel"
 type snapshotBody struct {
 	Position events.Position `json:"position"`
 	// EventID is the id of the event at Position: it ties the snapshot to
-	// this log (a restored or replaced store has other ids).
-	EventID string                  `json:"event_id"`
-	Slots   []*projections.SlotView `json:"slots"`
+	// this log (a restored or replaced store has other ids). EventStream
+	// and EventRevision find that event again (ReadStream), since a
+	// position is never computed to subscribe from.
+	EventID       string          `json:"event_id"`
+	EventStream   string          `json:"event_stream,omitempty"`
+	EventRevision events.Revision `json:"event_revision,omitempty"`
+	// AuditMarks are the audit log's marks (auditLog.marks).
+	AuditMarks []events.Position       `json:"audit_marks,omitempty"`
+	Slots      []*projections.SlotView `json:"slots"`
 	// Archived names the slots whose views left memory.
 	Archived     []string               `json:"archived"`
 	Jobs         []*projections.JobView `json:"jobs"`
@@ -191,7 +197,8 @@ func (s *Store) WriteSnapshot(ctx context.Context, path string) (events.Position
 		s.mu.RUnlock()
 		return 0, nil
 	}
-	b := snapshotBody{Position: pos, AuditDropped: s.audit.dropped, Finished: slices.Clone(s.finished[s.fhead:]),
+	b := snapshotBody{Position: pos, EventID: s.at.ID, EventStream: s.at.Stream, EventRevision: s.at.Revision,
+		AuditDropped: s.audit.dropped, AuditMarks: slices.Clone(s.audit.marks), Finished: slices.Clone(s.finished[s.fhead:]),
 		Archived: make([]string, 0, len(s.archived)), Refs: refsOf(slices.Clone(s.all), s.refs, s.jobs)}
 	for _, v := range s.slots {
 		b.Slots = append(b.Slots, v)
@@ -210,11 +217,9 @@ func (s *Store) WriteSnapshot(ctx context.Context, path string) (events.Position
 	// Views are never modified once stored, so they can be encoded after
 	// the lock is released.
 	s.mu.RUnlock()
-	id, err := eventIDAt(ctx, s.log, pos)
-	if err != nil {
-		return 0, err
+	if s.log == nil {
+		return 0, errors.New("memory: a snapshot needs the log")
 	}
-	b.EventID = id
 	body, err := sjson.Marshal(b)
 	if err != nil {
 		return 0, err
@@ -248,35 +253,30 @@ func (s *Store) WriteSnapshot(ctx context.Context, path string) (events.Position
 // errNoEvent says the log has no event at a snapshot's position.
 var errNoEvent = errors.New("no event at that position")
 
-// eventIDAt returns the id of the event at position pos.
-func eventIDAt(ctx context.Context, log projections.Log, pos events.Position) (string, error) {
+// eventAt returns the event a snapshot names, read from its stream (a
+// position is never computed to subscribe from: events.Store.SubscribeAll).
+func eventAt(ctx context.Context, log projections.Log, at eventRef) (events.RecordedEvent, error) {
 	if log == nil {
-		return "", errors.New("memory: a snapshot needs the log")
+		return events.RecordedEvent{}, errors.New("memory: a snapshot needs the log")
 	}
-	head, err := log.Head(ctx)
+	if at.Stream == "" {
+		return events.RecordedEvent{}, errNoEvent // written before snapshots named it
+	}
+	got, err := log.ReadStream(ctx, at.Stream, at.Revision, 1, events.Forward)
+	if errors.Is(err, events.ErrStreamNotFound) || (err == nil && (len(got) == 0 || got[0].Revision != at.Revision)) {
+		return events.RecordedEvent{}, errNoEvent
+	}
 	if err != nil {
-		return "", err
+		return events.RecordedEvent{}, err
 	}
-	if pos == 0 || pos > head {
-		return "", errNoEvent
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	id := ""
-	err = log.SubscribeAll(ctx, pos-1, events.Filter{}, func(_ context.Context, ev events.RecordedEvent) error {
-		if ev.Position == pos {
-			id = ev.ID
-		}
-		cancel()
-		return nil
-	})
-	if id != "" {
-		return id, nil
-	}
-	if err == nil || errors.Is(err, context.Canceled) {
-		return "", errNoEvent
-	}
-	return "", err
+	return got[0], nil
+}
+
+// eventRef names one event: its id and where it is.
+type eventRef struct {
+	ID       string
+	Stream   string
+	Revision events.Revision
 }
 
 // LoadSnapshot fills an empty read model from the snapshot at path. It
@@ -339,15 +339,17 @@ func (s *Store) LoadSnapshot(ctx context.Context, path string) (events.Position,
 	if err != nil {
 		return 0, "damaged: " + err.Error(), nil
 	}
-	id, err := eventIDAt(ctx, s.log, b.Position)
+	at := eventRef{ID: b.EventID, Stream: b.EventStream, Revision: b.EventRevision}
+	got, err := eventAt(ctx, s.log, at)
 	if errors.Is(err, errNoEvent) {
-		return 0, fmt.Sprintf("stale: the log has no event at its position %d", b.Position), nil
+		return 0, fmt.Sprintf("stale: the log has no event %s/%d of its position %d", b.EventStream, b.EventRevision, b.Position), nil
 	}
 	if err != nil {
 		return 0, "", err
 	}
-	if id != b.EventID {
-		return 0, fmt.Sprintf("not of this log: the event at %d is %s, the snapshot says %s", b.Position, id, b.EventID), nil
+	if got.ID != b.EventID || got.Position != b.Position {
+		return 0, fmt.Sprintf("not of this log: the event %s/%d is %s at %d, the snapshot says %s at %d",
+			b.EventStream, b.EventRevision, got.ID, got.Position, b.EventID, b.Position), nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -381,7 +383,8 @@ func (s *Store) LoadSnapshot(ctx context.Context, path string) (events.Position,
 		s.audit.add(a)
 	}
 	s.audit.dropped = b.AuditDropped
-	s.pos = b.Position
+	s.pos, s.at = b.Position, at
+	s.audit.marks = b.AuditMarks
 	return b.Position, "", nil
 }
 

@@ -3,18 +3,37 @@
 // $all with filters) on a loopback TCP port, built on the protobuf stubs that
 // EventStore-Client-Go v4 exports. The real client connects to it unchanged.
 //
-// It keeps KurrentDB's semantics where Slotkeeper depends on them: expected
-// revisions (any, no stream, stream exists, exact), idempotent re-appends of the
-// same event ids, non-contiguous log positions (a multi-event append's events
-// share one commit position and differ in their prepare positions; $all is
-// ordered by the (commit, prepare) pair), exclusive subscription start
-// positions, a Confirmation before the first subscription message, and the
-// "type", "content-type" and "created" system metadata the client insists on
-// (it calls log.Fatalf without "created"). It is NOT a database: data lives in
-// memory, there is no auth, no TLS, no gossip and no persistent subscriptions.
+// It is a claim about the real server, and every behaviour below cites the
+// KurrentDB source it copies ("K:" = src/KurrentDB.Core/ at tag v26.1.0
+// unless another tag is named; "G:" = esdb/ of EventStore-Client-Go v4.2.0):
 //
-// Stop and Restart simulate a node going away and coming back on the same port
-// with its data kept; that is what the fault tests use.
+//   - expected revisions (any, no stream, stream exists, exact) and the
+//     idempotency of re-sent event ids: at any depth for Exact and NoStream,
+//     only through a cache of recent ids (lost on Restart) for Any and
+//     StreamExists;
+//   - self-committed appends: every event's $all position is (p, p), its own
+//     log offset, also within one multi-event append; positions skip values;
+//     the append's answer carries the position of its last event;
+//   - positions are validated: a read or subscription from a position that
+//     is not a record's answers InvalidArgument "Trying to read from an
+//     invalid position."; a subscription from beyond the end goes live and
+//     silently skips everything up to its start;
+//   - the size limits of the version it claims (SetVersion), checked while
+//     the append streams in and answered mid-stream;
+//   - permanent refusals (Deny): PermissionDenied for $all reads, or
+//     Unauthenticated for every call;
+//   - a follower mode (Lag/CatchUp): reads and subscriptions are served from
+//     a copy that lags, writes go to the leader;
+//   - injected append timeouts (FailAppend) after which the write did or did
+//     not commit;
+//   - a Confirmation before the first subscription message, and the "type",
+//     "content-type" and "created" system metadata the client insists on (it
+//     calls log.Fatalf without "created").
+//
+// It is NOT a database: data lives in memory, there is no TLS, no gossip and
+// no persistent subscriptions. Stop and Restart simulate a node going away
+// and coming back on the same port with its data kept; that is what the
+// fault tests use.
 package kurrentfake
 
 import (
@@ -23,6 +42,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"regexp"
 	"strings"
@@ -43,13 +63,52 @@ type record struct {
 	id       uuid.UUID
 	stream   string
 	rev      uint64
-	commit   uint64 // commit position: shared by every event of one multi-event append
+	commit   uint64 // commit position: equal to prepare (self-committed, see commitLocked)
 	prepare  uint64 // prepare position: the event's own record, unique
-	txPos    uint64 // prepare position of its append's first event
 	meta     map[string]string
 	custom   []byte
 	data     []byte
 	eventTyp string
+}
+
+// Version is what the node claims to be, as far as it shows in behaviour:
+// its append size limits.
+type Version struct {
+	Name string
+	// MaxAppendSize bounds the sum of the events' sizes of one append,
+	// MaxAppendEventSize one event's; size = data + metadata + 2 × type
+	// length (K: Data/Event.cs:46-47).
+	MaxAppendSize, MaxAppendEventSize int
+}
+
+var (
+	// V25_0 caps a whole append at 1 MiB and has no per-event limit
+	// (src/EventStore.Core/Configuration/ClusterVNodeOptions.cs:156-159 at
+	// v25.0.0).
+	V25_0 = Version{Name: "25.0", MaxAppendSize: 1 << 20, MaxAppendEventSize: math.MaxInt32}
+	// V26_1 (and v25.1+): 256 MiB per append (TFConsts.ChunkSize), 16 MiB
+	// per event (TFConsts.MaxLogRecordSize) (K: Configuration/
+	// ClusterVNodeOptions.cs:156-159; TransactionLog/Chunks/TFConsts.cs:9,14).
+	V26_1 = Version{Name: "26.1", MaxAppendSize: 256 << 20, MaxAppendEventSize: 16 << 20}
+)
+
+// Timeout says how an injected append timeout ends (FailAppend).
+type Timeout int
+
+const (
+	// ServerTimeout answers Aborted "Operation timed out: …", as KurrentDB
+	// does for its prepare, commit and forward timeouts
+	// (K: Services/Transport/Grpc/Streams.Append.cs:137-141,
+	// RpcExceptions.cs:14).
+	ServerTimeout Timeout = iota
+	// Hang never answers: the client's own deadline (10 s by default,
+	// G: options.go:37) or its context ends the call (DeadlineExceeded).
+	Hang
+)
+
+type appendFault struct {
+	commit bool
+	how    Timeout
 }
 
 // Server is a fake KurrentDB node. The zero value is not usable: call Start.
@@ -59,6 +118,16 @@ type Server struct {
 	streams map[string][]int // stream -> indexes into log
 	changed chan struct{}    // closed and replaced on every commit
 	nextPos uint64
+	version Version
+	// recent is the in-memory cache of recently committed event ids (log
+	// indexes) that Any and StreamExists appends are deduplicated through
+	// (K: Services/Storage/ReaderIndex/IndexWriter.cs:75,91,200-221). A
+	// real node bounds it and loses it on restart or failover; Restart
+	// clears it.
+	recent   map[uuid.UUID]int
+	follower int // -1: reads see the leader's log; else only log[:follower]
+	deny     codes.Code
+	faults   []appendFault
 
 	addr    string // fixed on first start so Restart comes back on the same port
 	grpcSrv *grpc.Server
@@ -72,7 +141,7 @@ type Server struct {
 
 // Start listens on a free loopback port and serves until Stop or Close.
 func Start() (*Server, error) {
-	s := &Server{streams: map[string][]int{}, changed: make(chan struct{}), nextPos: 1000}
+	s := newServer()
 	if err := s.listen("127.0.0.1:0"); err != nil {
 		return nil, err
 	}
@@ -82,11 +151,91 @@ func Start() (*Server, error) {
 // StartOn is Start on a given loopback address, e.g. for a fake run as its own
 // process on a port chosen by a test.
 func StartOn(addr string) (*Server, error) {
-	s := &Server{streams: map[string][]int{}, changed: make(chan struct{}), nextPos: 1000}
+	s := newServer()
 	if err := s.listen(addr); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+func newServer() *Server {
+	return &Server{streams: map[string][]int{}, changed: make(chan struct{}), nextPos: 1000,
+		version: V26_1, recent: map[uuid.UUID]int{}, follower: -1}
+}
+
+// SetVersion makes the node enforce v's size limits (default V26_1).
+func (s *Server) SetVersion(v Version) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.version = v
+}
+
+// Deny makes the node refuse as a real one does a user it will not serve:
+// codes.PermissionDenied refuses reads and subscriptions of $all (a user
+// without $all read: K: Services/Transport/Grpc/RpcExceptions.cs:60-62,
+// "Access Denied"); codes.Unauthenticated refuses every call (bad
+// credentials). The Go client hands either to the caller as it is
+// (G: subscriptions.go:64-75, impl.go:565-589). codes.OK lifts it.
+func (s *Server) Deny(code codes.Code) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.deny = code
+}
+
+func (s *Server) denied(allRead bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.deny == codes.Unauthenticated:
+		return status.Error(codes.Unauthenticated, "Bad credentials")
+	case s.deny == codes.PermissionDenied && allRead:
+		return status.Error(codes.PermissionDenied, "Access Denied")
+	}
+	return nil
+}
+
+// Lag turns the node into a follower that stops applying what the leader
+// writes: reads and subscriptions are served from its copy as it is now,
+// while appends are forwarded to the leader and answered from there. The Go
+// client never sends requires-leader (it sets the header on the incoming
+// metadata, G: options.go:53-56), so a follower serves reads locally
+// (K: Services/VNode/ClusterVNodeController.cs:853-861). CatchUp ends it.
+func (s *Server) Lag() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.follower < 0 {
+		s.follower = len(s.log)
+	}
+}
+
+// CatchUp lets the follower copy reach the leader (see Lag).
+func (s *Server) CatchUp() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.follower = -1
+	s.wakeLocked()
+}
+
+// FailAppend makes the next append not answer normally: it is committed
+// (commit) or dropped, then ends as how says. Calls queue, one per append.
+func (s *Server) FailAppend(commit bool, how Timeout) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = append(s.faults, appendFault{commit: commit, how: how})
+}
+
+// visibleLocked is how much of the log reads see: all of it on the leader,
+// the lagging copy on a follower.
+func (s *Server) visibleLocked() int {
+	if s.follower >= 0 {
+		return min(s.follower, len(s.log))
+	}
+	return len(s.log)
+}
+
+func (s *Server) wakeLocked() {
+	close(s.changed)
+	s.changed = make(chan struct{})
 }
 
 func (s *Server) listen(addr string) error {
@@ -144,6 +293,9 @@ func (s *Server) Restart() error {
 	if running {
 		return nil
 	}
+	s.mu.Lock()
+	clear(s.recent) // the id cache is memory only (see Server.recent)
+	s.mu.Unlock()
 	return s.listen(addr)
 }
 
@@ -188,10 +340,14 @@ type streamsService struct {
 }
 
 // Append implements KurrentDB's append: one Options message, then proposed
-// messages until the client closes its side.
+// messages until the client closes its side
+// (K: Services/Transport/Grpc/Streams.Append.cs:21-84).
 func (svc *streamsService) Append(stream api.Streams_AppendServer) error {
 	s := svc.s
 	s.appends.Add(1)
+	if err := s.denied(false); err != nil {
+		return err
+	}
 	first, err := stream.Recv()
 	if err != nil {
 		return err
@@ -204,7 +360,11 @@ func (svc *streamsService) Append(stream api.Streams_AppendServer) error {
 	if name == "" {
 		return status.Error(codes.InvalidArgument, "empty stream name")
 	}
+	s.mu.Lock()
+	limits := s.version
+	s.mu.Unlock()
 	var msgs []*api.AppendReq_ProposedMessage
+	size := 0
 	for {
 		req, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
@@ -220,12 +380,38 @@ func (svc *streamsService) Append(stream api.Streams_AppendServer) error {
 		if m.Metadata["type"] == "" || m.Metadata["content-type"] == "" {
 			return status.Error(codes.InvalidArgument, "proposed message needs type and content-type metadata")
 		}
+		// Sizes are checked as the events stream in, and the call ends at
+		// the first one over the limit, before the client has sent the rest
+		// (K: Streams.Append.cs:64-73; messages RpcExceptions.cs:120-132).
+		n := len(m.Data) + len(m.CustomMetadata) + 2*len(m.Metadata["type"])
+		if n > limits.MaxAppendEventSize {
+			return status.Errorf(codes.InvalidArgument, "Event with Id: %s, Size: %d, exceeds Maximum Append Event Size of %d.",
+				protoUUID(m.GetId()), n, limits.MaxAppendEventSize)
+		}
+		if size += n; size > limits.MaxAppendSize {
+			return status.Errorf(codes.InvalidArgument, "Maximum Append Size of %d Exceeded.", limits.MaxAppendSize)
+		}
 		msgs = append(msgs, m)
 	}
 
 	s.mu.Lock()
-	resp := s.appendLocked(name, opts, msgs)
+	var fault *appendFault
+	if len(s.faults) > 0 {
+		fault = &s.faults[0]
+		s.faults = s.faults[1:]
+	}
+	var resp *api.AppendResp
+	if fault == nil || fault.commit {
+		resp = s.appendLocked(name, opts, msgs)
+	}
 	s.mu.Unlock()
+	if fault != nil {
+		if fault.how == Hang {
+			<-stream.Context().Done()
+			return status.FromContextError(stream.Context().Err()).Err()
+		}
+		return status.Error(codes.Aborted, "Operation timed out: Commit timeout.")
+	}
 	return stream.SendAndClose(resp)
 }
 
@@ -237,40 +423,38 @@ func (s *Server) appendLocked(name string, opts *api.AppendReq_Options, msgs []*
 		last = uint64(len(idx) - 1)
 	}
 
-	ok, replayFrom := false, -1 // replayFrom: first revision of an idempotent replay
+	// Idempotency (K: Services/Storage/ReaderIndex/IndexWriter.cs:75-320):
+	// a re-sent append is answered with success and written once. Exact
+	// and NoStream find their earlier copy at any depth, from the revision
+	// they expected; Any and StreamExists only through the cache of recent
+	// ids. A partial match is a consistency failure (wrong version).
+	ok, replayFrom, corrupt := false, -1, false
 	switch e := opts.GetExpectedStreamRevision().(type) {
 	case *api.AppendReq_Options_Any:
 		ok = true
-		// KurrentDB answers a re-sent append (same ids at the stream's end)
-		// with success instead of writing the events twice.
-		if n := len(msgs); n > 0 && len(idx) >= n && s.sameIDs(idx[len(idx)-n:], msgs) {
-			replayFrom = len(idx) - n
-		}
-	case *api.AppendReq_Options_NoStream:
-		ok = !exists
-		if !ok && len(idx) >= len(msgs) && len(msgs) > 0 && s.sameIDs(idx[:len(msgs)], msgs) {
-			replayFrom = 0
-		}
+		replayFrom, corrupt = s.cachedLocked(name, msgs)
 	case *api.AppendReq_Options_StreamExists:
 		ok = exists
+		replayFrom, corrupt = s.cachedLocked(name, msgs)
+	case *api.AppendReq_Options_NoStream:
+		ok = !exists
+		if !ok && len(msgs) > 0 {
+			replayFrom, corrupt = s.matchAtLocked(idx, 0, msgs)
+		}
 	case *api.AppendReq_Options_Revision:
 		ok = exists && last == e.Revision
 		if !ok && exists && e.Revision < last && len(msgs) > 0 {
-			from := int(e.Revision) + 1
-			if from+len(msgs) <= len(idx) && s.sameIDs(idx[from:from+len(msgs)], msgs) {
-				replayFrom = from
-			}
+			replayFrom, corrupt = s.matchAtLocked(idx, int(e.Revision)+1, msgs)
 		}
 	default:
 		// The client always sends one of the four; no option is a client bug.
 		return wrongVersion(opts, exists, last)
 	}
 
-	if replayFrom >= 0 {
-		lastRec := s.log[idx[replayFrom+len(msgs)-1]]
-		return success(lastRec)
-	}
-	if !ok {
+	switch {
+	case replayFrom >= 0:
+		return success(s.log[idx[replayFrom+len(msgs)-1]])
+	case corrupt, !ok:
 		return wrongVersion(opts, exists, last)
 	}
 	if len(msgs) == 0 {
@@ -280,27 +464,55 @@ func (s *Server) appendLocked(name string, opts *api.AppendReq_Options, msgs []*
 				PositionOption:        &api.AppendResp_Success_NoPosition{NoPosition: &shared.Empty{}},
 			}}}
 		}
-		lastRec := s.log[idx[len(idx)-1]]
-		return success(lastRec)
+		return success(s.log[idx[len(idx)-1]])
 	}
 	return success(s.commitLocked(name, msgs))
+}
+
+// matchAtLocked checks msgs against the stream's events from revision from:
+// all ids equal gives from (a replay), a partial match corrupt.
+func (s *Server) matchAtLocked(idx []int, from int, msgs []*api.AppendReq_ProposedMessage) (int, bool) {
+	same := 0
+	for i, m := range msgs {
+		if from+i >= len(idx) || s.log[idx[from+i]].id != protoUUID(m.GetId()) {
+			break
+		}
+		same++
+	}
+	switch {
+	case same == len(msgs):
+		return from, false
+	case same > 0:
+		return -1, true
+	}
+	return -1, false
+}
+
+// cachedLocked looks the first id up in the recent-ids cache (Any and
+// StreamExists appends).
+func (s *Server) cachedLocked(name string, msgs []*api.AppendReq_ProposedMessage) (int, bool) {
+	if len(msgs) == 0 {
+		return -1, false
+	}
+	i, ok := s.recent[protoUUID(msgs[0].GetId())]
+	if !ok || s.log[i].stream != name {
+		return -1, false
+	}
+	return s.matchAtLocked(s.streams[name], int(s.log[i].rev), msgs)
 }
 
 // commitLocked writes msgs to stream and wakes the subscriptions. It returns
 // the last record written.
 //
-// Positions are byte offsets of log records, as in KurrentDB. A single event
-// is one record: its commit and prepare positions are equal. The events of a
-// multi-event append are a transaction: one prepare record per event, then a
-// commit record, and every event of it reports the commit record's position
-// as its commit position (TFPos(commit, prepare) in KurrentDB's $all reads of
-// transactions with a commit record). So commit positions repeat; only the
-// prepare position tells the events apart.
+// Positions are byte offsets of log records, as in KurrentDB, and they grow
+// but skip values. A gRPC append is self-committed: each event is one
+// prepare record flagged IsCommitted, with no commit record, so every
+// event's $all position is (p, p), its own offset, also within a
+// multi-event append (K: Services/Storage/StorageWriterService.cs:374-399;
+// Services/Storage/ReaderIndex/AllReader.cs:115,122).
 func (s *Server) commitLocked(name string, msgs []*api.AppendReq_ProposedMessage) record {
 	idx := s.streams[name]
 	var rec record
-	first := len(s.log)
-	txPos := s.nextPos
 	for _, m := range msgs {
 		meta := make(map[string]string, len(m.Metadata)+1)
 		for k, v := range m.Metadata {
@@ -310,46 +522,28 @@ func (s *Server) commitLocked(name string, msgs []*api.AppendReq_ProposedMessage
 		meta["created"] = fmt.Sprint(time.Now().UnixNano() / 100)
 		rec = record{
 			id: protoUUID(m.GetId()), stream: name, rev: uint64(len(idx)),
-			commit: s.nextPos, prepare: s.nextPos, txPos: txPos,
+			commit: s.nextPos, prepare: s.nextPos,
 			meta: meta, custom: append([]byte(nil), m.CustomMetadata...),
 			data: append([]byte(nil), m.Data...), eventTyp: m.Metadata["type"],
 		}
-		// Positions are byte offsets in KurrentDB: they grow but skip values.
 		s.nextPos += uint64(128 + len(m.Data) + len(m.CustomMetadata))
 		s.log = append(s.log, rec)
 		idx = append(idx, len(s.log)-1)
-	}
-	if len(msgs) > 1 {
-		commit := s.nextPos // the commit record follows the prepares
-		s.nextPos += 64
-		for i := first; i < len(s.log); i++ {
-			s.log[i].commit = commit
-		}
-		rec = s.log[len(s.log)-1]
+		s.recent[rec.id] = len(s.log) - 1
 	}
 	s.streams[name] = idx
-	close(s.changed)
-	s.changed = make(chan struct{})
+	s.wakeLocked()
 	return rec
 }
 
-func (s *Server) sameIDs(idx []int, msgs []*api.AppendReq_ProposedMessage) bool {
-	for i, m := range msgs {
-		if s.log[idx[i]].id != protoUUID(m.GetId()) {
-			return false
-		}
-	}
-	return true
-}
-
-// success answers an append whose last event is last. Like KurrentDB's
-// WriteEventsCompleted, the position is the transaction's: its commit
-// position and the prepare position of its first event.
+// success answers an append whose last event is last: the position is the
+// last event's, as both commit and prepare position
+// (K: Services/RequestManager/Managers/WriteEvents.cs:85-91).
 func success(last record) *api.AppendResp {
 	return &api.AppendResp{Result: &api.AppendResp_Success_{Success: &api.AppendResp_Success{
 		CurrentRevisionOption: &api.AppendResp_Success_CurrentRevision{CurrentRevision: last.rev},
 		PositionOption: &api.AppendResp_Success_Position{Position: &api.AppendResp_Position{
-			CommitPosition: last.commit, PreparePosition: last.txPos,
+			CommitPosition: last.prepare, PreparePosition: last.prepare,
 		}},
 	}}}
 }
@@ -383,6 +577,9 @@ func (svc *streamsService) Read(req *api.ReadReq, out api.Streams_ReadServer) er
 	if o == nil {
 		return status.Error(codes.InvalidArgument, "read without options")
 	}
+	if err := s.denied(o.GetAll() != nil); err != nil {
+		return err
+	}
 	if o.GetSubscription() != nil {
 		if o.GetAll() == nil {
 			return status.Error(codes.Unimplemented, "kurrentfake: only $all subscriptions are implemented")
@@ -405,7 +602,12 @@ func (svc *streamsService) Read(req *api.ReadReq, out api.Streams_ReadServer) er
 func (s *Server) readStream(so *api.ReadReq_Options_StreamOptions, backward bool, count uint64, out api.Streams_ReadServer) error {
 	name := so.GetStreamIdentifier().GetStreamName()
 	s.mu.Lock()
+	// A follower's copy holds only the events it has applied.
+	vis := s.visibleLocked()
 	idx := s.streams[string(name)]
+	for len(idx) > 0 && idx[len(idx)-1] >= vis {
+		idx = idx[:len(idx)-1]
+	}
 	if len(idx) == 0 {
 		s.mu.Unlock()
 		return out.Send(&api.ReadResp{Content: &api.ReadResp_StreamNotFound_{StreamNotFound: &api.ReadResp_StreamNotFound{
@@ -441,29 +643,67 @@ func (s *Server) readStream(so *api.ReadReq_Options_StreamOptions, backward bool
 	return nil
 }
 
+// errInvalidPosition is KurrentDB's answer to a read or subscription from a
+// position that is not the start of a log record: the chunk reader finds no
+// record there (K: TransactionLog/Chunks/TFChunk/TFChunkReadSide.cs:517-560)
+// and the gRPC layer answers InvalidArgument
+// (K: Services/Transport/Grpc/RpcExceptions.cs:259-260). Subscriptions send
+// it after their Confirmation, ending the call
+// (K: Services/Transport/Enumerators/Enumerator.AllSubscriptionFiltered.cs:158,175-181).
+var errInvalidPosition = status.Error(codes.InvalidArgument, "Trying to read from an invalid position.")
+
+// positionLocked finds where a read from (commit, prepare) starts among the
+// first vis records: the index of the record there (exact), or vis when the
+// position is at or beyond the end (beyond tells which). A position inside
+// the log that is not a record's start is invalid. Every record here is an
+// event (self-committed appends have no commit records).
+func (s *Server) positionLocked(commit, prepare uint64, vis int) (i int, beyond bool, err error) {
+	end := s.nextPos // the writer's position: the next record goes there
+	if vis < len(s.log) {
+		end = s.log[vis].prepare
+	}
+	switch {
+	case commit == end && prepare == end:
+		return vis, false, nil
+	case commit >= end && prepare >= end:
+		return vis, true, nil
+	case commit != prepare:
+		return 0, false, errInvalidPosition
+	}
+	i = s.firstAtOrAfter(commit, prepare)
+	if i >= vis || s.log[i].prepare != prepare {
+		return 0, false, errInvalidPosition
+	}
+	return i, false, nil
+}
+
 func (s *Server) readAll(ao *api.ReadReq_Options_AllOptions, backward bool, count uint64, out api.Streams_ReadServer) error {
 	s.mu.Lock()
-	n := len(s.log)
+	n := s.visibleLocked()
 	var batch []record
-	if backward {
-		i := n - 1
-		if p := ao.GetPosition(); p != nil {
-			// Backwards from a position yields the events before it.
-			i = s.firstAtOrAfter(p.GetCommitPosition(), p.GetPreparePosition()) - 1
-		} else if ao.GetStart() != nil {
-			i = -1
+	start := n // forward: first record; backward: one past the first record
+	switch {
+	case ao.GetPosition() != nil:
+		p := ao.GetPosition()
+		i, _, err := s.positionLocked(p.GetCommitPosition(), p.GetPreparePosition(), n)
+		if err != nil {
+			s.mu.Unlock()
+			return err
 		}
-		for ; i >= 0 && uint64(len(batch)) < count; i-- {
+		// Forward from a position includes the event there; backward from
+		// it yields the events before it.
+		start = i
+	case backward && ao.GetStart() != nil:
+		start = 0
+	case !backward && ao.GetEnd() == nil:
+		start = 0
+	}
+	if backward {
+		for i := start - 1; i >= 0 && uint64(len(batch)) < count; i-- {
 			batch = append(batch, s.log[i])
 		}
 	} else {
-		i := 0
-		if p := ao.GetPosition(); p != nil {
-			i = s.firstAtOrAfter(p.GetCommitPosition(), p.GetPreparePosition())
-		} else if ao.GetEnd() != nil {
-			i = n
-		}
-		for ; i < n && uint64(len(batch)) < count; i++ {
+		for i := start; i < n && uint64(len(batch)) < count; i++ {
 			batch = append(batch, s.log[i])
 		}
 	}
@@ -542,13 +782,15 @@ func compileFilter(o *api.ReadReq_Options) (*matcher, error) {
 }
 
 // subscribeAll is a catch-up subscription: Confirmation, then every matching
-// event after the start position (exclusive), CaughtUp once, then live events
+// event after the start position (exclusive), CaughtUp, then live events
 // as they are committed, until the client goes away or the node stops.
 func (s *Server) subscribeAll(o *api.ReadReq_Options, out api.Streams_ReadServer) error {
 	m, err := compileFilter(o)
 	if err != nil {
 		return err
 	}
+	// The confirmation comes before the start is looked at
+	// (K: Enumerator.AllSubscriptionFiltered.cs:157-158).
 	if err := out.Send(&api.ReadResp{Content: &api.ReadResp_Confirmation{Confirmation: &api.ReadResp_SubscriptionConfirmation{
 		SubscriptionId: uuid.NewString(),
 	}}}); err != nil {
@@ -557,15 +799,26 @@ func (s *Server) subscribeAll(o *api.ReadReq_Options, out api.Streams_ReadServer
 	ao := o.GetAll()
 	s.mu.Lock()
 	next := 0 // index of the next record to consider
+	var skipTo uint64
 	switch {
 	case ao.GetEnd() != nil:
-		next = len(s.log)
+		next = s.visibleLocked()
 	case ao.GetPosition() != nil:
-		// The start position is exclusive, as in KurrentDB.
 		p := ao.GetPosition()
-		next = s.firstAtOrAfter(p.GetCommitPosition(), p.GetPreparePosition())
-		if next < len(s.log) && s.log[next].commit == p.GetCommitPosition() && s.log[next].prepare == p.GetPreparePosition() {
-			next++
+		i, beyond, err := s.positionLocked(p.GetCommitPosition(), p.GetPreparePosition(), s.visibleLocked())
+		if err != nil {
+			s.mu.Unlock()
+			return err
+		}
+		next = i
+		if i < len(s.log) && !beyond && s.log[i].prepare == p.GetPreparePosition() {
+			next++ // the start position is exclusive, as in KurrentDB
+		}
+		if beyond {
+			// A start at or past the end goes live at once and skips
+			// every live event up to it: nothing says so
+			// (K: Enumerator.AllSubscriptionFiltered.cs:167-169,218-226).
+			skipTo = p.GetCommitPosition()
 		}
 	}
 	s.mu.Unlock()
@@ -574,12 +827,12 @@ func (s *Server) subscribeAll(o *api.ReadReq_Options, out api.Streams_ReadServer
 	caughtUp := false
 	for {
 		s.mu.Lock()
-		batch := append([]record(nil), s.log[next:]...)
+		batch := append([]record(nil), s.log[next:max(next, s.visibleLocked())]...)
 		wait := s.changed
 		s.mu.Unlock()
 		for _, r := range batch {
 			next++
-			if !m.match(r) {
+			if r.commit <= skipTo || !m.match(r) {
 				continue
 			}
 			if err := out.Send(eventResp(r)); err != nil {

@@ -23,7 +23,17 @@ import (
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "loopback host:port to listen on (port 0: any free port)")
+	version := flag.String("version", "26.1", "the KurrentDB version whose append size limits it enforces: 26.1 (also 25.1+) or 25.0")
 	flag.Parse()
+	v := kurrentfake.V26_1
+	switch *version {
+	case "26.1", "25.1":
+	case "25.0":
+		v = kurrentfake.V25_0
+	default:
+		fmt.Fprintf(os.Stderr, "kurrentfake: -version %q: want 26.1 or 25.0\n", *version)
+		os.Exit(2)
+	}
 	if host, _, _ := strings.Cut(*addr, ":"); host != "127.0.0.1" && host != "localhost" {
 		fmt.Fprintf(os.Stderr, "kurrentfake: -addr %q: only loopback addresses are allowed (it has no auth)\n", *addr)
 		os.Exit(2)
@@ -36,6 +46,7 @@ func main() {
 		os.Exit(1)
 	}
 	defer srv.Close()
+	srv.SetVersion(v)
 	fmt.Printf("kurrentfake listening on %s\n", srv.ConnString())
 	<-ctx.Done()
 }
