@@ -27,6 +27,9 @@ type Team struct {
 	Name string `json:"name"`
 }
 
+// BaseURL is the API base the client sends to.
+func (c *Client) BaseURL() string { return c.c.Base }
+
 // Version returns the installed Coolify version (GET /version answers the
 // bare version text, OtherController.php:47-50, routes/api.php:40). A 404
 // here means the base URL is not Coolify's /api/v1: CodeForeign, with the

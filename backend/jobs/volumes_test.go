@@ -1,0 +1,82 @@
+package jobs_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/slotkeeper/slotkeeper/backend/providers/sim"
+	"github.com/slotkeeper/slotkeeper/backend/slots"
+	"github.com/slotkeeper/slotkeeper/events"
+)
+
+// TestResetLeavesDockerVolumeNamed: Coolify's storage delete removes only
+// the mount definition; the reset records exactly that, names the Docker
+// volume left on the server with its clean-up, and never writes
+// VolumeDeleted (issue 22 item 3).
+func TestResetLeavesDockerVolumeNamed(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, nil)
+	fx := w.seed("vol")
+	w.occupy("vol")
+	w.startEngine(w.engineConfig())
+	before := w.sim.DockerVolumes()
+	if len(before) != 1 {
+		t.Fatalf("seeded docker volumes %+v", before)
+	}
+	vol := before[0].Name
+	res := startJob(t, w, events.KindReset, "vol")
+	if j := w.waitEnded(res.JobID); j.Status != slots.StatusSucceeded {
+		t.Fatalf("reset %s: %s", j.Status, j.LastError)
+	}
+	var removed *events.VolumeMountsRemoved
+	for _, ev := range w.jobEvents(res.JobID) {
+		if ev.Type == "VolumeDeleted" {
+			t.Fatalf("VolumeDeleted recorded although the volume's data is still on the server: %s", ev.Data)
+		}
+		if ev.Type == "VolumeMountsRemoved" {
+			p, err := events.Decode(ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := p.(events.VolumeMountsRemoved)
+			removed = &e
+		}
+	}
+	if removed == nil || len(removed.Left) != 1 || removed.Left[0].Volume != vol || removed.Left[0].Cleanup != "docker volume rm "+vol ||
+		!strings.Contains(removed.Left[0].Server, fx.AppUUID) {
+		t.Fatalf("VolumeMountsRemoved %+v, want the volume %s left with its clean-up", removed, vol)
+	}
+	if !w.sim.HasDockerVolume(vol) || w.sim.HasStorage(fx.StorageUUIDs[0]) {
+		t.Fatalf("sim: docker volume kept %v (want true), mount row kept %v (want false)", w.sim.HasDockerVolume(vol), w.sim.HasStorage(fx.StorageUUIDs[0]))
+	}
+}
+
+// TestComposeStorageFailsOnce: a read-only (compose) storage answers 422;
+// the reset fails at once with what to do, without retrying the delete.
+func TestComposeStorageFailsOnce(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, nil)
+	fx := w.seed("compose")
+	w.occupy("compose")
+	if err := w.sim.SetAppBuildPack(fx.AppUUID, "dockercompose"); err != nil {
+		t.Fatal(err)
+	}
+	w.startEngine(w.engineConfig())
+	res := startJob(t, w, events.KindReset, "compose")
+	j := w.waitEnded(res.JobID)
+	if j.Status != slots.StatusFailed || !strings.Contains(j.LastError, "read-only") {
+		t.Fatalf("reset %s: %q", j.Status, j.LastError)
+	}
+	n := 0
+	for _, r := range w.sim.Requests() {
+		if r.Endpoint == sim.EndpointDeleteStorage {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d storage deletes, want 1 (a 422 is no reason to retry)", n)
+	}
+	if !w.sim.HasStorage(fx.StorageUUIDs[0]) {
+		t.Fatal("storage gone")
+	}
+}
