@@ -314,7 +314,7 @@ export const vocabKo: Record<VocabKey, string> = {
   "audit.ev.UserCreated": "계정 {name} 생성({role}, {source})",
   "audit.ev.UserRoleGranted": "계정 {user}에 {role} 역할 부여",
   "audit.ev.VolumeDeleted": "{step} 완료",
-  "audit.ev.VolumeMountsRemoved": "{step} 완료: 마운트 제거, Docker 볼륨은 서버에 남음",
+  "audit.ev.VolumeMountsRemoved": "{step} 완료: 마운트 제거, 도커 볼륨은 서버에 남음",
   "audit.ev.WaitlistJoined": "{who}님이 {duration} 동안 대기열 등록",
   "audit.ev.WaitlistLeft": "{by}님이 대기열에서 나감",
   "audit.ev.WaitlistReordered": "{by}님이 대기 항목을 {position}번째로 이동",
