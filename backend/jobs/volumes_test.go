@@ -1,6 +1,7 @@
 package jobs_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -48,6 +49,31 @@ func TestResetLeavesDockerVolumeNamed(t *testing.T) {
 	}
 	if !w.sim.HasDockerVolume(vol) || w.sim.HasStorage(fx.StorageUUIDs[0]) {
 		t.Fatalf("sim: docker volume kept %v (want true), mount row kept %v (want false)", w.sim.HasDockerVolume(vol), w.sim.HasStorage(fx.StorageUUIDs[0]))
+	}
+	// The read model keeps the left volume among the slot's remaining
+	// resources, with its clean-up; the mount definition is gone from it.
+	rm := w.readModel()
+	rem := remainingOf(t, rm, "vol")
+	r, ok := rem[events.ResDockerVolume+":"+vol]
+	if !ok || !strings.Contains(r.Cleanup, "docker volume rm "+vol) || !strings.Contains(r.Cleanup, fx.AppUUID) {
+		t.Fatalf("remaining %v: want docker_volume:%s with its clean-up", rem, vol)
+	}
+	for k := range rem {
+		if strings.HasPrefix(k, events.ResVolume+":") {
+			t.Errorf("%s still listed after its mount definition was removed", k)
+		}
+	}
+	jv, err := rm.Job(context.Background(), res.JobID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range jv.Steps {
+		if s.Name == events.StepDeleteVolumes && (len(s.Left) != 1 || !strings.Contains(s.Detail, "left on the server")) {
+			t.Errorf("job page step %+v: want the volume named as left on the server", s)
+		}
+		if s.Name == events.StepDeleteDB && !strings.Contains(s.Detail, "does not prove the server cleaned up") {
+			t.Errorf("job page delete_db detail %q does not say what the 404 proves", s.Detail)
+		}
 	}
 }
 
