@@ -223,7 +223,7 @@ func resultDetail(p events.Payload, r events.StepResult) string {
 	case events.VolumeMountsRemoved:
 		d = mountsRemovedDetail(e)
 	case events.DBDeleted, events.AppDeleted:
-		if !r.AlreadyAbsent {
+		if own, _ := stepResultOf(p); !own.AlreadyAbsent {
 			d = RowGoneOnly
 		}
 	}
