@@ -404,7 +404,7 @@ func unreadable(op, res string, resp *httpc.Response, err error) *providers.Erro
 }
 
 // DeleteEnv deletes one env var; Coolify deletes it at once (no polling,
-// forceDelete AC:3958). "Environment variable not found." = AlreadyAbsent;
+// forceDelete AC:3959). "Environment variable not found." = AlreadyAbsent;
 // the application's "Application not found." is a CodeNotFound error.
 func (c *Client) DeleteEnv(ctx context.Context, appUUID, envUUID string) (providers.DeleteOutcome, error) {
 	return c.deleteNow(ctx, "coolify.DeleteEnv", appUUID, envUUID, "/applications/"+appUUID+"/envs/"+envUUID, msgEnvVar)
@@ -413,7 +413,7 @@ func (c *Client) DeleteEnv(ctx context.Context, appUUID, envUUID string) (provid
 // DeleteStorage removes one storage's definition (DELETE
 // /applications/{uuid}/storages/{storage_uuid}); immediate. For a
 // persistent volume that is only the mount definition row
-// ($storage->delete(), AC:5089): the Docker volume and its data stay on the
+// ($storage->delete(), AC:5090): the Docker volume and its data stay on the
 // server. A storage declared by docker-compose or a service answers 422
 // (read-only, AC:5076-5080), as does one with scheduled volume backups:
 // CodeUnprocessable, not retryable. "Storage not found." = AlreadyAbsent.

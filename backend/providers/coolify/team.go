@@ -31,7 +31,7 @@ type Team struct {
 func (c *Client) BaseURL() string { return c.c.Base }
 
 // Version returns the installed Coolify version (GET /version answers the
-// bare version text, OtherController.php:47-50, routes/api.php:40). A 404
+// bare version text, OtherController.php:47-50, routes/api.php:66). A 404
 // here means the base URL is not Coolify's /api/v1: CodeForeign, with the
 // fix in the message.
 func (c *Client) Version(ctx context.Context) (string, error) {
@@ -72,7 +72,7 @@ func BaseURLHint(base string) string {
 }
 
 // Team returns the token's team (GET /team, TeamController::current_team,
-// routes/api.php:68; alias /teams/current).
+// routes/api.php:70; alias /teams/current).
 func (c *Client) Team(ctx context.Context) (Team, error) {
 	var t Team
 	err := c.getJSON(ctx, "coolify.Team", "team", "/team", msgNoneIsOwned, &t)
@@ -83,7 +83,7 @@ func (c *Client) Team(ctx context.Context) (Team, error) {
 // "deploy") without changing anything: Coolify keeps GET routes behind
 // those abilities that only answer 405 "This endpoint has changed to a POST
 // request." (GET /enable behind api.ability:write, GET /deploy behind
-// api.ability:deploy; routes/api.php:48, 144; OtherController.php:13-18).
+// api.ability:deploy; routes/api.php:54, 144; OtherController.php:13-18).
 // A missing ability is 403 "Missing required permissions: …"
 // (ApiAbility.php:59-61). Any other answer is an error.
 func (c *Client) HasAbility(ctx context.Context, ability string) (bool, error) {

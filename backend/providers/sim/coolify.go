@@ -295,7 +295,7 @@ func (s *Sim) coolGetApp(w http.ResponseWriter, r *http.Request) {
 }
 
 // coolDeleteApp queues the deletion; the app's storages and env vars go
-// with its row, and with delete_volumes (default true, AC:2566) the server
+// with its row, and with delete_volumes (default true, AC:2565) the server
 // removes its Docker volumes — unless the server cleanup fails
 // (FailServerCleanup), which DeleteResourceJob ignores.
 func (s *Sim) coolDeleteApp(w http.ResponseWriter, r *http.Request) {
@@ -398,7 +398,7 @@ func (s *Sim) coolListStorages(w http.ResponseWriter, r *http.Request) {
 
 // coolDeleteStorage deletes the storage's row only: for a persistent
 // volume no `docker volume rm` runs, the volume and its data stay on the
-// server (AC:5083-5089: only a file storage is removed on the server,
+// server (AC:5084-5090: only a file storage is removed on the server,
 // deleteStorageOnServer). A compose application's storages are read-only:
 // 422 (AC:5076-5080).
 func (s *Sim) coolDeleteStorage(w http.ResponseWriter, r *http.Request) {

@@ -17,7 +17,7 @@ import (
 // inside a queued delete, the rate limit, /version and /team.
 
 // RootTeam is the team of the token the simulator starts with (Coolify's
-// root team has id 0, database/seeders/TeamSeeder.php).
+// root team has id 0, app/Models/Team.php:164).
 const RootTeam int64 = 0
 
 // DefaultCoolifyVersion is what GET /version answers by default
@@ -32,14 +32,14 @@ type coolToken struct {
 }
 
 // can reports whether the token has ability ("root" has them all,
-// app/Http/Middleware/ApiAbility.php:39-41).
+// app/Http/Middleware/ApiAbility.php:38-40).
 func (t coolToken) can(ability string) bool {
 	return slices.Contains(t.Abilities, "root") || slices.Contains(t.Abilities, ability)
 }
 
 // dockerVolume is a Docker volume on the Coolify server: it lives apart
 // from the storage row that mounts it (LocalPersistentVolume's name is the
-// volume's name). Deleting the storage row leaves it (AC:5089); a storage
+// volume's name). Deleting the storage row leaves it (AC:5090); a storage
 // added later with the same name mounts it again, data and all.
 type dockerVolume struct {
 	Name, Server, Data string
@@ -88,7 +88,7 @@ func (s *Sim) SetCoolifyVersion(v string) {
 
 // SetAppBuildPack sets an application's build pack. With "dockercompose"
 // its storages are declared by the compose file and read-only: the API
-// refuses to delete them with 422 (LocalPersistentVolume.php:110-124
+// refuses to delete them with 422 (LocalPersistentVolume.php:101-131
 // shouldBeReadOnlyInUI; AC:5076-5080).
 func (s *Sim) SetAppBuildPack(app, pack string) error {
 	s.mu.Lock()
@@ -256,7 +256,7 @@ func postRequired(w http.ResponseWriter, _ *http.Request) {
 // removeVolumesLocked is the server side of deleting an application with
 // delete_volumes: `docker volume rm` of each persistent storage's volume,
 // which fails silently (Application::deleteVolumes runs instant_remote_process
-// with throwError=false, app/Models/Application.php:527-540).
+// with throwError=false, app/Models/Application.php:522-536).
 func (s *Sim) removeVolumesLocked(app string) {
 	if s.cool.cleanupFails {
 		return
