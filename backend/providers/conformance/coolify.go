@@ -70,8 +70,8 @@ func Coolify(t *testing.T, target CoolifyTarget) {
 			{"GET", "/databases/" + missing, "Database not found."},                                       // DC:330
 			{"DELETE", "/databases/" + missing, "Database not found."},                                    // DC:2584
 			{"GET", "/projects/" + missing, "Project not found."},                                         // PC:98
-			{"DELETE", "/projects/" + missing, "Project not found."},                                      // PC:477
-			{"GET", "/projects/" + missing + "/environments", "Project not found."},                       // PC:553
+			{"DELETE", "/projects/" + missing, "Project not found."},                                      // PC:478
+			{"GET", "/projects/" + missing + "/environments", "Project not found."},                       // PC:554
 		} {
 			st, body := raw(t, ctx, w.method, target.URL+w.path, target.Token)
 			if st != 404 || body != `{"message":`+strconv.Quote(w.msg)+`}` {

@@ -93,7 +93,7 @@ const (
 	msgAppGet      = "Application not found."          // AC:2373 GET; also AC:3942 delete env, AC:5060 delete storage
 	msgAppBare     = "Application not found"           // AC:2557 DELETE, AC:3217 list envs, AC:4556 list storages
 	msgDB          = "Database not found."             // DC:330 GET, DC:2584 DELETE
-	msgProject     = "Project not found."              // PC:98 GET, PC:477 DELETE, PC:553 environments
+	msgProject     = "Project not found."              // PC:98 GET, PC:478 DELETE, PC:554 environments
 	msgEnvVar      = "Environment variable not found." // AC:3954 delete env
 	msgStorage     = "Storage not found."              // AC:5073 delete storage
 	msgNoneIsOwned = ""                                // a team-wide list: no 404 is ours

@@ -17,11 +17,11 @@ import (
 const (
 	msgUnauthenticated = "Unauthenticated."                                                                                   // app/Exceptions/Handler.php:51-98
 	msgInvalidToken    = "Invalid token."                                                                                     // EnsureTokenBelongsToCurrentTeamMember.php:17-27
-	msgProjectBusy     = "Project has resources, so it cannot be deleted."                                                    // PC:488
+	msgProjectBusy     = "Project has resources, so it cannot be deleted."                                                    // PC:482
 	msgAppGet          = "Application not found."                                                                             // AC:2373 GET, AC:3942 delete env, AC:5060 delete storage
 	msgAppBare         = "Application not found"                                                                              // AC:2557 DELETE, AC:3217 list envs, AC:4556 list storages
 	msgDB              = "Database not found."                                                                                // DC:330 GET, DC:2584 DELETE
-	msgProject         = "Project not found."                                                                                 // PC:98, PC:477, PC:553
+	msgProject         = "Project not found."                                                                                 // PC:98, PC:478, PC:554
 	msgEnvVar          = "Environment variable not found."                                                                    // AC:3954
 	msgStorage         = "Storage not found."                                                                                 // AC:5073
 	msgStorageReadOnly = "This storage is read-only (managed by docker-compose or service definition) and cannot be deleted." // AC:5076-5080
