@@ -63,8 +63,12 @@ const (
 	ResApplication = "application"
 	ResEnvVar      = "env_var"
 	ResVolume      = "volume"
-	ResRepository  = "repository"
-	ResProject     = "project"
+	// ResDockerVolume is a Docker volume (id = its name) left on the
+	// Coolify server after its mount definition was removed; Name says
+	// where. Coolify's API cannot delete it (issue 22).
+	ResDockerVolume = "docker_volume"
+	ResRepository   = "repository"
+	ResProject      = "project"
 )
 
 // Resource is one outside thing a slot owns. Its id is kept until its deletion
@@ -248,11 +252,56 @@ type EnvVarsDeleted struct {
 	EnvIDs  []string `json:"env_ids,omitempty"`
 }
 
-// VolumeDeleted: the app's persistent storages are confirmed gone.
+// VolumeDeleted: the app's persistent storages are confirmed gone. No
+// longer written (issue 22): Coolify's storage delete removes only the
+// mount definition, never the Docker volume's data, so this name claimed
+// too much. Old logs still hold it and it still decodes; delete_volumes now
+// records VolumeMountsRemoved.
 type VolumeDeleted struct {
 	StepResult
 	AppUUID    string   `json:"app_uuid"`
 	StorageIDs []string `json:"storage_ids,omitempty"`
+}
+
+// VolumeMountsRemoved: delete_volumes removed the mount definitions of the
+// app's persistent storages (StorageIDs, confirmed by a listing without
+// them). It says nothing more: Coolify's DELETE
+// /applications/{uuid}/storages/{storage_uuid} runs no `docker volume rm`,
+// so each Docker volume and its data stay on the server (Left). The read
+// models track each one as a remaining docker_volume resource. Added in
+// issue 22.
+type VolumeMountsRemoved struct {
+	StepResult
+	AppUUID    string       `json:"app_uuid"`
+	StorageIDs []string     `json:"storage_ids,omitempty"`
+	Left       []LeftVolume `json:"left_on_server"`
+}
+
+// LeftVolume is data a step could not delete through the API and left on
+// the server, with the exact manual clean-up.
+type LeftVolume struct {
+	StorageUUID string `json:"storage_uuid"`
+	// Volume is the Docker volume's name; HostPath, when set, says the
+	// storage bind-mounted that host directory instead (no volume).
+	Volume   string `json:"volume,omitempty"`
+	HostPath string `json:"host_path,omitempty"`
+	// Server names the server holding it.
+	Server string `json:"server"`
+	// Cleanup is the command to run there, e.g. "docker volume rm data-x".
+	Cleanup string `json:"cleanup"`
+}
+
+// AppServer names the server of a Coolify application where the API does
+// not say which one it is (a storage's JSON names no server).
+func AppServer(appUUID string) string { return "the server of Coolify application " + appUUID }
+
+// Resource is how a left volume is tracked among a slot's resources.
+func (l LeftVolume) Resource() Resource {
+	id := l.Volume
+	if id == "" {
+		id = l.HostPath
+	}
+	return Resource{Kind: ResDockerVolume, ID: id, Name: l.Server}
 }
 
 // ForcePushed: the template was pushed over the slot repo with a lease.
@@ -528,6 +577,7 @@ func (StepStarted) EventType() string           { return "StepStarted" }
 func (DBDeleted) EventType() string             { return "DBDeleted" }
 func (EnvVarsDeleted) EventType() string        { return "EnvVarsDeleted" }
 func (VolumeDeleted) EventType() string         { return "VolumeDeleted" }
+func (VolumeMountsRemoved) EventType() string   { return "VolumeMountsRemoved" }
 func (ForcePushed) EventType() string           { return "ForcePushed" }
 func (AppDeleted) EventType() string            { return "AppDeleted" }
 func (RepoDeleted) EventType() string           { return "RepoDeleted" }
@@ -590,6 +640,7 @@ var constructors = map[string]func(data []byte) (Payload, error){
 	"DBDeleted":             decodeAs[DBDeleted],
 	"EnvVarsDeleted":        decodeAs[EnvVarsDeleted],
 	"VolumeDeleted":         decodeAs[VolumeDeleted],
+	"VolumeMountsRemoved":   decodeAs[VolumeMountsRemoved],
 	"ForcePushed":           decodeAs[ForcePushed],
 	"AppDeleted":            decodeAs[AppDeleted],
 	"RepoDeleted":           decodeAs[RepoDeleted],

@@ -7,6 +7,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/slotkeeper/slotkeeper/events"
 )
@@ -77,6 +78,12 @@ func RemainingOf(v SlotView) []RemainingResource {
 		rr := RemainingResource{Slot: v.Name, Lifecycle: v.Lifecycle, Resource: r, JobID: job}
 		if i := deletingIndex(v.Deleting, r.Kind, r.ID); i >= 0 {
 			rr.DeleteAcceptedAt = timePtr(v.Deleting[i].AcceptedAt)
+		}
+		if r.Kind == events.ResDockerVolume {
+			rr.Cleanup = "on " + r.Name + ": docker volume rm " + r.ID + " (Coolify's API cannot delete it; its data is still there)"
+			if strings.HasPrefix(r.ID, "/") {
+				rr.Cleanup = "on " + r.Name + ": remove the directory " + r.ID + " if its data is no longer wanted (a bind mount; Coolify's API cannot delete it)"
+			}
 		}
 		out = append(out, rr)
 	}

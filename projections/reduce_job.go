@@ -123,6 +123,10 @@ func applyJob(v JobView, ev events.RecordedEvent, p events.Payload, own bool) Jo
 				s.Attempt = r.Attempt
 			}
 			s.Detail = resultDetail(p, r)
+			s.Left = nil
+			if e, ok := p.(events.VolumeMountsRemoved); ok && len(e.Left) > 0 {
+				s.Left = slices.Clone(e.Left)
+			}
 		})
 		if v.UncertainStep == r.Step {
 			v.UncertainStep = ""
@@ -184,6 +188,8 @@ func stepResultOf(p events.Payload) (events.StepResult, bool) {
 		return e.StepResult, true
 	case events.VolumeDeleted:
 		return e.StepResult, true
+	case events.VolumeMountsRemoved:
+		return e.StepResult, true
 	case events.ForcePushed:
 		return e.StepResult, true
 	case events.AppDeleted:
@@ -214,6 +220,12 @@ func resultDetail(p events.Payload, r events.StepResult) string {
 		d = "created " + e.Repo.String()
 	case events.StepSucceeded:
 		d = e.Detail
+	case events.VolumeMountsRemoved:
+		d = mountsRemovedDetail(e)
+	case events.DBDeleted, events.AppDeleted:
+		if own, _ := stepResultOf(p); !own.AlreadyAbsent {
+			d = RowGoneOnly
+		}
 	}
 	if r.AlreadyAbsent {
 		if d != "" {
@@ -242,10 +254,37 @@ func confirmedGone(p events.Payload) (match func(events.Resource) bool, ok bool)
 		return is(events.ResProject, e.ProjectUUID), true
 	case events.EnvVarsDeleted:
 		return is(events.ResEnvVar, ""), true
-	case events.VolumeDeleted:
+	case events.VolumeDeleted, events.VolumeMountsRemoved:
 		return is(events.ResVolume, ""), true
 	}
 	return nil, false
+}
+
+// RowGoneOnly is what a confirmed Coolify database or application delete
+// proves, said where it is shown: the GET answered 404 after the queued
+// delete, and Coolify's DeleteResourceJob deletes its row even when the
+// server cleanup failed (app/Jobs/DeleteResourceJob.php:57-100, 130).
+const RowGoneOnly = "Coolify's record is gone (GET answers its own 404 after the queued delete); " +
+	"this does not prove the server cleaned up: Coolify deletes the record even when stopping the containers or removing the volumes on the server failed"
+
+// mountsRemovedDetail tells what delete_volumes did and what it left.
+func mountsRemovedDetail(e events.VolumeMountsRemoved) string {
+	d := fmt.Sprintf("removed %d volume mount definition(s) from application %s", len(e.StorageIDs), e.AppUUID)
+	if len(e.Left) == 0 {
+		return d
+	}
+	d += "; Coolify's API cannot delete volume data, left on the server:"
+	for i, l := range e.Left {
+		if i > 0 {
+			d += ";"
+		}
+		what := "Docker volume " + l.Volume
+		if l.Volume == "" {
+			what = "host directory " + l.HostPath
+		}
+		d += " " + what + " with its data on " + l.Server + " (clean up: " + l.Cleanup + ")"
+	}
+	return d
 }
 
 // removeConfirmed drops from rs the resources p confirms deleted. It returns

@@ -12,7 +12,9 @@ import (
 // events; the resources its jobs list (ResourcesListed) and the deletes the
 // providers accepted (DeleteAccepted); and the confirmed deletions of its
 // jobs (DBDeleted, AppDeleted, RepoDeleted, ProjectDeleted, EnvVarsDeleted,
-// VolumeDeleted), which are the only way a resource id leaves Resources. Job progress reaches the slot
+// VolumeDeleted, VolumeMountsRemoved), which are the only way a resource id
+// leaves Resources (VolumeMountsRemoved adds the Docker volumes it left as
+// docker_volume resources, which no API deletes). Job progress reaches the slot
 // through RefreshSlotJob. It is pure: v is never modified. Unknown event types
 // leave v unchanged.
 func ApplySlot(v SlotView, ev events.RecordedEvent, p events.Payload) SlotView {
@@ -128,6 +130,25 @@ func applySlot(v SlotView, ev events.RecordedEvent, p events.Payload, own bool) 
 		}
 	default:
 		rs := removeConfirmed(v.Resources, p)
+		if e, ok := p.(events.VolumeMountsRemoved); ok {
+			// The mount definitions are gone; the Docker volumes and their
+			// data are not, and stay the slot's (Coolify's API cannot
+			// delete them). A volume an earlier attempt of the step
+			// unmounted is no longer listed, so it is not in Left: its
+			// listed entry (name = the volume's name) says what it was.
+			var left []events.Resource
+			covered := map[string]bool{}
+			for _, l := range e.Left {
+				left = append(left, l.Resource())
+				covered[l.StorageUUID] = true
+			}
+			for _, r := range v.Resources {
+				if r.Kind == events.ResVolume && !covered[r.ID] && r.Name != "" {
+					left = append(left, events.Resource{Kind: events.ResDockerVolume, ID: r.Name, Name: events.AppServer(e.AppUUID)})
+				}
+			}
+			rs = addMissing(rs, left)
+		}
 		if e, ok := p.(events.AppDeleted); ok && e.AppUUID != "" && e.AppUUID == v.AppUUID {
 			// Deleting the slot's application takes its env vars and
 			// volumes with it (Coolify deletes an app with its volumes and
@@ -136,7 +157,7 @@ func applySlot(v SlotView, ev events.RecordedEvent, p events.Payload, own bool) 
 				return r.Kind == events.ResEnvVar || r.Kind == events.ResVolume
 			})
 		}
-		if len(rs) == len(v.Resources) {
+		if slices.Equal(rs, v.Resources) {
 			return v // nothing of this slot's changed
 		}
 		v.Resources = rs

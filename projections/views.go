@@ -128,6 +128,10 @@ type StepView struct {
 	Error      string           `json:"error,omitempty"`
 	Resource   *events.Resource `json:"resource,omitempty"`
 	Detail     string           `json:"detail,omitempty"`
+	// Left is what the step could not delete through the provider's API
+	// and left on the server, with the manual clean-up (delete_volumes:
+	// the Docker volumes whose mount definitions it removed).
+	Left []events.LeftVolume `json:"left_on_server,omitempty"`
 }
 
 // JobView is one job with its whole story.
@@ -227,6 +231,9 @@ type RemainingResource struct {
 	// DeleteAcceptedAt is set while a delete of it was accepted and not
 	// confirmed (the slot's Deleting entry).
 	DeleteAcceptedAt *time.Time `json:"delete_accepted_at,omitempty"`
+	// Cleanup, for a docker_volume, is the manual step that removes it
+	// (Coolify's API cannot).
+	Cleanup string `json:"cleanup,omitempty"`
 }
 
 // Page is a cursor-paged list of jobs (newest first).

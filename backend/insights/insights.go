@@ -367,6 +367,8 @@ func stepResult(p events.Payload) (string, bool) {
 		return e.Step, true
 	case events.VolumeDeleted:
 		return e.Step, true
+	case events.VolumeMountsRemoved:
+		return e.Step, true
 	case events.ForcePushed:
 		return e.Step, true
 	case events.AppDeleted:

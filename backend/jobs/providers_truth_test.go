@@ -27,6 +27,23 @@ func TestForeign404DoesNotRetire(t *testing.T) {
 				Confirm: providers.Backoff{Initial: 2 * time.Millisecond, Max: 20 * time.Millisecond, Total: time.Second},
 			})
 		},
+		// A URL ending in /api reaches Coolify's catch-all, which answers
+		// JSON {"message":"Not found.","docs":…} (routes/api.php:431-433)
+		// to every path: it read as "absent" before issue 22.
+		"base URL ending in /api, not /api/v1": func(w *world) {
+			w.deps.PaaS = coolify.New(coolify.Options{
+				BaseURL: strings.TrimSuffix(w.sim.CoolifyURL(), "/v1"), Token: w.sim.CoolifyToken(), RateRetries: -1,
+				Confirm: providers.Backoff{Initial: 2 * time.Millisecond, Max: 20 * time.Millisecond, Total: time.Second},
+			})
+		},
+		// A token of another team gets Coolify's genuine "… not found."
+		// for every live resource of the slot (issue 22 item 2).
+		"token of another team": func(w *world) {
+			w.deps.PaaS = coolify.New(coolify.Options{
+				BaseURL: w.sim.CoolifyURL(), Token: w.sim.AddCoolifyToken(3, "Other Team", "root"), RateRetries: -1,
+				Confirm: providers.Backoff{Initial: 2 * time.Millisecond, Max: 20 * time.Millisecond, Total: time.Second},
+			})
+		},
 		"ingress 404 on every endpoint": func(w *world) {
 			w.sim.AddFault(sim.Fault{Server: "coolify", Foreign404: true})
 		},

@@ -120,6 +120,33 @@ func confirmDelete(ctx context.Context, a *attempt, verify bool, res events.Reso
 	return true, nil
 }
 
+// inVisibleProject guards the lookup of a Coolify resource inside the
+// slot's project: Coolify filters every lookup by the token's team, so a
+// token of another team gets the genuine "… not found." for a live
+// resource. Absent is believed only when the slot's project is visible to
+// the token (its GET is found); otherwise the answer is unknown — never
+// "already absent".
+func (a *attempt) inVisibleProject(project string, get func(context.Context) (providers.Lookup, error)) func(context.Context) (providers.Lookup, error) {
+	return func(ctx context.Context) (providers.Lookup, error) {
+		l, err := get(ctx)
+		if l != providers.Absent || project == "" {
+			return l, err
+		}
+		_, pl, perr := a.e.deps.PaaS.GetProject(ctx, project)
+		switch pl {
+		case providers.Found:
+			return l, err
+		case providers.Absent:
+			return providers.Unknown, &providers.Error{Op: "coolify.GetProject", Resource: project, Status: 404, Code: providers.CodeForbidden,
+				Message: "Coolify answers not found, but the slot's project is not visible to this token either: a token of another team sees live resources as not found, so nothing can be read as absent (check the token's team with `slotkeeper doctor`)"}
+		}
+		if perr == nil {
+			perr = failf("the slot's project %s could not be looked up", project)
+		}
+		return providers.Unknown, perr
+	}
+}
+
 func deleteDB(ctx context.Context, a *attempt, verify bool) (events.Payload, error) {
 	st, err := a.slot(ctx)
 	if err != nil {
@@ -127,10 +154,10 @@ func deleteDB(ctx context.Context, a *attempt, verify bool) (events.Payload, err
 	}
 	id := st.Reg.DBUUID
 	absent, err := confirmDelete(ctx, a, verify, events.Resource{Kind: events.ResDatabase, ID: id},
-		func(ctx context.Context) (providers.Lookup, error) {
+		a.inVisibleProject(st.Reg.ProjectUUID, func(ctx context.Context) (providers.Lookup, error) {
 			_, l, err := a.e.deps.PaaS.GetDatabase(ctx, id)
 			return l, err
-		},
+		}),
 		func(ctx context.Context) (providers.DeleteOutcome, error) {
 			return a.e.deps.PaaS.DeleteDatabase(ctx, id)
 		})
@@ -147,10 +174,10 @@ func deleteApp(ctx context.Context, a *attempt, verify bool) (events.Payload, er
 	}
 	id := st.Reg.AppUUID
 	absent, err := confirmDelete(ctx, a, verify, events.Resource{Kind: events.ResApplication, ID: id},
-		func(ctx context.Context) (providers.Lookup, error) {
+		a.inVisibleProject(st.Reg.ProjectUUID, func(ctx context.Context) (providers.Lookup, error) {
 			_, l, err := a.e.deps.PaaS.GetApplication(ctx, id)
 			return l, err
-		},
+		}),
 		func(ctx context.Context) (providers.DeleteOutcome, error) {
 			return a.e.deps.PaaS.DeleteApplication(ctx, id)
 		})
@@ -260,8 +287,14 @@ func deleteEnvVars(ctx context.Context, a *attempt, _ bool) (events.Payload, err
 	return events.EnvVarsDeleted{StepResult: a.result(false), AppUUID: app, EnvIDs: ids}, nil
 }
 
-// deleteVolumes deletes the app's persistent storages (file storages are
-// configuration, not data, and stay).
+// deleteVolumes removes the mount definitions of the app's persistent
+// storages (file storages are configuration, not data, and stay). That is
+// all Coolify's API can do: its storage delete runs no `docker volume rm`,
+// so each Docker volume and its data stay on the server; the result
+// (VolumeMountsRemoved) names each one with its manual clean-up, and the
+// slot keeps it as a remaining docker_volume. A storage Coolify holds
+// read-only (declared by docker-compose or a service) answers 422: the step
+// fails at once with what to do, it does not retry.
 func deleteVolumes(ctx context.Context, a *attempt, _ bool) (events.Payload, error) {
 	st, err := a.slot(ctx)
 	if err != nil {
@@ -288,16 +321,21 @@ func deleteVolumes(ctx context.Context, a *attempt, _ bool) (events.Payload, err
 		return nil, err
 	}
 	ids := []string{}
+	left := []events.LeftVolume{}
 	for _, s := range list {
 		if s.Kind != "persistent" {
 			continue
 		}
 		err := a.call(ctx, events.StepStarted{Resource: &events.Resource{Kind: events.ResVolume, ID: s.UUID, Name: s.Name}},
 			func(ctx context.Context) error { _, err := a.e.deps.PaaS.DeleteStorage(ctx, app, s.UUID); return err })
+		if providers.CodeOf(err) == providers.CodeUnprocessable {
+			return nil, &stepError{status: 422, msg: fmt.Sprintf("Coolify refuses to remove the mount of volume %s (application %s): %v — a storage declared by docker-compose or a service is read-only through the API (change the compose file), and one with scheduled volume backups must lose them first; then resume", s.Name, app, err)}
+		}
 		if err != nil {
-			return nil, fromProvider("delete volume "+s.Name, err)
+			return nil, fromProvider("remove the mount of volume "+s.Name, err)
 		}
 		ids = append(ids, s.UUID)
+		left = append(left, leftVolume(app, s))
 	}
 	err = a.call(ctx, events.StepStarted{Resource: &events.Resource{Kind: events.ResApplication, ID: app, Name: "list storages"}, Verify: true},
 		func(ctx context.Context) error {
@@ -310,10 +348,21 @@ func deleteVolumes(ctx context.Context, a *attempt, _ bool) (events.Payload, err
 	}
 	for _, s := range list {
 		if s.Kind == "persistent" {
-			return nil, failf("volume %s of %s still exists after its deletion", s.Name, app)
+			return nil, failf("the mount of volume %s of %s still exists after its removal", s.Name, app)
 		}
 	}
-	return events.VolumeDeleted{StepResult: a.result(false), AppUUID: app, StorageIDs: ids}, nil
+	return events.VolumeMountsRemoved{StepResult: a.result(false), AppUUID: app, StorageIDs: ids, Left: left}, nil
+}
+
+// leftVolume is what removing s's mount definition leaves on the server.
+func leftVolume(app string, s providers.Storage) events.LeftVolume {
+	l := events.LeftVolume{StorageUUID: s.UUID, Volume: s.Name, Server: events.AppServer(app),
+		Cleanup: "docker volume rm " + s.Name}
+	if s.HostPath != "" {
+		l.Volume, l.HostPath = "", s.HostPath
+		l.Cleanup = "remove the directory " + s.HostPath + " if its data is no longer wanted"
+	}
+	return l
 }
 
 // forcePushTemplate overwrites the slot branch with the template, with a

@@ -119,11 +119,14 @@ type EnvVar struct {
 	Key  string
 }
 
-// Storage is a persistent volume or a file storage of an application.
+// Storage is a persistent volume or a file storage of an application. A
+// persistent storage's Name is its Docker volume's name on the server,
+// unless HostPath says it bind-mounts that host directory instead.
 type Storage struct {
-	UUID string
-	Name string
-	Kind string // "persistent" or "file"
+	UUID     string
+	Name     string
+	Kind     string // "persistent" or "file"
+	HostPath string
 }
 
 // PaaS is what jobs need from Coolify.

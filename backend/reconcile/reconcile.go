@@ -418,7 +418,25 @@ func (r *Reconciler) inventory(ctx context.Context) []providers.ProjectInventory
 	// Two calls per project plus two: bounded by the call timeout each.
 	cctx, cancel := context.WithTimeout(ctx, r.cfg.CallTimeout*time.Duration(2*len(r.cfg.CoolifyProjects)+2))
 	defer cancel()
-	return r.paas.InventoryProjects(cctx, r.cfg.CoolifyProjects)
+	return noneVisibleIsUnknown(r.paas.InventoryProjects(cctx, r.cfg.CoolifyProjects))
+}
+
+// noneVisibleIsUnknown: Coolify filters every lookup by the token's team,
+// so a token of another team gets the genuine "Project not found." for each
+// live project. When not one configured project is visible, that is the
+// likelier story than every slot project torn down: nothing is reported as
+// gone (issue 22).
+func noneVisibleIsUnknown(invs []providers.ProjectInventory) []providers.ProjectInventory {
+	for _, inv := range invs {
+		if inv.Lookup != providers.Absent {
+			return invs
+		}
+	}
+	for i := range invs {
+		invs[i].Lookup = providers.Unknown
+		invs[i].Err = errors.New("Coolify answers \"Project not found.\" for every configured project: the token may belong to another team (it sees live projects as not found); run `slotkeeper doctor`")
+	}
+	return invs
 }
 
 func (r *Reconciler) coolifyScope(ctx context.Context, inv providers.ProjectInventory, scope string, byID map[string]Tracked, add func(events.ReconcileFinding)) error {

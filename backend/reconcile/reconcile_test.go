@@ -654,3 +654,20 @@ func TestRetiredSlotLeftoversAfterFailedTeardown(t *testing.T) {
 		t.Fatalf("the retired slot's leftover deleted outside is not drift of slot a: %v", summary(rep))
 	}
 }
+
+// TestOtherTeamTokenIsNotDrift: a token of another team gets Coolify's
+// genuine "Project not found." for every live project; the reconciler
+// reports unknown, never "the project is gone" (issue 22).
+func TestOtherTeamTokenIsNotDrift(t *testing.T) {
+	w := newWorld(t, 100)
+	w.paas = coolify.New(coolify.Options{BaseURL: w.sim.CoolifyURL(), Token: w.sim.AddCoolifyToken(8, "Other", "read")})
+	rep := run(t, w.reconciler(reconcile.Config{}))
+	for _, f := range rep.Findings {
+		if f.Class == events.FindingDrift && f.Provider == "coolify" {
+			t.Errorf("drift with another team's token: %+v", f)
+		}
+	}
+	if !has(rep, events.FindingUnknown, events.ResProject, w.slots[0].ProjectUUID) {
+		t.Fatalf("no unknown finding for the invisible project: %v", summary(rep))
+	}
+}

@@ -313,7 +313,7 @@ type stepResult struct {
 }
 
 var resultTypes = map[string]bool{
-	"DBDeleted": true, "EnvVarsDeleted": true, "VolumeDeleted": true, "ForcePushed": true,
+	"DBDeleted": true, "EnvVarsDeleted": true, "VolumeDeleted": true, "VolumeMountsRemoved": true, "ForcePushed": true,
 	"AppDeleted": true, "RepoDeleted": true, "ProjectDeleted": true, "RepoCreated": true,
 	"CodePushed": true, "StepSucceeded": true,
 }

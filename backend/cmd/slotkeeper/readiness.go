@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/slotkeeper/slotkeeper/backend/doctor"
 	"github.com/slotkeeper/slotkeeper/backend/providers"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/events"
@@ -60,21 +61,23 @@ func storeProbe(store events.Store) probe {
 	}}
 }
 
-// providerProbes look one resource up at each provider with the server's
-// token: found or absent (the provider's own 404, after authenticating the
-// request) proves it answers and accepts the token; unknown (401, 403, 5xx,
-// timeout) does not. Inside a scope the probe looks at the scope's first
-// project, which must exist.
+// providerProbes check that each provider answers and accepts the
+// server's token. Coolify's runs the doctor's Coolify checks without the
+// per-project ones (base URL and version, the token's team, its abilities):
+// it used to look up the scope's first project, which a normal teardown
+// deletes, and /readyz then answered 503 for good. Bitbucket's looks one
+// repository up: found or absent (its own 404, after authenticating the
+// request) proves it answers; unknown (401, 403, 5xx, timeout) does not.
 func providerProbes(paas providers.PaaS, git providers.GitHost, scope slots.Scope) []probe {
+	coolifyProbe := probe{name: "coolify", check: func(ctx context.Context) error {
+		_, l, err := paas.GetProject(ctx, "slotkeeper-readiness-probe")
+		return lookupReady(l, err, false, "")
+	}}
+	if api, ok := paas.(doctor.CoolifyAPI); ok {
+		coolifyProbe = checksProbe("coolify", []doctor.Check{doctor.Coolify(api, nil)})
+	}
 	return []probe{
-		{name: "coolify", check: func(ctx context.Context) error {
-			id, mustExist := "slotkeeper-readiness-probe", false
-			if len(scope.CoolifyProjects) > 0 {
-				id, mustExist = scope.CoolifyProjects[0], true
-			}
-			_, l, err := paas.GetProject(ctx, id)
-			return lookupReady(l, err, mustExist, "project "+id)
-		}},
+		coolifyProbe,
 		{name: "bitbucket", check: func(ctx context.Context) error {
 			key := "SLOTKEEPERPROBE"
 			if len(scope.BitbucketProjects) > 0 {

@@ -63,7 +63,7 @@ func TestReadyzFollowsProvidersAndDrains(t *testing.T) {
 		t.Fatalf("/readyz %d %s %v", code, body, err)
 	}
 	var fault struct{ ID int }
-	if code := s.call(t, "POST", "/api/sim/faults", sim.Fault{Server: "coolify", Endpoint: sim.EndpointGetProject, Status: 401}, &fault); code != 201 {
+	if code := s.call(t, "POST", "/api/sim/faults", sim.Fault{Server: "coolify", Endpoint: sim.EndpointVersion, Status: 401}, &fault); code != 201 {
 		t.Fatalf("fault: %d", code)
 	}
 	_, body := untilReadyz(t, s, "503 naming coolify", func(code int, body string, _ error) bool {

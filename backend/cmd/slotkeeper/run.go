@@ -29,6 +29,7 @@ commands:
   export         write the event log as NDJSON (resumable with --from)
   import         load an NDJSON export into an empty store
   admin          create-user / create-token on a stopped server's store
+  doctor         read-only checks of the configured providers, each with its fix
   help           this text
 
 Run "slotkeeper <command> -h" for the flags of a command.
@@ -71,6 +72,8 @@ func runWith(ctx context.Context, args []string, env func(string) string, stdout
 		err = importCmd(ctx, args, env, stdout, stderr)
 	case "admin":
 		err = adminCmd(ctx, args, env, stdout, stderr)
+	case "doctor":
+		err = doctorCmd(ctx, args, env, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

@@ -340,6 +340,12 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 		return err
 	}
 	defer w.close()
+	if w.sim == nil {
+		// Real providers: the doctor's checks first (doctor.go).
+		if err := startupChecks(ctx, c, w, log); err != nil {
+			return err
+		}
+	}
 
 	// The demo runs on simulators, embedded or in their own process.
 	var demoSim interface {

@@ -3,7 +3,16 @@
 // Coolify only queues the deletion of databases and applications (200
 // "… deletion request queued."), so DeleteDatabase and DeleteApplication
 // return only once a GET answers 404, polling with bounded backoff, or with
-// CodeNotConfirmed while the resource is still there at the bound.
+// CodeNotConfirmed while the resource is still there at the bound. Such a
+// 404 proves only that Coolify's row is gone: its DeleteResourceJob deletes
+// the row even when stopping the containers or removing the volumes on the
+// server failed (app/Jobs/DeleteResourceJob.php:57-100, 130 at v4.3.10-41).
+//
+// Absent is read from one answer only: a 404 whose message is the one the
+// endpoint's own controller writes for the missing resource (notFoundMsg).
+// Coolify's catch-all for unknown paths (routes/api.php:431-433, 404
+// {"message":"Not found.","docs":…}) — a base URL ending in /api, a proxy
+// dropping /v1, a route the installed version lacks — is foreign.
 package coolify
 
 import (
@@ -30,13 +39,24 @@ type Options struct {
 	// every call) and redirects not followed.
 	HTTP *http.Client
 	// Confirm bounds the polling after a queued delete: default 250ms
-	// doubling to 5s, giving up after 2 minutes.
+	// doubling to 10s, giving up after ConfirmTotal. The real delete first
+	// stops the application with its stop grace period (default 30 s, up to
+	// 3,600 s), so the bound is above that; the step deadline of the job
+	// calling it still applies.
 	Confirm providers.Backoff
-	// RateRetries (default 3) and MaxRetryAfter (default 30s) bound how 429
-	// answers are waited out.
+	// RateRetries (default 3) and MaxRetryAfter (default 60s: Coolify's
+	// throttle answers Retry-After up to 60 s, RouteServiceProvider.php:47-53)
+	// bound how 429 answers are waited out. A wait past ctx's deadline
+	// gives up at once (CodeRateLimited, retryable).
 	RateRetries   int
 	MaxRetryAfter time.Duration
+	// Sleep replaces the real timer of Retry-After waits (tests).
+	Sleep func(ctx context.Context, d time.Duration) error
 }
+
+// ConfirmTotal is the default bound on confirming a queued delete: above
+// Coolify's longest stop grace period (3,600 s) plus a minute.
+const ConfirmTotal = 3660 * time.Second
 
 // Client talks to one Coolify instance.
 type Client struct {
@@ -46,10 +66,61 @@ type Client struct {
 
 // New returns a client; it does no I/O.
 func New(o Options) *Client {
-	return &Client{
-		c:       httpc.New(strings.TrimRight(o.BaseURL, "/"), o.Token, o.HTTP, o.RateRetries, o.MaxRetryAfter, message, notFound),
+	if o.MaxRetryAfter <= 0 {
+		o.MaxRetryAfter = 60 * time.Second
+	}
+	if o.Confirm.Max <= 0 {
+		o.Confirm.Max = 10 * time.Second
+	}
+	if o.Confirm.Total <= 0 {
+		o.Confirm.Total = ConfirmTotal
+	}
+	c := &Client{
+		c:       httpc.New(strings.TrimRight(o.BaseURL, "/"), o.Token, o.HTTP, o.RateRetries, o.MaxRetryAfter, message, nil),
 		confirm: httpc.ConfirmDefaults(o.Confirm),
 	}
+	c.c.Rate.Sleep = o.Sleep
+	return c
+}
+
+// Coolify's own not-found messages, by controller (app/Http/Controllers/Api
+// at v4.3.10-41, 379abb25; AC = ApplicationsController.php, DC =
+// DatabasesController.php, PC = ProjectController.php). Every lookup is
+// filtered by the token's team first (Application::ownedByCurrentTeamAPI,
+// queryDatabaseByUuidWithinTeam, Project::whereTeamId), so a live resource of
+// another team answers the same words: see the jobs' project check.
+const (
+	msgAppGet      = "Application not found."          // AC:2373 GET; also AC:3942 delete env, AC:5060 delete storage
+	msgAppBare     = "Application not found"           // AC:2557 DELETE, AC:3217 list envs, AC:4556 list storages
+	msgDB          = "Database not found."             // DC:330 GET, DC:2584 DELETE
+	msgProject     = "Project not found."              // PC:98 GET, PC:478 DELETE, PC:554 environments
+	msgEnvVar      = "Environment variable not found." // AC:3954 delete env
+	msgStorage     = "Storage not found."              // AC:5073 delete storage
+	msgNoneIsOwned = ""                                // a team-wide list: no 404 is ours
+)
+
+// on returns the HTTP client for one endpoint: a 404 is Absent only when
+// its message is want, exactly.
+func (c *Client) on(want string) *httpc.Client {
+	h := c.c
+	if want != msgNoneIsOwned {
+		h.NotFound = func(body []byte) bool { return notFoundMsg(body) == want }
+	}
+	return &h
+}
+
+// notFoundMsg is the message of a Coolify error body that carries only a
+// message (the catch-all adds "docs": never an own answer), "" otherwise.
+func notFoundMsg(body []byte) string {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(body, &m) != nil || len(m) != 1 {
+		return ""
+	}
+	var msg string
+	if json.Unmarshal(m["message"], &msg) != nil {
+		return ""
+	}
+	return msg
 }
 
 // message reads Coolify's {"message": …, "errors": {field: [msgs]}}.
@@ -68,40 +139,38 @@ func message(body []byte) string {
 	return strings.TrimSuffix(msg, ";")
 }
 
-// notFound recognises Coolify's own 404 body: a JSON object with a
-// non-empty "message" ("Database not found.", the spec's "Resource not
-// found."). An HTML page, an empty body or other JSON is not Coolify's.
-func notFound(body []byte) bool {
-	var m struct {
-		Message *string `json:"message"`
-	}
-	return json.Unmarshal(body, &m) == nil && m.Message != nil && strings.TrimSpace(*m.Message) != ""
-}
-
 // fail maps an unexpected answer to an *Error (httpc.Unexpected: a 5xx or a
 // foreign 404 to a mutating call is Uncertain). A 400 is Coolify's "Invalid
-// token." (unauthorized) when its message says so.
-func (c *Client) fail(op, res string, resp *httpc.Response, mutating bool) *providers.Error {
-	e := c.c.Unexpected(op, res, resp, mutating)
-	if resp.Status == http.StatusBadRequest && strings.Contains(strings.ToLower(message(resp.Body)), "token") {
+// token." (unauthorized) when its message says so. A 404 in the words of
+// the parent (the application of an env var or a storage) is its own
+// CodeNotFound error, never the child's absence: the parent may be gone, or
+// be another team's.
+func fail(h *httpc.Client, op, res string, resp *httpc.Response, mutating bool) *providers.Error {
+	e := h.Unexpected(op, res, resp, mutating)
+	switch msg := notFoundMsg(resp.Body); {
+	case resp.Status == http.StatusBadRequest && strings.Contains(strings.ToLower(message(resp.Body)), "token"):
 		e.Code = providers.CodeUnauthorized
+	case resp.Status == http.StatusNotFound && (msg == msgAppGet || msg == msgAppBare):
+		e.Code, e.Uncertain = providers.CodeNotFound, false
+		e.Message = msg + " (the application: deleted, or not visible to this token's team)"
 	}
 	return e
 }
 
-func (c *Client) get(ctx context.Context, op, id, path string, out any) (providers.Lookup, error) {
+func (c *Client) get(ctx context.Context, op, id, path, own string, out any) (providers.Lookup, error) {
 	if err := providers.ValidateUUID(id); err != nil {
 		return providers.Unknown, providers.Invalid(op, id, err)
 	}
-	resp, perr := c.c.Do(ctx, op, id, http.MethodGet, path, nil, nil, false)
+	h := c.on(own)
+	resp, perr := h.Do(ctx, op, id, http.MethodGet, path, nil, nil, false)
 	if perr != nil {
 		return providers.Unknown, perr
 	}
-	switch l, perr := c.c.Lookup(op, id, resp); l {
+	switch l, perr := h.Lookup(op, id, resp); l {
 	case providers.Absent:
 		return l, perr
 	case providers.Unknown:
-		return l, c.fail(op, id, resp, false) // with Coolify's reading of a 400
+		return l, fail(h, op, id, resp, false) // with Coolify's reading of a 400
 	}
 	if err := json.Unmarshal(resp.Body, out); err != nil {
 		return providers.Unknown, unreadable(op, id, resp, err)
@@ -143,21 +212,21 @@ func (r resourceJSON) project() providers.Project {
 // foreign 404 (CodeForeign) included — is Unknown.
 func (c *Client) GetDatabase(ctx context.Context, uuid string) (providers.Database, providers.Lookup, error) {
 	var r resourceJSON
-	l, err := c.get(ctx, "coolify.GetDatabase", uuid, "/databases/"+uuid, &r)
+	l, err := c.get(ctx, "coolify.GetDatabase", uuid, "/databases/"+uuid, msgDB, &r)
 	return r.database(), l, err
 }
 
 // GetApplication returns the application; Lookup as for GetDatabase.
 func (c *Client) GetApplication(ctx context.Context, uuid string) (providers.Application, providers.Lookup, error) {
 	var r resourceJSON
-	l, err := c.get(ctx, "coolify.GetApplication", uuid, "/applications/"+uuid, &r)
+	l, err := c.get(ctx, "coolify.GetApplication", uuid, "/applications/"+uuid, msgAppGet, &r)
 	return r.application(), l, err
 }
 
 // GetProject returns the project; Lookup as for GetDatabase.
 func (c *Client) GetProject(ctx context.Context, uuid string) (providers.Project, providers.Lookup, error) {
 	var r resourceJSON
-	l, err := c.get(ctx, "coolify.GetProject", uuid, "/projects/"+uuid, &r)
+	l, err := c.get(ctx, "coolify.GetProject", uuid, "/projects/"+uuid, msgProject, &r)
 	return r.project(), l, err
 }
 
@@ -176,58 +245,63 @@ var deleteQuery = url.Values{
 // is still there — or no GET got Coolify's answer — when the confirmation
 // bound passes.
 func (c *Client) DeleteDatabase(ctx context.Context, uuid string) (providers.DeleteOutcome, error) {
-	return c.deleteQueued(ctx, "coolify.DeleteDatabase", uuid, "/databases/"+uuid)
+	return c.deleteQueued(ctx, "coolify.DeleteDatabase", uuid, "/databases/"+uuid, msgDB, msgDB)
 }
 
 // DeleteApplication is DeleteDatabase for applications (with its volumes,
 // configurations and networks).
 func (c *Client) DeleteApplication(ctx context.Context, uuid string) (providers.DeleteOutcome, error) {
-	return c.deleteQueued(ctx, "coolify.DeleteApplication", uuid, "/applications/"+uuid)
+	return c.deleteQueued(ctx, "coolify.DeleteApplication", uuid, "/applications/"+uuid, msgAppBare, msgAppGet)
 }
 
-func (c *Client) deleteQueued(ctx context.Context, op, id, path string) (providers.DeleteOutcome, error) {
+// deleteQueued: ownDel is the DELETE's own not-found message, ownGet the
+// GET's (they differ for applications: AC:2557 vs AC:2373).
+func (c *Client) deleteQueued(ctx context.Context, op, id, path, ownDel, ownGet string) (providers.DeleteOutcome, error) {
 	if err := providers.ValidateUUID(id); err != nil {
 		return 0, providers.Invalid(op, id, err)
 	}
-	resp, perr := c.c.Do(ctx, op, id, http.MethodDelete, path, deleteQuery, nil, true)
+	h := c.on(ownDel)
+	resp, perr := h.Do(ctx, op, id, http.MethodDelete, path, deleteQuery, nil, true)
 	if perr != nil {
 		return 0, perr
 	}
 	switch {
-	case c.c.Absent(resp):
+	case h.Absent(resp):
 		return providers.AlreadyAbsent, nil
 	case resp.Status < 200 || resp.Status > 299:
-		return 0, c.fail(op, id, resp, true)
+		return 0, fail(h, op, id, resp, true)
 	}
 	if pe := providers.DeleteAccepted(ctx, op, id, resp.Status); pe != nil {
 		return 0, pe
 	}
-	return c.confirmGone(ctx, op, id, path)
+	return c.confirmGone(ctx, op, id, path, ownGet)
 }
 
 // confirmGone polls GET path until Coolify's own 404. Transient failures
 // (5xx, 429, transport, a foreign 404 — an ingress may misroute for a
-// while) keep polling; 401/403 and other definite refusals stop it.
-func (c *Client) confirmGone(ctx context.Context, op, id, path string) (providers.DeleteOutcome, error) {
+// while) keep polling; 401/403 and other definite refusals stop it. The
+// 404 proves only that the row is gone (see the package comment).
+func (c *Client) confirmGone(ctx context.Context, op, id, path, own string) (providers.DeleteOutcome, error) {
+	h := c.on(own)
 	var last *providers.Error
 	gone, err := httpc.Poll(ctx, c.confirm, func() (bool, error) {
-		resp, perr := c.c.Do(ctx, op, id, http.MethodGet, path, nil, nil, false)
+		resp, perr := h.Do(ctx, op, id, http.MethodGet, path, nil, nil, false)
 		switch {
 		case perr != nil && perr.Code == providers.CodeCanceled:
 			return false, perr
 		case perr != nil:
 			last = perr
 			return false, nil
-		case c.c.Absent(resp):
+		case h.Absent(resp):
 			return true, nil
 		case resp.Status == http.StatusOK:
 			last = nil
 			return false, nil
-		case resp.Status >= 500 || c.c.CodeFor(resp) == providers.CodeForeign:
-			last = c.fail(op, id, resp, false)
+		case resp.Status >= 500 || h.CodeFor(resp) == providers.CodeForeign:
+			last = fail(h, op, id, resp, false)
 			return false, nil
 		}
-		return false, c.fail(op, id, resp, false)
+		return false, fail(h, op, id, resp, false)
 	})
 	if gone {
 		return providers.Deleted, nil
@@ -253,7 +327,7 @@ func (c *Client) ListEnvs(ctx context.Context, appUUID string) ([]providers.EnvV
 		UUID string `json:"uuid"`
 		Key  string `json:"key"`
 	}
-	if err := c.list(ctx, op, appUUID, "/applications/"+appUUID+"/envs", &raw); err != nil {
+	if err := c.list(ctx, op, appUUID, "/applications/"+appUUID+"/envs", msgAppBare, &raw); err != nil {
 		return nil, err
 	}
 	out := make([]providers.EnvVar, 0, len(raw))
@@ -269,20 +343,27 @@ func (c *Client) ListEnvs(ctx context.Context, appUUID string) ([]providers.EnvV
 func (c *Client) ListStorages(ctx context.Context, appUUID string) ([]providers.Storage, error) {
 	const op = "coolify.ListStorages"
 	type storage struct {
-		UUID      string `json:"uuid"`
-		Name      string `json:"name"`
-		MountPath string `json:"mount_path"`
+		UUID      string  `json:"uuid"`
+		Name      string  `json:"name"`
+		MountPath string  `json:"mount_path"`
+		HostPath  *string `json:"host_path"`
 	}
 	var raw struct {
 		Persistent []storage `json:"persistent_storages"`
 		Files      []storage `json:"file_storages"`
 	}
-	if err := c.list(ctx, op, appUUID, "/applications/"+appUUID+"/storages", &raw); err != nil {
+	if err := c.list(ctx, op, appUUID, "/applications/"+appUUID+"/storages", msgAppBare, &raw); err != nil {
 		return nil, err
 	}
 	out := make([]providers.Storage, 0, len(raw.Persistent)+len(raw.Files))
 	for _, s := range raw.Persistent {
-		out = append(out, providers.Storage{UUID: s.UUID, Name: s.Name, Kind: "persistent"})
+		// A persistent storage's name is its Docker volume's name; with a
+		// host_path it is a bind mount of that directory instead.
+		st := providers.Storage{UUID: s.UUID, Name: s.Name, Kind: "persistent"}
+		if s.HostPath != nil {
+			st.HostPath = *s.HostPath
+		}
+		out = append(out, st)
 	}
 	for _, s := range raw.Files {
 		// File storages have no name; the mount path identifies them.
@@ -292,23 +373,24 @@ func (c *Client) ListStorages(ctx context.Context, appUUID string) ([]providers.
 }
 
 // list GETs a collection of resource id; any non-200 (404 included) is an
-// error.
-func (c *Client) list(ctx context.Context, op, id, path string, out any) error {
+// error (CodeNotFound only for the message own).
+func (c *Client) list(ctx context.Context, op, id, path, own string, out any) error {
 	if err := providers.ValidateUUID(id); err != nil {
 		return providers.Invalid(op, id, err)
 	}
-	return c.getJSON(ctx, op, id, path, out)
+	return c.getJSON(ctx, op, id, path, own, out)
 }
 
 // getJSON GETs path and decodes a 200 answer into out; any other status is
 // an error about res.
-func (c *Client) getJSON(ctx context.Context, op, res, path string, out any) error {
-	resp, perr := c.c.Do(ctx, op, res, http.MethodGet, path, nil, nil, false)
+func (c *Client) getJSON(ctx context.Context, op, res, path, own string, out any) error {
+	h := c.on(own)
+	resp, perr := h.Do(ctx, op, res, http.MethodGet, path, nil, nil, false)
 	if perr != nil {
 		return perr
 	}
 	if resp.Status != http.StatusOK {
-		return c.fail(op, res, resp, false)
+		return fail(h, op, res, resp, false)
 	}
 	if err := json.Unmarshal(resp.Body, out); err != nil {
 		return unreadable(op, res, resp, err)
@@ -321,37 +403,43 @@ func unreadable(op, res string, resp *httpc.Response, err error) *providers.Erro
 	return &providers.Error{Op: op, Resource: res, Status: resp.Status, Code: providers.CodeServer, Message: "unreadable answer", Err: err}
 }
 
-// DeleteEnv deletes one env var; Coolify deletes it at once (no polling).
-// 404 = AlreadyAbsent.
+// DeleteEnv deletes one env var; Coolify deletes it at once (no polling,
+// forceDelete AC:3959). "Environment variable not found." = AlreadyAbsent;
+// the application's "Application not found." is a CodeNotFound error.
 func (c *Client) DeleteEnv(ctx context.Context, appUUID, envUUID string) (providers.DeleteOutcome, error) {
-	return c.deleteNow(ctx, "coolify.DeleteEnv", appUUID, envUUID, "/applications/"+appUUID+"/envs/"+envUUID)
+	return c.deleteNow(ctx, "coolify.DeleteEnv", appUUID, envUUID, "/applications/"+appUUID+"/envs/"+envUUID, msgEnvVar)
 }
 
-// DeleteStorage removes one storage (DELETE
-// /applications/{uuid}/storages/{storage_uuid}); immediate. 404 =
-// AlreadyAbsent.
+// DeleteStorage removes one storage's definition (DELETE
+// /applications/{uuid}/storages/{storage_uuid}); immediate. For a
+// persistent volume that is only the mount definition row
+// ($storage->delete(), AC:5090): the Docker volume and its data stay on the
+// server. A storage declared by docker-compose or a service answers 422
+// (read-only, AC:5076-5080), as does one with scheduled volume backups:
+// CodeUnprocessable, not retryable. "Storage not found." = AlreadyAbsent.
 func (c *Client) DeleteStorage(ctx context.Context, appUUID, storageUUID string) (providers.DeleteOutcome, error) {
-	return c.deleteNow(ctx, "coolify.DeleteStorage", appUUID, storageUUID, "/applications/"+appUUID+"/storages/"+storageUUID)
+	return c.deleteNow(ctx, "coolify.DeleteStorage", appUUID, storageUUID, "/applications/"+appUUID+"/storages/"+storageUUID, msgStorage)
 }
 
-func (c *Client) deleteNow(ctx context.Context, op, parent, id, path string) (providers.DeleteOutcome, error) {
+func (c *Client) deleteNow(ctx context.Context, op, parent, id, path, own string) (providers.DeleteOutcome, error) {
 	for _, v := range []string{parent, id} {
 		if err := providers.ValidateUUID(v); err != nil {
 			return 0, providers.Invalid(op, v, err)
 		}
 	}
 	res := parent + "/" + id
-	resp, perr := c.c.Do(ctx, op, res, http.MethodDelete, path, nil, nil, true)
+	h := c.on(own)
+	resp, perr := h.Do(ctx, op, res, http.MethodDelete, path, nil, nil, true)
 	if perr != nil {
 		return 0, perr
 	}
 	switch {
-	case c.c.Absent(resp):
+	case h.Absent(resp):
 		return providers.AlreadyAbsent, nil
 	case resp.Status >= 200 && resp.Status <= 299:
 		return providers.Deleted, nil
 	}
-	return 0, c.fail(op, res, resp, true)
+	return 0, fail(h, op, res, resp, true)
 }
 
 // DeleteProject deletes an empty project (immediate). While it still has
@@ -362,19 +450,20 @@ func (c *Client) DeleteProject(ctx context.Context, uuid string) (providers.Dele
 	if err := providers.ValidateUUID(uuid); err != nil {
 		return 0, providers.Invalid(op, uuid, err)
 	}
-	resp, perr := c.c.Do(ctx, op, uuid, http.MethodDelete, "/projects/"+uuid, nil, nil, true)
+	h := c.on(msgProject)
+	resp, perr := h.Do(ctx, op, uuid, http.MethodDelete, "/projects/"+uuid, nil, nil, true)
 	if perr != nil {
 		return 0, perr
 	}
 	switch {
-	case c.c.Absent(resp):
+	case h.Absent(resp):
 		return providers.AlreadyAbsent, nil
 	case resp.Status >= 200 && resp.Status <= 299:
 		return providers.Deleted, nil
 	case resp.Status == http.StatusBadRequest && strings.Contains(message(resp.Body), "has resources"):
-		return 0, c.c.Fail(op, uuid, resp, providers.CodeNotEmpty, false)
+		return 0, h.Fail(op, uuid, resp, providers.CodeNotEmpty, false)
 	}
-	return 0, c.fail(op, uuid, resp, true)
+	return 0, fail(h, op, uuid, resp, true)
 }
 
 // ListDatabases, ListApplications and ListProjects list everything the
@@ -397,7 +486,7 @@ func (c *Client) ListProjects(ctx context.Context) ([]providers.Project, error) 
 // listAll GETs a top-level collection (the path names it in errors).
 func listAll[T any](ctx context.Context, c *Client, op, path string, conv func(resourceJSON) T) ([]T, error) {
 	var raw []resourceJSON
-	if err := c.getJSON(ctx, op, path, path, &raw); err != nil {
+	if err := c.getJSON(ctx, op, path, path, msgNoneIsOwned, &raw); err != nil {
 		return nil, err
 	}
 	out := make([]T, 0, len(raw))

@@ -161,13 +161,27 @@ func TestRetryAfterTooLongOrCanceled(t *testing.T) {
 	if n := len(b.sim.Requests()); n != 1 {
 		t.Fatalf("%d requests", n)
 	}
-	// Within the bound but ctx ends during the wait: canceled, no retry.
+	// Within the bound but past ctx's deadline: rate limited at once
+	// (retryable), no wait and no retry.
 	b.sim.AddFault(sim.Fault{Endpoint: sim.EndpointGetDatabase, Status: 429, Header: map[string]string{"Retry-After": "1"}})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 	defer cancel()
 	_, _, err = b.c.GetDatabase(ctx, b.fx.DBUUID)
-	checkErr(t, err, providers.CodeCanceled, 429, false)
+	checkErr(t, err, providers.CodeRateLimited, 429, false)
 	if n := len(b.sim.Requests()); n != 2 {
+		t.Fatalf("%d requests", n)
+	}
+	// Within the bound and no deadline, but ctx is cancelled during the
+	// wait: canceled, no retry.
+	ctx, cancel = context.WithCancel(context.Background())
+	c := coolify.New(coolify.Options{BaseURL: b.sim.CoolifyURL(), Token: token, Sleep: func(ctx context.Context, d time.Duration) error {
+		cancel()
+		<-ctx.Done()
+		return ctx.Err()
+	}})
+	_, _, err = c.GetDatabase(ctx, b.fx.DBUUID)
+	checkErr(t, err, providers.CodeCanceled, 429, false)
+	if n := len(b.sim.Requests()); n != 3 {
 		t.Fatalf("%d requests", n)
 	}
 }

@@ -30,7 +30,7 @@ func (c *Client) InventoryProjects(ctx context.Context, uuids []string) []provid
 		var envs []struct {
 			ID int `json:"id"`
 		}
-		if err := c.list(ctx, op, id, "/projects/"+id+"/environments", &envs); err != nil {
+		if err := c.list(ctx, op, id, "/projects/"+id+"/environments", msgProject, &envs); err != nil {
 			inv.Lookup, inv.Err = providers.Unknown, err
 			continue
 		}
@@ -46,9 +46,9 @@ func (c *Client) InventoryProjects(ctx context.Context, uuids []string) []provid
 		EnvironmentID int `json:"environment_id"`
 	}
 	var apps, dbs []item
-	err := c.getJSON(ctx, op, "applications", "/applications", &apps)
+	err := c.getJSON(ctx, op, "applications", "/applications", msgNoneIsOwned, &apps)
 	if err == nil {
-		err = c.getJSON(ctx, op, "databases", "/databases", &dbs)
+		err = c.getJSON(ctx, op, "databases", "/databases", msgNoneIsOwned, &dbs)
 	}
 	if err != nil {
 		for i := range out {

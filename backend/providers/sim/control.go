@@ -21,6 +21,8 @@ import (
 //	GET    requests[?after=RFC3339Nano] → {"requests":[Request]}
 //	DELETE requests          → 204, forgets recorded requests
 //	GET    state             → {"coolify":{…},"bitbucket":{…}}
+//	GET    coolify/volumes   → {"volumes":[DockerVolume]} (the server's Docker volumes)
+//	DELETE coolify/volumes/{name} → 204, or 404 (the manual `docker volume rm`)
 //	POST   slots             {"name":"x"} → 201 SlotFixture (SeedSlot)
 //
 // It has no authentication: mount it only in demo or test servers.
@@ -78,6 +80,16 @@ func (s *Sim) ControlHandler() http.Handler {
 	})
 	mux.HandleFunc("DELETE /requests", func(w http.ResponseWriter, r *http.Request) {
 		s.ResetRequests()
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("GET /coolify/volumes", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"volumes": s.DockerVolumes()})
+	})
+	mux.HandleFunc("DELETE /coolify/volumes/{name}", func(w http.ResponseWriter, r *http.Request) {
+		if !s.RemoveDockerVolume(r.PathValue("name")) {
+			ctlError(w, http.StatusNotFound, "no such volume")
+			return
+		}
 		w.WriteHeader(http.StatusNoContent)
 	})
 	mux.HandleFunc("GET /state", func(w http.ResponseWriter, r *http.Request) {
@@ -179,6 +191,9 @@ type StateDump struct {
 		Databases    []map[string]any `json:"databases"`
 		Envs         []map[string]any `json:"envs"`
 		Storages     []map[string]any `json:"storages"`
+		// DockerVolumes are the server's volumes, apart from the storage
+		// rows: deleting a storage leaves its volume here.
+		DockerVolumes []DockerVolume `json:"docker_volumes"`
 	} `json:"coolify"`
 	Bitbucket struct {
 		Repos []map[string]any `json:"repos"`
@@ -204,6 +219,9 @@ func (s *Sim) State() StateDump {
 	for _, st := range s.cool.storages {
 		d.Coolify.Storages = append(d.Coolify.Storages, map[string]any{"uuid": st.UUID, "app": st.App, "name": st.Name, "kind": st.Kind})
 	}
+	s.mu.Unlock()
+	d.Coolify.DockerVolumes = s.DockerVolumes()
+	s.mu.Lock()
 	var repos []bbRepo
 	for _, rp := range s.bb.repos {
 		repos = append(repos, *rp)

@@ -3,24 +3,44 @@ package sim
 import (
 	"crypto/rand"
 	"encoding/json"
+	"io"
 	"net/http"
 	"sort"
 	"strings"
+	"time"
 )
 
-// Coolify's own messages (Laravel controllers and the published spec).
+// Coolify's own messages, as its controllers write them
+// (app/Http/Controllers/Api at v4.3.10-41; AC = ApplicationsController.php,
+// DC = DatabasesController.php, PC = ProjectController.php). The not-found
+// words differ per endpoint, and the client reads only each endpoint's own.
 const (
-	msgUnauthenticated = "Unauthenticated."
-	msgInvalidToken    = "Invalid token."
-	msgProjectBusy     = "Project has resources, so it cannot be deleted."
+	msgUnauthenticated = "Unauthenticated."                                                                                   // app/Exceptions/Handler.php:51-98
+	msgInvalidToken    = "Invalid token."                                                                                     // EnsureTokenBelongsToCurrentTeamMember.php:17-27
+	msgProjectBusy     = "Project has resources, so it cannot be deleted."                                                    // PC:482
+	msgAppGet          = "Application not found."                                                                             // AC:2373 GET, AC:3942 delete env, AC:5060 delete storage
+	msgAppBare         = "Application not found"                                                                              // AC:2557 DELETE, AC:3217 list envs, AC:4556 list storages
+	msgDB              = "Database not found."                                                                                // DC:330 GET, DC:2584 DELETE
+	msgProject         = "Project not found."                                                                                 // PC:98, PC:478, PC:554
+	msgEnvVar          = "Environment variable not found."                                                                    // AC:3954
+	msgStorage         = "Storage not found."                                                                                 // AC:5073
+	msgStorageReadOnly = "This storage is read-only (managed by docker-compose or service definition) and cannot be deleted." // AC:5076-5080
+	msgTooManyAttempts = "Too Many Attempts."                                                                                 // Laravel ThrottleRequestsException
 )
+
+// catchAllBody is what routes/api.php:431-433 answers every unknown path
+// under /api with (404): JSON with a message, like a resource's own 404,
+// plus "docs".
+const catchAllBody = `{"message":"Not found.","docs":"https://coolify.io/docs"}`
 
 type coolProject struct {
 	UUID, Name string
+	Team       int64
 }
 
 type coolApp struct {
 	UUID, Name, Project, Status string
+	BuildPack                   string // "dockercompose": storages read-only
 	Deleting                    bool
 }
 
@@ -53,6 +73,17 @@ type coolState struct {
 	dbs      map[string]*coolDB
 	envs     map[string]*coolEnv
 	storages map[string]*coolStorage
+	// volumes are the server's Docker volumes, by name: apart from the
+	// storage rows that mount them.
+	volumes map[string]*dockerVolume
+
+	tokens       map[string]coolToken
+	teams        map[int64]string
+	version      string
+	cleanupFails bool
+	rateLimit    int
+	rateCount    int
+	rateWindow   time.Time
 }
 
 func (c *coolState) init() {
@@ -61,6 +92,10 @@ func (c *coolState) init() {
 	c.dbs = map[string]*coolDB{}
 	c.envs = map[string]*coolEnv{}
 	c.storages = map[string]*coolStorage{}
+	c.volumes = map[string]*dockerVolume{}
+	c.tokens = map[string]coolToken{}
+	c.teams = map[int64]string{RootTeam: "Root Team"}
+	c.version = DefaultCoolifyVersion
 }
 
 // newUUID returns a Coolify-style id: 24 lowercase base-36 characters (Coolify
@@ -97,12 +132,12 @@ func coolErrBody(status int) string {
 	case 403:
 		msg = "You are not allowed to perform this action."
 	case 404:
-		msg = "Resource not found."
+		return catchAllBody // a path fault: what an unknown path answers
 	case 422:
 		b, _ := json.Marshal(map[string]any{"message": "Validation error.", "errors": map[string][]string{"uuid": {"The uuid field is invalid."}}})
 		return string(b)
 	case 429:
-		msg = "Rate limit exceeded. Please try again later."
+		msg = msgTooManyAttempts
 	case 500:
 		msg = "Server Error"
 	}
@@ -110,9 +145,16 @@ func coolErrBody(status int) string {
 	return string(b)
 }
 
+// coolAuth is the API's middleware in order: the throttle (before
+// authentication), then sanctum's token.
 func (s *Sim) coolAuth(w http.ResponseWriter, r *http.Request) bool {
-	tok, ok := bearer(r)
-	if !ok || tok != s.opts.CoolifyToken {
+	if s.throttle(w) {
+		return false
+	}
+	s.mu.Lock()
+	_, ok := s.tokenLocked(r)
+	s.mu.Unlock()
+	if !ok {
 		coolMsg(w, http.StatusUnauthorized, msgUnauthenticated)
 		return false
 	}
@@ -128,29 +170,45 @@ func (s *Sim) coolifyMux() http.Handler {
 	h := func(pattern, endpoint string, res func(*http.Request) string, f http.HandlerFunc) {
 		mux.Handle(pattern, s.route("coolify", endpoint, res, s.coolAuth, coolErrBody, f))
 	}
-	h("GET /api/v1/databases/{uuid}", EndpointGetDatabase, uuid, s.coolGetDB)
-	h("DELETE /api/v1/databases/{uuid}", EndpointDeleteDatabase, uuid, s.coolDeleteDB)
-	h("GET /api/v1/applications/{uuid}", EndpointGetApplication, uuid, s.coolGetApp)
-	h("DELETE /api/v1/applications/{uuid}", EndpointDeleteApplication, uuid, s.coolDeleteApp)
-	h("GET /api/v1/applications/{uuid}/envs", EndpointListEnvs, uuid, s.coolListEnvs)
-	h("DELETE /api/v1/applications/{uuid}/envs/{env_uuid}", EndpointDeleteEnv, sub("env_uuid"), s.coolDeleteEnv)
-	h("GET /api/v1/applications/{uuid}/storages", EndpointListStorages, uuid, s.coolListStorages)
-	h("DELETE /api/v1/applications/{uuid}/storages/{storage_uuid}", EndpointDeleteStorage, sub("storage_uuid"), s.coolDeleteStorage)
-	h("GET /api/v1/projects", EndpointListProjects, nil, s.coolListProjects)
-	h("GET /api/v1/databases", EndpointListDatabases, nil, s.coolListDBs)
-	h("GET /api/v1/applications", EndpointListApplications, nil, s.coolListApps)
-	h("GET /api/v1/projects/{uuid}", EndpointGetProject, uuid, s.coolGetProject)
-	h("GET /api/v1/projects/{uuid}/environments", EndpointListEnvironments, uuid, s.coolListEnvironments)
-	h("DELETE /api/v1/projects/{uuid}", EndpointDeleteProject, uuid, s.coolDeleteProject)
-	// Anything else under the API: Laravel's JSON 404. Outside it (a base
-	// URL without /api/v1) the web application answers, with an HTML page.
-	// Both are still subject to path faults.
+	// Abilities as routes/api.php declares them: reads need "read",
+	// deletes "write" (routes/api.php:97-115, 144-278).
+	read := func(f http.HandlerFunc) http.HandlerFunc { return s.ability("read", f) }
+	write := func(f http.HandlerFunc) http.HandlerFunc { return s.ability("write", f) }
+	h("GET /api/v1/version", EndpointVersion, nil, read(s.coolVersion))
+	h("GET /api/v1/team", EndpointTeam, nil, read(s.coolTeam))
+	h("GET /api/v1/teams/current", EndpointTeam, nil, read(s.coolTeam))
+	h("GET /api/v1/enable", EndpointAbilityProbe, nil, write(postRequired))
+	h("GET /api/v1/deploy", EndpointAbilityProbe, nil, s.ability("deploy", postRequired))
+	h("GET /api/v1/databases/{uuid}", EndpointGetDatabase, uuid, read(s.coolGetDB))
+	h("DELETE /api/v1/databases/{uuid}", EndpointDeleteDatabase, uuid, write(s.coolDeleteDB))
+	h("GET /api/v1/applications/{uuid}", EndpointGetApplication, uuid, read(s.coolGetApp))
+	h("DELETE /api/v1/applications/{uuid}", EndpointDeleteApplication, uuid, write(s.coolDeleteApp))
+	h("GET /api/v1/applications/{uuid}/envs", EndpointListEnvs, uuid, read(s.coolListEnvs))
+	h("DELETE /api/v1/applications/{uuid}/envs/{env_uuid}", EndpointDeleteEnv, sub("env_uuid"), write(s.coolDeleteEnv))
+	h("GET /api/v1/applications/{uuid}/storages", EndpointListStorages, uuid, read(s.coolListStorages))
+	h("DELETE /api/v1/applications/{uuid}/storages/{storage_uuid}", EndpointDeleteStorage, sub("storage_uuid"), write(s.coolDeleteStorage))
+	h("GET /api/v1/projects", EndpointListProjects, nil, read(s.coolListProjects))
+	h("GET /api/v1/databases", EndpointListDatabases, nil, read(s.coolListDBs))
+	h("GET /api/v1/applications", EndpointListApplications, nil, read(s.coolListApps))
+	h("GET /api/v1/projects/{uuid}", EndpointGetProject, uuid, read(s.coolGetProject))
+	h("GET /api/v1/projects/{uuid}/environments", EndpointListEnvironments, uuid, read(s.coolListEnvironments))
+	h("DELETE /api/v1/projects/{uuid}", EndpointDeleteProject, uuid, write(s.coolDeleteProject))
+	// GET /api/health answers without a token (routes/api.php:40-45).
+	mux.Handle("GET /api/health", s.route("coolify", "", nil, nil, coolErrBody, func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "OK")
+	}))
+	// Anything else under /api: the catch-all route's JSON 404
+	// (routes/api.php:431-433), with no authentication. Outside /api the
+	// web application answers, here a proxy's HTML page. Both are still
+	// subject to path faults.
 	mux.Handle("/", s.route("coolify", "", nil, nil, coolErrBody, func(w http.ResponseWriter, r *http.Request) {
-		if !strings.HasPrefix(r.URL.Path, "/api/") {
+		if r.URL.Path != "/api" && !strings.HasPrefix(r.URL.Path, "/api/") {
 			foreign404(w)
 			return
 		}
-		coolMsg(w, http.StatusNotFound, "Not found.")
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		io.WriteString(w, catchAllBody)
 	}))
 	return mux
 }
@@ -160,15 +218,21 @@ func (s *Sim) coolifyMux() http.Handler {
 type queuedResource interface {
 	wire() map[string]any
 	markDeleting()
+	project() string
 }
 
-func (d *coolDB) markDeleting()  { d.Deleting = true }
-func (a *coolApp) markDeleting() { a.Deleting = true }
+func (d *coolDB) markDeleting()    { d.Deleting = true }
+func (a *coolApp) markDeleting()   { a.Deleting = true }
+func (d *coolDB) project() string  { return d.Project }
+func (a *coolApp) project() string { return a.Project }
 
-// coolGetOne answers a GET of one database or application from table.
-func coolGetOne[T queuedResource](s *Sim, w http.ResponseWriter, table map[string]T, id, missing string) {
+// coolGetOne answers a GET of one database or application from table; one
+// of another team's is "not found" like a missing one.
+func coolGetOne[T queuedResource](s *Sim, w http.ResponseWriter, r *http.Request, table map[string]T, id, missing string) {
+	team := s.teamOf(r)
 	s.mu.Lock()
 	res, ok := table[id]
+	ok = ok && s.projectVisibleLocked(res.project(), team)
 	var body map[string]any
 	if ok {
 		body = res.wire()
@@ -187,9 +251,11 @@ func coolGetOne[T queuedResource](s *Sim, w http.ResponseWriter, table map[strin
 func coolQueueDelete[T interface {
 	comparable
 	queuedResource
-}](s *Sim, w http.ResponseWriter, table map[string]T, id, missing, queued string, drop func(id string)) {
+}](s *Sim, w http.ResponseWriter, r *http.Request, table map[string]T, id, missing, queued string, drop func(id string)) {
+	team := s.teamOf(r)
 	s.mu.Lock()
 	res, ok := table[id]
+	ok = ok && s.projectVisibleLocked(res.project(), team)
 	var err error
 	if ok {
 		res.markDeleting()
@@ -216,35 +282,50 @@ func coolQueueDelete[T interface {
 }
 
 func (s *Sim) coolGetDB(w http.ResponseWriter, r *http.Request) {
-	coolGetOne(s, w, s.cool.dbs, r.PathValue("uuid"), "Database not found.")
+	coolGetOne(s, w, r, s.cool.dbs, r.PathValue("uuid"), msgDB)
 }
 
 // coolDeleteDB queues the database's deletion.
 func (s *Sim) coolDeleteDB(w http.ResponseWriter, r *http.Request) {
-	coolQueueDelete(s, w, s.cool.dbs, r.PathValue("uuid"), "Database not found.", "Database deletion request queued.", s.dropDBLocked)
+	coolQueueDelete(s, w, r, s.cool.dbs, r.PathValue("uuid"), msgDB, "Database deletion request queued.", s.dropDBLocked)
 }
 
 func (s *Sim) coolGetApp(w http.ResponseWriter, r *http.Request) {
-	coolGetOne(s, w, s.cool.apps, r.PathValue("uuid"), "Application not found.")
+	coolGetOne(s, w, r, s.cool.apps, r.PathValue("uuid"), msgAppGet)
 }
 
-// coolDeleteApp queues the deletion; with delete_volumes (default true) the
-// app's storages and env vars go with it (dropAppLocked).
+// coolDeleteApp queues the deletion; the app's storages and env vars go
+// with its row, and with delete_volumes (default true, AC:2565) the server
+// removes its Docker volumes — unless the server cleanup fails
+// (FailServerCleanup), which DeleteResourceJob ignores.
 func (s *Sim) coolDeleteApp(w http.ResponseWriter, r *http.Request) {
-	coolQueueDelete(s, w, s.cool.apps, r.PathValue("uuid"), "Application not found.", "Application deletion request queued.", s.dropAppLocked)
+	volumes := r.URL.Query().Get("delete_volumes") != "false" && r.URL.Query().Get("delete_volumes") != "0"
+	coolQueueDelete(s, w, r, s.cool.apps, r.PathValue("uuid"), msgAppBare, "Application deletion request queued.", func(id string) {
+		if volumes {
+			s.removeVolumesLocked(id)
+		}
+		s.dropAppLocked(id)
+	})
+}
+
+// appVisibleLocked: the application exists and its project is the team's.
+func (s *Sim) appVisibleLocked(id string, team int64) bool {
+	a, ok := s.cool.apps[id]
+	return ok && s.projectVisibleLocked(a.Project, team)
 }
 
 func (s *Sim) coolListEnvs(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("uuid")
+	team := s.teamOf(r)
 	s.mu.Lock()
-	_, ok := s.cool.apps[id]
+	ok := s.appVisibleLocked(id, team)
 	out := []map[string]any{}
 	for _, e := range s.envsLocked(id) {
 		out = append(out, map[string]any{"uuid": e.UUID, "key": e.Key, "value": e.Value, "is_preview": false})
 	}
 	s.mu.Unlock()
 	if !ok {
-		coolMsg(w, http.StatusNotFound, "Application not found.")
+		coolMsg(w, http.StatusNotFound, msgAppBare)
 		return
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -258,23 +339,31 @@ func (e *coolEnv) owner() string      { return e.App }
 func (st *coolStorage) owner() string { return st.App }
 
 // coolDeleteChild deletes table[id] if it belongs to application app,
-// answering like Coolify: the app must exist, then the child.
-func coolDeleteChild[T appChild](s *Sim, w http.ResponseWriter, table map[string]T, app, id, missing, deleted string) {
+// answering like Coolify: the app must exist (and be the team's), then the
+// child; refuse, if set, may refuse the child with 422.
+func coolDeleteChild[T appChild](s *Sim, w http.ResponseWriter, r *http.Request, table map[string]T, app, id, missing, deleted string, refuse func(T) string) {
+	team := s.teamOf(r)
 	s.mu.Lock()
-	_, appOK := s.cool.apps[app]
+	appOK := s.appVisibleLocked(app, team)
 	c, ok := table[id]
 	ok = ok && c.owner() == app
+	refused := ""
+	if ok && appOK && refuse != nil {
+		refused = refuse(c)
+	}
 	var err error
-	if ok {
+	if ok && appOK && refused == "" {
 		delete(table, id)
 		err = s.persistLocked()
 	}
 	s.mu.Unlock()
 	switch {
 	case !appOK:
-		coolMsg(w, http.StatusNotFound, "Application not found.")
+		coolMsg(w, http.StatusNotFound, msgAppGet)
 	case !ok:
 		coolMsg(w, http.StatusNotFound, missing)
+	case refused != "":
+		coolMsg(w, http.StatusUnprocessableEntity, refused)
 	case err != nil:
 		coolMsg(w, http.StatusInternalServerError, err.Error())
 	default:
@@ -283,13 +372,14 @@ func coolDeleteChild[T appChild](s *Sim, w http.ResponseWriter, table map[string
 }
 
 func (s *Sim) coolDeleteEnv(w http.ResponseWriter, r *http.Request) {
-	coolDeleteChild(s, w, s.cool.envs, r.PathValue("uuid"), r.PathValue("env_uuid"), "Environment variable not found.", "Environment variable deleted.")
+	coolDeleteChild(s, w, r, s.cool.envs, r.PathValue("uuid"), r.PathValue("env_uuid"), msgEnvVar, "Environment variable deleted.", nil)
 }
 
 func (s *Sim) coolListStorages(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("uuid")
+	team := s.teamOf(r)
 	s.mu.Lock()
-	_, ok := s.cool.apps[id]
+	ok := s.appVisibleLocked(id, team)
 	persistent, files := []map[string]any{}, []map[string]any{}
 	for _, st := range s.storagesLocked(id) {
 		if st.Kind == "file" {
@@ -300,21 +390,35 @@ func (s *Sim) coolListStorages(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Unlock()
 	if !ok {
-		coolMsg(w, http.StatusNotFound, "Application not found.")
+		coolMsg(w, http.StatusNotFound, msgAppBare)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"persistent_storages": persistent, "file_storages": files})
 }
 
+// coolDeleteStorage deletes the storage's row only: for a persistent
+// volume no `docker volume rm` runs, the volume and its data stay on the
+// server (AC:5084-5090: only a file storage is removed on the server,
+// deleteStorageOnServer). A compose application's storages are read-only:
+// 422 (AC:5076-5080).
 func (s *Sim) coolDeleteStorage(w http.ResponseWriter, r *http.Request) {
-	coolDeleteChild(s, w, s.cool.storages, r.PathValue("uuid"), r.PathValue("storage_uuid"), "Storage not found.", "Storage deleted.")
+	app := r.PathValue("uuid")
+	coolDeleteChild(s, w, r, s.cool.storages, app, r.PathValue("storage_uuid"), msgStorage, "Storage deleted.", func(st *coolStorage) string {
+		if a := s.cool.apps[app]; a != nil && a.BuildPack == "dockercompose" {
+			return msgStorageReadOnly
+		}
+		return ""
+	})
 }
 
 func (s *Sim) coolListProjects(w http.ResponseWriter, r *http.Request) {
+	team := s.teamOf(r)
 	s.mu.Lock()
 	out := []map[string]any{}
 	for _, p := range s.cool.projects {
-		out = append(out, map[string]any{"uuid": p.UUID, "name": p.Name})
+		if p.Team == team {
+			out = append(out, map[string]any{"uuid": p.UUID, "name": p.Name})
+		}
 	}
 	s.mu.Unlock()
 	sortByName(out)
@@ -322,10 +426,13 @@ func (s *Sim) coolListProjects(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Sim) coolListDBs(w http.ResponseWriter, r *http.Request) {
+	team := s.teamOf(r)
 	s.mu.Lock()
 	out := []map[string]any{}
 	for _, d := range s.cool.dbs {
-		out = append(out, d.wire())
+		if s.projectVisibleLocked(d.Project, team) {
+			out = append(out, d.wire())
+		}
 	}
 	s.mu.Unlock()
 	sortByName(out)
@@ -333,10 +440,13 @@ func (s *Sim) coolListDBs(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Sim) coolListApps(w http.ResponseWriter, r *http.Request) {
+	team := s.teamOf(r)
 	s.mu.Lock()
 	out := []map[string]any{}
 	for _, a := range s.cool.apps {
-		out = append(out, a.wire())
+		if s.projectVisibleLocked(a.Project, team) {
+			out = append(out, a.wire())
+		}
 	}
 	s.mu.Unlock()
 	sortByName(out)
@@ -344,15 +454,17 @@ func (s *Sim) coolListApps(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Sim) coolGetProject(w http.ResponseWriter, r *http.Request) {
+	team := s.teamOf(r)
 	s.mu.Lock()
 	p, ok := s.cool.projects[r.PathValue("uuid")]
+	ok = ok && p.Team == team
 	var body map[string]any
 	if ok {
 		body = map[string]any{"uuid": p.UUID, "name": p.Name, "environments": []map[string]any{{"id": environmentID(p.UUID), "name": "production"}}}
 	}
 	s.mu.Unlock()
 	if !ok {
-		coolMsg(w, http.StatusNotFound, "Project not found.")
+		coolMsg(w, http.StatusNotFound, msgProject)
 		return
 	}
 	writeJSON(w, http.StatusOK, body)
@@ -362,8 +474,9 @@ func (s *Sim) coolGetProject(w http.ResponseWriter, r *http.Request) {
 // whose deletion is still queued) belongs to the project, as Coolify does.
 func (s *Sim) coolDeleteProject(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("uuid")
+	team := s.teamOf(r)
 	s.mu.Lock()
-	_, ok := s.cool.projects[id]
+	ok := s.projectVisibleLocked(id, team)
 	busy := false
 	for _, a := range s.cool.apps {
 		busy = busy || a.Project == id
@@ -379,7 +492,7 @@ func (s *Sim) coolDeleteProject(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	switch {
 	case !ok:
-		coolMsg(w, http.StatusNotFound, "Project not found.")
+		coolMsg(w, http.StatusNotFound, msgProject)
 	case busy:
 		coolMsg(w, http.StatusBadRequest, msgProjectBusy)
 	case err != nil:

@@ -16,14 +16,16 @@ func environmentID(projectUUID string) int {
 }
 
 // coolListEnvironments answers like Coolify: the project's environments, or
-// 404 {"message"} for an unknown project.
+// 404 "Project not found." for an unknown project or another team's (PC:541-560).
 func (s *Sim) coolListEnvironments(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("uuid")
+	team := s.teamOf(r)
 	s.mu.Lock()
 	p, ok := s.cool.projects[id]
+	ok = ok && p.Team == team
 	s.mu.Unlock()
 	if !ok {
-		coolMsg(w, http.StatusNotFound, "Project not found.")
+		coolMsg(w, http.StatusNotFound, msgProject)
 		return
 	}
 	writeJSON(w, http.StatusOK, []map[string]any{{

@@ -34,6 +34,9 @@ type snapshot struct {
 	DBs      []snapDB      `json:"coolify_databases"`
 	Envs     []snapEnv     `json:"coolify_envs"`
 	Storages []snapStorage `json:"coolify_storages"`
+	// Volumes are the server's Docker volumes (older snapshots have none:
+	// loading makes one for each persistent storage).
+	Volumes []DockerVolume `json:"coolify_docker_volumes,omitempty"`
 
 	BBProjects []string     `json:"bitbucket_projects"`
 	Repos      []snapRepo   `json:"bitbucket_repos"`
@@ -44,14 +47,16 @@ type snapshot struct {
 type snapProject struct {
 	UUID string `json:"uuid"`
 	Name string `json:"name"`
+	Team int64  `json:"team,omitempty"`
 }
 
 type snapApp struct {
-	UUID     string `json:"uuid"`
-	Name     string `json:"name"`
-	Project  string `json:"project"`
-	Status   string `json:"status"`
-	Deleting bool   `json:"deleting,omitempty"`
+	UUID      string `json:"uuid"`
+	Name      string `json:"name"`
+	Project   string `json:"project"`
+	Status    string `json:"status"`
+	BuildPack string `json:"build_pack,omitempty"`
+	Deleting  bool   `json:"deleting,omitempty"`
 }
 
 type snapDB struct {
@@ -96,10 +101,10 @@ func (s *Sim) snapshotLocked() snapshot {
 		sn.Template = &t
 	}
 	for _, p := range s.cool.projects {
-		sn.Projects = append(sn.Projects, snapProject{p.UUID, p.Name})
+		sn.Projects = append(sn.Projects, snapProject{p.UUID, p.Name, p.Team})
 	}
 	for _, a := range s.cool.apps {
-		sn.Apps = append(sn.Apps, snapApp{a.UUID, a.Name, a.Project, a.Status, a.Deleting})
+		sn.Apps = append(sn.Apps, snapApp{a.UUID, a.Name, a.Project, a.Status, a.BuildPack, a.Deleting})
 	}
 	for _, d := range s.cool.dbs {
 		sn.DBs = append(sn.DBs, snapDB{d.UUID, d.Name, d.Project, d.Status, d.Type, d.Deleting})
@@ -110,6 +115,10 @@ func (s *Sim) snapshotLocked() snapshot {
 	for _, st := range s.cool.storages {
 		sn.Storages = append(sn.Storages, snapStorage{st.UUID, st.App, st.Name, st.Kind, st.MountPath})
 	}
+	for _, v := range s.cool.volumes {
+		sn.Volumes = append(sn.Volumes, DockerVolume{v.Name, v.Server, v.Data})
+	}
+	sort.Slice(sn.Volumes, func(i, j int) bool { return sn.Volumes[i].Name < sn.Volumes[j].Name })
 	for k := range s.bb.projects {
 		sn.BBProjects = append(sn.BBProjects, k)
 	}
@@ -217,10 +226,10 @@ func (s *Sim) loadState() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, p := range sn.Projects {
-		s.cool.projects[p.UUID] = &coolProject{UUID: p.UUID, Name: p.Name}
+		s.cool.projects[p.UUID] = &coolProject{UUID: p.UUID, Name: p.Name, Team: p.Team}
 	}
 	for _, a := range sn.Apps {
-		s.cool.apps[a.UUID] = &coolApp{UUID: a.UUID, Name: a.Name, Project: a.Project, Status: a.Status, Deleting: a.Deleting}
+		s.cool.apps[a.UUID] = &coolApp{UUID: a.UUID, Name: a.Name, Project: a.Project, Status: a.Status, BuildPack: a.BuildPack, Deleting: a.Deleting}
 	}
 	for _, d := range sn.DBs {
 		s.cool.dbs[d.UUID] = &coolDB{UUID: d.UUID, Name: d.Name, Project: d.Project, Status: d.Status, Type: d.Type, Deleting: d.Deleting}
@@ -230,6 +239,16 @@ func (s *Sim) loadState() error {
 	}
 	for _, st := range sn.Storages {
 		s.cool.storages[st.UUID] = &coolStorage{UUID: st.UUID, App: st.App, Name: st.Name, Kind: st.Kind, MountPath: st.MountPath}
+	}
+	for _, v := range sn.Volumes {
+		s.cool.volumes[v.Name] = &dockerVolume{Name: v.Name, Server: v.Server, Data: v.Data}
+	}
+	if sn.Volumes == nil {
+		for _, st := range s.cool.storages {
+			if st.Kind == "persistent" {
+				s.ensureVolumeLocked(st.Name)
+			}
+		}
 	}
 	for _, k := range sn.BBProjects {
 		s.bb.projects[k] = true
@@ -254,6 +273,7 @@ func (s *Sim) loadState() error {
 	}
 	for id, a := range s.cool.apps {
 		if a.Deleting {
+			s.removeVolumesLocked(id) // delete_volumes defaults to true
 			s.dropAppLocked(id)
 		}
 	}
@@ -268,8 +288,9 @@ func (s *Sim) loadState() error {
 // dropDBLocked, dropAppLocked and dropRepoLocked finish a deletion.
 func (s *Sim) dropDBLocked(id string) { delete(s.cool.dbs, id) }
 
-// dropAppLocked deletes an application with its env vars and storages
-// (delete_volumes defaults to true).
+// dropAppLocked deletes an application's rows with its env vars and
+// storages (DeleteResourceJob.php:118-130); the server's Docker volumes are
+// removeVolumesLocked's business.
 func (s *Sim) dropAppLocked(id string) {
 	delete(s.cool.apps, id)
 	for k, e := range s.cool.envs {

@@ -45,6 +45,10 @@ const (
 	EndpointListProjects      = "coolify.ListProjects"
 	EndpointListDatabases     = "coolify.ListDatabases"
 	EndpointListApplications  = "coolify.ListApplications"
+	EndpointVersion           = "coolify.Version"
+	EndpointTeam              = "coolify.Team"
+	// EndpointAbilityProbe is GET /enable or /deploy (405 with the ability).
+	EndpointAbilityProbe = "coolify.AbilityProbe"
 
 	EndpointGetRepo    = "bitbucket.GetRepo"
 	EndpointCreateRepo = "bitbucket.CreateRepo"
@@ -152,6 +156,7 @@ func Start(ctx context.Context, opts Options) (*Sim, error) {
 	if s.opts.BitbucketToken == "" {
 		s.opts.BitbucketToken = "bbsim" + newUUID() + newUUID()
 	}
+	s.cool.tokens[s.opts.CoolifyToken] = coolToken{Team: RootTeam, Abilities: []string{"root"}}
 	if opts.StateDir != "" {
 		if err := os.MkdirAll(opts.StateDir, 0o755); err != nil {
 			return nil, fmt.Errorf("sim: state directory: %w", err)
@@ -197,7 +202,7 @@ func Start(ctx context.Context, opts Options) (*Sim, error) {
 		}
 		s.coolURL, s.bbURL = base+"/api/v1", base
 		mux := http.NewServeMux()
-		mux.Handle("/api/v1/", s.record("coolify", s.coolifyMux()))
+		mux.Handle("/api/", s.record("coolify", s.coolifyMux())) // the catch-all answers the rest of /api
 		mux.Handle("/sim/", http.StripPrefix("/sim", s.ControlHandler()))
 		mux.Handle("/", s.record("bitbucket", s.bitbucketMux()))
 		s.coolSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}

@@ -189,6 +189,9 @@ func (s *Sim) AddStorage(appUUID, name, kind, mountPath string) (string, error) 
 		return "", fmt.Errorf("application %s: %w", appUUID, ErrNotFound)
 	}
 	s.cool.storages[id] = &coolStorage{UUID: id, App: appUUID, Name: name, Kind: kind, MountPath: mountPath}
+	if kind == "persistent" {
+		s.ensureVolumeLocked(name) // an old volume of that name is mounted again, data and all
+	}
 	return id, s.persistLocked()
 }
 

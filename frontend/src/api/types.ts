@@ -149,6 +149,16 @@ export interface StepView {
   error?: string;
   resource?: Resource;
   detail?: string;
+  /** What the step left on the server (its API cannot delete it), with the manual clean-up. */
+  left_on_server?: LeftVolume[];
+}
+
+export interface LeftVolume {
+  storage_uuid: string;
+  volume?: string;
+  host_path?: string;
+  server: string;
+  cleanup: string;
 }
 
 export interface JobView {
@@ -197,6 +207,8 @@ export interface RemainingResource {
   job_id?: string;
   /** Set while a delete of it was accepted and not confirmed. */
   delete_accepted_at?: string;
+  /** For a Docker volume left on the server: the manual step that removes it. */
+  cleanup?: string;
 }
 
 export interface Page {

@@ -200,6 +200,7 @@ export const en = {
   "res.application": "Application",
   "res.env_var": "Env var",
   "res.volume": "Volume",
+  "res.docker_volume": "Docker volume left on the server",
   "res.repository": "Repository",
   "res.project": "Project",
   "nav.admin": "Admin",

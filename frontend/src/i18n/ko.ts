@@ -201,6 +201,7 @@ export const ko: Record<Key, string> = {
   "res.application": "애플리케이션",
   "res.env_var": "환경 변수",
   "res.volume": "볼륨",
+  "res.docker_volume": "서버에 남은 도커 볼륨",
   "res.repository": "저장소",
   "res.project": "프로젝트",
   "nav.admin": "관리",

@@ -113,6 +113,11 @@ export function RemainingPage() {
                   <td data-label={t("remaining.id")}>
                     <ResourceId r={r.resource} project={slots.get(r.slot)?.project_uuid} />
                     {r.resource.name && r.resource.name !== r.resource.id ? <span className="muted"> {resourceName(r.resource.name, t)}</span> : null}
+                    {r.cleanup && (
+                      <div className="muted" data-testid="cleanup">
+                        {r.cleanup}
+                      </div>
+                    )}
                     {r.delete_accepted_at && (
                       <>
                         {" "}

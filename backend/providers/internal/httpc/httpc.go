@@ -37,6 +37,10 @@ type RateLimit struct {
 	MaxWait time.Duration
 	// Default is the wait when Retry-After is missing or unreadable.
 	Default time.Duration
+	// Sleep waits d or until ctx is done (then it returns ctx's error);
+	// nil is a real timer. Tests pass a fake so a 60 s Retry-After costs
+	// no wall time.
+	Sleep func(ctx context.Context, d time.Duration) error
 }
 
 // Client sends requests to one provider.
@@ -85,13 +89,31 @@ func (c *Client) Do(ctx context.Context, op, resource, method, path string, quer
 		if attempt >= c.Rate.Retries || !ok || wait > c.Rate.MaxWait {
 			return nil, c.Fail(op, resource, resp, providers.CodeRateLimited, false)
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return nil, &providers.Error{Op: op, Resource: resource, Status: resp.Status, Code: providers.CodeCanceled, Message: "canceled while waiting out Retry-After", Err: ctx.Err()}
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
+			// The wait would outlast the caller's deadline (the job step's):
+			// give up now with a retryable answer instead of being canceled
+			// half way through it.
+			e := c.Fail(op, resource, resp, providers.CodeRateLimited, false)
+			e.Message += " (Retry-After " + wait.String() + " is past the deadline)"
+			return nil, e
 		}
+		if err := c.sleep(ctx, wait); err != nil {
+			return nil, &providers.Error{Op: op, Resource: resource, Status: resp.Status, Code: providers.CodeCanceled, Message: "canceled while waiting out Retry-After", Err: err}
+		}
+	}
+}
+
+func (c *Client) sleep(ctx context.Context, d time.Duration) error {
+	if c.Rate.Sleep != nil {
+		return c.Rate.Sleep(ctx, d)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

@@ -1,0 +1,236 @@
+package conformance
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slotkeeper/slotkeeper/backend/providers"
+	"github.com/slotkeeper/slotkeeper/backend/providers/coolify"
+)
+
+// CoolifyTarget is a Coolify for the conformance cases: the simulator in
+// plain `go test`, a real instance with `-tags live`.
+type CoolifyTarget struct {
+	// URL is the API base ending in /api/v1; Token a token of the team
+	// owning Project, with the read and write abilities.
+	URL, Token string
+	// OtherTeamToken is a token of another team (the team-visibility case).
+	OtherTeamToken string
+	// Project is a scratch project the suite works in: it creates and
+	// removes only its own resources there (Scratch).
+	Project string
+	// Scratch creates, in Project, an application with one persistent
+	// storage and one env var, and a database, and removes whatever is
+	// left of them when the test ends.
+	Scratch func(t *testing.T) Scratch
+	// DockerVolume tells whether the server still holds the named Docker
+	// volume; observable is false where the target cannot see the server
+	// (a real Coolify's API cannot tell).
+	DockerVolume func(name string) (exists, observable bool)
+	// Provoke429 makes the next requests meet Coolify's throttle (the sim
+	// lowers its limit; a live target bursts GET /version) and returns a
+	// function undoing it. Nil: the target cannot, and the case says so.
+	Provoke429 func(t *testing.T) (undo func())
+}
+
+// Scratch names the resources Scratch made.
+type Scratch struct {
+	App, Storage, StorageName, Env, DB string
+}
+
+// Coolify runs the cases a Coolify must pass for the client's reading of it
+// to hold (backend/providers/coolify; docs/providers.md): each endpoint's
+// own not-found words, the catch-all is foreign, team visibility, a storage
+// delete leaves the Docker volume, a queued delete ends in the own 404, and
+// the 429's shape.
+func Coolify(t *testing.T, target CoolifyTarget) {
+	if target.URL == "" || target.Token == "" || target.Project == "" || target.Scratch == nil {
+		t.Fatal("conformance: CoolifyTarget needs URL, Token, Project and Scratch")
+	}
+	c := coolify.New(coolify.Options{BaseURL: target.URL, Token: target.Token, RateRetries: -1,
+		Confirm: providers.Backoff{Initial: 100 * time.Millisecond, Max: 2 * time.Second, Total: 5 * time.Minute}})
+	missing := "slotkeeperconformance0000"
+
+	t.Run("own not-found words", func(t *testing.T) {
+		ctx := ctxFor(t)
+		sc := target.Scratch(t)
+		for _, w := range []struct{ method, path, msg string }{
+			{"GET", "/applications/" + missing, "Application not found."},                                 // AC:2373
+			{"DELETE", "/applications/" + missing, "Application not found"},                               // AC:2557
+			{"GET", "/applications/" + missing + "/envs", "Application not found"},                        // AC:3217
+			{"GET", "/applications/" + missing + "/storages", "Application not found"},                    // AC:4556
+			{"DELETE", "/applications/" + sc.App + "/envs/" + missing, "Environment variable not found."}, // AC:3954
+			{"DELETE", "/applications/" + sc.App + "/storages/" + missing, "Storage not found."},          // AC:5073
+			{"GET", "/databases/" + missing, "Database not found."},                                       // DC:330
+			{"DELETE", "/databases/" + missing, "Database not found."},                                    // DC:2584
+			{"GET", "/projects/" + missing, "Project not found."},                                         // PC:98
+			{"DELETE", "/projects/" + missing, "Project not found."},                                      // PC:478
+			{"GET", "/projects/" + missing + "/environments", "Project not found."},                       // PC:554
+		} {
+			st, body := raw(t, ctx, w.method, target.URL+w.path, target.Token)
+			if st != 404 || body != `{"message":`+strconv.Quote(w.msg)+`}` {
+				t.Errorf("%s %s: %d %s, want 404 {\"message\":%q}", w.method, w.path, st, body, w.msg)
+			}
+		}
+		if _, l, err := c.GetApplication(ctx, missing); l != providers.Absent {
+			t.Errorf("client: GET app %v %v", l, err)
+		}
+		if out, err := c.DeleteApplication(ctx, missing); out != providers.AlreadyAbsent {
+			t.Errorf("client: DELETE app %v %v", out, err)
+		}
+		if out, err := c.DeleteEnv(ctx, sc.App, missing); out != providers.AlreadyAbsent {
+			t.Errorf("client: DELETE env %v %v", out, err)
+		}
+	})
+
+	t.Run("catch-all is foreign", func(t *testing.T) {
+		ctx := ctxFor(t)
+		api := strings.TrimSuffix(strings.TrimRight(target.URL, "/"), "/v1")
+		st, body := raw(t, ctx, "GET", api+"/databases/"+missing, target.Token)
+		var m map[string]any
+		if st != 404 || json.Unmarshal([]byte(body), &m) != nil || m["message"] != "Not found." || m["docs"] == nil {
+			t.Errorf("GET %s/databases/…: %d %s, want the catch-all 404 (routes/api.php:431-433)", api, st, body)
+		}
+		wrong := coolify.New(coolify.Options{BaseURL: api, Token: target.Token, RateRetries: -1})
+		if _, l, err := wrong.GetDatabase(ctx, missing); l != providers.Unknown || providers.CodeOf(err) != providers.CodeForeign {
+			t.Errorf("client on /api: lookup %v %v, want unknown (foreign)", l, err)
+		}
+		if _, err := wrong.Version(ctx); providers.CodeOf(err) != providers.CodeForeign {
+			t.Errorf("client on /api: version %v, want foreign", err)
+		}
+		v, err := c.Version(ctx)
+		if err != nil {
+			t.Fatalf("version: %v", err)
+		}
+		if ok, err := coolify.VersionAtLeast(v, coolify.MinVersion); !ok || err != nil {
+			t.Errorf("Coolify %s is older than %s (%v)", v, coolify.MinVersion, err)
+		}
+	})
+
+	t.Run("team visibility", func(t *testing.T) {
+		if target.OtherTeamToken == "" {
+			t.Fatal("no token of another team given")
+		}
+		ctx := ctxFor(t)
+		sc := target.Scratch(t)
+		other := coolify.New(coolify.Options{BaseURL: target.URL, Token: target.OtherTeamToken, RateRetries: -1})
+		mine, err := c.Team(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		theirs, err := other.Team(ctx)
+		if err != nil || theirs.ID == mine.ID {
+			t.Fatalf("other token's team %+v %v (mine %+v): not another team", theirs, err, mine)
+		}
+		if _, l, err := c.GetProject(ctx, target.Project); l != providers.Found {
+			t.Fatalf("own token: project %v %v", l, err)
+		}
+		// The genuine words for live resources: why the jobs check that the
+		// slot's project is visible before reading anything as absent.
+		if _, l, _ := other.GetProject(ctx, target.Project); l != providers.Absent {
+			t.Errorf("another team's token: project %v, want Coolify's own not-found", l)
+		}
+		if _, l, _ := other.GetApplication(ctx, sc.App); l != providers.Absent {
+			t.Errorf("another team's token: live app %v, want Coolify's own not-found", l)
+		}
+		if _, l, _ := c.GetApplication(ctx, sc.App); l != providers.Found {
+			t.Errorf("own token: app %v", l)
+		}
+	})
+
+	t.Run("storage delete leaves the docker volume", func(t *testing.T) {
+		ctx := ctxFor(t)
+		sc := target.Scratch(t)
+		if out, err := c.DeleteStorage(ctx, sc.App, sc.Storage); out != providers.Deleted || err != nil {
+			t.Fatalf("delete storage: %v %v", out, err)
+		}
+		list, err := c.ListStorages(ctx, sc.App)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range list {
+			if s.UUID == sc.Storage {
+				t.Fatalf("storage %s still listed after its delete", sc.Storage)
+			}
+		}
+		if target.DockerVolume != nil {
+			if exists, observable := target.DockerVolume(sc.StorageName); observable && !exists {
+				t.Errorf("the Docker volume %s is gone: the storage delete removed data (the client says it does not)", sc.StorageName)
+			} else if !observable {
+				t.Logf("the server's Docker volumes are not observable here: only the mount definition's removal was checked")
+			}
+		}
+	})
+
+	t.Run("queued delete ends in the own 404", func(t *testing.T) {
+		ctx := ctxFor(t)
+		sc := target.Scratch(t)
+		st, body := raw(t, ctx, "DELETE", target.URL+"/databases/"+sc.DB+"?delete_volumes=true&delete_configurations=true&docker_cleanup=true&delete_connected_networks=true", target.Token)
+		if st != 200 || !strings.Contains(body, "deletion request queued") {
+			t.Fatalf("DELETE database: %d %s, want 200 … deletion request queued.", st, body)
+		}
+		if out, err := c.DeleteDatabase(ctx, sc.DB); err != nil || (out != providers.Deleted && out != providers.AlreadyAbsent) {
+			t.Fatalf("client delete: %v %v", out, err)
+		}
+		if _, l, err := c.GetDatabase(ctx, sc.DB); l != providers.Absent {
+			t.Fatalf("after the queued delete: %v %v", l, err)
+		}
+	})
+
+	t.Run("429 shape", func(t *testing.T) {
+		if target.Provoke429 == nil {
+			t.Skip("this target cannot provoke Coolify's throttle; the 429's shape was not checked")
+		}
+		ctx := ctxFor(t)
+		undo := target.Provoke429(t)
+		defer undo()
+		var st int
+		var hdr http.Header
+		var body string
+		for i := 0; i < 300 && st != 429; i++ {
+			st, body, hdr = rawH(t, ctx, "GET", target.URL+"/version", target.Token)
+		}
+		if st != 429 {
+			t.Skip("no 429 within 300 requests (the rate limit is set higher); its shape was not checked")
+		}
+		n, err := strconv.Atoi(hdr.Get("Retry-After"))
+		if err != nil || n < 0 || n > 60 || !strings.Contains(body, "Too Many Attempts.") {
+			t.Errorf("429: Retry-After %q, body %s; want 0-60 s and Too Many Attempts.", hdr.Get("Retry-After"), body)
+		}
+	})
+}
+
+func ctxFor(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// raw sends one request and returns the status and the body (trimmed).
+func raw(t *testing.T, ctx context.Context, method, url, token string) (int, string) {
+	st, body, _ := rawH(t, ctx, method, url, token)
+	return st, body
+}
+
+func rawH(t *testing.T, ctx context.Context, method, url, token string) (int, string, http.Header) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, method, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Accept", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	return resp.StatusCode, strings.TrimSpace(string(b)), resp.Header
+}
