@@ -5,11 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/slotkeeper/slotkeeper/backend/doctor"
+	"github.com/slotkeeper/slotkeeper/events"
+	"github.com/slotkeeper/slotkeeper/projections"
 )
 
 // doctorCmd runs `slotkeeper doctor [serve flags]`: the read-only checks of
@@ -29,7 +35,11 @@ func doctorCmd(ctx context.Context, args []string, env func(string) string, stdo
 		return err
 	}
 	defer w.close()
-	rs := doctor.Run(ctx, doctorChecks(c, w)...)
+	templates, err := logTemplates(ctx, c)
+	if err != nil {
+		return err
+	}
+	rs := doctor.Run(ctx, doctorChecks(c, w, templates)...)
 	if n := doctor.Print(stdout, rs); n > 0 {
 		return fmt.Errorf("%d of %d checks failed", n, len(rs))
 	}
@@ -39,27 +49,110 @@ func doctorCmd(ctx context.Context, args []string, env func(string) string, stdo
 // doctorChecks is the one list of provider checks: `slotkeeper doctor`
 // prints them, serve runs them at start (startupChecks) and /readyz keeps
 // reporting the live ones (readinessChecks).
-func doctorChecks(c Config, w world) []doctor.Check {
+func doctorChecks(c Config, w world, templates []events.SlotRegistered) []doctor.Check {
 	var checks []doctor.Check
 	if api, ok := w.deps.PaaS.(doctor.CoolifyAPI); ok {
 		checks = append(checks, doctor.Coolify(api, splitList(c.CoolifyProjects)))
 	}
-	// Bitbucket token kind and permissions, and git auth (ls-remote of each
-	// template): the lead appends doctor.Bitbucket(…) and the git check
-	// here (backend/doctor/bitbucket.go).
+	// Projects that hold only templates need no Project admin: the git
+	// check below reads each template itself.
+	slotProjects := map[string]bool{}
+	for _, t := range templates {
+		slotProjects[t.Repo.Project] = true
+	}
+	var onlyTemplates []string
+	for _, t := range templates {
+		if !slotProjects[t.TemplateRepo.Project] && !slices.Contains(onlyTemplates, t.TemplateRepo.Project) {
+			onlyTemplates = append(onlyTemplates, t.TemplateRepo.Project)
+		}
+	}
+	if bb, ok := w.deps.GitHost.(doctor.BitbucketReader); ok {
+		checks = append(checks, doctor.BitbucketProjects(bb, splitList(c.BitbucketProjects), onlyTemplates...))
+	}
+	if g, ok := w.deps.Pusher.(doctor.GitReader); ok && w.deps.RepoURL != nil {
+		var ts []doctor.Template
+		seen := map[string]bool{}
+		for _, t := range templates {
+			name := t.TemplateRepo.Project + "/" + t.TemplateRepo.Slug
+			if seen[name+"@"+t.TemplateRef] {
+				continue
+			}
+			seen[name+"@"+t.TemplateRef] = true
+			ts = append(ts, doctor.Template{Name: name, URL: w.deps.RepoURL(t.TemplateRepo), Branch: t.TemplateRef})
+		}
+		checks = append(checks, doctor.GitAuth(g, ts))
+	}
 	return checks
+}
+
+// logTemplates reads every registration from the log, for the templates
+// the git check reads and the projects that hold only templates. It opens
+// the store the config names and reads to its head, bounded in time; an
+// embedded store in use by a running serve cannot be opened (that serve
+// ran the same checks at its start).
+func logTemplates(ctx context.Context, c Config) ([]events.SlotRegistered, error) {
+	if c.Events == "" {
+		if _, err := os.Stat(filepath.Join(c.Data, "events.db")); errors.Is(err, fs.ErrNotExist) {
+			return nil, nil // no log here: nothing registered (and nothing created)
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	store, _, err := openStore(ctx, c, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return nil, fmt.Errorf("read the registered templates: %w", err)
+	}
+	defer store.Close()
+	head, err := store.Head(ctx)
+	if err != nil || head == 0 {
+		return nil, err
+	}
+	var out []events.SlotRegistered
+	stop := errors.New("at head")
+	// Unfiltered: the head event may be of any stream, and it ends the read.
+	err = store.SubscribeAll(ctx, 0, events.Filter{}, func(ctx context.Context, ev events.RecordedEvent) error {
+		if p, err := events.Decode(ev); err == nil {
+			if r, ok := p.(events.SlotRegistered); ok {
+				out = append(out, r)
+			}
+		}
+		if ev.Position >= head {
+			return stop
+		}
+		return nil
+	})
+	if errors.Is(err, stop) {
+		err = nil
+	}
+	return out, err
+}
+
+// slotTemplates is logTemplates for a running serve: its read model's
+// slots.
+func slotTemplates(ctx context.Context, reads interface {
+	ListSlots(context.Context) ([]projections.SlotView, error)
+}) []events.SlotRegistered {
+	list, err := reads.ListSlots(ctx)
+	if err != nil {
+		return nil
+	}
+	out := make([]events.SlotRegistered, 0, len(list))
+	for _, s := range list {
+		out = append(out, events.SlotRegistered{Slot: s.Name, Repo: s.Repo, TemplateRepo: s.TemplateRepo, TemplateRef: s.TemplateRef})
+	}
+	return out
 }
 
 // startupChecks runs the doctor's checks before serve starts with real
 // providers: a definite misconfiguration (a wrong base URL, a token of
 // another team, a missing permission) refuses the start, naming each one;
 // other failures are logged and /readyz reports them until they pass.
-func startupChecks(ctx context.Context, c Config, w world, log *slog.Logger) error {
+func startupChecks(ctx context.Context, c Config, w world, templates []events.SlotRegistered, log *slog.Logger) error {
 	// Bounded: an unreachable provider must not hold the start (it is not
 	// definite; /readyz reports it).
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	failed, definite := doctor.Failed(doctor.Run(cctx, doctorChecks(c, w)...))
+	failed, definite := doctor.Failed(doctor.Run(cctx, doctorChecks(c, w, templates)...))
 	var refuse []string
 	for _, r := range failed {
 		log.Warn("provider check failed", slog.String("check", r.Check), slog.String("detail", r.Detail), slog.String("fix", r.Fix), slog.Bool("definite", r.Definite))

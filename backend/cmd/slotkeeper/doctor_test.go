@@ -11,6 +11,8 @@ import (
 	"github.com/slotkeeper/slotkeeper/backend/providers/coolify"
 	"github.com/slotkeeper/slotkeeper/backend/providers/sim"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
+	"github.com/slotkeeper/slotkeeper/events"
+	"github.com/slotkeeper/slotkeeper/events/boltstore"
 )
 
 func startSim(t *testing.T) *sim.Sim {
@@ -116,5 +118,58 @@ func TestServeRefusesDefiniteMisconfiguration(t *testing.T) {
 				t.Fatal("a token in the output")
 			}
 		})
+	}
+}
+
+// TestDoctorChecksGitOnEveryTemplate: the doctor reads the registered
+// templates from the log and runs git's ls-remote on each through the
+// pusher (the same auth as every push), beside the Bitbucket project check.
+func TestDoctorChecksGitOnEveryTemplate(t *testing.T) {
+	s := startSim(t)
+	project := s.AddProject("pool")
+	tpl, err := s.AddRepo("TPL", "template")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CommitFile("TPL", tpl.Slug, sim.DefaultBranch, "README", "template"); err != nil {
+		t.Fatal(err)
+	}
+	slotRepo, err := s.AddRepo("SLOT", "one")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := t.TempDir()
+	st, err := boltstore.Open(data, boltstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := func(slot, tplSlug string) {
+		_, err := st.Append(context.Background(), "slot-"+slot, events.NoStream(), events.New(events.SlotRegistered{
+			Slot: slot, ProjectUUID: project, Repo: events.RepoRef{Project: "SLOT", Slug: slotRepo.Slug},
+			TemplateRepo: events.RepoRef{Project: "TPL", Slug: tplSlug}, TemplateRef: sim.DefaultBranch,
+		}, events.Metadata{Actor: "test"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	reg("one", tpl.Slug)
+	reg("two", "missing")
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb strings.Builder
+	code := runWith(context.Background(), append([]string{"doctor", "--data", data},
+		realArgs(s, s.CoolifyURL(), s.CoolifyToken(), "--coolify-projects", project, "--bitbucket-projects", "SLOT,TPL")...), noEnv, &out, &errb, nil)
+	got := out.String() + errb.String()
+	for _, want := range []string{"PASS git: auth: token sent as bearer", "PASS git: template TPL/" + tpl.Slug, "FAIL git: template TPL/missing", "PASS bitbucket: project SLOT"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("doctor output lacks %q:\n%s", want, got)
+		}
+	}
+	if code != exitFailed {
+		t.Errorf("doctor with a missing template: exit %d, want %d", code, exitFailed)
+	}
+	if strings.Contains(got, s.BitbucketToken()) {
+		t.Error("the Bitbucket token in the doctor's output")
 	}
 }

@@ -342,7 +342,7 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 	defer w.close()
 	if w.sim == nil {
 		// Real providers: the doctor's checks first (doctor.go).
-		if err := startupChecks(ctx, c, w, log); err != nil {
+		if err := startupChecks(ctx, c, w, slotTemplates(ctx, rs.reads), log); err != nil {
 			return err
 		}
 	}
