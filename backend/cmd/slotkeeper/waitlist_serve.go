@@ -58,7 +58,7 @@ func startWaitlist(c Config, store events.Store, svc *slots.Service, base string
 	cfg := waitlist.Config{OfferTTL: c.Waitlist.OfferTTL, WarnLeads: c.Waitlist.leads, Logger: log}
 	var sends sync.WaitGroup
 	if c.WebhookURL != "" {
-		h := &waitlist.Webhook{URL: c.WebhookURL, BaseURL: base, ExtendBy: c.Waitlist.ExtendBy, Logger: log}
+		h := &waitlist.Webhook{URL: c.WebhookURL, Secret: c.WebhookSecret, BaseURL: base, ExtendBy: c.Waitlist.ExtendBy, Logger: log}
 		cfg.OnWarning = func(ctx context.Context, w events.DeadlineWarning) {
 			sends.Add(1)
 			go func() { defer sends.Done(); h.Send(ctx, w) }()
