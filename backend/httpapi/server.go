@@ -157,13 +157,14 @@ func New(d Deps) (*Server, error) {
 	} else {
 		e.IPExtractor = echo.ExtractIPDirect()
 	}
-	// One chain, in this order: recover; log and count; request id and
-	// timeout; browser hardening (headers, Host, Origin, Content-Type);
-	// who is asking; may they (policy table, CSRF, rate).
+	// One chain, in this order: the body deadline (first, so that no
+	// refusal below leaves a body unbounded); recover; log and count;
+	// request id and timeout; browser hardening (headers, Host, Origin,
+	// Content-Type); who is asking; may they (policy table, CSRF, rate).
+	e.Use(s.bodyDeadline)
 	e.Use(middleware.Recover())
 	e.Use(s.observe)
 	e.Use(s.requestContext)
-	e.Use(s.bodyDeadline)
 	e.Use(s.guard)
 	e.Use(s.authenticate)
 	e.Use(s.authorize)
