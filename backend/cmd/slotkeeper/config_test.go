@@ -69,6 +69,7 @@ func TestSecretsFromFiles(t *testing.T) {
 	c, err := parseServe([]string{
 		"--coolify-url", "https://c.test/api/v1", "--coolify-token-file", ctok,
 		"--bitbucket-url", "https://b.test", "--webhook-secret-file", wsec,
+		"--coolify-projects", "*", "--bitbucket-projects", "*",
 	}, func(k string) string {
 		return map[string]string{"SLOTKEEPER_BITBUCKET_TOKEN_FILE": btok, "SLOTKEEPER_WEBHOOK_URL_FILE": wurl}[k]
 	}, os.Stderr)
@@ -94,7 +95,49 @@ func TestSecretsFromFiles(t *testing.T) {
 		}
 	}
 	if _, err := parseServe([]string{"--allow-insecure-http", "--coolify-url", "http://c.test/api/v1", "--coolify-token", "x",
-		"--bitbucket-url", "http://b.test", "--bitbucket-token", "y"}, noEnv, os.Stderr); err != nil {
+		"--bitbucket-url", "http://b.test", "--bitbucket-token", "y", "--coolify-projects", "*", "--bitbucket-projects", "*"}, noEnv, os.Stderr); err != nil {
 		t.Errorf("with --allow-insecure-http: %v", err)
+	}
+}
+
+// TestRealProvidersNeedAScope: with real providers serve does not start
+// without --coolify-projects and --bitbucket-projects, naming the missing
+// one; "*" is the explicit "any", and stands alone. Before, an empty
+// --bitbucket-projects let a slot name any repository (PROD/prod-repo → 201,
+// and its reset would force-push the template over it). The simulators
+// (embedded or --sim-url) keep empty as any.
+func TestRealProvidersNeedAScope(t *testing.T) {
+	real := []string{"--coolify-url", "https://c.test/api/v1", "--coolify-token", "x", "--bitbucket-url", "https://b.test", "--bitbucket-token", "y"}
+	with := func(extra ...string) []string { return append(append([]string(nil), real...), extra...) }
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{with(), nil, "--coolify-projects (SLOTKEEPER_COOLIFY_PROJECTS): required with real providers"},
+		{with("--coolify-projects", "abc1234"), nil, "--bitbucket-projects (SLOTKEEPER_BITBUCKET_PROJECTS): required with real providers"},
+		{with("--bitbucket-projects", "PROJ"), nil, "--coolify-projects (SLOTKEEPER_COOLIFY_PROJECTS): required"},
+		{with("--coolify-projects", " , ", "--bitbucket-projects", "PROJ"), nil, "--coolify-projects (SLOTKEEPER_COOLIFY_PROJECTS): required"},
+		{with("--coolify-projects", "*"), map[string]string{"SLOTKEEPER_BITBUCKET_PROJECTS": ""}, "--bitbucket-projects (SLOTKEEPER_BITBUCKET_PROJECTS): required"},
+		{with("--coolify-projects", "*,abc1234", "--bitbucket-projects", "PROJ"), nil, "--coolify-projects (SLOTKEEPER_COOLIFY_PROJECTS): * (any project) stands alone"},
+		{[]string{"--sim", "off", "--coolify-url", "https://c.test/api/v1", "--coolify-token", "x", "--bitbucket-url", "https://b.test", "--bitbucket-token", "y", "--coolify-projects", "*"}, nil, "--bitbucket-projects"},
+	} {
+		code, out := runConfig(t, tc.args, tc.env)
+		if code != exitUsage || !strings.Contains(out, tc.want) {
+			t.Errorf("%v %v: exit %d, %q; want 2 and %q", tc.args, tc.env, code, out, tc.want)
+		}
+	}
+	for _, args := range [][]string{
+		with("--coolify-projects", "*", "--bitbucket-projects", "*"),
+		with("--coolify-projects", "abc1234,def5678", "--bitbucket-projects", "PROJ, OTHER"),
+		{}, // the embedded simulators: empty is any (the demo)
+		{"--sim-url", "http://127.0.0.1:9", "--coolify-token", "x", "--bitbucket-token", "y"},
+	} {
+		if _, err := parseServe(args, noEnv, os.Stderr); err != nil {
+			t.Errorf("%v: %v", args, err)
+		}
+	}
+	if got := scopeList("*"); got != nil {
+		t.Errorf("scopeList(*) = %v, want none (any)", got)
 	}
 }

@@ -360,7 +360,7 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 			return fmt.Errorf("seed the demo pool: %w", err)
 		}
 	}
-	scope := slots.Scope{CoolifyProjects: splitList(c.CoolifyProjects), BitbucketProjects: splitList(c.BitbucketProjects)}
+	scope := slots.Scope{CoolifyProjects: scopeList(c.CoolifyProjects), BitbucketProjects: scopeList(c.BitbucketProjects)}
 	if demoSim != nil && c.Demo {
 		// The demo's own resources, plus whatever the flags add.
 		ds := demo.Scope(demoSim, demo.Pool)
