@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -13,6 +15,8 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/slotkeeper/slotkeeper/backend/consumer"
+	"github.com/slotkeeper/slotkeeper/events"
 	"github.com/slotkeeper/slotkeeper/events/memstore"
 )
 
@@ -227,5 +231,29 @@ func TestRefusedSlowBodyIsCutOff(t *testing.T) {
 				t.Fatalf("%d, want %d", resp.StatusCode, tc.status)
 			}
 		})
+	}
+}
+
+// TestParkedEventsAreVisible: what the consumers parked is on the admin
+// API in detail and on /readyz as a count (readiness itself holds).
+func TestParkedEventsAreVisible(t *testing.T) {
+	h := consumer.NewHealth(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	h.Park("deadlines", events.RecordedEvent{Stream: "slot-a", Type: "OccupancyExtended", Position: 7, Revision: 2, ID: "e1"}, errors.New("does not decode"))
+	b := &bundle{store: memstore.New(), deps: func(d *Deps) { d.Consumers = h.Report }}
+	b.start(t, HubOptions{})
+	var rep consumer.Report
+	a := b.do(t, http.MethodGet, "/api/admin/consumers", nil)
+	a.decode(t, &rep)
+	if a.status != http.StatusOK || rep.ParkedTotal != 1 || len(rep.Parked) != 1 || rep.Parked[0].Position != 7 || rep.Parked[0].Consumer != "deadlines" {
+		t.Fatalf("admin report: %d %s", a.status, a.body)
+	}
+	var rz struct {
+		Status string `json:"status"`
+		Parked int    `json:"parked_events"`
+	}
+	a = b.do(t, http.MethodGet, "/readyz", nil, "Authorization", "")
+	a.decode(t, &rz)
+	if a.status != http.StatusOK || rz.Status != "ready" || rz.Parked != 1 || strings.Contains(string(a.body), "slot-a") {
+		t.Fatalf("/readyz: %d %s, want ready with the count only", a.status, a.body)
 	}
 }
