@@ -222,17 +222,24 @@ func TestDeadlinesParkAnEventTheyCannotApply(t *testing.T) {
 	defer log.Close()
 	clk := &shiftedClock{}
 	svc := slots.NewService(log, slots.Config{Clock: clk})
-	for _, n := range []string{"alpha", "beta"} {
+	for _, n := range []string{"alpha", "beta", "gamma"} {
 		register(t, svc, n)
-		if err := svc.Occupy(ctx, alice, n, slots.OccupyCmd{Until: clk.Now().Add(time.Hour)}); err != nil {
+	}
+	occupy := func(n string, until time.Time) {
+		t.Helper()
+		if err := svc.Occupy(ctx, alice, n, slots.OccupyCmd{Until: until}); err != nil {
 			t.Fatal(err)
 		}
 	}
+	occupy("alpha", clk.Now().Add(time.Hour))
+	// The bad event comes before beta's occupancy: a scheduler that stops
+	// on it never learns of beta's deadline.
 	bad, err := log.Append(ctx, events.SlotStream("alpha"), events.Any(), events.EventData{ID: "00000000-0000-4000-8000-0000000000b1",
 		Type: "OccupancyExtended", Data: []byte(`{"until":"not a time"}`), Meta: events.Metadata{Actor: "test", Schema: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	occupy("beta", clk.Now().Add(time.Hour))
 	clk.offset.Store(int64(2 * time.Hour)) // both deadlines passed
 
 	health := consumer.NewHealth(slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -241,6 +248,10 @@ func TestDeadlinesParkAnEventTheyCannotApply(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- sched.RunDeadlines(runCtx) }()
 	waitForReset(t, log, "beta")
+	// And it still follows the log: a deadline set now, a moment away,
+	// fires too.
+	occupy("gamma", clk.Now().Add(300*time.Millisecond))
+	waitForReset(t, log, "gamma")
 	select {
 	case err := <-done:
 		t.Fatalf("the scheduler stopped: %v", err)

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -122,9 +124,12 @@ func TestRealProvidersNeedAScope(t *testing.T) {
 		{with("--coolify-projects", "*,abc1234", "--bitbucket-projects", "PROJ"), nil, "--coolify-projects (SLOTKEEPER_COOLIFY_PROJECTS): * (any project) stands alone"},
 		{[]string{"--sim", "off", "--coolify-url", "https://c.test/api/v1", "--coolify-token", "x", "--bitbucket-url", "https://b.test", "--bitbucket-token", "y", "--coolify-projects", "*"}, nil, "--bitbucket-projects"},
 	} {
-		code, out := runConfig(t, tc.args, tc.env)
-		if code != exitUsage || !strings.Contains(out, tc.want) {
-			t.Errorf("%v %v: exit %d, %q; want 2 and %q", tc.args, tc.env, code, out, tc.want)
+		// parseServe, not a run: were the check missing, serve would start
+		// on the real (unreachable) providers instead of failing.
+		_, err := parseServe(tc.args, func(k string) string { return tc.env[k] }, io.Discard)
+		var ce *ConfigError
+		if !errors.As(err, &ce) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v %v: %v; want a config error saying %q", tc.args, tc.env, err, tc.want)
 		}
 	}
 	for _, args := range [][]string{
