@@ -698,6 +698,22 @@ func New(p Payload, meta Metadata) EventData {
 	return EventData{ID: uuid.NewString(), Type: p.EventType(), Data: data, Meta: meta}
 }
 
+// Validate reports whether typ is a type of the catalogue and data decodes
+// as its payload: what a consumer needs of an event to apply it. Decode
+// tolerates unknown types (a newer version's, in a shared log); an import
+// checks every line with Validate instead, so that nothing written by hand
+// or by a broken tool reaches a consumer (issue 25).
+func Validate(typ string, data []byte) error {
+	mk, ok := constructors[typ]
+	if !ok {
+		return fmt.Errorf("unknown event type %.64q", typ)
+	}
+	if _, err := mk(data); err != nil {
+		return fmt.Errorf("the %s payload does not decode: %w", typ, err)
+	}
+	return nil
+}
+
 // Decode returns the typed payload of a recorded event as a value (not a
 // pointer), e.g. events.JobQueued. Unknown types decode to Unknown; unknown
 // fields are ignored. Only malformed JSON of a known type is an error.

@@ -3,6 +3,7 @@ package auth
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -164,19 +165,42 @@ func TestSessionsExpireAndLoginIsLimited(t *testing.T) {
 		t.Fatal("session outlived its absolute expiry")
 	}
 
-	// Failures per account: 5, then 429-like until a token refills.
+	// Failures per account at one address: 5, then 429-like until a token
+	// refills — for that address only. The owner's right password from
+	// another address still signs in (before, five wrong passwords from
+	// anyone locked the account for everyone, renewable every 30 s).
 	for i := 0; i < 5; i++ {
 		if _, _, _, err := s.Login(ctx, "bob", "wrong password!", "10.0.0.2"); !errors.Is(err, ErrBadCredentials) {
 			t.Fatalf("attempt %d: %v", i, err)
 		}
 	}
 	var le *LimitedError
-	if _, _, _, err := s.Login(ctx, "bob", "correct horse battery", "10.0.0.3"); !errors.As(err, &le) || le.RetryAfter <= 0 {
-		t.Fatalf("6th attempt, right password, other address: %v", err)
+	if _, _, _, err := s.Login(ctx, "BOB", "correct horse battery", "10.0.0.2"); !errors.As(err, &le) || le.RetryAfter <= 0 {
+		t.Fatalf("6th attempt from the guessing address, right password: %v", err)
+	}
+	if _, _, _, err := s.Login(ctx, "bob", "correct horse battery", "10.0.0.3"); err != nil {
+		t.Fatalf("the owner, from another address: %v", err)
 	}
 	clk.Add(31 * time.Second)
-	if _, _, _, err := s.Login(ctx, "bob", "correct horse battery", "10.0.0.3"); err != nil {
+	if _, _, _, err := s.Login(ctx, "bob", "correct horse battery", "10.0.0.2"); err != nil {
 		t.Fatalf("after the wait: %v", err)
+	}
+	// IPv6 addresses of one /64 are one source; another /64 is not.
+	for i := 0; i < 5; i++ {
+		s.Login(ctx, "bob", "wrong password!", fmt.Sprintf("2001:db8:1:2::%x", i+1))
+	}
+	if _, _, _, err := s.Login(ctx, "bob", "correct horse battery", "2001:db8:1:2::99"); !errors.As(err, &le) {
+		t.Fatalf("another address of the guessing /64: %v", err)
+	}
+	if _, _, _, err := s.Login(ctx, "bob", "correct horse battery", "2001:db8:1:3::1"); err != nil {
+		t.Fatalf("another /64: %v", err)
+	}
+	// Per address, whatever the account: 20 failures, then limited.
+	for i := 0; i < 20; i++ {
+		s.Login(ctx, fmt.Sprintf("nobody%d", i), "x", "10.0.0.9")
+	}
+	if _, _, _, err := s.Login(ctx, "bob", "correct horse battery", "10.0.0.9"); !errors.As(err, &le) {
+		t.Fatalf("an address that failed 20 times: %v", err)
 	}
 }
 

@@ -3,6 +3,7 @@ package auth
 import (
 	"context"
 	"fmt"
+	"net"
 	"strings"
 	"time"
 )
@@ -10,9 +11,11 @@ import (
 // Config tunes a Service.
 type Config struct {
 	Sessions SessionOptions
-	// Failed sign-ins allowed per account name and per client address
-	// before 429: a burst, then one per interval. Defaults: 5 then one per
-	// 30 s per account; 20 then one per 3 s per address.
+	// Failed sign-ins allowed per account name at one client address, and
+	// per client address, before 429: a burst, then one per interval.
+	// Defaults: 5 then one per 30 s per account and address; 20 then one
+	// per 3 s per address. An account is never limited as a whole: that
+	// would let anyone lock its owner out with five wrong passwords.
 	AccountBurst, IPBurst int
 	AccountEvery, IPEvery time.Duration
 	Now                   func() time.Time
@@ -23,8 +26,8 @@ type Config struct {
 type Service struct {
 	Dir      *Directory
 	Sessions *Sessions
-	account  *Limiter
-	ip       *Limiter
+	account  *Limiter // per account name and source (accountAt)
+	ip       *Limiter // per source (Source)
 }
 
 // NewService wires a directory to a new session table.
@@ -59,19 +62,52 @@ func (e *LimitedError) Error() string {
 	return fmt.Sprintf("too many failed sign-ins; try again in %d s", RetryAfter(e.RetryAfter))
 }
 
+// Source is the limits' key for a client address: the address itself for
+// IPv4, its /64 for IPv6 (one host usually holds a whole /64, and would
+// otherwise get a fresh allowance per address). clientIP is what the HTTP
+// layer derived (the peer, or X-Forwarded-For only from a trusted proxy);
+// anything unparsable is its own key.
+func Source(clientIP string) string {
+	ip := net.ParseIP(clientIP)
+	if ip == nil {
+		return clientIP
+	}
+	if ip.To4() != nil {
+		return ip.To4().String()
+	}
+	return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
+}
+
+// accountAt is the per-account key: the account name at one source, so a
+// guesser slows down only themselves and the owner, elsewhere, still
+// signs in.
+func accountAt(name, source string) string { return strings.ToLower(name) + "\x00" + source }
+
+// limited is how long a sign-in for name from clientIP must wait (0: none).
+func (s *Service) limited(name, clientIP string) time.Duration {
+	src := Source(clientIP)
+	return max(s.account.Wait(accountAt(name, src)), s.ip.Wait(src))
+}
+
+// failed counts a failed password check of name from clientIP.
+func (s *Service) failed(name, clientIP string) {
+	src := Source(clientIP)
+	s.account.Take(accountAt(name, src))
+	s.ip.Take(src)
+}
+
 // Login checks a name and password and starts a session. Only failures
-// count against the limits, per account name and per client address.
-// Returns *LimitedError while limited (without checking the password) and
-// ErrBadCredentials for an unknown name or a wrong password alike.
+// count against the limits, per account name at a client address and per
+// client address. Returns *LimitedError while limited (without checking the
+// password) and ErrBadCredentials for an unknown name or a wrong password
+// alike.
 func (s *Service) Login(ctx context.Context, name, password, clientIP string) (u User, sessionID, csrf string, err error) {
-	acct := strings.ToLower(name)
-	if d := max(s.account.Wait(acct), s.ip.Wait(clientIP)); d > 0 {
+	if d := s.limited(name, clientIP); d > 0 {
 		return User{}, "", "", &LimitedError{RetryAfter: d}
 	}
 	u, err = s.Dir.CheckPassword(name, password)
 	if err != nil {
-		s.account.Take(acct)
-		s.ip.Take(clientIP)
+		s.failed(name, clientIP)
 		return User{}, "", "", err
 	}
 	sessionID, csrf, err = s.Sessions.Create(ctx, u.ID, "password")
@@ -119,13 +155,11 @@ func (s *Service) ChangePassword(ctx context.Context, userID, current, next, cli
 	if !ok || u.Source != "local" {
 		return ErrNotFound
 	}
-	acct := strings.ToLower(u.Name)
-	if d := max(s.account.Wait(acct), s.ip.Wait(clientIP)); d > 0 {
+	if d := s.limited(u.Name, clientIP); d > 0 {
 		return &LimitedError{RetryAfter: d}
 	}
 	if _, err := s.Dir.CheckPassword(u.Name, current); err != nil {
-		s.account.Take(acct)
-		s.ip.Take(clientIP)
+		s.failed(u.Name, clientIP)
 		return err
 	}
 	if err := s.Dir.SetPassword(ctx, u.Subject(), userID, next); err != nil {

@@ -623,3 +623,36 @@ func waitUntil(t *testing.T, d *auth.Directory, what string, cond func() bool) {
 		}
 	}
 }
+
+// TestWrongPasswordsSlowOnlyTheirSource: five wrong passwords from one
+// address (each claiming another in X-Forwarded-For, which no trusted proxy
+// vouches for) limit that address only: it gets 429 even with the right
+// password, while the owner, from another address, signs in. Before, the
+// limit was per account: anyone could lock the owner out.
+func TestWrongPasswordsSlowOnlyTheirSource(t *testing.T) {
+	b := setup(t, HubOptions{})
+	if _, _, err := b.auth.Dir.CreateUser(context.Background(), auth.SystemSubject("test"), "olga", auth.RoleOperator, "correct horse battery"); err != nil {
+		t.Fatal(err)
+	}
+	// The attacker's connections come from 127.0.0.2 (all of 127/8 is
+	// loopback on Linux), the owner's from 127.0.0.1.
+	owner := b.tr
+	attacker := &http.Transport{DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}).DialContext}
+	defer attacker.CloseIdleConnections()
+	login := func(tr *http.Transport, pw string, hdr ...string) answer {
+		b.tr = tr
+		defer func() { b.tr = owner }()
+		return b.do(t, "POST", "/api/auth/login", map[string]string{"name": "olga", "password": pw}, append([]string{"Authorization", ""}, hdr...)...)
+	}
+	for i := 0; i < 5; i++ {
+		if a := login(attacker, "guess"+string(rune('a'+i)), "X-Forwarded-For", "203.0.113."+string(rune('1'+i))); a.status != http.StatusUnauthorized {
+			t.Fatalf("guess %d: %d %s", i, a.status, a.body)
+		}
+	}
+	if a := login(attacker, "correct horse battery", "X-Forwarded-For", "203.0.113.77"); a.status != http.StatusTooManyRequests || a.header.Get("Retry-After") == "" {
+		t.Fatalf("the guessing address, right password: %d %s, want 429 with Retry-After", a.status, a.body)
+	}
+	if a := login(owner, "correct horse battery"); a.status != http.StatusOK {
+		t.Fatalf("the owner from another address: %d %s, want 200", a.status, a.body)
+	}
+}

@@ -49,22 +49,29 @@ func parsePosition(v string) (uint64, error) {
 // DefaultBodyReadTimeout bounds reading one request body (Deps.BodyReadTimeout).
 const DefaultBodyReadTimeout = 10 * time.Second
 
-// bodyDeadline gives every request that may carry a body a deadline for
+// bodyDeadline gives every request that carries a body a deadline for
 // reading it: a body trickled at a byte a second would otherwise hold a
 // connection and a goroutine for hours. A read past the deadline fails with
 // os.ErrDeadlineExceeded, which the error handler answers with 408 (and the
-// connection is closed). Reads without a body (GET, HEAD, the stream) are
-// left alone.
+// connection is closed).
+//
+// The deadline is set before anything else runs and is never cleared here:
+// when a handler (or a refusal: 401, 404, 421, 413) does not read the body,
+// net/http drains what is left after the handler returns, and a deadline
+// cleared in a defer would let that drain wait forever (issue 25). net/http
+// itself resets the read deadline for the next request on the connection
+// (the header timeout, then the idle timeout), so keep-alive is unaffected.
+// Requests without a body (net/http gives them http.NoBody: the stream and
+// every plain GET) are left alone; a stream must not be cut at the deadline.
 func (s *Server) bodyDeadline(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		req := c.Request()
-		if req.Method == http.MethodGet || req.Method == http.MethodHead || req.Body == nil || req.Body == http.NoBody {
+		if req.Body == nil || req.Body == http.NoBody {
 			return next(c)
 		}
-		rc := http.NewResponseController(c.Response().Writer)
-		if err := rc.SetReadDeadline(time.Now().Add(s.d.BodyReadTimeout)); err == nil {
-			defer rc.SetReadDeadline(time.Time{})
-		}
+		// An error means the writer cannot set deadlines (a test recorder):
+		// nothing to bound then.
+		_ = http.NewResponseController(c.Response().Writer).SetReadDeadline(time.Now().Add(s.d.BodyReadTimeout))
 		return next(c)
 	}
 }

@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -13,6 +15,8 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/slotkeeper/slotkeeper/backend/consumer"
+	"github.com/slotkeeper/slotkeeper/events"
 	"github.com/slotkeeper/slotkeeper/events/memstore"
 )
 
@@ -153,5 +157,103 @@ func TestPreHandlerErrorsAreJSON(t *testing.T) {
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("healthz: %v %v", resp, err)
+	}
+}
+
+// TestRefusedSlowBodyIsCutOff: a body trickled at a byte a tick to a request
+// that is refused before its body is read — no token (401), a foreign Host
+// (421), an unknown path (signed in or not) — has its connection closed
+// within the body deadline. Before, the deadline was cleared when the
+// handler returned, and net/http's drain of the unread body then waited on
+// the trickle forever.
+func TestRefusedSlowBodyIsCutOff(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	b := &bundle{store: memstore.New(), bodyTimeout: 300 * time.Millisecond}
+	b.start(t, HubOptions{})
+	addr := strings.TrimPrefix(b.srv.URL, "http://")
+	for _, tc := range []struct {
+		name, path, host, auth string
+		status                 int
+	}{
+		{"no token", "/api/slots", addr, "", http.StatusUnauthorized},
+		{"foreign host", "/api/slots", "evil.example", "Bearer " + b.token, http.StatusMisdirectedRequest},
+		// No POST route there (the dashboard's GET /* matches the path): 405.
+		{"unknown path", "/api/no-such-thing", addr, "", http.StatusMethodNotAllowed},
+		{"unknown path, signed in", "/api/no-such-thing", addr, "Bearer " + b.token, http.StatusMethodNotAllowed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conn, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			hdr := "POST " + tc.path + " HTTP/1.1\r\nHost: " + tc.host + "\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n"
+			if tc.auth != "" {
+				hdr += "Authorization: " + tc.auth + "\r\n"
+			}
+			if _, err := io.WriteString(conn, hdr+"\r\n{"); err != nil {
+				t.Fatal(err)
+			}
+			// The trickle: a byte every 50 ms (1000 bytes would take 50 s),
+			// until the server closes the connection or the test ends.
+			stop := make(chan struct{})
+			trickled := make(chan struct{})
+			go func() {
+				defer close(trickled)
+				tick := time.NewTicker(50 * time.Millisecond)
+				defer tick.Stop()
+				for {
+					select {
+					case <-stop:
+						return
+					case <-tick.C:
+						if _, err := conn.Write([]byte(" ")); err != nil {
+							return
+						}
+					}
+				}
+			}()
+			defer func() { close(stop); <-trickled }()
+			// The server must close within the deadline (+ slack for a
+			// loaded machine); ReadAll returns at its close (EOF).
+			start := time.Now()
+			conn.SetReadDeadline(start.Add(5 * time.Second))
+			raw, err := io.ReadAll(conn)
+			if err != nil {
+				t.Fatalf("connection still open after %v (%v); read so far %q", time.Since(start).Round(time.Millisecond), err, raw)
+			}
+			resp, err := http.ReadResponse(bufio.NewReader(strings.NewReader(string(raw))), nil)
+			if err != nil {
+				t.Fatalf("closed without an answer: %q", raw)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tc.status {
+				t.Fatalf("%d, want %d", resp.StatusCode, tc.status)
+			}
+		})
+	}
+}
+
+// TestParkedEventsAreVisible: what the consumers parked is on the admin
+// API in detail and on /readyz as a count (readiness itself holds).
+func TestParkedEventsAreVisible(t *testing.T) {
+	h := consumer.NewHealth(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	h.Park("deadlines", events.RecordedEvent{Stream: "slot-a", Type: "OccupancyExtended", Position: 7, Revision: 2, ID: "e1"}, errors.New("does not decode"))
+	b := &bundle{store: memstore.New(), deps: func(d *Deps) { d.Consumers = h.Report }}
+	b.start(t, HubOptions{})
+	var rep consumer.Report
+	a := b.do(t, http.MethodGet, "/api/admin/consumers", nil)
+	a.decode(t, &rep)
+	if a.status != http.StatusOK || rep.ParkedTotal != 1 || len(rep.Parked) != 1 || rep.Parked[0].Position != 7 || rep.Parked[0].Consumer != "deadlines" {
+		t.Fatalf("admin report: %d %s", a.status, a.body)
+	}
+	var rz struct {
+		Status string `json:"status"`
+		Parked int    `json:"parked_events"`
+	}
+	a = b.do(t, http.MethodGet, "/readyz", nil, "Authorization", "")
+	a.decode(t, &rz)
+	if a.status != http.StatusOK || rz.Status != "ready" || rz.Parked != 1 || strings.Contains(string(a.body), "slot-a") {
+		t.Fatalf("/readyz: %d %s, want ready with the count only", a.status, a.body)
 	}
 }

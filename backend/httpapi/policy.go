@@ -77,6 +77,8 @@ func (s *Server) routes() []route {
 		{"POST", "/api/admin/tokens", auth.PermTokens, s.issueToken},
 		{"DELETE", "/api/admin/tokens/:id", auth.PermTokens, s.revokeToken},
 		{"GET", backupRoute, auth.PermBackup, s.backup},
+		// Operational state, like /metrics: an admin (or loopback).
+		{"GET", "/api/admin/consumers", auth.PermMetrics, s.consumers},
 
 		{"GET", "/healthz", auth.PermPublic, s.healthz},
 		{"HEAD", "/healthz", auth.PermPublic, s.healthz},

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/slotkeeper/slotkeeper/backend/auth"
+	"github.com/slotkeeper/slotkeeper/backend/consumer"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/events"
 	"github.com/slotkeeper/slotkeeper/projections"
@@ -60,6 +61,10 @@ type Deps struct {
 	WaitTimeout time.Duration
 	// RequestTimeout bounds every non-stream request (default 30 s).
 	RequestTimeout time.Duration
+	// Consumers reports what the process's consumers could not do (parked
+	// events, stopped consumers): GET /api/admin/consumers, and the count
+	// of parked events on /readyz. nil: nothing to report.
+	Consumers func() consumer.Report
 	// BodyReadTimeout bounds reading a request body (default 10 s; → 408).
 	BodyReadTimeout time.Duration
 	// Reconcile serves /api/reconcile (nil: 404).
@@ -157,13 +162,14 @@ func New(d Deps) (*Server, error) {
 	} else {
 		e.IPExtractor = echo.ExtractIPDirect()
 	}
-	// One chain, in this order: recover; log and count; request id and
-	// timeout; browser hardening (headers, Host, Origin, Content-Type);
-	// who is asking; may they (policy table, CSRF, rate).
+	// One chain, in this order: the body deadline (first, so that no
+	// refusal below leaves a body unbounded); recover; log and count;
+	// request id and timeout; browser hardening (headers, Host, Origin,
+	// Content-Type); who is asking; may they (policy table, CSRF, rate).
+	e.Use(s.bodyDeadline)
 	e.Use(middleware.Recover())
 	e.Use(s.observe)
 	e.Use(s.requestContext)
-	e.Use(s.bodyDeadline)
 	e.Use(s.guard)
 	e.Use(s.authenticate)
 	e.Use(s.authorize)
@@ -259,7 +265,24 @@ func (s *Server) readyz(c echo.Context) error {
 			return &Error{Code: CodeUnavailable, Message: "not ready: " + err.Error()}
 		}
 	}
-	return c.JSON(http.StatusOK, map[string]any{"status": "ready", "position": s.d.Hub.Head()})
+	ans := map[string]any{"status": "ready", "position": s.d.Hub.Head()}
+	if s.d.Consumers != nil {
+		// Only the count: /readyz is public, the details are an admin's.
+		ans["parked_events"] = s.d.Consumers().ParkedTotal
+	}
+	return c.JSON(http.StatusOK, ans)
+}
+
+// consumers answers GET /api/admin/consumers: the events this process's
+// consumers parked and the consumers that stopped (backend/consumer).
+func (s *Server) consumers(c echo.Context) error {
+	var r consumer.Report
+	if s.d.Consumers != nil {
+		r = s.d.Consumers()
+	} else {
+		r = (*consumer.Health)(nil).Report()
+	}
+	return c.JSON(http.StatusOK, r)
 }
 
 // spa serves the embedded dashboard; unknown paths get index.html so that

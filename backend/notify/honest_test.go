@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/slotkeeper/slotkeeper/backend/notify"
+	"github.com/slotkeeper/slotkeeper/backend/webhook"
 	"github.com/slotkeeper/slotkeeper/events"
 	"github.com/slotkeeper/slotkeeper/events/memstore"
 )
@@ -45,7 +46,7 @@ func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rc.mu.Lock()
 	rc.posts = append(rc.posts, post{
 		delivery: r.Header.Get(notify.HeaderDelivery), bodyDelivery: m.DeliveryID, attempt: m.Attempt,
-		signed: r.Header.Get(notify.HeaderSignature) == notify.Sign(secret, body),
+		signed: r.Header.Get(webhook.HeaderSignature) == webhook.Sign(secret, body),
 	})
 	n := len(rc.posts)
 	rc.mu.Unlock()
@@ -164,6 +165,9 @@ func TestWebhookDeliveriesAreHonest(t *testing.T) {
 		}, "A1 F1 A2 D2", "timed out"},
 		{"redirects", func(n int, w http.ResponseWriter, r *http.Request) {
 			http.Redirect(w, r, elseURL+"/steal", http.StatusFound)
+		}, "A1 F1!", "redirect not followed"},
+		{"redirects keeping the body", func(n int, w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, elseURL+"/steal", http.StatusTemporaryRedirect)
 		}, "A1 F1!", "redirect not followed"},
 	}
 	for _, tc := range cases {

@@ -12,38 +12,34 @@
 // (status, attempt, final or when to retry). Retries back off exponentially
 // up to a bound; a restart resumes every delivery that has no final outcome
 // (an attempt cut short by a crash is retried once its Until has passed).
-// Bodies are signed (X-Slotkeeper-Signature: sha256=HMAC-SHA256(secret,
-// body)); redirects are not followed (a 3xx is a final failure: following
-// one would hand the secret URL to another host as Referer); the webhook URL
-// never appears in a log line, an event or an error. See docs/jobs.md.
+// POSTs go through backend/webhook, the one sender of every webhook: bodies
+// are signed (X-Slotkeeper-Signature: sha256=HMAC-SHA256(secret, body));
+// redirects are not followed (a 3xx is a final failure: following one would
+// hand the secret URL to another host as Referer); the webhook URL never
+// appears in a log line, an event or an error. See docs/jobs.md.
 package notify
 
 import (
-	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/slotkeeper/slotkeeper/backend/consumer"
+	"github.com/slotkeeper/slotkeeper/backend/webhook"
 	"github.com/slotkeeper/slotkeeper/events"
 )
 
-// Headers of every POST.
+// Headers of every POST (and webhook.HeaderSignature, when signed).
 const (
-	HeaderDelivery  = "X-Slotkeeper-Delivery"
-	HeaderAttempt   = "X-Slotkeeper-Attempt"
-	HeaderSignature = "X-Slotkeeper-Signature"
+	HeaderDelivery = "X-Slotkeeper-Delivery"
+	HeaderAttempt  = "X-Slotkeeper-Attempt"
 )
 
 // Config tunes a Notifier. Zero values pick the defaults noted.
@@ -83,6 +79,7 @@ type Notifier struct {
 	log     *slog.Logger
 	sends   sync.WaitGroup
 	timeout time.Duration // bound of one POST
+	hook    *webhook.Sender
 	prog    progress
 }
 
@@ -126,10 +123,7 @@ func New(store events.Store, cfg Config) *Notifier {
 	if cfg.HTTP == nil {
 		cfg.HTTP = &http.Client{Timeout: 10 * time.Second}
 	}
-	hc := *cfg.HTTP
-	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	cfg.HTTP = &hc
-	timeout := hc.Timeout
+	timeout := cfg.HTTP.Timeout
 	if timeout <= 0 {
 		timeout = time.Minute
 	}
@@ -154,7 +148,7 @@ func New(store events.Store, cfg Config) *Notifier {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Notifier{store: store, cfg: cfg, log: cfg.Logger, timeout: timeout}
+	return &Notifier{store: store, cfg: cfg, log: cfg.Logger, timeout: timeout, hook: webhook.New(cfg.WebhookURL, cfg.Secret, cfg.HTTP)}
 }
 
 var terminalTypes = []string{"JobSucceeded", "JobFailed", "JobTimedOut", "JobCancelled", "JobAbandoned"}
@@ -566,53 +560,5 @@ func (n *Notifier) post(ctx context.Context, d delivery, attempt int) (int, erro
 	msg := d.msg
 	msg.DeliveryID, msg.Attempt = d.id, attempt
 	body, _ := json.Marshal(msg)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, n.cfg.WebhookURL, bytes.NewReader(body))
-	if err != nil {
-		return 0, errors.New("the webhook URL is not usable")
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(HeaderDelivery, d.id)
-	req.Header.Set(HeaderAttempt, strconv.Itoa(attempt))
-	if n.cfg.Secret != "" {
-		req.Header.Set(HeaderSignature, Sign(n.cfg.Secret, body))
-	}
-	resp, err := n.cfg.HTTP.Do(req)
-	if err != nil {
-		return 0, n.redact(err)
-	}
-	resp.Body.Close()
-	return resp.StatusCode, nil
-}
-
-// Sign is the X-Slotkeeper-Signature of body: "sha256=" and the hex
-// HMAC-SHA256 of the exact body bytes under secret.
-func Sign(secret string, body []byte) string {
-	m := hmac.New(sha256.New, []byte(secret))
-	m.Write(body)
-	return "sha256=" + hex.EncodeToString(m.Sum(nil))
-}
-
-// redact strips the URL from a transport error (net/http's *url.Error
-// prints it) and, to be sure, any copy of it left in the message.
-func (n *Notifier) redact(err error) error {
-	var ue *url.Error
-	msg := err.Error()
-	if errors.As(err, &ue) {
-		msg = ue.Err.Error()
-		if ue.Timeout() {
-			msg = "timed out: " + msg
-		}
-	}
-	msg = strings.ReplaceAll(msg, n.cfg.WebhookURL, RedactURL(n.cfg.WebhookURL))
-	return errors.New(msg)
-}
-
-// RedactURL shows a webhook URL without what makes it a secret: only its
-// scheme and host.
-func RedactURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil || u.Host == "" {
-		return "(webhook URL)"
-	}
-	return u.Scheme + "://" + u.Host + "/…"
+	return n.hook.Post(ctx, body, http.Header{HeaderDelivery: {d.id}, HeaderAttempt: {strconv.Itoa(attempt)}})
 }

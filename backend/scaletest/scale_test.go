@@ -88,6 +88,7 @@ func setup(t testing.TB, ctx context.Context, n int) *world {
 		"--sim", "off", "--allow-insecure-http", // the simulators on loopback
 		"--coolify-url", w.sim.CoolifyURL(), "--coolify-token", w.sim.CoolifyToken(),
 		"--bitbucket-url", w.sim.BitbucketURL(), "--bitbucket-token", w.sim.BitbucketToken(),
+		"--coolify-projects", "*", "--bitbucket-projects", "*", // real providers need an explicit scope
 		"--demo=false", "--deadline-reset=false", "--commands-per-second", "0",
 		"--workers", "4", "--lease", "3s", "--grace", "0s", // a 1s lease missed renewals on a loaded 2-core machine
 		// The first force-pushes (16 at once, 4 processes, the race detector)

@@ -165,7 +165,11 @@ func (s *Service) RunDeadlines(ctx context.Context) error {
 			var err error
 			mu.Lock()
 			if strings.HasPrefix(ev.Stream, events.SlotStreamPrefix) {
-				err = st.fold(ev)
+				// An event that does not apply is parked, not fatal: one bad
+				// event must not end every deadline of the pool (issue 25).
+				// The slot's fold lacks that event; a reset it leads to is
+				// re-checked on the fresh stream (releaseExpired).
+				err = s.cfg.Health.Park(deadlinesConsumer, ev, st.fold(ev))
 			}
 			pos = ev.Position
 			folded++

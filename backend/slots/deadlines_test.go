@@ -2,12 +2,15 @@ package slots_test
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/slotkeeper/slotkeeper/backend/consumer"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/events"
 	"github.com/slotkeeper/slotkeeper/events/memstore"
@@ -204,5 +207,68 @@ func TestDeadlinesRestartFromTheirCheckpoint(t *testing.T) {
 	stop()
 	if got := deadlineResets(t, log); strings.Join(got, ",") != "beta,gamma" {
 		t.Fatalf("deadline resets %v, want beta then gamma, once each", got)
+	}
+}
+
+// TestDeadlinesParkAnEventTheyCannotApply: a slot event whose payload does
+// not decode (an import of a bad export, a bug) is parked — recorded with
+// its position and error — and the scheduler goes on: another slot's
+// deadline still queues its reset. Before, the fold's error ended the
+// subscription, the scheduler stopped ("ERROR deadline scheduler stopped")
+// and no deadline triggered a reset again.
+func TestDeadlinesParkAnEventTheyCannotApply(t *testing.T) {
+	ctx := context.Background()
+	log := memstore.New()
+	defer log.Close()
+	clk := &shiftedClock{}
+	svc := slots.NewService(log, slots.Config{Clock: clk})
+	for _, n := range []string{"alpha", "beta", "gamma"} {
+		register(t, svc, n)
+	}
+	occupy := func(n string, until time.Time) {
+		t.Helper()
+		if err := svc.Occupy(ctx, alice, n, slots.OccupyCmd{Until: until}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	occupy("alpha", clk.Now().Add(time.Hour))
+	// The bad event comes before beta's occupancy: a scheduler that stops
+	// on it never learns of beta's deadline.
+	bad, err := log.Append(ctx, events.SlotStream("alpha"), events.Any(), events.EventData{ID: "00000000-0000-4000-8000-0000000000b1",
+		Type: "OccupancyExtended", Data: []byte(`{"until":"not a time"}`), Meta: events.Metadata{Actor: "test", Schema: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	occupy("beta", clk.Now().Add(time.Hour))
+	clk.offset.Store(int64(2 * time.Hour)) // both deadlines passed
+
+	health := consumer.NewHealth(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	sched := slots.NewService(log, slots.Config{DeadlineReset: true, Clock: clk, Health: health})
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- sched.RunDeadlines(runCtx) }()
+	waitForReset(t, log, "beta")
+	// And it still follows the log: a deadline set now, a moment away,
+	// fires too.
+	occupy("gamma", clk.Now().Add(300*time.Millisecond))
+	waitForReset(t, log, "gamma")
+	select {
+	case err := <-done:
+		t.Fatalf("the scheduler stopped: %v", err)
+	default:
+	}
+	rep := health.Report()
+	if rep.ParkedTotal != 1 || len(rep.Parked) != 1 {
+		t.Fatalf("parked %+v, want the one bad event", rep)
+	}
+	if p := rep.Parked[0]; p.Consumer != "deadlines" || p.Position != bad.Position || p.Stream != "slot-alpha" || p.Type != "OccupancyExtended" || !strings.Contains(p.Error, "decode") {
+		t.Errorf("parked %+v, want deadlines, slot-alpha@%d, OccupancyExtended, a decode error", p, bad.Position)
+	}
+	if err := health.Err(); err != nil {
+		t.Errorf("a parked event made readiness fail: %v", err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("RunDeadlines: %v", err)
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/slotkeeper/slotkeeper/backend/consumer"
 	"github.com/slotkeeper/slotkeeper/events"
 )
 
@@ -40,6 +42,10 @@ type Config struct {
 	// job engine uses to share it; nil (or a cache of another store): the
 	// Service makes its own of DefaultSlotCacheSize.
 	SlotCache *SlotCache
+	// Health receives the events the deadline scheduler cannot apply (it
+	// parks them and goes on; backend/consumer). nil: a Health of its own,
+	// which only logs them.
+	Health *consumer.Health
 }
 
 // Service implements Commands on an event store.
@@ -66,6 +72,9 @@ func NewService(store events.Store, cfg Config) *Service {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.Health == nil {
+		cfg.Health = consumer.NewHealth(cfg.Logger)
 	}
 	if cfg.SlotCache == nil || cfg.SlotCache.store != store {
 		cfg.SlotCache = NewSlotCache(store, 0)

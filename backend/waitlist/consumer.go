@@ -25,11 +25,8 @@ func (s *Service) apply(ev events.RecordedEvent) error {
 	s.changed = make(chan struct{})
 	s.mu.Unlock()
 	s.Wake()
-	if err != nil {
-		// One undecodable event must not stop the waitlist.
-		s.log.Warn("waitlist: event not folded", "stream", ev.Stream, "type", ev.Type, "err", err)
-	}
-	return nil
+	// One undecodable event must not stop the waitlist: it is parked.
+	return s.cfg.Health.Park(checkpointConsumer, ev, err)
 }
 
 // Wake makes Run look again now (after a clock jump in tests).

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/slotkeeper/slotkeeper/backend/consumer"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/events"
 )
@@ -47,6 +48,10 @@ type Config struct {
 	CheckpointEvery int
 	CheckpointGap   time.Duration
 	CheckpointAfter time.Duration
+	// Health receives the events the consumer cannot fold (it parks them
+	// and goes on; backend/consumer). nil: a Health of its own, which only
+	// logs them.
+	Health *consumer.Health
 }
 
 // Service runs the waitlist: commands (Join, Leave, Reorder, Accept,
@@ -90,6 +95,9 @@ func New(store events.Store, occ Occupier, cfg Config) *Service {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.Health == nil {
+		cfg.Health = consumer.NewHealth(cfg.Logger)
 	}
 	if cfg.CheckpointEvery <= 0 {
 		cfg.CheckpointEvery = 10000

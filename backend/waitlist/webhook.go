@@ -1,7 +1,6 @@
 package waitlist
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,21 +9,25 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/slotkeeper/slotkeeper/backend/webhook"
 	"github.com/slotkeeper/slotkeeper/events"
 )
 
 // Webhook posts deadline warnings to a Slack-compatible incoming webhook.
 // It is the Service's OnWarning: the consumer calls it only after its own
 // DeadlineWarning append won (the append is the claim), so across processes
-// and restarts a warning is posted at most once. It stays apart from
-// backend/notify on purpose (that package's delivery is being reworked);
-// moving it there later only changes who calls Send.
+// and restarts a warning is posted at most once. The POST itself is
+// backend/webhook's, the one sender of every webhook (signed, no redirect
+// followed, the URL never in a log line).
 type Webhook struct {
-	URL     string
+	URL string
+	// Secret signs every body (X-Slotkeeper-Signature, as job-outcome
+	// notifications are); empty: unsigned.
+	Secret  string
 	BaseURL string // links: <BaseURL>/?extend=<slot>#/waitlist (the dashboard; wouter keeps a hash route's query in location.search)
 	// ExtendBy is what the link's extend adds (shown in the message).
 	ExtendBy time.Duration
-	HTTP     *http.Client
+	HTTP     *http.Client // redirects are never followed, whatever it says
 	Logger   *slog.Logger
 	// Attempts for 5xx/429/transport errors (default 3), 1 s apart.
 	Attempts int
@@ -52,10 +55,6 @@ func (h *Webhook) Message(w events.DeadlineWarning) WarningMessage {
 
 // Send posts one warning (retrying transient failures a few times).
 func (h *Webhook) Send(ctx context.Context, w events.DeadlineWarning) {
-	client := h.HTTP
-	if client == nil {
-		client = &http.Client{Timeout: 10 * time.Second}
-	}
 	log := h.Logger
 	if log == nil {
 		log = slog.Default()
@@ -64,6 +63,7 @@ func (h *Webhook) Send(ctx context.Context, w events.DeadlineWarning) {
 	if attempts <= 0 {
 		attempts = 3
 	}
+	sender := webhook.New(h.URL, h.Secret, h.HTTP)
 	body, _ := json.Marshal(h.Message(w))
 	for i := 0; i < attempts; i++ {
 		if i > 0 {
@@ -75,23 +75,18 @@ func (h *Webhook) Send(ctx context.Context, w events.DeadlineWarning) {
 			case <-t.C:
 			}
 		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.URL, bytes.NewReader(body))
-		if err != nil {
-			log.Warn("waitlist: warning webhook", "err", err)
-			return
-		}
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := client.Do(req)
+		status, err := sender.Post(ctx, body, nil)
 		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode < 300 {
+			if status < 300 {
 				return
 			}
-			if resp.StatusCode < 500 && resp.StatusCode != http.StatusTooManyRequests {
-				log.Warn("waitlist: warning webhook refused", "status", resp.StatusCode, "slot", w.Slot)
+			if status < 500 && status != http.StatusTooManyRequests {
+				// 3xx included: a redirect is not followed (it would
+				// re-post the body elsewhere with the URL as Referer).
+				log.Warn("waitlist: warning webhook refused", "status", status, "slot", w.Slot)
 				return
 			}
 		}
-		log.Warn("waitlist: warning webhook failed", "attempt", i+1, "err", err, "slot", w.Slot)
+		log.Warn("waitlist: warning webhook failed", "attempt", i+1, "status", status, "err", err, "slot", w.Slot)
 	}
 }

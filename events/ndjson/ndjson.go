@@ -119,6 +119,44 @@ type ImportResult struct {
 	Appends int
 }
 
+// Check reads an export through and reports the first line Import would
+// refuse, or one whose event is not of the catalogue (an unknown type, a
+// payload that does not decode: events.Validate), with its line number. It
+// writes nothing: run it before Import so that a bad line leaves the store
+// empty. It returns the number of lines read.
+func Check(r io.Reader, o ImportOptions) (int, error) {
+	if o.MaxLine <= 0 {
+		o.MaxLine = 16 << 20
+	}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), o.MaxLine)
+	var (
+		lineNo  int
+		lastPos events.Position
+	)
+	for sc.Scan() {
+		lineNo++
+		var l Line
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			return lineNo, fmt.Errorf("line %d: %w", lineNo, err)
+		}
+		if l.Stream == "" || l.Type == "" {
+			return lineNo, fmt.Errorf("line %d: stream and type are required", lineNo)
+		}
+		if l.Position <= lastPos {
+			return lineNo, fmt.Errorf("line %d: position %d does not follow %d", lineNo, l.Position, lastPos)
+		}
+		lastPos = l.Position
+		if err := events.Validate(l.Type, l.Data); err != nil {
+			return lineNo, fmt.Errorf("line %d (%s@%d): %w", lineNo, l.Stream, l.Revision, err)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return lineNo, fmt.Errorf("line %d: %w", lineNo+1, err)
+	}
+	return lineNo, nil
+}
+
 // Import loads an export into an empty store, one Append per run of
 // consecutive events of one stream, each with the expected revision that
 // makes the revisions equal the export's. A bad line stops it with its

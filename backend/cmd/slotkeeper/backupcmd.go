@@ -252,7 +252,11 @@ func importCmd(ctx context.Context, args []string, env func(string) string, stdo
 	if fs.NArg() > 0 {
 		return &usageError{fmt.Sprintf("import takes no arguments, got %q", fs.Args())}
 	}
-	var r io.Reader = os.Stdin
+	// Every line is checked against the catalogue before anything is
+	// written (a consumer that cannot apply an event parks it; better that
+	// none gets in): so the export is read twice, standard input from a
+	// private temporary copy.
+	var r io.ReadSeeker
 	if *in != "" {
 		f, err := os.Open(*in)
 		if err != nil {
@@ -260,13 +264,39 @@ func importCmd(ctx context.Context, args []string, env func(string) string, stdo
 		}
 		defer f.Close()
 		r = f
+	} else {
+		tmp, err := os.CreateTemp("", "slotkeeper-import-*")
+		if err != nil {
+			return fmt.Errorf("import: spool standard input: %w", err)
+		}
+		defer os.Remove(tmp.Name())
+		defer tmp.Close()
+		if _, err := io.Copy(tmp, os.Stdin); err != nil {
+			return fmt.Errorf("import: spool standard input: %w", err)
+		}
+		r = tmp
 	}
 	st, desc, err := openStore(ctx, fillStoreDefaults(c), newLogger(Config{LogLevel: "warn"}, stderr))
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	res, err := ndjson.Import(ctx, st, r, ndjson.ImportOptions{Renumber: *renumber})
+	if h, err := st.Head(ctx); err != nil {
+		return fmt.Errorf("import into %s: %w", desc, err)
+	} else if h != 0 {
+		return fmt.Errorf("import into %s: %w (head %d)", desc, ndjson.ErrNotEmpty, h)
+	}
+	opts := ndjson.ImportOptions{Renumber: *renumber}
+	if _, err := r.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	if _, err := ndjson.Check(r, opts); err != nil {
+		return fmt.Errorf("import refused, nothing written: %w", err)
+	}
+	if _, err := r.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	res, err := ndjson.Import(ctx, st, r, opts)
 	if err != nil {
 		return fmt.Errorf("import into %s: %w", desc, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -116,8 +117,8 @@ func serveFlags(fs *flag.FlagSet, c *Config) {
 	fs.StringVar(&c.CoolifyToken, "coolify-token", "", "Coolify API token (prefer --coolify-token-file: flags are visible in ps)")
 	fs.StringVar(&c.BitbucketURL, "bitbucket-url", "", "Bitbucket Data Center root, e.g. https://bitbucket.example (empty: simulator)")
 	fs.StringVar(&c.BitbucketToken, "bitbucket-token", "", "Bitbucket HTTP access token, also used for git pushes (prefer --bitbucket-token-file)")
-	fs.StringVar(&c.CoolifyProjects, "coolify-projects", "", "comma-separated Coolify project uuids slots may live in (empty: any; the demo uses its own)")
-	fs.StringVar(&c.BitbucketProjects, "bitbucket-projects", "", "comma-separated Bitbucket project keys slot repositories, templates and promotes may use (empty: any; the demo uses its own)")
+	fs.StringVar(&c.CoolifyProjects, "coolify-projects", "", "comma-separated Coolify project uuids slots may live in; required with real providers (* for any); with the simulators empty means any")
+	fs.StringVar(&c.BitbucketProjects, "bitbucket-projects", "", "comma-separated Bitbucket project keys slot repositories, templates and promotes may use; required with real providers (* for any); with the simulators empty means any")
 	fs.StringVar(&c.GitAuth, "git-auth", "bearer", "how git sends the Bitbucket token: bearer (any HTTP access token; project and repository tokens work only so) or basic (a personal token, with --git-user)")
 	fs.StringVar(&c.GitUser, "git-user", "", "with --git-auth basic: the username of the personal token's owner")
 	fs.StringVar(&c.SimURL, "sim-url", "", "base URL of the simulators run as their own process (slotkeeper sim); stands for both provider URLs, plain http allowed")
@@ -286,6 +287,19 @@ func unwrapPathErr(err error) error {
 	return err
 }
 
+// anyProject, as the whole of --coolify-projects or --bitbucket-projects,
+// is the explicit "any project the token can reach".
+const anyProject = "*"
+
+// scopeList is a scope setting's projects: none (any) for "*".
+func scopeList(s string) []string {
+	l := splitList(s)
+	if len(l) == 1 && l[0] == anyProject {
+		return nil
+	}
+	return l
+}
+
 // validate checks every setting and returns the first problem, naming it —
 // never quoting a value (a token pasted into the wrong setting must not end
 // up in a terminal or a log).
@@ -359,12 +373,27 @@ func (c *Config) validate() error {
 	case c.GitAuth != "basic" && c.GitUser != "":
 		return cfgErr("git-user", "is sent only with --git-auth basic: remove it (bearer sends the token alone) or set --git-auth basic")
 	}
-	for i, id := range splitList(c.CoolifyProjects) {
+	// With real providers a slot could otherwise name any project the
+	// token reaches (a production repository a reset force-pushes over):
+	// the scope must be given, and "any" said out loud as "*" (issue 25).
+	if (c.Sim == "off" || real) && !simURLs {
+		for _, f := range []struct{ name, v string }{{"coolify-projects", c.CoolifyProjects}, {"bitbucket-projects", c.BitbucketProjects}} {
+			if len(splitList(f.v)) == 0 {
+				return cfgErr(f.name, "required with real providers: the projects slots may use, comma-separated (or * for any project the token can reach)")
+			}
+		}
+	}
+	for _, f := range []struct{ name, v string }{{"coolify-projects", c.CoolifyProjects}, {"bitbucket-projects", c.BitbucketProjects}} {
+		if l := splitList(f.v); slices.Contains(l, anyProject) && len(l) > 1 {
+			return cfgErr(f.name, "* (any project) stands alone")
+		}
+	}
+	for i, id := range scopeList(c.CoolifyProjects) {
 		if err := providers.ValidateUUID(id); err != nil {
 			return cfgErr("coolify-projects", "entry %d is not a Coolify uuid (7-64 characters a-z, 0-9, '-')", i+1)
 		}
 	}
-	for i, k := range splitList(c.BitbucketProjects) {
+	for i, k := range scopeList(c.BitbucketProjects) {
 		if err := providers.ValidateProjectKey(k); err != nil {
 			return cfgErr("bitbucket-projects", "entry %d is not a Bitbucket project key (a letter, then letters, digits or '_')", i+1)
 		}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -69,6 +71,7 @@ func TestSecretsFromFiles(t *testing.T) {
 	c, err := parseServe([]string{
 		"--coolify-url", "https://c.test/api/v1", "--coolify-token-file", ctok,
 		"--bitbucket-url", "https://b.test", "--webhook-secret-file", wsec,
+		"--coolify-projects", "*", "--bitbucket-projects", "*",
 	}, func(k string) string {
 		return map[string]string{"SLOTKEEPER_BITBUCKET_TOKEN_FILE": btok, "SLOTKEEPER_WEBHOOK_URL_FILE": wurl}[k]
 	}, os.Stderr)
@@ -94,7 +97,52 @@ func TestSecretsFromFiles(t *testing.T) {
 		}
 	}
 	if _, err := parseServe([]string{"--allow-insecure-http", "--coolify-url", "http://c.test/api/v1", "--coolify-token", "x",
-		"--bitbucket-url", "http://b.test", "--bitbucket-token", "y"}, noEnv, os.Stderr); err != nil {
+		"--bitbucket-url", "http://b.test", "--bitbucket-token", "y", "--coolify-projects", "*", "--bitbucket-projects", "*"}, noEnv, os.Stderr); err != nil {
 		t.Errorf("with --allow-insecure-http: %v", err)
+	}
+}
+
+// TestRealProvidersNeedAScope: with real providers serve does not start
+// without --coolify-projects and --bitbucket-projects, naming the missing
+// one; "*" is the explicit "any", and stands alone. Before, an empty
+// --bitbucket-projects let a slot name any repository (PROD/prod-repo → 201,
+// and its reset would force-push the template over it). The simulators
+// (embedded or --sim-url) keep empty as any.
+func TestRealProvidersNeedAScope(t *testing.T) {
+	real := []string{"--coolify-url", "https://c.test/api/v1", "--coolify-token", "x", "--bitbucket-url", "https://b.test", "--bitbucket-token", "y"}
+	with := func(extra ...string) []string { return append(append([]string(nil), real...), extra...) }
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{with(), nil, "--coolify-projects (SLOTKEEPER_COOLIFY_PROJECTS): required with real providers"},
+		{with("--coolify-projects", "abc1234"), nil, "--bitbucket-projects (SLOTKEEPER_BITBUCKET_PROJECTS): required with real providers"},
+		{with("--bitbucket-projects", "PROJ"), nil, "--coolify-projects (SLOTKEEPER_COOLIFY_PROJECTS): required"},
+		{with("--coolify-projects", " , ", "--bitbucket-projects", "PROJ"), nil, "--coolify-projects (SLOTKEEPER_COOLIFY_PROJECTS): required"},
+		{with("--coolify-projects", "*"), map[string]string{"SLOTKEEPER_BITBUCKET_PROJECTS": ""}, "--bitbucket-projects (SLOTKEEPER_BITBUCKET_PROJECTS): required"},
+		{with("--coolify-projects", "*,abc1234", "--bitbucket-projects", "PROJ"), nil, "--coolify-projects (SLOTKEEPER_COOLIFY_PROJECTS): * (any project) stands alone"},
+		{[]string{"--sim", "off", "--coolify-url", "https://c.test/api/v1", "--coolify-token", "x", "--bitbucket-url", "https://b.test", "--bitbucket-token", "y", "--coolify-projects", "*"}, nil, "--bitbucket-projects"},
+	} {
+		// parseServe, not a run: were the check missing, serve would start
+		// on the real (unreachable) providers instead of failing.
+		_, err := parseServe(tc.args, func(k string) string { return tc.env[k] }, io.Discard)
+		var ce *ConfigError
+		if !errors.As(err, &ce) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v %v: %v; want a config error saying %q", tc.args, tc.env, err, tc.want)
+		}
+	}
+	for _, args := range [][]string{
+		with("--coolify-projects", "*", "--bitbucket-projects", "*"),
+		with("--coolify-projects", "abc1234,def5678", "--bitbucket-projects", "PROJ, OTHER"),
+		{}, // the embedded simulators: empty is any (the demo)
+		{"--sim-url", "http://127.0.0.1:9", "--coolify-token", "x", "--bitbucket-token", "y"},
+	} {
+		if _, err := parseServe(args, noEnv, os.Stderr); err != nil {
+			t.Errorf("%v: %v", args, err)
+		}
+	}
+	if got := scopeList("*"); got != nil {
+		t.Errorf("scopeList(*) = %v, want none (any)", got)
 	}
 }

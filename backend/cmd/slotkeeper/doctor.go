@@ -52,7 +52,7 @@ func doctorCmd(ctx context.Context, args []string, env func(string) string, stdo
 func doctorChecks(c Config, w world, templates []events.SlotRegistered) []doctor.Check {
 	var checks []doctor.Check
 	if api, ok := w.deps.PaaS.(doctor.CoolifyAPI); ok {
-		checks = append(checks, doctor.Coolify(api, splitList(c.CoolifyProjects)))
+		checks = append(checks, doctor.Coolify(api, scopeList(c.CoolifyProjects)))
 	}
 	// Projects that hold only templates need no Project admin: the git
 	// check below reads each template itself.
@@ -67,7 +67,7 @@ func doctorChecks(c Config, w world, templates []events.SlotRegistered) []doctor
 		}
 	}
 	if bb, ok := w.deps.GitHost.(doctor.BitbucketReader); ok {
-		checks = append(checks, doctor.BitbucketProjects(bb, splitList(c.BitbucketProjects), onlyTemplates...))
+		checks = append(checks, doctor.BitbucketProjects(bb, scopeList(c.BitbucketProjects), onlyTemplates...))
 	}
 	if g, ok := w.deps.Pusher.(doctor.GitReader); ok && w.deps.RepoURL != nil {
 		var ts []doctor.Template

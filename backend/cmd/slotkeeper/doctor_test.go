@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -27,10 +28,17 @@ func startSim(t *testing.T) *sim.Sim {
 	return s
 }
 
-// realArgs configure serve/doctor with real providers pointed at s.
+// realArgs configure serve/doctor with real providers pointed at s. Real
+// providers need an explicit scope: "*" (any) unless extra names one.
 func realArgs(s *sim.Sim, coolifyURL, coolifyToken string, extra ...string) []string {
-	return append([]string{"--allow-insecure-http", "--coolify-url", coolifyURL, "--coolify-token", coolifyToken,
+	args := append([]string{"--allow-insecure-http", "--coolify-url", coolifyURL, "--coolify-token", coolifyToken,
 		"--bitbucket-url", s.BitbucketURL(), "--bitbucket-token", s.BitbucketToken()}, extra...)
+	for _, f := range []string{"--coolify-projects", "--bitbucket-projects"} {
+		if !slices.Contains(extra, f) {
+			args = append(args, f, "*")
+		}
+	}
+	return args
 }
 
 // TestReadinessSurvivesTeardown: the Coolify readiness probe used to look

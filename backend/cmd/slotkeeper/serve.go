@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/slotkeeper/slotkeeper/backend/consumer"
 	"github.com/slotkeeper/slotkeeper/backend/demo"
 	"github.com/slotkeeper/slotkeeper/backend/httpapi"
 	"github.com/slotkeeper/slotkeeper/backend/jobs"
@@ -267,12 +268,16 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 			}
 		}()
 	}
+	// health: what the consumers could not do (backend/consumer): events
+	// parked, and any background part that stopped, which fails /readyz.
+	health := consumer.NewHealth(log)
 	goRun := func(name string, f func(context.Context) error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			if err := f(bg); err != nil && bg.Err() == nil {
 				log.Error(name+" stopped", slog.String("error", err.Error()))
+				health.Stop(name, err)
 				if errors.Is(err, events.ErrCorrupt) {
 					fatal(fmt.Errorf("%s: %w", name, err))
 				}
@@ -366,7 +371,7 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 			return fmt.Errorf("seed the demo pool: %w", err)
 		}
 	}
-	scope := slots.Scope{CoolifyProjects: splitList(c.CoolifyProjects), BitbucketProjects: splitList(c.BitbucketProjects)}
+	scope := slots.Scope{CoolifyProjects: scopeList(c.CoolifyProjects), BitbucketProjects: scopeList(c.BitbucketProjects)}
 	if demoSim != nil && c.Demo {
 		// The demo's own resources, plus whatever the flags add.
 		ds := demo.Scope(demoSim, demo.Pool)
@@ -382,7 +387,7 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 	// Commands and the engine share one cache of folded slots (issue 13).
 	slotCache := slots.NewSlotCache(store, 0)
 	svc := slots.NewService(store, slots.Config{
-		Grace: c.Grace, DeadlineReset: c.Deadlines, Logger: log, Scope: scope, SlotCache: slotCache,
+		Grace: c.Grace, DeadlineReset: c.Deadlines, Logger: log, Scope: scope, SlotCache: slotCache, Health: health,
 		Resources: providercheck.Checker{PaaS: w.deps.PaaS, GitHost: w.deps.GitHost},
 	})
 	goRun("deadline scheduler", svc.RunDeadlines)
@@ -447,7 +452,7 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 		base = "http://" + c.Addr
 	}
 
-	wl := startWaitlist(c, store, svc, base, met.Registry, log, goRun)
+	wl := startWaitlist(c, store, svc, base, met.Registry, log, health, goRun)
 	ins := startInsights(store, log, goRun)
 	caughtUp := []func(context.Context) error{chanDone(wl.CaughtUp()), chanDone(ins.CaughtUp())}
 	if eng != nil {
@@ -468,8 +473,12 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 		Links:             linksOf(c, w),
 		CommandsPerSecond: orNone(c.Auth.CommandsPerSec), CommandBurst: int(3*c.Auth.CommandsPerSec) + 1,
 		MaxStreamsPerSubject: int(orNone(float64(c.Auth.StreamsPerSubj))),
+		Consumers:            health.Report,
 		Ready: func(ctx context.Context) error {
 			if err := rd.err(); err != nil {
+				return err
+			}
+			if err := health.Err(); err != nil {
 				return err
 			}
 			if damage != nil && damage.Err() != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/slotkeeper/slotkeeper/backend/consumer"
 	"github.com/slotkeeper/slotkeeper/backend/insights"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/backend/waitlist"
@@ -54,11 +55,11 @@ func (c *WaitlistConfig) validate() error {
 
 // startWaitlist runs the waitlist's consumer (offers, holds, expiries,
 // warnings) and returns the service the API serves.
-func startWaitlist(c Config, store events.Store, svc *slots.Service, base string, reg *prometheus.Registry, log *slog.Logger, goRun func(string, func(context.Context) error)) *waitlist.Service {
-	cfg := waitlist.Config{OfferTTL: c.Waitlist.OfferTTL, WarnLeads: c.Waitlist.leads, Logger: log}
+func startWaitlist(c Config, store events.Store, svc *slots.Service, base string, reg *prometheus.Registry, log *slog.Logger, health *consumer.Health, goRun func(string, func(context.Context) error)) *waitlist.Service {
+	cfg := waitlist.Config{OfferTTL: c.Waitlist.OfferTTL, WarnLeads: c.Waitlist.leads, Logger: log, Health: health}
 	var sends sync.WaitGroup
 	if c.WebhookURL != "" {
-		h := &waitlist.Webhook{URL: c.WebhookURL, BaseURL: base, ExtendBy: c.Waitlist.ExtendBy, Logger: log}
+		h := &waitlist.Webhook{URL: c.WebhookURL, Secret: c.WebhookSecret, BaseURL: base, ExtendBy: c.Waitlist.ExtendBy, Logger: log}
 		cfg.OnWarning = func(ctx context.Context, w events.DeadlineWarning) {
 			sends.Add(1)
 			go func() { defer sends.Done(); h.Send(ctx, w) }()
