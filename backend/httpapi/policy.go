@@ -233,6 +233,11 @@ func (s *Server) authorize(next echo.HandlerFunc) echo.HandlerFunc {
 					return &Error{Code: CodeTooMany, Message: "too many commands; slow down", RetryAfter: auth.RetryAfter(wait)}
 				}
 			}
+			if s.d.Writable != nil {
+				if err := s.d.Writable(); err != nil {
+					return err
+				}
+			}
 		}
 		return next(c)
 	}

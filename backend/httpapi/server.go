@@ -56,6 +56,12 @@ type Deps struct {
 	SPA fs.FS
 	// Ready reports whether the read model has caught up (GET /readyz).
 	Ready func(ctx context.Context) error
+	// Writable, if set, says whether the event store takes writes now:
+	// nil, or an error wrapping events.ErrStoreChanged or
+	// events.ErrUnavailable. A state change is then refused at once with
+	// its 503, instead of each request waiting out the store client's
+	// retries.
+	Writable func() error
 	// WaitTimeout bounds the read-your-writes wait (default 5 s).
 	WaitTimeout time.Duration
 	// RequestTimeout bounds every non-stream request (default 30 s).
