@@ -109,8 +109,9 @@ type Guard struct {
 	seen     atomic.Uint64
 	onChange func(error) // called once, when the guard closes
 
-	mu  sync.Mutex
-	err error // set once, never cleared
+	closed atomic.Bool // fast path of err != nil, read for every delivered event
+	mu     sync.Mutex
+	err    error // set once, never cleared
 }
 
 // NewGuard guards st, whose identity is id. onChange (may be nil) is called
@@ -126,6 +127,9 @@ func (g *Guard) Identity() Identity { return g.id }
 
 // Err is why writes are refused, nil while the store is the one started on.
 func (g *Guard) Err() error {
+	if !g.closed.Load() {
+		return nil
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.err
@@ -145,6 +149,7 @@ func (g *Guard) fail(reason string) error {
 	first := g.err == nil
 	if first {
 		g.err = fmt.Errorf("%w: %s", ErrStoreChanged, reason)
+		g.closed.Store(true)
 	}
 	err := g.err
 	g.mu.Unlock()
@@ -214,9 +219,18 @@ func (g *Guard) checkID(ctx context.Context) error {
 	return nil
 }
 
-// SubscribeAll implements Store, noting the positions it delivers.
+// SubscribeAll implements Store, noting the positions it delivers. Once
+// the guard is closed it delivers nothing more: the events of another log
+// must not reach consumers (a shared read model, the job engine's index)
+// that hold the old one's state.
 func (g *Guard) SubscribeAll(ctx context.Context, after Position, filter Filter, h Handler) error {
+	if err := g.Err(); err != nil {
+		return err
+	}
 	return g.Store.SubscribeAll(ctx, after, filter, func(ctx context.Context, ev RecordedEvent) error {
+		if err := g.Err(); err != nil {
+			return err
+		}
 		g.see(ev.Position)
 		return h(ctx, ev)
 	})

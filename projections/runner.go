@@ -85,7 +85,8 @@ func NewRunner(store events.Store, target Target, opt RunnerOptions) *Runner {
 }
 
 // Run projects until ctx ends (returning nil), the store closes (returning
-// events.ErrClosed) or the store is damaged (returning the error, which
+// events.ErrClosed), is not the one started on any more (events.Guard:
+// ErrStoreChanged) or the store is damaged (returning the error, which
 // wraps events.ErrCorrupt: reading the same record again gives the same
 // answer, so retrying would hang whoever waits for the read model). Other
 // errors are reported to OnError and retried after RetryDelay from the
@@ -97,7 +98,9 @@ func (r *Runner) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		if errors.Is(err, events.ErrClosed) || errors.Is(err, events.ErrCorrupt) {
+		// A store that is not the one the read model was built from
+		// (events.Guard) stays so: retrying would only log it for ever.
+		if errors.Is(err, events.ErrClosed) || errors.Is(err, events.ErrCorrupt) || errors.Is(err, events.ErrStoreChanged) {
 			return err
 		}
 		r.mu.Lock()

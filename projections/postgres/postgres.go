@@ -295,10 +295,31 @@ func (s *Store) Reset(ctx context.Context) error {
 	if _, err := tx.Exec(ctx, `TRUNCATE slots, jobs, audit`); err != nil {
 		return err
 	}
-	if _, err := tx.Exec(ctx, `UPDATE checkpoint SET position = 0 WHERE id = 1`); err != nil {
+	if _, err := tx.Exec(ctx, `UPDATE checkpoint SET position = 0, store_id = '' WHERE id = 1`); err != nil {
 		return err
 	}
 	return tx.Commit(ctx)
+}
+
+// BindStore records that the read model is built from the event store
+// whose identity is id, unless it is bound already, and returns the
+// identity it is bound to: another one means it was built from another
+// log (a wiped or replaced store) and must be rebuilt (Reset unbinds).
+func (s *Store) BindStore(ctx context.Context, id string) (string, error) {
+	if _, err := s.pool.Exec(ctx, `UPDATE checkpoint SET store_id = $1 WHERE id = 1 AND store_id = ''`, id); err != nil {
+		return "", fmt.Errorf("postgres: bind the event store: %w", translate(err))
+	}
+	return s.StoreID(ctx)
+}
+
+// StoreID is the identity of the event store the read model is bound to
+// ("" when not bound).
+func (s *Store) StoreID(ctx context.Context) (string, error) {
+	var id string
+	if err := s.pool.QueryRow(ctx, `SELECT store_id FROM checkpoint WHERE id = 1`).Scan(&id); err != nil {
+		return "", fmt.Errorf("postgres: read the bound event store: %w", translate(err))
+	}
+	return id, nil
 }
 
 // batchState is projections.State over the views a batch loaded; it records

@@ -72,13 +72,25 @@ func identityProbe(g *events.Guard) probe {
 	return probe{name: "event store identity", check: g.Check}
 }
 
-// sharedReadModelProbe fails while a shared read model is past the log's
-// head: it was built from another log (a wiped, replaced or rewound
+// sharedReadModelProbe fails while a shared read model is bound to
+// another event store (a replay elsewhere rebuilt it from another log), or
+// is past the log's head: it was built from another log (a wiped, replaced or rewound
 // store), and projecting this log into it would mix the two. The position
 // is read before the head, so a read model that is only ever behind the
 // log never looks ahead of it.
-func sharedReadModelProbe(rm projections.ReadModel, store events.Store) probe {
+func sharedReadModelProbe(rm projections.ReadModel, store events.Store, storeID string) probe {
 	return probe{name: "read model", check: func(ctx context.Context) error {
+		if b, ok := rm.(interface {
+			StoreID(context.Context) (string, error)
+		}); ok {
+			bound, err := b.StoreID(ctx)
+			if err != nil {
+				return err
+			}
+			if bound != storeID {
+				return fmt.Errorf("built from event store %q, this process runs on %s: rebuild it with `slotkeeper replay`", bound, storeID)
+			}
+		}
 		p, err := rm.Position(ctx)
 		if err != nil {
 			return err

@@ -338,6 +338,19 @@ func serveUntilDone(ctx context.Context, c Config, stdout, stderr io.Writer, rea
 		return err
 	}
 	defer rs.close()
+	if pg, ok := rs.reads.(*postgres.Store); ok {
+		// A shared read model built from another log must not take this
+		// one's events, nor answer for it.
+		bound, err := pg.BindStore(ctx, ident.ID)
+		if err != nil {
+			return err
+		}
+		if bound != ident.ID {
+			return &ConfigError{Setting: setting("read-model"), Problem: fmt.Sprintf(
+				"the PostgreSQL read model %s was built from event store %s, this event store is %s (wiped or replaced?): rebuild it with `slotkeeper replay` (every server stopped)",
+				redact(c.ReadModel), bound, ident.ID)}
+		}
+	}
 	// The memory read model (with PostgreSQL read models: the one that
 	// feeds this process's live stream) starts from its snapshot beside
 	// the embedded store, not from position 0 (issue 13).
@@ -477,7 +490,7 @@ func serveUntilDone(ctx context.Context, c Config, stdout, stderr io.Writer, rea
 		probes: append([]probe{storeProbe(raw), identityProbe(guard), settingsProbe(c, store)}, providerProbes(w.deps.PaaS, w.deps.GitHost, scope)...),
 	}
 	if c.ReadModel != "memory" {
-		rd.probes = append(rd.probes, sharedReadModelProbe(rs.reads, store))
+		rd.probes = append(rd.probes, sharedReadModelProbe(rs.reads, store, ident.ID))
 	}
 	rd.round(ctx)
 	goRun("readiness probes", rd.run)

@@ -138,6 +138,14 @@ func TestStoreReplacedUnderRunningServers(t *testing.T) {
 	if code == 0 || !strings.Contains(errb.String(), "another log") || time.Since(t0) > 15*time.Second {
 		t.Fatalf("verify of the old read model against the new log: exit %d after %s: %s%s", code, time.Since(t0), out, errb)
 	}
+	// A server started on the new store with the old read model refuses,
+	// naming the read model: it would project one log into the other's.
+	out, errb = newSyncBuffer(), newSyncBuffer()
+	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--data", t.TempDir()}, flags...)
+	if code := runWith(refusalCtx(t), args, noEnv, out, errb, nil); code == 0 ||
+		!strings.Contains(errb.String(), "--read-model (SLOTKEEPER_READ_MODEL)") || !strings.Contains(errb.String(), "was built from event store") {
+		t.Fatalf("serve on the new store with the old read model: exit %d: %s", code, errb)
+	}
 }
 
 // TestPostgresOutage: with the shared read model's PostgreSQL stopped,
@@ -300,7 +308,7 @@ func TestSharedSettingsAndRollingRestart(t *testing.T) {
 	// Another grace: refused, naming the setting and both values.
 	out, errb := newSyncBuffer(), newSyncBuffer()
 	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--data", t.TempDir()}, with("--grace", "5m")...)
-	if code := runWith(context.Background(), args, noEnv, out, errb, nil); code == 0 ||
+	if code := runWith(refusalCtx(t), args, noEnv, out, errb, nil); code == 0 ||
 		!strings.Contains(errb.String(), "--grace (SLOTKEEPER_GRACE)") || !strings.Contains(errb.String(), `"5m0s" here but "2m0s"`) {
 		t.Fatalf("serve with another --grace: exit %d: %s", code, errb)
 	}
@@ -321,6 +329,14 @@ func TestSharedSettingsAndRollingRestart(t *testing.T) {
 	if err != nil || len(evs) != 2 {
 		t.Fatalf("%s holds %d records (%v), want 2: the first start's and the change", events.SettingsStream, len(evs), err)
 	}
+}
+
+// refusalCtx bounds a serve that should refuse to start: if it starts
+// anyway, it is stopped (and the test fails on its exit code).
+func refusalCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
 }
 
 // readStream reads a whole stream of the KurrentDB node at evURL.
