@@ -257,13 +257,15 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 func (s *Server) readyz(c echo.Context) error {
-	if s.d.Hub.Closed() {
-		return errf(CodeUnavailable, "shutting down")
-	}
+	// The dependencies' reason first: the hub also closes when the event
+	// store changed under the process, and that is what to report.
 	if s.d.Ready != nil {
 		if err := s.d.Ready(c.Request().Context()); err != nil {
 			return &Error{Code: CodeUnavailable, Message: "not ready: " + err.Error()}
 		}
+	}
+	if s.d.Hub.Closed() {
+		return errf(CodeUnavailable, "shutting down")
 	}
 	return c.JSON(http.StatusOK, map[string]any{"status": "ready", "position": s.d.Hub.Head()})
 }

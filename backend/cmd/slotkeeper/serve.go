@@ -14,6 +14,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/slotkeeper/slotkeeper/backend/demo"
@@ -273,9 +274,15 @@ func serveUntilDone(ctx context.Context, c Config, stdout, stderr io.Writer, rea
 	if created {
 		log.Info("event store identity written", slog.String("store_id", ident.ID))
 	}
+	// The live streams end when the store changes: what they show is the
+	// old log's (set once the hub exists).
+	var endStreams atomic.Pointer[func()]
 	guard := events.NewGuard(raw, ident, func(err error) {
-		log.Error("event store changed under this process: writes stopped, /readyz fails; restart once the store is the right one",
+		log.Error("event store changed under this process: writes stopped, /readyz fails, live streams end; restart once the store is the right one",
 			slog.String("error", err.Error()))
+		if f := endStreams.Load(); f != nil {
+			(*f)()
+		}
 	})
 	var store events.Store = guard
 	if err := checkSettings(ctx, c, store, log); err != nil {
@@ -369,6 +376,8 @@ func serveUntilDone(ctx context.Context, c Config, stdout, stderr io.Writer, rea
 		// this process has not projected yet.
 		LogHead: store.Head,
 	}, met, log)
+	closeHub := hub.Close
+	endStreams.Store(&closeHub)
 	followed := make(chan struct{})
 	followFailed := make(chan error, 1)
 	goRun("live stream feed", func(ctx context.Context) error {

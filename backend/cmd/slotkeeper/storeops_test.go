@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -103,6 +104,26 @@ func TestStoreReplacedUnderRunningServers(t *testing.T) {
 	for _, s := range []*server{a, b} {
 		untilReadyz(t, s, "ready", func(code int, _ string, _ error) bool { return code == 200 })
 	}
+	// An open live stream of the old log.
+	req, _ := http.NewRequest("GET", a.url()+"/api/stream", nil)
+	req.Header.Set("Authorization", "Bearer "+a.token)
+	stream, err := http.DefaultClient.Do(req)
+	if err != nil || stream.StatusCode != 200 {
+		t.Fatalf("stream: %v %v", stream, err)
+	}
+	defer stream.Body.Close()
+	rd := bufio.NewReader(stream.Body)
+	for {
+		line, err := rd.ReadString('\n')
+		if err != nil {
+			t.Fatalf("stream ended before its snapshot: %v", err)
+		}
+		if strings.HasPrefix(line, "event: snapshot") {
+			break
+		}
+	}
+	ended := make(chan error, 1)
+	go func() { _, err := io.Copy(io.Discard, rd); ended <- err }()
 	node.Close()
 	fresh, err := kurrentfake.StartOn(addr)
 	if err != nil {
@@ -121,6 +142,11 @@ func TestStoreReplacedUnderRunningServers(t *testing.T) {
 		if code != 503 || errorCode(body) != "store_changed" || hdr.Get("Retry-After") == "" {
 			t.Errorf("extend on a replaced store: %d %s (Retry-After %q), want 503 store_changed", code, body, hdr.Get("Retry-After"))
 		}
+	}
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second):
+		t.Error("the open live stream of the old log was not ended")
 	}
 	a.stop(t)
 	b.stop(t)
