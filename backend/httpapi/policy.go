@@ -217,6 +217,13 @@ func (s *Server) authorize(next echo.HandlerFunc) echo.HandlerFunc {
 		if perm == auth.PermMetrics && s.loopbackClient(c) {
 			return next(c)
 		}
+		if s.d.StoreChanged != nil {
+			// Not even a read: the read model and the accounts are the
+			// old log's.
+			if err := s.d.StoreChanged(); err != nil {
+				return err
+			}
+		}
 		sub, ok := subjectOf(c)
 		if !ok {
 			return errf(CodeUnauthenticated, "sign in or send an API token (Authorization: Bearer …)")

@@ -62,6 +62,12 @@ type Deps struct {
 	// its 503, instead of each request waiting out the store client's
 	// retries.
 	Writable func() error
+	// StoreChanged, if set, is non-nil (wrapping events.ErrStoreChanged)
+	// once the event store is not the one the process started on: every
+	// authenticated route is then refused with store_changed, reads too,
+	// since what the process holds (views, accounts, tokens) is the old
+	// log's.
+	StoreChanged func() error
 	// WaitTimeout bounds the read-your-writes wait (default 5 s).
 	WaitTimeout time.Duration
 	// RequestTimeout bounds every non-stream request (default 30 s).

@@ -538,6 +538,7 @@ func serveUntilDone(ctx context.Context, c Config, stdout, stderr io.Writer, rea
 		Links:             linksOf(c, w),
 		CommandsPerSecond: orNone(c.Auth.CommandsPerSec), CommandBurst: int(3*c.Auth.CommandsPerSec) + 1,
 		MaxStreamsPerSubject: int(orNone(float64(c.Auth.StreamsPerSubj))),
+		StoreChanged:         guard.Err,
 		Writable: func() error {
 			if err := guard.Err(); err != nil {
 				return err

@@ -142,6 +142,10 @@ func TestStoreReplacedUnderRunningServers(t *testing.T) {
 		if code != 503 || errorCode(body) != "store_changed" || hdr.Get("Retry-After") == "" {
 			t.Errorf("extend on a replaced store: %d %s (Retry-After %q), want 503 store_changed", code, body, hdr.Get("Retry-After"))
 		}
+		// Nor does it serve the old log's slots (or take its tokens).
+		if code, _, body := s.raw(t, "GET", "/api/slots", nil); code != 503 || errorCode(body) != "store_changed" {
+			t.Errorf("list on a replaced store: %d %s, want 503 store_changed", code, body)
+		}
 	}
 	select {
 	case <-ended:
