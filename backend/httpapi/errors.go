@@ -38,7 +38,8 @@ const (
 	CodeUpstream         Code = "upstream"
 	CodeUnavailable      Code = "unavailable"
 	// CodeStoreChanged: the event store is not the one this process started
-	// on (wiped, rewound or replaced); it takes no write until restarted.
+	// on (wiped, rewound or replaced); it answers no authenticated request until
+	// restarted.
 	CodeStoreChanged Code = "store_changed"
 	CodeInternal     Code = "internal"
 )
@@ -187,7 +188,7 @@ func toAPIError(err error) *Error {
 func dependencyError(err error) *Error {
 	switch {
 	case errors.Is(err, events.ErrStoreChanged):
-		return &Error{Code: CodeStoreChanged, Message: "the event store is not the one this server started on; it takes no write until restarted",
+		return &Error{Code: CodeStoreChanged, Message: "the event store is not the one this server started on (wiped, replaced or rewound); it answers nothing until restarted",
 			Details: map[string]any{"dependency": "event store"}, Err: err, RetryAfter: 30}
 	case errors.Is(err, events.ErrUnavailable):
 		return &Error{Code: CodeUnavailable, Message: "the event store is unavailable; try again",
