@@ -291,17 +291,20 @@ func TestStoreLostReadinessCommandsAndShutdown(t *testing.T) {
 	})
 	// 1 s interval + 0.5 s probe bound, and a second of slack for a loaded
 	// machine.
+	t.Logf("/readyz noticed the lost store after %s", time.Since(t0))
 	if took := time.Since(t0); took > 2500*time.Millisecond {
 		t.Errorf("/readyz took %s to notice the lost store (%s)", took, body)
 	}
 	t1 := time.Now()
 	until := time.Now().Add(2 * time.Hour).UTC().Truncate(time.Second)
 	code, hdr, body := s.raw(t, "POST", "/api/slots/harbor/extend", map[string]any{"until": until})
+	t.Logf("a command with the store gone: %d after %s", code, time.Since(t1))
 	if took := time.Since(t1); code != 503 || hdr.Get("Retry-After") == "" || took > time.Second {
 		t.Errorf("a command with the store gone: %d %s after %s, want a 503 at once", code, body, took)
 	}
 	t2 := time.Now()
 	s.stop(t)
+	t.Logf("SIGTERM with the store gone: exited after %s", time.Since(t2))
 	if took := time.Since(t2); took > 3500*time.Millisecond {
 		t.Errorf("SIGTERM with the store gone took %s, --shutdown-timeout is 2s", took)
 	}
