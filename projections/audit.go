@@ -224,6 +224,10 @@ func summary(typ string, p events.Payload) string {
 		return fmt.Sprintf("%s warned: deadline %s in %s", e.Occupant, e.Deadline.Format(time.RFC3339), time.Duration(e.LeadSeconds)*time.Second)
 	case events.ConsumerCheckpointed:
 		return fmt.Sprintf("%s checkpoint at position %d", e.Consumer, e.Position)
+	case events.StoreCreated:
+		return "event store identity " + e.StoreID + " written"
+	case events.SettingsRecorded:
+		return "shared settings recorded"
 	// Accounts and tokens (backend/auth): never a hash in a summary.
 	case events.UserCreated:
 		return fmt.Sprintf("account %s created (%s, %s)", e.Name, e.Role, e.Source)
@@ -339,6 +343,8 @@ func AuditArgs(p events.Payload) map[string]string {
 		return args("repo", e.Repo.String())
 	case events.ConsumerCheckpointed:
 		return args("name", e.Consumer, "position", strconv.FormatUint(uint64(e.Position), 10))
+	case events.StoreCreated:
+		return args("id", e.StoreID)
 	case events.SessionStarted:
 		return args("user", e.UserID, "source", e.Method)
 	case events.SessionEnded:

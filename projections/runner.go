@@ -85,7 +85,8 @@ func NewRunner(store events.Store, target Target, opt RunnerOptions) *Runner {
 }
 
 // Run projects until ctx ends (returning nil), the store closes (returning
-// events.ErrClosed) or the store is damaged (returning the error, which
+// events.ErrClosed), is not the one started on any more (events.Guard:
+// ErrStoreChanged) or the store is damaged (returning the error, which
 // wraps events.ErrCorrupt: reading the same record again gives the same
 // answer, so retrying would hang whoever waits for the read model). Other
 // errors are reported to OnError and retried after RetryDelay from the
@@ -102,7 +103,7 @@ func (r *Runner) Run(ctx context.Context) error {
 		r.mu.Unlock()
 		// ErrPermanent: the store refuses this process (no $all read, bad
 		// credentials): the same answer every time, so stop and say so.
-		if errors.Is(err, events.ErrClosed) || errors.Is(err, events.ErrCorrupt) || errors.Is(err, events.ErrPermanent) {
+		if errors.Is(err, events.ErrClosed) || errors.Is(err, events.ErrCorrupt) || errors.Is(err, events.ErrPermanent) || errors.Is(err, events.ErrStoreChanged) {
 			return err
 		}
 		if r.opt.OnError != nil && err != nil {

@@ -253,6 +253,12 @@ type Change struct {
 // ErrNotFound is returned by queries for a missing slot or job.
 var ErrNotFound = errors.New("projections: not found")
 
+// ErrUnavailable is wrapped by a shared read model's errors when its
+// database cannot be reached (connection refused or lost, shutting down):
+// the query may succeed later, so the API answers 503 with Retry-After,
+// not 500.
+var ErrUnavailable = errors.New("projections: read model unavailable")
+
 // ReadModel is what the API and the dashboard read. Every query is indexed.
 type ReadModel interface {
 	ListSlots(ctx context.Context) ([]SlotView, error)

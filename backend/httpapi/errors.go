@@ -37,7 +37,11 @@ const (
 	CodeTooMany          Code = "too_many"
 	CodeUpstream         Code = "upstream"
 	CodeUnavailable      Code = "unavailable"
-	CodeInternal         Code = "internal"
+	// CodeStoreChanged: the event store is not the one this process started
+	// on (wiped, rewound or replaced); it answers no authenticated request until
+	// restarted.
+	CodeStoreChanged Code = "store_changed"
+	CodeInternal     Code = "internal"
 )
 
 // statusOf is the single code → HTTP status map.
@@ -56,6 +60,7 @@ var statusOf = map[Code]int{
 	CodeTooMany:          http.StatusTooManyRequests,
 	CodeUpstream:         http.StatusBadGateway,
 	CodeUnavailable:      http.StatusServiceUnavailable,
+	CodeStoreChanged:     http.StatusServiceUnavailable,
 	CodeInternal:         http.StatusInternalServerError,
 }
 
@@ -118,6 +123,12 @@ func toAPIError(err error) *Error {
 	if errors.As(err, &ae) {
 		return ae
 	}
+	// A dependency that is down or not the one we started on is the same
+	// answer whoever met it (a command's store call, a read of the read
+	// model): try again later, not "internal error".
+	if de := dependencyError(err); de != nil {
+		return de
+	}
 	var se *slots.Error
 	if errors.As(err, &se) {
 		code, ok := slotsCode[se.Code]
@@ -172,6 +183,23 @@ func toAPIError(err error) *Error {
 	return &Error{Code: CodeInternal, Message: "internal error", Err: err}
 }
 
+// dependencyError is the 503 of an outage of the event store or the read
+// model, nil for any other error.
+func dependencyError(err error) *Error {
+	switch {
+	case errors.Is(err, events.ErrStoreChanged):
+		return &Error{Code: CodeStoreChanged, Message: "the event store is not the one this server started on (wiped, replaced or rewound); it answers nothing until restarted",
+			Details: map[string]any{"dependency": "event store"}, Err: err, RetryAfter: 30}
+	case errors.Is(err, events.ErrUnavailable):
+		return &Error{Code: CodeUnavailable, Message: "the event store is unavailable; try again",
+			Details: map[string]any{"dependency": "event store"}, Err: err}
+	case errors.Is(err, projections.ErrUnavailable):
+		return &Error{Code: CodeUnavailable, Message: "the read model is unavailable; try again",
+			Details: map[string]any{"dependency": "read model"}, Err: err}
+	}
+	return nil
+}
+
 // errorHandler is echo's HTTPErrorHandler: the one place where errors become
 // statuses. Only internal errors are logged as errors; client mistakes are
 // logged at debug level by the request logger.
@@ -181,14 +209,14 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 	if !ok {
 		status = http.StatusInternalServerError
 	}
-	if status >= 500 && ae.Code != CodeUnavailable {
+	if status >= 500 && status != http.StatusServiceUnavailable {
 		s.log.ErrorContext(c.Request().Context(), "request failed",
 			slog.String("correlation_id", requestID(c)), slog.String("error", err.Error()))
 	}
 	if c.Response().Committed {
 		return
 	}
-	if ae.Code == CodeTooMany || ae.Code == CodeUnavailable {
+	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
 		retry := "2"
 		if ae.RetryAfter > 0 {
 			retry = strconv.Itoa(ae.RetryAfter)

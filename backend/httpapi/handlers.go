@@ -75,6 +75,25 @@ func (s *Server) slotView(c echo.Context, name string, status int) error {
 	return c.JSON(status, v)
 }
 
+// commandAnswer answers a slot command that succeeded: its events are in
+// the log, so the answer is never a failure. Normally it is the slot's
+// view; when the read model cannot show it (its database is down), it is
+// 202 with what could not be confirmed, and the effect shows once the read
+// model is back (a retry of the command would only be refused as a
+// conflict).
+func (s *Server) commandAnswer(c echo.Context, name string, status int) error {
+	v, err := s.d.Reads.Slot(c.Request().Context(), name)
+	if err != nil {
+		s.log.WarnContext(c.Request().Context(), "command recorded, but its effect could not be read back",
+			slog.String("correlation_id", requestID(c)), slog.String("slot", name), slog.String("error", err.Error()))
+		return c.JSON(http.StatusAccepted, map[string]any{
+			"slot": name, "recorded": true,
+			"unconfirmed": "the command is recorded in the event log; the read model could not show its effect yet",
+		})
+	}
+	return c.JSON(status, v)
+}
+
 func (s *Server) register(c echo.Context) error {
 	var cmd slots.RegisterCmd
 	if err := decodeBody(c, &cmd, false); err != nil {
@@ -90,7 +109,7 @@ func (s *Server) register(c echo.Context) error {
 		return err
 	}
 	s.caughtUp(c)
-	return s.slotView(c, cmd.Name, http.StatusCreated)
+	return s.commandAnswer(c, cmd.Name, http.StatusCreated)
 }
 
 // branchAllowed: a slot's branch defaults to its repository's default
@@ -130,7 +149,7 @@ func (s *Server) occupy(c echo.Context) error {
 		return err
 	}
 	s.caughtUp(c)
-	return s.slotView(c, name, http.StatusOK)
+	return s.commandAnswer(c, name, http.StatusOK)
 }
 
 func (s *Server) extend(c echo.Context) error {
@@ -149,7 +168,7 @@ func (s *Server) extend(c echo.Context) error {
 		return err
 	}
 	s.caughtUp(c)
-	return s.slotView(c, name, http.StatusOK)
+	return s.commandAnswer(c, name, http.StatusOK)
 }
 
 // setDeadline moves an occupied slot's deadline earlier: the explicit action
@@ -171,7 +190,7 @@ func (s *Server) setDeadline(c echo.Context) error {
 		return err
 	}
 	s.caughtUp(c)
-	return s.slotView(c, name, http.StatusOK)
+	return s.commandAnswer(c, name, http.StatusOK)
 }
 
 // noBody accepts an empty body or {} for commands that take no parameters.
@@ -222,22 +241,18 @@ func (s *Server) release(c echo.Context) error {
 }
 
 // ownsSlot reports whether the request's subject is the slot's occupant
-// (by name: names are unique across accounts and tokens). The read model
-// is read-your-writes after every command, so it is current enough for
-// the check; the slots service still decides whether the command applies.
+// (by name: names are unique across accounts and tokens). The occupant
+// comes from the log (the slots service's fold), like every decision of a
+// command: never from a read model that may lag or be down.
 func (s *Server) ownsSlot(c echo.Context, name string) (bool, error) {
 	occ, err := s.occupant(c, name)
 	sub, _ := subjectOf(c)
 	return occ != "" && occ == sub.Name, err
 }
 
-// occupant is the slot's occupant ("" when vacant).
+// occupant is the slot's occupant ("" when vacant), as the log says.
 func (s *Server) occupant(c echo.Context, name string) (string, error) {
-	v, err := s.d.Reads.Slot(c.Request().Context(), name)
-	if err != nil {
-		return "", notFound(err, "slot %q does not exist", name)
-	}
-	return v.Occupant, nil
+	return s.d.Commands.Occupant(c.Request().Context(), name)
 }
 
 // ownSlotOr lets the occupant through, and others only with perm.

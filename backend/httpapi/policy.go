@@ -219,6 +219,13 @@ func (s *Server) authorize(next echo.HandlerFunc) echo.HandlerFunc {
 		if perm == auth.PermMetrics && s.loopbackClient(c) {
 			return next(c)
 		}
+		if s.d.StoreChanged != nil {
+			// Not even a read: the read model and the accounts are the
+			// old log's.
+			if err := s.d.StoreChanged(); err != nil {
+				return err
+			}
+		}
 		sub, ok := subjectOf(c)
 		if !ok {
 			return errf(CodeUnauthenticated, "sign in or send an API token (Authorization: Bearer …)")
@@ -233,6 +240,11 @@ func (s *Server) authorize(next echo.HandlerFunc) echo.HandlerFunc {
 			if s.cmdLimit != nil {
 				if ok, wait := s.cmdLimit.Allow(sub.ID); !ok {
 					return &Error{Code: CodeTooMany, Message: "too many commands; slow down", RetryAfter: auth.RetryAfter(wait)}
+				}
+			}
+			if s.d.Writable != nil {
+				if err := s.d.Writable(); err != nil {
+					return err
 				}
 			}
 		}

@@ -57,6 +57,18 @@ type Deps struct {
 	SPA fs.FS
 	// Ready reports whether the read model has caught up (GET /readyz).
 	Ready func(ctx context.Context) error
+	// Writable, if set, says whether the event store takes writes now:
+	// nil, or an error wrapping events.ErrStoreChanged or
+	// events.ErrUnavailable. A state change is then refused at once with
+	// its 503, instead of each request waiting out the store client's
+	// retries.
+	Writable func() error
+	// StoreChanged, if set, is non-nil (wrapping events.ErrStoreChanged)
+	// once the event store is not the one the process started on: every
+	// authenticated route is then refused with store_changed, reads too,
+	// since what the process holds (views, accounts, tokens) is the old
+	// log's.
+	StoreChanged func() error
 	// WaitTimeout bounds the read-your-writes wait (default 5 s).
 	WaitTimeout time.Duration
 	// RequestTimeout bounds every non-stream request (default 30 s).
@@ -257,13 +269,15 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 func (s *Server) readyz(c echo.Context) error {
-	if s.d.Hub.Closed() {
-		return errf(CodeUnavailable, "shutting down")
-	}
+	// The dependencies' reason first: the hub also closes when the event
+	// store changed under the process, and that is what to report.
 	if s.d.Ready != nil {
 		if err := s.d.Ready(c.Request().Context()); err != nil {
 			return &Error{Code: CodeUnavailable, Message: "not ready: " + err.Error()}
 		}
+	}
+	if s.d.Hub.Closed() {
+		return errf(CodeUnavailable, "shutting down")
 	}
 	ans := map[string]any{"status": "ready", "position": s.d.Hub.Head()}
 	if s.d.Consumers != nil {

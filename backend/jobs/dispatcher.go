@@ -26,6 +26,7 @@ type dispatcher struct {
 	mu       sync.Mutex
 	local    map[string]*attempt // jobs this engine is claiming or running
 	stopping bool
+	draining bool // claims nothing new; running attempts go on
 	attempts sync.WaitGroup
 }
 
@@ -124,6 +125,13 @@ func (d *dispatcher) stop() {
 	}
 }
 
+// drain makes the dispatcher claim no new job; running attempts go on.
+func (d *dispatcher) drain() {
+	d.mu.Lock()
+	d.draining = true
+	d.mu.Unlock()
+}
+
 // runJob claims job id and, if this worker won, runs the attempt to its end.
 func (d *dispatcher) runJob(ctx context.Context, actor, id string) {
 	e := d.e
@@ -131,7 +139,7 @@ func (d *dispatcher) runJob(ctx context.Context, actor, id string) {
 	a.ctx, a.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
 	defer a.cancel(nil)
 	d.mu.Lock()
-	if d.stopping || d.local[id] != nil {
+	if d.stopping || d.draining || d.local[id] != nil {
 		d.mu.Unlock()
 		return
 	}

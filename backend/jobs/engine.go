@@ -187,6 +187,11 @@ func (e *Engine) Run(ctx context.Context) error {
 	return err
 }
 
+// Drain makes the engine claim no new job from now on, while its running
+// attempts go on to their ends: a process that is shutting down (SIGTERM,
+// the drain delay before Stop) leaves new work to the others.
+func (e *Engine) Drain() { e.dispatcher.drain() }
+
 // Stop stops claiming, cancels every running attempt (each ends with
 // JobTimedOut{deadline: "shutdown"} and releases its slot, so it can be
 // resumed), waits for them and for Run to return, or until ctx is done.

@@ -39,7 +39,7 @@ func (e *Engine) rescue(ctx context.Context, id string) {
 		}
 		return
 	}
-	e.log.WarnContext(ctx, "attempt abandoned: lease expired", "job", id, "attempt", j.Attempt, "worker", j.Worker,
+	e.log.WarnContext(ctx, "attempt abandoned: lease expired", "job", id, "attempt", j.Attempt, "abandoned_worker", j.Worker,
 		"uncertain_step", j.InFlight, "correlation_id", meta.CorrelationID)
 	if _, err := releaseLock(ctx, e.slots, &j, j.Run(), slots.StatusAbandoned, meta); err != nil {
 		e.log.WarnContext(ctx, "release after abandon failed", "job", id, "err", err)

@@ -116,6 +116,9 @@ type Commands interface {
 	PlanJob(ctx context.Context, slot, kind string, params map[string]string) (Plan, error)
 	Cancel(ctx context.Context, a Actor, jobID string) error
 	Resume(ctx context.Context, a Actor, jobID string) (JobAcceptedResult, error)
+	// Occupant is the slot's occupant ("" when vacant) as the log says:
+	// the API's ownership checks decide from it, not from a read model.
+	Occupant(ctx context.Context, slot string) (string, error)
 }
 
 // Code classifies command errors; the HTTP layer maps codes to statuses in

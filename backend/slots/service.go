@@ -150,6 +150,21 @@ func needSlot(st *SlotState) error {
 	return nil
 }
 
+// Occupant implements Commands.
+func (s *Service) Occupant(ctx context.Context, slot string) (string, error) {
+	st, err := s.slots.Load(ctx, slot)
+	if err != nil {
+		return "", internal("load slot", err)
+	}
+	if err := needSlot(&st); err != nil {
+		return "", err
+	}
+	if st.Retired {
+		return "", nil // as the read model shows it: a retired slot has no occupant
+	}
+	return st.Occupant, nil
+}
+
 // Register implements Commands.
 func (s *Service) Register(ctx context.Context, a Actor, c RegisterCmd) error {
 	if err := validateActor(a); err != nil {

@@ -37,7 +37,10 @@ import (
 
 // ErrUnavailable is wrapped by errors of calls that could not reach KurrentDB
 // within Options.RetryTimeout.
-var ErrUnavailable = errors.New("kurrent: KurrentDB unavailable")
+//
+// It wraps events.ErrUnavailable, so callers that see only the store
+// interface (the HTTP error mapping, readiness) know it for an outage.
+var ErrUnavailable = fmt.Errorf("kurrent: KurrentDB unavailable: %w", events.ErrUnavailable)
 
 // Options tune the adapter. The zero value is ready to use.
 type Options struct {

@@ -14,15 +14,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
+	"net"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/slotkeeper/slotkeeper/events"
 	"github.com/slotkeeper/slotkeeper/projections"
@@ -291,10 +295,31 @@ func (s *Store) Reset(ctx context.Context) error {
 	if _, err := tx.Exec(ctx, `TRUNCATE slots, jobs, audit`); err != nil {
 		return err
 	}
-	if _, err := tx.Exec(ctx, `UPDATE checkpoint SET position = 0 WHERE id = 1`); err != nil {
+	if _, err := tx.Exec(ctx, `UPDATE checkpoint SET position = 0, store_id = '' WHERE id = 1`); err != nil {
 		return err
 	}
 	return tx.Commit(ctx)
+}
+
+// BindStore records that the read model is built from the event store
+// whose identity is id, unless it is bound already, and returns the
+// identity it is bound to: another one means it was built from another
+// log (a wiped or replaced store) and must be rebuilt (Reset unbinds).
+func (s *Store) BindStore(ctx context.Context, id string) (string, error) {
+	if _, err := s.pool.Exec(ctx, `UPDATE checkpoint SET store_id = $1 WHERE id = 1 AND store_id = ''`, id); err != nil {
+		return "", fmt.Errorf("postgres: bind the event store: %w", translate(err))
+	}
+	return s.StoreID(ctx)
+}
+
+// StoreID is the identity of the event store the read model is bound to
+// ("" when not bound).
+func (s *Store) StoreID(ctx context.Context) (string, error) {
+	var id string
+	if err := s.pool.QueryRow(ctx, `SELECT store_id FROM checkpoint WHERE id = 1`).Scan(&id); err != nil {
+		return "", fmt.Errorf("postgres: read the bound event store: %w", translate(err))
+	}
+	return id, nil
 }
 
 // batchState is projections.State over the views a batch loaded; it records
@@ -510,19 +535,42 @@ func scanJSON(row pgx.Row, v any) error {
 	return nil
 }
 
-// translate maps driver errors to the read model's: no row is ErrNotFound.
+// translate maps driver errors to the read model's: no row is ErrNotFound,
+// and a database that cannot be reached wraps ErrUnavailable (the API's
+// 503 with Retry-After instead of 500).
 func translate(err error) error {
-	if errors.Is(err, pgx.ErrNoRows) {
+	switch {
+	case err == nil || errors.Is(err, projections.ErrUnavailable):
+		return err
+	case errors.Is(err, pgx.ErrNoRows):
 		return projections.ErrNotFound
+	case unreachable(err):
+		return fmt.Errorf("%w: %w", projections.ErrUnavailable, err)
 	}
 	return err
+}
+
+// unreachable reports whether err says the database could not be reached
+// or went away: connecting failed, the connection broke, or the server answered with a connection-exception (class 08) or
+// shutdown (57P01–57P03) SQLSTATE (PostgreSQL docs, Appendix A "Error
+// Codes").
+func unreachable(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return strings.HasPrefix(pe.Code, "08") || pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03"
+	}
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	return errors.As(err, &ce) || errors.As(err, &ne) || pgconn.Timeout(err) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
 // Position implements projections.ReadModel: the checkpoint.
 func (s *Store) Position(ctx context.Context) (events.Position, error) {
 	var p int64
 	if err := s.pool.QueryRow(ctx, `SELECT position FROM checkpoint WHERE id = 1`).Scan(&p); err != nil {
-		return 0, fmt.Errorf("postgres: read checkpoint: %w", err)
+		return 0, fmt.Errorf("postgres: read checkpoint: %w", translate(err))
 	}
 	return events.Position(p), nil
 }
@@ -548,11 +596,11 @@ ORDER BY name`
 func (s *Store) SlotNames(ctx context.Context) ([]string, error) {
 	rows, err := s.pool.Query(ctx, `SELECT name FROM slots ORDER BY name`)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: slot names: %w", err)
+		return nil, fmt.Errorf("postgres: slot names: %w", translate(err))
 	}
 	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return nil, fmt.Errorf("postgres: slot names: %w", err)
+		return nil, fmt.Errorf("postgres: slot names: %w", translate(err))
 	}
 	return names, nil
 }
@@ -562,16 +610,16 @@ func (s *Store) SlotNames(ctx context.Context) ([]string, error) {
 func (s *Store) SnapshotSlots(ctx context.Context) ([]projections.SlotView, events.Position, error) {
 	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
-		return nil, 0, fmt.Errorf("postgres: snapshot: %w", err)
+		return nil, 0, fmt.Errorf("postgres: snapshot: %w", translate(err))
 	}
 	defer func() { _ = tx.Rollback(context.Background()) }()
 	var pos int64
 	if err := tx.QueryRow(ctx, `SELECT position FROM checkpoint WHERE id = 1`).Scan(&pos); err != nil {
-		return nil, 0, fmt.Errorf("postgres: snapshot: %w", err)
+		return nil, 0, fmt.Errorf("postgres: snapshot: %w", translate(err))
 	}
 	out := []projections.SlotView{}
 	if err := loadAll(ctx, tx, listedSlots, func(v projections.SlotView) { out = append(out, v) }, s.opt.ListedRetired); err != nil {
-		return nil, 0, fmt.Errorf("postgres: snapshot: %w", err)
+		return nil, 0, fmt.Errorf("postgres: snapshot: %w", translate(err))
 	}
 	return out, events.Position(pos), nil
 }
@@ -749,7 +797,7 @@ func (s *Store) RemainingResources(ctx context.Context) ([]projections.Remaining
 func queryViews[T any](ctx context.Context, pool *pgxpool.Pool, q string, args ...any) ([]T, error) {
 	rows, err := pool.Query(ctx, q, args...)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: query: %w", err)
+		return nil, fmt.Errorf("postgres: query: %w", translate(err))
 	}
 	defer rows.Close()
 	out := []T{}
@@ -761,7 +809,7 @@ func queryViews[T any](ctx context.Context, pool *pgxpool.Pool, q string, args .
 		out = append(out, v)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("postgres: query: %w", err)
+		return nil, fmt.Errorf("postgres: query: %w", translate(err))
 	}
 	return out, nil
 }

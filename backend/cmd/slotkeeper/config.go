@@ -49,6 +49,9 @@ type Config struct {
 	Lease       time.Duration
 	Grace       time.Duration
 	Deadlines   bool
+	// ChangeSettings makes this process's shared settings (settings.go)
+	// the ones every process sharing the store must have.
+	ChangeSettings bool
 
 	WebhookURL    string
 	WebhookSecret string
@@ -129,6 +132,7 @@ func serveFlags(fs *flag.FlagSet, c *Config) {
 	fs.DurationVar(&c.JobTimeout, "job-timeout", 15*time.Minute, "deadline of one job attempt")
 	fs.DurationVar(&c.Lease, "lease", 30*time.Second, "job claim lease, renewed by the running attempt")
 	fs.DurationVar(&c.Grace, "grace", 2*time.Minute, "grace period between a release and its reset")
+	fs.BoolVar(&c.ChangeSettings, "change-settings", false, "record this process's --demo, --coolify-projects, --bitbucket-projects and --grace as the ones every process sharing the event store must have")
 	fs.BoolVar(&c.Deadlines, "deadline-reset", true, "queue a reset when an occupancy deadline passes")
 	fs.StringVar(&c.WebhookURL, "webhook-url", "", "URL told about every job's outcome (empty: none); a secret for Slack (prefer --webhook-url-file)")
 	fs.StringVar(&c.WebhookSecret, "webhook-secret", "", "key of the HMAC-SHA256 signature of every webhook body, X-Slotkeeper-Signature (prefer --webhook-secret-file)")

@@ -658,7 +658,7 @@ func TestTwoServersOnKurrentAndPostgres(t *testing.T) {
 	evURL := "kurrentdb://" + node.Addr() + "?tls=false"
 	rm := pgDatabase(t)
 	a := startServe(t, t.TempDir(), "127.0.0.1:0", "--events", evURL, "--read-model", rm, "--workers", "0")
-	b := startServe(t, t.TempDir(), "127.0.0.1:0", "--events", evURL, "--read-model", rm, "--workers", "0", "--demo=false")
+	b := startServe(t, t.TempDir(), "127.0.0.1:0", "--events", evURL, "--read-model", rm, "--workers", "0")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	fa, fb := follow(ctx, t, a), follow(ctx, t, b)

@@ -14,6 +14,7 @@ import (
 	"github.com/slotkeeper/slotkeeper/backend/providers"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/events"
+	"github.com/slotkeeper/slotkeeper/projections"
 )
 
 // readiness is what /readyz reports beyond the read model: the store accepts
@@ -47,8 +48,21 @@ type probe struct {
 // as signed, and -2 would mean "any".)
 const probeStream = "slotkeeper-readiness-probe"
 
+// storeProbeName names the store's write probe (commands are refused at
+// once while it fails).
+const storeProbeName = "event store"
+
 func storeProbe(store events.Store) probe {
-	return probe{name: "event store", check: func(ctx context.Context) error {
+	return probe{name: storeProbeName, check: func(ctx context.Context) error {
+		// A refusal of the whole process (no $all read, bad credentials)
+		// stops the subscriptions for good while writes may still pass:
+		// name it here, or the process would look ready with projections
+		// that never move (issue 24 item 2).
+		if r, ok := store.(events.Refuser); ok {
+			if err := r.Refused(); err != nil {
+				return fmt.Errorf("refuses this process: %v", err)
+			}
+		}
 		_, err := store.Append(ctx, probeStream, events.Exact(1<<62),
 			events.New(events.Unknown{Type: "ReadinessProbe", Data: []byte("{}")}, events.Metadata{Actor: "system:readiness"}))
 		switch {
@@ -58,6 +72,47 @@ func storeProbe(store events.Store) probe {
 			return errors.New("the write probe was appended (the store ignored its condition)")
 		}
 		return fmt.Errorf("refuses writes: %v", err)
+	}}
+}
+
+// identityProbe checks that the store is still the one this process
+// started on: its identity, and a head not behind what was seen. A
+// mismatch closes the guard for good (events.Guard.Check).
+func identityProbe(g *events.Guard) probe {
+	return probe{name: "event store identity", check: g.Check}
+}
+
+// sharedReadModelProbe fails while a shared read model is bound to
+// another event store (a replay elsewhere rebuilt it from another log), or
+// is past the log's head: it was built from another log (a wiped, replaced or rewound
+// store), and projecting this log into it would mix the two. The position
+// is read before the head, so a read model that is only ever behind the
+// log never looks ahead of it.
+func sharedReadModelProbe(rm projections.ReadModel, store events.Store, storeID string) probe {
+	return probe{name: "read model", check: func(ctx context.Context) error {
+		if b, ok := rm.(interface {
+			StoreID(context.Context) (string, error)
+		}); ok {
+			bound, err := b.StoreID(ctx)
+			if err != nil {
+				return err
+			}
+			if bound != storeID {
+				return fmt.Errorf("built from event store %q, this process runs on %s: rebuild it with `slotkeeper replay`", bound, storeID)
+			}
+		}
+		p, err := rm.Position(ctx)
+		if err != nil {
+			return err
+		}
+		h, err := store.Head(ctx)
+		if err != nil {
+			return err
+		}
+		if p > h {
+			return fmt.Errorf("at position %d, past the event store's head %d: it was built from another log; rebuild it with `slotkeeper replay`", p, h)
+		}
+		return nil
 	}}
 }
 
@@ -103,18 +158,42 @@ func lookupReady(l providers.Lookup, err error, mustExist bool, what string) err
 	return errors.New("no answer")
 }
 
-// round runs every probe once and keeps the result.
+// round runs every probe once, all at once, and keeps the result. Each
+// probe's call is bounded by probeTimeout, so a dependency that stopped
+// answering (a store whose client would retry for 10 s) shows within the
+// interval plus half of it, not after the client gives up.
 func (r *readiness) round(ctx context.Context) {
+	errs := make([]error, len(r.probes))
+	var wg sync.WaitGroup
+	for i, p := range r.probes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pctx, cancel := context.WithTimeout(ctx, probeTimeout(r.interval))
+			defer cancel()
+			// The round does not wait for a call that overstays its bound
+			// (a client may finish its retry sleep first): it ends on its
+			// own later, and the round reports no answer now.
+			res := make(chan error, 1)
+			go func() { res <- p.check(pctx) }()
+			select {
+			case errs[i] = <-res:
+			case <-pctx.Done():
+				errs[i] = pctx.Err()
+			}
+			if errors.Is(errs[i], context.DeadlineExceeded) && ctx.Err() == nil {
+				errs[i] = fmt.Errorf("no answer within %s", probeTimeout(r.interval))
+			}
+		}()
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return
+	}
 	var failing []string
-	for _, p := range r.probes {
-		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		err := p.check(pctx)
-		cancel()
-		if ctx.Err() != nil {
-			return
-		}
-		if err != nil {
-			failing = append(failing, p.name+": "+err.Error())
+	for i, p := range r.probes {
+		if errs[i] != nil {
+			failing = append(failing, p.name+": "+errs[i].Error())
 		}
 	}
 	r.mu.Lock()
@@ -160,6 +239,20 @@ func (r *readiness) run(ctx context.Context) error {
 			r.round(ctx)
 		}
 	}
+}
+
+// probeTimeout bounds one probe's call: half the interval, at least 500 ms
+// (a loaded machine's loopback round trip) and at most 10 s.
+func probeTimeout(interval time.Duration) time.Duration {
+	return min(max(interval/2, 500*time.Millisecond), 10*time.Second)
+}
+
+// failingReason is why the named probe failed in the last round, "" when
+// it passed (or has not run).
+func (r *readiness) failingReason(name string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return findReason(r.failing, name)
 }
 
 // err is the reason /readyz reports, nil when ready.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/slotkeeper/slotkeeper/events"
@@ -16,26 +17,31 @@ import (
 )
 
 // storeFlags are the flags replay and verify share with serve.
-func storeFlags(name string, args []string, env func(string) string, out io.Writer) (Config, error) {
+func storeFlags(name string, args []string, env func(string) string, out io.Writer) (Config, time.Duration, error) {
 	var c Config
+	var timeout time.Duration
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.DurationVar(&timeout, "timeout", 10*time.Minute, "give up after this long (a store that stops answering, a log that never reaches the read model's position)")
 	fs.SetOutput(out)
 	fs.StringVar(&c.Data, "data", "./data", "data directory of the embedded event store")
 	fs.StringVar(&c.Events, "events", "", "event store: empty for the embedded store under --data, or kurrentdb://…")
 	fs.StringVar(&c.ReadModel, "read-model", "memory", "read models: memory or postgres://…")
 	fs.StringVar(&c.LogLevel, "log-level", "warn", "debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
-		return c, err
+		return c, 0, err
 	}
 	if fs.NArg() > 0 {
-		return c, &usageError{fmt.Sprintf("%s takes no arguments, got %q", name, fs.Args())}
+		return c, 0, &usageError{fmt.Sprintf("%s takes no arguments, got %q", name, fs.Args())}
 	}
 	if err := applyEnv(fs, env); err != nil {
-		return c, err
+		return c, 0, err
+	}
+	if timeout <= 0 {
+		return c, 0, cfgErr("timeout", "must be positive")
 	}
 	// Reuse serve's checks for the settings replay and verify have.
 	full := offlineConfig(c.Data, c.Events, c.ReadModel, c.LogLevel)
-	return full, full.validate()
+	return full, timeout, full.validate()
 }
 
 // offlineConfig is a serve Config for the commands that only open the
@@ -58,12 +64,13 @@ type offline struct {
 	desc    string // the store, for messages
 	rm      projections.Target
 	closeRM func()
+	timeout time.Duration // --timeout
 }
 
 // openOffline parses the store flags of command name and opens the store
 // and the read model.
 func openOffline(ctx context.Context, name string, args []string, env func(string) string, stderr io.Writer) (*offline, error) {
-	c, err := storeFlags(name, args, env, stderr)
+	c, timeout, err := storeFlags(name, args, env, stderr)
 	if err != nil {
 		return nil, err
 	}
@@ -76,7 +83,7 @@ func openOffline(ctx context.Context, name string, args []string, env func(strin
 		store.Close()
 		return nil, err
 	}
-	return &offline{c: c, store: store, desc: desc, rm: rm, closeRM: closeRM}, nil
+	return &offline{c: c, store: store, desc: desc, rm: rm, closeRM: closeRM, timeout: timeout}, nil
 }
 
 // close releases the read model, then the store.
@@ -146,6 +153,14 @@ func verifyCmd(ctx context.Context, args []string, env func(string) string, stdo
 	}
 	defer o.close()
 	c, store, desc, live := o.c, o.store, o.desc, o.rm
+	// verify never hangs: it gives up after --timeout, and says every few
+	// seconds what it is waiting for.
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	var stage atomic.Value
+	stage.Store("opening the store")
+	stopProgress := progress(ctx, stderr, &stage)
+	defer stopProgress()
 	if chk, ok := store.(interface{ Check(context.Context) error }); ok {
 		// The embedded store's page-level check (free-page list included),
 		// which Open skips for big files.
@@ -153,19 +168,30 @@ func verifyCmd(ctx context.Context, args []string, env func(string) string, stdo
 			return fmt.Errorf("verify: %w", err)
 		}
 	}
+	stage.Store("reading the log's head")
 	head, err := store.Head(ctx)
 	if err != nil {
-		return err
+		return timedOut(ctx, err, o.timeout)
 	}
 	if c.ReadModel == "memory" {
+		stage.Store(fmt.Sprintf("building the read model up to the log's head %d", head))
 		if err := runUntil(ctx, store, live, head); err != nil {
-			return err
+			return timedOut(ctx, err, o.timeout)
 		}
 	}
+	// A shared read model past the log's head was built from another log
+	// (the store was wiped, replaced, or restored from an older backup): a
+	// rebuild of this log would wait for that position for ever.
+	if pos, err := live.Position(ctx); err != nil {
+		return timedOut(ctx, err, o.timeout)
+	} else if pos > head {
+		return fmt.Errorf("verify: the %s read model is at position %d, past the log's head %d: it was built from another log (wiped, replaced or rewound store); rebuild it with `slotkeeper replay`", c.ReadModel, pos, head)
+	}
+	stage.Store("rebuilding a shadow read model from the log and comparing")
 	shadow := memory.New(store)
 	diffs, err := projections.Verify(ctx, store, live, shadow)
 	if err != nil {
-		return fmt.Errorf("verify: %w", err)
+		return fmt.Errorf("verify: %w", timedOut(ctx, err, o.timeout))
 	}
 	if len(diffs) > 0 {
 		return &diffError{diffs: diffs}
@@ -173,6 +199,35 @@ func verifyCmd(ctx context.Context, args []string, env func(string) string, stdo
 	pos, _ := live.Position(ctx)
 	fmt.Fprintf(stdout, "verified %s up to position %d: the %s read model equals a rebuild from the log\n", desc, pos, c.ReadModel)
 	return nil
+}
+
+// progress prints the stage to w every 5 s until the returned stop is
+// called, so a long wait always says what it waits for.
+func progress(ctx context.Context, w io.Writer, stage *atomic.Value) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(5 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				fmt.Fprintf(w, "verify: still %s\n", stage.Load())
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+// timedOut names --timeout when ctx's deadline is why err happened.
+func timedOut(ctx context.Context, err error, timeout time.Duration) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("gave up after --timeout %s: %w", timeout, err)
+	}
+	return err
 }
 
 // runUntil drives target with a projections.Runner until it reached head,

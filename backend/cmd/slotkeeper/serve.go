@@ -14,6 +14,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/slotkeeper/slotkeeper/backend/consumer"
@@ -136,8 +137,12 @@ func (w checkpointWaiter) WaitFor(ctx context.Context, pos events.Position) erro
 		if w.local.Position() >= pos {
 			return nil
 		}
-		if p, err := w.rm.Position(ctx); err == nil && p >= pos {
+		p, err := w.rm.Position(ctx)
+		switch {
+		case err == nil && p >= pos:
 			return nil
+		case errors.Is(err, projections.ErrUnavailable):
+			return err // waiting cannot help while the database is down
 		}
 		select {
 		case <-ctx.Done():
@@ -224,13 +229,66 @@ func openWorld(ctx context.Context, c Config, emptyLog bool) (world, error) {
 // serve runs the server until ctx is done, then shuts down gracefully.
 // ready, if not nil, receives the listening address once the server
 // answers (tests use it with --addr 127.0.0.1:0).
+//
+// Shutdown takes at most --drain-delay plus --shutdown-timeout from the
+// signal on, whatever the dependencies do: the graceful steps are bounded
+// by the timeout, and what is left behind after it (background work whose
+// store calls still wait out a client's retries, a store that does not
+// close) is abandoned with a log line, since the process is exiting.
 func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<- string) error {
+	done := make(chan error, 1)
+	go func() { done <- serveUntilDone(ctx, c, stdout, stderr, ready) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	t := time.NewTimer(c.DrainDelay + c.ShutdownTimeout)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+		newLogger(c, stderr).Error("shutdown did not finish within --drain-delay + --shutdown-timeout; exiting anyway",
+			slog.Duration("after", c.DrainDelay+c.ShutdownTimeout))
+		return errShutdownTimeout
+	}
+}
+
+// errShutdownTimeout is serve's error when the shutdown was cut short.
+var errShutdownTimeout = errors.New("shutdown timed out")
+
+func serveUntilDone(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<- string) error {
 	log := newLogger(c, stderr)
-	store, storeDesc, err := openStore(ctx, c, log)
+	raw, storeDesc, err := openStore(ctx, c, log)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
+	defer raw.Close()
+	// Every part of the server writes through the guard, which stops all
+	// writes once the store is not the one this process started on
+	// (events/identity.go, docs/kurrent.md "Store identity").
+	ident, created, err := events.EnsureIdentity(ctx, raw)
+	if err != nil {
+		return fmt.Errorf("the event store's identity: %w", err)
+	}
+	if created {
+		log.Info("event store identity written", slog.String("store_id", ident.ID))
+	}
+	// The live streams end when the store changes: what they show is the
+	// old log's (set once the hub exists).
+	var endStreams atomic.Pointer[func()]
+	guard := events.NewGuard(raw, ident, func(err error) {
+		log.Error("event store changed under this process: writes stopped, /readyz fails, live streams end; restart once the store is the right one",
+			slog.String("error", err.Error()))
+		if f := endStreams.Load(); f != nil {
+			(*f)()
+		}
+	})
+	var store events.Store = guard
+	if err := checkSettings(ctx, c, store, log); err != nil {
+		return err
+	}
 	startHead, err := store.Head(ctx)
 	if err != nil {
 		return fmt.Errorf("read the log's head: %w", err)
@@ -255,7 +313,7 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 	}
 	// The embedded store checks a big file's pages in the background and
 	// takes no write until that passed; damage found there stops us too.
-	damage, _ := store.(interface {
+	damage, _ := raw.(interface {
 		Damaged() <-chan struct{}
 		Err() error
 	})
@@ -292,6 +350,19 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 		return err
 	}
 	defer rs.close()
+	if pg, ok := rs.reads.(*postgres.Store); ok {
+		// A shared read model built from another log must not take this
+		// one's events, nor answer for it.
+		bound, err := pg.BindStore(ctx, ident.ID)
+		if err != nil {
+			return err
+		}
+		if bound != ident.ID {
+			return &ConfigError{Setting: setting("read-model"), Problem: fmt.Sprintf(
+				"the PostgreSQL read model %s was built from event store %s, this event store is %s (wiped or replaced?): rebuild it with `slotkeeper replay` (every server stopped)",
+				redact(c.ReadModel), bound, ident.ID)}
+		}
+	}
 	// The memory read model (with PostgreSQL read models: the one that
 	// feeds this process's live stream) starts from its snapshot beside
 	// the embedded store, not from position 0 (issue 13).
@@ -310,6 +381,8 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 		// this process has not projected yet.
 		LogHead: store.Head,
 	}, met, log)
+	closeHub := hub.Close
+	endStreams.Store(&closeHub)
 	followed := make(chan struct{})
 	followFailed := make(chan error, 1)
 	goRun("live stream feed", func(ctx context.Context) error {
@@ -391,7 +464,7 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 		Resources: providercheck.Checker{PaaS: w.deps.PaaS, GitHost: w.deps.GitHost},
 	})
 	goRun("deadline scheduler", svc.RunDeadlines)
-	startBackups(c, store, met.Registry, log, goRun)
+	startBackups(c, raw, met.Registry, log, goRun)
 	var eng *jobs.Engine
 	if c.Workers > 0 {
 		eng = jobs.NewEngine(store, w.deps, jobs.Config{
@@ -434,7 +507,10 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 	// was reached, then in the background.
 	rd := &readiness{
 		store: store, interval: c.ReadyInterval, log: log,
-		probes: append([]probe{storeProbe(store)}, providerProbes(w.deps.PaaS, w.deps.GitHost, scope)...),
+		probes: append([]probe{storeProbe(raw), identityProbe(guard), settingsProbe(c, store)}, providerProbes(w.deps.PaaS, w.deps.GitHost, scope)...),
+	}
+	if c.ReadModel != "memory" {
+		rd.probes = append(rd.probes, sharedReadModelProbe(rs.reads, store, ident.ID))
 	}
 	rd.round(ctx)
 	goRun("readiness probes", rd.run)
@@ -466,7 +542,7 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 	}
 	deps := httpapi.Deps{
 		Commands: svc, Reads: rs.reads, Log: store, Waiter: rs.waiter, Hub: hub, Metrics: met, Logger: log, SPA: spa,
-		Reconcile: reconcileAPI{r: rec, links: linksOf(c, w)}, ReconcileActions: reconcileActions{svc: svc, r: rec}, Backup: onlineBackup(c, store), Waitlist: wl,
+		Reconcile: reconcileAPI{r: rec, links: linksOf(c, w)}, ReconcileActions: reconcileActions{svc: svc, r: rec}, Backup: onlineBackup(c, raw), Waitlist: wl,
 		Insights: ins,
 		Auth:     as.svc, AutoLogin: as.autoLogin,
 		Security:          httpapi.Security{BaseURL: base, ListenAddr: c.Addr, TrustedProxies: c.Auth.proxies},
@@ -474,7 +550,20 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 		CommandsPerSecond: orNone(c.Auth.CommandsPerSec), CommandBurst: int(3*c.Auth.CommandsPerSec) + 1,
 		MaxStreamsPerSubject: int(orNone(float64(c.Auth.StreamsPerSubj))),
 		Consumers:            health.Report,
+		StoreChanged:         guard.Err,
+		Writable: func() error {
+			if err := guard.Err(); err != nil {
+				return err
+			}
+			if why := rd.failingReason(storeProbeName); why != "" {
+				return fmt.Errorf("%w: %s", events.ErrUnavailable, why)
+			}
+			return nil
+		},
 		Ready: func(ctx context.Context) error {
+			if err := guard.Err(); err != nil {
+				return err
+			}
 			if err := rd.err(); err != nil {
 				return err
 			}
@@ -545,6 +634,9 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 	// listeners close.
 	log.Info("shutting down: draining", slog.Duration("drain_delay", c.DrainDelay))
 	rd.draining.Store(true)
+	if eng != nil {
+		eng.Drain() // no new claim from here on: the other processes take them
+	}
 	if c.DrainDelay > 0 {
 		t := time.NewTimer(c.DrainDelay)
 		select {

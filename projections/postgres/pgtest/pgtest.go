@@ -51,6 +51,10 @@ type Cluster struct {
 	dir  string
 	cmd  *exec.Cmd
 	done chan struct{}
+	// what start needs to run the server again (Pause, Resume)
+	bin, data string
+	port      int
+	cred      *syscall.Credential
 }
 
 // Main runs the tests and stops the shared cluster afterwards. Use it as
@@ -165,26 +169,10 @@ func StartCluster() (*Cluster, error) {
 	if err != nil {
 		return fail(err)
 	}
-	logf, err := os.Create(filepath.Join(dir, "postgres.log"))
-	if err != nil {
+	c.bin, c.data, c.port, c.cred = bin, data, port, cred
+	if err := c.start(); err != nil {
 		return fail(err)
 	}
-	c.cmd = exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-p", strconv.Itoa(port), "-k", data,
-		"-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "synchronous_commit=off",
-		"-c", "full_page_writes=off", "-c", "max_connections=200", "-c", "shared_buffers=64MB")
-	c.cmd.Dir = dir
-	c.cmd.Stdout, c.cmd.Stderr = logf, logf
-	// Pdeathsig: the server dies with the test binary, even on SIGKILL.
-	c.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL}
-	if err := c.cmd.Start(); err != nil {
-		_ = logf.Close()
-		return fail(fmt.Errorf("start postgres: %w", err))
-	}
-	go func() {
-		_ = c.cmd.Wait()
-		_ = logf.Close()
-		close(c.done)
-	}()
 	c.URL = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
 	if err := c.waitReady(30 * time.Second); err != nil {
 		c.Stop()
@@ -192,6 +180,55 @@ func StartCluster() (*Cluster, error) {
 		return nil, fmt.Errorf("%w\n%s", err, log)
 	}
 	return c, nil
+}
+
+// start runs the server on the cluster's directory and port.
+func (c *Cluster) start() error {
+	logf, err := os.OpenFile(filepath.Join(c.dir, "postgres.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	c.done = make(chan struct{})
+	c.cmd = exec.Command(filepath.Join(c.bin, "postgres"), "-D", c.data, "-p", strconv.Itoa(c.port), "-k", c.data,
+		"-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "synchronous_commit=off",
+		"-c", "full_page_writes=off", "-c", "max_connections=200", "-c", "shared_buffers=64MB")
+	c.cmd.Dir = c.dir
+	c.cmd.Stdout, c.cmd.Stderr = logf, logf
+	// Pdeathsig: the server dies with the test binary, even on SIGKILL.
+	c.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred, Pdeathsig: syscall.SIGKILL}
+	if err := c.cmd.Start(); err != nil {
+		_ = logf.Close()
+		return fmt.Errorf("start postgres: %w", err)
+	}
+	cmd, done := c.cmd, c.done
+	go func() {
+		_ = cmd.Wait()
+		_ = logf.Close()
+		close(done)
+	}()
+	return nil
+}
+
+// Pause stops the server (fast shutdown: open connections are cut) and
+// keeps its data, so that tests can watch what an outage does; Resume
+// starts it again on the same port.
+func (c *Cluster) Pause() {
+	_ = c.cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-c.done:
+	case <-time.After(10 * time.Second):
+		_ = c.cmd.Process.Kill()
+		<-c.done
+	}
+}
+
+// Resume starts a paused server again and waits until it accepts
+// connections.
+func (c *Cluster) Resume() error {
+	if err := c.start(); err != nil {
+		return err
+	}
+	return c.waitReady(30 * time.Second)
 }
 
 // waitReady polls until the server accepts connections, the server exits,

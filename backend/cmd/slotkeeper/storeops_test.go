@@ -1,0 +1,385 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/slotkeeper/slotkeeper/events"
+	"github.com/slotkeeper/slotkeeper/events/kurrent"
+	"github.com/slotkeeper/slotkeeper/events/kurrent/kurrentfake"
+	"github.com/slotkeeper/slotkeeper/projections"
+	"github.com/slotkeeper/slotkeeper/projections/postgres/pgtest"
+)
+
+// Issue 24, items 6–9: the production shape (several serve processes on one
+// KurrentDB, here the fake node, and one PostgreSQL read model) under
+// dependency faults.
+
+// raw is one HTTP exchange with the server: status, headers, body.
+func (s *server) raw(t *testing.T, method, path string, body any) (int, http.Header, string) {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, s.url()+path, rd)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+s.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(b)
+}
+
+// sharedSim runs the simulators as their own process (`slotkeeper sim`),
+// as several serve processes share them in production, and returns the
+// serve flags that use them (the demo pool is then seeded once, through
+// its control API, and every process has the same scope).
+func sharedSim(t *testing.T) []string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	out, errb := newSyncBuffer(), newSyncBuffer()
+	ready := make(chan string, 1)
+	exited := make(chan int, 1)
+	const ctok, btok = "sim-coolify-token-1234567", "sim-bitbucket-token-1234567"
+	go func() {
+		exited <- runWith(ctx, []string{"sim", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--delete-delay", "0s",
+			"--coolify-token", ctok, "--bitbucket-token", btok}, noEnv, out, errb, ready)
+	}()
+	var addr string
+	select {
+	case addr = <-ready:
+	case code := <-exited:
+		t.Fatalf("sim exited %d: %s", code, errb.String())
+	case <-time.After(30 * time.Second):
+		t.Fatal("sim not ready")
+	}
+	t.Cleanup(func() { cancel(); <-exited })
+	return []string{"--sim-url", "http://" + addr, "--coolify-token", ctok, "--bitbucket-token", btok, "--deadline-reset=false"}
+}
+
+func errorCode(body string) string {
+	var e struct {
+		Error struct{ Code string } `json:"error"`
+	}
+	_ = json.Unmarshal([]byte(body), &e)
+	return e.Error.Code
+}
+
+// TestStoreReplacedUnderRunningServers: the KurrentDB node is replaced by
+// an empty one on the same address while two servers run on it. Both fail
+// readiness naming the store's identity, refuse commands with
+// store_changed, say so in the log once, and write nothing into the new
+// store (not even the checkpoints they write at shutdown); verify of the
+// old shared read model against the new log ends at once naming the
+// problem instead of waiting for ever.
+func TestStoreReplacedUnderRunningServers(t *testing.T) {
+	node, err := kurrentfake.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := node.Addr()
+	evURL := "kurrentdb://" + addr + "?tls=false"
+	rm := pgDatabase(t)
+	flags := append(sharedSim(t), "--events", evURL, "--read-model", rm, "--ready-interval", "200ms", "--workers", "1")
+	a := startServe(t, t.TempDir(), "127.0.0.1:0", flags...)
+	b := startServe(t, t.TempDir(), "127.0.0.1:0", flags...)
+	for _, s := range []*server{a, b} {
+		untilReadyz(t, s, "ready", func(code int, _ string, _ error) bool { return code == 200 })
+	}
+	// An open live stream of the old log.
+	req, _ := http.NewRequest("GET", a.url()+"/api/stream", nil)
+	req.Header.Set("Authorization", "Bearer "+a.token)
+	stream, err := http.DefaultClient.Do(req)
+	if err != nil || stream.StatusCode != 200 {
+		t.Fatalf("stream: %v %v", stream, err)
+	}
+	defer stream.Body.Close()
+	rd := bufio.NewReader(stream.Body)
+	for {
+		line, err := rd.ReadString('\n')
+		if err != nil {
+			t.Fatalf("stream ended before its snapshot: %v", err)
+		}
+		if strings.HasPrefix(line, "event: snapshot") {
+			break
+		}
+	}
+	ended := make(chan error, 1)
+	go func() { _, err := io.Copy(io.Discard, rd); ended <- err }()
+	node.Close()
+	fresh, err := kurrentfake.StartOn(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(fresh.Close)
+	for _, s := range []*server{a, b} {
+		_, body := untilReadyz(t, s, "503 naming the store", func(code int, body string, _ error) bool {
+			return code == 503 && strings.Contains(body, "event store changed")
+		})
+		if !strings.Contains(body, "no identity") {
+			t.Errorf("/readyz says %s; want it to say the store has no identity any more", body)
+		}
+		until := time.Now().Add(2 * time.Hour).UTC().Truncate(time.Second)
+		code, hdr, body := s.raw(t, "POST", "/api/slots/harbor/extend", map[string]any{"until": until})
+		if code != 503 || errorCode(body) != "store_changed" || hdr.Get("Retry-After") == "" {
+			t.Errorf("extend on a replaced store: %d %s (Retry-After %q), want 503 store_changed", code, body, hdr.Get("Retry-After"))
+		}
+		// Nor does it serve the old log's slots (or take its tokens).
+		if code, _, body := s.raw(t, "GET", "/api/slots", nil); code != 503 || errorCode(body) != "store_changed" {
+			t.Errorf("list on a replaced store: %d %s, want 503 store_changed", code, body)
+		}
+	}
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second):
+		t.Error("the open live stream of the old log was not ended")
+	}
+	a.stop(t)
+	b.stop(t)
+	if n := fresh.Len(); n != 0 {
+		t.Errorf("the new store holds %d events written by the servers of the old one", n)
+	}
+	for i, s := range []*server{a, b} {
+		if n := strings.Count(s.err.String(), `level=ERROR msg="event store changed under this process`); n != 1 {
+			t.Errorf("server %d logged the change %d times, want once:\n%s", i, n, grepLines(s.err.String(), "changed"))
+		}
+	}
+	out, errb := newSyncBuffer(), newSyncBuffer()
+	t0 := time.Now()
+	code := runWith(context.Background(), []string{"verify", "--events", evURL, "--read-model", rm, "--timeout", "20s"}, noEnv, out, errb, nil)
+	if code == 0 || !strings.Contains(errb.String(), "another log") || time.Since(t0) > 15*time.Second {
+		t.Fatalf("verify of the old read model against the new log: exit %d after %s: %s%s", code, time.Since(t0), out, errb)
+	}
+	// A server started on the new store with the old read model refuses,
+	// naming the read model: it would project one log into the other's.
+	out, errb = newSyncBuffer(), newSyncBuffer()
+	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--data", t.TempDir()}, flags...)
+	if code := runWith(refusalCtx(t), args, noEnv, out, errb, nil); code == 0 ||
+		!strings.Contains(errb.String(), "--read-model (SLOTKEEPER_READ_MODEL)") || !strings.Contains(errb.String(), "was built from event store") {
+		t.Fatalf("serve on the new store with the old read model: exit %d: %s", code, errb)
+	}
+}
+
+// TestPostgresOutage: with the shared read model's PostgreSQL stopped,
+// reads answer 503 with Retry-After (not 500), and an occupy, which decides
+// from the log, is recorded and answered 202 with what it could not
+// confirm (before: appended, then answered 500 because the handler read the
+// read model). Once PostgreSQL is back, both servers show the occupancy.
+func TestPostgresOutage(t *testing.T) {
+	cluster, err := pgtest.StartCluster()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Stop)
+	rm := freshDatabase(t, cluster.URL, "outage")
+	node, err := kurrentfake.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(node.Close)
+	evURL := "kurrentdb://" + node.Addr() + "?tls=false"
+	flags := append(sharedSim(t), "--events", evURL, "--read-model", rm, "--workers", "0", "--ready-interval", "200ms")
+	a := startServe(t, t.TempDir(), "127.0.0.1:0", flags...)
+	b := startServe(t, t.TempDir(), "127.0.0.1:0", flags...)
+	var list struct{ Slots []projections.SlotView }
+	if code := a.call(t, "GET", "/api/slots", nil, &list); code != 200 {
+		t.Fatalf("list: %d", code)
+	}
+	vacant := ""
+	for _, v := range list.Slots {
+		if v.Occupant == "" && v.Lifecycle == projections.LifecycleVacant {
+			vacant = v.Name
+			break
+		}
+	}
+	if vacant == "" {
+		t.Fatal("the demo pool has no vacant slot")
+	}
+	cluster.Pause()
+	for _, s := range []*server{a, b} {
+		code, hdr, body := s.raw(t, "GET", "/api/slots", nil)
+		if code != 503 || hdr.Get("Retry-After") == "" || errorCode(body) != "unavailable" {
+			t.Errorf("read during the outage: %d %s (Retry-After %q), want 503 unavailable", code, body, hdr.Get("Retry-After"))
+		}
+	}
+	until := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
+	code, _, body := b.raw(t, "POST", "/api/slots/"+vacant+"/occupy", map[string]any{"until": until})
+	if code != 202 || !strings.Contains(body, `"recorded":true`) {
+		t.Fatalf("occupy during the outage: %d %s, want 202 recorded", code, body)
+	}
+	untilReadyz(t, a, "503 naming the read model", func(code int, body string, _ error) bool { return code == 503 })
+	if err := cluster.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []*server{a, b} {
+		untilReadyz(t, s, "ready again", func(code int, _ string, _ error) bool { return code == 200 })
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			var v projections.SlotView
+			code := s.call(t, "GET", "/api/slots/"+vacant, nil, &v)
+			if code == 200 && v.Occupant != "" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("after the outage %s shows %s occupied by %q (%d)", s.addr, vacant, v.Occupant, code)
+			}
+			time.Sleep(20 * time.Millisecond) // polling a read model; nothing to wait on across processes
+		}
+	}
+	// A retry of the same occupy is the conflict it always was: the first
+	// one landed.
+	if code, _, body := a.raw(t, "POST", "/api/slots/"+vacant+"/occupy", map[string]any{"until": until}); code != 409 {
+		t.Fatalf("the retried occupy: %d %s, want 409", code, body)
+	}
+}
+
+// freshDatabase creates a database on the cluster at admin and returns
+// its URL.
+func freshDatabase(t *testing.T, admin, name string) string {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	name = fmt.Sprintf("%s_%d", name, os.Getpid())
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatal(err)
+	}
+	u, _ := url.Parse(admin)
+	u.Path = "/" + name
+	return u.String()
+}
+
+// TestStoreLostReadinessCommandsAndShutdown: with the KurrentDB node gone,
+// /readyz says so within the probe interval and half of it (before: 10 s
+// of client retries on top of the interval), a command fails at once with
+// 503 (before: 12 s), and SIGTERM ends the process within
+// --shutdown-timeout (before: not within 30 s).
+func TestStoreLostReadinessCommandsAndShutdown(t *testing.T) {
+	node, err := kurrentfake.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(node.Close)
+	evURL := "kurrentdb://" + node.Addr() + "?tls=false"
+	s := startServe(t, t.TempDir(), "127.0.0.1:0", "--events", evURL, "--ready-interval", "1s", "--shutdown-timeout", "2s", "--workers", "1")
+	untilReadyz(t, s, "ready", func(code int, _ string, _ error) bool { return code == 200 })
+	node.Stop()
+	t0 := time.Now()
+	_, body := untilReadyz(t, s, "503 naming the store", func(code int, body string, _ error) bool {
+		return code == 503 && strings.Contains(body, "event store")
+	})
+	// 1 s interval + 0.5 s probe bound, and a second of slack for a loaded
+	// machine.
+	t.Logf("/readyz noticed the lost store after %s", time.Since(t0))
+	if took := time.Since(t0); took > 2500*time.Millisecond {
+		t.Errorf("/readyz took %s to notice the lost store (%s)", took, body)
+	}
+	t1 := time.Now()
+	until := time.Now().Add(2 * time.Hour).UTC().Truncate(time.Second)
+	code, hdr, body := s.raw(t, "POST", "/api/slots/harbor/extend", map[string]any{"until": until})
+	t.Logf("a command with the store gone: %d after %s", code, time.Since(t1))
+	if took := time.Since(t1); code != 503 || hdr.Get("Retry-After") == "" || took > time.Second {
+		t.Errorf("a command with the store gone: %d %s after %s, want a 503 at once", code, body, took)
+	}
+	t2 := time.Now()
+	s.stop(t)
+	t.Logf("SIGTERM with the store gone: exited after %s", time.Since(t2))
+	if took := time.Since(t2); took > 3500*time.Millisecond {
+		t.Errorf("SIGTERM with the store gone took %s, --shutdown-timeout is 2s", took)
+	}
+	// The node comes back so that what the abandoned shutdown left running
+	// (client retries) ends before the leak check.
+	if err := node.Restart(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSharedSettingsAndRollingRestart: processes sharing a store must agree
+// on the settings that decide what a command may do. A rolling restart with
+// the same settings is quiet; a process with another --grace is refused,
+// naming it; one started with --change-settings records its values, the
+// others then fail readiness naming the setting until they are restarted
+// with it.
+func TestSharedSettingsAndRollingRestart(t *testing.T) {
+	node, err := kurrentfake.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(node.Close)
+	evURL := "kurrentdb://" + node.Addr() + "?tls=false"
+	base := append(sharedSim(t), "--events", evURL, "--workers", "0", "--ready-interval", "100ms")
+	with := func(extra ...string) []string { return append(append([]string{}, base...), extra...) }
+	a := startServe(t, t.TempDir(), "127.0.0.1:0", with("--grace", "2m")...)
+	b := startServe(t, t.TempDir(), "127.0.0.1:0", with("--grace", "2m")...)
+	// Rolling restart, same settings.
+	a.stop(t)
+	a = startServe(t, t.TempDir(), "127.0.0.1:0", with("--grace", "2m")...)
+	for _, s := range []*server{a, b} {
+		untilReadyz(t, s, "ready", func(code int, _ string, _ error) bool { return code == 200 })
+	}
+	// Another grace: refused, naming the setting and both values.
+	out, errb := newSyncBuffer(), newSyncBuffer()
+	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--data", t.TempDir()}, with("--grace", "5m")...)
+	if code := runWith(refusalCtx(t), args, noEnv, out, errb, nil); code == 0 ||
+		!strings.Contains(errb.String(), "--grace (SLOTKEEPER_GRACE)") || !strings.Contains(errb.String(), `"5m0s" here but "2m0s"`) {
+		t.Fatalf("serve with another --grace: exit %d: %s", code, errb)
+	}
+	// The deliberate change: recorded; the others say they differ.
+	c := startServe(t, t.TempDir(), "127.0.0.1:0", with("--grace", "5m", "--change-settings")...)
+	untilReadyz(t, c, "ready", func(code int, _ string, _ error) bool { return code == 200 })
+	for _, s := range []*server{a, b} {
+		untilReadyz(t, s, "503 naming --grace", func(code int, body string, _ error) bool {
+			return code == 503 && strings.Contains(body, "shared settings: --grace")
+		})
+	}
+	// The rest of the rolling restart, with the new value.
+	a.stop(t)
+	b.stop(t)
+	a = startServe(t, t.TempDir(), "127.0.0.1:0", with("--grace", "5m")...)
+	untilReadyz(t, a, "ready with the new grace", func(code int, _ string, _ error) bool { return code == 200 })
+	evs, err := readStream(t, evURL, events.SettingsStream)
+	if err != nil || len(evs) != 2 {
+		t.Fatalf("%s holds %d records (%v), want 2: the first start's and the change", events.SettingsStream, len(evs), err)
+	}
+}
+
+// refusalCtx bounds a serve that should refuse to start: if it starts
+// anyway, it is stopped (and the test fails on its exit code).
+func refusalCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// readStream reads a whole stream of the KurrentDB node at evURL.
+func readStream(t *testing.T, evURL, stream string) ([]events.RecordedEvent, error) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := kurrent.Open(ctx, evURL, kurrent.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	return st.ReadStream(ctx, stream, 0, 0, events.Forward)
+}
