@@ -18,6 +18,7 @@ import { announce } from "../live/announce";
 import { putJob, useEpoch, useJob } from "../live/store";
 import { useCommand } from "../live/useCommand";
 import { useLoad } from "../live/useLoad";
+import { momentHref } from "../replay/api";
 
 /** JobPage is a job's timeline: its live view and every event of its stream. */
 export function JobPage({ id }: { id: string }) {
@@ -170,7 +171,7 @@ function JobDetail({ job }: { job: JobView }) {
       )}
 
       {events.error && <CommandError error={events.error} />}
-      <EventHistory events={held} />
+      <EventHistory events={held} slot={job.slot} />
     </section>
   );
 }
@@ -244,7 +245,7 @@ const CATEGORY_KEY: Record<ReturnType<typeof eventCategory>, Key> = {
  * collapsible entry per event with its type, local time, actor, a one-line
  * summary and the full data; filterable by type and by text.
  */
-function EventHistory({ events }: { events: readonly RecordedEvent[] }) {
+function EventHistory({ events, slot }: { events: readonly RecordedEvent[]; slot: string }) {
   const t = useT();
   const [type, setType] = useState("");
   const [text, setText] = useState("");
@@ -312,7 +313,12 @@ function EventHistory({ events }: { events: readonly RecordedEvent[] }) {
                       <strong className="ev-type">{t.dyn("event", e.type)}</strong> <span className="muted small">
                         <When iso={e.meta?.time} />
                         {e.meta?.actor ? ` · ${e.meta.actor}` : ""}
-                      </span>
+                      </span>{" "}
+                      {slot && (
+                        <Link href={momentHref(slot, e.position)} className="small" data-testid="history-moment" onClick={(ev) => ev.stopPropagation()}>
+                          {t("asof.link")}
+                        </Link>
+                      )}
                       <span className="ev-summary">{eventSummary(e.data, t, e.type)}</span>
                     </summary>
                     <div className="ev-data">
