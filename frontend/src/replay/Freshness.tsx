@@ -1,6 +1,6 @@
 import { useEffect, useState } from "react";
 import { useT } from "../i18n";
-import { useLive } from "../live/store";
+import { getLiveState } from "../live/store";
 import { replayApi, type Freshness } from "./api";
 import "./replay.css";
 
@@ -32,12 +32,14 @@ export function freshState(f: Freshness | undefined): FreshState {
  */
 export function FreshnessBadge() {
   const t = useT();
-  const position = useLive((s) => (s.ready ? s.position : 0));
   const [f, setF] = useState<Freshness | undefined>(undefined);
   useEffect(() => {
     const ctl = new AbortController();
     const ask = () => {
-      replayApi.freshness(position || undefined, ctl.signal).then(setF, () => setF(undefined));
+      // The page's position is read at each poll, not followed: a busy
+      // pool moves it many times a second, and a move must not cost a request.
+      const live = getLiveState();
+      replayApi.freshness(live.ready ? live.position : undefined, ctl.signal).then(setF, () => setF(undefined));
     };
     ask();
     const timer = setInterval(ask, FRESHNESS_POLL_MS);
@@ -45,7 +47,7 @@ export function FreshnessBadge() {
       clearInterval(timer);
       ctl.abort();
     };
-  }, [position]);
+  }, []);
   const st = freshState(f);
   const text =
     st.kind === "live"
