@@ -313,12 +313,7 @@ function EventHistory({ events, slot }: { events: readonly RecordedEvent[]; slot
                       <strong className="ev-type">{t.dyn("event", e.type)}</strong> <span className="muted small">
                         <When iso={e.meta?.time} />
                         {e.meta?.actor ? ` · ${e.meta.actor}` : ""}
-                      </span>{" "}
-                      {slot && (
-                        <Link href={momentHref(slot, e.position)} className="small" data-testid="history-moment" onClick={(ev) => ev.stopPropagation()}>
-                          {t("asof.link")}
-                        </Link>
-                      )}
+                      </span>
                       <span className="ev-summary">{eventSummary(e.data, t, e.type)}</span>
                     </summary>
                     <div className="ev-data">
@@ -326,6 +321,12 @@ function EventHistory({ events, slot }: { events: readonly RecordedEvent[]; slot
                       <pre data-testid="event-data">{JSON.stringify(e.data, null, 2)}</pre>
                     </div>
                   </details>
+                  {slot && (
+                    // Outside the summary: a link inside it would nest interactive controls.
+                    <Link href={momentHref(slot, e.position)} className="small ev-moment" data-testid="history-moment">
+                      {t("asof.link")}
+                    </Link>
+                  )}
                 </li>
               );
             })}
