@@ -2,10 +2,8 @@ package projections
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
-	"sort"
 
 	"github.com/slotkeeper/slotkeeper/events"
 )
@@ -39,36 +37,12 @@ type SlotNamer interface {
 // one a read model that applied the log up to upTo holds. ErrNotFound if no
 // event up to upTo made a view.
 func FoldSlot(ctx context.Context, log StreamReader, name string, jobIDs []string, upTo events.Position) (*SlotView, error) {
-	if log == nil {
-		return nil, errors.New("projections: this read model has no event log to read slots from")
-	}
-	evs, err := log.ReadStream(ctx, events.SlotStream(name), 0, 0, events.Forward)
-	if errors.Is(err, events.ErrStreamNotFound) {
-		return nil, fmt.Errorf("slot %q: %w", name, ErrNotFound)
-	}
+	evs, err := SlotHistory(ctx, log, name, jobIDs, upTo)
 	if err != nil {
 		return nil, err
 	}
-	for _, id := range jobIDs {
-		jevs, err := ReadJobEvents(ctx, log, id, upTo)
-		if errors.Is(err, ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		evs = append(evs, jevs...)
-	}
-	sort.SliceStable(evs, func(i, j int) bool { return evs[i].Position < evs[j].Position })
-	st := &foldState{slots: map[string]*SlotView{}, jobs: map[string]*JobView{}}
-	for _, ev := range evs {
-		if ev.Position > upTo {
-			break
-		}
-		Project(st, DecodeEvent(ev))
-	}
-	v, ok := st.slots[name]
-	if !ok {
+	v := foldSlotEvents(name, evs, nil)
+	if v == nil {
 		return nil, fmt.Errorf("slot %q: %w", name, ErrNotFound)
 	}
 	return v, nil

@@ -60,15 +60,21 @@ func FoldJob(ctx context.Context, log StreamReader, id string, upTo events.Posit
 	if err != nil {
 		return nil, err
 	}
+	v := foldJobEvents(id, evs)
+	if v == nil {
+		return nil, ErrNotFound
+	}
+	return v, nil
+}
+
+// foldJobEvents folds job id's stream (its prefix) with Project; nil if no
+// event made a view.
+func foldJobEvents(id string, evs []events.RecordedEvent) *JobView {
 	st := &jobState{jobs: map[string]*JobView{}}
 	for _, ev := range evs {
 		Project(st, DecodeEvent(ev))
 	}
-	v, ok := st.jobs[id]
-	if !ok {
-		return nil, ErrNotFound
-	}
-	return v, nil
+	return st.jobs[id]
 }
 
 // errScanDone ends an audit scan's subscription; it never leaves this file.

@@ -64,6 +64,12 @@ func (s *Server) getSlot(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if at, ok, err := queryAt(c, "at"); err != nil || ok {
+		if err != nil {
+			return err
+		}
+		return s.slotAsOf(c, name, at)
+	}
 	return s.slotView(c, name, http.StatusOK)
 }
 
@@ -391,6 +397,12 @@ func (s *Server) getJob(c echo.Context) error {
 	id, err := pathName(c, "id")
 	if err != nil {
 		return err
+	}
+	if at, ok, err := queryAt(c, "at"); err != nil || ok {
+		if err != nil {
+			return err
+		}
+		return s.jobAsOf(c, id, at)
 	}
 	j, err := s.d.Reads.Job(c.Request().Context(), id)
 	if err != nil {

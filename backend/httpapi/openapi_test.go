@@ -256,6 +256,25 @@ func TestOpenAPIContract(t *testing.T) {
 	k.call(t, 200, "GET", "/api/jobs/"+rel.JobID+"/events", nil)
 	k.call(t, 200, "GET", "/api/jobs/"+rel.JobID+"/events?after=0", nil)
 	k.call(t, 400, "GET", "/api/jobs/"+rel.JobID+"/events?after=-1", nil)
+	// Audit by replay (issue 28).
+	var s1 struct {
+		Position uint64 `json:"position"`
+	}
+	k.call(t, 200, "GET", "/api/slots/s1", nil).decode(t, &s1)
+	k.call(t, 200, "GET", fmt.Sprintf("/api/slots/s1?at=%d", s1.Position), nil)
+	k.call(t, 200, "GET", "/api/slots/s1?at="+time.Now().UTC().Format(time.RFC3339Nano), nil)
+	k.call(t, 404, "GET", "/api/slots/s2?at=1", nil)
+	k.call(t, 400, "GET", "/api/slots/s1?at=yesterday", nil)
+	k.call(t, 200, "GET", "/api/jobs/"+rel.JobID+"?at=999999", nil)
+	k.call(t, 404, "GET", "/api/jobs/"+rel.JobID+"?at=1", nil)
+	k.call(t, 400, "GET", "/api/jobs/"+rel.JobID+"?at=0", nil)
+	k.call(t, 200, "GET", "/api/slots/s1/changes", nil)
+	k.call(t, 200, "GET", "/api/slots/s1/changes?from=1&to="+time.Now().UTC().Format(time.RFC3339Nano), nil)
+	k.call(t, 400, "GET", "/api/slots/s1/changes?from=-3", nil)
+	k.call(t, 404, "GET", "/api/slots/nope/changes", nil)
+	k.call(t, 200, "GET", "/api/freshness", nil)
+	k.call(t, 200, "GET", "/api/freshness?position=1", nil)
+	k.call(t, 400, "GET", "/api/freshness?position=x", nil)
 	k.call(t, 409, "POST", "/api/jobs/"+rel.JobID+"/resume", nil)
 	k.call(t, 202, "POST", "/api/jobs/"+rel.JobID+"/cancel", nil)
 	k.call(t, 409, "POST", "/api/jobs/"+rel.JobID+"/cancel", nil)

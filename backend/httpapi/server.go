@@ -47,7 +47,10 @@ type Deps struct {
 	// wait.
 	Log    Header
 	Waiter Waiter
-	Hub    *Hub
+	// History is the log GET /api/slots/{name}?at= and /changes fold
+	// from (issue 28); it defaults to Log when Log can read streams.
+	History projections.StreamReader
+	Hub     *Hub
 	// Metrics defaults to the hub's.
 	Metrics *Metrics
 	Logger  *slog.Logger
@@ -145,6 +148,9 @@ func New(d Deps) (*Server, error) {
 	}
 	if d.Logger == nil {
 		d.Logger = slog.Default()
+	}
+	if h, ok := d.Log.(projections.StreamReader); ok && d.History == nil {
+		d.History = h
 	}
 	if d.Metrics == nil {
 		d.Metrics = d.Hub.met

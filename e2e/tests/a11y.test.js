@@ -55,6 +55,7 @@ after(async () => {
 const pages = () => [
   ["board", "/", "[data-testid=slot-card]"],
   ["slot", `/slots/${slotName}`, "[data-testid=slot-page]"],
+  ["slot-asof", `/slots/${slotName}/at/${encodeURIComponent(new Date().toISOString())}`, "[data-testid=asof-rows]"],
   ["job", `/jobs/${jobId}`, "[data-testid=job-page]"],
   ["wait", `/jobs/${waitJobId}/wait`, "[data-testid=wait-view][data-phase=cancelled]"],
   ["audit", "/audit", "[data-testid=audit-row]"],

@@ -22,6 +22,8 @@ import { SlotPage } from "./pages/SlotPage";
 import { WaitView } from "./pages/WaitView";
 import { InsightsPage } from "./insights/InsightsPage";
 import { DeadlineBanner } from "./waitlist/DeadlineBanner";
+import { FreshnessBadge } from "./replay/Freshness";
+import { decodeAt, SlotAsOfPage } from "./replay/SlotAsOf";
 import { WaitlistPage } from "./waitlist/WaitlistPage";
 
 function LangSwitch() {
@@ -103,6 +105,7 @@ function Header({ subject }: { subject: Subject | undefined }) {
         </nav>
       )}
       {subject && <LiveIndicator />}
+      {subject && <FreshnessBadge />}
       <span className="spacer" />
       {subject && <WhoAmI subject={subject} />}
       <LangSwitch />
@@ -156,6 +159,7 @@ function Routes() {
         <Board />
       </Route>
       <Route path="/slots/:name/reset">{(p) => <ResetLookup key={p.name} slot={p.name} />}</Route>
+      <Route path="/slots/:name/at/:at">{(p) => <SlotAsOfPage key={`${p.name}@${p.at}`} name={p.name} at={decodeAt(p.at)} />}</Route>
       <Route path="/slots/:name">{(p) => <SlotPage key={p.name} name={p.name} />}</Route>
       <Route path="/jobs">
         <JobsPage />

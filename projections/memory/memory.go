@@ -538,6 +538,14 @@ func (s *Store) Slot(ctx context.Context, name string) (projections.SlotView, er
 	return *fv, nil
 }
 
+// SlotJobIDs implements projections.SlotJobLister: the ids of every job
+// whose view names slot, from the job index (held or not).
+func (s *Store) SlotJobIDs(_ context.Context, slot string) ([]string, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return slices.Clone(s.bySlot[slot]), nil
+}
+
 // SlotNames implements projections.SlotNamer: every slot, archived ones
 // included.
 func (s *Store) SlotNames(context.Context) ([]string, error) {

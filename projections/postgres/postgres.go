@@ -605,6 +605,19 @@ func (s *Store) SlotNames(ctx context.Context) ([]string, error) {
 	return names, nil
 }
 
+// SlotJobIDs implements projections.SlotJobLister (index jobs_by_slot).
+func (s *Store) SlotJobIDs(ctx context.Context, slot string) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id FROM jobs WHERE slot = $1 ORDER BY queued_position`, slot)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: jobs of slot %q: %w", slot, err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("postgres: jobs of slot %q: %w", slot, err)
+	}
+	return ids, nil
+}
+
 // SnapshotSlots implements projections.Snapshotter: slots and checkpoint
 // from one REPEATABLE READ snapshot.
 func (s *Store) SnapshotSlots(ctx context.Context) ([]projections.SlotView, events.Position, error) {

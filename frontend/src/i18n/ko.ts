@@ -2,9 +2,11 @@
 // compile error; i18n.test.ts also checks placeholders).
 import type { Key } from "./en";
 import { vocabKo } from "./vocab";
+import { replayKo } from "../replay/strings";
 
 export const ko: Record<Key, string> = {
   ...vocabKo,
+  ...replayKo,
   "app.title": "Slotkeeper",
   "app.skip": "본문으로 건너뛰기",
   "nav.board": "슬롯",

@@ -45,6 +45,16 @@ afterEach(() => {
 const flush = () => act(async () => {});
 
 describe("audit page", () => {
+  it("links every row of a slot to the slot at that moment (issue 28)", async () => {
+    render(
+      <Router hook={memoryLocation({ path: "/audit" }).hook}>
+        <AuditPage />
+      </Router>,
+    );
+    await flush();
+    expect(screen.getAllByTestId("audit-moment").map((a) => a.getAttribute("href"))).toEqual(["/slots/a/at/2", "/slots/a/at/1"]);
+  });
+
   it("filters like the server: slot, job, actor, type, since", () => {
     const f = { slot: "a", job: "", actor: "alice", kind: "SlotOccupied", since: "2025-12-31T00:00" };
     expect(matches(entry(1), f)).toBe(true);

@@ -9,6 +9,7 @@ import { useLiveAudit } from "../live/store";
 import { useLoad } from "../live/useLoad";
 import { ACTION_GROUPS, actionGroup, EVENT_TYPES, type ActionGroup } from "./auditGroups";
 import { TableWrap } from "../components/TableWrap";
+import { momentHref } from "../replay/api";
 
 interface Filter {
   slot: string;
@@ -193,7 +194,13 @@ export function AuditPage() {
                   {e.job_id ? <Link href={`/jobs/${encodeURIComponent(e.job_id)}`}>{auditSummary(e, t)}</Link> : auditSummary(e, t)}
                 </td>
                 <td data-label={t("audit.position")} className="muted">
-                  {e.position}
+                  {e.slot ? (
+                    <Link href={momentHref(e.slot, e.position)} title={t("asof.link")} data-testid="audit-moment">
+                      {e.position}
+                    </Link>
+                  ) : (
+                    e.position
+                  )}
                 </td>
               </tr>
             ))}

@@ -179,6 +179,8 @@ describe("job page reads like a run page (issue 14)", () => {
     await act(async () => {});
     const items = () => [...screen.getByTestId("timeline").querySelectorAll(":scope > li")];
     expect(items().map((li) => li.className)).toEqual(["ev ev-lifecycle", "ev ev-lifecycle", "ev ev-outcome"]);
+    // Every event links to the slot at that moment (issue 28).
+    expect(screen.getAllByTestId("history-moment").map((a) => a.getAttribute("href"))).toEqual(["/slots/s1/at/1", "/slots/s1/at/2", "/slots/s1/at/3"]);
     // Each event's data is there, folded until opened.
     const data = screen.getAllByTestId("event-data");
     expect(data[1].textContent).toContain('"worker": "w1"');

@@ -18,6 +18,7 @@ import { announce } from "../live/announce";
 import { putJob, useEpoch, useJob } from "../live/store";
 import { useCommand } from "../live/useCommand";
 import { useLoad } from "../live/useLoad";
+import { momentHref } from "../replay/api";
 
 /** JobPage is a job's timeline: its live view and every event of its stream. */
 export function JobPage({ id }: { id: string }) {
@@ -170,7 +171,7 @@ function JobDetail({ job }: { job: JobView }) {
       )}
 
       {events.error && <CommandError error={events.error} />}
-      <EventHistory events={held} />
+      <EventHistory events={held} slot={job.slot} />
     </section>
   );
 }
@@ -244,7 +245,7 @@ const CATEGORY_KEY: Record<ReturnType<typeof eventCategory>, Key> = {
  * collapsible entry per event with its type, local time, actor, a one-line
  * summary and the full data; filterable by type and by text.
  */
-function EventHistory({ events }: { events: readonly RecordedEvent[] }) {
+function EventHistory({ events, slot }: { events: readonly RecordedEvent[]; slot: string }) {
   const t = useT();
   const [type, setType] = useState("");
   const [text, setText] = useState("");
@@ -320,6 +321,12 @@ function EventHistory({ events }: { events: readonly RecordedEvent[] }) {
                       <pre data-testid="event-data">{JSON.stringify(e.data, null, 2)}</pre>
                     </div>
                   </details>
+                  {slot && (
+                    // Outside the summary: a link inside it would nest interactive controls.
+                    <Link href={momentHref(slot, e.position)} className="small ev-moment" data-testid="history-moment">
+                      {t("asof.link")}
+                    </Link>
+                  )}
                 </li>
               );
             })}

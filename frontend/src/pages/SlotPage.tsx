@@ -18,6 +18,7 @@ import { serverNow } from "../live/clock";
 import { useCommand } from "../live/useCommand";
 import { ResourceId } from "../components/ResourceId";
 import { useLoad } from "../live/useLoad";
+import { SlotMoment, SlotTimeline } from "../replay/SlotAsOf";
 
 type Confirm = { kind: "reset" | "teardown" | "promote"; params?: { project: string; name: string } } | undefined;
 
@@ -302,6 +303,8 @@ function SlotDetail({ slot }: { slot: SlotView }) {
         <p>{t("slot.no_resources")}</p>
       )}
 
+      <SlotMoment name={slot.name} />
+      <SlotTimeline name={slot.name} />
       <SlotJobs slot={slot} />
     </section>
   );

@@ -1,0 +1,177 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/slotkeeper/slotkeeper/events"
+	"github.com/slotkeeper/slotkeeper/projections"
+)
+
+// Audit by replay (issue 28): GET /api/slots/{name}?at=, GET
+// /api/jobs/{id}?at=, GET /api/slots/{name}/changes and GET
+// /api/freshness. The historic answers are folded from the slot's and its
+// jobs' streams (projections.SlotAsOf, JobAsOf, SlotChanges), never from
+// the whole log.
+
+// slotAt is a slot's view at a moment: the view's fields, plus as_of.
+type slotAt struct {
+	projections.SlotView
+	AsOf projections.AsOf `json:"as_of"`
+}
+
+// jobAt is a job's view at a moment.
+type jobAt struct {
+	projections.JobView
+	AsOf projections.AsOf `json:"as_of"`
+}
+
+// queryAt parses the query parameter name as a moment (a log position or
+// an RFC 3339 time); absent is the zero At ("now"); present and bad → 400.
+func queryAt(c echo.Context, name string) (projections.At, bool, error) {
+	vs, ok := c.QueryParams()[name]
+	if !ok {
+		return projections.At{}, false, nil
+	}
+	if len(vs) != 1 {
+		return projections.At{}, false, invalidField(name, "query "+name+" must be given once")
+	}
+	at, err := projections.ParseAt(vs[0])
+	if err != nil {
+		return projections.At{}, false, invalidField(name, "query "+name+" must be a log position (a decimal number from 1) or an RFC 3339 time such as 2026-01-02T15:00:00Z")
+	}
+	return at, true, nil
+}
+
+// history is the log the historic answers are folded from.
+func (s *Server) history() (projections.StreamReader, error) {
+	if s.d.History == nil {
+		return nil, errf(CodeUnavailable, "this server has no event log to answer about the past")
+	}
+	return s.d.History, nil
+}
+
+func (s *Server) slotAsOf(c echo.Context, name string, at projections.At) error {
+	log, err := s.history()
+	if err != nil {
+		return err
+	}
+	v, as, err := projections.SlotAsOf(c.Request().Context(), log, s.d.Reads, name, at)
+	if err != nil {
+		return notFound(err, "slot %q did not exist at position %d", name, as.Position)
+	}
+	return c.JSON(http.StatusOK, slotAt{SlotView: v, AsOf: as})
+}
+
+func (s *Server) jobAsOf(c echo.Context, id string, at projections.At) error {
+	log, err := s.history()
+	if err != nil {
+		return err
+	}
+	v, as, err := projections.JobAsOf(c.Request().Context(), log, s.d.Reads, id, at)
+	if err != nil {
+		return notFound(err, "job %q did not exist at position %d", id, as.Position)
+	}
+	return c.JSON(http.StatusOK, jobAt{JobView: v, AsOf: as})
+}
+
+// slotChanges answers GET /api/slots/{name}/changes?from=&to=: from
+// absent is the slot's beginning, to absent is now.
+func (s *Server) slotChanges(c echo.Context) error {
+	name, err := pathName(c, "name")
+	if err != nil {
+		return err
+	}
+	from, _, err := queryAt(c, "from")
+	if err != nil {
+		return err
+	}
+	to, _, err := queryAt(c, "to")
+	if err != nil {
+		return err
+	}
+	log, err := s.history()
+	if err != nil {
+		return err
+	}
+	changes, fa, ta, err := projections.SlotChanges(c.Request().Context(), log, s.d.Reads, name, from, to)
+	if errors.Is(err, projections.ErrInvalid) {
+		return invalidField("from", "from must not be after to: "+err.Error())
+	}
+	if err != nil {
+		return notFound(err, "slot %q does not exist", name)
+	}
+	return c.JSON(http.StatusOK, map[string]any{"slot": name, "from": fa, "to": ta, "changes": changes})
+}
+
+// freshness is GET /api/freshness: where the log ends, where this server's
+// read model is, and, for ?position= (what a page shows), how far behind
+// that is in events and in seconds (the age of the oldest event it has
+// not seen).
+type freshness struct {
+	Head          events.Position `json:"head"`
+	ReadModel     events.Position `json:"read_model"`
+	Rebuilding    bool            `json:"rebuilding"`
+	Position      events.Position `json:"position"`
+	BehindEvents  uint64          `json:"behind_events"`
+	BehindSeconds float64         `json:"behind_seconds"`
+	ServerTime    time.Time       `json:"server_time"`
+}
+
+func (s *Server) freshness(c echo.Context) error {
+	ctx := c.Request().Context()
+	pos, has, err := queryPosition(c, "position")
+	if err != nil {
+		return err
+	}
+	rm, err := s.d.Reads.Position(ctx)
+	if err != nil {
+		return err
+	}
+	head := rm
+	if s.d.Log != nil {
+		if head, err = s.d.Log.Head(ctx); err != nil {
+			return err
+		}
+	}
+	f := freshness{Head: head, ReadModel: rm, ServerTime: time.Now().UTC(),
+		// At start the read model replays the log up to the head the
+		// process started with: until then it is rebuilding.
+		Rebuilding: rm < s.d.Hub.opt.LiveFrom}
+	f.Position = events.Position(pos)
+	if !has {
+		f.Position = rm
+	}
+	if f.Position < head {
+		f.BehindEvents = uint64(head - f.Position)
+		if t, ok := s.timeAfter(ctx, f.Position); ok {
+			f.BehindSeconds = max(0, f.ServerTime.Sub(t).Seconds())
+		}
+	}
+	return c.JSON(http.StatusOK, f)
+}
+
+// errFirst ends timeAfter's subscription after one event.
+var errFirst = errors.New("first event read")
+
+// timeAfter is the time of the first event after pos (one event read).
+func (s *Server) timeAfter(ctx context.Context, pos events.Position) (time.Time, bool) {
+	sub, ok := s.d.Log.(interface {
+		SubscribeAll(ctx context.Context, after events.Position, filter events.Filter, h events.Handler) error
+	})
+	if !ok {
+		return time.Time{}, false
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	var t time.Time
+	err := sub.SubscribeAll(ctx, pos, events.Filter{}, func(_ context.Context, ev events.RecordedEvent) error {
+		t = ev.Meta.Time
+		return errFirst
+	})
+	return t, errors.Is(err, errFirst)
+}
