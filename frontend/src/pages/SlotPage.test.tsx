@@ -15,7 +15,7 @@ let postAnswer: (() => Response) | undefined;
 let history: string[];
 
 beforeEach(() => {
-  setAuthForTest({ id: "u-alice", name: "alice", role: "operator" });
+  setAuthForTest({ id: "user:u-alice", name: "alice", role: "operator" });
   setLang("en");
   calls = [];
   postAnswer = undefined;
@@ -133,7 +133,7 @@ describe("slot page", () => {
 });
 
 describe("slot page by role", () => {
-  const as = (role: string, name = "alice") => setAuthForTest({ id: `u-${name}`, name, role }, "csrf-1");
+  const as = (role: string, name = "alice") => setAuthForTest({ id: `user:u-${name}`, name, role }, "csrf-1");
   const present = () =>
     ["occupy", "extend", "release", "teardown", "promote"].filter((id) => screen.queryByTestId(id) !== null);
 
