@@ -388,8 +388,10 @@ test("the demo on loopback: first visit signed in once, sign-out offers Continue
     assert.deepEqual([...new Set(me)], [401], "cookieless reads of /api/auth/me are 401");
     assert.equal((await demo.api("GET", "/api/slots")).position, before, "the reload and 20 reads appended nothing");
 
-    // One click signs in again.
+    // One click signs in again, on the page that was open (the account page).
     await signInAsDemo(page);
+    await page.waitForSelector("[data-testid=account-page]");
+    await page.goto(appUrl(demo, "/"));
     await waitLive(page);
     await page.waitForSelector("[data-testid=slot-card]");
   } finally {

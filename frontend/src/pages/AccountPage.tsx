@@ -54,7 +54,7 @@ export function AccountPage() {
       <p>
         <strong>{subject.name}</strong> <span className={`badge role role-${subject.role}`}>{t.dyn("role", subject.role)}</span>
       </p>
-      <h2>{t("account.password_title")}</h2>
+      {(hasPassword || !account) && <h2>{t("account.password_title")}</h2>}
       {!account ? (
         <p className="muted">{t("account.token")}</p>
       ) : !hasPassword ? (
