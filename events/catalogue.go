@@ -108,10 +108,15 @@ type SlotRegistered struct {
 	Branch string `json:"branch,omitempty"`
 }
 
-// SlotOccupied hands a vacant slot to a person until a deadline.
+// SlotOccupied hands a vacant slot to a person until a deadline. By is the
+// occupant's display name; ByID its stable subject id ("user:<id>",
+// "token:<id>"), which is what ownership compares. Events from before ByID
+// (or seeded for a name with no account) have none: such an occupant is
+// the account of that name only, never a token (docs/auth.md).
 type SlotOccupied struct {
 	Slot  string    `json:"slot"`
 	By    string    `json:"by"`
+	ByID  string    `json:"by_id,omitempty"`
 	Until time.Time `json:"until"`
 }
 

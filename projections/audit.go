@@ -16,7 +16,8 @@ import (
 func AuditOf(ev events.RecordedEvent, p events.Payload, slot string) AuditEntry {
 	a := AuditEntry{
 		Position: ev.Position, Stream: ev.Stream, Type: ev.Type, Slot: slot,
-		Actor: ev.Meta.Actor, CorrelationID: ev.Meta.CorrelationID, Time: ev.Meta.Time,
+		Actor: ev.Meta.Actor, ActorID: ev.Meta.ActorID, ActorKind: ActorKind(ev.Meta),
+		CorrelationID: ev.Meta.CorrelationID, Time: ev.Meta.Time, Plumbing: IsPlumbing(ev.Type, p),
 	}
 	switch {
 	case strings.HasPrefix(ev.Stream, events.SlotStreamPrefix):
@@ -35,6 +36,39 @@ func AuditOf(ev events.RecordedEvent, p events.Payload, slot string) AuditEntry 
 	a.Summary = summary(ev.Type, p)
 	a.Args = AuditArgs(p)
 	return a
+}
+
+// ActorKind says who an event's actor is: "user" or "token" (a subject,
+// from its id), "system" or "worker" (the server's own, from the name), or
+// "" for a name recorded without an id.
+func ActorKind(m events.Metadata) string {
+	for _, k := range []string{"user", "token"} {
+		if strings.HasPrefix(m.ActorID, k+":") {
+			return k
+		}
+	}
+	for _, k := range []string{"system", "worker"} {
+		if strings.HasPrefix(m.Actor, k+":") {
+			return k
+		}
+	}
+	return ""
+}
+
+// IsPlumbing reports whether an event records the machinery rather than a
+// decision anyone made (issue 25/27: these flooded the audit): consumer
+// checkpoints, readiness probes, a session's recorded activity and the
+// loopback demo's sign-ins. They stay in the log; the audit lists them
+// only when asked (?plumbing=true). A password or single sign-on sign-in,
+// a sign-out and every account change are audit rows.
+func IsPlumbing(typ string, p events.Payload) bool {
+	switch e := p.(type) {
+	case events.ConsumerCheckpointed, events.SessionActive:
+		return true
+	case events.SessionStarted:
+		return e.Method == "demo"
+	}
+	return typ == "ReadinessProbe"
 }
 
 func reasonSuffix(r string) string {

@@ -59,7 +59,8 @@ func AuditLimit(limit int) (int, error) {
 // Match reports whether an entry passes the filter (After and Limit are the
 // caller's business).
 func (f AuditFilter) Match(a AuditEntry) bool {
-	return (f.Slot == "" || a.Slot == f.Slot) && (f.JobID == "" || a.JobID == f.JobID) &&
+	return (f.Plumbing || !a.Plumbing) && (f.ActorID == "" || a.ActorID == f.ActorID) &&
+		(f.Slot == "" || a.Slot == f.Slot) && (f.JobID == "" || a.JobID == f.JobID) &&
 		(f.Actor == "" || a.Actor == f.Actor) && (f.Type == "" || a.Type == f.Type) &&
 		(f.Since.IsZero() || !a.Time.Before(f.Since))
 }

@@ -53,7 +53,7 @@ func applySlot(v SlotView, ev events.RecordedEvent, p events.Payload, own bool) 
 			}
 		}
 	case events.SlotOccupied:
-		v.Occupant, v.OccupiedAt, v.Deadline = e.By, timePtr(t), timePtr(e.Until)
+		v.Occupant, v.OccupantID, v.OccupiedAt, v.Deadline = e.By, e.ByID, timePtr(t), timePtr(e.Until)
 		if v.ActiveJob == nil && v.Lifecycle == LifecycleVacant {
 			v.Lifecycle = LifecycleOccupied
 		}
@@ -94,14 +94,14 @@ func applySlot(v SlotView, ev events.RecordedEvent, p events.Payload, own bool) 
 			v.StateReason = "last job " + e.Outcome
 		}
 	case events.SlotVacated:
-		v.Occupant, v.OccupiedAt, v.Deadline = "", nil, nil
+		v.Occupant, v.OccupantID, v.OccupiedAt, v.Deadline = "", "", nil, nil
 	case events.TeardownIncomplete:
 		v.Lifecycle = LifecycleIncomplete
 		v.Resources = addMissing(v.Resources, e.Remaining)
 		v.StateReason = "teardown could not confirm every deletion"
 	case events.SlotRetired:
 		v.Lifecycle = LifecycleRetired
-		v.Occupant, v.OccupiedAt, v.Deadline = "", nil, nil
+		v.Occupant, v.OccupantID, v.OccupiedAt, v.Deadline = "", "", nil, nil
 		v.StateReason = ""
 	case events.SlotPromoted:
 		v.PromotedTo = append(slices.Clip(v.PromotedTo), e.NewRepo)

@@ -64,9 +64,12 @@ type Recovery struct {
 
 // SlotView is one slot as the board and the slot page show it.
 type SlotView struct {
-	Name         string         `json:"name"`
-	Lifecycle    string         `json:"lifecycle"`
-	Occupant     string         `json:"occupant,omitempty"`
+	Name      string `json:"name"`
+	Lifecycle string `json:"lifecycle"`
+	Occupant  string `json:"occupant,omitempty"`
+	// OccupantID is the occupant's stable subject id (SlotOccupied.ByID);
+	// empty for an occupant recorded by name only.
+	OccupantID   string         `json:"occupant_id,omitempty"`
 	OccupiedAt   *time.Time     `json:"occupied_at,omitempty"`
 	Deadline     *time.Time     `json:"deadline,omitempty"`
 	ProjectUUID  string         `json:"project_uuid"`
@@ -164,23 +167,36 @@ type JobView struct {
 
 // AuditEntry is one event of the log, as the audit feed lists it.
 type AuditEntry struct {
-	Position      events.Position `json:"position"`
-	Stream        string          `json:"stream"`
-	Type          string          `json:"type"`
-	Slot          string          `json:"slot,omitempty"`
-	JobID         string          `json:"job_id,omitempty"`
-	Actor         string          `json:"actor,omitempty"`
-	CorrelationID string          `json:"correlation_id,omitempty"`
-	Time          time.Time       `json:"time"`
-	Summary       string          `json:"summary"`
+	Position events.Position `json:"position"`
+	Stream   string          `json:"stream"`
+	Type     string          `json:"type"`
+	Slot     string          `json:"slot,omitempty"`
+	JobID    string          `json:"job_id,omitempty"`
+	Actor    string          `json:"actor,omitempty"`
+	// ActorID is the actor's stable subject id (events.Metadata.ActorID:
+	// "user:<id>", "token:<id>"); Actor is its display name.
+	ActorID string `json:"actor_id,omitempty"`
+	// ActorKind is user, token, system or worker (empty: a name recorded
+	// without an id, e.g. the demo's seeded people). Only users and tokens
+	// are people an audit filter offers.
+	ActorKind     string    `json:"actor_kind,omitempty"`
+	CorrelationID string    `json:"correlation_id,omitempty"`
+	Time          time.Time `json:"time"`
+	Summary       string    `json:"summary"`
 	// Args are the summary's parts as data (step, kind, by, until, …), so a
 	// dashboard can say the same in the reader's language; see AuditArgs.
 	Args map[string]string `json:"args,omitempty"`
+	// Plumbing marks a record of the machinery, not of a decision
+	// (IsPlumbing): kept in the log, left out of the audit unless asked.
+	Plumbing bool `json:"plumbing,omitempty"`
 }
 
 // AuditFilter selects audit entries; empty fields match everything.
+// Plumbing entries match only with Plumbing set.
 type AuditFilter struct {
 	Slot, JobID, Actor, Type string
+	ActorID                  string
+	Plumbing                 bool
 	Since                    time.Time
 	After                    events.Position // exclusive, for paging
 	// Before (exclusive; 0: none) and Newest page backwards: with Newest

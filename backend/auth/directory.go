@@ -40,6 +40,7 @@ type User struct {
 	hash    string // argon2id (or bcrypt, before argon2id), local accounts only
 	issuer  string
 	subject string
+	used    bool // signed in or changed its password (in what this directory read)
 }
 
 // Subject is the user as a request's subject.
@@ -213,7 +214,7 @@ func (d *Directory) apply(ev events.RecordedEvent) error {
 		}
 	case events.PasswordChanged:
 		if u := d.users[e.UserID]; u != nil {
-			u.hash = e.PasswordHash
+			u.hash, u.used = e.PasswordHash, true
 		}
 	case events.TokenIssued:
 		role, _ := ParseRole(e.Role)
@@ -347,7 +348,7 @@ func (d *Directory) CreateUser(ctx context.Context, by Subject, name string, rol
 	hash := d.opt.Argon2.hashPassword(password)
 	id := uuid.NewString()
 	err := d.appendTo(ctx, events.AuthUsersStream, func() (events.Payload, error) {
-		if err := d.nameTaken(name, false); err != nil {
+		if err := d.nameTaken(name); err != nil {
 			return nil, err
 		}
 		return events.UserCreated{UserID: id, Name: name, Role: role.String(), Source: "local", PasswordHash: hash}, nil
@@ -359,13 +360,14 @@ func (d *Directory) CreateUser(ctx context.Context, by Subject, name string, rol
 	return u, generated, nil
 }
 
-// nameTaken: names are unique across users and tokens (case-insensitive),
-// because the name is what slots record as their occupant. Tokens may share
-// a name among themselves (a rotated CI token). d.mu is held.
-func (d *Directory) nameTaken(name string, forToken bool) error {
+// nameTaken: a name belongs to one subject, account or token (revoked
+// ones included: their name stays theirs in the audit), compared
+// case-insensitively. Ownership compares subject ids, but people read
+// names, so two subjects must never look alike (issue 25). d.mu is held.
+func (d *Directory) nameTaken(name string) error {
 	k := strings.ToLower(name)
-	if d.byName[k] != nil || (!forToken && d.tokNames[k]) {
-		return fmt.Errorf("%w: %q", ErrExists, name)
+	if d.byName[k] != nil || d.tokNames[k] {
+		return fmt.Errorf("%w: %q is already the name of an account or token", ErrExists, name)
 	}
 	return nil
 }
@@ -403,7 +405,7 @@ func (d *Directory) EnsureOIDCUser(ctx context.Context, issuer, subject, name st
 	id := uuid.NewString()
 	err := d.appendTo(ctx, events.AuthUsersStream, func() (events.Payload, error) {
 		n := name
-		for i := 2; d.nameTaken(n, false) != nil; i++ {
+		for i := 2; d.nameTaken(n) != nil; i++ {
 			n = fmt.Sprintf("%s-%d", name, i)
 		}
 		return events.UserCreated{UserID: id, Name: n, Role: role.String(), Source: "oidc", Issuer: issuer, Subject: subject}, nil
@@ -510,7 +512,7 @@ func (d *Directory) IssueToken(ctx context.Context, by Subject, name string, rol
 	id := uuid.NewString()
 	exp := d.opt.Now().Add(ttl).UTC().Truncate(time.Second)
 	err := d.appendTo(ctx, events.AuthTokensStream, func() (events.Payload, error) {
-		if err := d.nameTaken(name, true); err != nil {
+		if err := d.nameTaken(name); err != nil {
 			return nil, err
 		}
 		return events.TokenIssued{TokenID: id, Name: name, Role: role.String(), Hash: HashToken(secret), ExpiresAt: exp}, nil
@@ -582,6 +584,89 @@ func (d *Directory) LookupToken(secret string) (Subject, bool) {
 		return Subject{}, false
 	}
 	return cp.Subject(), true
+}
+
+// SubjectOf returns the account ("user:<id>") or token ("token:<id>")
+// with subject id id, revoked and expired tokens included (they still
+// name what they did).
+func (d *Directory) SubjectOf(id string) (Subject, bool) {
+	kind, rest, _ := strings.Cut(id, ":")
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	switch kind {
+	case "user":
+		if u := d.users[rest]; u != nil {
+			return u.Subject(), true
+		}
+	case "token":
+		if t := d.tokens[rest]; t != nil {
+			return t.Subject(), true
+		}
+	}
+	return Subject{}, false
+}
+
+// SubjectNamed returns the subject whose name is name (case-insensitive):
+// the account, else the token. Names are unique across both since issue 25;
+// older logs may hold several tokens of one name, and then a name alone
+// names nobody (false).
+func (d *Directory) SubjectNamed(name string) (Subject, bool) {
+	k := strings.ToLower(name)
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	if u := d.byName[k]; u != nil {
+		return u.Subject(), true
+	}
+	var found *Token
+	for _, t := range d.tokens {
+		if strings.ToLower(t.Name) == k {
+			if found != nil {
+				return Subject{}, false
+			}
+			found = t
+		}
+	}
+	if found == nil {
+		return Subject{}, false
+	}
+	return found.Subject(), true
+}
+
+// Occupants lists the subjects a slot can be occupied for: every account
+// and every token that is neither revoked nor expired, by name.
+func (d *Directory) Occupants() []Subject {
+	now := d.opt.Now()
+	d.mu.RLock()
+	out := make([]Subject, 0, len(d.users)+len(d.tokens))
+	for _, u := range d.users {
+		out = append(out, u.Subject())
+	}
+	for _, t := range d.tokens {
+		if t.RevokedAt == nil && now.Before(t.ExpiresAt) {
+			out = append(out, t.Subject())
+		}
+	}
+	d.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Used reports whether account id has signed in or changed its password:
+// a SessionStarted or PasswordChanged of it was read, or it holds a live
+// session (from a sessions checkpoint). Serve removes the initial admin
+// password file once it is true.
+func (d *Directory) Used(id string) bool {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	if u := d.users[id]; u != nil && u.used {
+		return true
+	}
+	for _, s := range d.sessions {
+		if s.userID == id {
+			return true
+		}
+	}
+	return false
 }
 
 // HasUsers reports whether any account exists.

@@ -28,6 +28,7 @@ type Service struct {
 	Sessions *Sessions
 	account  *Limiter // per account name and source (accountAt)
 	ip       *Limiter // per source (Source)
+	starts   *Limiter // password-less session starts per address (the demo)
 }
 
 // NewService wires a directory to a new session table.
@@ -52,6 +53,7 @@ func NewService(dir *Directory, cfg Config) *Service {
 		Sessions: NewSessions(dir, cfg.Sessions),
 		account:  NewLimiter(cfg.AccountEvery, cfg.AccountBurst, cfg.Now),
 		ip:       NewLimiter(cfg.IPEvery, cfg.IPBurst, cfg.Now),
+		starts:   NewLimiter(cfg.IPEvery, cfg.IPBurst, cfg.Now),
 	}
 }
 
@@ -166,4 +168,14 @@ func (s *Service) ChangePassword(ctx context.Context, userID, current, next, cli
 		return err
 	}
 	return s.Sessions.EndUser(ctx, u.Subject(), userID, "password_changed")
+}
+
+// AllowSessionStart takes one password-less session start (the loopback
+// demo's) for clientIP, or returns how long to wait: the same budget per
+// address as failed sign-ins, since each start appends SessionStarted.
+func (s *Service) AllowSessionStart(clientIP string) time.Duration {
+	if ok, wait := s.starts.Allow(Source(clientIP)); !ok {
+		return max(wait, time.Second)
+	}
+	return 0
 }

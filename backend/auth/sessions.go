@@ -67,6 +67,9 @@ func (d *Directory) applySession(ev events.RecordedEvent, p events.Payload) {
 		s.recorded.Store(ev.Meta.Time.UnixNano())
 		d.sessions[e.Hash] = s
 		d.sessByID[e.SessionID] = e.Hash
+		if u := d.users[e.UserID]; u != nil {
+			u.used = true
+		}
 	case events.SessionActive:
 		if h, ok := d.sessByID[e.SessionID]; ok {
 			s := d.sessions[h]

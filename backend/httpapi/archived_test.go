@@ -36,8 +36,8 @@ func TestArchivedSlotsAreServedAsBefore(t *testing.T) {
 
 	archiving := &bundle{store: store} // memory.New: archives
 	archiving.start(t, HubOptions{})
-	keep := memory.New(nil) // no log: keeps every view, lists the same
-	full := &bundle{store: store, deps: func(d *Deps) { d.Reads = keep }}
+	keep := memory.New(nil)                                                                       // no log: keeps every view, lists the same
+	full := &bundle{store: store, token: archiving.token, deps: func(d *Deps) { d.Reads = keep }} // one token: names are unique
 	full.start(t, HubOptions{})
 	_, err := projections.Replay(ctx, store, keep, 0, 0)
 	projtest.Must(t, err)

@@ -468,35 +468,6 @@ func TestLimitsPerSubject(t *testing.T) {
 	<-w2.done
 }
 
-// TestDemoAutoLogin: with AutoLogin (the loopback demo) GET /api/auth/me
-// from a loopback client by a loopback name starts a session; by another
-// name it does not.
-func TestDemoAutoLogin(t *testing.T) {
-	b := &bundle{store: memstore.New()}
-	t.Cleanup(func() { goleak.VerifyNone(t) })
-	b.deps = func(d *Deps) {
-		d.Security.ExtraHosts = []string{"slots.internal"}
-		d.AutoLogin = func(ctx context.Context) (auth.User, bool) {
-			u, ok := d.Auth.Dir.UserByName("demo-admin")
-			return u, ok
-		}
-	}
-	b.start(t, HubOptions{})
-	if _, _, err := b.auth.Dir.CreateUser(context.Background(), auth.SystemSubject("demo"), "demo-admin", auth.RoleAdmin, ""); err != nil {
-		t.Fatal(err)
-	}
-	a := b.do(t, "GET", "/api/auth/me", nil, "Authorization", "", "Host", "slots.internal")
-	if a.status != 401 {
-		t.Fatalf("auto sign-in by a non-loopback name: %d %s", a.status, a.body)
-	}
-	a = b.do(t, "GET", "/api/auth/me", nil, "Authorization", "", "Host", "localhost:8080")
-	var me subjectAnswer
-	a.decode(t, &me)
-	if a.status != 200 || me.Subject.Name != "demo-admin" || me.CSRF == "" || !strings.Contains(a.header.Get("Set-Cookie"), SessionCookie) {
-		t.Fatalf("auto sign-in on loopback: %d %s", a.status, a.body)
-	}
-}
-
 // TestChangePassword: a signed-in account replaces its password (the
 // current one is checked, nothing is appended on a wrong one); every old
 // session ends and the caller gets a fresh one.

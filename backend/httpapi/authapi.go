@@ -27,14 +27,21 @@ type OIDC interface {
 	Finish(ctx context.Context, w http.ResponseWriter, r *http.Request) (auth.User, error)
 }
 
-// AutoLogin signs a loopback browser in without a password (the demo on
-// loopback). It returns the account to start a session for, or false.
+// AutoLogin is the loopback demo's account: the one a loopback browser
+// may sign in as without a password, by asking (POST /api/auth/demo, the
+// sign-in page's "Continue as demo-admin"). It returns the account, or
+// false.
 type AutoLogin func(ctx context.Context) (auth.User, bool)
 
 type subjectAnswer struct {
 	Subject auth.Subject `json:"subject"`
 	CSRF    string       `json:"csrf"`
 	Methods []string     `json:"methods,omitempty"`
+	// PasswordChange: the subject is a local account with a password a
+	// person knows, so the account page offers a change. Not for tokens,
+	// single sign-on accounts or the demo's demo-admin (its password was
+	// never shown to anyone).
+	PasswordChange bool `json:"password_change,omitempty"`
 	// Links are the providers' web addresses, so the dashboard can link a
 	// resource id to its page; only a signed-in subject gets them.
 	Links *ProviderLinks `json:"links,omitempty"`
@@ -56,12 +63,40 @@ func (s *Server) links() *ProviderLinks {
 	return &l
 }
 
-func (s *Server) methods() []string {
+// methods are the sign-in methods the request may use: "demo" only for a
+// loopback client with a loopback Host in the loopback demo.
+func (s *Server) methods(c echo.Context) []string {
 	m := []string{"local"}
 	if s.d.OIDC != nil {
 		m = append(m, "oidc")
 	}
+	if s.demoOffered(c) {
+		m = append(m, "demo")
+	}
 	return m
+}
+
+// passwordChange reports whether sub is a local account with a known
+// password (subjectAnswer.PasswordChange).
+func (s *Server) passwordChange(ctx context.Context, sub auth.Subject) bool {
+	id, ok := strings.CutPrefix(sub.ID, "user:")
+	if !ok || s.d.Auth == nil {
+		return false
+	}
+	if s.d.AutoLogin != nil {
+		if demo, ok := s.d.AutoLogin(ctx); ok && demo.ID == id {
+			return false
+		}
+	}
+	u, ok := s.d.Auth.Dir.User(id)
+	return ok && u.Source == "local"
+}
+
+// demoOffered: the loopback demo signs in without a password only a
+// loopback client that reached a loopback name (the Host check keeps
+// rebinding pages out).
+func (s *Server) demoOffered(c echo.Context) bool {
+	return s.d.AutoLogin != nil && s.loopbackClient(c) && isLoopbackName(hostOnly(c.Request().Host))
 }
 
 // setSession starts a session for u (method: password, oidc or demo),
@@ -125,7 +160,7 @@ func (s *Server) login(c echo.Context) error {
 	sub := u.Subject()
 	c.Set(ctxSubject, sub)
 	s.log.InfoContext(c.Request().Context(), "signed in", slog.String("correlation_id", requestID(c)), slog.String("user", u.Name), slog.String("user_id", sub.ID))
-	return c.JSON(http.StatusOK, subjectAnswer{Subject: sub, CSRF: csrf, Links: s.links()})
+	return c.JSON(http.StatusOK, subjectAnswer{Subject: sub, CSRF: csrf, Links: s.links(), PasswordChange: s.passwordChange(c.Request().Context(), sub)})
 }
 
 // logout ends the session and clears the cookie. A signed-in cookie
@@ -143,23 +178,48 @@ func (s *Server) logout(c echo.Context) error {
 	return c.NoContent(http.StatusNoContent)
 }
 
+// me says who is asking. It is a read and never writes: the demo's
+// sign-in is an explicit POST /api/auth/demo (issue 25: a cookieless GET
+// used to start a session and append an event every time, so any page,
+// even an <img>, could grow the log without bound).
 func (s *Server) me(c echo.Context) error {
 	sub, ok := subjectOf(c)
-	if !ok && s.d.AutoLogin != nil && s.loopbackClient(c) && isLoopbackName(hostOnly(c.Request().Host)) {
-		if u, yes := s.d.AutoLogin(c.Request().Context()); yes {
-			csrf, err := s.setSession(c, u.ID, "demo")
-			if err != nil {
-				return err
-			}
-			s.log.InfoContext(c.Request().Context(), "signed in automatically (demo on loopback)", slog.String("user", u.Name))
-			return c.JSON(http.StatusOK, subjectAnswer{Subject: u.Subject(), CSRF: csrf, Methods: s.methods(), Links: s.links()})
-		}
-	}
 	if !ok {
-		return &Error{Code: CodeUnauthenticated, Message: "not signed in", Details: map[string]any{"methods": s.methods()}}
+		return &Error{Code: CodeUnauthenticated, Message: "not signed in", Details: map[string]any{"methods": s.methods(c)}}
 	}
 	csrf, _ := c.Get(ctxCSRF).(string)
-	return c.JSON(http.StatusOK, subjectAnswer{Subject: sub, CSRF: csrf, Methods: s.methods(), Links: s.links()})
+	return c.JSON(http.StatusOK, subjectAnswer{Subject: sub, CSRF: csrf, Methods: s.methods(c), Links: s.links(),
+		PasswordChange: s.passwordChange(c.Request().Context(), sub)})
+}
+
+// demoLogin signs a loopback browser in as the demo's account: the sign-in
+// page's "Continue as demo-admin" (and the dashboard's first visit in a
+// browser, once). A state change like any other: the guard's Origin,
+// Sec-Fetch-Site and Content-Type rules apply, so no cross-site page can
+// cause it; session starts are limited per client address like failed
+// sign-ins (each one appends SessionStarted).
+func (s *Server) demoLogin(c echo.Context) error {
+	if !s.demoOffered(c) {
+		return errf(CodeNotFound, "the demo sign-in is only offered by the loopback demo, to loopback browsers")
+	}
+	if err := decodeBody(c, &noBody{}, true); err != nil {
+		return err
+	}
+	u, ok := s.d.AutoLogin(c.Request().Context())
+	if !ok {
+		return errf(CodeNotFound, "the demo account does not exist")
+	}
+	if wait := s.d.Auth.AllowSessionStart(c.RealIP()); wait > 0 {
+		return &Error{Code: CodeTooMany, Message: "too many sign-ins from this address; wait and try again", RetryAfter: auth.RetryAfter(wait)}
+	}
+	csrf, err := s.setSession(c, u.ID, "demo")
+	if err != nil {
+		return err
+	}
+	sub := u.Subject()
+	c.Set(ctxSubject, sub)
+	s.log.InfoContext(c.Request().Context(), "signed in (demo on loopback)", slog.String("correlation_id", requestID(c)), slog.String("user", u.Name))
+	return c.JSON(http.StatusOK, subjectAnswer{Subject: sub, CSRF: csrf, Methods: s.methods(c), Links: s.links()})
 }
 
 func hostOnly(h string) string {
@@ -186,6 +246,9 @@ func (s *Server) changePassword(c echo.Context) error {
 	id, isUser := strings.CutPrefix(sub.ID, "user:")
 	if !isUser {
 		return errf(CodeInvalid, "only accounts have passwords (this is an API token)")
+	}
+	if !s.passwordChange(c.Request().Context(), sub) {
+		return errf(CodeInvalid, "this account has no password to change (the demo's account, or one that signs in through its identity provider)")
 	}
 	err := s.d.Auth.ChangePassword(c.Request().Context(), id, b.Current, b.New, c.RealIP())
 	var le *auth.LimitedError

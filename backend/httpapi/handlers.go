@@ -142,13 +142,11 @@ func (s *Server) occupy(c echo.Context) error {
 		return err
 	}
 	sub, _ := subjectOf(c)
-	if cmd.By == "" {
-		cmd.By = sub.Name
-	} else if err := checkActor(cmd.By); err != nil {
-		return invalidField("by", "by: "+err.Error())
+	if err := s.resolveOccupant(sub, &cmd); err != nil {
+		return err
 	}
 	// A member occupies only for themself.
-	if cmd.By != sub.Name && !sub.Role.Has(auth.PermOccupyForOthers) {
+	if cmd.ByID != sub.ID && !sub.Role.Has(auth.PermOccupyForOthers) {
 		return forbidden(sub, auth.PermOccupyForOthers)
 	}
 	if err := s.d.Commands.Occupy(c.Request().Context(), actorOf(c), name, cmd); err != nil {
@@ -167,10 +165,11 @@ func (s *Server) extend(c echo.Context) error {
 	if err := decodeBody(c, &cmd, false); err != nil {
 		return err
 	}
-	if err := s.ownSlotOr(c, name, auth.PermExtendAny); err != nil {
+	a, err := s.ownSlotOr(c, name, auth.PermExtendAny)
+	if err != nil {
 		return err
 	}
-	if err := s.d.Commands.Extend(c.Request().Context(), actorOf(c), name, cmd); err != nil {
+	if err := s.d.Commands.Extend(c.Request().Context(), a, name, cmd); err != nil {
 		return err
 	}
 	s.caughtUp(c)
@@ -189,10 +188,11 @@ func (s *Server) setDeadline(c echo.Context) error {
 	if err := decodeBody(c, &cmd, false); err != nil {
 		return err
 	}
-	if err := s.ownSlotOr(c, name, auth.PermExtendAny); err != nil {
+	a, err := s.ownSlotOr(c, name, auth.PermExtendAny)
+	if err != nil {
 		return err
 	}
-	if err := s.d.Commands.SetEarlierDeadline(c.Request().Context(), actorOf(c), name, cmd); err != nil {
+	if err := s.d.Commands.SetEarlierDeadline(c.Request().Context(), a, name, cmd); err != nil {
 		return err
 	}
 	s.caughtUp(c)
@@ -224,20 +224,22 @@ func (s *Server) release(c echo.Context) error {
 	if len(b.Reason) > MaxReasonLen || !utf8.ValidString(b.Reason) || strings.IndexFunc(b.Reason, unicode.IsControl) >= 0 {
 		return invalidField("reason", "reason must be at most 500 bytes of text without control characters")
 	}
-	occupant, err := s.occupant(c, name)
+	occ, occID, err := s.occupantOf(c, name)
 	if err != nil {
 		return err
 	}
-	if sub, _ := subjectOf(c); occupant != sub.Name || occupant == "" {
+	a := actorOf(c)
+	a.Reason = b.Reason
+	if sub, _ := subjectOf(c); !slots.IsOccupant(occ, occID, sub.ID, sub.Name) {
 		if !sub.Role.Has(auth.PermReleaseAny) {
 			return forbidden(sub, auth.PermReleaseAny)
 		}
-		if occupant != "" && b.Reason == "" {
+		if occ != "" && b.Reason == "" {
 			return invalidField("reason", "releasing a slot somebody else occupies needs a reason")
 		}
+	} else if !sub.Role.Has(auth.PermReleaseAny) {
+		a.OwnOnly = true
 	}
-	a := actorOf(c)
-	a.Reason = b.Reason
 	res, err := s.d.Commands.Release(c.Request().Context(), a, name)
 	if err != nil {
 		return err
@@ -246,32 +248,94 @@ func (s *Server) release(c echo.Context) error {
 	return c.JSON(http.StatusAccepted, res)
 }
 
-// ownsSlot reports whether the request's subject is the slot's occupant
-// (by name: names are unique across accounts and tokens). The occupant
-// comes from the log (the slots service's fold), like every decision of a
-// command: never from a read model that may lag or be down.
-func (s *Server) ownsSlot(c echo.Context, name string) (bool, error) {
-	occ, err := s.occupant(c, name)
-	sub, _ := subjectOf(c)
-	return occ != "" && occ == sub.Name, err
-}
-
-// occupant is the slot's occupant ("" when vacant), as the log says.
-func (s *Server) occupant(c echo.Context, name string) (string, error) {
+// occupantOf is the slot's occupant, name and subject id ("" when vacant),
+// for the ownership checks. It comes from the log (the slots service's
+// fold), like every decision of a command: never from a read model that may
+// lag or be down (issue 24). A member's command is then OwnOnly, and the
+// slots service decides ownership again on the slot it appends to.
+func (s *Server) occupantOf(c echo.Context, name string) (occupant, occupantID string, err error) {
 	return s.d.Commands.Occupant(c.Request().Context(), name)
 }
 
-// ownSlotOr lets the occupant through, and others only with perm.
-func (s *Server) ownSlotOr(c echo.Context, name string, perm auth.Permission) error {
-	own, err := s.ownsSlot(c, name)
-	if err != nil || own {
-		return err
+// ownSlotOr lets the occupant through (slots.IsOccupant: by subject id;
+// an occupant recorded by name only is the account of that name, never a
+// token), and others only with perm. It returns the actor to command with.
+func (s *Server) ownSlotOr(c echo.Context, name string, perm auth.Permission) (slots.Actor, error) {
+	a := actorOf(c)
+	occ, occID, err := s.occupantOf(c, name)
+	if err != nil {
+		return a, err
 	}
 	sub, _ := subjectOf(c)
-	if !sub.Role.Has(perm) {
-		return forbidden(sub, perm)
+	if sub.Role.Has(perm) {
+		return a, nil
 	}
+	if !slots.IsOccupant(occ, occID, sub.ID, sub.Name) {
+		return a, forbidden(sub, perm)
+	}
+	a.OwnOnly = true
+	return a, nil
+}
+
+// resolveOccupant fills cmd.By and cmd.ByID with an existing subject:
+// by_id (from GET /api/occupants), else by, a name that names exactly one
+// account or token; neither: the caller. A free name that names nobody is
+// refused, so a slot can no longer be held by a name some token or account
+// takes later. Without authentication (benchmarks) the name is kept as is.
+func (s *Server) resolveOccupant(sub auth.Subject, cmd *slots.OccupyCmd) error {
+	if cmd.ByID == "" && cmd.By == "" {
+		cmd.By, cmd.ByID = sub.Name, sub.ID
+		return nil
+	}
+	if s.d.NoAuth {
+		if err := checkActor(cmd.By); err != nil {
+			return invalidField("by", "by: "+err.Error())
+		}
+		if cmd.By == sub.Name {
+			cmd.ByID = sub.ID
+		}
+		return nil
+	}
+	var who auth.Subject
+	var ok bool
+	switch {
+	case cmd.ByID != "":
+		if err := checkSubjectID(cmd.ByID); err != nil {
+			return invalidField("by_id", "by_id: "+err.Error())
+		}
+		if who, ok = s.d.Auth.Dir.SubjectOf(cmd.ByID); !ok {
+			return invalidField("by_id", "by_id "+strconv.Quote(cmd.ByID)+" is no account or token (GET /api/occupants lists them)")
+		}
+		if cmd.By != "" && cmd.By != who.Name {
+			return invalidField("by", "by "+strconv.Quote(cmd.By)+" is not the name of by_id "+strconv.Quote(cmd.ByID))
+		}
+	default:
+		if err := checkActor(cmd.By); err != nil {
+			return invalidField("by", "by: "+err.Error())
+		}
+		if who, ok = s.d.Auth.Dir.SubjectNamed(cmd.By); !ok {
+			return invalidField("by", "by "+strconv.Quote(cmd.By)+" names no account or token (choose one from GET /api/occupants and send its by_id)")
+		}
+	}
+	cmd.By, cmd.ByID = who.Name, who.ID
 	return nil
+}
+
+// occupants lists whom a slot can be occupied for (accounts and live
+// tokens, by name), for "occupy for someone else".
+func (s *Server) occupants(c echo.Context) error {
+	type person struct {
+		ID   string `json:"id"`
+		Name string `json:"name"`
+		Kind string `json:"kind"` // user | token
+	}
+	out := []person{}
+	if !s.d.NoAuth {
+		for _, sub := range s.d.Auth.Dir.Occupants() {
+			out = append(out, person{ID: sub.ID, Name: sub.Name, Kind: sub.Kind()})
+		}
+	}
+	return c.JSON(http.StatusOK, map[string]any{"occupants": out})
 }
 
 func (s *Server) teardown(c echo.Context) error { return s.jobCommand(c, s.d.Commands.Teardown) }
@@ -553,6 +617,21 @@ func (s *Server) audit(c echo.Context) error {
 		if err := events.ValidateEventType(f.Type); err != nil {
 			return invalidField("kind", "query kind: "+err.Error())
 		}
+	}
+	if v := c.QueryParam("actor_id"); v != "" {
+		if err := checkSubjectID(v); err != nil {
+			return invalidField("actor_id", "query actor_id: "+err.Error())
+		}
+		f.ActorID = v
+	}
+	// The machinery's records (checkpoints, demo sign-ins, session
+	// activity) are in the log but not audit rows unless asked for.
+	switch v := c.QueryParam("plumbing"); v {
+	case "", "false":
+	case "true":
+		f.Plumbing = true
+	default:
+		return invalidField("plumbing", "query plumbing must be true or false, got "+strconv.Quote(v))
 	}
 	if v := c.QueryParam("since"); v != "" {
 		t, err := time.Parse(time.RFC3339Nano, v)

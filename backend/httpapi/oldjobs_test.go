@@ -27,7 +27,7 @@ func TestOldJobsAreServedAsBefore(t *testing.T) {
 	small := &bundle{store: store, deps: func(d *Deps) { d.Reads = bounded }}
 	small.start(t, HubOptions{})
 	t.Cleanup(func() { store.Close() })
-	full := &bundle{store: store}
+	full := &bundle{store: store, token: small.token} // one token: names are unique
 	full.start(t, HubOptions{})
 	// Both servers' tokens are in the log now; the bounded model catches up.
 	_, err := projections.Replay(ctx, store, bounded, 0, 0)

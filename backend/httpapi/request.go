@@ -89,6 +89,17 @@ func checkActor(s string) error {
 	return nil
 }
 
+// checkSubjectID validates a subject id given in a query or body:
+// "user:<id>" or "token:<id>" with an identifier the directory could have
+// made (checkName's rule).
+func checkSubjectID(s string) error {
+	kind, id, _ := strings.Cut(s, ":")
+	if kind != "user" && kind != "token" {
+		return errors.New(`must be "user:<id>" or "token:<id>"`)
+	}
+	return checkName(id)
+}
+
 // maxNameLen bounds path identifiers (slot names, job ids).
 const maxNameLen = 100
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/slotkeeper/slotkeeper/events"
@@ -25,6 +26,24 @@ type Actor struct {
 	// Reason is why the actor asks, when it must say so (an operator
 	// releasing someone else's slot); recorded in JobQueued.Reason.
 	Reason string
+	// OwnOnly: the actor may extend, move the deadline of or release only a
+	// slot it occupies (a member). The API checks it against the read model
+	// to answer 403 naming the permission; the service checks it again on
+	// the slot it appends to, so a slot re-occupied in between is refused.
+	OwnOnly bool
+}
+
+// IsOccupant is the one ownership rule: is the subject (id, name) the
+// occupant recorded as occupantID / occupant? With a recorded id, only that
+// id. An occupant recorded by name only (logs from before subject ids, the
+// demo's seeded people) is the local or OIDC account of that name, never an
+// API token: a token could always have been given any free name, so a
+// name can only ever have meant a person (docs/auth.md).
+func IsOccupant(occupant, occupantID, subjectID, subjectName string) bool {
+	if occupantID != "" {
+		return subjectID != "" && occupantID == subjectID
+	}
+	return occupant != "" && occupant == subjectName && strings.HasPrefix(subjectID, "user:")
 }
 
 // RegisterCmd imports an existing slot.
@@ -39,9 +58,12 @@ type RegisterCmd struct {
 	Branch       string         `json:"branch,omitempty"`
 }
 
-// OccupyCmd hands a vacant slot to By until Until.
+// OccupyCmd hands a vacant slot to By until Until. ByID is the
+// occupant's subject id (the API resolves it from the directory; empty for
+// the system's seeded people); empty By means the actor.
 type OccupyCmd struct {
 	By    string    `json:"by"`
+	ByID  string    `json:"by_id,omitempty"`
 	Until time.Time `json:"until"`
 }
 
@@ -116,9 +138,11 @@ type Commands interface {
 	PlanJob(ctx context.Context, slot, kind string, params map[string]string) (Plan, error)
 	Cancel(ctx context.Context, a Actor, jobID string) error
 	Resume(ctx context.Context, a Actor, jobID string) (JobAcceptedResult, error)
-	// Occupant is the slot's occupant ("" when vacant) as the log says:
+	// Occupant is the slot's occupant, name and subject id ("" when
+	// vacant; the id is empty for an occupancy recorded by name only), as
+	// the log says:
 	// the API's ownership checks decide from it, not from a read model.
-	Occupant(ctx context.Context, slot string) (string, error)
+	Occupant(ctx context.Context, slot string) (occupant, occupantID string, err error)
 }
 
 // Code classifies command errors; the HTTP layer maps codes to statuses in

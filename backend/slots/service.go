@@ -151,18 +151,18 @@ func needSlot(st *SlotState) error {
 }
 
 // Occupant implements Commands.
-func (s *Service) Occupant(ctx context.Context, slot string) (string, error) {
+func (s *Service) Occupant(ctx context.Context, slot string) (occupant, occupantID string, err error) {
 	st, err := s.slots.Load(ctx, slot)
 	if err != nil {
-		return "", internal("load slot", err)
+		return "", "", internal("load slot", err)
 	}
 	if err := needSlot(&st); err != nil {
-		return "", err
+		return "", "", err
 	}
 	if st.Retired {
-		return "", nil // as the read model shows it: a retired slot has no occupant
+		return "", "", nil // as the read model shows it: a retired slot has no occupant
 	}
-	return st.Occupant, nil
+	return st.Occupant, st.OccupantID, nil
 }
 
 // Register implements Commands.
@@ -275,7 +275,9 @@ func (s *Service) Occupy(ctx context.Context, a Actor, slot string, c OccupyCmd)
 		return err
 	}
 	if c.By == "" {
-		c.By = a.Name
+		c.By, c.ByID = a.Name, a.ID
+	} else if c.By == a.Name && c.ByID == "" {
+		c.ByID = a.ID
 	}
 	if err := validatePerson("by", c.By); err != nil {
 		return err
@@ -294,16 +296,12 @@ func (s *Service) Occupy(ctx context.Context, a Actor, slot string, c OccupyCmd)
 			return nil, conflict(map[string]any{"state": st.Lifecycle(), "occupant": st.Occupant}, "slot %s is %s", slot, st.Lifecycle())
 		}
 		// Held for someone on the waitlist: only they may occupy it (by id
-		// when the occupant is the actor, else by name).
-		byID := ""
-		if c.By == a.Name {
-			byID = a.ID
-		}
-		if st.HeldAgainst(c.By, byID, s.now()) {
+		// when the occupant has one, else by name).
+		if st.HeldAgainst(c.By, c.ByID, s.now()) {
 			return nil, conflict(map[string]any{"state": "held", "held_for": st.Hold.For, "held_until": st.Hold.Until},
 				"slot %s is held for %s until %s (waitlist offer)", slot, st.Hold.For, st.Hold.Until.Format(time.RFC3339))
 		}
-		return []events.EventData{events.New(events.SlotOccupied{Slot: slot, By: c.By, Until: c.Until.UTC()}, s.meta(a))}, nil
+		return []events.EventData{events.New(events.SlotOccupied{Slot: slot, By: c.By, ByID: c.ByID, Until: c.Until.UTC()}, s.meta(a))}, nil
 	})
 	return err
 }
@@ -323,6 +321,9 @@ func (s *Service) Extend(ctx context.Context, a Actor, slot string, c ExtendCmd)
 	}
 	_, err := s.onSlot(ctx, slot, func(st *SlotState) ([]events.EventData, error) {
 		if err := deadlineMovable(st, slot); err != nil {
+			return nil, err
+		}
+		if err := ownOnly(a, st); err != nil {
 			return nil, err
 		}
 		if c.Until.Before(st.Until) {
@@ -375,6 +376,9 @@ func (s *Service) SetEarlierDeadline(ctx context.Context, a Actor, slot string, 
 		if err := deadlineMovable(st, slot); err != nil {
 			return nil, err
 		}
+		if err := ownOnly(a, st); err != nil {
+			return nil, err
+		}
 		if !c.Deadline.Before(st.Until) {
 			return nil, conflict(map[string]any{"until": st.Until.UTC()},
 				"%s is not earlier than the deadline of %s (%s); use extend to add time", c.Deadline.UTC().Format(time.RFC3339), slot, st.Until.UTC().Format(time.RFC3339))
@@ -387,7 +391,16 @@ func (s *Service) SetEarlierDeadline(ctx context.Context, a Actor, slot string, 
 // Release implements Commands: it queues a reset that runs after the grace
 // period.
 func (s *Service) Release(ctx context.Context, a Actor, slot string) (JobAcceptedResult, error) {
-	return s.newJob(ctx, a, slot, events.KindReset, nil, nil)
+	return s.newJob(ctx, a, slot, events.KindReset, nil, func(st *SlotState) error { return ownOnly(a, st) })
+}
+
+// ownOnly refuses an OwnOnly actor on a slot it does not occupy, decided
+// on the slot state the command appends against.
+func ownOnly(a Actor, st *SlotState) error {
+	if !a.OwnOnly || IsOccupant(st.Occupant, st.OccupantID, a.ID, a.Name) {
+		return nil
+	}
+	return forbidden("occupant", "slot %s is occupied by %s, not by you", st.Name, st.Occupant)
 }
 
 // Teardown implements Commands. An occupied slot must be released first.

@@ -48,7 +48,10 @@ type SlotState struct {
 
 	Occupied bool
 	Occupant string
-	Until    time.Time
+	// OccupantID is the occupant's subject id (SlotOccupied.ByID; empty
+	// for an occupant recorded by name only, see IsOccupant).
+	OccupantID string
+	Until      time.Time
 	// DeadlineResetFor is the deadline an automatic reset was already queued
 	// for; the scheduler queues at most one per deadline.
 	DeadlineResetFor time.Time
@@ -161,7 +164,7 @@ func (s *SlotState) Apply(ev events.RecordedEvent) error {
 			s.Reg.Branch = "main"
 		}
 	case events.SlotOccupied:
-		s.Occupied, s.Occupant, s.Until = true, e.By, e.Until
+		s.Occupied, s.Occupant, s.OccupantID, s.Until = true, e.By, e.ByID, e.Until
 		s.Hold = events.SlotHeld{}
 	case events.SlotHeld:
 		s.Hold = e
@@ -184,7 +187,7 @@ func (s *SlotState) Apply(ev events.RecordedEvent) error {
 		}
 		s.forgetOutcomes(e.JobID)
 	case events.SlotVacated:
-		s.Occupied, s.Occupant, s.Until = false, "", time.Time{}
+		s.Occupied, s.Occupant, s.OccupantID, s.Until = false, "", "", time.Time{}
 		s.Hold = events.SlotHeld{}
 		s.VacatedBy[e.JobID] = true
 	case events.TeardownIncomplete:

@@ -45,6 +45,7 @@ type slotSnapshot struct {
 	Registered  bool            `json:"reg,omitempty"`
 	Occupied    bool            `json:"occ,omitempty"`
 	Occupant    string          `json:"by,omitempty"`
+	OccupantID  string          `json:"by_id,omitempty"`
 	Until       time.Time       `json:"until,omitzero"`
 	Retired     bool            `json:"ret,omitempty"`
 	Incomplete  bool            `json:"inc,omitempty"`
@@ -67,7 +68,7 @@ func (s *State) encode() snapshot {
 		OffersExpired: s.OffersExpired, OffersAccepted: s.OffersAccepted, HandOvers: s.HandOvers, ReleasedTime: s.releasedTime}
 	for name, si := range s.slots {
 		st := &si.st
-		ss := slotSnapshot{Revision: st.Revision, Registered: st.Reg.Slot != "", Occupied: st.Occupied, Occupant: st.Occupant,
+		ss := slotSnapshot{Revision: st.Revision, Registered: st.Reg.Slot != "", Occupied: st.Occupied, Occupant: st.Occupant, OccupantID: st.OccupantID,
 			Until: st.Until, Retired: st.Retired, Incomplete: st.Incomplete, LockJob: st.LockJob, LockKind: st.LockKind, Hold: st.Hold,
 			LastJob: si.lastJob, LastKind: si.lastKind, LastOutcome: si.lastOutcome, ReleasedAt: si.releasedAt, LockedAt: si.lockedAt}
 		for id := range st.VacatedBy {
@@ -102,7 +103,7 @@ func restore(snap snapshot, pos events.Position) *State {
 	s.resets, s.HandOvers = snap.Resets, snap.HandOvers
 	s.OffersMade, s.OffersExpired, s.OffersAccepted = snap.OffersMade, snap.OffersExpired, snap.OffersAccepted
 	for name, ss := range snap.Slots {
-		st := slots.SlotState{Name: name, Exists: true, Revision: ss.Revision, Occupied: ss.Occupied, Occupant: ss.Occupant,
+		st := slots.SlotState{Name: name, Exists: true, Revision: ss.Revision, Occupied: ss.Occupied, Occupant: ss.Occupant, OccupantID: ss.OccupantID,
 			Until: ss.Until, Retired: ss.Retired, Incomplete: ss.Incomplete, LockJob: ss.LockJob, LockKind: ss.LockKind, Hold: ss.Hold,
 			VacatedBy: map[string]bool{}, PromotedBy: map[string]events.RepoRef{}}
 		if ss.Registered {

@@ -354,7 +354,7 @@ func (s *Service) Accept(ctx context.Context, a slots.Actor, entryID string) (st
 	}
 	until := s.now().Add(e.Duration)
 	if err := s.occ.Occupy(ctx, slots.Actor{Name: e.Who, ID: a.ID, CorrelationID: a.CorrelationID, ClientRequestID: a.ClientRequestID},
-		o.Slot, slots.OccupyCmd{By: e.Who, Until: until}); err != nil {
+		o.Slot, slots.OccupyCmd{By: e.Who, ByID: e.WhoID, Until: until}); err != nil {
 		return "", 0, err
 	}
 	res, err := s.decide(ctx, func(st *State) ([]events.EventData, error) {

@@ -34,6 +34,18 @@ export async function signInOnPage(page, user) {
 }
 
 /**
+ * signInAsDemo presses the loopback demo's "Continue as demo-admin" on the
+ * sign-in page `page` shows (the demo signs a browser in by itself only on
+ * its first visit) and waits for the header to name demo-admin.
+ */
+export async function signInAsDemo(page) {
+  await page.waitForSelector("[data-testid=signin-demo]", { timeout: 15_000 });
+  await page.click("[data-testid=signin-demo]");
+  await page.waitForSelector('[data-testid=whoami][data-role="admin"]', { timeout: 15_000 });
+  assert.equal(await page.textContent("[data-testid=whoami-name]"), "demo-admin", "the header names demo-admin");
+}
+
+/**
  * signIn signs a browser context in through the sign-in page (its cookie
  * then serves every page the context opens) and closes that page.
  */

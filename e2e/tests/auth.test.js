@@ -6,7 +6,7 @@ import { after, before, test } from "node:test";
 import { openBrowser, shot } from "../lib/browser.js";
 import { Server } from "../lib/server.js";
 import { Attacker, RecordingProxy } from "../lib/attacker.js";
-import { prepareAuth, signInOnPage } from "../lib/auth.js";
+import { prepareAuth, signInAsDemo, signInOnPage } from "../lib/auth.js";
 import { appUrl, pickSlot, serverFlags, waitLive } from "../lib/app.js";
 
 let server;
@@ -351,18 +351,49 @@ test("admin page: create a user and a token (shown once), change a role, revoke 
   await page.close();
 });
 
-test("the demo on loopback signs a browser in by itself (autologin kept on)", async () => {
+test("the demo on loopback: first visit signed in once, sign-out offers Continue as demo-admin, no silent sign-in", async () => {
   const demo = new Server({ flags: serverFlags({ "demo-autologin": true }) });
   await demo.start();
   const b = await openBrowser();
   try {
     const page = await b.context.newPage();
     await page.goto(appUrl(demo, "/"));
+    // A browser's first visit: the dashboard presses "Continue as demo-admin" itself.
     await page.waitForSelector('[data-testid=whoami][data-role="admin"]', { timeout: 15_000 });
     assert.equal(await page.textContent("[data-testid=whoami-name]"), "demo-admin");
     await waitLive(page);
     await page.waitForSelector("[data-testid=slot-card]");
     await snap(page, "demo-autologin");
+
+    // The account page does not ask demo-admin for a password it has none of.
+    await page.goto(appUrl(demo, "/account"));
+    await page.waitForSelector("[data-testid=account-no-password]");
+    assert.equal(await page.$("[data-testid=pw-current]"), null, "no current-password field for demo-admin");
+    await snap(page, "demo-account");
+
+    // Sign out: not a dead end; the page offers the demo's sign-in.
+    await page.click("[data-testid=signout]");
+    await page.waitForSelector("[data-testid=signin-demo]");
+    await snap(page, "demo-signed-out");
+    // A reload does not sign back in silently, and reads append nothing.
+    const before = (await demo.api("GET", "/api/slots")).position;
+    await page.reload();
+    await page.waitForSelector("[data-testid=signin-demo]");
+    assert.equal(await page.$("[data-testid=whoami]"), null, "a reload after sign-out signed in silently");
+    const me = await page.evaluate(async () => {
+      const out = [];
+      for (let i = 0; i < 20; i++) out.push((await fetch("/api/auth/me")).status);
+      return out;
+    });
+    assert.deepEqual([...new Set(me)], [401], "cookieless reads of /api/auth/me are 401");
+    assert.equal((await demo.api("GET", "/api/slots")).position, before, "the reload and 20 reads appended nothing");
+
+    // One click signs in again, on the page that was open (the account page).
+    await signInAsDemo(page);
+    await page.waitForSelector("[data-testid=account-page]");
+    await page.goto(appUrl(demo, "/"));
+    await waitLive(page);
+    await page.waitForSelector("[data-testid=slot-card]");
   } finally {
     await b.close();
     await demo.close();

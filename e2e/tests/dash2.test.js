@@ -22,7 +22,8 @@ before(async () => {
   // template force-push took more than the usual 10 s, and every reset the
   // test needs to give slots back timed out.
   server = new Server({ flags: serverFlags({ "step-timeout": "45s" }) });
-  prepareAuth(server, { name: ME, role: "admin" });
+  // "occupy for someone" names an existing account (issue 25).
+  prepareAuth(server, { name: ME, role: "admin", users: [["fault-victim", "member"], ["rival", "member"]] });
   await server.start();
   browser = await openBrowser();
   await signIn(browser.context, server);

@@ -774,6 +774,14 @@ func (s *Store) Audit(ctx context.Context, f projections.AuditFilter) ([]project
 	if f.Actor != "" {
 		add("actor =", f.Actor)
 	}
+	if f.ActorID != "" {
+		add("entry->>'actor_id' =", f.ActorID)
+	}
+	if !f.Plumbing {
+		// The flag is in the entry only when true (omitempty); rows from
+		// before it are marked by migration 003.
+		where = append(where, "entry->>'plumbing' IS NULL")
+	}
 	if f.Type != "" {
 		add("type =", f.Type)
 	}

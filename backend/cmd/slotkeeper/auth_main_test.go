@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -100,7 +101,8 @@ func TestAdminCLIAndDemoStart(t *testing.T) {
 
 // TestFirstAdminWithoutAutoLogin: a start with no account and no loopback
 // demo sign-in creates "admin", prints its password once and writes it to
-// <data>/initial-admin-password (0600); a restart creates nothing more.
+// <data>/initial-admin-password (0600), removed at its first sign-in; a
+// restart creates nothing more.
 func TestFirstAdminWithoutAutoLogin(t *testing.T) {
 	data := t.TempDir()
 	s := startServe(t, data, "127.0.0.1:0", "--workers", "0", "--demo-autologin=false")
@@ -121,6 +123,11 @@ func TestFirstAdminWithoutAutoLogin(t *testing.T) {
 	}
 	if code, _ := login(t, s, "admin", m[1]); code != 200 {
 		t.Fatalf("admin signs in: %d", code)
+	}
+	// The file is removed once the account has signed in (issue 25).
+	s.err.waitFor(t, "removed the initial admin password file")
+	if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the initial password file outlived the first sign-in: %v", err)
 	}
 	resp, err := http.Get(s.url() + "/api/auth/me")
 	if err != nil {

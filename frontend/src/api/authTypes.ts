@@ -5,16 +5,26 @@ import type { Subject } from "../auth/roles";
 export interface MeAnswer {
   subject: Subject;
   csrf: string;
-  /** Sign-in methods the server offers: "local", and "oidc" when configured. */
+  /** Sign-in methods the server offers: "local", "oidc" when configured, "demo" in the loopback demo. */
   methods?: string[];
   /** links: the providers' web roots (signed in only), for links to resources. */
   links?: ProviderLinks;
+  /** password_change: a local account with a known password (not a token, single sign-on or the demo's demo-admin). */
+  password_change?: boolean;
 }
 
 export interface LoginAnswer {
   subject: Subject;
   csrf: string;
   links?: ProviderLinks;
+  password_change?: boolean;
+}
+
+/** Occupant: someone a slot can be occupied for (GET /api/occupants). */
+export interface Occupant {
+  id: string;
+  name: string;
+  kind: "user" | "token";
 }
 
 export interface UserView {

@@ -20,7 +20,7 @@ import type {
   RemainingResource,
   SlotView,
 } from "./types";
-import type { CreatedToken, CreatedUser, LoginAnswer, MeAnswer, TokenView, UserView } from "./authTypes";
+import type { CreatedToken, CreatedUser, LoginAnswer, MeAnswer, Occupant, TokenView, UserView } from "./authTypes";
 import type { AdoptPlan, AdoptTarget, ReconcileReport } from "./reconcileTypes";
 
 /** The default request timeout. */
@@ -189,8 +189,12 @@ export const api = {
   slots: (signal?: AbortSignal) => request<{ slots: SlotView[] | null; position: number }>("/api/slots", { signal }),
   slot: (name: string, signal?: AbortSignal) => request<SlotView>(`/api/slots/${enc(name)}`, { signal }),
   register: (body: unknown) => request<SlotView>("/api/slots", { method: "POST", body }),
-  occupy: (name: string, until: string, by?: string) =>
-    request<SlotView>(`/api/slots/${enc(name)}/occupy`, { method: "POST", body: by ? { by, until } : { until } }),
+  /** occupy: byId names someone else (a subject id from occupants()); omitted: the caller. */
+  occupy: (name: string, until: string, byId?: string) =>
+    request<SlotView>(`/api/slots/${enc(name)}/occupy`, { method: "POST", body: byId ? { by_id: byId, until } : { until } }),
+  /** occupants: whom a slot can be occupied for (operator and above). */
+  occupants: async (signal?: AbortSignal): Promise<Occupant[]> =>
+    listOf<Occupant>(await request<unknown>("/api/occupants", { signal }), "occupants"),
   extend: (name: string, until: string) =>
     request<SlotView>(`/api/slots/${enc(name)}/extend`, { method: "POST", body: { until } }),
   /** setEarlierDeadline: the explicit, confirmed way to shorten an occupancy (extend only adds). */
@@ -254,6 +258,8 @@ export const api = {
   me: (signal?: AbortSignal) => request<MeAnswer>("/api/auth/me", { signal, auth: false }),
   login: (name: string, password: string) =>
     request<LoginAnswer>("/api/auth/login", { method: "POST", body: { name, password }, auth: false }),
+  /** demoLogin: the loopback demo's "Continue as demo-admin". */
+  demoLogin: () => request<LoginAnswer>("/api/auth/demo", { method: "POST", auth: false }),
   logout: () => request<void>("/api/auth/logout", { method: "POST", auth: false }),
   /** changePassword: the answer carries the rotated session's CSRF token (every old session ended). */
   changePassword: (current: string, next: string) =>

@@ -193,11 +193,23 @@ export interface AuditEntry {
   slot?: string;
   job_id?: string;
   actor?: string;
+  /** actor_id: the actor's subject id (user:…, token:…); actor is its display name. */
+  actor_id?: string;
+  /** actor_kind: user | token (people), system | worker (the server's own); absent for a name without an id. */
+  actor_kind?: string;
   correlation_id?: string;
   time: string;
   summary: string;
   /** The summary's parts as data (projections.AuditArgs), for a summary in the reader's language. */
   args?: Record<string, string>;
+  /** plumbing: a record of the machinery (checkpoints, demo sign-ins), not an audit row unless asked for. */
+  plumbing?: boolean;
+}
+
+/** isPerson: the entry's actor is someone (an account, a token, a name), not the system or a job worker. */
+export function isPerson(e: AuditEntry): boolean {
+  if (e.actor_kind) return e.actor_kind === "user" || e.actor_kind === "token";
+  return !!e.actor && !e.actor.startsWith("system:") && !e.actor.startsWith("worker:");
 }
 
 export interface RemainingResource {

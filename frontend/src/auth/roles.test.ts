@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { slot } from "../test/fakes";
 import { jobActions, ownsSlot, slotActions, type Subject } from "./roles";
 
-const who = (role: string, name = "alice"): Subject => ({ id: `u-${name}`, name, role });
+const who = (role: string, name = "alice"): Subject => ({ id: `user:u-${name}`, name, role });
 
 describe("roles", () => {
   const mine = slot({ occupant: "alice" });
@@ -39,9 +39,13 @@ describe("roles", () => {
     expect(jobActions(who("operator"))).toEqual({ cancel: true, resume: true });
   });
 
-  it("owns a slot by name or by subject id", () => {
-    expect(ownsSlot(who("member"), slot({ occupant: "u-alice" }))).toBe(true);
-    expect(ownsSlot(who("member"), slot({ occupant: "bob", occupant_id: "u-alice" }))).toBe(true);
+  it("owns a slot by subject id; a name-only occupant is the account of that name, never a token", () => {
+    expect(ownsSlot(who("member"), slot({ occupant: "alice", occupant_id: "user:u-alice" }))).toBe(true);
+    expect(ownsSlot(who("member"), slot({ occupant: "alice", occupant_id: "token:t-alice" }))).toBe(false);
+    expect(ownsSlot(who("member"), slot({ occupant: "alice" }))).toBe(true);
+    const tokenAlice: Subject = { id: "token:t-alice", name: "alice", role: "member" };
+    expect(ownsSlot(tokenAlice, slot({ occupant: "alice" }))).toBe(false);
+    expect(ownsSlot(tokenAlice, slot({ occupant: "alice", occupant_id: "token:t-alice" }))).toBe(true);
     expect(ownsSlot(who("member"), slot({ occupant: undefined }))).toBe(false);
   });
 });

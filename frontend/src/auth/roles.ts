@@ -26,13 +26,15 @@ export function isRole(v: string): v is Role {
 }
 
 /**
- * ownsSlot: the slot is occupied by this subject. The occupant is recorded
- * as the subject's display name (the actor of SlotOccupied); the id is
- * compared too, for a server that records ids.
+ * ownsSlot: the slot is occupied by this subject — the server's rule
+ * (slots.IsOccupant): by subject id; an occupant recorded by name only (an
+ * old log, the demo's seeded people) is the account of that name, never a
+ * token.
  */
 export function ownsSlot(subject: Subject | undefined, slot: SlotView): boolean {
   if (!subject || !slot.occupant) return false;
-  return slot.occupant === subject.name || slot.occupant === subject.id || slot.occupant_id === subject.id;
+  if (slot.occupant_id) return slot.occupant_id === subject.id;
+  return slot.occupant === subject.name && subject.id.startsWith("user:");
 }
 
 /** SlotActions is what a subject may try on one slot (the server still decides). */

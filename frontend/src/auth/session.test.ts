@@ -7,9 +7,12 @@ import { getStreamStatus, startStream } from "../live/stream";
 import { stopTicker } from "../live/ticker";
 import { FakeEventSource, fakeFactory, jsonResponse, slot } from "../test/fakes";
 import { followSession } from "./liveSession";
-import { checkSession, getAuth, installAuth, resetAuth, signIn, signOut } from "./session";
+import { DEMO_KEY, checkSession, demoSignIn, getAuth, installAuth, resetAuth, signIn, signOut } from "./session";
 
 const ADA = { id: "u-1", name: "ada", role: "operator" };
+const DEMO = { id: "user:d-1", name: "demo-admin", role: "admin" };
+const demoOffered = () =>
+  jsonResponse({ error: { code: "unauthenticated", message: "not signed in", details: { methods: ["local", "demo"] } } }, 401);
 let me: () => Response;
 let calls: { url: string; method: string; headers: Record<string, string> }[];
 let unfollow: (() => void) | undefined;
@@ -31,6 +34,7 @@ beforeEach(() => {
         return body.password === "right" ? jsonResponse({ subject: ADA, csrf: "c-login" }) : unauthorized();
       }
       if (url === "/api/auth/logout") return new Response(null, { status: 204 });
+      if (url === "/api/auth/demo" && method === "POST") return jsonResponse({ subject: DEMO, csrf: "c-demo" });
       return unauthorized();
     }),
   );
@@ -53,7 +57,7 @@ describe("session", () => {
   it("me → signed in with the CSRF token and the offered methods", async () => {
     me = () => jsonResponse({ subject: ADA, csrf: "c-me", methods: ["local", "oidc"] });
     await checkSession(true);
-    expect(getAuth()).toEqual({ status: "signed_in", subject: ADA, methods: ["local", "oidc"] });
+    expect(getAuth()).toEqual({ status: "signed_in", subject: ADA, methods: ["local", "oidc"], passwordChange: false });
     expect(getCsrf()).toBe("c-me");
   });
 
@@ -91,6 +95,33 @@ describe("session", () => {
     expect(logout?.headers["X-CSRF-Token"]).toBe("c-login");
     expect(getAuth()).toMatchObject({ status: "signed_out", expired: false });
     expect(getCsrf()).toBe("");
+  });
+});
+
+describe("the loopback demo's sign-in (issue 25)", () => {
+  beforeEach(() => localStorage.removeItem(DEMO_KEY));
+
+  it("a browser's first visit signs in once by POST; after sign-out a reload only offers the button", async () => {
+    me = demoOffered;
+    await checkSession(true);
+    expect(getAuth()).toMatchObject({ status: "signed_in", subject: DEMO, passwordChange: false });
+    expect(calls.filter((c) => c.url === "/api/auth/demo").map((c) => c.method)).toEqual(["POST"]);
+    await signOut();
+    calls = [];
+    resetAuth();
+    installAuth();
+    await checkSession(true); // the reload
+    expect(getAuth()).toMatchObject({ status: "signed_out", methods: ["local", "demo"] });
+    expect(calls.some((c) => c.url === "/api/auth/demo")).toBe(false);
+    await demoSignIn(["local", "demo"]);
+    expect(getAuth()).toMatchObject({ status: "signed_in", subject: DEMO });
+    expect(getCsrf()).toBe("c-demo");
+  });
+
+  it("without the demo on offer nothing is posted", async () => {
+    await checkSession(true);
+    expect(getAuth()).toMatchObject({ status: "signed_out" });
+    expect(calls.some((c) => c.url === "/api/auth/demo")).toBe(false);
   });
 });
 

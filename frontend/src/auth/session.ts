@@ -6,6 +6,7 @@ import { useSyncExternalStore } from "react";
 import { ApiError, api, onCsrfRefused, onUnauthorized, setCsrf } from "../api/client";
 import { observable } from "../live/observable";
 import { setProviderLinks } from "./links";
+import type { LoginAnswer } from "../api/authTypes";
 import type { Subject } from "./roles";
 
 export type AuthState =
@@ -14,7 +15,8 @@ export type AuthState =
   | { status: "unreachable"; error: ApiError }
   /** expired: the tab was signed in and a request answered 401. */
   | { status: "signed_out"; methods: string[]; expired: boolean }
-  | { status: "signed_in"; subject: Subject; methods: string[] };
+  /** passwordChange: the account has a password its owner knows (the account page offers a change). */
+  | { status: "signed_in"; subject: Subject; methods: string[]; passwordChange?: boolean };
 
 const DEFAULT_METHODS = ["local"];
 
@@ -55,32 +57,75 @@ function signedOut(methods: string[], expired: boolean): void {
 }
 
 /**
+ * DEMO_KEY marks that this browser has used the loopback demo's sign-in
+ * (or signed out of it). The demo signs a browser in by itself only on its
+ * first visit; after that, and always after "Sign out", it takes the
+ * sign-in page's "Continue as demo-admin" (a read never signs in: issue 25).
+ */
+export const DEMO_KEY = "slotkeeper.demo-used";
+
+function demoUsed(): boolean {
+  try {
+    return localStorage.getItem(DEMO_KEY) !== null;
+  } catch {
+    return true; // no storage: never sign in without a click
+  }
+}
+
+function markDemoUsed(): void {
+  try {
+    localStorage.setItem(DEMO_KEY, "1");
+  } catch {
+    // private mode without storage: the button still works
+  }
+}
+
+function adopt(ans: LoginAnswer, methods: string[]): Subject {
+  setCsrf(ans.csrf ?? "");
+  setProviderLinks(ans.links);
+  state.set({ status: "signed_in", subject: ans.subject, methods, passwordChange: ans.password_change === true });
+  return ans.subject;
+}
+
+/**
  * checkSession asks the server who this tab is. initial: the first check at
- * start (an unreachable server shows an error with retry). A later check
- * (the stream was refused) changes nothing unless the answer is a definite
- * 401, so a passing network fault never signs anyone out.
+ * start (an unreachable server shows an error with retry; in the loopback
+ * demo, a browser's very first visit signs in as demo-admin by itself). A
+ * later check (the stream was refused) changes nothing unless the answer
+ * is a definite 401, so a passing network fault never signs anyone out.
  */
 export async function checkSession(initial = false): Promise<void> {
   const wasIn = state.get().status === "signed_in";
   try {
     const me = await api.me();
-    setCsrf(me.csrf ?? "");
-    setProviderLinks(me.links);
-    state.set({ status: "signed_in", subject: me.subject, methods: me.methods ?? DEFAULT_METHODS });
+    adopt(me, me.methods ?? DEFAULT_METHODS);
   } catch (e) {
     const err = e instanceof ApiError ? e : new ApiError(0, "network", String(e));
-    if (err.status === 401) signedOut(methodsOf(err), wasIn);
-    else if (initial || state.get().status === "checking") state.set({ status: "unreachable", error: err });
+    if (err.status === 401) {
+      const methods = methodsOf(err);
+      if (initial && methods.includes("demo") && !demoUsed()) {
+        try {
+          await demoSignIn(methods);
+          return;
+        } catch {
+          // fall through to the sign-in page, which offers the button
+        }
+      }
+      signedOut(methods, wasIn);
+    } else if (initial || state.get().status === "checking") state.set({ status: "unreachable", error: err });
   }
+}
+
+/** demoSignIn is the loopback demo's "Continue as demo-admin"; it throws the ApiError on refusal. */
+export async function demoSignIn(methods: string[] = knownMethods()): Promise<Subject> {
+  const ans = await api.demoLogin();
+  markDemoUsed();
+  return adopt(ans, methods);
 }
 
 /** signIn posts the credentials; on success the tab is signed in. It throws the ApiError otherwise. */
 export async function signIn(name: string, password: string): Promise<Subject> {
-  const ans = await api.login(name, password);
-  setCsrf(ans.csrf ?? "");
-  setProviderLinks(ans.links);
-  state.set({ status: "signed_in", subject: ans.subject, methods: knownMethods() });
-  return ans.subject;
+  return adopt(await api.login(name, password), knownMethods());
 }
 
 /** changePassword changes the signed-in account's password and adopts the rotated session's token. */
@@ -88,11 +133,15 @@ export async function changePassword(current: string, next: string): Promise<voi
   const ans = await api.changePassword(current, next);
   setCsrf(ans.csrf ?? "");
   const s = state.get();
-  if (s.status === "signed_in") state.set({ ...s, subject: ans.subject ?? s.subject });
+  if (s.status === "signed_in") state.set({ ...s, subject: ans.subject ?? s.subject, passwordChange: ans.password_change ?? s.passwordChange });
 }
 
 /** signOut ends the session on the server; the tab is signed out even if the server cannot be told. */
 export async function signOut(): Promise<void> {
+  const s = state.get();
+  // After an explicit sign-out a reload shows the sign-in page (with
+  // "Continue as demo-admin" in the demo), never a silent sign-in.
+  if (s.status === "signed_in" && s.methods.includes("demo")) markDemoUsed();
   try {
     await api.logout();
   } finally {
@@ -126,6 +175,6 @@ export function resetAuth(next: AuthState = { status: "checking" }): void {
 export function setAuthForTest(subject: Subject | undefined, csrf = "tok"): void {
   if (subject) {
     setCsrf(csrf);
-    state.set({ status: "signed_in", subject, methods: DEFAULT_METHODS });
+    state.set({ status: "signed_in", subject, methods: DEFAULT_METHODS, passwordChange: subject.id.startsWith("user:") });
   } else signedOut(DEFAULT_METHODS, false);
 }

@@ -64,6 +64,13 @@ describe("account page", () => {
     expect(getCsrf()).toBe("old-csrf");
   });
 
+  it("the demo's demo-admin is not asked for a current password it does not have (issue 27)", () => {
+    resetAuth({ status: "signed_in", subject: { id: "user:d1", name: "demo-admin", role: "admin" }, methods: ["local", "demo"], passwordChange: false });
+    render(<AccountPage />);
+    expect(screen.queryByTestId("pw-current")).toBeNull();
+    expect(screen.getByTestId("account-no-password").textContent).toContain("no password to change");
+  });
+
   it("an API token has no password to change", () => {
     setAuthForTest({ id: "token:t1", name: "ci", role: "viewer" });
     render(<AccountPage />);

@@ -1,6 +1,6 @@
 import { useState, type FormEvent } from "react";
 import { ApiError } from "../api/client";
-import { changePassword, useSubject } from "../auth/session";
+import { changePassword, useAuth } from "../auth/session";
 import { CommandError } from "../components/CommandError";
 import { useT } from "../i18n";
 import { announce } from "../live/announce";
@@ -11,7 +11,8 @@ export const MIN_PASSWORD = 10;
 /** AccountPage: who you are, and a password change for a local account. */
 export function AccountPage() {
   const t = useT();
-  const subject = useSubject();
+  const auth = useAuth();
+  const subject = auth.status === "signed_in" ? auth.subject : undefined;
   const [current, setCurrent] = useState("");
   const [next, setNext] = useState("");
   const [repeat, setRepeat] = useState("");
@@ -21,6 +22,8 @@ export function AccountPage() {
   const [pending, setPending] = useState(false);
   if (!subject) return null;
   const account = subject.id.startsWith("user:");
+  // The demo's demo-admin and single sign-on accounts have no password anyone knows.
+  const hasPassword = account && auth.status === "signed_in" && auth.passwordChange === true;
 
   const submit = async (e: FormEvent<HTMLFormElement>) => {
     e.preventDefault();
@@ -51,9 +54,13 @@ export function AccountPage() {
       <p>
         <strong>{subject.name}</strong> <span className={`badge role role-${subject.role}`}>{t.dyn("role", subject.role)}</span>
       </p>
-      <h2>{t("account.password_title")}</h2>
+      {(hasPassword || !account) && <h2>{t("account.password_title")}</h2>}
       {!account ? (
         <p className="muted">{t("account.token")}</p>
+      ) : !hasPassword ? (
+        <p className="muted" data-testid="account-no-password">
+          {t("account.no_password")}
+        </p>
       ) : (
         <form className="admin-form" onSubmit={(e) => void submit(e)}>
           <input type="text" name="username" autoComplete="username" value={subject.name} readOnly hidden />

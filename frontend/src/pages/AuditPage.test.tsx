@@ -112,6 +112,25 @@ describe("audit page", () => {
     expect(urls[urls.length - 1]).toBe("/api/audit?slot=a&actor=bob&order=newest&limit=200");
   });
 
+  it("offers only people as person chips and keeps plumbing out of the live view (issue 25/27)", async () => {
+    render(
+      <Router hook={memoryLocation({ path: "/audit" }).hook}>
+        <AuditPage />
+      </Router>,
+    );
+    await flush();
+    const rows = screen.getAllByTestId("audit-row").length;
+    act(() => {
+      applyChange({ position: 3, audit: entry(3, { type: "StepStarted", actor: "worker:w1/abc/0", actor_kind: "worker" }) });
+      applyChange({ position: 4, audit: entry(4, { type: "ConsumerCheckpointed", actor: "system:deadlines", actor_kind: "system", plumbing: true }) });
+      applyChange({ position: 5, audit: entry(5, { type: "JobQueued", actor: "system:deadline" }) });
+    });
+    expect(screen.getAllByTestId("audit-row")).toHaveLength(rows + 2); // the checkpoint is not a row
+    const people = screen.getAllByTestId("chip-person").map((c) => c.textContent);
+    expect(people).toContain("alice");
+    expect(people.some((p) => p?.startsWith("worker:") || p?.startsWith("system:"))).toBe(false);
+  });
+
   it("speaks Korean: event names, summaries and times", async () => {
     setLang("ko");
     vi.stubGlobal(

@@ -1,7 +1,7 @@
 import { useMemo, useRef, useState, type FormEvent, type ReactNode } from "react";
 import { Link } from "wouter";
 import { api } from "../api/client";
-import type { AuditEntry } from "../api/types";
+import { isPerson, type AuditEntry } from "../api/types";
 import { CommandError } from "../components/CommandError";
 import { auditSummary, formatTime } from "../format";
 import { useT } from "../i18n";
@@ -26,6 +26,7 @@ const CHIPS = 8;
 
 /** matches applies a filter to a live entry the way the server does. */
 export function matches(e: AuditEntry, f: Filter): boolean {
+  if (e.plumbing) return false; // the server leaves these out of the audit too
   if (f.slot && e.slot !== f.slot) return false;
   if (f.job && e.job_id !== f.job) return false;
   if (f.actor && e.actor !== f.actor) return false;
@@ -90,7 +91,8 @@ export function AuditPage() {
     return [...fresh, ...fetched];
   }, [fetched, live, filter]);
   const shown = useMemo(() => (group ? entries.filter((e) => actionGroup(e.type) === group) : entries), [entries, group]);
-  const people = useMemo(() => frequent(entries.map((e) => e.actor), CHIPS), [entries]);
+  // People are accounts and tokens, never a job worker or the system.
+  const people = useMemo(() => frequent(entries.filter(isPerson).map((e) => e.actor), CHIPS), [entries]);
   const slots = useMemo(() => frequent(entries.map((e) => e.slot), CHIPS), [entries]);
 
   const apply = (f: Filter) => {

@@ -12,7 +12,7 @@ let posts: { url: string; body: unknown }[];
 let occupyAnswer: (name: string) => Response;
 
 beforeEach(() => {
-  setAuthForTest({ id: "u-bob", name: "bob", role: "member" });
+  setAuthForTest({ id: "user:u-bob", name: "bob", role: "member" });
   setLang("en");
   posts = [];
   occupyAnswer = (name) => jsonResponse(slot({ name, lifecycle: "occupied", occupant: "bob", position: 99 }));

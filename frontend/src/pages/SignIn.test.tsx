@@ -70,6 +70,27 @@ describe("sign-in page", () => {
     expect(screen.getByTestId("signin-error").textContent).toBe("Too many attempts. Try again in 30 s.");
   });
 
+  it("offers Continue as demo-admin in the loopback demo: a POST, not a form no credential passes (issue 25/27)", async () => {
+    const asked: string[] = [];
+    vi.stubGlobal(
+      "fetch",
+      vi.fn(async (url: string, init?: RequestInit) => {
+        asked.push(`${init?.method ?? "GET"} ${url}`);
+        return jsonResponse({ subject: { id: "user:d1", name: "demo-admin", role: "admin" }, csrf: "c-demo" });
+      }),
+    );
+    render(<SignIn methods={["local", "demo"]} expired={false} />);
+    expect(screen.getByTestId("signin-demo").textContent).toBe("Continue as demo-admin");
+    await act(async () => {
+      fireEvent.click(screen.getByTestId("signin-demo"));
+    });
+    expect(asked).toEqual(["POST /api/auth/demo"]);
+    expect(getAuth()).toMatchObject({ status: "signed_in", subject: { name: "demo-admin" } });
+    cleanup();
+    render(<SignIn methods={["local"]} expired={false} />);
+    expect(screen.queryByTestId("signin-demo")).toBeNull();
+  });
+
   it("offers single sign-on when the server does", () => {
     render(<SignIn methods={["local", "oidc"]} expired={false} />);
     expect(screen.getByTestId("signin-oidc").getAttribute("href")).toBe(OIDC_LOGIN);

@@ -1,8 +1,11 @@
 import { useState, type FormEvent } from "react";
 import { ApiError } from "../api/client";
-import { signIn } from "../auth/session";
+import { demoSignIn, signIn } from "../auth/session";
 import { apiErrorText } from "../format";
 import { useT, type T } from "../i18n";
+
+/** DEMO_ADMIN is the loopback demo's account (backend/cmd/slotkeeper DemoAdmin). */
+export const DEMO_ADMIN = "demo-admin";
 
 /** OIDC_LOGIN is where the single sign-on button goes (the server redirects to the provider). */
 export const OIDC_LOGIN = "/api/auth/oidc/login";
@@ -30,6 +33,20 @@ export function SignIn({ methods, expired }: { methods: string[]; expired: boole
   const [error, setError] = useState<ApiError | undefined>(undefined);
   const local = methods.includes("local") || !methods.includes("oidc");
   const oidc = methods.includes("oidc");
+  const demo = methods.includes("demo");
+  const [demoError, setDemoError] = useState<ApiError | undefined>(undefined);
+
+  const continueAsDemo = async () => {
+    if (pending) return;
+    setPending(true);
+    setDemoError(undefined);
+    try {
+      await demoSignIn(methods);
+    } catch (err) {
+      setDemoError(err instanceof ApiError ? err : new ApiError(0, "network", String(err)));
+      setPending(false);
+    }
+  };
 
   const submit = async (e: FormEvent<HTMLFormElement>) => {
     e.preventDefault();
@@ -54,6 +71,20 @@ export function SignIn({ methods, expired }: { methods: string[]; expired: boole
           {t("auth.expired")}
         </p>
       )}
+      {demo && (
+        <div className="signin-demo">
+          <p>{t("auth.demo_intro", { name: DEMO_ADMIN })}</p>
+          <button type="button" className="primary" disabled={pending} onClick={() => void continueAsDemo()} data-testid="signin-demo">
+            {t("auth.demo", { name: DEMO_ADMIN })}
+          </button>
+          {demoError && (
+            <p className="error" role="alert" data-testid="signin-demo-error">
+              {signInError(demoError, t)}
+            </p>
+          )}
+        </div>
+      )}
+      {demo && local && <p className="or">{t("auth.or")}</p>}
       {local && (
         <form onSubmit={(e) => void submit(e)} className="signin-form" noValidate={false}>
           <label>
@@ -88,7 +119,7 @@ export function SignIn({ methods, expired }: { methods: string[]; expired: boole
               {signInError(error, t)}
             </p>
           )}
-          <button type="submit" className="primary" disabled={pending} data-testid="signin-submit">
+          <button type="submit" className={demo ? undefined : "primary"} disabled={pending} data-testid="signin-submit">
             {pending ? t("auth.submitting") : t("auth.submit")}
           </button>
         </form>

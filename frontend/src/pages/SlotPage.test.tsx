@@ -15,7 +15,7 @@ let postAnswer: (() => Response) | undefined;
 let history: string[];
 
 beforeEach(() => {
-  setAuthForTest({ id: "u-alice", name: "alice", role: "operator" });
+  setAuthForTest({ id: "user:u-alice", name: "alice", role: "operator" });
   setLang("en");
   calls = [];
   postAnswer = undefined;
@@ -133,9 +133,42 @@ describe("slot page", () => {
 });
 
 describe("slot page by role", () => {
-  const as = (role: string, name = "alice") => setAuthForTest({ id: `u-${name}`, name, role }, "csrf-1");
+  const as = (role: string, name = "alice") => setAuthForTest({ id: `user:u-${name}`, name, role }, "csrf-1");
   const present = () =>
     ["occupy", "extend", "release", "teardown", "promote"].filter((id) => screen.queryByTestId(id) !== null);
+
+  it("an operator occupies for someone chosen from the server's list, sent by subject id (issue 25)", async () => {
+    as("operator");
+    const vacant = slot({ lifecycle: "vacant", occupant: undefined, deadline: undefined, position: 2, revision: 2 });
+    putSlot(vacant);
+    const base = (globalThis.fetch as unknown as (u: string, i?: RequestInit) => Promise<Response>).bind(globalThis);
+    vi.stubGlobal(
+      "fetch",
+      vi.fn(async (url: string, init?: RequestInit) => {
+        if (url === "/api/occupants")
+          return jsonResponse({ occupants: [{ id: "user:u-alice", name: "alice", kind: "user" }, { id: "token:t-ci", name: "ci", kind: "token" }] });
+        if (url.endsWith("/occupy")) {
+          calls.push({ method: "POST", url, body: String(init?.body), csrf: undefined });
+          return jsonResponse(slot({ occupant: "ci", occupant_id: "token:t-ci" }));
+        }
+        if (url === "/api/slots/s1") return jsonResponse(vacant);
+        return base(url, init);
+      }),
+    );
+    mount();
+    await flush();
+    const pick = screen.getByTestId("occupy-for") as HTMLSelectElement;
+    expect([...pick.options].map((o) => [o.value, o.textContent])).toEqual([
+      ["", "me (alice)"],
+      ["token:t-ci", "ci (API token)"],
+    ]);
+    fireEvent.change(pick, { target: { value: "token:t-ci" } });
+    fireEvent.click(screen.getByTestId("occupy"));
+    await flush();
+    const sent = calls.find((c) => c.url.endsWith("/occupy"));
+    expect(JSON.parse(sent?.body ?? "{}")).toMatchObject({ by_id: "token:t-ci" });
+    expect(JSON.parse(sent?.body ?? "{}").by).toBeUndefined();
+  });
 
   it("a viewer sees no actions and is told why", async () => {
     as("viewer");

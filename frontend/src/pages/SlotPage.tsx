@@ -9,6 +9,7 @@ import { LoadFallback } from "../components/LoadFallback";
 import { ConfirmPlan } from "../components/ConfirmPlan";
 import { Countdown } from "../components/Countdown";
 import { EarlierDeadline } from "../components/EarlierDeadline";
+import { OccupantPicker } from "../components/OccupantPicker";
 import { RecoveryNotice } from "../components/Recovery";
 import { formatTime, stateReason, untouched } from "../format";
 import { useT } from "../i18n";
@@ -86,7 +87,7 @@ function SlotDetail({ slot }: { slot: SlotView }) {
     (slot.lifecycle !== "retired" && (may.teardown || may.promote));
 
   const occupy = async () => {
-    const s = await cmd.run(() => api.occupy(slot.name, untilIn(hours), (may.occupyForOthers && by.trim()) || undefined));
+    const s = await cmd.run(() => api.occupy(slot.name, untilIn(hours), (may.occupyForOthers && by) || undefined));
     if (s) {
       putSlot(s);
       announce(t("slot.done_occupy"));
@@ -212,11 +213,7 @@ function SlotDetail({ slot }: { slot: SlotView }) {
         )}
         {slot.lifecycle === "vacant" && may.occupy && (
           <>
-            {may.occupyForOthers && (
-              <label>
-                {t("slot.occupy_by")} <input value={by} placeholder={subject?.name} onChange={(e) => setBy(e.target.value)} />
-              </label>
-            )}
+            {may.occupyForOthers && subject && <OccupantPicker me={subject} value={by} onChange={setBy} />}
             <button type="button" disabled={cmd.pending || busy} onClick={() => void occupy()} data-testid="occupy">
               {t("slot.occupy")}
             </button>

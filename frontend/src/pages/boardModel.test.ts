@@ -4,7 +4,7 @@ import { attention, boardCounts, boardEntries, nextFreeSlot } from "./boardModel
 
 const now = Date.parse("2026-01-01T12:00:00Z");
 const inMin = (m: number) => new Date(now + m * 60_000).toISOString();
-const bob = { id: "u-bob", name: "bob", role: "member" };
+const bob = { id: "user:u-bob", name: "bob", role: "member" };
 
 describe("board model", () => {
   const slots = [
