@@ -188,7 +188,8 @@ func TestFreshness(t *testing.T) {
 	if f.BehindEvents != uint64(head-10) || f.BehindSeconds <= 0 {
 		t.Errorf("page at 10: %+v, head %d", f, head)
 	}
-	r := &bundle{store: store}
+	// The same log, so the same token (names are unique across subjects).
+	r := &bundle{store: store, token: b.token}
 	r.start(t, HubOptions{LiveFrom: head + 1000})
 	r.do(t, "GET", "/api/freshness", nil).decode(t, &f)
 	if !f.Rebuilding {
