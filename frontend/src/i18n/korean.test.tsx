@@ -60,8 +60,9 @@ const SAMPLE: Record<string, string> = {
   final: "true",
   resumed: "true",
   reason: "slot is retired",
+  id: "store-3f9c2a7e",
 };
-const NAMES = [ID, "dune", "minjun", "seoyeon@example.com", "worker-2", "db-7f3a", "SLOT/slot-dune", "ci-token", "user:7", "tok-9"];
+const NAMES = [ID, "dune", "minjun", "seoyeon@example.com", "worker-2", "db-7f3a", "SLOT/slot-dune", "ci-token", "user:7", "tok-9", "store-3f9c2a7e"];
 
 function placeholders(s: string): string[] {
   return [...s.matchAll(/\{(\w+)\}/g)].map((m) => m[1] ?? "");
