@@ -153,7 +153,7 @@ func TestRegisterRefusesTheConfusedDeputy(t *testing.T) {
 	var audit struct {
 		Entries []projections.AuditEntry `json:"entries"`
 	}
-	if code := s.call(t, "GET", fmt.Sprintf("/api/audit?after=%d&limit=1000", before), nil, &audit); code != 200 {
+	if code := s.call(t, "GET", fmt.Sprintf("/api/audit?after=%d&limit=1000&plumbing=true", before), nil, &audit); code != 200 {
 		t.Fatalf("audit: %d", code)
 	}
 	for _, e := range audit.Entries {

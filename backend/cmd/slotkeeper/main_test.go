@@ -446,7 +446,7 @@ func TestStreamResumesAcrossProcessRestart(t *testing.T) {
 	var audit struct {
 		Entries []projections.AuditEntry `json:"entries"`
 	}
-	s.call(t, "GET", fmt.Sprintf("/api/audit?after=%d&limit=1000", from), nil, &audit)
+	s.call(t, "GET", fmt.Sprintf("/api/audit?after=%d&limit=1000&plumbing=true", from), nil, &audit)
 	if len(audit.Entries) < 10 {
 		t.Fatalf("audit after %d: %d entries", from, len(audit.Entries))
 	}
@@ -611,7 +611,7 @@ func TestServeOnKurrent(t *testing.T) {
 	var audit struct {
 		Entries []projections.AuditEntry `json:"entries"`
 	}
-	s.call(t, "GET", fmt.Sprintf("/api/audit?after=%d&limit=1000", from), nil, &audit)
+	s.call(t, "GET", fmt.Sprintf("/api/audit?after=%d&limit=1000&plumbing=true", from), nil, &audit)
 	// After the snapshot: the consumers' checkpoints written as the first
 	// server stopped (issue 13), then the extend.
 	var extend events.Position
