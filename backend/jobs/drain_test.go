@@ -25,10 +25,11 @@ func TestDrainingEngineClaimsNothing(t *testing.T) {
 	c1.WorkerID, c2.WorkerID = "draining", "serving"
 	e1, _ := w.startEngine(c1)
 	ctx := context.Background()
-	// A running attempt on the draining engine: its first step hangs.
+	// A running attempt on the draining engine: its first step is slow
+	// (a hang would only end at the step's deadline, as a timeout).
 	w.seed("first")
 	w.occupy("first")
-	w.sim.AddFault(sim.Fault{Endpoint: sim.EndpointDeleteDatabase, Hang: true})
+	w.sim.AddFault(sim.Fault{Endpoint: sim.EndpointDeleteDatabase, Latency: 3 * time.Second, Times: 1})
 	first, err := w.svc.Release(ctx, bob, "first")
 	if err != nil {
 		t.Fatal(err)
@@ -56,8 +57,7 @@ func TestDrainingEngineClaimsNothing(t *testing.T) {
 			}
 		}
 	}
-	// The draining engine's own attempt went on to its end (the hang ended
-	// with the fault).
+	// The draining engine's own attempt went on to its end.
 	j := w.waitEnded(first.JobID)
 	if j.Status != slots.StatusSucceeded || !strings.Contains(j.Worker, "draining") {
 		t.Fatalf("the draining engine's attempt: %s by %s", j.Status, j.Worker)
