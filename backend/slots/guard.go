@@ -112,6 +112,13 @@ type ResourceChecker interface {
 	Repo(ctx context.Context, r events.RepoRef) (defaultBranch string, st ResourceState, err error)
 }
 
+// DBEngineChecker is the optional part of a ResourceChecker that reads a
+// database's engine and image (providercheck.Checker has it): register
+// records them in the template as what "same as before" means.
+type DBEngineChecker interface {
+	CoolifyDBEngine(ctx context.Context, uuid string) (engine, image string, err error)
+}
+
 // checkResources is step 3 of Register. It returns the slot repository's
 // default branch as the provider reports it ("" without a checker).
 func (s *Service) checkResources(ctx context.Context, c RegisterCmd) (string, error) {
@@ -150,6 +157,21 @@ func (s *Service) checkResources(ctx context.Context, c RegisterCmd) (string, er
 	_, st, err = ch.Repo(ctx, c.TemplateRepo)
 	if e := judge("template_repo", repoName(c.TemplateRepo), st, err); e != nil {
 		return "", e
+	}
+	if t := c.Template; t != nil && t.DBEngine == "" {
+		if ec, ok := ch.(DBEngineChecker); ok {
+			eng, img, err := ec.CoolifyDBEngine(ctx, c.DBUUID)
+			if err != nil {
+				return "", &Error{Code: CodeUpstream, Message: "could not read the engine of database " + c.DBUUID + "; nothing was recorded", Details: map[string]any{"field": "db_uuid"}, Err: err}
+			}
+			t.SeenEngine, t.SeenImage = eng, img
+		}
+	}
+	if t := c.Template; t != nil && t.EnvFromApp != "" {
+		_, st, err := ch.CoolifyApp(ctx, t.EnvFromApp)
+		if e := judge("template.env_from_app", t.EnvFromApp, st, err); e != nil {
+			return "", e
+		}
 	}
 	switch {
 	case appEnv == 0 || dbEnv == 0:

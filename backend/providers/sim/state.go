@@ -43,6 +43,9 @@ type SlotFixture struct {
 	Template     RepoFixture `json:"template"`
 	TemplateRef  string      `json:"template_ref"`
 	TemplateHead string      `json:"template_head"`
+	// TemplateApp is the Coolify application a ready reset copies env
+	// vars from ("" when none was seeded; see EnsureTemplateApp).
+	TemplateApp string `json:"template_app,omitempty"`
 }
 
 // Seeding defaults.
@@ -92,6 +95,7 @@ func (s *Sim) SeedSlot(name string) (SlotFixture, error) {
 	if err != nil {
 		return fx, err
 	}
+	s.SetAppRepo(fx.AppUUID, fx.Repo.Project, fx.Repo.Slug, DefaultBranch)
 	fx.Template, fx.TemplateRef, fx.TemplateHead = tmpl, DefaultBranch, head
 	return fx, nil
 }

@@ -1,0 +1,263 @@
+package jobs_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/slotkeeper/slotkeeper/backend/providers/sim"
+	"github.com/slotkeeper/slotkeeper/backend/slots"
+	"github.com/slotkeeper/slotkeeper/events"
+)
+
+// seedReady creates a slot in the simulator and registers it with a
+// template: env vars copied from a template application, the database of
+// engine (""= same as before), deployed and healthy.
+func (w *world) seedReady(name, engine string) sim.SlotFixture {
+	w.t.Helper()
+	fx, err := w.sim.SeedSlot(name)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	if fx.TemplateApp, err = w.sim.EnsureTemplateApp(); err != nil {
+		w.t.Fatal(err)
+	}
+	err = w.svc.Register(context.Background(), slots.Actor{Name: "admin"}, slots.RegisterCmd{
+		Name: name, ProjectUUID: fx.ProjectUUID, AppUUID: fx.AppUUID, DBUUID: fx.DBUUID,
+		Repo:         events.RepoRef{Project: fx.Repo.Project, Slug: fx.Repo.Slug},
+		TemplateRepo: events.RepoRef{Project: fx.Template.Project, Slug: fx.Template.Slug}, TemplateRef: fx.TemplateRef,
+		Template: &events.SlotTemplate{DBEngine: engine, ServerUUID: sim.ServerUUID, EnvFromApp: fx.TemplateApp},
+	})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return fx
+}
+
+// checkReady: after a successful ready reset the slot is a clean copy of
+// its template, running: the old database gone and a new one the slot
+// tracks, env vars exactly the template's plus DATABASE_URL pointing at the
+// new database, the template code deployed (its commit) and healthy, the
+// slot vacated; no secret value in any event.
+func checkReady(t *testing.T, w *world, fx sim.SlotFixture, jobID string) string {
+	t.Helper()
+	checkResetDeletes(t, w, fx, jobID)
+	st := w.final(fx.Name)
+	db := st.Reg.DBUUID
+	if db == fx.DBUUID || !w.sim.HasDatabase(db) {
+		t.Fatalf("slot database %s (old %s): want a new one the simulator holds", db, fx.DBUUID)
+	}
+	got := map[string]string{}
+	for _, e := range w.sim.Envs(fx.AppUUID) {
+		if _, dup := got[e.Key]; dup {
+			t.Errorf("env var %s twice", e.Key)
+		}
+		got[e.Key] = e.Value
+	}
+	want := map[string]string{"APP_ENV": "preview", "LOG_LEVEL": "info", "DATABASE_URL": w.sim.DatabaseURL(db)}
+	if len(got) != len(want) {
+		t.Errorf("env vars %v, want exactly %v", keysOf(got), keysOf(want))
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("env %s = %q, want the template's", k, got[k])
+		}
+	}
+	if s := w.sim.AppStatus(fx.AppUUID); s != "running:healthy" {
+		t.Errorf("app status %s", s)
+	}
+	var deployed *events.AppDeployed
+	secrets := []string{w.sim.DatabaseURL(db), w.sim.DatabaseURL(fx.DBUUID)}
+	for _, ev := range append(w.jobEvents(jobID), w.logEvents(events.SlotStream(fx.Name))...) {
+		for _, sec := range secrets {
+			if strings.Contains(string(ev.Data), sec) || strings.Contains(string(ev.Data), strings.Split(strings.Split(sec, ":")[2], "@")[0]) {
+				t.Errorf("a secret is in event %s: %s", ev.Type, ev.Data)
+			}
+		}
+		if ev.Type == "AppDeployed" {
+			p, _ := events.Decode(ev)
+			e := p.(events.AppDeployed)
+			deployed = &e
+		}
+	}
+	if deployed == nil || deployed.Commit != fx.TemplateHead || deployed.Status != "running:healthy" || !strings.Contains(deployed.FQDN, fx.AppUUID) {
+		t.Errorf("AppDeployed %+v, want the template head %s running:healthy with its fqdn", deployed, fx.TemplateHead)
+	}
+	return db
+}
+
+// checkResetDeletes is checkReset without its env-vars rule (a ready reset
+// restores them).
+func checkResetDeletes(t *testing.T, w *world, fx sim.SlotFixture, jobID string) {
+	t.Helper()
+	if w.sim.HasDatabase(fx.DBUUID) {
+		t.Error("old database still exists after a successful reset")
+	}
+	head, err := w.sim.RepoHeadSHA(fx.Repo.Project, fx.Repo.Slug, "main")
+	if err != nil || head != fx.TemplateHead {
+		t.Errorf("slot repo at %s (%v), want template %s", head, err, fx.TemplateHead)
+	}
+	st := w.final(fx.Name)
+	if st.Occupied || st.Locked() || !st.VacatedBy[jobID] {
+		t.Errorf("slot after reset: occupied=%v lock=%q", st.Occupied, st.LockJob)
+	}
+}
+
+func keysOf(m map[string]string) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestReadyReset: a reset of a slot with a template (engine "same as
+// before") ends with a clean copy of the template, running; a second reset
+// deletes the database the first created (it is the slot's), and the read
+// model shows the slot ready with its URL, health and commit.
+func TestReadyReset(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, nil)
+	fx := w.seedReady("rdy", "")
+	w.occupy("rdy")
+	w.startEngine(w.engineConfig())
+	res := startJob(t, w, events.KindReset, "rdy")
+	j := w.waitEnded(res.JobID)
+	if j.Status != slots.StatusSucceeded {
+		t.Fatalf("reset %s: %s%s", j.Status, j.LastError, history(w.jobEvents(res.JobID)))
+	}
+	if !slices.Equal(j.Queued.Steps, slots.ReadyResetSteps) {
+		t.Fatalf("plan %v", j.Queued.Steps)
+	}
+	db1 := checkReady(t, w, fx, res.JobID)
+	var created events.DBCreated
+	for _, ev := range w.jobEvents(res.JobID) {
+		if ev.Type == "DBCreated" {
+			p, _ := events.Decode(ev)
+			created = p.(events.DBCreated)
+		}
+	}
+	if created.DBUUID != db1 || created.Engine != "postgresql" {
+		t.Fatalf("DBCreated %+v: want the same engine as the deleted database", created)
+	}
+	rm := w.readModel()
+	v, err := rm.Slot(context.Background(), "rdy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !v.Ready || v.Deployed == nil || v.Deployed.Commit != fx.TemplateHead || v.DBUUID != db1 || len(v.Missing) != 0 {
+		t.Fatalf("read model: ready=%v deployed=%+v db=%s missing=%v", v.Ready, v.Deployed, v.DBUUID, v.Missing)
+	}
+
+	// The next reset deletes the new database and makes another.
+	w.occupy("rdy")
+	res2 := startJob(t, w, events.KindReset, "rdy")
+	if j := w.waitEnded(res2.JobID); j.Status != slots.StatusSucceeded {
+		t.Fatalf("second reset %s: %s", j.Status, j.LastError)
+	}
+	fx2 := fx
+	fx2.DBUUID = db1
+	if db2 := checkReady(t, w, fx2, res2.JobID); db2 == db1 {
+		t.Fatal("second reset kept the database")
+	}
+}
+
+// TestResetWithoutTemplateShowsWhatItLacks: a slot registered without a
+// template (every slot before issue 23) keeps the old reset, and the read
+// model says the vacant slot is not ready and why.
+func TestResetWithoutTemplateShowsWhatItLacks(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, nil)
+	fx := w.seed("old")
+	w.occupy("old")
+	w.startEngine(w.engineConfig())
+	res := startJob(t, w, events.KindReset, "old")
+	if j := w.waitEnded(res.JobID); j.Status != slots.StatusSucceeded || slices.Contains(j.Queued.Steps, events.StepCreateDB) {
+		t.Fatalf("reset %s steps %v", j.Status, j.Queued.Steps)
+	}
+	checkReset(t, w, fx, res.JobID)
+	v, err := w.readModel().Slot(context.Background(), "old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Ready || len(v.Missing) != 1 || !strings.Contains(v.Missing[0], "no slot template") {
+		t.Fatalf("ready=%v missing=%v", v.Ready, v.Missing)
+	}
+}
+
+// TestReadyResetFailedDeployIsNotVacant: a deployment that fails leaves the
+// slot occupied (not vacant), says why, and a resume after the fix deploys
+// again and vacates it.
+func TestReadyResetFailedDeployIsNotVacant(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, nil)
+	fx := w.seedReady("dep", "postgresql")
+	w.occupy("dep")
+	w.sim.FailDeploy(fx.AppUUID, "build failed")
+	w.startEngine(w.engineConfig())
+	res := startJob(t, w, events.KindReset, "dep")
+	j := w.waitEnded(res.JobID)
+	if j.Status != slots.StatusFailed || j.InFlight != "" && j.InFlight != events.StepDeploy || !strings.Contains(j.LastError, "failed") || j.Done[events.StepDeploy] {
+		t.Fatalf("reset %s in-flight %q: %q", j.Status, j.InFlight, j.LastError)
+	}
+	if st := w.final("dep"); !st.Occupied {
+		t.Fatal("slot vacated although its deploy failed")
+	}
+	w.sim.FailDeploy(fx.AppUUID, "")
+	if _, err := w.svc.Resume(context.Background(), bob, res.JobID); err != nil {
+		t.Fatal(err)
+	}
+	if j := w.waitEndedN(res.JobID, 2); j.Status != slots.StatusSucceeded {
+		t.Fatalf("resumed reset %s: %s", j.Status, j.LastError)
+	}
+	checkReady(t, w, fx, res.JobID)
+}
+
+// TestReadyResetCreateUncertain: the create's answer is lost (the
+// connection resets after Coolify made the database: a fault that lets the
+// request through then drops the answer is not available, so the create is
+// made by an earlier attempt whose result was never recorded: the sim's
+// 500 after the handler ran). The resumed attempt finds the database by its
+// name and adopts it instead of creating a second one.
+func TestReadyResetCreateUncertain(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, nil)
+	fx := w.seedReady("unc", "postgresql")
+	w.occupy("unc")
+	// The create is answered 500 only after the database was made.
+	w.sim.AddFault(sim.Fault{Endpoint: sim.EndpointCreateDatabase, Status: 500, AfterHandler: true, Times: 1})
+	w.startEngine(w.engineConfig())
+	res := startJob(t, w, events.KindReset, "unc")
+	j := w.waitEnded(res.JobID)
+	if j.Status != slots.StatusFailed || j.InFlight != events.StepCreateDB {
+		t.Fatalf("reset %s in-flight %q: %q", j.Status, j.InFlight, j.LastError)
+	}
+	if _, err := w.svc.Resume(context.Background(), bob, res.JobID); err != nil {
+		t.Fatal(err)
+	}
+	if j := w.waitEndedN(res.JobID, 2); j.Status != slots.StatusSucceeded {
+		t.Fatalf("resumed reset %s: %s", j.Status, j.LastError)
+	}
+	checkReady(t, w, fx, res.JobID)
+	found := false
+	for _, ev := range w.jobEvents(res.JobID) {
+		if ev.Type == "DBCreated" {
+			p, _ := events.Decode(ev)
+			found = p.(events.DBCreated).Found
+		}
+	}
+	if !found {
+		t.Error("the resumed create_db did not record that it found the uncertain create's database")
+	}
+	n := 0
+	for _, d := range w.sim.DatabaseNames(fx.ProjectUUID) {
+		if strings.HasPrefix(d, "db-unc-") {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d databases created by the reset, want 1 (the uncertain create adopted)", n)
+	}
+}
