@@ -330,8 +330,8 @@ func (c *Client) confirmGone(ctx context.Context, op, id, path, own string) (pro
 func (c *Client) ListEnvs(ctx context.Context, appUUID string) ([]providers.EnvVar, error) {
 	const op = "coolify.ListEnvs"
 	var raw []struct {
-		UUID  string `json:"uuid"`
-		Key   string `json:"key"`
+		UUID  string  `json:"uuid"`
+		Key   string  `json:"key"`
 		Value *string `json:"value"`
 	}
 	if err := c.list(ctx, op, appUUID, "/applications/"+appUUID+"/envs", msgAppBare, &raw); err != nil {
