@@ -6,6 +6,10 @@
 // flags) are appended by auditSummary in format.ts.
 export const vocabEn = {
   "event.AppDeleted": "Application deleted",
+  "event.AppDeployed": "Application deployed",
+  "event.DBCreated": "Database created",
+  "event.EnvRestored": "Env vars restored",
+  "event.SlotDatabaseChanged": "Slot database replaced",
   "event.CodePushed": "Code pushed",
   "event.DBDeleted": "Database deleted",
   "event.DeadlineWarning": "Deadline warning",
@@ -68,6 +72,10 @@ export const vocabEn = {
   "event.WaitlistLeft": "Left the waitlist",
   "event.WaitlistReordered": "Waitlist reordered",
   "audit.ev.AppDeleted": "{step} done",
+  "audit.ev.AppDeployed": "{step} done",
+  "audit.ev.DBCreated": "{step} done",
+  "audit.ev.EnvRestored": "{step} done",
+  "audit.ev.SlotDatabaseChanged": "The slot's database was replaced by a reset's new one",
   "audit.ev.CodePushed": "{step} done",
   "audit.ev.DBDeleted": "{step} done",
   "audit.ev.DeadlineWarning": "{who} warned: deadline {until}, {duration} ahead",
@@ -195,6 +203,10 @@ export type VocabKey = keyof typeof vocabEn;
 
 export const vocabKo: Record<VocabKey, string> = {
   "event.AppDeleted": "애플리케이션 삭제됨",
+  "event.AppDeployed": "애플리케이션 배포됨",
+  "event.DBCreated": "데이터베이스 생성됨",
+  "event.EnvRestored": "환경 변수 복원됨",
+  "event.SlotDatabaseChanged": "슬롯 데이터베이스 교체됨",
   "event.CodePushed": "코드 푸시됨",
   "event.DBDeleted": "데이터베이스 삭제됨",
   "event.DeadlineWarning": "기한 경고",
@@ -257,6 +269,10 @@ export const vocabKo: Record<VocabKey, string> = {
   "event.WaitlistLeft": "대기열 나감",
   "event.WaitlistReordered": "대기열 순서 변경",
   "audit.ev.AppDeleted": "{step} 완료",
+  "audit.ev.AppDeployed": "{step} 완료",
+  "audit.ev.DBCreated": "{step} 완료",
+  "audit.ev.EnvRestored": "{step} 완료",
+  "audit.ev.SlotDatabaseChanged": "초기화가 만든 새 데이터베이스로 슬롯 데이터베이스가 교체됨",
   "audit.ev.CodePushed": "{step} 완료",
   "audit.ev.DBDeleted": "{step} 완료",
   "audit.ev.DeadlineWarning": "{who}님에게 경고: 기한 {until}, {duration} 전",

@@ -10,6 +10,7 @@ import { ConfirmPlan } from "../components/ConfirmPlan";
 import { Countdown } from "../components/Countdown";
 import { EarlierDeadline } from "../components/EarlierDeadline";
 import { RecoveryNotice } from "../components/Recovery";
+import { AppStatus } from "../components/AppStatus";
 import { formatTime, stateReason, untouched } from "../format";
 import { useT } from "../i18n";
 import { announce } from "../live/announce";
@@ -124,6 +125,7 @@ function SlotDetail({ slot }: { slot: SlotView }) {
           {t.dyn("lifecycle", slot.lifecycle)}
         </span>
       </div>
+      <AppStatus slot={slot} />
       <dl className="facts">
         {slot.occupant && (
           <>
