@@ -261,3 +261,52 @@ func TestReadyResetCreateUncertain(t *testing.T) {
 		t.Fatalf("%d databases created by the reset, want 1 (the uncertain create adopted)", n)
 	}
 }
+
+// ready: the cell's slot is registered with a template (the ready reset's
+// steps, issue 23).
+func (c stepCall) ready() bool {
+	return slices.ContainsFunc(readyMatrixSteps, func(r stepCall) bool { return r.step == c.step && r.endpoint == c.endpoint })
+}
+
+// readyMatrixSteps are the ready reset's new outside calls, faulted like
+// every other step's (matrix_test.go).
+var readyMatrixSteps = []stepCall{
+	{events.KindReset, events.StepCreateDB, sim.EndpointCreateDatabase, func(sim.SlotFixture) string { return "postgresql" }},
+	{events.KindReset, events.StepRestoreEnv, sim.EndpointCreateEnv, func(fx sim.SlotFixture) string { return fx.AppUUID }},
+	{events.KindReset, events.StepDeploy, sim.EndpointDeploy, func(fx sim.SlotFixture) string { return fx.AppUUID }},
+	{events.KindReset, events.StepDeploy, sim.EndpointGetDeployment, func(sim.SlotFixture) string { return "" }},
+}
+
+// TestReadyFaultMatrix: each new call of the ready reset × each fault:
+// the honest terminal event, no request outside the fenced span, a hung
+// call aborted, nothing untracked, and a resume (or a new reset after a
+// cancel) converges to a clean copy of the template, running.
+func TestReadyFaultMatrix(t *testing.T) {
+	t.Parallel()
+	var cells []struct {
+		c stepCall
+		f faultKind
+	}
+	for _, c := range readyMatrixSteps {
+		for _, f := range allFaults {
+			cells = append(cells, struct {
+				c stepCall
+				f faultKind
+			}{c, f})
+		}
+	}
+	runCells(t, len(cells), func(i int) string { return cells[i].c.endpoint + "/" + string(cells[i].f) },
+		func(t *testing.T, i int) { runCell(t, cells[i].c, cells[i].f) })
+}
+
+// checkReadyTracked: every database the ready reset created is the slot's
+// (its state names it), so none is lost track of, whatever the fault.
+func checkReadyTracked(t *testing.T, w *world, fx sim.SlotFixture) {
+	t.Helper()
+	st := w.slot(fx.Name)
+	for _, name := range w.sim.DatabaseNames(fx.ProjectUUID) {
+		if strings.HasPrefix(name, "db-"+fx.Name+"-") && !w.sim.HasDatabase(st.Reg.DBUUID) {
+			t.Errorf("database %s exists but the slot names %s, which the simulator does not hold", name, st.Reg.DBUUID)
+		}
+	}
+}
