@@ -295,6 +295,9 @@ type LeftVolume struct {
 	// storage bind-mounted that host directory instead (no volume).
 	Volume   string `json:"volume,omitempty"`
 	HostPath string `json:"host_path,omitempty"`
+	// MountPath is where the storage was mounted (a ready reset mounts a
+	// new, empty volume there; issue 23). Empty in older logs.
+	MountPath string `json:"mount_path,omitempty"`
 	// Server names the server holding it.
 	Server string `json:"server"`
 	// Cleanup is the command to run there, e.g. "docker volume rm data-x".

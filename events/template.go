@@ -7,7 +7,10 @@ package events
 const (
 	StepCreateDB   = "create_db"
 	StepRestoreEnv = "restore_env"
-	StepDeploy     = "deploy"
+	// StepCreateVolumes mounts a new, empty Docker volume where each
+	// persistent storage delete_volumes removed was mounted.
+	StepCreateVolumes = "create_volumes"
+	StepDeploy        = "deploy"
 )
 
 // SlotTemplate is what a reset brings a slot back to, declared at register
@@ -37,6 +40,10 @@ type SlotTemplate struct {
 	// DBURLKey is the env var that receives the new database's internal
 	// URL (default DATABASE_URL).
 	DBURLKey string `json:"db_url_key,omitempty"`
+	// Volumes are the mount paths of the application's persistent
+	// storages: a reset mounts a new, empty volume at each (and at every
+	// mount path whose storage it removed, "same as before").
+	Volumes []string `json:"volumes,omitempty"`
 	// Deploy: after the restore, deploy the template code and wait until
 	// Coolify reports the application running:healthy (default true).
 	NoDeploy bool `json:"no_deploy,omitempty"`
@@ -85,6 +92,25 @@ type EnvRestored struct {
 	Keys    []string `json:"keys"`
 }
 
+// VolumesCreated: create_volumes mounted a new, empty volume (a storage
+// under a new name) at each mount path delete_volumes removed, confirmed by
+// a listing. The old volumes stay recorded as left on the server.
+type VolumesCreated struct {
+	StepResult
+	AppUUID string          `json:"app_uuid"`
+	Volumes []CreatedVolume `json:"volumes"`
+	// Skipped are mount paths not recreated: bind mounts of a host
+	// directory, which no new name can empty.
+	Skipped []string `json:"skipped,omitempty"`
+}
+
+// CreatedVolume is one storage create_volumes made.
+type CreatedVolume struct {
+	StorageUUID string `json:"storage_uuid"`
+	Name        string `json:"name"`
+	MountPath   string `json:"mount_path"`
+}
+
 // AppDeployed: deploy started DeploymentUUID and Coolify then reported the
 // application Status ("running:healthy"). FQDN is the application's URL(s)
 // as Coolify reports them; Commit the deployment's commit.
@@ -113,11 +139,13 @@ type SlotDatabaseChanged struct {
 func (DBCreated) EventType() string           { return "DBCreated" }
 func (EnvRestored) EventType() string         { return "EnvRestored" }
 func (AppDeployed) EventType() string         { return "AppDeployed" }
+func (VolumesCreated) EventType() string      { return "VolumesCreated" }
 func (SlotDatabaseChanged) EventType() string { return "SlotDatabaseChanged" }
 
 func init() {
 	constructors["DBCreated"] = decodeAs[DBCreated]
 	constructors["EnvRestored"] = decodeAs[EnvRestored]
 	constructors["AppDeployed"] = decodeAs[AppDeployed]
+	constructors["VolumesCreated"] = decodeAs[VolumesCreated]
 	constructors["SlotDatabaseChanged"] = decodeAs[SlotDatabaseChanged]
 }

@@ -208,6 +208,8 @@ func stepResultOf(p events.Payload) (events.StepResult, bool) {
 		return e.StepResult, true
 	case events.EnvRestored:
 		return e.StepResult, true
+	case events.VolumesCreated:
+		return e.StepResult, true
 	case events.AppDeployed:
 		return e.StepResult, true
 	}
@@ -237,6 +239,15 @@ func resultDetail(p events.Payload, r events.StepResult) string {
 		d = fmt.Sprintf("env vars are exactly the template's (%s), verified by listing", strings.Join(e.Keys, ", "))
 		if e.From != "" {
 			d += "; values read from template application " + e.From + ", not recorded"
+		}
+	case events.VolumesCreated:
+		var vs []string
+		for _, v := range e.Volumes {
+			vs = append(vs, v.Name+" at "+v.MountPath)
+		}
+		d = fmt.Sprintf("mounted %d new, empty volume(s): %s", len(e.Volumes), strings.Join(vs, ", "))
+		if len(e.Skipped) > 0 {
+			d += "; bind mounts not recreated (a host directory cannot be emptied through the API): " + strings.Join(e.Skipped, ", ")
 		}
 	case events.AppDeployed:
 		d = "deployment " + e.DeploymentUUID + " finished; the application is " + e.Status

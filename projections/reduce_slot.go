@@ -119,6 +119,16 @@ func applySlot(v SlotView, ev events.RecordedEvent, p events.Payload, own bool) 
 			return v
 		}
 		v.Resources, v.DBUUID = rs, e.DBUUID
+	case events.VolumesCreated:
+		var rs []events.Resource
+		for _, c := range e.Volumes {
+			rs = append(rs, events.Resource{Kind: events.ResVolume, ID: c.StorageUUID, Name: c.Name})
+		}
+		nrs := addMissing(v.Resources, rs)
+		if len(nrs) == len(v.Resources) {
+			return v
+		}
+		v.Resources = nrs
 	case events.AppDeployed:
 		v.Deployed = &Deployed{FQDN: e.FQDN, Status: e.Status, Commit: e.Commit, JobID: e.JobID, DeployedAt: t}
 	case events.ResourcesListed:

@@ -90,7 +90,7 @@ func Template(fx sim.SlotFixture) *events.SlotTemplate {
 	if fx.TemplateApp == "" {
 		return nil
 	}
-	return &events.SlotTemplate{ServerUUID: sim.ServerUUID, EnvFromApp: fx.TemplateApp}
+	return &events.SlotTemplate{ServerUUID: sim.ServerUUID, EnvFromApp: fx.TemplateApp, Volumes: []string{sim.SlotVolumeMount}}
 }
 
 // Register registers the seeded slots (fxs, in pool's order) and occupies

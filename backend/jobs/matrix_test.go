@@ -300,7 +300,8 @@ func checkTracked(t *testing.T, w *world, kind string, fx sim.SlotFixture, j *sl
 		// A ready reset restores env vars after their deletion.
 		has[events.ResEnvVar] = len(w.sim.Envs(fx.AppUUID)) > 0 && !j.Done[events.StepDeleteEnvVars]
 		for _, s := range w.sim.Storages(fx.AppUUID) {
-			has[events.ResVolume] = has[events.ResVolume] || s.Kind == "persistent"
+			// A ready reset mounts new volumes after removing the old ones.
+			has[events.ResVolume] = has[events.ResVolume] || s.Kind == "persistent" && !j.Done[events.StepDeleteVolumes]
 		}
 		head, _ := w.sim.RepoHeadSHA(fx.Repo.Project, fx.Repo.Slug, "main")
 		has[events.ResRepository] = head != fx.TemplateHead

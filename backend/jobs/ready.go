@@ -24,6 +24,7 @@ import (
 func init() {
 	kinds[events.KindReset][events.StepCreateDB] = createDB
 	kinds[events.KindReset][events.StepRestoreEnv] = restoreEnv
+	kinds[events.KindReset][events.StepCreateVolumes] = createVolumes
 	kinds[events.KindReset][events.StepDeploy] = deploy
 }
 
@@ -284,6 +285,100 @@ func restoreEnv(ctx context.Context, a *attempt, _ bool) (events.Payload, error)
 		return nil, failf("%d of the template's %d env vars exist on %s after the restore", len(got), len(want), app)
 	}
 	return events.EnvRestored{StepResult: a.result(false), AppUUID: app, From: t.EnvFromApp, Keys: keys}, nil
+}
+
+// volumeName is the name create_volumes gives the storage mounted at
+// mountPath: new for every reset (Coolify prefixes it with the app's uuid,
+// AC:4898), so the next deploy mounts an empty volume, never the old one.
+func volumeName(mountPath, jobID string) string {
+	base := strings.Trim(strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '-'
+	}, mountPath), "-")
+	if base == "" {
+		base = "data"
+	}
+	if len(base) > 60 {
+		base = base[:60]
+	}
+	return base + "-" + strings.TrimPrefix(dbName("", jobID), "db--")
+}
+
+// createVolumes mounts a new, empty volume at each mount path whose
+// persistent storage delete_volumes removed (its VolumeMountsRemoved names
+// them). A listing first makes it idempotent: a mount path that already has
+// this job's storage is not created again. Bind mounts of host directories
+// are not recreated (no new name empties them): they are named in Skipped.
+func createVolumes(ctx context.Context, a *attempt, _ bool) (events.Payload, error) {
+	st, err := a.slot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	app := st.Reg.AppUUID
+	var removed events.VolumeMountsRemoved
+	a.doneResult(events.StepDeleteVolumes, &removed)
+	var want, skipped []string
+	if t := st.Reg.Template; t != nil {
+		want = append(want, t.Volumes...)
+	}
+	for _, l := range removed.Left {
+		switch {
+		case l.HostPath != "":
+			if want = slices.DeleteFunc(want, func(m string) bool { return m == l.MountPath }); l.MountPath != "" {
+				skipped = append(skipped, l.MountPath)
+			}
+		case l.MountPath != "" && !slices.Contains(want, l.MountPath):
+			want = append(want, l.MountPath)
+		}
+	}
+	list := func(verify bool) ([]providers.Storage, error) {
+		var out []providers.Storage
+		err := a.call(ctx, events.StepStarted{Resource: &events.Resource{Kind: events.ResApplication, ID: app, Name: "list storages"}, Verify: verify},
+			func(ctx context.Context) error {
+				var err error
+				out, err = a.e.deps.PaaS.ListStorages(ctx, app)
+				return err
+			})
+		return out, err
+	}
+	mine := func(list []providers.Storage, mount string) *providers.Storage {
+		for i, s := range list {
+			if s.Kind == "persistent" && s.MountPath == mount && strings.HasSuffix(s.Name, volumeName(mount, a.job.ID)) {
+				return &list[i]
+			}
+		}
+		return nil
+	}
+	have, err := list(false)
+	if err != nil {
+		return nil, fromProvider("list storages of "+app, err)
+	}
+	for _, m := range want {
+		if mine(have, m) != nil {
+			continue
+		}
+		name := volumeName(m, a.job.ID)
+		err := a.call(ctx, events.StepStarted{Resource: &events.Resource{Kind: events.ResVolume, ID: app, Name: name}},
+			func(ctx context.Context) error { _, err := a.e.deps.PaaS.CreateStorage(ctx, app, name, m); return err })
+		if err != nil {
+			return nil, fromProvider("create volume "+name+" at "+m, err)
+		}
+	}
+	have, err = list(true)
+	if err != nil {
+		return nil, fromProvider("confirm the volumes of "+app, err)
+	}
+	out := events.VolumesCreated{StepResult: a.result(false), AppUUID: app, Volumes: []events.CreatedVolume{}, Skipped: skipped}
+	for _, m := range want {
+		s := mine(have, m)
+		if s == nil {
+			return nil, failf("no new volume is mounted at %s of %s after its creation", m, app)
+		}
+		out.Volumes = append(out.Volumes, events.CreatedVolume{StorageUUID: s.UUID, Name: s.Name, MountPath: m})
+	}
+	return out, nil
 }
 
 // Deploy polling: how often the deployment and the application's status

@@ -27,7 +27,7 @@ func (w *world) seedReady(name, engine string) sim.SlotFixture {
 		Name: name, ProjectUUID: fx.ProjectUUID, AppUUID: fx.AppUUID, DBUUID: fx.DBUUID,
 		Repo:         events.RepoRef{Project: fx.Repo.Project, Slug: fx.Repo.Slug},
 		TemplateRepo: events.RepoRef{Project: fx.Template.Project, Slug: fx.Template.Slug}, TemplateRef: fx.TemplateRef,
-		Template: &events.SlotTemplate{DBEngine: engine, ServerUUID: sim.ServerUUID, EnvFromApp: fx.TemplateApp},
+		Template: &events.SlotTemplate{DBEngine: engine, ServerUUID: sim.ServerUUID, EnvFromApp: fx.TemplateApp, Volumes: []string{"/var/lib/app"}},
 	})
 	if err != nil {
 		w.t.Fatal(err)
@@ -63,6 +63,17 @@ func checkReady(t *testing.T, w *world, fx sim.SlotFixture, jobID string) string
 		if got[k] != v {
 			t.Errorf("env %s = %q, want the template's", k, got[k])
 		}
+	}
+	// Volumes: a new, empty one at the old mount path; the old one is left
+	// on the server (its data too) and stays tracked as such.
+	var mounted []sim.Storage
+	for _, s := range w.sim.Storages(fx.AppUUID) {
+		if s.Kind == "persistent" {
+			mounted = append(mounted, s)
+		}
+	}
+	if len(mounted) != 1 || mounted[0].MountPath != "/var/lib/app" || strings.HasPrefix(mounted[0].Name, "data-") || w.sim.VolumeData(mounted[0].Name) != "" {
+		t.Errorf("persistent storages %+v: want one new, empty volume at /var/lib/app", mounted)
 	}
 	if s := w.sim.AppStatus(fx.AppUUID); s != "running:healthy" {
 		t.Errorf("app status %s", s)
@@ -273,6 +284,7 @@ func (c stepCall) ready() bool {
 var readyMatrixSteps = []stepCall{
 	{events.KindReset, events.StepCreateDB, sim.EndpointCreateDatabase, func(sim.SlotFixture) string { return "postgresql" }},
 	{events.KindReset, events.StepRestoreEnv, sim.EndpointCreateEnv, func(fx sim.SlotFixture) string { return fx.AppUUID }},
+	{events.KindReset, events.StepCreateVolumes, sim.EndpointCreateStorage, func(fx sim.SlotFixture) string { return fx.AppUUID }},
 	{events.KindReset, events.StepDeploy, sim.EndpointDeploy, func(fx sim.SlotFixture) string { return fx.AppUUID }},
 	{events.KindReset, events.StepDeploy, sim.EndpointGetDeployment, func(sim.SlotFixture) string { return "" }},
 }

@@ -375,7 +375,7 @@ func deleteVolumes(ctx context.Context, a *attempt, _ bool) (events.Payload, err
 
 // leftVolume is what removing s's mount definition leaves on the server.
 func leftVolume(app string, s providers.Storage) events.LeftVolume {
-	l := events.LeftVolume{StorageUUID: s.UUID, Volume: s.Name, Server: events.AppServer(app),
+	l := events.LeftVolume{StorageUUID: s.UUID, Volume: s.Name, MountPath: s.MountPath, Server: events.AppServer(app),
 		Cleanup: "docker volume rm " + s.Name}
 	if s.HostPath != "" {
 		l.Volume, l.HostPath = "", s.HostPath

@@ -114,6 +114,9 @@ type Application struct {
 	EnvironmentID int64
 	// FQDN is the application's URL(s), comma-separated as Coolify keeps them.
 	FQDN string
+	// BuildPack is Coolify's build_pack (nixpacks, dockerfile,
+	// dockercompose, …); a compose application's storages are read-only.
+	BuildPack string
 }
 
 // Project lists the ids of its environments: an application or database
@@ -152,10 +155,11 @@ type Deployment struct {
 // persistent storage's Name is its Docker volume's name on the server,
 // unless HostPath says it bind-mounts that host directory instead.
 type Storage struct {
-	UUID     string
-	Name     string
-	Kind     string // "persistent" or "file"
-	HostPath string
+	UUID      string
+	Name      string
+	Kind      string // "persistent" or "file"
+	HostPath  string
+	MountPath string
 }
 
 // PaaS is what jobs need from Coolify.
@@ -190,6 +194,9 @@ type PaaS interface {
 	// Deploy queues a deployment of the application; returns its uuid.
 	Deploy(ctx context.Context, appUUID string) (string, error)
 	GetDeployment(ctx context.Context, uuid string) (Deployment, Lookup, error)
+	// CreateStorage adds a persistent storage (a new Docker volume) to an
+	// application, mounted at mountPath.
+	CreateStorage(ctx context.Context, appUUID, name, mountPath string) (Storage, error)
 }
 
 // Repo is a git host repository.

@@ -41,7 +41,7 @@ func StepsFor(kind string) []string {
 // slot is vacated.
 var ReadyResetSteps = []string{
 	events.StepDeleteDB, events.StepDeleteEnvVars, events.StepDeleteVolumes,
-	events.StepForcePush, events.StepCreateDB, events.StepRestoreEnv, events.StepDeploy, events.StepVacate,
+	events.StepForcePush, events.StepCreateDB, events.StepRestoreEnv, events.StepCreateVolumes, events.StepDeploy, events.StepVacate,
 }
 
 // stepsForSlot is kind's plan for slot s: a reset of a slot registered with
@@ -129,6 +129,8 @@ var dbEngines = []string{"postgresql", "mysql", "mariadb", "mongodb", "redis", "
 var (
 	envKeyRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
 	imageRe  = regexp.MustCompile(`^[a-z0-9][a-z0-9._/:@-]{0,199}$`)
+	// mountRe is Coolify's DIRECTORY_PATH_PATTERN (app/Support/ValidationPatterns.php:30).
+	mountRe = regexp.MustCompile(`^/[a-zA-Z0-9._\-/~@+]{0,255}$`)
 )
 
 // validateTemplate checks a slot template (nil: none).
@@ -152,6 +154,11 @@ func validateTemplate(t *events.SlotTemplate) error {
 	}
 	if t.DBURLKey != "" && !envKeyRe.MatchString(t.DBURLKey) {
 		return invalidField("template.db_url_key", fmt.Sprintf("template.db_url_key %q: letters, digits and '_', not starting with a digit", t.DBURLKey))
+	}
+	for _, m := range t.Volumes {
+		if !mountRe.MatchString(m) || strings.Contains(m, "..") {
+			return invalidField("template.volumes", fmt.Sprintf("template.volumes: %q is not an absolute mount path", m))
+		}
 	}
 	if t.EnvironmentName != "" && !slugRe.MatchString(t.EnvironmentName) {
 		return invalidField("template.environment_name", fmt.Sprintf("template.environment_name %q is not a Coolify environment name", t.EnvironmentName))

@@ -326,7 +326,7 @@ var resultTypes = map[string]bool{
 	"DBDeleted": true, "EnvVarsDeleted": true, "VolumeDeleted": true, "VolumeMountsRemoved": true, "ForcePushed": true,
 	"AppDeleted": true, "RepoDeleted": true, "ProjectDeleted": true, "RepoCreated": true,
 	"CodePushed": true, "StepSucceeded": true,
-	"DBCreated": true, "EnvRestored": true, "AppDeployed": true, // the ready reset (issue 23)
+	"DBCreated": true, "EnvRestored": true, "VolumesCreated": true, "AppDeployed": true, // the ready reset (issue 23)
 }
 
 // IsStepResult reports whether an event type records a step's confirmed result.

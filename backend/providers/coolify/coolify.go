@@ -186,6 +186,7 @@ type resourceJSON struct {
 	DatabaseType  string `json:"database_type"`
 	Image         string `json:"image"`
 	FQDN          string `json:"fqdn"`
+	BuildPack     string `json:"build_pack"`
 	// InternalDBURL is shown only to a token with read:sensitive (DC:62-66).
 	InternalDBURL string `json:"internal_db_url"`
 	// Environments come with a project (Coolify loads them into its GET).
@@ -200,7 +201,7 @@ func (r resourceJSON) database() providers.Database {
 }
 
 func (r resourceJSON) application() providers.Application {
-	return providers.Application{UUID: r.UUID, Name: r.Name, Status: r.Status, EnvironmentID: r.EnvironmentID, FQDN: r.FQDN}
+	return providers.Application{UUID: r.UUID, Name: r.Name, Status: r.Status, EnvironmentID: r.EnvironmentID, FQDN: r.FQDN, BuildPack: r.BuildPack}
 }
 
 func (r resourceJSON) project() providers.Project {
@@ -372,7 +373,7 @@ func (c *Client) ListStorages(ctx context.Context, appUUID string) ([]providers.
 	for _, s := range raw.Persistent {
 		// A persistent storage's name is its Docker volume's name; with a
 		// host_path it is a bind mount of that directory instead.
-		st := providers.Storage{UUID: s.UUID, Name: s.Name, Kind: "persistent"}
+		st := providers.Storage{UUID: s.UUID, Name: s.Name, Kind: "persistent", MountPath: s.MountPath}
 		if s.HostPath != nil {
 			st.HostPath = *s.HostPath
 		}

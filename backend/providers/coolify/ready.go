@@ -161,6 +161,45 @@ func (c *Client) GetDeployment(ctx context.Context, uuid string) (providers.Depl
 	return providers.Deployment{UUID: r.DeploymentUUID, Status: r.Status, Commit: r.Commit}, l, err
 }
 
+// CreateStorage adds a persistent storage to the application (POST
+// /applications/{uuid}/storages, AC:4834-4905): Coolify names it
+// "<app uuid>-<name>" (AC:4898) and answers 201 with the storage row
+// (AC:4905). The application's own 404 "Application not found." (AC:4848)
+// creates nothing.
+func (c *Client) CreateStorage(ctx context.Context, appUUID, name, mountPath string) (providers.Storage, error) {
+	const op = "coolify.CreateStorage"
+	if err := providers.ValidateUUID(appUUID); err != nil {
+		return providers.Storage{}, providers.Invalid(op, appUUID, err)
+	}
+	if !nameRe.MatchString(name) {
+		return providers.Storage{}, providers.Invalid(op, name, errString("invalid volume name"))
+	}
+	h := c.on(msgNoneIsOwned)
+	resp, perr := h.Do(ctx, op, appUUID+"/"+name, http.MethodPost, "/applications/"+appUUID+"/storages", nil,
+		map[string]any{"type": "persistent", "name": name, "mount_path": mountPath}, true)
+	if perr != nil {
+		return providers.Storage{}, perr
+	}
+	if resp.Status != http.StatusCreated {
+		e := fail(h, op, appUUID+"/"+name, resp, true)
+		if resp.Status == http.StatusUnprocessableEntity {
+			e.Uncertain = false // validation refused it (AC:4874-4896)
+		}
+		return providers.Storage{}, e
+	}
+	var r struct {
+		UUID      string `json:"uuid"`
+		Name      string `json:"name"`
+		MountPath string `json:"mount_path"`
+	}
+	if err := json.Unmarshal(resp.Body, &r); err != nil || r.UUID == "" {
+		e := unreadable(op, appUUID+"/"+name, resp, err)
+		e.Uncertain = true
+		return providers.Storage{}, e
+	}
+	return providers.Storage{UUID: r.UUID, Name: r.Name, Kind: "persistent", MountPath: r.MountPath}, nil
+}
+
 type errString string
 
 func (e errString) Error() string { return string(e) }

@@ -57,7 +57,7 @@ func (d *coolDB) wire() map[string]any {
 
 // wire is the application as Coolify's GET and list answers show it.
 func (a *coolApp) wire() map[string]any {
-	return map[string]any{"uuid": a.UUID, "name": a.Name, "status": a.Status, "environment_id": environmentID(a.Project), "fqdn": fqdn(a.UUID)}
+	return map[string]any{"uuid": a.UUID, "name": a.Name, "status": a.Status, "environment_id": environmentID(a.Project), "fqdn": fqdn(a.UUID), "build_pack": a.buildPack()}
 }
 
 type coolEnv struct {
@@ -536,4 +536,13 @@ func (s *Sim) storagesLocked(app string) []*coolStorage {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// buildPack is the application's build_pack as Coolify shows it (nixpacks
+// is Coolify's default).
+func (a *coolApp) buildPack() string {
+	if a.BuildPack == "" {
+		return "nixpacks"
+	}
+	return a.BuildPack
 }

@@ -19,6 +19,7 @@ const (
 	EndpointCreateEnv      = "coolify.CreateEnv"
 	EndpointDeploy         = "coolify.Deploy"
 	EndpointGetDeployment  = "coolify.GetDeployment"
+	EndpointCreateStorage  = "coolify.CreateStorage"
 )
 
 // ServerUUID is the simulated Coolify's one server (Coolify's own
@@ -108,6 +109,7 @@ func (s *Sim) readyRoutes(h func(pattern, endpoint string, res func(*http.Reques
 	h("POST /api/v1/applications/{uuid}/envs", EndpointCreateEnv, uuid, s.ability("write", s.coolCreateEnv))
 	h("POST /api/v1/deploy", EndpointDeploy, func(r *http.Request) string { return r.URL.Query().Get("uuid") }, s.ability("deploy", s.coolDeploy))
 	h("GET /api/v1/deployments/{uuid}", EndpointGetDeployment, uuid, s.ability("read", s.coolGetDeployment))
+	h("POST /api/v1/applications/{uuid}/storages", EndpointCreateStorage, uuid, s.ability("write", s.coolCreateStorage))
 }
 
 // coolCreateDB is create_database (DC:1764-1968): the project must be the
@@ -364,4 +366,51 @@ func (s *Sim) DatabaseNames(project string) []string {
 		}
 	}
 	return out
+}
+
+// coolCreateStorage is create_storage for a persistent volume (AC:4834-4905):
+// the app's 404 (AC:4848), name required (422, AC:4882-4886), the row named
+// "<app uuid>-<name>" (AC:4898), 201 with the row. Its Docker volume is new
+// and empty unless one of that name is still on the server.
+func (s *Sim) coolCreateStorage(w http.ResponseWriter, r *http.Request) {
+	app := r.PathValue("uuid")
+	var in struct {
+		Type      string `json:"type"`
+		Name      string `json:"name"`
+		MountPath string `json:"mount_path"`
+	}
+	if json.NewDecoder(r.Body).Decode(&in) != nil || in.MountPath == "" || in.Type != "persistent" || in.Name == "" {
+		coolMsg(w, http.StatusUnprocessableEntity, "Validation failed.")
+		return
+	}
+	team := s.teamOf(r)
+	s.mu.Lock()
+	if !s.appVisibleLocked(app, team) {
+		s.mu.Unlock()
+		coolMsg(w, http.StatusNotFound, msgAppGet)
+		return
+	}
+	id := newUUID()
+	st := &coolStorage{UUID: id, App: app, Name: app + "-" + in.Name, Kind: "persistent", MountPath: in.MountPath}
+	s.cool.storages[id] = st
+	if _, ok := s.cool.volumes[st.Name]; !ok {
+		s.cool.volumes[st.Name] = &dockerVolume{Name: st.Name, Server: SimServer} // a new volume is empty
+	}
+	err := s.persistLocked()
+	s.mu.Unlock()
+	if err != nil {
+		coolMsg(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"uuid": id, "name": st.Name, "mount_path": st.MountPath, "host_path": nil})
+}
+
+// VolumeData is the data of the Docker volume name ("" when empty or absent).
+func (s *Sim) VolumeData(name string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if v := s.cool.volumes[name]; v != nil {
+		return v.Data
+	}
+	return ""
 }

@@ -50,6 +50,7 @@ type SlotFixture struct {
 
 // Seeding defaults.
 const (
+	SlotVolumeMount = "/var/lib/app" // where a seeded slot's persistent volume is mounted
 	SlotRepoProject = "SLOT"
 	TemplateProject = "TPL"
 	TemplateSlug    = "template"
@@ -78,7 +79,7 @@ func (s *Sim) SeedSlot(name string) (SlotFixture, error) {
 		}
 		fx.EnvUUIDs = append(fx.EnvUUIDs, id)
 	}
-	for _, st := range [][3]string{{"data-" + name, "persistent", "/var/lib/app"}, {"config-" + name, "file", "/etc/app/config.yml"}} {
+	for _, st := range [][3]string{{"data-" + name, "persistent", SlotVolumeMount}, {"config-" + name, "file", "/etc/app/config.yml"}} {
 		id, err := s.AddStorage(fx.AppUUID, st[0], st[1], st[2])
 		if err != nil {
 			return fx, err

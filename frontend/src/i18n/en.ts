@@ -201,6 +201,7 @@ export const en = {
   "step.record_repo": "Record repository",
   "step.create_db": "Create a fresh database",
   "step.restore_env": "Restore the template's env vars",
+  "step.create_volumes": "Mount new, empty volumes",
   "step.deploy": "Deploy and wait until healthy",
   "res.database": "Database",
   "res.application": "Application",

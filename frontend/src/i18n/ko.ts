@@ -202,6 +202,7 @@ export const ko: Record<Key, string> = {
   "step.record_repo": "저장소 기록",
   "step.create_db": "새 데이터베이스 생성",
   "step.restore_env": "템플릿 환경 변수 복원",
+  "step.create_volumes": "새 빈 볼륨 마운트",
   "step.deploy": "배포 후 정상 상태 대기",
   "res.database": "데이터베이스",
   "res.application": "애플리케이션",

@@ -7,6 +7,7 @@
 export const vocabEn = {
   "event.AppDeleted": "Application deleted",
   "event.AppDeployed": "Application deployed",
+  "event.VolumesCreated": "New empty volumes mounted",
   "event.DBCreated": "Database created",
   "event.EnvRestored": "Env vars restored",
   "event.SlotDatabaseChanged": "Slot database replaced",
@@ -73,6 +74,7 @@ export const vocabEn = {
   "event.WaitlistReordered": "Waitlist reordered",
   "audit.ev.AppDeleted": "{step} done",
   "audit.ev.AppDeployed": "{step} done",
+  "audit.ev.VolumesCreated": "{step} done",
   "audit.ev.DBCreated": "{step} done",
   "audit.ev.EnvRestored": "{step} done",
   "audit.ev.SlotDatabaseChanged": "The slot's database was replaced by a reset's new one",
@@ -204,6 +206,7 @@ export type VocabKey = keyof typeof vocabEn;
 export const vocabKo: Record<VocabKey, string> = {
   "event.AppDeleted": "애플리케이션 삭제됨",
   "event.AppDeployed": "애플리케이션 배포됨",
+  "event.VolumesCreated": "새 빈 볼륨 마운트됨",
   "event.DBCreated": "데이터베이스 생성됨",
   "event.EnvRestored": "환경 변수 복원됨",
   "event.SlotDatabaseChanged": "슬롯 데이터베이스 교체됨",
@@ -270,6 +273,7 @@ export const vocabKo: Record<VocabKey, string> = {
   "event.WaitlistReordered": "대기열 순서 변경",
   "audit.ev.AppDeleted": "{step} 완료",
   "audit.ev.AppDeployed": "{step} 완료",
+  "audit.ev.VolumesCreated": "{step} 완료",
   "audit.ev.DBCreated": "{step} 완료",
   "audit.ev.EnvRestored": "{step} 완료",
   "audit.ev.SlotDatabaseChanged": "초기화가 만든 새 데이터베이스로 슬롯 데이터베이스가 교체됨",
