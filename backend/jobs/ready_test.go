@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/slotkeeper/slotkeeper/backend/providercheck"
 	"github.com/slotkeeper/slotkeeper/backend/providers/sim"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/events"
@@ -320,5 +321,61 @@ func checkReadyTracked(t *testing.T, w *world, fx sim.SlotFixture) {
 		if strings.HasPrefix(name, "db-"+fx.Name+"-") && !w.sim.HasDatabase(st.Reg.DBUUID) {
 			t.Errorf("database %s exists but the slot names %s, which the simulator does not hold", name, st.Reg.DBUUID)
 		}
+	}
+}
+
+// TestRegisterTemplate: register checks a template against Coolify: a
+// docker-compose application is refused (its storages are read-only, so no
+// reset could empty them), a bad field is a 400, and "same as before"
+// records the engine Coolify reports — never one the caller sent. A refusal
+// records nothing.
+func TestRegisterTemplate(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, nil)
+	svc := slots.NewService(w.store, slots.Config{Logger: testLogger(), Resources: providercheck.Checker{PaaS: w.deps.PaaS, GitHost: w.deps.GitHost}})
+	tmplApp, err := w.sim.EnsureTemplateApp()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := func(fx sim.SlotFixture, name string, tm events.SlotTemplate) slots.RegisterCmd {
+		return slots.RegisterCmd{Name: name, ProjectUUID: fx.ProjectUUID, AppUUID: fx.AppUUID, DBUUID: fx.DBUUID,
+			Repo:         events.RepoRef{Project: fx.Repo.Project, Slug: fx.Repo.Slug},
+			TemplateRepo: events.RepoRef{Project: fx.Template.Project, Slug: fx.Template.Slug}, TemplateRef: fx.TemplateRef, Template: &tm}
+	}
+	ctx := context.Background()
+	admin := slots.Actor{Name: "admin"}
+	fx, err := w.sim.SeedSlot("cmp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := events.SlotTemplate{ServerUUID: sim.ServerUUID, EnvFromApp: tmplApp, SeenEngine: "mysql"}
+	for _, bad := range []events.SlotTemplate{
+		{ServerUUID: sim.ServerUUID, DBEngine: "oracle"},
+		{ServerUUID: ""},
+		{ServerUUID: sim.ServerUUID, DBURLKey: "1BAD KEY"},
+		{ServerUUID: sim.ServerUUID, Volumes: []string{"relative/path"}},
+	} {
+		if err := svc.Register(ctx, admin, cmd(fx, "cmp", bad)); slots.ErrorCode(err) != slots.CodeInvalid {
+			t.Errorf("template %+v: %v, want invalid", bad, err)
+		}
+	}
+	if err := w.sim.SetAppBuildPack(fx.AppUUID, "dockercompose"); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Register(ctx, admin, cmd(fx, "cmp", good)); slots.ErrorCode(err) != slots.CodeUnprocessable || !strings.Contains(err.Error(), "docker-compose") {
+		t.Fatalf("compose app with a template: %v, want 422 naming docker-compose", err)
+	}
+	if st := w.slot("cmp"); st.Exists {
+		t.Fatal("a refused registration recorded the slot")
+	}
+	fx2, err := w.sim.SeedSlot("ok")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Register(ctx, admin, cmd(fx2, "ok", good)); err != nil {
+		t.Fatal(err)
+	}
+	if tm := w.slot("ok").Reg.Template; tm == nil || tm.SeenEngine != "postgresql" {
+		t.Fatalf("registered template %+v: want the engine Coolify reports (postgresql), not the caller's", tm)
 	}
 }
