@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -381,6 +382,8 @@ func createVolumes(ctx context.Context, a *attempt, _ bool) (events.Payload, err
 	return out, nil
 }
 
+var shaRe = regexp.MustCompile(`^[0-9a-f]{7,64}$`)
+
 // Deploy polling: how often the deployment and the application's status
 // are read while waiting (the step deadline bounds the wait).
 var (
@@ -430,7 +433,11 @@ func deploy(ctx context.Context, a *attempt, _ bool) (events.Payload, error) {
 	if err != nil {
 		return nil, err
 	}
-	return events.AppDeployed{StepResult: a.result(false), AppUUID: app, DeploymentUUID: depID, Status: ap.Status, FQDN: ap.FQDN, Commit: dep.Commit}, nil
+	commit := dep.Commit
+	if !shaRe.MatchString(commit) {
+		commit = "" // Coolify's queue says "HEAD" until it resolved the commit
+	}
+	return events.AppDeployed{StepResult: a.result(false), AppUUID: app, DeploymentUUID: depID, Status: ap.Status, FQDN: ap.FQDN, Commit: commit}, nil
 }
 
 // waitHealthy polls the deployment until it ends, then the application

@@ -233,6 +233,11 @@ func (s *Sim) coolDeploy(w http.ResponseWriter, r *http.Request) {
 	}
 	rs := s.readyLocked()
 	repo, fail, delay := rs.appRepo[app], rs.failDeploy[app], rs.deployDelay
+	if repo[1] == "" && strings.HasPrefix(a.Name, "app-") {
+		// A simulator restarted from state.json forgot SetAppRepo: a
+		// seeded slot's app deploys its slot repository (SeedSlot's names).
+		repo = [3]string{SlotRepoProject, "slot-" + strings.TrimPrefix(a.Name, "app-"), DefaultBranch}
+	}
 	d := &coolDeployment{UUID: newUUID(), App: app, Status: "queued", Commit: "HEAD"}
 	rs.deployments[d.UUID] = d
 	a.Status = "starting:unknown"
