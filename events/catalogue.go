@@ -106,6 +106,11 @@ type SlotRegistered struct {
 	TemplateRef  string  `json:"template_ref"`
 	// Branch is the slot repo's branch a reset overwrites (default "main").
 	Branch string `json:"branch,omitempty"`
+	// Template is what a reset brings the slot back to (issue 23): a fresh
+	// database, the template's env vars, the template deployed and healthy.
+	// Nil in registrations without one: their reset deletes and
+	// force-pushes only, and the slot is shown as not ready.
+	Template *SlotTemplate `json:"template,omitempty"`
 }
 
 // SlotOccupied hands a vacant slot to a person until a deadline. By is the
@@ -248,6 +253,11 @@ type StepResult struct {
 type DBDeleted struct {
 	StepResult
 	DBUUID string `json:"db_uuid"`
+	// Engine and Image are what a reset read from Coolify before the
+	// delete (database_type without "standalone-", image), so create_db
+	// can make the same again ("same as before"). Empty in older logs.
+	Engine string `json:"engine,omitempty"`
+	Image  string `json:"image,omitempty"`
 }
 
 // EnvVarsDeleted: every env var of the app is confirmed gone.
@@ -290,6 +300,9 @@ type LeftVolume struct {
 	// storage bind-mounted that host directory instead (no volume).
 	Volume   string `json:"volume,omitempty"`
 	HostPath string `json:"host_path,omitempty"`
+	// MountPath is where the storage was mounted (a ready reset mounts a
+	// new, empty volume there; issue 23). Empty in older logs.
+	MountPath string `json:"mount_path,omitempty"`
 	// Server names the server holding it.
 	Server string `json:"server"`
 	// Cleanup is the command to run there, e.g. "docker volume rm data-x".

@@ -133,6 +133,8 @@ func PayloadJobID(p events.Payload) string {
 		return e.JobID
 	case events.SlotPromoted:
 		return e.JobID
+	case events.SlotDatabaseChanged:
+		return e.JobID
 	}
 	return ""
 }
@@ -152,6 +154,8 @@ func summary(typ string, p events.Payload) string {
 	switch e := p.(type) {
 	case events.SlotRegistered:
 		return fmt.Sprintf("registered slot %s (repo %s)", e.Slot, e.Repo)
+	case events.SlotDatabaseChanged:
+		return fmt.Sprintf("the slot's database is now %s (created by job %s, replacing %s)", e.DBUUID, e.JobID, e.Previous)
 	case events.SlotClaimed:
 		return fmt.Sprintf("claimed the resources of slot %s (repo %s)", e.Slot, e.Repo)
 	case events.SlotOccupied:

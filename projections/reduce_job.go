@@ -204,6 +204,14 @@ func stepResultOf(p events.Payload) (events.StepResult, bool) {
 		return e.StepResult, true
 	case events.StepSucceeded:
 		return e.StepResult, true
+	case events.DBCreated:
+		return e.StepResult, true
+	case events.EnvRestored:
+		return e.StepResult, true
+	case events.VolumesCreated:
+		return e.StepResult, true
+	case events.AppDeployed:
+		return e.StepResult, true
 	}
 	return events.StepResult{}, false
 }
@@ -222,6 +230,33 @@ func resultDetail(p events.Payload, r events.StepResult) string {
 		d = e.Detail
 	case events.VolumeMountsRemoved:
 		d = mountsRemovedDetail(e)
+	case events.DBCreated:
+		d = "created " + e.Engine + " database " + e.Name + " (" + e.DBUUID + ")"
+		if e.Found {
+			d = "found " + e.Engine + " database " + e.Name + " (" + e.DBUUID + ") that an uncertain create made"
+		}
+	case events.EnvRestored:
+		d = fmt.Sprintf("env vars are exactly the template's (%s), verified by listing", strings.Join(e.Keys, ", "))
+		if e.From != "" {
+			d += "; values read from template application " + e.From + ", not recorded"
+		}
+	case events.VolumesCreated:
+		var vs []string
+		for _, v := range e.Volumes {
+			vs = append(vs, v.Name+" at "+v.MountPath)
+		}
+		d = fmt.Sprintf("mounted %d new, empty volume(s): %s", len(e.Volumes), strings.Join(vs, ", "))
+		if len(e.Skipped) > 0 {
+			d += "; bind mounts not recreated (a host directory cannot be emptied through the API): " + strings.Join(e.Skipped, ", ")
+		}
+	case events.AppDeployed:
+		d = "deployment " + e.DeploymentUUID + " finished; the application is " + e.Status
+		if e.Commit != "" {
+			d += " at " + short(e.Commit)
+		}
+		if e.FQDN != "" {
+			d += " (" + e.FQDN + ")"
+		}
 	case events.DBDeleted, events.AppDeleted:
 		if own, _ := stepResultOf(p); !own.AlreadyAbsent {
 			d = RowGoneOnly

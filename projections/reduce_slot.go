@@ -41,6 +41,7 @@ func applySlot(v SlotView, ev events.RecordedEvent, p events.Payload, own bool) 
 			ProjectUUID: e.ProjectUUID, AppUUID: e.AppUUID, DBUUID: e.DBUUID,
 			Repo: e.Repo, TemplateRepo: e.TemplateRepo, TemplateRef: e.TemplateRef, Branch: branch,
 			LatestJobs: map[string]JobRef{}, Resources: []events.Resource{},
+			HasTemplate: e.Template != nil,
 		}
 		for _, r := range []events.Resource{
 			{Kind: events.ResProject, ID: e.ProjectUUID},
@@ -75,6 +76,9 @@ func applySlot(v SlotView, ev events.RecordedEvent, p events.Payload, own bool) 
 		}
 		v.LatestJobs[e.Kind] = ref
 		v.Lifecycle = lifecycleOfKind(e.Kind, v.Lifecycle)
+		if e.Kind == events.KindReset {
+			v.Deployed = nil // the reset is changing what runs
+		}
 		v.Recovery = nil
 		v.StateReason = e.Kind + " job " + e.JobID
 		if e.Resumed {
@@ -105,6 +109,28 @@ func applySlot(v SlotView, ev events.RecordedEvent, p events.Payload, own bool) 
 		v.StateReason = ""
 	case events.SlotPromoted:
 		v.PromotedTo = append(slices.Clip(v.PromotedTo), e.NewRepo)
+	case events.SlotDatabaseChanged:
+		v.DBUUID = e.DBUUID
+		v.Resources = addMissing(v.Resources, []events.Resource{{Kind: events.ResDatabase, ID: e.DBUUID}})
+	case events.DBCreated:
+		// The new database is the slot's from its 201 on.
+		rs := addMissing(v.Resources, []events.Resource{{Kind: events.ResDatabase, ID: e.DBUUID, Name: e.Name}})
+		if len(rs) == len(v.Resources) && v.DBUUID == e.DBUUID {
+			return v
+		}
+		v.Resources, v.DBUUID = rs, e.DBUUID
+	case events.VolumesCreated:
+		var rs []events.Resource
+		for _, c := range e.Volumes {
+			rs = append(rs, events.Resource{Kind: events.ResVolume, ID: c.StorageUUID, Name: c.Name})
+		}
+		nrs := addMissing(v.Resources, rs)
+		if len(nrs) == len(v.Resources) {
+			return v
+		}
+		v.Resources = nrs
+	case events.AppDeployed:
+		v.Deployed = &Deployed{FQDN: e.FQDN, Status: e.Status, Commit: e.Commit, JobID: e.JobID, DeployedAt: t}
 	case events.ResourcesListed:
 		// What a step found and is about to delete is the slot's until a
 		// confirmed deletion removes it (nothing untracked).
@@ -168,7 +194,30 @@ func applySlot(v SlotView, ev events.RecordedEvent, p events.Payload, own bool) 
 	}
 	v.UpdatedAt = t
 	v.Position = ev.Position
+	v.Ready, v.Missing = readiness(v)
 	return v
+}
+
+// readiness says whether a vacant slot is ready for its next occupant and,
+// if not, what it lacks.
+func readiness(v SlotView) (bool, []string) {
+	if v.Lifecycle != LifecycleVacant {
+		return false, nil
+	}
+	_, reset := v.LatestJobs[events.KindReset]
+	switch {
+	case !v.HasTemplate && reset:
+		return false, []string{"no slot template: its reset deleted the database, env vars and volumes and force-pushed the template, but re-created nothing and deployed nothing (register the slot with a template)"}
+	case !v.HasTemplate:
+		return false, []string{"no slot template: a reset will not re-create its database, settings or deployment"}
+	case v.Deployed != nil && v.Deployed.Status == "running:healthy":
+		return true, nil
+	case v.Deployed != nil:
+		return false, []string{"the application is " + v.Deployed.Status + ", not running:healthy"}
+	case reset:
+		return false, []string{"its last reset did not finish bringing it back to the template (no healthy deployment)"}
+	}
+	return false, []string{"not reset to its template yet: it is as it was registered"}
 }
 
 // RefreshSlotJob copies a job's progress into the slot: the active job's and

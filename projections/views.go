@@ -99,6 +99,28 @@ type SlotView struct {
 	// view (slot events and its jobs' events alike); it only grows, so
 	// clients keep the view with the highest position.
 	Position events.Position `json:"position"`
+
+	// HasTemplate: the slot was registered with a template, so a reset
+	// brings it back to it (issue 23).
+	HasTemplate bool `json:"has_template"`
+	// Deployed is what the newest ready reset deployed (nil until one did,
+	// and while a reset is in progress).
+	Deployed *Deployed `json:"deployed,omitempty"`
+	// Ready is true for a vacant slot whose last reset brought it back to
+	// its template, running:healthy; Missing otherwise says what it lacks
+	// (only for a vacant slot).
+	Ready   bool     `json:"ready"`
+	Missing []string `json:"missing,omitempty"`
+}
+
+// Deployed is the application a ready reset deployed: its URL (Coolify's
+// fqdn), the health Coolify reported and the commit it runs.
+type Deployed struct {
+	FQDN       string    `json:"fqdn,omitempty"`
+	Status     string    `json:"status"`
+	Commit     string    `json:"commit,omitempty"`
+	JobID      string    `json:"job_id"`
+	DeployedAt time.Time `json:"deployed_at"`
 }
 
 // PendingDelete is a delete the provider accepted (Coolify queued it,

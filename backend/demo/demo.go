@@ -54,18 +54,43 @@ func Seed(ctx context.Context, cmds slots.Commands, sm Simulator, pool []Slot, n
 	return Register(ctx, cmds, fxs, pool, now)
 }
 
+// templateApps is a simulator that also holds the template application a
+// ready reset copies env vars from (*sim.Sim).
+type templateApps interface {
+	EnsureTemplateApp() (string, error)
+}
+
 // SeedWorld creates each slot's resources in the simulator (the slots are
-// not registered yet, so the scope can be set from them first).
+// not registered yet, so the scope can be set from them first), and the
+// template application their template copies env vars from.
 func SeedWorld(sm Simulator, pool []Slot) ([]sim.SlotFixture, error) {
 	fxs := make([]sim.SlotFixture, 0, len(pool))
+	tmplApp := ""
+	if ta, ok := sm.(templateApps); ok {
+		var err error
+		if tmplApp, err = ta.EnsureTemplateApp(); err != nil {
+			return nil, fmt.Errorf("demo: simulate the template application: %w", err)
+		}
+	}
 	for _, s := range pool {
 		fx, err := sm.SeedSlot(s.Name)
 		if err != nil {
 			return nil, fmt.Errorf("demo: simulate slot %s: %w", s.Name, err)
 		}
+		fx.TemplateApp = tmplApp
 		fxs = append(fxs, fx)
 	}
 	return fxs, nil
+}
+
+// Template is the demo slots' template (issue 23): a fresh database of the
+// same engine, the template application's env vars plus DATABASE_URL, the
+// template deployed and healthy.
+func Template(fx sim.SlotFixture) *events.SlotTemplate {
+	if fx.TemplateApp == "" {
+		return nil
+	}
+	return &events.SlotTemplate{ServerUUID: sim.ServerUUID, EnvFromApp: fx.TemplateApp, Volumes: []string{sim.SlotVolumeMount}}
 }
 
 // Register registers the seeded slots (fxs, in pool's order) and occupies
@@ -79,6 +104,7 @@ func Register(ctx context.Context, cmds slots.Commands, fxs []sim.SlotFixture, p
 			Repo:         events.RepoRef{Project: fx.Repo.Project, Slug: fx.Repo.Slug},
 			TemplateRepo: events.RepoRef{Project: fx.Template.Project, Slug: fx.Template.Slug},
 			TemplateRef:  fx.TemplateRef, Branch: sim.DefaultBranch,
+			Template: Template(fx),
 		})
 		if err != nil {
 			return fmt.Errorf("demo: register slot %s: %w", s.Name, err)

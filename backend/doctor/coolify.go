@@ -102,7 +102,9 @@ func Coolify(api CoolifyAPI, projects []string) Check {
 }
 
 // abilities reports read (the /version call needed it), write (required:
-// every delete needs it) and deploy (not used by Slotkeeper today).
+// every delete needs it) and deploy (needed by the reset of a slot with a
+// template, issue 23; reported, not required, since slots without one never
+// deploy).
 func abilities(ctx context.Context, api CoolifyAPI) []Result {
 	const name = "coolify: token abilities"
 	write, err := api.HasAbility(ctx, "write")
@@ -121,7 +123,7 @@ func abilities(ctx context.Context, api CoolifyAPI) []Result {
 	case deploy:
 		d += ", deploy"
 	default:
-		d += "; no deploy (Slotkeeper does not deploy today)"
+		d += "; no deploy: the reset of a slot registered with a template would fail at its deploy step (give the token the deploy ability; its env-var copy also needs read:sensitive)"
 	}
 	return []Result{{Check: name, OK: true, Detail: d}}
 }

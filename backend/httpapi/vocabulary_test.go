@@ -119,7 +119,7 @@ func TestVocabularyMatchesTheGoSource(t *testing.T) {
 	want := vocabulary{
 		EventTypes:    events.Types(),
 		JobKinds:      append(stringConsts(t, "../../events/catalogue.go", "Kind", ""), stringConsts(t, "../../events/reconcile.go", "Kind", "")...),
-		StepNames:     append(stringConsts(t, "../../events/catalogue.go", "Step", ""), stringConsts(t, "../../events/reconcile.go", "Step", "")...),
+		StepNames:     append(append(stringConsts(t, "../../events/catalogue.go", "Step", ""), stringConsts(t, "../../events/reconcile.go", "Step", "")...), stringConsts(t, "../../events/template.go", "Step", "")...),
 		ResourceKinds: stringConsts(t, "../../events/catalogue.go", "Res", ""),
 		Lifecycles:    stringConsts(t, "../../projections/views.go", "Lifecycle", ""),
 		JobStates:     stringConsts(t, "../../projections/views.go", "Job", ""),

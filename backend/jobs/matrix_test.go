@@ -85,6 +85,8 @@ func (f faultKind) want(c stepCall) string {
 		return slots.StatusAbandoned
 	case f == f404 && c.step == events.StepLookupRepo:
 		return slots.StatusSucceeded // 404 is the one answer that means absent
+	case c.endpoint == sim.EndpointGetDeployment && (f == f500 || f == fReset):
+		return slots.StatusSucceeded // the wait polls on through transient failures
 	}
 	return slots.StatusFailed
 }
@@ -150,18 +152,30 @@ func runCell(t *testing.T, c stepCall, f faultKind) {
 	if f == fHang {
 		// Every step before a hung one is a quick HTTP call.
 		cfg.StepTimeout = 700 * time.Millisecond
+		if c.ready() {
+			cfg.StepTimeout = 6 * time.Second // the ready reset's force push comes first
+		}
 	}
 	stop := func() {}
 	if f != fCrash {
 		_, stop = w.startEngine(cfg)
 	}
-	fx := w.seed("cell")
+	var fx sim.SlotFixture
+	if c.ready() {
+		fx = w.seedReady("cell", "postgresql")
+	} else {
+		fx = w.seed("cell")
+	}
 	if c.kind == events.KindReset {
 		w.occupy("cell")
 	}
 	from := time.Now()
 	start := from
-	if id := w.sim.AddFault(f.fault(c, fx)); f == fReset {
+	flt := f.fault(c, fx)
+	if c.endpoint == sim.EndpointGetDeployment && (f == f500 || f == fReset) {
+		flt.Times = 3 // a poll: transient failures are waited out
+	}
+	if id := w.sim.AddFault(flt); f == fReset {
 		w.inert = map[int]bool{id: true}
 	}
 	res := startJob(t, w, c.kind, "cell")
@@ -220,6 +234,9 @@ func runCell(t *testing.T, c stepCall, f faultKind) {
 		}
 	}
 	checkTracked(t, w, c.kind, fx, &j)
+	if c.ready() {
+		checkReadyTracked(t, w, fx)
+	}
 
 	if j.Status == slots.StatusSucceeded {
 		checkFinal(t, w, c.kind, fx, res.JobID)
@@ -253,6 +270,10 @@ func runCell(t *testing.T, c stepCall, f faultKind) {
 
 func checkFinal(t *testing.T, w *world, kind string, fx sim.SlotFixture, jobID string) {
 	t.Helper()
+	if kind == events.KindReset && fx.TemplateApp != "" {
+		checkReady(t, w, fx, jobID)
+		return
+	}
 	switch kind {
 	case events.KindReset:
 		checkReset(t, w, fx, jobID)
@@ -276,9 +297,11 @@ func checkTracked(t *testing.T, w *world, kind string, fx sim.SlotFixture, j *sl
 	switch kind {
 	case events.KindReset:
 		has[events.ResDatabase] = w.sim.HasDatabase(fx.DBUUID)
-		has[events.ResEnvVar] = len(w.sim.Envs(fx.AppUUID)) > 0
+		// A ready reset restores env vars after their deletion.
+		has[events.ResEnvVar] = len(w.sim.Envs(fx.AppUUID)) > 0 && !j.Done[events.StepDeleteEnvVars]
 		for _, s := range w.sim.Storages(fx.AppUUID) {
-			has[events.ResVolume] = has[events.ResVolume] || s.Kind == "persistent"
+			// A ready reset mounts new volumes after removing the old ones.
+			has[events.ResVolume] = has[events.ResVolume] || s.Kind == "persistent" && !j.Done[events.StepDeleteVolumes]
 		}
 		head, _ := w.sim.RepoHeadSHA(fx.Repo.Project, fx.Repo.Slug, "main")
 		has[events.ResRepository] = head != fx.TemplateHead

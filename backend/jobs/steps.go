@@ -153,6 +153,25 @@ func deleteDB(ctx context.Context, a *attempt, verify bool) (events.Payload, err
 		return nil, err
 	}
 	id := st.Reg.DBUUID
+	// A ready reset makes the same database again unless the template
+	// names an engine: read what this one is before deleting it.
+	var engine, image string
+	if a.job.Queued.Kind == events.KindReset && st.Reg.Template != nil {
+		var d providers.Database
+		var l providers.Lookup
+		err := a.call(ctx, events.StepStarted{Resource: &events.Resource{Kind: events.ResDatabase, ID: id, Name: "read engine"}, Verify: true},
+			func(ctx context.Context) error {
+				var err error
+				d, l, err = a.e.deps.PaaS.GetDatabase(ctx, id)
+				return err
+			})
+		if errors.Is(err, errFenced) || ctx.Err() != nil {
+			return nil, err
+		}
+		if l == providers.Found {
+			engine, image = d.Type, d.Image
+		}
+	}
 	absent, err := confirmDelete(ctx, a, verify, events.Resource{Kind: events.ResDatabase, ID: id},
 		a.inVisibleProject(st.Reg.ProjectUUID, func(ctx context.Context) (providers.Lookup, error) {
 			_, l, err := a.e.deps.PaaS.GetDatabase(ctx, id)
@@ -164,7 +183,7 @@ func deleteDB(ctx context.Context, a *attempt, verify bool) (events.Payload, err
 	if err != nil {
 		return nil, err
 	}
-	return events.DBDeleted{StepResult: a.result(absent), DBUUID: id}, nil
+	return events.DBDeleted{StepResult: a.result(absent), DBUUID: id, Engine: engine, Image: image}, nil
 }
 
 func deleteApp(ctx context.Context, a *attempt, verify bool) (events.Payload, error) {
@@ -356,7 +375,7 @@ func deleteVolumes(ctx context.Context, a *attempt, _ bool) (events.Payload, err
 
 // leftVolume is what removing s's mount definition leaves on the server.
 func leftVolume(app string, s providers.Storage) events.LeftVolume {
-	l := events.LeftVolume{StorageUUID: s.UUID, Volume: s.Name, Server: events.AppServer(app),
+	l := events.LeftVolume{StorageUUID: s.UUID, Volume: s.Name, MountPath: s.MountPath, Server: events.AppServer(app),
 		Cleanup: "docker volume rm " + s.Name}
 	if s.HostPath != "" {
 		l.Volume, l.HostPath = "", s.HostPath

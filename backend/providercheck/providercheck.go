@@ -57,6 +57,30 @@ func (c Checker) CoolifyDB(ctx context.Context, uuid string) (int64, slots.Resou
 	return d.EnvironmentID, st, err
 }
 
+// CoolifyAppBuildPack implements slots.AppBuildPackChecker.
+func (c Checker) CoolifyAppBuildPack(ctx context.Context, uuid string) (string, error) {
+	a, l, err := c.PaaS.GetApplication(ctx, uuid)
+	if l != providers.Found {
+		if err == nil {
+			err = fmt.Errorf("application %s not found", uuid)
+		}
+		return "", err
+	}
+	return a.BuildPack, nil
+}
+
+// CoolifyDBEngine implements slots.DBEngineChecker.
+func (c Checker) CoolifyDBEngine(ctx context.Context, uuid string) (string, string, error) {
+	d, l, err := c.PaaS.GetDatabase(ctx, uuid)
+	if l != providers.Found {
+		if err == nil {
+			err = fmt.Errorf("database %s not found", uuid)
+		}
+		return "", "", err
+	}
+	return d.Type, d.Image, nil
+}
+
 // DefaultBrancher is the optional part of a GitHost that tells a
 // repository's default branch (the Bitbucket client has it).
 type DefaultBrancher interface {

@@ -97,6 +97,14 @@ type Database struct {
 	Name          string
 	Status        string
 	EnvironmentID int64
+	// Type is Coolify's database_type without "standalone-" (postgresql,
+	// mysql, …), Image its image (e.g. "postgres:16-alpine").
+	Type  string
+	Image string
+	// InternalURL is the connection URL inside the server's network, with
+	// the password: a secret, never logged or recorded. Only CreateDatabase
+	// returns it (DC:1952).
+	InternalURL string `json:"-"`
 }
 
 type Application struct {
@@ -104,6 +112,11 @@ type Application struct {
 	Name          string
 	Status        string // Coolify's "state:health", e.g. "running:healthy"
 	EnvironmentID int64
+	// FQDN is the application's URL(s), comma-separated as Coolify keeps them.
+	FQDN string
+	// BuildPack is Coolify's build_pack (nixpacks, dockerfile,
+	// dockercompose, …); a compose application's storages are read-only.
+	BuildPack string
 }
 
 // Project lists the ids of its environments: an application or database
@@ -117,16 +130,36 @@ type Project struct {
 type EnvVar struct {
 	UUID string
 	Key  string
+	// Value is the variable's value: a secret, never logged or recorded.
+	// Hidden: Coolify did not show it (the token lacks read:sensitive).
+	Value  string `json:"-"`
+	Hidden bool
+}
+
+// DatabaseSpec is a database to create (POST /databases/<Engine>).
+type DatabaseSpec struct {
+	Engine, Name, Image                      string
+	ProjectUUID, EnvironmentName, ServerUUID string
+}
+
+// Deployment is one deployment of an application (Coolify's
+// application_deployment_queues row): Status queued, in_progress,
+// finished, failed or cancelled-by-user.
+type Deployment struct {
+	UUID   string
+	Status string
+	Commit string
 }
 
 // Storage is a persistent volume or a file storage of an application. A
 // persistent storage's Name is its Docker volume's name on the server,
 // unless HostPath says it bind-mounts that host directory instead.
 type Storage struct {
-	UUID     string
-	Name     string
-	Kind     string // "persistent" or "file"
-	HostPath string
+	UUID      string
+	Name      string
+	Kind      string // "persistent" or "file"
+	HostPath  string
+	MountPath string
 }
 
 // PaaS is what jobs need from Coolify.
@@ -146,6 +179,24 @@ type PaaS interface {
 	// DeleteProject returns an *Error with Code CodeNotEmpty while the project
 	// still has resources.
 	DeleteProject(ctx context.Context, uuid string) (DeleteOutcome, error)
+
+	// The ready-slot reset's calls (issue 23).
+
+	// ListDatabases lists every database the token can see (a verifying
+	// create_db finds its database by name there).
+	ListDatabases(ctx context.Context) ([]Database, error)
+	// CreateDatabase answers the new database only for a 201 with its uuid;
+	// anything else is an *Error (Uncertain when the create may have happened).
+	CreateDatabase(ctx context.Context, spec DatabaseSpec) (Database, error)
+	// CreateEnv adds one env var to an application (409 when the key exists:
+	// CodeConflict).
+	CreateEnv(ctx context.Context, appUUID, key, value string) (string, error)
+	// Deploy queues a deployment of the application; returns its uuid.
+	Deploy(ctx context.Context, appUUID string) (string, error)
+	GetDeployment(ctx context.Context, uuid string) (Deployment, Lookup, error)
+	// CreateStorage adds a persistent storage (a new Docker volume) to an
+	// application, mounted at mountPath.
+	CreateStorage(ctx context.Context, appUUID, name, mountPath string) (Storage, error)
 }
 
 // Repo is a git host repository.

@@ -56,6 +56,9 @@ type RegisterCmd struct {
 	TemplateRepo events.RepoRef `json:"template_repo"`
 	TemplateRef  string         `json:"template_ref"`
 	Branch       string         `json:"branch,omitempty"`
+	// Template, when given, makes every reset bring the slot back to it
+	// (issue 23, docs/jobs.md "The slot template").
+	Template *events.SlotTemplate `json:"template,omitempty"`
 }
 
 // OccupyCmd hands a vacant slot to By until Until. ByID is the

@@ -112,6 +112,19 @@ type ResourceChecker interface {
 	Repo(ctx context.Context, r events.RepoRef) (defaultBranch string, st ResourceState, err error)
 }
 
+// DBEngineChecker is the optional part of a ResourceChecker that reads a
+// database's engine and image (providercheck.Checker has it): register
+// records them in the template as what "same as before" means.
+type DBEngineChecker interface {
+	CoolifyDBEngine(ctx context.Context, uuid string) (engine, image string, err error)
+}
+
+// AppBuildPackChecker is the optional part of a ResourceChecker that reads
+// an application's build pack (providercheck.Checker has it).
+type AppBuildPackChecker interface {
+	CoolifyAppBuildPack(ctx context.Context, uuid string) (string, error)
+}
+
 // checkResources is step 3 of Register. It returns the slot repository's
 // default branch as the provider reports it ("" without a checker).
 func (s *Service) checkResources(ctx context.Context, c RegisterCmd) (string, error) {
@@ -150,6 +163,33 @@ func (s *Service) checkResources(ctx context.Context, c RegisterCmd) (string, er
 	_, st, err = ch.Repo(ctx, c.TemplateRepo)
 	if e := judge("template_repo", repoName(c.TemplateRepo), st, err); e != nil {
 		return "", e
+	}
+	if bc, ok := ch.(AppBuildPackChecker); ok && c.Template != nil {
+		bp, err := bc.CoolifyAppBuildPack(ctx, c.AppUUID)
+		switch {
+		case err != nil:
+			return "", &Error{Code: CodeUpstream, Message: "could not read the build pack of application " + c.AppUUID + "; nothing was recorded", Details: map[string]any{"field": "app_uuid"}, Err: err}
+		case bp == "dockercompose":
+			// Coolify answers 422 to deleting a compose-managed storage
+			// (ApplicationsController.php:5076-5080 at 379abb25): a reset
+			// could never empty its volumes.
+			return "", unprocessable("template", "application %s is a docker-compose application: Coolify's API cannot remove or replace its storages (read-only), so a reset cannot bring it back to a template; register it without a template, or declare the volumes outside compose", c.AppUUID)
+		}
+	}
+	if t := c.Template; t != nil && t.DBEngine == "" {
+		if ec, ok := ch.(DBEngineChecker); ok {
+			eng, img, err := ec.CoolifyDBEngine(ctx, c.DBUUID)
+			if err != nil {
+				return "", &Error{Code: CodeUpstream, Message: "could not read the engine of database " + c.DBUUID + "; nothing was recorded", Details: map[string]any{"field": "db_uuid"}, Err: err}
+			}
+			t.SeenEngine, t.SeenImage = eng, img
+		}
+	}
+	if t := c.Template; t != nil && t.EnvFromApp != "" {
+		_, st, err := ch.CoolifyApp(ctx, t.EnvFromApp)
+		if e := judge("template.env_from_app", t.EnvFromApp, st, err); e != nil {
+			return "", e
+		}
 	}
 	switch {
 	case appEnv == 0 || dbEnv == 0:

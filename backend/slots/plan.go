@@ -3,6 +3,7 @@ package slots
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -32,6 +33,25 @@ func StepsFor(kind string) []string {
 		return nil
 	}
 	return append([]string(nil), s...)
+}
+
+// ReadyResetSteps is the reset of a slot with a template (issue 23): the
+// old reset's deletes and force push, then a fresh database, the
+// template's env vars, and the template deployed and healthy, before the
+// slot is vacated.
+var ReadyResetSteps = []string{
+	events.StepDeleteDB, events.StepDeleteEnvVars, events.StepDeleteVolumes,
+	events.StepForcePush, events.StepCreateDB, events.StepRestoreEnv, events.StepCreateVolumes, events.StepDeploy, events.StepVacate,
+}
+
+// stepsForSlot is kind's plan for slot s: a reset of a slot registered with
+// a template brings it back to that template; one without keeps the old
+// steps (and the slot is shown as not ready).
+func stepsForSlot(s *SlotState, kind string) []string {
+	if kind == events.KindReset && s.Reg.Template != nil {
+		return append([]string(nil), ReadyResetSteps...)
+	}
+	return StepsFor(kind)
 }
 
 // StepForResource names the step whose confirmed result removes a planned
@@ -75,6 +95,8 @@ func planResources(s *SlotState, kind string) []events.Resource {
 			{Kind: events.ResVolume, ID: r.AppUUID, Name: "persistent volumes of the application"},
 			{Kind: events.ResRepository, ID: r.Repo.String(), Name: "branch " + r.Branch + " reset to " + r.TemplateRepo.String() + "@" + r.TemplateRef},
 		}
+		// A ready reset's creates and deploy are in its steps (the plan the
+		// job page lists); what it creates is tracked from its DBCreated.
 	case events.KindTeardown:
 		return []events.Resource{
 			{Kind: events.ResDatabase, ID: r.DBUUID},
@@ -99,6 +121,50 @@ var (
 	slugRe = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,127}$`)
 	refRe  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/-]{0,199}$`)
 )
+
+// dbEngines are the types Coolify's POST /databases/<engine> accepts
+// (routes/api.php:295-302 at 379abb25).
+var dbEngines = []string{"postgresql", "mysql", "mariadb", "mongodb", "redis", "clickhouse", "dragonfly", "keydb"}
+
+var (
+	envKeyRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+	imageRe  = regexp.MustCompile(`^[a-z0-9][a-z0-9._/:@-]{0,199}$`)
+	// mountRe is Coolify's DIRECTORY_PATH_PATTERN (app/Support/ValidationPatterns.php:30).
+	mountRe = regexp.MustCompile(`^/[a-zA-Z0-9._\-/~@+]{0,255}$`)
+)
+
+// validateTemplate checks a slot template (nil: none).
+func validateTemplate(t *events.SlotTemplate) error {
+	if t == nil {
+		return nil
+	}
+	if t.DBEngine != "" && !slices.Contains(dbEngines, t.DBEngine) {
+		return invalidField("template.db_engine", fmt.Sprintf("template.db_engine %q: one of %s, or empty for the same engine as the deleted database", t.DBEngine, strings.Join(dbEngines, ", ")))
+	}
+	if t.DBImage != "" && !imageRe.MatchString(t.DBImage) {
+		return invalidField("template.db_image", fmt.Sprintf("template.db_image %q is not an image reference", t.DBImage))
+	}
+	if err := validateProviderID("template.server_uuid", t.ServerUUID); err != nil {
+		return err
+	}
+	if t.EnvFromApp != "" {
+		if err := validateProviderID("template.env_from_app", t.EnvFromApp); err != nil {
+			return err
+		}
+	}
+	if t.DBURLKey != "" && !envKeyRe.MatchString(t.DBURLKey) {
+		return invalidField("template.db_url_key", fmt.Sprintf("template.db_url_key %q: letters, digits and '_', not starting with a digit", t.DBURLKey))
+	}
+	for _, m := range t.Volumes {
+		if !mountRe.MatchString(m) || strings.Contains(m, "..") {
+			return invalidField("template.volumes", fmt.Sprintf("template.volumes: %q is not an absolute mount path", m))
+		}
+	}
+	if t.EnvironmentName != "" && !slugRe.MatchString(t.EnvironmentName) {
+		return invalidField("template.environment_name", fmt.Sprintf("template.environment_name %q is not a Coolify environment name", t.EnvironmentName))
+	}
+	return nil
+}
 
 func invalid(format string, args ...any) *Error {
 	return &Error{Code: CodeInvalid, Message: fmt.Sprintf(format, args...)}

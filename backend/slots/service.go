@@ -196,6 +196,14 @@ func (s *Service) Register(ctx context.Context, a Actor, c RegisterCmd) error {
 	if err := validateRef("branch", c.Branch); err != nil {
 		return err
 	}
+	if err := validateTemplate(c.Template); err != nil {
+		return err
+	}
+	if c.Template != nil {
+		t := *c.Template
+		t.SeenEngine, t.SeenImage = "", "" // read from Coolify, never taken from the caller
+		c.Template = &t
+	}
 	if err := s.checkScope(c); err != nil {
 		return err
 	}
@@ -238,6 +246,7 @@ func (s *Service) Register(ctx context.Context, a Actor, c RegisterCmd) error {
 		reg := events.SlotRegistered{
 			Slot: c.Name, ProjectUUID: c.ProjectUUID, AppUUID: c.AppUUID, DBUUID: c.DBUUID,
 			Repo: c.Repo, TemplateRepo: c.TemplateRepo, TemplateRef: c.TemplateRef, Branch: c.Branch,
+			Template: c.Template,
 		}
 		claim := events.New(events.SlotClaimed{SlotRegistered: reg}, s.meta(a))
 		res, err := s.store.Append(ctx, events.SlotRegistryStream, s.owners.expected(), claim)
@@ -436,7 +445,7 @@ func (s *Service) PlanJob(ctx context.Context, slot, kind string, params map[str
 	if err := s.canStart(&st, kind); err != nil {
 		return Plan{}, err
 	}
-	p := Plan{Kind: kind, Slot: slot, Steps: StepsFor(kind), Resources: planResources(&st, kind), NotBefore: s.notBefore(kind)}
+	p := Plan{Kind: kind, Slot: slot, Steps: stepsForSlot(&st, kind), Resources: planResources(&st, kind), NotBefore: s.notBefore(kind)}
 	if kind == events.KindPromote {
 		p.Target = s.checkTarget(ctx, events.RepoRef{Project: params["project"], Slug: params["name"]})
 	}
@@ -566,7 +575,7 @@ func (s *Service) newJob(ctx context.Context, a Actor, slot, kind string, params
 		}
 		queued = events.JobQueued{
 			JobID: id, Kind: kind, Slot: slot, Params: params, RequestedBy: a.Name, Reason: a.Reason,
-			NotBefore: s.notBefore(kind), Steps: StepsFor(kind), Resources: planResources(st, kind),
+			NotBefore: s.notBefore(kind), Steps: stepsForSlot(st, kind), Resources: planResources(st, kind),
 		}
 		if r, err := adoptResource(params); err == nil && kind == events.KindDeleteOrphan {
 			queued.Resources = []events.Resource{r} // what it deletes, until confirmed gone

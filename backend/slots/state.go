@@ -197,6 +197,16 @@ func (s *SlotState) Apply(ev events.RecordedEvent) error {
 		s.Retired, s.Incomplete, s.Remaining, s.RetiredBy = true, false, nil, e.JobID
 	case events.SlotPromoted:
 		s.PromotedBy[e.JobID] = e.NewRepo
+	case events.SlotDatabaseChanged:
+		// A reset's create_db made the slot a new database: the next
+		// reset or teardown deletes that one, and "same as before" is its
+		// engine.
+		s.Reg.DBUUID = e.DBUUID
+		if t := s.Reg.Template; t != nil && e.Engine != "" {
+			c := *t
+			c.SeenEngine, c.SeenImage = e.Engine, e.Image
+			s.Reg.Template = &c
+		}
 	}
 	return nil
 }
@@ -319,6 +329,7 @@ var resultTypes = map[string]bool{
 	"DBDeleted": true, "EnvVarsDeleted": true, "VolumeDeleted": true, "VolumeMountsRemoved": true, "ForcePushed": true,
 	"AppDeleted": true, "RepoDeleted": true, "ProjectDeleted": true, "RepoCreated": true,
 	"CodePushed": true, "StepSucceeded": true,
+	"DBCreated": true, "EnvRestored": true, "VolumesCreated": true, "AppDeployed": true, // the ready reset (issue 23)
 }
 
 // IsStepResult reports whether an event type records a step's confirmed result.

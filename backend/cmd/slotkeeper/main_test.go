@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -787,6 +788,14 @@ func simWorld(t *testing.T, s *server, slot string) (envs []string, repoMain, te
 	return envs, repoMain, templateMain
 }
 
+// readyEnvs: the env vars are exactly the demo template's plus the new
+// database's URL.
+func readyEnvs(envs []string) bool {
+	s := slices.Clone(envs)
+	slices.Sort(s)
+	return strings.Join(s, ",") == "APP_ENV,DATABASE_URL,LOG_LEVEL"
+}
+
 // TestDemoSurvivesRestart: `make run`, stop, `make run` again. The
 // simulators keep their state under <data>/sim, so after a graceful stop
 // and a start on the same data dir (new random simulator ports) what the
@@ -800,7 +809,9 @@ func TestDemoSurvivesRestart(t *testing.T) {
 		t.Fatalf("first run: reset ended %s: %+v", job.State, job)
 	}
 	envs, repoMain, tmplMain := simWorld(t, s, "aurora")
-	if len(envs) != 0 || repoMain == "" || repoMain != tmplMain {
+	// The demo's slots have a template (issue 23): a reset restores its env
+	// vars (and a fresh DATABASE_URL), it does not leave none.
+	if !readyEnvs(envs) || repoMain == "" || repoMain != tmplMain {
 		t.Fatalf("first run: aurora after reset: envs %v main %s template %s", envs, repoMain, tmplMain)
 	}
 	if envs, _, _ := simWorld(t, s, "birch"); len(envs) != 3 {
@@ -817,7 +828,7 @@ func TestDemoSurvivesRestart(t *testing.T) {
 	if strings.Contains(s.err.String(), "demo pool seeded") {
 		t.Fatal("the demo pool was seeded again into a non-empty log")
 	}
-	if envs, main, tmpl := simWorld(t, s, "aurora"); len(envs) != 0 || main != repoMain || tmpl != tmplMain {
+	if envs, main, tmpl := simWorld(t, s, "aurora"); !readyEnvs(envs) || main != repoMain || tmpl != tmplMain {
 		t.Fatalf("after restart: aurora envs %v main %s (want %s) template %s", envs, main, repoMain, tmpl)
 	}
 	envs, birchMain, _ := simWorld(t, s, "birch")
@@ -827,7 +838,7 @@ func TestDemoSurvivesRestart(t *testing.T) {
 	if job := releaseAndWait(t, s, "birch"); job.State != projections.JobSucceeded {
 		t.Fatalf("after restart: reset ended %s: %+v\n%s", job.State, job, s.err.String())
 	}
-	if envs, main, _ := simWorld(t, s, "birch"); len(envs) != 0 || main != tmplMain {
+	if envs, main, _ := simWorld(t, s, "birch"); !readyEnvs(envs) || main != tmplMain {
 		t.Fatalf("after restart: birch after reset: envs %v main %s, want template %s", envs, main, tmplMain)
 	}
 	if code := s.stop(t); code != 0 {

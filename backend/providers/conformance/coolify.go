@@ -183,6 +183,31 @@ func Coolify(t *testing.T, target CoolifyTarget) {
 		}
 	})
 
+	t.Run("ready-reset calls: create env, create storage, deployment not found", func(t *testing.T) {
+		// Issue 23 (DC/AC/DeC at 379abb25): what the ready reset's client
+		// relies on, on the scratch application only.
+		ctx := ctxFor(t)
+		sc := target.Scratch(t)
+		st, body := raw(t, ctx, "GET", target.URL+"/deployments/"+missing, target.Token)
+		if st != 404 || body != `{"message":"Deployment not found."}` {
+			t.Errorf("GET /deployments/…: %d %s, want 404 Deployment not found. (DeC:134)", st, body)
+		}
+		if _, l, err := c.GetDeployment(ctx, missing); l != providers.Absent {
+			t.Errorf("client: deployment %v %v, want absent", l, err)
+		}
+		key := "SK_CONFORMANCE_" + strings.ToUpper(missing[:6])
+		if id, err := c.CreateEnv(ctx, sc.App, key, "v"); err != nil || id == "" {
+			t.Fatalf("create env: %q %v, want 201 {uuid} (AC:3867)", id, err)
+		}
+		if _, err := c.CreateEnv(ctx, sc.App, key, "v"); providers.CodeOf(err) != providers.CodeConflict {
+			t.Errorf("create the same env again: %v, want 409 conflict (AC:3841)", err)
+		}
+		s, err := c.CreateStorage(ctx, sc.App, "skconformance", "/skconformance")
+		if err != nil || s.UUID == "" || s.Name != sc.App+"-skconformance" || s.MountPath != "/skconformance" {
+			t.Errorf("create storage: %+v %v, want 201 named <app uuid>-<name> (AC:4898, 4905)", s, err)
+		}
+	})
+
 	t.Run("429 shape", func(t *testing.T) {
 		if target.Provoke429 == nil {
 			t.Skip("this target cannot provoke Coolify's throttle; the 429's shape was not checked")

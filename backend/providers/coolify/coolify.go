@@ -183,6 +183,12 @@ type resourceJSON struct {
 	Name          string `json:"name"`
 	Status        string `json:"status"`
 	EnvironmentID int64  `json:"environment_id"`
+	DatabaseType  string `json:"database_type"`
+	Image         string `json:"image"`
+	FQDN          string `json:"fqdn"`
+	BuildPack     string `json:"build_pack"`
+	// InternalDBURL is shown only to a token with read:sensitive (DC:62-66).
+	InternalDBURL string `json:"internal_db_url"`
 	// Environments come with a project (Coolify loads them into its GET).
 	Environments []struct {
 		ID int64 `json:"id"`
@@ -190,11 +196,12 @@ type resourceJSON struct {
 }
 
 func (r resourceJSON) database() providers.Database {
-	return providers.Database{UUID: r.UUID, Name: r.Name, Status: r.Status, EnvironmentID: r.EnvironmentID}
+	return providers.Database{UUID: r.UUID, Name: r.Name, Status: r.Status, EnvironmentID: r.EnvironmentID,
+		Type: strings.TrimPrefix(r.DatabaseType, "standalone-"), Image: r.Image, InternalURL: r.InternalDBURL}
 }
 
 func (r resourceJSON) application() providers.Application {
-	return providers.Application{UUID: r.UUID, Name: r.Name, Status: r.Status, EnvironmentID: r.EnvironmentID}
+	return providers.Application{UUID: r.UUID, Name: r.Name, Status: r.Status, EnvironmentID: r.EnvironmentID, FQDN: r.FQDN, BuildPack: r.BuildPack}
 }
 
 func (r resourceJSON) project() providers.Project {
@@ -324,15 +331,22 @@ func (c *Client) confirmGone(ctx context.Context, op, id, path, own string) (pro
 func (c *Client) ListEnvs(ctx context.Context, appUUID string) ([]providers.EnvVar, error) {
 	const op = "coolify.ListEnvs"
 	var raw []struct {
-		UUID string `json:"uuid"`
-		Key  string `json:"key"`
+		UUID  string  `json:"uuid"`
+		Key   string  `json:"key"`
+		Value *string `json:"value"`
 	}
 	if err := c.list(ctx, op, appUUID, "/applications/"+appUUID+"/envs", msgAppBare, &raw); err != nil {
 		return nil, err
 	}
 	out := make([]providers.EnvVar, 0, len(raw))
 	for _, e := range raw {
-		out = append(out, providers.EnvVar{UUID: e.UUID, Key: e.Key})
+		// Values are shown only to a token with read:sensitive
+		// (AC:108-119, ApiSensitiveData.php:12-21).
+		ev := providers.EnvVar{UUID: e.UUID, Key: e.Key, Hidden: e.Value == nil}
+		if e.Value != nil {
+			ev.Value = *e.Value
+		}
+		out = append(out, ev)
 	}
 	return out, nil
 }
@@ -359,7 +373,7 @@ func (c *Client) ListStorages(ctx context.Context, appUUID string) ([]providers.
 	for _, s := range raw.Persistent {
 		// A persistent storage's name is its Docker volume's name; with a
 		// host_path it is a bind mount of that directory instead.
-		st := providers.Storage{UUID: s.UUID, Name: s.Name, Kind: "persistent"}
+		st := providers.Storage{UUID: s.UUID, Name: s.Name, Kind: "persistent", MountPath: s.MountPath}
 		if s.HostPath != nil {
 			st.HostPath = *s.HostPath
 		}

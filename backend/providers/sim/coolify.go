@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/json"
 	"io"
@@ -56,7 +57,7 @@ func (d *coolDB) wire() map[string]any {
 
 // wire is the application as Coolify's GET and list answers show it.
 func (a *coolApp) wire() map[string]any {
-	return map[string]any{"uuid": a.UUID, "name": a.Name, "status": a.Status, "environment_id": environmentID(a.Project)}
+	return map[string]any{"uuid": a.UUID, "name": a.Name, "status": a.Status, "environment_id": environmentID(a.Project), "fqdn": fqdn(a.UUID), "build_pack": a.buildPack()}
 }
 
 type coolEnv struct {
@@ -187,6 +188,7 @@ func (s *Sim) coolifyMux() http.Handler {
 	h("DELETE /api/v1/applications/{uuid}/envs/{env_uuid}", EndpointDeleteEnv, sub("env_uuid"), write(s.coolDeleteEnv))
 	h("GET /api/v1/applications/{uuid}/storages", EndpointListStorages, uuid, read(s.coolListStorages))
 	h("DELETE /api/v1/applications/{uuid}/storages/{storage_uuid}", EndpointDeleteStorage, sub("storage_uuid"), write(s.coolDeleteStorage))
+	s.readyRoutes(h)
 	h("GET /api/v1/projects", EndpointListProjects, nil, read(s.coolListProjects))
 	h("GET /api/v1/databases", EndpointListDatabases, nil, read(s.coolListDBs))
 	h("GET /api/v1/applications", EndpointListApplications, nil, read(s.coolListApps))
@@ -236,6 +238,9 @@ func coolGetOne[T queuedResource](s *Sim, w http.ResponseWriter, r *http.Request
 	var body map[string]any
 	if ok {
 		body = res.wire()
+		if r.Context().Value(sensitiveKey{}) != nil {
+			body["internal_db_url"] = s.dbURLLocked(id)
+		}
 	}
 	s.mu.Unlock()
 	if !ok {
@@ -282,6 +287,10 @@ func coolQueueDelete[T interface {
 }
 
 func (s *Sim) coolGetDB(w http.ResponseWriter, r *http.Request) {
+	if s.canReadSensitive(r) {
+		// internal_db_url is made visible with read:sensitive only (DC:62-66).
+		r = r.WithContext(context.WithValue(r.Context(), sensitiveKey{}, true))
+	}
 	coolGetOne(s, w, r, s.cool.dbs, r.PathValue("uuid"), msgDB)
 }
 
@@ -317,11 +326,16 @@ func (s *Sim) appVisibleLocked(id string, team int64) bool {
 func (s *Sim) coolListEnvs(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("uuid")
 	team := s.teamOf(r)
+	sensitive := s.canReadSensitive(r)
 	s.mu.Lock()
 	ok := s.appVisibleLocked(id, team)
 	out := []map[string]any{}
 	for _, e := range s.envsLocked(id) {
-		out = append(out, map[string]any{"uuid": e.UUID, "key": e.Key, "value": e.Value, "is_preview": false})
+		env := map[string]any{"uuid": e.UUID, "key": e.Key, "is_preview": false}
+		if sensitive {
+			env["value"] = e.Value // hidden without read:sensitive (AC:108-119)
+		}
+		out = append(out, env)
 	}
 	s.mu.Unlock()
 	if !ok {
@@ -522,4 +536,13 @@ func (s *Sim) storagesLocked(app string) []*coolStorage {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// buildPack is the application's build_pack as Coolify shows it (nixpacks
+// is Coolify's default).
+func (a *coolApp) buildPack() string {
+	if a.BuildPack == "" {
+		return "nixpacks"
+	}
+	return a.BuildPack
 }

@@ -45,6 +45,10 @@ type Fault struct {
 	// proxy in front of the service does: a 404 that is not the service's
 	// own "does not exist" and says nothing about the resource.
 	Foreign404 bool `json:"foreign_404,omitempty"`
+	// AfterHandler lets the request take effect first, then answers with
+	// the fault instead of the real answer (Status, Reset, …): a create
+	// whose answer is lost on the way back. Not with Hang or Latency.
+	AfterHandler bool `json:"after_handler,omitempty"`
 	// Times is how many more matching requests the fault applies to; 0 means
 	// until cleared.
 	Times int `json:"times,omitempty"`

@@ -99,6 +99,7 @@ type Options struct {
 // Sim is a running pair of simulated servers. Its methods are safe for
 // concurrent use.
 type Sim struct {
+	ready    *readyState // the ready-slot reset's state (coolify_ready.go), under mu
 	opts     Options
 	stateDir string // "" = state kept in memory only
 	gitRoot  string
@@ -404,6 +405,15 @@ func (s *Sim) route(server, endpoint string, resource func(*http.Request) string
 				}
 			})
 		}
+		if hit && f.AfterHandler {
+			// The request takes effect, then its answer is lost: the
+			// handler writes to nowhere and the fault answers instead.
+			if auth == nil || auth(discardWriter{}, r) {
+				h(discardWriter{}, r)
+			}
+			s.applyFault(w, r, f, errBody)
+			return
+		}
 		if hit && s.applyFault(w, r, f, errBody) {
 			return
 		}
@@ -502,3 +512,10 @@ func bearer(r *http.Request) (string, bool) {
 func (s *Sim) repoDir(project, slug string) string {
 	return filepath.Join(s.gitRoot, strings.ToUpper(project), slug+".git")
 }
+
+// discardWriter is where a handler writes whose answer a fault replaces.
+type discardWriter struct{}
+
+func (discardWriter) Header() http.Header         { return http.Header{} }
+func (discardWriter) Write(b []byte) (int, error) { return len(b), nil }
+func (discardWriter) WriteHeader(int)             {}

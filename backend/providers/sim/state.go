@@ -43,10 +43,14 @@ type SlotFixture struct {
 	Template     RepoFixture `json:"template"`
 	TemplateRef  string      `json:"template_ref"`
 	TemplateHead string      `json:"template_head"`
+	// TemplateApp is the Coolify application a ready reset copies env
+	// vars from ("" when none was seeded; see EnsureTemplateApp).
+	TemplateApp string `json:"template_app,omitempty"`
 }
 
 // Seeding defaults.
 const (
+	SlotVolumeMount = "/var/lib/app" // where a seeded slot's persistent volume is mounted
 	SlotRepoProject = "SLOT"
 	TemplateProject = "TPL"
 	TemplateSlug    = "template"
@@ -75,7 +79,7 @@ func (s *Sim) SeedSlot(name string) (SlotFixture, error) {
 		}
 		fx.EnvUUIDs = append(fx.EnvUUIDs, id)
 	}
-	for _, st := range [][3]string{{"data-" + name, "persistent", "/var/lib/app"}, {"config-" + name, "file", "/etc/app/config.yml"}} {
+	for _, st := range [][3]string{{"data-" + name, "persistent", SlotVolumeMount}, {"config-" + name, "file", "/etc/app/config.yml"}} {
 		id, err := s.AddStorage(fx.AppUUID, st[0], st[1], st[2])
 		if err != nil {
 			return fx, err
@@ -92,6 +96,7 @@ func (s *Sim) SeedSlot(name string) (SlotFixture, error) {
 	if err != nil {
 		return fx, err
 	}
+	s.SetAppRepo(fx.AppUUID, fx.Repo.Project, fx.Repo.Slug, DefaultBranch)
 	fx.Template, fx.TemplateRef, fx.TemplateHead = tmpl, DefaultBranch, head
 	return fx, nil
 }

@@ -128,6 +128,23 @@ export interface SlotView {
    * moves: the version clients compare.
    */
   position: number;
+  /** Registered with a template: a reset brings the slot back to it (issue 23). */
+  has_template?: boolean;
+  /** What the newest ready reset deployed. */
+  deployed?: Deployed;
+  /** A vacant slot whose last reset brought it back to its template, running:healthy. */
+  ready?: boolean;
+  /** For a vacant slot that is not ready: what it lacks. */
+  missing?: string[];
+}
+
+/** Deployed is the application a ready reset deployed. */
+export interface Deployed {
+  fqdn?: string;
+  status: string;
+  commit?: string;
+  job_id: string;
+  deployed_at: string;
 }
 
 export interface Attempt {

@@ -12,6 +12,27 @@ afterEach(() => {
 });
 
 describe("slot card", () => {
+  it("shows a ready slot's app URL, health and commit; a vacant slot that is not ready says what it lacks (issue 23)", () => {
+    render(
+      <ul>
+        <SlotCard
+          slot={slot({
+            name: "r1", lifecycle: "vacant", occupant: undefined, deadline: undefined, ready: true,
+            deployed: { fqdn: "http://app.example.test,http://b.example.test", status: "running:healthy", commit: "0123456789abcdef", job_id: "j1", deployed_at: "2026-01-01T00:00:00Z" },
+          })}
+        />
+        <SlotCard slot={slot({ name: "r2", lifecycle: "vacant", occupant: undefined, deadline: undefined, missing: ["no slot template"], deployed: { fqdn: "javascript:alert(1)", status: "exited:unhealthy", job_id: "j2", deployed_at: "2026-01-01T00:00:00Z" } })} />
+      </ul>,
+    );
+    const [ready, lacking] = screen.getAllByTestId("slot-card");
+    expect(ready.querySelector('a[data-testid="app-url"]')?.getAttribute("href")).toBe("http://app.example.test");
+    expect(ready.textContent).toMatch(/running:healthy/);
+    expect(ready.textContent).toMatch(/0123456789ab/);
+    expect(ready.querySelector('[data-testid="slot-ready"]')).not.toBeNull();
+    expect(lacking.querySelector('a[data-testid="app-url"]')).toBeNull();
+    expect(lacking.querySelector('[data-testid="slot-missing"]')?.textContent).toMatch(/Not ready: no slot template/);
+  });
+
   it("shows lifecycle, occupant, the active job's current step and progress", () => {
     render(
       <ul>

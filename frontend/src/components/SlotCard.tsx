@@ -3,6 +3,7 @@ import type { SlotView } from "../api/types";
 import { stepList, untouched } from "../format";
 import { useT, type Key } from "../i18n";
 import { Countdown } from "./Countdown";
+import { AppStatus } from "./AppStatus";
 import type { Attention } from "../pages/boardModel";
 
 /** slotWarnings lists what a card must flag: leftovers and unfinished jobs. */
@@ -72,6 +73,7 @@ export const SlotCard = memo(function SlotCard({ slot, attention = "", mine = fa
           ))}
         </div>
       )}
+      <AppStatus slot={slot} />
       {slot.occupant && (
         <div>
           <span className="muted">{t("slot.occupant")}: </span>

@@ -11,6 +11,7 @@ import { Countdown } from "../components/Countdown";
 import { EarlierDeadline } from "../components/EarlierDeadline";
 import { OccupantPicker } from "../components/OccupantPicker";
 import { RecoveryNotice } from "../components/Recovery";
+import { AppStatus } from "../components/AppStatus";
 import { formatTime, stateReason, untouched } from "../format";
 import { useT } from "../i18n";
 import { announce } from "../live/announce";
@@ -126,6 +127,7 @@ function SlotDetail({ slot }: { slot: SlotView }) {
           {t.dyn("lifecycle", slot.lifecycle)}
         </span>
       </div>
+      <AppStatus slot={slot} />
       <dl className="facts">
         {slot.occupant && (
           <>

@@ -1,0 +1,421 @@
+package sim
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// The ready-slot reset's endpoints (issue 23), as Coolify 379abb25 answers
+// them (DC = DatabasesController.php, AC = ApplicationsController.php,
+// DeC = DeployController.php under app/Http/Controllers/Api).
+
+// Endpoints of the ready-slot reset.
+const (
+	EndpointCreateDatabase = "coolify.CreateDatabase"
+	EndpointCreateEnv      = "coolify.CreateEnv"
+	EndpointDeploy         = "coolify.Deploy"
+	EndpointGetDeployment  = "coolify.GetDeployment"
+	EndpointCreateStorage  = "coolify.CreateStorage"
+)
+
+// ServerUUID is the simulated Coolify's one server (Coolify's own
+// "localhost" server has a generated uuid like any other).
+const ServerUUID = "simserver000000000000000"
+
+const (
+	msgServerNotFound = "Server not found."                                                    // DC:1818
+	msgEnvExists      = "Environment variable already exists. Use PATCH request to update it." // AC:3808, 3841
+	msgNoResources    = "No resources found."                                                  // DeC:466
+	msgDeployment     = "Deployment not found."                                                // DeC:134, 138
+)
+
+// simEngines are the types routes/api.php:295-302 accepts, with the image
+// Coolify defaults each to when none is given (and its database_type).
+var simEngines = map[string]string{"postgresql": "postgres:16-alpine", "mysql": "mysql:8", "mariadb": "mariadb:11",
+	"mongodb": "mongo:7", "redis": "redis:7.2", "clickhouse": "clickhouse/clickhouse-server:latest",
+	"dragonfly": "docker.dragonflydb.io/dragonflydb/dragonfly", "keydb": "eqalpha/keydb:latest"}
+
+type coolDeployment struct {
+	UUID, App, Status, Commit string
+}
+
+// readyState is the part of the simulated Coolify the ready reset adds; it
+// is not kept in state.json (deployments of a restarted simulator are
+// gone, as its queue worker would be).
+type readyState struct {
+	deployments map[string]*coolDeployment
+	appRepo     map[string][3]string // app → project, slug, branch it deploys
+	failDeploy  map[string]string    // app → the deployment's failure
+	images      map[string]string    // db → image
+	dbURLs      map[string]string    // db → internal_db_url (with its password)
+	deployDelay time.Duration
+}
+
+func (s *Sim) readyLocked() *readyState {
+	if s.ready == nil {
+		s.ready = &readyState{deployments: map[string]*coolDeployment{}, appRepo: map[string][3]string{},
+			failDeploy: map[string]string{}, images: map[string]string{}, dbURLs: map[string]string{}}
+	}
+	return s.ready
+}
+
+// SetAppRepo says which repository branch app deploys (its deployment's
+// commit is that branch's head at deploy time).
+func (s *Sim) SetAppRepo(app, project, slug, branch string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.readyLocked().appRepo[app] = [3]string{project, slug, branch}
+}
+
+// FailDeploy makes app's next deployments fail with reason ("" heals).
+func (s *Sim) FailDeploy(app, reason string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if reason == "" {
+		delete(s.readyLocked().failDeploy, app)
+		return
+	}
+	s.readyLocked().failDeploy[app] = reason
+}
+
+// SetDeployDelay is how long a deployment stays queued/in progress.
+func (s *Sim) SetDeployDelay(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.readyLocked().deployDelay = d
+}
+
+// Deployments lists app's deployments (tests).
+func (s *Sim) Deployments(app string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, d := range s.readyLocked().deployments {
+		if d.App == app {
+			out = append(out, d.UUID+":"+d.Status)
+		}
+	}
+	return out
+}
+
+func (s *Sim) readyRoutes(h func(pattern, endpoint string, res func(*http.Request) string, f http.HandlerFunc)) {
+	uuid := func(r *http.Request) string { return r.PathValue("uuid") }
+	engine := func(r *http.Request) string { return r.PathValue("engine") }
+	h("POST /api/v1/databases/{engine}", EndpointCreateDatabase, engine, s.ability("write", s.coolCreateDB))
+	h("POST /api/v1/applications/{uuid}/envs", EndpointCreateEnv, uuid, s.ability("write", s.coolCreateEnv))
+	h("POST /api/v1/deploy", EndpointDeploy, func(r *http.Request) string { return r.URL.Query().Get("uuid") }, s.ability("deploy", s.coolDeploy))
+	h("GET /api/v1/deployments/{uuid}", EndpointGetDeployment, uuid, s.ability("read", s.coolGetDeployment))
+	h("POST /api/v1/applications/{uuid}/storages", EndpointCreateStorage, uuid, s.ability("write", s.coolCreateStorage))
+}
+
+// coolCreateDB is create_database (DC:1764-1968): the project must be the
+// token's team's (404 "Project not found.", DC:1805-1807), the
+// environment given by name (422, DC:1796-1814), the server the team's
+// (404 "Server not found.", DC:1816-1818); 201 {uuid, internal_db_url}.
+func (s *Sim) coolCreateDB(w http.ResponseWriter, r *http.Request) {
+	img, ok := simEngines[r.PathValue("engine")]
+	if !ok {
+		// An unknown engine matches no route: the catch-all.
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		w.Write([]byte(catchAllBody))
+		return
+	}
+	var in struct {
+		Name, Image, ProjectUUID, EnvironmentName, ServerUUID string
+	}
+	var raw map[string]any
+	if json.NewDecoder(r.Body).Decode(&raw) != nil {
+		coolMsg(w, http.StatusBadRequest, "Invalid request.")
+		return
+	}
+	str := func(k string) string { v, _ := raw[k].(string); return v }
+	in.Name, in.Image, in.ProjectUUID, in.EnvironmentName, in.ServerUUID = str("name"), str("image"), str("project_uuid"), str("environment_name"), str("server_uuid")
+	if in.EnvironmentName == "" && str("environment_uuid") == "" {
+		coolMsg(w, http.StatusUnprocessableEntity, "You need to provide at least one of environment_name or environment_uuid.")
+		return
+	}
+	team := s.teamOf(r)
+	s.mu.Lock()
+	if !s.projectVisibleLocked(in.ProjectUUID, team) {
+		s.mu.Unlock()
+		coolMsg(w, http.StatusNotFound, msgProject)
+		return
+	}
+	if in.EnvironmentName != "production" {
+		s.mu.Unlock()
+		coolMsg(w, http.StatusUnprocessableEntity, "You need to provide a valid environment_name or environment_uuid.")
+		return
+	}
+	if in.ServerUUID != ServerUUID || team != RootTeam {
+		s.mu.Unlock()
+		coolMsg(w, http.StatusNotFound, msgServerNotFound)
+		return
+	}
+	if in.Image != "" {
+		img = in.Image
+	}
+	id := newUUID()
+	s.cool.dbs[id] = &coolDB{UUID: id, Name: in.Name, Project: in.ProjectUUID, Status: "running:healthy", Type: "standalone-" + r.PathValue("engine")}
+	s.readyLocked().images[id] = img
+	u := s.dbURLLocked(id)
+	err := s.persistLocked()
+	s.mu.Unlock()
+	if err != nil {
+		coolMsg(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"uuid": id, "internal_db_url": u})
+}
+
+// coolCreateEnv is create_env (AC:3753-3870): the app's 404 "Application
+// not found." (team-scoped), 409 when the key exists (AC:3841), 201 {uuid}.
+func (s *Sim) coolCreateEnv(w http.ResponseWriter, r *http.Request) {
+	app := r.PathValue("uuid")
+	var in struct {
+		Key   string `json:"key"`
+		Value string `json:"value"`
+	}
+	if json.NewDecoder(r.Body).Decode(&in) != nil || in.Key == "" {
+		coolMsg(w, http.StatusUnprocessableEntity, "Validation failed.")
+		return
+	}
+	// Coolify trims the key and replaces spaces (AC:3800).
+	in.Key = strings.ReplaceAll(strings.TrimSpace(in.Key), " ", "_")
+	team := s.teamOf(r)
+	s.mu.Lock()
+	if !s.appVisibleLocked(app, team) {
+		s.mu.Unlock()
+		coolMsg(w, http.StatusNotFound, msgAppGet)
+		return
+	}
+	for _, e := range s.envsLocked(app) {
+		if e.Key == in.Key {
+			s.mu.Unlock()
+			coolMsg(w, http.StatusConflict, msgEnvExists)
+			return
+		}
+	}
+	id := newUUID()
+	s.cool.envs[id] = &coolEnv{UUID: id, App: app, Key: in.Key, Value: in.Value}
+	err := s.persistLocked()
+	s.mu.Unlock()
+	if err != nil {
+		coolMsg(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusCreated, map[string]string{"uuid": id})
+}
+
+// coolDeploy is deploy by uuid (DeC:384-466): an unknown or another team's
+// uuid is skipped, and with nothing deployed the answer is 404 "No
+// resources found."; otherwise 200 {"deployments":[{message,
+// resource_uuid, deployment_uuid}]}. The deployment runs in the
+// background: queued, then finished (the app running:healthy) or failed
+// (the app exited:unhealthy).
+func (s *Sim) coolDeploy(w http.ResponseWriter, r *http.Request) {
+	app := r.URL.Query().Get("uuid")
+	if app == "" {
+		coolMsg(w, http.StatusBadRequest, "You must provide uuid or tag.")
+		return
+	}
+	team := s.teamOf(r)
+	s.mu.Lock()
+	a := s.cool.apps[app]
+	if a == nil || !s.projectVisibleLocked(a.Project, team) {
+		s.mu.Unlock()
+		coolMsg(w, http.StatusNotFound, msgNoResources)
+		return
+	}
+	rs := s.readyLocked()
+	repo, fail, delay := rs.appRepo[app], rs.failDeploy[app], rs.deployDelay
+	if repo[1] == "" && strings.HasPrefix(a.Name, "app-") {
+		// A simulator restarted from state.json forgot SetAppRepo: a
+		// seeded slot's app deploys its slot repository (SeedSlot's names).
+		repo = [3]string{SlotRepoProject, "slot-" + strings.TrimPrefix(a.Name, "app-"), DefaultBranch}
+	}
+	d := &coolDeployment{UUID: newUUID(), App: app, Status: "queued", Commit: "HEAD"}
+	rs.deployments[d.UUID] = d
+	a.Status = "starting:unknown"
+	s.mu.Unlock()
+	commit := ""
+	if repo[1] != "" {
+		commit, _ = s.RepoHeadSHA(repo[0], repo[1], repo[2])
+	}
+	s.after(delay, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if commit != "" {
+			d.Commit = commit
+		}
+		if fail != "" {
+			d.Status = "failed"
+			a.Status = "exited:unhealthy"
+			return
+		}
+		d.Status = "finished"
+		a.Status = "running:healthy"
+		_ = s.persistLocked()
+	})
+	writeJSON(w, http.StatusOK, map[string]any{"deployments": []map[string]string{{
+		"message": "Application " + a.Name + " deployment queued.", "resource_uuid": app, "deployment_uuid": d.UUID}}})
+}
+
+// coolGetDeployment is deployment_by_uuid (DeC:122-141).
+func (s *Sim) coolGetDeployment(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	d := s.readyLocked().deployments[r.PathValue("uuid")]
+	var body map[string]any
+	if d != nil {
+		body = map[string]any{"deployment_uuid": d.UUID, "application_id": d.App, "status": d.Status, "commit": d.Commit}
+	}
+	s.mu.Unlock()
+	if d == nil {
+		coolMsg(w, http.StatusNotFound, msgDeployment)
+		return
+	}
+	writeJSON(w, http.StatusOK, body)
+}
+
+// fqdn is the simulated application's URL (Coolify's generated domain
+// shape: http://<uuid>.<server's wildcard domain>).
+func fqdn(app string) string { return "http://" + app + ".sim.localhost" }
+
+// canReadSensitive is ApiSensitiveData (app/Http/Middleware/ApiSensitiveData.php:12-21):
+// values of env vars and a database's internal_db_url are shown only to a
+// token with root or read:sensitive (whose user is the team's admin; every
+// simulated token's user is).
+func (s *Sim) canReadSensitive(r *http.Request) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, _ := s.tokenLocked(r)
+	return t.can("read:sensitive")
+}
+
+type sensitiveKey struct{}
+
+// dbURLLocked is db's internal_db_url; the password in it is generated by
+// Coolify.
+func (s *Sim) dbURLLocked(db string) string {
+	rs := s.readyLocked()
+	if u, ok := rs.dbURLs[db]; ok {
+		return u
+	}
+	// Derived from the uuid, so it is the same after a restart of a
+	// simulator whose state is kept (state.json holds no passwords).
+	sum := sha256.Sum256([]byte("sim-db-password:" + db))
+	u := "postgres://postgres:" + hex.EncodeToString(sum[:12]) + "@" + db + ":5432/postgres"
+	rs.dbURLs[db] = u
+	return u
+}
+
+// Template application of the demo pool.
+const (
+	TemplateAppProject = "templates"
+	TemplateAppName    = "template-app"
+)
+
+// EnsureTemplateApp returns the template application whose env vars a
+// ready reset copies (project "templates", application "template-app",
+// env vars APP_ENV=preview and LOG_LEVEL=info), creating it the first time.
+func (s *Sim) EnsureTemplateApp() (string, error) {
+	s.mu.Lock()
+	for _, a := range s.cool.apps {
+		if p := s.cool.projects[a.Project]; p != nil && p.Name == TemplateAppProject && a.Name == TemplateAppName {
+			s.mu.Unlock()
+			return a.UUID, nil
+		}
+	}
+	s.mu.Unlock()
+	app, err := s.AddApp(s.AddProject(TemplateAppProject), TemplateAppName)
+	if err != nil {
+		return "", err
+	}
+	for _, kv := range [][2]string{{"APP_ENV", "preview"}, {"LOG_LEVEL", "info"}} {
+		if _, err := s.AddEnv(app, kv[0], kv[1]); err != nil {
+			return "", err
+		}
+	}
+	return app, nil
+}
+
+// DatabaseURL is db's internal_db_url, with its password (tests).
+func (s *Sim) DatabaseURL(db string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.dbURLLocked(db)
+}
+
+// AppStatus is the application's status ("" when it does not exist).
+func (s *Sim) AppStatus(app string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if a := s.cool.apps[app]; a != nil {
+		return a.Status
+	}
+	return ""
+}
+
+// DatabaseNames lists the names of project's databases (tests).
+func (s *Sim) DatabaseNames(project string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, d := range s.cool.dbs {
+		if d.Project == project {
+			out = append(out, d.Name)
+		}
+	}
+	return out
+}
+
+// coolCreateStorage is create_storage for a persistent volume (AC:4834-4905):
+// the app's 404 (AC:4848), name required (422, AC:4882-4886), the row named
+// "<app uuid>-<name>" (AC:4898), 201 with the row. Its Docker volume is new
+// and empty unless one of that name is still on the server.
+func (s *Sim) coolCreateStorage(w http.ResponseWriter, r *http.Request) {
+	app := r.PathValue("uuid")
+	var in struct {
+		Type      string `json:"type"`
+		Name      string `json:"name"`
+		MountPath string `json:"mount_path"`
+	}
+	if json.NewDecoder(r.Body).Decode(&in) != nil || in.MountPath == "" || in.Type != "persistent" || in.Name == "" {
+		coolMsg(w, http.StatusUnprocessableEntity, "Validation failed.")
+		return
+	}
+	team := s.teamOf(r)
+	s.mu.Lock()
+	if !s.appVisibleLocked(app, team) {
+		s.mu.Unlock()
+		coolMsg(w, http.StatusNotFound, msgAppGet)
+		return
+	}
+	id := newUUID()
+	st := &coolStorage{UUID: id, App: app, Name: app + "-" + in.Name, Kind: "persistent", MountPath: in.MountPath}
+	s.cool.storages[id] = st
+	if _, ok := s.cool.volumes[st.Name]; !ok {
+		s.cool.volumes[st.Name] = &dockerVolume{Name: st.Name, Server: SimServer} // a new volume is empty
+	}
+	err := s.persistLocked()
+	s.mu.Unlock()
+	if err != nil {
+		coolMsg(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"uuid": id, "name": st.Name, "mount_path": st.MountPath, "host_path": nil})
+}
+
+// VolumeData is the data of the Docker volume name ("" when empty or absent).
+func (s *Sim) VolumeData(name string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if v := s.cool.volumes[name]; v != nil {
+		return v.Data
+	}
+	return ""
+}
