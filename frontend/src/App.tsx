@@ -72,8 +72,15 @@ function WhoAmI({ subject }: { subject: Subject }) {
 
 function Header({ subject }: { subject: Subject | undefined }) {
   const t = useT();
+  const [location] = useLocation();
+  // On a phone the navigation and who is signed in fold behind one button
+  // (issue 27 item 1: three wrapped header rows took 17 % of the screen and
+  // hid the top of every page); a route change folds it again.
+  const [open, setOpen] = useState(false);
+  const [openedAt, setOpenedAt] = useState(location);
+  if (open && openedAt !== location) setOpen(false);
   return (
-    <header className="top">
+    <header className="top" data-menu={open ? "open" : "closed"}>
       <a className="skip" href="#main">
         {t("app.skip")}
       </a>
@@ -84,27 +91,45 @@ function Header({ subject }: { subject: Subject | undefined }) {
       ) : (
         <span className="brand">{t("app.title")}</span>
       )}
-      {subject && (
-        <nav aria-label={t("nav.main")}>
-          <Link href="/">{t("nav.board")}</Link>
-          <Link href="/jobs" data-testid="nav-jobs">
-            {t("nav.jobs")}
-          </Link>
-          <Link href="/audit">{t("nav.audit")}</Link>
-          <Link href="/remaining">{t("nav.remaining")}</Link>
-          <Link href="/reconcile">{t("nav.reconcile")}</Link>
-          <Link href="/waitlist">{t("nav.waitlist")}</Link>
-          <Link href="/insights">{t("nav.insights")}</Link>
-          {atLeast(subject, "admin") && (
-            <Link href="/admin" data-testid="nav-admin">
-              {t("nav.admin")}
-            </Link>
-          )}
-        </nav>
-      )}
       {subject && <LiveIndicator />}
-      <span className="spacer" />
-      {subject && <WhoAmI subject={subject} />}
+      {subject && (
+        <button
+          type="button"
+          className="menu-toggle"
+          aria-expanded={open}
+          aria-controls="top-menu"
+          onClick={() => {
+            setOpenedAt(location);
+            setOpen(!open);
+          }}
+          data-testid="menu-toggle"
+        >
+          <span aria-hidden="true">☰</span> {t("nav.menu")}
+        </button>
+      )}
+      {subject && (
+        <div className="top-menu" id="top-menu">
+          <nav aria-label={t("nav.main")}>
+            <Link href="/">{t("nav.board")}</Link>
+            <Link href="/jobs" data-testid="nav-jobs">
+              {t("nav.jobs")}
+            </Link>
+            <Link href="/audit">{t("nav.audit")}</Link>
+            <Link href="/remaining">{t("nav.remaining")}</Link>
+            <Link href="/reconcile">{t("nav.reconcile")}</Link>
+            <Link href="/waitlist">{t("nav.waitlist")}</Link>
+            <Link href="/insights">{t("nav.insights")}</Link>
+            {atLeast(subject, "admin") && (
+              <Link href="/admin" data-testid="nav-admin">
+                {t("nav.admin")}
+              </Link>
+            )}
+          </nav>
+          <span className="spacer" />
+          <WhoAmI subject={subject} />
+        </div>
+      )}
+      {!subject && <span className="spacer" />}
       <LangSwitch />
     </header>
   );
@@ -132,7 +157,11 @@ function FocusOnNavigate() {
       first.current = false;
       return;
     }
-    document.getElementById("main")?.focus({ preventScroll: false });
+    // The new page starts at its top: the board may have been scrolled far
+    // down, and focusing <main> with scrolling put its top under the sticky
+    // header (issue 27 item 1: a slot's name and state were hidden on arrival).
+    window.scrollTo(0, 0);
+    document.getElementById("main")?.focus({ preventScroll: true });
   }, [location]);
   return null;
 }

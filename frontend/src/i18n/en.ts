@@ -498,6 +498,8 @@ export const en = {
   "resname.list_storages": "list of volumes",
   "resname.branch_reset": "branch {branch} reset to {template}",
   "stepdetail.vacate": "The slot is vacated when the job's success is recorded.",
+  // ---- issue 27 (dashboard, second pass) ----
+  "nav.menu": "Menu",
 } as const;
 
 /** Key is every catalogue key. */

@@ -499,4 +499,6 @@ export const ko: Record<Key, string> = {
   "resname.list_storages": "볼륨 목록",
   "resname.branch_reset": "{branch} 브랜치를 {template}(으)로 초기화",
   "stepdetail.vacate": "작업 성공이 기록되면 슬롯이 비워집니다.",
+  // ---- issue 27 (dashboard, second pass) ----
+  "nav.menu": "메뉴",
 };

@@ -1,0 +1,97 @@
+// Issue 27 (the dashboard, second pass): what a daily user trips on. Each
+// item in en and ko, on a desktop and a 390 px phone, with the axe run and
+// a screenshot per page under artifacts/ (dash3-*).
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+import { openBrowser, shot } from "../lib/browser.js";
+import { Server } from "../lib/server.js";
+import { prepareAuth, signIn } from "../lib/auth.js";
+import { appUrl, serverFlags, waitLive } from "../lib/app.js";
+import { expectNoSeriousViolations } from "../lib/a11y.js";
+
+let server;
+let browser;
+const ME = "e2e-admin";
+
+before(async () => {
+  server = new Server({ flags: serverFlags({ "step-timeout": "45s" }) });
+  prepareAuth(server, { name: ME, role: "admin" });
+  await server.start();
+  browser = await openBrowser();
+  await signIn(browser.context, server);
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.close();
+});
+
+const SIZES = { desktop: { width: 1366, height: 900 }, phone: { width: 390, height: 844 } };
+const WAYS = [
+  ["en", "desktop"],
+  ["en", "phone"],
+  ["ko", "desktop"],
+  ["ko", "phone"],
+];
+
+async function open(route, { lang = "en", size = "desktop", selector } = {}) {
+  const page = await browser.context.newPage();
+  await page.setViewportSize(SIZES[size]);
+  await page.addInitScript((l) => localStorage.setItem("slotkeeper.lang", l), lang);
+  await page.goto(appUrl(server, route));
+  await waitLive(page);
+  if (selector) await page.waitForSelector(selector, { timeout: 20_000 });
+  return page;
+}
+
+/** done saves the screen, runs axe and checks a phone screen is no wider than 390 px. */
+async function done(page, name, lang, size) {
+  await shot(page, `dash3-${name}-${lang}-${size}`);
+  await expectNoSeriousViolations(page, `${name} ${lang} ${size}`);
+  if (size === "phone") {
+    const wide = await page.evaluate(() => document.documentElement.scrollWidth);
+    assert.ok(wide <= SIZES.phone.width, `${name} ${lang}: ${wide} px wide on a 390 px phone`);
+  }
+  await page.close();
+}
+
+const slots = async () => (await server.api("GET", "/api/slots")).slots;
+const inHours = (h) => new Date(Date.now() + h * 3_600_000).toISOString();
+
+test("item 1: on a phone the header is one row and a slot opened from far down the board starts at its name", async () => {
+  for (const [lang, size] of WAYS) {
+    const page = await open("/", { lang, size, selector: "[data-testid=slot-card]" });
+    const header = await page.locator("header.top").boundingBox();
+    if (size === "phone") {
+      // One row (it was three: 147 px, 17 % of the screen).
+      assert.ok(header.height <= 64, `${lang}: the phone header is ${header.height} px high`);
+      assert.equal(await page.locator("header nav").isVisible(), false, "the navigation is folded on a phone");
+      const toggle = page.getByTestId("menu-toggle");
+      assert.equal(await toggle.getAttribute("aria-expanded"), "false");
+      await toggle.click();
+      assert.equal(await toggle.getAttribute("aria-expanded"), "true");
+      await page.locator("header nav a[href='#/jobs']").click();
+      await page.waitForSelector("[data-testid=jobs-page], h1");
+      // A route change folds the menu again.
+      await page.waitForFunction(() => document.querySelector("[data-testid=menu-toggle]")?.getAttribute("aria-expanded") === "false");
+      await page.goto(appUrl(server, "/"));
+      await page.waitForSelector("[data-testid=slot-card]");
+    } else {
+      assert.equal(await page.locator("header nav").isVisible(), true, "the navigation shows on a desktop");
+      assert.equal(await page.getByTestId("menu-toggle").isVisible(), false);
+    }
+    // The last card on the board: the page is scrolled far down to reach it.
+    const last = page.locator("[data-testid=slot-card] a.card-title").last();
+    const name = await last.textContent();
+    await last.scrollIntoViewIfNeeded();
+    assert.ok((await page.evaluate(() => window.scrollY)) > 0 || size === "desktop", "the board was scrolled");
+    await last.click();
+    await page.waitForSelector(`#slot-title:text-is("${name}")`);
+    const top = (await page.locator("header.top").boundingBox()).height;
+    const title = await page.locator("#slot-title").boundingBox();
+    const badge = await page.getByTestId("slot-lifecycle").boundingBox();
+    assert.ok(title.y >= top, `${lang} ${size}: the slot's name is at ${title.y}, under the ${top} px header`);
+    assert.ok(badge.y >= top && badge.y + badge.height <= SIZES[size].height, `${lang} ${size}: the state badge is on screen`);
+    await done(page, "slot-arrival", lang, size);
+  }
+});
