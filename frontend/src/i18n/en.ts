@@ -500,6 +500,13 @@ export const en = {
   "stepdetail.vacate": "The slot is vacated when the job's success is recorded.",
   // ---- issue 27 (dashboard, second pass) ----
   "nav.menu": "Menu",
+  "board.held": "Held (waitlist)",
+  "board.held_for": "Held for {who}, the head of the waitlist",
+  "board.held_for_you": "Held for you",
+  "board.held_accept": "Accept it on the waitlist",
+  "board.held_banner": "Slot {slot} is held for you. Accept it before the offer ends:",
+  "board.join_waitlist": "Join the waitlist",
+  "board.pool_full": "Every slot is taken or held. Join the waitlist: the next slot that comes free is offered to you in turn.",
 } as const;
 
 /** Key is every catalogue key. */

@@ -501,4 +501,11 @@ export const ko: Record<Key, string> = {
   "stepdetail.vacate": "작업 성공이 기록되면 슬롯이 비워집니다.",
   // ---- issue 27 (dashboard, second pass) ----
   "nav.menu": "메뉴",
+  "board.held": "확보됨 (대기열)",
+  "board.held_for": "대기열 첫 순서인 {who}님을 위해 확보됨",
+  "board.held_for_you": "당신을 위해 확보됨",
+  "board.held_accept": "대기열에서 수락하기",
+  "board.held_banner": "슬롯 {slot}이(가) 당신을 위해 확보되었습니다. 제안이 끝나기 전에 수락하세요:",
+  "board.join_waitlist": "대기열에 들어가기",
+  "board.pool_full": "모든 슬롯이 사용 중이거나 확보되어 있습니다. 대기열에 들어가면 다음에 비는 슬롯을 순서대로 제안받습니다.",
 };
