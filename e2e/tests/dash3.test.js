@@ -95,3 +95,42 @@ test("item 1: on a phone the header is one row and a slot opened from far down t
     await done(page, "slot-arrival", lang, size);
   }
 });
+
+/** resetOne occupies a vacant slot, releases it and returns {id, slot}; the job runs after the 3 s grace. */
+async function resetOne() {
+  const vacant = (await slots()).find((s) => s.lifecycle === "vacant" && !s.active_job);
+  assert.ok(vacant, "a vacant slot to reset");
+  await server.api("POST", `/api/slots/${vacant.name}/occupy`, { by: ME, until: inHours(2) });
+  const { job_id: id } = await server.api("POST", `/api/slots/${vacant.name}/release`, { reason: "e2e: a reset to look at" });
+  return { id, slot: vacant.name };
+}
+
+let succeeded; // a reset that succeeded: { id, slot }
+
+test("item 4: the job page shows and copies its id, labels the correlation id, counts the grace apart from the run, and no step took 0s", async () => {
+  succeeded = await resetOne();
+  await browser.context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: server.url });
+  for (const [lang, size] of WAYS) {
+    const page = await open(`/jobs/${succeeded.id}`, { lang, size, selector: "[data-testid=job-page]" });
+    await page.waitForSelector('[data-testid=job-page][data-state="succeeded"]', { timeout: 120_000 });
+    assert.match(await page.getByTestId("job-id").textContent(), new RegExp(succeeded.id));
+    const corr = page.getByTestId("job-correlation");
+    if ((await corr.count()) > 0) {
+      const label = await page.locator("dl.job-ids dt").nth(1).textContent();
+      assert.match(label, lang === "en" ? /Correlation id/ : /상관관계 ID/);
+    }
+    const timing = await page.getByTestId("job-timing").textContent();
+    assert.match(timing, lang === "en" ? /^Waited 3(\.\d)?s in the grace period · (.* in the queue · )?ran \d/ : /^유예 시간 3(\.\d)?초 대기 · /);
+    for (const took of await page.getByTestId("step-took").allTextContents()) {
+      assert.doesNotMatch(took, lang === "en" ? /took 0s/ : /소요 0초|0초 걸림/, `a measured step reads ${took}`);
+    }
+    // No Go duration anywhere on the page.
+    assert.doesNotMatch(await page.locator("main").textContent(), /\d+h\d+m\d+s|\d+m\d+s\b/);
+    if (lang === "en" && size === "desktop") {
+      await page.getByTestId("copy-job-id").click();
+      await page.waitForFunction(() => document.querySelector("[data-testid=copy-job-id]")?.textContent !== "Copy");
+      assert.equal(await page.evaluate(() => navigator.clipboard.readText()), succeeded.id, "the copy button copies the job id");
+    }
+    await done(page, "job-ids", lang, size);
+  }
+});

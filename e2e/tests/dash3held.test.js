@@ -71,6 +71,21 @@ test("held for the waitlist: shown as held, a banner for the holder, Join the wa
   const w = await session(server, server.users.wendy);
   const joined = await w.call("POST", "/api/waitlist", { duration: "2h" });
   assert.equal(joined.status, 201, JSON.stringify(joined.body));
+  // Item 4: the waitlist's "2h0m0s" and the offer's "10m0s" read as people write them.
+  for (const [lang, size] of WAYS) {
+    const page = await admin.context.newPage();
+    await page.setViewportSize(SIZES[size]);
+    await page.addInitScript((l) => localStorage.setItem("slotkeeper.lang", l), lang);
+    await page.goto(appUrl(server, "/waitlist"));
+    await waitLive(page);
+    await page.waitForSelector("[data-testid=queue-row]");
+    const text = await page.locator("main").textContent();
+    assert.doesNotMatch(text, /\d+h\d+m\d+s|\d+m\d+s/, `${lang} ${size}: no Go duration on the waitlist page`);
+    assert.match(await page.getByTestId("queue-row").first().textContent(), lang === "en" ? /2h/ : /2시간/);
+    await shot(page, `dash3-waitlist-${lang}-${size}`);
+    await expectNoSeriousViolations(page, `waitlist ${lang} ${size}`);
+    await page.close();
+  }
   await server.api("POST", `/api/slots/${hers}/release`, { reason: "e2e: hand it to the waitlist" });
 
   for (const [lang, size] of WAYS) {

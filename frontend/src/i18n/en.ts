@@ -507,6 +507,14 @@ export const en = {
   "board.held_banner": "Slot {slot} is held for you. Accept it before the offer ends:",
   "board.join_waitlist": "Join the waitlist",
   "board.pool_full": "Every slot is taken or held. Join the waitlist: the next slot that comes free is offered to you in turn.",
+  "time.days_only": "{d}d",
+  "time.hours_only": "{h}h",
+  "jobt.timing": "Waited {grace} in the grace period · ran {ran}",
+  "jobt.timing_ran": "Ran {ran}",
+  "jobt.timing_queued": "Waited {grace} in the grace period · {queued} in the queue · ran {ran}",
+  "job.id_label": "Job id",
+  "job.correlation_label": "Correlation id (the request that started it)",
+  "time.ms": "{ms} ms",
 } as const;
 
 /** Key is every catalogue key. */

@@ -508,4 +508,12 @@ export const ko: Record<Key, string> = {
   "board.held_banner": "슬롯 {slot}이(가) 당신을 위해 확보되었습니다. 제안이 끝나기 전에 수락하세요:",
   "board.join_waitlist": "대기열에 들어가기",
   "board.pool_full": "모든 슬롯이 사용 중이거나 확보되어 있습니다. 대기열에 들어가면 다음에 비는 슬롯을 순서대로 제안받습니다.",
+  "time.days_only": "{d}일",
+  "time.hours_only": "{h}시간",
+  "jobt.timing": "유예 시간 {grace} 대기 · 실행 {ran}",
+  "jobt.timing_ran": "실행 {ran}",
+  "jobt.timing_queued": "유예 시간 {grace} 대기 · 작업 큐 {queued} 대기 · 실행 {ran}",
+  "job.id_label": "작업 ID",
+  "job.correlation_label": "상관관계 ID (작업을 시작한 요청)",
+  "time.ms": "{ms}밀리초",
 };

@@ -9,7 +9,8 @@ import { CommandError } from "../components/CommandError";
 import { LoadFallback } from "../components/LoadFallback";
 import { RecoveryNotice } from "../components/Recovery";
 import { Steps, completedSteps } from "../components/Steps";
-import { eventCategory, jobTitle, resumeCheck } from "../components/jobText";
+import { eventCategory, jobTiming, jobTitle, resumeCheck } from "../components/jobText";
+import { CopyButton } from "../components/ResourceId";
 import { formatRelative, formatTime, reasonText, resourceLabel, untouched } from "../format";
 import { useT, type Key, type T } from "../i18n";
 import { serverNow } from "../live/clock";
@@ -98,8 +99,22 @@ function JobDetail({ job }: { job: JobView }) {
           </>
         )}
         {job.state === "queued" && <> · {t("job.not_before", { time: formatTime(job.not_before, t.lang) })}</>}
-        {job.correlation_id && <> · <code>{job.correlation_id}</code></>}
       </p>
+      <JobTiming job={job} />
+      <dl className="facts job-ids">
+        <dt>{t("job.id_label")}</dt>
+        <dd data-testid="job-id">
+          <code>{job.id}</code> <CopyButton text={job.id} testId="copy-job-id" />
+        </dd>
+        {job.correlation_id && job.correlation_id !== job.id && (
+          <>
+            <dt>{t("job.correlation_label")}</dt>
+            <dd data-testid="job-correlation">
+              <code>{job.correlation_id}</code> <CopyButton text={job.correlation_id} testId="copy-correlation-id" />
+            </dd>
+          </>
+        )}
+      </dl>
 
       {unsuccessful && (
         <RecoveryNotice
@@ -205,6 +220,18 @@ export function eventSummary(data: unknown, t: T, type = ""): string {
   if (typeof d.old_sha === "string" && typeof d.new_sha === "string") parts.push(`${d.old_sha.slice(0, 8)} → ${d.new_sha.slice(0, 8)}`);
   if (d.already_absent === true) parts.push(t("job.already_absent"));
   return parts.join(" · ");
+}
+
+/** JobTiming says how long the job waited in grace and ran; live from the one ticker while it runs. */
+function JobTiming({ job }: { job: JobView }) {
+  const t = useT();
+  const now = useNow();
+  const text = jobTiming(job, now, t);
+  return text ? (
+    <p className="muted" data-testid="job-timing">
+      {text}
+    </p>
+  ) : null;
 }
 
 /** JobTitle is the human title; a running job's elapsed time comes from the one ticker. */
