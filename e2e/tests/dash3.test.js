@@ -134,3 +134,34 @@ test("item 4: the job page shows and copies its id, labels the correlation id, c
     await done(page, "job-ids", lang, size);
   }
 });
+
+test("item 5: a finished reset, extend, occupy and promote each say Done where the person lands; a promote links the new repository", async () => {
+  let r = await resetOne();
+  for (const [lang, size] of WAYS) {
+    // The wait view moves to the slot page on success, which says so.
+    const page = await open(`/jobs/${r.id}/wait`, { lang, size, selector: "[data-testid=wait-view]" });
+    await page.waitForSelector("[data-testid=slot-page] [data-testid=outcome]", { timeout: 120_000 });
+    assert.match(await page.getByTestId("outcome").textContent(), lang === "en" ? new RegExp(`Done\\. The reset of ${r.slot} finished in [\\d.]+ ?(ms|s)`) : new RegExp(`완료\\. ${r.slot} 초기화가 `));
+    // Occupy it again from the slot page, then extend: each says what it did.
+    await page.getByTestId("occupy").click();
+    await page.waitForFunction((lg) => /occupies|사용합니다/.test(document.querySelector("[data-testid=outcome]")?.textContent ?? "") && lg, lang);
+    await page.getByTestId("extend").click();
+    await page.waitForFunction(() => /deadline of .* is now|기한이 이제/.test(document.querySelector("[data-testid=outcome]")?.textContent ?? ""));
+    await done(page, "outcome-slot", lang, size);
+    // The next way follows the next reset of the same slot.
+    const again = await server.api("POST", `/api/slots/${r.slot}/release`, { reason: "e2e: again" });
+    r = { id: again.job_id, slot: r.slot };
+  }
+  // A promote's job page links the repository it made.
+  const vacant = (await slots()).find((s) => s.lifecycle === "vacant" && !s.active_job);
+  const { job_id: id } = await server.api("POST", `/api/slots/${vacant.name}/promote`, { project: "SLOT", name: `promoted-${vacant.name}` });
+  for (const [lang, size] of WAYS) {
+    const page = await open(`/jobs/${id}`, { lang, size, selector: "[data-testid=job-page]" });
+    await page.waitForSelector('[data-testid=job-page][data-state="succeeded"] [data-testid=job-done]', { timeout: 120_000 });
+    const done5 = page.getByTestId("job-done");
+    assert.match(await done5.textContent(), new RegExp(`SLOT/promoted-${vacant.name}`));
+    const href = await done5.locator("a[data-testid=resource-link]").getAttribute("href");
+    assert.match(href ?? "", new RegExp(`/projects/SLOT/repos/promoted-${vacant.name}/browse$`), "the new repository is linked at the git host");
+    await done(page, "outcome-promote", lang, size);
+  }
+});

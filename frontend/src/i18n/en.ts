@@ -515,6 +515,14 @@ export const en = {
   "job.id_label": "Job id",
   "job.correlation_label": "Correlation id (the request that started it)",
   "time.ms": "{ms} ms",
+  "outcome.done": "Done.",
+  "outcome.reset": "The reset of {slot} finished in {time}; every step is confirmed and the slot is vacant.",
+  "outcome.reset_short": "The reset of {slot} finished; the slot is vacant.",
+  "outcome.torn_down": "{slot} is torn down; its resources are deleted.",
+  "outcome.promoted": "The new repository {repo} holds the slot's code:",
+  "outcome.job": "The job on {slot} finished.",
+  "outcome.occupied": "{who} occupies {slot} until {time}.",
+  "outcome.extended": "The deadline of {slot} is now {time}.",
 } as const;
 
 /** Key is every catalogue key. */

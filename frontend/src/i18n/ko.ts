@@ -516,4 +516,12 @@ export const ko: Record<Key, string> = {
   "job.id_label": "작업 ID",
   "job.correlation_label": "상관관계 ID (작업을 시작한 요청)",
   "time.ms": "{ms}밀리초",
+  "outcome.done": "완료.",
+  "outcome.reset": "{slot} 초기화가 {time} 만에 끝났습니다. 모든 단계가 확인되었고 슬롯이 비었습니다.",
+  "outcome.reset_short": "{slot} 초기화가 끝났습니다. 슬롯이 비었습니다.",
+  "outcome.torn_down": "{slot}을(를) 해체했습니다. 리소스가 삭제되었습니다.",
+  "outcome.promoted": "새 저장소 {repo}에 슬롯의 코드가 들어 있습니다:",
+  "outcome.job": "{slot}의 작업이 끝났습니다.",
+  "outcome.occupied": "{who}님이 {time}까지 {slot}을(를) 사용합니다.",
+  "outcome.extended": "{slot}의 기한이 이제 {time}입니다.",
 };

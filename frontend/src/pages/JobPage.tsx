@@ -10,7 +10,7 @@ import { LoadFallback } from "../components/LoadFallback";
 import { RecoveryNotice } from "../components/Recovery";
 import { Steps, completedSteps } from "../components/Steps";
 import { eventCategory, jobTiming, jobTitle, resumeCheck } from "../components/jobText";
-import { CopyButton } from "../components/ResourceId";
+import { CopyButton, ResourceId } from "../components/ResourceId";
 import { formatRelative, formatTime, reasonText, resourceLabel, untouched } from "../format";
 import { useT, type Key, type T } from "../i18n";
 import { serverNow } from "../live/clock";
@@ -101,6 +101,7 @@ function JobDetail({ job }: { job: JobView }) {
         {job.state === "queued" && <> · {t("job.not_before", { time: formatTime(job.not_before, t.lang) })}</>}
       </p>
       <JobTiming job={job} />
+      {job.state === "succeeded" && <JobDone job={job} />}
       <dl className="facts job-ids">
         <dt>{t("job.id_label")}</dt>
         <dd data-testid="job-id">
@@ -220,6 +221,29 @@ export function eventSummary(data: unknown, t: T, type = ""): string {
   if (typeof d.old_sha === "string" && typeof d.new_sha === "string") parts.push(`${d.old_sha.slice(0, 8)} → ${d.new_sha.slice(0, 8)}`);
   if (d.already_absent === true) parts.push(t("job.already_absent"));
   return parts.join(" · ");
+}
+
+/**
+ * JobDone is the outcome moment of a finished job (issue 27 item 5): a
+ * promote links the repository it made; a reset or teardown says what the
+ * slot is now.
+ */
+function JobDone({ job }: { job: JobView }) {
+  const t = useT();
+  const target = job.kind === "promote" && job.params?.project && job.params?.name ? `${job.params.project}/${job.params.name}` : "";
+  return (
+    <div className="notice outcome" role="status" data-testid="job-done">
+      <span aria-hidden="true">✓ </span>
+      <strong>{t("outcome.done")}</strong>{" "}
+      {target ? (
+        <>
+          {t("outcome.promoted", { repo: target })} <ResourceId r={{ kind: "repository", id: target }} />
+        </>
+      ) : (
+        t(job.kind === "teardown" ? "outcome.torn_down" : job.kind === "reset" ? "outcome.reset_short" : "outcome.job", { slot: job.slot })
+      )}
+    </div>
+  );
 }
 
 /** JobTiming says how long the job waited in grace and ran; live from the one ticker while it runs. */

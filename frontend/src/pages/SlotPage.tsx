@@ -18,6 +18,8 @@ import { serverNow } from "../live/clock";
 import { useCommand } from "../live/useCommand";
 import { ResourceId } from "../components/ResourceId";
 import { useLoad } from "../live/useLoad";
+import { OutcomeNotice } from "../components/OutcomeNotice";
+import { setOutcome } from "../live/outcome";
 
 type Confirm = { kind: "reset" | "teardown" | "promote"; params?: { project: string; name: string } } | undefined;
 
@@ -89,6 +91,7 @@ function SlotDetail({ slot }: { slot: SlotView }) {
     if (s) {
       putSlot(s);
       announce(t("slot.done_occupy"));
+      setOutcome({ where: `slot:${slot.name}`, text: t("outcome.occupied", { slot: slot.name, who: s.occupant ?? "", time: formatTime(s.deadline, t.lang) }) });
     }
   };
   const extend = async () => {
@@ -96,6 +99,7 @@ function SlotDetail({ slot }: { slot: SlotView }) {
     if (s) {
       putSlot(s);
       announce(t("slot.done_extend"));
+      setOutcome({ where: `slot:${slot.name}`, text: t("outcome.extended", { slot: slot.name, time: formatTime(s.deadline, t.lang) }) });
     }
   };
   const go = async (reason: string) => {
@@ -124,6 +128,7 @@ function SlotDetail({ slot }: { slot: SlotView }) {
           {t.dyn("lifecycle", slot.lifecycle)}
         </span>
       </div>
+      <OutcomeNotice where={`slot:${slot.name}`} />
       <dl className="facts">
         {slot.occupant && (
           <>

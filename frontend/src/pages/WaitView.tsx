@@ -14,6 +14,9 @@ import { useNow } from "../live/ticker";
 import { useCommand } from "../live/useCommand";
 import { useLoad } from "../live/useLoad";
 import { waitPhase } from "./waitPhase";
+import { setOutcome } from "../live/outcome";
+import { jobStart } from "../components/jobText";
+import { formatSpan } from "../format";
 
 /**
  * WaitView follows one release (reset) job by id: grace countdown, then live
@@ -66,8 +69,13 @@ export function WaitView({ id }: { id: string }) {
   // The only navigation of this page: after the job's own success.
   const doneSlot = phase.kind === "succeeded" ? job?.slot : undefined;
   useEffect(() => {
-    if (doneSlot !== undefined) navigate(`/slots/${encodeURIComponent(doneSlot)}`);
-  }, [doneSlot, navigate]);
+    if (doneSlot === undefined || !job) return;
+    // The moment of success goes with the person to the slot page: "Done —
+    // the reset of X finished in 1.3 s; the slot is vacant" (issue 27 item 5).
+    const took = job.ended_at ? formatSpan(Date.parse(job.ended_at) - jobStart(job), t) : "";
+    setOutcome({ where: `slot:${doneSlot}`, text: t("outcome.reset", { slot: doneSlot, time: took }) });
+    navigate(`/slots/${encodeURIComponent(doneSlot)}`);
+  }, [doneSlot, navigate, job, t]);
 
   const slot = job?.slot ?? "";
   return (
