@@ -165,3 +165,19 @@ test("item 5: a finished reset, extend, occupy and promote each say Done where t
     await done(page, "outcome-promote", lang, size);
   }
 });
+
+test("item 7: the promote form has its heading, and a promote to an existing repository only says it exists", async () => {
+  const s = (await slots()).find((v) => (v.lifecycle === "vacant" || v.lifecycle === "occupied") && !v.active_job);
+  for (const [lang, size] of WAYS) {
+    const page = await open(`/slots/${s.name}`, { lang, size, selector: "[data-testid=slot-page]" });
+    assert.match(await page.locator("#promote-title").textContent(), lang === "en" ? /Promote to a new repository/ : /새 저장소로 승격/);
+    await page.locator(".promote-form input").nth(0).fill(s.repo.project);
+    await page.locator(".promote-form input").nth(1).fill(s.repo.slug);
+    await page.getByTestId("promote").click();
+    await page.waitForSelector('[data-testid=plan-target][data-state="exists"]', { timeout: 20_000 });
+    const dialog = await page.locator("dialog").textContent();
+    assert.doesNotMatch(dialog, lang === "en" ? /Created/ : /생성됨|만들어짐/, "nothing is listed as created when the target exists");
+    assert.equal(await page.getByTestId("confirm").isDisabled(), true);
+    await done(page, "promote-exists", lang, size);
+  }
+});

@@ -154,6 +154,8 @@ describe("promote confirmation names what the target lookup found (issue 14)", (
     expect(el.getAttribute("data-state")).toBe("exists");
     expect(el.textContent).toMatch(/NEW\/copy already exists/);
     expect(confirm().disabled).toBe(true);
+    // Not also "will be created" under the error (issue 27 item 7).
+    expect(document.body.textContent).not.toMatch(/Created|will create|creates/i);
   });
 
   it("a free target says it will be created", async () => {

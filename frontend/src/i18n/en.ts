@@ -523,6 +523,8 @@ export const en = {
   "outcome.job": "The job on {slot} finished.",
   "outcome.occupied": "{who} occupies {slot} until {time}.",
   "outcome.extended": "The deadline of {slot} is now {time}.",
+  "slot.promote_title": "Promote to a new repository",
+  "slot.promote_hint": "Copies the slot's code into a new Bitbucket repository; the slot itself is not changed.",
 } as const;
 
 /** Key is every catalogue key. */

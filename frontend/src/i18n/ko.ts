@@ -524,4 +524,6 @@ export const ko: Record<Key, string> = {
   "outcome.job": "{slot}의 작업이 끝났습니다.",
   "outcome.occupied": "{who}님이 {time}까지 {slot}을(를) 사용합니다.",
   "outcome.extended": "{slot}의 기한이 이제 {time}입니다.",
+  "slot.promote_title": "새 저장소로 승격",
+  "slot.promote_hint": "슬롯의 코드를 새 Bitbucket 저장소로 복사합니다. 슬롯 자체는 바뀌지 않습니다.",
 };

@@ -250,6 +250,9 @@ function SlotDetail({ slot }: { slot: SlotView }) {
       </div>
       {slot.lifecycle === "occupied" && may.extend && !busy && <EarlierDeadline slot={slot} />}
       {slot.lifecycle !== "retired" && slot.lifecycle !== "teardown_incomplete" && may.promote && (
+        <section className="promote-form" aria-labelledby="promote-title">
+        <h3 id="promote-title">{t("slot.promote_title")}</h3>
+        <p className="muted small">{t("slot.promote_hint")}</p>
         <form
           className="actions"
           onSubmit={(e) => {
@@ -267,6 +270,7 @@ function SlotDetail({ slot }: { slot: SlotView }) {
             {t("slot.promote")}
           </button>
         </form>
+        </section>
       )}
       {!confirm && <CommandError error={cmd.error} />}
       {confirm && (
