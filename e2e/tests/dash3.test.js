@@ -181,3 +181,38 @@ test("item 7: the promote form has its heading, and a promote to an existing rep
     await done(page, "promote-exists", lang, size);
   }
 });
+
+test("item 6: a failure leads with one translated sentence and what to do, the chain under Details, Resume on the first screen", async () => {
+  const vacant = (await slots()).filter((s) => s.lifecycle === "vacant" && !s.active_job).at(-1);
+  assert.ok(vacant, "a vacant slot for the failing reset");
+  await server.api("POST", `/api/slots/${vacant.name}/occupy`, { by: "fault-victim", until: inHours(5) });
+  const f = await server.api("POST", "/api/sim/faults", { endpoint: "coolify.DeleteStorage", status: 403, times: 1 });
+  const { job_id: id } = await server.api("POST", `/api/slots/${vacant.name}/release`, { reason: "e2e: a reset that fails" });
+  try {
+    for (const [lang, size] of WAYS) {
+      for (const [route, name] of [
+        [`/jobs/${id}`, "failure-job"],
+        [`/jobs/${id}/wait`, "failure-wait"],
+        [`/slots/${vacant.name}`, "failure-slot"],
+      ]) {
+        const page = await open(route, { lang, size });
+        await page.waitForSelector("[data-testid=failure-sentence]", { timeout: 120_000 });
+        const sentence = await page.getByTestId("failure-sentence").first().textContent();
+        if (route.startsWith("/jobs")) {
+          assert.match(sentence, lang === "en" ? /Reset stopped at “Delete volumes”: the provider refused it \(HTTP 403: not allowed\)\./ : /초기화 작업이 “.+” 단계에서 멈췄습니다: 제공자가 거부했습니다 \(HTTP 403: 권한 없음\)\./);
+          // The raw chain is there, folded.
+          const details = page.getByTestId("failure-details").first();
+          assert.equal(await details.getAttribute("open"), null, "the error chain is folded under Details");
+        }
+        assert.doesNotMatch(sentence, /coolify\.|DELETE |\/api\/v1|[0-9a-f]{8}-[0-9a-f]{4}/, `${lang}: no operation name or id in the sentence: ${sentence}`);
+        if (lang === "ko") assert.doesNotMatch(sentence, /\b(failed|refused|forbidden|error)\b/i, "no English inside the Korean sentence");
+        assert.match(await page.getByTestId("failure-todo").first().textContent(), lang === "en" ? /^What to do: / : /^할 일: /);
+        const resume = await page.getByTestId("resume").first().boundingBox();
+        assert.ok(resume && resume.y + resume.height <= SIZES[size].height, `${name} ${lang} ${size}: Resume is on the first screen (at ${resume?.y})`);
+        await done(page, name, lang, size);
+      }
+    }
+  } finally {
+    await server.api("DELETE", `/api/sim/faults/${f.id}`).catch(() => undefined);
+  }
+});

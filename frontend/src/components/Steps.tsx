@@ -47,7 +47,12 @@ export function Steps({ steps, uncertain }: { steps: readonly StepView[]; uncert
               </span>
             )}
             {s.http_status ? <span className="http"> · {t("job.http_status", { status: s.http_status })}</span> : null}
-            {s.error && <div className="step-error">{s.error}</div>}
+            {s.error && (
+              <details className="step-error-details">
+                <summary>{t("fail.details")}</summary>
+                <div className="step-error">{s.error}</div>
+              </details>
+            )}
             {s.detail && <div className="muted">{stepDetail(s.detail, t)}</div>}
           </li>
         );

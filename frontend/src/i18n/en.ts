@@ -525,6 +525,20 @@ export const en = {
   "outcome.extended": "The deadline of {slot} is now {time}.",
   "slot.promote_title": "Promote to a new repository",
   "slot.promote_hint": "Copies the slot's code into a new Bitbucket repository; the slot itself is not changed.",
+  "fail.sentence_step": "{kind} stopped at “{step}”: {why}.",
+  "fail.sentence": "{kind} stopped: {why}.",
+  "fail.why_timeout": "the step did not answer in time",
+  "fail.why_abandoned": "the worker running it stopped (the server restarted or lost its lease)",
+  "fail.why_http_server": "the provider had an error (HTTP {status})",
+  "fail.why_http_denied": "the provider refused it (HTTP {status}: not allowed)",
+  "fail.why_http_missing": "the provider no longer has what it asked for (HTTP {status})",
+  "fail.why_http": "the provider refused it (HTTP {status})",
+  "fail.why_other": "see Details below",
+  "fail.todo_uncertain": "What to do: Resume. It first checks whether “{step}” took effect, then continues; nothing done is repeated.",
+  "fail.todo_denied": "What to do: check the provider token's permissions, then Resume; it continues from this step.",
+  "fail.todo_resume": "What to do: Resume when the provider is healthy; it continues from this step and repeats nothing done.",
+  "fail.todo_none": "What to do: open the timeline for what happened; this job cannot be resumed.",
+  "fail.details": "Details",
 } as const;
 
 /** Key is every catalogue key. */

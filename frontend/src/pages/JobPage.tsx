@@ -7,7 +7,7 @@ import { jobActions } from "../auth/roles";
 import { useSubject } from "../auth/session";
 import { CommandError } from "../components/CommandError";
 import { LoadFallback } from "../components/LoadFallback";
-import { RecoveryNotice } from "../components/Recovery";
+import { RecoveryNotice, failureOf } from "../components/Recovery";
 import { Steps, completedSteps } from "../components/Steps";
 import { eventCategory, jobTiming, jobTitle, resumeCheck } from "../components/jobText";
 import { CopyButton, ResourceId } from "../components/ResourceId";
@@ -81,6 +81,31 @@ function JobDetail({ job }: { job: JobView }) {
         </span>{" "}
         {t.dyn("kind", job.kind)} · <Link href={`/slots/${encodeURIComponent(job.slot)}`}>{job.slot}</Link>
       </p>
+      {unsuccessful && (
+        <RecoveryNotice
+          linkTimeline={false}
+          info={{
+            jobId: job.id,
+            kind: job.kind,
+            state: job.state,
+            completed: completedSteps(job.steps),
+            uncertain: job.uncertain_step,
+            remaining: job.remaining,
+            ...failureOf(job.steps, job.uncertain_step),
+            reason: job.reason,
+          }}
+          resumable={job.resumable}
+        >
+          {/* Resume first: on a phone it was below the fold (issue 27 item 6). */}
+          {job.resumable && may.resume && (
+            <div className="actions">
+              <button type="button" disabled={cmd.pending} onClick={() => void resume()} data-testid="resume">
+                {t("job.resume")}
+              </button>
+            </div>
+          )}
+        </RecoveryNotice>
+      )}
       <p className="muted" data-testid="job-who-when">
         {t("jobt.who_when", { actor: job.requested_by, time: "" })}
         <When iso={job.queued_at} />
@@ -117,33 +142,20 @@ function JobDetail({ job }: { job: JobView }) {
         )}
       </dl>
 
-      {unsuccessful && (
-        <RecoveryNotice
-          linkTimeline={false}
-          info={{
-            jobId: job.id,
-            kind: job.kind,
-            state: job.state,
-            completed: completedSteps(job.steps),
-            uncertain: job.uncertain_step,
-            remaining: job.remaining,
-          }}
-        />
-      )}
       {job.uncertain_step && (
         <div className="uncertain-box" data-testid="job-uncertain">
           <p className="warn-text">{t("job.uncertain", { step: t.dyn("step", job.uncertain_step) })}</p>
           {job.resumable && <p data-testid="resume-check">{resumeCheck(job.uncertain_step, t)}</p>}
         </div>
       )}
-      {job.reason && (
+      {job.reason && !unsuccessful && (
         <p>
-          <strong>{t("job.reason")}:</strong> {job.reason}
+          <strong>{t("job.reason")}:</strong> {reasonText(job.reason, t)}
         </p>
       )}
 
       <div className="actions">
-        {job.resumable && may.resume && (
+        {job.resumable && may.resume && !unsuccessful && (
           <button type="button" disabled={cmd.pending} onClick={() => void resume()} data-testid="resume">
             {t("job.resume")}
           </button>

@@ -129,6 +129,30 @@ function SlotDetail({ slot }: { slot: SlotView }) {
         </span>
       </div>
       <OutcomeNotice where={`slot:${slot.name}`} />
+      {slot.recovery && (
+        <RecoveryNotice
+          info={{
+            jobId: slot.recovery.job_id,
+            kind: slot.latest_jobs ? (Object.values(slot.latest_jobs).find((j) => j.id === slot.recovery?.job_id)?.kind ?? "") : "",
+            state: slot.recovery.state,
+            completed: slot.recovery.completed_steps,
+            uncertain: slot.recovery.uncertain_step,
+            remaining: slot.recovery.remaining,
+            failedStep: slot.recovery.uncertain_step ?? Object.values(slot.latest_jobs ?? {}).find((j) => j.id === slot.recovery?.job_id)?.current_step,
+          }}
+          resumable={resumable}
+        >
+      {resumable && (
+        <div className="actions">
+          <button type="button" disabled={cmd.pending} onClick={() => void resume()} data-testid="resume">
+            {t("job.resume")}
+          </button>
+          <span className="muted small">{t("slot.resume_hint")}</span>
+        </div>
+      )}
+        </RecoveryNotice>
+      )}
+
       <dl className="facts">
         {slot.occupant && (
           <>
@@ -167,27 +191,6 @@ function SlotDetail({ slot }: { slot: SlotView }) {
           </>
         )}
       </dl>
-
-      {slot.recovery && (
-        <RecoveryNotice
-          info={{
-            jobId: slot.recovery.job_id,
-            kind: slot.latest_jobs ? (Object.values(slot.latest_jobs).find((j) => j.id === slot.recovery?.job_id)?.kind ?? "") : "",
-            state: slot.recovery.state,
-            completed: slot.recovery.completed_steps,
-            uncertain: slot.recovery.uncertain_step,
-            remaining: slot.recovery.remaining,
-          }}
-        />
-      )}
-      {resumable && (
-        <div className="actions">
-          <button type="button" disabled={cmd.pending} onClick={() => void resume()} data-testid="resume">
-            {t("job.resume")}
-          </button>
-          <span className="muted small">{t("slot.resume_hint")}</span>
-        </div>
-      )}
 
       {slot.active_job && (
         <div className="card-job">

@@ -14,6 +14,7 @@ import { useNow } from "../live/ticker";
 import { useCommand } from "../live/useCommand";
 import { useLoad } from "../live/useLoad";
 import { waitPhase } from "./waitPhase";
+import { FailureSentence, failureOf } from "../components/Recovery";
 import { setOutcome } from "../live/outcome";
 import { jobStart } from "../components/jobText";
 import { formatSpan } from "../format";
@@ -108,9 +109,18 @@ export function WaitView({ id }: { id: string }) {
         )}
         {phase.kind === "failed" && job && (
           <div data-testid="wait-failed">
-            <p>
-              <strong>{t("wait.failed", { state: t.dyn("state", phase.state) })}</strong>
-            </p>
+            <FailureSentence
+              info={{ jobId: job.id, kind: job.kind, state: job.state, completed: completedSteps(job.steps), uncertain: job.uncertain_step, remaining: job.remaining, ...failureOf(job.steps, job.uncertain_step), reason: job.reason }}
+              resumable={job.resumable}
+            />
+            {job.resumable && may.resume && (
+              <p className="actions">
+                <button type="button" disabled={resume.pending} onClick={() => void doResume()} data-testid="resume">
+                  {t("job.resume")}
+                </button>
+              </p>
+            )}
+            <p className="muted">{t("wait.failed", { state: t.dyn("state", phase.state) })}</p>
             <p>
               {completedSteps(job.steps).length > 0
                 ? t("wait.failed_done", { steps: stepList(completedSteps(job.steps), t) })
@@ -128,14 +138,6 @@ export function WaitView({ id }: { id: string }) {
                 ? t("wait.failed_remaining", { resources: job.remaining.map((r) => resourceLabel(r, t)).join(", ") })
                 : t("wait.failed_nothing_remaining")}
             </p>
-            {job.reason && <p className="muted">{job.reason}</p>}
-            {job.resumable && may.resume && (
-              <p className="actions">
-                <button type="button" disabled={resume.pending} onClick={() => void doResume()} data-testid="resume">
-                  {t("job.resume")}
-                </button>
-              </p>
-            )}
             <CommandError error={resume.error} />
             <Link href={`/jobs/${encodeURIComponent(job.id)}`} data-testid="timeline-link">
               {t("common.view_timeline")}
