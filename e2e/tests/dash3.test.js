@@ -216,3 +216,21 @@ test("item 6: a failure leads with one translated sentence and what to do, the c
     await server.api("DELETE", `/api/sim/faults/${f.id}`).catch(() => undefined);
   }
 });
+
+test("item 10: Korean pages choose particles, name the server's own actors in words, and use no 고아 jargon", async () => {
+  // A deadline change by the server's own timer puts "system:deadline" in the audit log.
+  const pages = ["/audit", `/jobs/${succeeded?.id ?? ""}`, "/reconcile", "/", "/jobs"];
+  for (const [lang, size] of WAYS) {
+    for (const route of pages) {
+      const page = await open(route, { lang, size });
+      await page.waitForSelector("main h1", { timeout: 20_000 });
+      await page.waitForLoadState("networkidle");
+      const text = await page.locator("main").textContent();
+      assert.doesNotMatch(text, /system:\w+/, `${route} ${lang}: a server actor shown as its id`);
+      if (lang === "ko") assert.doesNotMatch(text, /을\(를\)|이\(가\)|은\(는\)|\(으\)로|고아/, `${route}: a particle pair or jargon on the Korean page`);
+      if (route.startsWith("/jobs/") && lang === "ko") assert.match(text, /작업 수령/, "a worker's claim is not 점유 (occupancy)");
+      if (size === "phone" && route === "/audit") await done(page, "audit-words", lang, size);
+      else await page.close();
+    }
+  }
+});

@@ -108,7 +108,32 @@ export function resourceName(name: string, t: T): string {
 
 /** stepDetail renders a step's detail; the server's fixed English sentences are translated, data is shown as it is. */
 export function stepDetail(detail: string, t: T): string {
+  if (detail === "already absent") return t("job.already_absent");
   return detail === "the slot is vacated when the job's success is recorded" ? t("stepdetail.vacate") : detail;
+}
+
+const SYSTEM_ACTORS = ["deadline", "demo", "notifier", "oidc", "readiness", "reconcile", "repair", "rescuer", "shutdown", "waitlist"] as const;
+
+/**
+ * actorName says who did something in the reader's language: a person's
+ * name as written; the server's own actors ("system:deadline", the ids in
+ * backend/… meta) as words ("the deadline timer"); a worker by its id.
+ * Issue 27 item 10: "system:deadline" reached Korean pages untranslated.
+ */
+export function actorName(actor: string | undefined, t: T): string {
+  if (!actor) return "";
+  const sys = /^system:(\w+)$/.exec(actor);
+  if (sys) {
+    const k = `actor.system.${sys[1]}`;
+    return (SYSTEM_ACTORS as readonly string[]).includes(sys[1] ?? "") && known(k) ? t(k as Key) : t("actor.system", { what: sys[1] ?? "" });
+  }
+  if (actor === "system:") return t("actor.system", { what: "" });
+  return actor;
+}
+
+/** isPerson is false for the server's own actors and workers, which are not offered as people to filter by. */
+export function isPerson(actor: string | undefined): boolean {
+  return !!actor && !actor.startsWith("system:") && !actor.startsWith("worker:");
 }
 
 /** resourceLabel names a resource with its kind and id. */

@@ -539,6 +539,17 @@ export const en = {
   "fail.todo_resume": "What to do: Resume when the provider is healthy; it continues from this step and repeats nothing done.",
   "fail.todo_none": "What to do: open the timeline for what happened; this job cannot be resumed.",
   "fail.details": "Details",
+  "actor.system": "Slotkeeper ({what})",
+  "actor.system.deadline": "Slotkeeper (deadline timer)",
+  "actor.system.demo": "Slotkeeper (demo)",
+  "actor.system.notifier": "Slotkeeper (notifier)",
+  "actor.system.oidc": "Slotkeeper (single sign-on)",
+  "actor.system.readiness": "Slotkeeper (readiness check)",
+  "actor.system.reconcile": "Slotkeeper (reconciliation)",
+  "actor.system.repair": "Slotkeeper (repair)",
+  "actor.system.rescuer": "Slotkeeper (rescuer of stalled jobs)",
+  "actor.system.shutdown": "Slotkeeper (shutdown)",
+  "actor.system.waitlist": "Slotkeeper (waitlist)",
 } as const;
 
 /** Key is every catalogue key. */

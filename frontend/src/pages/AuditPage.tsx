@@ -3,7 +3,7 @@ import { Link } from "wouter";
 import { api } from "../api/client";
 import type { AuditEntry } from "../api/types";
 import { CommandError } from "../components/CommandError";
-import { auditSummary, formatTime } from "../format";
+import { actorName, auditSummary, formatTime, isPerson } from "../format";
 import { useT } from "../i18n";
 import { useLiveAudit } from "../live/store";
 import { useLoad } from "../live/useLoad";
@@ -89,7 +89,8 @@ export function AuditPage() {
     return [...fresh, ...fetched];
   }, [fetched, live, filter]);
   const shown = useMemo(() => (group ? entries.filter((e) => actionGroup(e.type) === group) : entries), [entries, group]);
-  const people = useMemo(() => frequent(entries.map((e) => e.actor), CHIPS), [entries]);
+  // Workers and the server's own actors are not people to filter by (issue 27 item 8).
+  const people = useMemo(() => frequent(entries.map((e) => e.actor).filter(isPerson), CHIPS), [entries]);
   const slots = useMemo(() => frequent(entries.map((e) => e.slot), CHIPS), [entries]);
 
   const apply = (f: Filter) => {
@@ -188,7 +189,7 @@ export function AuditPage() {
                 </td>
                 <td data-label={t("audit.kind")}>{t.dyn("event", e.type)}</td>
                 <td data-label={t("audit.slot")} className="nowrap">{e.slot ? <Link href={`/slots/${encodeURIComponent(e.slot)}`}>{e.slot}</Link> : ""}</td>
-                <td data-label={t("audit.actor")}>{e.actor}</td>
+                <td data-label={t("audit.actor")}>{actorName(e.actor, t)}</td>
                 <td data-label={t("audit.summary")} data-testid="audit-summary">
                   {e.job_id ? <Link href={`/jobs/${encodeURIComponent(e.job_id)}`}>{auditSummary(e, t)}</Link> : auditSummary(e, t)}
                 </td>

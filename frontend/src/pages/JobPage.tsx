@@ -11,7 +11,7 @@ import { RecoveryNotice, failureOf } from "../components/Recovery";
 import { Steps, completedSteps } from "../components/Steps";
 import { eventCategory, jobTiming, jobTitle, resumeCheck } from "../components/jobText";
 import { CopyButton, ResourceId } from "../components/ResourceId";
-import { formatRelative, formatTime, reasonText, resourceLabel, untouched } from "../format";
+import { actorName, formatRelative, formatTime, reasonText, resourceLabel, untouched } from "../format";
 import { useT, type Key, type T } from "../i18n";
 import { serverNow } from "../live/clock";
 import { useNow } from "../live/ticker";
@@ -107,7 +107,7 @@ function JobDetail({ job }: { job: JobView }) {
         </RecoveryNotice>
       )}
       <p className="muted" data-testid="job-who-when">
-        {t("jobt.who_when", { actor: job.requested_by, time: "" })}
+        {t("jobt.who_when", { actor: actorName(job.requested_by, t), time: "" })}
         <When iso={job.queued_at} />
         {job.attempts?.[0] && (
           <>
@@ -374,7 +374,7 @@ function EventHistory({ events }: { events: readonly RecordedEvent[] }) {
                       <span className="ev-rev">#{e.revision}</span> <span className={`badge ev-cat ev-cat-${cat}`}>{t(CATEGORY_KEY[cat])}</span>{" "}
                       <strong className="ev-type">{t.dyn("event", e.type)}</strong> <span className="muted small">
                         <When iso={e.meta?.time} />
-                        {e.meta?.actor ? ` · ${e.meta.actor}` : ""}
+                        {e.meta?.actor ? ` · ${actorName(e.meta.actor, t)}` : ""}
                       </span>
                       <span className="ev-summary">{eventSummary(e.data, t, e.type)}</span>
                     </summary>

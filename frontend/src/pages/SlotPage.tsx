@@ -10,7 +10,7 @@ import { ConfirmPlan } from "../components/ConfirmPlan";
 import { Countdown } from "../components/Countdown";
 import { EarlierDeadline } from "../components/EarlierDeadline";
 import { RecoveryNotice } from "../components/Recovery";
-import { formatTime, stateReason, untouched } from "../format";
+import { actorName, formatTime, stateReason, untouched } from "../format";
 import { useT } from "../i18n";
 import { announce } from "../live/announce";
 import { putSlot, useSlot } from "../live/store";
@@ -338,7 +338,7 @@ function SlotJobs({ slot }: { slot: SlotView }) {
             <Link href={`/jobs/${encodeURIComponent(j.id)}`}>
               {t.dyn("kind", j.kind)} · {t.dyn("state", j.state)} · {formatTime(j.queued_at, t.lang)}
             </Link>{" "}
-            <span className="muted">{j.requested_by}</span>
+            <span className="muted">{actorName(j.requested_by, t)}</span>
           </li>
         ))}
       </ul>
