@@ -234,3 +234,24 @@ test("item 10: Korean pages choose particles, name the server's own actors in wo
     }
   }
 });
+
+test("item 12: an admin's Simulator page lists, injects and clears faults through the simulators' control API", async () => {
+  for (const [lang, size] of WAYS) {
+    const page = await open("/simulator", { lang, size, selector: '[data-testid=sim-page][data-available="true"]' });
+    if (size === "desktop") assert.equal(await page.getByTestId("nav-simulator").count(), 1, "admins get the Simulator link");
+    await page.waitForSelector("[data-testid=sim-none]");
+    await page.selectOption("[data-testid=sim-endpoint]", "coolify.DeleteStorage");
+    await page.selectOption("[data-testid=sim-effect]", "403");
+    await page.getByTestId("sim-inject").click();
+    await page.waitForSelector('[data-testid=sim-fault][data-endpoint="coolify.DeleteStorage"]');
+    const { faults } = await server.api("GET", "/api/sim/faults");
+    assert.ok(faults.some((f) => f.endpoint === "coolify.DeleteStorage" && f.status === 403 && f.times === 1), JSON.stringify(faults));
+    assert.match(await page.getByTestId("sim-fault").first().textContent(), lang === "en" ? /Answer HTTP 403 · coolify\.DeleteStorage \(Delete volumes\)/ : /HTTP 403 응답/);
+    await shot(page, `dash3-simulator-${lang}-${size}`);
+    await expectNoSeriousViolations(page, `simulator ${lang} ${size}`);
+    await page.getByTestId("sim-clear").first().click();
+    await page.waitForSelector("[data-testid=sim-none]");
+    assert.equal(((await server.api("GET", "/api/sim/faults")).faults ?? []).length, 0, "cleared at the simulator");
+    await page.close();
+  }
+});

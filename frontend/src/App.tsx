@@ -21,6 +21,8 @@ import { SignIn } from "./pages/SignIn";
 import { SlotPage } from "./pages/SlotPage";
 import { WaitView } from "./pages/WaitView";
 import { InsightsPage } from "./insights/InsightsPage";
+import { SimulatorPage, simApi } from "./sim/SimulatorPage";
+import { useLoad } from "./live/useLoad";
 import { DeadlineBanner } from "./waitlist/DeadlineBanner";
 import { WaitlistPage } from "./waitlist/WaitlistPage";
 
@@ -124,6 +126,7 @@ function Header({ subject }: { subject: Subject | undefined }) {
                 {t("nav.admin")}
               </Link>
             )}
+            {atLeast(subject, "admin") && <SimLink />}
           </nav>
           <span className="spacer" />
           <WhoAmI subject={subject} />
@@ -132,6 +135,18 @@ function Header({ subject }: { subject: Subject | undefined }) {
       {!subject && <span className="spacer" />}
       <LangSwitch />
     </header>
+  );
+}
+
+/** SimLink offers the Simulator page to an admin, only when the server runs the simulators (issue 27 item 12). */
+function SimLink() {
+  const t = useT();
+  const probe = useLoad("sim-probe", "once", (signal) => simApi.faults(signal));
+  if (!probe.data) return null;
+  return (
+    <Link href="/simulator" data-testid="nav-simulator">
+      {t("nav.simulator")}
+    </Link>
   );
 }
 
@@ -211,6 +226,9 @@ function Routes() {
       </Route>
       <Route path="/insights">
         <InsightsPage />
+      </Route>
+      <Route path="/simulator">
+        <SimulatorPage />
       </Route>
       <Route>
         <NotFoundPage />
