@@ -255,3 +255,36 @@ test("item 12: an admin's Simulator page lists, injects and clears faults throug
     await page.close();
   }
 });
+
+test("item 11: the tab shows the page and a job's state, dark mode follows the system, shortcuts, a not-found page links back", async () => {
+  for (const [lang, size] of WAYS) {
+    // The job's state in the title and the favicon.
+    const page = await open(`/jobs/${succeeded.id}`, { lang, size, selector: '[data-testid=job-page][data-state="succeeded"]' });
+    await page.waitForFunction(() => document.title.startsWith("✓ "));
+    assert.equal(await page.locator("link[rel=icon]").getAttribute("data-state"), "ok");
+    // "g j" goes to the jobs page, whose tab is named after it; "/" focuses its search box (if any).
+    await page.locator("body").click({ position: { x: 1, y: 300 } });
+    await page.keyboard.press("g");
+    await page.keyboard.press("j");
+    await page.waitForFunction(() => location.hash === "#/jobs");
+    await page.waitForFunction((l) => document.title === (l === "en" ? "Jobs · Slotkeeper" : "작업 · Slotkeeper"), lang);
+    await page.keyboard.press("g");
+    await page.keyboard.press("b");
+    await page.waitForSelector("[data-testid=slot-card]");
+    await page.keyboard.press("/");
+    assert.equal(await page.evaluate(() => document.activeElement?.getAttribute("type")), "search", "/ focuses the board's filter");
+    // A job that does not exist: says so and links back.
+    await page.goto(appUrl(server, "/jobs/00000000-0000-0000-0000-000000000000"));
+    await page.waitForSelector("[data-testid=not-found] a[href='#/']");
+    await done(page, "not-found", lang, size);
+  }
+  // Dark mode: the system's choice is followed, and axe still finds nothing serious.
+  for (const route of ["/", `/jobs/${succeeded.id}`, "/simulator"]) {
+    const page = await open(route, { size: "desktop" });
+    await page.emulateMedia({ colorScheme: "dark" });
+    await page.waitForSelector("main h1");
+    const bg = await page.evaluate(() => getComputedStyle(document.documentElement).backgroundColor);
+    assert.equal(bg, "rgb(13, 17, 23)", "dark background under prefers-color-scheme: dark");
+    await done(page, `dark${route.replace(/\W+/g, "-")}`, "en", "desktop");
+  }
+});

@@ -4,7 +4,8 @@ import { useHashLocation } from "wouter/use-hash-location";
 import { ConnectionBanner } from "./components/ConnectionBanner";
 import { LiveIndicator } from "./components/LiveIndicator";
 import { apiErrorText } from "./format";
-import { LANGS, setLang, useT, type Lang } from "./i18n";
+import { LANGS, setLang, useT, type Key, type Lang } from "./i18n";
+import { setTab } from "./live/tabState";
 import { atLeast, type Subject } from "./auth/roles";
 import { checkSession, signOut, useAuth, type AuthState } from "./auth/session";
 import { useAnnouncement } from "./live/announce";
@@ -193,6 +194,69 @@ function NotFoundPage() {
   );
 }
 
+const TITLES: [RegExp, Key][] = [
+  [/^\/$/, "nav.board"],
+  [/^\/jobs$/, "nav.jobs"],
+  [/^\/audit/, "nav.audit"],
+  [/^\/remaining/, "nav.remaining"],
+  [/^\/reconcile/, "nav.reconcile"],
+  [/^\/waitlist/, "nav.waitlist"],
+  [/^\/insights/, "nav.insights"],
+  [/^\/admin/, "nav.admin"],
+  [/^\/simulator/, "nav.simulator"],
+  [/^\/account/, "nav.account"],
+];
+
+/** RouteTitle names the tab after the page; the job and wait pages set their own, with the job's state. */
+function RouteTitle() {
+  const t = useT();
+  const [path] = useLocation();
+  useEffect(() => {
+    if (path.startsWith("/jobs/")) return;
+    const slot = /^\/slots\/([^/]+)/.exec(path);
+    const hit = TITLES.find(([re]) => re.test(path));
+    setTab(slot ? decodeURIComponent(slot[1] ?? "") : hit ? t(hit[1]) : t("route.not_found_short"));
+  }, [path, t]);
+  return null;
+}
+
+/**
+ * Shortcuts: "/" focuses the page's search box, "g" then b/j/a/w/i goes to
+ * the board, jobs, audit, waitlist or insights (as GitHub does); never while
+ * typing in a field.
+ */
+function Shortcuts() {
+  const [, navigate] = useLocation();
+  useEffect(() => {
+    let g = false;
+    const onKey = (e: KeyboardEvent): void => {
+      const el = e.target as HTMLElement | null;
+      if (e.ctrlKey || e.metaKey || e.altKey || (el && (el.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(el.tagName)))) return;
+      if (document.querySelector("dialog[open]")) return;
+      if (g) {
+        g = false;
+        const to = ({ b: "/", j: "/jobs", a: "/audit", w: "/waitlist", i: "/insights" } as Record<string, string>)[e.key];
+        if (to) {
+          e.preventDefault();
+          navigate(to);
+        }
+        return;
+      }
+      if (e.key === "g") g = true;
+      else if (e.key === "/") {
+        const box = document.querySelector<HTMLInputElement>("main input[type=search]");
+        if (box) {
+          e.preventDefault();
+          box.focus();
+        }
+      }
+    };
+    window.addEventListener("keydown", onKey);
+    return () => window.removeEventListener("keydown", onKey);
+  }, [navigate]);
+  return null;
+}
+
 function Routes() {
   return (
     <Switch>
@@ -259,7 +323,13 @@ function SessionGate({ auth }: { auth: AuthState }) {
     case "signed_out":
       return <SignIn methods={auth.methods} expired={auth.expired} />;
     case "signed_in":
-      return <Routes />;
+      return (
+        <>
+          <RouteTitle />
+          <Shortcuts />
+          <Routes />
+        </>
+      );
   }
 }
 

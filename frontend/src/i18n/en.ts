@@ -577,6 +577,9 @@ export const en = {
   "sim.clear_all": "Clear all",
   "sim.times_left": "{n} more request(s)",
   "sim.until_cleared": "until cleared",
+  "nav.account": "Account",
+  "route.not_found_short": "Not found",
+  "wait.recorded": "The job is recorded on the server and continues by itself; this page catches up when the server is back.",
 } as const;
 
 /** Key is every catalogue key. */

@@ -578,4 +578,7 @@ export const ko: Record<Key, string> = {
   "sim.clear_all": "모두 지우기",
   "sim.times_left": "요청 {n}개 남음",
   "sim.until_cleared": "지울 때까지",
+  "nav.account": "계정",
+  "route.not_found_short": "찾을 수 없음",
+  "wait.recorded": "작업은 서버에 기록되어 있고 스스로 계속됩니다. 서버가 돌아오면 이 페이지가 따라잡습니다.",
 };

@@ -19,6 +19,7 @@ import { announce } from "../live/announce";
 import { putJob, useEpoch, useJob } from "../live/store";
 import { useCommand } from "../live/useCommand";
 import { useLoad } from "../live/useLoad";
+import { jobTabState, useTab } from "../live/tabState";
 
 /** JobPage is a job's timeline: its live view and every event of its stream. */
 export function JobPage({ id }: { id: string }) {
@@ -36,6 +37,7 @@ export function JobPage({ id }: { id: string }) {
 
 function JobDetail({ job }: { job: JobView }) {
   const t = useT();
+  useTab(`${t.dyn("kind", job.kind)} · ${job.slot}`, jobTabState(job.state));
   const [, navigate] = useLocation();
   const cmd = useCommand();
   const may = jobActions(useSubject());

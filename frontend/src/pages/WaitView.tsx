@@ -13,6 +13,7 @@ import { useStreamStatus } from "../live/stream";
 import { useNow } from "../live/ticker";
 import { useCommand } from "../live/useCommand";
 import { useLoad } from "../live/useLoad";
+import { jobTabState, useTab } from "../live/tabState";
 import { waitPhase } from "./waitPhase";
 import { FailureSentence, failureOf } from "../components/Recovery";
 import { setOutcome } from "../live/outcome";
@@ -37,6 +38,7 @@ export function WaitView({ id }: { id: string }) {
     return j;
   });
   const phase = waitPhase(job, load, live, now);
+  useTab(`${t.dyn("kind", "reset")} · ${job?.slot ?? id}`, job ? jobTabState(job.state) : "none");
   const cancel = useCommand();
   const resume = useCommand();
   const doResume = async () => {
@@ -101,6 +103,7 @@ export function WaitView({ id }: { id: string }) {
           <div className="unknown" data-testid="cannot-verify">
             <strong>{t("wait.unknown")}</strong>
             <p>{phase.why === "stale" ? t("wait.stale_detail") : t("wait.unknown_detail")}</p>
+            {job && <p data-testid="wait-recorded">{t("wait.recorded")}</p>}
             {load.error && <p className="muted">{apiErrorText(load.error, t)}</p>}
             <button type="button" onClick={load.reload}>
               {t("common.retry")}
