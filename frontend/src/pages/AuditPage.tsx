@@ -193,7 +193,7 @@ export function AuditPage() {
                 <td data-label={t("audit.summary")} data-testid="audit-summary">
                   {e.job_id ? <Link href={`/jobs/${encodeURIComponent(e.job_id)}`}>{auditSummary(e, t)}</Link> : auditSummary(e, t)}
                 </td>
-                <td data-label={t("audit.position")} className="muted">
+                <td data-label={t("audit.position")} className="muted nowrap num">
                   {e.position}
                 </td>
               </tr>
