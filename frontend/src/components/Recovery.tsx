@@ -48,7 +48,9 @@ export function FailureSentence({ info, resumable }: { info: RecoveryInfo; resum
               : info.http === 404
                 ? t("fail.why_http_missing", { status: info.http })
                 : t("fail.why_http", { status: info.http })
-          : t("fail.why_other");
+          : info.error || info.reason
+            ? t("fail.why_other")
+            : t("fail.why_on_timeline");
   const what = info.uncertain
     ? t("fail.todo_uncertain", { step: t.dyn("step", info.uncertain) })
     : resumable

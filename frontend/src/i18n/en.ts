@@ -580,6 +580,7 @@ export const en = {
   "nav.account": "Account",
   "route.not_found_short": "Not found",
   "wait.recorded": "The job is recorded on the server and continues by itself; this page catches up when the server is back.",
+  "fail.why_on_timeline": "the job's timeline says why",
 } as const;
 
 /** Key is every catalogue key. */

@@ -581,4 +581,5 @@ export const ko: Record<Key, string> = {
   "nav.account": "계정",
   "route.not_found_short": "찾을 수 없음",
   "wait.recorded": "작업은 서버에 기록되어 있고 스스로 계속됩니다. 서버가 돌아오면 이 페이지가 따라잡습니다.",
+  "fail.why_on_timeline": "이유는 작업 타임라인에 있습니다",
 };
