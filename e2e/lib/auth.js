@@ -28,7 +28,8 @@ export async function signInOnPage(page, user) {
   await page.fill("[data-testid=signin-name]", user.name);
   await page.fill("[data-testid=signin-password]", user.password);
   await page.click("[data-testid=signin-submit]");
-  await page.waitForSelector(`[data-testid=whoami][data-role="${user.role}"]`, { timeout: 15_000 });
+  // Attached, not visible: on a phone who is signed in sits behind the Menu button.
+  await page.waitForSelector(`[data-testid=whoami][data-role="${user.role}"]`, { state: "attached", timeout: 15_000 });
   const shown = await page.textContent("[data-testid=whoami-name]");
   assert.equal(shown, user.name, "the header names who signed in");
 }

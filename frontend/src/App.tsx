@@ -4,7 +4,8 @@ import { useHashLocation } from "wouter/use-hash-location";
 import { ConnectionBanner } from "./components/ConnectionBanner";
 import { LiveIndicator } from "./components/LiveIndicator";
 import { apiErrorText } from "./format";
-import { LANGS, setLang, useT, type Lang } from "./i18n";
+import { LANGS, setLang, useT, type Key, type Lang } from "./i18n";
+import { setTab } from "./live/tabState";
 import { atLeast, type Subject } from "./auth/roles";
 import { checkSession, signOut, useAuth, type AuthState } from "./auth/session";
 import { useAnnouncement } from "./live/announce";
@@ -21,6 +22,8 @@ import { SignIn } from "./pages/SignIn";
 import { SlotPage } from "./pages/SlotPage";
 import { WaitView } from "./pages/WaitView";
 import { InsightsPage } from "./insights/InsightsPage";
+import { SimulatorPage, simApi } from "./sim/SimulatorPage";
+import { useLoad } from "./live/useLoad";
 import { DeadlineBanner } from "./waitlist/DeadlineBanner";
 import { FreshnessBadge } from "./replay/Freshness";
 import { decodeAt, SlotAsOfPage } from "./replay/SlotAsOf";
@@ -74,8 +77,15 @@ function WhoAmI({ subject }: { subject: Subject }) {
 
 function Header({ subject }: { subject: Subject | undefined }) {
   const t = useT();
+  const [location] = useLocation();
+  // On a phone the navigation and who is signed in fold behind one button
+  // (issue 27 item 1: three wrapped header rows took 17 % of the screen and
+  // hid the top of every page); a route change folds it again.
+  const [open, setOpen] = useState(false);
+  const [openedAt, setOpenedAt] = useState(location);
+  if (open && openedAt !== location) setOpen(false);
   return (
-    <header className="top">
+    <header className="top" data-menu={open ? "open" : "closed"}>
       <a className="skip" href="#main">
         {t("app.skip")}
       </a>
@@ -86,30 +96,61 @@ function Header({ subject }: { subject: Subject | undefined }) {
       ) : (
         <span className="brand">{t("app.title")}</span>
       )}
-      {subject && (
-        <nav aria-label={t("nav.main")}>
-          <Link href="/">{t("nav.board")}</Link>
-          <Link href="/jobs" data-testid="nav-jobs">
-            {t("nav.jobs")}
-          </Link>
-          <Link href="/audit">{t("nav.audit")}</Link>
-          <Link href="/remaining">{t("nav.remaining")}</Link>
-          <Link href="/reconcile">{t("nav.reconcile")}</Link>
-          <Link href="/waitlist">{t("nav.waitlist")}</Link>
-          <Link href="/insights">{t("nav.insights")}</Link>
-          {atLeast(subject, "admin") && (
-            <Link href="/admin" data-testid="nav-admin">
-              {t("nav.admin")}
-            </Link>
-          )}
-        </nav>
-      )}
       {subject && <LiveIndicator />}
       {subject && <FreshnessBadge />}
-      <span className="spacer" />
-      {subject && <WhoAmI subject={subject} />}
+      {subject && (
+        <button
+          type="button"
+          className="menu-toggle"
+          aria-expanded={open}
+          aria-controls="top-menu"
+          onClick={() => {
+            setOpenedAt(location);
+            setOpen(!open);
+          }}
+          data-testid="menu-toggle"
+        >
+          <span aria-hidden="true">☰</span> {t("nav.menu")}
+        </button>
+      )}
+      {subject && (
+        <div className="top-menu" id="top-menu">
+          <nav aria-label={t("nav.main")}>
+            <Link href="/">{t("nav.board")}</Link>
+            <Link href="/jobs" data-testid="nav-jobs">
+              {t("nav.jobs")}
+            </Link>
+            <Link href="/audit">{t("nav.audit")}</Link>
+            <Link href="/remaining">{t("nav.remaining")}</Link>
+            <Link href="/reconcile">{t("nav.reconcile")}</Link>
+            <Link href="/waitlist">{t("nav.waitlist")}</Link>
+            <Link href="/insights">{t("nav.insights")}</Link>
+            {atLeast(subject, "admin") && (
+              <Link href="/admin" data-testid="nav-admin">
+                {t("nav.admin")}
+              </Link>
+            )}
+            {atLeast(subject, "admin") && <SimLink />}
+          </nav>
+          <span className="spacer" />
+          <WhoAmI subject={subject} />
+        </div>
+      )}
+      {!subject && <span className="spacer" />}
       <LangSwitch />
     </header>
+  );
+}
+
+/** SimLink offers the Simulator page to an admin, only when the server runs the simulators (issue 27 item 12). */
+function SimLink() {
+  const t = useT();
+  const probe = useLoad("sim-probe", "once", (signal) => simApi.faults(signal));
+  if (!probe.data) return null;
+  return (
+    <Link href="/simulator" data-testid="nav-simulator">
+      {t("nav.simulator")}
+    </Link>
   );
 }
 
@@ -135,7 +176,11 @@ function FocusOnNavigate() {
       first.current = false;
       return;
     }
-    document.getElementById("main")?.focus({ preventScroll: false });
+    // The new page starts at its top: the board may have been scrolled far
+    // down, and focusing <main> with scrolling put its top under the sticky
+    // header (issue 27 item 1: a slot's name and state were hidden on arrival).
+    window.scrollTo(0, 0);
+    document.getElementById("main")?.focus({ preventScroll: true });
   }, [location]);
   return null;
 }
@@ -150,6 +195,69 @@ function NotFoundPage() {
       <Link href="/">{t("route.to_board")}</Link>
     </section>
   );
+}
+
+const TITLES: [RegExp, Key][] = [
+  [/^\/$/, "nav.board"],
+  [/^\/jobs$/, "nav.jobs"],
+  [/^\/audit/, "nav.audit"],
+  [/^\/remaining/, "nav.remaining"],
+  [/^\/reconcile/, "nav.reconcile"],
+  [/^\/waitlist/, "nav.waitlist"],
+  [/^\/insights/, "nav.insights"],
+  [/^\/admin/, "nav.admin"],
+  [/^\/simulator/, "nav.simulator"],
+  [/^\/account/, "nav.account"],
+];
+
+/** RouteTitle names the tab after the page; the job and wait pages set their own, with the job's state. */
+function RouteTitle() {
+  const t = useT();
+  const [path] = useLocation();
+  useEffect(() => {
+    if (path.startsWith("/jobs/")) return;
+    const slot = /^\/slots\/([^/]+)/.exec(path);
+    const hit = TITLES.find(([re]) => re.test(path));
+    setTab(slot ? decodeURIComponent(slot[1] ?? "") : hit ? t(hit[1]) : t("route.not_found_short"));
+  }, [path, t]);
+  return null;
+}
+
+/**
+ * Shortcuts: "/" focuses the page's search box, "g" then b/j/a/w/i goes to
+ * the board, jobs, audit, waitlist or insights (as GitHub does); never while
+ * typing in a field.
+ */
+function Shortcuts() {
+  const [, navigate] = useLocation();
+  useEffect(() => {
+    let g = false;
+    const onKey = (e: KeyboardEvent): void => {
+      const el = e.target as HTMLElement | null;
+      if (e.ctrlKey || e.metaKey || e.altKey || (el && (el.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(el.tagName)))) return;
+      if (document.querySelector("dialog[open]")) return;
+      if (g) {
+        g = false;
+        const to = ({ b: "/", j: "/jobs", a: "/audit", w: "/waitlist", i: "/insights" } as Record<string, string>)[e.key];
+        if (to) {
+          e.preventDefault();
+          navigate(to);
+        }
+        return;
+      }
+      if (e.key === "g") g = true;
+      else if (e.key === "/") {
+        const box = document.querySelector<HTMLInputElement>("main input[type=search]");
+        if (box) {
+          e.preventDefault();
+          box.focus();
+        }
+      }
+    };
+    window.addEventListener("keydown", onKey);
+    return () => window.removeEventListener("keydown", onKey);
+  }, [navigate]);
+  return null;
 }
 
 function Routes() {
@@ -187,6 +295,9 @@ function Routes() {
       <Route path="/insights">
         <InsightsPage />
       </Route>
+      <Route path="/simulator">
+        <SimulatorPage />
+      </Route>
       <Route>
         <NotFoundPage />
       </Route>
@@ -216,7 +327,13 @@ function SessionGate({ auth }: { auth: AuthState }) {
     case "signed_out":
       return <SignIn methods={auth.methods} expired={auth.expired} />;
     case "signed_in":
-      return <Routes />;
+      return (
+        <>
+          <RouteTitle />
+          <Shortcuts />
+          <Routes />
+        </>
+      );
   }
 }
 

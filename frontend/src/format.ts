@@ -11,10 +11,51 @@ export function formatDuration(ms: number, t: T): string {
   const h = Math.floor((total % 86400) / 3600);
   const m = Math.floor((total % 3600) / 60);
   const s = total % 60;
-  if (d > 0) return t("time.days", { d, h });
-  if (h > 0) return t("time.hours", { h, m });
+  // Whole hours and days read alone: "2h", not "2h 0m" (the waitlist's "2h0m0s").
+  if (d > 0) return h > 0 ? t("time.days", { d, h }) : t("time.days_only", { d });
+  if (h > 0) return m > 0 ? t("time.hours", { h, m }) : t("time.hours_only", { h });
   if (m > 0) return t("time.minutes", { m, s });
   return t("time.seconds", { s });
+}
+
+/**
+ * formatSpan renders a measured duration (a step, a job, a grace period):
+ * under a second in milliseconds, under 10 s with a tenth of a second, so
+ * a 0.8 s step reads "800 ms", not "0s" (issue 27 item 4); longer ones as
+ * formatDuration.
+ */
+export function formatSpan(ms: number, t: T): string {
+  if (!Number.isFinite(ms) || ms < 0) return formatDuration(0, t);
+  if (ms < 1000) return t("time.ms", { ms: Math.round(ms) });
+  const tenths = Math.round(ms / 100) / 10;
+  if (ms < 10_000 && !Number.isInteger(tenths)) return t("time.seconds", { s: tenths.toLocaleString(t.lang, { maximumFractionDigits: 1 }) });
+  return formatDuration(ms, t);
+}
+
+/**
+ * goDurationMs reads a duration the server wrote in Go's notation
+ * ("2h0m0s", "15m0s", "1.5s", "300ms") or as plain seconds ("7200"), in
+ * milliseconds; undefined when it is neither. Go's time.Duration.String
+ * is what the API returns for waitlist durations and the offer's TTL.
+ */
+export function goDurationMs(v: string): number | undefined {
+  if (/^\d+(\.\d+)?$/.test(v)) return Number(v) * 1000;
+  const re = /(\d+(?:\.\d+)?)(h|ms|m|s|µs|us|ns)/gy;
+  const unit: Record<string, number> = { h: 3_600_000, m: 60_000, s: 1000, ms: 1, µs: 1e-3, us: 1e-3, ns: 1e-6 };
+  let total = 0;
+  let m: RegExpExecArray | null;
+  let end = 0;
+  while ((m = re.exec(v)) !== null) {
+    total += Number(m[1]) * (unit[m[2]] ?? 0);
+    end = re.lastIndex;
+  }
+  return end > 0 && end === v.length ? total : undefined;
+}
+
+/** formatGoDuration says a Go duration the way people do ("2h 0m" → "2h"), or shows it raw when it is not one. */
+export function formatGoDuration(v: string, t: T): string {
+  const ms = goDurationMs(v);
+  return ms === undefined ? v : formatDuration(ms, t);
 }
 
 const timeFormats = new Map<string, Intl.DateTimeFormat>();
@@ -67,7 +108,32 @@ export function resourceName(name: string, t: T): string {
 
 /** stepDetail renders a step's detail; the server's fixed English sentences are translated, data is shown as it is. */
 export function stepDetail(detail: string, t: T): string {
+  if (detail === "already absent") return t("job.already_absent");
   return detail === "the slot is vacated when the job's success is recorded" ? t("stepdetail.vacate") : detail;
+}
+
+const SYSTEM_ACTORS = ["deadline", "demo", "notifier", "oidc", "readiness", "reconcile", "repair", "rescuer", "shutdown", "waitlist"] as const;
+
+/**
+ * actorName says who did something in the reader's language: a person's
+ * name as written; the server's own actors ("system:deadline", the ids in
+ * backend/… meta) as words ("the deadline timer"); a worker by its id.
+ * Issue 27 item 10: "system:deadline" reached Korean pages untranslated.
+ */
+export function actorName(actor: string | undefined, t: T): string {
+  if (!actor) return "";
+  const sys = /^system:(\w+)$/.exec(actor);
+  if (sys) {
+    const k = `actor.system.${sys[1]}`;
+    return (SYSTEM_ACTORS as readonly string[]).includes(sys[1] ?? "") && known(k) ? t(k as Key) : t("actor.system", { what: sys[1] ?? "" });
+  }
+  if (actor === "system:") return t("actor.system", { what: "" });
+  return actor;
+}
+
+/** isPerson is false for the server's own actors and workers, which are not offered as people to filter by. */
+export function isPerson(actor: string | undefined): boolean {
+  return !!actor && !actor.startsWith("system:") && !actor.startsWith("worker:");
 }
 
 /** resourceLabel names a resource with its kind and id. */
@@ -180,7 +246,7 @@ function auditArg(name: string, v: string, t: T): string {
     case "until":
       return formatTime(v, t.lang);
     case "duration":
-      return formatDuration(Number(v) * 1000, t);
+      return formatGoDuration(v, t);
     case "state":
       return sub("audit.recstate");
     case "deadline":

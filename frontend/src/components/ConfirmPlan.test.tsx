@@ -154,6 +154,8 @@ describe("promote confirmation names what the target lookup found (issue 14)", (
     expect(el.getAttribute("data-state")).toBe("exists");
     expect(el.textContent).toMatch(/NEW\/copy already exists/);
     expect(confirm().disabled).toBe(true);
+    // Not also "will be created" under the error (issue 27 item 7).
+    expect(document.body.textContent).not.toMatch(/Created|will create|creates/i);
   });
 
   it("a free target says it will be created", async () => {
@@ -237,7 +239,7 @@ describe("confirmations name what they change (issue 14)", () => {
     const list = screen.getByTestId("plan-resources");
     expect([...list.querySelectorAll("li")].map((r) => r.getAttribute("data-verb"))).toEqual(["delete", "delete", "delete", "overwrite"]);
     expect(list.textContent).toMatch(/a-1의 모든 환경 변수/);
-    expect(list.textContent).toMatch(/SLOT\/dune의 main 브랜치를 TPL\/template@main\(으\)로 초기화/);
+    expect(list.textContent).toMatch(/SLOT\/dune의 main 브랜치를 TPL\/template@main으로 초기화/);
     expect(list.textContent).not.toMatch(/env vars of the application|reset to/);
     expect(screen.getByTestId("others-slot").textContent).toMatch(/bob님이 사용 중이며 3시간 \d+분 남았습니다/);
     expect(screen.queryByTestId("type-name")).toBeNull();

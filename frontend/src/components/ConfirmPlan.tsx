@@ -217,7 +217,9 @@ function PlanChanges({ kind, resources, target }: { kind: string; resources: rea
     }
     return { verb: "delete", key, text: resourceLabel(r, t) };
   });
-  if (kind === "promote" && target) {
+  // A target that already exists is not created: the dialog says only that
+  // it exists (issue 27 item 7: "Created …" sat under that error).
+  if (kind === "promote" && target && target.state !== "exists") {
     rows.push({ verb: "create", key: "target", text: t("confirm.promote_creates", { repo: `${target.repo.project}/${target.repo.slug}` }) });
   }
   if (rows.length === 0) return null;

@@ -10,7 +10,15 @@ import type { Load } from "../live/useLoad";
 export function LoadFallback<T>({ load, notFound }: { load: Load<T>; notFound: string }) {
   const t = useT();
   if (load.loading) return <p>{t("common.loading")}</p>;
-  if (load.error?.notFound) return <p role="alert">{notFound}</p>;
+  if (load.error?.notFound)
+    return (
+      <div role="alert" data-testid="not-found">
+        <p>{notFound}</p>
+        <p>
+          <a href="#/">{t("route.to_board")}</a> · <a href="#/jobs">{t("nav.jobs")}</a>
+        </p>
+      </div>
+    );
   return (
     <p role="alert">
       {load.error ? t("common.error", { message: apiErrorText(load.error, t) }) : null}{" "}

@@ -39,16 +39,7 @@ export function providerOf(kind: string): string {
 export function ResourceId({ r, project }: { r: Resource; project?: string }) {
   const t = useT();
   const links = useProviderLinks();
-  const [copied, setCopied] = useState<"" | "ok" | "failed">("");
   const href = resourceHref(r, links, project);
-  const copy = () => {
-    const done = (ok: boolean) => setCopied(ok ? "ok" : "failed");
-    if (!navigator.clipboard) return done(false);
-    navigator.clipboard.writeText(r.id).then(
-      () => done(true),
-      () => done(false),
-    );
-  };
   return (
     <span className="resource-id" data-testid="resource-id" data-kind={r.kind}>
       {href ? (
@@ -60,9 +51,26 @@ export function ResourceId({ r, project }: { r: Resource; project?: string }) {
       ) : (
         <code>{r.id}</code>
       )}
-      <button type="button" className="copy" onClick={copy} onBlur={() => setCopied("")} aria-label={t("resid.copy", { id: r.id })} data-testid="copy-id">
-        {copied === "ok" ? t("resid.copied") : copied === "failed" ? t("resid.copy_failed") : t("resid.copy_short")}
-      </button>
+      <CopyButton text={r.id} />
     </span>
+  );
+}
+
+/** CopyButton copies an id to the clipboard and says whether it worked (every id on the dashboard has one). */
+export function CopyButton({ text, testId = "copy-id" }: { text: string; testId?: string }) {
+  const t = useT();
+  const [copied, setCopied] = useState<"" | "ok" | "failed">("");
+  const copy = () => {
+    const done = (ok: boolean) => setCopied(ok ? "ok" : "failed");
+    if (!navigator.clipboard) return done(false);
+    navigator.clipboard.writeText(text).then(
+      () => done(true),
+      () => done(false),
+    );
+  };
+  return (
+    <button type="button" className="copy" onClick={copy} onBlur={() => setCopied("")} aria-label={copied === "" ? t("resid.copy", { id: text }) : undefined} data-testid={testId}>
+      {copied === "ok" ? t("resid.copied") : copied === "failed" ? t("resid.copy_failed") : t("resid.copy_short")}
+    </button>
   );
 }

@@ -37,10 +37,12 @@ export interface SlotCardProps {
   onOccupy?: (name: string) => void;
   /** occupyHours: what the card's occupy button asks for. */
   occupyHours?: number;
+  /** hold: "who|until|mine" when the waitlist holds this vacant slot (a string keeps the memo cheap). */
+  hold?: string;
 }
 
 /** SlotCard is one slot on the board. Memoised: it re-renders only when its props change. */
-export const SlotCard = memo(function SlotCard({ slot, attention = "", mine = false, onOccupy, occupyHours = 8 }: SlotCardProps) {
+export const SlotCard = memo(function SlotCard({ slot, attention = "", mine = false, onOccupy, occupyHours = 8, hold = "" }: SlotCardProps) {
   const t = useT();
   const w = slotWarnings(slot);
   const reasons = attention ? (attention.split(",") as Attention[]) : [];
@@ -48,6 +50,8 @@ export const SlotCard = memo(function SlotCard({ slot, attention = "", mine = fa
   // Plain hash links: a wouter <Link> per card would subscribe 200+ hooks to
   // the location for nothing.
   const href = `#/slots/${encodeURIComponent(slot.name)}`;
+  const [holdFor, holdUntil, holdMine] = hold ? hold.split("|") : [];
+  const held = hold !== "" && slot.lifecycle === "vacant";
   return (
     <li
       className={`card lc-${slot.lifecycle}${reasons.length > 0 ? " attn" : ""}${mine ? " mine" : ""}`}
@@ -60,8 +64,15 @@ export const SlotCard = memo(function SlotCard({ slot, attention = "", mine = fa
         <a href={href} className="card-title">
           {slot.name}
         </a>
-        <span className={`badge lc lc-${slot.lifecycle}`}>{t.dyn("lifecycle", slot.lifecycle)}</span>
+        <span className={`badge lc lc-${slot.lifecycle}${held ? " held" : ""}`} data-testid="card-lifecycle">
+          {held ? t("board.held") : t.dyn("lifecycle", slot.lifecycle)}
+        </span>
       </div>
+      {held && (
+        <div className="held-for" data-testid="card-held">
+          {holdMine === "1" ? t("board.held_for_you") : t("board.held_for", { who: holdFor ?? "" })} · <Countdown until={holdUntil ?? ""} />
+        </div>
+      )}
       {(reasons.includes("uncertain") || reasons.includes("deadline_soon") || mine) && (
         <div className="attn-reasons" data-testid="card-attention">
           {mine && <span className="badge mine-badge">★ {t("board.mine_badge")}</span>}
@@ -107,7 +118,14 @@ export const SlotCard = memo(function SlotCard({ slot, attention = "", mine = fa
           <span className="muted small">{t("slot.step_progress", { done: job.steps_done, total: job.steps_total })}</span>
         </div>
       )}
-      {onOccupy && slot.lifecycle === "vacant" && !slot.active_job && (
+      {held && holdMine === "1" && (
+        <div className="card-actions">
+          <a className="button primary" href="#/waitlist" data-testid="card-accept">
+            {t("board.held_accept")}
+          </a>
+        </div>
+      )}
+      {onOccupy && slot.lifecycle === "vacant" && !slot.active_job && !held && (
         <div className="card-actions">
           <button type="button" onClick={() => onOccupy(slot.name)} data-testid="card-occupy" aria-label={t("board.occupy_slot", { slot: slot.name, hours: occupyHours })}>
             {t("board.occupy", { hours: occupyHours })}

@@ -1,5 +1,5 @@
 import type { StepView } from "../api/types";
-import { formatDuration, formatTime, resourceLabel, stepDetail } from "../format";
+import { formatDuration, formatSpan, formatTime, resourceLabel, stepDetail } from "../format";
 import { useT } from "../i18n";
 import { useNow } from "../live/ticker";
 
@@ -43,11 +43,16 @@ export function Steps({ steps, uncertain }: { steps: readonly StepView[]; uncert
             {s.started_at && s.ended_at && (
               <span className="muted" data-testid="step-took">
                 {" · "}
-                {t("jobt.step_took", { time: formatDuration(Date.parse(s.ended_at) - Date.parse(s.started_at), t) })}
+                {t("jobt.step_took", { time: formatSpan(Date.parse(s.ended_at) - Date.parse(s.started_at), t) })}
               </span>
             )}
             {s.http_status ? <span className="http"> · {t("job.http_status", { status: s.http_status })}</span> : null}
-            {s.error && <div className="step-error">{s.error}</div>}
+            {s.error && (
+              <details className="step-error-details">
+                <summary>{t("fail.details")}</summary>
+                <div className="step-error">{s.error}</div>
+              </details>
+            )}
             {s.detail && <div className="muted">{stepDetail(s.detail, t)}</div>}
           </li>
         );

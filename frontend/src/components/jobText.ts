@@ -1,7 +1,7 @@
 // Words for a job: its human title, and what a resume checks first. Pure,
 // shared by the job page and the jobs list.
 import type { JobView } from "../api/types";
-import { formatDuration, untouched } from "../format";
+import { formatDuration, formatSpan, untouched } from "../format";
 import type { Key, T } from "../i18n";
 import { completedSteps } from "./Steps";
 
@@ -35,7 +35,28 @@ export function jobTitle(job: JobView, now: number, t: T): string {
   if (job.state === "running") return t("jobt.title_running", { kind, slot, time: formatDuration(now - start, t) });
   const end = job.ended_at ? Date.parse(job.ended_at) : now;
   const outcome = OUTCOME_KEY[job.state] ? t(OUTCOME_KEY[job.state]) : t.dyn("state", job.state);
-  return t("jobt.title_ended", { kind, slot, outcome, time: formatDuration(end - start, t) });
+  return t("jobt.title_ended", { kind, slot, outcome, time: formatSpan(end - start, t) });
+}
+
+/**
+ * jobTiming splits a job's time the way a person asks about it: how long
+ * it waited in the grace period (queued → not before), then in the queue
+ * (not before → first claim, when a worker was late), and how long it ran
+ * (first claim → end, or now). Issue 27 item 4: the 2-minute grace was
+ * counted nowhere.
+ */
+export function jobTiming(job: JobView, now: number, t: T): string {
+  const queued = Date.parse(job.queued_at);
+  const notBefore = Date.parse(job.not_before);
+  const claimed = job.attempts?.[0]?.claimed_at ? Date.parse(job.attempts[0].claimed_at) : undefined;
+  if (claimed === undefined) return "";
+  const end = job.ended_at ? Date.parse(job.ended_at) : now;
+  const ran = formatSpan(end - claimed, t);
+  const grace = Number.isNaN(notBefore) ? 0 : Math.max(0, notBefore - queued);
+  if (grace < 1000) return t("jobt.timing_ran", { ran });
+  const late = claimed - Math.max(notBefore, queued);
+  if (late >= 1000) return t("jobt.timing_queued", { grace: formatSpan(grace, t), queued: formatSpan(late, t), ran });
+  return t("jobt.timing", { grace: formatSpan(grace, t), ran });
 }
 
 /** resumeCheck says what a resume does first about an uncertain step (docs/jobs.md, "Resume verification"). */

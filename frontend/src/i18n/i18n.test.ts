@@ -84,3 +84,32 @@ describe("i18n", () => {
     expect(makeT("ko").dyn("step", "delete_db")).toBe("데이터베이스 삭제");
   });
 });
+
+describe("Korean particles (issue 27 item 10)", () => {
+  it("chooses each particle by the final consonant of the word filled in", async () => {
+    const { particles, finalConsonant } = await import("./index");
+    expect(particles("birch을(를) 찾을 수 없습니다")).toBe("birch를 찾을 수 없습니다");
+    expect(particles("서울을(를)")).toBe("서울을");
+    expect(particles("aurora이(가) 확보")).toBe("aurora가 확보");
+    expect(particles("glacier이(가)")).toBe("glacier가");
+    expect(particles("dune이(가)")).toBe("dune가");
+    expect(particles("main(으)로 초기화")).toBe("main으로 초기화");
+    expect(particles("slot-1(으)로")).toBe("slot-1로");
+    expect(particles("오후 8:53(으)로")).toBe("오후 8:53으로");
+    expect(particles("관리자(으)로")).toBe("관리자로");
+    expect(particles("서울(으)로")).toBe("서울로");
+    expect(particles("“데이터베이스 삭제”이(가)")).toBe("“데이터베이스 삭제”가");
+    expect(finalConsonant("김민준").has).toBe(true);
+    expect(finalConsonant("slot-2").has).toBe(false);
+  });
+
+  it("leaves no particle pair in any filled-in Korean message", () => {
+    const t = makeT("ko");
+    for (const key of Object.keys(en) as (keyof typeof en)[]) {
+      const vars: Record<string, string> = {};
+      for (const m of en[key].matchAll(/\{(\w+)\}/g)) vars[m[1]] = "birch";
+      const out = t(key, vars);
+      expect(out, key).not.toMatch(/을\(를\)|이\(가\)|은\(는\)|과\(와\)|\(으\)로/);
+    }
+  });
+});

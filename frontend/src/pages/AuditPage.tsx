@@ -3,7 +3,7 @@ import { Link } from "wouter";
 import { api } from "../api/client";
 import { isPerson, type AuditEntry } from "../api/types";
 import { CommandError } from "../components/CommandError";
-import { auditSummary, formatTime } from "../format";
+import { actorName, auditSummary, formatTime } from "../format";
 import { useT } from "../i18n";
 import { useLiveAudit } from "../live/store";
 import { useLoad } from "../live/useLoad";
@@ -191,11 +191,11 @@ export function AuditPage() {
                 </td>
                 <td data-label={t("audit.kind")}>{t.dyn("event", e.type)}</td>
                 <td data-label={t("audit.slot")} className="nowrap">{e.slot ? <Link href={`/slots/${encodeURIComponent(e.slot)}`}>{e.slot}</Link> : ""}</td>
-                <td data-label={t("audit.actor")}>{e.actor}</td>
+                <td data-label={t("audit.actor")}>{actorName(e.actor, t)}</td>
                 <td data-label={t("audit.summary")} data-testid="audit-summary">
                   {e.job_id ? <Link href={`/jobs/${encodeURIComponent(e.job_id)}`}>{auditSummary(e, t)}</Link> : auditSummary(e, t)}
                 </td>
-                <td data-label={t("audit.position")} className="muted">
+                <td data-label={t("audit.position")} className="muted nowrap num">
                   {e.slot ? (
                     <Link href={momentHref(e.slot, e.position)} title={t("asof.link")} data-testid="audit-moment">
                       {e.position}

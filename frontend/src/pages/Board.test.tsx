@@ -92,6 +92,6 @@ describe("board", () => {
     await flush();
     expect(screen.getByTestId("board-race").textContent).toMatch(/slot-2 was taken by amy just before your request arrived; nothing was occupied for you/);
     act(() => setLang("ko"));
-    expect(screen.getByTestId("board-race").textContent).toMatch(/amy님이 slot-2을\(를\) 가져갔습니다/);
+    expect(screen.getByTestId("board-race").textContent).toMatch(/amy님이 slot-2를 가져갔습니다/);
   });
 });

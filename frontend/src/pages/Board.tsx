@@ -10,7 +10,9 @@ import { serverNow } from "../live/clock";
 import { putSlot, useReady, useSlots } from "../live/store";
 import { useMinute } from "../live/ticker";
 import { useCommand } from "../live/useCommand";
-import { LIFECYCLE_ORDER, boardCounts, boardEntries, nextFreeSlot, type BoardFilter } from "./boardModel";
+import { LIFECYCLE_ORDER, boardCounts, boardEntries, holdsFrom, nextFreeSlot, type BoardFilter } from "./boardModel";
+import { Countdown } from "../components/Countdown";
+import { useWaitlist } from "../waitlist/useWaitlist";
 
 /** The performance marks the e2e test reads (first board render after the snapshot). */
 export const MARK_SNAPSHOT = "sk:snapshot";
@@ -40,6 +42,12 @@ export function Board() {
   const { run, pending, error } = useCommand();
   // Any member may occupy a vacant slot for themself.
   const mayOccupy = atLeast(subject, "member");
+  // The waitlist's offers hold vacant slots for its head: shown as held,
+  // not as free, and the holder gets a banner (issue 27 item 3).
+  const waitlist = useWaitlist("board-waitlist");
+  const holds = useMemo(() => holdsFrom(waitlist.data?.entries, subject), [waitlist.data, subject]);
+  const myHold = [...holds.values()].find((h) => h.mine);
+  const free = nextFreeSlot(slots.values(), holds);
 
   const list = useMemo(() => boardEntries(slots.values(), filter, now, subject), [slots, filter, now, subject]);
   const counts = useMemo(() => boardCounts(slots.values(), now, subject), [slots, now, subject]);
@@ -83,7 +91,7 @@ export function Board() {
   );
   const onOccupy = useCallback((name: string) => void occupy(name, false), [occupy]);
   const takeNext = (): void => {
-    const s = nextFreeSlot(slots.values());
+    const s = nextFreeSlot(slots.values(), holds);
     if (!s) {
       setOutcome({ kind: "none_free" });
       return;
@@ -122,11 +130,29 @@ export function Board() {
           onChange={(e) => setFilter({ ...filter, text: e.target.value })}
         />
         {mayOccupy && (
-          <button type="button" className="primary" disabled={pending} onClick={takeNext} data-testid="take-next">
+          <button type="button" className={free && !myHold ? "primary" : ""} disabled={pending || (ready && !free)} onClick={takeNext} data-testid="take-next">
             {t("board.take_next", { hours: OCCUPY_HOURS })}
           </button>
         )}
+        {mayOccupy && ready && slots.size > 0 && !free && !myHold && (
+          <a className="button primary" href="#/waitlist" data-testid="join-waitlist">
+            {t("board.join_waitlist")}
+          </a>
+        )}
       </div>
+      {ready && slots.size > 0 && !free && mayOccupy && !myHold && (
+        <p className="muted" data-testid="pool-full">
+          {t("board.pool_full")}
+        </p>
+      )}
+      {myHold && (
+        <p className="notice held-banner" role="status" data-testid="held-banner">
+          {t("board.held_banner", { slot: myHold.slot })} <Countdown until={myHold.until} />{" "}
+          <a className="button primary" href="#/waitlist">
+            {t("board.held_accept")}
+          </a>
+        </p>
+      )}
 
       {slots.size > 0 && (
         <ul className="board-counts" aria-label={t("board.counts")} data-testid="board-counts">
@@ -184,9 +210,14 @@ export function Board() {
             mine={e.mine}
             onOccupy={mayOccupy ? onOccupy : undefined}
             occupyHours={OCCUPY_HOURS}
+            hold={holdKey(holds.get(e.slot.name))}
           />
         ))}
       </ul>
     </section>
   );
+}
+
+function holdKey(h: { who: string; until: string; mine: boolean } | undefined): string {
+  return h ? `${h.who}|${h.until}|${h.mine ? "1" : "0"}` : "";
 }

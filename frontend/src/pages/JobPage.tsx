@@ -7,10 +7,11 @@ import { jobActions } from "../auth/roles";
 import { useSubject } from "../auth/session";
 import { CommandError } from "../components/CommandError";
 import { LoadFallback } from "../components/LoadFallback";
-import { RecoveryNotice } from "../components/Recovery";
+import { RecoveryNotice, failureOf } from "../components/Recovery";
 import { Steps, completedSteps } from "../components/Steps";
-import { eventCategory, jobTitle, resumeCheck } from "../components/jobText";
-import { formatRelative, formatTime, reasonText, resourceLabel, untouched } from "../format";
+import { eventCategory, jobTiming, jobTitle, resumeCheck } from "../components/jobText";
+import { CopyButton, ResourceId } from "../components/ResourceId";
+import { actorName, formatRelative, formatTime, reasonText, resourceLabel, untouched } from "../format";
 import { useT, type Key, type T } from "../i18n";
 import { serverNow } from "../live/clock";
 import { useNow } from "../live/ticker";
@@ -19,6 +20,7 @@ import { putJob, useEpoch, useJob } from "../live/store";
 import { useCommand } from "../live/useCommand";
 import { useLoad } from "../live/useLoad";
 import { momentHref } from "../replay/api";
+import { jobTabState, useTab } from "../live/tabState";
 
 /** JobPage is a job's timeline: its live view and every event of its stream. */
 export function JobPage({ id }: { id: string }) {
@@ -36,6 +38,7 @@ export function JobPage({ id }: { id: string }) {
 
 function JobDetail({ job }: { job: JobView }) {
   const t = useT();
+  useTab(`${t.dyn("kind", job.kind)} · ${job.slot}`, jobTabState(job.state));
   const [, navigate] = useLocation();
   const cmd = useCommand();
   const may = jobActions(useSubject());
@@ -81,8 +84,33 @@ function JobDetail({ job }: { job: JobView }) {
         </span>{" "}
         {t.dyn("kind", job.kind)} · <Link href={`/slots/${encodeURIComponent(job.slot)}`}>{job.slot}</Link>
       </p>
+      {unsuccessful && (
+        <RecoveryNotice
+          linkTimeline={false}
+          info={{
+            jobId: job.id,
+            kind: job.kind,
+            state: job.state,
+            completed: completedSteps(job.steps),
+            uncertain: job.uncertain_step,
+            remaining: job.remaining,
+            ...failureOf(job.steps, job.uncertain_step),
+            reason: job.reason,
+          }}
+          resumable={job.resumable}
+        >
+          {/* Resume first: on a phone it was below the fold (issue 27 item 6). */}
+          {job.resumable && may.resume && (
+            <div className="actions">
+              <button type="button" disabled={cmd.pending} onClick={() => void resume()} data-testid="resume">
+                {t("job.resume")}
+              </button>
+            </div>
+          )}
+        </RecoveryNotice>
+      )}
       <p className="muted" data-testid="job-who-when">
-        {t("jobt.who_when", { actor: job.requested_by, time: "" })}
+        {t("jobt.who_when", { actor: actorName(job.requested_by, t), time: "" })}
         <When iso={job.queued_at} />
         {job.attempts?.[0] && (
           <>
@@ -99,36 +127,38 @@ function JobDetail({ job }: { job: JobView }) {
           </>
         )}
         {job.state === "queued" && <> · {t("job.not_before", { time: formatTime(job.not_before, t.lang) })}</>}
-        {job.correlation_id && <> · <code>{job.correlation_id}</code></>}
       </p>
+      <JobTiming job={job} />
+      {job.state === "succeeded" && <JobDone job={job} />}
+      <dl className="facts job-ids">
+        <dt>{t("job.id_label")}</dt>
+        <dd data-testid="job-id">
+          <code>{job.id}</code> <CopyButton text={job.id} testId="copy-job-id" />
+        </dd>
+        {job.correlation_id && job.correlation_id !== job.id && (
+          <>
+            <dt>{t("job.correlation_label")}</dt>
+            <dd data-testid="job-correlation">
+              <code>{job.correlation_id}</code> <CopyButton text={job.correlation_id} testId="copy-correlation-id" />
+            </dd>
+          </>
+        )}
+      </dl>
 
-      {unsuccessful && (
-        <RecoveryNotice
-          linkTimeline={false}
-          info={{
-            jobId: job.id,
-            kind: job.kind,
-            state: job.state,
-            completed: completedSteps(job.steps),
-            uncertain: job.uncertain_step,
-            remaining: job.remaining,
-          }}
-        />
-      )}
       {job.uncertain_step && (
         <div className="uncertain-box" data-testid="job-uncertain">
           <p className="warn-text">{t("job.uncertain", { step: t.dyn("step", job.uncertain_step) })}</p>
           {job.resumable && <p data-testid="resume-check">{resumeCheck(job.uncertain_step, t)}</p>}
         </div>
       )}
-      {job.reason && (
+      {job.reason && !unsuccessful && (
         <p>
-          <strong>{t("job.reason")}:</strong> {job.reason}
+          <strong>{t("job.reason")}:</strong> {reasonText(job.reason, t)}
         </p>
       )}
 
       <div className="actions">
-        {job.resumable && may.resume && (
+        {job.resumable && may.resume && !unsuccessful && (
           <button type="button" disabled={cmd.pending} onClick={() => void resume()} data-testid="resume">
             {t("job.resume")}
           </button>
@@ -206,6 +236,41 @@ export function eventSummary(data: unknown, t: T, type = ""): string {
   if (typeof d.old_sha === "string" && typeof d.new_sha === "string") parts.push(`${d.old_sha.slice(0, 8)} → ${d.new_sha.slice(0, 8)}`);
   if (d.already_absent === true) parts.push(t("job.already_absent"));
   return parts.join(" · ");
+}
+
+/**
+ * JobDone is the outcome moment of a finished job (issue 27 item 5): a
+ * promote links the repository it made; a reset or teardown says what the
+ * slot is now.
+ */
+function JobDone({ job }: { job: JobView }) {
+  const t = useT();
+  const target = job.kind === "promote" && job.params?.project && job.params?.name ? `${job.params.project}/${job.params.name}` : "";
+  return (
+    <div className="notice outcome" role="status" data-testid="job-done">
+      <span aria-hidden="true">✓ </span>
+      <strong>{t("outcome.done")}</strong>{" "}
+      {target ? (
+        <>
+          {t("outcome.promoted", { repo: target })} <ResourceId r={{ kind: "repository", id: target }} />
+        </>
+      ) : (
+        t(job.kind === "teardown" ? "outcome.torn_down" : job.kind === "reset" ? "outcome.reset_short" : "outcome.job", { slot: job.slot })
+      )}
+    </div>
+  );
+}
+
+/** JobTiming says how long the job waited in grace and ran; live from the one ticker while it runs. */
+function JobTiming({ job }: { job: JobView }) {
+  const t = useT();
+  const now = useNow();
+  const text = jobTiming(job, now, t);
+  return text ? (
+    <p className="muted" data-testid="job-timing">
+      {text}
+    </p>
+  ) : null;
 }
 
 /** JobTitle is the human title; a running job's elapsed time comes from the one ticker. */
@@ -312,7 +377,7 @@ function EventHistory({ events, slot }: { events: readonly RecordedEvent[]; slot
                       <span className="ev-rev">#{e.revision}</span> <span className={`badge ev-cat ev-cat-${cat}`}>{t(CATEGORY_KEY[cat])}</span>{" "}
                       <strong className="ev-type">{t.dyn("event", e.type)}</strong> <span className="muted small">
                         <When iso={e.meta?.time} />
-                        {e.meta?.actor ? ` · ${e.meta.actor}` : ""}
+                        {e.meta?.actor ? ` · ${actorName(e.meta.actor, t)}` : ""}
                       </span>
                       <span className="ev-summary">{eventSummary(e.data, t, e.type)}</span>
                     </summary>

@@ -1,3 +1,4 @@
+import { actorName } from "../format";
 import { useState, type FormEvent } from "react";
 import { Link } from "wouter";
 import { api, type JobsFilter } from "../api/client";
@@ -157,7 +158,7 @@ function JobRow({ fetched }: { fetched: JobView }) {
         <span className={`badge st-${j.state}`}>{t.dyn("state", j.state)}</span>
         {j.uncertain_step && <span className="badge attn-badge attn-uncertain"> ⚠ {t("jobs.state_uncertain")}</span>}
       </td>
-      <td data-label={t("jobs.col_who")}>{j.requested_by}</td>
+      <td data-label={t("jobs.col_who")}>{actorName(j.requested_by, t)}</td>
       <td data-label={t("jobs.col_queued")}>
         <When iso={j.queued_at} />
       </td>

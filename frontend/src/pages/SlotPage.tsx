@@ -12,7 +12,7 @@ import { EarlierDeadline } from "../components/EarlierDeadline";
 import { OccupantPicker } from "../components/OccupantPicker";
 import { RecoveryNotice } from "../components/Recovery";
 import { AppStatus } from "../components/AppStatus";
-import { formatTime, stateReason, untouched } from "../format";
+import { actorName, formatTime, stateReason, untouched } from "../format";
 import { useT } from "../i18n";
 import { announce } from "../live/announce";
 import { putSlot, useSlot } from "../live/store";
@@ -21,6 +21,8 @@ import { useCommand } from "../live/useCommand";
 import { ResourceId } from "../components/ResourceId";
 import { useLoad } from "../live/useLoad";
 import { SlotMoment, SlotTimeline } from "../replay/SlotAsOf";
+import { OutcomeNotice } from "../components/OutcomeNotice";
+import { setOutcome } from "../live/outcome";
 
 type Confirm = { kind: "reset" | "teardown" | "promote"; params?: { project: string; name: string } } | undefined;
 
@@ -92,6 +94,7 @@ function SlotDetail({ slot }: { slot: SlotView }) {
     if (s) {
       putSlot(s);
       announce(t("slot.done_occupy"));
+      setOutcome({ where: `slot:${slot.name}`, text: t("outcome.occupied", { slot: slot.name, who: s.occupant ?? "", time: formatTime(s.deadline, t.lang) }) });
     }
   };
   const extend = async () => {
@@ -99,6 +102,7 @@ function SlotDetail({ slot }: { slot: SlotView }) {
     if (s) {
       putSlot(s);
       announce(t("slot.done_extend"));
+      setOutcome({ where: `slot:${slot.name}`, text: t("outcome.extended", { slot: slot.name, time: formatTime(s.deadline, t.lang) }) });
     }
   };
   const go = async (reason: string) => {
@@ -128,6 +132,31 @@ function SlotDetail({ slot }: { slot: SlotView }) {
         </span>
       </div>
       <AppStatus slot={slot} />
+      <OutcomeNotice where={`slot:${slot.name}`} />
+      {slot.recovery && (
+        <RecoveryNotice
+          info={{
+            jobId: slot.recovery.job_id,
+            kind: slot.latest_jobs ? (Object.values(slot.latest_jobs).find((j) => j.id === slot.recovery?.job_id)?.kind ?? "") : "",
+            state: slot.recovery.state,
+            completed: slot.recovery.completed_steps,
+            uncertain: slot.recovery.uncertain_step,
+            remaining: slot.recovery.remaining,
+            failedStep: slot.recovery.uncertain_step ?? Object.values(slot.latest_jobs ?? {}).find((j) => j.id === slot.recovery?.job_id)?.current_step,
+          }}
+          resumable={resumable}
+        >
+          {resumable && (
+            <div className="actions">
+              <button type="button" disabled={cmd.pending} onClick={() => void resume()} data-testid="resume">
+                {t("job.resume")}
+              </button>
+              <span className="muted small">{t("slot.resume_hint")}</span>
+            </div>
+          )}
+        </RecoveryNotice>
+      )}
+
       <dl className="facts">
         {slot.occupant && (
           <>
@@ -166,27 +195,6 @@ function SlotDetail({ slot }: { slot: SlotView }) {
           </>
         )}
       </dl>
-
-      {slot.recovery && (
-        <RecoveryNotice
-          info={{
-            jobId: slot.recovery.job_id,
-            kind: slot.latest_jobs ? (Object.values(slot.latest_jobs).find((j) => j.id === slot.recovery?.job_id)?.kind ?? "") : "",
-            state: slot.recovery.state,
-            completed: slot.recovery.completed_steps,
-            uncertain: slot.recovery.uncertain_step,
-            remaining: slot.recovery.remaining,
-          }}
-        />
-      )}
-      {resumable && (
-        <div className="actions">
-          <button type="button" disabled={cmd.pending} onClick={() => void resume()} data-testid="resume">
-            {t("job.resume")}
-          </button>
-          <span className="muted small">{t("slot.resume_hint")}</span>
-        </div>
-      )}
 
       {slot.active_job && (
         <div className="card-job">
@@ -245,6 +253,9 @@ function SlotDetail({ slot }: { slot: SlotView }) {
       </div>
       {slot.lifecycle === "occupied" && may.extend && !busy && <EarlierDeadline slot={slot} />}
       {slot.lifecycle !== "retired" && slot.lifecycle !== "teardown_incomplete" && may.promote && (
+        <section className="promote-form" aria-labelledby="promote-title">
+        <h3 id="promote-title">{t("slot.promote_title")}</h3>
+        <p className="muted small">{t("slot.promote_hint")}</p>
         <form
           className="actions"
           onSubmit={(e) => {
@@ -262,6 +273,7 @@ function SlotDetail({ slot }: { slot: SlotView }) {
             {t("slot.promote")}
           </button>
         </form>
+        </section>
       )}
       {!confirm && <CommandError error={cmd.error} />}
       {confirm && (
@@ -328,7 +340,7 @@ function SlotJobs({ slot }: { slot: SlotView }) {
             <Link href={`/jobs/${encodeURIComponent(j.id)}`}>
               {t.dyn("kind", j.kind)} · {t.dyn("state", j.state)} · {formatTime(j.queued_at, t.lang)}
             </Link>{" "}
-            <span className="muted">{j.requested_by}</span>
+            <span className="muted">{actorName(j.requested_by, t)}</span>
           </li>
         ))}
       </ul>

@@ -13,7 +13,12 @@ import { useStreamStatus } from "../live/stream";
 import { useNow } from "../live/ticker";
 import { useCommand } from "../live/useCommand";
 import { useLoad } from "../live/useLoad";
+import { jobTabState, useTab } from "../live/tabState";
 import { waitPhase } from "./waitPhase";
+import { FailureSentence, failureOf } from "../components/Recovery";
+import { setOutcome } from "../live/outcome";
+import { jobStart } from "../components/jobText";
+import { formatSpan } from "../format";
 
 /**
  * WaitView follows one release (reset) job by id: grace countdown, then live
@@ -33,6 +38,7 @@ export function WaitView({ id }: { id: string }) {
     return j;
   });
   const phase = waitPhase(job, load, live, now);
+  useTab(`${t.dyn("kind", "reset")} · ${job?.slot ?? id}`, job ? jobTabState(job.state) : "none");
   const cancel = useCommand();
   const resume = useCommand();
   const doResume = async () => {
@@ -66,8 +72,13 @@ export function WaitView({ id }: { id: string }) {
   // The only navigation of this page: after the job's own success.
   const doneSlot = phase.kind === "succeeded" ? job?.slot : undefined;
   useEffect(() => {
-    if (doneSlot !== undefined) navigate(`/slots/${encodeURIComponent(doneSlot)}`);
-  }, [doneSlot, navigate]);
+    if (doneSlot === undefined || !job) return;
+    // The moment of success goes with the person to the slot page: "Done —
+    // the reset of X finished in 1.3 s; the slot is vacant" (issue 27 item 5).
+    const took = job.ended_at ? formatSpan(Date.parse(job.ended_at) - jobStart(job), t) : "";
+    setOutcome({ where: `slot:${doneSlot}`, text: t("outcome.reset", { slot: doneSlot, time: took }) });
+    navigate(`/slots/${encodeURIComponent(doneSlot)}`);
+  }, [doneSlot, navigate, job, t]);
 
   const slot = job?.slot ?? "";
   return (
@@ -92,6 +103,7 @@ export function WaitView({ id }: { id: string }) {
           <div className="unknown" data-testid="cannot-verify">
             <strong>{t("wait.unknown")}</strong>
             <p>{phase.why === "stale" ? t("wait.stale_detail") : t("wait.unknown_detail")}</p>
+            {job && <p data-testid="wait-recorded">{t("wait.recorded")}</p>}
             {load.error && <p className="muted">{apiErrorText(load.error, t)}</p>}
             <button type="button" onClick={load.reload}>
               {t("common.retry")}
@@ -100,9 +112,18 @@ export function WaitView({ id }: { id: string }) {
         )}
         {phase.kind === "failed" && job && (
           <div data-testid="wait-failed">
-            <p>
-              <strong>{t("wait.failed", { state: t.dyn("state", phase.state) })}</strong>
-            </p>
+            <FailureSentence
+              info={{ jobId: job.id, kind: job.kind, state: job.state, completed: completedSteps(job.steps), uncertain: job.uncertain_step, remaining: job.remaining, ...failureOf(job.steps, job.uncertain_step), reason: job.reason }}
+              resumable={job.resumable}
+            />
+            {job.resumable && may.resume && (
+              <p className="actions">
+                <button type="button" disabled={resume.pending} onClick={() => void doResume()} data-testid="resume">
+                  {t("job.resume")}
+                </button>
+              </p>
+            )}
+            <p className="muted">{t("wait.failed", { state: t.dyn("state", phase.state) })}</p>
             <p>
               {completedSteps(job.steps).length > 0
                 ? t("wait.failed_done", { steps: stepList(completedSteps(job.steps), t) })
@@ -120,14 +141,6 @@ export function WaitView({ id }: { id: string }) {
                 ? t("wait.failed_remaining", { resources: job.remaining.map((r) => resourceLabel(r, t)).join(", ") })
                 : t("wait.failed_nothing_remaining")}
             </p>
-            {job.reason && <p className="muted">{job.reason}</p>}
-            {job.resumable && may.resume && (
-              <p className="actions">
-                <button type="button" disabled={resume.pending} onClick={() => void doResume()} data-testid="resume">
-                  {t("job.resume")}
-                </button>
-              </p>
-            )}
             <CommandError error={resume.error} />
             <Link href={`/jobs/${encodeURIComponent(job.id)}`} data-testid="timeline-link">
               {t("common.view_timeline")}

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { slot } from "../test/fakes";
-import { attention, boardCounts, boardEntries, nextFreeSlot } from "./boardModel";
+import { attention, boardCounts, boardEntries, holdsFrom, nextFreeSlot } from "./boardModel";
 
 const now = Date.parse("2026-01-01T12:00:00Z");
 const inMin = (m: number) => new Date(now + m * 60_000).toISOString();
@@ -53,5 +53,19 @@ describe("board model", () => {
   it("the next free slot is the first vacant one in natural order", () => {
     expect(nextFreeSlot(slots)?.name).toBe("slot-2");
     expect(nextFreeSlot(slots.filter((s) => s.lifecycle !== "vacant"))).toBeUndefined();
+  });
+});
+
+describe("holds (issue 27 item 3)", () => {
+  it("a slot the waitlist holds for someone else is not the next free slot; for its holder it is", () => {
+    const slots = [slot({ name: "a", lifecycle: "vacant" }), slot({ name: "b", lifecycle: "vacant" })];
+    const entries = [{ id: "e1", who: "wendy", who_id: "u-w", offer: { slot: "a", expires_at: inMin(5) } }];
+    const forBob = holdsFrom(entries, bob);
+    expect(forBob.get("a")?.mine).toBe(false);
+    expect(nextFreeSlot(slots, forBob)?.name).toBe("b");
+    expect(nextFreeSlot([slots[0]], forBob)).toBeUndefined();
+    const forWendy = holdsFrom(entries, { id: "u-w", name: "wendy" });
+    expect(forWendy.get("a")?.mine).toBe(true);
+    expect(nextFreeSlot([slots[0]], forWendy)?.name).toBe("a");
   });
 });

@@ -82,11 +82,41 @@ export function boardCounts(slots: Iterable<SlotView>, now: number, subject: Sub
   return c;
 }
 
-/** nextFreeSlot is the first vacant slot in natural order, with no job on it. */
-export function nextFreeSlot(slots: Iterable<SlotView>): SlotView | undefined {
+/** Hold: a vacant slot the waitlist holds for its head (an offer), and whether that is the reader. */
+export interface Hold {
+  slot: string;
+  who: string;
+  until: string;
+  mine: boolean;
+  entry: string;
+}
+
+/**
+ * holdsFrom reads the waitlist's open offers as holds by slot: the server
+ * lets only the offered person occupy such a slot (backend/slots
+ * service.go, "held for someone on the waitlist"), so for anyone else it is
+ * not free (issue 27 item 3).
+ */
+export function holdsFrom(
+  entries: readonly { id: string; who: string; who_id?: string; offer?: { slot: string; expires_at: string } }[] | null | undefined,
+  subject: { id: string; name: string } | undefined,
+): Map<string, Hold> {
+  const m = new Map<string, Hold>();
+  for (const e of entries ?? []) {
+    if (!e.offer) continue;
+    const mine = subject !== undefined && (e.who_id ? e.who_id === subject.id : e.who === subject.name);
+    m.set(e.offer.slot, { slot: e.offer.slot, who: e.who, until: e.offer.expires_at, mine, entry: e.id });
+  }
+  return m;
+}
+
+/** nextFreeSlot is the first vacant slot in natural order, with no job on it and not held for someone else. */
+export function nextFreeSlot(slots: Iterable<SlotView>, holds: ReadonlyMap<string, Hold> = new Map()): SlotView | undefined {
   let best: SlotView | undefined;
   for (const s of slots) {
     if (s.lifecycle !== "vacant" || s.active_job) continue;
+    const h = holds.get(s.name);
+    if (h && !h.mine) continue;
     if (!best || naturalCompare(s.name, best.name) < 0) best = s;
   }
   return best;

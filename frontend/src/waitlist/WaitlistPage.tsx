@@ -6,7 +6,7 @@ import { useEffect, useRef, useState } from "react";
 import { Link } from "wouter";
 import { CommandError } from "../components/CommandError";
 import { Countdown } from "../components/Countdown";
-import { formatDuration, formatTime } from "../format";
+import { formatDuration, formatGoDuration, formatTime } from "../format";
 import { useT } from "../i18n";
 import { announce } from "../live/announce";
 import { useSlots } from "../live/store";
@@ -219,7 +219,7 @@ export function WaitlistPage() {
                         {e.who}
                         {e.note ? <small className="muted"> — {e.note}</small> : null}
                       </td>
-                      <td>{e.duration}</td>
+                      <td>{formatGoDuration(e.duration, t)}</td>
                       <td>
                         {e.offer ? t("waitlist.offered", { slot: e.offer.slot }) : <EstimateText e={e.estimated_wait} />}
                       </td>
@@ -230,7 +230,7 @@ export function WaitlistPage() {
               </table>
             </TableWrap>
           )}
-          <p className="muted small">{t("waitlist.how", { ttl: wl.data.offer_ttl })}</p>
+          <p className="muted small">{t("waitlist.how", { ttl: formatGoDuration(wl.data.offer_ttl, t) })}</p>
         </section>
       )}
     </div>

@@ -1,0 +1,46 @@
+import { describe, expect, it } from "vitest";
+import { formatDuration, formatGoDuration, formatSpan, goDurationMs } from "./format";
+import { jobTiming } from "./components/jobText";
+import { makeT } from "./i18n";
+import { job } from "./test/fakes";
+
+const en = makeT("en");
+const ko = makeT("ko");
+
+describe("durations a person reads (issue 27 item 4)", () => {
+  it("a sub-second step is not 'took 0s'", () => {
+    expect(formatSpan(800, en)).toBe("800 ms");
+    expect(formatSpan(1800, en)).toBe("1.8s");
+    expect(formatSpan(1040, en)).toBe("1s");
+    expect(formatSpan(2450, ko)).toBe("2.5초");
+    expect(formatSpan(65_000, en)).toBe("1m 5s");
+  });
+
+  it("Go durations never reach a person", () => {
+    expect(goDurationMs("2h0m0s")).toBe(7_200_000);
+    expect(goDurationMs("15m0s")).toBe(900_000);
+    expect(goDurationMs("1.5s")).toBe(1500);
+    expect(goDurationMs("300ms")).toBe(300);
+    expect(goDurationMs("7200")).toBe(7_200_000);
+    expect(goDurationMs("soon")).toBeUndefined();
+    expect(formatGoDuration("2h0m0s", en)).toBe("2h");
+    expect(formatGoDuration("6h0m0s", ko)).toBe("6시간");
+    expect(formatGoDuration("15m0s", en)).toBe("15m 0s");
+    expect(formatGoDuration("1h30m0s", en)).toBe("1h 30m");
+    expect(formatDuration(86_400_000, en)).toBe("1d");
+  });
+
+  it("a job's time counts the grace period apart from the run", () => {
+    const j = job({
+      state: "succeeded",
+      queued_at: "2026-01-01T00:00:00Z",
+      not_before: "2026-01-01T00:02:00Z",
+      attempts: [{ number: 1, worker: "w1", claimed_at: "2026-01-01T00:02:00.100Z", lease_until: "2026-01-01T00:03:00Z" }],
+      ended_at: "2026-01-01T00:02:01.100Z",
+    });
+    expect(jobTiming(j, 0, en)).toBe("Waited 2m 0s in the grace period · ran 1s");
+    expect(jobTiming({ ...j, ended_at: "2026-01-01T00:02:00.900Z" }, 0, ko)).toBe("유예 시간 2분 0초 대기 · 실행 800밀리초");
+    expect(jobTiming({ ...j, not_before: j.queued_at }, 0, en)).toBe("Ran 1s");
+    expect(jobTiming({ ...j, attempts: [] }, 0, en)).toBe("");
+  });
+});

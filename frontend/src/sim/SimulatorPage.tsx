@@ -1,0 +1,200 @@
+// The Simulator page (issue 27 item 12): the demo's fault injection without
+// curl. It drives the simulators' own control API (backend/providers/sim
+// control.go, mounted under /api/sim/ only when the simulators run; GET is
+// read, POST/DELETE need the admin's sim.control permission), so a
+// newcomer can inject a fault, watch a job fail honestly and resume it.
+import { useState } from "react";
+import { request } from "../api/client";
+import { CommandError } from "../components/CommandError";
+import { useT } from "../i18n";
+import { announce } from "../live/announce";
+import { useCommand } from "../live/useCommand";
+import { useLoad } from "../live/useLoad";
+
+/** Fault mirrors sim.Fault's JSON (backend/providers/sim/faults.go). */
+export interface SimFault {
+  id: number;
+  server?: string;
+  method?: string;
+  endpoint?: string;
+  path_pattern?: string;
+  resource?: string;
+  status?: number;
+  latency?: number;
+  hang?: boolean;
+  reset?: boolean;
+  foreign_404?: boolean;
+  times?: number;
+  skip?: number;
+}
+
+/**
+ * ENDPOINTS are the simulators' route names (backend/providers/sim/sim.go,
+ * inventory.go), grouped by the job step that calls them, so a person
+ * picks "the reset's volume delete" rather than an identifier.
+ */
+export const ENDPOINTS: readonly { endpoint: string; step: string }[] = [
+  { endpoint: "coolify.DeleteDatabase", step: "delete_db" },
+  { endpoint: "coolify.ListEnvs", step: "delete_env_vars" },
+  { endpoint: "coolify.DeleteEnv", step: "delete_env_vars" },
+  { endpoint: "coolify.ListStorages", step: "delete_volumes" },
+  { endpoint: "coolify.DeleteStorage", step: "delete_volumes" },
+  { endpoint: "git.ReceivePack", step: "force_push_template" },
+  { endpoint: "coolify.DeleteApplication", step: "delete_app" },
+  { endpoint: "bitbucket.DeleteRepo", step: "delete_repo" },
+  { endpoint: "coolify.DeleteProject", step: "delete_project" },
+  { endpoint: "bitbucket.GetRepo", step: "lookup_repo" },
+  { endpoint: "bitbucket.CreateRepo", step: "create_repo" },
+];
+
+type Effect = "403" | "404" | "500" | "503" | "hang" | "latency" | "reset";
+const EFFECTS: readonly Effect[] = ["403", "500", "503", "404", "hang", "latency", "reset"];
+
+export const simApi = {
+  faults: (signal?: AbortSignal) => request<{ faults: SimFault[] | null }>("/api/sim/faults", { signal }),
+  add: (f: Omit<SimFault, "id"> & { latency_ms?: number }) => request<{ id: number }>("/api/sim/faults", { method: "POST", body: f }),
+  clear: (id: number) => request<void>(`/api/sim/faults/${id}`, { method: "DELETE" }),
+  clearAll: () => request<void>("/api/sim/faults", { method: "DELETE" }),
+};
+
+function faultBody(endpoint: string, effect: Effect, times: number): Omit<SimFault, "id"> & { latency_ms?: number } {
+  const base = { endpoint, times };
+  switch (effect) {
+    case "hang":
+      return { ...base, hang: true };
+    case "latency":
+      return { ...base, latency_ms: 2000 };
+    case "reset":
+      return { ...base, reset: true };
+    default:
+      return { ...base, status: Number(effect) };
+  }
+}
+
+export function SimulatorPage() {
+  const t = useT();
+  const [n, setN] = useState(0);
+  const faults = useLoad("sim-faults", String(n), (signal) => simApi.faults(signal));
+  const cmd = useCommand();
+  const [endpoint, setEndpoint] = useState(ENDPOINTS[4]?.endpoint ?? "");
+  const [effect, setEffect] = useState<Effect>("403");
+  const [times, setTimes] = useState(1);
+  const stepOf = (e: string | undefined) => ENDPOINTS.find((x) => x.endpoint === e)?.step;
+  const describe = (f: SimFault): string => {
+    const what = f.hang
+      ? t("sim.effect.hang")
+      : f.reset
+        ? t("sim.effect.reset")
+        : f.status
+          ? t("sim.effect.status", { status: f.status })
+          : f.latency
+            ? t("sim.effect.latency")
+            : t("sim.effect.other");
+    const step = stepOf(f.endpoint);
+    return `${what} · ${f.endpoint ?? f.path_pattern ?? ""}${step ? ` (${t.dyn("step", step)})` : ""} · ${f.times ? t("sim.times_left", { n: f.times }) : t("sim.until_cleared")}`;
+  };
+  if (faults.error?.notFound) {
+    return (
+      <section aria-labelledby="sim-title" data-testid="sim-page" data-available="false">
+        <h1 id="sim-title">{t("sim.title")}</h1>
+        <p role="alert">{t("sim.not_running")}</p>
+      </section>
+    );
+  }
+  const list = faults.data?.faults ?? [];
+  return (
+    <section aria-labelledby="sim-title" data-testid="sim-page" data-available="true">
+      <h1 id="sim-title">{t("sim.title")}</h1>
+      <p>{t("sim.intro")}</p>
+      <ol className="small">
+        <li>{t("sim.how1")}</li>
+        <li>{t("sim.how2")}</li>
+        <li>{t("sim.how3")}</li>
+      </ol>
+      <h2>{t("sim.inject")}</h2>
+      <form
+        className="admin-form"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void cmd.run(() => simApi.add(faultBody(endpoint, effect, times))).then((r) => {
+            if (!r) return;
+            announce(t("sim.injected"));
+            setN((x) => x + 1);
+          });
+        }}
+      >
+        <label>
+          {t("sim.endpoint")}
+          <select value={endpoint} onChange={(e) => setEndpoint(e.target.value)} data-testid="sim-endpoint">
+            {ENDPOINTS.map((x) => (
+              <option key={x.endpoint} value={x.endpoint}>
+                {t.dyn("step", x.step)} — {x.endpoint}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          {t("sim.effect")}
+          <select value={effect} onChange={(e) => setEffect(e.target.value as Effect)} data-testid="sim-effect">
+            {EFFECTS.map((x) => (
+              <option key={x} value={x}>
+                {x === "hang" ? t("sim.effect.hang") : x === "latency" ? t("sim.effect.latency") : x === "reset" ? t("sim.effect.reset") : t("sim.effect.status", { status: x })}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          {t("sim.times")}
+          <input type="number" min={0} max={100} value={times} onChange={(e) => setTimes(Math.max(0, Number(e.target.value) || 0))} data-testid="sim-times" />
+          <span className="small">{t("sim.times_hint")}</span>
+        </label>
+        <button type="submit" className="primary" disabled={cmd.pending} data-testid="sim-inject">
+          {t("sim.inject_button")}
+        </button>
+      </form>
+      <CommandError error={cmd.error} />
+      <h2>{t("sim.active")}</h2>
+      <div className="actions">
+        <button type="button" onClick={() => setN((x) => x + 1)} data-testid="sim-refresh">
+          {t("sim.refresh")}
+        </button>
+        {list.length > 0 && (
+          <button
+            type="button"
+            className="danger"
+            disabled={cmd.pending}
+            onClick={() =>
+              void cmd.run(() => simApi.clearAll().then(() => true)).then((ok) => {
+                if (ok) setN((x) => x + 1);
+              })
+            }
+            data-testid="sim-clear-all"
+          >
+            {t("sim.clear_all")}
+          </button>
+        )}
+      </div>
+      {faults.data && list.length === 0 && <p data-testid="sim-none">{t("sim.none")}</p>}
+      <ul data-testid="sim-faults">
+        {list.map((f) => (
+          <li key={f.id} data-testid="sim-fault" data-endpoint={f.endpoint}>
+            {describe(f)}{" "}
+            <button
+              type="button"
+              disabled={cmd.pending}
+              onClick={() =>
+                void cmd.run(() => simApi.clear(f.id).then(() => true)).then((ok) => {
+                  if (ok) setN((x) => x + 1);
+                })
+              }
+              aria-label={t("sim.clear_one", { what: describe(f) })}
+              data-testid="sim-clear"
+            >
+              {t("sim.clear")}
+            </button>
+          </li>
+        ))}
+      </ul>
+    </section>
+  );
+}
