@@ -75,7 +75,9 @@ describe("the slot as of a moment", () => {
     slotAnswer = () => jsonResponse({ error: { code: "not_found", message: "no" } }, 404);
     mount("/slots/s1/at/1");
     await flush();
-    expect(screen.getByRole("alert").textContent).toBe("Slot s1 did not exist at that moment.");
+    // The not-found notice also links back to the board and the jobs.
+    expect(screen.getByRole("alert").textContent).toMatch(/^Slot s1 did not exist at that moment\./);
+    expect(screen.getByRole("link", { name: "Go to the board" })).toBeTruthy();
     cleanup();
     slotAnswer = () => jsonResponse({ error: { code: "invalid", message: "query at must be a log position", details: { field: "at" } } }, 400);
     mount("/slots/s1/at/garbage");
