@@ -1,11 +1,13 @@
 // The English catalogue. Its keys are the catalogue's key set: ko.ts must
 // have every one (the compiler and i18n.test.ts check it).
 import { vocabEn } from "./vocab";
+import { consumersEn } from "../consumers/strings";
 import { replayEn } from "../replay/strings";
 
 export const en = {
   ...vocabEn,
   ...replayEn,
+  ...consumersEn,
   "app.title": "Slotkeeper",
   "app.skip": "Skip to content",
   "nav.board": "Slots",

@@ -2,11 +2,13 @@
 // compile error; i18n.test.ts also checks placeholders).
 import type { Key } from "./en";
 import { vocabKo } from "./vocab";
+import { consumersKo } from "../consumers/strings";
 import { replayKo } from "../replay/strings";
 
 export const ko: Record<Key, string> = {
   ...vocabKo,
   ...replayKo,
+  ...consumersKo,
   "app.title": "Slotkeeper",
   "app.skip": "본문으로 건너뛰기",
   "nav.board": "슬롯",

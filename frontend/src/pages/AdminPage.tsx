@@ -4,6 +4,7 @@ import type { TokenView, UserView } from "../api/authTypes";
 import { ROLES, atLeast, type Role } from "../auth/roles";
 import { useSubject } from "../auth/session";
 import { CommandError } from "../components/CommandError";
+import { ConsumersPanel } from "../consumers/ConsumersPanel";
 import { formatTime } from "../format";
 import { useT, type Key } from "../i18n";
 import { announce } from "../live/announce";
@@ -40,6 +41,7 @@ export function AdminPage() {
       <h1 id="admin-title">{t("admin.title")}</h1>
       <Users selfId={subject?.id ?? ""} />
       <Tokens />
+      <ConsumersPanel />
     </section>
   );
 }
