@@ -262,6 +262,10 @@ test("item 11: the tab shows the page and a job's state, dark mode follows the s
     const page = await open(`/jobs/${succeeded.id}`, { lang, size, selector: '[data-testid=job-page][data-state="succeeded"]' });
     await page.waitForFunction(() => document.title.startsWith("✓ "));
     assert.equal(await page.locator("link[rel=icon]").getAttribute("data-state"), "ok");
+    // The icon is the dashboard's own file: a data: URL is refused by the CSP (default-src 'self').
+    const href = await page.locator("link[rel=icon]").getAttribute("href");
+    assert.match(href ?? "", /tab-ok\.svg$/);
+    assert.match((await page.evaluate(async (h) => (await fetch(h)).headers.get("content-type"), href)) ?? "", /svg/);
     // "g j" goes to the jobs page, whose tab is named after it; "/" focuses its search box (if any).
     await page.locator("body").click({ position: { x: 1, y: 300 } });
     await page.keyboard.press("g");

@@ -6,12 +6,13 @@ import { useEffect } from "react";
 
 export type TabState = "running" | "failed" | "ok" | "none";
 
-const COLOUR: Record<TabState, string> = { running: "#0969da", failed: "#cf222e", ok: "#1a7f37", none: "#6e7781" };
 const MARK: Record<TabState, string> = { running: "▶ ", failed: "✗ ", ok: "✓ ", none: "" };
 
+// The icons are files of the dashboard itself (frontend/public/tab-*.svg:
+// blue, red, green and grey dots), not data: URLs, which the server's
+// Content-Security-Policy (default-src 'self') rightly blocks.
 function icon(state: TabState): string {
-  const svg = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><circle cx="8" cy="8" r="7" fill="${COLOUR[state]}"/></svg>`;
-  return `data:image/svg+xml,${encodeURIComponent(svg)}`;
+  return `./tab-${state}.svg`;
 }
 
 /** setTab sets the document's title and favicon. */
