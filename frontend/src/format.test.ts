@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { formatDuration, formatGoDuration, formatSpan, goDurationMs } from "./format";
+import { formatDuration, formatGoDuration, formatSpan, goDurationMs, resourceName } from "./format";
 import { jobTiming } from "./components/jobText";
 import { makeT } from "./i18n";
 import { job } from "./test/fakes";
@@ -42,5 +42,12 @@ describe("durations a person reads (issue 27 item 4)", () => {
     expect(jobTiming({ ...j, ended_at: "2026-01-01T00:02:00.900Z" }, 0, ko)).toBe("유예 시간 2분 0초 대기 · 실행 800밀리초");
     expect(jobTiming({ ...j, not_before: j.queued_at }, 0, en)).toBe("Ran 1s");
     expect(jobTiming({ ...j, attempts: [] }, 0, en)).toBe("");
+  });
+});
+
+describe("resourceName", () => {
+  it("words where a Docker volume was left in the reader's language", () => {
+    expect(resourceName("the server of Coolify application app-1", ko)).toBe("Coolify 애플리케이션 app-1의 서버에 있음");
+    expect(resourceName("the server of Coolify application app-1", en)).toBe("on the server of Coolify application app-1");
   });
 });

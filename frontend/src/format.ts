@@ -103,6 +103,9 @@ export function resourceName(name: string, t: T): string {
   if (name === "list storages") return t("resname.list_storages");
   const reset = /^branch (\S+) reset to (\S+)$/.exec(name);
   if (reset) return t("resname.branch_reset", { branch: reset[1] ?? "", template: reset[2] ?? "" });
+  // events.AppServer: where a Docker volume was left (the API names no server).
+  const server = /^the server of Coolify application (\S+)$/.exec(name);
+  if (server) return t("resname.app_server", { app: server[1] ?? "" });
   return name;
 }
 

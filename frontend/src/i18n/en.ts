@@ -514,6 +514,7 @@ export const en = {
   "resname.list_env_vars": "list of env vars",
   "resname.list_storages": "list of volumes",
   "resname.branch_reset": "branch {branch} reset to {template}",
+  "resname.app_server": "on the server of Coolify application {app}",
   "stepdetail.vacate": "The slot is vacated when the job's success is recorded.",
   // ---- issue 27 (dashboard, second pass) ----
   "nav.menu": "Menu",

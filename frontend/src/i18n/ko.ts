@@ -515,6 +515,7 @@ export const ko: Record<Key, string> = {
   "resname.list_env_vars": "환경 변수 목록",
   "resname.list_storages": "볼륨 목록",
   "resname.branch_reset": "{branch} 브랜치를 {template}(으)로 초기화",
+  "resname.app_server": "Coolify 애플리케이션 {app}의 서버에 있음",
   "stepdetail.vacate": "작업 성공이 기록되면 슬롯이 비워집니다.",
   // ---- issue 27 (dashboard, second pass) ----
   "nav.menu": "메뉴",

@@ -12,7 +12,7 @@ import { EarlierDeadline } from "../components/EarlierDeadline";
 import { OccupantPicker } from "../components/OccupantPicker";
 import { RecoveryNotice } from "../components/Recovery";
 import { AppStatus } from "../components/AppStatus";
-import { actorName, formatTime, stateReason, untouched } from "../format";
+import { actorName, formatTime, resourceName, stateReason, untouched } from "../format";
 import { useT } from "../i18n";
 import { announce } from "../live/announce";
 import { putSlot, useSlot } from "../live/store";
@@ -297,7 +297,7 @@ function SlotDetail({ slot }: { slot: SlotView }) {
             return (
               <li key={`${r.kind}:${r.id}`} data-resource={`${r.kind}:${r.id}`} data-deleting={del ? "true" : undefined}>
                 {t.dyn("res", r.kind)} <ResourceId r={r} project={slot.project_uuid} />
-                {r.name && r.name !== r.id ? ` ${r.name}` : ""}
+                {r.name && r.name !== r.id ? ` ${resourceName(r.name, t)}` : ""}
                 {del && (
                   <>
                     {" "}
