@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -27,26 +26,6 @@ import (
 // Issue 24, items 6–9: the production shape (several serve processes on one
 // KurrentDB, here the fake node, and one PostgreSQL read model) under
 // dependency faults.
-
-// raw is one HTTP exchange with the server: status, headers, body.
-func (s *server) raw(t *testing.T, method, path string, body any) (int, http.Header, string) {
-	t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	}
-	req, _ := http.NewRequest(method, s.url()+path, rd)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+s.token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header, string(b)
-}
 
 // sharedSim runs the simulators as their own process (`slotkeeper sim`),
 // as several serve processes share them in production, and returns the
