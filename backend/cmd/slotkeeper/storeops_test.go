@@ -33,24 +33,8 @@ import (
 // its control API, and every process has the same scope).
 func sharedSim(t *testing.T) []string {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	out, errb := newSyncBuffer(), newSyncBuffer()
-	ready := make(chan string, 1)
-	exited := make(chan int, 1)
-	const ctok, btok = "sim-coolify-token-1234567", "sim-bitbucket-token-1234567"
-	go func() {
-		exited <- runWith(ctx, []string{"sim", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--delete-delay", "0s",
-			"--coolify-token", ctok, "--bitbucket-token", btok}, noEnv, out, errb, ready)
-	}()
-	var addr string
-	select {
-	case addr = <-ready:
-	case code := <-exited:
-		t.Fatalf("sim exited %d: %s", code, errb.String())
-	case <-time.After(30 * time.Second):
-		t.Fatal("sim not ready")
-	}
-	t.Cleanup(func() { cancel(); <-exited })
+	addr, _, _, stop := runSimProcess(t)
+	t.Cleanup(func() { stop() })
 	return []string{"--sim-url", "http://" + addr, "--coolify-token", ctok, "--bitbucket-token", btok, "--deadline-reset=false"}
 }
 
