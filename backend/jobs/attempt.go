@@ -127,6 +127,20 @@ func (a *attempt) appendAt(ctx context.Context, exp *events.ExpectedRevision, pr
 	return nil
 }
 
+// listOf makes one listing call (an application's env vars, its storages)
+// through call, recorded as a StepStarted on application app named name;
+// verify marks a listing that confirms what the step did.
+func listOf[T any](ctx context.Context, a *attempt, app, name string, verify bool, get func(context.Context, string) ([]T, error)) ([]T, error) {
+	var out []T
+	err := a.call(ctx, events.StepStarted{Resource: &events.Resource{Kind: events.ResApplication, ID: app, Name: name}, Verify: verify},
+		func(ctx context.Context) error {
+			var err error
+			out, err = get(ctx, app)
+			return err
+		})
+	return out, err
+}
+
 // call appends StepStarted (the fence check) and then makes one outside call
 // with the step's context. No outside call happens without a StepStarted
 // written by this attempt just before it.

@@ -189,13 +189,7 @@ func restoreEnv(ctx context.Context, a *attempt, _ bool) (events.Payload, error)
 	}
 	want := map[string]string{}
 	if t.EnvFromApp != "" {
-		var tmpl []providers.EnvVar
-		err := a.call(ctx, events.StepStarted{Resource: &events.Resource{Kind: events.ResApplication, ID: t.EnvFromApp, Name: "list template env vars"}, Verify: true},
-			func(ctx context.Context) error {
-				var err error
-				tmpl, err = a.e.deps.PaaS.ListEnvs(ctx, t.EnvFromApp)
-				return err
-			})
+		tmpl, err := listOf(ctx, a, t.EnvFromApp, "list template env vars", true, a.e.deps.PaaS.ListEnvs)
 		if err != nil {
 			return nil, fromProvider("list the env vars of template application "+t.EnvFromApp, err)
 		}
@@ -225,14 +219,7 @@ func restoreEnv(ctx context.Context, a *attempt, _ bool) (events.Payload, error)
 	}
 	want[t.DBKey()] = db.InternalURL
 	list := func(verify bool) ([]providers.EnvVar, error) {
-		var envs []providers.EnvVar
-		err := a.call(ctx, events.StepStarted{Resource: &events.Resource{Kind: events.ResApplication, ID: app, Name: "list env vars"}, Verify: verify},
-			func(ctx context.Context) error {
-				var err error
-				envs, err = a.e.deps.PaaS.ListEnvs(ctx, app)
-				return err
-			})
-		return envs, err
+		return listOf(ctx, a, app, "list env vars", verify, a.e.deps.PaaS.ListEnvs)
 	}
 	have, err := list(false)
 	if err != nil {
@@ -335,14 +322,7 @@ func createVolumes(ctx context.Context, a *attempt, _ bool) (events.Payload, err
 		}
 	}
 	list := func(verify bool) ([]providers.Storage, error) {
-		var out []providers.Storage
-		err := a.call(ctx, events.StepStarted{Resource: &events.Resource{Kind: events.ResApplication, ID: app, Name: "list storages"}, Verify: verify},
-			func(ctx context.Context) error {
-				var err error
-				out, err = a.e.deps.PaaS.ListStorages(ctx, app)
-				return err
-			})
-		return out, err
+		return listOf(ctx, a, app, "list storages", verify, a.e.deps.PaaS.ListStorages)
 	}
 	mine := func(list []providers.Storage, mount string) *providers.Storage {
 		for i, s := range list {

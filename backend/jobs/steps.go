@@ -264,13 +264,7 @@ func deleteEnvVars(ctx context.Context, a *attempt, _ bool) (events.Payload, err
 		return nil, err
 	}
 	app := st.Reg.AppUUID
-	var envs []providers.EnvVar
-	err = a.call(ctx, events.StepStarted{Resource: &events.Resource{Kind: events.ResApplication, ID: app, Name: "list env vars"}},
-		func(ctx context.Context) error {
-			var err error
-			envs, err = a.e.deps.PaaS.ListEnvs(ctx, app)
-			return err
-		})
+	envs, err := listOf(ctx, a, app, "list env vars", false, a.e.deps.PaaS.ListEnvs)
 	if err != nil {
 		return nil, fromProvider("list env vars of "+app, err)
 	}
@@ -291,12 +285,7 @@ func deleteEnvVars(ctx context.Context, a *attempt, _ bool) (events.Payload, err
 		ids = append(ids, env.UUID)
 	}
 	// Env deletes are immediate; a second listing confirms them.
-	err = a.call(ctx, events.StepStarted{Resource: &events.Resource{Kind: events.ResApplication, ID: app, Name: "list env vars"}, Verify: true},
-		func(ctx context.Context) error {
-			var err error
-			envs, err = a.e.deps.PaaS.ListEnvs(ctx, app)
-			return err
-		})
+	envs, err = listOf(ctx, a, app, "list env vars", true, a.e.deps.PaaS.ListEnvs)
 	if err != nil {
 		return nil, fromProvider("confirm env vars of "+app+" are gone", err)
 	}
@@ -320,13 +309,7 @@ func deleteVolumes(ctx context.Context, a *attempt, _ bool) (events.Payload, err
 		return nil, err
 	}
 	app := st.Reg.AppUUID
-	var list []providers.Storage
-	err = a.call(ctx, events.StepStarted{Resource: &events.Resource{Kind: events.ResApplication, ID: app, Name: "list storages"}},
-		func(ctx context.Context) error {
-			var err error
-			list, err = a.e.deps.PaaS.ListStorages(ctx, app)
-			return err
-		})
+	list, err := listOf(ctx, a, app, "list storages", false, a.e.deps.PaaS.ListStorages)
 	if err != nil {
 		return nil, fromProvider("list storages of "+app, err)
 	}
@@ -356,12 +339,7 @@ func deleteVolumes(ctx context.Context, a *attempt, _ bool) (events.Payload, err
 		ids = append(ids, s.UUID)
 		left = append(left, leftVolume(app, s))
 	}
-	err = a.call(ctx, events.StepStarted{Resource: &events.Resource{Kind: events.ResApplication, ID: app, Name: "list storages"}, Verify: true},
-		func(ctx context.Context) error {
-			var err error
-			list, err = a.e.deps.PaaS.ListStorages(ctx, app)
-			return err
-		})
+	list, err = listOf(ctx, a, app, "list storages", true, a.e.deps.PaaS.ListStorages)
 	if err != nil {
 		return nil, fromProvider("confirm volumes of "+app+" are gone", err)
 	}

@@ -129,19 +129,27 @@ func waitForReset(t *testing.T, log events.Store, slot string) {
 	}
 }
 
+// shiftedPool is a log with alpha, beta and gamma registered through a
+// service on a clock the test moves forward; the log closes with the test.
+func shiftedPool(t *testing.T) (*memstore.Store, *shiftedClock, *slots.Service) {
+	t.Helper()
+	log := memstore.New()
+	t.Cleanup(func() { log.Close() })
+	clk := &shiftedClock{}
+	svc := slots.NewService(log, slots.Config{Clock: clk})
+	for _, n := range []string{"alpha", "beta", "gamma"} {
+		register(t, svc, n)
+	}
+	return log, clk, svc
+}
+
 // The scheduler starts from its checkpoint: a restart folds only the slot
 // events after it, not the history before. A crash after it queued a reset
 // and before a checkpoint covered it does not make the next run queue that
 // reset again, and a deadline that passed while nothing ran still fires.
 func TestDeadlinesRestartFromTheirCheckpoint(t *testing.T) {
 	ctx := context.Background()
-	log := memstore.New()
-	defer log.Close()
-	clk := &shiftedClock{}
-	svc := slots.NewService(log, slots.Config{Clock: clk})
-	for _, n := range []string{"alpha", "beta", "gamma"} {
-		register(t, svc, n)
-	}
+	log, clk, svc := shiftedPool(t)
 	now := clk.Now()
 	for n, until := range map[string]time.Time{"alpha": now.Add(time.Hour), "beta": now.Add(2 * time.Hour)} {
 		if err := svc.Occupy(ctx, alice, n, slots.OccupyCmd{Until: until}); err != nil {
@@ -218,13 +226,7 @@ func TestDeadlinesRestartFromTheirCheckpoint(t *testing.T) {
 // and no deadline triggered a reset again.
 func TestDeadlinesParkAnEventTheyCannotApply(t *testing.T) {
 	ctx := context.Background()
-	log := memstore.New()
-	defer log.Close()
-	clk := &shiftedClock{}
-	svc := slots.NewService(log, slots.Config{Clock: clk})
-	for _, n := range []string{"alpha", "beta", "gamma"} {
-		register(t, svc, n)
-	}
+	log, clk, svc := shiftedPool(t)
 	occupy := func(n string, until time.Time) {
 		t.Helper()
 		if err := svc.Occupy(ctx, alice, n, slots.OccupyCmd{Until: until}); err != nil {

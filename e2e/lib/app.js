@@ -21,6 +21,32 @@ export function serverFlags(extra = {}) {
   return { heartbeat: `${HB}ms`, grace: "3s", "step-timeout": "10s", "deadline-reset": false, "demo-autologin": false, "drain-delay": "0s", ...extra };
 }
 
+/** SIZES are the screens the page tests look at: a desktop and a 390 px phone. */
+export const SIZES = { desktop: { width: 1366, height: 900 }, phone: { width: 390, height: 844 } };
+
+/** WAYS are each language on each screen. */
+export const WAYS = [
+  ["en", "desktop"],
+  ["en", "phone"],
+  ["ko", "desktop"],
+  ["ko", "phone"],
+];
+
+/**
+ * openPage shows route in a new page of browser, in lang (as if chosen with
+ * the switch) at size, waits for it to be live and then for selector (if
+ * one is given) within timeout ms.
+ */
+export async function openPage(browser, server, route, { lang = "en", size = "desktop", selector, timeout = 15_000 } = {}) {
+  const page = await browser.context.newPage();
+  await page.setViewportSize(SIZES[size]);
+  await page.addInitScript((l) => localStorage.setItem("slotkeeper.lang", l), lang);
+  await page.goto(appUrl(server, route));
+  await waitLive(page);
+  if (selector) await page.waitForSelector(selector, { timeout });
+  return page;
+}
+
 /** waitLive waits for the always-visible indicator to say live. */
 export async function waitLive(page, timeout = 15_000) {
   await page.waitForSelector('[data-testid=live-indicator][data-status="live"]', { timeout });

@@ -9,7 +9,7 @@ import { after, before, test } from "node:test";
 import { openBrowser, shot } from "../lib/browser.js";
 import { Server } from "../lib/server.js";
 import { prepareAuth, signIn } from "../lib/auth.js";
-import { appUrl, serverFlags, waitLive } from "../lib/app.js";
+import { openPage, serverFlags, SIZES } from "../lib/app.js";
 
 let server;
 let browser;
@@ -28,16 +28,7 @@ after(async () => {
   await server?.close();
 });
 
-const SIZES = { desktop: { width: 1366, height: 900 }, phone: { width: 390, height: 844 } };
-
-async function open(route, lang, size) {
-  const page = await browser.context.newPage();
-  await page.setViewportSize(SIZES[size]);
-  await page.addInitScript((l) => localStorage.setItem("slotkeeper.lang", l), lang);
-  await page.goto(appUrl(server, route));
-  await waitLive(page);
-  return page;
-}
+const open = (route, lang, size) => openPage(browser, server, route, { lang, size });
 
 async function fits(page, what) {
   const wide = await page.evaluate(() => document.documentElement.scrollWidth);

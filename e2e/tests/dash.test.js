@@ -7,7 +7,7 @@ import { after, before, test } from "node:test";
 import { openBrowser, shot } from "../lib/browser.js";
 import { Server } from "../lib/server.js";
 import { prepareAuth, signIn } from "../lib/auth.js";
-import { appUrl, pickSlot, serverFlags, waitLive } from "../lib/app.js";
+import { openPage, pickSlot, serverFlags, SIZES } from "../lib/app.js";
 
 let server;
 let browser;
@@ -27,21 +27,7 @@ after(async () => {
   await server?.close();
 });
 
-const SIZES = { desktop: { width: 1366, height: 900 }, phone: { width: 390, height: 844 } };
-
-/**
- * open shows route in lang at size (the language as if chosen with the
- * switch) and waits for selector.
- */
-async function open(route, { lang = "en", size = "desktop", selector } = {}) {
-  const page = await browser.context.newPage();
-  await page.setViewportSize(SIZES[size]);
-  await page.addInitScript((l) => localStorage.setItem("slotkeeper.lang", l), lang);
-  await page.goto(appUrl(server, route));
-  await waitLive(page);
-  if (selector) await page.waitForSelector(selector, { timeout: 15_000 });
-  return page;
-}
+const open = (route, opts) => openPage(browser, server, route, opts);
 
 /** everyWay saves route in en and ko, desktop and phone, after check(page, lang) passes. */
 async function everyWay(name, route, selector, check = async () => {}) {

@@ -7,7 +7,7 @@ import { after, before, test } from "node:test";
 import { openBrowser, shot } from "../lib/browser.js";
 import { Server } from "../lib/server.js";
 import { prepareAuth, session, signIn } from "../lib/auth.js";
-import { appUrl, serverFlags, waitLive } from "../lib/app.js";
+import { openPage, serverFlags, WAYS } from "../lib/app.js";
 import { expectNoSeriousViolations } from "../lib/a11y.js";
 
 let server;
@@ -30,20 +30,8 @@ after(async () => {
   await server?.close();
 });
 
-const SIZES = { desktop: { width: 1366, height: 900 }, phone: { width: 390, height: 844 } };
-const WAYS = [
-  ["en", "desktop"],
-  ["en", "phone"],
-  ["ko", "desktop"],
-  ["ko", "phone"],
-];
-
 async function board(browser, lang, size) {
-  const page = await browser.context.newPage();
-  await page.setViewportSize(SIZES[size]);
-  await page.addInitScript((l) => localStorage.setItem("slotkeeper.lang", l), lang);
-  await page.goto(appUrl(server, "/"));
-  await waitLive(page);
+  const page = await openPage(browser, server, "/", { lang, size });
   await page.waitForSelector("[data-testid=slot-card]");
   return page;
 }
@@ -73,11 +61,7 @@ test("held for the waitlist: shown as held, a banner for the holder, Join the wa
   assert.equal(joined.status, 201, JSON.stringify(joined.body));
   // Item 4: the waitlist's "2h0m0s" and the offer's "10m0s" read as people write them.
   for (const [lang, size] of WAYS) {
-    const page = await admin.context.newPage();
-    await page.setViewportSize(SIZES[size]);
-    await page.addInitScript((l) => localStorage.setItem("slotkeeper.lang", l), lang);
-    await page.goto(appUrl(server, "/waitlist"));
-    await waitLive(page);
+    const page = await openPage(admin, server, "/waitlist", { lang, size });
     await page.waitForSelector("[data-testid=queue-row]");
     const text = await page.locator("main").textContent();
     assert.doesNotMatch(text, /\d+h\d+m\d+s|\d+m\d+s/, `${lang} ${size}: no Go duration on the waitlist page`);

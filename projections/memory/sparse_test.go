@@ -52,6 +52,21 @@ func (l sparseLog) Head(ctx context.Context) (events.Position, error) {
 	return h * gap, err
 }
 
+// sparseViews fills a sparse log with n random events (generator seed),
+// and folds it into a read model that keeps everything and one that keeps
+// only 5 jobs and 40 audit entries.
+func sparseViews(t *testing.T, seed uint64, n int) (sparseLog, *memory.Store, *memory.Store) {
+	t.Helper()
+	ctx := projtest.Ctx(t)
+	log := sparseLog{memstore.New()}
+	projtest.Must(t, projtest.NewGen(log, seed).Random(ctx, 4, n))
+	ref := memory.NewWithLimits(log, everything)
+	projtest.Catchup(t, log, ref, 1)
+	bounded := memory.NewWithLimits(log, memory.Limits{RecentJobs: 5, RecentAudit: 40})
+	projtest.Catchup(t, log, bounded, 100)
+	return log, ref, bounded
+}
+
 // Issue 24, item 1: audit pages older than memory's window, in both
 // directions, and a snapshot's check against the log, used to subscribe
 // from computed positions (first-1, upTo-10_000, pos-1), which a log with
@@ -59,12 +74,7 @@ func (l sparseLog) Head(ctx context.Context) (events.Position, error) {
 // and answer like a read model that keeps everything.
 func TestOldAuditPagesOnSparsePositions(t *testing.T) {
 	ctx := projtest.Ctx(t)
-	log := sparseLog{memstore.New()}
-	projtest.Must(t, projtest.NewGen(log, 5).Random(ctx, 4, 1500))
-	ref := memory.NewWithLimits(log, everything)
-	projtest.Catchup(t, log, ref, 1)
-	bounded := memory.NewWithLimits(log, memory.Limits{RecentJobs: 5, RecentAudit: 40})
-	projtest.Catchup(t, log, bounded, 100)
+	_, ref, bounded := sparseViews(t, 5, 1500)
 
 	all, err := ref.Audit(ctx, projections.AuditFilter{Limit: projections.MaxLimit})
 	projtest.Must(t, err)
@@ -111,12 +121,7 @@ func TestOldAuditPagesOnSparsePositions(t *testing.T) {
 // subscribing from pos-1.
 func TestSnapshotOnSparsePositions(t *testing.T) {
 	ctx := projtest.Ctx(t)
-	log := sparseLog{memstore.New()}
-	projtest.Must(t, projtest.NewGen(log, 6).Random(ctx, 4, 600))
-	ref := memory.NewWithLimits(log, everything)
-	projtest.Catchup(t, log, ref, 1)
-	bounded := memory.NewWithLimits(log, memory.Limits{RecentJobs: 5, RecentAudit: 40})
-	projtest.Catchup(t, log, bounded, 100)
+	log, ref, bounded := sparseViews(t, 6, 600)
 	path := filepath.Join(t.TempDir(), "rm.snap")
 	pos, err := bounded.WriteSnapshot(ctx, path)
 	projtest.Must(t, err)

@@ -176,12 +176,13 @@ func noEnv(string) string { return "" }
 
 func (s *server) url() string { return "http://" + s.addr }
 
-func (s *server) call(t *testing.T, method, path string, body any, out any) int {
+// raw is one HTTP exchange with the server: status, headers, body.
+func (s *server) raw(t *testing.T, method, path string, body any) (int, http.Header, string) {
 	t.Helper()
 	var rd io.Reader
 	if body != nil {
-		data, _ := json.Marshal(body)
-		rd = bytes.NewReader(data)
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
 	}
 	req, _ := http.NewRequest(method, s.url()+path, rd)
 	req.Header.Set("Content-Type", "application/json")
@@ -191,13 +192,20 @@ func (s *server) call(t *testing.T, method, path string, body any, out any) int 
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(b)
+}
+
+// call is one exchange whose JSON answer is decoded into out (when not nil).
+func (s *server) call(t *testing.T, method, path string, body any, out any) int {
+	t.Helper()
+	code, _, data := s.raw(t, method, path, body)
 	if out != nil {
-		if err := json.Unmarshal(data, out); err != nil {
-			t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, data)
+		if err := json.Unmarshal([]byte(data), out); err != nil {
+			t.Fatalf("%s %s: %d %s", method, path, code, data)
 		}
 	}
-	return resp.StatusCode
+	return code
 }
 
 // adminTokens caches one admin token per store, so that a restart on the

@@ -15,6 +15,33 @@ import (
 	"github.com/slotkeeper/slotkeeper/projections"
 )
 
+// The tokens the simulator processes of these tests are started with.
+const ctok, btok = "sim-coolify-token-1234567", "sim-bitbucket-token-1234567"
+
+// runSimProcess runs `slotkeeper sim` on a free port with ctok and btok and
+// waits until it listens; stop ends it and returns its exit code.
+func runSimProcess(t *testing.T) (addr string, out, errb *syncBuffer, stop func() int) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	out, errb = newSyncBuffer(), newSyncBuffer()
+	ready := make(chan string, 1)
+	exited := make(chan int, 1)
+	go func() {
+		exited <- runWith(ctx, []string{"sim", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--delete-delay", "0s",
+			"--coolify-token", ctok, "--bitbucket-token", btok}, noEnv, out, errb, ready)
+	}()
+	select {
+	case addr = <-ready:
+	case code := <-exited:
+		cancel()
+		t.Fatalf("sim exited %d: %s", code, errb.String())
+	case <-time.After(30 * time.Second):
+		cancel()
+		t.Fatal("sim not ready")
+	}
+	return addr, out, errb, func() int { cancel(); return <-exited }
+}
+
 // TestSimAsItsOwnProcess: `slotkeeper sim` serves the simulated providers
 // on one address with the tokens it was given (never printing them);
 // `serve --sim-url` seeds the demo pool through it, proxies its fault
@@ -22,26 +49,9 @@ import (
 // (looked up at the simulators) and its teardown runs to success there.
 func TestSimAsItsOwnProcess(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithCancel(context.Background())
-	out, errb := newSyncBuffer(), newSyncBuffer()
-	ready := make(chan string, 1)
-	exited := make(chan int, 1)
-	const ctok, btok = "sim-coolify-token-1234567", "sim-bitbucket-token-1234567"
-	go func() {
-		exited <- runWith(ctx, []string{"sim", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--delete-delay", "0s",
-			"--coolify-token", ctok, "--bitbucket-token", btok}, noEnv, out, errb, ready)
-	}()
-	var addr string
-	select {
-	case addr = <-ready:
-	case code := <-exited:
-		t.Fatalf("sim exited %d: %s", code, errb.String())
-	case <-time.After(20 * time.Second):
-		t.Fatal("sim not ready")
-	}
+	addr, out, errb, stop := runSimProcess(t)
 	defer func() {
-		cancel()
-		if code := <-exited; code != 0 {
+		if code := stop(); code != 0 {
 			t.Errorf("sim exit %d: %s", code, errb.String())
 		}
 	}()

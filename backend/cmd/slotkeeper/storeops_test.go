@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -28,50 +27,14 @@ import (
 // KurrentDB, here the fake node, and one PostgreSQL read model) under
 // dependency faults.
 
-// raw is one HTTP exchange with the server: status, headers, body.
-func (s *server) raw(t *testing.T, method, path string, body any) (int, http.Header, string) {
-	t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	}
-	req, _ := http.NewRequest(method, s.url()+path, rd)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+s.token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header, string(b)
-}
-
 // sharedSim runs the simulators as their own process (`slotkeeper sim`),
 // as several serve processes share them in production, and returns the
 // serve flags that use them (the demo pool is then seeded once, through
 // its control API, and every process has the same scope).
 func sharedSim(t *testing.T) []string {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	out, errb := newSyncBuffer(), newSyncBuffer()
-	ready := make(chan string, 1)
-	exited := make(chan int, 1)
-	const ctok, btok = "sim-coolify-token-1234567", "sim-bitbucket-token-1234567"
-	go func() {
-		exited <- runWith(ctx, []string{"sim", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--delete-delay", "0s",
-			"--coolify-token", ctok, "--bitbucket-token", btok}, noEnv, out, errb, ready)
-	}()
-	var addr string
-	select {
-	case addr = <-ready:
-	case code := <-exited:
-		t.Fatalf("sim exited %d: %s", code, errb.String())
-	case <-time.After(30 * time.Second):
-		t.Fatal("sim not ready")
-	}
-	t.Cleanup(func() { cancel(); <-exited })
+	addr, _, _, stop := runSimProcess(t)
+	t.Cleanup(func() { stop() })
 	return []string{"--sim-url", "http://" + addr, "--coolify-token", ctok, "--bitbucket-token", btok, "--deadline-reset=false"}
 }
 
