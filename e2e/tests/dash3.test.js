@@ -15,7 +15,7 @@ const ME = "e2e-admin";
 
 before(async () => {
   server = new Server({ flags: serverFlags({ "step-timeout": "45s" }) });
-  prepareAuth(server, { name: ME, role: "admin" });
+  prepareAuth(server, { name: ME, role: "admin", users: [["fault-victim", "member"]] });
   await server.start();
   browser = await openBrowser();
   await signIn(browser.context, server);
