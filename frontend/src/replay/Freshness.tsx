@@ -1,6 +1,7 @@
 import { useEffect, useState } from "react";
 import { useT } from "../i18n";
 import { getLiveState } from "../live/store";
+import { onTick } from "../live/ticker";
 import { replayApi, type Freshness } from "./api";
 import "./replay.css";
 
@@ -35,16 +36,21 @@ export function FreshnessBadge() {
   const [f, setF] = useState<Freshness | undefined>(undefined);
   useEffect(() => {
     const ctl = new AbortController();
+    let last = 0;
     const ask = () => {
-      // The page's position is read at each poll, not followed: a busy
+      last = Date.now();
+      // The page's position is read at each ask, not followed: a busy
       // pool moves it many times a second, and a move must not cost a request.
       const live = getLiveState();
       replayApi.freshness(live.ready ? live.position : undefined, ctl.signal).then(setF, () => setF(undefined));
     };
     ask();
-    const timer = setInterval(ask, FRESHNESS_POLL_MS);
+    // On the one global ticker (seed row 8: no component owns a timer).
+    const off = onTick((localNow) => {
+      if (localNow - last >= FRESHNESS_POLL_MS) ask();
+    });
     return () => {
-      clearInterval(timer);
+      off();
       ctl.abort();
     };
   }, []);
