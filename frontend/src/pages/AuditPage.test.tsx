@@ -149,6 +149,10 @@ describe("audit page", () => {
     expect(row.textContent).toContain("기한 연장");
     expect(screen.getByTestId("audit-summary").textContent).toMatch(/^minjun님이 \d+월 \d+일 오[전후] \d+:\d\d까지 연장$/);
     expect(row.textContent).not.toContain("OccupancyExtended");
+    // How long ago, the absolute time on hover (issue 27 item 8).
+    const time = row.querySelector("time") as HTMLTimeElement;
+    expect(time.textContent).toMatch(/전$/);
+    expect(time.title).toMatch(/^(2026년 )?1월 1일 오[전후] \d+:\d\d:00$/);
   });
 
   it("keeps its filters in the hash route's query: read on load, written on change, never on other pages (issue 27 item 8)", async () => {

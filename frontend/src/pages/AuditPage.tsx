@@ -3,7 +3,8 @@ import { Link } from "wouter";
 import { api } from "../api/client";
 import { isPerson, type AuditEntry } from "../api/types";
 import { CommandError } from "../components/CommandError";
-import { actorName, auditSummary, formatTime } from "../format";
+import { When } from "../components/When";
+import { actorName, auditSummary } from "../format";
 import { useT } from "../i18n";
 import { useLiveAudit } from "../live/store";
 import { useHashQuery, writeHashQuery } from "../live/hashQuery";
@@ -206,9 +207,7 @@ export function AuditPage() {
             {shown.map((e) => (
               <tr key={e.position} data-testid="audit-row" data-type={e.type}>
                 <td data-label={t("audit.time")} className="nowrap">
-                  <time dateTime={e.time} title={e.time}>
-                    {formatTime(e.time, t.lang, { seconds: true })}
-                  </time>
+                  <When iso={e.time} />
                 </td>
                 <td data-label={t("audit.kind")}>{t.dyn("event", e.type)}</td>
                 <td data-label={t("audit.slot")} className="nowrap">{e.slot ? <Link href={`/slots/${encodeURIComponent(e.slot)}`}>{e.slot}</Link> : ""}</td>
