@@ -369,6 +369,9 @@ func attemptIndex(as []Attempt, n int) int {
 // RefOf is the short form of a job shown on its slot.
 func RefOf(j JobView) JobRef {
 	r := JobRef{ID: j.ID, Kind: j.Kind, State: j.State, StepsTotal: len(j.Steps)}
+	if j.State == JobQueued {
+		r.NotBefore = j.NotBefore.UTC()
+	}
 	for _, s := range j.Steps {
 		switch s.State {
 		case StepDone:

@@ -355,3 +355,26 @@ func TestCancelledTeardownThatRanIsResumable(t *testing.T) {
 		t.Fatal("a cancelled reset is not resumable")
 	}
 }
+
+// Issue 27 item 11: a queued job's card says "starts in 23 s", so the slot's
+// active job carries JobQueued's NotBefore until the job is claimed.
+func TestActiveJobCarriesNotBeforeWhileQueued(t *testing.T) {
+	nb := t0.Add(2 * time.Minute)
+	q := queued()
+	q.NotBefore = nb
+	s := applyS(projections.SlotView{}, "slot-s1", 0, events.SlotRegistered{Slot: "s1"})
+	s = applyS(s, "slot-s1", 1, events.JobAccepted{Slot: "s1", JobID: "j1", Kind: events.KindReset})
+	s, _ = projections.RefreshSlotJob(s, foldJob(q))
+	if !s.ActiveJob.NotBefore.Equal(nb) || !s.LatestJobs[events.KindReset].NotBefore.Equal(nb) {
+		t.Fatalf("queued: active %+v latest %+v", s.ActiveJob, s.LatestJobs)
+	}
+	data, _ := json.Marshal(s.ActiveJob)
+	if !strings.Contains(string(data), `"not_before":"2026-03-01T09:02:00Z"`) {
+		t.Fatalf("queued active job JSON %s", data)
+	}
+	s, _ = projections.RefreshSlotJob(s, foldJob(q, events.JobClaimed{JobID: "j1", Attempt: 1}))
+	data, _ = json.Marshal(s.ActiveJob)
+	if !s.ActiveJob.NotBefore.IsZero() || strings.Contains(string(data), "not_before") {
+		t.Fatalf("running active job still says when it starts: %s", data)
+	}
+}

@@ -51,6 +51,10 @@ type JobRef struct {
 	CurrentStep string `json:"current_step,omitempty"`
 	StepsDone   int    `json:"steps_done"`
 	StepsTotal  int    `json:"steps_total"`
+	// NotBefore is when a queued job may start (JobQueued.NotBefore, the
+	// end of the grace period), so the board can say "starts in 23 s";
+	// absent once the job runs or ends.
+	NotBefore time.Time `json:"not_before,omitzero"`
 }
 
 // Recovery is what a person needs after an interrupted or failed job.

@@ -1,6 +1,6 @@
 import { useEffect, useRef, useState } from "react";
 import { Link, Route, Router, Switch, useLocation } from "wouter";
-import { useHashLocation } from "wouter/use-hash-location";
+import { hashHrefs, useHashPathLocation } from "./live/hashQuery";
 import { ConnectionBanner } from "./components/ConnectionBanner";
 import { LiveIndicator } from "./components/LiveIndicator";
 import { apiErrorText } from "./format";
@@ -342,7 +342,7 @@ export function App() {
   const auth = useAuth();
   const subject = auth.status === "signed_in" ? auth.subject : undefined;
   return (
-    <Router hook={useHashLocation}>
+    <Router hook={useHashPathLocation} hrefs={hashHrefs}>
       <FocusOnNavigate />
       <Header subject={subject} />
       {subject && <ConnectionBanner />}

@@ -182,14 +182,20 @@ export function naturalCompare(a: string, b: string): number {
   return collator.compare(a, b) || (a < b ? -1 : a > b ? 1 : 0);
 }
 
-/** formatRelative says how far an instant is from now ("3 min ago", "in 2 h"), for a title attribute. */
+const relativeFormats = new Map<string, Intl.RelativeTimeFormat>();
+
+/** formatRelative says how far an instant is from now ("3 min ago", "in 2 h"). */
 export function formatRelative(iso: string | undefined, now: number, lang: string): string {
   if (!iso) return "";
   const ms = Date.parse(iso);
   if (Number.isNaN(ms)) return "";
   const diff = (ms - now) / 1000;
   const abs = Math.abs(diff);
-  const rtf = new Intl.RelativeTimeFormat(lang, { numeric: "auto" });
+  let rtf = relativeFormats.get(lang);
+  if (!rtf) {
+    rtf = new Intl.RelativeTimeFormat(lang, { numeric: "auto" });
+    relativeFormats.set(lang, rtf);
+  }
   if (abs < 60) return rtf.format(Math.round(diff), "second");
   if (abs < 3600) return rtf.format(Math.round(diff / 60), "minute");
   if (abs < 86400) return rtf.format(Math.round(diff / 3600), "hour");

@@ -78,6 +78,8 @@ export interface JobRef {
   current_step?: string;
   steps_done: number;
   steps_total: number;
+  /** When a queued job may start (the end of the grace period); absent once it runs. */
+  not_before?: string;
 }
 
 export interface Recovery {

@@ -109,6 +109,11 @@ export const SlotCard = memo(function SlotCard({ slot, attention = "", mine = fa
           <a href={`#/jobs/${encodeURIComponent(job.id)}`}>
             {t.dyn("kind", job.kind)} · {t.dyn("state", job.state)}
           </a>
+          {job.state === "queued" && job.not_before && (
+            <div className="muted" data-testid="card-job-starts">
+              <Countdown until={job.not_before} starts />
+            </div>
+          )}
           {job.current_step && <div className="muted">{t.dyn("step", job.current_step)}</div>}
           <progress
             max={Math.max(job.steps_total, 1)}

@@ -47,6 +47,8 @@ export const en = {
   "slot.no_deadline": "no deadline",
   "slot.overdue": "overdue by {time}",
   "slot.left": "{time} left",
+  "job.starts_in": "starts in {time}",
+  "job.starting": "starting…",
   "slot.active_job": "Active job",
   "slot.step_progress": "step {done} of {total}",
   "slot.warn_remaining": "Resources left: {count}",

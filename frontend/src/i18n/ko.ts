@@ -48,6 +48,8 @@ export const ko: Record<Key, string> = {
   "slot.no_deadline": "기한 없음",
   "slot.overdue": "기한 {time} 초과",
   "slot.left": "{time} 남음",
+  "job.starts_in": "{time} 후 시작",
+  "job.starting": "곧 시작",
   "slot.active_job": "진행 중인 작업",
   "slot.step_progress": "{total}단계 중 {done}단계",
   "slot.warn_remaining": "리소스 {count}개 남음",

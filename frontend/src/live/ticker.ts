@@ -81,3 +81,14 @@ const getMinute = (): number => Math.floor(now / 60_000) * 60_000;
 export function useMinute(): number {
   return useSyncExternalStore(subscribe, getMinute, getMinute);
 }
+
+/**
+ * useNowFor is the server time as finely as a relative time to at needs
+ * ("12 s ago" changes each second, "3 min ago" each minute): to the
+ * second within a minute of at, else to the minute, so a list of old rows
+ * does not re-render every second.
+ */
+export function useNowFor(at: number): number {
+  const get = (): number => (Math.abs(now - at) < 60_000 ? now : getMinute());
+  return useSyncExternalStore(subscribe, get, get);
+}

@@ -7,7 +7,8 @@ import { setLang } from "../i18n";
 import { resetHealth } from "../live/health";
 import { applyChange, applySnapshot, resetLiveStore } from "../live/store";
 import { jsonResponse } from "../test/fakes";
-import { AuditPage, matches } from "./AuditPage";
+import { hashPath } from "../live/hashQuery";
+import { AuditPage, fromQuery, matches } from "./AuditPage";
 
 const entry = (position: number, over: Partial<AuditEntry> = {}): AuditEntry => ({
   position,
@@ -37,6 +38,7 @@ beforeEach(() => {
 
 afterEach(() => {
   cleanup();
+  window.history.replaceState(null, "", "/");
   resetLiveStore();
   resetHealth();
   vi.unstubAllGlobals();
@@ -147,6 +149,46 @@ describe("audit page", () => {
     expect(row.textContent).toContain("기한 연장");
     expect(screen.getByTestId("audit-summary").textContent).toMatch(/^minjun님이 \d+월 \d+일 오[전후] \d+:\d\d까지 연장$/);
     expect(row.textContent).not.toContain("OccupancyExtended");
+    // How long ago, the absolute time on hover (issue 27 item 8).
+    const time = row.querySelector("time") as HTMLTimeElement;
+    expect(time.textContent).toMatch(/전$/);
+    expect(time.title).toMatch(/^(2026년 )?1월 1일 오[전후] \d+:\d\d:00$/);
+  });
+
+  it("keeps its filters in the hash route's query: read on load, written on change, never on other pages (issue 27 item 8)", async () => {
+    window.history.replaceState(null, "", "/#/audit?actor=bob&group=steps&kind=NoSuchEvent");
+    render(
+      <Router hook={memoryLocation({ path: "/audit" }).hook}>
+        <AuditPage />
+      </Router>,
+    );
+    await flush();
+    expect(urls[0]).toBe("/api/audit?actor=bob&order=newest&limit=200"); // an unknown type is dropped
+    expect(screen.getByTestId("chip-group-steps").getAttribute("aria-pressed")).toBe("true");
+    expect(screen.getAllByTestId("chip-person").find((c) => c.textContent?.replace("✓ ", "") === "bob")?.getAttribute("aria-pressed")).toBe("true");
+    const history = window.history.length;
+    fireEvent.click(screen.getAllByTestId("chip-slot").find((c) => c.textContent?.replace("✓ ", "") === "a")!);
+    await flush();
+    expect(urls[urls.length - 1]).toBe("/api/audit?slot=a&actor=bob&order=newest&limit=200");
+    expect(window.location.hash).toBe("#/audit?slot=a&actor=bob&group=steps");
+    expect(window.location.search).toBe(""); // the real URL's query stays clean for every other page
+    expect(window.history.length).toBe(history); // replaced, not a new entry
+    fireEvent.click(screen.getByTestId("chip-group-all"));
+    fireEvent.click(screen.getAllByTestId("chip-person").find((c) => c.textContent?.replace("✓ ", "") === "bob")!);
+    await flush();
+    expect(window.location.hash).toBe("#/audit?slot=a");
+    // A shared link pasted while on the page: the view follows it.
+    act(() => {
+      window.location.hash = "#/audit?slot=zzz";
+      window.dispatchEvent(new HashChangeEvent("hashchange"));
+    });
+    await flush();
+    expect(urls[urls.length - 1]).toBe("/api/audit?slot=zzz&order=newest&limit=200");
+    expect((screen.getByLabelText("Slot") as HTMLInputElement).value).toBe("zzz");
+    // The router routes on the path alone.
+    expect(hashPath("/audit?slot=zzz")).toBe("/audit");
+    expect(hashPath("/jobs")).toBe("/jobs");
+    expect(fromQuery("group=nope&since=2026-01-01T10:00").group).toBe("");
   });
 
   it("pages backwards from the oldest entry shown", async () => {

@@ -3,9 +3,11 @@ import { Link } from "wouter";
 import { api } from "../api/client";
 import { isPerson, type AuditEntry } from "../api/types";
 import { CommandError } from "../components/CommandError";
-import { actorName, auditSummary, formatTime } from "../format";
+import { When } from "../components/When";
+import { actorName, auditSummary } from "../format";
 import { useT } from "../i18n";
 import { useLiveAudit } from "../live/store";
+import { useHashQuery, writeHashQuery } from "../live/hashQuery";
 import { useLoad } from "../live/useLoad";
 import { ACTION_GROUPS, actionGroup, EVENT_TYPES, type ActionGroup } from "./auditGroups";
 import { TableWrap } from "../components/TableWrap";
@@ -19,7 +21,22 @@ interface Filter {
   since: string; // datetime-local value
 }
 
-const empty: Filter = { slot: "", job: "", actor: "", kind: "", since: "" };
+
+/**
+ * fromQuery reads the filters and the action chip from the hash route's
+ * query ("#/audit?actor=bob&group=jobs"), so a filtered view can be shared
+ * and survives a reload. An unknown type or action group is ignored.
+ */
+export function fromQuery(query: string): { filter: Filter; group: ActionGroup | "" } {
+  const q = new URLSearchParams(query);
+  const get = (k: string) => q.get(k) ?? "";
+  const kind = get("kind");
+  const group = get("group");
+  return {
+    filter: { slot: get("slot"), job: get("job"), actor: get("actor"), kind: (EVENT_TYPES as readonly string[]).includes(kind) ? kind : "", since: get("since") },
+    group: (ACTION_GROUPS as readonly string[]).includes(group) ? (group as ActionGroup) : "",
+  };
+}
 const PAGE = 200;
 /** CHIPS: how many people and slots get a chip (the most frequent among the shown entries). */
 const CHIPS = 8;
@@ -61,13 +78,20 @@ function Chip({ pressed, onClick, children, testid }: { pressed: boolean; onClic
  */
 export function AuditPage() {
   const t = useT();
-  const [draft, setDraft] = useState<Filter>(empty);
-  const [filter, setFilter] = useState<Filter>(empty);
-  const [group, setGroup] = useState<ActionGroup | "">("");
-  const [pages, setPages] = useState<number[]>([0]);
-  const since = filter.since ? new Date(filter.since).toISOString() : undefined;
-  const before = pages[pages.length - 1];
+  // The filters live in the hash route's query (useHashQuery); the form's
+  // draft and the loaded pages belong to the query they were made for, so a
+  // changed address (a pasted link, Back) starts them again.
+  const query = useHashQuery();
+  const { filter, group } = useMemo(() => fromQuery(query), [query]);
   const fkey = JSON.stringify(filter);
+  const [draftFor, setDraftFor] = useState<{ query: string; draft: Filter }>({ query, draft: filter });
+  const draft = draftFor.query === query ? draftFor.draft : filter;
+  const setDraft = (d: Filter) => setDraftFor({ query, draft: d });
+  const [pagesFor, setPagesFor] = useState<{ fkey: string; pages: number[] }>({ fkey, pages: [0] });
+  const pages = pagesFor.fkey === fkey ? pagesFor.pages : [0];
+  const setPages = (p: number[]) => setPagesFor({ fkey, pages: p });
+  const since = filter.since && !Number.isNaN(Date.parse(filter.since)) ? new Date(filter.since).toISOString() : undefined;
+  const before = pages[pages.length - 1];
   // Pages accumulate per filter, newest first; a new filter starts again.
   const acc = useRef<{ fkey: string; entries: AuditEntry[] }>({ fkey: "", entries: [] });
   const load = useLoad(`audit`, JSON.stringify({ fkey, before }), async (signal) => {
@@ -95,11 +119,9 @@ export function AuditPage() {
   const people = useMemo(() => frequent(entries.filter(isPerson).map((e) => e.actor), CHIPS), [entries]);
   const slots = useMemo(() => frequent(entries.map((e) => e.slot), CHIPS), [entries]);
 
-  const apply = (f: Filter) => {
-    setDraft(f);
-    setFilter(f);
-    setPages([0]);
-  };
+  const write = (f: Filter, g: ActionGroup | "") => writeHashQuery({ ...f, group: g });
+  const apply = (f: Filter) => write(f, group);
+  const setGroup = (g: ActionGroup | "") => write(filter, g);
   const submit = (e: FormEvent) => {
     e.preventDefault();
     apply(draft);
@@ -185,9 +207,7 @@ export function AuditPage() {
             {shown.map((e) => (
               <tr key={e.position} data-testid="audit-row" data-type={e.type}>
                 <td data-label={t("audit.time")} className="nowrap">
-                  <time dateTime={e.time} title={e.time}>
-                    {formatTime(e.time, t.lang, { seconds: true })}
-                  </time>
+                  <When iso={e.time} />
                 </td>
                 <td data-label={t("audit.kind")}>{t.dyn("event", e.type)}</td>
                 <td data-label={t("audit.slot")} className="nowrap">{e.slot ? <Link href={`/slots/${encodeURIComponent(e.slot)}`}>{e.slot}</Link> : ""}</td>

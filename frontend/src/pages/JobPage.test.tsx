@@ -37,7 +37,7 @@ beforeEach(() => {
       if (url.endsWith("/events")) {
         return jsonResponse({
           events: [
-            { position: 1, stream: "job-j1", revision: 0, type: "JobQueued", data: {}, meta: { actor: "alice" } },
+            { position: 1, stream: "job-j1", revision: 0, type: "JobQueued", data: {}, meta: { actor: "alice", time: "2026-01-01T00:00:00Z" } },
             { position: 2, stream: "job-j1", revision: 1, type: "JobClaimed", data: { worker: "w1", attempt: 1 }, meta: null },
             { position: 3, stream: "job-j1", revision: 2, type: "JobAbandoned", data: { uncertain_step: "delete_env_vars", completed_steps: ["delete_db"] }, meta: null },
           ],
@@ -195,10 +195,14 @@ describe("job page reads like a run page (issue 14)", () => {
     expect(items().map((li) => li.getAttribute("data-type"))).toEqual(["JobClaimed"]);
     fireEvent.change(screen.getByTestId("history-filter"), { target: { value: "nothing-like-this" } });
     expect(screen.getByText("No event matches.")).toBeTruthy();
-    // Times: local text, an ISO dateTime, and a relative title refreshed on hover.
+    // Times: how long ago, with the ISO dateTime and the local time on hover (issue 27 item 8).
     const when = screen.getByTestId("job-who-when").querySelector("time") as HTMLTimeElement;
     expect(when.dateTime).toBe("2026-01-01T00:00:00Z");
-    fireEvent.mouseEnter(when);
-    expect(when.title).toMatch(/ago/);
+    expect(when.textContent).toMatch(/ago/);
+    expect(when.title).toMatch(/^Jan 1, (2026, )?\d+:00:00 [AP]M$/);
+    fireEvent.change(screen.getByTestId("history-filter"), { target: { value: "" } });
+    const historyTimes = [...screen.getByTestId("timeline").querySelectorAll("time")];
+    expect(historyTimes.length).toBeGreaterThan(0);
+    expect(historyTimes.every((t) => /ago/.test(t.textContent ?? "") && t.title !== "")).toBe(true);
   });
 });

@@ -11,9 +11,9 @@ import { RecoveryNotice, failureOf } from "../components/Recovery";
 import { Steps, completedSteps } from "../components/Steps";
 import { eventCategory, jobTiming, jobTitle, resumeCheck } from "../components/jobText";
 import { CopyButton, ResourceId } from "../components/ResourceId";
-import { actorName, formatRelative, formatTime, reasonText, resourceLabel, untouched } from "../format";
+import { actorName, formatTime, reasonText, resourceLabel, untouched } from "../format";
 import { useT, type Key, type T } from "../i18n";
-import { serverNow } from "../live/clock";
+import { When } from "../components/When";
 import { useNow } from "../live/ticker";
 import { announce } from "../live/announce";
 import { putJob, useEpoch, useJob } from "../live/store";
@@ -278,24 +278,6 @@ function JobTitle({ job }: { job: JobView }) {
   const t = useT();
   const now = useNow();
   return <>{jobTitle(job, now, t)}</>;
-}
-
-/**
- * When shows an instant in local time; hovering (or focusing) it shows how
- * long ago that was. The relative text is computed at that moment, so the
- * list needs no timer.
- */
-export function When({ iso }: { iso: string | undefined }) {
-  const t = useT();
-  if (!iso) return null;
-  const refresh = (e: { currentTarget: HTMLElement }): void => {
-    e.currentTarget.title = formatRelative(iso, serverNow(), t.lang);
-  };
-  return (
-    <time dateTime={iso} title={formatRelative(iso, serverNow(), t.lang)} onMouseEnter={refresh} onFocus={refresh}>
-      {formatTime(iso, t.lang)}
-    </time>
-  );
 }
 
 const CATEGORY_KEY: Record<ReturnType<typeof eventCategory>, Key> = {

@@ -9,7 +9,7 @@ import { useT } from "../i18n";
 import { useEpoch, useLive } from "../live/store";
 import { useNow } from "../live/ticker";
 import { useLoad } from "../live/useLoad";
-import { When } from "./JobPage";
+import { When } from "../components/When";
 
 /**
  * JobsPage lists every job across slots, newest first, filtered by state

@@ -68,6 +68,16 @@ function mount() {
 const flush = () => act(async () => {});
 
 describe("slot page", () => {
+  it("says when a queued reset starts (issue 27 item 11)", async () => {
+    resetLiveStore();
+    const notBefore = new Date(Date.now() + 23_000).toISOString();
+    putSlot(slot({ position: 9, lifecycle: "resetting", active_job: { id: "j9", kind: "reset", state: "queued", steps_done: 0, steps_total: 5, not_before: notBefore } }));
+    mount();
+    await flush();
+    expect(screen.getByTestId("slot-job-starts").textContent).toMatch(/^starts in 2\ds$/);
+    expect(screen.getByTestId("slot-job-starts").querySelector("time")?.getAttribute("datetime")).toBe(notBefore);
+  });
+
   it("lists the slot's resources with their ids", async () => {
     mount();
     await flush();

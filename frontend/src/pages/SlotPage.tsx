@@ -203,6 +203,14 @@ function SlotDetail({ slot }: { slot: SlotView }) {
             {t.dyn("kind", slot.active_job.kind)} · {t.dyn("state", slot.active_job.state)}
             {slot.active_job.current_step ? ` · ${t.dyn("step", slot.active_job.current_step)}` : ""}
           </Link>
+          {slot.active_job.state === "queued" && slot.active_job.not_before && (
+            <>
+              {" · "}
+              <span data-testid="slot-job-starts">
+                <Countdown until={slot.active_job.not_before} starts />
+              </span>
+            </>
+          )}
           <progress max={Math.max(slot.active_job.steps_total, 1)} value={slot.active_job.steps_done} />{" "}
           {t("slot.step_progress", { done: slot.active_job.steps_done, total: slot.active_job.steps_total })}
         </div>
