@@ -260,8 +260,11 @@ test("job page: a human title, durations, the uncertain step and what a resume c
     assert.match(await page.textContent("[data-testid=history]"), lang === "ko" ? /맞는 이벤트가 없습니다/ : /No event matches/);
     await page.fill("[data-testid=history-filter]", "");
     const time = page.locator("[data-testid=timeline] time").first();
+    // Relative in the text, the absolute time on hover (issue 27 item 8).
     await time.hover();
-    assert.match(await time.getAttribute("title"), lang === "ko" ? /전/ : /ago/);
+    assert.match(await time.textContent(), lang === "ko" ? /전/ : /ago/);
+    assert.doesNotMatch(await time.getAttribute("title"), lang === "ko" ? /전$/ : /ago$/);
+    assert.match(await time.getAttribute("title"), /\d{1,2}:\d{2}:\d{2}/);
   });
   await everyWay("job-failed", `/jobs/${failed.id}`, "[data-testid=timeline] li", async (page, lang) => {
     assert.match(await page.textContent("[data-testid=job-title]"), lang === "ko" ? / 만에 실패$/ : new RegExp(`^Reset of ${failed.slot} — failed after \\d`));
