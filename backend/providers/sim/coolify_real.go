@@ -91,14 +91,7 @@ func (s *Sim) SetCoolifyVersion(v string) {
 // refuses to delete them with 422 (LocalPersistentVolume.php:101-131
 // shouldBeReadOnlyInUI; AC:5076-5080).
 func (s *Sim) SetAppBuildPack(app, pack string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	a, ok := s.cool.apps[app]
-	if !ok {
-		return ErrNotFound
-	}
-	a.BuildPack = pack
-	return s.persistLocked()
+	return s.changeApp(app, func(a *coolApp) { a.BuildPack = pack })
 }
 
 // FailServerCleanup makes the server side of queued deletes fail (the

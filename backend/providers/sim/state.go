@@ -286,13 +286,19 @@ func (s *Sim) Storages(appUUID string) []Storage {
 
 // SetAppStatus sets an application's "state:health" status.
 func (s *Sim) SetAppStatus(uuid, status string) error {
+	return s.changeApp(uuid, func(a *coolApp) { a.Status = status })
+}
+
+// changeApp applies change to an application under the lock and saves the
+// state; ErrNotFound when there is no such application.
+func (s *Sim) changeApp(uuid string, change func(*coolApp)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	a, ok := s.cool.apps[uuid]
 	if !ok {
 		return ErrNotFound
 	}
-	a.Status = status
+	change(a)
 	return s.persistLocked()
 }
 
