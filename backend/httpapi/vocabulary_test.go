@@ -37,9 +37,13 @@ type vocabulary struct {
 	ErrorCodes    []string `json:"error_codes"`
 	Roles         []string `json:"roles"`
 	Permissions   []string `json:"permissions"`
-	// StateReasons are the slot state reasons the read model writes, with
-	// a job id written as <id>.
-	StateReasons []string `json:"state_reasons"`
+	// StateReasonCodes are the codes of the slot state reasons the read
+	// model writes (the dashboard words them; issue 26).
+	StateReasonCodes []string `json:"state_reason_codes"`
+	// DetailCodes and NameCodes: the codes of the server's own step details
+	// and described resource names.
+	DetailCodes []string `json:"detail_codes"`
+	NameCodes   []string `json:"name_codes"`
 }
 
 // stringConsts reads the string constants whose names start with prefix
@@ -82,7 +86,7 @@ func stringConsts(t *testing.T, file, prefix, typ string) []string {
 }
 
 // stateReasons drives the slot reducer through every job kind and outcome
-// and collects the reasons it writes.
+// and collects the codes of the reasons it writes.
 func stateReasons(t *testing.T, kinds, outcomes []string) []string {
 	t.Helper()
 	seen := map[string]bool{}
@@ -93,8 +97,8 @@ func stateReasons(t *testing.T, kinds, outcomes []string) []string {
 		ev := events.RecordedEvent{Stream: "slot-s", Revision: events.Revision(n), Position: events.Position(n), Type: p.EventType(), Data: data,
 			Meta: events.Metadata{Time: time.Unix(int64(n), 0)}}
 		v = projections.ApplySlot(v, ev, p)
-		if v.StateReason != "" {
-			seen[strings.ReplaceAll(v.StateReason, "J1", "<id>")] = true
+		if v.StateReasonCode != "" {
+			seen[v.StateReasonCode] = true
 		}
 		return v
 	}
@@ -133,9 +137,11 @@ func TestVocabularyMatchesTheGoSource(t *testing.T) {
 		want.Roles = append(want.Roles, r.String())
 	}
 	outcomes := slices.DeleteFunc(slices.Clone(want.JobStates), func(s string) bool { return s == projections.JobQueued || s == projections.JobRunning })
-	want.StateReasons = stateReasons(t, want.JobKinds, outcomes)
+	want.StateReasonCodes = stateReasons(t, want.JobKinds, outcomes)
+	want.DetailCodes = stringConsts(t, "../../events/catalogue.go", "Detail", "")
+	want.NameCodes = stringConsts(t, "../../events/catalogue.go", "Name", "")
 	for _, l := range [][]string{want.EventTypes, want.JobKinds, want.StepNames, want.ResourceKinds, want.Lifecycles, want.JobStates,
-		want.StepStates, want.ErrorCodes, want.Roles, want.Permissions, want.StateReasons} {
+		want.StepStates, want.ErrorCodes, want.Roles, want.Permissions, want.StateReasonCodes, want.DetailCodes, want.NameCodes} {
 		slices.Sort(l)
 	}
 	body, err := json.MarshalIndent(want, "", "  ")

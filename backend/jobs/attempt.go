@@ -128,11 +128,13 @@ func (a *attempt) appendAt(ctx context.Context, exp *events.ExpectedRevision, pr
 }
 
 // listOf makes one listing call (an application's env vars, its storages)
-// through call, recorded as a StepStarted on application app named name;
-// verify marks a listing that confirms what the step did.
-func listOf[T any](ctx context.Context, a *attempt, app, name string, verify bool, get func(context.Context, string) ([]T, error)) ([]T, error) {
+// through call, recorded as a StepStarted on application app named by code
+// (events.NameListEnvs, NameListStorages) and its English name; verify
+// marks a listing that confirms what the step did.
+func listOf[T any](ctx context.Context, a *attempt, app, code string, verify bool, get func(context.Context, string) ([]T, error)) ([]T, error) {
 	var out []T
-	err := a.call(ctx, events.StepStarted{Resource: &events.Resource{Kind: events.ResApplication, ID: app, Name: name}, Verify: verify},
+	name := map[string]string{events.NameListEnvs: "list env vars", events.NameListStorages: "list storages"}[code]
+	err := a.call(ctx, events.StepStarted{Resource: &events.Resource{Kind: events.ResApplication, ID: app, Name: name, NameCode: code}, Verify: verify},
 		func(ctx context.Context) error {
 			var err error
 			out, err = get(ctx, app)

@@ -219,7 +219,7 @@ func restoreEnv(ctx context.Context, a *attempt, _ bool) (events.Payload, error)
 	}
 	want[t.DBKey()] = db.InternalURL
 	list := func(verify bool) ([]providers.EnvVar, error) {
-		return listOf(ctx, a, app, "list env vars", verify, a.e.deps.PaaS.ListEnvs)
+		return listOf(ctx, a, app, events.NameListEnvs, verify, a.e.deps.PaaS.ListEnvs)
 	}
 	have, err := list(false)
 	if err != nil {
@@ -322,7 +322,7 @@ func createVolumes(ctx context.Context, a *attempt, _ bool) (events.Payload, err
 		}
 	}
 	list := func(verify bool) ([]providers.Storage, error) {
-		return listOf(ctx, a, app, "list storages", verify, a.e.deps.PaaS.ListStorages)
+		return listOf(ctx, a, app, events.NameListStorages, verify, a.e.deps.PaaS.ListStorages)
 	}
 	mine := func(list []providers.Storage, mount string) *providers.Storage {
 		for i, s := range list {
