@@ -133,5 +133,8 @@ describe("the request function", () => {
     const e = (await slotsService.teardown("s1").catch((x: unknown) => x)) as ApiError;
     expect(e).toMatchObject({ status: 409, code: "conflict", reason: "slot_locked", args: { slot: "s1" } });
     expect(e.details.blocking_job).toBe("j9");
+    // Only the code must be there: odd parts read as absent, the refusal stays a refusal.
+    answer = () => jsonResponse({ error: { code: "conflict", details: null, args: { n: 1 } } }, 409);
+    await expect(slotsService.teardown("s1")).rejects.toMatchObject({ status: 409, code: "conflict", message: "", args: {}, details: {} });
   });
 });

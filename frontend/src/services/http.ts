@@ -50,14 +50,18 @@ export class ApiError extends Error {
   }
 }
 
-/** ErrorBody is every error answer: {"error":{"code","message","details"?,"reason"?,"args"?}}. */
+/**
+ * ErrorBody is every error answer: {"error":{"code","message","details"?,
+ * "reason"?,"args"?}}. Only the code must be there: a part of another
+ * shape is read as absent, so a refusal is never mistaken for no answer.
+ */
 const ErrorBody = v.object({
   error: v.object({
     code: v.string(),
-    message: v.optional(v.string(), ""),
-    details: v.optional(v.record(v.string(), v.unknown()), {}),
-    reason: v.optional(v.string()),
-    args: v.optional(v.record(v.string(), v.string()), {}),
+    message: v.fallback(v.string(), ""),
+    details: v.fallback(v.record(v.string(), v.unknown()), {}),
+    reason: v.fallback(v.optional(v.string()), undefined),
+    args: v.fallback(v.record(v.string(), v.string()), {}),
   }),
 });
 
