@@ -20,13 +20,22 @@ export const LoginAnswer = v.object({
   password_change: v.optional(v.boolean()),
 });
 export type LoginAnswer = v.InferOutput<typeof LoginAnswer>;
-/** MeAnswer is GET /api/auth/me's answer: the login answer and the methods. */
-export type MeAnswer = LoginAnswer;
+/**
+ * NotSignedIn is GET /api/auth/me's answer to a request with no credential
+ * (a 200 on newer servers, so a first visit logs no console error; a
+ * session cookie that ended is still a 401).
+ */
+export const NotSignedIn = v.object({ signed_in: v.literal(false), methods: v.array(str) });
+
+/** MeAnswer is GET /api/auth/me's answer: who is signed in (the login answer and the methods), or nobody. */
+const MeAnswer = v.union([NotSignedIn, v.object({ ...LoginAnswer.entries, signed_in: v.optional(v.literal(true)) })]);
+export type MeAnswer = v.InferOutput<typeof MeAnswer>;
 
 const answer = decoder(LoginAnswer, "session answer");
+const meAnswer = decoder(MeAnswer, "session answer");
 
 export const authService = {
-  me: (signal?: AbortSignal) => request("/api/auth/me", answer, { signal, auth: false }),
+  me: (signal?: AbortSignal) => request("/api/auth/me", meAnswer, { signal, auth: false }),
   login: (name: string, password: string) =>
     request("/api/auth/login", answer, { method: "POST", body: { name, password }, auth: false }),
   /** demoLogin: the loopback demo's "Continue as demo-admin". */

@@ -11,6 +11,16 @@ export const Bucket = v.object({
   resetting: v.number(),
   waiting: v.number(),
   time_to_slot_s: v.nullable(v.number()),
+  // Over the bucket, time-weighted over the part of it the log covers
+  // (covered_s; 0 = no data yet). Absent from an older server: read as 0.
+  occupied_avg: v.optional(v.number()),
+  busy_avg: v.optional(v.number()),
+  vacant_avg: v.optional(v.number()),
+  in_use_peak: v.optional(v.number()),
+  covered_s: v.optional(v.number()),
+  waiting_peak: v.optional(v.number()),
+  handed_over: v.optional(v.number()),
+  time_to_slot_p90_s: v.optional(v.nullable(v.number())),
 });
 export type Bucket = v.InferOutput<typeof Bucket>;
 
