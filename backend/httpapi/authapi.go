@@ -295,7 +295,6 @@ func (s *Server) oidcCallback(c echo.Context) error {
 
 // ---- admin: users and tokens ----
 
-
 func (s *Server) listUsers(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]any{"users": s.d.Auth.Dir.Users()})
 }
