@@ -27,6 +27,7 @@ import (
 	"github.com/slotkeeper/slotkeeper/backend/providers/coolify"
 	gitpush "github.com/slotkeeper/slotkeeper/backend/providers/git"
 	"github.com/slotkeeper/slotkeeper/backend/providers/sim"
+	"github.com/slotkeeper/slotkeeper/backend/reconcile"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/events"
 	"github.com/slotkeeper/slotkeeper/events/boltstore"
@@ -542,7 +543,7 @@ func serveUntilDone(ctx context.Context, c Config, stdout, stderr io.Writer, rea
 	}
 	deps := httpapi.Deps{
 		Commands: svc, Reads: rs.reads, Log: store, Waiter: rs.waiter, Hub: hub, Metrics: met, Logger: log, SPA: spa,
-		Reconcile: reconcileAPI{r: rec, links: linksOf(c, w)}, ReconcileActions: reconcileActions{svc: svc, r: rec}, Backup: onlineBackup(c, raw), Waitlist: wl,
+		Reconcile: reconcileAPI{r: rec, links: linksOf(c, w)}, ReconcileActions: reconcile.Actions{Slots: svc, Orphans: rec}, Backup: onlineBackup(c, raw), Waitlist: wl,
 		Insights: ins,
 		Auth:     as.svc, AutoLogin: as.autoLogin,
 		Security:          httpapi.Security{BaseURL: base, ListenAddr: c.Addr, TrustedProxies: c.Auth.proxies},
