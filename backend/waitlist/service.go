@@ -170,12 +170,7 @@ func (s *Service) load(ctx context.Context) (*State, error) {
 	return st.clone(), nil
 }
 
-func expected(st *State) events.ExpectedRevision {
-	if !st.Exists {
-		return events.NoStream()
-	}
-	return events.Exact(st.Revision)
-}
+func expected(st *State) events.ExpectedRevision { return events.Expect(st.Exists, st.Revision) }
 
 func meta(a slots.Actor, now time.Time) events.Metadata {
 	return events.Metadata{Actor: a.Name, ActorID: a.ID, CorrelationID: a.CorrelationID, ClientRequestID: a.ClientRequestID, Time: now}
