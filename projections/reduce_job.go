@@ -136,7 +136,7 @@ func applyJob(v JobView, ev events.RecordedEvent, p events.Payload, own bool) Jo
 	// The rules of events.JobState, the fold the command side and the
 	// engine decide by: touched is its Touched (an attempt ran or a step
 	// is done).
-	v.Resumable = events.Resumable(v.Kind, v.State, len(v.Attempts) > 0 || len(CompletedSteps(v)) > 0)
+	v.Resumable = events.Resumable(v.Kind, v.State, len(v.Attempts) > 0 || slices.ContainsFunc(v.Steps, stepDone))
 	v.Cancellable = events.Cancellable(v.State)
 	v.Revision = ev.Revision
 	v.UpdatedAt = t
@@ -180,15 +180,17 @@ func endAttempt(v JobView, own bool, t time.Time, state, uncertain string, remai
 	return v
 }
 
+func stepDone(s StepView) bool { return s.State == StepDone }
+
 // withoutStep is the job's remaining list once step is confirmed done:
 // events.WithoutDone, the rule events.JobState.Remaining applies (a step's
 // confirmed result removes the planned resources of the kind its row of
 // the step table names). It returns rs itself when nothing leaves it.
 func withoutStep(kind string, rs []events.Resource, step string) []events.Resource {
-	out := events.WithoutDone(kind, rs, func(s string) bool { return s == step })
-	if len(out) == len(rs) {
-		return rs
+	if !slices.ContainsFunc(rs, func(r events.Resource) bool { return events.StepForResource(kind, r.Kind) == step }) {
+		return rs // most results remove nothing: no copy
 	}
+	out := events.WithoutDone(kind, rs, func(s string) bool { return s == step })
 	if out == nil {
 		out = []events.Resource{}
 	}
