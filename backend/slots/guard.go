@@ -323,7 +323,7 @@ func (o *owners) apply(ev events.RecordedEvent) error {
 	switch {
 	case ev.Stream == events.SlotRegistryStream:
 		o.regRev, o.regSeen = ev.Revision, true
-		if ev.Type != "SlotClaimed" {
+		if !ev.Is(events.SlotClaimed{}) {
 			return nil
 		}
 		p, err := events.Decode(ev)
@@ -335,7 +335,7 @@ func (o *owners) apply(ev events.RecordedEvent) error {
 			o.regs[c.Slot] = c.SlotRegistered
 			o.pending[c.Slot] = ev
 		}
-	case strings.HasPrefix(ev.Stream, events.SlotStreamPrefix) && (ev.Type == "SlotRegistered" || ev.Type == "SlotRetired"):
+	case strings.HasPrefix(ev.Stream, events.SlotStreamPrefix) && (ev.Is(events.SlotRegistered{}) || ev.Is(events.SlotRetired{})):
 		p, err := events.Decode(ev)
 		if err != nil {
 			return err
@@ -383,7 +383,7 @@ func registered(ctx context.Context, store events.Store, claim events.RecordedEv
 	if rerr != nil {
 		return rerr
 	}
-	if len(first) == 1 && first[0].Type == "SlotRegistered" && first[0].Meta.CausationID == claim.ID {
+	if len(first) == 1 && first[0].Is(events.SlotRegistered{}) && first[0].Meta.CausationID == claim.ID {
 		return nil // completed by another process
 	}
 	return fmt.Errorf("slot %s was created by something other than its claim %s", reg.Slot, claim.ID)

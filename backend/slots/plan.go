@@ -12,75 +12,12 @@ import (
 	"github.com/slotkeeper/slotkeeper/events"
 )
 
-// Steps lists each job kind's steps in the order backend/jobs runs them.
-var Steps = map[string][]string{
-	events.KindReset: {
-		events.StepDeleteDB, events.StepDeleteEnvVars, events.StepDeleteVolumes,
-		events.StepForcePush, events.StepVacate,
-	},
-	events.KindTeardown: {
-		events.StepDeleteDB, events.StepDeleteApp, events.StepDeleteRepo,
-		events.StepDeleteProject, events.StepRetire,
-	},
-	events.KindPromote: {
-		events.StepLookupRepo, events.StepCreateRepo, events.StepPushCode, events.StepRecordRepo,
-	},
-}
-
-// StepsFor returns a copy of kind's step list (nil for an unknown kind).
-func StepsFor(kind string) []string {
-	s, ok := Steps[kind]
-	if !ok {
-		return nil
-	}
-	return append([]string(nil), s...)
-}
-
-// ReadyResetSteps is the reset of a slot with a template (issue 23): the
-// old reset's deletes and force push, then a fresh database, the
-// template's env vars, and the template deployed and healthy, before the
-// slot is vacated.
-var ReadyResetSteps = []string{
-	events.StepDeleteDB, events.StepDeleteEnvVars, events.StepDeleteVolumes,
-	events.StepForcePush, events.StepCreateDB, events.StepRestoreEnv, events.StepCreateVolumes, events.StepDeploy, events.StepVacate,
-}
-
-// stepsForSlot is kind's plan for slot s: a reset of a slot registered with
-// a template brings it back to that template; one without keeps the old
-// steps (and the slot is shown as not ready).
+// stepsForSlot is kind's plan for slot s, from the step table
+// (events.Steps): a reset of a slot registered with a template brings it
+// back to that template; one without keeps the old steps (and the slot is
+// shown as not ready).
 func stepsForSlot(s *SlotState, kind string) []string {
-	if kind == events.KindReset && s.Reg.Template != nil {
-		return append([]string(nil), ReadyResetSteps...)
-	}
-	return StepsFor(kind)
-}
-
-// StepForResource names the step whose confirmed result removes a planned
-// resource of kind res from a job's remaining list ("" when none does).
-func StepForResource(kind, res string) string {
-	if kind == events.KindDeleteOrphan {
-		return events.StepDeleteResource
-	}
-	switch res {
-	case events.ResDatabase:
-		return events.StepDeleteDB
-	case events.ResEnvVar:
-		return events.StepDeleteEnvVars
-	case events.ResVolume:
-		return events.StepDeleteVolumes
-	case events.ResApplication:
-		return events.StepDeleteApp
-	case events.ResRepository:
-		if kind == events.KindTeardown {
-			return events.StepDeleteRepo
-		}
-		if kind == events.KindReset {
-			return events.StepForcePush
-		}
-	case events.ResProject:
-		return events.StepDeleteProject
-	}
-	return ""
+	return events.StepNames(kind, s.Reg.Template != nil)
 }
 
 // planResources is what a job of kind will act on. Reset lists the app's env

@@ -6,6 +6,7 @@ package slots
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -631,7 +632,7 @@ func (s *Service) Cancel(ctx context.Context, a Actor, jobID string) error {
 		if err != nil {
 			return events.ExpectedRevision{}, nil, internal("load slot", err)
 		}
-		j.AcceptFrom(&st)
+		AcceptFrom(&j, &st)
 		if j.Terminal() {
 			return events.ExpectedRevision{}, nil, conflict(map[string]any{"state": j.Status}, "job %s has already ended (%s)", jobID, j.Status).
 				Because(apperr.ReasonJobEnded, "job", jobID, "state", j.Status)
@@ -639,7 +640,7 @@ func (s *Service) Cancel(ctx context.Context, a Actor, jobID string) error {
 		meta = s.meta(a)
 		meta.CorrelationID = j.QueuedMeta.CorrelationID
 		ev := events.JobCancelled{JobID: jobID, By: a.Name, CompletedSteps: j.Completed(), Remaining: j.Remaining()}
-		if j.Status == StatusRunning {
+		if j.Status == events.StatusRunning {
 			ev.Attempt, ev.UncertainStep = j.Attempt, j.InFlight
 		}
 		return j.Expected(), append(j.Header, events.New(ev, meta)), nil
@@ -648,10 +649,10 @@ func (s *Service) Cancel(ctx context.Context, a Actor, jobID string) error {
 		return apperr.Decided(err, "job "+jobID)
 	}
 	s.log.InfoContext(ctx, "job cancelled", "job", jobID, "by", a.Name, "was", j.Status, "correlation_id", meta.CorrelationID)
-	if j.Status == StatusQueued {
+	if j.Status == events.StatusQueued {
 		// No attempt exists: a racing claim would have failed its
 		// conditional append, so the lock can go now.
-		if _, err := s.slots.ReleaseLock(ctx, j.Queued.Slot, jobID, j.Run(), StatusCancelled, j.TouchedRemaining(), meta); err != nil {
+		if _, err := s.slots.ReleaseLock(ctx, &j, events.StatusCancelled, meta); err != nil {
 			s.log.WarnContext(ctx, "release after cancel failed; the engine will release", "job", jobID, "err", err)
 		}
 	}
@@ -720,36 +721,31 @@ func (s *Service) Resume(ctx context.Context, a Actor, jobID string) (JobAccepte
 	return JobAcceptedResult{JobID: jobID, Kind: j.Queued.Kind, Slot: slot, NotBefore: meta.Time, Steps: j.Queued.Steps}, nil
 }
 
-// ReleaseLock frees slot's lock if job holds it for its run-th run
+// ReleaseLock frees the lock job j holds on its slot for its current run
 // (JobAccepted.Run: 1, then +1 per resume; a lock from an old log, with no
-// run, is the current run's), and reports whether it did. The run keeps a
-// late release of a finished run from freeing the lock a resume has just
-// taken. For a teardown that did not
-// succeed and touched anything (remaining != nil; see
-// JobState.TouchedRemaining) it first records TeardownIncomplete with the
-// remaining resources, in the same append — unless the slot is retired, which
-// means every resource is confirmed gone. Callers must know that no attempt
-// of the job can still act (see docs/jobs.md).
-func ReleaseLock(ctx context.Context, store events.Store, slot, jobID string, run int, outcome string, remaining []events.Resource, meta events.Metadata) (bool, error) {
-	return NewSlotCache(store, 1).ReleaseLock(ctx, slot, jobID, run, outcome, remaining, meta)
+// run, is the current run's), recording outcome, and reports whether it
+// did. The run keeps a late release of a finished run from freeing the lock
+// a resume has just taken. It is the one release of a job's lock: in the
+// same append it writes what the outcome means for the slot (releaseEvents).
+// Callers must know that no attempt of the job can still act (see
+// docs/jobs.md), and pass events.StatusSucceeded only after reading or
+// writing JobSucceeded.
+func ReleaseLock(ctx context.Context, store events.Store, j *JobState, outcome string, meta events.Metadata) (bool, error) {
+	return NewSlotCache(store, 1).ReleaseLock(ctx, j, outcome, meta)
 }
 
 // ReleaseLock is the package's ReleaseLock, loading the slot through c.
-func (c *SlotCache) ReleaseLock(ctx context.Context, slot, jobID string, run int, outcome string, remaining []events.Resource, meta events.Metadata) (bool, error) {
+func (c *SlotCache) ReleaseLock(ctx context.Context, j *JobState, outcome string, meta events.Metadata) (bool, error) {
+	slot := j.Queued.Slot
 	for i := 0; i < 10; i++ {
 		st, err := c.Load(ctx, slot)
 		if err != nil {
 			return false, err
 		}
-		if st.LockJob != jobID || (st.LockRun != 0 && st.LockRun != run) {
+		if !st.LockedFor(j) {
 			return false, nil
 		}
-		var evs []events.EventData
-		if st.LockKind == events.KindTeardown && outcome != StatusSucceeded && remaining != nil && !st.Retired {
-			evs = append(evs, events.New(events.TeardownIncomplete{Slot: slot, JobID: jobID, Remaining: remaining}, meta))
-		}
-		evs = append(evs, events.New(events.JobReleased{Slot: slot, JobID: jobID, Outcome: outcome}, meta))
-		_, err = c.store.Append(ctx, events.SlotStream(slot), events.Exact(st.Revision), evs...)
+		_, err = c.store.Append(ctx, events.SlotStream(slot), events.Exact(st.Revision), releaseEvents(&st, j, outcome, meta)...)
 		if err == nil {
 			return true, nil
 		}
@@ -760,10 +756,65 @@ func (c *SlotCache) ReleaseLock(ctx context.Context, slot, jobID string, run int
 	return false, fmt.Errorf("release lock of %s: slot kept changing", slot)
 }
 
-// Run is the job's current run: 1 + its resumes (0 before it is known).
-func (j *JobState) Run() int {
-	if j.Queued.JobID == "" {
-		return 0
+// releaseEvents is the append that releases j's lock on st with outcome:
+// JobReleased, after the slot event the outcome implies, if any. A success
+// implies its slot change (slotOutcome); a teardown that did not succeed
+// and touched anything (JobState.TouchedRemaining) leaves the slot
+// TeardownIncomplete with the remaining resources — unless the slot is
+// retired, which means every resource is confirmed gone.
+func releaseEvents(st *SlotState, j *JobState, outcome string, meta events.Metadata) []events.EventData {
+	var evs []events.EventData
+	if outcome == events.StatusSucceeded {
+		if p := slotOutcome(j, st); p != nil {
+			evs = append(evs, events.New(p, meta))
+		}
+	} else if rem := j.TouchedRemaining(); st.LockKind == events.KindTeardown && rem != nil && !st.Retired {
+		evs = append(evs, events.New(events.TeardownIncomplete{Slot: st.Name, JobID: j.ID, Remaining: rem}, meta))
 	}
-	return j.Resumes + 1
+	return append(evs, events.New(events.JobReleased{Slot: st.Name, JobID: j.ID, Outcome: outcome}, meta))
+}
+
+// slotOutcome is the slot event a job's success implies, or nil if there is
+// none or the slot already records it (a release retried after a crash, or a
+// log written before this order, where the step itself wrote it). The
+// slot-changing steps (vacate, retire, record_repo) only check that the job
+// may change the slot: the change is a consequence of the success, written
+// with the release once JobSucceeded is in the job stream, beyond any
+// cancel's reach (docs/jobs.md, "Streams and order of appends").
+func slotOutcome(j *JobState, st *SlotState) events.Payload {
+	switch j.Queued.Kind {
+	case events.KindReset:
+		if j.Done[events.StepVacate] && st.Occupied && !st.VacatedBy[j.ID] {
+			return events.SlotVacated{Slot: st.Name, JobID: j.ID}
+		}
+	case events.KindTeardown:
+		if j.Done[events.StepRetire] && !st.Retired {
+			return events.SlotRetired{Slot: st.Name, JobID: j.ID}
+		}
+	case events.KindPromote:
+		if _, done := st.PromotedBy[j.ID]; j.Done[events.StepRecordRepo] && !done {
+			var sha string
+			if ev, ok := j.Results[events.StepPushCode]; ok {
+				var cp events.CodePushed
+				if json.Unmarshal(ev.Data, &cp) == nil {
+					sha = cp.SHA
+				}
+			}
+			return events.SlotPromoted{Slot: st.Name, JobID: j.ID, NewRepo: PromoteTarget(j), SHA: sha}
+		}
+	}
+	return nil
+}
+
+// PromoteTarget is the repository a promote creates, from its params and,
+// once created, the slug the 201 answered.
+func PromoteTarget(j *JobState) events.RepoRef {
+	r := events.RepoRef{Project: j.Queued.Params["project"], Slug: j.Queued.Params["name"]}
+	if ev, ok := j.Results[events.StepCreateRepo]; ok {
+		var rc events.RepoCreated
+		if json.Unmarshal(ev.Data, &rc) == nil && rc.Repo.Slug != "" {
+			r = rc.Repo
+		}
+	}
+	return r
 }
