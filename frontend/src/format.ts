@@ -215,11 +215,7 @@ export function apiErrorText(error: ApiError, t: T): string {
   const field = typeof error.details.field === "string" ? error.details.field : "";
   const key = `error.${error.code}`;
   let text: string;
-  // The error's reason code and its parts (docs/api.md "Errors"), when the
-  // dictionaries word that reason; else the code's text.
-  const why = error.reason ? codedText("error.reason", error.reason, error.args, "", t) : "";
-  if (why) text = why;
-  else if (error.code === "invalid" && field) text = t("error.invalid_field", { field });
+  if (error.code === "invalid" && field) text = t("error.invalid_field", { field });
   else if (known(key)) text = t(key);
   else text = t("error.unknown", { status: error.status });
   return t.lang === "en" && error.message && error.message !== text ? `${text} (${error.message})` : text;
