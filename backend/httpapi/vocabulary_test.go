@@ -44,6 +44,8 @@ type vocabulary struct {
 	// and described resource names.
 	DetailCodes []string `json:"detail_codes"`
 	NameCodes   []string `json:"name_codes"`
+	// WaitReasonCodes: the codes of the waitlist's offer and hold reasons.
+	WaitReasonCodes []string `json:"wait_reason_codes"`
 }
 
 // stringConsts reads the string constants whose names start with prefix
@@ -141,8 +143,9 @@ func TestVocabularyMatchesTheGoSource(t *testing.T) {
 	want.StateReasonCodes = stateReasons(t, want.JobKinds, outcomes)
 	want.DetailCodes = stringConsts(t, "../../events/catalogue.go", "Detail", "")
 	want.NameCodes = stringConsts(t, "../../events/catalogue.go", "Name", "")
+	want.WaitReasonCodes = stringConsts(t, "../../events/waitlist.go", "WaitReason", "")
 	for _, l := range [][]string{want.EventTypes, want.JobKinds, want.StepNames, want.ResourceKinds, want.Lifecycles, want.JobStates,
-		want.StepStates, want.ErrorCodes, want.Roles, want.Permissions, want.StateReasonCodes, want.DetailCodes, want.NameCodes} {
+		want.StepStates, want.ErrorCodes, want.Roles, want.Permissions, want.StateReasonCodes, want.DetailCodes, want.NameCodes, want.WaitReasonCodes} {
 		slices.Sort(l)
 	}
 	body, err := json.MarshalIndent(want, "", "  ")

@@ -280,14 +280,16 @@ func (s *Service) plan(now time.Time) ([]action, time.Time) {
 		si := st.slots[o.Slot]
 		switch {
 		case si == nil || !si.st.Exists:
-			wl = append(wl, events.New(events.OfferWithdrawn{OfferID: o.ID, EntryID: o.EntryID, Slot: o.Slot, Reason: "slot unknown"}, sysMeta))
+			wl = append(wl, events.New(events.OfferWithdrawn{OfferID: o.ID, EntryID: o.EntryID, Slot: o.Slot, Reason: "slot unknown",
+				ReasonCode: events.WaitReasonSlotUnknown}, sysMeta))
 			closing[o.Slot] = true
 		case si.st.Occupied && si.st.Occupant == o.Who:
 			// Accept's occupy landed, its OfferAccepted did not (crash).
 			wl = append(wl, events.New(events.OfferAccepted{OfferID: o.ID, EntryID: o.EntryID, Slot: o.Slot, Until: si.st.Until}, sysMeta))
 			closing[o.Slot] = true
 		case si.st.Occupied || si.st.Locked() || si.st.Retired || si.st.Incomplete:
-			wl = append(wl, events.New(events.OfferWithdrawn{OfferID: o.ID, EntryID: o.EntryID, Slot: o.Slot, Reason: "slot is " + si.st.Lifecycle()}, sysMeta))
+			wl = append(wl, events.New(events.OfferWithdrawn{OfferID: o.ID, EntryID: o.EntryID, Slot: o.Slot, Reason: "slot is " + si.st.Lifecycle(),
+				ReasonCode: events.WaitReasonSlotIs, Lifecycle: si.st.Lifecycle()}, sysMeta))
 			closing[o.Slot] = true
 		case !now.Before(o.ExpiresAt):
 			wl = append(wl, events.New(events.OfferExpired{OfferID: o.ID, EntryID: o.EntryID, Slot: o.Slot}, sysMeta))
@@ -333,7 +335,7 @@ func (s *Service) plan(now time.Time) ([]action, time.Time) {
 		// A hold whose offer is over and that no new offer replaces.
 		if h := si.st.Hold; h.OfferID != "" && st.Offers[h.OfferID] == nil && !newOffer[name] && st.offerFor(name) == nil && !closing[name] {
 			acts = append(acts, action{stream: events.SlotStream(name), exp: events.Exact(si.st.Revision),
-				evs: []events.EventData{events.New(events.SlotHoldReleased{Slot: name, OfferID: h.OfferID, Reason: "offer ended"}, sysMeta)}})
+				evs: []events.EventData{events.New(events.SlotHoldReleased{Slot: name, OfferID: h.OfferID, Reason: "offer ended", ReasonCode: events.WaitReasonOfferEnded}, sysMeta)}})
 			continue // one append per slot per step (same expected revision)
 		}
 		if a, ok := s.warning(si, now, sysMeta, soon); ok {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { formatDuration, formatGoDuration, formatSpan, goDurationMs, resourceName, stateReason, stepDetail } from "./format";
+import { auditSummary, formatDuration, formatGoDuration, formatSpan, goDurationMs, resourceName, stateReason, stepDetail } from "./format";
 import { jobTiming } from "./components/jobText";
 import { makeT } from "./i18n";
 import { job } from "./test/fakes";
@@ -65,6 +65,13 @@ describe("reason codes (issue 26): sentences come from the dictionaries, never f
       "작업 성공이 기록되면 슬롯이 비워집니다.",
     );
     expect(stepDetail({ name: "delete_db", state: "done", detail: "deployment d-1 finished" }, ko)).toBe("deployment d-1 finished");
+  });
+
+  it("the waitlist's offer reasons come from their code; an event from before the codes shows its English", () => {
+    const e = { position: 1, stream: "waitlist", type: "OfferWithdrawn", time: "2026-01-01T00:00:00Z", summary: "offer withdrawn: slot is retired" };
+    const coded = auditSummary({ ...e, args: { reason: "slot is retired", reason_code: "slot_is", lifecycle: "retired" } }, ko);
+    expect(coded).toContain(ko("audit.reason.slot_is", { lifecycle: ko.dyn("lifecycle", "retired") }));
+    expect(auditSummary({ ...e, args: { reason: "slot is retired" } }, ko)).toContain("slot is retired");
   });
 
   it("a code whose arguments are missing shows the server's text, never a template with holes", () => {

@@ -223,16 +223,12 @@ export function apiErrorText(error: ApiError, t: T): string {
 
 /**
  * reasonText renders a reason of an event: the waitlist's offer and hold
- * reasons in the reader's language (their events carry no code yet: the
- * one place left that reads the server's English, issue 26); a reason a
- * person typed, or a provider's error text, is shown as written.
+ * reasons from their code (events.WaitReason*, with the slot's lifecycle)
+ * in the reader's language; a reason without a code (one a person typed, a
+ * provider's error text, an event from before the codes) as written.
  */
-export function reasonText(reason: string, t: T): string {
-  if (reason === "offer ended") return t("audit.reason.offer_ended");
-  if (reason === "slot unknown") return t("audit.reason.slot_unknown");
-  const is = /^slot is (\w+)$/.exec(reason);
-  if (is) return t("audit.reason.slot_is", { lifecycle: t.dyn("lifecycle", is[1] ?? "") });
-  return reason;
+export function reasonText(reason: string, t: T, code?: string, lifecycle?: string): string {
+  return codedText("audit.reason", code, { lifecycle }, reason, t);
 }
 
 const PROVIDERS: Record<string, string> = { coolify: "Coolify", bitbucket: "Bitbucket" };
@@ -268,6 +264,8 @@ function auditArg(name: string, v: string, t: T): string {
       return PROVIDERS[v] ?? v;
     case "reason":
       return reasonText(v, t);
+    case "lifecycle":
+      return t.dyn("lifecycle", v);
   }
   return v;
 }
@@ -285,11 +283,12 @@ export function auditSummary(e: AuditEntry, t: T): string {
   const args = e.args ?? {};
   const vars: Record<string, string> = {};
   for (const [k, v] of Object.entries(args)) vars[k] = auditArg(k, v, t);
+  if (args.reason) vars.reason = reasonText(args.reason, t, args.reason_code, args.lifecycle);
   let s = t(key, vars);
   if (/\{\w+\}/.test(s)) return t.lang === "en" && e.summary ? e.summary : label;
   if (args.status) s += ` · ${t("audit.part.status", { status: args.status })}`;
   for (const f of FLAGS) if (args[f] === "true") s += ` ${t(`audit.flag.${f}`)}`;
   const detail = args.error ?? args.reason;
-  if (detail) s += t("audit.part.detail", { text: auditArg(args.error ? "error" : "reason", detail, t) });
+  if (detail) s += t("audit.part.detail", { text: args.error ? auditArg("error", detail, t) : reasonText(detail, t, args.reason_code, args.lifecycle) });
   return s;
 }

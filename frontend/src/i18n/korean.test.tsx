@@ -60,6 +60,8 @@ const SAMPLE: Record<string, string> = {
   final: "true",
   resumed: "true",
   reason: "slot is retired",
+  reason_code: "slot_is",
+  lifecycle: "retired",
   id: "store-3f9c2a7e",
 };
 const NAMES = [ID, "dune", "minjun", "seoyeon@example.com", "worker-2", "db-7f3a", "SLOT/slot-dune", "ci-token", "user:7", "tok-9", "store-3f9c2a7e"];
@@ -71,7 +73,7 @@ function placeholders(s: string): string[] {
 function entryOf(type: string): AuditEntry {
   const args: Record<string, string> = {};
   for (const p of placeholders(en[`audit.ev.${type}` as Key] ?? "")) args[p] = SAMPLE[p] ?? `missing-sample-${p}`;
-  for (const f of ["status", "absent", "verify", "uncertain", "final", "resumed", "reason"]) args[f] = SAMPLE[f] ?? "";
+  for (const f of ["status", "absent", "verify", "uncertain", "final", "resumed", "reason", "reason_code", "lifecycle"]) args[f] = SAMPLE[f] ?? "";
   return { position: 1, stream: `slot-dune`, type, slot: "dune", job_id: ID, actor: "minjun", time: SAMPLE.until ?? "", summary: "English summary", args };
 }
 
@@ -128,7 +130,11 @@ describe("the Korean UI has every server value in Korean", () => {
           expect(text, code).not.toBe("English");
           expect(latinWords(text, [ID]), `${code}: ${text}`).toEqual([]);
         }
-    for (const r of ["offer ended", "slot unknown", "slot is retired"]) expect(latinWords(reasonText(r, T)), r).toEqual([]);
+    for (const code of vocabulary.wait_reason_codes) {
+      const text = reasonText("English", T, code, "retired");
+      expect(text, code).not.toBe("English");
+      expect(latinWords(text), `${code}: ${text}`).toEqual([]);
+    }
   });
 
   it("words every API error code in Korean, never the server's English message", () => {
