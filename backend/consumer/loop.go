@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/slotkeeper/slotkeeper/backend/clock"
 )
 
 // Loop is the shape every timed consumer of the log has: step does what is
@@ -11,15 +13,16 @@ import (
 // again in an hour or on a wake); Loop calls it again at that time, or when
 // wake fires (the subscription folded something new). It returns nil when
 // ctx ends, and the subscription's error when subErr delivers one (nil also
-// when that error is only the context's).
-func Loop(ctx context.Context, now func() time.Time, wake <-chan struct{}, subErr <-chan error, step func(context.Context) time.Time) error {
-	timer := time.NewTimer(time.Hour)
+// when that error is only the context's). Its timer is clk's, so a test
+// on a clock.Fake moves it with Advance.
+func Loop(ctx context.Context, clk clock.Clock, wake <-chan struct{}, subErr <-chan error, step func(context.Context) time.Time) error {
+	timer := clk.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
 		next := step(ctx)
 		wait := time.Hour
 		if !next.IsZero() {
-			wait = max(next.Sub(now()), 0)
+			wait = max(next.Sub(clk.Now()), 0)
 		}
 		timer.Reset(wait)
 		select {
@@ -31,7 +34,7 @@ func Loop(ctx context.Context, now func() time.Time, wake <-chan struct{}, subEr
 			}
 			return err
 		case <-wake:
-		case <-timer.C:
+		case <-timer.C():
 		}
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/slotkeeper/slotkeeper/backend/clock"
 	"github.com/slotkeeper/slotkeeper/backend/providers"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/events"
@@ -86,7 +87,7 @@ func (c *Config) defaults() {
 		c.RescueGrace = c.Lease / 5
 	}
 	if c.Clock == nil {
-		c.Clock = slots.SystemClock{}
+		c.Clock = clock.Real()
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

@@ -191,7 +191,7 @@ func (s *Service) RunDeadlines(ctx context.Context) error {
 		}
 		return err
 	}
-	return consumer.Loop(ctx, s.now, wake, subErr, func(ctx context.Context) time.Time {
+	return consumer.Loop(ctx, s.cfg.Clock, wake, subErr, func(ctx context.Context) time.Time {
 		now := s.now()
 		var due []string
 		next := time.Time{}

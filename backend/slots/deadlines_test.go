@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotkeeper/slotkeeper/backend/clock"
 	"github.com/slotkeeper/slotkeeper/backend/consumer"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/events"
@@ -18,7 +19,10 @@ import (
 
 // shiftedClock is the wall clock moved by an offset a test sets (timers
 // still run in real time, so a deadline a few hundred ms away fires).
-type shiftedClock struct{ offset atomic.Int64 }
+type shiftedClock struct {
+	clock.Clock
+	offset atomic.Int64
+}
 
 func (c *shiftedClock) Now() time.Time { return time.Now().Add(time.Duration(c.offset.Load())).UTC() }
 
@@ -135,7 +139,7 @@ func shiftedPool(t *testing.T) (*memstore.Store, *shiftedClock, *slots.Service) 
 	t.Helper()
 	log := memstore.New()
 	t.Cleanup(func() { log.Close() })
-	clk := &shiftedClock{}
+	clk := &shiftedClock{Clock: clock.Real()}
 	svc := slots.NewService(log, slots.Config{Clock: clk})
 	for _, n := range []string{"alpha", "beta", "gamma"} {
 		register(t, svc, n)

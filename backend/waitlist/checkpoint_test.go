@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotkeeper/slotkeeper/backend/clock"
 	"github.com/slotkeeper/slotkeeper/backend/consumer"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/events"
@@ -22,8 +23,9 @@ import (
 
 // fakeClock is moved by hand.
 type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
+	clock.Clock // its timers are real
+	mu          sync.Mutex
+	t           time.Time
 }
 
 func (c *fakeClock) Now() time.Time {
@@ -70,7 +72,7 @@ func history(t testing.TB, store events.Store, seed uint64, prefix string, n int
 	if err := g.Random(ctx, 6, 0); err != nil {
 		t.Fatal(err)
 	}
-	clk := &fakeClock{}
+	clk := &fakeClock{Clock: clock.Real()}
 	svc := slots.NewService(store, slots.Config{Clock: clk})
 	wl := New(store, svc, Config{Clock: clk, Logger: quiet()})
 	rnd := rand.New(rand.NewPCG(seed, 7))
@@ -173,7 +175,7 @@ func all(t testing.TB, store events.Store) []events.RecordedEvent {
 // (new offers' ids, random, blanked).
 func answers(t testing.TB, st *State, now time.Time) string {
 	t.Helper()
-	clk := &fakeClock{t: now}
+	clk := &fakeClock{Clock: clock.Real(), t: now}
 	s := New(nil, nil, Config{Clock: clk, Logger: quiet()})
 	s.st = st
 	b, err := json.Marshal(st.encode())

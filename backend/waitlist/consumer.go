@@ -167,7 +167,7 @@ func (s *Service) Run(ctx context.Context) error {
 		}
 		return err
 	}
-	return consumer.Loop(ctx, s.now, s.wake, subErr, func(ctx context.Context) time.Time {
+	return consumer.Loop(ctx, s.cfg.Clock, s.wake, subErr, func(ctx context.Context) time.Time {
 		next, err := s.Step(ctx)
 		if err != nil && ctx.Err() == nil {
 			s.log.Warn("waitlist: step failed", "err", err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/slotkeeper/slotkeeper/backend/clock"
 	"github.com/slotkeeper/slotkeeper/backend/consumer"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/events"
@@ -91,7 +92,7 @@ func New(store events.Store, occ Occupier, cfg Config) *Service {
 		cfg.MaxOccupancy = 30 * 24 * time.Hour
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = slots.SystemClock{}
+		cfg.Clock = clock.Real()
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

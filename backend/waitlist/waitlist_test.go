@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	bclock "github.com/slotkeeper/slotkeeper/backend/clock"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/backend/waitlist"
 	"github.com/slotkeeper/slotkeeper/events"
@@ -20,8 +21,9 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // clock is a fake clock the test moves by hand.
 type clock struct {
-	mu sync.Mutex
-	t  time.Time
+	bclock.Clock // its timers are real
+	mu           sync.Mutex
+	t            time.Time
 }
 
 func (c *clock) Now() time.Time {
@@ -58,7 +60,7 @@ func newEnv(t *testing.T, cfg waitlist.Config) *env {
 	t.Helper()
 	mem := memstore.New()
 	t.Cleanup(func() { mem.Close() })
-	clk := &clock{t: t0}
+	clk := &clock{Clock: bclock.Real(), t: t0}
 	e := &env{t: t, ctx: context.Background(), clk: clk, store: mem, mem: mem}
 	e.slots = slots.NewService(mem, slots.Config{Clock: clk})
 	cfg.Clock = clk
