@@ -82,3 +82,45 @@ func dueArmed(t *testing.T, fc *clock.Fake) {
 		t.Fatal(err)
 	}
 }
+
+// TestAfterFuncAndWithTimeoutFollowTheClock: on a Fake, AfterFunc's
+// function and WithTimeout's end come when Advance passes their time, not
+// before; Reset moves them and Stop cancels them for good.
+func TestAfterFuncAndWithTimeoutFollowTheClock(t *testing.T) {
+	fc := clock.NewFake(dueT0)
+	fired := make(chan time.Time, 4)
+	f := clock.AfterFunc(fc, time.Minute, func() { fired <- fc.Now() })
+	fc.Advance(30 * time.Second)
+	f.Reset(time.Minute) // now due at +90s
+	fc.Advance(59 * time.Second)
+	select {
+	case at := <-fired:
+		t.Fatalf("fired at %v, before its time", at)
+	default:
+	}
+	fc.Advance(time.Second)
+	if at := <-fired; !at.Equal(dueT0.Add(90 * time.Second)) {
+		t.Fatalf("fired at %v", at)
+	}
+	f.Reset(time.Second)
+	f.Stop()
+	if f.Reset(time.Second) {
+		t.Fatal("Reset after Stop armed the timer")
+	}
+	fc.Advance(time.Hour)
+	if fc.Armed() != 0 || len(fired) != 0 {
+		t.Fatalf("after Stop: %d armed, %d fired", fc.Armed(), len(fired))
+	}
+
+	ctx, cancel := clock.WithTimeout(context.Background(), fc, 10*time.Second)
+	defer cancel()
+	fc.Advance(9 * time.Second)
+	if ctx.Err() != nil {
+		t.Fatal("ended before its timeout")
+	}
+	fc.Advance(time.Second)
+	<-ctx.Done()
+	if context.Cause(ctx) != context.DeadlineExceeded {
+		t.Fatalf("cause %v", context.Cause(ctx))
+	}
+}

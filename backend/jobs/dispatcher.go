@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/slotkeeper/slotkeeper/backend/clock"
 	"github.com/slotkeeper/slotkeeper/backend/consumer"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/events"
@@ -229,7 +230,7 @@ func (e *Engine) claim(ctx context.Context, a *attempt, id string) bool {
 	a.log = e.log.With("job", id, "kind", j.Queued.Kind, "slot", j.Queued.Slot, "attempt", a.n, "correlation_id", j.QueuedMeta.CorrelationID)
 	// A claim that takes longer than the lease it asks for is worthless:
 	// the attempt would start with its lease already over.
-	cctx, cancel := context.WithTimeout(ctx, e.cfg.Lease)
+	cctx, cancel := clock.WithTimeout(ctx, e.cfg.Clock, e.cfg.Lease)
 	err = a.appendAt(cctx, &exp, header, events.JobClaimed{JobID: id, Worker: a.actor, Attempt: a.n, LeaseUntil: lease})
 	cancel()
 	if err != nil {
