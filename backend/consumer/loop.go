@@ -27,7 +27,9 @@ func Loop(ctx context.Context, clk clock.Clock, wake <-chan struct{}, subErr <-c
 		case <-lctx.Done():
 		}
 	}()
-	clock.Due(lctx, clk, wake, func(ctx context.Context, _ time.Time) time.Time { return step(ctx) })
+	// step gets ctx, not lctx: the subscription's end stops the loop, not
+	// the work it is doing.
+	clock.Due(lctx, clk, wake, func(context.Context, time.Time) time.Time { return step(ctx) })
 	cancel()
 	select {
 	case err := <-failed:
