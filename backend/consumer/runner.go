@@ -400,12 +400,13 @@ func (r *Runner) handle(head events.Position, run bool) events.Handler {
 	}
 }
 
-// Save writes a checkpoint now if anything was folded since the last one
-// (tests, and a consumer's own stop).
-func (r *Runner) Save(ctx context.Context) {
+// Save writes a checkpoint now if at least n events (0: one) were folded
+// since the last one: for a consumer folded on demand (Sync), which
+// decides after a catch-up.
+func (r *Runner) Save(ctx context.Context, n int) {
 	r.saveMu.Lock()
 	defer r.saveMu.Unlock()
-	r.saver.Save(ctx)
+	r.saver.Stop(ctx, n)
 }
 
 // snapshot is the saver's view of the fold: its position and state,

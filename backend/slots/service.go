@@ -54,7 +54,7 @@ type Service struct {
 	store  events.Store
 	cfg    Config
 	log    *slog.Logger
-	owners owners
+	owners *owners
 	slots  *SlotCache
 }
 
@@ -80,7 +80,7 @@ func NewService(store events.Store, cfg Config) *Service {
 	if cfg.SlotCache == nil || cfg.SlotCache.store != store {
 		cfg.SlotCache = NewSlotCache(store, 0)
 	}
-	return &Service{store: store, cfg: cfg, log: cfg.Logger, slots: cfg.SlotCache}
+	return &Service{store: store, cfg: cfg, log: cfg.Logger, slots: cfg.SlotCache, owners: newOwners(store, cfg.Logger, cfg.Health)}
 }
 
 func (s *Service) now() time.Time { return s.cfg.Clock.Now().UTC() }
@@ -215,7 +215,7 @@ func (s *Service) Register(ctx context.Context, a Actor, c RegisterCmd) error {
 	defer s.owners.mu.Unlock()
 	checked := false
 	for i := 0; ; i++ {
-		if err := s.owners.catchUp(ctx, s.store, s.log); err != nil {
+		if err := s.owners.catchUp(ctx); err != nil {
 			return internal("read the slots' registrations", err)
 		}
 		if err := s.owners.completePending(ctx, s.store); err != nil {
