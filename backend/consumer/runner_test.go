@@ -63,7 +63,7 @@ func checkpoints(t *testing.T, store events.Store) int {
 // The suite itself, on the simplest fold.
 func TestSuiteOnNames(t *testing.T) {
 	consumertest.Run(t, consumertest.Case{
-		New: func() consumer.Fold { return &names{} },
+		New: func(events.Store) consumer.Fold { return &names{} },
 		Log: func(t testing.TB, store events.Store) {
 			for _, s := range []string{"a", "b", "c", "d", "e", "f"} {
 				if _, err := store.Append(context.Background(), s, events.Any(),

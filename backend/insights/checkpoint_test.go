@@ -140,7 +140,7 @@ func observe(f consumer.Fold) any {
 // the fold from 0. (Its bounded size is TestFoldSizeDoesNotGrowWithHistory.)
 func TestConsumer(t *testing.T) {
 	consumertest.Run(t, consumertest.Case{
-		New:    func() consumer.Fold { return newModel(small) },
+		New:    func(events.Store) consumer.Fold { return newModel(small) },
 		Packed: options(small).Packed,
 		Log: func(t testing.TB, store events.Store) {
 			history(t, store, 9, "", 1500, 80)
@@ -155,7 +155,7 @@ func TestConsumerHistoryShowsEverything(t *testing.T) {
 	store := memstore.New()
 	defer store.Close()
 	history(t, store, 9, "", 1500, 80)
-	got := observe(consumertest.Fold(newModel(small), consumertest.All(t, store))).(string)
+	got := observe(consumertest.Fold(t, newModel(small), consumertest.All(t, store))).(string)
 	for _, w := range []string{`"time_to_slot_s":`, `"step":"job"`, `"kind":"teardown"`} {
 		if !strings.Contains(got, w) {
 			t.Fatalf("the answers hold no %s: not a test of it", w)

@@ -89,7 +89,7 @@ func poolLog(t testing.TB, store events.Store, prefix string, from, to int) {
 // for the deadline scheduler's fold, and torn-down slots leave it.
 func TestDeadlinesConsumer(t *testing.T) {
 	consumertest.Run(t, consumertest.Case{
-		New:    func() consumer.Fold { return &deadlineState{Slots: map[string]*SlotState{}} },
+		New:    func(events.Store) consumer.Fold { return &deadlineState{Slots: map[string]*SlotState{}} },
 		Packed: true,
 		Log:    func(t testing.TB, store events.Store) { poolLog(t, store, "s", 0, 40) },
 		Grow: func(t testing.TB, store events.Store, rounds int) {

@@ -39,7 +39,7 @@ func registryLog(t testing.TB, store events.Store, prefix string, n, retire int)
 // for the slot-owner index, and retired slots leave it.
 func TestOwnersConsumer(t *testing.T) {
 	consumertest.Run(t, consumertest.Case{
-		New: func() consumer.Fold { return newOwnersFold() },
+		New: func(events.Store) consumer.Fold { return newOwnersFold() },
 		Log: func(t testing.TB, store events.Store) { registryLog(t, store, "s", 30, 20) },
 		Grow: func(t testing.TB, store events.Store, rounds int) {
 			head, err := store.Head(context.Background())

@@ -218,7 +218,7 @@ func TestConsumer(t *testing.T) {
 	var now time.Time // the clock at the end of the case's history
 	opts := New(nil, nil, Config{}).options()
 	consumertest.Run(t, consumertest.Case{
-		New:    func() consumer.Fold { return NewState() },
+		New:    func(events.Store) consumer.Fold { return NewState() },
 		Packed: opts.Packed,
 		Log: func(t testing.TB, store events.Store) {
 			now = history(t, store, 11, "", 1200).Now()

@@ -32,8 +32,9 @@ import (
 
 // Case is one fold under test.
 type Case struct {
-	// New returns an empty fold.
-	New func() consumer.Fold
+	// New returns an empty fold of store (a fold that prepares, such as
+	// the jobs index, reads it).
+	New func(store events.Store) consumer.Fold
 	// Packed is the fold's consumer.Options.Packed.
 	Packed bool
 	// Log appends a history that exercises the fold to store (a fresh
@@ -112,12 +113,20 @@ func All(t testing.TB, store events.Store) []events.RecordedEvent {
 }
 
 // Fold applies evs to f as the Runner does (checkpoints and unwanted
-// events skipped, a refused event parked) and returns f.
-func Fold(f consumer.Fold, evs []events.RecordedEvent) consumer.Fold {
+// events skipped, Prepare first, a refused event parked) and returns f.
+func Fold(t testing.TB, f consumer.Fold, evs []events.RecordedEvent) consumer.Fold {
+	t.Helper()
+	prep, _ := f.(consumer.Preparer)
 	for _, ev := range evs {
-		if !strings.HasPrefix(ev.Stream, events.CheckpointStreamPrefix) && f.Wants(ev) {
-			_ = f.Apply(ev) // parked
+		if strings.HasPrefix(ev.Stream, events.CheckpointStreamPrefix) || !f.Wants(ev) {
+			continue
 		}
+		if prep != nil {
+			if err := prep.Prepare(context.Background(), ev); err != nil {
+				t.Fatalf("Prepare %s@%d: %v", ev.Type, ev.Position, err)
+			}
+		}
+		_ = f.Apply(ev) // parked
 	}
 	return f
 }
@@ -137,7 +146,7 @@ func cuts(n int) []int {
 
 // restored is a new fold restored from f's snapshot, through JSON (and
 // Pack, if packed), as a checkpoint carries it.
-func restored(t *testing.T, c Case, f consumer.Fold) consumer.Fold {
+func restored(t *testing.T, c Case, store events.Store, f consumer.Fold) consumer.Fold {
 	t.Helper()
 	st, err := f.Snapshot()
 	if err != nil {
@@ -147,7 +156,7 @@ func restored(t *testing.T, c Case, f consumer.Fold) consumer.Fold {
 	if err != nil {
 		t.Fatalf("encode the snapshot: %v", err)
 	}
-	g := c.New()
+	g := c.New(store)
 	if err := g.Restore(b); err != nil {
 		t.Fatalf("Restore of its own snapshot: %v", err)
 	}
@@ -155,13 +164,14 @@ func restored(t *testing.T, c Case, f consumer.Fold) consumer.Fold {
 }
 
 func anyCut(t *testing.T, c Case) {
-	evs := All(t, newLog(t, c))
+	store := newLog(t, c)
+	evs := All(t, store)
 	if len(evs) < 2 {
 		t.Fatalf("the case's log has %d events: too few to cut", len(evs))
 	}
-	want := c.Observe(Fold(c.New(), evs))
+	want := c.Observe(Fold(t, c.New(store), evs))
 	for _, k := range cuts(len(evs)) {
-		g := Fold(restored(t, c, Fold(c.New(), evs[:k])), evs[k:])
+		g := Fold(t, restored(t, c, store, Fold(t, c.New(store), evs[:k])), evs[k:])
 		if got := c.Observe(g); !reflect.DeepEqual(got, want) {
 			t.Fatalf("from a checkpoint after %d of %d events:\n got %v\nwant %v", k, len(evs), short(got), short(want))
 		}
@@ -171,7 +181,7 @@ func anyCut(t *testing.T, c Case) {
 // runner runs a fresh fold of c on store with policy; Sync folds to the
 // head.
 func runner(c Case, store events.Store, policy consumer.SavePolicy) (*consumer.Runner, consumer.Fold) {
-	f := c.New()
+	f := c.New(store)
 	return consumer.NewRunner(store, f, consumer.Options{Save: policy, Packed: c.Packed, Logger: quiet()}), f
 }
 
@@ -214,11 +224,11 @@ func checkpoints(t *testing.T, store events.Store, name string) []events.Positio
 func runnerCheckpoints(t *testing.T, c Case) {
 	store := newLog(t, c)
 	evs := All(t, store)
-	want := c.Observe(Fold(c.New(), evs))
-	before := len(checkpoints(t, store, c.New().Name()))
+	want := c.Observe(Fold(t, c.New(store), evs))
+	before := len(checkpoints(t, store, c.New(nil).Name()))
 	r1, _ := runner(c, store, consumer.SavePolicy{Every: max(len(evs)/3, 1), AtStop: -1})
 	syncRunner(t, r1)
-	cps := checkpoints(t, store, c.New().Name())
+	cps := checkpoints(t, store, c.New(nil).Name())
 	if len(cps)-before < 2 {
 		t.Fatalf("%d checkpoints written folding %d events every %d", len(cps), len(evs), max(len(evs)/3, 1))
 	}
@@ -266,8 +276,8 @@ func crash(t *testing.T, c Case) {
 		t.Run(tc.name, func(t *testing.T) {
 			store := newLog(t, c)
 			evs := All(t, store)
-			want := c.Observe(Fold(c.New(), evs))
-			before := len(checkpoints(t, store, c.New().Name()))
+			want := c.Observe(Fold(t, c.New(store), evs))
+			before := len(checkpoints(t, store, c.New(nil).Name()))
 			r1, _ := runner(c, &dying{Store: store, left: tc.left}, consumer.SavePolicy{Every: tc.every(len(evs)), AtStop: tc.atStop})
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
@@ -283,7 +293,7 @@ func crash(t *testing.T, c Case) {
 			if err := <-done; err != nil {
 				t.Fatalf("Run: %v", err)
 			}
-			cps := checkpoints(t, store, c.New().Name())
+			cps := checkpoints(t, store, c.New(nil).Name())
 			if len(cps)-before != 1 {
 				t.Fatalf("%d checkpoints written, want 1", len(cps)-before)
 			}
@@ -302,7 +312,7 @@ func crash(t *testing.T, c Case) {
 // unusable: each kind of bad newest checkpoint is ignored with a reason
 // naming it, and the fold from 0 is what the Runner ends with.
 func unusable(t *testing.T, c Case) {
-	name, version := c.New().Name(), c.New().Version()
+	name, version := c.New(nil).Name(), c.New(nil).Version()
 	garbage, _ := consumer.Pack("not this fold's state")
 	if !c.Packed {
 		garbage = []byte(`"not this fold's state"`)
@@ -337,7 +347,7 @@ func unusable(t *testing.T, c Case) {
 		t.Run(tc.name, func(t *testing.T) {
 			store := newLog(t, c)
 			evs := All(t, store)
-			want := c.Observe(Fold(c.New(), evs))
+			want := c.Observe(Fold(t, c.New(store), evs))
 			ctx := context.Background()
 			head := evs[len(evs)-1].Position
 			if _, err := store.Append(ctx, events.CheckpointStream(name), events.Any(), tc.ev(head)); err != nil {
@@ -361,10 +371,10 @@ func bounded(t *testing.T, c Case) {
 	store := newLog(t, c)
 	const n = 10
 	c.Grow(t, store, n)
-	f := Fold(c.New(), All(t, store))
+	f := Fold(t, c.New(store), All(t, store))
 	small := c.Size(f)
 	c.Grow(t, store, 3*n)
-	big := c.Size(Fold(c.New(), All(t, store)))
+	big := c.Size(Fold(t, c.New(store), All(t, store)))
 	if big > small {
 		t.Fatalf("the fold grew with finished history: size %d after %d rounds, %d after %d", small, n, big, 4*n)
 	}
