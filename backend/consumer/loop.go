@@ -15,16 +15,27 @@ import (
 // ctx ends, and the subscription's error when subErr delivers one (nil also
 // when that error is only the context's). Its timer is clk's, so a test
 // on a clock.Fake moves it with Advance.
+//
+// Its timer is made after the first step: a test on a clock.Fake that sees
+// it armed (BlockUntil) knows the first step is done.
 func Loop(ctx context.Context, clk clock.Clock, wake <-chan struct{}, subErr <-chan error, step func(context.Context) time.Time) error {
-	timer := clk.NewTimer(time.Hour)
-	defer timer.Stop()
+	var timer clock.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
 	for {
 		next := step(ctx)
 		wait := time.Hour
 		if !next.IsZero() {
 			wait = max(next.Sub(clk.Now()), 0)
 		}
-		timer.Reset(wait)
+		if timer == nil {
+			timer = clk.NewTimer(wait)
+		} else {
+			timer.Reset(wait)
+		}
 		select {
 		case <-ctx.Done():
 			return nil
