@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/slotkeeper/slotkeeper/backend/slots"
+	"github.com/slotkeeper/slotkeeper/events"
 )
 
 // The index's checkpoint (docs/jobs.md, "Index checkpoints"): a
@@ -105,7 +106,7 @@ func (x *index) Restore(b []byte) error {
 	}
 	x.due = nil
 	for id, j := range x.jobs {
-		if j.Status == slots.StatusQueued {
+		if j.Status == events.StatusQueued {
 			heap.Push(&x.due, dueItem{id: id, at: j.NotBefore})
 		}
 	}

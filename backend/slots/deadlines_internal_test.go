@@ -35,7 +35,7 @@ func TestDeadlineFoldFollowsThePool(t *testing.T) {
 		fold(name, 2, events.JobAccepted{Slot: name, JobID: job, Kind: events.KindTeardown, Run: 1, Job: &events.JobQueued{JobID: job, Slot: name, Kind: events.KindTeardown}})
 		if i%10 != 0 { // nine in ten are torn down
 			fold(name, 3, events.SlotRetired{Slot: name, JobID: job})
-			fold(name, 4, events.JobReleased{Slot: name, JobID: job, Outcome: StatusSucceeded})
+			fold(name, 4, events.JobReleased{Slot: name, JobID: job, Outcome: events.StatusSucceeded})
 		}
 	}
 	if len(st.Slots) != 50 {
@@ -75,7 +75,7 @@ func poolLog(t testing.TB, store events.Store, prefix string, from, to int) {
 			evs = append(evs,
 				events.JobAccepted{Slot: name, JobID: job, Kind: events.KindTeardown, Run: 1, Job: &events.JobQueued{JobID: job, Slot: name, Kind: events.KindTeardown}},
 				events.SlotRetired{Slot: name, JobID: job},
-				events.JobReleased{Slot: name, JobID: job, Outcome: StatusSucceeded})
+				events.JobReleased{Slot: name, JobID: job, Outcome: events.StatusSucceeded})
 		}
 		for _, p := range evs {
 			if _, err := store.Append(ctx, events.SlotStream(name), events.Any(), events.New(p, events.Metadata{Actor: "alice", Time: at})); err != nil {
