@@ -17,7 +17,7 @@ import (
 // only summarises the log, so any process may write one.
 const (
 	checkpointConsumer = "insights"
-	checkpointVersion  = 1
+	checkpointVersion  = 2 // 2: the fold holds hours (slot-time per hour); a version-1 checkpoint is ignored and the log folded from 0
 )
 
 // Run starts from the newest usable checkpoint (else from position 0) and

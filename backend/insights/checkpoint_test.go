@@ -155,7 +155,7 @@ func TestCheckpointAtAnyCutAnswersAsFromZero(t *testing.T) {
 	evs := all(t, store)
 	now := evs[len(evs)-1].Meta.Time.Add(90 * time.Minute)
 	want := answers(t, foldAll(evs, now, small))
-	for _, w := range []string{`"time_to_slot_s":`, `"step":"job"`, `"kind":"teardown"`} {
+	for _, w := range []string{`"time_to_slot_s":`, `"step":"job"`, `"kind":"teardown"`, `"busy_avg":0.`, `"time_to_slot_p90_s":`} {
 		if !strings.Contains(want, w) {
 			t.Fatalf("the answers hold no %s: not a test of it", w)
 		}
@@ -213,6 +213,9 @@ func TestFoldSizeDoesNotGrowWithHistory(t *testing.T) {
 		if n := len(f.Points); n > int(keep/time.Hour)+2 {
 			t.Fatalf("at %d: %d points", i, n)
 		}
+		if n := len(f.Hours); n > int(keep/time.Hour)+2 {
+			t.Fatalf("at %d: %d hours", i, n)
+		}
 		if n := len(f.ToSlot); n > small.MaxSamples {
 			t.Fatalf("at %d: %d time-to-slot samples", i, n)
 		}
@@ -238,7 +241,7 @@ func TestFoldSizeDoesNotGrowWithHistory(t *testing.T) {
 			t.Fatalf("at %d: %d jobs ended without success kept", i, unsucceeded)
 		}
 	}
-	if len(s.f.Points) < 31*24/2 || len(s.f.ToSlot) < small.MaxSamples {
+	if len(s.f.Points) < 31*24/2 || len(s.f.Hours) < 31*24 || len(s.f.ToSlot) < small.MaxSamples {
 		t.Fatalf("%d points, %d samples: the caps were not reached", len(s.f.Points), len(s.f.ToSlot))
 	}
 }
@@ -328,12 +331,20 @@ func TestUnusableCheckpointIgnored(t *testing.T) {
 	head, err := store.Head(ctx)
 	must(t, err)
 	now := time.Now()
+	// A version-1 checkpoint (before the fold held hours) of this very
+	// log: its fold would answer with no slot-time before the checkpoint,
+	// so it is ignored and the log folded from 0 (issue 27 item 9).
+	v1 := foldAll(upTo(all(t, store), head), now, small).f
+	v1.Hours, v1.Since = nil, time.Time{}
+	v1packed, err := consumer.Pack(v1)
+	must(t, err)
 	for _, c := range []struct {
 		name, why string
 		version   int
 		pos       events.Position
 		state     any
 	}{
+		{"version 1, before hours", "version 1, want 2", 1, head, json.RawMessage(v1packed)},
 		{"other version", "version 9", 9, 10, map[string]any{}},
 		{"past head", "not in this log", checkpointVersion, head + 1000, map[string]any{}},
 		{"undecodable", "does not decode", checkpointVersion, 10, map[string]any{"gzip": 5}},
