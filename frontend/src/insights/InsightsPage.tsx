@@ -77,12 +77,11 @@ async function fetchSeries(range: string, signal: AbortSignal): Promise<Series> 
   }
 }
 
-/** label names a bucket by its start: the hour in a day's range, else the day (and hour for 6-hour buckets). */
+/** label names a bucket by its start: the day, and the hour for hourly and 6-hour buckets (a day's range starts yesterday). */
 function label(iso: string, range: string, lang: string): string {
   const d = new Date(iso);
-  if (range === "1d") return d.toLocaleTimeString(lang, { hour: "2-digit", minute: "2-digit" });
-  if (range === "7d") return d.toLocaleString(lang, { month: "short", day: "numeric", hour: "2-digit" });
-  return d.toLocaleDateString(lang, { month: "short", day: "numeric" });
+  if (range === "30d") return d.toLocaleDateString(lang, { month: "short", day: "numeric" });
+  return d.toLocaleString(lang, { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" });
 }
 
 const covered = (b: Bucket): boolean => (b.covered_s ?? 0) > 0;
@@ -229,7 +228,7 @@ export function UseChart({ s }: { s: Series }) {
   const layers: Layer[] = [
     { key: "occupied", cls: "ins-occupied", name: t("insights.in_use"), value: (b) => b.occupied_avg ?? 0 },
     { key: "busy", cls: "ins-resetting", name: t("insights.busy"), value: (b) => b.busy_avg ?? 0 },
-    { key: "vacant", cls: "ins-vacant", name: t("lifecycle.vacant"), value: (b) => b.vacant_avg ?? 0 },
+    { key: "vacant", cls: "ins-vacant", name: t("insights.vacant"), value: (b) => b.vacant_avg ?? 0 },
   ];
   const summary = t("insights.use_summary", { peak, total: Math.round(total) });
   return (
@@ -251,7 +250,7 @@ export function UseChart({ s }: { s: Series }) {
           <AsTable
             label={t("insights.use_q")}
             testId="use-table"
-            head={[t("insights.time"), t("insights.in_use"), t("insights.busy"), t("lifecycle.vacant"), t("insights.peak")]}
+            head={[t("insights.time"), t("insights.in_use"), t("insights.busy"), t("insights.vacant"), t("insights.peak")]}
             rows={s.buckets.filter(covered).map((b) => [
               label(b.t, s.range, t.lang),
               num(b.occupied_avg ?? 0, t.lang),
@@ -357,7 +356,7 @@ export function StepsChart({ s }: { s: Series }) {
                     <span className="ins-bar ins-p90" style={{ width: `${(100 * x.p90_s) / max}%` }} />
                     <span className="ins-bar ins-median" style={{ width: `${(100 * x.median_s) / max}%` }} />
                   </span>
-                  <span className="ins-step-nums small">{t("insights.step_nums", { median: secs(x.median_s, t), p90: secs(x.p90_s, t), count: x.count })}</span>
+                  <span className="ins-step-nums small">{t(x.count === 1 ? "insights.step_nums_one" : "insights.step_nums", { median: secs(x.median_s, t), p90: secs(x.p90_s, t), count: x.count })}</span>
                 </li>
               ))}
             </ul>

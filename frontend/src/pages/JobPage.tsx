@@ -377,9 +377,13 @@ function HistoryStep({ g, open, onToggle, children }: { g: StepGroup; open: bool
           <span className={`badge badge-${g.outcome}`}>{t.dyn("stepstate", g.outcome)}</span>{" "}
           <span className="muted small" data-testid="history-step-facts">
             {attempts && <>{t(g.attempts.length > 1 ? "jobt.group_attempts" : "jobt.group_attempt", { list: attempts })} · </>}
-            <span data-testid="history-step-took">{t("jobt.step_took", { time: formatSpan(g.ms, t) })}</span>
-            {" · "}
-            {t("jobt.group_events", { count: g.events.length })}
+            {g.events.length > 1 && (
+              <>
+                <span data-testid="history-step-took">{t("jobt.step_took", { time: formatSpan(g.ms, t) })}</span>
+                {" · "}
+              </>
+            )}
+            {g.events.length === 1 ? t("jobt.group_event_one") : t("jobt.group_events", { count: g.events.length })}
             {" · "}
             <When iso={g.events[0].meta?.time} />
           </span>

@@ -152,5 +152,7 @@ describe("the job page's history, grouped by step", () => {
     act(() => setLang("ko"));
     expect(top()[0].textContent).toMatch(/시도 #1, #2|시도 #2/);
     expect(top()[0].textContent).toMatch(/이벤트 1개/);
+    // One event: no running time to tell.
+    expect(top()[0].querySelector("[data-testid=history-step-took]")).toBeNull();
   });
 });
