@@ -2,7 +2,20 @@
 import type { ProviderLinks } from "../auth/links";
 import type { Subject } from "../auth/roles";
 
-export interface MeAnswer {
+/**
+ * MeAnswer is GET /api/auth/me: who is signed in, or (a request with no
+ * credential) NotSignedIn, a 200 since issue 27 so a first visit logs no
+ * console error. A session cookie that ended is still a 401.
+ */
+export type MeAnswer = SignedInAnswer | NotSignedIn;
+
+export interface NotSignedIn {
+  signed_in: false;
+  methods: string[];
+}
+
+export interface SignedInAnswer {
+  signed_in?: true;
   subject: Subject;
   csrf: string;
   /** Sign-in methods the server offers: "local", "oidc" when configured, "demo" in the loopback demo. */

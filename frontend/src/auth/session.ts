@@ -98,22 +98,28 @@ export async function checkSession(initial = false): Promise<void> {
   const wasIn = state.get().status === "signed_in";
   try {
     const me = await api.me();
-    adopt(me, me.methods ?? DEFAULT_METHODS);
+    if (me.signed_in === false) await nobody(me.methods, initial, wasIn);
+    else adopt(me, me.methods ?? DEFAULT_METHODS);
   } catch (e) {
     const err = e instanceof ApiError ? e : new ApiError(0, "network", String(e));
-    if (err.status === 401) {
-      const methods = methodsOf(err);
-      if (initial && methods.includes("demo") && !demoUsed()) {
-        try {
-          await demoSignIn(methods);
-          return;
-        } catch {
-          // fall through to the sign-in page, which offers the button
-        }
-      }
-      signedOut(methods, wasIn);
-    } else if (initial || state.get().status === "checking") state.set({ status: "unreachable", error: err });
+    // A 401: a session cookie that ended (an older server also answers a
+    // request without one so).
+    if (err.status === 401) await nobody(methodsOf(err), initial, wasIn);
+    else if (initial || state.get().status === "checking") state.set({ status: "unreachable", error: err });
   }
+}
+
+/** nobody is a "not signed in" answer: the demo's first visit signs in by itself, else the sign-in page. */
+async function nobody(methods: string[], initial: boolean, wasIn: boolean): Promise<void> {
+  if (initial && methods.includes("demo") && !demoUsed()) {
+    try {
+      await demoSignIn(methods);
+      return;
+    } catch {
+      // fall through to the sign-in page, which offers the button
+    }
+  }
+  signedOut(methods, wasIn);
 }
 
 /** demoSignIn is the loopback demo's "Continue as demo-admin"; it throws the ApiError on refusal. */

@@ -12,7 +12,6 @@ import { useLive } from "../live/store";
 import { useLoad } from "../live/useLoad";
 import { ApiError, REQUEST_TIMEOUT_MS } from "../api/client";
 import { STEP_NAMES } from "../api/types";
-import { whoAmI } from "../waitlist/api";
 import { TableWrap } from "../components/TableWrap";
 
 export interface Bucket {
@@ -60,7 +59,6 @@ async function fetchSeries(range: string, signal: AbortSignal): Promise<Series> 
   const onAbort = () => ctl.abort();
   signal.addEventListener("abort", onAbort);
   try {
-    await whoAmI(); // signs a loopback demo browser in before the first read
     const res = await fetch(`/api/insights?range=${encodeURIComponent(range)}`, { headers: { Accept: "application/json" }, signal: ctl.signal });
     const body: unknown = await res.json().catch(() => undefined);
     if (!res.ok) {

@@ -54,10 +54,17 @@ let me: Promise<Me | undefined> | undefined;
 
 /** whoAmI is the signed-in subject (undefined when not signed in), asked once. */
 export function whoAmI(): Promise<Me | undefined> {
-  me ??= call<Me>("GET", "/api/auth/me").catch(() => {
-    me = undefined; // ask again next time
-    return undefined;
-  });
+  me ??= call<Me | { signed_in: false }>("GET", "/api/auth/me").then(
+    (m) => {
+      if (m && "subject" in m) return m;
+      me = undefined; // not signed in (a 200 since issue 27): ask again next time
+      return undefined;
+    },
+    () => {
+      me = undefined; // ask again next time
+      return undefined;
+    },
+  );
   return me;
 }
 
