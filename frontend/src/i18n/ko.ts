@@ -367,6 +367,7 @@ export const ko: Record<Key, string> = {
   "insights.longest": "가장 긴 대기열",
   "insights.step_nums_one": "중앙값 {median} · p90 {p90} · 1회",
   "insights.vacant": "비어 있음",
+  "insights.busy_short": "작업 중",
   "insights.as_table": "표로 보기",
   "insights.step_nums": "중앙값 {median} · p90 {p90} · {count}회",
   "insights.how": "막대는 이벤트 로그에 따른 {bucket} 구간별 평균입니다. p90: 10번 중 9번은 이보다 짧음.",

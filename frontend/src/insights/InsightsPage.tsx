@@ -160,8 +160,10 @@ function Bars({
       </div>
       <div className="ins-x" aria-hidden="true">
         <span>{n > 0 ? label(s.buckets[0].t, s.range, t.lang) : ""}</span>
-        <span className="muted">{axis}</span>
         <span>{n > 0 ? label(s.buckets[n - 1].t, s.range, t.lang) : ""}</span>
+      </div>
+      <div className="ins-axis-title muted" aria-hidden="true">
+        <span>{axis}</span>
       </div>
       {(drawn.length > 0 || markDrawn) && (
         <figcaption className="ins-legend" data-testid={`${testId}-legend`}>
@@ -248,7 +250,7 @@ export function UseChart({ s }: { s: Series }) {
           <AsTable
             label={t("insights.use_q")}
             testId="use-table"
-            head={[t("insights.time"), t("insights.in_use"), t("insights.busy"), t("insights.vacant"), t("insights.peak")]}
+            head={[t("insights.time"), t("insights.in_use"), t("insights.busy_short"), t("insights.vacant"), t("insights.peak")]}
             rows={s.buckets.filter(covered).map((b) => [
               label(b.t, s.range, t.lang),
               num(b.occupied_avg ?? 0, t.lang),
