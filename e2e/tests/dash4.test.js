@@ -163,7 +163,7 @@ test("item 9: insights answer how full the pool was, how long people waited, how
     assert.ok((await page.$$("[data-testid=use-table] tbody tr")).length >= 1);
     // Time per step: the reset's steps with median and p90 in words.
     const reset = page.locator("[data-testid=steps-rows][data-kind=reset]");
-    assert.match(await reset.textContent(), lang === "ko" ? /중앙값 .+ · p90 .+ · \d+회/ : /median .+ · p90 .+ · \d+ runs?/);
+    assert.match(await reset.textContent(), lang === "ko" ? /중앙값 .+ · 90백분위 .+ · \d+회/ : /median .+ · p90 .+ · \d+ runs?/);
     assert.equal(await reset.locator("li").last().getAttribute("data-step"), "job", "the whole job last");
     assert.doesNotMatch(await page.textContent("[data-testid=insights-page]"), /\dh0m0s/, "a Go duration reached the page");
     await done(page, "insights", lang, size);

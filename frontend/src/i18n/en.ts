@@ -367,6 +367,7 @@ export const en = {
   "insights.step_nums_one": "median {median} · p90 {p90} · 1 run",
   "insights.vacant": "vacant",
   "insights.busy_short": "busy",
+  "insights.p90": "p90",
   "insights.as_table": "Show as a table",
   "insights.step_nums": "median {median} · p90 {p90} · {count} runs",
   "insights.how": "Bars are averages over each {bucket}, from the event log; p90: 9 in 10 took less.",

@@ -136,6 +136,6 @@ describe("insights page (issue 27 item 9)", () => {
     act(() => setLang("ko"));
     expect(screen.getByRole("heading", { level: 2, name: "풀이 얼마나 찼나요?" })).toBeTruthy();
     expect(screen.getByTestId("ins-now").textContent).toBe("지금: 사용 중 3 · 작업 중 0 · 비어 있음 0");
-    expect(screen.getAllByTestId("steps-rows")[0].textContent).toMatch(/중앙값 250밀리초 · p90 5초 · 4회/);
+    expect(screen.getAllByTestId("steps-rows")[0].textContent).toMatch(/중앙값 250밀리초 · 90백분위 5초 · 4회/);
   });
 });

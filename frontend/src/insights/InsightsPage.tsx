@@ -297,7 +297,7 @@ export function WaitChart({ s }: { s: Series }) {
       <AsTable
         label={t("insights.wait_q")}
         testId="wait-table"
-        head={[t("insights.time"), t("insights.handed_over"), t("insights.median"), "p90", t("insights.longest")]}
+        head={[t("insights.time"), t("insights.handed_over"), t("insights.median"), t("insights.p90"), t("insights.longest")]}
         rows={s.buckets
           .filter((b) => b.time_to_slot_s !== null || (b.waiting_peak ?? 0) > 0)
           .map((b) => [
@@ -339,7 +339,7 @@ export function StepsChart({ s }: { s: Series }) {
           <span className="ins-key ins-median" /> {t("insights.median")}
         </span>
         <span>
-          <span className="ins-key ins-p90" /> p90
+          <span className="ins-key ins-p90" /> {t("insights.p90")}
         </span>
       </p>
       {kinds.map((kind) => {
