@@ -732,6 +732,11 @@ func Validate(typ string, data []byte) error {
 	return nil
 }
 
+// Is reports whether ev is of p's type (p is a zero payload, e.g.
+// ev.Is(events.JobQueued{})): the comparison without the type's name
+// written out as a string.
+func (ev RecordedEvent) Is(p Payload) bool { return ev.Type == p.EventType() }
+
 // Decode returns the typed payload of a recorded event as a value (not a
 // pointer), e.g. events.JobQueued. Unknown types decode to Unknown; unknown
 // fields are ignored. Only malformed JSON of a known type is an error.

@@ -141,7 +141,7 @@ func PayloadJobID(p events.Payload) string {
 
 // summary is the one line an audit feed shows for an event.
 func summary(typ string, p events.Payload) string {
-	if r, ok := stepResultOf(p); ok {
+	if r, ok := events.StepResultOf(p); ok {
 		s := r.Step + " done"
 		if r.AlreadyAbsent {
 			s += " (already absent)"
@@ -293,7 +293,7 @@ func summary(typ string, p events.Payload) string {
 // never appear. nil when the summary has no parts beyond the entry's own
 // slot, job and actor.
 func AuditArgs(p events.Payload) map[string]string {
-	if r, ok := stepResultOf(p); ok {
+	if r, ok := events.StepResultOf(p); ok {
 		return args("step", r.Step, "absent", flag(r.AlreadyAbsent))
 	}
 	switch e := p.(type) {

@@ -121,7 +121,7 @@ func applyJob(v JobView, ev events.RecordedEvent, p events.Payload, own bool) Jo
 			}
 		}
 	default:
-		r, ok := stepResultOf(p)
+		r, ok := events.StepResultOf(p)
 		if !ok {
 			return v // unknown or foreign event: nothing to fold
 		}
@@ -139,12 +139,13 @@ func applyJob(v JobView, ev events.RecordedEvent, p events.Payload, own bool) Jo
 		if v.UncertainStep == r.Step {
 			v.UncertainStep = ""
 		}
-		v.Remaining = removeConfirmed(v.Remaining, p)
+		v.Remaining = withoutStep(v.Kind, v.Remaining, r.Step)
 	}
-	v.Resumable = v.State == JobFailed || v.State == JobTimedOut || v.State == JobAbandoned ||
-		// A teardown cancelled after it started (slots.JobState.Resumable).
-		(v.State == JobCancelled && v.Kind == events.KindTeardown && (len(v.Attempts) > 0 || len(CompletedSteps(v)) > 0))
-	v.Cancellable = v.State == JobQueued || v.State == JobRunning
+	// The rules of events.JobState, the fold the command side and the
+	// engine decide by: touched is its Touched (an attempt ran or a step
+	// is done).
+	v.Resumable = events.Resumable(v.Kind, v.State, len(v.Attempts) > 0 || slices.ContainsFunc(v.Steps, stepDone))
+	v.Cancellable = events.Cancellable(v.State)
 	v.Revision = ev.Revision
 	v.UpdatedAt = t
 	v.Position = ev.Position
@@ -187,41 +188,21 @@ func endAttempt(v JobView, own bool, t time.Time, state, uncertain string, remai
 	return v
 }
 
-// stepResultOf returns the StepResult embedded in a step-result event.
-func stepResultOf(p events.Payload) (events.StepResult, bool) {
-	switch e := p.(type) {
-	case events.DBDeleted:
-		return e.StepResult, true
-	case events.EnvVarsDeleted:
-		return e.StepResult, true
-	case events.VolumeDeleted:
-		return e.StepResult, true
-	case events.VolumeMountsRemoved:
-		return e.StepResult, true
-	case events.ForcePushed:
-		return e.StepResult, true
-	case events.AppDeleted:
-		return e.StepResult, true
-	case events.RepoDeleted:
-		return e.StepResult, true
-	case events.ProjectDeleted:
-		return e.StepResult, true
-	case events.RepoCreated:
-		return e.StepResult, true
-	case events.CodePushed:
-		return e.StepResult, true
-	case events.StepSucceeded:
-		return e.StepResult, true
-	case events.DBCreated:
-		return e.StepResult, true
-	case events.EnvRestored:
-		return e.StepResult, true
-	case events.VolumesCreated:
-		return e.StepResult, true
-	case events.AppDeployed:
-		return e.StepResult, true
+func stepDone(s StepView) bool { return s.State == StepDone }
+
+// withoutStep is the job's remaining list once step is confirmed done:
+// events.WithoutDone, the rule events.JobState.Remaining applies (a step's
+// confirmed result removes the planned resources of the kind its row of
+// the step table names). It returns rs itself when nothing leaves it.
+func withoutStep(kind string, rs []events.Resource, step string) []events.Resource {
+	if !slices.ContainsFunc(rs, func(r events.Resource) bool { return events.StepForResource(kind, r.Kind) == step }) {
+		return rs // most results remove nothing: no copy
 	}
-	return events.StepResult{}, false
+	out := events.WithoutDone(kind, rs, func(s string) bool { return s == step })
+	if out == nil {
+		out = []events.Resource{}
+	}
+	return out
 }
 
 // resultDetail is the one-line story a step result tells on the job page.
@@ -266,7 +247,7 @@ func resultDetail(p events.Payload, r events.StepResult) string {
 			d += " (" + e.FQDN + ")"
 		}
 	case events.DBDeleted, events.AppDeleted:
-		if own, _ := stepResultOf(p); !own.AlreadyAbsent {
+		if own, _ := events.StepResultOf(p); !own.AlreadyAbsent {
 			d = RowGoneOnly
 		}
 	}

@@ -270,9 +270,7 @@ func refreshSlotJob(v SlotView, j JobView, own bool) (SlotView, bool) {
 // recoveryOf is the recovery information of a job that ended without
 // success, nil otherwise.
 func recoveryOf(j JobView) *Recovery {
-	switch j.State {
-	case JobFailed, JobTimedOut, JobAbandoned, JobCancelled:
-	default:
+	if !events.Ended(j.State) || j.State == JobSucceeded {
 		return nil
 	}
 	rem := j.Remaining

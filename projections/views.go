@@ -23,15 +23,16 @@ const (
 	LifecycleRetired     = "retired"
 )
 
-// Job states.
+// Job states: the statuses of events.JobState (events/jobs.go), in the
+// words of the REST/SSE contract.
 const (
-	JobQueued    = "queued"    // waiting for grace to pass or a worker
-	JobRunning   = "running"   // claimed, lease live
-	JobSucceeded = "succeeded" // terminal
-	JobFailed    = "failed"    // terminal until resumed
-	JobTimedOut  = "timed_out" // terminal until resumed
-	JobCancelled = "cancelled" // terminal
-	JobAbandoned = "abandoned" // terminal until resumed (worker crashed)
+	JobQueued    = events.StatusQueued
+	JobRunning   = events.StatusRunning
+	JobSucceeded = events.StatusSucceeded
+	JobFailed    = events.StatusFailed
+	JobTimedOut  = events.StatusTimedOut
+	JobCancelled = events.StatusCancelled
+	JobAbandoned = events.StatusAbandoned
 )
 
 // Step states.

@@ -14,15 +14,9 @@ import (
 // the reconciler found, and (delete_orphan) then deletes it.
 
 func init() {
-	kinds[events.KindAdopt] = map[string]stepFunc{
-		events.StepLookupResource: lookupResource,
-		events.StepAdoptResource:  adoptResource,
-	}
-	kinds[events.KindDeleteOrphan] = map[string]stepFunc{
-		events.StepLookupResource: lookupResource,
-		events.StepAdoptResource:  adoptResource,
-		events.StepDeleteResource: deleteResource,
-	}
+	runs[events.StepLookupResource] = lookupResource
+	runs[events.StepAdoptResource] = adoptResource
+	runs[events.StepDeleteResource] = deleteResource
 }
 
 // lookupResource checks the provider still holds the resource. Only found

@@ -25,13 +25,13 @@ func TestAdoptFaultMatrix(t *testing.T) {
 		fault sim.Fault
 		want  string
 	}{
-		{"hang", sim.Fault{Hang: true}, slots.StatusTimedOut},
-		{"500", sim.Fault{Status: 500}, slots.StatusFailed},
-		{"503", sim.Fault{Status: 503}, slots.StatusFailed},
-		{"401", sim.Fault{Status: 401}, slots.StatusFailed},
-		{"foreign404", sim.Fault{Foreign404: true}, slots.StatusFailed},
-		{"reset", sim.Fault{Reset: true}, slots.StatusFailed},
-		{"cancel", sim.Fault{Hang: true}, slots.StatusCancelled},
+		{"hang", sim.Fault{Hang: true}, events.StatusTimedOut},
+		{"500", sim.Fault{Status: 500}, events.StatusFailed},
+		{"503", sim.Fault{Status: 503}, events.StatusFailed},
+		{"401", sim.Fault{Status: 401}, events.StatusFailed},
+		{"foreign404", sim.Fault{Foreign404: true}, events.StatusFailed},
+		{"reset", sim.Fault{Reset: true}, events.StatusFailed},
+		{"cancel", sim.Fault{Hang: true}, events.StatusCancelled},
 	}
 	runCells(t, len(cells), func(i int) string { return cells[i].name }, func(t *testing.T, i int) {
 		adoptCell(t, cells[i].name, cells[i].fault, cells[i].want)
@@ -70,7 +70,7 @@ func adoptCell(t *testing.T, name string, flt sim.Fault, want string) {
 	// Converge once the provider answers again.
 	w.sim.RemoveFault(id)
 	ids := []string{res.JobID}
-	if j.Status == slots.StatusCancelled {
+	if j.Status == events.StatusCancelled {
 		again, err := w.svc.Adopt(context.Background(), bob, "cell", cmd, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -85,7 +85,7 @@ func adoptCell(t *testing.T, name string, flt sim.Fault, want string) {
 	if len(ids) == 2 {
 		runs = 1 // a new job after the cancel
 	}
-	if j := w.waitEndedN(last, runs); j.Status != slots.StatusSucceeded {
+	if j := w.waitEndedN(last, runs); j.Status != events.StatusSucceeded {
 		t.Fatalf("after the fault: %s %q:%s", j.Status, j.LastError, history(w.jobEvents(last)))
 	}
 	if v := slotViewOf(t, w, "cell", ids...); !tracks(v, events.ResApplication, app) {
@@ -114,7 +114,7 @@ func TestDeleteOrphan(t *testing.T) {
 			t.Fatal(err)
 		}
 		j := w.waitEnded(res.JobID)
-		if j.Status != slots.StatusSucceeded {
+		if j.Status != events.StatusSucceeded {
 			t.Fatalf("delete %s: %s %q:%s", c.ID, j.Status, j.LastError, history(w.jobEvents(res.JobID)))
 		}
 		ids = append(ids, res.JobID)
@@ -143,14 +143,14 @@ func TestDeleteOrphanFaultMatrix(t *testing.T) {
 		fault sim.Fault
 		want  string
 	}{
-		{"hang", sim.Fault{Endpoint: sim.EndpointDeleteApplication, Hang: true}, slots.StatusTimedOut},
-		{"500", sim.Fault{Endpoint: sim.EndpointDeleteApplication, Status: 500}, slots.StatusFailed},
-		{"503", sim.Fault{Endpoint: sim.EndpointDeleteApplication, Status: 503}, slots.StatusFailed},
-		{"foreign404", sim.Fault{Endpoint: sim.EndpointDeleteApplication, Foreign404: true}, slots.StatusFailed},
+		{"hang", sim.Fault{Endpoint: sim.EndpointDeleteApplication, Hang: true}, events.StatusTimedOut},
+		{"500", sim.Fault{Endpoint: sim.EndpointDeleteApplication, Status: 500}, events.StatusFailed},
+		{"503", sim.Fault{Endpoint: sim.EndpointDeleteApplication, Status: 503}, events.StatusFailed},
+		{"foreign404", sim.Fault{Endpoint: sim.EndpointDeleteApplication, Foreign404: true}, events.StatusFailed},
 		// The delete is accepted; every confirming GET answers a proxy's
 		// HTML 404 (the first GET, the step's lookup, passes).
-		{"confirm-foreign404", sim.Fault{Endpoint: sim.EndpointGetApplication, Foreign404: true, Skip: 1}, slots.StatusFailed},
-		{"cancel", sim.Fault{Endpoint: sim.EndpointDeleteApplication, Hang: true}, slots.StatusCancelled},
+		{"confirm-foreign404", sim.Fault{Endpoint: sim.EndpointGetApplication, Foreign404: true, Skip: 1}, events.StatusFailed},
+		{"cancel", sim.Fault{Endpoint: sim.EndpointDeleteApplication, Hang: true}, events.StatusCancelled},
 	}
 	runCells(t, len(cells), func(i int) string { return cells[i].name }, func(t *testing.T, i int) {
 		deleteCell(t, cells[i].name, cells[i].fault, cells[i].want)
@@ -172,7 +172,7 @@ func deleteCell(t *testing.T, name string, flt sim.Fault, want string) {
 	w.sim.RemoveFault(id)
 	ids := []string{res.JobID}
 	runs := 2 // the resumed job's second run
-	if j.Status == slots.StatusCancelled {
+	if j.Status == events.StatusCancelled {
 		again, err := w.svc.DeleteOrphan(context.Background(), bob, "cell", cmd, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -182,7 +182,7 @@ func deleteCell(t *testing.T, name string, flt sim.Fault, want string) {
 		t.Fatalf("resume: %v", err)
 	}
 	last := ids[len(ids)-1]
-	if j := w.waitEndedN(last, runs); j.Status != slots.StatusSucceeded {
+	if j := w.waitEndedN(last, runs); j.Status != events.StatusSucceeded {
 		t.Fatalf("after the fault: %s %q:%s", j.Status, j.LastError, history(w.jobEvents(last)))
 	}
 	if w.sim.HasApp(app) {

@@ -89,7 +89,7 @@ func TestAdoptJob(t *testing.T) {
 			t.Fatal(err)
 		}
 		j := w.waitEnded(res.JobID)
-		if j.Status != slots.StatusSucceeded {
+		if j.Status != events.StatusSucceeded {
 			t.Fatalf("adopt %s: %s %s%s", c.ID, j.Status, j.LastError, history(w.jobEvents(res.JobID)))
 		}
 		assertEq(t, "events", types(w.jobEvents(res.JobID)),
@@ -114,7 +114,7 @@ func TestAdoptJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	j := w.waitEnded(res.JobID)
-	if j.Status != slots.StatusFailed || !strings.Contains(j.LastError, "does not exist") {
+	if j.Status != events.StatusFailed || !strings.Contains(j.LastError, "does not exist") {
 		t.Fatalf("adopting a deleted database: %s %q", j.Status, j.LastError)
 	}
 	if strings.Contains(types(w.jobEvents(res.JobID)), "ResourcesListed") {
@@ -129,7 +129,7 @@ func TestAdoptJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	j = w.waitEnded(res.JobID)
-	if j.Status == slots.StatusSucceeded || strings.Contains(types(w.jobEvents(res.JobID)), "ResourcesListed") {
+	if j.Status == events.StatusSucceeded || strings.Contains(types(w.jobEvents(res.JobID)), "ResourcesListed") {
 		t.Fatalf("adopt through a 503 lookup: %s%s", j.Status, history(w.jobEvents(res.JobID)))
 	}
 	if strings.Contains(j.LastError, "does not exist") {
@@ -151,7 +151,7 @@ func TestAdoptRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if j := w.waitEnded(res.JobID); j.Status != slots.StatusSucceeded {
+	if j := w.waitEnded(res.JobID); j.Status != events.StatusSucceeded {
 		t.Fatalf("teardown: %s", j.Status)
 	}
 	app, _ := w.sim.AddApp(w.sim.AddProject("p"), "stray")

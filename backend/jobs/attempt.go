@@ -2,7 +2,6 @@ package jobs
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -180,10 +179,10 @@ func (a *attempt) run() {
 	renewDone := make(chan struct{})
 	go a.renew(renewDone)
 
-	kind := kinds[a.job.Queued.Kind]
+	kind := a.job.Queued.Kind
 	var err error
-	if kind == nil {
-		err = failf("unknown job kind %q", a.job.Queued.Kind)
+	if events.Steps(kind, true) == nil {
+		err = failf("unknown job kind %q", kind)
 	}
 	for _, name := range a.job.Queued.Steps {
 		if err != nil {
@@ -192,7 +191,7 @@ func (a *attempt) run() {
 		if a.job.Done[name] {
 			continue
 		}
-		step := kind[name]
+		step := stepOf(kind, name)
 		if step == nil {
 			err = failf("job kind %s has no step %q", a.job.Queued.Kind, name)
 			break
@@ -230,11 +229,11 @@ func (a *attempt) runStep(name string, step stepFunc, verify bool) error {
 		}
 		return err
 	}
-	a.job.Done[name] = true
-	a.job.DoneOrder = append(a.job.DoneOrder, name)
-	data, _ := json.Marshal(res)
-	a.job.Results[name] = events.RecordedEvent{Type: res.EventType(), Data: data}
-	a.job.InFlight = ""
+	// The attempt's copy of the job follows what it wrote through the one
+	// fold: the next steps and the terminal event read it.
+	if err := a.job.Record(events.New(res, a.meta())); err != nil {
+		return err
+	}
 	a.step = ""
 	return nil
 }
@@ -253,7 +252,7 @@ func (a *attempt) finish(err error) {
 	switch {
 	case err == nil:
 		evs = append(evs, events.JobSucceeded{JobID: a.job.ID, Attempt: a.n})
-		outcome = slots.StatusSucceeded
+		outcome = events.StatusSucceeded
 	case errors.Is(err, errFenced), errors.Is(err, errLeaseLost):
 		// Fenced, or the lease ended (a rescuer may be acting): the
 		// attempt has no right to write an outcome. The rescuer's
@@ -270,13 +269,13 @@ func (a *attempt) finish(err error) {
 		}
 		evs = append(evs, events.JobTimedOut{JobID: a.job.ID, Attempt: a.n, UncertainStep: inFlight, Deadline: deadline,
 			CompletedSteps: completed, Remaining: remaining})
-		outcome = slots.StatusTimedOut
+		outcome = events.StatusTimedOut
 	case errors.As(err, &se):
 		evs = append(evs, events.StepFailed{JobID: a.job.ID, Step: inFlight, Attempt: a.n, Error: se.msg,
 			HTTPStatus: se.status, Retryable: se.retryable, Uncertain: se.uncertain},
 			events.JobFailed{JobID: a.job.ID, Attempt: a.n, Reason: se.msg, FailedStep: inFlight,
 				CompletedSteps: completed, Remaining: remaining})
-		outcome = slots.StatusFailed
+		outcome = events.StatusFailed
 	default:
 		// The store failed under the attempt: we cannot record anything
 		// reliably. Stop; the lease expires and the rescuer abandons the
@@ -305,7 +304,7 @@ func (a *attempt) finish(err error) {
 		// A success's slot event (SlotVacated, SlotRetired,
 		// SlotPromoted) is written here, with the release: only now is
 		// the success in the job stream, beyond any cancel's reach.
-		if _, err := releaseLock(ctx, e.slots, &j, j.Run(), outcome, meta); err != nil {
+		if _, err := e.slots.ReleaseLock(ctx, &j, outcome, meta); err != nil {
 			a.log.Warn("release failed; the engine will retry", "err", err)
 		}
 	}()
@@ -319,7 +318,7 @@ func (a *attempt) releaseIfEnded(ctx context.Context) {
 		return
 	}
 	m := a.meta()
-	if _, err := releaseLock(ctx, a.e.slots, &j, j.Run(), j.Status, m); err != nil {
+	if _, err := a.e.slots.ReleaseLock(ctx, &j, j.Status, m); err != nil {
 		a.log.Warn("release failed; the engine will retry", "err", err)
 	}
 }

@@ -127,7 +127,7 @@ func fenceTrial(b *testing.B, s *sim.Sim, deps jobs.Deps, project string, i int,
 		events.New(events.SlotRegistered{Slot: slot, DBUUID: db, AppUUID: "app", ProjectUUID: project}, m),
 		events.New(events.JobAccepted{Slot: slot, JobID: id, Kind: events.KindReset}, m))
 	st.Append(ctx, events.JobStream(id), events.NoStream(),
-		events.New(events.JobQueued{JobID: id, Kind: events.KindReset, Slot: slot, Steps: slots.StepsFor(events.KindReset), NotBefore: time.Now()}, m))
+		events.New(events.JobQueued{JobID: id, Kind: events.KindReset, Slot: slot, Steps: events.StepNames(events.KindReset, false), NotBefore: time.Now()}, m))
 	eng := jobs.NewEngine(st, deps, jobs.Config{Workers: 1, StepTimeout: stepTimeout, Logger: testLogger()})
 	done := make(chan error, 1)
 	rctx, cancel := context.WithCancel(ctx)
@@ -141,7 +141,7 @@ func fenceTrial(b *testing.B, s *sim.Sim, deps jobs.Deps, project string, i int,
 	}()
 	w := &world{t: b, sim: s, store: st}
 	j := w.waitJob(id, 10*time.Second, func(j *slots.JobState) bool { return j.Terminal() })
-	if j.Status != slots.StatusTimedOut || j.InFlight != events.StepDeleteDB {
+	if j.Status != events.StatusTimedOut || j.InFlight != events.StepDeleteDB {
 		return 0, 0, false
 	}
 	var started time.Time

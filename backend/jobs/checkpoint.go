@@ -102,7 +102,7 @@ func (x *index) restore(st indexState) (why string) {
 	}
 	x.due = nil
 	for id, j := range x.jobs {
-		if j.Status == slots.StatusQueued {
+		if j.Status == events.StatusQueued {
 			heap.Push(&x.due, dueItem{id: id, at: j.NotBefore})
 		}
 	}

@@ -110,7 +110,7 @@ func viewOf(x *index) indexView {
 	}
 	for _, it := range x.due {
 		j := x.jobs[it.id]
-		if j == nil || j.Status != slots.StatusQueued {
+		if j == nil || j.Status != events.StatusQueued {
 			continue
 		}
 		if st := x.slots[j.Queued.Slot]; st != nil && st.LockedFor(j) && !slices.Contains(v.Due, it.id) {
@@ -313,7 +313,7 @@ func TestCheckpointedIndexFoldsTheSameGenerated(t *testing.T) {
 		switch {
 		case n%50 == 0 || n == len(evs):
 			return true
-		case evs[n-1].Type == "JobAccepted" || slots.IsTerminal(evs[n-1].Type):
+		case evs[n-1].Type == "JobAccepted" || events.IsTerminal(evs[n-1].Type):
 			return true // the lock just taken; an ended job holding its lock
 		}
 		return n < len(evs) && evs[n].Type == "JobAccepted" // between the two appends
@@ -690,7 +690,7 @@ func writeOneAppendLogRounds(t *testing.T, store events.Store, seed uint64, roun
 	one := func(stream string, p events.Payload, m events.Metadata) app {
 		return app{stream, []events.EventData{events.New(p, m)}}
 	}
-	steps := slots.StepsFor(events.KindReset)[:2]
+	steps := events.StepNames(events.KindReset, false)[:2]
 	var queues [][]app
 	for si, slot := range []string{"a", "b", "c"} {
 		slot += fmt.Sprint(seed)
@@ -700,7 +700,7 @@ func writeOneAppendLogRounds(t *testing.T, store events.Store, seed uint64, roun
 			id := fmt.Sprintf("%s-%03d", slot, r)
 			jobS := events.JobStream(id)
 			worker := "worker:w/n/1"
-			jq := events.JobQueued{JobID: id, Kind: events.KindReset, Slot: slot, RequestedBy: "bob", Steps: slots.StepsFor(events.KindReset)}
+			jq := events.JobQueued{JobID: id, Kind: events.KindReset, Slot: slot, RequestedBy: "bob", Steps: events.StepNames(events.KindReset, false)}
 			m := meta("bob")
 			jq.NotBefore = m.Time.Add(time.Minute)
 			q = append(q, one(slotS, events.JobAccepted{Slot: slot, JobID: id, Kind: events.KindReset, Run: 1, Job: &jq}, m))
@@ -717,7 +717,7 @@ func writeOneAppendLogRounds(t *testing.T, store events.Store, seed uint64, roun
 			outcome := rnd.IntN(4)
 			if outcome == 3 && !last {
 				q = append(q, one(jobS, events.JobCancelled{JobID: id, By: "bob"}, meta("bob")),
-					one(slotS, events.JobReleased{Slot: slot, JobID: id, Outcome: slots.StatusCancelled}, meta("bob")))
+					one(slotS, events.JobReleased{Slot: slot, JobID: id, Outcome: events.StatusCancelled}, meta("bob")))
 				continue
 			}
 			q = append(q, claim, one(jobS, events.StepStarted{JobID: id, Step: steps[0], Attempt: 1}, meta(worker)))

@@ -110,7 +110,7 @@ func TestIndexCheckpointCrash(t *testing.T) {
 				t.Fatal(err)
 			}
 			failed := res.JobID
-			if j := w.waitEnded(failed); j.Status != slots.StatusFailed {
+			if j := w.waitEnded(failed); j.Status != events.StatusFailed {
 				t.Fatalf("teardown: %s, want failed", j.Status)
 			}
 			w.waitSlot("c1", func(s *slots.SlotState) bool { return !s.Locked() })
@@ -162,10 +162,10 @@ func TestIndexCheckpointCrash(t *testing.T) {
 			}
 
 			second, stop := w.startEngine(w.engineConfig())
-			if j := w.waitEndedN(failed, 2); j.Status != slots.StatusSucceeded {
+			if j := w.waitEndedN(failed, 2); j.Status != events.StatusSucceeded {
 				t.Fatalf("resumed teardown: %s (%s), want succeeded", j.Status, j.LastError)
 			}
-			if j := w.waitEnded(res2.JobID); j.Status != slots.StatusSucceeded {
+			if j := w.waitEnded(res2.JobID); j.Status != events.StatusSucceeded {
 				t.Fatalf("new teardown: %s (%s), want succeeded", j.Status, j.LastError)
 			}
 			for _, s := range []string{"c1", "c2"} {

@@ -184,8 +184,8 @@ func (e *Engine) claim(ctx context.Context, a *attempt, id string) bool {
 	if err != nil {
 		return false
 	}
-	j.AcceptFrom(&st)
-	if j.Status != slots.StatusQueued || j.NotBefore.After(e.now()) || !st.LockedFor(&j) {
+	slots.AcceptFrom(&j, &st)
+	if j.Status != events.StatusQueued || j.NotBefore.After(e.now()) || !st.LockedFor(&j) {
 		return false
 	}
 	header, exp := j.Header, j.Expected()
@@ -204,7 +204,8 @@ func (e *Engine) claim(ctx context.Context, a *attempt, id string) bool {
 	// A claim that takes longer than the lease it asks for is worthless:
 	// the attempt would start with its lease already over.
 	cctx, cancel := context.WithTimeout(ctx, e.cfg.Lease)
-	err = a.appendAt(cctx, &exp, header, events.JobClaimed{JobID: id, Worker: a.actor, Attempt: a.n, LeaseUntil: lease})
+	claimed := events.JobClaimed{JobID: id, Worker: a.actor, Attempt: a.n, LeaseUntil: lease}
+	err = a.appendAt(cctx, &exp, header, claimed)
 	cancel()
 	if err != nil {
 		if !errors.Is(err, errFenced) {
@@ -212,8 +213,12 @@ func (e *Engine) claim(ctx context.Context, a *attempt, id string) bool {
 		}
 		return false
 	}
-	a.job.Status, a.job.Attempt, a.job.Worker, a.job.LeaseUntil = slots.StatusRunning, a.n, a.actor, lease
-	a.job.Header, a.job.Written = nil, true
+	// The attempt's copy of the job follows the claim through the one fold
+	// (what this process just encoded decodes).
+	for _, d := range header {
+		_ = a.job.Record(d)
+	}
+	_ = a.job.Record(events.New(claimed, a.meta()))
 	a.log.Info("job claimed", "lease_until", lease)
 	return true
 }

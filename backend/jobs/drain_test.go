@@ -34,7 +34,7 @@ func TestDrainingEngineClaimsNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.waitJob(first.JobID, 15*time.Second, func(j *slots.JobState) bool { return j.Status == slots.StatusRunning })
+	w.waitJob(first.JobID, 15*time.Second, func(j *slots.JobState) bool { return j.Status == events.StatusRunning })
 	e1.Drain()
 	w.startEngine(c2)
 	w.sim.ClearFaults()
@@ -50,7 +50,7 @@ func TestDrainingEngineClaimsNothing(t *testing.T) {
 	}
 	for _, id := range ids {
 		j := w.waitEnded(id)
-		assertEq(t, "status of "+id, j.Status, slots.StatusSucceeded)
+		assertEq(t, "status of "+id, j.Status, events.StatusSucceeded)
 		for _, ev := range w.jobEvents(id) {
 			if ev.Type == "JobClaimed" && strings.Contains(ev.Meta.Actor, "draining") {
 				t.Fatalf("job %s was claimed by the draining engine (%s)", id, ev.Meta.Actor)
@@ -59,7 +59,7 @@ func TestDrainingEngineClaimsNothing(t *testing.T) {
 	}
 	// The draining engine's own attempt went on to its end.
 	j := w.waitEnded(first.JobID)
-	if j.Status != slots.StatusSucceeded || !strings.Contains(j.Worker, "draining") {
+	if j.Status != events.StatusSucceeded || !strings.Contains(j.Worker, "draining") {
 		t.Fatalf("the draining engine's attempt: %s by %s", j.Status, j.Worker)
 	}
 }
@@ -101,7 +101,7 @@ func TestLogLinesHaveNoDuplicateKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.startEngine(cfg)
-	w.waitJob(res.JobID, 20*time.Second, func(j *slots.JobState) bool { return j.Status == slots.StatusAbandoned })
+	w.waitJob(res.JobID, 20*time.Second, func(j *slots.JobState) bool { return j.Status == events.StatusAbandoned })
 	if _, err := w.svc.Resume(context.Background(), bob, res.JobID); err != nil {
 		t.Fatal(err)
 	}

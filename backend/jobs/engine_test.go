@@ -152,7 +152,7 @@ func TestRetryWhileRunningIsRefused(t *testing.T) {
 		t.Fatalf("second reset while running: %v", err)
 	}
 	j := w.waitEnded(res.JobID)
-	assertEq(t, "first attempt", j.Status, slots.StatusTimedOut)
+	assertEq(t, "first attempt", j.Status, events.StatusTimedOut)
 	assertEq(t, "uncertain step", j.InFlight, events.StepForcePush)
 	w.sim.ClearFaults()
 	// The resume runs on an engine with the usual step deadline: the short
@@ -164,7 +164,7 @@ func TestRetryWhileRunningIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	j = w.waitEndedN(res.JobID, 2)
-	assertEq(t, "after resume", j.Status, slots.StatusSucceeded)
+	assertEq(t, "after resume", j.Status, events.StatusSucceeded)
 	pushes, landed := 0, 0
 	for _, r := range w.sim.Requests() {
 		if r.Endpoint == sim.EndpointGitReceivePack && r.Resource == repo {
@@ -221,7 +221,7 @@ func TestStopEndsAttemptsHonestly(t *testing.T) {
 	}
 	stop()
 	j := w.waitEnded(res.JobID)
-	assertEq(t, "status", j.Status, slots.StatusTimedOut)
+	assertEq(t, "status", j.Status, events.StatusTimedOut)
 	assertEq(t, "uncertain step", j.InFlight, events.StepDeleteDB)
 	evs := w.jobEvents(res.JobID)
 	var to events.JobTimedOut
@@ -238,7 +238,7 @@ func TestStopEndsAttemptsHonestly(t *testing.T) {
 		t.Fatal(err)
 	}
 	j = w.waitEndedN(res.JobID, 2)
-	assertEq(t, "after resume", j.Status, slots.StatusSucceeded)
+	assertEq(t, "after resume", j.Status, events.StatusSucceeded)
 	checkReset(t, w, fx, res.JobID)
 }
 
@@ -266,13 +266,17 @@ func TestAcceptanceAloneIsEnough(t *testing.T) {
 	failedJob := func(slot string) string {
 		t.Helper()
 		id := uuid.NewString()
-		q := events.JobQueued{JobID: id, Kind: events.KindTeardown, Slot: slot, RequestedBy: "alice", Steps: slots.StepsFor(events.KindTeardown)}
+		q := events.JobQueued{JobID: id, Kind: events.KindTeardown, Slot: slot, RequestedBy: "alice", Steps: events.StepNames(events.KindTeardown, false)}
 		accept(slot, events.JobAccepted{JobID: id, Kind: events.KindTeardown, Run: 1, Job: &q})
 		if _, err := w.store.Append(ctx, events.JobStream(id), events.NoStream(), events.New(q, m),
 			events.New(events.JobFailed{JobID: id, Reason: "boom"}, m)); err != nil {
 			t.Fatal(err)
 		}
-		if ok, err := slots.ReleaseLock(ctx, w.store, slot, id, 1, slots.StatusFailed, nil, m); err != nil || !ok {
+		j, err := slots.LoadJob(ctx, w.store, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := slots.ReleaseLock(ctx, w.store, &j, events.StatusFailed, m); err != nil || !ok {
 			t.Fatalf("release: %v %v", ok, err)
 		}
 		return id
@@ -298,10 +302,10 @@ func TestAcceptanceAloneIsEnough(t *testing.T) {
 	w.startEngine(w.engineConfig())
 	first := uuid.NewString()
 	q := events.JobQueued{JobID: first, Kind: events.KindTeardown, Slot: "onlylock", RequestedBy: "alice",
-		NotBefore: time.Now(), Steps: slots.StepsFor(events.KindTeardown)}
+		NotBefore: time.Now(), Steps: events.StepNames(events.KindTeardown, false)}
 	accept("onlylock", events.JobAccepted{JobID: first, Kind: events.KindTeardown, Run: 1, Job: &q})
 	j := w.waitEnded(first)
-	assertEq(t, "accepted-only job", j.Status, slots.StatusSucceeded)
+	assertEq(t, "accepted-only job", j.Status, events.StatusSucceeded)
 	evs := w.jobEvents(first)
 	if evs[0].Type != "JobQueued" || evs[0].Meta.Actor != "alice" || evs[0].Meta.CorrelationID != "req-crash" || evs[1].Type != "JobClaimed" {
 		t.Fatalf("job stream does not start with the acceptance's copy and the claim:%s", history(evs))
@@ -309,7 +313,7 @@ func TestAcceptanceAloneIsEnough(t *testing.T) {
 
 	accept("onlyresume", events.JobAccepted{JobID: resumed, Kind: events.KindTeardown, Resumed: true, Run: 2, By: "alice", FromStep: events.StepDeleteDB})
 	j = w.waitEndedN(resumed, 2)
-	assertEq(t, "resumed job", j.Status, slots.StatusSucceeded)
+	assertEq(t, "resumed job", j.Status, events.StatusSucceeded)
 	assertEq(t, "resumes", j.Resumes, 1)
 	evs = w.jobEvents(resumed)
 	if evs[2].Type != "JobResumed" || evs[3].Type != "JobClaimed" {
@@ -364,7 +368,7 @@ func TestForeignAppendFencesAtOnce(t *testing.T) {
 		t.Fatalf("abort took %s after the foreign append", d)
 	}
 	ended := w.waitEnded(res.JobID)
-	assertEq(t, "status", ended.Status, slots.StatusAbandoned)
+	assertEq(t, "status", ended.Status, events.StatusAbandoned)
 	assertEq(t, "uncertain step", ended.InFlight, events.StepDeleteDB)
 	for _, q := range w.sim.RequestsAfter(fencedAt) {
 		t.Errorf("request after the fence: %s %s", q.Method, q.Path)
@@ -393,7 +397,7 @@ func TestJobDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	j := w.waitEnded(res.JobID)
-	assertEq(t, "status", j.Status, slots.StatusTimedOut)
+	assertEq(t, "status", j.Status, events.StatusTimedOut)
 	assertEq(t, "uncertain step", j.InFlight, events.StepDeleteEnvVars)
 	evs := w.jobEvents(res.JobID)
 	var to events.JobTimedOut

@@ -328,7 +328,7 @@ func (w *world) checkFence(from time.Time, ids ...string) {
 				worker = ev.Meta.Actor
 				cur = &span{job: id, start: ev.Meta.Time}
 				spans = append(spans, cur)
-			case cur != nil && (ev.Meta.Actor != worker || slots.IsTerminal(ev.Type)):
+			case cur != nil && (ev.Meta.Actor != worker || events.IsTerminal(ev.Type)):
 				cur.end = ev.Meta.Time
 				cur = nil
 			}

@@ -185,7 +185,7 @@ func (x *index) apply(ctx context.Context, ev events.RecordedEvent) error {
 // JobReleased and skips the rest: a slot's fold here stays the same size
 // whatever the slot's history (SlotState's per-job maps stay empty).
 func (x *index) applySlot(name string, ev events.RecordedEvent) interest {
-	if ev.Type != "JobAccepted" && ev.Type != "JobReleased" {
+	if !ev.Is(events.JobAccepted{}) && !ev.Is(events.JobReleased{}) {
 		return 0
 	}
 	st := x.slots[name]
@@ -197,11 +197,11 @@ func (x *index) applySlot(name string, ev events.RecordedEvent) interest {
 		x.log.Error("undecodable slot event skipped", "stream", ev.Stream, "rev", ev.Revision, "err", err)
 		return 0
 	}
-	switch ev.Type {
-	case "JobAccepted":
+	switch {
+	case ev.Is(events.JobAccepted{}):
 		x.accepted(st.Lock, ev.Meta)
 		return wantAll
-	case "JobReleased":
+	case ev.Is(events.JobReleased{}):
 		for id := range x.ended {
 			if j := x.jobs[id]; j != nil && j.Queued.Slot == name && !st.LockedFor(j) {
 				delete(x.ended, id)
@@ -232,14 +232,14 @@ func (x *index) applyJob(id string, ev events.RecordedEvent) interest {
 		x.onJobEvent(ev)
 	}
 	switch {
-	case ev.Type == "JobQueued" || ev.Type == "JobResumed":
+	case ev.Is(events.JobQueued{}) || ev.Is(events.JobResumed{}):
 		delete(x.ended, id) // a resume that landed: the lock is its again
 		heap.Push(&x.due, dueItem{id: id, at: j.NotBefore})
 		return wantDue | wantEnded
-	case ev.Type == "JobClaimed":
+	case ev.Is(events.JobClaimed{}):
 		x.running[id] = true
 		return wantRunning
-	case slots.IsTerminal(ev.Type):
+	case events.IsTerminal(ev.Type):
 		delete(x.running, id)
 		if st := x.slots[j.Queued.Slot]; st != nil && st.LockedFor(j) {
 			x.ended[id] = true
@@ -334,7 +334,7 @@ func (x *index) job(id string) (slots.JobState, bool) {
 func (x *index) requeue(id string) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if j := x.jobs[id]; j != nil && j.Status == slots.StatusQueued {
+	if j := x.jobs[id]; j != nil && j.Status == events.StatusQueued {
 		heap.Push(&x.due, dueItem{id: id, at: j.NotBefore})
 	}
 }
@@ -352,7 +352,7 @@ func (x *index) popDue(now time.Time) (ids []string, next time.Time) {
 		}
 		heap.Pop(&x.due)
 		j := x.jobs[top.id]
-		if j == nil || j.Status != slots.StatusQueued {
+		if j == nil || j.Status != events.StatusQueued {
 			continue
 		}
 		if st := x.slots[j.Queued.Slot]; st == nil || !st.LockedFor(j) {
@@ -477,7 +477,7 @@ func (x *index) missing(ev events.RecordedEvent) string {
 	var id string
 	switch {
 	case strings.HasPrefix(ev.Stream, events.SlotStreamPrefix):
-		if ev.Type != "JobAccepted" {
+		if !ev.Is(events.JobAccepted{}) {
 			return ""
 		}
 		p, err := events.Decode(ev)

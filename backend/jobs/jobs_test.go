@@ -28,7 +28,7 @@ func TestUndisturbedRuns(t *testing.T) {
 			t.Fatal(err)
 		}
 		j := w.waitEnded(res.JobID)
-		assertEq(t, "status", j.Status, slots.StatusSucceeded)
+		assertEq(t, "status", j.Status, events.StatusSucceeded)
 		checkReset(t, w, fx, res.JobID)
 	})
 	t.Run("teardown", func(t *testing.T) {
@@ -38,7 +38,7 @@ func TestUndisturbedRuns(t *testing.T) {
 			t.Fatal(err)
 		}
 		j := w.waitEnded(res.JobID)
-		assertEq(t, "status", j.Status, slots.StatusSucceeded)
+		assertEq(t, "status", j.Status, events.StatusSucceeded)
 		checkTeardown(t, w, fx, res.JobID, true)
 	})
 	t.Run("promote", func(t *testing.T) {
@@ -48,7 +48,7 @@ func TestUndisturbedRuns(t *testing.T) {
 			t.Fatal(err)
 		}
 		j := w.waitEnded(res.JobID)
-		if j.Status != slots.StatusSucceeded {
+		if j.Status != events.StatusSucceeded {
 			t.Fatalf("promote %s: %s", j.Status, j.LastError)
 		}
 		checkPromote(t, w, fx, "PROMO", "p1-copy")
@@ -160,6 +160,6 @@ func TestDeadlineResetRuns(t *testing.T) {
 		t.Fatalf("lock taken by %v (%v), want %s", evs, err, slots.ActorDeadline)
 	}
 	j := w.waitEnded(s.LockJob)
-	assertEq(t, "status", j.Status, slots.StatusSucceeded)
+	assertEq(t, "status", j.Status, events.StatusSucceeded)
 	checkReset(t, w, fx, j.ID)
 }

@@ -131,7 +131,7 @@ func TestLeaseIsNotADeadlineForTheHolder(t *testing.T) {
 	// Another engine (on a healthy connection) abandons the job.
 	w.startEngine(cfg)
 	ended := w.waitEnded(res.JobID)
-	assertEq(t, "status", ended.Status, slots.StatusAbandoned)
+	assertEq(t, "status", ended.Status, events.StatusAbandoned)
 	assertEq(t, "uncertain step", ended.InFlight, events.StepDeleteDB)
 	// The holder's connection recovers: whatever it had pending is fenced.
 	if err := stopHolder(); err != nil {

@@ -205,7 +205,7 @@ func TestEngineOnOldLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	assertEq(t, "status", j.Status, slots.StatusCancelled)
+	assertEq(t, "status", j.Status, events.StatusCancelled)
 	st := w.slot("v1-open")
 	if st.Locked() || !st.Occupied {
 		t.Fatalf("slot after the cancel: lock %q occupied %v", st.LockJob, st.Occupied)

@@ -78,17 +78,17 @@ func (f faultKind) fault(c stepCall, fx sim.SlotFixture) sim.Fault {
 func (f faultKind) want(c stepCall) string {
 	switch {
 	case f == fHang:
-		return slots.StatusTimedOut
+		return events.StatusTimedOut
 	case f == fCancel:
-		return slots.StatusCancelled
+		return events.StatusCancelled
 	case f == fCrash:
-		return slots.StatusAbandoned
+		return events.StatusAbandoned
 	case f == f404 && c.step == events.StepLookupRepo:
-		return slots.StatusSucceeded // 404 is the one answer that means absent
+		return events.StatusSucceeded // 404 is the one answer that means absent
 	case c.endpoint == sim.EndpointGetDeployment && (f == f500 || f == fReset):
-		return slots.StatusSucceeded // the wait polls on through transient failures
+		return events.StatusSucceeded // the wait polls on through transient failures
 	}
-	return slots.StatusFailed
+	return events.StatusFailed
 }
 
 // TestFaultMatrix: each job kind × each step with an outside call × each
@@ -238,7 +238,7 @@ func runCell(t *testing.T, c stepCall, f faultKind) {
 		checkReadyTracked(t, w, fx)
 	}
 
-	if j.Status == slots.StatusSucceeded {
+	if j.Status == events.StatusSucceeded {
 		checkFinal(t, w, c.kind, fx, res.JobID)
 		return
 	}
@@ -250,7 +250,7 @@ func runCell(t *testing.T, c stepCall, f faultKind) {
 	w.sim.ClearFaults()
 	from = time.Now()
 	id, n := res.JobID, 2
-	if j.Status == slots.StatusCancelled {
+	if j.Status == events.StatusCancelled {
 		n = 1
 		if c.kind == events.KindPromote && j.Done[events.StepCreateRepo] {
 			return // the new repo exists now; a second promote must fail, and does (lookup test)
@@ -260,7 +260,7 @@ func runCell(t *testing.T, c stepCall, f faultKind) {
 		t.Fatalf("resume: %v", err)
 	}
 	j2 := w.waitEndedN(id, n)
-	if j2.Status != slots.StatusSucceeded {
+	if j2.Status != events.StatusSucceeded {
 		t.Fatalf("after resume: %s (%q)%s", j2.Status, j2.LastError, history(w.jobEvents(id)))
 	}
 	w.checkFence(from, id)
@@ -306,18 +306,18 @@ func checkTracked(t *testing.T, w *world, kind string, fx sim.SlotFixture, j *sl
 		head, _ := w.sim.RepoHeadSHA(fx.Repo.Project, fx.Repo.Slug, "main")
 		has[events.ResRepository] = head != fx.TemplateHead
 		st := w.final(fx.Name)
-		if j.Status != slots.StatusSucceeded && !st.Occupied {
+		if j.Status != events.StatusSucceeded && !st.Occupied {
 			t.Error("slot vacated although the reset did not succeed")
 		}
 	case events.KindTeardown:
-		checkTeardown(t, w, fx, j.ID, j.Status == slots.StatusSucceeded)
+		checkTeardown(t, w, fx, j.ID, j.Status == events.StatusSucceeded)
 		return
 	case events.KindPromote:
 		st := w.final(fx.Name)
-		if j.Status != slots.StatusSucceeded && len(st.PromotedBy) > 0 {
+		if j.Status != events.StatusSucceeded && len(st.PromotedBy) > 0 {
 			t.Error("SlotPromoted recorded although the promote did not succeed")
 		}
-		if w.sim.HasRepo(promoProject, promoName) && j.Status != slots.StatusSucceeded && !j.Done[events.StepCreateRepo] && j.InFlight != events.StepCreateRepo {
+		if w.sim.HasRepo(promoProject, promoName) && j.Status != events.StatusSucceeded && !j.Done[events.StepCreateRepo] && j.InFlight != events.StepCreateRepo {
 			t.Error("the promote target exists but the job neither recorded its creation nor marks the create uncertain")
 		}
 		return

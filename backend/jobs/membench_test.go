@@ -16,7 +16,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/slotkeeper/slotkeeper/backend/jobs"
-	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/events"
 	"github.com/slotkeeper/slotkeeper/events/boltstore"
 )
@@ -111,7 +110,7 @@ func finishedJob(st events.Store, slot string) error {
 	wmeta := meta
 	wmeta.Actor = worker
 	_, err := st.Append(ctx, events.JobStream(id), events.NoStream(),
-		events.New(events.JobQueued{JobID: id, Kind: events.KindPromote, Slot: slot, RequestedBy: "bench", NotBefore: meta.Time, Steps: slots.StepsFor(events.KindPromote)}, meta),
+		events.New(events.JobQueued{JobID: id, Kind: events.KindPromote, Slot: slot, RequestedBy: "bench", NotBefore: meta.Time, Steps: events.StepNames(events.KindPromote, false)}, meta),
 		events.New(events.JobClaimed{JobID: id, Worker: worker, Attempt: 1, LeaseUntil: meta.Time.Add(time.Minute)}, wmeta),
 		events.New(events.StepStarted{JobID: id, Step: events.StepLookupRepo, Attempt: 1}, wmeta),
 		events.New(events.StepSucceeded{StepResult: events.StepResult{JobID: id, Step: events.StepLookupRepo, Attempt: 1}}, wmeta),
@@ -119,7 +118,7 @@ func finishedJob(st events.Store, slot string) error {
 	if err != nil {
 		return err
 	}
-	_, err = st.Append(ctx, events.SlotStream(slot), events.Any(), events.New(events.JobReleased{Slot: slot, JobID: id, Outcome: slots.StatusSucceeded}, wmeta))
+	_, err = st.Append(ctx, events.SlotStream(slot), events.Any(), events.New(events.JobReleased{Slot: slot, JobID: id, Outcome: events.StatusSucceeded}, wmeta))
 	return err
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/slotkeeper/slotkeeper/backend/providers/sim"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
+	"github.com/slotkeeper/slotkeeper/events"
 )
 
 // Finished jobs leave the engine's index (issue 13, DESIGN.md invariant 14):
@@ -41,7 +42,7 @@ func TestFinishedJobsLeaveTheEngineIndex(t *testing.T) {
 		if err != nil {
 			t.Fatalf("teardown %d: %v", i, err)
 		}
-		if j := w.waitEnded(res.JobID); j.Status != slots.StatusFailed {
+		if j := w.waitEnded(res.JobID); j.Status != events.StatusFailed {
 			t.Fatalf("teardown %d: %s, want failed", i, j.Status)
 		}
 		ids = append(ids, res.JobID)
@@ -59,7 +60,7 @@ func TestFinishedJobsLeaveTheEngineIndex(t *testing.T) {
 	if _, err := w.svc.Resume(ctx, bob, ids[0]); err != nil {
 		t.Fatalf("resume of a job that left memory: %v", err)
 	}
-	if j := w.waitEndedN(ids[0], 2); j.Status != slots.StatusSucceeded {
+	if j := w.waitEndedN(ids[0], 2); j.Status != events.StatusSucceeded {
 		t.Fatalf("resumed job: %s (%s), want succeeded", j.Status, j.LastError)
 	}
 	if s := w.waitSlot("mem", func(s *slots.SlotState) bool { return s.Retired }); s.RetiredBy != ids[0] {

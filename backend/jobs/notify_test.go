@@ -11,7 +11,7 @@ import (
 
 	"github.com/slotkeeper/slotkeeper/backend/notify"
 	"github.com/slotkeeper/slotkeeper/backend/providers/sim"
-	"github.com/slotkeeper/slotkeeper/backend/slots"
+	"github.com/slotkeeper/slotkeeper/events"
 )
 
 // TestFailureIsNotifiedFromTheLog: a teardown fails at delete_repo (403);
@@ -41,7 +41,7 @@ func TestFailureIsNotifiedFromTheLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	j := w.waitEnded(res.JobID)
-	assertEq(t, "status", j.Status, slots.StatusFailed)
+	assertEq(t, "status", j.Status, events.StatusFailed)
 	var m notify.Message
 	select {
 	case m = <-got:

@@ -70,12 +70,12 @@ func TestSlotEventCanOutrunACancel(t *testing.T) {
 			return func(stream string, evs []events.EventData) bool {
 				return strings.HasPrefix(stream, events.SlotStreamPrefix) && hasType(evs, slotEvent)
 			}
-		}, slots.StatusSucceeded},
+		}, events.StatusSucceeded},
 		{"before-terminal-success", func(string) func(string, []events.EventData) bool {
 			return func(stream string, evs []events.EventData) bool {
 				return strings.HasPrefix(stream, events.JobStreamPrefix) && hasType(evs, "JobSucceeded")
 			}
-		}, slots.StatusCancelled},
+		}, events.StatusCancelled},
 	}
 	for _, kind := range []string{events.KindReset, events.KindTeardown, events.KindPromote} {
 		for _, p := range points {
@@ -132,7 +132,7 @@ func TestSlotEventCanOutrunACancel(t *testing.T) {
 						history(w.jobEvents(res.JobID)), history(w.logEvents(events.SlotStream("cell"))))
 				}
 				assertEq(t, "job status", j.Status, p.want)
-				if j.Status == slots.StatusSucceeded {
+				if j.Status == events.StatusSucceeded {
 					assertEq(t, slotEvent+" events", changed, 1)
 					if slots.ErrorCode(cancelErr) != slots.CodeConflict {
 						t.Errorf("cancel after the success: %v, want conflict", cancelErr)

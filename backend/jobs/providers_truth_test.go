@@ -10,7 +10,6 @@ import (
 	"github.com/slotkeeper/slotkeeper/backend/providers"
 	"github.com/slotkeeper/slotkeeper/backend/providers/coolify"
 	"github.com/slotkeeper/slotkeeper/backend/providers/sim"
-	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/events"
 )
 
@@ -57,7 +56,7 @@ func TestForeign404DoesNotRetire(t *testing.T) {
 			w.startEngine(w.engineConfig())
 			res := startJob(t, w, events.KindTeardown, "lost")
 			j := w.waitEnded(res.JobID)
-			if j.Status != slots.StatusFailed {
+			if j.Status != events.StatusFailed {
 				t.Fatalf("teardown %s, want failed:%s", j.Status, history(w.jobEvents(res.JobID)))
 			}
 			for _, ev := range w.jobEvents(res.JobID) {
@@ -87,13 +86,13 @@ func TestProviderCallsNameTheJobAttempt(t *testing.T) {
 	w.sim.ResetRequests()
 	w.sim.AddFault(sim.Fault{Endpoint: sim.EndpointDeleteEnv, Status: 500, Times: 1})
 	id := startJob(t, w, events.KindReset, "tagged").JobID
-	if j := w.waitEnded(id); j.Status != slots.StatusFailed {
+	if j := w.waitEnded(id); j.Status != events.StatusFailed {
 		t.Fatalf("first attempt %s, want failed", j.Status)
 	}
 	if _, err := w.svc.Resume(context.Background(), bob, id); err != nil {
 		t.Fatal(err)
 	}
-	if j := w.waitEndedN(id, 2); j.Status != slots.StatusSucceeded {
+	if j := w.waitEndedN(id, 2); j.Status != events.StatusSucceeded {
 		t.Fatalf("resumed %s: %s", j.Status, j.LastError)
 	}
 	seen := map[string]bool{}

@@ -23,10 +23,10 @@ import (
 // first looks up what the world holds.
 
 func init() {
-	kinds[events.KindReset][events.StepCreateDB] = createDB
-	kinds[events.KindReset][events.StepRestoreEnv] = restoreEnv
-	kinds[events.KindReset][events.StepCreateVolumes] = createVolumes
-	kinds[events.KindReset][events.StepDeploy] = deploy
+	runs[events.StepCreateDB] = createDB
+	runs[events.StepRestoreEnv] = restoreEnv
+	runs[events.StepCreateVolumes] = createVolumes
+	runs[events.StepDeploy] = deploy
 }
 
 // template is the slot's template, or a definite failure for a slot

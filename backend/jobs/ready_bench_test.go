@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/events"
 )
 
@@ -35,7 +34,7 @@ func BenchmarkReadyReset(b *testing.B) {
 				b.Fatal(err)
 			}
 			j := w.waitEnded(res.JobID)
-			if j.Status != slots.StatusSucceeded {
+			if j.Status != events.StatusSucceeded {
 				b.Fatalf("%s reset %s: %s", slot, j.Status, j.LastError)
 			}
 			var first, last time.Time
@@ -56,7 +55,7 @@ func BenchmarkReadyReset(b *testing.B) {
 						started[st.Step] = ev.Meta.Time
 					}
 				}
-				if slots.IsStepResult(ev.Type) {
+				if events.IsStepResult(ev.Type) {
 					step := stepOfResult(p)
 					if t0, ok := started[step]; ok {
 						per[slot][step] = append(per[slot][step], ev.Meta.Time.Sub(t0))
@@ -68,9 +67,9 @@ func BenchmarkReadyReset(b *testing.B) {
 	}
 	med := func(d []time.Duration) time.Duration { return pct(d, 0.5) }
 	for _, slot := range []string{"old", "new"} {
-		steps := slots.StepsFor(events.KindReset)
+		steps := events.StepNames(events.KindReset, false)
 		if slot == "new" {
-			steps = slots.ReadyResetSteps
+			steps = events.StepNames(events.KindReset, true)
 		}
 		for _, s := range steps {
 			fmt.Printf("ready-reset %s step %-20s median %8.1f ms\n", slot, s, ms(med(per[slot][s])))

@@ -137,10 +137,10 @@ func TestReadyReset(t *testing.T) {
 	w.startEngine(w.engineConfig())
 	res := startJob(t, w, events.KindReset, "rdy")
 	j := w.waitEnded(res.JobID)
-	if j.Status != slots.StatusSucceeded {
+	if j.Status != events.StatusSucceeded {
 		t.Fatalf("reset %s: %s%s", j.Status, j.LastError, history(w.jobEvents(res.JobID)))
 	}
-	if !slices.Equal(j.Queued.Steps, slots.ReadyResetSteps) {
+	if !slices.Equal(j.Queued.Steps, events.StepNames(events.KindReset, true)) {
 		t.Fatalf("plan %v", j.Queued.Steps)
 	}
 	db1 := checkReady(t, w, fx, res.JobID)
@@ -166,7 +166,7 @@ func TestReadyReset(t *testing.T) {
 	// The next reset deletes the new database and makes another.
 	w.occupy("rdy")
 	res2 := startJob(t, w, events.KindReset, "rdy")
-	if j := w.waitEnded(res2.JobID); j.Status != slots.StatusSucceeded {
+	if j := w.waitEnded(res2.JobID); j.Status != events.StatusSucceeded {
 		t.Fatalf("second reset %s: %s", j.Status, j.LastError)
 	}
 	fx2 := fx
@@ -186,7 +186,7 @@ func TestResetWithoutTemplateShowsWhatItLacks(t *testing.T) {
 	w.occupy("old")
 	w.startEngine(w.engineConfig())
 	res := startJob(t, w, events.KindReset, "old")
-	if j := w.waitEnded(res.JobID); j.Status != slots.StatusSucceeded || slices.Contains(j.Queued.Steps, events.StepCreateDB) {
+	if j := w.waitEnded(res.JobID); j.Status != events.StatusSucceeded || slices.Contains(j.Queued.Steps, events.StepCreateDB) {
 		t.Fatalf("reset %s steps %v", j.Status, j.Queued.Steps)
 	}
 	checkReset(t, w, fx, res.JobID)
@@ -211,7 +211,7 @@ func TestReadyResetFailedDeployIsNotVacant(t *testing.T) {
 	w.startEngine(w.engineConfig())
 	res := startJob(t, w, events.KindReset, "dep")
 	j := w.waitEnded(res.JobID)
-	if j.Status != slots.StatusFailed || j.InFlight != "" && j.InFlight != events.StepDeploy || !strings.Contains(j.LastError, "failed") || j.Done[events.StepDeploy] {
+	if j.Status != events.StatusFailed || j.InFlight != "" && j.InFlight != events.StepDeploy || !strings.Contains(j.LastError, "failed") || j.Done[events.StepDeploy] {
 		t.Fatalf("reset %s in-flight %q: %q", j.Status, j.InFlight, j.LastError)
 	}
 	if st := w.final("dep"); !st.Occupied {
@@ -221,7 +221,7 @@ func TestReadyResetFailedDeployIsNotVacant(t *testing.T) {
 	if _, err := w.svc.Resume(context.Background(), bob, res.JobID); err != nil {
 		t.Fatal(err)
 	}
-	if j := w.waitEndedN(res.JobID, 2); j.Status != slots.StatusSucceeded {
+	if j := w.waitEndedN(res.JobID, 2); j.Status != events.StatusSucceeded {
 		t.Fatalf("resumed reset %s: %s", j.Status, j.LastError)
 	}
 	checkReady(t, w, fx, res.JobID)
@@ -243,13 +243,13 @@ func TestReadyResetCreateUncertain(t *testing.T) {
 	w.startEngine(w.engineConfig())
 	res := startJob(t, w, events.KindReset, "unc")
 	j := w.waitEnded(res.JobID)
-	if j.Status != slots.StatusFailed || j.InFlight != events.StepCreateDB {
+	if j.Status != events.StatusFailed || j.InFlight != events.StepCreateDB {
 		t.Fatalf("reset %s in-flight %q: %q", j.Status, j.InFlight, j.LastError)
 	}
 	if _, err := w.svc.Resume(context.Background(), bob, res.JobID); err != nil {
 		t.Fatal(err)
 	}
-	if j := w.waitEndedN(res.JobID, 2); j.Status != slots.StatusSucceeded {
+	if j := w.waitEndedN(res.JobID, 2); j.Status != events.StatusSucceeded {
 		t.Fatalf("resumed reset %s: %s", j.Status, j.LastError)
 	}
 	checkReady(t, w, fx, res.JobID)

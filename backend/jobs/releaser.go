@@ -33,7 +33,7 @@ func (e *Engine) release(ctx context.Context, id string) {
 		return // released, or a resume's lock for the next run
 	}
 	meta := e.systemMeta(slots.ActorRepair, &j)
-	ok, err := releaseLock(ctx, e.slots, &j, j.Run(), j.Status, meta)
+	ok, err := e.slots.ReleaseLock(ctx, &j, j.Status, meta)
 	if err != nil {
 		e.log.WarnContext(ctx, "release failed", "job", id, "err", err)
 		return

@@ -25,7 +25,7 @@ func (e *Engine) newRescuer() *maintainer {
 // rescue abandons job id if its lease has still expired when read afresh.
 func (e *Engine) rescue(ctx context.Context, id string) {
 	j, err := slots.LoadJob(ctx, e.store, id)
-	if err != nil || j.Status != slots.StatusRunning || j.LeaseUntil.Add(e.cfg.RescueGrace).After(e.now()) {
+	if err != nil || j.Status != events.StatusRunning || j.LeaseUntil.Add(e.cfg.RescueGrace).After(e.now()) {
 		return
 	}
 	meta := e.systemMeta(slots.ActorRescuer, &j)
@@ -41,7 +41,7 @@ func (e *Engine) rescue(ctx context.Context, id string) {
 	}
 	e.log.WarnContext(ctx, "attempt abandoned: lease expired", "job", id, "attempt", j.Attempt, "abandoned_worker", j.Worker,
 		"uncertain_step", j.InFlight, "correlation_id", meta.CorrelationID)
-	if _, err := releaseLock(ctx, e.slots, &j, j.Run(), slots.StatusAbandoned, meta); err != nil {
+	if _, err := e.slots.ReleaseLock(ctx, &j, events.StatusAbandoned, meta); err != nil {
 		e.log.WarnContext(ctx, "release after abandon failed", "job", id, "err", err)
 	}
 }

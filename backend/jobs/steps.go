@@ -2,7 +2,6 @@ package jobs
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -18,29 +17,35 @@ import (
 // repeats an effect blindly.
 type stepFunc func(ctx context.Context, a *attempt, verify bool) (events.Payload, error)
 
-// kinds maps each job kind's step names (slots.Steps gives the order) to
-// their implementation.
-var kinds = map[string]map[string]stepFunc{
-	events.KindReset: {
-		events.StepDeleteDB:      deleteDB,
-		events.StepDeleteEnvVars: deleteEnvVars,
-		events.StepDeleteVolumes: deleteVolumes,
-		events.StepForcePush:     forcePushTemplate,
-		events.StepVacate:        vacate,
-	},
-	events.KindTeardown: {
-		events.StepDeleteDB:      deleteDB,
-		events.StepDeleteApp:     deleteApp,
-		events.StepDeleteRepo:    deleteRepo,
-		events.StepDeleteProject: deleteProject,
-		events.StepRetire:        retire,
-	},
-	events.KindPromote: {
-		events.StepLookupRepo: lookupRepo,
-		events.StepCreateRepo: createRepo,
-		events.StepPushCode:   pushCode,
-		events.StepRecordRepo: recordRepo,
-	},
+// runs holds the bodies of the step table's steps (events.Steps gives each
+// kind's steps, their order and the resource each removes): one body per
+// step name, whatever the kind that runs it. adopt.go and ready.go add
+// theirs.
+var runs = map[string]stepFunc{
+	events.StepDeleteDB:      deleteDB,
+	events.StepDeleteEnvVars: deleteEnvVars,
+	events.StepDeleteVolumes: deleteVolumes,
+	events.StepForcePush:     forcePushTemplate,
+	events.StepVacate:        vacate,
+	events.StepDeleteApp:     deleteApp,
+	events.StepDeleteRepo:    deleteRepo,
+	events.StepDeleteProject: deleteProject,
+	events.StepRetire:        retire,
+	events.StepLookupRepo:    lookupRepo,
+	events.StepCreateRepo:    createRepo,
+	events.StepPushCode:      pushCode,
+	events.StepRecordRepo:    recordRepo,
+}
+
+// stepOf is the body of kind's step name, nil when kind's table (with the
+// ready reset's steps) has no such step or no body is known.
+func stepOf(kind, name string) stepFunc {
+	for _, s := range events.Steps(kind, true) {
+		if s.Name == name {
+			return runs[name]
+		}
+	}
+	return nil
 }
 
 func (a *attempt) result(absent bool) events.StepResult {
@@ -415,7 +420,7 @@ func forcePushTemplate(ctx context.Context, a *attempt, _ bool) (events.Payload,
 // call and do not write the slot stream: they check that the job may change
 // the slot and record that check. The slot's change itself (SlotVacated,
 // SlotRetired, SlotPromoted) is a consequence of the job's terminal success:
-// releaseLock writes it in the same append as JobReleased, after
+// slots.ReleaseLock writes it in the same append as JobReleased, after
 // JobSucceeded is in the job stream. Written before the terminal event, it
 // could land after a person's cancel (the slot append is not fenced by the
 // job stream), leaving "job cancelled" and "slot retired by that job" in the
@@ -451,7 +456,7 @@ func recordRepo(ctx context.Context, a *attempt, _ bool) (events.Payload, error)
 	if err := a.holdsLock(ctx); err != nil {
 		return nil, err
 	}
-	return events.StepSucceeded{StepResult: a.result(false), Detail: "promoted to " + promoteTarget(&a.job).String() + "; recorded on the slot when the job's success is recorded"}, nil
+	return events.StepSucceeded{StepResult: a.result(false), Detail: "promoted to " + slots.PromoteTarget(&a.job).String() + "; recorded on the slot when the job's success is recorded"}, nil
 }
 
 // holdsLock checks that the slot's lock is this job's.
@@ -466,88 +471,10 @@ func (a *attempt) holdsLock(ctx context.Context) error {
 	return nil
 }
 
-// slotOutcome is the slot event a job's success implies, or nil if there is
-// none or the slot already records it (a release retried after a crash, or a
-// log written before this order, where the step itself wrote it).
-func slotOutcome(j *slots.JobState, st *slots.SlotState) events.Payload {
-	switch j.Queued.Kind {
-	case events.KindReset:
-		if j.Done[events.StepVacate] && st.Occupied && !st.VacatedBy[j.ID] {
-			return events.SlotVacated{Slot: st.Name, JobID: j.ID}
-		}
-	case events.KindTeardown:
-		if j.Done[events.StepRetire] && !st.Retired {
-			return events.SlotRetired{Slot: st.Name, JobID: j.ID}
-		}
-	case events.KindPromote:
-		if _, done := st.PromotedBy[j.ID]; j.Done[events.StepRecordRepo] && !done {
-			var sha string
-			if ev, ok := j.Results[events.StepPushCode]; ok {
-				var cp events.CodePushed
-				if json.Unmarshal(ev.Data, &cp) == nil {
-					sha = cp.SHA
-				}
-			}
-			return events.SlotPromoted{Slot: st.Name, JobID: j.ID, NewRepo: promoteTarget(j), SHA: sha}
-		}
-	}
-	return nil
-}
-
-// releaseLock frees the slot lock that job j holds for its run-th
-// acceptance, recording outcome (slots.ReleaseLock). For a job that
-// succeeded it first writes, in the same append, the slot event the success
-// implies (slotOutcome). Every release of a job's lock goes through here, so
-// whoever releases a succeeded job — its attempt, or another engine after a
-// crash between JobSucceeded and the release — records the slot's change
-// exactly once, and only for a job whose success the job stream holds.
-// Callers pass StatusSucceeded only after reading or writing JobSucceeded.
-func releaseLock(ctx context.Context, sc *slots.SlotCache, j *slots.JobState, run int, outcome string, meta events.Metadata) (bool, error) {
-	if outcome != slots.StatusSucceeded {
-		return sc.ReleaseLock(ctx, j.Queued.Slot, j.ID, run, outcome, j.TouchedRemaining(), meta)
-	}
-	slot := j.Queued.Slot
-	for i := 0; i < 10; i++ {
-		st, err := sc.Load(ctx, slot)
-		if err != nil {
-			return false, err
-		}
-		if st.LockJob != j.ID || (st.LockRun != 0 && st.LockRun != run) {
-			return false, nil
-		}
-		var evs []events.EventData
-		if p := slotOutcome(j, &st); p != nil {
-			evs = append(evs, events.New(p, meta))
-		}
-		evs = append(evs, events.New(events.JobReleased{Slot: slot, JobID: j.ID, Outcome: outcome}, meta))
-		_, err = sc.Store().Append(ctx, events.SlotStream(slot), events.Exact(st.Revision), evs...)
-		if err == nil {
-			return true, nil
-		}
-		if !errors.Is(err, events.ErrWrongRevision) {
-			return false, err
-		}
-	}
-	return false, fmt.Errorf("release lock of %s: slot kept changing", slot)
-}
-
-// promoteTarget is the repository a promote creates, from its params and,
-// once created, the slug the 201 answered.
-func promoteTarget(j *slots.JobState) events.RepoRef {
-	r := events.RepoRef{Project: j.Queued.Params["project"], Slug: j.Queued.Params["name"]}
-	if ev, ok := j.Results[events.StepCreateRepo]; ok {
-		var rc events.RepoCreated
-		if json.Unmarshal(ev.Data, &rc) == nil && rc.Repo.Slug != "" {
-			r = rc.Repo
-		}
-	}
-	return r
-}
-
 // lookupRepo is tri-state: only 404 lets the promote go on; found fails
 // ("already exists"), unknown aborts.
 func lookupRepo(ctx context.Context, a *attempt, _ bool) (events.Payload, error) {
-	r := promoteTarget(&a.job)
+	r := slots.PromoteTarget(&a.job)
 	var l providers.Lookup
 	err := a.call(ctx, events.StepStarted{Resource: &events.Resource{Kind: events.ResRepository, ID: r.String()}},
 		func(ctx context.Context) error {
@@ -576,7 +503,7 @@ func lookupRepo(ctx context.Context, a *attempt, _ bool) (events.Payload, error)
 // the uncertain create landed (recorded as a verified step, not as a 201);
 // found with content → fail.
 func createRepo(ctx context.Context, a *attempt, verify bool) (events.Payload, error) {
-	r := promoteTarget(&a.job)
+	r := slots.PromoteTarget(&a.job)
 	res := &events.Resource{Kind: events.ResRepository, ID: r.String()}
 	if verify {
 		st, err := a.slot(ctx)
@@ -636,7 +563,7 @@ func pushCode(ctx context.Context, a *attempt, verify bool) (events.Payload, err
 	if err != nil {
 		return nil, err
 	}
-	dst := promoteTarget(&a.job)
+	dst := slots.PromoteTarget(&a.job)
 	srcURL, dstURL := a.e.deps.RepoURL(st.Reg.Repo), a.e.deps.RepoURL(dst)
 	res := &events.Resource{Kind: events.ResRepository, ID: dst.String(), Name: st.Reg.Branch}
 	if verify {

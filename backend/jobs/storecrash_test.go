@@ -73,7 +73,7 @@ func TestCrashBetweenSlotAndJobAppends(t *testing.T) {
 			go func() { done <- doomed.Run(context.Background()) }()
 			res := startJob(t, w, kind, "cell")
 			// The dying worker wrote its success and then nothing more.
-			if j := w.waitJob(res.JobID, w.waitLimit(), func(j *slots.JobState) bool { return j.Terminal() }); j.Status != slots.StatusSucceeded {
+			if j := w.waitJob(res.JobID, w.waitLimit(), func(j *slots.JobState) bool { return j.Terminal() }); j.Status != events.StatusSucceeded {
 				t.Fatalf("the run before the crash ended %s (%s), not succeeded%s", j.Status, j.LastError, history(w.jobEvents(res.JobID)))
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -89,7 +89,7 @@ func TestCrashBetweenSlotAndJobAppends(t *testing.T) {
 			// slot's change.
 			w.startEngine(patientConfig(w))
 			j := w.waitEnded(res.JobID)
-			assertEq(t, "job status", j.Status, slots.StatusSucceeded)
+			assertEq(t, "job status", j.Status, events.StatusSucceeded)
 			checkFinal(t, w, kind, fx, res.JobID)
 			slotLog := w.logEvents(events.SlotStream("cell"))
 			n := 0
@@ -157,7 +157,7 @@ func appendsOfUndisturbedRun(t *testing.T, kind string) int {
 	defer cancel()
 	eng.Stop(ctx)
 	<-done
-	if j.Status != slots.StatusSucceeded {
+	if j.Status != events.StatusSucceeded {
 		t.Fatalf("undisturbed %s: %s", kind, j.Status)
 	}
 	return int(counting.n.Load())
@@ -188,7 +188,7 @@ func crashAfter(t *testing.T, kind string, k int) {
 	}
 	w.startEngine(w.engineConfig())
 	j := w.waitEnded(res.JobID)
-	if j.Status != slots.StatusSucceeded {
+	if j.Status != events.StatusSucceeded {
 		if !j.Resumable() {
 			t.Fatalf("after the crash the job is %s, not resumable%s", j.Status, history(w.jobEvents(res.JobID)))
 		}
@@ -196,7 +196,7 @@ func crashAfter(t *testing.T, kind string, k int) {
 			t.Fatalf("resume: %v%s", err, history(w.jobEvents(res.JobID)))
 		}
 		j = w.waitEndedN(res.JobID, j.Terminals+1)
-		if j.Status != slots.StatusSucceeded {
+		if j.Status != events.StatusSucceeded {
 			t.Fatalf("after resume: %s (%s)%s", j.Status, j.LastError, history(w.jobEvents(res.JobID)))
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/slotkeeper/slotkeeper/backend/providers/sim"
-	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/events"
 	"github.com/slotkeeper/slotkeeper/projections"
 	"github.com/slotkeeper/slotkeeper/projections/memory"
@@ -63,7 +62,7 @@ func TestListedEnvVarsAndVolumesStayTrackedUntilConfirmed(t *testing.T) {
 		t.Fatal(err)
 	}
 	j := w.waitEnded(res.JobID)
-	assertEq(t, "status", j.Status, slots.StatusFailed)
+	assertEq(t, "status", j.Status, events.StatusFailed)
 
 	rem := remainingOf(t, w.readModel(), "tr1")
 	for _, v := range vols {
@@ -87,7 +86,7 @@ func TestListedEnvVarsAndVolumesStayTrackedUntilConfirmed(t *testing.T) {
 		t.Fatal(err)
 	}
 	j = w.waitEndedN(res.JobID, 2)
-	assertEq(t, "status after resume", j.Status, slots.StatusSucceeded)
+	assertEq(t, "status after resume", j.Status, events.StatusSucceeded)
 	rem = remainingOf(t, w.readModel(), "tr1")
 	for k := range rem {
 		if k[:len(events.ResVolume)] == events.ResVolume || k[:len(events.ResEnvVar)] == events.ResEnvVar {
@@ -122,7 +121,7 @@ func TestAcceptedButUnconfirmedDeleteIsRecorded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	assertEq(t, "refused job", w.waitEnded(res1.JobID).Status, slots.StatusFailed)
+	assertEq(t, "refused job", w.waitEnded(res1.JobID).Status, events.StatusFailed)
 
 	// Accepted: the delete is queued, then the confirming GET is refused.
 	fx := w.seed("ac2")
@@ -132,7 +131,7 @@ func TestAcceptedButUnconfirmedDeleteIsRecorded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	assertEq(t, "unconfirmed job", w.waitEnded(res2.JobID).Status, slots.StatusFailed)
+	assertEq(t, "unconfirmed job", w.waitEnded(res2.JobID).Status, events.StatusFailed)
 
 	for _, ev := range w.jobEvents(res1.JobID) {
 		if ev.Type == "DeleteAccepted" {

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/slotkeeper/slotkeeper/backend/providers/sim"
-	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/events"
 )
 
@@ -26,7 +25,7 @@ func TestResetLeavesDockerVolumeNamed(t *testing.T) {
 	}
 	vol := before[0].Name
 	res := startJob(t, w, events.KindReset, "vol")
-	if j := w.waitEnded(res.JobID); j.Status != slots.StatusSucceeded {
+	if j := w.waitEnded(res.JobID); j.Status != events.StatusSucceeded {
 		t.Fatalf("reset %s: %s", j.Status, j.LastError)
 	}
 	var removed *events.VolumeMountsRemoved
@@ -90,7 +89,7 @@ func TestComposeStorageFailsOnce(t *testing.T) {
 	w.startEngine(w.engineConfig())
 	res := startJob(t, w, events.KindReset, "compose")
 	j := w.waitEnded(res.JobID)
-	if j.Status != slots.StatusFailed || !strings.Contains(j.LastError, "read-only") {
+	if j.Status != events.StatusFailed || !strings.Contains(j.LastError, "read-only") {
 		t.Fatalf("reset %s: %q", j.Status, j.LastError)
 	}
 	n := 0

@@ -151,8 +151,6 @@ func New(store events.Store, cfg Config) *Notifier {
 	return &Notifier{store: store, cfg: cfg, log: cfg.Logger, timeout: timeout, hook: webhook.New(cfg.WebhookURL, cfg.Secret, cfg.HTTP)}
 }
 
-var terminalTypes = []string{"JobSucceeded", "JobFailed", "JobTimedOut", "JobCancelled", "JobAbandoned"}
-
 // Run follows terminal job events until ctx is done (returns nil) or the
 // store fails. Deliveries in progress end with ctx: an interrupted attempt
 // is recorded as failed (not final) and the next Run resumes it.
@@ -191,7 +189,7 @@ func (n *Notifier) Run(ctx context.Context) error {
 			}
 		}
 	}()
-	err = n.store.SubscribeAll(ctx, from, events.Filter{StreamPrefixes: []string{events.JobStreamPrefix}, EventTypes: terminalTypes}, n.handle)
+	err = n.store.SubscribeAll(ctx, from, events.Filter{StreamPrefixes: []string{events.JobStreamPrefix}, EventTypes: events.TerminalTypes()}, n.handle)
 	n.sends.Wait()
 	<-saverDone
 	// At shutdown any progress is worth one event.
@@ -290,9 +288,9 @@ func (n *Notifier) handle(ctx context.Context, ev events.RecordedEvent) error {
 	k := 0 // this is the job's k-th terminal event
 	for _, h := range hist {
 		switch {
-		case h.Type == "JobQueued":
+		case h.Is(events.JobQueued{}):
 			_ = json.Unmarshal(h.Data, &queued)
-		case isTerminal(h.Type):
+		case events.IsTerminal(h.Type):
 			k++
 		}
 	}
@@ -478,28 +476,19 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-func isTerminal(t string) bool {
-	for _, x := range terminalTypes {
-		if x == t {
-			return true
-		}
-	}
-	return false
-}
-
 func decodeOutcome(ev events.RecordedEvent) outcome {
 	p, _ := events.Decode(ev)
 	switch e := p.(type) {
 	case events.JobSucceeded:
-		return outcome{Outcome: "succeeded"}
+		return outcome{Outcome: events.StatusSucceeded}
 	case events.JobFailed:
-		return outcome{Outcome: "failed", Reason: e.Reason, FailedStep: e.FailedStep, CompletedSteps: e.CompletedSteps, Remaining: e.Remaining}
+		return outcome{Outcome: events.StatusFailed, Reason: e.Reason, FailedStep: e.FailedStep, CompletedSteps: e.CompletedSteps, Remaining: e.Remaining}
 	case events.JobTimedOut:
-		return outcome{Outcome: "timed_out", Reason: "the " + e.Deadline + " deadline passed", UncertainStep: e.UncertainStep, CompletedSteps: e.CompletedSteps, Remaining: e.Remaining}
+		return outcome{Outcome: events.StatusTimedOut, Reason: "the " + e.Deadline + " deadline passed", UncertainStep: e.UncertainStep, CompletedSteps: e.CompletedSteps, Remaining: e.Remaining}
 	case events.JobCancelled:
-		return outcome{Outcome: "cancelled", Reason: "cancelled by " + e.By, UncertainStep: e.UncertainStep, CompletedSteps: e.CompletedSteps, Remaining: e.Remaining}
+		return outcome{Outcome: events.StatusCancelled, Reason: "cancelled by " + e.By, UncertainStep: e.UncertainStep, CompletedSteps: e.CompletedSteps, Remaining: e.Remaining}
 	case events.JobAbandoned:
-		return outcome{Outcome: "abandoned", Reason: "worker " + e.Worker + " stopped renewing its lease", UncertainStep: e.UncertainStep, CompletedSteps: e.CompletedSteps, Remaining: e.Remaining}
+		return outcome{Outcome: events.StatusAbandoned, Reason: "worker " + e.Worker + " stopped renewing its lease", UncertainStep: e.UncertainStep, CompletedSteps: e.CompletedSteps, Remaining: e.Remaining}
 	}
 	return outcome{Outcome: "unknown"}
 }
@@ -513,7 +502,7 @@ func (n *Notifier) message(jobID string, q events.JobQueued, o outcome) Message 
 		kind = "job"
 	}
 	var b strings.Builder
-	if o.Outcome == "succeeded" {
+	if o.Outcome == events.StatusSucceeded {
 		fmt.Fprintf(&b, "%s of slot %s succeeded.", kind, slot)
 	} else {
 		fmt.Fprintf(&b, "%s of slot %s %s", kind, slot, strings.ReplaceAll(o.Outcome, "_", " "))

@@ -12,11 +12,6 @@ import (
 // holds the slot's side: which resources can be adopted, the plan, and the
 // command (the same lock and job stream as every other job).
 
-func init() {
-	Steps[events.KindAdopt] = []string{events.StepLookupResource, events.StepAdoptResource}
-	Steps[events.KindDeleteOrphan] = []string{events.StepLookupResource, events.StepAdoptResource, events.StepDeleteResource}
-}
-
 // AdoptCmd names the orphan a slot takes in.
 type AdoptCmd struct {
 	Provider string `json:"provider"` // coolify | bitbucket
@@ -70,7 +65,7 @@ func (s *Service) checkAdoptScope(r events.Resource) error {
 	if r.Kind == events.ResRepository {
 		proj, _, _ := strings.Cut(r.ID, "/")
 		if !s.cfg.Scope.bitbucketOK(proj) {
-			return forbidden("id", "Bitbucket project %s is outside the configured scope (--bitbucket-projects)", proj)
+			return outsideScope(forbidden("id", "Bitbucket project %s is outside the configured scope (--bitbucket-projects)", proj), proj)
 		}
 	}
 	return nil
@@ -104,7 +99,7 @@ func (s *Service) planOrphan(ctx context.Context, kind, slot string, c AdoptCmd)
 	if err := s.canStart(&st, kind); err != nil {
 		return Plan{}, err
 	}
-	return Plan{Kind: kind, Slot: slot, Steps: StepsFor(kind), Resources: []events.Resource{res}, NotBefore: s.now()}, nil
+	return Plan{Kind: kind, Slot: slot, Steps: events.StepNames(kind, false), Resources: []events.Resource{res}, NotBefore: s.now()}, nil
 }
 
 // Adopt queues a job that makes slot track the orphan c names. check (may be

@@ -187,7 +187,7 @@ func randomSlotEvent(rng *rand.Rand, slot string, jobs map[string]int) events.Ev
 	case 3:
 		p = events.JobAccepted{Slot: slot, JobID: job, Kind: kinds[rng.IntN(3)], Resumed: rng.IntN(2) == 0}
 	case 4:
-		p = events.JobReleased{Slot: slot, JobID: job, Outcome: slots.StatusFailed}
+		p = events.JobReleased{Slot: slot, JobID: job, Outcome: events.StatusFailed}
 	case 5:
 		p = events.SlotVacated{Slot: slot, JobID: job}
 	case 6:
@@ -210,8 +210,8 @@ func TestSlotCacheUnderConcurrentCommands(t *testing.T) {
 	longHistory(t, mem, "alpha", 100)
 	ctx := context.Background()
 	svcs := []*slots.Service{
-		slots.NewService(mem, slots.Config{Retries: 1000}),
-		slots.NewService(mem, slots.Config{Retries: 1000}),
+		slots.NewService(mem, slots.Config{}),
+		slots.NewService(mem, slots.Config{}),
 	}
 	var wg sync.WaitGroup
 	var ok atomic.Int64
@@ -278,7 +278,7 @@ func TestSlotFoldForgetsOldJobOutcomes(t *testing.T) {
 		if !st.VacatedBy[job] && st.PromotedBy[job] == (events.RepoRef{}) {
 			t.Fatalf("the lock holder %s's outcome is not recorded", job)
 		}
-		apply(events.JobReleased{Slot: "a", JobID: job, Outcome: slots.StatusSucceeded})
+		apply(events.JobReleased{Slot: "a", JobID: job, Outcome: events.StatusSucceeded})
 		if !st.VacatedBy[job] && st.PromotedBy[job] == (events.RepoRef{}) {
 			t.Fatalf("the last released job %s's outcome is not recorded", job)
 		}

@@ -41,7 +41,7 @@ func (d deadlineState) fold(ev events.RecordedEvent) error {
 	name := strings.TrimPrefix(ev.Stream, events.SlotStreamPrefix)
 	ss := d.Slots[name]
 	if ss == nil {
-		if ev.Type != "SlotRegistered" {
+		if !ev.Is(events.SlotRegistered{}) {
 			return nil // a retired slot's last events (its release)
 		}
 		ss = &SlotState{Name: name}

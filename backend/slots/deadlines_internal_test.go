@@ -33,7 +33,7 @@ func TestDeadlineFoldFollowsThePool(t *testing.T) {
 		fold(name, 2, events.JobAccepted{Slot: name, JobID: job, Kind: events.KindTeardown, Run: 1, Job: &events.JobQueued{JobID: job, Slot: name, Kind: events.KindTeardown}})
 		if i%10 != 0 { // nine in ten are torn down
 			fold(name, 3, events.SlotRetired{Slot: name, JobID: job})
-			fold(name, 4, events.JobReleased{Slot: name, JobID: job, Outcome: StatusSucceeded})
+			fold(name, 4, events.JobReleased{Slot: name, JobID: job, Outcome: events.StatusSucceeded})
 		}
 	}
 	if len(st.Slots) != 50 {

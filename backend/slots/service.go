@@ -6,6 +6,7 @@ package slots
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/slotkeeper/slotkeeper/backend/apperr"
 	"github.com/slotkeeper/slotkeeper/backend/consumer"
 	"github.com/slotkeeper/slotkeeper/events"
 )
@@ -27,9 +29,6 @@ type Config struct {
 	DeadlineReset bool
 	// MaxOccupancy bounds how far away a deadline may be. Default 30 days.
 	MaxOccupancy time.Duration
-	// Retries bounds how often a command retries after losing a race on the
-	// slot stream. Default 5.
-	Retries int
 	// Scope bounds the resources a slot, its template and a promote's
 	// target may name (empty lists: unrestricted).
 	Scope Scope
@@ -64,9 +63,6 @@ func NewService(store events.Store, cfg Config) *Service {
 	if cfg.MaxOccupancy == 0 {
 		cfg.MaxOccupancy = 30 * 24 * time.Hour
 	}
-	if cfg.Retries <= 0 {
-		cfg.Retries = 5
-	}
 	if cfg.Clock == nil {
 		cfg.Clock = SystemClock{}
 	}
@@ -88,64 +84,65 @@ func (s *Service) meta(a Actor) events.Metadata {
 	return events.Metadata{Actor: a.Name, ActorID: a.ID, CorrelationID: a.CorrelationID, ClientRequestID: a.ClientRequestID, Time: s.now()}
 }
 
-func internal(msg string, err error) *Error {
-	if errors.Is(err, events.ErrOutcomeUnknown) {
-		// Not a failure: the write may have landed. Say so, so that the
-		// caller reads before trying again (a blind retry could conflict
-		// with its own write).
-		msg += ": the outcome is unknown (it may have been written); read the slot before trying again"
-	}
-	return &Error{Code: CodeInternal, Message: msg, Err: err}
-}
+func internal(msg string, err error) *Error { return apperr.Internalf(err, "%s", msg) }
 
-func notFound(format string, args ...any) *Error {
-	return &Error{Code: CodeNotFound, Message: fmt.Sprintf(format, args...)}
-}
+func notFound(format string, args ...any) *Error { return apperr.New(CodeNotFound, format, args...) }
 
 func conflict(details map[string]any, format string, args ...any) *Error {
-	return &Error{Code: CodeConflict, Message: fmt.Sprintf(format, args...), Details: details}
+	return apperr.New(CodeConflict, format, args...).With(details)
 }
+
+// retired, incomplete and unavailable are the conflicts of a slot's state
+// (unavailable: the one of occupy, which names the state it met).
+func retired(st *SlotState) *Error {
+	return conflict(map[string]any{"state": st.Lifecycle()}, "slot %s is retired", st.Name).Because(apperr.ReasonSlotRetired, "slot", st.Name)
+}
+
+func incomplete(st *SlotState) *Error {
+	return conflict(map[string]any{"state": st.Lifecycle()}, "slot %s has an incomplete teardown", st.Name).
+		Because(apperr.ReasonSlotIncomplete, "slot", st.Name)
+}
+
+func unavailable(st *SlotState, e *Error) *Error {
+	switch {
+	case st.Retired:
+		return e.Because(apperr.ReasonSlotRetired, "slot", st.Name)
+	case st.Incomplete:
+		return e.Because(apperr.ReasonSlotIncomplete, "slot", st.Name)
+	}
+	return e.Because(apperr.ReasonSlotOccupied, "slot", st.Name, "occupant", st.Occupant)
+}
+
+// rfc3339 is a time as reason args carry it.
+func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
 // blocked is the conflict a command gets while another job holds the lock.
 func blocked(st *SlotState) *Error {
 	return conflict(map[string]any{"blocking_job": st.LockJob, "state": st.Lifecycle()},
-		"slot %s is locked by %s job %s", st.Name, st.LockKind, st.LockJob)
+		"slot %s is locked by %s job %s", st.Name, st.LockKind, st.LockJob).
+		Because(apperr.ReasonSlotLocked, "slot", st.Name, "job", st.LockJob, "kind", st.LockKind, "state", st.Lifecycle())
 }
 
 // onSlot runs decide on the freshly loaded slot (the cached fold plus the
-// events written since, see SlotCache) and appends what it returns
-// with the slot's expected revision, retrying a bounded number of times when
-// another writer got in between.
+// events written since, see SlotCache) and appends what it returns with the
+// slot's expected revision (events.Decide: a lost race loads and decides
+// again, within its one budget). It returns the state decide saw last.
 func (s *Service) onSlot(ctx context.Context, name string, decide func(st *SlotState) ([]events.EventData, error)) (SlotState, error) {
-	for i := 0; ; i++ {
-		st, err := s.slots.Load(ctx, name)
-		if err != nil {
-			return st, internal("load slot", err)
+	var st SlotState
+	_, err := events.Decide(ctx, s.store, events.SlotStream(name), func(ctx context.Context) (events.ExpectedRevision, []events.EventData, error) {
+		var err error
+		if st, err = s.slots.Load(ctx, name); err != nil {
+			return events.ExpectedRevision{}, nil, internal("load slot", err)
 		}
 		evs, err := decide(&st)
-		if err != nil || len(evs) == 0 {
-			return st, err
-		}
-		exp := events.NoStream()
-		if st.Exists {
-			exp = events.Exact(st.Revision)
-		}
-		_, err = s.store.Append(ctx, events.SlotStream(name), exp, evs...)
-		if err == nil {
-			return st, nil
-		}
-		if !errors.Is(err, events.ErrWrongRevision) {
-			return st, internal("append to slot", err)
-		}
-		if i+1 >= s.cfg.Retries {
-			return st, conflict(nil, "slot %s changed concurrently %d times; try again", name, s.cfg.Retries)
-		}
-	}
+		return events.Expect(st.Exists, st.Revision), evs, err
+	})
+	return st, apperr.Decided(err, "slot "+name)
 }
 
 func needSlot(st *SlotState) error {
 	if !st.Exists {
-		return notFound("slot %s is not registered", st.Name)
+		return notFound("slot %s is not registered", st.Name).Because(apperr.ReasonSlotNotFound, "slot", st.Name)
 	}
 	return nil
 }
@@ -213,31 +210,35 @@ func (s *Service) Register(ctx context.Context, a Actor, c RegisterCmd) error {
 	s.owners.mu.Lock()
 	defer s.owners.mu.Unlock()
 	checked := false
-	for i := 0; ; i++ {
+	var claim events.EventData
+	// A lost race on the registry means another process claimed something
+	// meanwhile: catch up and look again.
+	res, err := events.Decide(ctx, s.store, events.SlotRegistryStream, func(ctx context.Context) (events.ExpectedRevision, []events.EventData, error) {
 		if err := s.owners.catchUp(ctx, s.store, s.log); err != nil {
-			return internal("read the slots' registrations", err)
+			return events.ExpectedRevision{}, nil, internal("read the slots' registrations", err)
 		}
 		if err := s.owners.completePending(ctx, s.store); err != nil {
-			return internal("complete an earlier registration", err)
+			return events.ExpectedRevision{}, nil, internal("complete an earlier registration", err)
 		}
 		if st, err := LoadSlot(ctx, s.store, c.Name); err != nil {
-			return internal("load slot", err)
+			return events.ExpectedRevision{}, nil, internal("load slot", err)
 		} else if st.Exists {
-			return conflict(map[string]any{"state": st.Lifecycle()}, "slot %s is already registered", c.Name)
+			return events.ExpectedRevision{}, nil, conflict(map[string]any{"state": st.Lifecycle()}, "slot %s is already registered", c.Name).
+				Because(apperr.ReasonSlotRegistered, "slot", c.Name, "state", st.Lifecycle())
 		}
 		if err := s.owners.check(c); err != nil {
-			return err
+			return events.ExpectedRevision{}, nil, err
 		}
 		// The provider lookups once: a lost race changes what the log
 		// says, not what the providers hold.
 		if !checked {
 			def, err := s.checkResources(ctx, c)
 			if err != nil {
-				return err
+				return events.ExpectedRevision{}, nil, err
 			}
 			if !branchGiven && def != "" {
 				if err := validateRef("branch", def); err != nil {
-					return &Error{Code: CodeUpstream, Message: "the repository's default branch is not a usable branch name; give branch explicitly"}
+					return events.ExpectedRevision{}, nil, apperr.New(CodeUpstream, "the repository's default branch is not a usable branch name; give branch explicitly")
 				}
 				c.Branch = def
 			}
@@ -248,32 +249,25 @@ func (s *Service) Register(ctx context.Context, a Actor, c RegisterCmd) error {
 			Repo: c.Repo, TemplateRepo: c.TemplateRepo, TemplateRef: c.TemplateRef, Branch: c.Branch,
 			Template: c.Template,
 		}
-		claim := events.New(events.SlotClaimed{SlotRegistered: reg}, s.meta(a))
-		res, err := s.store.Append(ctx, events.SlotRegistryStream, s.owners.expected(), claim)
-		if errors.Is(err, events.ErrWrongRevision) {
-			// Another process claimed something meanwhile: look again.
-			if i+1 >= maxClaimRetries {
-				return conflict(nil, "registrations changed concurrently %d times; try again", maxClaimRetries)
-			}
-			continue
+		claim = events.New(events.SlotClaimed{SlotRegistered: reg}, s.meta(a))
+		return s.owners.expected(), []events.EventData{claim}, nil
+	})
+	if err != nil {
+		var ae *events.AppendError
+		if errors.As(err, &ae) {
+			return internal("claim the slot's resources", ae.Err)
 		}
-		if err != nil {
-			return internal("claim the slot's resources", err)
-		}
-		// The claim decided; the slot's stream gets its registration. A
-		// failure here leaves a claim that the next Register (of any
-		// process) completes.
-		rec := events.RecordedEvent{ID: claim.ID, Stream: events.SlotRegistryStream, Revision: res.NextExpected, Type: claim.Type, Data: claim.Data, Meta: claim.Meta}
-		if err := registered(ctx, s.store, rec); err != nil {
-			return internal("record the registration", err)
-		}
-		return nil
+		return apperr.Decided(err, "registrations")
 	}
+	// The claim decided; the slot's stream gets its registration. A
+	// failure here leaves a claim that the next Register (of any
+	// process) completes.
+	rec := events.RecordedEvent{ID: claim.ID, Stream: events.SlotRegistryStream, Revision: res.NextExpected, Type: claim.Type, Data: claim.Data, Meta: claim.Meta}
+	if err := registered(ctx, s.store, rec); err != nil {
+		return internal("record the registration", err)
+	}
+	return nil
 }
-
-// maxClaimRetries bounds Register's retries after losing the registry to
-// other processes (each loss means another registration was decided).
-const maxClaimRetries = 50
 
 // Occupy implements Commands.
 func (s *Service) Occupy(ctx context.Context, a Actor, slot string, c OccupyCmd) error {
@@ -302,13 +296,14 @@ func (s *Service) Occupy(ctx context.Context, a Actor, slot string, c OccupyCmd)
 			return nil, blocked(st)
 		}
 		if st.Retired || st.Incomplete || st.Occupied {
-			return nil, conflict(map[string]any{"state": st.Lifecycle(), "occupant": st.Occupant}, "slot %s is %s", slot, st.Lifecycle())
+			return nil, unavailable(st, conflict(map[string]any{"state": st.Lifecycle(), "occupant": st.Occupant}, "slot %s is %s", slot, st.Lifecycle()))
 		}
 		// Held for someone on the waitlist: only they may occupy it (by id
 		// when the occupant has one, else by name).
 		if st.HeldAgainst(c.By, c.ByID, s.now()) {
 			return nil, conflict(map[string]any{"state": "held", "held_for": st.Hold.For, "held_until": st.Hold.Until},
-				"slot %s is held for %s until %s (waitlist offer)", slot, st.Hold.For, st.Hold.Until.Format(time.RFC3339))
+				"slot %s is held for %s until %s (waitlist offer)", slot, st.Hold.For, st.Hold.Until.Format(time.RFC3339)).
+				Because(apperr.ReasonSlotHeld, "slot", slot, "held_for", st.Hold.For, "held_until", rfc3339(st.Hold.Until))
 		}
 		return []events.EventData{events.New(events.SlotOccupied{Slot: slot, By: c.By, ByID: c.ByID, Until: c.Until.UTC()}, s.meta(a))}, nil
 	})
@@ -339,7 +334,8 @@ func (s *Service) Extend(ctx context.Context, a Actor, slot string, c ExtendCmd)
 			// Extend only adds time: moving a deadline earlier could put the
 			// slot up for a deadline reset under its occupant (issue 14).
 			return nil, conflict(map[string]any{"until": st.Until.UTC()},
-				"extend would move the deadline of %s earlier (now %s)", slot, st.Until.UTC().Format(time.RFC3339))
+				"extend would move the deadline of %s earlier (now %s)", slot, st.Until.UTC().Format(time.RFC3339)).
+				Because(apperr.ReasonDeadlineNotLater, "slot", slot, "until", rfc3339(st.Until))
 		}
 		return []events.EventData{events.New(events.OccupancyExtended{Slot: slot, By: a.Name, Until: c.Until.UTC()}, s.meta(a))}, nil
 	})
@@ -357,7 +353,8 @@ func deadlineMovable(st *SlotState, slot string) error {
 		return blocked(st)
 	}
 	if !st.Occupied {
-		return conflict(map[string]any{"state": st.Lifecycle()}, "slot %s is not occupied", slot)
+		return conflict(map[string]any{"state": st.Lifecycle()}, "slot %s is not occupied", slot).
+			Because(apperr.ReasonSlotNotOccupied, "slot", slot)
 	}
 	return nil
 }
@@ -375,10 +372,12 @@ func (s *Service) SetEarlierDeadline(ctx context.Context, a Actor, slot string, 
 		return err
 	}
 	if !c.ConfirmEarlier {
-		return invalidField("confirm_earlier", "confirm_earlier must be true to move a deadline earlier")
+		return invalidField("confirm_earlier", "confirm_earlier must be true to move a deadline earlier").
+			Because(apperr.ReasonConfirmEarlier, "field", "confirm_earlier")
 	}
 	if err := validateUntil(s.now(), c.Deadline, s.cfg.MaxOccupancy); err != nil {
 		err.Details = map[string]any{"field": "deadline"}
+		err.Args["field"] = "deadline"
 		return err
 	}
 	_, err := s.onSlot(ctx, slot, func(st *SlotState) ([]events.EventData, error) {
@@ -390,7 +389,8 @@ func (s *Service) SetEarlierDeadline(ctx context.Context, a Actor, slot string, 
 		}
 		if !c.Deadline.Before(st.Until) {
 			return nil, conflict(map[string]any{"until": st.Until.UTC()},
-				"%s is not earlier than the deadline of %s (%s); use extend to add time", c.Deadline.UTC().Format(time.RFC3339), slot, st.Until.UTC().Format(time.RFC3339))
+				"%s is not earlier than the deadline of %s (%s); use extend to add time", c.Deadline.UTC().Format(time.RFC3339), slot, st.Until.UTC().Format(time.RFC3339)).
+				Because(apperr.ReasonDeadlineNotEarlier, "slot", slot, "deadline", rfc3339(c.Deadline), "until", rfc3339(st.Until))
 		}
 		return []events.EventData{events.New(events.OccupancyExtended{Slot: slot, By: a.Name, Until: c.Deadline.UTC(), Earlier: true}, s.meta(a))}, nil
 	})
@@ -409,7 +409,8 @@ func ownOnly(a Actor, st *SlotState) error {
 	if !a.OwnOnly || IsOccupant(st.Occupant, st.OccupantID, a.ID, a.Name) {
 		return nil
 	}
-	return forbidden("occupant", "slot %s is occupied by %s, not by you", st.Name, st.Occupant)
+	return forbidden("occupant", "slot %s is occupied by %s, not by you", st.Name, st.Occupant).
+		Because(apperr.ReasonNotOccupant, "slot", st.Name, "occupant", st.Occupant)
 }
 
 // Teardown implements Commands. An occupied slot must be released first.
@@ -500,14 +501,14 @@ func validateParams(kind string, params map[string]string) error {
 		_, err := adoptResource(params)
 		return err
 	}
-	return invalid("unknown job kind %q (reset, teardown, promote, adopt, delete_orphan)", kind)
+	return invalid("unknown job kind %q (reset, teardown, promote, adopt, delete_orphan)", kind).Because(apperr.ReasonUnknownJobKind, "kind", kind)
 }
 
 // checkPromoteScope refuses a promote whose target project lies outside
 // the Bitbucket scope: the code would be copied out of it.
 func (s *Service) checkPromoteScope(kind string, params map[string]string) error {
 	if kind == events.KindPromote && projectKeyRe.MatchString(params["project"]) && !s.cfg.Scope.bitbucketOK(params["project"]) {
-		return forbidden("project", "Bitbucket project %s is outside the configured scope (--bitbucket-projects)", params["project"])
+		return outsideScope(forbidden("project", "Bitbucket project %s is outside the configured scope (--bitbucket-projects)", params["project"]), params["project"])
 	}
 	return nil
 }
@@ -521,23 +522,25 @@ func (s *Service) canStart(st *SlotState, kind string) error {
 		return blocked(st)
 	}
 	if st.Retired {
-		return conflict(map[string]any{"state": st.Lifecycle()}, "slot %s is retired", st.Name)
+		return retired(st)
 	}
 	switch kind {
 	case events.KindReset:
 		if !st.Occupied {
-			return conflict(map[string]any{"state": st.Lifecycle()}, "slot %s is not occupied; nothing to release", st.Name)
+			return conflict(map[string]any{"state": st.Lifecycle()}, "slot %s is not occupied; nothing to release", st.Name).
+				Because(apperr.ReasonSlotNotOccupied, "slot", st.Name)
 		}
 		if st.Incomplete {
-			return conflict(map[string]any{"state": st.Lifecycle()}, "slot %s has an incomplete teardown", st.Name)
+			return incomplete(st)
 		}
 	case events.KindTeardown:
 		if st.Occupied {
-			return conflict(map[string]any{"state": st.Lifecycle(), "occupant": st.Occupant}, "slot %s is occupied by %s; release it first", st.Name, st.Occupant)
+			return conflict(map[string]any{"state": st.Lifecycle(), "occupant": st.Occupant}, "slot %s is occupied by %s; release it first", st.Name, st.Occupant).
+				Because(apperr.ReasonSlotOccupied, "slot", st.Name, "occupant", st.Occupant)
 		}
 	case events.KindPromote:
 		if st.Incomplete {
-			return conflict(map[string]any{"state": st.Lifecycle()}, "slot %s has an incomplete teardown", st.Name)
+			return incomplete(st)
 		}
 	}
 	return nil
@@ -613,50 +616,47 @@ func (s *Service) Cancel(ctx context.Context, a Actor, jobID string) error {
 	if err := ValidateJobID(jobID); err != nil {
 		return err
 	}
-	for i := 0; ; i++ {
-		j, err := LoadJob(ctx, s.store, jobID)
-		if err != nil {
-			return internal("load job", err)
+	var j JobState
+	var meta events.Metadata
+	_, err := events.Decide(ctx, s.store, events.JobStream(jobID), func(ctx context.Context) (events.ExpectedRevision, []events.EventData, error) {
+		var err error
+		if j, err = LoadJob(ctx, s.store, jobID); err != nil {
+			return events.ExpectedRevision{}, nil, internal("load job", err)
 		}
 		if !j.Exists {
-			return notFound("job %s does not exist", jobID)
+			return events.ExpectedRevision{}, nil, notFound("job %s does not exist", jobID).Because(apperr.ReasonJobNotFound, "job", jobID)
 		}
 		// A resume accepted on the slot whose JobResumed is not written yet
 		// is queued: cancelling it writes that copy first.
 		st, err := s.slots.Load(ctx, j.Queued.Slot)
 		if err != nil {
-			return internal("load slot", err)
+			return events.ExpectedRevision{}, nil, internal("load slot", err)
 		}
-		j.AcceptFrom(&st)
+		AcceptFrom(&j, &st)
 		if j.Terminal() {
-			return conflict(map[string]any{"state": j.Status}, "job %s has already ended (%s)", jobID, j.Status)
+			return events.ExpectedRevision{}, nil, conflict(map[string]any{"state": j.Status}, "job %s has already ended (%s)", jobID, j.Status).
+				Because(apperr.ReasonJobEnded, "job", jobID, "state", j.Status)
 		}
-		meta := s.meta(a)
+		meta = s.meta(a)
 		meta.CorrelationID = j.QueuedMeta.CorrelationID
 		ev := events.JobCancelled{JobID: jobID, By: a.Name, CompletedSteps: j.Completed(), Remaining: j.Remaining()}
-		if j.Status == StatusRunning {
+		if j.Status == events.StatusRunning {
 			ev.Attempt, ev.UncertainStep = j.Attempt, j.InFlight
 		}
-		_, err = s.store.Append(ctx, events.JobStream(jobID), j.Expected(), append(j.Header, events.New(ev, meta))...)
-		if errors.Is(err, events.ErrWrongRevision) && i+1 < s.cfg.Retries {
-			continue
-		}
-		if errors.Is(err, events.ErrWrongRevision) {
-			return conflict(nil, "job %s changed concurrently; try again", jobID)
-		}
-		if err != nil {
-			return internal("append to job", err)
-		}
-		s.log.InfoContext(ctx, "job cancelled", "job", jobID, "by", a.Name, "was", j.Status, "correlation_id", meta.CorrelationID)
-		if j.Status == StatusQueued {
-			// No attempt exists: a racing claim would have failed its
-			// conditional append, so the lock can go now.
-			if _, err := s.slots.ReleaseLock(ctx, j.Queued.Slot, jobID, j.Run(), StatusCancelled, j.TouchedRemaining(), meta); err != nil {
-				s.log.WarnContext(ctx, "release after cancel failed; the engine will release", "job", jobID, "err", err)
-			}
-		}
-		return nil
+		return j.Expected(), append(j.Header, events.New(ev, meta)), nil
+	})
+	if err != nil {
+		return apperr.Decided(err, "job "+jobID)
 	}
+	s.log.InfoContext(ctx, "job cancelled", "job", jobID, "by", a.Name, "was", j.Status, "correlation_id", meta.CorrelationID)
+	if j.Status == events.StatusQueued {
+		// No attempt exists: a racing claim would have failed its
+		// conditional append, so the lock can go now.
+		if _, err := s.slots.ReleaseLock(ctx, &j, events.StatusCancelled, meta); err != nil {
+			s.log.WarnContext(ctx, "release after cancel failed; the engine will release", "job", jobID, "err", err)
+		}
+	}
+	return nil
 }
 
 // Resume implements Commands. It accepts the resume with one append
@@ -678,11 +678,12 @@ func (s *Service) Resume(ctx context.Context, a Actor, jobID string) (JobAccepte
 		return JobAcceptedResult{}, internal("load job", err)
 	}
 	if !j.Exists || j.Queued.JobID == "" {
-		return JobAcceptedResult{}, notFound("job %s does not exist", jobID)
+		return JobAcceptedResult{}, notFound("job %s does not exist", jobID).Because(apperr.ReasonJobNotFound, "job", jobID)
 	}
 	if !j.Resumable() {
 		return JobAcceptedResult{}, conflict(map[string]any{"state": j.Status, "blocking_job": jobID},
-			"job %s is %s; only failed, timed-out or abandoned jobs (and teardowns cancelled after they started) can be resumed", jobID, j.Status)
+			"job %s is %s; only failed, timed-out or abandoned jobs (and teardowns cancelled after they started) can be resumed", jobID, j.Status).
+			Because(apperr.ReasonJobNotResumable, "job", jobID, "state", j.Status)
 	}
 	slot := j.Queued.Slot
 	meta := s.meta(a)
@@ -697,7 +698,8 @@ func (s *Service) Resume(ctx context.Context, a Actor, jobID string) (JobAccepte
 		}
 		if st.LockJob == jobID {
 			return nil, conflict(map[string]any{"blocking_job": jobID, "state": j.Status},
-				"job %s's previous attempt is still ending; resume once its lock is released", jobID)
+				"job %s's previous attempt is still ending; resume once its lock is released", jobID).
+				Because(apperr.ReasonJobStillEnding, "job", jobID)
 		}
 		if st.Locked() {
 			return nil, blocked(st)
@@ -705,7 +707,7 @@ func (s *Service) Resume(ctx context.Context, a Actor, jobID string) (JobAccepte
 		// A retired slot takes no more jobs — except the teardown that
 		// retired it, interrupted before it recorded its last step.
 		if st.Retired && st.RetiredBy != jobID {
-			return nil, conflict(map[string]any{"state": st.Lifecycle()}, "slot %s is retired", slot)
+			return nil, retired(st)
 		}
 		return []events.EventData{events.New(events.JobAccepted{
 			Slot: slot, JobID: jobID, Kind: j.Queued.Kind, Resumed: true, Run: j.Run() + 1, By: a.Name, FromStep: from,
@@ -719,36 +721,31 @@ func (s *Service) Resume(ctx context.Context, a Actor, jobID string) (JobAccepte
 	return JobAcceptedResult{JobID: jobID, Kind: j.Queued.Kind, Slot: slot, NotBefore: meta.Time, Steps: j.Queued.Steps}, nil
 }
 
-// ReleaseLock frees slot's lock if job holds it for its run-th run
+// ReleaseLock frees the lock job j holds on its slot for its current run
 // (JobAccepted.Run: 1, then +1 per resume; a lock from an old log, with no
-// run, is the current run's), and reports whether it did. The run keeps a
-// late release of a finished run from freeing the lock a resume has just
-// taken. For a teardown that did not
-// succeed and touched anything (remaining != nil; see
-// JobState.TouchedRemaining) it first records TeardownIncomplete with the
-// remaining resources, in the same append — unless the slot is retired, which
-// means every resource is confirmed gone. Callers must know that no attempt
-// of the job can still act (see docs/jobs.md).
-func ReleaseLock(ctx context.Context, store events.Store, slot, jobID string, run int, outcome string, remaining []events.Resource, meta events.Metadata) (bool, error) {
-	return NewSlotCache(store, 1).ReleaseLock(ctx, slot, jobID, run, outcome, remaining, meta)
+// run, is the current run's), recording outcome, and reports whether it
+// did. The run keeps a late release of a finished run from freeing the lock
+// a resume has just taken. It is the one release of a job's lock: in the
+// same append it writes what the outcome means for the slot (releaseEvents).
+// Callers must know that no attempt of the job can still act (see
+// docs/jobs.md), and pass events.StatusSucceeded only after reading or
+// writing JobSucceeded.
+func ReleaseLock(ctx context.Context, store events.Store, j *JobState, outcome string, meta events.Metadata) (bool, error) {
+	return NewSlotCache(store, 1).ReleaseLock(ctx, j, outcome, meta)
 }
 
 // ReleaseLock is the package's ReleaseLock, loading the slot through c.
-func (c *SlotCache) ReleaseLock(ctx context.Context, slot, jobID string, run int, outcome string, remaining []events.Resource, meta events.Metadata) (bool, error) {
+func (c *SlotCache) ReleaseLock(ctx context.Context, j *JobState, outcome string, meta events.Metadata) (bool, error) {
+	slot := j.Queued.Slot
 	for i := 0; i < 10; i++ {
 		st, err := c.Load(ctx, slot)
 		if err != nil {
 			return false, err
 		}
-		if st.LockJob != jobID || (st.LockRun != 0 && st.LockRun != run) {
+		if !st.LockedFor(j) {
 			return false, nil
 		}
-		var evs []events.EventData
-		if st.LockKind == events.KindTeardown && outcome != StatusSucceeded && remaining != nil && !st.Retired {
-			evs = append(evs, events.New(events.TeardownIncomplete{Slot: slot, JobID: jobID, Remaining: remaining}, meta))
-		}
-		evs = append(evs, events.New(events.JobReleased{Slot: slot, JobID: jobID, Outcome: outcome}, meta))
-		_, err = c.store.Append(ctx, events.SlotStream(slot), events.Exact(st.Revision), evs...)
+		_, err = c.store.Append(ctx, events.SlotStream(slot), events.Exact(st.Revision), releaseEvents(&st, j, outcome, meta)...)
 		if err == nil {
 			return true, nil
 		}
@@ -759,10 +756,65 @@ func (c *SlotCache) ReleaseLock(ctx context.Context, slot, jobID string, run int
 	return false, fmt.Errorf("release lock of %s: slot kept changing", slot)
 }
 
-// Run is the job's current run: 1 + its resumes (0 before it is known).
-func (j *JobState) Run() int {
-	if j.Queued.JobID == "" {
-		return 0
+// releaseEvents is the append that releases j's lock on st with outcome:
+// JobReleased, after the slot event the outcome implies, if any. A success
+// implies its slot change (slotOutcome); a teardown that did not succeed
+// and touched anything (JobState.TouchedRemaining) leaves the slot
+// TeardownIncomplete with the remaining resources — unless the slot is
+// retired, which means every resource is confirmed gone.
+func releaseEvents(st *SlotState, j *JobState, outcome string, meta events.Metadata) []events.EventData {
+	var evs []events.EventData
+	if outcome == events.StatusSucceeded {
+		if p := slotOutcome(j, st); p != nil {
+			evs = append(evs, events.New(p, meta))
+		}
+	} else if rem := j.TouchedRemaining(); st.LockKind == events.KindTeardown && rem != nil && !st.Retired {
+		evs = append(evs, events.New(events.TeardownIncomplete{Slot: st.Name, JobID: j.ID, Remaining: rem}, meta))
 	}
-	return j.Resumes + 1
+	return append(evs, events.New(events.JobReleased{Slot: st.Name, JobID: j.ID, Outcome: outcome}, meta))
+}
+
+// slotOutcome is the slot event a job's success implies, or nil if there is
+// none or the slot already records it (a release retried after a crash, or a
+// log written before this order, where the step itself wrote it). The
+// slot-changing steps (vacate, retire, record_repo) only check that the job
+// may change the slot: the change is a consequence of the success, written
+// with the release once JobSucceeded is in the job stream, beyond any
+// cancel's reach (docs/jobs.md, "Streams and order of appends").
+func slotOutcome(j *JobState, st *SlotState) events.Payload {
+	switch j.Queued.Kind {
+	case events.KindReset:
+		if j.Done[events.StepVacate] && st.Occupied && !st.VacatedBy[j.ID] {
+			return events.SlotVacated{Slot: st.Name, JobID: j.ID}
+		}
+	case events.KindTeardown:
+		if j.Done[events.StepRetire] && !st.Retired {
+			return events.SlotRetired{Slot: st.Name, JobID: j.ID}
+		}
+	case events.KindPromote:
+		if _, done := st.PromotedBy[j.ID]; j.Done[events.StepRecordRepo] && !done {
+			var sha string
+			if ev, ok := j.Results[events.StepPushCode]; ok {
+				var cp events.CodePushed
+				if json.Unmarshal(ev.Data, &cp) == nil {
+					sha = cp.SHA
+				}
+			}
+			return events.SlotPromoted{Slot: st.Name, JobID: j.ID, NewRepo: PromoteTarget(j), SHA: sha}
+		}
+	}
+	return nil
+}
+
+// PromoteTarget is the repository a promote creates, from its params and,
+// once created, the slug the 201 answered.
+func PromoteTarget(j *JobState) events.RepoRef {
+	r := events.RepoRef{Project: j.Queued.Params["project"], Slug: j.Queued.Params["name"]}
+	if ev, ok := j.Results[events.StepCreateRepo]; ok {
+		var rc events.RepoCreated
+		if json.Unmarshal(ev.Data, &rc) == nil && rc.Repo.Slug != "" {
+			r = rc.Repo
+		}
+	}
+	return r
 }

@@ -174,7 +174,7 @@ func TestSecondJobIsRefusedNamingTheBlockingJob(t *testing.T) {
 		t.Fatal("refused commands appended events")
 	}
 	j, err := slots.LoadJob(ctx, st, won)
-	if err != nil || j.Status != slots.StatusQueued || j.NotBefore.Before(time.Now().Add(50*time.Second)) {
+	if err != nil || j.Status != events.StatusQueued || j.NotBefore.Before(time.Now().Add(50*time.Second)) {
 		t.Fatalf("job = %+v, %v; want queued with a minute of grace", j, err)
 	}
 	// Cancelling the queued job frees the lock at once.
@@ -241,7 +241,7 @@ func TestResumeRules(t *testing.T) {
 		t.Fatalf("resume while the lock is held: %v", err)
 	}
 	j, _ = slots.LoadJob(ctx, st, r.JobID)
-	if ok, err := slots.ReleaseLock(ctx, st, "alpha", r.JobID, j.Run(), slots.StatusFailed, j.TouchedRemaining(), events.Metadata{Actor: "w"}); err != nil || !ok {
+	if ok, err := slots.ReleaseLock(ctx, st, &j, events.StatusFailed, events.Metadata{Actor: "w"}); err != nil || !ok {
 		t.Fatal(ok, err)
 	}
 	s, _ := slots.LoadSlot(ctx, st, "alpha")
@@ -254,7 +254,7 @@ func TestResumeRules(t *testing.T) {
 	}
 	j, _ = slots.LoadJob(ctx, st, r.JobID)
 	s, _ = slots.LoadSlot(ctx, st, "alpha")
-	if j.Status != slots.StatusQueued || s.LockJob != r.JobID || s.LockRun != 2 || j.Resumes != 1 || res.JobID != r.JobID {
+	if j.Status != events.StatusQueued || s.LockJob != r.JobID || s.LockRun != 2 || j.Resumes != 1 || res.JobID != r.JobID {
 		t.Fatalf("after resume: job %s lock %s run %d resumes %d", j.Status, s.LockJob, s.LockRun, j.Resumes)
 	}
 	_, err = svc.Resume(ctx, alice, r.JobID)
@@ -368,7 +368,7 @@ func TestCancelledTeardownThatRanCanBeResumed(t *testing.T) {
 	}
 	// The cancelled attempt releases the lock as it stops.
 	j, _ = slots.LoadJob(ctx, st, r.JobID)
-	if ok, err := slots.ReleaseLock(ctx, st, "alpha", r.JobID, j.Run(), slots.StatusCancelled, j.TouchedRemaining(), events.Metadata{Actor: "w"}); err != nil || !ok {
+	if ok, err := slots.ReleaseLock(ctx, st, &j, events.StatusCancelled, events.Metadata{Actor: "w"}); err != nil || !ok {
 		t.Fatal(ok, err)
 	}
 	if s, _ := slots.LoadSlot(ctx, st, "alpha"); !s.Incomplete {
@@ -378,7 +378,7 @@ func TestCancelledTeardownThatRanCanBeResumed(t *testing.T) {
 	if err != nil {
 		t.Fatalf("resume of the cancelled teardown: %v", err)
 	}
-	if j, _ = slots.LoadJob(ctx, st, r.JobID); j.Status != slots.StatusQueued || res.JobID != r.JobID {
+	if j, _ = slots.LoadJob(ctx, st, r.JobID); j.Status != events.StatusQueued || res.JobID != r.JobID {
 		t.Fatalf("after resume: %s", j.Status)
 	}
 

@@ -246,7 +246,7 @@ func (s *State) applySlot(ev events.RecordedEvent) error {
 			break
 		}
 		si.lastJob, si.lastKind, si.lastOutcome, si.releasedAt = e.JobID, lockKind, e.Outcome, ev.Position
-		if lockKind == events.KindReset && e.Outcome == slots.StatusSucceeded {
+		if lockKind == events.KindReset && e.Outcome == events.StatusSucceeded {
 			if d := ev.Meta.Time.Sub(si.lockedAt); !si.lockedAt.IsZero() && d >= 0 {
 				s.resets = append(s.resets, d)
 				if len(s.resets) > maxSamples {
@@ -337,7 +337,7 @@ func (s *State) entryOf(whoID, who string) *Entry {
 func (si *slotInfo) offerable() bool {
 	st := &si.st
 	return st.Exists && st.Reg.Slot != "" && !st.Retired && !st.Incomplete && !st.Occupied && !st.Locked() &&
-		si.lastKind == events.KindReset && si.lastOutcome == slots.StatusSucceeded && st.VacatedBy[si.lastJob]
+		si.lastKind == events.KindReset && si.lastOutcome == events.StatusSucceeded && st.VacatedBy[si.lastJob]
 }
 
 // offerableSlots lists the slots to offer, longest vacant first.

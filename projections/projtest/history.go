@@ -9,17 +9,19 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/slotkeeper/slotkeeper/events"
 )
 
-// Steps of each job kind, in the order the worker runs them.
+// Steps of each job kind, in the order the worker runs them: the step
+// table's (events.Steps).
 var Steps = map[string][]string{
-	events.KindReset:    {events.StepDeleteDB, events.StepDeleteEnvVars, events.StepDeleteVolumes, events.StepForcePush, events.StepVacate},
-	events.KindTeardown: {events.StepDeleteDB, events.StepDeleteApp, events.StepDeleteRepo, events.StepDeleteProject, events.StepRetire},
-	events.KindPromote:  {events.StepLookupRepo, events.StepCreateRepo, events.StepPushCode, events.StepRecordRepo},
+	events.KindReset:    events.StepNames(events.KindReset, false),
+	events.KindTeardown: events.StepNames(events.KindTeardown, false),
+	events.KindPromote:  events.StepNames(events.KindPromote, false),
 }
 
 // Outcome of a generated job attempt.
@@ -151,33 +153,14 @@ func (j *jobRun) append(ctx context.Context, actor string, p events.Payload) err
 
 func (j *jobRun) worker() string { return fmt.Sprintf("worker:host-%d:%d", j.attempt%2, j.attempt) }
 
-// remaining is what the job has not confirmed deleted.
+// remaining is what the job has not confirmed deleted (the rule of
+// events.JobState.Remaining).
 func (j *jobRun) remaining() []events.Resource {
-	gone := map[string]bool{}
-	for _, s := range j.done {
-		gone[s] = true
-	}
-	out := []events.Resource{}
-	for _, r := range j.plan {
-		if !gone[stepOfResource(j.kind, r.Kind)] {
-			out = append(out, r)
-		}
+	out := events.WithoutDone(j.kind, j.plan, func(st string) bool { return slices.Contains(j.done, st) })
+	if out == nil {
+		out = []events.Resource{}
 	}
 	return out
-}
-
-func stepOfResource(kind, res string) string {
-	switch res {
-	case events.ResDatabase:
-		return events.StepDeleteDB
-	case events.ResApplication:
-		return events.StepDeleteApp
-	case events.ResRepository:
-		return events.StepDeleteRepo
-	case events.ResProject:
-		return events.StepDeleteProject
-	}
-	return ""
 }
 
 // Job runs a whole job of kind on s: queue, accept, then attempts ending with
@@ -226,7 +209,7 @@ func (g *Gen) Job(ctx context.Context, s *SlotState, kind string, outcomes ...Ou
 		if err := g.appendSlot(ctx, s, "system:jobs", events.JobReleased{Slot: s.Name, JobID: j.id, Outcome: outcome}); err != nil {
 			return "", err
 		}
-		if outcome == "cancelled" || outcome == "succeeded" {
+		if outcome == events.StatusCancelled || outcome == events.StatusSucceeded {
 			break
 		}
 	}
@@ -294,12 +277,12 @@ func (j *jobRun) attemptRun(ctx context.Context, o Outcome) (string, error) {
 	}
 	if g.rnd.IntN(2) == 0 {
 		if _, err := g.Store.Append(ctx, events.NotifyStream(j.id), events.NoStream(),
-			events.New(events.NotificationSent{JobID: j.id, Outcome: "succeeded", Status: 200}, g.meta("system:notify"))); err != nil {
+			events.New(events.NotificationSent{JobID: j.id, Outcome: events.StatusSucceeded, Status: 200}, g.meta("system:notify"))); err != nil {
 			return "", err
 		}
 		g.Appended++
 	}
-	return "succeeded", nil
+	return events.StatusSucceeded, nil
 }
 
 // touch appends what a step records before its result, as backend/jobs
@@ -341,23 +324,23 @@ func (j *jobRun) end(ctx context.Context, o Outcome, step string) (string, error
 		if err := j.append(ctx, w, events.StepFailed{JobID: j.id, Step: step, Attempt: j.attempt, Error: "HTTP 500: upstream error", HTTPStatus: 500, Retryable: true}); err != nil {
 			return "", err
 		}
-		outcome = "failed"
+		outcome = events.StatusFailed
 		if err := j.append(ctx, w, events.JobFailed{JobID: j.id, Attempt: j.attempt, Reason: step + " failed: HTTP 500", FailedStep: step, CompletedSteps: append([]string{}, j.done...), Remaining: rem}); err != nil {
 			return "", err
 		}
 	case TimeOut:
-		outcome = "timed_out"
+		outcome = events.StatusTimedOut
 		if err := j.append(ctx, "system:deadline", events.JobTimedOut{JobID: j.id, Attempt: j.attempt, UncertainStep: step, Deadline: "step", CompletedSteps: append([]string{}, j.done...), Remaining: rem}); err != nil {
 			return "", err
 		}
 	case Abandon:
-		outcome = "abandoned"
+		outcome = events.StatusAbandoned
 		// The rescuer names no step: the reducer must find the started one.
 		if err := j.append(ctx, "system:rescuer", events.JobAbandoned{JobID: j.id, Attempt: j.attempt, Worker: w, LeaseUntil: g.clock, CompletedSteps: append([]string{}, j.done...), Remaining: rem}); err != nil {
 			return "", err
 		}
 	case Cancel:
-		outcome = "cancelled"
+		outcome = events.StatusCancelled
 		if err := j.append(ctx, s.Occupant, events.JobCancelled{JobID: j.id, By: "admin", Attempt: j.attempt, UncertainStep: step, CompletedSteps: append([]string{}, j.done...), Remaining: rem}); err != nil {
 			return "", err
 		}

@@ -255,7 +255,7 @@ func testScenario(t *testing.T, open Open) {
 	evs, err := rm.JobEvents(ctx, sc.j2)
 	Must(t, err)
 	raw, _ := sc.log.ReadStream(ctx, events.JobStream(sc.j2), 0, 0, events.Forward)
-	if len(evs) != len(raw) || evs[0].Type != "JobQueued" {
+	if len(evs) != len(raw) || !evs[0].Is(events.JobQueued{}) {
 		t.Errorf("JobEvents(j2) = %d events, stream has %d", len(evs), len(raw))
 	}
 
@@ -286,7 +286,7 @@ func testAudit(t *testing.T, rm projections.ReadModel, sc scenario) {
 		}
 	}
 	rescuer := auditAll(t, rm, projections.AuditFilter{Actor: "system:rescuer"}, 0)
-	if len(rescuer) != 1 || rescuer[0].Type != "JobAbandoned" {
+	if len(rescuer) != 1 || rescuer[0].Type != (events.JobAbandoned{}).EventType() {
 		t.Errorf("audit by system:rescuer = %+v", rescuer)
 	}
 	inc := auditAll(t, rm, projections.AuditFilter{Type: "TeardownIncomplete", Slot: "s2"}, 0)

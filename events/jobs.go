@@ -1,0 +1,210 @@
+package events
+
+import (
+	"slices"
+	"sync"
+)
+
+// A job's vocabulary beside its events: its statuses, the event types that
+// end it, and each kind's step table. The command side (backend/slots), the
+// engine (backend/jobs) and the read model (projections) read them from
+// here, and fold a job's stream with JobState (jobstate.go). The kinds and
+// step names themselves are the constants of catalogue.go, template.go and
+// reconcile.go. The lifecycle they make is drawn in docs/jobs.md.
+
+// Job statuses: the state of a job in JobState and in the read model.
+const (
+	StatusQueued    = "queued"    // waiting for its grace period or a worker
+	StatusRunning   = "running"   // claimed, lease live
+	StatusSucceeded = "succeeded" // final
+	StatusFailed    = "failed"    // ended; resumable
+	StatusTimedOut  = "timed_out" // ended; resumable
+	StatusCancelled = "cancelled" // final, except a teardown cancelled after it started
+	StatusAbandoned = "abandoned" // ended (its worker stopped renewing); resumable
+)
+
+// terminalStatus is the one list of the event types that end a job (or one
+// run of it, until a resume), with the status each leaves.
+var terminalStatus = map[string]string{
+	JobSucceeded{}.EventType(): StatusSucceeded,
+	JobFailed{}.EventType():    StatusFailed,
+	JobTimedOut{}.EventType():  StatusTimedOut,
+	JobCancelled{}.EventType(): StatusCancelled,
+	JobAbandoned{}.EventType(): StatusAbandoned,
+}
+
+// IsTerminal reports whether an event type ends a job (or a run of it).
+func IsTerminal(typ string) bool { return terminalStatus[typ] != "" }
+
+// TerminalStatus is the status a terminal event type leaves ("" for any
+// other type).
+func TerminalStatus(typ string) string { return terminalStatus[typ] }
+
+// TerminalTypes lists the terminal event types (sorted), e.g. for a
+// subscription filter.
+func TerminalTypes() []string {
+	out := make([]string, 0, len(terminalStatus))
+	for t := range terminalStatus {
+		out = append(out, t)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// endedStatus is the set of terminalStatus's statuses.
+var endedStatus = func() map[string]bool {
+	m := map[string]bool{}
+	for _, st := range terminalStatus {
+		m[st] = true
+	}
+	return m
+}()
+
+// Ended reports whether a status is one a terminal event leaves.
+func Ended(status string) bool { return endedStatus[status] }
+
+// Resumable is the one rule for which ended jobs a resume may continue:
+// failed, timed-out and abandoned ones, and a teardown cancelled after it
+// started (touched: an attempt ran or a step is done), which left the slot
+// "teardown incomplete" and is finished by resuming it (issue 14). A
+// succeeded job, and any other cancelled one, is final.
+func Resumable(kind, status string, touched bool) bool {
+	switch status {
+	case StatusFailed, StatusTimedOut, StatusAbandoned:
+		return true
+	case StatusCancelled:
+		return kind == KindTeardown && touched
+	}
+	return false
+}
+
+// Cancellable reports whether a job in status may be cancelled.
+func Cancellable(status string) bool { return status == StatusQueued || status == StatusRunning }
+
+// JobStep is one row of a job kind's step table: the step's name and the
+// kind of planned resource its confirmed result removes from the job's
+// remaining list ("" when it removes none; ResAny for a step that removes
+// the job's resource whatever its kind). The step bodies are backend/jobs'.
+type JobStep struct {
+	Name     string
+	Resource string
+}
+
+// ResAny is the JobStep.Resource of delete_resource: a delete-orphan job
+// plans one resource of any kind, and its last step removes it.
+const ResAny = "*"
+
+// stepTable is each job kind's steps in the order the engine runs them.
+var stepTable = map[string][]JobStep{
+	KindReset: {
+		{StepDeleteDB, ResDatabase}, {StepDeleteEnvVars, ResEnvVar}, {StepDeleteVolumes, ResVolume},
+		{StepForcePush, ResRepository}, {StepVacate, ""},
+	},
+	KindTeardown: {
+		{StepDeleteDB, ResDatabase}, {StepDeleteApp, ResApplication}, {StepDeleteRepo, ResRepository},
+		{StepDeleteProject, ResProject}, {StepRetire, ""},
+	},
+	KindPromote: {
+		{StepLookupRepo, ""}, {StepCreateRepo, ""}, {StepPushCode, ""}, {StepRecordRepo, ""},
+	},
+	KindAdopt: {
+		{StepLookupResource, ""}, {StepAdoptResource, ""},
+	},
+	KindDeleteOrphan: {
+		{StepLookupResource, ""}, {StepAdoptResource, ""}, {StepDeleteResource, ResAny},
+	},
+}
+
+// readyResetTable is the reset of a slot registered with a template (issue
+// 23): the plain reset's deletes and force push, then a fresh database, the
+// template's env vars and volumes, and the template deployed and healthy,
+// before the slot is vacated. What the creates make is tracked from their
+// results (DBCreated), not from the plan's resources.
+var readyResetTable = []JobStep{
+	{StepDeleteDB, ResDatabase}, {StepDeleteEnvVars, ResEnvVar}, {StepDeleteVolumes, ResVolume},
+	{StepForcePush, ResRepository}, {StepCreateDB, ""}, {StepRestoreEnv, ""}, {StepCreateVolumes, ""},
+	{StepDeploy, ""}, {StepVacate, ""},
+}
+
+// Steps is kind's step table (a copy; nil for an unknown kind); template
+// selects the ready reset's table for a reset of a slot with a template.
+func Steps(kind string, template bool) []JobStep { return slices.Clone(table(kind, template)) }
+
+// table is Steps without the copy, for this file's readers.
+func table(kind string, template bool) []JobStep {
+	if kind == KindReset && template {
+		return readyResetTable
+	}
+	return stepTable[kind]
+}
+
+// StepNames is Steps' names, the plan a JobQueued records.
+func StepNames(kind string, template bool) []string {
+	t := table(kind, template)
+	if t == nil {
+		return nil
+	}
+	out := make([]string, len(t))
+	for i, s := range t {
+		out[i] = s.Name
+	}
+	return out
+}
+
+// StepForResource names the step of kind whose confirmed result removes a
+// planned resource of kind res from the job's remaining list ("" when none
+// does).
+func StepForResource(kind, res string) string {
+	for _, s := range table(kind, true) {
+		if s.Resource == res || s.Resource == ResAny {
+			return s.Name
+		}
+	}
+	return ""
+}
+
+// WithoutDone is the one rule for a job's remaining resources: rs without
+// those whose step (StepForResource) done reports confirmed. It returns a
+// new slice (nil when nothing is left), never rs itself.
+func WithoutDone(kind string, rs []Resource, done func(step string) bool) []Resource {
+	var out []Resource
+	for _, r := range rs {
+		if st := StepForResource(kind, r.Kind); st == "" || !done(st) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// stepResulter is every payload that embeds StepResult: a step's confirmed
+// result.
+type stepResulter interface{ stepResult() StepResult }
+
+func (r StepResult) stepResult() StepResult { return r }
+
+// StepResultOf returns the StepResult a step-result payload embeds.
+func StepResultOf(p Payload) (StepResult, bool) {
+	if r, ok := p.(stepResulter); ok {
+		return r.stepResult(), true
+	}
+	return StepResult{}, false
+}
+
+// resultTypes are the catalogue's types whose payload embeds StepResult,
+// found once from the catalogue itself (so a new result event needs no
+// list to be added to).
+var resultTypes = sync.OnceValue(func() map[string]bool {
+	m := map[string]bool{}
+	for t, mk := range constructors {
+		if p, err := mk(nil); err == nil {
+			if _, ok := p.(stepResulter); ok {
+				m[t] = true
+			}
+		}
+	}
+	return m
+})
+
+// IsStepResult reports whether an event type records a step's confirmed
+// result.
+func IsStepResult(typ string) bool { return resultTypes()[typ] }

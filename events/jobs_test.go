@@ -1,0 +1,89 @@
+package events_test
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/slotkeeper/slotkeeper/events"
+)
+
+// The vocabulary found from the catalogue is exactly what the hand-written
+// lists it replaces held.
+func TestJobVocabularyMatchesTheCatalogue(t *testing.T) {
+	var results []string
+	for _, typ := range events.Types() {
+		if events.IsStepResult(typ) {
+			results = append(results, typ)
+		}
+	}
+	want := []string{"AppDeleted", "AppDeployed", "CodePushed", "DBCreated", "DBDeleted", "EnvRestored", "EnvVarsDeleted",
+		"ForcePushed", "ProjectDeleted", "RepoCreated", "RepoDeleted", "StepSucceeded", "VolumeDeleted", "VolumeMountsRemoved", "VolumesCreated"}
+	if !slices.Equal(results, want) {
+		t.Errorf("step results %v\nwant %v", results, want)
+	}
+	if got := events.TerminalTypes(); !slices.Equal(got, []string{"JobAbandoned", "JobCancelled", "JobFailed", "JobSucceeded", "JobTimedOut"}) {
+		t.Errorf("terminal types %v", got)
+	}
+	for _, typ := range events.Types() {
+		st := events.TerminalStatus(typ)
+		if events.IsTerminal(typ) != (st != "") || (st != "" && !events.Ended(st)) {
+			t.Errorf("%s: terminal %v status %q", typ, events.IsTerminal(typ), st)
+		}
+	}
+	if events.Ended(events.StatusQueued) || events.Ended(events.StatusRunning) {
+		t.Error("a queued or running job has ended")
+	}
+}
+
+// Each resource kind a plan lists leaves the remaining list with the step
+// the old resource→step map named.
+func TestStepForResource(t *testing.T) {
+	for _, c := range []struct{ kind, res, step string }{
+		{events.KindReset, events.ResDatabase, events.StepDeleteDB},
+		{events.KindReset, events.ResEnvVar, events.StepDeleteEnvVars},
+		{events.KindReset, events.ResVolume, events.StepDeleteVolumes},
+		{events.KindReset, events.ResRepository, events.StepForcePush},
+		{events.KindTeardown, events.ResDatabase, events.StepDeleteDB},
+		{events.KindTeardown, events.ResApplication, events.StepDeleteApp},
+		{events.KindTeardown, events.ResRepository, events.StepDeleteRepo},
+		{events.KindTeardown, events.ResProject, events.StepDeleteProject},
+		{events.KindDeleteOrphan, events.ResDatabase, events.StepDeleteResource},
+		{events.KindDeleteOrphan, events.ResRepository, events.StepDeleteResource},
+		{events.KindPromote, events.ResRepository, ""},
+		{events.KindAdopt, events.ResApplication, ""},
+	} {
+		if got := events.StepForResource(c.kind, c.res); got != c.step {
+			t.Errorf("StepForResource(%s, %s) = %q, want %q", c.kind, c.res, got, c.step)
+		}
+	}
+	// The ready reset adds steps; none of them removes a planned resource.
+	plain, ready := events.StepNames(events.KindReset, false), events.StepNames(events.KindReset, true)
+	if len(ready) != len(plain)+4 || ready[len(ready)-1] != events.StepVacate {
+		t.Errorf("ready reset %v", ready)
+	}
+	if events.StepNames("nonsense", false) != nil {
+		t.Error("an unknown kind has steps")
+	}
+}
+
+// Only failed, timed-out and abandoned jobs, and a teardown cancelled after
+// it started, are resumable (docs/jobs.md, "Lifecycle").
+func TestResumable(t *testing.T) {
+	for _, c := range []struct {
+		kind, status  string
+		touched, want bool
+	}{
+		{events.KindReset, events.StatusFailed, false, true},
+		{events.KindReset, events.StatusTimedOut, true, true},
+		{events.KindPromote, events.StatusAbandoned, true, true},
+		{events.KindReset, events.StatusSucceeded, true, false},
+		{events.KindReset, events.StatusCancelled, true, false},
+		{events.KindTeardown, events.StatusCancelled, false, false},
+		{events.KindTeardown, events.StatusCancelled, true, true},
+		{events.KindTeardown, events.StatusRunning, true, false},
+	} {
+		if got := events.Resumable(c.kind, c.status, c.touched); got != c.want {
+			t.Errorf("Resumable(%s, %s, touched %v) = %v", c.kind, c.status, c.touched, got)
+		}
+	}
+}
