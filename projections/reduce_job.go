@@ -53,7 +53,15 @@ func applyJob(v JobView, ev events.RecordedEvent, p events.Payload, own bool) Jo
 		}
 	case events.StepStarted:
 		v.Steps = setStep(v.Steps, own, e.Step, func(s *StepView) {
-			*s = StepView{Name: s.Name, State: StepRunning, Attempt: e.Attempt, StartedAt: timePtr(t), Resource: e.Resource}
+			// A list step writes StepStarted once per resource (every env
+			// var, every volume): the step started at the first of them in
+			// this attempt, or its time read as the last resource's alone
+			// (issue 27: "took 7 ms" for a 259 ms step).
+			started := timePtr(t)
+			if s.State == StepRunning && s.Attempt == e.Attempt && s.StartedAt != nil {
+				started = s.StartedAt
+			}
+			*s = StepView{Name: s.Name, State: StepRunning, Attempt: e.Attempt, StartedAt: started, Resource: e.Resource}
 			if e.Verify {
 				s.Detail = "verifying"
 			}

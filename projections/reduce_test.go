@@ -378,3 +378,31 @@ func TestActiveJobCarriesNotBeforeWhileQueued(t *testing.T) {
 		t.Fatalf("running active job still says when it starts: %s", data)
 	}
 }
+
+// A list step writes StepStarted once per resource: the step's start is
+// the first of them in its attempt (issue 27: the Steps list read "took
+// 7 ms" for a 259 ms step, the last env var's time); a new attempt starts
+// it again.
+func TestListStepStartsAtItsFirstResource(t *testing.T) {
+	env := func(attempt int) events.StepStarted {
+		return events.StepStarted{JobID: "j1", Step: events.StepDeleteEnvVars, Attempt: attempt}
+	}
+	done := events.EnvVarsDeleted{StepResult: events.StepResult{JobID: "j1", Step: events.StepDeleteEnvVars, Attempt: 1}}
+	started := func(v projections.JobView) time.Time {
+		for _, s := range v.Steps {
+			if s.Name == events.StepDeleteEnvVars && s.StartedAt != nil {
+				return *s.StartedAt
+			}
+		}
+		t.Fatalf("no start: %+v", v.Steps)
+		return time.Time{}
+	}
+	v := foldJob(queued(), events.JobClaimed{JobID: "j1", Attempt: 1}, env(1), env(1), env(1), done)
+	if got := started(v); !got.Equal(t0.Add(2 * time.Second)) {
+		t.Fatalf("started %s, want the first StepStarted (%s)", got, t0.Add(2*time.Second))
+	}
+	v = foldJob(queued(), events.JobClaimed{JobID: "j1", Attempt: 1}, env(1), env(1), events.JobClaimed{JobID: "j1", Attempt: 2}, env(2))
+	if got := started(v); !got.Equal(t0.Add(5 * time.Second)) {
+		t.Fatalf("a new attempt's start %s, want %s", got, t0.Add(5*time.Second))
+	}
+}

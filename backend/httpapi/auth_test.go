@@ -306,6 +306,30 @@ func TestSessionSignInCSRFAndLogout(t *testing.T) {
 		t.Fatalf("me after logout: %d %s", a.status, a.body)
 	}
 
+	// Issue 27: a request with no credential at all is told "nobody"
+	// with 200, so a first visit's console shows no error; it grants
+	// nothing (every other route stays 401), appends nothing, is never
+	// cached, and a refused credential stays 401 (above: an ended
+	// session's cookie; here: an unknown token).
+	h = b.head(t)
+	a = b.do(t, "GET", "/api/auth/me", nil, "Authorization", "")
+	if a.status != 200 || string(a.body) != `{"signed_in":false,"methods":["local"]}`+"\n" || a.header.Get("Cache-Control") != "no-store" || a.header.Get("Set-Cookie") != "" {
+		t.Fatalf("me without a credential: %d %q %q", a.status, a.body, a.header.Get("Cache-Control"))
+	}
+	if a := b.do(t, "GET", "/api/slots", nil, "Authorization", ""); a.status != 401 {
+		t.Fatalf("GET /api/slots without a credential: %d", a.status)
+	}
+	if a := b.do(t, "GET", "/api/auth/me", nil, "Authorization", "Bearer sk_not-a-token"); a.status != 401 {
+		t.Fatalf("me with an unknown token: %d %s", a.status, a.body)
+	}
+	if after := b.head(t); after != h {
+		t.Fatalf("the reads appended %d events", after-h)
+	}
+	a = b.do(t, "GET", "/api/auth/me", nil)
+	if a.status != 200 || !strings.HasPrefix(string(a.body), `{"signed_in":true,"subject":`) || a.header.Get("Cache-Control") != "no-store" {
+		t.Fatalf("signed-in me: %d %s %q", a.status, a.body, a.header.Get("Cache-Control"))
+	}
+
 	// Brute force: five failures per account (one above, four here), then
 	// 429 with Retry-After, even with the right password, and nothing
 	// appended.

@@ -35,9 +35,10 @@ type OIDC interface {
 type AutoLogin func(ctx context.Context) (auth.User, bool)
 
 type subjectAnswer struct {
-	Subject auth.Subject `json:"subject"`
-	CSRF    string       `json:"csrf"`
-	Methods []string     `json:"methods,omitempty"`
+	SignedIn bool         `json:"signed_in"` // true; false is notSignedIn
+	Subject  auth.Subject `json:"subject"`
+	CSRF     string       `json:"csrf"`
+	Methods  []string     `json:"methods,omitempty"`
 	// PasswordChange: the subject is a local account with a password a
 	// person knows, so the account page offers a change. Not for tokens,
 	// single sign-on accounts or the demo's demo-admin (its password was
@@ -161,7 +162,7 @@ func (s *Server) login(c echo.Context) error {
 	sub := u.Subject()
 	c.Set(ctxSubject, sub)
 	s.log.InfoContext(c.Request().Context(), "signed in", slog.String("correlation_id", requestID(c)), slog.String("user", u.Name), slog.String("user_id", sub.ID))
-	return c.JSON(http.StatusOK, subjectAnswer{Subject: sub, CSRF: csrf, Links: s.links(), PasswordChange: s.passwordChange(c.Request().Context(), sub)})
+	return c.JSON(http.StatusOK, subjectAnswer{SignedIn: true, Subject: sub, CSRF: csrf, Links: s.links(), PasswordChange: s.passwordChange(c.Request().Context(), sub)})
 }
 
 // logout ends the session and clears the cookie. A signed-in cookie
@@ -183,14 +184,34 @@ func (s *Server) logout(c echo.Context) error {
 // sign-in is an explicit POST /api/auth/demo (issue 25: a cookieless GET
 // used to start a session and append an event every time, so any page,
 // even an <img>, could grow the log without bound).
+//
+// A request with no credential at all (no session cookie; a bearer token
+// is checked, and refused with 401, before this runs) is answered 200
+// {"signed_in":false,"methods":[…]} (issue 27): "nobody" is the answer to
+// "who am I", so a first visit's console shows no error. It tells no more
+// than the 401 did (the methods were its details) and grants nothing:
+// every other route still refuses such a request with 401. A session
+// cookie that no longer works stays 401, like a refused token: the client
+// learns that its session ended. Never stored by a cache (the signed-in
+// answer holds the CSRF token).
 func (s *Server) me(c echo.Context) error {
+	c.Response().Header().Set("Cache-Control", "no-store")
 	sub, ok := subjectOf(c)
 	if !ok {
-		return &Error{Code: CodeUnauthenticated, Message: "not signed in", Details: map[string]any{"methods": s.methods(c)}}
+		if ck, err := c.Request().Cookie(SessionCookie); err == nil && ck.Value != "" {
+			return &Error{Code: CodeUnauthenticated, Message: "not signed in: the session ended", Details: map[string]any{"methods": s.methods(c)}}
+		}
+		return c.JSON(http.StatusOK, notSignedIn{Methods: s.methods(c)})
 	}
 	csrf, _ := c.Get(ctxCSRF).(string)
-	return c.JSON(http.StatusOK, subjectAnswer{Subject: sub, CSRF: csrf, Methods: s.methods(c), Links: s.links(),
+	return c.JSON(http.StatusOK, subjectAnswer{SignedIn: true, Subject: sub, CSRF: csrf, Methods: s.methods(c), Links: s.links(),
 		PasswordChange: s.passwordChange(c.Request().Context(), sub)})
+}
+
+// notSignedIn is GET /api/auth/me's answer to a request with no credential.
+type notSignedIn struct {
+	SignedIn bool     `json:"signed_in"` // always false
+	Methods  []string `json:"methods"`
 }
 
 // demoLogin signs a loopback browser in as the demo's account: the sign-in
@@ -220,7 +241,7 @@ func (s *Server) demoLogin(c echo.Context) error {
 	sub := u.Subject()
 	c.Set(ctxSubject, sub)
 	s.log.InfoContext(c.Request().Context(), "signed in (demo on loopback)", slog.String("correlation_id", requestID(c)), slog.String("user", u.Name))
-	return c.JSON(http.StatusOK, subjectAnswer{Subject: sub, CSRF: csrf, Methods: s.methods(c), Links: s.links()})
+	return c.JSON(http.StatusOK, subjectAnswer{SignedIn: true, Subject: sub, CSRF: csrf, Methods: s.methods(c), Links: s.links()})
 }
 
 func hostOnly(h string) string {
@@ -268,7 +289,7 @@ func (s *Server) changePassword(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, subjectAnswer{Subject: sub, CSRF: csrf, Links: s.links()})
+	return c.JSON(http.StatusOK, subjectAnswer{SignedIn: true, Subject: sub, CSRF: csrf, Links: s.links()})
 }
 
 // ---- OIDC ----

@@ -15,7 +15,7 @@ import (
 // only summarises the log, so any process may write one.
 const (
 	checkpointConsumer = "insights"
-	checkpointVersion  = 1
+	checkpointVersion  = 2 // 2: the fold holds hours (slot-time per hour); a version-1 checkpoint is ignored and the log folded from 0
 )
 
 // options are the Runner's: the whole fold, packed, every CheckpointEvery

@@ -156,7 +156,7 @@ func TestConsumerHistoryShowsEverything(t *testing.T) {
 	defer store.Close()
 	history(t, store, 9, "", 1500, 80)
 	got := observe(consumertest.Fold(t, newModel(small), consumertest.All(t, store))).(string)
-	for _, w := range []string{`"time_to_slot_s":`, `"step":"job"`, `"kind":"teardown"`} {
+	for _, w := range []string{`"time_to_slot_s":`, `"step":"job"`, `"kind":"teardown"`, `"busy_avg":0.`, `"time_to_slot_p90_s":`} {
 		if !strings.Contains(got, w) {
 			t.Fatalf("the answers hold no %s: not a test of it", w)
 		}
@@ -197,6 +197,9 @@ func TestFoldSizeDoesNotGrowWithHistory(t *testing.T) {
 		if n := len(f.Points); n > int(keep/time.Hour)+2 {
 			t.Fatalf("at %d: %d points", i, n)
 		}
+		if n := len(f.Hours); n > int(keep/time.Hour)+2 {
+			t.Fatalf("at %d: %d hours", i, n)
+		}
 		if n := len(f.ToSlot); n > small.MaxSamples {
 			t.Fatalf("at %d: %d time-to-slot samples", i, n)
 		}
@@ -222,7 +225,7 @@ func TestFoldSizeDoesNotGrowWithHistory(t *testing.T) {
 			t.Fatalf("at %d: %d jobs ended without success kept", i, unsucceeded)
 		}
 	}
-	if len(s.f.Points) < 31*24/2 || len(s.f.ToSlot) < small.MaxSamples {
+	if len(s.f.Points) < 31*24/2 || len(s.f.Hours) < 31*24 || len(s.f.ToSlot) < small.MaxSamples {
 		t.Fatalf("%d points, %d samples: the caps were not reached", len(s.f.Points), len(s.f.ToSlot))
 	}
 }
@@ -262,5 +265,46 @@ func TestServiceRunsFromItsCheckpoint(t *testing.T) {
 	// Its position passed the first run's checkpoint too.
 	if x, ok := s.Series("1d"); !ok || x.Position != head+1 {
 		t.Fatalf("answers at %d, want %d", x.Position, head+1)
+	}
+}
+
+// A version-1 checkpoint (before the fold held hours) is ignored and the
+// log folded from 0 (issue 27 item 9): restored, its fold would count no
+// slot-time before the checkpoint, so the use chart would start there.
+func TestVersion1CheckpointFoldsFromZero(t *testing.T) {
+	ctx := context.Background()
+	store := memstore.New()
+	defer store.Close()
+	history(t, store, 12, "", 400, 30)
+	head, err := store.Head(ctx)
+	must(t, err)
+	v1 := newModel(small)
+	for _, ev := range consumertest.All(t, store) {
+		if v1.Wants(ev) {
+			must(t, v1.Apply(ev))
+		}
+	}
+	v1.f.Hours, v1.f.Since = nil, time.Time{}
+	packed, err := consumer.Pack(v1.f)
+	must(t, err)
+	must(t, consumer.SaveCheckpoint(ctx, store, checkpointConsumer, 1, head, json.RawMessage(packed)))
+	cfg := small
+	cfg.Logger = quiet()
+	s := New(store, nil, cfg)
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- s.Run(rctx) }()
+	select {
+	case <-s.CaughtUp():
+	case err := <-done:
+		t.Fatalf("Run ended before catching up: %v", err)
+	}
+	cancel()
+	must(t, <-done)
+	if from, why, _ := s.r.Started(); from != 0 || !strings.Contains(why, "version 1, want 2") {
+		t.Fatalf("started from %d (%q), want 0 because of the version", from, why)
+	}
+	if len(s.m.f.Hours) == 0 || s.m.f.Since.IsZero() {
+		t.Fatalf("the fold from 0 holds no hours: %d", len(s.m.f.Hours))
 	}
 }

@@ -1,11 +1,15 @@
 // Package insights is a read model of how the pool is used, folded from the
-// log: occupied / vacant / resetting slots over time, waitlist length and
-// time-to-slot over time, and step durations (median, p90) per job kind.
+// log, answering a pool owner's three questions: how full was the pool
+// (slots in use / busy / vacant over time, time-weighted, with the peak),
+// how long did people wait for a slot (waitlist join → accepted offer,
+// median and p90, and the longest waitlist), and how long does each step
+// take (median, p90 per job kind and step).
 // It is served by GET /api/insights?range=1d|7d|30d (docs/waitlist.md).
 package insights
 
 import (
 	"log/slog"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -21,6 +25,22 @@ const keep = 31 * 24 * time.Hour
 type point struct {
 	T                              time.Time
 	Occupied, Vacant, Resetting, W int
+}
+
+// hour is one whole hour of the pool's use (issue 27 item 9): slot-time by
+// category and the log's coverage in milliseconds, so a bucket's answer is
+// a time-weighted mean (a state sampled at the bucket's end showed a
+// 20-minute reset as nothing, or a pool full for an hour as one spike), and
+// the peaks within the hour.
+type hour struct {
+	T time.Time
+	// Ms is slot-milliseconds by category (occupied, vacant, resetting);
+	// Covered the milliseconds of the hour the fold has seen the pool for.
+	Ms      [3]int64
+	Covered int64
+	// InUse is the most slots occupied or busy at once; Waiting the
+	// longest waitlist.
+	InUse, Waiting int
 }
 
 // sample is one duration D that ended at T, both to the millisecond (what
@@ -79,6 +99,8 @@ type fold struct {
 	EndSeq  uint64                       `json:"end_seq"`
 	Waiting map[string]time.Time         `json:"waiting"` // entry → joined
 	Points  []point                      `json:"points"`
+	Hours   []hour                       `json:"hours"`   // checkpointVersion 2
+	Since   time.Time                    `json:"since"`   // the pool's use is accounted up to here (zero: no slot or waitlist event yet)
 	ToSlot  series                       `json:"to_slot"` // join → accepted
 	Steps   map[string]map[string]series `json:"steps"`   // kind → step → samples ("job" = whole job)
 }
@@ -171,6 +193,10 @@ func (m *model) Apply(ev events.RecordedEvent) error {
 	}
 	t := ev.Meta.Time
 	f := &m.f
+	if !strings.HasPrefix(ev.Stream, events.JobStreamPrefix) {
+		// The state so far lasted until this event.
+		f.Hours, f.Since = f.advance(f.Hours, f.Since, t)
+	}
 	changed := false
 	switch {
 	case strings.HasPrefix(ev.Stream, events.SlotStreamPrefix):
@@ -270,8 +296,70 @@ func (m *model) Apply(ev events.RecordedEvent) error {
 	}
 	if changed {
 		m.record(t)
+		f.peaks()
 	}
 	return nil
+}
+
+// advance accounts the current state's slot-time from since to t into
+// hours (one entry per whole hour, none older than keep before t) and
+// returns them and the new since. Series runs it on a copy up to now.
+func (f *fold) advance(hours []hour, since, t time.Time) ([]hour, time.Time) {
+	if since.IsZero() {
+		since = t
+	}
+	if !t.After(since) {
+		// Also an event dated before the last one (clocks of several
+		// processes): its change counts from the time accounted to.
+		return f.open(hours, since), since
+	}
+	if cut := t.Add(-keep).Truncate(time.Hour); since.Before(cut) {
+		since = cut
+	}
+	for since.Before(t) {
+		h := since.Truncate(time.Hour)
+		end := h.Add(time.Hour)
+		if t.Before(end) {
+			end = t
+		}
+		hours = f.open(hours, h)
+		cur := &hours[len(hours)-1]
+		ms := end.Sub(since).Milliseconds()
+		for c := range f.Count {
+			cur.Ms[c] += int64(f.Count[c]) * ms
+		}
+		cur.Covered += ms
+		since = end
+	}
+	hours = f.open(hours, t)
+	// Forget what no range shows any more.
+	i := 0
+	for i < len(hours) && hours[i].T.Before(t.Add(-keep).Truncate(time.Hour)) {
+		i++
+	}
+	if i > 0 {
+		hours = slices.Clone(hours[i:])
+	}
+	return hours, since
+}
+
+// open returns hours ending with the entry of t's hour; a new entry starts
+// with the state carried into it as its peaks.
+func (f *fold) open(hours []hour, t time.Time) []hour {
+	h := t.Truncate(time.Hour)
+	if n := len(hours); n > 0 && !hours[n-1].T.Before(h) {
+		return hours
+	}
+	return append(hours, hour{T: h, InUse: f.Count[occupied] + f.Count[resetting], Waiting: len(f.Waiting)})
+}
+
+// peaks raises the current hour's peaks to the state just folded.
+func (f *fold) peaks() {
+	if n := len(f.Hours); n > 0 {
+		cur := &f.Hours[n-1]
+		cur.InUse = max(cur.InUse, f.Count[occupied]+f.Count[resetting])
+		cur.Waiting = max(cur.Waiting, len(f.Waiting))
+	}
 }
 
 // ended remembers a job that ended without success (a resume continues its
@@ -350,7 +438,7 @@ func (m *model) record(t time.Time) {
 // size counts the fold's entries: what the memory test watches.
 func (m *model) size() int {
 	f := &m.f
-	n := len(f.Slots) + len(f.Jobs) + len(f.Ended) + len(f.Waiting) + len(f.Points) + len(f.ToSlot)
+	n := len(f.Slots) + len(f.Jobs) + len(f.Ended) + len(f.Waiting) + len(f.Points) + len(f.Hours) + len(f.ToSlot)
 	for _, st := range f.Steps {
 		for _, xs := range st {
 			n += len(xs)
@@ -397,6 +485,22 @@ type Bucket struct {
 	// TimeToSlotSeconds is the median join → accept of hand-overs in the
 	// bucket (null without one).
 	TimeToSlotSeconds *float64 `json:"time_to_slot_s"`
+
+	// The pool's use over the bucket (issue 27 item 9), time-weighted over
+	// the part of it the log covers (CoveredS; 0 = no data yet): the mean
+	// number of slots occupied, busy (a reset or teardown holds them) and
+	// vacant, and the most in use (occupied or busy) at once.
+	OccupiedAvg float64 `json:"occupied_avg"`
+	BusyAvg     float64 `json:"busy_avg"`
+	VacantAvg   float64 `json:"vacant_avg"`
+	InUsePeak   int     `json:"in_use_peak"`
+	CoveredS    float64 `json:"covered_s"`
+	// WaitingPeak is the longest waitlist in the bucket; HandedOver the
+	// offers accepted in it, whose join → accept times give the median
+	// above and the p90 (null without one).
+	WaitingPeak          int      `json:"waiting_peak"`
+	HandedOver           int      `json:"handed_over"`
+	TimeToSlotP90Seconds *float64 `json:"time_to_slot_p90_s"`
 }
 
 // StepStat is the duration of one step of one job kind over the range.
@@ -444,7 +548,12 @@ func (m *model) series(rng string, r [2]time.Duration, now time.Time, pos events
 	from := to.Add(-r[0])
 	f := &m.f
 	out := Series{Range: rng, Bucket: r[1].String(), From: from, To: to, Position: pos, Buckets: []Bucket{}, Steps: []StepStat{}}
-	pi := 0
+	// The hours with the current state accounted up to now.
+	var hours []hour
+	if !f.Since.IsZero() {
+		hours, _ = f.advance(slices.Clone(f.Hours), f.Since, now)
+	}
+	pi, hi := 0, 0
 	var cur point
 	for b := from; b.Before(to); b = b.Add(r[1]) {
 		end := b.Add(r[1])
@@ -453,6 +562,25 @@ func (m *model) series(rng string, r [2]time.Duration, now time.Time, pos events
 			pi++
 		}
 		bk := Bucket{T: b, Occupied: cur.Occupied, Vacant: cur.Vacant, Resetting: cur.Resetting, Waiting: cur.W}
+		var ms [3]int64
+		var covered int64
+		for ; hi < len(hours) && hours[hi].T.Before(end); hi++ {
+			h := hours[hi]
+			if h.T.Before(b) {
+				continue
+			}
+			for c := range ms {
+				ms[c] += h.Ms[c]
+			}
+			covered += h.Covered
+			bk.InUsePeak = max(bk.InUsePeak, h.InUse)
+			bk.WaitingPeak = max(bk.WaitingPeak, h.Waiting)
+		}
+		if covered > 0 {
+			avg := func(c int) float64 { return math.Round(float64(ms[c])/float64(covered)*100) / 100 }
+			bk.OccupiedAvg, bk.VacantAvg, bk.BusyAvg = avg(occupied), avg(vacant), avg(resetting)
+			bk.CoveredS = float64(covered) / 1000
+		}
 		var ds []time.Duration
 		for _, x := range f.ToSlot {
 			if !x.T.Before(b) && x.T.Before(end) {
@@ -460,8 +588,8 @@ func (m *model) series(rng string, r [2]time.Duration, now time.Time, pos events
 			}
 		}
 		if len(ds) > 0 {
-			m := quantile(ds, 0.5).Seconds()
-			bk.TimeToSlotSeconds = &m
+			m, p := quantile(ds, 0.5).Seconds(), quantile(ds, 0.9).Seconds()
+			bk.TimeToSlotSeconds, bk.TimeToSlotP90Seconds, bk.HandedOver = &m, &p, len(ds)
 		}
 		out.Buckets = append(out.Buckets, bk)
 	}

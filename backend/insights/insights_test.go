@@ -1,6 +1,7 @@
 package insights
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -73,3 +74,83 @@ func TestSeries(t *testing.T) {
 		t.Fatal("an unknown range was served")
 	}
 }
+
+// Issue 27 item 9: a bucket answers how full the pool was over it, not at
+// its end. A reset that held a slot for 20 minutes inside an hour showed
+// as nothing (the state at the hour's end); a pool that filled for 15
+// minutes showed as never full. Slot-time is time-weighted over the part of
+// the bucket the log covers, with the peak in use and the longest waitlist.
+func TestUtilisationIsTimeWeighted(t *testing.T) {
+	now := t0.Add(3*time.Hour + 30*time.Minute)
+	s := New(nil, func() time.Time { return now }, Config{})
+	evs := []events.RecordedEvent{
+		// The log starts at +30m: the first hour is half covered.
+		rec(1, "slot-a", 30*time.Minute, events.SlotRegistered{Slot: "a"}),
+		rec(2, "slot-b", 30*time.Minute, events.SlotRegistered{Slot: "b"}),
+		rec(3, "slot-a", 45*time.Minute, events.SlotOccupied{Slot: "a", By: "x"}),
+		// +1h: b is occupied for 15 minutes (the pool full), then reset for 20.
+		rec(4, "slot-b", time.Hour+10*time.Minute, events.SlotOccupied{Slot: "b", By: "y"}),
+		rec(5, "waitlist", time.Hour+12*time.Minute, events.WaitlistJoined{EntryID: "e1"}),
+		rec(6, "waitlist", time.Hour+13*time.Minute, events.WaitlistJoined{EntryID: "e2"}),
+		rec(7, "slot-b", time.Hour+25*time.Minute, events.JobAccepted{Slot: "b", JobID: "j1", Kind: events.KindReset}),
+		rec(8, "slot-b", time.Hour+26*time.Minute, events.SlotVacated{Slot: "b", JobID: "j1"}),
+		rec(9, "slot-b", time.Hour+45*time.Minute, events.JobReleased{Slot: "b", JobID: "j1", Outcome: "succeeded"}),
+		rec(10, "waitlist", time.Hour+46*time.Minute, events.OfferAccepted{EntryID: "e1", Slot: "b"}),
+		rec(11, "slot-b", time.Hour+46*time.Minute, events.SlotOccupied{Slot: "b", By: "e1"}),
+		rec(12, "waitlist", time.Hour+50*time.Minute, events.WaitlistLeft{EntryID: "e2"}),
+		// Nothing after +1h50m: the state lasts until now (+3h30m).
+	}
+	for _, ev := range evs {
+		must(t, s.m.Apply(ev))
+	}
+	out, _ := s.Series("1d")
+	at := func(h int) Bucket {
+		for _, x := range out.Buckets {
+			if x.T.Equal(t0.Add(time.Duration(h) * time.Hour)) {
+				return x
+			}
+		}
+		t.Fatalf("no bucket at +%dh", h)
+		return Bucket{}
+	}
+	if b := at(-1); b.CoveredS != 0 || b.OccupiedAvg != 0 || b.InUsePeak != 0 {
+		t.Fatalf("before the log: %+v", b)
+	}
+	// +0h: 30 minutes covered; a occupied for the last 15 of them.
+	if b := at(0); b.CoveredS != 1800 || b.OccupiedAvg != 0.5 || b.VacantAvg != 1.5 || b.BusyAvg != 0 || b.InUsePeak != 1 {
+		t.Fatalf("+0h: %+v", b)
+	}
+	// +1h: a occupied all hour (60 min); b occupied 10→25 (15) and from 46
+	// (14) = 89 slot-minutes occupied; b busy 25→45 (20); vacant 10 + 0 +
+	// 1 (45→46) = 11. The end-of-hour state knew nothing of the reset.
+	b := at(1)
+	if b.CoveredS != 3600 || b.OccupiedAvg != round2(89.0/60) || b.BusyAvg != round2(20.0/60) || b.VacantAvg != round2(11.0/60) {
+		t.Fatalf("+1h: %+v", b)
+	}
+	if b.Resetting != 0 || b.InUsePeak != 2 || b.WaitingPeak != 2 || b.Waiting != 0 {
+		t.Fatalf("+1h peaks: %+v", b)
+	}
+	if b.HandedOver != 1 || b.TimeToSlotSeconds == nil || *b.TimeToSlotSeconds != 34*60 || b.TimeToSlotP90Seconds == nil || *b.TimeToSlotP90Seconds != 34*60 {
+		t.Fatalf("+1h wait: %+v", b)
+	}
+	// +2h: no event, the pool full all hour; +3h: full for the 30 minutes up to now.
+	if b := at(2); b.CoveredS != 3600 || b.OccupiedAvg != 2 || b.InUsePeak != 2 || b.WaitingPeak != 0 {
+		t.Fatalf("+2h: %+v", b)
+	}
+	if b := at(3); b.CoveredS != 1800 || b.OccupiedAvg != 2 || b.HandedOver != 0 || b.TimeToSlotP90Seconds != nil {
+		t.Fatalf("+3h: %+v", b)
+	}
+	// The 7-day range's 6-hour bucket sums its hours.
+	week, _ := s.Series("7d")
+	for _, x := range week.Buckets {
+		if x.T.Equal(t0) {
+			if x.CoveredS != 3*3600 || x.InUsePeak != 2 || x.WaitingPeak != 2 || x.HandedOver != 1 {
+				t.Fatalf("7d bucket: %+v", x)
+			}
+			return
+		}
+	}
+	t.Fatal("no 7d bucket at t0")
+}
+
+func round2(x float64) float64 { return math.Round(x*100) / 100 }

@@ -74,6 +74,13 @@ describe("session", () => {
     expect(getAuth()).toMatchObject({ status: "unreachable" });
   });
 
+  it("me 200 not-signed-in (no credential sent, issue 27) → signed out with the offered methods, like a 401", async () => {
+    me = () => jsonResponse({ signed_in: false, methods: ["local", "oidc"] });
+    await checkSession(true);
+    expect(getAuth()).toEqual({ status: "signed_out", methods: ["local", "oidc"], expired: false });
+    expect(getCsrf()).toBe("");
+  });
+
   it("a later check that gets no answer keeps the tab signed in", async () => {
     me = () => jsonResponse({ subject: ADA, csrf: "c" });
     await checkSession(true);
@@ -118,6 +125,13 @@ describe("the loopback demo's sign-in (issue 25)", () => {
     await demoSignIn(["local", "demo"]);
     expect(getAuth()).toMatchObject({ status: "signed_in", subject: DEMO });
     expect(getCsrf()).toBe("c-demo");
+  });
+
+  it("the first visit's 200 not-signed-in answer offering the demo signs in by POST (issue 27: no 401 in the console)", async () => {
+    me = () => jsonResponse({ signed_in: false, methods: ["local", "demo"] });
+    await checkSession(true);
+    expect(getAuth()).toMatchObject({ status: "signed_in", subject: DEMO });
+    expect(calls.filter((c) => c.url === "/api/auth/demo").map((c) => c.method)).toEqual(["POST"]);
   });
 
   it("without the demo on offer nothing is posted", async () => {

@@ -1,7 +1,7 @@
-import { useMemo, useRef, useState } from "react";
+import { useMemo, useRef, useState, type ReactNode } from "react";
 import { Link, useLocation } from "wouter";
 import { momentHref } from "../replay/moment";
-import { TERMINAL_STATES, jobsService, type JobView, type RecordedEvent } from "../services/jobs";
+import { TERMINAL_STATES, jobsService, type JobView, type RecordedEvent, type StepView } from "../services/jobs";
 import { jobActions } from "../auth/roles";
 import { useSubject } from "../auth/session";
 import { CommandError } from "../components/CommandError";
@@ -10,7 +10,7 @@ import { RecoveryNotice, failureOf } from "../components/Recovery";
 import { Steps, completedSteps } from "../components/Steps";
 import { eventCategory, jobTiming, jobTitle, resumeCheck } from "../components/jobText";
 import { CopyButton, ResourceId } from "../components/ResourceId";
-import { actorName, formatTime, reasonText, resourceLabel, untouched } from "../format";
+import { actorName, formatSpan, formatTime, reasonText, resourceLabel, untouched } from "../format";
 import { useT, type Key, type T } from "../i18n";
 import { When } from "../components/When";
 import { useNow } from "../live/ticker";
@@ -19,6 +19,7 @@ import { putJob, useEpoch, useJob } from "../live/store";
 import { useCommand } from "../live/useCommand";
 import { useLoad } from "../live/useLoad";
 import { jobTabState, useTab } from "../live/tabState";
+import { groupHistory, type StepGroup } from "./historyGroups";
 
 /** JobPage is a job's timeline: its live view and every event of its stream. */
 export function JobPage({ id }: { id: string }) {
@@ -199,7 +200,7 @@ function JobDetail({ job }: { job: JobView }) {
       )}
 
       {events.error && <CommandError error={events.error} />}
-      <EventHistory events={held} slot={job.slot} />
+      <EventHistory events={held} slot={job.slot} steps={job.steps ?? []} uncertain={job.uncertain_step} />
     </section>
   );
 }
@@ -286,15 +287,17 @@ const CATEGORY_KEY: Record<ReturnType<typeof eventCategory>, Key> = {
 };
 
 /**
- * EventHistory is the job's raw event log, like Temporal's history: one
- * collapsible entry per event with its type, local time, actor, a one-line
- * summary and the full data; filterable by type and by text.
+ * EventHistory is the job's raw event log, like Temporal's history: the
+ * job's own events one row each, a step's events folded under one row per
+ * step with its outcome, attempts and running time (issue 27 item 8);
+ * every event collapsible with its type, time, actor, a one-line summary
+ * and the full data; filterable by type and by text.
  */
-function EventHistory({ events, slot }: { events: readonly RecordedEvent[]; slot: string }) {
+function EventHistory({ events, slot, steps, uncertain }: { events: readonly RecordedEvent[]; slot: string; steps: readonly StepView[]; uncertain?: string }) {
   const t = useT();
   const [type, setType] = useState("");
   const [text, setText] = useState("");
-  const [open, setOpen] = useState<ReadonlySet<number>>(new Set());
+  const [open, setOpen] = useState<ReadonlySet<string>>(new Set());
   const types = useMemo(() => [...new Set(events.map((e) => e.type))], [events]);
   const shown = useMemo(() => {
     const q = text.trim().toLowerCase();
@@ -302,14 +305,18 @@ function EventHistory({ events, slot }: { events: readonly RecordedEvent[]; slot
       (e) => (!type || e.type === type) && (!q || e.type.toLowerCase().includes(q) || JSON.stringify(e.data ?? "").toLowerCase().includes(q)),
     );
   }, [events, type, text]);
-  const toggle = (pos: number, isOpen: boolean): void => {
+  const rows = useMemo(() => groupHistory(shown, steps, uncertain), [shown, steps, uncertain]);
+  const toggle = (key: string, isOpen: boolean): void => {
     setOpen((prev) => {
+      if (prev.has(key) === isOpen) return prev;
       const next = new Set(prev);
-      if (isOpen) next.add(pos);
-      else next.delete(pos);
+      if (isOpen) next.add(key);
+      else next.delete(key);
       return next;
     });
   };
+  const allKeys = (): Set<string> => new Set([...shown.map((e) => `e${e.position}`), ...rows.flatMap((r) => (r.kind === "step" ? [`s${r.step}`] : []))]);
+  const item = (e: RecordedEvent) => <HistoryEvent key={e.position} e={e} slot={slot} open={open.has(`e${e.position}`)} onToggle={(o) => toggle(`e${e.position}`, o)} />;
   return (
     <details className="history" open data-testid="history">
       <summary>
@@ -339,7 +346,7 @@ function EventHistory({ events, slot }: { events: readonly RecordedEvent[]; slot
               onChange={(e) => setText(e.target.value)}
               data-testid="history-filter"
             />
-            <button type="button" onClick={() => setOpen(new Set(shown.map((e) => e.position)))} data-testid="history-expand">
+            <button type="button" onClick={() => setOpen(allKeys())} data-testid="history-expand">
               {t("jobt.expand_all")}
             </button>
             <button type="button" onClick={() => setOpen(new Set())}>
@@ -348,36 +355,69 @@ function EventHistory({ events, slot }: { events: readonly RecordedEvent[]; slot
           </div>
           {shown.length === 0 && <p>{t("jobt.history_none")}</p>}
           <ol className="timeline history-list" data-testid="timeline">
-            {shown.map((e) => {
-              const cat = eventCategory(e.type);
-              return (
-                <li key={e.position} data-type={e.type} className={`ev ev-${cat}`}>
-                  <details open={open.has(e.position)} onToggle={(ev) => toggle(e.position, ev.currentTarget.open)}>
-                    <summary>
-                      <span className="ev-rev">#{e.revision}</span> <span className={`badge ev-cat ev-cat-${cat}`}>{t(CATEGORY_KEY[cat])}</span>{" "}
-                      <strong className="ev-type">{t.dyn("event", e.type)}</strong> <span className="muted small">
-                        <When iso={e.meta?.time} />
-                        {e.meta?.actor ? ` · ${actorName(e.meta.actor, t)}` : ""}
-                      </span>
-                      <span className="ev-summary">{eventSummary(e.data, t, e.type)}</span>
-                    </summary>
-                    <div className="ev-data">
-                      <span className="muted small">{t("jobt.event_data")}</span>
-                      <pre data-testid="event-data">{JSON.stringify(e.data, null, 2)}</pre>
-                    </div>
-                  </details>
-                  {slot && (
-                    // Outside the summary: a link inside it would nest interactive controls.
-                    <Link href={momentHref(slot, e.position)} className="small ev-moment" data-testid="history-moment">
-                      {t("asof.link")}
-                    </Link>
-                  )}
-                </li>
-              );
-            })}
+            {rows.map((r) => (r.kind === "event" ? item(r.event) : <HistoryStep key={`s${r.step}`} g={r} open={open.has(`s${r.step}`)} onToggle={(o) => toggle(`s${r.step}`, o)}>{r.events.map(item)}</HistoryStep>))}
           </ol>
         </>
       )}
     </details>
+  );
+}
+
+/** HistoryStep is one step's row: name, outcome, attempts, running time; its events folded under it. */
+function HistoryStep({ g, open, onToggle, children }: { g: StepGroup; open: boolean; onToggle: (open: boolean) => void; children: ReactNode }) {
+  const t = useT();
+  const attempts = g.attempts.map((a) => `#${a}`).join(", ");
+  return (
+    <li className={`ev ev-step ev-group ev-outcome-${g.outcome}`} data-type="StepGroup" data-step={g.step} data-outcome={g.outcome} data-testid="history-step">
+      <details open={open} onToggle={(ev) => onToggle(ev.currentTarget.open)}>
+        <summary>
+          <span className="badge ev-cat ev-cat-step">{t("jobt.cat.step")}</span> <strong className="ev-type">{t.dyn("step", g.step)}</strong>{" "}
+          <span className={`badge badge-${g.outcome}`}>{t.dyn("stepstate", g.outcome)}</span>{" "}
+          <span className="muted small" data-testid="history-step-facts">
+            {attempts && <>{t(g.attempts.length > 1 ? "jobt.group_attempts" : "jobt.group_attempt", { list: attempts })} · </>}
+            {g.events.length > 1 && (
+              <>
+                <span data-testid="history-step-took">{t("jobt.step_took", { time: formatSpan(g.ms, t) })}</span>
+                {" · "}
+              </>
+            )}
+            {g.events.length === 1 ? t("jobt.group_event_one") : t("jobt.group_events", { count: g.events.length })}
+            {" · "}
+            <When iso={g.events[0].meta?.time} />
+          </span>
+        </summary>
+        <ol className="history-list history-sub">{children}</ol>
+      </details>
+    </li>
+  );
+}
+
+/** HistoryEvent is one event: a collapsible summary line over its full data, and a link to the slot at that moment. */
+function HistoryEvent({ e, slot, open, onToggle }: { e: RecordedEvent; slot: string; open: boolean; onToggle: (open: boolean) => void }) {
+  const t = useT();
+  const cat = eventCategory(e.type);
+  return (
+    <li data-type={e.type} className={`ev ev-${cat}`}>
+      <details open={open} onToggle={(ev) => onToggle(ev.currentTarget.open)}>
+        <summary>
+          <span className="ev-rev">#{e.revision}</span> <span className={`badge ev-cat ev-cat-${cat}`}>{t(CATEGORY_KEY[cat])}</span>{" "}
+          <strong className="ev-type">{t.dyn("event", e.type)}</strong> <span className="muted small">
+            <When iso={e.meta?.time} />
+            {e.meta?.actor ? ` · ${actorName(e.meta.actor, t)}` : ""}
+          </span>
+          <span className="ev-summary">{eventSummary(e.data, t, e.type)}</span>
+        </summary>
+        <div className="ev-data">
+          <span className="muted small">{t("jobt.event_data")}</span>
+          <pre data-testid="event-data">{JSON.stringify(e.data, null, 2)}</pre>
+        </div>
+      </details>
+      {slot && (
+        // Outside the summary: a link inside it would nest interactive controls.
+        <Link href={momentHref(slot, e.position)} className="small ev-moment" data-testid="history-moment">
+          {t("asof.link")}
+        </Link>
+      )}
+    </li>
   );
 }
