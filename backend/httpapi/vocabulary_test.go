@@ -122,7 +122,7 @@ func TestVocabularyMatchesTheGoSource(t *testing.T) {
 		StepNames:     append(append(stringConsts(t, "../../events/catalogue.go", "Step", ""), stringConsts(t, "../../events/reconcile.go", "Step", "")...), stringConsts(t, "../../events/template.go", "Step", "")...),
 		ResourceKinds: stringConsts(t, "../../events/catalogue.go", "Res", ""),
 		Lifecycles:    stringConsts(t, "../../projections/views.go", "Lifecycle", ""),
-		JobStates:     stringConsts(t, "../../projections/views.go", "Job", ""),
+		JobStates:     append(stringConsts(t, "../../events/jobs.go", "Status", ""), stringConsts(t, "../../projections/views.go", "Job", "")...),
 		StepStates:    stringConsts(t, "../../projections/views.go", "Step", ""),
 		Permissions:   stringConsts(t, "../auth/roles.go", "Perm", "Permission"),
 	}
