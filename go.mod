@@ -2,6 +2,14 @@ module github.com/slotkeeper/slotkeeper
 
 go 1.26.8
 
+// npm installs packages that ship Go files of their own (flatted does); a
+// plain `go test ./...` or `go vet ./...` must not walk them.
+ignore (
+	./node_modules
+	./frontend/node_modules
+	./e2e/node_modules
+)
+
 require (
 	github.com/EventStore/EventStore-Client-Go/v4 v4.2.0
 	github.com/coreos/go-oidc/v3 v3.21.0

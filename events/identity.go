@@ -73,25 +73,32 @@ func ReadIdentity(ctx context.Context, st Store) (id Identity, ok bool, err erro
 // has none. Several processes starting at once on an empty store agree:
 // the write expects no stream, so one wins and the others read its event.
 func EnsureIdentity(ctx context.Context, st Store) (id Identity, created bool, err error) {
-	for i := 0; i < 3; i++ {
-		if id, ok, err := ReadIdentity(ctx, st); err != nil || ok {
-			return id, false, err
+	// A lost race means another process wrote it first: read theirs.
+	wrote := false
+	res, err := Decide(ctx, st, IdentityStream, func(ctx context.Context) (ExpectedRevision, []EventData, error) {
+		var ok bool
+		if id, ok, err = ReadIdentity(ctx, st); err != nil || ok {
+			wrote = false
+			return ExpectedRevision{}, nil, err
 		}
-		res, err := st.Append(ctx, IdentityStream, NoStream(),
-			New(StoreCreated{StoreID: uuid.NewString()}, Metadata{Actor: "system:identity"}))
-		if errors.Is(err, ErrWrongRevision) {
-			continue // another process wrote it first
-		}
-		if err != nil {
-			return Identity{}, false, fmt.Errorf("events: write the store's identity: %w", err)
-		}
-		id, ok, err := ReadIdentity(ctx, st)
-		if err == nil && !ok {
-			err = errors.New("events: the store's identity was written but does not read back")
-		}
-		return id, err == nil && id.Position == res.Position, err
+		wrote = true
+		return NoStream(), []EventData{New(StoreCreated{StoreID: uuid.NewString()}, Metadata{Actor: "system:identity"})}, nil
+	})
+	var ae *AppendError
+	var ce *ContendedError
+	switch {
+	case errors.As(err, &ae):
+		return Identity{}, false, fmt.Errorf("events: write the store's identity: %w", ae.Err)
+	case errors.As(err, &ce):
+		return Identity{}, false, errors.New("events: the store's identity stream changes under us")
+	case err != nil || !wrote:
+		return id, false, err // read, not written
 	}
-	return Identity{}, false, errors.New("events: the store's identity stream changes under us")
+	id, ok, err := ReadIdentity(ctx, st)
+	if err == nil && !ok {
+		err = errors.New("events: the store's identity was written but does not read back")
+	}
+	return id, err == nil && id.Position == res.Position, err
 }
 
 // Guard is a Store that refuses every write once the store under it is not

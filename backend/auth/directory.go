@@ -241,37 +241,45 @@ func (d *Directory) Changed() <-chan struct{} {
 	return d.changed
 }
 
-// appendTo decides and appends to stream with its expected revision,
-// re-reading and deciding again when another writer got in between.
+// appendTo decides and appends to stream with its expected revision
+// (events.Decide): after a lost race the directory reads the stream up to
+// the winner's write and decides again; after its own write it reads that
+// too, so the caller sees what it wrote.
 func (d *Directory) appendTo(ctx context.Context, stream string, decide func() (events.Payload, error), meta events.Metadata) error {
-	for i := 0; ; i++ {
+	lost := false
+	_, err := events.Decide(ctx, d.store, stream, func(ctx context.Context) (events.ExpectedRevision, []events.EventData, error) {
+		if lost {
+			if err := d.sync(ctx, stream); err != nil {
+				return events.ExpectedRevision{}, nil, err
+			}
+		}
+		lost = true
 		d.mu.RLock()
 		p, err := decide()
 		rev := d.rev[stream]
 		d.mu.RUnlock()
 		if err != nil {
-			return err
-		}
-		exp := events.NoStream()
-		if rev >= 0 {
-			exp = events.Exact(uint64(rev))
+			return events.ExpectedRevision{}, nil, err
 		}
 		if meta.Time.IsZero() {
 			meta.Time = d.opt.Now().UTC()
 		}
-		_, err = d.store.Append(ctx, stream, exp, events.New(p, meta))
-		if err == nil || errors.Is(err, events.ErrWrongRevision) {
-			if serr := d.sync(ctx, stream); serr != nil {
-				return serr
-			}
+		return events.Expect(rev >= 0, uint64(max(rev, 0))), []events.EventData{events.New(p, meta)}, nil
+	})
+	var ae *events.AppendError
+	var ce *events.ContendedError
+	switch {
+	case err == nil:
+		return d.sync(ctx, stream)
+	case errors.As(err, &ae):
+		return fmt.Errorf("auth: %w", err)
+	case errors.As(err, &ce):
+		if serr := d.sync(ctx, stream); serr != nil {
+			return serr
 		}
-		if err == nil {
-			return nil
-		}
-		if !errors.Is(err, events.ErrWrongRevision) || i >= 4 {
-			return fmt.Errorf("auth: append to %s: %w", stream, err)
-		}
+		return fmt.Errorf("auth: append to %s: %w", stream, err)
 	}
+	return err
 }
 
 // CheckName is the rule for user and token names: 1..64 ASCII letters,

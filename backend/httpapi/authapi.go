@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/slotkeeper/slotkeeper/backend/apperr"
 	"github.com/slotkeeper/slotkeeper/backend/auth"
 )
 
@@ -256,11 +257,11 @@ func (s *Server) changePassword(c echo.Context) error {
 	case errors.As(err, &le):
 		return &Error{Code: CodeTooMany, Message: "too many failed attempts; wait and try again", RetryAfter: auth.RetryAfter(le.RetryAfter)}
 	case errors.Is(err, auth.ErrBadCredentials):
-		return invalidField("current", "the current password is wrong")
+		return invalidField("current", "the current password is wrong").Because(apperr.ReasonWrongPassword, "field", "current")
 	case errors.Is(err, auth.ErrNotFound):
 		return errf(CodeInvalid, "this account signs in through its identity provider")
 	case err != nil:
-		return authError(err)
+		return err
 	}
 	s.caughtUp(c)
 	csrf, err := s.setSession(c, id, "password")
@@ -294,18 +295,6 @@ func (s *Server) oidcCallback(c echo.Context) error {
 
 // ---- admin: users and tokens ----
 
-func authError(err error) error {
-	switch {
-	case errors.Is(err, auth.ErrInvalid):
-		return errf(CodeInvalid, "%s", strings.TrimPrefix(err.Error(), "auth: invalid input: "))
-	case errors.Is(err, auth.ErrExists):
-		return &Error{Code: CodeConflict, Message: strings.TrimPrefix(err.Error(), "auth: "), Err: err}
-	case errors.Is(err, auth.ErrNotFound):
-		return &Error{Code: CodeNotFound, Message: "no such user or token", Err: err}
-	}
-	return err
-}
-
 func (s *Server) listUsers(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]any{"users": s.d.Auth.Dir.Users()})
 }
@@ -331,7 +320,7 @@ func (s *Server) createUser(c echo.Context) error {
 	sub, _ := subjectOf(c)
 	u, pw, err := s.d.Auth.Dir.CreateUser(c.Request().Context(), sub, b.Name, b.Role, b.Password)
 	if err != nil {
-		return authError(err)
+		return err
 	}
 	s.caughtUp(c)
 	return c.JSON(http.StatusCreated, createdUser{User: u, Password: pw})
@@ -352,7 +341,7 @@ func (s *Server) setRole(c echo.Context) error {
 	}
 	sub, _ := subjectOf(c)
 	if err := s.d.Auth.Dir.SetRole(c.Request().Context(), sub, id, b.Role); err != nil {
-		return authError(err)
+		return err
 	}
 	s.caughtUp(c)
 	u, _ := s.d.Auth.Dir.User(id)
@@ -413,7 +402,7 @@ func (s *Server) issueToken(c echo.Context) error {
 	sub, _ := subjectOf(c)
 	t, secret, err := s.d.Auth.Dir.IssueToken(c.Request().Context(), sub, b.Name, b.Role, ttl)
 	if err != nil {
-		return authError(err)
+		return err
 	}
 	s.caughtUp(c)
 	return c.JSON(http.StatusCreated, issuedToken{tokenView: viewToken(t, time.Now()), Token: secret})
@@ -429,7 +418,7 @@ func (s *Server) revokeToken(c echo.Context) error {
 	}
 	sub, _ := subjectOf(c)
 	if err := s.d.Auth.Dir.RevokeToken(c.Request().Context(), sub, id); err != nil {
-		return authError(err)
+		return err
 	}
 	s.caughtUp(c)
 	return c.NoContent(http.StatusNoContent)

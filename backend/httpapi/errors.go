@@ -8,40 +8,39 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/slotkeeper/slotkeeper/backend/slots"
+	"github.com/slotkeeper/slotkeeper/backend/apperr"
+	"github.com/slotkeeper/slotkeeper/backend/auth"
 	"github.com/slotkeeper/slotkeeper/events"
 	"github.com/slotkeeper/slotkeeper/projections"
 )
 
-// Code is the machine-readable kind of an API error. It is what the
-// dashboard switches on; the HTTP status is derived from it in one place
-// (statusOf).
-type Code string
+// Code is the machine-readable kind of an API error: backend/apperr's one
+// code type, which the commands return too. It is what the dashboard
+// switches on; the HTTP status is derived from it in one place (statusOf).
+type Code = apperr.Code
 
 // The API's error codes (docs/api.md lists them with their statuses).
 const (
-	CodeInvalid          Code = "invalid"
-	CodeUnauthenticated  Code = "unauthenticated"
-	CodeForbidden        Code = "forbidden"
-	CodeUnsupportedMedia Code = "unsupported_media_type"
-	CodeMisdirected      Code = "misdirected"
-	CodeUnprocessable    Code = "unprocessable"
-	CodeNotFound         Code = "not_found"
-	CodeMethodNotAllowed Code = "method_not_allowed"
-	CodeConflict         Code = "conflict"
-	CodeRequestTimeout   Code = "request_timeout"
-	CodeTooLarge         Code = "too_large"
-	CodeTooMany          Code = "too_many"
-	CodeUpstream         Code = "upstream"
-	CodeUnavailable      Code = "unavailable"
-	// CodeStoreChanged: the event store is not the one this process started
-	// on (wiped, rewound or replaced); it answers no authenticated request until
-	// restarted.
-	CodeStoreChanged Code = "store_changed"
-	CodeInternal     Code = "internal"
+	CodeInvalid          = apperr.Invalid
+	CodeUnauthenticated  = apperr.Unauthenticated
+	CodeForbidden        = apperr.Forbidden
+	CodeUnsupportedMedia = apperr.UnsupportedMedia
+	CodeMisdirected      = apperr.Misdirected
+	CodeUnprocessable    = apperr.Unprocessable
+	CodeNotFound         = apperr.NotFound
+	CodeMethodNotAllowed = apperr.MethodNotAllowed
+	CodeConflict         = apperr.Conflict
+	CodeRequestTimeout   = apperr.RequestTimeout
+	CodeTooLarge         = apperr.TooLarge
+	CodeTooMany          = apperr.TooMany
+	CodeUpstream         = apperr.Upstream
+	CodeUnavailable      = apperr.Unavailable
+	CodeStoreChanged     = apperr.StoreChanged
+	CodeInternal         = apperr.Internal
 )
 
 // statusOf is the single code → HTTP status map.
@@ -64,26 +63,10 @@ var statusOf = map[Code]int{
 	CodeInternal:         http.StatusInternalServerError,
 }
 
-// Error is an API error as handlers return it. The error handler renders it
-// as {"error":{"code","message","details"}}.
-type Error struct {
-	Code    Code
-	Message string
-	Details map[string]any
-	Err     error // the cause, logged for internal errors, never sent
-	// RetryAfter (seconds) is sent as Retry-After with 429 and 503
-	// (default 2).
-	RetryAfter int
-}
-
-func (e *Error) Error() string {
-	if e.Err != nil {
-		return fmt.Sprintf("%s: %s: %v", e.Code, e.Message, e.Err)
-	}
-	return fmt.Sprintf("%s: %s", e.Code, e.Message)
-}
-
-func (e *Error) Unwrap() error { return e.Err }
+// Error is an API error as handlers (and the commands they call) return
+// it: apperr's one type. The error handler renders it as
+// {"error":{"code","reason","args","message","details"}}.
+type Error = apperr.Error
 
 // errf builds an *Error with a formatted message.
 func errf(code Code, format string, args ...any) *Error {
@@ -92,50 +75,61 @@ func errf(code Code, format string, args ...any) *Error {
 
 // invalidField builds the CodeInvalid error that names the offending field
 // in its details.
-func invalidField(field, msg string) *Error {
-	return &Error{Code: CodeInvalid, Message: msg, Details: map[string]any{"field": field}}
-}
+func invalidField(field, msg string) *Error { return apperr.InvalidField(field, msg) }
 
 // errorBody is the wire shape of every error.
 type errorBody struct {
 	Error errorPayload `json:"error"`
 }
 
+// errorPayload: reason and args are always sent (a reason of its own, or
+// the code), so the dashboard can always pick a sentence (docs/api.md
+// "Reasons").
 type errorPayload struct {
-	Code    Code           `json:"code"`
-	Message string         `json:"message"`
-	Details map[string]any `json:"details,omitempty"`
+	Code    Code              `json:"code"`
+	Reason  apperr.Reason     `json:"reason"`
+	Args    map[string]string `json:"args"`
+	Message string            `json:"message"`
+	Details map[string]any    `json:"details,omitempty"`
 }
 
-// slotsCode maps the slots errors' codes; any other is CodeInternal.
-var slotsCode = map[slots.Code]Code{
-	slots.CodeInvalid:       CodeInvalid,
-	slots.CodeForbidden:     CodeForbidden,
-	slots.CodeNotFound:      CodeNotFound,
-	slots.CodeConflict:      CodeConflict,
-	slots.CodeUnprocessable: CodeUnprocessable,
-	slots.CodeUpstream:      CodeUpstream,
+// payloadOf is the wire form of ae.
+func payloadOf(ae *Error) errorPayload {
+	p := errorPayload{Code: ae.Code, Reason: ae.Reason, Args: ae.Args, Message: ae.Message, Details: ae.Details}
+	if p.Reason == "" {
+		p.Reason = apperr.Reason(ae.Code)
+		if field, ok := ae.Details["field"].(string); ok && ae.Code == CodeInvalid {
+			p.Reason, p.Args = apperr.ReasonInvalidField, map[string]string{"field": field}
+		}
+	}
+	if p.Args == nil {
+		p.Args = map[string]string{}
+	}
+	return p
 }
 
 // toAPIError classifies any error a handler (or echo itself) returns.
 func toAPIError(err error) *Error {
-	var ae *Error
-	if errors.As(err, &ae) {
-		return ae
-	}
 	// A dependency that is down or not the one we started on is the same
 	// answer whoever met it (a command's store call, a read of the read
 	// model): try again later, not "internal error".
+	var ae *Error
+	if errors.As(err, &ae) && ae.Code != CodeInternal {
+		return ae
+	}
 	if de := dependencyError(err); de != nil {
 		return de
 	}
-	var se *slots.Error
-	if errors.As(err, &se) {
-		code, ok := slotsCode[se.Code]
-		if !ok {
-			code = CodeInternal
-		}
-		return &Error{Code: code, Message: se.Message, Details: se.Details, Err: se}
+	if ae != nil {
+		return ae
+	}
+	if ae := authError(err); ae != nil {
+		return ae
+	}
+	var ce *events.ContendedError
+	if errors.As(err, &ce) {
+		return &Error{Code: CodeConflict, Message: "changed concurrently, try again", Reason: apperr.ReasonChangedConcurrently,
+			Args: map[string]string{"what": ce.Stream}, Err: err}
 	}
 	var he *echo.HTTPError
 	if errors.As(err, &he) {
@@ -172,7 +166,13 @@ func toAPIError(err error) *Error {
 	case errors.Is(err, projections.ErrNotFound), errors.Is(err, events.ErrStreamNotFound):
 		return &Error{Code: CodeNotFound, Message: "not found", Err: err}
 	case errors.Is(err, events.ErrWrongRevision):
-		return &Error{Code: CodeConflict, Message: "changed concurrently, try again", Err: err}
+		var wre *events.WrongRevisionError
+		what := ""
+		if errors.As(err, &wre) {
+			what = wre.Stream
+		}
+		return &Error{Code: CodeConflict, Message: "changed concurrently, try again", Reason: apperr.ReasonChangedConcurrently,
+			Args: map[string]string{"what": what}, Err: err}
 	case errors.Is(err, events.ErrInvalidStream):
 		return &Error{Code: CodeInvalid, Message: err.Error(), Err: err}
 	case errors.Is(err, events.ErrClosed), errors.Is(err, context.Canceled):
@@ -181,6 +181,20 @@ func toAPIError(err error) *Error {
 		return &Error{Code: CodeUnavailable, Message: "timed out", Err: err}
 	}
 	return &Error{Code: CodeInternal, Message: "internal error", Err: err}
+}
+
+// authError classifies the account directory's errors (backend/auth's
+// sentinels), nil for any other error.
+func authError(err error) *Error {
+	switch {
+	case errors.Is(err, auth.ErrInvalid):
+		return errf(CodeInvalid, "%s", strings.TrimPrefix(err.Error(), "auth: invalid input: "))
+	case errors.Is(err, auth.ErrExists):
+		return &Error{Code: CodeConflict, Message: strings.TrimPrefix(err.Error(), "auth: "), Reason: apperr.ReasonNameTaken, Err: err}
+	case errors.Is(err, auth.ErrNotFound):
+		return &Error{Code: CodeNotFound, Message: "no such user or token", Err: err}
+	}
+	return nil
 }
 
 // dependencyError is the 503 of an outage of the event store or the read
@@ -227,7 +241,7 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		// The rest of the body may still be on its way: don't read it.
 		c.Response().Header().Set(echo.HeaderConnection, "close")
 	}
-	body := errorBody{Error: errorPayload{Code: ae.Code, Message: ae.Message, Details: ae.Details}}
+	body := errorBody{Error: payloadOf(ae)}
 	if c.Request().Method == http.MethodHead {
 		_ = c.NoContent(status)
 		return

@@ -69,7 +69,7 @@ func rewritePreHandlerError(p []byte) ([]byte, bool) {
 	if status == 431 {
 		code = CodeTooLarge
 	}
-	body, _ := json.Marshal(errorBody{Error: errorPayload{Code: code, Message: string(p[i+len(netHTTPErrorHeaders):])}})
+	body, _ := json.Marshal(errorBody{Error: payloadOf(&Error{Code: code, Message: string(p[i+len(netHTTPErrorHeaders):])})})
 	var b bytes.Buffer
 	b.WriteString("HTTP/1.1 " + statusLine + "\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: ")
 	b.WriteString(strconv.Itoa(len(body)))

@@ -6,12 +6,12 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/slotkeeper/slotkeeper/backend/reconcile"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
-	"github.com/slotkeeper/slotkeeper/events"
 )
 
-// ReconcileActions acts on reconciliation findings (issue 15). Every
-// refusal is a *slots.Error, mapped to HTTP in one place: a retired slot, a
+// ReconcileActions acts on reconciliation findings (issue 15;
+// reconcile.Actions). Every refusal is an *apperr.Error, mapped to HTTP in one place: a retired slot, a
 // stale finding (not an orphan in the latest run) or a resource a slot
 // tracks now → 409 with the reason, nothing appended.
 type ReconcileActions interface {
@@ -28,10 +28,7 @@ type ReconcileActions interface {
 
 // AdoptPlan is the answer of GET /api/reconcile/adopt/plan and
 // GET /api/reconcile/delete/plan.
-type AdoptPlan struct {
-	slots.Plan
-	Finding events.ReconcileFinding `json:"finding"`
-}
+type AdoptPlan = reconcile.AdoptPlan
 
 // adoptRequest is the body of POST /api/reconcile/adopt and
 // POST /api/reconcile/delete.

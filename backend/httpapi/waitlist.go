@@ -2,13 +2,13 @@ package httpapi
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"regexp"
 	"strconv"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/slotkeeper/slotkeeper/backend/apperr"
 	"github.com/slotkeeper/slotkeeper/backend/auth"
 	"github.com/slotkeeper/slotkeeper/backend/insights"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
@@ -47,7 +47,7 @@ var entryIDRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f
 
 func (s *Server) needWaitlist() error {
 	if s.d.Waitlist == nil {
-		return errf(CodeNotFound, "the waitlist is not enabled on this server")
+		return errf(CodeNotFound, "the waitlist is not enabled on this server").Because(apperr.ReasonWaitlistOff)
 	}
 	return nil
 }
@@ -58,23 +58,6 @@ func entryParam(c echo.Context) (string, error) {
 		return "", invalidField("id", "id: a waitlist entry id (UUID)")
 	}
 	return id, nil
-}
-
-// waitlistErr turns a waitlist error into the API's (slots errors from
-// accepting pass through unchanged).
-func waitlistErr(err error) error {
-	var we *waitlist.Error
-	if !errors.As(err, &we) {
-		return err
-	}
-	code := map[waitlist.Code]Code{
-		waitlist.CodeInvalid: CodeInvalid, waitlist.CodeUnprocessable: CodeUnprocessable, waitlist.CodeForbidden: CodeForbidden,
-		waitlist.CodeNotFound: CodeNotFound, waitlist.CodeConflict: CodeConflict,
-	}[we.Code]
-	if code == "" {
-		code = CodeInternal
-	}
-	return &Error{Code: code, Message: we.Message, Details: we.Details, Err: we}
 }
 
 // answerWaitlist waits (bounded) until the waitlist has applied pos, then
@@ -121,7 +104,7 @@ func (s *Server) joinWaitlist(c echo.Context) error {
 	}
 	_, pos, err := s.d.Waitlist.Join(c.Request().Context(), actorOf(c), cmd)
 	if err != nil {
-		return waitlistErr(err)
+		return err
 	}
 	return s.answerWaitlist(c, pos, http.StatusCreated)
 }
@@ -147,7 +130,7 @@ func (s *Server) leaveWaitlist(c echo.Context) error {
 	a.Reason = body.Reason
 	pos, err := s.d.Waitlist.Leave(c.Request().Context(), a, id, sub.Role.Has(auth.PermWaitlistManage))
 	if err != nil {
-		return waitlistErr(err)
+		return err
 	}
 	return s.answerWaitlist(c, pos, http.StatusOK)
 }
@@ -183,7 +166,7 @@ func (s *Server) offerAnswer(c echo.Context, run func(ctx context.Context, a slo
 	}
 	pos, err := run(c.Request().Context(), actorOf(c), id)
 	if err != nil {
-		return waitlistErr(err)
+		return err
 	}
 	return s.answerWaitlist(c, pos, http.StatusOK)
 }
@@ -206,7 +189,7 @@ func (s *Server) reorderWaitlist(c echo.Context) error {
 	}
 	pos, err := s.d.Waitlist.Reorder(c.Request().Context(), actorOf(c), id, body.Position-1, body.Reason)
 	if err != nil {
-		return waitlistErr(err)
+		return err
 	}
 	return s.answerWaitlist(c, pos, http.StatusOK)
 }

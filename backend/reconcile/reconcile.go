@@ -632,6 +632,35 @@ func (r *runEvents) base() bool {
 
 func (r *Reconciler) latest(ctx context.Context) (latestState, error) {
 	st := latestState{Report: Report{Findings: []events.ReconcileFinding{}}}
+	runs, err := r.readRuns(ctx, &st)
+	if err != nil || len(runs) == 0 {
+		return st, err
+	}
+	// The newest run is the one the report shows (an abandoned run's
+	// closing Finished is older than the run that wrote it).
+	newest := runs[0]
+	for _, x := range runs {
+		if x.started != nil {
+			newest = x
+			break
+		}
+	}
+	st.Run = newest.view()
+	st.current, st.sinceBase = fold(runs)
+	st.Findings = append(st.Findings, st.current...)
+	for _, f := range newest.findings {
+		if f.Class == events.FindingResolved {
+			st.Findings = append(st.Findings, f)
+		}
+	}
+	return st, nil
+}
+
+// readRuns reads the stream backward, newest run first, down to the
+// newest run that holds a full list (runEvents.base), and notes the
+// stream's end in st. Each run's findings and snapshot come out in log
+// order.
+func (r *Reconciler) readRuns(ctx context.Context, st *latestState) ([]*runEvents, error) {
 	var (
 		runs []*runEvents    // newest first
 		byID                 = map[string]*runEvents{}
@@ -650,10 +679,10 @@ func (r *Reconciler) latest(ctx context.Context) (latestState, error) {
 	for !done {
 		page, err := r.store.ReadStream(ctx, events.ReconcileStream, from, 256, events.Backward)
 		if errors.Is(err, events.ErrStreamNotFound) {
-			return st, nil
+			return nil, nil
 		}
 		if err != nil {
-			return st, err
+			return nil, err
 		}
 		if len(page) == 0 {
 			break
@@ -664,7 +693,7 @@ func (r *Reconciler) latest(ctx context.Context) (latestState, error) {
 			}
 			p, err := events.Decode(ev)
 			if err != nil {
-				return st, err
+				return nil, err
 			}
 			switch e := p.(type) {
 			case events.ReconcileFinished:
@@ -700,32 +729,33 @@ func (r *Reconciler) latest(ctx context.Context) (latestState, error) {
 		slices.Reverse(x.findings)
 		slices.Reverse(x.snapshot)
 	}
-	if len(runs) == 0 {
-		return st, nil
+	return runs, nil
+}
+
+// view is the run as the report shows it (nil for a run whose start is
+// not read).
+func (x *runEvents) view() *RunView {
+	s := x.started
+	if s == nil {
+		return nil
 	}
-	// The newest run is the one the report shows (an abandoned run's
-	// closing Finished is older than the run that wrote it).
-	newest := runs[0]
-	for _, x := range runs {
-		if x.started != nil {
-			newest = x
-			break
-		}
+	v := &RunView{ID: x.id, State: "running", StartedAt: s.StartedAt, Scope: s.Scope, Counts: map[string]int{}}
+	if f := x.finished; f != nil {
+		t := f.EndedAt
+		v.State, v.EndedAt, v.Counts, v.Error = f.State, &t, f.Counts, f.Error
 	}
-	if s := newest.started; s != nil {
-		st.Run = &RunView{ID: newest.id, State: "running", StartedAt: s.StartedAt, Scope: s.Scope, Counts: map[string]int{}}
-		if f := newest.finished; f != nil {
-			t := f.EndedAt
-			st.Run.State, st.Run.EndedAt, st.Run.Counts, st.Run.Error = f.State, &t, f.Counts, f.Error
-		}
-	}
-	// Fold oldest to newest from the base.
+	return v
+}
+
+// fold folds the runs (newest first) oldest to newest from their base into
+// the standing findings (sorted), and counts the events after the base.
+func fold(runs []*runEvents) (current []events.ReconcileFinding, sinceBase int) {
 	cur := map[string]events.ReconcileFinding{}
 	for i := len(runs) - 1; i >= 0; i-- {
 		x := runs[i]
 		if x.base() {
 			clear(cur)
-			st.sinceBase = 0
+			sinceBase = 0
 			list := x.snapshot
 			if x.finished == nil || !x.finished.Snapshot {
 				list = x.findings // an older log's run: its findings are the full list
@@ -737,7 +767,7 @@ func (r *Reconciler) latest(ctx context.Context) (latestState, error) {
 			}
 			continue
 		}
-		st.sinceBase += x.events
+		sinceBase += x.events
 		for _, f := range x.findings {
 			if f.Class == events.FindingResolved {
 				delete(cur, key(f))
@@ -746,18 +776,12 @@ func (r *Reconciler) latest(ctx context.Context) (latestState, error) {
 			}
 		}
 	}
-	st.current = make([]events.ReconcileFinding, 0, len(cur))
+	current = make([]events.ReconcileFinding, 0, len(cur))
 	for _, f := range cur {
-		st.current = append(st.current, f)
+		current = append(current, f)
 	}
-	sortFindings(st.current)
-	st.Findings = append(st.Findings, st.current...)
-	for _, f := range newest.findings {
-		if f.Class == events.FindingResolved {
-			st.Findings = append(st.Findings, f)
-		}
-	}
-	return st, nil
+	sortFindings(current)
+	return current, sinceBase
 }
 
 // ErrStale is returned by CurrentOrphan for a finding that is not an orphan

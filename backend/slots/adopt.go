@@ -65,7 +65,7 @@ func (s *Service) checkAdoptScope(r events.Resource) error {
 	if r.Kind == events.ResRepository {
 		proj, _, _ := strings.Cut(r.ID, "/")
 		if !s.cfg.Scope.bitbucketOK(proj) {
-			return forbidden("id", "Bitbucket project %s is outside the configured scope (--bitbucket-projects)", proj)
+			return outsideScope(forbidden("id", "Bitbucket project %s is outside the configured scope (--bitbucket-projects)", proj), proj)
 		}
 	}
 	return nil

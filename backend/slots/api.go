@@ -2,11 +2,10 @@ package slots
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"strings"
 	"time"
 
+	"github.com/slotkeeper/slotkeeper/backend/apperr"
 	"github.com/slotkeeper/slotkeeper/events"
 )
 
@@ -148,44 +147,24 @@ type Commands interface {
 	Occupant(ctx context.Context, slot string) (occupant, occupantID string, err error)
 }
 
-// Code classifies command errors; the HTTP layer maps codes to statuses in
-// one place.
-type Code string
-
-const (
-	CodeInvalid       Code = "invalid"       // 400: bad name, body, time, an id the provider client refuses
-	CodeForbidden     Code = "forbidden"     // 403: a resource outside the configured scope
-	CodeNotFound      Code = "not_found"     // 404
-	CodeConflict      Code = "conflict"      // 409: wrong state, blocking job, lost race, a resource another slot owns
-	CodeUnprocessable Code = "unprocessable" // 422: a resource the provider says does not exist, or that does not belong
-	CodeUpstream      Code = "upstream"      // 502: a provider could not answer a lookup
-	CodeInternal      Code = "internal"      // 500: the store failed
+// Code and Error are the commands' errors: backend/apperr's one type, which
+// the HTTP layer maps to statuses in one place. The names stay here for
+// the callers that speak of slots.
+type (
+	Code  = apperr.Code
+	Error = apperr.Error
 )
 
-// Error is every command's error.
-type Error struct {
-	Code    Code
-	Message string
-	// Details carries machine-readable context, e.g. {"blocking_job": id,
-	// "state": "occupied"}.
-	Details map[string]any
-	Err     error
-}
-
-func (e *Error) Error() string {
-	if e.Err != nil {
-		return fmt.Sprintf("%s: %s: %v", e.Code, e.Message, e.Err)
-	}
-	return fmt.Sprintf("%s: %s", e.Code, e.Message)
-}
-
-func (e *Error) Unwrap() error { return e.Err }
+// The codes slots commands return.
+const (
+	CodeInvalid       = apperr.Invalid       // 400: bad name, body, time, an id the provider client refuses
+	CodeForbidden     = apperr.Forbidden     // 403: a resource outside the configured scope
+	CodeNotFound      = apperr.NotFound      // 404
+	CodeConflict      = apperr.Conflict      // 409: wrong state, blocking job, lost race, a resource another slot owns
+	CodeUnprocessable = apperr.Unprocessable // 422: a resource the provider says does not exist, or that does not belong
+	CodeUpstream      = apperr.Upstream      // 502: a provider could not answer a lookup
+	CodeInternal      = apperr.Internal      // 500: the store failed
+)
 
 // ErrorCode returns err's Code (CodeInternal for foreign errors).
-func ErrorCode(err error) Code {
-	var e *Error
-	if errors.As(err, &e) {
-		return e.Code
-	}
-	return CodeInternal
-}
+func ErrorCode(err error) Code { return apperr.CodeOf(err) }

@@ -210,8 +210,8 @@ func TestSlotCacheUnderConcurrentCommands(t *testing.T) {
 	longHistory(t, mem, "alpha", 100)
 	ctx := context.Background()
 	svcs := []*slots.Service{
-		slots.NewService(mem, slots.Config{Retries: 1000}),
-		slots.NewService(mem, slots.Config{Retries: 1000}),
+		slots.NewService(mem, slots.Config{}),
+		slots.NewService(mem, slots.Config{}),
 	}
 	var wg sync.WaitGroup
 	var ok atomic.Int64

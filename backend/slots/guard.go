@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/slotkeeper/slotkeeper/backend/apperr"
 	"github.com/slotkeeper/slotkeeper/backend/consumer"
 	"github.com/slotkeeper/slotkeeper/events"
 )
@@ -56,25 +57,31 @@ func (sc Scope) bitbucketOK(key string) bool {
 }
 
 func forbidden(field, format string, args ...any) *Error {
-	return &Error{Code: CodeForbidden, Message: fmt.Sprintf(format, args...), Details: map[string]any{"field": field}}
+	return apperr.New(CodeForbidden, format, args...).With(map[string]any{"field": field})
 }
 
 func unprocessable(field, format string, args ...any) *Error {
-	return &Error{Code: CodeUnprocessable, Message: fmt.Sprintf(format, args...), Details: map[string]any{"field": field}}
+	return apperr.New(CodeUnprocessable, format, args...).With(map[string]any{"field": field})
+}
+
+// outsideScope gives a scope refusal of field its reason.
+func outsideScope(e *Error, project string) *Error {
+	field, _ := e.Details["field"].(string)
+	return e.Because(apperr.ReasonOutsideScope, "field", field, "project", project)
 }
 
 // checkScope is step 1 of Register.
 func (s *Service) checkScope(c RegisterCmd) error {
 	sc := s.cfg.Scope
 	if !sc.coolifyOK(c.ProjectUUID) {
-		return forbidden("project_uuid", "Coolify project %s is outside the configured scope (--coolify-projects)", c.ProjectUUID)
+		return outsideScope(forbidden("project_uuid", "Coolify project %s is outside the configured scope (--coolify-projects)", c.ProjectUUID), c.ProjectUUID)
 	}
 	for _, f := range []struct {
 		field string
 		r     events.RepoRef
 	}{{"repo.project", c.Repo}, {"template_repo.project", c.TemplateRepo}} {
 		if !sc.bitbucketOK(f.r.Project) {
-			return forbidden(f.field, "Bitbucket project %s is outside the configured scope (--bitbucket-projects)", f.r.Project)
+			return outsideScope(forbidden(f.field, "Bitbucket project %s is outside the configured scope (--bitbucket-projects)", f.r.Project), f.r.Project)
 		}
 	}
 	return nil
@@ -135,12 +142,14 @@ func (s *Service) checkResources(ctx context.Context, c RegisterCmd) (string, er
 	judge := func(field, what string, st ResourceState, err error) error {
 		switch {
 		case errors.Is(err, ErrRefusedID):
-			return &Error{Code: CodeInvalid, Message: fmt.Sprintf("%s %s: %v", field, what, err), Details: map[string]any{"field": field}}
+			return apperr.InvalidField(field, fmt.Sprintf("%s %s: %v", field, what, err))
 		case st == ResourceAbsent:
-			return unprocessable(field, "%s %s does not exist", field, what)
+			return unprocessable(field, "%s %s does not exist", field, what).Because(apperr.ReasonResourceAbsent, "field", field, "id", what)
 		case st != ResourceFound:
-			return &Error{Code: CodeUpstream, Message: fmt.Sprintf("could not check %s %s at its provider; nothing was recorded", field, what),
-				Details: map[string]any{"field": field}, Err: err}
+			e := apperr.New(CodeUpstream, "could not check %s %s at its provider; nothing was recorded", field, what).
+				With(map[string]any{"field": field}).Because(apperr.ReasonProviderUnchecked, "field", field, "id", what)
+			e.Err = err
+			return e
 		}
 		return nil
 	}
@@ -168,19 +177,22 @@ func (s *Service) checkResources(ctx context.Context, c RegisterCmd) (string, er
 		bp, err := bc.CoolifyAppBuildPack(ctx, c.AppUUID)
 		switch {
 		case err != nil:
-			return "", &Error{Code: CodeUpstream, Message: "could not read the build pack of application " + c.AppUUID + "; nothing was recorded", Details: map[string]any{"field": "app_uuid"}, Err: err}
+			return "", &Error{Code: CodeUpstream, Message: "could not read the build pack of application " + c.AppUUID + "; nothing was recorded", Details: map[string]any{"field": "app_uuid"}, Err: err,
+				Reason: apperr.ReasonProviderUnchecked, Args: map[string]string{"field": "app_uuid", "id": c.AppUUID}}
 		case bp == "dockercompose":
 			// Coolify answers 422 to deleting a compose-managed storage
 			// (ApplicationsController.php:5076-5080 at 379abb25): a reset
 			// could never empty its volumes.
-			return "", unprocessable("template", "application %s is a docker-compose application: Coolify's API cannot remove or replace its storages (read-only), so a reset cannot bring it back to a template; register it without a template, or declare the volumes outside compose", c.AppUUID)
+			return "", unprocessable("template", "application %s is a docker-compose application: Coolify's API cannot remove or replace its storages (read-only), so a reset cannot bring it back to a template; register it without a template, or declare the volumes outside compose", c.AppUUID).
+				Because(apperr.ReasonComposeTemplate, "app", c.AppUUID)
 		}
 	}
 	if t := c.Template; t != nil && t.DBEngine == "" {
 		if ec, ok := ch.(DBEngineChecker); ok {
 			eng, img, err := ec.CoolifyDBEngine(ctx, c.DBUUID)
 			if err != nil {
-				return "", &Error{Code: CodeUpstream, Message: "could not read the engine of database " + c.DBUUID + "; nothing was recorded", Details: map[string]any{"field": "db_uuid"}, Err: err}
+				return "", &Error{Code: CodeUpstream, Message: "could not read the engine of database " + c.DBUUID + "; nothing was recorded", Details: map[string]any{"field": "db_uuid"}, Err: err,
+					Reason: apperr.ReasonProviderUnchecked, Args: map[string]string{"field": "db_uuid", "id": c.DBUUID}}
 			}
 			t.SeenEngine, t.SeenImage = eng, img
 		}
@@ -195,11 +207,14 @@ func (s *Service) checkResources(ctx context.Context, c RegisterCmd) (string, er
 	case appEnv == 0 || dbEnv == 0:
 		return "", &Error{Code: CodeUpstream, Message: "Coolify did not report which environment the application and database live in; nothing was recorded"}
 	case !slices.Contains(envs, appEnv):
-		return "", unprocessable("app_uuid", "application %s does not belong to project %s", c.AppUUID, c.ProjectUUID)
+		return "", unprocessable("app_uuid", "application %s does not belong to project %s", c.AppUUID, c.ProjectUUID).
+			Because(apperr.ReasonResourceForeign, "field", "app_uuid", "id", c.AppUUID, "project", c.ProjectUUID)
 	case !slices.Contains(envs, dbEnv):
-		return "", unprocessable("db_uuid", "database %s does not belong to project %s", c.DBUUID, c.ProjectUUID)
+		return "", unprocessable("db_uuid", "database %s does not belong to project %s", c.DBUUID, c.ProjectUUID).
+			Because(apperr.ReasonResourceForeign, "field", "db_uuid", "id", c.DBUUID, "project", c.ProjectUUID)
 	case appEnv != dbEnv:
-		return "", unprocessable("db_uuid", "database %s and application %s live in different environments of project %s", c.DBUUID, c.AppUUID, c.ProjectUUID)
+		return "", unprocessable("db_uuid", "database %s and application %s live in different environments of project %s", c.DBUUID, c.AppUUID, c.ProjectUUID).
+			Because(apperr.ReasonResourceForeign, "field", "db_uuid", "id", c.DBUUID, "project", c.ProjectUUID)
 	}
 	return def, nil
 }
@@ -398,11 +413,13 @@ func (o *owners) completePending(ctx context.Context, store events.Store) error 
 // or repository.
 func (o *owners) check(c RegisterCmd) error {
 	if sameRepo(c.Repo, c.TemplateRepo) {
-		return unprocessable("template_repo", "template_repo %s/%s is the slot's own repository", c.Repo.Project, c.Repo.Slug)
+		return unprocessable("template_repo", "template_repo %s/%s is the slot's own repository", c.Repo.Project, c.Repo.Slug).
+			Because(apperr.ReasonTemplateIsOwnRepo, "repo", repoName(c.Repo))
 	}
 	taken := func(field, value, owner, as string) *Error {
 		return conflict(map[string]any{"field": field, "owner": owner},
-			"%s %s is already %s of slot %s", field, value, as, owner)
+			"%s %s is already %s of slot %s", field, value, as, owner).
+			Because(apperr.ReasonResourceOwned, "field", field, "value", value, "owner", owner)
 	}
 	names := make([]string, 0, len(o.regs))
 	for n := range o.regs {

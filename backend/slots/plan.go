@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/slotkeeper/slotkeeper/backend/apperr"
 	"github.com/slotkeeper/slotkeeper/events"
 )
 
@@ -103,13 +104,15 @@ func validateTemplate(t *events.SlotTemplate) error {
 	return nil
 }
 
-func invalid(format string, args ...any) *Error {
-	return &Error{Code: CodeInvalid, Message: fmt.Sprintf(format, args...)}
-}
+func invalid(format string, args ...any) *Error { return apperr.New(CodeInvalid, format, args...) }
 
 // invalidField is invalid with details.field naming the offending field.
-func invalidField(field, msg string) *Error {
-	return &Error{Code: CodeInvalid, Message: msg, Details: map[string]any{"field": field}}
+func invalidField(field, msg string) *Error { return apperr.InvalidField(field, msg) }
+
+// badField is invalid naming the field in its reason only (these answers
+// have never carried details.field).
+func badField(field, format string, args ...any) *Error {
+	return invalid(format, args...).Because(apperr.ReasonInvalidField, "field", field)
 }
 
 // ValidateSlotName checks a slot name against ^[a-z0-9][a-z0-9-]{0,62}$.
@@ -130,21 +133,21 @@ func ValidateJobID(id string) error {
 
 func validateProviderID(field, v string) error {
 	if !providerIDRe.MatchString(v) {
-		return invalid("%s %q: use 1-64 characters A-Z, a-z, 0-9 and '-'", field, v)
+		return badField(field, "%s %q: use 1-64 characters A-Z, a-z, 0-9 and '-'", field, v)
 	}
 	return nil
 }
 
 func validateRepo(field string, r events.RepoRef) error {
 	if !projectKeyRe.MatchString(r.Project) {
-		return invalid("%s.project %q: a letter, then letters, digits or '_'", field, r.Project)
+		return badField(field+".project", "%s.project %q: a letter, then letters, digits or '_'", field, r.Project)
 	}
 	return validateSlug(field+".slug", r.Slug)
 }
 
 func validateSlug(field, s string) error {
 	if !slugRe.MatchString(s) || strings.Contains(s, "..") {
-		return invalid("%s %q: 1-128 characters a-z, 0-9, '.', '_', '-', starting with a letter or digit, no '..'", field, s)
+		return badField(field, "%s %q: 1-128 characters a-z, 0-9, '.', '_', '-', starting with a letter or digit, no '..'", field, s)
 	}
 	return nil
 }
@@ -152,7 +155,7 @@ func validateSlug(field, s string) error {
 func validateRef(field, ref string) error {
 	if !refRe.MatchString(ref) || strings.Contains(ref, "..") || strings.Contains(ref, "//") ||
 		strings.HasSuffix(ref, "/") || strings.HasSuffix(ref, ".lock") || strings.HasSuffix(ref, ".") {
-		return invalid("%s %q is not a valid git ref name", field, ref)
+		return badField(field, "%s %q is not a valid git ref name", field, ref)
 	}
 	return nil
 }
@@ -171,7 +174,7 @@ func validateActor(a Actor) error {
 
 func validatePerson(field, by string) error {
 	if err := validateActor(Actor{Name: by}); err != nil {
-		return invalid("%s must be 1-100 characters without control characters", field)
+		return badField(field, "%s must be 1-100 characters without control characters", field)
 	}
 	return nil
 }
@@ -180,13 +183,15 @@ func validatePerson(field, by string) error {
 // away than max.
 func validateUntil(now, until time.Time, max time.Duration) *Error {
 	if until.IsZero() {
-		return invalid("until is required")
+		return invalid("until is required").Because(apperr.ReasonUntilRequired, "field", "until")
 	}
 	if !until.After(now) {
-		return invalid("until %s is not in the future", until.Format(time.RFC3339))
+		return invalid("until %s is not in the future", until.Format(time.RFC3339)).
+			Because(apperr.ReasonUntilNotFuture, "field", "until", "until", rfc3339(until))
 	}
 	if max > 0 && until.Sub(now) > max {
-		return invalid("until %s is more than %s away", until.Format(time.RFC3339), max)
+		return invalid("until %s is more than %s away", until.Format(time.RFC3339), max).
+			Because(apperr.ReasonUntilTooFar, "field", "until", "until", rfc3339(until), "max", max.String())
 	}
 	return nil
 }

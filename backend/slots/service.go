@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/slotkeeper/slotkeeper/backend/apperr"
 	"github.com/slotkeeper/slotkeeper/backend/consumer"
 	"github.com/slotkeeper/slotkeeper/events"
 )
@@ -28,9 +29,6 @@ type Config struct {
 	DeadlineReset bool
 	// MaxOccupancy bounds how far away a deadline may be. Default 30 days.
 	MaxOccupancy time.Duration
-	// Retries bounds how often a command retries after losing a race on the
-	// slot stream. Default 5.
-	Retries int
 	// Scope bounds the resources a slot, its template and a promote's
 	// target may name (empty lists: unrestricted).
 	Scope Scope
@@ -65,9 +63,6 @@ func NewService(store events.Store, cfg Config) *Service {
 	if cfg.MaxOccupancy == 0 {
 		cfg.MaxOccupancy = 30 * 24 * time.Hour
 	}
-	if cfg.Retries <= 0 {
-		cfg.Retries = 5
-	}
 	if cfg.Clock == nil {
 		cfg.Clock = SystemClock{}
 	}
@@ -89,64 +84,65 @@ func (s *Service) meta(a Actor) events.Metadata {
 	return events.Metadata{Actor: a.Name, ActorID: a.ID, CorrelationID: a.CorrelationID, ClientRequestID: a.ClientRequestID, Time: s.now()}
 }
 
-func internal(msg string, err error) *Error {
-	if errors.Is(err, events.ErrOutcomeUnknown) {
-		// Not a failure: the write may have landed. Say so, so that the
-		// caller reads before trying again (a blind retry could conflict
-		// with its own write).
-		msg += ": the outcome is unknown (it may have been written); read the slot before trying again"
-	}
-	return &Error{Code: CodeInternal, Message: msg, Err: err}
-}
+func internal(msg string, err error) *Error { return apperr.Internalf(err, "%s", msg) }
 
-func notFound(format string, args ...any) *Error {
-	return &Error{Code: CodeNotFound, Message: fmt.Sprintf(format, args...)}
-}
+func notFound(format string, args ...any) *Error { return apperr.New(CodeNotFound, format, args...) }
 
 func conflict(details map[string]any, format string, args ...any) *Error {
-	return &Error{Code: CodeConflict, Message: fmt.Sprintf(format, args...), Details: details}
+	return apperr.New(CodeConflict, format, args...).With(details)
 }
+
+// retired, incomplete and unavailable are the conflicts of a slot's state
+// (unavailable: the one of occupy, which names the state it met).
+func retired(st *SlotState) *Error {
+	return conflict(map[string]any{"state": st.Lifecycle()}, "slot %s is retired", st.Name).Because(apperr.ReasonSlotRetired, "slot", st.Name)
+}
+
+func incomplete(st *SlotState) *Error {
+	return conflict(map[string]any{"state": st.Lifecycle()}, "slot %s has an incomplete teardown", st.Name).
+		Because(apperr.ReasonSlotIncomplete, "slot", st.Name)
+}
+
+func unavailable(st *SlotState, e *Error) *Error {
+	switch {
+	case st.Retired:
+		return e.Because(apperr.ReasonSlotRetired, "slot", st.Name)
+	case st.Incomplete:
+		return e.Because(apperr.ReasonSlotIncomplete, "slot", st.Name)
+	}
+	return e.Because(apperr.ReasonSlotOccupied, "slot", st.Name, "occupant", st.Occupant)
+}
+
+// rfc3339 is a time as reason args carry it.
+func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
 // blocked is the conflict a command gets while another job holds the lock.
 func blocked(st *SlotState) *Error {
 	return conflict(map[string]any{"blocking_job": st.LockJob, "state": st.Lifecycle()},
-		"slot %s is locked by %s job %s", st.Name, st.LockKind, st.LockJob)
+		"slot %s is locked by %s job %s", st.Name, st.LockKind, st.LockJob).
+		Because(apperr.ReasonSlotLocked, "slot", st.Name, "job", st.LockJob, "kind", st.LockKind, "state", st.Lifecycle())
 }
 
 // onSlot runs decide on the freshly loaded slot (the cached fold plus the
-// events written since, see SlotCache) and appends what it returns
-// with the slot's expected revision, retrying a bounded number of times when
-// another writer got in between.
+// events written since, see SlotCache) and appends what it returns with the
+// slot's expected revision (events.Decide: a lost race loads and decides
+// again, within its one budget). It returns the state decide saw last.
 func (s *Service) onSlot(ctx context.Context, name string, decide func(st *SlotState) ([]events.EventData, error)) (SlotState, error) {
-	for i := 0; ; i++ {
-		st, err := s.slots.Load(ctx, name)
-		if err != nil {
-			return st, internal("load slot", err)
+	var st SlotState
+	_, err := events.Decide(ctx, s.store, events.SlotStream(name), func(ctx context.Context) (events.ExpectedRevision, []events.EventData, error) {
+		var err error
+		if st, err = s.slots.Load(ctx, name); err != nil {
+			return events.ExpectedRevision{}, nil, internal("load slot", err)
 		}
 		evs, err := decide(&st)
-		if err != nil || len(evs) == 0 {
-			return st, err
-		}
-		exp := events.NoStream()
-		if st.Exists {
-			exp = events.Exact(st.Revision)
-		}
-		_, err = s.store.Append(ctx, events.SlotStream(name), exp, evs...)
-		if err == nil {
-			return st, nil
-		}
-		if !errors.Is(err, events.ErrWrongRevision) {
-			return st, internal("append to slot", err)
-		}
-		if i+1 >= s.cfg.Retries {
-			return st, conflict(nil, "slot %s changed concurrently %d times; try again", name, s.cfg.Retries)
-		}
-	}
+		return events.Expect(st.Exists, st.Revision), evs, err
+	})
+	return st, apperr.Decided(err, "slot "+name)
 }
 
 func needSlot(st *SlotState) error {
 	if !st.Exists {
-		return notFound("slot %s is not registered", st.Name)
+		return notFound("slot %s is not registered", st.Name).Because(apperr.ReasonSlotNotFound, "slot", st.Name)
 	}
 	return nil
 }
@@ -214,31 +210,35 @@ func (s *Service) Register(ctx context.Context, a Actor, c RegisterCmd) error {
 	s.owners.mu.Lock()
 	defer s.owners.mu.Unlock()
 	checked := false
-	for i := 0; ; i++ {
+	var claim events.EventData
+	// A lost race on the registry means another process claimed something
+	// meanwhile: catch up and look again.
+	res, err := events.Decide(ctx, s.store, events.SlotRegistryStream, func(ctx context.Context) (events.ExpectedRevision, []events.EventData, error) {
 		if err := s.owners.catchUp(ctx, s.store, s.log); err != nil {
-			return internal("read the slots' registrations", err)
+			return events.ExpectedRevision{}, nil, internal("read the slots' registrations", err)
 		}
 		if err := s.owners.completePending(ctx, s.store); err != nil {
-			return internal("complete an earlier registration", err)
+			return events.ExpectedRevision{}, nil, internal("complete an earlier registration", err)
 		}
 		if st, err := LoadSlot(ctx, s.store, c.Name); err != nil {
-			return internal("load slot", err)
+			return events.ExpectedRevision{}, nil, internal("load slot", err)
 		} else if st.Exists {
-			return conflict(map[string]any{"state": st.Lifecycle()}, "slot %s is already registered", c.Name)
+			return events.ExpectedRevision{}, nil, conflict(map[string]any{"state": st.Lifecycle()}, "slot %s is already registered", c.Name).
+				Because(apperr.ReasonSlotRegistered, "slot", c.Name, "state", st.Lifecycle())
 		}
 		if err := s.owners.check(c); err != nil {
-			return err
+			return events.ExpectedRevision{}, nil, err
 		}
 		// The provider lookups once: a lost race changes what the log
 		// says, not what the providers hold.
 		if !checked {
 			def, err := s.checkResources(ctx, c)
 			if err != nil {
-				return err
+				return events.ExpectedRevision{}, nil, err
 			}
 			if !branchGiven && def != "" {
 				if err := validateRef("branch", def); err != nil {
-					return &Error{Code: CodeUpstream, Message: "the repository's default branch is not a usable branch name; give branch explicitly"}
+					return events.ExpectedRevision{}, nil, apperr.New(CodeUpstream, "the repository's default branch is not a usable branch name; give branch explicitly")
 				}
 				c.Branch = def
 			}
@@ -249,32 +249,25 @@ func (s *Service) Register(ctx context.Context, a Actor, c RegisterCmd) error {
 			Repo: c.Repo, TemplateRepo: c.TemplateRepo, TemplateRef: c.TemplateRef, Branch: c.Branch,
 			Template: c.Template,
 		}
-		claim := events.New(events.SlotClaimed{SlotRegistered: reg}, s.meta(a))
-		res, err := s.store.Append(ctx, events.SlotRegistryStream, s.owners.expected(), claim)
-		if errors.Is(err, events.ErrWrongRevision) {
-			// Another process claimed something meanwhile: look again.
-			if i+1 >= maxClaimRetries {
-				return conflict(nil, "registrations changed concurrently %d times; try again", maxClaimRetries)
-			}
-			continue
+		claim = events.New(events.SlotClaimed{SlotRegistered: reg}, s.meta(a))
+		return s.owners.expected(), []events.EventData{claim}, nil
+	})
+	if err != nil {
+		var ae *events.AppendError
+		if errors.As(err, &ae) {
+			return internal("claim the slot's resources", ae.Err)
 		}
-		if err != nil {
-			return internal("claim the slot's resources", err)
-		}
-		// The claim decided; the slot's stream gets its registration. A
-		// failure here leaves a claim that the next Register (of any
-		// process) completes.
-		rec := events.RecordedEvent{ID: claim.ID, Stream: events.SlotRegistryStream, Revision: res.NextExpected, Type: claim.Type, Data: claim.Data, Meta: claim.Meta}
-		if err := registered(ctx, s.store, rec); err != nil {
-			return internal("record the registration", err)
-		}
-		return nil
+		return apperr.Decided(err, "registrations")
 	}
+	// The claim decided; the slot's stream gets its registration. A
+	// failure here leaves a claim that the next Register (of any
+	// process) completes.
+	rec := events.RecordedEvent{ID: claim.ID, Stream: events.SlotRegistryStream, Revision: res.NextExpected, Type: claim.Type, Data: claim.Data, Meta: claim.Meta}
+	if err := registered(ctx, s.store, rec); err != nil {
+		return internal("record the registration", err)
+	}
+	return nil
 }
-
-// maxClaimRetries bounds Register's retries after losing the registry to
-// other processes (each loss means another registration was decided).
-const maxClaimRetries = 50
 
 // Occupy implements Commands.
 func (s *Service) Occupy(ctx context.Context, a Actor, slot string, c OccupyCmd) error {
@@ -303,13 +296,14 @@ func (s *Service) Occupy(ctx context.Context, a Actor, slot string, c OccupyCmd)
 			return nil, blocked(st)
 		}
 		if st.Retired || st.Incomplete || st.Occupied {
-			return nil, conflict(map[string]any{"state": st.Lifecycle(), "occupant": st.Occupant}, "slot %s is %s", slot, st.Lifecycle())
+			return nil, unavailable(st, conflict(map[string]any{"state": st.Lifecycle(), "occupant": st.Occupant}, "slot %s is %s", slot, st.Lifecycle()))
 		}
 		// Held for someone on the waitlist: only they may occupy it (by id
 		// when the occupant has one, else by name).
 		if st.HeldAgainst(c.By, c.ByID, s.now()) {
 			return nil, conflict(map[string]any{"state": "held", "held_for": st.Hold.For, "held_until": st.Hold.Until},
-				"slot %s is held for %s until %s (waitlist offer)", slot, st.Hold.For, st.Hold.Until.Format(time.RFC3339))
+				"slot %s is held for %s until %s (waitlist offer)", slot, st.Hold.For, st.Hold.Until.Format(time.RFC3339)).
+				Because(apperr.ReasonSlotHeld, "slot", slot, "held_for", st.Hold.For, "held_until", rfc3339(st.Hold.Until))
 		}
 		return []events.EventData{events.New(events.SlotOccupied{Slot: slot, By: c.By, ByID: c.ByID, Until: c.Until.UTC()}, s.meta(a))}, nil
 	})
@@ -340,7 +334,8 @@ func (s *Service) Extend(ctx context.Context, a Actor, slot string, c ExtendCmd)
 			// Extend only adds time: moving a deadline earlier could put the
 			// slot up for a deadline reset under its occupant (issue 14).
 			return nil, conflict(map[string]any{"until": st.Until.UTC()},
-				"extend would move the deadline of %s earlier (now %s)", slot, st.Until.UTC().Format(time.RFC3339))
+				"extend would move the deadline of %s earlier (now %s)", slot, st.Until.UTC().Format(time.RFC3339)).
+				Because(apperr.ReasonDeadlineNotLater, "slot", slot, "until", rfc3339(st.Until))
 		}
 		return []events.EventData{events.New(events.OccupancyExtended{Slot: slot, By: a.Name, Until: c.Until.UTC()}, s.meta(a))}, nil
 	})
@@ -358,7 +353,8 @@ func deadlineMovable(st *SlotState, slot string) error {
 		return blocked(st)
 	}
 	if !st.Occupied {
-		return conflict(map[string]any{"state": st.Lifecycle()}, "slot %s is not occupied", slot)
+		return conflict(map[string]any{"state": st.Lifecycle()}, "slot %s is not occupied", slot).
+			Because(apperr.ReasonSlotNotOccupied, "slot", slot)
 	}
 	return nil
 }
@@ -376,10 +372,12 @@ func (s *Service) SetEarlierDeadline(ctx context.Context, a Actor, slot string, 
 		return err
 	}
 	if !c.ConfirmEarlier {
-		return invalidField("confirm_earlier", "confirm_earlier must be true to move a deadline earlier")
+		return invalidField("confirm_earlier", "confirm_earlier must be true to move a deadline earlier").
+			Because(apperr.ReasonConfirmEarlier, "field", "confirm_earlier")
 	}
 	if err := validateUntil(s.now(), c.Deadline, s.cfg.MaxOccupancy); err != nil {
 		err.Details = map[string]any{"field": "deadline"}
+		err.Args["field"] = "deadline"
 		return err
 	}
 	_, err := s.onSlot(ctx, slot, func(st *SlotState) ([]events.EventData, error) {
@@ -391,7 +389,8 @@ func (s *Service) SetEarlierDeadline(ctx context.Context, a Actor, slot string, 
 		}
 		if !c.Deadline.Before(st.Until) {
 			return nil, conflict(map[string]any{"until": st.Until.UTC()},
-				"%s is not earlier than the deadline of %s (%s); use extend to add time", c.Deadline.UTC().Format(time.RFC3339), slot, st.Until.UTC().Format(time.RFC3339))
+				"%s is not earlier than the deadline of %s (%s); use extend to add time", c.Deadline.UTC().Format(time.RFC3339), slot, st.Until.UTC().Format(time.RFC3339)).
+				Because(apperr.ReasonDeadlineNotEarlier, "slot", slot, "deadline", rfc3339(c.Deadline), "until", rfc3339(st.Until))
 		}
 		return []events.EventData{events.New(events.OccupancyExtended{Slot: slot, By: a.Name, Until: c.Deadline.UTC(), Earlier: true}, s.meta(a))}, nil
 	})
@@ -410,7 +409,8 @@ func ownOnly(a Actor, st *SlotState) error {
 	if !a.OwnOnly || IsOccupant(st.Occupant, st.OccupantID, a.ID, a.Name) {
 		return nil
 	}
-	return forbidden("occupant", "slot %s is occupied by %s, not by you", st.Name, st.Occupant)
+	return forbidden("occupant", "slot %s is occupied by %s, not by you", st.Name, st.Occupant).
+		Because(apperr.ReasonNotOccupant, "slot", st.Name, "occupant", st.Occupant)
 }
 
 // Teardown implements Commands. An occupied slot must be released first.
@@ -501,14 +501,14 @@ func validateParams(kind string, params map[string]string) error {
 		_, err := adoptResource(params)
 		return err
 	}
-	return invalid("unknown job kind %q (reset, teardown, promote, adopt, delete_orphan)", kind)
+	return invalid("unknown job kind %q (reset, teardown, promote, adopt, delete_orphan)", kind).Because(apperr.ReasonUnknownJobKind, "kind", kind)
 }
 
 // checkPromoteScope refuses a promote whose target project lies outside
 // the Bitbucket scope: the code would be copied out of it.
 func (s *Service) checkPromoteScope(kind string, params map[string]string) error {
 	if kind == events.KindPromote && projectKeyRe.MatchString(params["project"]) && !s.cfg.Scope.bitbucketOK(params["project"]) {
-		return forbidden("project", "Bitbucket project %s is outside the configured scope (--bitbucket-projects)", params["project"])
+		return outsideScope(forbidden("project", "Bitbucket project %s is outside the configured scope (--bitbucket-projects)", params["project"]), params["project"])
 	}
 	return nil
 }
@@ -522,23 +522,25 @@ func (s *Service) canStart(st *SlotState, kind string) error {
 		return blocked(st)
 	}
 	if st.Retired {
-		return conflict(map[string]any{"state": st.Lifecycle()}, "slot %s is retired", st.Name)
+		return retired(st)
 	}
 	switch kind {
 	case events.KindReset:
 		if !st.Occupied {
-			return conflict(map[string]any{"state": st.Lifecycle()}, "slot %s is not occupied; nothing to release", st.Name)
+			return conflict(map[string]any{"state": st.Lifecycle()}, "slot %s is not occupied; nothing to release", st.Name).
+				Because(apperr.ReasonSlotNotOccupied, "slot", st.Name)
 		}
 		if st.Incomplete {
-			return conflict(map[string]any{"state": st.Lifecycle()}, "slot %s has an incomplete teardown", st.Name)
+			return incomplete(st)
 		}
 	case events.KindTeardown:
 		if st.Occupied {
-			return conflict(map[string]any{"state": st.Lifecycle(), "occupant": st.Occupant}, "slot %s is occupied by %s; release it first", st.Name, st.Occupant)
+			return conflict(map[string]any{"state": st.Lifecycle(), "occupant": st.Occupant}, "slot %s is occupied by %s; release it first", st.Name, st.Occupant).
+				Because(apperr.ReasonSlotOccupied, "slot", st.Name, "occupant", st.Occupant)
 		}
 	case events.KindPromote:
 		if st.Incomplete {
-			return conflict(map[string]any{"state": st.Lifecycle()}, "slot %s has an incomplete teardown", st.Name)
+			return incomplete(st)
 		}
 	}
 	return nil
@@ -614,50 +616,47 @@ func (s *Service) Cancel(ctx context.Context, a Actor, jobID string) error {
 	if err := ValidateJobID(jobID); err != nil {
 		return err
 	}
-	for i := 0; ; i++ {
-		j, err := LoadJob(ctx, s.store, jobID)
-		if err != nil {
-			return internal("load job", err)
+	var j JobState
+	var meta events.Metadata
+	_, err := events.Decide(ctx, s.store, events.JobStream(jobID), func(ctx context.Context) (events.ExpectedRevision, []events.EventData, error) {
+		var err error
+		if j, err = LoadJob(ctx, s.store, jobID); err != nil {
+			return events.ExpectedRevision{}, nil, internal("load job", err)
 		}
 		if !j.Exists {
-			return notFound("job %s does not exist", jobID)
+			return events.ExpectedRevision{}, nil, notFound("job %s does not exist", jobID).Because(apperr.ReasonJobNotFound, "job", jobID)
 		}
 		// A resume accepted on the slot whose JobResumed is not written yet
 		// is queued: cancelling it writes that copy first.
 		st, err := s.slots.Load(ctx, j.Queued.Slot)
 		if err != nil {
-			return internal("load slot", err)
+			return events.ExpectedRevision{}, nil, internal("load slot", err)
 		}
 		AcceptFrom(&j, &st)
 		if j.Terminal() {
-			return conflict(map[string]any{"state": j.Status}, "job %s has already ended (%s)", jobID, j.Status)
+			return events.ExpectedRevision{}, nil, conflict(map[string]any{"state": j.Status}, "job %s has already ended (%s)", jobID, j.Status).
+				Because(apperr.ReasonJobEnded, "job", jobID, "state", j.Status)
 		}
-		meta := s.meta(a)
+		meta = s.meta(a)
 		meta.CorrelationID = j.QueuedMeta.CorrelationID
 		ev := events.JobCancelled{JobID: jobID, By: a.Name, CompletedSteps: j.Completed(), Remaining: j.Remaining()}
 		if j.Status == events.StatusRunning {
 			ev.Attempt, ev.UncertainStep = j.Attempt, j.InFlight
 		}
-		_, err = s.store.Append(ctx, events.JobStream(jobID), j.Expected(), append(j.Header, events.New(ev, meta))...)
-		if errors.Is(err, events.ErrWrongRevision) && i+1 < s.cfg.Retries {
-			continue
-		}
-		if errors.Is(err, events.ErrWrongRevision) {
-			return conflict(nil, "job %s changed concurrently; try again", jobID)
-		}
-		if err != nil {
-			return internal("append to job", err)
-		}
-		s.log.InfoContext(ctx, "job cancelled", "job", jobID, "by", a.Name, "was", j.Status, "correlation_id", meta.CorrelationID)
-		if j.Status == events.StatusQueued {
-			// No attempt exists: a racing claim would have failed its
-			// conditional append, so the lock can go now.
-			if _, err := s.slots.ReleaseLock(ctx, &j, events.StatusCancelled, meta); err != nil {
-				s.log.WarnContext(ctx, "release after cancel failed; the engine will release", "job", jobID, "err", err)
-			}
-		}
-		return nil
+		return j.Expected(), append(j.Header, events.New(ev, meta)), nil
+	})
+	if err != nil {
+		return apperr.Decided(err, "job "+jobID)
 	}
+	s.log.InfoContext(ctx, "job cancelled", "job", jobID, "by", a.Name, "was", j.Status, "correlation_id", meta.CorrelationID)
+	if j.Status == events.StatusQueued {
+		// No attempt exists: a racing claim would have failed its
+		// conditional append, so the lock can go now.
+		if _, err := s.slots.ReleaseLock(ctx, &j, events.StatusCancelled, meta); err != nil {
+			s.log.WarnContext(ctx, "release after cancel failed; the engine will release", "job", jobID, "err", err)
+		}
+	}
+	return nil
 }
 
 // Resume implements Commands. It accepts the resume with one append
@@ -679,11 +678,12 @@ func (s *Service) Resume(ctx context.Context, a Actor, jobID string) (JobAccepte
 		return JobAcceptedResult{}, internal("load job", err)
 	}
 	if !j.Exists || j.Queued.JobID == "" {
-		return JobAcceptedResult{}, notFound("job %s does not exist", jobID)
+		return JobAcceptedResult{}, notFound("job %s does not exist", jobID).Because(apperr.ReasonJobNotFound, "job", jobID)
 	}
 	if !j.Resumable() {
 		return JobAcceptedResult{}, conflict(map[string]any{"state": j.Status, "blocking_job": jobID},
-			"job %s is %s; only failed, timed-out or abandoned jobs (and teardowns cancelled after they started) can be resumed", jobID, j.Status)
+			"job %s is %s; only failed, timed-out or abandoned jobs (and teardowns cancelled after they started) can be resumed", jobID, j.Status).
+			Because(apperr.ReasonJobNotResumable, "job", jobID, "state", j.Status)
 	}
 	slot := j.Queued.Slot
 	meta := s.meta(a)
@@ -698,7 +698,8 @@ func (s *Service) Resume(ctx context.Context, a Actor, jobID string) (JobAccepte
 		}
 		if st.LockJob == jobID {
 			return nil, conflict(map[string]any{"blocking_job": jobID, "state": j.Status},
-				"job %s's previous attempt is still ending; resume once its lock is released", jobID)
+				"job %s's previous attempt is still ending; resume once its lock is released", jobID).
+				Because(apperr.ReasonJobStillEnding, "job", jobID)
 		}
 		if st.Locked() {
 			return nil, blocked(st)
@@ -706,7 +707,7 @@ func (s *Service) Resume(ctx context.Context, a Actor, jobID string) (JobAccepte
 		// A retired slot takes no more jobs — except the teardown that
 		// retired it, interrupted before it recorded its last step.
 		if st.Retired && st.RetiredBy != jobID {
-			return nil, conflict(map[string]any{"state": st.Lifecycle()}, "slot %s is retired", slot)
+			return nil, retired(st)
 		}
 		return []events.EventData{events.New(events.JobAccepted{
 			Slot: slot, JobID: jobID, Kind: j.Queued.Kind, Resumed: true, Run: j.Run() + 1, By: a.Name, FromStep: from,

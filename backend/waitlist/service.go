@@ -7,12 +7,14 @@ import (
 	"log/slog"
 	"regexp"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
 
+	"github.com/slotkeeper/slotkeeper/backend/apperr"
 	"github.com/slotkeeper/slotkeeper/backend/consumer"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/events"
@@ -116,37 +118,10 @@ func (s *Service) now() time.Time { return s.cfg.Clock.Now().UTC() }
 
 // ---- errors ----
 
-// Code classifies command errors (the HTTP layer maps them to statuses).
-type Code string
-
-const (
-	CodeInvalid       Code = "invalid"       // 400
-	CodeUnprocessable Code = "unprocessable" // 422: a duration beyond the maximum, a reorder without a reason
-	CodeForbidden     Code = "forbidden"     // 403: someone else's entry or offer
-	CodeNotFound      Code = "not_found"     // 404
-	CodeConflict      Code = "conflict"      // 409: joined twice, nothing to accept or decline, expired
-	CodeInternal      Code = "internal"
-)
-
-// Error is every command's error.
-type Error struct {
-	Code    Code
-	Message string
-	Details map[string]any
-	Err     error
-}
-
-func (e *Error) Error() string {
-	if e.Err != nil {
-		return fmt.Sprintf("%s: %s: %v", e.Code, e.Message, e.Err)
-	}
-	return fmt.Sprintf("%s: %s", e.Code, e.Message)
-}
-
-func (e *Error) Unwrap() error { return e.Err }
-
-func errf(code Code, details map[string]any, format string, args ...any) *Error {
-	return &Error{Code: code, Message: fmt.Sprintf(format, args...), Details: details}
+// Commands return backend/apperr's errors (the HTTP layer maps their codes
+// to statuses in one place); errf builds one.
+func errf(code apperr.Code, details map[string]any, format string, args ...any) *apperr.Error {
+	return apperr.New(code, format, args...).With(details)
 }
 
 // ---- commands ----
@@ -195,68 +170,61 @@ func (s *Service) load(ctx context.Context) (*State, error) {
 	return st.clone(), nil
 }
 
-func expected(st *State) events.ExpectedRevision {
-	if !st.Exists {
-		return events.NoStream()
-	}
-	return events.Exact(st.Revision)
-}
+func expected(st *State) events.ExpectedRevision { return events.Expect(st.Exists, st.Revision) }
 
 func meta(a slots.Actor, now time.Time) events.Metadata {
 	return events.Metadata{Actor: a.Name, ActorID: a.ID, CorrelationID: a.CorrelationID, ClientRequestID: a.ClientRequestID, Time: now}
 }
 
 // decide loads the waitlist, runs f and appends what it returns with the
-// stream's expected revision, retrying a few times after a lost race.
+// stream's expected revision (events.Decide: a lost race loads and decides
+// again, within its one budget).
 func (s *Service) decide(ctx context.Context, f func(st *State) ([]events.EventData, error)) (events.AppendResult, error) {
-	for i := 0; ; i++ {
+	res, err := events.Decide(ctx, s.store, events.WaitlistStream, func(ctx context.Context) (events.ExpectedRevision, []events.EventData, error) {
 		st, err := s.load(ctx)
 		if err != nil {
-			return events.AppendResult{}, &Error{Code: CodeInternal, Message: "load waitlist", Err: err}
+			return events.ExpectedRevision{}, nil, loadFailed(err)
 		}
 		evs, err := f(st)
-		if err != nil || len(evs) == 0 {
-			return events.AppendResult{}, err
-		}
-		res, err := s.store.Append(ctx, events.WaitlistStream, expected(st), evs...)
-		if err == nil {
-			return res, nil
-		}
-		if !errors.Is(err, events.ErrWrongRevision) {
-			return res, &Error{Code: CodeInternal, Message: "append to waitlist", Err: err}
-		}
-		if i >= 5 {
-			return res, errf(CodeConflict, nil, "the waitlist changed concurrently; try again")
-		}
-	}
+		return expected(st), evs, err
+	})
+	return res, apperr.Decided(err, "the waitlist")
+}
+
+func loadFailed(err error) error {
+	return &apperr.Error{Code: apperr.Internal, Message: "load waitlist", Err: err}
 }
 
 // Join puts the actor at the back of the queue. One entry per person.
 func (s *Service) Join(ctx context.Context, a slots.Actor, c JoinCmd) (string, events.Position, error) {
 	if a.Name == "" {
-		return "", 0, errf(CodeInvalid, nil, "no actor")
+		return "", 0, errf(apperr.Invalid, nil, "no actor")
 	}
 	d, err := time.ParseDuration(c.Duration)
 	if err != nil || d <= 0 {
-		return "", 0, errf(CodeInvalid, map[string]any{"field": "duration"}, "duration %q: use a positive Go duration such as 2h or 90m", c.Duration)
+		return "", 0, errf(apperr.Invalid, map[string]any{"field": "duration"}, "duration %q: use a positive Go duration such as 2h or 90m", c.Duration).
+			Because(apperr.ReasonDurationInvalid, "field", "duration", "duration", c.Duration)
 	}
 	if d > s.cfg.MaxOccupancy {
-		return "", 0, errf(CodeUnprocessable, map[string]any{"field": "duration", "max": s.cfg.MaxOccupancy.String()},
-			"duration %s is beyond the maximum occupancy %s", d, s.cfg.MaxOccupancy)
+		return "", 0, errf(apperr.Unprocessable, map[string]any{"field": "duration", "max": s.cfg.MaxOccupancy.String()},
+			"duration %s is beyond the maximum occupancy %s", d, s.cfg.MaxOccupancy).
+			Because(apperr.ReasonDurationTooLong, "field", "duration", "duration", d.String(), "max", s.cfg.MaxOccupancy.String())
 	}
 	if d < time.Minute {
-		return "", 0, errf(CodeUnprocessable, map[string]any{"field": "duration"}, "duration %s is shorter than a minute", d)
+		return "", 0, errf(apperr.Unprocessable, map[string]any{"field": "duration"}, "duration %s is shorter than a minute", d).
+			Because(apperr.ReasonDurationTooShort, "field", "duration", "duration", d.String())
 	}
 	if utf8.RuneCountInString(c.Note) > 200 || !utf8.ValidString(c.Note) {
-		return "", 0, errf(CodeInvalid, map[string]any{"field": "note"}, "note: at most 200 characters of UTF-8")
+		return "", 0, apperr.InvalidField("note", "note: at most 200 characters of UTF-8")
 	}
 	if c.Prefix != "" && !prefixRE.MatchString(c.Prefix) {
-		return "", 0, errf(CodeInvalid, map[string]any{"field": "prefix"}, "prefix %q: lowercase letters, digits and '-'", c.Prefix)
+		return "", 0, apperr.InvalidField("prefix", fmt.Sprintf("prefix %q: lowercase letters, digits and '-'", c.Prefix))
 	}
 	id := uuid.NewString()
 	res, err := s.decide(ctx, func(st *State) ([]events.EventData, error) {
 		if e := st.entryOf(a.ID, a.Name); e != nil {
-			return nil, errf(CodeConflict, map[string]any{"entry_id": e.ID}, "%s is already on the waitlist", a.Name)
+			return nil, errf(apperr.Conflict, map[string]any{"entry_id": e.ID}, "%s is already on the waitlist", a.Name).
+				Because(apperr.ReasonAlreadyWaiting, "who", a.Name, "entry_id", e.ID)
 		}
 		return []events.EventData{events.New(events.WaitlistJoined{EntryID: id, WhoID: a.ID, Who: a.Name,
 			DurationSeconds: int64(d / time.Second), Note: c.Note, Prefix: c.Prefix}, meta(a, s.now()))}, nil
@@ -270,10 +238,11 @@ func (s *Service) Leave(ctx context.Context, a slots.Actor, entryID string, anyo
 	res, err := s.decide(ctx, func(st *State) ([]events.EventData, error) {
 		e := st.Entries[entryID]
 		if e == nil {
-			return nil, errf(CodeNotFound, nil, "no waitlist entry %s", entryID)
+			return nil, noEntry(entryID)
 		}
 		if !owns(a, e) && !anyone {
-			return nil, errf(CodeForbidden, map[string]any{"entry_id": entryID}, "entry %s is %s's", entryID, e.Who)
+			return nil, errf(apperr.Forbidden, map[string]any{"entry_id": entryID}, "entry %s is %s's", entryID, e.Who).
+				Because(apperr.ReasonEntryNotYours, "entry_id", entryID, "who", e.Who)
 		}
 		return []events.EventData{events.New(events.WaitlistLeft{EntryID: entryID, By: a.Name, Reason: a.Reason}, meta(a, s.now()))}, nil
 	})
@@ -284,21 +253,27 @@ func (s *Service) Leave(ctx context.Context, a slots.Actor, entryID string, anyo
 // (the caller checks the role).
 func (s *Service) Reorder(ctx context.Context, a slots.Actor, entryID string, position int, reason string) (events.Position, error) {
 	if reason == "" {
-		return 0, errf(CodeUnprocessable, map[string]any{"field": "reason"}, "a reorder needs a reason")
+		return 0, errf(apperr.Unprocessable, map[string]any{"field": "reason"}, "a reorder needs a reason").
+			Because(apperr.ReasonReorderNeedsReason, "field", "reason")
 	}
 	if utf8.RuneCountInString(reason) > 200 {
-		return 0, errf(CodeInvalid, map[string]any{"field": "reason"}, "reason: at most 200 characters")
+		return 0, apperr.InvalidField("reason", "reason: at most 200 characters")
 	}
 	res, err := s.decide(ctx, func(st *State) ([]events.EventData, error) {
 		if st.Entries[entryID] == nil {
-			return nil, errf(CodeNotFound, nil, "no waitlist entry %s", entryID)
+			return nil, noEntry(entryID)
 		}
 		if position < 0 || position >= len(st.Order) {
-			return nil, errf(CodeUnprocessable, map[string]any{"field": "position"}, "position %d: use 0..%d", position, len(st.Order)-1)
+			return nil, errf(apperr.Unprocessable, map[string]any{"field": "position"}, "position %d: use 0..%d", position, len(st.Order)-1).
+				Because(apperr.ReasonPositionOutOfRange, "field", "position", "position", strconv.Itoa(position+1), "max", strconv.Itoa(len(st.Order)))
 		}
 		return []events.EventData{events.New(events.WaitlistReordered{EntryID: entryID, Position: position, By: a.Name, Reason: reason}, meta(a, s.now()))}, nil
 	})
 	return res.Position, err
+}
+
+func noEntry(entryID string) *apperr.Error {
+	return errf(apperr.NotFound, nil, "no waitlist entry %s", entryID).Because(apperr.ReasonEntryNotFound, "entry_id", entryID)
 }
 
 func owns(a slots.Actor, e *Entry) bool {
@@ -323,18 +298,21 @@ func (s *Service) Decline(ctx context.Context, a slots.Actor, entryID string) (e
 func (s *Service) ownOffer(st *State, a slots.Actor, entryID string) (*Entry, *Offer, error) {
 	e := st.Entries[entryID]
 	if e == nil {
-		return nil, nil, errf(CodeNotFound, nil, "no waitlist entry %s", entryID)
+		return nil, nil, noEntry(entryID)
 	}
 	if !owns(a, e) {
-		return nil, nil, errf(CodeForbidden, map[string]any{"entry_id": entryID}, "the offer of entry %s is %s's", entryID, e.Who)
+		return nil, nil, errf(apperr.Forbidden, map[string]any{"entry_id": entryID}, "the offer of entry %s is %s's", entryID, e.Who).
+			Because(apperr.ReasonOfferNotYours, "entry_id", entryID, "who", e.Who)
 	}
 	o := st.offerOf(entryID)
 	if o == nil {
-		return nil, nil, errf(CodeConflict, map[string]any{"entry_id": entryID}, "entry %s has no open offer", entryID)
+		return nil, nil, errf(apperr.Conflict, map[string]any{"entry_id": entryID}, "entry %s has no open offer", entryID).
+			Because(apperr.ReasonNoOpenOffer, "entry_id", entryID)
 	}
 	if !s.now().Before(o.ExpiresAt) {
-		return nil, nil, errf(CodeConflict, map[string]any{"entry_id": entryID, "slot": o.Slot, "expired_at": o.ExpiresAt},
-			"the offer of %s expired at %s", o.Slot, o.ExpiresAt.Format(time.RFC3339))
+		return nil, nil, errf(apperr.Conflict, map[string]any{"entry_id": entryID, "slot": o.Slot, "expired_at": o.ExpiresAt},
+			"the offer of %s expired at %s", o.Slot, o.ExpiresAt.Format(time.RFC3339)).
+			Because(apperr.ReasonOfferExpired, "entry_id", entryID, "slot", o.Slot, "expired_at", o.ExpiresAt.UTC().Format(time.RFC3339))
 	}
 	return e, o, nil
 }
@@ -346,7 +324,7 @@ func (s *Service) ownOffer(st *State, a slots.Actor, entryID string) (*Entry, *O
 func (s *Service) Accept(ctx context.Context, a slots.Actor, entryID string) (string, events.Position, error) {
 	st, err := s.load(ctx)
 	if err != nil {
-		return "", 0, &Error{Code: CodeInternal, Message: "load waitlist", Err: err}
+		return "", 0, loadFailed(err)
 	}
 	e, o, err := s.ownOffer(st, a, entryID)
 	if err != nil {

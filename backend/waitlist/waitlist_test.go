@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/slotkeeper/slotkeeper/backend/apperr"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/backend/waitlist"
 	"github.com/slotkeeper/slotkeeper/events"
@@ -204,9 +205,9 @@ func entry(t *testing.T, v waitlist.View, who string) *waitlist.EntryView {
 	return nil
 }
 
-func wantCode(t *testing.T, err error, code waitlist.Code) {
+func wantCode(t *testing.T, err error, code apperr.Code) {
 	t.Helper()
-	var we *waitlist.Error
+	var we *apperr.Error
 	if !errors.As(err, &we) || we.Code != code {
 		t.Fatalf("err = %v, want waitlist code %s", err, code)
 	}
@@ -265,7 +266,7 @@ func TestOfferAfterResetExpiresToTheNextWhoAccepts(t *testing.T) {
 	}
 	// bob's late accept is refused (his entry is gone with the expiry).
 	_, _, err = e.wl.Accept(e.ctx, bob, bobEntry)
-	wantCode(t, err, waitlist.CodeNotFound)
+	wantCode(t, err, apperr.NotFound)
 
 	e.clk.Advance(time.Minute)
 	slot, _, err := e.wl.Accept(e.ctx, carol, carolEntry)
@@ -509,28 +510,28 @@ func TestBadInputAppendsNothing(t *testing.T) {
 	head, _ := e.store.Head(e.ctx)
 
 	_, _, err := e.wl.Join(e.ctx, bob, waitlist.JoinCmd{Duration: "1h"})
-	wantCode(t, err, waitlist.CodeConflict) // joining twice
+	wantCode(t, err, apperr.Conflict) // joining twice
 	_, _, err = e.wl.Join(e.ctx, dave, waitlist.JoinCmd{Duration: "800h"})
-	wantCode(t, err, waitlist.CodeUnprocessable) // beyond the maximum occupancy
+	wantCode(t, err, apperr.Unprocessable) // beyond the maximum occupancy
 	_, _, err = e.wl.Join(e.ctx, dave, waitlist.JoinCmd{Duration: "soon"})
-	wantCode(t, err, waitlist.CodeInvalid)
+	wantCode(t, err, apperr.Invalid)
 	_, _, err = e.wl.Join(e.ctx, dave, waitlist.JoinCmd{Duration: "1h", Prefix: "../x"})
-	wantCode(t, err, waitlist.CodeInvalid)
+	wantCode(t, err, apperr.Invalid)
 	_, err = e.wl.Decline(e.ctx, carol, carolEntry)
-	wantCode(t, err, waitlist.CodeConflict) // declining nothing
+	wantCode(t, err, apperr.Conflict) // declining nothing
 	_, _, err = e.wl.Accept(e.ctx, carol, bobEntry)
-	wantCode(t, err, waitlist.CodeForbidden) // someone else's offer
+	wantCode(t, err, apperr.Forbidden) // someone else's offer
 	_, err = e.wl.Leave(e.ctx, carol, bobEntry, false)
-	wantCode(t, err, waitlist.CodeForbidden)
+	wantCode(t, err, apperr.Forbidden)
 	_, err = e.wl.Reorder(e.ctx, admin, carolEntry, 0, "")
-	wantCode(t, err, waitlist.CodeUnprocessable)
+	wantCode(t, err, apperr.Unprocessable)
 	_, err = e.wl.Reorder(e.ctx, admin, carolEntry, 5, "vip")
-	wantCode(t, err, waitlist.CodeUnprocessable)
+	wantCode(t, err, apperr.Unprocessable)
 	_, _, err = e.wl.Accept(e.ctx, bob, "nope")
-	wantCode(t, err, waitlist.CodeNotFound)
+	wantCode(t, err, apperr.NotFound)
 	e.clk.Advance(15 * time.Minute)
 	_, _, err = e.wl.Accept(e.ctx, bob, bobEntry)
-	wantCode(t, err, waitlist.CodeConflict) // expired (before the consumer noticed)
+	wantCode(t, err, apperr.Conflict) // expired (before the consumer noticed)
 	if h, _ := e.store.Head(e.ctx); h != head {
 		t.Fatalf("refused commands appended: head %d → %d", head, h)
 	}
@@ -732,12 +733,12 @@ func TestCommandsReadOnlyNewWaitlistEvents(t *testing.T) {
 	countA.read, countB.read = 0, 0
 	// A knows dave's entry (appended by B) and refuses carol twice.
 	_, _, err := a.Join(e.ctx, carol, waitlist.JoinCmd{Duration: "1h"})
-	wantCode(t, err, waitlist.CodeConflict)
+	wantCode(t, err, apperr.Conflict)
 	if _, _, err := a.Join(e.ctx, bob, waitlist.JoinCmd{Duration: "1h"}); err != nil {
 		t.Fatal(err)
 	}
 	_, _, err = b.Join(e.ctx, bob, waitlist.JoinCmd{Duration: "1h"})
-	wantCode(t, err, waitlist.CodeConflict)
+	wantCode(t, err, apperr.Conflict)
 	if countA.read > 2 || countB.read > 2 {
 		t.Fatalf("later commands read %d and %d waitlist events; want only the new ones", countA.read, countB.read)
 	}

@@ -311,6 +311,19 @@ func (c *Config) validate() error {
 	if err := c.readSecretFiles(); err != nil {
 		return err
 	}
+	for _, check := range []func() error{
+		c.validateStores, c.validateProviders, c.validateTiming, c.validateServing,
+		c.Reconcile.validate, func() error { return c.Backup.validate(c.Events == "") }, c.Waitlist.validate,
+	} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return c.Auth.validate()
+}
+
+// validateStores checks where the log and the read model are.
+func (c *Config) validateStores() error {
 	if _, port, err := net.SplitHostPort(c.Addr); err != nil || port == "" {
 		return cfgErr("addr", "not host:port")
 	}
@@ -329,6 +342,13 @@ func (c *Config) validate() error {
 			return cfgErr("read-model", "use memory or a postgres:// URL")
 		}
 	}
+	return nil
+}
+
+// validateProviders checks the simulators or the real providers, git's
+// authentication and the scope slots may name. --sim-url fills in the
+// provider URLs.
+func (c *Config) validateProviders() error {
 	switch c.Sim {
 	case "auto", "on", "off":
 	default:
@@ -402,6 +422,11 @@ func (c *Config) validate() error {
 			return cfgErr("bitbucket-projects", "entry %d is not a Bitbucket project key (a letter, then letters, digits or '_')", i+1)
 		}
 	}
+	return nil
+}
+
+// validateTiming checks the workers and the job and stream timings.
+func (c *Config) validateTiming() error {
 	if c.Workers < 0 || c.Workers > 256 {
 		return cfgErr("workers", "use 0..256")
 	}
@@ -426,6 +451,12 @@ func (c *Config) validate() error {
 	if c.Lease < 300*time.Millisecond {
 		return cfgErr("lease", "at least 300ms (it is renewed every third of it)")
 	}
+	return nil
+}
+
+// validateServing checks the notifier, the public URL, shutdown and
+// readiness, the live streams and the logs.
+func (c *Config) validateServing() error {
 	if c.WebhookURL != "" {
 		if err := httpURL(c.WebhookURL); err != nil {
 			return cfgErr("webhook-url", "%v", err)
@@ -461,16 +492,7 @@ func (c *Config) validate() error {
 	default:
 		return cfgErr("log-format", "use text or json")
 	}
-	if err := c.Reconcile.validate(); err != nil {
-		return err
-	}
-	if err := c.Backup.validate(c.Events == ""); err != nil {
-		return err
-	}
-	if err := c.Waitlist.validate(); err != nil {
-		return err
-	}
-	return c.Auth.validate()
+	return nil
 }
 
 // splitList splits a comma-separated setting, dropping empty entries and

@@ -20,6 +20,7 @@ import (
 	"github.com/slotkeeper/slotkeeper/backend/consumer"
 	"github.com/slotkeeper/slotkeeper/backend/demo"
 	"github.com/slotkeeper/slotkeeper/backend/httpapi"
+	"github.com/slotkeeper/slotkeeper/backend/insights"
 	"github.com/slotkeeper/slotkeeper/backend/jobs"
 	"github.com/slotkeeper/slotkeeper/backend/notify"
 	"github.com/slotkeeper/slotkeeper/backend/providercheck"
@@ -27,7 +28,9 @@ import (
 	"github.com/slotkeeper/slotkeeper/backend/providers/coolify"
 	gitpush "github.com/slotkeeper/slotkeeper/backend/providers/git"
 	"github.com/slotkeeper/slotkeeper/backend/providers/sim"
+	"github.com/slotkeeper/slotkeeper/backend/reconcile"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
+	"github.com/slotkeeper/slotkeeper/backend/waitlist"
 	"github.com/slotkeeper/slotkeeper/events"
 	"github.com/slotkeeper/slotkeeper/events/boltstore"
 	"github.com/slotkeeper/slotkeeper/events/kurrent"
@@ -258,13 +261,119 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 // errShutdownTimeout is serve's error when the shutdown was cut short.
 var errShutdownTimeout = errors.New("shutdown timed out")
 
+// serveUntilDone wires the server in named steps and runs it until ctx
+// ends (or background work meets a damaged store), then shuts it down.
+// Each step only wires: the rules live in the packages it starts.
 func serveUntilDone(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<- string) error {
-	log := newLogger(c, stderr)
+	p := &wiring{c: c, stdout: stdout, log: newLogger(c, stderr)}
+	defer p.closeAll()
+	for _, step := range []func(context.Context) error{
+		p.openStores, p.startSupervisor, p.openReads, p.openProviders, p.buildServices, p.startBackground, p.buildAPI,
+	} {
+		if err := step(ctx); err != nil {
+			if errors.Is(err, errStopped) {
+				return nil // interrupted during start
+			}
+			return err
+		}
+	}
+	if err := p.listen(ready); err != nil {
+		return err
+	}
+	failed, err := p.waitForStop()
+	if err != nil {
+		return err
+	}
+	if err := p.shutdown(ctx); err != nil {
+		return err
+	}
+	return failed
+}
+
+// errStopped ends the start-up without an error: ctx ended during it.
+var errStopped = errors.New("stopped during start")
+
+// wiring is what serveUntilDone's steps hand on to the next ones.
+type wiring struct {
+	c      Config
+	stdout io.Writer
+	log    *slog.Logger
+	// closers run in reverse order when serveUntilDone returns (as the
+	// defers of one function would).
+	closers []func()
+
+	// openStores
+	raw        events.Store
+	storeDesc  string
+	ident      events.Identity
+	guard      *events.Guard
+	store      events.Store
+	startHead  events.Position
+	endStreams *atomic.Pointer[func()]
+	// startSupervisor
+	wg       *sync.WaitGroup
+	fatalCtx context.Context
+	fatal    context.CancelCauseFunc
+	damage   interface {
+		Damaged() <-chan struct{}
+		Err() error
+	}
+	health *consumer.Health
+	goRun  func(name string, f func(context.Context) error)
+	// openReads
+	rs  readSide
+	met *httpapi.Metrics
+	hub *httpapi.Hub
+	// openProviders
+	w       world
+	demoSim interface {
+		demo.Simulator
+		demo.Projects
+	}
+	seedDemo  bool
+	demoWorld []sim.SlotFixture
+	scope     slots.Scope
+	// buildServices
+	svc *slots.Service
+	eng *jobs.Engine
+	// startBackground
+	rd   *readiness
+	rec  *reconcile.Reconciler
+	as   authSide
+	base string
+	wl   *waitlist.Service
+	ins  *insights.Service
+	// buildAPI, listen
+	api    http.Handler
+	srv    *http.Server
+	served chan error
+}
+
+func (p *wiring) onClose(f func()) { p.closers = append(p.closers, f) }
+
+func (p *wiring) closeAll() {
+	for i := len(p.closers) - 1; i >= 0; i-- {
+		p.closers[i]()
+	}
+}
+
+// fatalErr is the damaged store's error that stopped the process, if any.
+func (p *wiring) fatalErr() error {
+	if cause := context.Cause(p.fatalCtx); errors.Is(cause, events.ErrCorrupt) {
+		return cause
+	}
+	return nil
+}
+
+// openStores opens the event store behind the identity guard and checks
+// the shared settings.
+func (p *wiring) openStores(ctx context.Context) error {
+	c, log := p.c, p.log
 	raw, storeDesc, err := openStore(ctx, c, log)
 	if err != nil {
 		return err
 	}
-	defer raw.Close()
+	p.onClose(func() { raw.Close() })
 	// Every part of the server writes through the guard, which stops all
 	// writes once the store is not the one this process started on
 	// (events/identity.go, docs/kurrent.md "Store identity").
@@ -293,24 +402,25 @@ func serveUntilDone(ctx context.Context, c Config, stdout, stderr io.Writer, rea
 	if err != nil {
 		return fmt.Errorf("read the log's head: %w", err)
 	}
+	p.raw, p.storeDesc, p.ident, p.guard, p.store, p.startHead, p.endStreams = raw, storeDesc, ident, guard, store, startHead, &endStreams
+	return nil
+}
 
+// startSupervisor sets up how background work runs (goRun), stops, and
+// fails the process on a damaged store.
+func (p *wiring) startSupervisor(ctx context.Context) error {
+	log, raw := p.log, p.raw
 	// Background work lives until bg is cancelled, after the graceful part
 	// of the shutdown.
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
-	defer func() { stopBG(); wg.Wait() }()
+	p.onClose(func() { stopBG(); wg.Wait() })
 	// A damaged store (events.ErrCorrupt) is permanent: no retry reads the
 	// record differently. Background work that meets it fails the process
 	// (during start-up too), with the store's message: file, position and
 	// what to do.
 	fatalCtx, fatal := context.WithCancelCause(ctx)
-	defer fatal(nil)
-	fatalErr := func() error {
-		if cause := context.Cause(fatalCtx); errors.Is(cause, events.ErrCorrupt) {
-			return cause
-		}
-		return nil
-	}
+	p.onClose(func() { fatal(nil) })
 	// The embedded store checks a big file's pages in the background and
 	// takes no write until that passed; damage found there stops us too.
 	damage, _ := raw.(interface {
@@ -342,14 +452,21 @@ func serveUntilDone(ctx context.Context, c Config, stdout, stderr io.Writer, rea
 			}
 		}()
 	}
+	p.wg, p.fatalCtx, p.fatal, p.damage, p.health, p.goRun = &wg, fatalCtx, fatal, damage, health, goRun
+	return nil
+}
 
+// openReads opens the read models and the live stream's hub, and waits
+// until they caught up with the log's head at start.
+func (p *wiring) openReads(ctx context.Context) error {
+	c, log, store, ident, startHead, goRun := p.c, p.log, p.store, p.ident, p.startHead, p.goRun
 	rs, err := openReadSide(ctx, c, store, func(err error) {
 		log.Warn("read model: retrying after error", slog.String("error", err.Error()))
 	})
 	if err != nil {
 		return err
 	}
-	defer rs.close()
+	p.onClose(rs.close)
 	if pg, ok := rs.reads.(*postgres.Store); ok {
 		// A shared read model built from another log must not take this
 		// one's events, nor answer for it.
@@ -368,7 +485,7 @@ func serveUntilDone(ctx context.Context, c Config, stdout, stderr io.Writer, rea
 	// the embedded store, not from position 0 (issue 13).
 	if m, ok := rs.feedView.(*memory.Store); ok && c.Events == "" {
 		stop := keepSnapshot(ctx, m, filepath.Join(c.Data, snapshotFile), log, goRun)
-		defer stop()
+		p.onClose(stop)
 	}
 	met := httpapi.NewMetrics()
 	hub := httpapi.NewHub(httpapi.HubOptions{
@@ -381,8 +498,9 @@ func serveUntilDone(ctx context.Context, c Config, stdout, stderr io.Writer, rea
 		// this process has not projected yet.
 		LogHead: store.Head,
 	}, met, log)
+	p.rs, p.met, p.hub = rs, met, hub
 	closeHub := hub.Close
-	endStreams.Store(&closeHub)
+	p.endStreams.Store(&closeHub)
 	followed := make(chan struct{})
 	followFailed := make(chan error, 1)
 	goRun("live stream feed", func(ctx context.Context) error {
@@ -395,17 +513,27 @@ func serveUntilDone(ctx context.Context, c Config, stdout, stderr io.Writer, rea
 	case err := <-followFailed:
 		return fmt.Errorf("start the live stream: %w", err)
 	case <-ctx.Done():
-		return nil
+		return errStopped
 	}
 	for _, r := range rs.runners {
 		goRun("read model", r.Run)
 	}
 	t0 := time.Now()
-	if err := rs.feed.WaitFor(fatalCtx, startHead); err != nil {
-		return fatalErr() // nil: interrupted during start
+	if err := rs.feed.WaitFor(p.fatalCtx, startHead); err != nil {
+		if err := p.fatalErr(); err != nil {
+			return err
+		}
+		return errStopped
 	}
-	log.Info("read model caught up", slog.Any("position", startHead), slog.Duration("took", time.Since(t0)), slog.String("events", storeDesc))
+	log.Info("read model caught up", slog.Any("position", startHead), slog.Duration("took", time.Since(t0)), slog.String("events", p.storeDesc))
+	return nil
+}
 
+// openProviders starts the simulators or connects (and checks) the real
+// providers, seeds the demo pool's resources on a fresh log, and settles
+// the scope slots may name.
+func (p *wiring) openProviders(ctx context.Context) error {
+	c, log, rs, startHead := p.c, p.log, p.rs, p.startHead
 	// The demo pool is seeded, and the simulators' state cleared, when the
 	// log holds no slot yet: account and token events (e.g. from
 	// `slotkeeper admin create-token` before the first start) do not count.
@@ -417,7 +545,8 @@ func serveUntilDone(ctx context.Context, c Config, stdout, stderr io.Writer, rea
 	if err != nil {
 		return err
 	}
-	defer w.close()
+	p.w = w
+	p.onClose(w.close)
 	if w.sim == nil {
 		// Real providers: the doctor's checks first (doctor.go).
 		if err := startupChecks(ctx, c, w, slotTemplates(ctx, rs.reads), log); err != nil {
@@ -426,16 +555,13 @@ func serveUntilDone(ctx context.Context, c Config, stdout, stderr io.Writer, rea
 	}
 
 	// The demo runs on simulators, embedded or in their own process.
-	var demoSim interface {
-		demo.Simulator
-		demo.Projects
-	}
 	switch {
 	case w.sim != nil:
-		demoSim = w.sim
+		p.demoSim = w.sim
 	case w.remote != nil:
-		demoSim = w.remote
+		p.demoSim = w.remote
 	}
+	demoSim := p.demoSim
 	seedDemo := demoSim != nil && c.Demo && noSlots
 	var demoWorld []sim.SlotFixture
 	if seedDemo {
@@ -457,12 +583,22 @@ func serveUntilDone(ctx context.Context, c Config, stdout, stderr io.Writer, rea
 	if len(scope.BitbucketProjects) == 0 {
 		log.Warn("no --bitbucket-projects: slots and promotes may name any Bitbucket project the token can reach")
 	}
+	p.seedDemo, p.demoWorld, p.scope = seedDemo, demoWorld, scope
+	return nil
+}
+
+// buildServices starts the command side: the slot service and its deadline
+// scheduler, backups, the job engine, the webhook notifier; then registers
+// the demo pool on a fresh log.
+func (p *wiring) buildServices(ctx context.Context) error {
+	c, log, store, raw, w, rs, met, health, goRun, scope := p.c, p.log, p.store, p.raw, p.w, p.rs, p.met, p.health, p.goRun, p.scope
 	// Commands and the engine share one cache of folded slots (issue 13).
 	slotCache := slots.NewSlotCache(store, 0)
 	svc := slots.NewService(store, slots.Config{
 		Grace: c.Grace, DeadlineReset: c.Deadlines, Logger: log, Scope: scope, SlotCache: slotCache, Health: health,
 		Resources: providercheck.Checker{PaaS: w.deps.PaaS, GitHost: w.deps.GitHost},
 	})
+	p.svc = svc
 	goRun("deadline scheduler", svc.RunDeadlines)
 	startBackups(c, raw, met.Registry, log, goRun)
 	var eng *jobs.Engine
@@ -473,6 +609,7 @@ func serveUntilDone(ctx context.Context, c Config, stdout, stderr io.Writer, rea
 		})
 		goRun("job engine", eng.Run)
 	}
+	p.eng = eng
 
 	if c.WebhookURL != "" {
 		base := c.BaseURL
@@ -486,22 +623,30 @@ func serveUntilDone(ctx context.Context, c Config, stdout, stderr io.Writer, rea
 		goRun("webhook notifier", n.Run)
 	}
 
-	if seedDemo {
-		if err := demo.Register(ctx, svc, demoWorld, demo.Pool, time.Now()); err != nil {
+	if p.seedDemo {
+		if err := demo.Register(ctx, svc, p.demoWorld, demo.Pool, time.Now()); err != nil {
 			return fmt.Errorf("seed the demo pool: %w", err)
 		}
 		log.Info("demo pool seeded", slog.Int("slots", len(demo.Pool)))
 		// Answer the first request with the pool in place.
 		if head, err := store.Head(ctx); err == nil {
 			if err := rs.waiter.WaitFor(ctx, head); err != nil {
-				return nil // interrupted during start
+				return errStopped
 			}
 			if err := rs.feed.WaitFor(ctx, head); err != nil {
-				return nil
+				return errStopped
 			}
 		}
 	}
+	return nil
+}
 
+// startBackground starts what follows the log beside the commands:
+// readiness probes, the reconciler, the account directory, the waitlist,
+// insights, and the memory release after catch-up.
+func (p *wiring) startBackground(ctx context.Context) error {
+	c, log, store, raw, guard, ident, w, rs, met, health, goRun, scope := p.c, p.log, p.store, p.raw, p.guard, p.ident, p.w, p.rs, p.met, p.health, p.goRun, p.scope
+	svc, eng, startHead, stdout := p.svc, p.eng, p.startHead, p.stdout
 	// Readiness: the store takes writes and every provider answers an
 	// authenticated probe; the first round runs now, so start-up logs what
 	// was reached, then in the background.
@@ -514,35 +659,45 @@ func serveUntilDone(ctx context.Context, c Config, stdout, stderr io.Writer, rea
 	}
 	rd.round(ctx)
 	goRun("readiness probes", rd.run)
+	p.rd = rd
 
 	// After the demo seed: the demo's scope is its own slots'.
-	rec := startReconciler(ctx, c, store, rs.reads, w, scope, met.Registry, log, goRun)
+	p.rec = startReconciler(ctx, c, store, rs.reads, w, scope, met.Registry, log, goRun)
 
 	as, err := openAuth(ctx, c, store, w.sim != nil && c.Demo, stdout, log)
 	if err != nil {
 		return err
 	}
+	p.as = as
 	goRun("account directory", as.svc.Follow)
 	base := c.BaseURL
 	if base == "" {
 		base = "http://" + c.Addr
 	}
+	p.base = base
 
 	wl := startWaitlist(c, store, svc, base, met.Registry, log, health, goRun)
 	ins := startInsights(store, log, goRun)
+	p.wl, p.ins = wl, ins
 	caughtUp := []func(context.Context) error{chanDone(wl.CaughtUp()), chanDone(ins.CaughtUp())}
 	if eng != nil {
 		caughtUp = append(caughtUp, func(ctx context.Context) error { return eng.WaitApplied(ctx, startHead) })
 	}
 	goRun("memory release", func(ctx context.Context) error { return releaseAfterCatchUp(ctx, caughtUp, log) })
+	return nil
+}
 
+// buildAPI builds the HTTP API over everything started so far.
+func (p *wiring) buildAPI(ctx context.Context) error {
+	c, log, store, raw, guard, w, rs, met, health, hub := p.c, p.log, p.store, p.raw, p.guard, p.w, p.rs, p.met, p.health, p.hub
+	svc, rec, wl, ins, as, base, rd, damage, startHead := p.svc, p.rec, p.wl, p.ins, p.as, p.base, p.rd, p.damage, p.startHead
 	var spa fs.FS
 	if sub, err := fs.Sub(frontend.Dist, "dist"); err == nil {
 		spa = sub
 	}
 	deps := httpapi.Deps{
 		Commands: svc, Reads: rs.reads, Log: store, Waiter: rs.waiter, Hub: hub, Metrics: met, Logger: log, SPA: spa,
-		Reconcile: reconcileAPI{r: rec, links: linksOf(c, w)}, ReconcileActions: reconcileActions{svc: svc, r: rec}, Backup: onlineBackup(c, raw), Waitlist: wl,
+		Reconcile: reconcileAPI{r: rec, links: linksOf(c, w)}, ReconcileActions: reconcile.Actions{Slots: svc, Orphans: rec}, Backup: onlineBackup(c, raw), Waitlist: wl,
 		Insights: ins,
 		Auth:     as.svc, AutoLogin: as.autoLogin,
 		Security:          httpapi.Security{BaseURL: base, ListenAddr: c.Addr, TrustedProxies: c.Auth.proxies},
@@ -598,12 +753,19 @@ func serveUntilDone(ctx context.Context, c Config, stdout, stderr io.Writer, rea
 	if err != nil {
 		return err
 	}
+	p.api = api
+	return nil
+}
+
+// listen serves the API on --addr and tells ready the address.
+func (p *wiring) listen(ready chan<- string) error {
+	c, log := p.c, p.log
 	ln, err := net.Listen("tcp", c.Addr)
 	if err != nil {
 		return &ConfigError{Setting: setting("addr"), Problem: err.Error()}
 	}
 	srv := &http.Server{
-		Handler:           api,
+		Handler:           p.api,
 		ConnContext:       httpapi.ConnContext,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
@@ -611,29 +773,37 @@ func serveUntilDone(ctx context.Context, c Config, stdout, stderr io.Writer, rea
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(httpapi.JSONErrors(ln)) }()
+	p.srv, p.served = srv, served
 	url := "http://" + ln.Addr().String()
-	fmt.Fprintf(stdout, "slotkeeper: serving on %s (events: %s, read model: %s, providers: %s)\n", url, storeDesc, c.ReadModel, providersDesc(w))
+	fmt.Fprintf(p.stdout, "slotkeeper: serving on %s (events: %s, read model: %s, providers: %s)\n", url, p.storeDesc, c.ReadModel, providersDesc(p.w))
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}
+	return nil
+}
 
-	var failed error
+// waitForStop waits for the end: ctx ended (a signal), or background work
+// met a damaged store (failed); err if the HTTP server stopped by itself.
+func (p *wiring) waitForStop() (failed, err error) {
 	select {
-	case <-fatalCtx.Done():
+	case <-p.fatalCtx.Done():
 		// ctx ended (a signal), or background work met a damaged store.
-		failed = fatalErr()
-	case err := <-served:
-		return fmt.Errorf("http server: %w", err)
+		return p.fatalErr(), nil
+	case err := <-p.served:
+		return nil, fmt.Errorf("http server: %w", err)
 	}
+}
 
-	// Graceful shutdown: stop claiming and fence running attempts first, so
-	// each ends with an honest terminal event that the streams still carry;
-	// then end the streams and the requests; then the background work.
-	// /readyz answers 503 at once and for --drain-delay while everything
-	// still works, so load balancers notice and stop sending before the
-	// listeners close.
+// shutdown stops gracefully: stop claiming and fence running attempts
+// first, so each ends with an honest terminal event that the streams still
+// carry; then end the streams and the requests; then the background work
+// (closeAll). /readyz answers 503 at once and for --drain-delay while
+// everything still works, so load balancers notice and stop sending before
+// the listeners close.
+func (p *wiring) shutdown(ctx context.Context) error {
+	c, log, eng, rs, hub, srv, store := p.c, p.log, p.eng, p.rs, p.hub, p.srv, p.store
 	log.Info("shutting down: draining", slog.Duration("drain_delay", c.DrainDelay))
-	rd.draining.Store(true)
+	p.rd.draining.Store(true)
 	if eng != nil {
 		eng.Drain() // no new claim from here on: the other processes take them
 	}
@@ -641,7 +811,7 @@ func serveUntilDone(ctx context.Context, c Config, stdout, stderr io.Writer, rea
 		t := time.NewTimer(c.DrainDelay)
 		select {
 		case <-t.C:
-		case err := <-served:
+		case err := <-p.served:
 			t.Stop()
 			return fmt.Errorf("http server: %w", err)
 		}
@@ -662,7 +832,7 @@ func serveUntilDone(ctx context.Context, c Config, stdout, stderr io.Writer, rea
 		log.Warn("http shutdown", slog.String("error", err.Error()))
 		srv.Close()
 	}
-	return failed
+	return nil
 }
 
 // releaseAfterCatchUp waits until every consumer of the log caught up with

@@ -69,39 +69,42 @@ func settingsDiffer(mine, recorded map[string]string) (name string) {
 // (the others then fail readiness until restarted with them).
 func checkSettings(ctx context.Context, c Config, store events.Store, log *slog.Logger) error {
 	mine := sharedSettings(c)
-	for try := 0; try < 3; try++ {
-		rec, rev, ok, err := recordedSettings(ctx, store)
+	var rec events.SettingsRecorded
+	diff := ""
+	// A lost race means another process recorded first: compare with theirs.
+	_, err := events.Decide(ctx, store, events.SettingsStream, func(ctx context.Context) (events.ExpectedRevision, []events.EventData, error) {
+		got, rev, ok, err := recordedSettings(ctx, store)
 		if err != nil {
-			return fmt.Errorf("read the shared settings: %w", err)
+			return events.ExpectedRevision{}, nil, fmt.Errorf("read the shared settings: %w", err)
 		}
-		diff := ""
-		exp := events.NoStream()
+		rec, diff = got, ""
 		if ok {
 			if diff = settingsDiffer(mine, rec.Settings); diff == "" {
-				return nil
+				return events.ExpectedRevision{}, nil, nil
 			}
-			exp = events.Exact(rev)
 			if c.Events != "" && !c.ChangeSettings {
-				return &ConfigError{Setting: setting(diff), Problem: fmt.Sprintf(
+				return events.ExpectedRevision{}, nil, &ConfigError{Setting: setting(diff), Problem: fmt.Sprintf(
 					"is %q here but %q on the processes sharing this event store (recorded in its %s stream); start every process with the same value, or start one with --change-settings to make this process's values everyone's",
 					mine[diff], rec.Settings[diff], events.SettingsStream)}
 			}
 		}
-		_, err = store.Append(ctx, events.SettingsStream, exp,
-			events.New(events.SettingsRecorded{Settings: mine}, events.Metadata{Actor: "system:settings"}))
-		if errors.Is(err, events.ErrWrongRevision) {
-			continue // another process recorded first: compare with theirs
-		}
-		if err != nil {
-			return fmt.Errorf("record the shared settings: %w", err)
-		}
-		if diff != "" {
-			log.Warn("shared settings changed: this process's values are recorded for every process sharing the store",
-				slog.String("first_changed", diff), slog.String("was", rec.Settings[diff]), slog.String("now", mine[diff]))
-		}
-		return nil
+		return events.Expect(ok, rev), []events.EventData{events.New(events.SettingsRecorded{Settings: mine}, events.Metadata{Actor: "system:settings"})}, nil
+	})
+	var ae *events.AppendError
+	var ce *events.ContendedError
+	switch {
+	case errors.As(err, &ae):
+		return fmt.Errorf("record the shared settings: %w", ae.Err)
+	case errors.As(err, &ce):
+		return errors.New("the shared settings keep changing under this process; try again")
+	case err != nil:
+		return err
 	}
-	return errors.New("the shared settings keep changing under this process; try again")
+	if diff != "" {
+		log.Warn("shared settings changed: this process's values are recorded for every process sharing the store",
+			slog.String("first_changed", diff), slog.String("was", rec.Settings[diff]), slog.String("now", mine[diff]))
+	}
+	return nil
 }
 
 // settingsProbe fails readiness once the log's shared settings are not
