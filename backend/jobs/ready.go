@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/slotkeeper/slotkeeper/backend/providers"
+	"github.com/slotkeeper/slotkeeper/backend/retry"
 	"github.com/slotkeeper/slotkeeper/events"
 )
 
@@ -424,17 +425,12 @@ func deploy(ctx context.Context, a *attempt, _ bool) (events.Payload, error) {
 // until running:healthy. Transient read failures keep polling (the step
 // deadline bounds them); a definite refusal stops.
 func (a *attempt) waitHealthy(ctx context.Context, app, depID string) (providers.Deployment, providers.Application, error) {
-	wait := deployPollFirst
+	waits := retry.Backoff{Initial: deployPollFirst, Max: deployPollMax}.Start(a.e.cfg.Clock)
 	pause := func() error {
-		t := time.NewTimer(wait)
-		defer t.Stop()
-		wait = min(2*wait, deployPollMax)
-		select {
-		case <-ctx.Done():
+		if waits.Wait(ctx) != nil {
 			return context.Cause(ctx)
-		case <-t.C:
-			return nil
 		}
+		return nil
 	}
 	transient := func(err error) bool {
 		pe, ok := providers.AsError(err)
