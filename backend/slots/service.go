@@ -8,7 +8,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -735,26 +734,20 @@ func ReleaseLock(ctx context.Context, store events.Store, j *JobState, outcome s
 	return NewSlotCache(store, 1).ReleaseLock(ctx, j, outcome, meta)
 }
 
-// ReleaseLock is the package's ReleaseLock, loading the slot through c.
+// ReleaseLock is the package's ReleaseLock, loading the slot through c; it
+// decides through events.Decide (the one loop and budget).
 func (c *SlotCache) ReleaseLock(ctx context.Context, j *JobState, outcome string, meta events.Metadata) (bool, error) {
-	slot := j.Queued.Slot
-	for i := 0; i < 10; i++ {
-		st, err := c.Load(ctx, slot)
-		if err != nil {
-			return false, err
+	released := false
+	_, err := events.Decide(ctx, c.store, events.SlotStream(j.Queued.Slot), func(ctx context.Context) (events.ExpectedRevision, []events.EventData, error) {
+		released = false
+		st, err := c.Load(ctx, j.Queued.Slot)
+		if err != nil || !st.LockedFor(j) {
+			return events.ExpectedRevision{}, nil, err // released, or a resume's lock for the next run
 		}
-		if !st.LockedFor(j) {
-			return false, nil
-		}
-		_, err = c.store.Append(ctx, events.SlotStream(slot), events.Exact(st.Revision), releaseEvents(&st, j, outcome, meta)...)
-		if err == nil {
-			return true, nil
-		}
-		if !errors.Is(err, events.ErrWrongRevision) {
-			return false, err
-		}
-	}
-	return false, fmt.Errorf("release lock of %s: slot kept changing", slot)
+		released = true
+		return events.Exact(st.Revision), releaseEvents(&st, j, outcome, meta), nil
+	})
+	return released && err == nil, err
 }
 
 // releaseEvents is the append that releases j's lock on st with outcome:
