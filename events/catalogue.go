@@ -77,6 +77,27 @@ type Resource struct {
 	Kind string `json:"kind"`
 	ID   string `json:"id"`
 	Name string `json:"name,omitempty"`
+	// NameCode and NameArgs are a Name the server wrote as a description
+	// (Name*), not a provider's own name, as a code and its parts, which the
+	// dashboard words in the reader's language (issue 26).
+	NameCode string   `json:"name_code,omitempty"`
+	NameArgs NameArgs `json:"name_args,omitzero"`
+}
+
+// The codes of a described resource name (Resource.NameCode).
+const (
+	NameListEnvs     = "list_env_vars" // listing an application's env vars
+	NameListStorages = "list_storages" // listing an application's persistent volumes
+	NameBranchReset  = "branch_reset"  // args branch, template: a repository branch reset to the template
+	NameAppServer    = "app_server"    // args app: the server a Coolify application runs on
+)
+
+// NameArgs are the parts of a described name (a struct, not a map, so a
+// Resource stays comparable).
+type NameArgs struct {
+	Branch   string `json:"branch,omitempty"`
+	Template string `json:"template,omitempty"`
+	App      string `json:"app,omitempty"`
 }
 
 // RepoRef names a Bitbucket repository.
@@ -313,6 +334,12 @@ type LeftVolume struct {
 // not say which one it is (a storage's JSON names no server).
 func AppServer(appUUID string) string { return "the server of Coolify application " + appUUID }
 
+// AppServerResource is a resource left on the server of a Coolify
+// application, named by AppServer.
+func AppServerResource(kind, id, appUUID string) Resource {
+	return Resource{Kind: kind, ID: id, Name: AppServer(appUUID), NameCode: NameAppServer, NameArgs: NameArgs{App: appUUID}}
+}
+
 // Resource is how a left volume is tracked among a slot's resources.
 func (l LeftVolume) Resource() Resource {
 	id := l.Volume
@@ -366,7 +393,17 @@ type CodePushed struct {
 type StepSucceeded struct {
 	StepResult
 	Detail string `json:"detail,omitempty"`
+	// DetailCode is Detail as a code (Detail*) the dashboard words in the
+	// reader's language (issue 26); absent in events written before it.
+	DetailCode string `json:"detail_code,omitempty"`
 }
+
+// The codes of the server's own step details (StepSucceeded.DetailCode,
+// projections.StepView.DetailCode).
+const (
+	DetailAlreadyAbsent   = "already_absent"    // the resource was gone before the step deleted it
+	DetailVacateOnSuccess = "vacate_on_success" // the slot is vacated when the job's success is recorded
+)
 
 // ResourcesListed: a step listed the resources it is about to delete (an
 // app's env vars, its persistent volumes). They belong to the slot from here

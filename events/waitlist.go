@@ -84,7 +84,20 @@ type OfferWithdrawn struct {
 	EntryID string `json:"entry_id"`
 	Slot    string `json:"slot"`
 	Reason  string `json:"reason"`
+	// ReasonCode is Reason as a code (WaitReason*; Lifecycle for
+	// WaitReasonSlotIs), which the dashboard words in the reader's language
+	// (issue 26); absent in events written before it.
+	ReasonCode string `json:"reason_code,omitempty"`
+	Lifecycle  string `json:"lifecycle,omitempty"`
 }
+
+// The codes of the waitlist's own reasons (OfferWithdrawn and
+// SlotHoldReleased .ReasonCode).
+const (
+	WaitReasonSlotUnknown = "slot_unknown" // the offered slot is not in the pool any more
+	WaitReasonSlotIs      = "slot_is"      // the offered slot is in Lifecycle, not vacant
+	WaitReasonOfferEnded  = "offer_ended"  // the offer the hold was for ended
+)
 
 // ---- slot-<name> ----
 
@@ -101,9 +114,10 @@ type SlotHeld struct {
 
 // SlotHoldReleased lifts a hold whose offer ended without a next one.
 type SlotHoldReleased struct {
-	Slot    string `json:"slot"`
-	OfferID string `json:"offer_id"`
-	Reason  string `json:"reason"`
+	Slot       string `json:"slot"`
+	OfferID    string `json:"offer_id"`
+	Reason     string `json:"reason"`
+	ReasonCode string `json:"reason_code,omitempty"` // WaitReason*, as OfferWithdrawn's
 }
 
 // DeadlineWarning tells an occupant that Deadline (when the slot is reset)

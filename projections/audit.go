@@ -360,11 +360,11 @@ func AuditArgs(p events.Payload) map[string]string {
 	case events.OfferMade:
 		return args("who", e.Who, "until", stamp(e.ExpiresAt))
 	case events.OfferWithdrawn:
-		return args("reason", e.Reason)
+		return args("reason", e.Reason, "reason_code", e.ReasonCode, "lifecycle", e.Lifecycle)
 	case events.SlotHeld:
 		return args("who", e.For, "until", stamp(e.Until))
 	case events.SlotHoldReleased:
-		return args("reason", e.Reason)
+		return args("reason", e.Reason, "reason_code", e.ReasonCode)
 	case events.DeadlineWarning:
 		return args("who", e.Occupant, "until", stamp(e.Deadline), "duration", strconv.FormatInt(e.LeadSeconds, 10))
 	case events.UserCreated:

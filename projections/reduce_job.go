@@ -74,13 +74,13 @@ func applyJob(v JobView, ev events.RecordedEvent, p events.Payload, own bool) Jo
 		})
 	case events.ResourcesListed:
 		v.Steps = setStep(v.Steps, own, e.Step, func(s *StepView) {
-			s.Detail = listedDetail(e.Resources)
+			s.Detail, s.DetailCode = listedDetail(e.Resources), ""
 		})
 	case events.DeleteAccepted:
 		r := e.Resource
 		v.Steps = setStep(v.Steps, own, e.Step, func(s *StepView) {
 			s.Resource = &r
-			s.Detail = "deleting " + r.Kind + " " + r.ID + " (accepted at " + t.UTC().Format(time.RFC3339) + ", not confirmed yet)"
+			s.Detail, s.DetailCode = "deleting "+r.Kind+" "+r.ID+" (accepted at "+t.UTC().Format(time.RFC3339)+", not confirmed yet)", ""
 		})
 	case events.JobTimedOut:
 		v = endAttempt(v, own, t, JobTimedOut, e.UncertainStep, e.Remaining)
@@ -122,7 +122,7 @@ func applyJob(v JobView, ev events.RecordedEvent, p events.Payload, own bool) Jo
 			if s.Attempt == 0 {
 				s.Attempt = r.Attempt
 			}
-			s.Detail = resultDetail(p, r)
+			s.Detail, s.DetailCode = resultDetail(p, r), detailCode(p, r)
 			s.Left = nil
 			if e, ok := p.(events.VolumeMountsRemoved); ok && len(e.Left) > 0 {
 				s.Left = slices.Clone(e.Left)
@@ -195,6 +195,18 @@ func withoutStep(kind string, rs []events.Resource, step string) []events.Resour
 		out = []events.Resource{}
 	}
 	return out
+}
+
+// detailCode is the code of resultDetail's story when it is one of the
+// server's own sentences (events.Detail*), "" when it is data.
+func detailCode(p events.Payload, r events.StepResult) string {
+	if e, ok := p.(events.StepSucceeded); ok && e.DetailCode != "" {
+		return e.DetailCode
+	}
+	if r.AlreadyAbsent && resultDetail(p, events.StepResult{}) == "" {
+		return events.DetailAlreadyAbsent
+	}
+	return ""
 }
 
 // resultDetail is the one-line story a step result tells on the job page.

@@ -58,7 +58,7 @@ func applySlot(v SlotView, ev events.RecordedEvent, p events.Payload, own bool) 
 		if v.ActiveJob == nil && v.Lifecycle == LifecycleVacant {
 			v.Lifecycle = LifecycleOccupied
 		}
-		v.StateReason = ""
+		v.setReason("", nil)
 	case events.OccupancyExtended:
 		v.Deadline = timePtr(e.Until)
 	case events.JobAccepted:
@@ -80,10 +80,11 @@ func applySlot(v SlotView, ev events.RecordedEvent, p events.Payload, own bool) 
 			v.Deployed = nil // the reset is changing what runs
 		}
 		v.Recovery = nil
-		v.StateReason = e.Kind + " job " + e.JobID
+		code := ReasonJob
 		if e.Resumed {
-			v.StateReason += " (resumed)"
+			code = ReasonJobResumed
 		}
+		v.setReason(code, map[string]string{"kind": e.Kind, "id": e.JobID})
 	case events.JobReleased:
 		if v.ActiveJob != nil && v.ActiveJob.ID == e.JobID {
 			v.ActiveJob = nil
@@ -91,22 +92,22 @@ func applySlot(v SlotView, ev events.RecordedEvent, p events.Payload, own bool) 
 		if v.ActiveJob == nil {
 			v.Lifecycle = restingLifecycle(v)
 		}
-		v.StateReason = ""
+		v.setReason("", nil)
 		if e.Outcome != JobSucceeded {
 			// RefreshSlotJob fills in the steps from the job's view.
 			v.Recovery = &Recovery{JobID: e.JobID, State: e.Outcome, CompletedSteps: []string{}, Remaining: []events.Resource{}}
-			v.StateReason = "last job " + e.Outcome
+			v.setReason(ReasonLastJob, map[string]string{"outcome": e.Outcome})
 		}
 	case events.SlotVacated:
 		v.Occupant, v.OccupantID, v.OccupiedAt, v.Deadline = "", "", nil, nil
 	case events.TeardownIncomplete:
 		v.Lifecycle = LifecycleIncomplete
 		v.Resources = addMissing(v.Resources, e.Remaining)
-		v.StateReason = "teardown could not confirm every deletion"
+		v.setReason(ReasonTeardownUnconfirmed, nil)
 	case events.SlotRetired:
 		v.Lifecycle = LifecycleRetired
 		v.Occupant, v.OccupantID, v.OccupiedAt, v.Deadline = "", "", nil, nil
-		v.StateReason = ""
+		v.setReason("", nil)
 	case events.SlotPromoted:
 		v.PromotedTo = append(slices.Clip(v.PromotedTo), e.NewRepo)
 	case events.SlotDatabaseChanged:
@@ -170,7 +171,7 @@ func applySlot(v SlotView, ev events.RecordedEvent, p events.Payload, own bool) 
 			}
 			for _, r := range v.Resources {
 				if r.Kind == events.ResVolume && !covered[r.ID] && r.Name != "" {
-					left = append(left, events.Resource{Kind: events.ResDockerVolume, ID: r.Name, Name: events.AppServer(e.AppUUID)})
+					left = append(left, events.AppServerResource(events.ResDockerVolume, r.Name, e.AppUUID))
 				}
 			}
 			rs = addMissing(rs, left)

@@ -96,6 +96,11 @@ type SlotView struct {
 	Deleting    []PendingDelete  `json:"deleting,omitempty"`
 	PromotedTo  []events.RepoRef `json:"promoted_to,omitempty"`
 	StateReason string           `json:"state_reason,omitempty"`
+	// StateReasonCode and StateReasonArgs are StateReason as a code
+	// (Reason*) and its parts, which the dashboard words in the reader's
+	// language (issue 26); StateReason stays for the CLI and older clients.
+	StateReasonCode string            `json:"state_reason_code,omitempty"`
+	StateReasonArgs map[string]string `json:"state_reason_args,omitempty"`
 	// Recovery is set while the newest job of the slot ended without success.
 	Recovery  *Recovery       `json:"recovery,omitempty"`
 	Revision  events.Revision `json:"revision"`
@@ -158,10 +163,42 @@ type StepView struct {
 	Error      string           `json:"error,omitempty"`
 	Resource   *events.Resource `json:"resource,omitempty"`
 	Detail     string           `json:"detail,omitempty"`
+	// DetailCode is Detail as a code (events.Detail*), which the dashboard
+	// words in the reader's language (issue 26); empty for a detail that
+	// is data (a commit, a provider's answer), shown as written.
+	DetailCode string `json:"detail_code,omitempty"`
 	// Left is what the step could not delete through the provider's API
 	// and left on the server, with the manual clean-up (delete_volumes:
 	// the Docker volumes whose mount definitions it removed).
 	Left []events.LeftVolume `json:"left_on_server,omitempty"`
+}
+
+// The codes of a slot's state reason (SlotView.StateReasonCode); setReason
+// makes the English sentence of each.
+const (
+	ReasonJob                 = "job"         // args kind, id: the job that holds the slot
+	ReasonJobResumed          = "job_resumed" // args kind, id: the same, accepted again by a resume
+	ReasonLastJob             = "last_job"    // args outcome: how the newest job ended, without success
+	ReasonTeardownUnconfirmed = "teardown_unconfirmed"
+)
+
+// setReason sets the slot's state reason from its code and parts, and the
+// English sentence from them, in one place so the two never disagree. An
+// empty code clears it.
+func (v *SlotView) setReason(code string, args map[string]string) {
+	v.StateReasonCode, v.StateReasonArgs = code, args
+	switch code {
+	case ReasonJob:
+		v.StateReason = args["kind"] + " job " + args["id"]
+	case ReasonJobResumed:
+		v.StateReason = args["kind"] + " job " + args["id"] + " (resumed)"
+	case ReasonLastJob:
+		v.StateReason = "last job " + args["outcome"]
+	case ReasonTeardownUnconfirmed:
+		v.StateReason = "teardown could not confirm every deletion"
+	default:
+		v.StateReason = ""
+	}
 }
 
 // JobView is one job with its whole story.

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/slotkeeper/slotkeeper/backend/clock"
 	"github.com/slotkeeper/slotkeeper/events"
 )
 
@@ -102,15 +103,16 @@ type Scheduler struct {
 	Log    *slog.Logger
 	// Done, if set, is told every outcome (metrics).
 	Done func(Result)
-	// Now is the clock (tests); default time.Now.
-	Now func() time.Time
+	// Clock times the schedule and names the files (tests pass a
+	// clock.Fake); nil is the wall clock.
+	Clock clock.Clock
 }
 
 // Run takes backups until ctx ends. Leftover *.tmp files of a killed run
 // are removed first; finished backups are never touched but by pruning.
 func (s *Scheduler) Run(ctx context.Context) error {
-	if s.Now == nil {
-		s.Now = time.Now
+	if s.Clock == nil {
+		s.Clock = clock.Real()
 	}
 	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
 		return fmt.Errorf("backup dir: %w", err)
@@ -120,27 +122,19 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			os.Remove(o)
 		}
 	}
-	t := time.NewTicker(s.Every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-			s.Once(ctx)
-		}
-	}
+	clock.Every(ctx, s.Clock, s.Every, func(ctx context.Context) { s.Once(ctx) })
+	return nil
 }
 
 // Once takes one backup now and prunes old ones.
 func (s *Scheduler) Once(ctx context.Context) Result {
-	if s.Now == nil {
-		s.Now = time.Now
+	if s.Clock == nil {
+		s.Clock = clock.Real()
 	}
-	start := s.Now()
+	start := s.Clock.Now()
 	path := filepath.Join(s.Dir, "slotkeeper-"+start.UTC().Format("20060102T150405.000000000Z")+Suffix)
 	m, size, err := WriteFile(ctx, path, s.Source, start)
-	r := Result{Path: path, Size: size, Duration: time.Since(start), Head: m.Head, Err: err}
+	r := Result{Path: path, Size: size, Duration: s.Clock.Since(start), Head: m.Head, Err: err}
 	if s.Log != nil {
 		if err != nil {
 			if ctx.Err() == nil {

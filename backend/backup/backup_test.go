@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/slotkeeper/slotkeeper/backend/backup"
+	"github.com/slotkeeper/slotkeeper/backend/clock"
 	"github.com/slotkeeper/slotkeeper/events"
 	"github.com/slotkeeper/slotkeeper/events/boltstore"
 )
@@ -370,4 +371,40 @@ func (s *stallWriter) Write(p []byte) (int, error) {
 		time.Sleep(time.Hour) // until the parent's SIGKILL
 	}
 	return s.w.Write(p)
+}
+
+// TestSchedulerRunsOnItsClock: a backup is taken every Every on the
+// scheduler's clock (a fake: an hour's schedule costs no wall time), the
+// first one an interval after the start, and only the Keep newest stay.
+func TestSchedulerRunsOnItsClock(t *testing.T) {
+	dir := t.TempDir()
+	s := openBolt(t, t.TempDir())
+	if err := appendN(ctxT(t), s, "a", 10); err != nil {
+		t.Fatal(err)
+	}
+	fc := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	results := make(chan backup.Result, 10)
+	sch := &backup.Scheduler{Dir: dir, Every: time.Hour, Keep: 2, Source: source(s, ""), Clock: fc, Done: func(r backup.Result) { results <- r }}
+	ctx, cancel := context.WithCancel(ctxT(t))
+	done := make(chan error, 1)
+	go func() { done <- sch.Run(ctx) }()
+	for i := 1; i <= 3; i++ {
+		if err := fc.BlockUntil(ctxT(t), 1); err != nil {
+			t.Fatal(err)
+		}
+		if len(results) != 0 {
+			t.Fatalf("a backup before its time (round %d)", i)
+		}
+		fc.Advance(time.Hour)
+		if r := <-results; r.Err != nil || !strings.Contains(r.Path, fc.Now().Format("20060102T15")) {
+			t.Fatalf("round %d: %+v", i, r)
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := finished(t, dir); len(got) != 2 {
+		t.Fatalf("kept %v, want the 2 newest", got)
+	}
 }

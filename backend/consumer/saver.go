@@ -7,25 +7,24 @@ import (
 	"strings"
 	"time"
 
+	"github.com/slotkeeper/slotkeeper/backend/clock"
 	"github.com/slotkeeper/slotkeeper/events"
 )
 
-// Saver decides when a consumer writes its checkpoint: after Every events
-// folded if Gap passed since the last attempt (so a catch-up of a million
-// events writes a few checkpoints, not a hundred), or once After passed
-// and something was folded, and once more when the consumer stops (Save).
-// It is used by one goroutine at a time (the consumer's subscription, then
-// its shutdown).
-type Saver struct {
+// saver is the Runner's SavePolicy at work: it counts folded events and
+// writes a checkpoint when it is time. It is used by one goroutine at a
+// time (the Runner's saveMu).
+type saver struct {
 	Log      Log
 	Consumer string
 	Version  int
 	Every    int
 	Gap      time.Duration
 	After    time.Duration
-	// Snapshot returns the fold's position and state, JSON-encoded. It
-	// takes the consumer's lock itself; the append happens after it let
-	// go, so readers of the fold never wait for the store.
+	Clock    clock.Clock
+	// Snapshot returns the fold's position and state, encoded. It takes
+	// the fold's lock itself; the append happens after it let go, so
+	// readers of the fold never wait for the store.
 	Snapshot func() (events.Position, []byte, error)
 	Logger   *slog.Logger
 
@@ -36,31 +35,40 @@ type Saver struct {
 }
 
 // Start sets where the consumer starts (its loaded checkpoint, or 0).
-func (s *Saver) Start(pos events.Position) {
-	s.saved, s.at = pos, time.Now()
+func (s *saver) Start(pos events.Position) {
+	s.saved, s.at = pos, s.Clock.Now()
 }
 
 // Folded counts one folded event and saves when it is time. Checkpoints
 // (the consumer's own too) are no progress: counting them would make each
 // one call for the next.
-func (s *Saver) Folded(ctx context.Context, ev events.RecordedEvent) {
+func (s *saver) Folded(ctx context.Context, ev events.RecordedEvent) {
 	if strings.HasPrefix(ev.Stream, events.CheckpointStreamPrefix) {
 		return
 	}
 	s.unsaved++
 	s.sinceTry++
-	if since := time.Since(s.at); (s.sinceTry >= s.Every && since >= s.Gap) || since >= s.After {
+	since := s.Clock.Since(s.at)
+	if (s.Every > 0 && s.sinceTry >= s.Every && since >= s.Gap) || (s.After > 0 && since >= s.After) {
+		s.Save(ctx)
+	}
+}
+
+// Stop writes the checkpoint at stop if at least atStop events (0: one)
+// were folded since the last; a negative atStop writes none.
+func (s *saver) Stop(ctx context.Context, atStop int) {
+	if atStop >= 0 && s.unsaved >= max(atStop, 1) {
 		s.Save(ctx)
 	}
 }
 
 // Save writes a checkpoint if events were folded since the last one. A
 // failure is logged and retried at the next occasion.
-func (s *Saver) Save(ctx context.Context) {
+func (s *saver) Save(ctx context.Context) {
 	if s.unsaved == 0 {
 		return
 	}
-	s.sinceTry, s.at = 0, time.Now()
+	s.sinceTry, s.at = 0, s.Clock.Now()
 	pos, b, err := s.Snapshot()
 	if err == nil && pos > s.saved {
 		err = SaveCheckpoint(ctx, s.Log, s.Consumer, s.Version, pos, json.RawMessage(b))

@@ -37,9 +37,15 @@ type vocabulary struct {
 	ErrorCodes    []string `json:"error_codes"`
 	Roles         []string `json:"roles"`
 	Permissions   []string `json:"permissions"`
-	// StateReasons are the slot state reasons the read model writes, with
-	// a job id written as <id>.
-	StateReasons []string `json:"state_reasons"`
+	// StateReasonCodes are the codes of the slot state reasons the read
+	// model writes (the dashboard words them; issue 26).
+	StateReasonCodes []string `json:"state_reason_codes"`
+	// DetailCodes and NameCodes: the codes of the server's own step details
+	// and described resource names.
+	DetailCodes []string `json:"detail_codes"`
+	NameCodes   []string `json:"name_codes"`
+	// WaitReasonCodes: the codes of the waitlist's offer and hold reasons.
+	WaitReasonCodes []string `json:"wait_reason_codes"`
 }
 
 // stringConsts reads the string constants whose names start with prefix
@@ -82,7 +88,7 @@ func stringConsts(t *testing.T, file, prefix, typ string) []string {
 }
 
 // stateReasons drives the slot reducer through every job kind and outcome
-// and collects the reasons it writes.
+// and collects the codes of the reasons it writes.
 func stateReasons(t *testing.T, kinds, outcomes []string) []string {
 	t.Helper()
 	seen := map[string]bool{}
@@ -93,8 +99,8 @@ func stateReasons(t *testing.T, kinds, outcomes []string) []string {
 		ev := events.RecordedEvent{Stream: "slot-s", Revision: events.Revision(n), Position: events.Position(n), Type: p.EventType(), Data: data,
 			Meta: events.Metadata{Time: time.Unix(int64(n), 0)}}
 		v = projections.ApplySlot(v, ev, p)
-		if v.StateReason != "" {
-			seen[strings.ReplaceAll(v.StateReason, "J1", "<id>")] = true
+		if v.StateReasonCode != "" {
+			seen[v.StateReasonCode] = true
 		}
 		return v
 	}
@@ -122,8 +128,8 @@ func TestVocabularyMatchesTheGoSource(t *testing.T) {
 		StepNames:     append(append(stringConsts(t, "../../events/catalogue.go", "Step", ""), stringConsts(t, "../../events/reconcile.go", "Step", "")...), stringConsts(t, "../../events/template.go", "Step", "")...),
 		ResourceKinds: stringConsts(t, "../../events/catalogue.go", "Res", ""),
 		Lifecycles:    stringConsts(t, "../../projections/views.go", "Lifecycle", ""),
-		JobStates:     slices.Clone(projections.JobFilterStates), // the statuses live in events (jobstate.go) now, as aliases
-
+		// The statuses live beside the events; the read model adds "uncertain".
+		JobStates:   append(stringConsts(t, "../../events/jobs.go", "Status", ""), stringConsts(t, "../../projections/views.go", "Job", "")...),
 		StepStates:  stringConsts(t, "../../projections/views.go", "Step", ""),
 		Permissions: stringConsts(t, "../auth/roles.go", "Perm", "Permission"),
 	}
@@ -134,9 +140,12 @@ func TestVocabularyMatchesTheGoSource(t *testing.T) {
 		want.Roles = append(want.Roles, r.String())
 	}
 	outcomes := slices.DeleteFunc(slices.Clone(want.JobStates), func(s string) bool { return s == projections.JobQueued || s == projections.JobRunning })
-	want.StateReasons = stateReasons(t, want.JobKinds, outcomes)
+	want.StateReasonCodes = stateReasons(t, want.JobKinds, outcomes)
+	want.DetailCodes = stringConsts(t, "../../events/catalogue.go", "Detail", "")
+	want.NameCodes = stringConsts(t, "../../events/catalogue.go", "Name", "")
+	want.WaitReasonCodes = stringConsts(t, "../../events/waitlist.go", "WaitReason", "")
 	for _, l := range [][]string{want.EventTypes, want.JobKinds, want.StepNames, want.ResourceKinds, want.Lifecycles, want.JobStates,
-		want.StepStates, want.ErrorCodes, want.Roles, want.Permissions, want.StateReasons} {
+		want.StepStates, want.ErrorCodes, want.Roles, want.Permissions, want.StateReasonCodes, want.DetailCodes, want.NameCodes, want.WaitReasonCodes} {
 		slices.Sort(l)
 	}
 	body, err := json.MarshalIndent(want, "", "  ")

@@ -4,12 +4,10 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/slotkeeper/slotkeeper/backend/consumer"
-	"github.com/slotkeeper/slotkeeper/events"
 )
 
 // Checkpoints of the read model (backend/consumer): its whole fold, which is
@@ -20,80 +18,40 @@ const (
 	checkpointVersion  = 1
 )
 
-// Run starts from the newest usable checkpoint (else from position 0) and
-// follows the log until ctx ends, writing a checkpoint every
-// CheckpointEvery events or CheckpointAfter and a last one when it stops.
-func (s *Service) Run(ctx context.Context) error {
-	var packed consumer.Packed
-	var f fold
-	from, ok, why, err := consumer.LoadCheckpoint(ctx, s.store, checkpointConsumer, checkpointVersion, &packed)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return fmt.Errorf("insights: read checkpoint: %w", err)
-	}
-	if ok {
-		if err := packed.Unpack(&f); err != nil {
-			ok, why = false, "state does not unpack: "+err.Error()
-		}
-	}
-	if ok {
-		s.mu.Lock()
-		s.f, s.pos = f.complete(), from
-		s.mu.Unlock()
-		s.cfg.Logger.Info("insights: starting from checkpoint", "position", from)
-	} else {
-		from = 0
-		if why != "" {
-			s.cfg.Logger.Warn("insights: checkpoint ignored, folding the log from the start", "why", why)
-		}
-	}
-	head, err := s.store.Head(ctx)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return fmt.Errorf("insights: read the log's head: %w", err)
-	}
-	if from >= head {
-		s.markCaughtUp()
-	}
-	saver := &consumer.Saver{Log: s.store, Consumer: checkpointConsumer, Version: checkpointVersion,
-		Every: s.cfg.CheckpointEvery, Gap: s.cfg.CheckpointGap, After: s.cfg.CheckpointAfter, Logger: s.cfg.Logger,
-		Snapshot: func() (events.Position, []byte, error) {
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			b, err := consumer.Pack(s.f)
-			return s.pos, b, err
-		}}
-	saver.Start(from)
-	// Unfiltered, so the position follows the log's head and catching up
-	// is visible.
-	err = s.store.SubscribeAll(ctx, from, events.Filter{}, func(ctx context.Context, ev events.RecordedEvent) error {
-		s.Apply(ev)
-		if ev.Position >= head {
-			s.markCaughtUp()
-		}
-		saver.Folded(ctx, ev)
-		return nil
-	})
-	// The last checkpoint outlives ctx, briefly.
-	c, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	saver.Save(c)
-	if ctx.Err() != nil || errors.Is(err, context.Canceled) {
-		return nil
-	}
-	return err
+// options are the Runner's: the whole fold, packed, every CheckpointEvery
+// events at most once per CheckpointGap, or after CheckpointAfter, and at
+// stop.
+func options(cfg Config) consumer.Options {
+	return consumer.Options{Packed: true, Logger: cfg.Logger,
+		Save: consumer.SavePolicy{Every: cfg.CheckpointEvery, Gap: cfg.CheckpointGap, After: cfg.CheckpointAfter}}
 }
 
-// CaughtUp is closed once Run has folded the log up to its head as it was
-// when Run started (from a checkpoint or from 0). It stays open if Run ends
-// first.
-func (s *Service) CaughtUp() <-chan struct{} { return s.caughtUp }
+// Run starts from the newest usable checkpoint (else from position 0) and
+// follows the log until ctx ends (consumer.Runner).
+func (s *Service) Run(ctx context.Context) error { return s.r.Run(ctx) }
 
-func (s *Service) markCaughtUp() { s.caughtUpOnce.Do(func() { close(s.caughtUp) }) }
+// CaughtUp is closed once Run has folded the log up to its head as it was
+// when Run started. It stays open if Run ends first.
+func (s *Service) CaughtUp() <-chan struct{} { return s.r.CaughtUp() }
+
+// Name implements consumer.Fold.
+func (m *model) Name() string { return checkpointConsumer }
+
+// Version implements consumer.Fold.
+func (m *model) Version() int { return checkpointVersion }
+
+// Snapshot implements consumer.Fold: the whole fold.
+func (m *model) Snapshot() (any, error) { return m.f, nil }
+
+// Restore implements consumer.Fold.
+func (m *model) Restore(state []byte) error {
+	var f fold
+	if err := json.Unmarshal(state, &f); err != nil {
+		return err
+	}
+	m.f = f.complete()
+	return nil
+}
 
 // complete gives a decoded fold the maps an empty one has.
 func (f fold) complete() fold {

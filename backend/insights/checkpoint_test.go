@@ -9,11 +9,11 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/slotkeeper/slotkeeper/backend/consumer"
+	"github.com/slotkeeper/slotkeeper/backend/consumer/consumertest"
 	"github.com/slotkeeper/slotkeeper/events"
 	"github.com/slotkeeper/slotkeeper/events/memstore"
 	"github.com/slotkeeper/slotkeeper/projections/projtest"
@@ -110,71 +110,55 @@ func all(t testing.TB, store events.Store) []events.RecordedEvent {
 var small = Config{MaxSamples: 40, MaxEnded: 5}
 
 // answers is every range's Series at now, and the fold.
-func answers(t testing.TB, s *Service) string {
-	t.Helper()
+func answers(m *model, now time.Time) string {
 	out := map[string]any{}
-	for r := range Ranges {
-		x, ok := s.Series(r)
-		if !ok {
-			t.Fatal(r)
-		}
-		out[r] = x
+	for name, r := range Ranges {
+		out[name] = m.series(name, r, now, 0)
 	}
-	s.mu.Lock()
-	out["fold"] = s.f
-	s.mu.Unlock()
+	out["fold"] = m.f
 	b, err := json.Marshal(out)
-	must(t, err)
+	if err != nil {
+		return err.Error()
+	}
 	return string(b)
 }
 
-// upTo is the events up to pos (what a stopped Run had seen).
-func upTo(evs []events.RecordedEvent, pos events.Position) []events.RecordedEvent {
-	for i, ev := range evs {
-		if ev.Position > pos {
-			return evs[:i]
-		}
+// observe is what readers see of a fold: every range's answer an hour and
+// a half after the fold's last point, and the fold itself.
+func observe(f consumer.Fold) any {
+	m := f.(*model)
+	var now time.Time
+	if n := len(m.f.Points); n > 0 {
+		now = m.f.Points[n-1].T.Add(90 * time.Minute)
 	}
-	return evs
+	return answers(m, now)
 }
 
-func foldAll(evs []events.RecordedEvent, now time.Time, cfg Config) *Service {
-	s := New(nil, func() time.Time { return now }, cfg)
-	for _, ev := range evs {
-		s.Apply(ev)
-	}
-	return s
+// The consumer runtime's properties (backend/consumer/consumertest) hold
+// for the read model: from a checkpoint at any cut, across a crash at a
+// checkpoint write, past an unusable checkpoint, its answers are those of
+// the fold from 0. (Its bounded size is TestFoldSizeDoesNotGrowWithHistory.)
+func TestConsumer(t *testing.T) {
+	consumertest.Run(t, consumertest.Case{
+		New:    func(events.Store) consumer.Fold { return newModel(small) },
+		Packed: options(small).Packed,
+		Log: func(t testing.TB, store events.Store) {
+			history(t, store, 9, "", 1500, 80)
+		},
+		Observe: observe,
+	})
 }
 
-// A fold restored from a checkpoint taken at any position, then folding the
-// rest, answers every range exactly as the fold from 0.
-func TestCheckpointAtAnyCutAnswersAsFromZero(t *testing.T) {
+// The suite's history reaches what the answers show: time to slot, whole
+// jobs, teardowns.
+func TestConsumerHistoryShowsEverything(t *testing.T) {
 	store := memstore.New()
 	defer store.Close()
-	history(t, store, 9, "", 6000, 80)
-	evs := all(t, store)
-	now := evs[len(evs)-1].Meta.Time.Add(90 * time.Minute)
-	want := answers(t, foldAll(evs, now, small))
+	history(t, store, 9, "", 1500, 80)
+	got := observe(consumertest.Fold(t, newModel(small), consumertest.All(t, store))).(string)
 	for _, w := range []string{`"time_to_slot_s":`, `"step":"job"`, `"kind":"teardown"`} {
-		if !strings.Contains(want, w) {
+		if !strings.Contains(got, w) {
 			t.Fatalf("the answers hold no %s: not a test of it", w)
-		}
-	}
-	for c := 0; c <= len(evs); c += 1 + len(evs)/61 {
-		a := foldAll(evs[:c], now, small)
-		b, err := consumer.Pack(a.f)
-		must(t, err)
-		var packed consumer.Packed
-		must(t, json.Unmarshal(b, &packed))
-		var f fold
-		must(t, packed.Unpack(&f))
-		r := New(nil, func() time.Time { return now }, small)
-		r.f, r.pos = f.complete(), a.pos
-		for _, ev := range evs[c:] {
-			r.Apply(ev)
-		}
-		if got := answers(t, r); got != want {
-			t.Fatalf("cut at %d of %d:\n got %s\nwant %s", c, len(evs), got, want)
 		}
 	}
 }
@@ -191,11 +175,11 @@ func TestFoldSizeDoesNotGrowWithHistory(t *testing.T) {
 	if span < 45*24*time.Hour {
 		t.Fatalf("history spans %s: too short to pass the 31 days kept", span)
 	}
-	s := New(nil, nil, small)
+	s := newModel(small)
 	live := map[string]bool{}
 	open := map[string]bool{}
 	for i, ev := range evs {
-		s.Apply(ev)
+		_ = s.Apply(ev)
 		switch {
 		case ev.Type == "SlotRegistered":
 			live[ev.Stream] = true
@@ -243,49 +227,19 @@ func TestFoldSizeDoesNotGrowWithHistory(t *testing.T) {
 	}
 }
 
-// crashStore dies at its first checkpoint append: before it, or right
-// after it. Once dead, every append fails.
-type crashStore struct {
-	events.Store
-	after bool
-	mu    sync.Mutex
-	dead  bool
-	died  chan struct{}
-}
-
-func (c *crashStore) Append(ctx context.Context, stream string, exp events.ExpectedRevision, evs ...events.EventData) (events.AppendResult, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.dead {
-		return events.AppendResult{}, errors.New("dead")
-	}
-	if strings.HasPrefix(stream, events.CheckpointStreamPrefix) {
-		c.dead = true
-		close(c.died)
-		if c.after {
-			if _, err := c.Store.Append(ctx, stream, exp, evs...); err != nil {
-				return events.AppendResult{}, err
-			}
-		}
-		return events.AppendResult{}, errors.New("dead")
-	}
-	return c.Store.Append(ctx, stream, exp, evs...)
-}
-
-// Run writes checkpoints and starts from them; a crash across a checkpoint
-// write leaves the next start correct; it tells when it caught up.
-func TestRunFromCheckpointAndCrash(t *testing.T) {
+// Service.Run is the Runner on the model: a second run starts from the
+// checkpoint the first wrote when it stopped, and answers at its position.
+func TestServiceRunsFromItsCheckpoint(t *testing.T) {
 	ctx := context.Background()
 	store := memstore.New()
 	defer store.Close()
-	now := time.Now()
-	clock := func() time.Time { return now }
-	cfg := small
-	cfg.Logger, cfg.CheckpointEvery, cfg.CheckpointGap = quiet(), 500, time.Nanosecond
-
-	// run runs a read model on log until it caught up, then stops it.
-	run := func(log events.Store) *Service {
-		s := New(log, clock, cfg)
+	history(t, store, 10, "", 600, 30)
+	head, err := store.Head(ctx)
+	must(t, err)
+	run := func() *Service {
+		cfg := small
+		cfg.Logger = quiet()
+		s := New(store, nil, cfg)
 		rctx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
 		go func() { done <- s.Run(rctx) }()
@@ -298,65 +252,15 @@ func TestRunFromCheckpointAndCrash(t *testing.T) {
 		must(t, <-done)
 		return s
 	}
-	for _, after := range []bool{false, true} {
-		// History the crashing process folds past a checkpoint.
-		history(t, store, 10, fmt.Sprintf("a%v", after), 1200, 30)
-		cs := &crashStore{Store: store, after: after, died: make(chan struct{})}
-		run(cs)
-		<-cs.died
-		// More history after the crash.
-		history(t, store, 11, fmt.Sprintf("b%v", after), 400, 30)
-		var logs bytes.Buffer
-		cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-		s := run(store)
-		cfg.Logger = quiet()
-		if after && !strings.Contains(logs.String(), "starting from checkpoint") {
-			t.Fatalf("the restart after a written checkpoint did not use it: %s", logs.String())
-		}
-		if got, want := answers(t, s), answers(t, foldAll(upTo(all(t, store), s.pos), now, small)); got != want {
-			t.Fatalf("after=%v:\n got %s\nwant %s", after, got, want)
-		}
+	if from, _, _ := run().r.Started(); from != 0 {
+		t.Fatalf("the first run started from %d", from)
 	}
-}
-
-// A checkpoint that cannot be used is ignored with a log line saying why.
-func TestUnusableCheckpointIgnored(t *testing.T) {
-	ctx := context.Background()
-	store := memstore.New()
-	defer store.Close()
-	history(t, store, 1, "", 500, 30)
-	head, err := store.Head(ctx)
-	must(t, err)
-	now := time.Now()
-	for _, c := range []struct {
-		name, why string
-		version   int
-		pos       events.Position
-		state     any
-	}{
-		{"other version", "version 9", 9, 10, map[string]any{}},
-		{"past head", "not in this log", checkpointVersion, head + 1000, map[string]any{}},
-		{"undecodable", "does not decode", checkpointVersion, 10, map[string]any{"gzip": 5}},
-		{"not gzip", "does not unpack", checkpointVersion, 10, map[string]any{"gzip": []byte("hello")}},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			must(t, consumer.SaveCheckpoint(ctx, store, checkpointConsumer, c.version, c.pos, c.state))
-			var logs bytes.Buffer
-			cfg := small
-			cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-			s := New(store, func() time.Time { return now }, cfg)
-			rctx, cancel := context.WithCancel(ctx)
-			done := make(chan error, 1)
-			go func() { done <- s.Run(rctx) }()
-			<-s.CaughtUp()
-			cancel()
-			must(t, <-done)
-			if !strings.Contains(logs.String(), "checkpoint ignored") || !strings.Contains(logs.String(), c.why) {
-				t.Fatalf("log = %q", logs.String())
-			}
-			if got, want := answers(t, s), answers(t, foldAll(upTo(all(t, store), s.pos), now, small)); got != want {
-				t.Fatalf("got %s\nwant %s", got, want)
-			}
-		})
+	s := run()
+	if from, why, _ := s.r.Started(); from != head || why != "" {
+		t.Fatalf("the second run started from %d (%q), want the first's checkpoint at %d", from, why, head)
+	}
+	// Its position passed the first run's checkpoint too.
+	if x, ok := s.Series("1d"); !ok || x.Position != head+1 {
+		t.Fatalf("answers at %d, want %d", x.Position, head+1)
 	}
 }

@@ -8,9 +8,9 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/slotkeeper/slotkeeper/backend/consumer"
 	"github.com/slotkeeper/slotkeeper/events"
 )
 
@@ -93,18 +93,22 @@ func newFold() fold {
 		Steps: map[string]map[string]series{}}
 }
 
-// Service folds the log and answers Series.
+// Service folds the log (a model, run by a consumer.Runner) and answers
+// Series.
 type Service struct {
-	store events.Store
-	now   func() time.Time
-	cfg   Config
+	now func() time.Time
+	m   *model
+	r   *consumer.Runner
+}
 
-	mu  sync.Mutex
-	pos events.Position
-	f   fold
+// model is the read model as a consumer.Fold; the Runner's lock guards it.
+type model struct {
+	maxSamples, maxEnded int
+	f                    fold
+}
 
-	caughtUp     chan struct{}
-	caughtUpOnce sync.Once
+func newModel(cfg Config) *model {
+	return &model{maxSamples: cfg.MaxSamples, maxEnded: cfg.MaxEnded, f: newFold()}
 }
 
 // Config tunes the read model; zero values pick the defaults noted.
@@ -149,27 +153,24 @@ func New(store events.Store, now func() time.Time, cfg Config) *Service {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Service{store: store, now: now, cfg: cfg, f: newFold(), caughtUp: make(chan struct{})}
+	m := newModel(cfg)
+	return &Service{now: now, m: m, r: consumer.NewRunner(store, m, options(cfg))}
 }
 
-// Apply folds one event.
-func (s *Service) Apply(ev events.RecordedEvent) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.pos = ev.Position
-	switch {
-	case strings.HasPrefix(ev.Stream, events.SlotStreamPrefix),
-		strings.HasPrefix(ev.Stream, events.JobStreamPrefix),
-		ev.Stream == events.WaitlistStream:
-	default:
-		return
-	}
+// Wants implements consumer.Fold: slot, job and waitlist events.
+func (m *model) Wants(ev events.RecordedEvent) bool {
+	return strings.HasPrefix(ev.Stream, events.SlotStreamPrefix) ||
+		strings.HasPrefix(ev.Stream, events.JobStreamPrefix) || ev.Stream == events.WaitlistStream
+}
+
+// Apply implements consumer.Fold.
+func (m *model) Apply(ev events.RecordedEvent) error {
 	p, err := events.Decode(ev)
 	if err != nil {
-		return
+		return err
 	}
 	t := ev.Meta.Time
-	f := &s.f
+	f := &m.f
 	changed := false
 	switch {
 	case strings.HasPrefix(ev.Stream, events.SlotStreamPrefix):
@@ -179,7 +180,7 @@ func (s *Service) Apply(ev events.RecordedEvent) {
 			if _, ok := p.(events.SlotRegistered); !ok {
 				// A retired slot's trailing events (it left the fold):
 				// only registered, unretired slots are counted.
-				return
+				return nil
 			}
 			st = &slotTrack{}
 			f.Slots[name] = st
@@ -214,7 +215,7 @@ func (s *Service) Apply(ev events.RecordedEvent) {
 			default:
 				// Nothing else of a job it does not know (finished and
 				// forgotten) yields a sample.
-				return
+				return nil
 			}
 			j = &jobTrack{}
 			f.Jobs[id] = j
@@ -225,22 +226,22 @@ func (s *Service) Apply(ev events.RecordedEvent) {
 		case events.StepStarted:
 			j.EndSeq = 0 // resumed
 			if e.Step != j.Step {
-				s.finishStep(j)
+				m.finishStep(j)
 				j.Step, j.Start, j.Last = e.Step, t, time.Time{}
 			}
 			if j.First.IsZero() {
 				j.First = t
 			}
 		case events.JobSucceeded:
-			s.finishStep(j)
+			m.finishStep(j)
 			if !j.First.IsZero() {
-				s.add(j.Kind, "job", newSample(t, t.Sub(j.First)))
+				m.add(j.Kind, "job", newSample(t, t.Sub(j.First)))
 			}
 			delete(f.Jobs, id)
 		case events.JobFailed, events.JobTimedOut, events.JobCancelled, events.JobAbandoned:
-			s.finishStep(j)
+			m.finishStep(j)
 			j.Step = ""
-			s.ended(id, j)
+			m.ended(id, j)
 		default:
 			if r, ok := stepResult(p); ok && r == j.Step {
 				j.Last = t
@@ -261,25 +262,26 @@ func (s *Service) Apply(ev events.RecordedEvent) {
 			changed = true
 		case events.OfferAccepted:
 			if j, ok := f.Waiting[e.EntryID]; ok {
-				f.ToSlot = s.keepNewest(append(f.ToSlot, newSample(t, t.Sub(j))), t)
+				f.ToSlot = m.keepNewest(append(f.ToSlot, newSample(t, t.Sub(j))), t)
 			}
 			delete(f.Waiting, e.EntryID)
 			changed = true
 		}
 	}
 	if changed {
-		s.record(t)
+		m.record(t)
 	}
+	return nil
 }
 
 // ended remembers a job that ended without success (a resume continues its
 // whole-job duration), forgetting the oldest such job past MaxEnded.
-func (s *Service) ended(id string, j *jobTrack) {
-	f := &s.f
+func (m *model) ended(id string, j *jobTrack) {
+	f := &m.f
 	f.EndSeq++
 	j.EndSeq = f.EndSeq
 	f.Ended = append(f.Ended, endedJob{ID: id, Seq: j.EndSeq})
-	for len(f.Ended) > s.cfg.MaxEnded {
+	for len(f.Ended) > m.maxEnded {
 		old := f.Ended[0]
 		f.Ended = f.Ended[1:]
 		// Still that ending (not resumed, not ended again since)?
@@ -289,27 +291,27 @@ func (s *Service) ended(id string, j *jobTrack) {
 	}
 }
 
-func (s *Service) finishStep(j *jobTrack) {
+func (m *model) finishStep(j *jobTrack) {
 	if j.Step != "" && !j.Last.IsZero() && j.Kind != "" {
-		s.add(j.Kind, j.Step, newSample(j.Last, j.Last.Sub(j.Start)))
+		m.add(j.Kind, j.Step, newSample(j.Last, j.Last.Sub(j.Start)))
 	}
 	j.Step, j.Last = "", time.Time{}
 }
 
-func (s *Service) add(kind, step string, x sample) {
-	m := s.f.Steps[kind]
-	if m == nil {
-		m = map[string]series{}
-		s.f.Steps[kind] = m
+func (m *model) add(kind, step string, x sample) {
+	st := m.f.Steps[kind]
+	if st == nil {
+		st = map[string]series{}
+		m.f.Steps[kind] = st
 	}
-	m[step] = s.keepNewest(append(m[step], x), x.T)
+	st[step] = m.keepNewest(append(st[step], x), x.T)
 }
 
 // keepNewest bounds a series: the newest MaxSamples, none older than keep
 // before now (no range shows them).
-func (s *Service) keepNewest(xs series, now time.Time) series {
+func (m *model) keepNewest(xs series, now time.Time) series {
 	cut := now.Add(-keep)
-	i := max(len(xs)-s.cfg.MaxSamples, 0)
+	i := max(len(xs)-m.maxSamples, 0)
 	for i < len(xs) && xs[i].T.Before(cut) {
 		i++
 	}
@@ -326,8 +328,8 @@ func (s *Service) keepNewest(xs series, now time.Time) series {
 // record notes the pool's state from t on. One point per hour is enough:
 // every bucket of every range ends on a whole hour and shows the last
 // point before its end, which is the last point of some hour.
-func (s *Service) record(t time.Time) {
-	f := &s.f
+func (m *model) record(t time.Time) {
+	f := &m.f
 	p := point{T: t, W: len(f.Waiting), Occupied: f.Count[occupied], Vacant: f.Count[vacant], Resetting: f.Count[resetting]}
 	if n := len(f.Points); n > 0 && f.Points[n-1].T.Truncate(time.Hour).Equal(t.Truncate(time.Hour)) {
 		f.Points[n-1] = p
@@ -346,13 +348,11 @@ func (s *Service) record(t time.Time) {
 }
 
 // size counts the fold's entries: what the memory test watches.
-func (s *Service) size() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	f := &s.f
+func (m *model) size() int {
+	f := &m.f
 	n := len(f.Slots) + len(f.Jobs) + len(f.Ended) + len(f.Waiting) + len(f.Points) + len(f.ToSlot)
-	for _, m := range f.Steps {
-		for _, xs := range m {
+	for _, st := range f.Steps {
+		for _, xs := range st {
 			n += len(xs)
 		}
 	}
@@ -432,12 +432,18 @@ func (s *Service) Series(rng string) (Series, bool) {
 	if !ok {
 		return Series{}, false
 	}
-	to := s.now().UTC().Truncate(r[1]).Add(r[1])
+	var out Series
+	now := s.now()
+	s.r.View(func() { out = s.m.series(rng, r, now, s.r.Position()) })
+	return out, true
+}
+
+// series is Series of the fold at pos.
+func (m *model) series(rng string, r [2]time.Duration, now time.Time, pos events.Position) Series {
+	to := now.UTC().Truncate(r[1]).Add(r[1])
 	from := to.Add(-r[0])
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	f := &s.f
-	out := Series{Range: rng, Bucket: r[1].String(), From: from, To: to, Position: s.pos, Buckets: []Bucket{}, Steps: []StepStat{}}
+	f := &m.f
+	out := Series{Range: rng, Bucket: r[1].String(), From: from, To: to, Position: pos, Buckets: []Bucket{}, Steps: []StepStat{}}
 	pi := 0
 	var cur point
 	for b := from; b.Before(to); b = b.Add(r[1]) {
@@ -459,8 +465,8 @@ func (s *Service) Series(rng string) (Series, bool) {
 		}
 		out.Buckets = append(out.Buckets, bk)
 	}
-	for kind, m := range f.Steps {
-		for step, xs := range m {
+	for kind, st := range f.Steps {
+		for step, xs := range st {
 			var ds []time.Duration
 			for _, x := range xs {
 				if !x.T.Before(from) {
@@ -479,7 +485,7 @@ func (s *Service) Series(rng string) (Series, bool) {
 		}
 		return strings.Compare(a.Step, b.Step)
 	})
-	return out, true
+	return out
 }
 
 // quantile is the nearest-rank quantile of ds (sorted in place).

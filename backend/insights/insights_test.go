@@ -35,7 +35,7 @@ func TestSeries(t *testing.T) {
 		rec(15, "slot-a", 3*time.Hour, events.SlotOccupied{Slot: "a", By: "y"}),
 	}
 	for _, ev := range evs {
-		s.Apply(ev)
+		must(t, s.m.Apply(ev))
 	}
 	out, ok := s.Series("1d")
 	if !ok || len(out.Buckets) != 24 || out.Bucket != "1h0m0s" {

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/slotkeeper/slotkeeper/backend/clock"
 	"github.com/slotkeeper/slotkeeper/backend/providers"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/events"
@@ -65,7 +66,7 @@ type attempt struct {
 	// attempt's context ends there (leaseTimer), whatever the store does.
 	leaseUntil atomic.Int64
 	leaseMu    sync.Mutex // guards leaseTimer; never held across an append
-	leaseTimer *time.Timer
+	leaseTimer *clock.Func
 
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -127,11 +128,13 @@ func (a *attempt) appendAt(ctx context.Context, exp *events.ExpectedRevision, pr
 }
 
 // listOf makes one listing call (an application's env vars, its storages)
-// through call, recorded as a StepStarted on application app named name;
-// verify marks a listing that confirms what the step did.
-func listOf[T any](ctx context.Context, a *attempt, app, name string, verify bool, get func(context.Context, string) ([]T, error)) ([]T, error) {
+// through call, recorded as a StepStarted on application app named by code
+// (events.NameListEnvs, NameListStorages) and its English name; verify
+// marks a listing that confirms what the step did.
+func listOf[T any](ctx context.Context, a *attempt, app, code string, verify bool, get func(context.Context, string) ([]T, error)) ([]T, error) {
 	var out []T
-	err := a.call(ctx, events.StepStarted{Resource: &events.Resource{Kind: events.ResApplication, ID: app, Name: name}, Verify: verify},
+	name := map[string]string{events.NameListEnvs: "list env vars", events.NameListStorages: "list storages"}[code]
+	err := a.call(ctx, events.StepStarted{Resource: &events.Resource{Kind: events.ResApplication, ID: app, Name: name, NameCode: code}, Verify: verify},
 		func(ctx context.Context) error {
 			var err error
 			out, err = get(ctx, app)
@@ -164,7 +167,7 @@ func (a *attempt) call(ctx context.Context, st events.StepStarted, f func(contex
 // and releases the slot lock.
 func (a *attempt) run() {
 	e := a.e
-	jobTimer := time.AfterFunc(e.cfg.JobTimeout, func() { a.cancel(errJobDeadline) })
+	jobTimer := clock.AfterFunc(e.cfg.Clock, e.cfg.JobTimeout, func() { a.cancel(errJobDeadline) })
 	defer jobTimer.Stop()
 	// The lease is the attempt's deadline: its context ends when the lease
 	// the log holds ends, unless a renewal moved it (renew resets the
@@ -176,8 +179,12 @@ func (a *attempt) run() {
 		a.leaseTimer.Stop()
 		a.leaseMu.Unlock()
 	}()
+	// The renewal ticker is armed before the first step, so a step's
+	// first outside call always finds it running (a test on a fake clock
+	// relies on that).
+	renewTick := e.cfg.Clock.NewTicker(e.cfg.RenewEvery)
 	renewDone := make(chan struct{})
-	go a.renew(renewDone)
+	go a.renew(renewTick, renewDone)
 
 	kind := a.job.Queued.Kind
 	var err error
@@ -210,7 +217,7 @@ func (a *attempt) runStep(name string, step stepFunc, verify bool) error {
 	// Every provider call of the step names the job attempt (User-Agent, X-Slotkeeper-Job).
 	sctx, cancel := context.WithCancelCause(providers.WithCallTag(a.ctx, providers.CallTag{Job: a.job.ID, Attempt: a.n}))
 	defer cancel(nil)
-	t := time.AfterFunc(a.e.cfg.StepTimeout, func() { cancel(errStepDeadline) })
+	t := clock.AfterFunc(a.e.cfg.Clock, a.e.cfg.StepTimeout, func() { cancel(errStepDeadline) })
 	defer t.Stop()
 	a.mu.Lock()
 	a.step, a.stepAt = name, a.e.now()
@@ -333,7 +340,7 @@ func (a *attempt) armLease() {
 	a.leaseMu.Lock()
 	defer a.leaseMu.Unlock()
 	if a.leaseTimer == nil {
-		a.leaseTimer = time.AfterFunc(a.leaseLeft(), a.leaseEnded)
+		a.leaseTimer = clock.AfterFunc(a.e.cfg.Clock, a.leaseLeft(), a.leaseEnded)
 		return
 	}
 	a.leaseTimer.Reset(a.leaseLeft())
@@ -351,20 +358,19 @@ func (a *attempt) leaseEnded() {
 	a.cancel(errLeaseLost)
 }
 
-// renew extends the lease every RenewEvery. A renewal may take at most the
+// renew extends the lease on each tick of t (every RenewEvery). A renewal may take at most the
 // time left on the current lease: a renewal that lands later is useless, as
 // a rescuer may have acted. A conflict means the attempt was superseded:
 // its context is cancelled at once. Whatever happens to the renewals, the
 // lease timer ends the attempt's context when the lease ends.
-func (a *attempt) renew(done chan<- struct{}) {
+func (a *attempt) renew(t clock.Ticker, done chan<- struct{}) {
 	defer close(done)
-	t := time.NewTicker(a.e.cfg.RenewEvery)
 	defer t.Stop()
 	for {
 		select {
 		case <-a.ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
 		}
 		left := a.leaseLeft()
 		if left <= 0 {
@@ -372,7 +378,7 @@ func (a *attempt) renew(done chan<- struct{}) {
 			return
 		}
 		until := a.e.now().Add(a.e.cfg.Lease)
-		ctx, cancel := context.WithTimeout(a.ctx, left)
+		ctx, cancel := clock.WithTimeout(a.ctx, a.e.cfg.Clock, left)
 		err := a.append(ctx, events.LeaseRenewed{JobID: a.job.ID, Attempt: a.n, LeaseUntil: until})
 		cancel()
 		switch {

@@ -2,13 +2,11 @@ package jobs
 
 import (
 	"container/heap"
-	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
 
-	"github.com/slotkeeper/slotkeeper/backend/consumer"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/events"
 )
@@ -16,7 +14,8 @@ import (
 // The index's checkpoint (docs/jobs.md, "Index checkpoints"): a
 // ConsumerCheckpointed on checkpoint-jobs-index holding what the index
 // needs to go on from its position, so that a start folds only the log
-// after it instead of the whole history.
+// after it instead of the whole history. The consumer.Runner writes it
+// (indexSaveEvery, indexSaveGap, and when the index stops).
 const (
 	indexConsumer = "jobs-index"
 	// indexVersion is the version of indexState's shape. It includes the
@@ -45,10 +44,14 @@ type indexState struct {
 	Ended   []string                    `json:"ended"`
 }
 
-// snapshot is the index's state for a checkpoint, JSON-encoded (the folds
-// go on changing the jobs after the lock is let go, so it is encoded
-// here), and the position it summarises. Callers hold x.mu.
-func (x *index) snapshot() ([]byte, events.Position, error) {
+// Name implements consumer.Fold.
+func (x *index) Name() string { return indexConsumer }
+
+// Version implements consumer.Fold.
+func (x *index) Version() int { return indexVersion }
+
+// Snapshot implements consumer.Fold: the index's state for a checkpoint.
+func (x *index) Snapshot() (any, error) {
 	st := indexState{Jobs: map[string]*slots.JobState{}, Locks: map[string]*slots.SlotState{}, Running: []string{}, Ended: []string{}}
 	for name, s := range x.slots {
 		if s.Locked() {
@@ -68,31 +71,32 @@ func (x *index) snapshot() ([]byte, events.Position, error) {
 	}
 	slices.Sort(st.Running)
 	slices.Sort(st.Ended)
-	b, err := json.Marshal(st)
-	return b, x.applied, err
+	return st, nil
 }
 
-// restore makes the index st's, as it stood at a checkpoint; why says why
-// st cannot be used (then the index is untouched). Called before the
-// subscription starts.
-func (x *index) restore(st indexState) (why string) {
+// Restore implements consumer.Fold: the index as it stood at a checkpoint,
+// or an error saying why the state cannot be used (then the index is
+// untouched).
+func (x *index) Restore(b []byte) error {
+	var st indexState
+	if err := json.Unmarshal(b, &st); err != nil {
+		return err
+	}
 	for id, j := range st.Jobs {
 		if j == nil || j.ID != id {
-			return fmt.Sprintf("job %q is not one", id)
+			return fmt.Errorf("job %q is not one", id)
 		}
 	}
 	for name, s := range st.Locks {
 		if s == nil || !s.Locked() {
-			return fmt.Sprintf("slot %q holds no lock", name)
+			return fmt.Errorf("slot %q holds no lock", name)
 		}
 	}
 	for _, id := range append(slices.Clone(st.Running), st.Ended...) {
 		if st.Jobs[id] == nil {
-			return fmt.Sprintf("job %q is running or ended but not in the state", id)
+			return fmt.Errorf("job %q is running or ended but not in the state", id)
 		}
 	}
-	x.mu.Lock()
-	defer x.mu.Unlock()
 	x.jobs, x.slots = st.Jobs, st.Locks
 	if x.jobs == nil {
 		x.jobs = map[string]*slots.JobState{}
@@ -113,90 +117,5 @@ func (x *index) restore(st indexState) (why string) {
 	for _, id := range st.Ended {
 		x.ended[id] = true
 	}
-	return ""
-}
-
-// load restores the newest checkpoint, if it can be used, and returns the
-// position to subscribe after (0 when there is none).
-func (x *index) load(ctx context.Context) (events.Position, error) {
-	var st indexState
-	pos, ok, why, err := consumer.LoadCheckpoint(ctx, x.store, indexConsumer, indexVersion, &st)
-	if err != nil {
-		return 0, fmt.Errorf("jobs: read the index checkpoint: %w", err)
-	}
-	if ok {
-		why = x.restore(st)
-	}
-	switch {
-	case ok && why == "":
-		x.log.Info("jobs: index starts from its checkpoint", "position", pos, "jobs", len(st.Jobs), "locks", len(st.Locks))
-		return pos, nil
-	case why != "":
-		x.log.Warn("jobs: index checkpoint ignored, folding the log from the start", "why", why)
-	default:
-		x.log.Info("jobs: no index checkpoint, folding the log from the start")
-	}
-	return 0, nil
-}
-
-// maybeSave starts writing a checkpoint in the background if the index
-// folded enough since the last one and none is being written. The append
-// runs outside x.mu, so folding goes on meanwhile. Callers hold x.mu.
-func (x *index) maybeSave(ctx context.Context) {
-	if x.saving || x.folded-x.foldedAtSave < x.saveEvery || x.now().Sub(x.savedAt) < x.saveGap {
-		return
-	}
-	b, pos, err := x.snapshot()
-	folded := x.folded
-	x.foldedAtSave, x.savedAt = x.folded, x.now() // a failed write is retried after as many events
-	if err != nil {
-		x.log.Error("jobs: index checkpoint not encoded", "err", err)
-		return
-	}
-	x.saving = true
-	x.saves.Add(1)
-	go func() {
-		defer x.saves.Done()
-		err := x.write(ctx, b, pos, folded)
-		if err != nil && ctx.Err() == nil {
-			x.log.Warn("jobs: index checkpoint not written", "position", pos, "err", err)
-		}
-		x.mu.Lock()
-		defer x.mu.Unlock()
-		x.saving = false
-		// The fold may have gone far meanwhile (catching up) and the log
-		// gone quiet since: save that too rather than wait for more.
-		x.maybeSave(ctx)
-	}()
-}
-
-// save writes a checkpoint now if the index folded anything (checkpoints
-// aside) since the last one written (Engine.Stop's, bounded by ctx): so a
-// restart with nothing new in between appends nothing. Not concurrent with
-// maybeSave's writes: the subscription has ended and they were waited for.
-func (x *index) save(ctx context.Context) error {
-	x.mu.Lock()
-	if x.folded == x.foldedSaved {
-		x.mu.Unlock()
-		return nil
-	}
-	b, pos, err := x.snapshot()
-	folded := x.folded
-	x.mu.Unlock()
-	if err != nil {
-		return err
-	}
-	return x.write(ctx, b, pos, folded)
-}
-
-// write appends a checkpoint of the state b at pos, taken when the index
-// had folded `folded` events.
-func (x *index) write(ctx context.Context, b []byte, pos events.Position, folded int) error {
-	if err := consumer.SaveCheckpoint(ctx, x.store, indexConsumer, indexVersion, pos, json.RawMessage(b)); err != nil {
-		return err
-	}
-	x.mu.Lock()
-	x.foldedSaved = max(x.foldedSaved, folded)
-	x.mu.Unlock()
 	return nil
 }

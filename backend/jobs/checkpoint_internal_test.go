@@ -24,6 +24,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotkeeper/slotkeeper/backend/consumer"
+	"github.com/slotkeeper/slotkeeper/backend/consumer/consumertest"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/events"
 	"github.com/slotkeeper/slotkeeper/events/memstore"
@@ -58,14 +60,29 @@ func readLog(t *testing.T, store events.Store) []events.RecordedEvent {
 	return all
 }
 
-// fold applies evs to x as the subscription would.
+// fold applies evs to x as its Runner would.
 func fold(t *testing.T, x *index, evs []events.RecordedEvent) {
 	t.Helper()
 	for _, ev := range evs {
-		if err := x.apply(context.Background(), ev); err != nil {
-			t.Fatalf("apply %s@%d: %v", ev.Type, ev.Position, err)
+		if strings.HasPrefix(ev.Stream, events.CheckpointStreamPrefix) || !x.Wants(ev) {
+			continue
 		}
+		if err := x.Prepare(context.Background(), ev); err != nil {
+			t.Fatalf("prepare %s@%d: %v", ev.Type, ev.Position, err)
+		}
+		x.r.Update(func() { _ = x.Apply(ev) })
 	}
+}
+
+// snapshot is x's checkpoint state, encoded.
+func snapshot(x *index) (b []byte, err error) {
+	x.r.View(func() {
+		var st any
+		if st, err = x.Snapshot(); err == nil {
+			b, err = json.Marshal(st)
+		}
+	})
+	return b, err
 }
 
 // indexView is what the index's behaviour depends on: the jobs it holds for
@@ -94,9 +111,12 @@ func cloneJob(j slots.JobState) slots.JobState {
 	return j
 }
 
-func viewOf(x *index) indexView {
-	x.mu.Lock()
-	defer x.mu.Unlock()
+func viewOf(x *index) (v indexView) {
+	x.r.View(func() { v = viewLocked(x) })
+	return v
+}
+
+func viewLocked(x *index) indexView {
 	v := indexView{Jobs: map[string]slots.JobState{}, Locks: map[string]slots.SlotState{}}
 	for id, j := range x.jobs {
 		if !x.finished(id, j) {
@@ -139,27 +159,25 @@ func sameIndex(t *testing.T, what string, a, b *index) {
 		jb, _ := json.MarshalIndent(vb, "", " ")
 		t.Fatalf("%s: index from the checkpoint differs from the fold from 0\nfrom 0:\n%s\nfrom the checkpoint:\n%s", what, ja, jb)
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for id, jb := range b.jobs {
-		if ja := a.jobs[id]; ja != nil && !reflect.DeepEqual(cloneJob(*ja), cloneJob(*jb)) {
-			t.Fatalf("%s: job %s folded differently:\nfrom 0 %+v\nfrom the checkpoint %+v", what, id, *ja, *jb)
-		}
-	}
+	a.r.View(func() {
+		b.r.View(func() {
+			for id, jb := range b.jobs {
+				if ja := a.jobs[id]; ja != nil && !reflect.DeepEqual(cloneJob(*ja), cloneJob(*jb)) {
+					t.Fatalf("%s: job %s folded differently:\nfrom 0 %+v\nfrom the checkpoint %+v", what, id, *ja, *jb)
+				}
+			}
+		})
+	})
 }
 
 // fromCheckpoint is a new index restored from a checkpoint's state.
 func fromCheckpoint(t *testing.T, store events.Store, state []byte) *index {
 	t.Helper()
-	var st indexState
-	if err := json.Unmarshal(state, &st); err != nil {
-		t.Fatalf("checkpoint state does not decode: %v", err)
-	}
 	x := newIndex(store, quietLogger())
-	if why := x.restore(st); why != "" {
-		t.Fatalf("checkpoint state refused: %s", why)
+	var err error
+	x.r.Update(func() { err = x.Restore(state) })
+	if err != nil {
+		t.Fatalf("checkpoint state refused: %v", err)
 	}
 	return x
 }
@@ -193,35 +211,28 @@ func checkCuts(t *testing.T, store events.Store, evs []events.RecordedEvent, cut
 		if ev.Type == "JobAccepted" {
 			p, _ := events.Decode(ev)
 			acc := p.(events.JobAccepted)
-			a.mu.Lock()
-			resumeOfForgot = acc.Resumed && a.jobs[acc.JobID] == nil && forgotten[acc.JobID]
-			a.mu.Unlock()
+			a.r.View(func() { resumeOfForgot = acc.Resumed && a.jobs[acc.JobID] == nil && forgotten[acc.JobID] })
 		}
 		fold(t, a, evs[i:i+1])
-		a.mu.Lock()
-		for id := range forgotten {
-			if a.jobs[id] != nil {
-				delete(forgotten, id)
+		a.r.View(func() {
+			for id := range forgotten {
+				if a.jobs[id] != nil {
+					delete(forgotten, id)
+				}
 			}
-		}
-		if ev.Type == "JobReleased" {
-			p, _ := events.Decode(ev)
-			if id := p.(events.JobReleased).JobID; a.jobs[id] == nil {
-				forgotten[id] = true
+			if ev.Type == "JobReleased" {
+				p, _ := events.Decode(ev)
+				if id := p.(events.JobReleased).JobID; a.jobs[id] == nil {
+					forgotten[id] = true
+				}
 			}
-		}
-		a.mu.Unlock()
+		})
 		if !cut(i + 1) {
 			continue
 		}
-		a.mu.Lock()
-		b, pos, err := a.snapshot()
-		a.mu.Unlock()
+		b, err := snapshot(a)
 		if err != nil {
 			t.Fatal(err)
-		}
-		if pos != ev.Position {
-			t.Fatalf("snapshot after event %d is at position %d, want %d", i, pos, ev.Position)
 		}
 		v := viewOf(a)
 		for _, s := range v.Locks {
@@ -357,18 +368,18 @@ func TestCheckpointStateRoundTrips(t *testing.T) {
 		x := newIndex(c.store, quietLogger())
 		for _, ev := range c.evs {
 			fold(t, x, []events.RecordedEvent{ev})
-			x.mu.Lock()
-			b, _, err := x.snapshot()
+			b, err := snapshot(x)
 			var want indexState
 			_ = json.Unmarshal(b, &want) // only for its job and slot ids
 			jobs, locks := map[string]slots.JobState{}, map[string]slots.SlotState{}
-			for id := range want.Jobs {
-				jobs[id] = *x.jobs[id]
-			}
-			for name := range want.Locks {
-				locks[name] = *x.slots[name]
-			}
-			x.mu.Unlock()
+			x.r.View(func() {
+				for id := range want.Jobs {
+					jobs[id] = *x.jobs[id]
+				}
+				for name := range want.Locks {
+					locks[name] = *x.slots[name]
+				}
+			})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -390,189 +401,36 @@ func TestCheckpointStateRoundTrips(t *testing.T) {
 	}
 }
 
-// TestUnusableCheckpointFoldsFromZero: a checkpoint of another version, one
-// past the log's head, one whose state is garbage or does not hold
-// together is ignored, and the fold from 0 gives the right state.
-func TestUnusableCheckpointFoldsFromZero(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	for _, c := range []struct {
-		name    string
-		version int
-		pos     func(head events.Position) events.Position
-		state   string
-	}{
-		{"future version", indexVersion + 1, nil, ""},
-		{"past the head", indexVersion, func(h events.Position) events.Position { return h + 1000 }, ""},
-		{"garbage state", indexVersion, nil, `{"jobs": 17}`},
-		{"job missing", indexVersion, nil, `{"jobs":{},"locks":{},"running":["nobody"],"ended":[]}`},
-		{"null job", indexVersion, nil, `{"jobs":{"j1":null},"locks":{},"running":[],"ended":[]}`},
+// The consumer runtime's properties (backend/consumer/consumertest) hold
+// for the index on a log in today's shape: from a checkpoint at any cut
+// (TestCheckpointedIndexFoldsTheSame* check every cut, and the situations
+// they reach), across a crash at a checkpoint write, past an unusable
+// checkpoint, it ends as the fold from 0. (Its bounded checkpoint is
+// TestCheckpointHoldsNoFinishedJobs.)
+func TestIndexConsumer(t *testing.T) {
+	consumertest.Run(t, consumertest.Case{
+		New:     func(store events.Store) consumer.Fold { return newIndex(store, quietLogger()) },
+		Log:     func(t testing.TB, store events.Store) { writeOneAppendLogRounds(t.(*testing.T), store, 5, 3) },
+		Observe: func(f consumer.Fold) any { return viewLocked(f.(*index)) },
+	})
+}
+
+// A checkpoint state that does not hold together is refused by Restore
+// (the Runner then folds from 0), and leaves the index as it was.
+func TestRestoreRefusesStatesThatDoNotHoldTogether(t *testing.T) {
+	for name, state := range map[string]string{
+		"garbage":     `{"jobs": 17}`,
+		"job missing": `{"jobs":{},"locks":{},"running":["nobody"],"ended":[]}`,
+		"null job":    `{"jobs":{"j1":null},"locks":{},"running":[],"ended":[]}`,
+		"no lock":     `{"jobs":{},"locks":{"s":{"Name":"s"}},"running":[],"ended":[]}`,
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			store := memstore.New()
-			t.Cleanup(func() { store.Close() })
-			writeOneAppendLog(t, store, 5)
-			evs := readLog(t, store)
-			ref := newIndex(store, quietLogger())
-			fold(t, ref, evs)
-			head := evs[len(evs)-1].Position
-			// A usable checkpoint's state, with the wrong version or
-			// position, or a wrong state at the right place: from a fold
-			// of half the log, so using it would show.
-			half := newIndex(store, quietLogger())
-			fold(t, half, evs[:len(evs)/2])
-			half.mu.Lock()
-			state, pos, err := half.snapshot()
-			half.mu.Unlock()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if c.pos != nil {
-				pos = c.pos(head)
-			}
-			if c.state != "" {
-				state = []byte(c.state)
-			}
-			if err := saveRaw(ctx, store, c.version, pos, state); err != nil {
-				t.Fatal(err)
-			}
-			from, err := newIndex(store, quietLogger()).load(ctx)
-			if err != nil || from != 0 {
-				t.Fatalf("load: from %d, %v; want 0 (checkpoint ignored)", from, err)
-			}
-			x := startIndex(t, store)
-			sameIndex(t, c.name, ref, x)
-		})
-	}
-}
-
-// saveRaw appends an index checkpoint with the given version and raw state.
-func saveRaw(ctx context.Context, store events.Store, version int, pos events.Position, state []byte) error {
-	_, err := store.Append(ctx, events.CheckpointStream(indexConsumer), events.Any(), events.New(events.ConsumerCheckpointed{
-		Consumer: indexConsumer, Position: pos, Version: version, State: string(state),
-	}, events.Metadata{Actor: "system:" + indexConsumer}))
-	return err
-}
-
-// startIndex runs an index on store (from its checkpoint, if usable) until
-// it folded the log's head, and stops it.
-func startIndex(t *testing.T, store events.Store) *index {
-	t.Helper()
-	x := newIndex(store, quietLogger())
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- x.run(ctx) }()
-	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
-	defer wcancel()
-	if !x.waitCaughtUp(wctx, nil) {
-		cancel()
-		t.Fatalf("index did not catch up: %v", <-done)
-	}
-	cancel()
-	if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
-		t.Fatal(err)
-	}
-	return x
-}
-
-// TestIndexWritesAndStartsFromCheckpoints: an index that folds enough
-// writes checkpoints as it goes; the next start loads the newest, folds
-// only the events after it, and ends where a fold from 0 does.
-func TestIndexWritesAndStartsFromCheckpoints(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	store := memstore.New()
-	t.Cleanup(func() { store.Close() })
-	writeOneAppendLogRounds(t, store, 11, 20)
-	first := newIndex(store, quietLogger())
-	first.saveEvery, first.saveGap = 40, 0
-	rctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- first.run(rctx) }()
-	// Checkpoints are written in the background, at most one at a time: one
-	// while catching up, then one for what was folded meanwhile and as the
-	// log grows under the running index.
-	cpSeen := make(chan int, 100)
-	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
-	defer wcancel()
-	go func() {
-		n := 0
-		_ = store.SubscribeAll(wctx, 0, events.Filter{StreamPrefixes: []string{events.CheckpointStream(indexConsumer)}}, func(context.Context, events.RecordedEvent) error {
-			n++
-			cpSeen <- n
-			return nil
-		})
-	}()
-	waitCP := func(n int) {
-		t.Helper()
-		for {
-			select {
-			case got := <-cpSeen:
-				if got >= n {
-					return
-				}
-			case <-wctx.Done():
-				t.Fatalf("fewer than %d index checkpoints written", n)
-			}
+		x := newIndex(nil, quietLogger())
+		if err := x.Restore([]byte(state)); err == nil {
+			t.Errorf("%s: restored", name)
 		}
-	}
-	waitCP(1)
-	writeOneAppendLogRounds(t, store, 12, 20)
-	waitCP(2)
-	if !first.waitCaughtUp(rctx, nil) {
-		t.Fatal("not caught up")
-	}
-	cancel()
-	<-done
-	cps, err := store.ReadStream(ctx, events.CheckpointStream(indexConsumer), 0, 0, events.Forward)
-	if err != nil || len(cps) < 2 {
-		t.Fatalf("checkpoints written while folding: %d, %v; want several", len(cps), err)
-	}
-	// More history after the newest checkpoint, then a start from it.
-	writeOneAppendLog(t, store, 13)
-	from, err := newIndex(store, quietLogger()).load(ctx)
-	if err != nil || from == 0 {
-		t.Fatalf("load: from %d, %v; want the newest checkpoint's position", from, err)
-	}
-	if p, _ := events.Decode(cps[len(cps)-1]); p.(events.ConsumerCheckpointed).Position != from {
-		t.Fatalf("started from %d, the newest checkpoint is at %d", from, p.(events.ConsumerCheckpointed).Position)
-	}
-	x := newIndex(store, quietLogger())
-	var folded []events.Position
-	x.onJobEvent = func(ev events.RecordedEvent) { folded = append(folded, ev.Position) }
-	xctx, xcancel := context.WithCancel(ctx)
-	xdone := make(chan error, 1)
-	go func() { xdone <- x.run(xctx) }()
-	if !x.waitCaughtUp(xctx, nil) {
-		t.Fatal("not caught up")
-	}
-	xcancel()
-	<-xdone
-	x.mu.Lock()
-	if len(folded) == 0 || folded[0] <= from {
-		t.Fatalf("the start from the checkpoint at %d folded job events at %v", from, folded[:min(3, len(folded))])
-	}
-	x.mu.Unlock()
-	ref := newIndex(store, quietLogger())
-	fold(t, ref, readLog(t, store))
-	sameIndex(t, "restart from the newest checkpoint", ref, x)
-
-	// Stop's checkpoint: written when the index folded something since
-	// the last, and not by a start that found nothing new.
-	count := func() int {
-		cps, err := store.ReadStream(ctx, events.CheckpointStream(indexConsumer), 0, 0, events.Forward)
-		if err != nil {
-			t.Fatal(err)
+		if x.len() != 0 || len(x.slots) != 0 {
+			t.Errorf("%s: a refused state changed the index", name)
 		}
-		return len(cps)
-	}
-	n := count()
-	if err := x.save(ctx); err != nil || count() != n+1 {
-		t.Fatalf("stop after folding new events: %v, %d checkpoints, want %d", err, count(), n+1)
-	}
-	y := startIndex(t, store)
-	if err := y.save(ctx); err != nil || count() != n+1 {
-		t.Fatalf("stop of a start that folded nothing new: %v, %d checkpoints, want %d", err, count(), n+1)
 	}
 }
 
@@ -599,9 +457,7 @@ func TestCheckpointHoldsNoFinishedJobs(t *testing.T) {
 		if held := x.len(); held < 3*rounds {
 			t.Fatalf("the index holds %d jobs, want every one of the %d rounds' (pinned)", held, rounds)
 		}
-		x.mu.Lock()
-		b, _, err := x.snapshot()
-		x.mu.Unlock()
+		b, err := snapshot(x)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/slotkeeper/slotkeeper/backend/clock"
+	"github.com/slotkeeper/slotkeeper/backend/consumer"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/events"
 )
@@ -19,11 +21,12 @@ import (
 // after the claim cancels the attempt's context at once. Writes: [JobQueued
 // | JobResumed,] JobClaimed, then the attempt's events.
 type dispatcher struct {
-	e    *Engine
-	wake <-chan struct{}
-	work chan string
+	e     *Engine
+	wake  <-chan struct{}
+	ready chan struct{} // cap 1: queue has grown
 
 	mu       sync.Mutex
+	queue    []string            // due jobs no worker has taken yet
 	local    map[string]*attempt // jobs this engine is claiming or running
 	stopping bool
 	draining bool // claims nothing new; running attempts go on
@@ -31,7 +34,7 @@ type dispatcher struct {
 }
 
 func newDispatcher(e *Engine) *dispatcher {
-	return &dispatcher{e: e, wake: e.idx.wake(wantDue), work: make(chan string), local: map[string]*attempt{}}
+	return &dispatcher{e: e, wake: e.idx.wake(wantDue), ready: make(chan struct{}, 1), local: map[string]*attempt{}}
 }
 
 // run hands due jobs to the workers until ctx ends, stop is closed (then it
@@ -49,37 +52,62 @@ func (d *dispatcher) run(ctx context.Context, stop <-chan struct{}, subErr <-cha
 		}
 		return fmt.Errorf("jobs: subscription ended: %w", err)
 	}
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	var ready []string
-	for {
+	// The one shape of timed work: pop what is due, queue it for the
+	// workers, sleep on the engine's clock until the next is due or the
+	// index changes.
+	lctx, cancel := untilStop(ctx, stop)
+	defer cancel()
+	err := consumer.Loop(lctx, d.e.cfg.Clock, d.wake, subErr, func(context.Context) time.Time {
 		ids, next := d.e.idx.popDue(d.e.now())
-		ready = append(ready, ids...)
-		wait := time.Hour
-		if !next.IsZero() {
-			wait = max(next.Sub(d.e.now()), time.Millisecond)
+		d.hand(ids)
+		return next
+	})
+	switch {
+	case ctx.Err() != nil:
+		return nil
+	case err != nil:
+		return fmt.Errorf("jobs: subscription ended: %w", err)
+	}
+	d.attempts.Wait() // stopped
+	return nil
+}
+
+// hand queues due jobs for the workers.
+func (d *dispatcher) hand(ids []string) {
+	if len(ids) == 0 {
+		return
+	}
+	d.mu.Lock()
+	d.queue = append(d.queue, ids...)
+	d.mu.Unlock()
+	select {
+	case d.ready <- struct{}{}:
+	default:
+	}
+}
+
+// take waits for a queued job; false when ctx ended first.
+func (d *dispatcher) take(ctx context.Context) (string, bool) {
+	for {
+		d.mu.Lock()
+		if len(d.queue) > 0 {
+			id := d.queue[0]
+			d.queue = d.queue[1:]
+			more := len(d.queue) > 0
+			d.mu.Unlock()
+			if more { // pass the signal on to the next idle worker
+				select {
+				case d.ready <- struct{}{}:
+				default:
+				}
+			}
+			return id, true
 		}
-		timer.Reset(wait)
-		var work chan string
-		var head string
-		if len(ready) > 0 {
-			work, head = d.work, ready[0]
-		}
+		d.mu.Unlock()
 		select {
 		case <-ctx.Done():
-			return nil
-		case <-stop:
-			d.attempts.Wait()
-			return nil
-		case err := <-subErr:
-			if ctx.Err() != nil {
-				return nil
-			}
-			return fmt.Errorf("jobs: subscription ended: %w", err)
-		case work <- head:
-			ready = ready[1:]
-		case <-d.wake:
-		case <-timer.C:
+			return "", false
+		case <-d.ready:
 		}
 	}
 }
@@ -88,12 +116,11 @@ func (d *dispatcher) run(ctx context.Context, stop <-chan struct{}, subErr <-cha
 func (d *dispatcher) worker(ctx context.Context, n int) {
 	actor := fmt.Sprintf("worker:%s/%s/%d", d.e.cfg.WorkerID, d.e.nonce, n)
 	for {
-		select {
-		case <-ctx.Done():
+		id, ok := d.take(ctx)
+		if !ok {
 			return
-		case id := <-d.work:
-			d.runJob(ctx, actor, id)
 		}
+		d.runJob(ctx, actor, id)
 	}
 }
 
@@ -203,7 +230,7 @@ func (e *Engine) claim(ctx context.Context, a *attempt, id string) bool {
 	a.log = e.log.With("job", id, "kind", j.Queued.Kind, "slot", j.Queued.Slot, "attempt", a.n, "correlation_id", j.QueuedMeta.CorrelationID)
 	// A claim that takes longer than the lease it asks for is worthless:
 	// the attempt would start with its lease already over.
-	cctx, cancel := context.WithTimeout(ctx, e.cfg.Lease)
+	cctx, cancel := clock.WithTimeout(ctx, e.cfg.Clock, e.cfg.Lease)
 	claimed := events.JobClaimed{JobID: id, Worker: a.actor, Attempt: a.n, LeaseUntil: lease}
 	err = a.appendAt(cctx, &exp, header, claimed)
 	cancel()

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/slotkeeper/slotkeeper/backend/clock"
 	"github.com/slotkeeper/slotkeeper/backend/providers"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/events"
@@ -86,7 +87,7 @@ func (c *Config) defaults() {
 		c.RescueGrace = c.Lease / 5
 	}
 	if c.Clock == nil {
-		c.Clock = slots.SystemClock{}
+		c.Clock = clock.Real()
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -183,7 +184,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	e.rescuer.wait()
 	e.releaser.wait()
 	e.releases.Wait()
-	<-idxDone // and its checkpoint writes, so Stop's is the last
+	<-idxDone // and its last checkpoint
 	return err
 }
 
@@ -194,9 +195,9 @@ func (e *Engine) Drain() { e.dispatcher.drain() }
 
 // Stop stops claiming, cancels every running attempt (each ends with
 // JobTimedOut{deadline: "shutdown"} and releases its slot, so it can be
-// resumed), waits for them and for Run to return, or until ctx is done.
-// Then it writes the index's checkpoint (within ctx), so the next start
-// folds only what comes after.
+// resumed), waits for them and for Run to return (the index writes its
+// checkpoint as it stops, so the next start folds only what comes after),
+// or until ctx is done.
 func (e *Engine) Stop(ctx context.Context) error {
 	e.stopOnce.Do(func() {
 		e.dispatcher.stop()
@@ -212,18 +213,13 @@ func (e *Engine) Stop(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	if err := e.idx.save(ctx); err != nil {
-		// Not fatal: the next start uses an older checkpoint, or folds
-		// from 0.
-		e.log.Warn("jobs: index checkpoint not written at stop", "err", err)
-	}
 	return nil
 }
 
 // WaitApplied blocks until the engine's index has folded the log up to
 // position pos (as SubscribeAll delivers it), or ctx ends.
 func (e *Engine) WaitApplied(ctx context.Context, pos events.Position) error {
-	return e.idx.waitApplied(ctx, pos)
+	return e.idx.r.WaitApplied(ctx, pos)
 }
 
 // IndexedJobs is how many jobs the engine's index holds: queued, running,

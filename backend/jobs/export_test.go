@@ -3,19 +3,19 @@ package jobs
 import (
 	"time"
 
+	"github.com/slotkeeper/slotkeeper/backend/consumer"
 	"github.com/slotkeeper/slotkeeper/events"
 )
 
 // SetIndexCheckpoints makes e's index write a checkpoint after every
 // `every` events folded, at most one per gap (tests; call before Run).
 func SetIndexCheckpoints(e *Engine, every int, gap time.Duration) {
-	e.idx.saveEvery, e.idx.saveGap = every, gap
+	e.idx.setSave(consumer.SavePolicy{Every: every, Gap: gap})
 }
 
 // IndexStartedFrom is the position e's index subscribed after: its
 // checkpoint's, or 0.
 func IndexStartedFrom(e *Engine) events.Position {
-	e.idx.mu.Lock()
-	defer e.idx.mu.Unlock()
-	return e.idx.startFrom
+	from, _, _ := e.idx.r.Started()
+	return from
 }

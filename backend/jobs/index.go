@@ -7,59 +7,42 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/slotkeeper/slotkeeper/backend/consumer"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/events"
 )
 
-// index folds the log (job and slot streams, through SubscribeAll) into
-// what the loops need: open jobs, the slots they lock, queued jobs by due
-// time, running jobs (for the rescuer) and ended jobs whose lock is still
-// held (for the releaser). It writes nothing to job or slot streams; it
-// starts from its checkpoint and writes one now and then (checkpoint.go).
+// index folds the log (job and slot streams) into what the loops need:
+// open jobs, the slots they lock, queued jobs by due time, running jobs
+// (for the rescuer) and ended jobs whose lock is still held (for the
+// releaser). It is a consumer.Fold run by a consumer.Runner (r), which owns
+// its checkpoints (checkpoint.go), its subscription, catching up and its
+// lock: every field below wakes is read inside r.View and changed inside
+// r.Update (or by Apply). It writes nothing to job or slot streams.
 // Finished jobs leave it (forget); the loops pin the jobs they work on so
 // they stay.
 type index struct {
 	store events.Store
 	log   *slog.Logger
+	r     *consumer.Runner
+	// caughtUp is closed once the index has folded the log up to its head
+	// at start; the loops act only from then on, so that a restart does not
+	// act on every job that was once due in history.
+	caughtUp <-chan struct{}
 
-	mu      sync.Mutex
 	jobs    map[string]*slots.JobState
 	slots   map[string]*slots.SlotState
 	due     dueHeap         // queued jobs by NotBefore
 	running map[string]bool // jobs the log shows running
 	ended   map[string]bool // terminal jobs whose slot lock is still theirs
 	pins    map[string]int  // jobs a loop works on: not forgotten
-	// applied is the position of the last event folded; appliedCh is
-	// closed (and replaced) whenever it moves.
-	applied   events.Position
-	appliedCh chan struct{}
-	// caughtUp is closed once the index has folded the log up to its head
-	// at start (startHead); the loops act only from then on, so that a
-	// restart does not act on every job that was once due in history.
-	caughtUp  chan struct{}
-	startHead events.Position
+	// reload is the job Prepare folded from its stream for the next Apply.
+	reload *slots.JobState
 
-	// Checkpoints (checkpoint.go): folded counts the events folded since
-	// the start (checkpoints aside), foldedAtSave and savedAt are folded
-	// and the time when the last checkpoint was started, foldedSaved is
-	// folded at the newest one written; saving is set while one is being
-	// appended (saves waits for it).
-	startFrom    events.Position // where the subscription started (a checkpoint's position, or 0)
-	saveEvery    int
-	saveGap      time.Duration
-	now          func() time.Time
-	folded       int
-	foldedAtSave int
-	foldedSaved  int
-	savedAt      time.Time
-	saving       bool
-	saves        sync.WaitGroup
-
-	// onJobEvent is called (with mu held) for every job event folded; the
-	// dispatcher fences its attempts with it.
+	// onJobEvent is called (under the lock) for every job event folded;
+	// the dispatcher fences its attempts with it.
 	onJobEvent func(ev events.RecordedEvent)
 	// wakes are the loops' channels, poked when what they look at changed.
 	wakes []waker
@@ -81,29 +64,32 @@ type waker struct {
 }
 
 func newIndex(store events.Store, log *slog.Logger) *index {
-	return &index{
+	x := &index{
 		store: store, log: log,
-		jobs:      map[string]*slots.JobState{},
-		slots:     map[string]*slots.SlotState{},
-		running:   map[string]bool{},
-		ended:     map[string]bool{},
-		pins:      map[string]int{},
-		appliedCh: make(chan struct{}),
-		caughtUp:  make(chan struct{}),
-		saveEvery: indexSaveEvery, saveGap: indexSaveGap, now: time.Now,
+		jobs:    map[string]*slots.JobState{},
+		slots:   map[string]*slots.SlotState{},
+		running: map[string]bool{},
+		ended:   map[string]bool{},
+		pins:    map[string]int{},
 	}
+	x.setSave(consumer.SavePolicy{Every: indexSaveEvery, Gap: indexSaveGap})
+	return x
+}
+
+// setSave (re)makes the Runner with a save policy (tests; before run).
+func (x *index) setSave(p consumer.SavePolicy) {
+	x.r = consumer.NewRunner(x.store, x, consumer.Options{Save: p, Logger: x.log})
+	x.caughtUp = x.r.CaughtUp()
 }
 
 // wake returns a channel poked whenever what want names changes.
 func (x *index) wake(want interest) <-chan struct{} {
 	ch := make(chan struct{}, 1)
-	x.mu.Lock()
-	x.wakes = append(x.wakes, waker{ch: ch, want: want})
-	x.mu.Unlock()
+	x.r.Update(func() { x.wakes = append(x.wakes, waker{ch: ch, want: want}) })
 	return ch
 }
 
-// poke wakes the loops interested in what changed. Callers hold x.mu.
+// poke wakes the loops interested in what changed. Under the lock.
 func (x *index) poke(changed interest) {
 	for _, w := range x.wakes {
 		if w.want&changed == 0 {
@@ -117,66 +103,54 @@ func (x *index) poke(changed interest) {
 }
 
 // run folds the log from its checkpoint (or from position 0 if there is
-// none it can use) until ctx ends or the store fails. It subscribes to
-// every stream (and skips all but job and slot events), so that its
-// position reaches the head and it can tell when it caught up. Checkpoint
-// writes it started are waited for before it returns.
+// none it can use) until ctx ends or the store fails, and writes a last
+// checkpoint when it stops.
 func (x *index) run(ctx context.Context) error {
-	defer x.saves.Wait()
-	head, err := x.store.Head(ctx)
-	if err != nil {
-		return err
-	}
-	from, err := x.load(ctx)
-	if err != nil {
-		return err
-	}
-	x.mu.Lock()
-	x.startHead, x.startFrom = head, from
-	x.savedAt = x.now()
-	x.markApplied(from)
-	x.mu.Unlock()
-	return x.store.SubscribeAll(ctx, from, events.Filter{}, x.apply)
+	go func() {
+		select {
+		case <-x.caughtUp:
+			x.r.Update(func() { x.poke(wantAll) })
+		case <-ctx.Done():
+		}
+	}()
+	return x.r.Run(ctx)
 }
 
-// apply folds one event.
-func (x *index) apply(ctx context.Context, ev events.RecordedEvent) error {
-	if !strings.HasPrefix(ev.Stream, events.JobStreamPrefix) && !strings.HasPrefix(ev.Stream, events.SlotStreamPrefix) {
-		x.mu.Lock()
-		defer x.mu.Unlock()
-		x.markApplied(ev.Position)
-		if !strings.HasPrefix(ev.Stream, events.CheckpointStreamPrefix) {
-			// Checkpoints (ours too) are no progress: counting them
-			// would make each one call for the next.
-			x.folded++
-			x.maybeSave(ctx)
-		}
+// Wants implements consumer.Fold: job and slot events.
+func (x *index) Wants(ev events.RecordedEvent) bool {
+	return strings.HasPrefix(ev.Stream, events.JobStreamPrefix) || strings.HasPrefix(ev.Stream, events.SlotStreamPrefix)
+}
+
+// Prepare implements consumer.Preparer: a finished job the index forgot is
+// back (a resume), so its stream is folded as it stood before ev, outside
+// the lock, for Apply.
+func (x *index) Prepare(ctx context.Context, ev events.RecordedEvent) error {
+	var id string
+	x.r.View(func() { id = x.missing(ev) })
+	if id == "" {
 		return nil
 	}
-	if id := x.missing(ev); id != "" {
-		// A finished job the index forgot is back: a resume. Fold its
-		// stream as it stood before this event, outside the lock (apply is
-		// the only writer of x.jobs, so no one races us).
-		j, err := x.loadBefore(ctx, id, ev)
-		if err != nil {
-			return fmt.Errorf("jobs: reload job %s: %w", id, err)
-		}
-		x.mu.Lock()
-		if x.jobs[id] == nil && j.Exists {
-			x.jobs[id] = &j
-		}
-		x.mu.Unlock()
+	j, err := x.loadBefore(ctx, id, ev)
+	if err != nil {
+		return fmt.Errorf("jobs: reload job %s: %w", id, err)
 	}
-	x.mu.Lock()
-	defer x.mu.Unlock()
+	x.reload = &j
+	return nil
+}
+
+// Apply implements consumer.Fold.
+func (x *index) Apply(ev events.RecordedEvent) error {
+	if j := x.reload; j != nil {
+		x.reload = nil
+		if x.jobs[j.ID] == nil && j.Exists {
+			x.jobs[j.ID] = j
+		}
+	}
 	if name, ok := strings.CutPrefix(ev.Stream, events.SlotStreamPrefix); ok {
 		x.poke(x.applySlot(name, ev))
 	} else {
 		x.poke(x.applyJob(strings.TrimPrefix(ev.Stream, events.JobStreamPrefix), ev))
 	}
-	x.markApplied(ev.Position)
-	x.folded++
-	x.maybeSave(ctx)
 	return nil
 }
 
@@ -255,7 +229,7 @@ func (x *index) applyJob(id string, ev events.RecordedEvent) interest {
 // job stream may not exist yet); an old-format one is followed by the
 // command's JobQueued or JobResumed on the job stream, and until that lands
 // a resumed job is terminal under a held lock (released if it never does).
-// Callers hold x.mu.
+// Under the lock.
 func (x *index) accepted(acc events.JobAccepted, meta events.Metadata) {
 	j := x.jobs[acc.JobID]
 	if j == nil && acc.Run == 1 {
@@ -281,7 +255,7 @@ func (x *index) accepted(acc events.JobAccepted, meta events.Metadata) {
 // never taken), and no loop works on it (pins; not running, not ended with
 // its lock). A failed, timed-out or abandoned job can still be resumed: the
 // resume's JobAccepted (or any later event of the job) makes apply fold the
-// job again from its stream (loadBefore). Callers hold x.mu.
+// job again from its stream (loadBefore). Under the lock.
 func (x *index) forget(id string) {
 	if j := x.jobs[id]; j != nil && x.pins[id] == 0 && x.finished(id, j) {
 		delete(x.jobs, id)
@@ -291,7 +265,7 @@ func (x *index) forget(id string) {
 // finished reports whether the log keeps nothing of job id in the index:
 // it has ended, is neither running nor ended with its lock, and its slot's
 // lock does not name it. What forget drops, and what checkpoints leave out
-// (pins are the process's, not the log's). Callers hold x.mu.
+// (pins are the process's, not the log's). Under the lock.
 func (x *index) finished(id string, j *slots.JobState) bool {
 	if !j.Terminal() || x.running[id] || x.ended[id] {
 		return false
@@ -303,48 +277,48 @@ func (x *index) finished(id string, j *slots.JobState) bool {
 // pin keeps job id in the index while a loop works on it; unpin ends that
 // (and forgets the job if it is finished).
 func (x *index) pin(id string) {
-	x.mu.Lock()
-	x.pins[id]++
-	x.mu.Unlock()
+	x.r.Update(func() { x.pins[id]++ })
 }
 
 func (x *index) unpin(id string) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.pins[id]--; x.pins[id] <= 0 {
-		delete(x.pins, id)
-	}
-	x.forget(id)
-	x.poke(wantAll) // a loop may have skipped it while it was pinned
+	x.r.Update(func() {
+		if x.pins[id]--; x.pins[id] <= 0 {
+			delete(x.pins, id)
+		}
+		x.forget(id)
+		x.poke(wantAll) // a loop may have skipped it while it was pinned
+	})
 }
 
 // job returns a copy of job id's state, if the index holds it.
-func (x *index) job(id string) (slots.JobState, bool) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	j := x.jobs[id]
-	if j == nil {
-		return slots.JobState{}, false
-	}
-	return *j, true
+func (x *index) job(id string) (j slots.JobState, ok bool) {
+	x.r.View(func() {
+		if p := x.jobs[id]; p != nil {
+			j, ok = *p, true
+		}
+	})
+	return j, ok
 }
 
 // requeue puts a job back in the due heap if it is queued (resumed while
 // an attempt of it was still ending).
 func (x *index) requeue(id string) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if j := x.jobs[id]; j != nil && j.Status == events.StatusQueued {
-		heap.Push(&x.due, dueItem{id: id, at: j.NotBefore})
-	}
+	x.r.Update(func() {
+		if j := x.jobs[id]; j != nil && j.Status == events.StatusQueued {
+			heap.Push(&x.due, dueItem{id: id, at: j.NotBefore})
+		}
+	})
 }
 
 // popDue removes the jobs due at now from the heap and returns those that
 // may be claimed (queued, their slot lock for their current run), and when
 // the next one falls due (zero: none).
 func (x *index) popDue(now time.Time) (ids []string, next time.Time) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
+	x.r.Update(func() { ids, next = x.popDueLocked(now) })
+	return ids, next
+}
+
+func (x *index) popDueLocked(now time.Time) (ids []string, next time.Time) {
 	for x.due.Len() > 0 {
 		top := x.due[0]
 		if top.at.After(now) {
@@ -367,14 +341,14 @@ func (x *index) popDue(now time.Time) (ids []string, next time.Time) {
 // and that no loop works on (the rescuer's), and when the next lease will
 // have (zero: none).
 func (x *index) expired(now time.Time, grace time.Duration) (ids []string, next time.Time) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	for id := range x.running {
-		if x.pins[id] > 0 {
-			continue
+	x.r.View(func() {
+		for id := range x.running {
+			if x.pins[id] > 0 {
+				continue
+			}
+			ids, next = due(ids, next, id, x.jobs[id].LeaseUntil.Add(grace), now)
 		}
-		ids, next = due(ids, next, id, x.jobs[id].LeaseUntil.Add(grace), now)
-	}
+	})
 	return ids, next
 }
 
@@ -383,8 +357,11 @@ func (x *index) expired(now time.Time, grace time.Duration) (ids []string, next 
 // attempt wrote it itself, else grace after the lease's end; and when the
 // next one will be (zero: none).
 func (x *index) releasable(now time.Time, grace time.Duration) (ids []string, next time.Time) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
+	x.r.Update(func() { ids, next = x.releasableLocked(now, grace) })
+	return ids, next
+}
+
+func (x *index) releasableLocked(now time.Time, grace time.Duration) (ids []string, next time.Time) {
 	for id := range x.ended {
 		j := x.jobs[id]
 		if !j.Terminal() {
@@ -416,41 +393,6 @@ func due(ids []string, next time.Time, id string, at, now time.Time) ([]string, 
 	return ids, next
 }
 
-// markApplied records that the index folded everything up to pos. Callers
-// hold x.mu.
-func (x *index) markApplied(pos events.Position) {
-	if pos > x.applied {
-		x.applied = pos
-		close(x.appliedCh)
-		x.appliedCh = make(chan struct{})
-	}
-	select {
-	case <-x.caughtUp:
-	default:
-		if x.applied >= x.startHead {
-			close(x.caughtUp)
-			x.poke(wantAll)
-		}
-	}
-}
-
-// waitApplied blocks until the index has folded up to pos or ctx ends.
-func (x *index) waitApplied(ctx context.Context, pos events.Position) error {
-	for {
-		x.mu.Lock()
-		done, ch := x.applied >= pos, x.appliedCh
-		x.mu.Unlock()
-		if done {
-			return nil
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
 // waitCaughtUp waits until the index has folded the log up to its head at
 // start; false if ctx ended or stop was closed first.
 func (x *index) waitCaughtUp(ctx context.Context, stop <-chan struct{}) bool {
@@ -464,14 +406,13 @@ func (x *index) waitCaughtUp(ctx context.Context, stop <-chan struct{}) bool {
 	}
 }
 
-func (x *index) len() int {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	return len(x.jobs)
+func (x *index) len() (n int) {
+	x.r.View(func() { n = len(x.jobs) })
+	return n
 }
 
-// missing names the job ev concerns if the index must fold it from its
-// stream first: a job event after the job's first, or a resume's
+// missing (under the lock) names the job ev concerns if the index must
+// fold it from its stream first: a job event after the job's first, or a resume's
 // JobAccepted, for a job the index does not hold (it forgot it).
 func (x *index) missing(ev events.RecordedEvent) string {
 	var id string
@@ -490,8 +431,6 @@ func (x *index) missing(ev events.RecordedEvent) string {
 	default:
 		return ""
 	}
-	x.mu.Lock()
-	defer x.mu.Unlock()
 	if x.jobs[id] != nil {
 		return ""
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotkeeper/slotkeeper/backend/clock"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/events"
 	"github.com/slotkeeper/slotkeeper/events/memstore"
@@ -177,7 +178,7 @@ func TestEngineOnOldLog(t *testing.T) {
 	// The engine's clock stands at the end of the recording, when the open
 	// reset's grace had not passed.
 	cfg := w.engineConfig()
-	cfg.Clock = fixedClock(all[len(all)-1].Meta.Time)
+	cfg.Clock = fixedClock{clock.Real(), all[len(all)-1].Meta.Time}
 	eng, stop := w.startEngine(cfg)
 	ctx := context.Background()
 	head := all[len(all)-1].Position
@@ -212,9 +213,13 @@ func TestEngineOnOldLog(t *testing.T) {
 	}
 }
 
-type fixedClock time.Time
+// fixedClock reads one time; its timers are real.
+type fixedClock struct {
+	clock.Clock
+	t time.Time
+}
 
-func (c fixedClock) Now() time.Time { return time.Time(c) }
+func (c fixedClock) Now() time.Time { return c.t }
 
 // lineDiff lists the lines that differ, for a readable failure.
 func lineDiff(want, got string) string {

@@ -4,35 +4,32 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/slotkeeper/slotkeeper/backend/clock"
 )
 
-// sleepUntil waits until next (zero: an hour, i.e. only for a wake), a
-// wake, stop or the end of ctx, and reports whether the loop goes on. Every
-// loop of the engine sleeps on one timer like this; none polls.
-func sleepUntil(ctx context.Context, timer *time.Timer, now time.Time, next time.Time, wake, stop <-chan struct{}) bool {
-	wait := time.Hour
-	if !next.IsZero() {
-		wait = max(next.Sub(now), time.Millisecond)
-	}
-	timer.Reset(wait)
-	select {
-	case <-ctx.Done():
-		return false
-	case <-stop:
-		return false
-	case <-wake:
-	case <-timer.C:
-	}
-	return true
+// untilStop returns ctx, ended also when stop is closed: the engine's
+// loops stop on Stop while the work they started runs on under ctx.
+func untilStop(ctx context.Context, stop <-chan struct{}) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
 }
 
 // maintainer is one maintenance loop of the engine: it asks the index which
 // jobs are due for it (find), runs act for each in its own goroutine with
 // the job pinned in the index, and sleeps until the next one falls due or
-// the index changes. The rescuer and the releaser are maintainers.
+// the index changes: clock.Due on the engine's clock. The rescuer and the
+// releaser are maintainers.
 type maintainer struct {
 	idx  *index
-	now  func() time.Time
+	clk  clock.Clock
 	find func(now time.Time) (ids []string, next time.Time)
 	act  func(ctx context.Context, id string)
 	wake <-chan struct{}
@@ -42,8 +39,8 @@ type maintainer struct {
 	tasks    sync.WaitGroup
 }
 
-func newMaintainer(idx *index, want interest, now func() time.Time, find func(time.Time) ([]string, time.Time), act func(context.Context, string)) *maintainer {
-	return &maintainer{idx: idx, now: now, find: find, act: act, wake: idx.wake(want)}
+func newMaintainer(idx *index, want interest, clk clock.Clock, find func(time.Time) ([]string, time.Time), act func(context.Context, string)) *maintainer {
+	return &maintainer{idx: idx, clk: clk, find: find, act: act, wake: idx.wake(want)}
 }
 
 // run loops until ctx ends or stop is closed. Tasks still running are
@@ -52,17 +49,15 @@ func (m *maintainer) run(ctx context.Context, stop <-chan struct{}) {
 	if !m.idx.waitCaughtUp(ctx, stop) {
 		return
 	}
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	for {
-		ids, next := m.find(m.now())
+	lctx, cancel := untilStop(ctx, stop)
+	defer cancel()
+	clock.Due(lctx, m.clk, m.wake, func(_ context.Context, now time.Time) time.Time {
+		ids, next := m.find(now.UTC())
 		for _, id := range ids {
 			m.spawn(ctx, id)
 		}
-		if !sleepUntil(ctx, timer, m.now(), next, m.wake, stop) {
-			return
-		}
-	}
+		return next
+	})
 }
 
 func (m *maintainer) spawn(ctx context.Context, id string) {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/slotkeeper/slotkeeper/backend/providers"
+	"github.com/slotkeeper/slotkeeper/backend/retry"
 	"github.com/slotkeeper/slotkeeper/events"
 )
 
@@ -219,7 +220,7 @@ func restoreEnv(ctx context.Context, a *attempt, _ bool) (events.Payload, error)
 	}
 	want[t.DBKey()] = db.InternalURL
 	list := func(verify bool) ([]providers.EnvVar, error) {
-		return listOf(ctx, a, app, "list env vars", verify, a.e.deps.PaaS.ListEnvs)
+		return listOf(ctx, a, app, events.NameListEnvs, verify, a.e.deps.PaaS.ListEnvs)
 	}
 	have, err := list(false)
 	if err != nil {
@@ -322,7 +323,7 @@ func createVolumes(ctx context.Context, a *attempt, _ bool) (events.Payload, err
 		}
 	}
 	list := func(verify bool) ([]providers.Storage, error) {
-		return listOf(ctx, a, app, "list storages", verify, a.e.deps.PaaS.ListStorages)
+		return listOf(ctx, a, app, events.NameListStorages, verify, a.e.deps.PaaS.ListStorages)
 	}
 	mine := func(list []providers.Storage, mount string) *providers.Storage {
 		for i, s := range list {
@@ -424,17 +425,12 @@ func deploy(ctx context.Context, a *attempt, _ bool) (events.Payload, error) {
 // until running:healthy. Transient read failures keep polling (the step
 // deadline bounds them); a definite refusal stops.
 func (a *attempt) waitHealthy(ctx context.Context, app, depID string) (providers.Deployment, providers.Application, error) {
-	wait := deployPollFirst
+	waits := retry.Backoff{Initial: deployPollFirst, Max: deployPollMax}.Start(a.e.cfg.Clock)
 	pause := func() error {
-		t := time.NewTimer(wait)
-		defer t.Stop()
-		wait = min(2*wait, deployPollMax)
-		select {
-		case <-ctx.Done():
+		if waits.Wait(ctx) != nil {
 			return context.Cause(ctx)
-		case <-t.C:
-			return nil
 		}
+		return nil
 	}
 	transient := func(err error) bool {
 		pe, ok := providers.AsError(err)

@@ -16,7 +16,7 @@ import (
 // implies (SlotVacated, SlotRetired, SlotPromoted), written once. Writes:
 // [slot event | TeardownIncomplete,] JobReleased (slot stream).
 func (e *Engine) newReleaser() *maintainer {
-	return newMaintainer(e.idx, wantEnded, e.now,
+	return newMaintainer(e.idx, wantEnded, e.cfg.Clock,
 		func(now time.Time) ([]string, time.Time) { return e.idx.releasable(now, e.cfg.RescueGrace) },
 		e.release)
 }

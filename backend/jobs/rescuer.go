@@ -17,7 +17,7 @@ import (
 // alive), then releases the slot lock. Writes: JobAbandoned (job stream),
 // [TeardownIncomplete,] JobReleased (slot stream).
 func (e *Engine) newRescuer() *maintainer {
-	return newMaintainer(e.idx, wantRunning, e.now,
+	return newMaintainer(e.idx, wantRunning, e.cfg.Clock,
 		func(now time.Time) ([]string, time.Time) { return e.idx.expired(now, e.cfg.RescueGrace) },
 		e.rescue)
 }

@@ -269,7 +269,7 @@ func deleteEnvVars(ctx context.Context, a *attempt, _ bool) (events.Payload, err
 		return nil, err
 	}
 	app := st.Reg.AppUUID
-	envs, err := listOf(ctx, a, app, "list env vars", false, a.e.deps.PaaS.ListEnvs)
+	envs, err := listOf(ctx, a, app, events.NameListEnvs, false, a.e.deps.PaaS.ListEnvs)
 	if err != nil {
 		return nil, fromProvider("list env vars of "+app, err)
 	}
@@ -290,7 +290,7 @@ func deleteEnvVars(ctx context.Context, a *attempt, _ bool) (events.Payload, err
 		ids = append(ids, env.UUID)
 	}
 	// Env deletes are immediate; a second listing confirms them.
-	envs, err = listOf(ctx, a, app, "list env vars", true, a.e.deps.PaaS.ListEnvs)
+	envs, err = listOf(ctx, a, app, events.NameListEnvs, true, a.e.deps.PaaS.ListEnvs)
 	if err != nil {
 		return nil, fromProvider("confirm env vars of "+app+" are gone", err)
 	}
@@ -314,7 +314,7 @@ func deleteVolumes(ctx context.Context, a *attempt, _ bool) (events.Payload, err
 		return nil, err
 	}
 	app := st.Reg.AppUUID
-	list, err := listOf(ctx, a, app, "list storages", false, a.e.deps.PaaS.ListStorages)
+	list, err := listOf(ctx, a, app, events.NameListStorages, false, a.e.deps.PaaS.ListStorages)
 	if err != nil {
 		return nil, fromProvider("list storages of "+app, err)
 	}
@@ -344,7 +344,7 @@ func deleteVolumes(ctx context.Context, a *attempt, _ bool) (events.Payload, err
 		ids = append(ids, s.UUID)
 		left = append(left, leftVolume(app, s))
 	}
-	list, err = listOf(ctx, a, app, "list storages", true, a.e.deps.PaaS.ListStorages)
+	list, err = listOf(ctx, a, app, events.NameListStorages, true, a.e.deps.PaaS.ListStorages)
 	if err != nil {
 		return nil, fromProvider("confirm volumes of "+app+" are gone", err)
 	}
@@ -433,7 +433,8 @@ func vacate(ctx context.Context, a *attempt, _ bool) (events.Payload, error) {
 	if err := a.holdsLock(ctx); err != nil {
 		return nil, err
 	}
-	return events.StepSucceeded{StepResult: a.result(false), Detail: "the slot is vacated when the job's success is recorded"}, nil
+	return events.StepSucceeded{StepResult: a.result(false), Detail: "the slot is vacated when the job's success is recorded",
+		DetailCode: events.DetailVacateOnSuccess}, nil
 }
 
 // retire: once every resource of a teardown is confirmed gone, a successful

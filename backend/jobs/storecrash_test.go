@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotkeeper/slotkeeper/backend/clock"
 	"github.com/slotkeeper/slotkeeper/backend/jobs"
 	"github.com/slotkeeper/slotkeeper/backend/providers/sim"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
@@ -134,7 +135,10 @@ func TestCrashAfterEveryAppend(t *testing.T) {
 
 // doomedConfig has a short lease, so it runs out soon after the worker
 // dies. (It renews while it lives: an attempt stops at the end of its
-// lease. dyingStore leaves renewals out of the crash points.)
+// lease. dyingStore leaves renewals out of the crash points.) The crash
+// matrix keeps the wall clock: the second a lease takes to run out also
+// lets a call the dead worker had in flight land at the simulator before
+// the resume verifies it.
 func doomedConfig(w *world) jobs.Config {
 	cfg := w.engineConfig()
 	cfg.Workers, cfg.Lease = 1, time.Second
@@ -223,7 +227,12 @@ func TestCancelOfAnotherProcessesAttempt(t *testing.T) {
 	w.occupy("remote")
 	w.sim.AddFault(sim.Fault{Endpoint: sim.EndpointDeleteDatabase, Hang: true})
 	dying := &dyingStore{Store: w.store, after: func(string, []events.EventData) bool { return false }}
+	// A and B share a fake clock a minute ahead of the wall clock (the
+	// job queued now is due on it): A's lease ends only when the test
+	// moves the clock past it.
+	fc := clock.NewFake(time.Now().Add(time.Minute))
 	cfgA := doomedConfig(w)
+	cfgA.Clock = fc
 	a := jobs.NewEngine(dying, w.deps, cfgA)
 	done := make(chan error, 1)
 	go func() { done <- a.Run(context.Background()) }()
@@ -233,16 +242,20 @@ func TestCancelOfAnotherProcessesAttempt(t *testing.T) {
 	if _, err := w.sim.WaitFor(ctx, func(r sim.Request) bool { return r.Fault != 0 }); err != nil {
 		t.Fatal(err)
 	}
-	dying.dead.Store(true)          // A can no longer write anything
-	w.startEngine(w.engineConfig()) // engine B
+	dying.dead.Store(true) // A can no longer write anything
+	cfgB := w.engineConfig()
+	cfgB.Clock = fc
+	w.startEngine(cfgB) // engine B
 	j, _ := slots.LoadJob(ctx, w.store, res.JobID)
 	if err := w.svc.Cancel(ctx, slots.Actor{Name: "carol"}, res.JobID); err != nil {
 		t.Fatal(err)
 	}
-	// Until A's lease is over the slot stays locked: a new reset is refused.
+	// Until A's lease is over the slot stays locked: a new reset is refused
+	// (the clock stands still until the test moves it past the lease).
 	if _, err := w.svc.Release(ctx, bob, "remote"); slots.ErrorCode(err) != slots.CodeConflict {
 		t.Fatalf("release right after the cancel: %v, want conflict", err)
 	}
+	fc.Advance(cfgA.Lease + cfgB.RescueGrace)
 	s := w.waitSlotN("remote", func(s *slots.SlotState, released map[string]int) bool { return !s.Locked() && released[res.JobID] == 1 })
 	released := w.logEvents(events.SlotStream("remote"))
 	last := released[len(released)-1]

@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/slotkeeper/slotkeeper/backend/consumer"
+	"github.com/slotkeeper/slotkeeper/backend/retry"
 	"github.com/slotkeeper/slotkeeper/backend/webhook"
 	"github.com/slotkeeper/slotkeeper/events"
 )
@@ -457,11 +458,7 @@ func (n *Notifier) deliver(ctx context.Context, d delivery) bool {
 
 // backoff is the wait after the attempt-th failure.
 func (n *Notifier) backoff(attempt int) time.Duration {
-	w := n.cfg.RetryInitial
-	for i := 1; i < attempt && w < n.cfg.RetryMax; i++ {
-		w *= 2
-	}
-	return min(w, n.cfg.RetryMax)
+	return retry.Backoff{Initial: n.cfg.RetryInitial, Max: n.cfg.RetryMax}.Delay(attempt)
 }
 
 // sleep waits d or until ctx ends; it reports whether d passed.

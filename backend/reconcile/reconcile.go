@@ -25,10 +25,12 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/slotkeeper/slotkeeper/backend/clock"
 	"github.com/slotkeeper/slotkeeper/backend/providers"
 	"github.com/slotkeeper/slotkeeper/events"
 )
@@ -70,8 +72,9 @@ type Config struct {
 	Logger        *slog.Logger
 	// Observe, if set, is told every finished run (metrics).
 	Observe func(Report)
-	// Now is the clock (tests).
-	Now func() time.Time
+	// Clock schedules the runs and dates them (tests pass a clock.Fake);
+	// nil is the wall clock.
+	Clock clock.Clock
 }
 
 // Reconciler runs reconciliation.
@@ -82,6 +85,7 @@ type Reconciler struct {
 	git     providers.GitInventory
 	cfg     Config
 	kick    chan struct{}
+	kicked  atomic.Bool // a Trigger asked for a run
 	mu      sync.Mutex
 	running bool
 }
@@ -101,8 +105,8 @@ func New(store events.Store, tracker Tracker, paas providers.PaaSInventory, git 
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real()
 	}
 	return &Reconciler{store: store, tracker: tracker, paas: paas, git: git, cfg: cfg, kick: make(chan struct{}, 1)}
 }
@@ -126,26 +130,28 @@ func (r *Reconciler) Scope() []string {
 // Run runs once at start (with a schedule), then on the schedule and on
 // Trigger until ctx ends.
 func (r *Reconciler) Run(ctx context.Context) error {
+	var next time.Time // the next scheduled run (zero: none)
 	if r.cfg.Every > 0 {
-		r.kick <- struct{}{}
+		next = r.cfg.Clock.Now()
 	}
-	var tick <-chan time.Time
-	if r.cfg.Every > 0 {
-		t := time.NewTicker(r.cfg.Every)
-		defer t.Stop()
-		tick = t.C
-	}
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-tick:
-		case <-r.kick:
+	clock.Due(ctx, r.cfg.Clock, r.kick, func(ctx context.Context, now time.Time) time.Time {
+		scheduled := !next.IsZero() && !now.Before(next)
+		if !r.kicked.Swap(false) && !scheduled {
+			return next
 		}
 		if _, err := r.RunOnce(ctx, "system:reconcile"); err != nil && !errors.Is(err, ErrBusy) && ctx.Err() == nil {
 			r.cfg.Logger.Warn("reconcile run failed", slog.String("error", err.Error()))
 		}
-	}
+		if scheduled {
+			// A ticker's grid: a run on demand does not move it, a run
+			// longer than Every is followed by the next at once.
+			if next = next.Add(r.cfg.Every); next.Before(r.cfg.Clock.Now()) {
+				next = r.cfg.Clock.Now()
+			}
+		}
+		return next
+	})
+	return nil
 }
 
 // Trigger asks Run for a run now. Returns ErrBusy while one is open.
@@ -160,6 +166,7 @@ func (r *Reconciler) Trigger(ctx context.Context) error {
 	if busy || (rep.Run != nil && rep.Run.State == "running" && !r.stale(*rep.Run)) {
 		return ErrBusy
 	}
+	r.kicked.Store(true)
 	select {
 	case r.kick <- struct{}{}:
 	default:
@@ -168,7 +175,7 @@ func (r *Reconciler) Trigger(ctx context.Context) error {
 }
 
 func (r *Reconciler) stale(run RunView) bool {
-	return r.cfg.Now().Sub(run.StartedAt) > 2*r.cfg.RunTimeout
+	return r.cfg.Clock.Now().Sub(run.StartedAt) > 2*r.cfg.RunTimeout
 }
 
 // RunOnce runs one reconciliation now and returns its report.
@@ -191,7 +198,7 @@ func (r *Reconciler) RunOnce(ctx context.Context, actor string) (Report, error) 
 		return Report{}, ErrBusy
 	}
 	runID := uuid.NewString()
-	now := r.cfg.Now().UTC()
+	now := r.cfg.Clock.Now().UTC()
 	meta := events.Metadata{Actor: actor, CorrelationID: "reconcile-" + runID}
 	exp := events.NoStream()
 	if exists {
@@ -255,7 +262,7 @@ func (r *Reconciler) RunOnce(ctx context.Context, actor string) (Report, error) 
 			evs = append(evs, events.New(events.ReconcileSnapshot{RunID: runID, Findings: chunk}, meta))
 		}
 	}
-	evs = append(evs, events.New(events.ReconcileFinished{RunID: runID, State: state, EndedAt: r.cfg.Now().UTC(), Counts: counts, Error: msg, Snapshot: snapshot}, meta))
+	evs = append(evs, events.New(events.ReconcileFinished{RunID: runID, State: state, EndedAt: r.cfg.Clock.Now().UTC(), Counts: counts, Error: msg, Snapshot: snapshot}, meta))
 	// The findings and the end go in with the run's own fence: if another
 	// process took a stale run over meanwhile, this one records nothing.
 	// (Appends are bounded in size; a huge run is written in chunks.)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotkeeper/slotkeeper/backend/clock"
 	"github.com/slotkeeper/slotkeeper/backend/providers/bitbucket"
 	"github.com/slotkeeper/slotkeeper/backend/providers/coolify"
 	"github.com/slotkeeper/slotkeeper/backend/providers/sim"
@@ -273,12 +274,12 @@ func TestOneRunAtATime(t *testing.T) {
 func TestAbandonedRunIsTakenOver(t *testing.T) {
 	w := newWorld(t, 100)
 	now := time.Now()
-	clock := func() time.Time { return now }
+	fc := clock.NewFake(now)
 	_, err := w.store.Append(ctxT(t), events.ReconcileStream, events.NoStream(), events.New(events.ReconcileStarted{RunID: "dead", StartedAt: now.Add(-time.Hour)}, events.Metadata{Actor: "x"}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := w.reconciler(reconcile.Config{RunTimeout: time.Minute, Now: clock})
+	r := w.reconciler(reconcile.Config{RunTimeout: time.Minute, Clock: fc})
 	rep := run(t, r)
 	if rep.Run.ID == "dead" || rep.Run.State != "done" {
 		t.Fatalf("run %+v", rep.Run)
@@ -669,5 +670,44 @@ func TestOtherTeamTokenIsNotDrift(t *testing.T) {
 	}
 	if !has(rep, events.FindingUnknown, events.ResProject, w.slots[0].ProjectUUID) {
 		t.Fatalf("no unknown finding for the invisible project: %v", summary(rep))
+	}
+}
+
+// TestRunKeepsItsScheduleOnItsClock: Run reconciles at start, then every
+// Every on its clock (a fake: no wall time), and at once on Trigger without
+// moving the schedule.
+func TestRunKeepsItsScheduleOnItsClock(t *testing.T) {
+	w := newWorld(t, 100)
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	fc := clock.NewFake(start)
+	runs := make(chan time.Time, 10)
+	r := w.reconciler(reconcile.Config{Every: time.Hour, Clock: fc, Observe: func(reconcile.Report) { runs <- fc.Now() }})
+	ctx, cancel := context.WithCancel(ctxT(t))
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	expect := func(what string, at time.Time) {
+		t.Helper()
+		if got := <-runs; !got.Equal(at) {
+			t.Fatalf("%s run at %v, want %v", what, got, at)
+		}
+		if err := fc.BlockUntil(ctxT(t), 1); err != nil { // waiting again
+			t.Fatal(err)
+		}
+	}
+	expect("first", start)
+	fc.Advance(30 * time.Minute)
+	if err := r.Trigger(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	expect("triggered", start.Add(30*time.Minute))
+	fc.Advance(29 * time.Minute)
+	if len(runs) != 0 {
+		t.Fatal("a run before its time")
+	}
+	fc.Advance(time.Minute)
+	expect("scheduled", start.Add(time.Hour))
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }

@@ -2,9 +2,11 @@ package slots
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -221,108 +223,96 @@ func (s *Service) checkResources(ctx context.Context, c RegisterCmd) (string, er
 
 // owners is the index of what the unretired slots name, folded from the
 // registry's SlotClaimed and the slot streams' SlotRegistered and
-// SlotRetired. It catches up with the log (from where it stopped) each time
-// Register asks, under Register's mutex, so its cost follows new events,
-// not history.
+// SlotRetired (ownersFold, run by a consumer.Runner). It catches up with
+// the log (from where it stopped) each time Register asks, under
+// Register's mutex, so its cost follows new events, not history.
 //
 // The index is per process, but the decision is not: Register appends its
 // SlotClaimed to events.SlotRegistryStream with the registry revision the
-// index has seen (regRev), so a claim made meanwhile by another process
+// index has seen (RegRev), so a claim made meanwhile by another process
 // fails the append, and the retry sees it.
 type owners struct {
-	mu   sync.Mutex // held by Register from the check to the appends
-	pos  events.Position
-	regs map[string]events.SlotRegistered // unretired slots, claimed or registered
-	// pending are the claims whose SlotRegistered is not in the log yet
-	// (being appended now, or lost in a crash), with the claim's event.
-	pending map[string]events.RecordedEvent
-	regRev  events.Revision // the registry's last revision folded
-	regSeen bool            // whether the registry stream exists
-	saved   events.Position // position of the newest checkpoint read or written
+	mu sync.Mutex // held by Register from the check to the appends
+	f  *ownersFold
+	r  *consumer.Runner
 }
 
-// The owners index is checkpointed like the log's consumers (backend/
-// consumer): the first Register after a start folds only the log after the
-// newest checkpoint, not the whole history, and writes one when it folded
-// ownersSaveEvery positions since the last.
+// The owners index is checkpointed like the log's consumers: the first
+// Register after a start folds only the log after the newest checkpoint,
+// not the whole history, and writes one when a catch-up folded
+// ownersSaveEvery events since the last.
 const (
 	ownersConsumer  = "slot-owners"
 	ownersVersion   = 1
 	ownersSaveEvery = 10_000
 )
 
-// ownersState is the index's checkpoint.
-type ownersState struct {
-	Regs    map[string]events.SlotRegistered `json:"regs"`
-	Pending map[string]events.RecordedEvent  `json:"pending"`
-	RegRev  events.Revision                  `json:"reg_rev"`
-	RegSeen bool                             `json:"reg_seen"`
+// ownersFold is the index's state, and its checkpoint's.
+type ownersFold struct {
+	Regs map[string]events.SlotRegistered `json:"regs"` // unretired slots, claimed or registered
+	// Pending are the claims whose SlotRegistered is not in the log yet
+	// (being appended now, or lost in a crash), with the claim's event.
+	Pending map[string]events.RecordedEvent `json:"pending"`
+	RegRev  events.Revision                 `json:"reg_rev"`  // the registry's last revision folded
+	RegSeen bool                            `json:"reg_seen"` // whether the registry stream exists
 }
 
-func (o *owners) catchUp(ctx context.Context, store events.Store, log *slog.Logger) error {
-	head, err := store.Head(ctx)
-	if err != nil {
+func newOwnersFold() *ownersFold {
+	return &ownersFold{Regs: map[string]events.SlotRegistered{}, Pending: map[string]events.RecordedEvent{}}
+}
+
+func newOwners(store events.Store, log *slog.Logger, health *consumer.Health) *owners {
+	f := newOwnersFold()
+	return &owners{f: f, r: consumer.NewRunner(store, f, consumer.Options{Logger: log, Health: health})}
+}
+
+// catchUp folds the log up to its head, and writes a checkpoint if that
+// passed ownersSaveEvery events since the last.
+func (o *owners) catchUp(ctx context.Context) error {
+	if err := o.r.Sync(ctx); err != nil {
 		return err
 	}
-	if head <= o.pos {
-		return nil
-	}
-	if o.regs == nil {
-		o.regs = map[string]events.SlotRegistered{}
-		o.pending = map[string]events.RecordedEvent{}
-		var st ownersState
-		pos, ok, why, err := consumer.LoadCheckpoint(ctx, store, ownersConsumer, ownersVersion, &st)
-		switch {
-		case err != nil:
-			return err
-		case ok:
-			if st.Regs != nil {
-				o.regs = st.Regs
-			}
-			if st.Pending != nil {
-				o.pending = st.Pending
-			}
-			o.regRev, o.regSeen, o.pos, o.saved = st.RegRev, st.RegSeen, pos, pos
-		case why != "":
-			log.Warn("slot owners: checkpoint ignored, folding the log from the start", "why", why)
-		}
-	}
-	defer func() {
-		if o.pos < o.saved+ownersSaveEvery {
-			return
-		}
-		st := ownersState{Regs: o.regs, Pending: o.pending, RegRev: o.regRev, RegSeen: o.regSeen}
-		if err := consumer.SaveCheckpoint(ctx, store, ownersConsumer, ownersVersion, o.pos, st); err != nil {
-			log.Warn("slot owners: checkpoint not written", "err", err)
-			return
-		}
-		o.saved = o.pos
-	}()
-	cctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	err = store.SubscribeAll(cctx, o.pos, events.Filter{}, func(_ context.Context, ev events.RecordedEvent) error {
-		if err := o.apply(ev); err != nil {
-			return err
-		}
-		o.pos = ev.Position
-		if ev.Position >= head {
-			cancel()
-		}
-		return nil
-	})
-	if o.pos >= head {
-		return nil
-	}
-	if err == nil {
-		err = errors.New("subscription ended before the head")
-	}
-	return err
+	o.r.Save(ctx, ownersSaveEvery)
+	return nil
 }
 
-func (o *owners) apply(ev events.RecordedEvent) error {
+// Name implements consumer.Fold.
+func (f *ownersFold) Name() string { return ownersConsumer }
+
+// Version implements consumer.Fold.
+func (f *ownersFold) Version() int { return ownersVersion }
+
+// Wants implements consumer.Fold: the registry, and slots' registrations
+// and retirements.
+func (f *ownersFold) Wants(ev events.RecordedEvent) bool {
+	return ev.Stream == events.SlotRegistryStream ||
+		(strings.HasPrefix(ev.Stream, events.SlotStreamPrefix) && (ev.Is(events.SlotRegistered{}) || ev.Is(events.SlotRetired{})))
+}
+
+// Snapshot implements consumer.Fold.
+func (f *ownersFold) Snapshot() (any, error) { return f, nil }
+
+// Restore implements consumer.Fold.
+func (f *ownersFold) Restore(b []byte) error {
+	g := newOwnersFold()
+	if err := json.Unmarshal(b, g); err != nil {
+		return err
+	}
+	if g.Regs == nil {
+		g.Regs = map[string]events.SlotRegistered{}
+	}
+	if g.Pending == nil {
+		g.Pending = map[string]events.RecordedEvent{}
+	}
+	*f = *g
+	return nil
+}
+
+// Apply implements consumer.Fold.
+func (f *ownersFold) Apply(ev events.RecordedEvent) error {
 	switch {
 	case ev.Stream == events.SlotRegistryStream:
-		o.regRev, o.regSeen = ev.Revision, true
+		f.RegRev, f.RegSeen = ev.Revision, true
 		if !ev.Is(events.SlotClaimed{}) {
 			return nil
 		}
@@ -331,23 +321,23 @@ func (o *owners) apply(ev events.RecordedEvent) error {
 			return err
 		}
 		c := p.(events.SlotClaimed)
-		if _, done := o.regs[c.Slot]; !done {
-			o.regs[c.Slot] = c.SlotRegistered
-			o.pending[c.Slot] = ev
+		if _, done := f.Regs[c.Slot]; !done {
+			f.Regs[c.Slot] = c.SlotRegistered
+			f.Pending[c.Slot] = ev
 		}
-	case strings.HasPrefix(ev.Stream, events.SlotStreamPrefix) && (ev.Is(events.SlotRegistered{}) || ev.Is(events.SlotRetired{})):
+	default:
 		p, err := events.Decode(ev)
 		if err != nil {
 			return err
 		}
 		switch e := p.(type) {
 		case events.SlotRegistered:
-			o.regs[e.Slot] = e
-			delete(o.pending, e.Slot)
+			f.Regs[e.Slot] = e
+			delete(f.Pending, e.Slot)
 		case events.SlotRetired:
 			name := strings.TrimPrefix(ev.Stream, events.SlotStreamPrefix)
-			delete(o.regs, name)
-			delete(o.pending, name)
+			delete(f.Regs, name)
+			delete(f.Pending, name)
 		}
 	}
 	return nil
@@ -355,11 +345,14 @@ func (o *owners) apply(ev events.RecordedEvent) error {
 
 // expected is the condition of the next claim's append: the registry as
 // the index has seen it.
-func (o *owners) expected() events.ExpectedRevision {
-	if !o.regSeen {
-		return events.NoStream()
-	}
-	return events.Exact(o.regRev)
+func (o *owners) expected() (exp events.ExpectedRevision) {
+	o.r.View(func() {
+		exp = events.NoStream()
+		if o.f.RegSeen {
+			exp = events.Exact(o.f.RegRev)
+		}
+	})
+	return exp
 }
 
 // registered appends the SlotRegistered a claim carries to the slot's own
@@ -395,13 +388,10 @@ func registered(ctx context.Context, store events.Store, claim events.RecordedEv
 // wins and both writes are the same). So a claim never holds resources
 // for a slot that cannot come to exist.
 func (o *owners) completePending(ctx context.Context, store events.Store) error {
-	names := make([]string, 0, len(o.pending))
-	for n := range o.pending {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for _, n := range names {
-		if err := registered(ctx, store, o.pending[n]); err != nil {
+	var pending map[string]events.RecordedEvent
+	o.r.View(func() { pending = maps.Clone(o.f.Pending) })
+	for _, n := range slices.Sorted(maps.Keys(pending)) {
+		if err := registered(ctx, store, pending[n]); err != nil {
 			return err
 		}
 	}
@@ -411,7 +401,12 @@ func (o *owners) completePending(ctx context.Context, store events.Store) error 
 // checkOwners is step 2 of Register: c may name nothing an unretired slot
 // names, and its repository and template must not be any slot's template
 // or repository.
-func (o *owners) check(c RegisterCmd) error {
+func (o *owners) check(c RegisterCmd) (err error) {
+	o.r.View(func() { err = o.f.check(c) })
+	return err
+}
+
+func (f *ownersFold) check(c RegisterCmd) error {
 	if sameRepo(c.Repo, c.TemplateRepo) {
 		return unprocessable("template_repo", "template_repo %s/%s is the slot's own repository", c.Repo.Project, c.Repo.Slug).
 			Because(apperr.ReasonTemplateIsOwnRepo, "repo", repoName(c.Repo))
@@ -421,8 +416,8 @@ func (o *owners) check(c RegisterCmd) error {
 			"%s %s is already %s of slot %s", field, value, as, owner).
 			Because(apperr.ReasonResourceOwned, "field", field, "value", value, "owner", owner)
 	}
-	names := make([]string, 0, len(o.regs))
-	for n := range o.regs {
+	names := make([]string, 0, len(f.Regs))
+	for n := range f.Regs {
 		names = append(names, n)
 	}
 	slices.Sort(names) // the same answer every time
@@ -441,7 +436,7 @@ func (o *owners) check(c RegisterCmd) error {
 	}
 	for _, rule := range rules {
 		for _, n := range names {
-			if rule.owns(o.regs[n]) {
+			if rule.owns(f.Regs[n]) {
 				return taken(rule.field, rule.value, n, rule.as)
 			}
 		}

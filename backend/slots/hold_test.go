@@ -5,11 +5,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotkeeper/slotkeeper/backend/clock"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/events"
 )
 
-type stepClock struct{ t time.Time }
+// stepClock reads a time the test sets; its timers are real.
+type stepClock struct {
+	clock.Clock
+	t time.Time
+}
 
 func (c *stepClock) Now() time.Time { return c.t }
 
@@ -17,7 +22,7 @@ func (c *stepClock) Now() time.Time { return c.t }
 // the hold ends; nothing is appended for the refused occupy.
 func TestOccupyRespectsWaitlistHold(t *testing.T) {
 	t.Parallel()
-	clk := &stepClock{t: time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)}
+	clk := &stepClock{Clock: clock.Real(), t: time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)}
 	svc, st := setup(t, slots.Config{Clock: clk})
 	ctx := context.Background()
 	register(t, svc, "alpha")

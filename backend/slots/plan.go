@@ -31,7 +31,8 @@ func planResources(s *SlotState, kind string) []events.Resource {
 			{Kind: events.ResDatabase, ID: r.DBUUID},
 			{Kind: events.ResEnvVar, ID: r.AppUUID, Name: "env vars of the application"},
 			{Kind: events.ResVolume, ID: r.AppUUID, Name: "persistent volumes of the application"},
-			{Kind: events.ResRepository, ID: r.Repo.String(), Name: "branch " + r.Branch + " reset to " + r.TemplateRepo.String() + "@" + r.TemplateRef},
+			{Kind: events.ResRepository, ID: r.Repo.String(), Name: "branch " + r.Branch + " reset to " + r.TemplateRepo.String() + "@" + r.TemplateRef,
+				NameCode: events.NameBranchReset, NameArgs: events.NameArgs{Branch: r.Branch, Template: r.TemplateRepo.String() + "@" + r.TemplateRef}},
 		}
 		// A ready reset's creates and deploy are in its steps (the plan the
 		// job page lists); what it creates is tracked from its DBCreated.

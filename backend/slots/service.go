@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/slotkeeper/slotkeeper/backend/apperr"
+	"github.com/slotkeeper/slotkeeper/backend/clock"
 	"github.com/slotkeeper/slotkeeper/backend/consumer"
 	"github.com/slotkeeper/slotkeeper/events"
 )
@@ -52,7 +53,7 @@ type Service struct {
 	store  events.Store
 	cfg    Config
 	log    *slog.Logger
-	owners owners
+	owners *owners
 	slots  *SlotCache
 }
 
@@ -64,7 +65,7 @@ func NewService(store events.Store, cfg Config) *Service {
 		cfg.MaxOccupancy = 30 * 24 * time.Hour
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = SystemClock{}
+		cfg.Clock = clock.Real()
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -75,7 +76,7 @@ func NewService(store events.Store, cfg Config) *Service {
 	if cfg.SlotCache == nil || cfg.SlotCache.store != store {
 		cfg.SlotCache = NewSlotCache(store, 0)
 	}
-	return &Service{store: store, cfg: cfg, log: cfg.Logger, slots: cfg.SlotCache}
+	return &Service{store: store, cfg: cfg, log: cfg.Logger, slots: cfg.SlotCache, owners: newOwners(store, cfg.Logger, cfg.Health)}
 }
 
 func (s *Service) now() time.Time { return s.cfg.Clock.Now().UTC() }
@@ -214,7 +215,7 @@ func (s *Service) Register(ctx context.Context, a Actor, c RegisterCmd) error {
 	// A lost race on the registry means another process claimed something
 	// meanwhile: catch up and look again.
 	res, err := events.Decide(ctx, s.store, events.SlotRegistryStream, func(ctx context.Context) (events.ExpectedRevision, []events.EventData, error) {
-		if err := s.owners.catchUp(ctx, s.store, s.log); err != nil {
+		if err := s.owners.catchUp(ctx); err != nil {
 			return events.ExpectedRevision{}, nil, internal("read the slots' registrations", err)
 		}
 		if err := s.owners.completePending(ctx, s.store); err != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotkeeper/slotkeeper/backend/clock"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/events"
 	"github.com/slotkeeper/slotkeeper/events/memstore"
@@ -261,14 +262,17 @@ func TestResumeRules(t *testing.T) {
 	wantCode(t, err, slots.CodeConflict)
 }
 
+// The service runs on a fake clock: the deadline comes when the test sets
+// the time to it (before, a real 150 ms deadline).
 func TestDeadlineQueuesOneReset(t *testing.T) {
 	t.Parallel()
-	svc, st := setup(t, slots.Config{DeadlineReset: true, Grace: time.Minute})
+	fc := clock.NewFake(time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC))
+	svc, st := setup(t, slots.Config{DeadlineReset: true, Grace: time.Minute, Clock: fc})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	register(t, svc, "alpha")
 	register(t, svc, "beta")
-	until := time.Now().Add(150 * time.Millisecond)
+	until := fc.Now().Add(8 * time.Hour)
 	if err := svc.Occupy(ctx, alice, "alpha", slots.OccupyCmd{Until: until}); err != nil {
 		t.Fatal(err)
 	}
@@ -279,6 +283,7 @@ func TestDeadlineQueuesOneReset(t *testing.T) {
 	// can be cancelled.
 	queued := make(chan events.JobQueued, 4)
 	actors := make(chan string, 4)
+	times := make(chan time.Time, 4)
 	go st.SubscribeAll(runCtx, 0, events.Filter{EventTypes: []string{"JobQueued"}}, func(_ context.Context, ev events.RecordedEvent) error {
 		p, err := events.Decode(ev)
 		if err != nil {
@@ -286,8 +291,13 @@ func TestDeadlineQueuesOneReset(t *testing.T) {
 		}
 		queued <- p.(events.JobQueued)
 		actors <- ev.Meta.Actor
+		times <- ev.Meta.Time
 		return nil
 	})
+	if err := fc.BlockUntil(ctx, 1); err != nil { // the scheduler waits on the clock
+		t.Fatal(err)
+	}
+	fc.Set(until)
 	var q events.JobQueued
 	select {
 	case q = <-queued:
@@ -297,8 +307,8 @@ func TestDeadlineQueuesOneReset(t *testing.T) {
 	if actor := <-actors; q.Slot != "alpha" || actor != slots.ActorDeadline {
 		t.Fatalf("reset queued on %s by %s", q.Slot, actor)
 	}
-	if time.Now().Before(until) {
-		t.Fatal("reset queued before the deadline")
+	if at := <-times; at.Before(until) {
+		t.Fatalf("reset queued at %s, before the deadline %s", at, until)
 	}
 	// Cancelling the reset frees the lock; the scheduler must not queue a
 	// second one for the same deadline: the next reset is beta's, occupied
@@ -307,9 +317,10 @@ func TestDeadlineQueuesOneReset(t *testing.T) {
 	if err := svc.Cancel(ctx, alice, q.JobID); err != nil {
 		t.Fatal(err)
 	}
-	if err := svc.Occupy(ctx, alice, "beta", slots.OccupyCmd{Until: time.Now().Add(100 * time.Millisecond)}); err != nil {
+	if err := svc.Occupy(ctx, alice, "beta", slots.OccupyCmd{Until: fc.Now().Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
+	fc.Advance(time.Hour)
 	select {
 	case q = <-queued:
 	case <-ctx.Done():

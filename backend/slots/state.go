@@ -5,19 +5,13 @@ import (
 	"errors"
 	"time"
 
+	"github.com/slotkeeper/slotkeeper/backend/clock"
 	"github.com/slotkeeper/slotkeeper/events"
 )
 
-// Clock tells the time. Tests pass a fake; production uses SystemClock.
-type Clock interface {
-	Now() time.Time
-}
-
-// SystemClock is the wall clock (UTC).
-type SystemClock struct{}
-
-// Now implements Clock.
-func (SystemClock) Now() time.Time { return time.Now().UTC() }
+// Clock tells the time and owns timers (backend/clock). Tests pass a
+// clock.Fake; production uses clock.Real().
+type Clock = clock.Clock
 
 // Actors the system uses for events nobody asked for.
 const (

@@ -4,7 +4,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/slotkeeper/slotkeeper/backend/consumer"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/events"
 )
@@ -21,7 +20,7 @@ const (
 )
 
 // snapshot is the JSON shape of a checkpoint's state (version 2), stored
-// packed (consumer.Pack: a pool of thousands of slots stays well under an
+// packed (consumer.Options.Packed: a pool of thousands of slots stays well under an
 // event's size limit).
 type snapshot struct {
 	Revision       events.Revision         `json:"revision"`
@@ -84,13 +83,10 @@ func (s *State) encode() snapshot {
 	return out
 }
 
-// marshal is the fold's checkpoint state, packed.
-func (s *State) marshal() ([]byte, error) { return consumer.Pack(s.encode()) }
-
-// restore returns the fold a checkpoint's state holds, at pos.
-func restore(snap snapshot, pos events.Position) *State {
+// restore returns the fold a checkpoint's state holds.
+func restore(snap snapshot) *State {
 	s := NewState()
-	s.Position, s.Revision, s.Exists, s.Order = pos, snap.Revision, snap.Exists, snap.Order
+	s.Revision, s.Exists, s.Order = snap.Revision, snap.Exists, snap.Order
 	if snap.Entries != nil {
 		s.Entries = snap.Entries
 	}

@@ -13,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotkeeper/slotkeeper/backend/clock"
 	"github.com/slotkeeper/slotkeeper/backend/consumer"
+	"github.com/slotkeeper/slotkeeper/backend/consumer/consumertest"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/events"
 	"github.com/slotkeeper/slotkeeper/events/memstore"
@@ -22,8 +24,9 @@ import (
 
 // fakeClock is moved by hand.
 type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
+	clock.Clock // its timers are real
+	mu          sync.Mutex
+	t           time.Time
 }
 
 func (c *fakeClock) Now() time.Time {
@@ -70,7 +73,7 @@ func history(t testing.TB, store events.Store, seed uint64, prefix string, n int
 	if err := g.Random(ctx, 6, 0); err != nil {
 		t.Fatal(err)
 	}
-	clk := &fakeClock{}
+	clk := &fakeClock{Clock: clock.Real()}
 	svc := slots.NewService(store, slots.Config{Clock: clk})
 	wl := New(store, svc, Config{Clock: clk, Logger: quiet()})
 	rnd := rand.New(rand.NewPCG(seed, 7))
@@ -82,17 +85,16 @@ func history(t testing.TB, store events.Store, seed uint64, prefix string, n int
 		must(t, wl.Sync(ctx))
 		genNow := lastTime(t, store)
 		clk.set(genNow)
-		wl.mu.Lock()
-		st := wl.st
 		var offered []*Offer
-		for _, o := range st.Offers {
-			offered = append(offered, o)
-		}
 		waiting := map[string]string{}
-		for id, e := range st.Entries {
-			waiting[e.Who] = id
-		}
-		wl.mu.Unlock()
+		wl.r.View(func() {
+			for _, o := range wl.st.Offers {
+				offered = append(offered, o)
+			}
+			for id, e := range wl.st.Entries {
+				waiting[e.Who] = id
+			}
+		})
 		var err error
 		who := people[rnd.IntN(len(people))]
 		a := slots.Actor{Name: who, ID: "user:" + who}
@@ -173,7 +175,7 @@ func all(t testing.TB, store events.Store) []events.RecordedEvent {
 // (new offers' ids, random, blanked).
 func answers(t testing.TB, st *State, now time.Time) string {
 	t.Helper()
-	clk := &fakeClock{t: now}
+	clk := &fakeClock{Clock: clock.Real(), t: now}
 	s := New(nil, nil, Config{Clock: clk, Logger: quiet()})
 	s.st = st
 	b, err := json.Marshal(st.encode())
@@ -192,7 +194,7 @@ func answers(t testing.TB, st *State, now time.Time) string {
 			plan = append(plan, fmt.Sprintf("%s %v %s %s", a.stream, a.exp, e.Type, data))
 		}
 	}
-	out, err := json.Marshal(map[string]any{"pos": st.Position, "fold": json.RawMessage(b), "view": s.View(context.Background()),
+	out, err := json.Marshal(map[string]any{"fold": json.RawMessage(b), "view": s.View(context.Background()),
 		"warnings": s.Warnings(), "stats": s.Stats(), "plan": plan, "next": next})
 	must(t, err)
 	return string(out)
@@ -206,37 +208,34 @@ func foldAll(t testing.TB, evs []events.RecordedEvent) *State {
 	return st
 }
 
-// A fold restored from a checkpoint taken at any position, then folding the
-// rest, answers exactly as the fold from 0.
-func TestCheckpointAtAnyCutAnswersAsFromZero(t *testing.T) {
+// The consumer runtime's properties (backend/consumer/consumertest) hold
+// for the waitlist's fold: from a checkpoint at any cut, across a crash at
+// a checkpoint write, past an unusable checkpoint, it answers (view,
+// warnings, figures, planned appends) as the fold from 0. (Its bounded
+// size is TestFoldSizeDoesNotGrowWithHistory; the effects across a crash
+// are TestCrashAcrossCheckpointWrite.)
+func TestConsumer(t *testing.T) {
+	var now time.Time // the clock at the end of the case's history
+	opts := New(nil, nil, Config{}).options()
+	consumertest.Run(t, consumertest.Case{
+		New:    func(events.Store) consumer.Fold { return NewState() },
+		Packed: opts.Packed,
+		Log: func(t testing.TB, store events.Store) {
+			now = history(t, store, 11, "", 1200).Now()
+		},
+		Observe: func(f consumer.Fold) any { return answers(t, f.(*State), now) },
+	})
+}
+
+// The suite's history holds every kind of event the fold keeps.
+func TestConsumerHistoryShowsEverything(t *testing.T) {
 	store := memstore.New()
 	defer store.Close()
-	clk := history(t, store, 11, "", 6000)
+	history(t, store, 11, "", 1200)
 	evs := all(t, store)
-	now := clk.Now()
-	want := answers(t, foldAll(t, evs), now)
-	if !strings.Contains(want, "OfferMade") && len(count(evs, "OfferMade")) == 0 {
-		t.Fatal("the history made no offer: not a test of offers")
-	}
 	for _, typ := range []string{"OfferMade", "OfferAccepted", "OfferExpired", "OfferDeclined", "SlotHeld", "DeadlineWarning", "SlotRetired"} {
 		if len(count(evs, typ)) == 0 {
 			t.Fatalf("the history holds no %s", typ)
-		}
-	}
-	for c := 0; c <= len(evs); c += 1 + len(evs)/97 {
-		a := foldAll(t, evs[:c])
-		b, err := a.marshal()
-		must(t, err)
-		var packed consumer.Packed
-		must(t, json.Unmarshal(b, &packed))
-		var snap snapshot
-		must(t, packed.Unpack(&snap))
-		r := restore(snap, a.Position)
-		for _, ev := range evs[c:] {
-			_ = r.Apply(ev)
-		}
-		if got := answers(t, r, now); got != want {
-			t.Fatalf("cut at %d of %d:\n got %s\nwant %s", c, len(evs), got, want)
 		}
 	}
 }
@@ -383,15 +382,14 @@ func TestCrashAcrossCheckpointWrite(t *testing.T) {
 				}
 
 				second := New(store, svc, Config{Clock: clk, Logger: quiet()})
-				must(t, second.loadCheckpoint(ctx))
-				if k > 1 && second.st.Position == 0 {
+				must(t, second.r.Start(ctx))
+				if from, _, _ := second.r.Started(); k > 1 && from == 0 {
 					t.Fatal("the second process did not start from a checkpoint")
 				}
 				settleInternal(t, ctx, store, second)
 				final := all(t, store)
-				second.mu.Lock()
-				got := answers(t, second.st, clk.Now())
-				second.mu.Unlock()
+				var got string
+				second.r.View(func() { got = answers(t, second.st, clk.Now()) })
 				if want := answers(t, foldAll(t, final), clk.Now()); got != want {
 					t.Fatalf("after the restart:\n got %s\nwant %s", got, want)
 				}
@@ -477,45 +475,5 @@ func exactlyOnce(t *testing.T, evs []events.RecordedEvent) {
 		}
 		seen[key] = true
 		_ = st.Apply(ev)
-	}
-}
-
-// A checkpoint that cannot be used is ignored with a log line saying why,
-// and the fold starts from 0.
-func TestUnusableCheckpointIgnored(t *testing.T) {
-	ctx := context.Background()
-	store := memstore.New()
-	defer store.Close()
-	history(t, store, 3, "", 800)
-	head, err := store.Head(ctx)
-	must(t, err)
-	for _, c := range []struct {
-		name, why string
-		version   int
-		pos       events.Position
-		state     any
-	}{
-		{"other version", "version 9", 9, 10, map[string]any{}},
-		{"past head", "not in this log", checkpointVersion, head + 1000, map[string]any{}},
-		{"undecodable", "does not decode", checkpointVersion, 10, map[string]any{"gzip": 5}},
-		{"not gzip", "does not unpack", checkpointVersion, 10, map[string]any{"gzip": []byte("hello")}},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			must(t, consumer.SaveCheckpoint(ctx, store, checkpointConsumer, c.version, c.pos, c.state))
-			var logs bytes.Buffer
-			s := New(store, nil, Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-			must(t, s.loadCheckpoint(ctx))
-			if s.st.Position != 0 {
-				t.Fatalf("started at %d", s.st.Position)
-			}
-			if !strings.Contains(logs.String(), "checkpoint ignored") || !strings.Contains(logs.String(), c.why) {
-				t.Fatalf("log = %q", logs.String())
-			}
-			must(t, s.Sync(ctx))
-			now := time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC)
-			if got, want := answers(t, s.st, now), answers(t, foldAll(t, all(t, store)), now); got != want {
-				t.Fatalf("got %s\nwant %s", got, want)
-			}
-		})
 	}
 }

@@ -2,8 +2,8 @@ package waitlist
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
-	"fmt"
 	"sort"
 	"strings"
 	"time"
@@ -14,207 +14,69 @@ import (
 	"github.com/slotkeeper/slotkeeper/events"
 )
 
-// apply folds one event under the lock and wakes whoever waits for it.
-func (s *Service) apply(ev events.RecordedEvent) error {
-	if ev.Stream != events.WaitlistStream && !strings.HasPrefix(ev.Stream, events.SlotStreamPrefix) {
-		return nil
+// The consumer is a consumer.Runner of the State: the Runner owns the
+// checkpoints, the subscription, catching up and the lock (View), and runs
+// Step once caught up, after every event and when Step said to look again.
+
+// options are the Runner's: the whole fold, packed, every CheckpointEvery
+// events at most once per CheckpointGap, or after CheckpointAfter, and at
+// stop; Step on the configured clock.
+func (s *Service) options() consumer.Options {
+	return consumer.Options{Packed: true, Clock: s.cfg.Clock, Health: s.cfg.Health, Logger: s.log,
+		Save: consumer.SavePolicy{Every: s.cfg.CheckpointEvery, Gap: s.cfg.CheckpointGap, After: s.cfg.CheckpointAfter},
+		Step: func(ctx context.Context) time.Time {
+			next, err := s.Step(ctx)
+			if err != nil && ctx.Err() == nil {
+				s.log.Warn("waitlist: step failed", "err", err)
+			}
+			return next
+		}}
+}
+
+// Name implements consumer.Fold.
+func (s *State) Name() string { return checkpointConsumer }
+
+// Version implements consumer.Fold.
+func (s *State) Version() int { return checkpointVersion }
+
+// Wants implements consumer.Fold: the waitlist stream and slot streams.
+func (s *State) Wants(ev events.RecordedEvent) bool {
+	return ev.Stream == events.WaitlistStream || strings.HasPrefix(ev.Stream, events.SlotStreamPrefix)
+}
+
+// Snapshot implements consumer.Fold.
+func (s *State) Snapshot() (any, error) { return s.encode(), nil }
+
+// Restore implements consumer.Fold.
+func (s *State) Restore(b []byte) error {
+	var snap snapshot
+	if err := json.Unmarshal(b, &snap); err != nil {
+		return err
 	}
-	s.mu.Lock()
-	err := s.st.Apply(ev)
-	close(s.changed)
-	s.changed = make(chan struct{})
-	s.mu.Unlock()
-	s.Wake()
-	// One undecodable event must not stop the waitlist: it is parked.
-	return s.cfg.Health.Park(checkpointConsumer, ev, err)
+	*s = *restore(snap)
+	return nil
 }
 
 // Wake makes Run look again now (after a clock jump in tests).
-func (s *Service) Wake() {
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
-}
+func (s *Service) Wake() { s.r.Wake() }
 
 // Sync folds the log up to its head as of the call (tests and start-up).
-func (s *Service) Sync(ctx context.Context) error {
-	head, err := s.store.Head(ctx)
-	if err != nil {
-		return err
-	}
-	s.mu.Lock()
-	from := s.st.Position
-	s.mu.Unlock()
-	if from >= head {
-		return nil
-	}
-	sctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	// Unfiltered: the head may be an event of another stream.
-	err = s.store.SubscribeAll(sctx, from, events.Filter{}, func(_ context.Context, ev events.RecordedEvent) error {
-		if err := s.apply(ev); err != nil {
-			return err
-		}
-		if ev.Position >= head {
-			cancel()
-		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, context.Canceled) {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.st.Position < head {
-		// Filtered-out events at the head: we have seen everything before it.
-		s.st.Position = head
-	}
-	return ctx.Err()
-}
+func (s *Service) Sync(ctx context.Context) error { return s.r.Sync(ctx) }
 
 // WaitFor blocks until the fold has applied pos (read-your-writes).
 func (s *Service) WaitFor(ctx context.Context, pos events.Position) error {
-	for {
-		s.mu.Lock()
-		ok, ch := s.st.Position >= pos, s.changed
-		s.mu.Unlock()
-		if ok {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-ch:
-		}
-	}
+	return s.r.WaitApplied(ctx, pos)
 }
 
 // Run is the consumer: it starts from its newest usable checkpoint (else
 // from position 0), follows the log, and after every event or timer does
-// what the fold says is missing (plan). It writes a checkpoint every
-// CheckpointEvery events or CheckpointAfter, and a last one when it stops.
-// It returns nil when ctx ends.
-func (s *Service) Run(ctx context.Context) error {
-	if err := s.loadCheckpoint(ctx); err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return err
-	}
-	head, err := s.store.Head(ctx)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return fmt.Errorf("waitlist: read the log's head: %w", err)
-	}
-	s.mu.Lock()
-	from := s.st.Position
-	s.mu.Unlock()
-	if from >= head {
-		s.markCaughtUp()
-	}
-	cp := &consumer.Saver{Log: s.store, Consumer: checkpointConsumer, Version: checkpointVersion,
-		Every: s.cfg.CheckpointEvery, Gap: s.cfg.CheckpointGap, After: s.cfg.CheckpointAfter, Logger: s.log,
-		Snapshot: func() (events.Position, []byte, error) {
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			b, err := s.st.marshal()
-			return s.st.Position, b, err
-		}}
-	cp.Start(from)
-	subErr := make(chan error, 1)
-	subDone := make(chan struct{})
-	defer func() {
-		// The last checkpoint, once the subscription stopped folding;
-		// it outlives ctx, briefly.
-		<-subDone
-		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		cp.Save(c)
-	}()
-	go func() {
-		defer close(subDone)
-		// Unfiltered, so the fold's position follows the log's head
-		// (WaitFor for any position works, and catching up is visible).
-		subErr <- s.store.SubscribeAll(ctx, from, events.Filter{}, func(ctx context.Context, ev events.RecordedEvent) error {
-			if err := s.apply(ev); err != nil {
-				return err
-			}
-			s.mu.Lock()
-			if ev.Position > s.st.Position {
-				s.st.Position = ev.Position
-				close(s.changed)
-				s.changed = make(chan struct{})
-			}
-			s.mu.Unlock()
-			if ev.Position >= head {
-				s.markCaughtUp()
-			}
-			cp.Folded(ctx, ev)
-			return nil
-		})
-	}()
-	// Caught up first, so the first decisions see the whole log.
-	select {
-	case <-s.caughtUp:
-	case <-ctx.Done():
-		return nil
-	case err := <-subErr:
-		if ctx.Err() != nil || errors.Is(err, context.Canceled) {
-			return nil
-		}
-		return err
-	}
-	return consumer.Loop(ctx, s.now, s.wake, subErr, func(ctx context.Context) time.Time {
-		next, err := s.Step(ctx)
-		if err != nil && ctx.Err() == nil {
-			s.log.Warn("waitlist: step failed", "err", err)
-		}
-		return next
-	})
-}
+// what the fold says is missing (Step). It returns nil when ctx ends.
+func (s *Service) Run(ctx context.Context) error { return s.r.Run(ctx) }
 
 // CaughtUp is closed once Run has folded the log up to its head as it was
 // when Run started (from a checkpoint or from 0). It stays open if Run ends
 // first.
-func (s *Service) CaughtUp() <-chan struct{} { return s.caughtUp }
-
-func (s *Service) markCaughtUp() { s.caughtUpOnce.Do(func() { close(s.caughtUp) }) }
-
-// loadCheckpoint replaces an empty fold by the newest usable checkpoint's.
-// One that cannot be used is logged and the fold starts from 0.
-func (s *Service) loadCheckpoint(ctx context.Context) error {
-	var packed consumer.Packed
-	var snap snapshot
-	pos, ok, why, err := consumer.LoadCheckpoint(ctx, s.store, checkpointConsumer, checkpointVersion, &packed)
-	if err != nil {
-		return fmt.Errorf("waitlist: read checkpoint: %w", err)
-	}
-	if ok {
-		if err := packed.Unpack(&snap); err != nil {
-			ok, why = false, "state does not unpack: "+err.Error()
-		}
-	}
-	if !ok {
-		if why != "" {
-			s.log.Warn("waitlist: checkpoint ignored, folding the log from the start", "why", why)
-		}
-		return nil
-	}
-	st := restore(snap, pos)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.st.Position >= pos {
-		return nil // already folded further (Sync before Run)
-	}
-	s.st = st
-	close(s.changed)
-	s.changed = make(chan struct{})
-	s.log.Info("waitlist: starting from checkpoint", "position", pos)
-	return nil
-}
+func (s *Service) CaughtUp() <-chan struct{} { return s.r.CaughtUp() }
 
 // action is one conditional append the fold says is missing.
 type action struct {
@@ -230,9 +92,9 @@ type action struct {
 // arrive through the log and the next Step decides again.
 func (s *Service) Step(ctx context.Context) (time.Time, error) {
 	now := s.now()
-	s.mu.Lock()
-	acts, next := s.plan(now)
-	s.mu.Unlock()
+	var acts []action
+	var next time.Time
+	s.r.View(func() { acts, next = s.plan(now) })
 	var firstErr error
 	for _, a := range acts {
 		_, err := s.store.Append(ctx, a.stream, a.exp, a.evs...)
@@ -257,7 +119,7 @@ func (s *Service) Step(ctx context.Context) (time.Time, error) {
 	return next, firstErr
 }
 
-// plan computes the missing appends from the fold (under s.mu).
+// plan computes the missing appends from the fold (inside s.r.View).
 func (s *Service) plan(now time.Time) ([]action, time.Time) {
 	st := s.st
 	var next time.Time
@@ -280,14 +142,16 @@ func (s *Service) plan(now time.Time) ([]action, time.Time) {
 		si := st.slots[o.Slot]
 		switch {
 		case si == nil || !si.st.Exists:
-			wl = append(wl, events.New(events.OfferWithdrawn{OfferID: o.ID, EntryID: o.EntryID, Slot: o.Slot, Reason: "slot unknown"}, sysMeta))
+			wl = append(wl, events.New(events.OfferWithdrawn{OfferID: o.ID, EntryID: o.EntryID, Slot: o.Slot, Reason: "slot unknown",
+				ReasonCode: events.WaitReasonSlotUnknown}, sysMeta))
 			closing[o.Slot] = true
 		case si.st.Occupied && si.st.Occupant == o.Who:
 			// Accept's occupy landed, its OfferAccepted did not (crash).
 			wl = append(wl, events.New(events.OfferAccepted{OfferID: o.ID, EntryID: o.EntryID, Slot: o.Slot, Until: si.st.Until}, sysMeta))
 			closing[o.Slot] = true
 		case si.st.Occupied || si.st.Locked() || si.st.Retired || si.st.Incomplete:
-			wl = append(wl, events.New(events.OfferWithdrawn{OfferID: o.ID, EntryID: o.EntryID, Slot: o.Slot, Reason: "slot is " + si.st.Lifecycle()}, sysMeta))
+			wl = append(wl, events.New(events.OfferWithdrawn{OfferID: o.ID, EntryID: o.EntryID, Slot: o.Slot, Reason: "slot is " + si.st.Lifecycle(),
+				ReasonCode: events.WaitReasonSlotIs, Lifecycle: si.st.Lifecycle()}, sysMeta))
 			closing[o.Slot] = true
 		case !now.Before(o.ExpiresAt):
 			wl = append(wl, events.New(events.OfferExpired{OfferID: o.ID, EntryID: o.EntryID, Slot: o.Slot}, sysMeta))
@@ -333,7 +197,7 @@ func (s *Service) plan(now time.Time) ([]action, time.Time) {
 		// A hold whose offer is over and that no new offer replaces.
 		if h := si.st.Hold; h.OfferID != "" && st.Offers[h.OfferID] == nil && !newOffer[name] && st.offerFor(name) == nil && !closing[name] {
 			acts = append(acts, action{stream: events.SlotStream(name), exp: events.Exact(si.st.Revision),
-				evs: []events.EventData{events.New(events.SlotHoldReleased{Slot: name, OfferID: h.OfferID, Reason: "offer ended"}, sysMeta)}})
+				evs: []events.EventData{events.New(events.SlotHoldReleased{Slot: name, OfferID: h.OfferID, Reason: "offer ended", ReasonCode: events.WaitReasonOfferEnded}, sysMeta)}})
 			continue // one append per slot per step (same expected revision)
 		}
 		if a, ok := s.warning(si, now, sysMeta, soon); ok {

@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/slotkeeper/slotkeeper/backend/apperr"
+	"github.com/slotkeeper/slotkeeper/backend/clock"
 	"github.com/slotkeeper/slotkeeper/backend/consumer"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/events"
@@ -65,13 +66,10 @@ type Service struct {
 	cfg   Config
 	log   *slog.Logger
 
-	mu      sync.Mutex
-	st      *State
-	changed chan struct{} // closed and replaced after every applied event
-	wake    chan struct{}
-
-	caughtUp     chan struct{} // closed once Run folded the log up to its head at start
-	caughtUpOnce sync.Once
+	// st is the consumer's fold, run by r and guarded by its lock (read
+	// it inside r.View).
+	st *State
+	r  *consumer.Runner
 
 	// fold is the waitlist stream's fold commands decide on (load);
 	// foldMu guards it. Never handed out: load returns copies.
@@ -93,7 +91,7 @@ func New(store events.Store, occ Occupier, cfg Config) *Service {
 		cfg.MaxOccupancy = 30 * 24 * time.Hour
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = slots.SystemClock{}
+		cfg.Clock = clock.Real()
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -110,8 +108,9 @@ func New(store events.Store, occ Occupier, cfg Config) *Service {
 	if cfg.CheckpointAfter <= 0 {
 		cfg.CheckpointAfter = 5 * time.Minute
 	}
-	return &Service{store: store, occ: occ, cfg: cfg, log: cfg.Logger, st: NewState(),
-		changed: make(chan struct{}), wake: make(chan struct{}, 1), caughtUp: make(chan struct{})}
+	s := &Service{store: store, occ: occ, cfg: cfg, log: cfg.Logger, st: NewState()}
+	s.r = consumer.NewRunner(store, s.st, s.options())
+	return s
 }
 
 func (s *Service) now() time.Time { return s.cfg.Clock.Now().UTC() }

@@ -72,7 +72,6 @@ const maxSamples = 50
 
 // State is the fold of the waitlist stream and the slot streams.
 type State struct {
-	Position events.Position
 	// Revision of the waitlist stream; Exists is false before its first event.
 	Revision events.Revision
 	Exists   bool
@@ -132,9 +131,6 @@ func deadlineKey(deadline time.Time) string {
 
 // Apply folds one event of the waitlist stream or a slot stream.
 func (s *State) Apply(ev events.RecordedEvent) error {
-	if ev.Position > s.Position {
-		s.Position = ev.Position
-	}
 	switch {
 	case ev.Stream == events.WaitlistStream:
 		return s.applyWaitlist(ev)

@@ -62,12 +62,17 @@ type Stats struct {
 // View returns the waitlist read model (the consumer's fold).
 func (s *Service) View(_ context.Context) View {
 	now := s.now()
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	var out View
+	s.r.View(func() { out = s.view(now) })
+	return out
+}
+
+// view is View at now (inside s.r.View).
+func (s *Service) view(now time.Time) View {
 	st := s.st
 	frees := s.frees(now)
 	med, n, ok := st.medianReset()
-	out := View{Entries: make([]EntryView, 0, len(st.Order)), Position: st.Position, ServerTime: now, OfferTTL: s.cfg.OfferTTL.String()}
+	out := View{Entries: make([]EntryView, 0, len(st.Order)), Position: s.r.Position(), ServerTime: now, OfferTTL: s.cfg.OfferTTL.String()}
 	waiting := 0 // entries ahead without an offer
 	for i, id := range st.Order {
 		e := st.Entries[id]
@@ -132,9 +137,12 @@ func estimate(now time.Time, k int, frees []time.Time, med time.Duration, sample
 }
 
 // Stats returns the figures for metrics.
-func (s *Service) Stats() Stats {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (s *Service) Stats() (out Stats) {
+	s.r.View(func() { out = s.stats() })
+	return out
+}
+
+func (s *Service) stats() Stats {
 	st := s.st
 	out := Stats{Length: len(st.Order), OpenOffers: len(st.Offers), OffersMade: st.OffersMade, OffersExpired: st.OffersExpired, OffersAccepted: st.OffersAccepted}
 	if len(st.HandOvers) > 0 {
@@ -149,8 +157,13 @@ func (s *Service) Stats() Stats {
 // current deadline got a warning and has not passed (the dashboard banner).
 func (s *Service) Warnings() []events.DeadlineWarning {
 	now := s.now()
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	var out []events.DeadlineWarning
+	s.r.View(func() { out = s.warnings(now) })
+	slices.SortFunc(out, func(a, b events.DeadlineWarning) int { return a.Deadline.Compare(b.Deadline) })
+	return out
+}
+
+func (s *Service) warnings(now time.Time) []events.DeadlineWarning {
 	var out []events.DeadlineWarning
 	for _, si := range s.st.slots {
 		st := &si.st
@@ -164,6 +177,5 @@ func (s *Service) Warnings() []events.DeadlineWarning {
 			}
 		}
 	}
-	slices.SortFunc(out, func(a, b events.DeadlineWarning) int { return a.Deadline.Compare(b.Deadline) })
 	return out
 }

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/slotkeeper/slotkeeper/backend/apperr"
+	bclock "github.com/slotkeeper/slotkeeper/backend/clock"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/backend/waitlist"
 	"github.com/slotkeeper/slotkeeper/events"
@@ -18,24 +19,6 @@ import (
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// clock is a fake clock the test moves by hand.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 var (
 	t0    = time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
@@ -48,7 +31,7 @@ var (
 type env struct {
 	t     *testing.T
 	ctx   context.Context
-	clk   *clock
+	clk   *bclock.Fake // the consumer's timers fire as the test advances it
 	store events.Store
 	mem   *memstore.Store
 	slots *slots.Service
@@ -59,7 +42,7 @@ func newEnv(t *testing.T, cfg waitlist.Config) *env {
 	t.Helper()
 	mem := memstore.New()
 	t.Cleanup(func() { mem.Close() })
-	clk := &clock{t: t0}
+	clk := bclock.NewFake(t0)
 	e := &env{t: t, ctx: context.Background(), clk: clk, store: mem, mem: mem}
 	e.slots = slots.NewService(mem, slots.Config{Clock: clk})
 	cfg.Clock = clk

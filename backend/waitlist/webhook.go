@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/slotkeeper/slotkeeper/backend/clock"
+	"github.com/slotkeeper/slotkeeper/backend/retry"
 	"github.com/slotkeeper/slotkeeper/backend/webhook"
 	"github.com/slotkeeper/slotkeeper/events"
 )
@@ -31,6 +33,8 @@ type Webhook struct {
 	Logger   *slog.Logger
 	// Attempts for 5xx/429/transport errors (default 3), 1 s apart.
 	Attempts int
+	// Clock times the waits between attempts; nil is the wall clock.
+	Clock clock.Clock
 }
 
 // WarningMessage is the Slack-compatible body.
@@ -65,15 +69,14 @@ func (h *Webhook) Send(ctx context.Context, w events.DeadlineWarning) {
 	}
 	sender := webhook.New(h.URL, h.Secret, h.HTTP)
 	body, _ := json.Marshal(h.Message(w))
+	clk := h.Clock
+	if clk == nil {
+		clk = clock.Real()
+	}
+	waits := retry.Constant(time.Second).Start(clk)
 	for i := 0; i < attempts; i++ {
-		if i > 0 {
-			t := time.NewTimer(time.Second)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return
-			case <-t.C:
-			}
+		if i > 0 && waits.Wait(ctx) != nil {
+			return
 		}
 		status, err := sender.Post(ctx, body, nil)
 		if err == nil {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	skclock "github.com/slotkeeper/slotkeeper/backend/clock"
 	"github.com/slotkeeper/slotkeeper/backend/waitlist"
 	"github.com/slotkeeper/slotkeeper/backend/webhook"
 	"github.com/slotkeeper/slotkeeper/events"
@@ -85,4 +86,33 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// TestWarningWebhookRetriesOnTheClock: a 503 is retried Attempts times,
+// one second apart on the webhook's clock (a fake here: no wall time), and
+// a success ends the retries.
+func TestWarningWebhookRetriesOnTheClock(t *testing.T) {
+	t.Parallel()
+	fc := skclock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	start := fc.Now()
+	var mu sync.Mutex
+	var at []time.Duration
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		at = append(at, fc.Now().Sub(start))
+		n := len(at)
+		mu.Unlock()
+		if n < 3 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	}))
+	defer hook.Close()
+	defer fc.AutoAdvance(nil)()
+	h := &waitlist.Webhook{URL: hook.URL, ExtendBy: time.Hour, Attempts: 5, Clock: fc, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	h.Send(context.Background(), events.DeadlineWarning{Slot: "alpha", Occupant: "bob", Deadline: start, LeadSeconds: 600})
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []time.Duration{0, time.Second, 2 * time.Second}; len(at) != 3 || at[1] != want[1] || at[2] != want[2] {
+		t.Fatalf("posts at %v, want %v", at, want)
+	}
 }

@@ -22,7 +22,8 @@ import { SignIn } from "./pages/SignIn";
 import { SlotPage } from "./pages/SlotPage";
 import { WaitView } from "./pages/WaitView";
 import { InsightsPage } from "./insights/InsightsPage";
-import { SimulatorPage, simApi } from "./sim/SimulatorPage";
+import { SimulatorPage } from "./sim/SimulatorPage";
+import { simService } from "./services/sim";
 import { useLoad } from "./live/useLoad";
 import { DeadlineBanner } from "./waitlist/DeadlineBanner";
 import { FreshnessBadge } from "./replay/Freshness";
@@ -145,7 +146,7 @@ function Header({ subject }: { subject: Subject | undefined }) {
 /** SimLink offers the Simulator page to an admin, only when the server runs the simulators (issue 27 item 12). */
 function SimLink() {
   const t = useT();
-  const probe = useLoad("sim-probe", "once", (signal) => simApi.faults(signal));
+  const probe = useLoad("sim-probe", "once", (signal) => simService.faults(signal));
   if (!probe.data) return null;
   return (
     <Link href="/simulator" data-testid="nav-simulator">

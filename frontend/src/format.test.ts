@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { formatDuration, formatGoDuration, formatSpan, goDurationMs, resourceName } from "./format";
+import { auditSummary, formatDuration, formatGoDuration, formatSpan, goDurationMs, resourceName, stateReason, stepDetail } from "./format";
 import { jobTiming } from "./components/jobText";
 import { makeT } from "./i18n";
 import { job } from "./test/fakes";
@@ -45,9 +45,36 @@ describe("durations a person reads (issue 27 item 4)", () => {
   });
 });
 
-describe("resourceName", () => {
-  it("words where a Docker volume was left in the reader's language", () => {
-    expect(resourceName("the server of Coolify application app-1", ko)).toBe("Coolify 애플리케이션 app-1의 서버에 있음");
-    expect(resourceName("the server of Coolify application app-1", en)).toBe("on the server of Coolify application app-1");
+describe("reason codes (issue 26): sentences come from the dictionaries, never from the server's English", () => {
+  const left = { kind: "docker_volume", id: "v1", name: "the server of Coolify application app-1", name_code: "app_server", name_args: { app: "app-1" } };
+  it("words where a Docker volume was left in the reader's language, from its code", () => {
+    expect(resourceName(left, ko)).toBe("Coolify 애플리케이션 app-1의 서버에 있음");
+    expect(resourceName(left, en)).toBe("on the server of Coolify application app-1");
+  });
+
+  it("a reworded server sentence changes nothing; a text without a code is shown as the server wrote it", () => {
+    expect(resourceName({ ...left, name: "volume left on app-1's host" }, ko)).toBe("Coolify 애플리케이션 app-1의 서버에 있음");
+    expect(resourceName({ kind: "docker_volume", id: "v1", name: "the server of Coolify application app-1" }, ko)).toBe(
+      "the server of Coolify application app-1",
+    );
+    expect(stateReason({ state_reason: "reset job j1 (resumed)", state_reason_code: "job_resumed", state_reason_args: { kind: "reset", id: "j1" } }, ko)).toBe(
+      `${ko.dyn("kind", "reset")} 작업 j1 (재개됨)`,
+    );
+    expect(stateReason({ state_reason: "last job failed" }, ko)).toBe("last job failed");
+    expect(stepDetail({ name: "vacate", state: "done", detail: "the slot is vacated …", detail_code: "vacate_on_success" }, ko)).toBe(
+      "작업 성공이 기록되면 슬롯이 비워집니다.",
+    );
+    expect(stepDetail({ name: "delete_db", state: "done", detail: "deployment d-1 finished" }, ko)).toBe("deployment d-1 finished");
+  });
+
+  it("the waitlist's offer reasons come from their code; an event from before the codes shows its English", () => {
+    const e = { position: 1, stream: "waitlist", type: "OfferWithdrawn", time: "2026-01-01T00:00:00Z", summary: "offer withdrawn: slot is retired" };
+    const coded = auditSummary({ ...e, args: { reason: "slot is retired", reason_code: "slot_is", lifecycle: "retired" } }, ko);
+    expect(coded).toContain(ko("audit.reason.slot_is", { lifecycle: ko.dyn("lifecycle", "retired") }));
+    expect(auditSummary({ ...e, args: { reason: "slot is retired" } }, ko)).toContain("slot is retired");
+  });
+
+  it("a code whose arguments are missing shows the server's text, never a template with holes", () => {
+    expect(stateReason({ state_reason: "last job failed", state_reason_code: "last_job" }, ko)).toBe("last job failed");
   });
 });

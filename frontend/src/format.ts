@@ -1,6 +1,9 @@
 // Formatting helpers shared by every view.
-import type { ApiError } from "./api/client";
-import type { AuditEntry, Resource } from "./api/types";
+import type { AuditEntry } from "./services/audit";
+import type { ApiError } from "./services/http";
+import type { StepView } from "./services/jobs";
+import type { Resource } from "./services/resources";
+import type { SlotView } from "./services/slots";
 import type { Key, T } from "./i18n";
 import { en } from "./i18n/en";
 
@@ -93,26 +96,36 @@ export function formatTime(iso: string | undefined, lang: string, opts: { second
     .join("");
 }
 
-/**
- * resourceName renders a resource's name; the few names the server writes
- * as English descriptions (backend/jobs, backend/slots/plan.go) are said in
- * the reader's language, a provider's own name is shown as it is.
- */
-export function resourceName(name: string, t: T): string {
-  if (name === "list env vars") return t("resname.list_env_vars");
-  if (name === "list storages") return t("resname.list_storages");
-  const reset = /^branch (\S+) reset to (\S+)$/.exec(name);
-  if (reset) return t("resname.branch_reset", { branch: reset[1] ?? "", template: reset[2] ?? "" });
-  // events.AppServer: where a Docker volume was left (the API names no server).
-  const server = /^the server of Coolify application (\S+)$/.exec(name);
-  if (server) return t("resname.app_server", { app: server[1] ?? "" });
-  return name;
+// Reason codes (issue 26): where the server writes one of its own
+// sentences (a slot's state reason, a step's detail, a descriptive resource
+// name) it sends a code and its parts next to the English, and the sentence
+// in the reader's language is made here, from the dictionaries. A text
+// without a code (an older server, a view from before) is shown as the
+// server wrote it; nothing here reads the server's English.
+
+/** codedText says a code under prefix with its parts (auditArg words each), or text when the code is unknown. */
+function codedText(prefix: string, code: string | undefined, args: Record<string, string | undefined> | undefined, text: string, t: T): string {
+  const key = `${prefix}.${code}`;
+  if (!code || !known(key)) return text;
+  const vars: Record<string, string> = {};
+  for (const [k, v] of Object.entries(args ?? {})) if (v !== undefined) vars[k] = auditArg(k, v, t);
+  const s = t(key, vars);
+  return /\{\w+\}/.test(s) ? text : s;
 }
 
-/** stepDetail renders a step's detail; the server's fixed English sentences are translated, data is shown as it is. */
-export function stepDetail(detail: string, t: T): string {
-  if (detail === "already absent") return t("job.already_absent");
-  return detail === "the slot is vacated when the job's success is recorded" ? t("stepdetail.vacate") : detail;
+/** resourceName renders a resource's name: a described one (name_code) in the reader's language, a provider's own as it is. */
+export function resourceName(r: Resource, t: T): string {
+  return codedText("resname", r.name_code, r.name_args, r.name ?? "", t);
+}
+
+/** stepDetail renders a step's detail: the server's own sentences (detail_code) in the reader's language, data as it is. */
+export function stepDetail(s: StepView, t: T): string {
+  return codedText("stepdetail", s.detail_code, undefined, s.detail ?? "", t);
+}
+
+/** stateReason renders a slot's state reason from its code (state_reason_code); without one, as the server wrote it. */
+export function stateReason(v: Pick<SlotView, "state_reason" | "state_reason_code" | "state_reason_args">, t: T): string {
+  return codedText("reason", v.state_reason_code, v.state_reason_args, v.state_reason ?? "", t);
 }
 
 const SYSTEM_ACTORS = ["deadline", "demo", "notifier", "oidc", "readiness", "reconcile", "repair", "rescuer", "shutdown", "waitlist"] as const;
@@ -141,7 +154,7 @@ export function isPerson(actor: string | undefined): boolean {
 
 /** resourceLabel names a resource with its kind and id. */
 export function resourceLabel(r: Resource, t: T): string {
-  const name = r.name && r.name !== r.id ? ` ${resourceName(r.name, t)}` : "";
+  const name = r.name && r.name !== r.id ? ` ${resourceName(r, t)}` : "";
   return `${t.dyn("res", r.kind)}${name} (${r.id})`;
 }
 
@@ -152,20 +165,6 @@ export function resourceLabel(r: Resource, t: T): string {
  */
 export function untouched(state: string, completed: readonly string[] | null | undefined, uncertain: string | undefined): boolean {
   return state === "cancelled" && (completed?.length ?? 0) === 0 && !uncertain;
-}
-
-/**
- * stateReason renders the server's slot state reason in the reader's
- * language; the server writes it in English ("last job cancelled",
- * "reset job <id>", …). An unknown reason is shown raw.
- */
-export function stateReason(reason: string, t: T): string {
-  const last = /^last job (\w+)$/.exec(reason);
-  if (last) return t("reason.last_job", { state: t.dyn("state", last[1] ?? "") });
-  const job = /^(\w+) job (\S+)( \(resumed\))?$/.exec(reason);
-  if (job) return t(job[3] ? "reason.job_resumed" : "reason.job", { kind: t.dyn("kind", job[1] ?? ""), id: job[2] ?? "" });
-  if (reason === "teardown could not confirm every deletion") return t("reason.teardown_unconfirmed");
-  return reason;
 }
 
 /** stepList names steps in the reader's language, or "none". */
@@ -223,16 +222,13 @@ export function apiErrorText(error: ApiError, t: T): string {
 }
 
 /**
- * reasonText renders a reason the server wrote in English: slot state
- * reasons (stateReason) and the waitlist's offer and hold reasons. A reason
- * a person typed, or a provider's error text, is shown as written.
+ * reasonText renders a reason of an event: the waitlist's offer and hold
+ * reasons from their code (events.WaitReason*, with the slot's lifecycle)
+ * in the reader's language; a reason without a code (one a person typed, a
+ * provider's error text, an event from before the codes) as written.
  */
-export function reasonText(reason: string, t: T): string {
-  if (reason === "offer ended") return t("audit.reason.offer_ended");
-  if (reason === "slot unknown") return t("audit.reason.slot_unknown");
-  const is = /^slot is (\w+)$/.exec(reason);
-  if (is) return t("audit.reason.slot_is", { lifecycle: t.dyn("lifecycle", is[1] ?? "") });
-  return stateReason(reason, t);
+export function reasonText(reason: string, t: T, code?: string, lifecycle?: string): string {
+  return codedText("audit.reason", code, { lifecycle }, reason, t);
 }
 
 const PROVIDERS: Record<string, string> = { coolify: "Coolify", bitbucket: "Bitbucket" };
@@ -268,6 +264,8 @@ function auditArg(name: string, v: string, t: T): string {
       return PROVIDERS[v] ?? v;
     case "reason":
       return reasonText(v, t);
+    case "lifecycle":
+      return t.dyn("lifecycle", v);
   }
   return v;
 }
@@ -285,11 +283,12 @@ export function auditSummary(e: AuditEntry, t: T): string {
   const args = e.args ?? {};
   const vars: Record<string, string> = {};
   for (const [k, v] of Object.entries(args)) vars[k] = auditArg(k, v, t);
+  if (args.reason) vars.reason = reasonText(args.reason, t, args.reason_code, args.lifecycle);
   let s = t(key, vars);
   if (/\{\w+\}/.test(s)) return t.lang === "en" && e.summary ? e.summary : label;
   if (args.status) s += ` · ${t("audit.part.status", { status: args.status })}`;
   for (const f of FLAGS) if (args[f] === "true") s += ` ${t(`audit.flag.${f}`)}`;
   const detail = args.error ?? args.reason;
-  if (detail) s += t("audit.part.detail", { text: auditArg(args.error ? "error" : "reason", detail, t) });
+  if (detail) s += t("audit.part.detail", { text: args.error ? auditArg("error", detail, t) : reasonText(detail, t, args.reason_code, args.lifecycle) });
   return s;
 }

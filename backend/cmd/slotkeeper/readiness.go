@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/slotkeeper/slotkeeper/backend/clock"
 	"github.com/slotkeeper/slotkeeper/backend/doctor"
 	"github.com/slotkeeper/slotkeeper/backend/providers"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
@@ -26,6 +27,7 @@ type readiness struct {
 	store    events.Store
 	probes   []probe
 	interval time.Duration
+	clock    clock.Clock // nil: the wall clock
 	log      *slog.Logger
 
 	draining atomic.Bool // set on SIGTERM: /readyz answers 503 at once
@@ -227,18 +229,14 @@ func findReason(failing []string, name string) string {
 	return ""
 }
 
-// run repeats the probes until ctx is done.
+// run repeats the probes every interval on r's clock until ctx is done.
 func (r *readiness) run(ctx context.Context) error {
-	t := time.NewTicker(r.interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-			r.round(ctx)
-		}
+	c := r.clock
+	if c == nil {
+		c = clock.Real()
 	}
+	clock.Every(ctx, c, r.interval, r.round)
+	return nil
 }
 
 // probeTimeout bounds one probe's call: half the interval, at least 500 ms

@@ -2,13 +2,16 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/slotkeeper/slotkeeper/backend/clock"
 	"github.com/slotkeeper/slotkeeper/backend/providers/sim"
 	"github.com/slotkeeper/slotkeeper/events/memstore"
 )
@@ -115,5 +118,45 @@ func TestStoreProbeRefusesAClosedStore(t *testing.T) {
 	r.draining.Store(true)
 	if err := r.err(); err == nil || !strings.Contains(err.Error(), "shutting down") {
 		t.Fatalf("draining: %v", err)
+	}
+}
+
+// TestReadinessRepeatsOnItsClock: the probes run again every interval on
+// the readiness clock (a fake: no wall time), so a dependency that comes
+// back is reported ready one interval later, not before.
+func TestReadinessRepeatsOnItsClock(t *testing.T) {
+	fc := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	var up atomic.Bool
+	rounds := make(chan struct{}, 10)
+	r := &readiness{interval: 5 * time.Second, clock: fc, log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		probes: []probe{{name: "dep", check: func(context.Context) error {
+			defer func() { rounds <- struct{}{} }()
+			if !up.Load() {
+				return errors.New("down")
+			}
+			return nil
+		}}}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r.round(ctx)
+	<-rounds
+	go r.run(ctx)
+	up.Store(true)
+	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer wcancel()
+	if err := fc.BlockUntil(wctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	fc.Advance(4 * time.Second)
+	if err := r.err(); err == nil {
+		t.Fatal("ready before the next round")
+	}
+	fc.Advance(time.Second)
+	<-rounds
+	if err := fc.BlockUntil(wctx, 1); err != nil { // the round has ended
+		t.Fatal(err)
+	}
+	if err := r.err(); err != nil {
+		t.Fatalf("after the next round: %v", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/slotkeeper/slotkeeper/backend/clock"
 	"github.com/slotkeeper/slotkeeper/events"
 	"github.com/slotkeeper/slotkeeper/projections"
 	"github.com/slotkeeper/slotkeeper/projections/memory"
@@ -208,16 +209,7 @@ func progress(ctx context.Context, w io.Writer, stage *atomic.Value) (stop func(
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		t := time.NewTicker(5 * time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				fmt.Fprintf(w, "verify: still %s\n", stage.Load())
-			}
-		}
+		clock.Every(ctx, clock.Real(), 5*time.Second, func(context.Context) { fmt.Fprintf(w, "verify: still %s\n", stage.Load()) })
 	}()
 	return func() { cancel(); <-done }
 }

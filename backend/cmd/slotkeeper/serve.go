@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/slotkeeper/slotkeeper/backend/clock"
 	"github.com/slotkeeper/slotkeeper/backend/consumer"
 	"github.com/slotkeeper/slotkeeper/backend/demo"
 	"github.com/slotkeeper/slotkeeper/backend/httpapi"
@@ -953,16 +954,8 @@ func keepSnapshot(ctx context.Context, m *memory.Store, path string, log *slog.L
 		written = at
 	}
 	goRun("read model snapshots", func(ctx context.Context) error {
-		t := time.NewTicker(snapshotEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-t.C:
-				write(ctx, snapshotMinEvents)
-			}
-		}
+		clock.Every(ctx, clock.Real(), snapshotEvery, func(ctx context.Context) { write(ctx, snapshotMinEvents) })
+		return nil
 	})
 	return func() {
 		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)

@@ -27,6 +27,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/slotkeeper/slotkeeper/backend/clock"
 	"github.com/slotkeeper/slotkeeper/backend/providers"
 	"github.com/slotkeeper/slotkeeper/backend/providers/internal/httpc"
 )
@@ -50,6 +51,9 @@ type Options struct {
 	MaxRetryAfter time.Duration
 	// PageLimit is the page size asked of list calls (default 100).
 	PageLimit int
+	// Clock times Retry-After waits and delete confirmations (tests pass
+	// a clock.Fake); nil is the wall clock.
+	Clock clock.Clock
 }
 
 // Client talks to one Bitbucket Data Center instance.
@@ -64,11 +68,13 @@ func New(o Options) *Client {
 	if o.PageLimit <= 0 {
 		o.PageLimit = 100
 	}
-	return &Client{
+	c := &Client{
 		c:         httpc.New(strings.TrimRight(o.BaseURL, "/")+"/rest/api/1.0", o.Token, o.HTTP, o.RateRetries, o.MaxRetryAfter, message, notFound),
 		confirm:   httpc.ConfirmDefaults(o.Confirm),
 		pageLimit: o.PageLimit,
 	}
+	c.c.Clock = o.Clock
+	return c
 }
 
 // message reads {"errors":[{"context","message","exceptionName"}]}.
@@ -298,7 +304,7 @@ func (c *Client) DeleteRepo(ctx context.Context, project, slug string) (provider
 		return 0, pe
 	}
 	var last error
-	gone, err := httpc.Poll(ctx, c.confirm, func() (bool, error) {
+	gone, err := c.c.Poll(ctx, c.confirm, func() (bool, error) {
 		_, l, err := c.getRepo(ctx, op, project, slug)
 		switch {
 		case l == providers.Absent:

@@ -24,6 +24,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/slotkeeper/slotkeeper/backend/clock"
 	"github.com/slotkeeper/slotkeeper/backend/providers"
 	"github.com/slotkeeper/slotkeeper/backend/providers/internal/httpc"
 )
@@ -50,8 +51,9 @@ type Options struct {
 	// gives up at once (CodeRateLimited, retryable).
 	RateRetries   int
 	MaxRetryAfter time.Duration
-	// Sleep replaces the real timer of Retry-After waits (tests).
-	Sleep func(ctx context.Context, d time.Duration) error
+	// Clock times Retry-After waits and delete confirmations (tests pass
+	// a clock.Fake); nil is the wall clock.
+	Clock clock.Clock
 }
 
 // ConfirmTotal is the default bound on confirming a queued delete: above
@@ -79,7 +81,7 @@ func New(o Options) *Client {
 		c:       httpc.New(strings.TrimRight(o.BaseURL, "/"), o.Token, o.HTTP, o.RateRetries, o.MaxRetryAfter, message, nil),
 		confirm: httpc.ConfirmDefaults(o.Confirm),
 	}
-	c.c.Rate.Sleep = o.Sleep
+	c.c.Clock = o.Clock
 	return c
 }
 
@@ -291,7 +293,7 @@ func (c *Client) deleteQueued(ctx context.Context, op, id, path, ownDel, ownGet 
 func (c *Client) confirmGone(ctx context.Context, op, id, path, own string) (providers.DeleteOutcome, error) {
 	h := c.on(own)
 	var last *providers.Error
-	gone, err := httpc.Poll(ctx, c.confirm, func() (bool, error) {
+	gone, err := c.c.Poll(ctx, c.confirm, func() (bool, error) {
 		resp, perr := h.Do(ctx, op, id, http.MethodGet, path, nil, nil, false)
 		switch {
 		case perr != nil && perr.Code == providers.CodeCanceled:

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotkeeper/slotkeeper/backend/clock"
 	"github.com/slotkeeper/slotkeeper/backend/providers"
 	"github.com/slotkeeper/slotkeeper/backend/providers/coolify"
 	"github.com/slotkeeper/slotkeeper/backend/providers/internal/providertest"
@@ -174,11 +175,13 @@ func TestRetryAfterTooLongOrCanceled(t *testing.T) {
 	// Within the bound and no deadline, but ctx is cancelled during the
 	// wait: canceled, no retry.
 	ctx, cancel = context.WithCancel(context.Background())
-	c := coolify.New(coolify.Options{BaseURL: b.sim.CoolifyURL(), Token: token, Sleep: func(ctx context.Context, d time.Duration) error {
-		cancel()
-		<-ctx.Done()
-		return ctx.Err()
-	}})
+	fc := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	go func() {
+		if fc.BlockUntil(ctx, 1) == nil { // the Retry-After wait
+			cancel()
+		}
+	}()
+	c := coolify.New(coolify.Options{BaseURL: b.sim.CoolifyURL(), Token: token, Clock: fc})
 	_, _, err = c.GetDatabase(ctx, b.fx.DBUUID)
 	checkErr(t, err, providers.CodeCanceled, 429, false)
 	if n := len(b.sim.Requests()); n != 3 {

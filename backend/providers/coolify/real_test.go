@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotkeeper/slotkeeper/backend/clock"
 	"github.com/slotkeeper/slotkeeper/backend/providers"
 	"github.com/slotkeeper/slotkeeper/backend/providers/coolify"
 	"github.com/slotkeeper/slotkeeper/backend/providers/sim"
@@ -142,39 +143,48 @@ func TestComposeStorageIsReadOnly(t *testing.T) {
 	}
 }
 
-// fakeSleep records the waits asked for and returns at once.
+// fakeSleep is a fake clock that runs every wait at once and records it.
 type fakeSleep struct {
+	*clock.Fake
 	mu    sync.Mutex
 	waits []time.Duration
 }
 
-func (f *fakeSleep) sleep(ctx context.Context, d time.Duration) error {
+func newFakeSleep(t *testing.T) *fakeSleep {
+	f := &fakeSleep{Fake: clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))}
+	t.Cleanup(f.AutoAdvance(func(d time.Duration) {
+		f.mu.Lock()
+		f.waits = append(f.waits, d)
+		f.mu.Unlock()
+	}))
+	return f
+}
+
+func (f *fakeSleep) seen() []time.Duration {
 	f.mu.Lock()
-	f.waits = append(f.waits, d)
-	f.mu.Unlock()
-	return ctx.Err()
+	defer f.mu.Unlock()
+	return append([]time.Duration(nil), f.waits...)
 }
 
 // TestRetryAfter60: Coolify's throttle answers Retry-After up to 60 s; the
 // default bound waits it out (it used to give up past 30 s), with no wall
-// time spent here (an injected sleep).
+// time spent here (a fake clock).
 func TestRetryAfter60(t *testing.T) {
 	b := setup(t, 0)
-	var fs fakeSleep
-	c := coolify.New(coolify.Options{BaseURL: b.sim.CoolifyURL(), Token: token, Sleep: fs.sleep})
+	fs := newFakeSleep(t)
+	c := coolify.New(coolify.Options{BaseURL: b.sim.CoolifyURL(), Token: token, Clock: fs})
 	b.sim.AddFault(sim.Fault{Endpoint: sim.EndpointGetDatabase, Status: 429, Header: map[string]string{"Retry-After": "60"}, Times: 1})
 	_, l, err := c.GetDatabase(context.Background(), b.fx.DBUUID)
 	if l != providers.Found || err != nil {
 		t.Fatalf("after Retry-After 60: %v %v", l, err)
 	}
-	if len(fs.waits) != 1 || fs.waits[0] != 60*time.Second || len(b.sim.Requests()) != 2 {
-		t.Fatalf("waits %v, requests %d", fs.waits, len(b.sim.Requests()))
+	if waits := fs.seen(); len(waits) != 1 || waits[0] != 60*time.Second || len(b.sim.Requests()) != 2 {
+		t.Fatalf("waits %v, requests %d", waits, len(b.sim.Requests()))
 	}
 	// The real limiter's 429: its own body and a Retry-After within 60 s.
 	b.sim.SetCoolifyRateLimit(1)
 	defer b.sim.SetCoolifyRateLimit(0)
-	fs.waits = nil
-	c2 := coolify.New(coolify.Options{BaseURL: b.sim.CoolifyURL(), Token: token, Sleep: fs.sleep, RateRetries: -1})
+	c2 := coolify.New(coolify.Options{BaseURL: b.sim.CoolifyURL(), Token: token, Clock: fs, RateRetries: -1})
 	c2.GetDatabase(context.Background(), b.fx.DBUUID)
 	_, _, err = c2.GetDatabase(context.Background(), b.fx.DBUUID)
 	checkErr(t, err, providers.CodeRateLimited, 429, false)

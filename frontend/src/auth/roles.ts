@@ -1,6 +1,6 @@
 // Roles and what each may do, as the server's policy table says (issue 11).
 // The server decides; the UI only hides what a role may not use.
-import type { SlotView } from "../api/types";
+import type { SlotView } from "../services/slots";
 
 export const ROLES = ["viewer", "member", "operator", "admin"] as const;
 export type Role = (typeof ROLES)[number];

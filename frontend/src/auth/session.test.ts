@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { getCsrf } from "../api/client";
+import { getCsrf } from "../services/http";
+import { slotsService } from "../services/slots";
 import { resetClock } from "../live/clock";
 import { resetHealth } from "../live/health";
 import { resetLiveStore } from "../live/store";
@@ -9,6 +10,7 @@ import { FakeEventSource, fakeFactory, jsonResponse, slot } from "../test/fakes"
 import { followSession } from "./liveSession";
 import { DEMO_KEY, checkSession, demoSignIn, getAuth, installAuth, resetAuth, signIn, signOut } from "./session";
 
+const ACCEPTED = { job_id: "j1", kind: "teardown", slot: "s1", not_before: "2026-01-01T00:00:00Z", steps: ["delete_app"] };
 const ADA = { id: "u-1", name: "ada", role: "operator" };
 const DEMO = { id: "user:d-1", name: "demo-admin", role: "admin" };
 const demoOffered = () =>
@@ -86,7 +88,7 @@ describe("session", () => {
     expect(getAuth()).toMatchObject({ status: "signed_in", subject: ADA });
     expect(getCsrf()).toBe("c-login");
     // Any request answering 401 (session expired on the server).
-    await import("../api/client").then(({ api }) => api.slots().catch(() => undefined));
+    await slotsService.list().catch(() => undefined);
     expect(getAuth()).toMatchObject({ status: "signed_out", expired: true });
     expect(getCsrf()).toBe("");
     await signIn("ada", "right");
@@ -167,7 +169,6 @@ describe("a stale CSRF token", () => {
     me = () => jsonResponse({ subject: ADA, csrf: "old" });
     await checkSession(true);
     me = () => jsonResponse({ subject: ADA, csrf: "new" });
-    const { api } = await import("../api/client");
     const sentTokens: string[] = [];
     vi.stubGlobal(
       "fetch",
@@ -176,18 +177,17 @@ describe("a stale CSRF token", () => {
         const tok = (init?.headers as Record<string, string>)["X-CSRF-Token"];
         sentTokens.push(tok);
         return tok === "new"
-          ? jsonResponse({ job_id: "j1" }, 202)
+          ? jsonResponse(ACCEPTED, 202)
           : jsonResponse({ error: { code: "forbidden", message: "csrf", details: { reason: "csrf" } } }, 403);
       }),
     );
-    await expect(api.teardown("s1")).resolves.toEqual({ job_id: "j1" });
+    await expect(slotsService.teardown("s1")).resolves.toEqual(ACCEPTED);
     expect(sentTokens).toEqual(["old", "new"]);
   });
 
   it("is not retried when the refresh brings no new token", async () => {
     me = () => jsonResponse({ subject: ADA, csrf: "same" });
     await checkSession(true);
-    const { api } = await import("../api/client");
     let posts = 0;
     vi.stubGlobal(
       "fetch",
@@ -197,7 +197,7 @@ describe("a stale CSRF token", () => {
         return jsonResponse({ error: { code: "forbidden", message: "csrf", details: { reason: "csrf" } } }, 403);
       }),
     );
-    await expect(api.teardown("s1")).rejects.toMatchObject({ status: 403 });
+    await expect(slotsService.teardown("s1")).rejects.toMatchObject({ status: 403 });
     expect(posts).toBe(1);
   });
 });

@@ -3,10 +3,10 @@
 // the session is gone, and the app shows the sign-in page instead of the
 // routes (the hash route is kept, so signing in returns to the same page).
 import { useSyncExternalStore } from "react";
-import { ApiError, api, onCsrfRefused, onUnauthorized, setCsrf } from "../api/client";
+import { authService, type LoginAnswer } from "../services/auth";
+import { ApiError, onCsrfRefused, onUnauthorized, setCsrf } from "../services/http";
 import { observable } from "../live/observable";
 import { setProviderLinks } from "./links";
-import type { LoginAnswer } from "../api/authTypes";
 import type { Subject } from "./roles";
 
 export type AuthState =
@@ -97,40 +97,46 @@ function adopt(ans: LoginAnswer, methods: string[]): Subject {
 export async function checkSession(initial = false): Promise<void> {
   const wasIn = state.get().status === "signed_in";
   try {
-    const me = await api.me();
-    adopt(me, me.methods ?? DEFAULT_METHODS);
+    const me = await authService.me();
+    if (me.signed_in === false) await nobody(me.methods, initial, wasIn);
+    else adopt(me, me.methods ?? DEFAULT_METHODS);
   } catch (e) {
     const err = e instanceof ApiError ? e : new ApiError(0, "network", String(e));
-    if (err.status === 401) {
-      const methods = methodsOf(err);
-      if (initial && methods.includes("demo") && !demoUsed()) {
-        try {
-          await demoSignIn(methods);
-          return;
-        } catch {
-          // fall through to the sign-in page, which offers the button
-        }
-      }
-      signedOut(methods, wasIn);
-    } else if (initial || state.get().status === "checking") state.set({ status: "unreachable", error: err });
+    // A 401: a session cookie that ended (an older server also answers a
+    // request without one so).
+    if (err.status === 401) await nobody(methodsOf(err), initial, wasIn);
+    else if (initial || state.get().status === "checking") state.set({ status: "unreachable", error: err });
   }
+}
+
+/** nobody is a "not signed in" answer: the demo's first visit signs in by itself, else the sign-in page. */
+async function nobody(methods: string[], initial: boolean, wasIn: boolean): Promise<void> {
+  if (initial && methods.includes("demo") && !demoUsed()) {
+    try {
+      await demoSignIn(methods);
+      return;
+    } catch {
+      // fall through to the sign-in page, which offers the button
+    }
+  }
+  signedOut(methods, wasIn);
 }
 
 /** demoSignIn is the loopback demo's "Continue as demo-admin"; it throws the ApiError on refusal. */
 export async function demoSignIn(methods: string[] = knownMethods()): Promise<Subject> {
-  const ans = await api.demoLogin();
+  const ans = await authService.demoLogin();
   markDemoUsed();
   return adopt(ans, methods);
 }
 
 /** signIn posts the credentials; on success the tab is signed in. It throws the ApiError otherwise. */
 export async function signIn(name: string, password: string): Promise<Subject> {
-  return adopt(await api.login(name, password), knownMethods());
+  return adopt(await authService.login(name, password), knownMethods());
 }
 
 /** changePassword changes the signed-in account's password and adopts the rotated session's token. */
 export async function changePassword(current: string, next: string): Promise<void> {
-  const ans = await api.changePassword(current, next);
+  const ans = await authService.changePassword(current, next);
   setCsrf(ans.csrf ?? "");
   const s = state.get();
   if (s.status === "signed_in") state.set({ ...s, subject: ans.subject ?? s.subject, passwordChange: ans.password_change ?? s.passwordChange });
@@ -143,7 +149,7 @@ export async function signOut(): Promise<void> {
   // "Continue as demo-admin" in the demo), never a silent sign-in.
   if (s.status === "signed_in" && s.methods.includes("demo")) markDemoUsed();
   try {
-    await api.logout();
+    await authService.logout();
   } finally {
     signedOut(knownMethods(), false);
   }

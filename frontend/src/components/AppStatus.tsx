@@ -1,4 +1,4 @@
-import type { SlotView } from "../api/types";
+import type { SlotView } from "../services/slots";
 import { useT } from "../i18n";
 
 /** appURL is the first http(s) URL of Coolify's comma-separated fqdn, or undefined (never a javascript: link). */

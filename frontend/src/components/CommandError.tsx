@@ -1,5 +1,5 @@
 import { Link } from "wouter";
-import type { ApiError } from "../api/client";
+import type { ApiError } from "../services/http";
 import { useSubject } from "../auth/session";
 import { apiErrorText } from "../format";
 import { useT, type T } from "../i18n";

@@ -13,7 +13,7 @@ beforeEach(() => {
   vi.stubGlobal(
     "fetch",
     vi.fn(async () =>
-      jsonResponse({ kind: "teardown", slot: "s1", steps: ["delete_app", "retire"], resources: [{ kind: "application", id: "a-1" }] }),
+      jsonResponse({ not_before: "2026-01-01T00:00:00Z", kind: "teardown", slot: "s1", steps: ["delete_app", "retire"], resources: [{ kind: "application", id: "a-1" }] }),
     ),
   );
 });
@@ -99,7 +99,7 @@ describe("confirmation dialog", () => {
     expect(document.activeElement).toBe(cancel);
     await user.tab({ shift: true });
     expect(document.activeElement).toBe(cancel);
-    answer(jsonResponse({ kind: "teardown", slot: "s1", steps: [], resources: [] }));
+    answer(jsonResponse({ not_before: "2026-01-01T00:00:00Z", kind: "teardown", slot: "s1", steps: [], resources: [] }));
     await flush();
     await user.tab();
     expect(document.activeElement).toBe(screen.getByTestId("confirm"));
@@ -189,7 +189,7 @@ describe("confirmations name what they change (issue 14)", () => {
     vi.stubGlobal(
       "fetch",
       vi.fn(async () =>
-        jsonResponse({
+        jsonResponse({ not_before: "2026-01-01T00:00:00Z",
           kind: "teardown",
           slot: "dune",
           steps: ["delete_db", "delete_app", "delete_repo", "delete_project", "retire"],
@@ -219,7 +219,7 @@ describe("confirmations name what they change (issue 14)", () => {
     vi.stubGlobal(
       "fetch",
       vi.fn(async () =>
-        jsonResponse({
+        jsonResponse({ not_before: "2026-01-01T00:00:00Z",
           kind: "reset",
           slot: "dune",
           steps: ["delete_db", "delete_env_vars", "delete_volumes", "force_push_template", "vacate"],
@@ -227,7 +227,13 @@ describe("confirmations name what they change (issue 14)", () => {
             { kind: "database", id: "d-1" },
             { kind: "env_var", id: "a-1", name: "env vars of the application" },
             { kind: "volume", id: "a-1", name: "persistent volumes of the application" },
-            { kind: "repository", id: "SLOT/dune", name: "branch main reset to TPL/template@main" },
+            {
+              kind: "repository",
+              id: "SLOT/dune",
+              name: "branch main reset to TPL/template@main",
+              name_code: "branch_reset",
+              name_args: { branch: "main", template: "TPL/template@main" },
+            },
           ],
         }),
       ),

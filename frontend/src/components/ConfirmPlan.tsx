@@ -1,6 +1,6 @@
 import { useLayoutEffect, useRef, useState, type KeyboardEvent, type MouseEvent } from "react";
-import { api } from "../api/client";
-import type { Plan, Resource, SlotView, TargetCheck } from "../api/types";
+import type { Resource } from "../services/resources";
+import { slotsService, type Plan, type SlotView, type TargetCheck } from "../services/slots";
 import { formatDuration, formatTime, resourceLabel } from "../format";
 import { useNow } from "../live/ticker";
 import { useT } from "../i18n";
@@ -50,7 +50,7 @@ export function ConfirmPlan({ slot, kind, params, loadPlan, command, onConfirm, 
   const plan = useLoad(
     `plan:${slot}:${kind}`,
     loadPlan?.key ?? `${slot}:${kind}:${params?.project ?? ""}:${params?.name ?? ""}`,
-    (signal) => (loadPlan ? loadPlan.load(signal) : api.plan(slot, kind, params, signal)),
+    (signal) => (loadPlan ? loadPlan.load(signal) : slotsService.plan(slot, kind, params, signal)),
   );
   const dialogRef = useRef<HTMLDialogElement>(null);
   const cancelRef = useRef<HTMLButtonElement>(null);
@@ -208,11 +208,11 @@ function PlanChanges({ kind, resources, target }: { kind: string; resources: rea
     if (kind === "reset" && r.kind === "env_var") return { verb: "delete", key, text: t("confirm.envvars_of", { id: r.id }) };
     if (kind === "reset" && r.kind === "volume") return { verb: "delete", key, text: t("confirm.volumes_of", { id: r.id }) };
     if (kind === "reset" && r.kind === "repository") {
-      const m = /^branch (\S+) reset to (\S+)$/.exec(r.name ?? "");
+      const a = r.name_code === "branch_reset" ? r.name_args : undefined;
       return {
         verb: "overwrite",
         key,
-        text: m ? t("confirm.branch_reset", { branch: m[1] ?? "", repo: r.id, template: m[2] ?? "" }) : resourceLabel(r, t),
+        text: a?.branch && a.template ? t("confirm.branch_reset", { branch: a.branch, repo: r.id, template: a.template }) : resourceLabel(r, t),
       };
     }
     return { verb: "delete", key, text: resourceLabel(r, t) };

@@ -1,6 +1,5 @@
 import { useState, type FormEvent } from "react";
-import { api } from "../api/client";
-import type { SlotView } from "../api/types";
+import { slotsService, type SlotView } from "../services/slots";
 import { formatTime } from "../format";
 import { useT } from "../i18n";
 import { announce } from "../live/announce";
@@ -43,7 +42,7 @@ export function EarlierDeadline({ slot }: { slot: SlotView }) {
   };
   const go = async (): Promise<void> => {
     if (!review) return;
-    const s = await cmd.run(() => api.setEarlierDeadline(slot.name, review));
+    const s = await cmd.run(() => slotsService.setEarlierDeadline(slot.name, review));
     if (!s) return;
     putSlot(s);
     setReview(undefined);

@@ -2,14 +2,14 @@
 // token from the server's list (GET /api/occupants), by subject id, never a
 // free name (issue 25: a free name could later be taken by a token). The
 // empty value is the caller.
-import { api } from "../api/client";
+import { slotsService } from "../services/slots";
 import type { Subject } from "../auth/roles";
 import { useT } from "../i18n";
 import { useLoad } from "../live/useLoad";
 
 export function OccupantPicker({ me, value, onChange }: { me: Subject; value: string; onChange: (id: string) => void }) {
   const t = useT();
-  const list = useLoad("occupants", "", (signal) => api.occupants(signal));
+  const list = useLoad("occupants", "", (signal) => slotsService.occupants(signal));
   const others = (list.data ?? []).filter((o) => o.id !== me.id);
   return (
     <label>

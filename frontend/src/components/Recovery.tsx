@@ -1,6 +1,7 @@
 import type React from "react";
 import { Link } from "wouter";
-import type { Resource, StepView } from "../api/types";
+import type { StepView } from "../services/jobs";
+import type { Resource } from "../services/resources";
 import { resourceLabel, stepList, untouched } from "../format";
 import { useT } from "../i18n";
 

@@ -1,5 +1,5 @@
 import { useState } from "react";
-import type { Resource } from "../api/types";
+import type { Resource } from "../services/resources";
 import { useProviderLinks, type ProviderLinks } from "../auth/links";
 import { useT } from "../i18n";
 

@@ -3,7 +3,8 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { setLang } from "../i18n";
 import { stopTicker } from "../live/ticker";
 import { slot } from "../test/fakes";
-import { SlotCard, slotWarnings } from "./SlotCard";
+import { slotWarnings } from "../pages/boardModel";
+import { SlotCard } from "./SlotCard";
 
 beforeEach(() => setLang("en"));
 afterEach(() => {
@@ -106,6 +107,8 @@ describe("slot card", () => {
     setLang("ko");
     const s = slot({
       state_reason: "last job cancelled",
+        state_reason_code: "last_job",
+        state_reason_args: { outcome: "cancelled" },
       recovery: { job_id: "j8", state: "cancelled", completed_steps: [], remaining: [{ kind: "project", id: "p-1" }, { kind: "application", id: "a-1" }, { kind: "database", id: "d-1" }, { kind: "repository", id: "PRJ/s1" }] },
     });
     expect(slotWarnings(s)).toEqual({ remaining: 0, interrupted: false, failed: false });

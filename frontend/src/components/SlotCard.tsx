@@ -1,22 +1,10 @@
 import { memo } from "react";
-import type { SlotView } from "../api/types";
-import { stepList, untouched } from "../format";
+import type { SlotView } from "../services/slots";
+import { stepList } from "../format";
 import { useT, type Key } from "../i18n";
 import { Countdown } from "./Countdown";
 import { AppStatus } from "./AppStatus";
-import type { Attention } from "../pages/boardModel";
-
-/** slotWarnings lists what a card must flag: leftovers and unfinished jobs. */
-export function slotWarnings(s: SlotView): { remaining: number; interrupted: boolean; failed: boolean } {
-  // A job cancelled before any step ran changed nothing: nothing to flag.
-  const r = s.recovery;
-  const recovery = r && untouched(r.state, r.completed_steps, r.uncertain_step) ? undefined : r;
-  const leftover =
-    recovery?.remaining?.length ??
-    (s.lifecycle === "teardown_incomplete" || s.lifecycle === "retired" ? (s.resources?.length ?? 0) : 0);
-  const interrupted = recovery?.state === "abandoned" || s.active_job?.state === "abandoned";
-  return { remaining: leftover, interrupted, failed: recovery !== undefined && !interrupted };
-}
+import { slotWarnings, type Attention } from "../pages/boardModel";
 
 /** ATTN_KEY names each attention reason's text. */
 export const ATTN_KEY: Record<Attention, Key> = {

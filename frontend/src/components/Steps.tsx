@@ -1,4 +1,4 @@
-import type { StepView } from "../api/types";
+import type { StepView } from "../services/jobs";
 import { formatDuration, formatSpan, formatTime, resourceLabel, stepDetail } from "../format";
 import { useT } from "../i18n";
 import { useNow } from "../live/ticker";
@@ -53,7 +53,7 @@ export function Steps({ steps, uncertain }: { steps: readonly StepView[]; uncert
                 <div className="step-error">{s.error}</div>
               </details>
             )}
-            {s.detail && <div className="muted">{stepDetail(s.detail, t)}</div>}
+            {s.detail && <div className="muted">{stepDetail(s, t)}</div>}
           </li>
         );
       })}

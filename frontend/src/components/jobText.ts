@@ -1,6 +1,6 @@
 // Words for a job: its human title, and what a resume checks first. Pure,
 // shared by the job page and the jobs list.
-import type { JobView } from "../api/types";
+import type { JobView } from "../services/jobs";
 import { formatDuration, formatSpan, untouched } from "../format";
 import type { Key, T } from "../i18n";
 import { completedSteps } from "./Steps";

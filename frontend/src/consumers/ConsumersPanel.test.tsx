@@ -2,7 +2,8 @@ import { cleanup, render, screen, waitFor } from "@testing-library/react";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { setLang } from "../i18n";
 import { jsonResponse } from "../test/fakes";
-import { ConsumersPanel, consumersFromAPI } from "./ConsumersPanel";
+import { adminService } from "../services/admin";
+import { ConsumersPanel } from "./ConsumersPanel";
 
 let answer: unknown;
 let urls: string[];
@@ -52,8 +53,10 @@ describe("the consumers panel on the admin page", () => {
     await waitFor(() => expect(screen.getByTestId("consumers-none").textContent).toBe("보류된 이벤트도, 멈춘 소비자도 없습니다."));
   });
 
-  it("checks the wire answer instead of trusting it", () => {
-    expect(consumersFromAPI(null)).toEqual({ parked: [], parked_total: 0, stopped: {} });
-    expect(consumersFromAPI({ parked: "x", parked_total: "2" })).toEqual({ parked: [], parked_total: 0, stopped: {} });
+  it("checks the wire answer instead of trusting it", async () => {
+    answer = { parked: null };
+    await expect(adminService.consumers()).resolves.toEqual({ parked: [], parked_total: 0, stopped: {} });
+    answer = { parked: "x", parked_total: "2" };
+    await expect(adminService.consumers()).rejects.toMatchObject({ code: "malformed" });
   });
 });

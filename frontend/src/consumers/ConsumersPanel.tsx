@@ -1,40 +1,8 @@
-import { request } from "../api/client";
 import { TableWrap } from "../components/TableWrap";
 import { formatTime } from "../format";
 import { useT } from "../i18n";
 import { useLoad } from "../live/useLoad";
-
-/** ParkedEvent is one event a consumer skipped (GET /api/admin/consumers, backend/consumer.Parked). */
-export interface ParkedEvent {
-  consumer: string;
-  position: number;
-  stream: string;
-  revision: number;
-  type: string;
-  event_id: string;
-  error: string;
-  at: string;
-}
-
-/** ConsumersReport is the answer of GET /api/admin/consumers. */
-export interface ConsumersReport {
-  parked: ParkedEvent[];
-  parked_total: number;
-  stopped: Record<string, string>;
-}
-
-/** fromAPI checks the wire answer where it arrives instead of trusting a cast. */
-export function consumersFromAPI(v: unknown): ConsumersReport {
-  const o = (v ?? {}) as Partial<ConsumersReport>;
-  return {
-    parked: Array.isArray(o.parked) ? o.parked : [],
-    parked_total: typeof o.parked_total === "number" ? o.parked_total : 0,
-    stopped: o.stopped && typeof o.stopped === "object" ? o.stopped : {},
-  };
-}
-
-export const fetchConsumers = async (signal?: AbortSignal): Promise<ConsumersReport> =>
-  consumersFromAPI(await request<unknown>("/api/admin/consumers", { signal }));
+import { adminService } from "../services/admin";
 
 /**
  * ConsumersPanel shows, on the admin page, the events this server's log
@@ -43,7 +11,7 @@ export const fetchConsumers = async (signal?: AbortSignal): Promise<ConsumersRep
  */
 export function ConsumersPanel() {
   const t = useT();
-  const load = useLoad("admin:consumers", "", (signal) => fetchConsumers(signal));
+  const load = useLoad("admin:consumers", "", (signal) => adminService.consumers(signal));
   const r = load.data;
   const stopped = Object.entries(r?.stopped ?? {});
   return (

@@ -120,7 +120,7 @@ export const en = {
   "job.not_before": "Not before {time}",
   "job.ended": "Ended {time}",
   "recovery.untouched": "{kind} was cancelled before any step ran: nothing changed.",
-  "reason.last_job": "Last job: {state}",
+  "reason.last_job": "Last job: {outcome}",
   "reason.job": "{kind} job {id}",
   "reason.job_resumed": "{kind} job {id} (resumed)",
   "reason.teardown_unconfirmed": "Teardown could not confirm every deletion",
@@ -517,7 +517,8 @@ export const en = {
   "resname.list_storages": "list of volumes",
   "resname.branch_reset": "branch {branch} reset to {template}",
   "resname.app_server": "on the server of Coolify application {app}",
-  "stepdetail.vacate": "The slot is vacated when the job's success is recorded.",
+  "stepdetail.vacate_on_success": "The slot is vacated when the job's success is recorded.",
+  "stepdetail.already_absent": "already absent",
   // ---- issue 27 (dashboard, second pass) ----
   "nav.menu": "Menu",
   "board.held": "Held (waitlist)",

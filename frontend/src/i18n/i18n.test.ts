@@ -1,7 +1,9 @@
 import { readFileSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it, vi } from "vitest";
-import { JOB_KINDS, JOB_STATES, LIFECYCLES, RESOURCE_KINDS, STEP_NAMES, STEP_STATES } from "../api/types";
+import { JOB_KINDS, JOB_STATES, STEP_NAMES, STEP_STATES } from "../services/jobs";
+import { RESOURCE_KINDS } from "../services/resources";
+import { LIFECYCLES } from "../services/slots";
 import { en } from "./en";
 import { catalogues, detectLang, LANGS, makeT } from "./index";
 

@@ -121,7 +121,7 @@ export const ko: Record<Key, string> = {
   "job.not_before": "{time} 이후 시작",
   "job.ended": "{time} 종료",
   "recovery.untouched": "{kind} 작업은 어떤 단계도 실행되기 전에 취소되었습니다. 바뀐 것은 없습니다.",
-  "reason.last_job": "마지막 작업: {state}",
+  "reason.last_job": "마지막 작업: {outcome}",
   "reason.job": "{kind} 작업 {id}",
   "reason.job_resumed": "{kind} 작업 {id} (재개됨)",
   "reason.teardown_unconfirmed": "해체 중 일부 삭제를 확인하지 못했습니다",
@@ -518,7 +518,8 @@ export const ko: Record<Key, string> = {
   "resname.list_storages": "볼륨 목록",
   "resname.branch_reset": "{branch} 브랜치를 {template}(으)로 초기화",
   "resname.app_server": "Coolify 애플리케이션 {app}의 서버에 있음",
-  "stepdetail.vacate": "작업 성공이 기록되면 슬롯이 비워집니다.",
+  "stepdetail.vacate_on_success": "작업 성공이 기록되면 슬롯이 비워집니다.",
+  "stepdetail.already_absent": "이미 없음",
   // ---- issue 27 (dashboard, second pass) ----
   "nav.menu": "메뉴",
   "board.held": "확보됨 (대기열)",

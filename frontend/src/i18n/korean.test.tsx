@@ -6,8 +6,8 @@
 // word left that is not an id, a name or a product name.
 import { cleanup, render, screen } from "@testing-library/react";
 import { afterEach, describe, expect, it } from "vitest";
-import { ApiError } from "../api/client";
-import type { AuditEntry } from "../api/types";
+import type { AuditEntry } from "../services/audit";
+import { ApiError } from "../services/http";
 import { apiErrorText, auditSummary, formatTime, reasonText, resourceName, stateReason, stepDetail } from "../format";
 import { en } from "./en";
 import { makeT, type Key } from "./index";
@@ -60,6 +60,8 @@ const SAMPLE: Record<string, string> = {
   final: "true",
   resumed: "true",
   reason: "slot is retired",
+  reason_code: "slot_is",
+  lifecycle: "retired",
   id: "store-3f9c2a7e",
 };
 const NAMES = [ID, "dune", "minjun", "seoyeon@example.com", "worker-2", "db-7f3a", "SLOT/slot-dune", "ci-token", "user:7", "tok-9", "store-3f9c2a7e"];
@@ -71,7 +73,7 @@ function placeholders(s: string): string[] {
 function entryOf(type: string): AuditEntry {
   const args: Record<string, string> = {};
   for (const p of placeholders(en[`audit.ev.${type}` as Key] ?? "")) args[p] = SAMPLE[p] ?? `missing-sample-${p}`;
-  for (const f of ["status", "absent", "verify", "uncertain", "final", "resumed", "reason"]) args[f] = SAMPLE[f] ?? "";
+  for (const f of ["status", "absent", "verify", "uncertain", "final", "resumed", "reason", "reason_code", "lifecycle"]) args[f] = SAMPLE[f] ?? "";
   return { position: 1, stream: `slot-dune`, type, slot: "dune", job_id: ID, actor: "minjun", time: SAMPLE.until ?? "", summary: "English summary", args };
 }
 
@@ -120,13 +122,19 @@ describe("the Korean UI has every server value in Korean", () => {
 
   it("words every job outcome and every slot state reason in Korean", () => {
     for (const s of vocabulary.job_states) expect(latinWords(T.dyn("state", s)), s).toEqual([]);
-    for (const r of vocabulary.state_reasons) {
-      const reason = r.replace("<id>", ID);
-      const text = stateReason(reason, T);
-      expect(text, r).not.toBe(reason);
-      expect(latinWords(text, [ID]), `${r}: ${text}`).toEqual([]);
+    // Every code the read model writes, with every kind and outcome it can name.
+    for (const code of vocabulary.state_reason_codes)
+      for (const kind of vocabulary.job_kinds)
+        for (const outcome of vocabulary.job_states) {
+          const text = stateReason({ state_reason: "English", state_reason_code: code, state_reason_args: { kind, id: ID, outcome } }, T);
+          expect(text, code).not.toBe("English");
+          expect(latinWords(text, [ID]), `${code}: ${text}`).toEqual([]);
+        }
+    for (const code of vocabulary.wait_reason_codes) {
+      const text = reasonText("English", T, code, "retired");
+      expect(text, code).not.toBe("English");
+      expect(latinWords(text), `${code}: ${text}`).toEqual([]);
     }
-    for (const r of ["offer ended", "slot unknown", "slot is retired"]) expect(latinWords(reasonText(r, T)), r).toEqual([]);
   });
 
   it("words every API error code in Korean, never the server's English message", () => {
@@ -151,12 +159,19 @@ describe("the Korean UI has every server value in Korean", () => {
   });
 
   it("says the server's descriptive resource names and step details in Korean", () => {
-    expect(resourceName("list env vars", T)).toBe("환경 변수 목록");
-    expect(resourceName("list storages", T)).toBe("볼륨 목록");
-    const reset = resourceName("branch main reset to TPL/template@main", T);
-    expect(latinWords(reset, ["main", "TPL/template@main"]), reset).toEqual([]);
-    expect(resourceName("DATABASE_URL", T)).toBe("DATABASE_URL");
-    expect(latinWords(stepDetail("the slot is vacated when the job's success is recorded", T))).toEqual([]);
+    const args = { branch: "main", template: "TPL/template@main", app: "app-1" };
+    for (const code of vocabulary.name_codes) {
+      const text = resourceName({ kind: "application", id: "a-1", name: "English", name_code: code, name_args: args }, T);
+      expect(text, code).not.toBe("English");
+      expect(latinWords(text, Object.values(args)), `${code}: ${text}`).toEqual([]);
+    }
+    expect(resourceName({ kind: "application", id: "a-1", name_code: "list_env_vars" }, T)).toBe("환경 변수 목록");
+    expect(resourceName({ kind: "env_var", id: "a-1", name: "DATABASE_URL" }, T)).toBe("DATABASE_URL");
+    for (const code of vocabulary.detail_codes) {
+      const text = stepDetail({ name: "vacate", state: "done", detail: "English", detail_code: code }, T);
+      expect(text, code).not.toBe("English");
+      expect(latinWords(text), `${code}: ${text}`).toEqual([]);
+    }
   });
 
   it("fails on a Latin-only string (the check itself works)", () => {

@@ -5,7 +5,6 @@ import { resetHealth } from "../live/health";
 import { resetLiveStore } from "../live/store";
 import { stopTicker } from "../live/ticker";
 import { jsonResponse } from "../test/fakes";
-import { forgetMe } from "../waitlist/api";
 import { InsightsPage, type Series } from "./InsightsPage";
 
 const series = (range: string): Series => ({
@@ -29,7 +28,6 @@ let fetchMock: ReturnType<typeof vi.fn>;
 
 beforeEach(() => {
   setLang("en");
-  forgetMe();
   fetchMock = vi.fn(async (url: string) =>
     url === "/api/auth/me"
       ? jsonResponse({ subject: { id: "user:v", name: "v", role: "viewer" }, csrf: "c" })

@@ -7,62 +7,13 @@ import { formatDuration } from "../format";
 import { useT, type T } from "../i18n";
 import { useLive } from "../live/store";
 import { useLoad } from "../live/useLoad";
-import { ApiError, REQUEST_TIMEOUT_MS } from "../api/client";
-import { STEP_NAMES } from "../api/types";
-import { whoAmI } from "../waitlist/api";
+import { insightsService, type Series, type StepStat } from "../services/insights";
+import { STEP_NAMES } from "../services/jobs";
 import { TableWrap } from "../components/TableWrap";
 
-export interface Bucket {
-  t: string;
-  occupied: number;
-  vacant: number;
-  resetting: number;
-  waiting: number;
-  time_to_slot_s: number | null;
-}
-
-export interface StepStat {
-  kind: string;
-  step: string;
-  count: number;
-  median_s: number;
-  p90_s: number;
-}
-
-export interface Series {
-  range: string;
-  bucket: string;
-  from: string;
-  to: string;
-  position: number;
-  buckets: Bucket[];
-  steps: StepStat[];
-}
+export type { Series };
 
 const RANGES = ["1d", "7d", "30d"] as const;
-
-async function fetchSeries(range: string, signal: AbortSignal): Promise<Series> {
-  const ctl = new AbortController();
-  const timer = setTimeout(() => ctl.abort(), REQUEST_TIMEOUT_MS);
-  const onAbort = () => ctl.abort();
-  signal.addEventListener("abort", onAbort);
-  try {
-    await whoAmI(); // signs a loopback demo browser in before the first read
-    const res = await fetch(`/api/insights?range=${encodeURIComponent(range)}`, { headers: { Accept: "application/json" }, signal: ctl.signal });
-    const body: unknown = await res.json().catch(() => undefined);
-    if (!res.ok) {
-      const e = (body as { error?: { code: string; message: string } } | undefined)?.error;
-      throw new ApiError(res.status, e?.code ?? "http_" + res.status, e?.message ?? res.statusText);
-    }
-    return body as Series;
-  } catch (e) {
-    if (e instanceof ApiError || signal.aborted) throw e;
-    throw new ApiError(0, "network", String(e));
-  } finally {
-    clearTimeout(timer);
-    signal.removeEventListener("abort", onAbort);
-  }
-}
 
 const W = 640;
 const H = 160;
@@ -218,7 +169,7 @@ export function InsightsPage() {
   const [range, setRange] = useState<string>("7d");
   // Live enough: reload when the stream has moved by 50 events, or a snapshot came.
   const live = useLive((s) => `${Math.floor(s.position / 50)}:${s.epoch}`);
-  const load = useLoad("insights", `${range}:${live}`, (signal) => fetchSeries(range, signal));
+  const load = useLoad("insights", `${range}:${live}`, (signal) => insightsService.series(range, signal));
   return (
     <div data-testid="insights-page">
       <h1>{t("insights.title")}</h1>

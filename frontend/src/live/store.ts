@@ -4,7 +4,10 @@
 // maps it touches, so a component selecting one slot re-renders only when
 // that slot changes.
 import { useSyncExternalStore } from "react";
-import type { AuditEntry, Change, JobView, Snapshot, SlotView } from "../api/types";
+import type { AuditEntry } from "../services/audit";
+import type { JobView } from "../services/jobs";
+import type { SlotView } from "../services/slots";
+import type { Change, Snapshot } from "../services/stream";
 import { learnServerTime } from "./clock";
 import { observable } from "./observable";
 

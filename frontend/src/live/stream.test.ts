@@ -3,7 +3,7 @@ import { FakeEventSource, fakeFactory, slot } from "../test/fakes";
 import { resetClock, serverOffset } from "./clock";
 import { getHealth, resetHealth } from "./health";
 import { getLiveState, resetLiveStore } from "./store";
-import { STREAM_SOURCE, backoffDelay, getStreamStatus, startStream } from "./stream";
+import { STREAM_SOURCE, backoffDelay, droppedFrames, getStreamStatus, startStream } from "./stream";
 import { stopTicker } from "./ticker";
 
 const HB = 1000;
@@ -40,6 +40,28 @@ describe("stream", () => {
     es.emit("change", { position: 4, slot: slot({ revision: 2, lifecycle: "vacant" }) }, "4");
     expect(getLiveState().position).toBe(4);
     expect(getLiveState().slots.get("s1")?.lifecycle).toBe("vacant");
+  });
+
+  it("drops, counts and logs a malformed frame instead of casting it into the store (issue 26)", () => {
+    const warn = vi.spyOn(console, "warn").mockImplementation(() => {});
+    const es = start();
+    es.open();
+    es.emit("snapshot", { position: 3, server_time: "", slots: [slot()] }, "3");
+    const before = droppedFrames();
+    // A slot view whose lifecycle is not a string, a change without a position, and no JSON at all.
+    es.emit("change", { position: 4, slot: { ...slot({ revision: 2 }), lifecycle: 7 } }, "4");
+    es.emit("change", { slot: slot({ revision: 3, lifecycle: "vacant" }) });
+    es.emitRaw("heartbeat", "{not json");
+    expect(droppedFrames() - before).toBe(3);
+    expect(warn).toHaveBeenCalledWith(expect.stringMatching(/^stream: dropped a malformed change frame: malformed change frame at slot\.lifecycle: /));
+    expect(getLiveState().position).toBe(3);
+    expect(getLiveState().slots.get("s1")?.lifecycle).toBe("occupied");
+    // The stream goes on: the next good frame is applied.
+    es.emit("change", { position: 5, slot: slot({ revision: 4, lifecycle: "vacant" }) }, "5");
+    expect(getLiveState().position).toBe(5);
+    expect(getLiveState().slots.get("s1")?.lifecycle).toBe("vacant");
+    expect(getStreamStatus()).toBe("live");
+    warn.mockRestore();
   });
 
   it("reopens with backoff and last_event_id when the browser gives up (CLOSED)", () => {

@@ -10,10 +10,14 @@
 //   - a snapshot older than the applied position (a server process whose
 //     projection is behind; DESIGN.md invariant 8): not applied; we close
 //     and reopen with backoff from our own position.
+//   - a malformed frame (not JSON, or not of the frame's type): dropped,
+//     counted (droppedFrames) and logged, never cast into the store; the
+//     stream stays open.
 //   - silence: a half-open connection never fires error. The watchdog (run
 //     by the global ticker, no timer of its own) marks the stream stale
 //     after two missed heartbeats and reopens it.
-import type { Change, Heartbeat, Snapshot } from "../api/types";
+import { frames } from "../services/stream";
+import type { Decode } from "../services/wire";
 import { learnServerTime } from "./clock";
 import { reportFailure, reportRecovery } from "./health";
 import { observable } from "./observable";
@@ -64,6 +68,24 @@ export function getStreamStatus(): StreamStatus {
 
 export function useStreamStatus(): StreamStatus {
   return useSyncExternalStore(status.subscribe, status.get, status.get);
+}
+
+let dropped = 0;
+
+/** droppedFrames is how many malformed frames this tab dropped (the console says which). */
+export function droppedFrames(): number {
+  return dropped;
+}
+
+/** readFrame parses and checks one frame; undefined (counted, logged) when it is malformed. */
+function readFrame<T>(type: string, data: string, decode: Decode<T>): T | undefined {
+  try {
+    return decode(JSON.parse(data));
+  } catch (e) {
+    dropped++;
+    console.warn(`stream: dropped a malformed ${type} frame: ${e instanceof Error ? e.message : String(e)}`);
+    return undefined;
+  }
 }
 
 /** backoffDelay is the wait before reopen number attempt (0-based): "equal jitter". */
@@ -146,7 +168,9 @@ export function startStream(opts: StreamOptions): () => void {
     };
     src.addEventListener("snapshot", (ev) => {
       if (es !== src) return;
-      if (!applySnapshot(JSON.parse(ev.data) as Snapshot)) {
+      const snap = readFrame("snapshot", ev.data, frames.snapshot);
+      if (snap === undefined) return;
+      if (!applySnapshot(snap)) {
         // Older than what the tab shows (a server process behind the one
         // we followed). Keep the board, and reconnect from our own position:
         // the browser's own retry would send the refused snapshot's id.
@@ -159,13 +183,16 @@ export function startStream(opts: StreamOptions): () => void {
     });
     src.addEventListener("change", (ev) => {
       if (es !== src) return;
+      const change = readFrame("change", ev.data, frames.change);
+      if (change === undefined) return;
       alive();
-      applyChange(JSON.parse(ev.data) as Change);
+      applyChange(change);
     });
     src.addEventListener("heartbeat", (ev) => {
       if (es !== src) return;
+      const hb = readFrame("heartbeat", ev.data, frames.heartbeat);
+      if (hb === undefined) return;
       alive();
-      const hb = JSON.parse(ev.data) as Heartbeat;
       if (hb.server_time) learnServerTime(hb.server_time);
       if (typeof hb.interval_ms === "number" && hb.interval_ms > 0) heartbeatMs = hb.interval_ms;
     });

@@ -2,7 +2,7 @@
 // error for the button that started it. A failed command shows its reason
 // (409 names the blocking job) instead of being swallowed.
 import { useCallback, useRef, useState } from "react";
-import { ApiError } from "../api/client";
+import { ApiError } from "../services/http";
 
 export interface Command {
   pending: boolean;

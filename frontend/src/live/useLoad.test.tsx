@@ -1,6 +1,6 @@
 import { act, cleanup, render, screen } from "@testing-library/react";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { ApiError } from "../api/client";
+import { ApiError } from "../services/http";
 import { getHealth, resetHealth } from "./health";
 import { useLoad, type Load } from "./useLoad";
 

@@ -3,7 +3,7 @@
 // very load succeeds again (or the page closes). A definitive answer
 // (4xx: "not found", "invalid") is data, not a connection failure.
 import { useCallback, useEffect, useState } from "react";
-import { ApiError } from "../api/client";
+import { ApiError } from "../services/http";
 import { forgetSource, reportFailure, reportRecovery } from "./health";
 
 export interface Load<T> {

@@ -1,6 +1,6 @@
 import { act, cleanup, fireEvent, render, screen } from "@testing-library/react";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { getCsrf } from "../api/client";
+import { getCsrf } from "../services/http";
 import { resetAuth, setAuthForTest } from "../auth/session";
 import { setLang } from "../i18n";
 import { jsonResponse } from "../test/fakes";

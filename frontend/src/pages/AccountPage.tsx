@@ -1,5 +1,5 @@
 import { useState, type FormEvent } from "react";
-import { ApiError } from "../api/client";
+import { ApiError } from "../services/http";
 import { changePassword, useAuth } from "../auth/session";
 import { CommandError } from "../components/CommandError";
 import { useT } from "../i18n";

@@ -1,6 +1,5 @@
 import { useId, useRef, useState, type FormEvent } from "react";
-import { api } from "../api/client";
-import type { TokenView, UserView } from "../api/authTypes";
+import { adminService, type TokenView, type UserView } from "../services/admin";
 import { ROLES, atLeast, type Role } from "../auth/roles";
 import { useSubject } from "../auth/session";
 import { CommandError } from "../components/CommandError";
@@ -116,7 +115,7 @@ export function Secret({ intro, value, onDone, testid }: { intro: string; value:
 function Users({ selfId }: { selfId: string }) {
   const t = useT();
   const [nonce, setNonce] = useState(0);
-  const users = useLoad("admin:users", String(nonce), (signal) => api.users(signal));
+  const users = useLoad("admin:users", String(nonce), (signal) => adminService.users(signal));
   const create = useCommand();
   const change = useCommand();
   const [name, setName] = useState("");
@@ -127,7 +126,7 @@ function Users({ selfId }: { selfId: string }) {
   const submit = async (e: FormEvent<HTMLFormElement>) => {
     e.preventDefault();
     const n = name.trim();
-    const res = await create.run(() => api.createUser({ name: n, role, ...(password ? { password } : {}) }));
+    const res = await create.run(() => adminService.createUser({ name: n, role, ...(password ? { password } : {}) }));
     if (!res) return;
     announce(t("admin.user_created", { name: n }));
     setName("");
@@ -137,7 +136,7 @@ function Users({ selfId }: { selfId: string }) {
   };
   const setUserRole = async (u: UserView, r: Role) => {
     const res = await change.run(async () => {
-      await api.setRole(u.id, r);
+      await adminService.setRole(u.id, r);
       return true;
     });
     if (!res) return;
@@ -239,7 +238,7 @@ export function tokenState(tok: TokenView, now: number): "active" | "revoked" | 
 function Tokens() {
   const t = useT();
   const [nonce, setNonce] = useState(0);
-  const tokens = useLoad("admin:tokens", String(nonce), (signal) => api.tokens(signal));
+  const tokens = useLoad("admin:tokens", String(nonce), (signal) => adminService.tokens(signal));
   const create = useCommand();
   const revoke = useCommand();
   const [name, setName] = useState("");
@@ -251,7 +250,7 @@ function Tokens() {
   const submit = async (e: FormEvent<HTMLFormElement>) => {
     e.preventDefault();
     const n = name.trim();
-    const res = await create.run(() => api.createToken({ name: n, role, expires }));
+    const res = await create.run(() => adminService.createToken({ name: n, role, expires }));
     if (!res) return;
     setName("");
     setShown({ name: n, token: res.token });
@@ -259,7 +258,7 @@ function Tokens() {
   };
   const doRevoke = async (tok: TokenView) => {
     const res = await revoke.run(async () => {
-      await api.revokeToken(tok.id);
+      await adminService.revokeToken(tok.id);
       return true;
     });
     if (!res) return;

@@ -2,7 +2,7 @@ import { act, cleanup, fireEvent, render, screen } from "@testing-library/react"
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { Router } from "wouter";
 import { memoryLocation } from "wouter/memory-location";
-import type { AuditEntry } from "../api/types";
+import type { AuditEntry } from "../services/audit";
 import { setLang } from "../i18n";
 import { resetHealth } from "../live/health";
 import { applyChange, applySnapshot, resetLiveStore } from "../live/store";

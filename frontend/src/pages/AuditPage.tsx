@@ -1,7 +1,7 @@
 import { useMemo, useRef, useState, type FormEvent, type ReactNode } from "react";
 import { Link } from "wouter";
-import { api } from "../api/client";
-import { isPerson, type AuditEntry } from "../api/types";
+import { momentHref } from "../replay/moment";
+import { auditService, isPerson, type AuditEntry } from "../services/audit";
 import { CommandError } from "../components/CommandError";
 import { When } from "../components/When";
 import { actorName, auditSummary } from "../format";
@@ -11,7 +11,6 @@ import { useHashQuery, writeHashQuery } from "../live/hashQuery";
 import { useLoad } from "../live/useLoad";
 import { ACTION_GROUPS, actionGroup, EVENT_TYPES, type ActionGroup } from "./auditGroups";
 import { TableWrap } from "../components/TableWrap";
-import { momentHref } from "../replay/api";
 
 interface Filter {
   slot: string;
@@ -97,7 +96,7 @@ export function AuditPage() {
   const load = useLoad(`audit`, JSON.stringify({ fkey, before }), async (signal) => {
     const got =
       (
-        await api.audit(
+        await auditService.list(
           { slot: filter.slot, job: filter.job, actor: filter.actor, kind: filter.kind, since, before: before || undefined, order: "newest", limit: PAGE },
           signal,
         )

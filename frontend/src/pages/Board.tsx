@@ -1,5 +1,6 @@
 import { useCallback, useLayoutEffect, useMemo, useRef, useState } from "react";
-import { api, ApiError } from "../api/client";
+import { ApiError } from "../services/http";
+import { slotsService } from "../services/slots";
 import { atLeast } from "../auth/roles";
 import { useSubject } from "../auth/session";
 import { CommandError } from "../components/CommandError";
@@ -60,12 +61,12 @@ export function Board() {
       let race: string | undefined;
       const s = await run(async () => {
         try {
-          return await api.occupy(name, until);
+          return await slotsService.occupy(name, until);
         } catch (e) {
           // 409: someone took it between the board showing it free and our
           // request; say who (the live board shows it a moment later).
           if (e instanceof ApiError && e.status === 409) {
-            race = await api.slot(name).then(
+            race = await slotsService.get(name).then(
               (v) => {
                 putSlot(v);
                 return v.occupant ?? "";

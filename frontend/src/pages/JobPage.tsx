@@ -1,8 +1,7 @@
 import { useMemo, useRef, useState } from "react";
 import { Link, useLocation } from "wouter";
-import { api } from "../api/client";
-import type { JobView, RecordedEvent } from "../api/types";
-import { TERMINAL_STATES } from "../api/types";
+import { momentHref } from "../replay/moment";
+import { TERMINAL_STATES, jobsService, type JobView, type RecordedEvent } from "../services/jobs";
 import { jobActions } from "../auth/roles";
 import { useSubject } from "../auth/session";
 import { CommandError } from "../components/CommandError";
@@ -19,7 +18,6 @@ import { announce } from "../live/announce";
 import { putJob, useEpoch, useJob } from "../live/store";
 import { useCommand } from "../live/useCommand";
 import { useLoad } from "../live/useLoad";
-import { momentHref } from "../replay/api";
 import { jobTabState, useTab } from "../live/tabState";
 
 /** JobPage is a job's timeline: its live view and every event of its stream. */
@@ -28,7 +26,7 @@ export function JobPage({ id }: { id: string }) {
   const job = useJob(id);
   const epoch = useEpoch();
   const load = useLoad(`job:${id}`, `${id}:${epoch}`, async (signal) => {
-    const j = await api.job(id, signal);
+    const j = await jobsService.get(id, signal);
     putJob(j);
     return j;
   });
@@ -50,7 +48,7 @@ function JobDetail({ job }: { job: JobView }) {
   const events = useLoad(`events:${job.id}`, `${job.id}:${job.revision}:${epoch}`, async (signal) => {
     const base = history.current.epoch === epoch ? history.current.events : [];
     const last = base.length > 0 ? base[base.length - 1].revision : undefined;
-    const got = (await api.jobEvents(job.id, signal, last)).events ?? [];
+    const got = (await jobsService.events(job.id, signal, last)).events ?? [];
     // Events are immutable: whatever arrives after the last one held is appended.
     const add = got.filter((e) => last === undefined || e.revision > last);
     history.current = { epoch, events: add.length > 0 ? [...base, ...add] : base };
@@ -62,14 +60,14 @@ function JobDetail({ job }: { job: JobView }) {
   const nothingChanged = untouched(job.state, completedSteps(job.steps), job.uncertain_step);
 
   const resume = async () => {
-    const r = await cmd.run(() => api.resume(job.id));
+    const r = await cmd.run(() => jobsService.resume(job.id));
     if (r) {
       announce(t("job.resumed"));
       if (r.job_id !== job.id) navigate(`/jobs/${encodeURIComponent(r.job_id)}`);
     }
   };
   const cancel = async () => {
-    const r = await cmd.run(() => api.cancel(job.id));
+    const r = await cmd.run(() => jobsService.cancel(job.id));
     if (r) announce(t("job.cancelled"));
   };
 

@@ -1,8 +1,7 @@
 import { actorName } from "../format";
 import { useState, type FormEvent } from "react";
 import { Link } from "wouter";
-import { api, type JobsFilter } from "../api/client";
-import { JOB_KINDS, JOB_STATES, type JobView } from "../api/types";
+import { JOB_KINDS, JOB_STATES, jobsService, type JobView, type JobsFilter } from "../services/jobs";
 import { CommandError } from "../components/CommandError";
 import { jobTitle } from "../components/jobText";
 import { useT } from "../i18n";
@@ -100,7 +99,7 @@ function JobsChunk({ filter, cursor }: { filter: JobsFilter; cursor?: string }) 
   const t = useT();
   const epoch = useEpoch();
   const [more, setMore] = useState(false);
-  const page = useLoad(`jobs-list`, `${JSON.stringify(filter)}:${cursor ?? ""}:${epoch}`, (signal) => api.jobs(filter, cursor, signal));
+  const page = useLoad(`jobs-list`, `${JSON.stringify(filter)}:${cursor ?? ""}:${epoch}`, (signal) => jobsService.list(filter, cursor, signal));
   const jobs = page.data?.jobs ?? [];
   return (
     <>

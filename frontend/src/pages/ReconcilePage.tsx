@@ -1,7 +1,6 @@
 import { useState } from "react";
 import { useLocation } from "wouter";
-import { api } from "../api/client";
-import type { AdoptTarget, Finding, ReconcileReport } from "../api/reconcileTypes";
+import { reconcileService, type AdoptTarget, type Finding, type ReconcileReport } from "../services/reconcile";
 import { atLeast } from "../auth/roles";
 import { useSubject } from "../auth/session";
 import { CommandError } from "../components/CommandError";
@@ -55,7 +54,7 @@ function providerName(p: string): string {
 export function ReconcilePage() {
   const t = useT();
   const key = useReconcileKey();
-  const load = useLoad("reconcile", String(key), (signal) => api.reconcile(signal));
+  const load = useLoad("reconcile", String(key), (signal) => reconcileService.report(signal));
   const subject = useSubject();
   const operator = atLeast(subject, "operator");
   const run = useCommand();
@@ -75,7 +74,7 @@ export function ReconcilePage() {
             type="button"
             data-testid="recon-run"
             disabled={run.pending || rep?.run?.state === "running"}
-            onClick={() => void run.run(() => api.reconcileRun())}
+            onClick={() => void run.run(() => reconcileService.run())}
           >
             {t("recon.run_now")}
           </button>
@@ -175,11 +174,11 @@ function OrphanForm({ action, target, onClose }: { action: Action; target: Adopt
   const [slot, setSlot] = useState("");
   const [confirm, setConfirm] = useState(false);
   const go = async () => {
-    const r = await cmd.run(() => (action === "adopt" ? api.adopt(slot, target) : api.deleteOrphan(slot, target)));
+    const r = await cmd.run(() => (action === "adopt" ? reconcileService.adopt(slot, target) : reconcileService.deleteOrphan(slot, target)));
     if (r) navigate(`/jobs/${encodeURIComponent(r.job_id)}`);
   };
   const load = (signal: AbortSignal) =>
-    action === "adopt" ? api.planAdopt(slot, target, signal) : api.planDeleteOrphan(slot, target, signal);
+    action === "adopt" ? reconcileService.planAdopt(slot, target, signal) : reconcileService.planDeleteOrphan(slot, target, signal);
   return (
     <div className="adopt" data-testid="adopt-form" data-action={action}>
       {action === "delete_orphan" && <p>{t("recon.delete_why")}</p>}

@@ -1,7 +1,7 @@
 import { useMemo, useState } from "react";
 import { Link } from "wouter";
-import { api } from "../api/client";
-import type { RemainingResource, SlotView } from "../api/types";
+import { resourcesService, type RemainingResource } from "../services/resources";
+import type { SlotView } from "../services/slots";
 import { CommandError } from "../components/CommandError";
 import { ResourceId } from "../components/ResourceId";
 import { formatTime, resourceName, untouched } from "../format";
@@ -53,7 +53,7 @@ export function RemainingPage() {
   const t = useT();
   const key = useRemainingKey();
   const slots = useLive((s) => s.slots);
-  const load = useLoad("remaining", key, (signal) => api.remaining(signal));
+  const load = useLoad("remaining", key, (signal) => resourcesService.remaining(signal));
   const [hideHealthy, setHideHealthy] = useState(false);
   const rows = useMemo(() => {
     const all = load.data?.resources ?? [];
@@ -112,7 +112,7 @@ export function RemainingPage() {
                   <td data-label={t("remaining.kind")}>{t.dyn("res", r.resource.kind)}</td>
                   <td data-label={t("remaining.id")}>
                     <ResourceId r={r.resource} project={slots.get(r.slot)?.project_uuid} />
-                    {r.resource.name && r.resource.name !== r.resource.id ? <span className="muted"> {resourceName(r.resource.name, t)}</span> : null}
+                    {r.resource.name && r.resource.name !== r.resource.id ? <span className="muted"> {resourceName(r.resource, t)}</span> : null}
                     {r.cleanup && (
                       <div className="muted" data-testid="cleanup">
                         {r.cleanup}

@@ -1,6 +1,6 @@
 import { useEffect } from "react";
 import { Link, useLocation } from "wouter";
-import { api } from "../api/client";
+import { jobsService } from "../services/jobs";
 import { apiErrorText } from "../format";
 import { useT } from "../i18n";
 import { useLoad } from "../live/useLoad";
@@ -13,7 +13,7 @@ import { useLoad } from "../live/useLoad";
 export function ResetLookup({ slot }: { slot: string }) {
   const t = useT();
   const [, navigate] = useLocation();
-  const load = useLoad(`latest-reset:${slot}`, slot, (signal) => api.latestJob(slot, "reset", signal));
+  const load = useLoad(`latest-reset:${slot}`, slot, (signal) => jobsService.latest(slot, "reset", signal));
   const id = load.data?.id;
   useEffect(() => {
     if (id) navigate(`/jobs/${encodeURIComponent(id)}/wait`, { replace: true });

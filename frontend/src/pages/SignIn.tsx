@@ -1,5 +1,5 @@
 import { useState, type FormEvent } from "react";
-import { ApiError } from "../api/client";
+import { ApiError } from "../services/http";
 import { demoSignIn, signIn } from "../auth/session";
 import { apiErrorText } from "../format";
 import { useT, type T } from "../i18n";

@@ -262,6 +262,8 @@ describe("slot page by role", () => {
       slot({
         revision: 2,
         state_reason: "last job cancelled",
+        state_reason_code: "last_job",
+        state_reason_args: { outcome: "cancelled" },
         recovery: { job_id: "j8", state: "cancelled", completed_steps: [], remaining: [{ kind: "project", id: "p-1" }, { kind: "application", id: "a-1" }, { kind: "database", id: "d-1" }, { kind: "repository", id: "PRJ/s1" }] },
         latest_jobs: { reset: { id: "j8", kind: "reset", state: "cancelled", steps_done: 0, steps_total: 5 } },
       }),

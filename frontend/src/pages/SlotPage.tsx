@@ -1,7 +1,7 @@
 import { useState } from "react";
 import { Link, useLocation } from "wouter";
-import { api } from "../api/client";
-import type { JobView, SlotView } from "../api/types";
+import { jobsService, type JobView } from "../services/jobs";
+import { slotsService, type SlotView } from "../services/slots";
 import { jobActions, ownsSlot, slotActions } from "../auth/roles";
 import { useSubject } from "../auth/session";
 import { CommandError } from "../components/CommandError";
@@ -45,7 +45,7 @@ export function SlotPage({ name }: { name: string }) {
   const t = useT();
   const slot = useSlot(name);
   const load = useLoad(`slot:${name}`, name, async (signal) => {
-    const s = await api.slot(name, signal);
+    const s = await slotsService.get(name, signal);
     putSlot(s);
     return s;
   });
@@ -79,7 +79,7 @@ function SlotDetail({ slot }: { slot: SlotView }) {
       (rec.state === "cancelled" && recKind === "teardown" && !untouched(rec.state, rec.completed_steps, rec.uncertain_step)));
   const resume = async () => {
     if (!slot.recovery) return;
-    const r = await cmd.run(() => api.resume(slot.recovery?.job_id ?? ""));
+    const r = await cmd.run(() => jobsService.resume(slot.recovery?.job_id ?? ""));
     if (!r) return;
     announce(t("job.resumed"));
     navigate(`/jobs/${encodeURIComponent(r.job_id)}`);
@@ -90,7 +90,7 @@ function SlotDetail({ slot }: { slot: SlotView }) {
     (slot.lifecycle !== "retired" && (may.teardown || may.promote));
 
   const occupy = async () => {
-    const s = await cmd.run(() => api.occupy(slot.name, untilIn(hours), (may.occupyForOthers && by) || undefined));
+    const s = await cmd.run(() => slotsService.occupy(slot.name, untilIn(hours), (may.occupyForOthers && by) || undefined));
     if (s) {
       putSlot(s);
       announce(t("slot.done_occupy"));
@@ -98,7 +98,7 @@ function SlotDetail({ slot }: { slot: SlotView }) {
     }
   };
   const extend = async () => {
-    const s = await cmd.run(() => api.extend(slot.name, extendedDeadline(slot.deadline, hours)));
+    const s = await cmd.run(() => slotsService.extend(slot.name, extendedDeadline(slot.deadline, hours)));
     if (s) {
       putSlot(s);
       announce(t("slot.done_extend"));
@@ -109,10 +109,10 @@ function SlotDetail({ slot }: { slot: SlotView }) {
     if (!confirm) return;
     const res = await cmd.run(() =>
       confirm.kind === "reset"
-        ? api.release(slot.name, reason || undefined)
+        ? slotsService.release(slot.name, reason || undefined)
         : confirm.kind === "teardown"
-          ? api.teardown(slot.name)
-          : api.promote(slot.name, confirm.params?.project ?? "", confirm.params?.name ?? ""),
+          ? slotsService.teardown(slot.name)
+          : slotsService.promote(slot.name, confirm.params?.project ?? "", confirm.params?.name ?? ""),
     );
     if (!res) return;
     setConfirm(undefined);
@@ -191,7 +191,7 @@ function SlotDetail({ slot }: { slot: SlotView }) {
         {slot.state_reason && (
           <>
             <dt>{t("slot.state_reason")}</dt>
-            <dd>{stateReason(slot.state_reason, t)}</dd>
+            <dd>{stateReason(slot, t)}</dd>
           </>
         )}
       </dl>
@@ -305,7 +305,7 @@ function SlotDetail({ slot }: { slot: SlotView }) {
             return (
               <li key={`${r.kind}:${r.id}`} data-resource={`${r.kind}:${r.id}`} data-deleting={del ? "true" : undefined}>
                 {t.dyn("res", r.kind)} <ResourceId r={r} project={slot.project_uuid} />
-                {r.name && r.name !== r.id ? ` ${resourceName(r.name, t)}` : ""}
+                {r.name && r.name !== r.id ? ` ${resourceName(r, t)}` : ""}
                 {del && (
                   <>
                     {" "}
@@ -334,7 +334,7 @@ function SlotJobs({ slot }: { slot: SlotView }) {
   const t = useT();
   const [cursor, setCursor] = useState<string | undefined>(undefined);
   const page = useLoad(`jobs:${slot.name}`, `${slot.name}:${slot.position}:${cursor ?? ""}`, (signal) =>
-    api.slotJobs(slot.name, undefined, cursor, signal),
+    jobsService.ofSlot(slot.name, undefined, cursor, signal),
   );
   const jobs: JobView[] = page.data?.jobs ?? [];
   return (

@@ -1,6 +1,6 @@
 import { useEffect, useRef } from "react";
 import { Link, useLocation } from "wouter";
-import { api } from "../api/client";
+import { jobsService } from "../services/jobs";
 import { jobActions } from "../auth/roles";
 import { useSubject } from "../auth/session";
 import { CommandError } from "../components/CommandError";
@@ -33,7 +33,7 @@ export function WaitView({ id }: { id: string }) {
   const live = useStreamStatus() === "live";
   const now = useNow();
   const load = useLoad(`job:${id}`, `${id}:${epoch}:${live}`, async (signal) => {
-    const j = await api.job(id, signal);
+    const j = await jobsService.get(id, signal);
     putJob(j);
     return j;
   });
@@ -43,7 +43,7 @@ export function WaitView({ id }: { id: string }) {
   const resume = useCommand();
   const doResume = async () => {
     if (!job) return;
-    const r = await resume.run(() => api.resume(job.id));
+    const r = await resume.run(() => jobsService.resume(job.id));
     if (!r) return;
     announce(t("job.resumed"));
     // A resume continues the same job; this page keeps following it.
@@ -150,7 +150,7 @@ export function WaitView({ id }: { id: string }) {
       </div>
       {job && phase.kind === "grace" && job.cancellable && may.cancel && (
         <>
-          <button type="button" disabled={cancel.pending} onClick={() => void cancel.run(() => api.cancel(job.id))}>
+          <button type="button" disabled={cancel.pending} onClick={() => void cancel.run(() => jobsService.cancel(job.id))}>
             {t("job.cancel")}
           </button>
           <CommandError error={cancel.error} />

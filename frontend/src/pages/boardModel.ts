@@ -1,8 +1,7 @@
 // The board's decisions, pure so they are tested without a browser: what
 // needs attention first, the order of the cards, the next free slot.
-import type { SlotView } from "../api/types";
+import type { SlotView } from "../services/slots";
 import { ownsSlot, type Subject } from "../auth/roles";
-import { slotWarnings } from "../components/SlotCard";
 import { naturalCompare, untouched } from "../format";
 
 /** Why a slot needs a person's attention, most urgent first. */
@@ -11,6 +10,18 @@ export type Attention = (typeof ATTENTION)[number];
 
 /** The lead time under which a deadline counts as "within the hour". */
 export const SOON_MS = 3_600_000;
+
+/** slotWarnings lists what a card must flag: leftovers and unfinished jobs. */
+export function slotWarnings(s: SlotView): { remaining: number; interrupted: boolean; failed: boolean } {
+  // A job cancelled before any step ran changed nothing: nothing to flag.
+  const r = s.recovery;
+  const recovery = r && untouched(r.state, r.completed_steps, r.uncertain_step) ? undefined : r;
+  const leftover =
+    recovery?.remaining?.length ??
+    (s.lifecycle === "teardown_incomplete" || s.lifecycle === "retired" ? (s.resources?.length ?? 0) : 0);
+  const interrupted = recovery?.state === "abandoned" || s.active_job?.state === "abandoned";
+  return { remaining: leftover, interrupted, failed: recovery !== undefined && !interrupted };
+}
 
 /** attention lists why a slot needs attention now (empty: it does not). */
 export function attention(s: SlotView, now: number): Attention[] {

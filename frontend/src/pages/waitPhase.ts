@@ -6,9 +6,8 @@
 //   - anything not proven — server unreachable, stream not
 //     live while the job is still moving, a state this page does not know —
 //     is "cannot verify progress", never success, never a redirect.
-import type { ApiError } from "../api/client";
-import type { JobView } from "../api/types";
-import { UNSUCCESSFUL_STATES } from "../api/types";
+import type { ApiError } from "../services/http";
+import { UNSUCCESSFUL_STATES, type JobView } from "../services/jobs";
 import { completedSteps } from "../components/Steps";
 import { untouched } from "../format";
 

@@ -2,7 +2,7 @@ import { useEffect, useState } from "react";
 import { useT } from "../i18n";
 import { getLiveState } from "../live/store";
 import { onTick } from "../live/ticker";
-import { replayApi, type Freshness } from "./api";
+import { replayService, type Freshness } from "../services/replay";
 import "./replay.css";
 
 /** How often the badge asks the server (GET /api/freshness is one log read). */
@@ -42,7 +42,7 @@ export function FreshnessBadge() {
       // The page's position is read at each ask, not followed: a busy
       // pool moves it many times a second, and a move must not cost a request.
       const live = getLiveState();
-      replayApi.freshness(live.ready ? live.position : undefined, ctl.signal).then(setF, () => setF(undefined));
+      replayService.freshness(live.ready ? live.position : undefined, ctl.signal).then(setF, () => setF(undefined));
     };
     ask();
     // On the one global ticker (seed row 8: no component owns a timer).

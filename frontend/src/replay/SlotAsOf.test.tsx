@@ -5,7 +5,7 @@ import { memoryLocation } from "wouter/memory-location";
 import { setLang } from "../i18n";
 import { resetLiveStore } from "../live/store";
 import { jsonResponse, slot } from "../test/fakes";
-import { fromLocalInput, momentHref } from "./api";
+import { fromLocalInput, momentHref } from "./moment";
 import { decodeAt, SlotAsOfPage, SlotMoment, SlotTimeline } from "./SlotAsOf";
 
 let urls: string[];

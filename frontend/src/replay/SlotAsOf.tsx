@@ -1,12 +1,13 @@
 import { useState } from "react";
 import { Link, useLocation } from "wouter";
-import type { Resource } from "../api/types";
+import { fromLocalInput, momentHref } from "./moment";
+import { replayService, type SlotChange } from "../services/replay";
+import type { Resource } from "../services/resources";
 import { CommandError } from "../components/CommandError";
 import { LoadFallback } from "../components/LoadFallback";
 import { formatTime } from "../format";
 import { useT, type Key } from "../i18n";
 import { useLoad } from "../live/useLoad";
-import { fromLocalInput, momentHref, replayApi, type SlotChange } from "./api";
 import "./replay.css";
 
 /** decodeAt undoes the link's encoding (the router decodes only part of it). */
@@ -25,7 +26,7 @@ export function decodeAt(raw: string): string {
  */
 export function SlotAsOfPage({ name, at }: { name: string; at: string }) {
   const t = useT();
-  const load = useLoad(`slot-at:${name}`, `${name}@${at}`, (signal) => replayApi.slotAt(name, at, signal));
+  const load = useLoad(`slot-at:${name}`, `${name}@${at}`, (signal) => replayService.slotAt(name, at, signal));
   const s = load.data;
   if (!s) {
     return (
@@ -144,7 +145,7 @@ export function SlotTimeline({ name, at, open = false }: { name: string; at?: st
 
 function TimelineRows({ name, at }: { name: string; at?: string }) {
   const t = useT();
-  const load = useLoad(`slot-changes:${name}`, `${name}@${at ?? ""}`, (signal) => replayApi.changes(name, undefined, at, signal));
+  const load = useLoad(`slot-changes:${name}`, `${name}@${at ?? ""}`, (signal) => replayService.changes(name, undefined, at, signal));
   if (load.error) return <CommandError error={load.error} />;
   if (!load.data) return <p>{t("common.loading")}</p>;
   const rows = [...load.data.changes].reverse();

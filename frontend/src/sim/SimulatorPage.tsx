@@ -4,29 +4,12 @@
 // read, POST/DELETE need the admin's sim.control permission), so a
 // newcomer can inject a fault, watch a job fail honestly and resume it.
 import { useState } from "react";
-import { request } from "../api/client";
 import { CommandError } from "../components/CommandError";
 import { useT } from "../i18n";
 import { announce } from "../live/announce";
 import { useCommand } from "../live/useCommand";
 import { useLoad } from "../live/useLoad";
-
-/** Fault mirrors sim.Fault's JSON (backend/providers/sim/faults.go). */
-export interface SimFault {
-  id: number;
-  server?: string;
-  method?: string;
-  endpoint?: string;
-  path_pattern?: string;
-  resource?: string;
-  status?: number;
-  latency?: number;
-  hang?: boolean;
-  reset?: boolean;
-  foreign_404?: boolean;
-  times?: number;
-  skip?: number;
-}
+import { simService, type SimFault } from "../services/sim";
 
 /**
  * ENDPOINTS are the simulators' route names (backend/providers/sim/sim.go,
@@ -50,12 +33,6 @@ export const ENDPOINTS: readonly { endpoint: string; step: string }[] = [
 type Effect = "403" | "404" | "500" | "503" | "hang" | "latency" | "reset";
 const EFFECTS: readonly Effect[] = ["403", "500", "503", "404", "hang", "latency", "reset"];
 
-export const simApi = {
-  faults: (signal?: AbortSignal) => request<{ faults: SimFault[] | null }>("/api/sim/faults", { signal }),
-  add: (f: Omit<SimFault, "id"> & { latency_ms?: number }) => request<{ id: number }>("/api/sim/faults", { method: "POST", body: f }),
-  clear: (id: number) => request<void>(`/api/sim/faults/${id}`, { method: "DELETE" }),
-  clearAll: () => request<void>("/api/sim/faults", { method: "DELETE" }),
-};
 
 function faultBody(endpoint: string, effect: Effect, times: number): Omit<SimFault, "id"> & { latency_ms?: number } {
   const base = { endpoint, times };
@@ -74,7 +51,7 @@ function faultBody(endpoint: string, effect: Effect, times: number): Omit<SimFau
 export function SimulatorPage() {
   const t = useT();
   const [n, setN] = useState(0);
-  const faults = useLoad("sim-faults", String(n), (signal) => simApi.faults(signal));
+  const faults = useLoad("sim-faults", String(n), (signal) => simService.faults(signal));
   const cmd = useCommand();
   const [endpoint, setEndpoint] = useState(ENDPOINTS[4]?.endpoint ?? "");
   const [effect, setEffect] = useState<Effect>("403");
@@ -116,7 +93,7 @@ export function SimulatorPage() {
         className="admin-form"
         onSubmit={(e) => {
           e.preventDefault();
-          void cmd.run(() => simApi.add(faultBody(endpoint, effect, times))).then((r) => {
+          void cmd.run(() => simService.add(faultBody(endpoint, effect, times))).then((r) => {
             if (!r) return;
             announce(t("sim.injected"));
             setN((x) => x + 1);
@@ -164,7 +141,7 @@ export function SimulatorPage() {
             className="danger"
             disabled={cmd.pending}
             onClick={() =>
-              void cmd.run(() => simApi.clearAll().then(() => true)).then((ok) => {
+              void cmd.run(() => simService.clearAll().then(() => true)).then((ok) => {
                 if (ok) setN((x) => x + 1);
               })
             }
@@ -183,7 +160,7 @@ export function SimulatorPage() {
               type="button"
               disabled={cmd.pending}
               onClick={() =>
-                void cmd.run(() => simApi.clear(f.id).then(() => true)).then((ok) => {
+                void cmd.run(() => simService.clear(f.id).then(() => true)).then((ok) => {
                   if (ok) setN((x) => x + 1);
                 })
               }

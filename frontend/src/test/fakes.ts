@@ -1,5 +1,6 @@
 // Test doubles and factories shared by the component tests.
-import type { JobView, SlotView, StepView } from "../api/types";
+import type { JobView, StepView } from "../services/jobs";
+import type { SlotView } from "../services/slots";
 import type { EventSourceLike } from "../live/stream";
 
 /** FakeEventSource records what the stream opened and lets a test push frames. */
@@ -36,7 +37,12 @@ export class FakeEventSource implements EventSourceLike {
   }
 
   emit(type: string, data: unknown, id?: string): void {
-    const ev = new MessageEvent<string>(type, { data: JSON.stringify(data), lastEventId: id ?? "" });
+    this.emitRaw(type, JSON.stringify(data), id);
+  }
+
+  /** emitRaw pushes a frame's data as written (it need not be JSON). */
+  emitRaw(type: string, data: string, id?: string): void {
+    const ev = new MessageEvent<string>(type, { data, lastEventId: id ?? "" });
     for (const l of this.listeners.get(type) ?? []) l(ev);
   }
 

@@ -4,7 +4,8 @@
 import { Link, useLocation } from "wouter";
 import { Countdown } from "../components/Countdown";
 import { useT } from "../i18n";
-import { useMe, useWaitlist } from "./useWaitlist";
+import { useSubject } from "../auth/session";
+import { useWaitlist } from "./useWaitlist";
 
 export function DeadlineBanner() {
   const [location] = useLocation();
@@ -14,9 +15,9 @@ export function DeadlineBanner() {
 
 function Banner() {
   const t = useT();
-  const me = useMe();
+  const me = useSubject();
   const wl = useWaitlist("waitlist-banner");
-  const mine = me ? (wl.data?.warnings ?? []).filter((w) => w.occupant === me.subject.name) : [];
+  const mine = me ? (wl.data?.warnings ?? []).filter((w) => w.occupant === me.name) : [];
   if (mine.length === 0) return null;
   return (
     <div className="banner warning" role="status" data-testid="deadline-banner">

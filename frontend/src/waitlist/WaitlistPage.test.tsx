@@ -2,6 +2,7 @@ import { act, cleanup, fireEvent, render, screen, within } from "@testing-librar
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { Router } from "wouter";
 import { memoryLocation } from "wouter/memory-location";
+import { resetAuth, setAuthForTest } from "../auth/session";
 import { setLang } from "../i18n";
 import { resetClock } from "../live/clock";
 import { resetHealth } from "../live/health";
@@ -9,7 +10,7 @@ import { applyChange, resetLiveStore } from "../live/store";
 import { startStream } from "../live/stream";
 import { stopTicker } from "../live/ticker";
 import { FakeEventSource, fakeFactory, jsonResponse, slot } from "../test/fakes";
-import { forgetMe, type WaitlistAnswer, type WaitlistEntry } from "./api";
+import type { WaitlistAnswer, WaitlistEntry } from "../services/waitlist";
 import { WaitlistPage } from "./WaitlistPage";
 
 const NOW = new Date("2026-01-01T00:00:00Z");
@@ -59,7 +60,8 @@ beforeEach(() => {
   vi.useFakeTimers({ toFake: ["setInterval", "clearInterval", "setTimeout", "clearTimeout", "Date"] });
   vi.setSystemTime(NOW);
   setLang("en");
-  forgetMe();
+  // The app signs the tab in before it shows a page; the session holds the token.
+  setAuthForTest(me.subject, me.csrf);
   FakeEventSource.opened = [];
   fetchMock = vi.fn();
   calls = [];
@@ -70,6 +72,7 @@ beforeEach(() => {
 
 afterEach(() => {
   cleanup();
+  resetAuth();
   stopStream?.();
   stopTicker();
   resetLiveStore();

@@ -7,12 +7,13 @@ import { Link } from "wouter";
 import { CommandError } from "../components/CommandError";
 import { Countdown } from "../components/Countdown";
 import { formatDuration, formatGoDuration, formatTime } from "../format";
+import { useSubject } from "../auth/session";
 import { useT } from "../i18n";
 import { announce } from "../live/announce";
 import { useSlots } from "../live/store";
 import { useCommand } from "../live/useCommand";
-import { waitlistApi, type DeadlineWarning, type Estimate, type WaitlistEntry } from "./api";
-import { useMe, useWaitlist } from "./useWaitlist";
+import { waitlistService, type DeadlineWarning, type Estimate, type WaitlistEntry } from "../services/waitlist";
+import { useWaitlist } from "./useWaitlist";
 import { TableWrap } from "../components/TableWrap";
 
 /** What the extend link in a warning adds (the server's --warn-extend default). */
@@ -54,7 +55,7 @@ function Warnings({ warnings, focusSlot, reload }: { warnings: DeadlineWarning[]
             disabled={cmd.pending}
             onClick={() =>
               void cmd
-                .run(() => waitlistApi.extend(w.slot, new Date(Date.parse(w.deadline) + EXTEND_BY_MS).toISOString()))
+                .run(() => waitlistService.extend(w.slot, new Date(Date.parse(w.deadline) + EXTEND_BY_MS).toISOString()))
                 .then((r) => {
                   if (r !== undefined) {
                     announce(t("waitlist.extended", { slot: w.slot }));
@@ -94,12 +95,12 @@ function MyEntry({ entry, reload }: { entry: WaitlistEntry; reload: () => void }
           </p>
           <button
             disabled={cmd.pending}
-            onClick={() => act(() => waitlistApi.accept(entry.id), t("waitlist.accepted", { slot: entry.offer?.slot ?? "" }))}
+            onClick={() => act(() => waitlistService.accept(entry.id), t("waitlist.accepted", { slot: entry.offer?.slot ?? "" }))}
             data-testid="accept"
           >
             {t("waitlist.accept")}
           </button>{" "}
-          <button disabled={cmd.pending} onClick={() => act(() => waitlistApi.decline(entry.id), t("waitlist.declined"))} data-testid="decline">
+          <button disabled={cmd.pending} onClick={() => act(() => waitlistService.decline(entry.id), t("waitlist.declined"))} data-testid="decline">
             {t("waitlist.decline")}
           </button>
         </div>
@@ -113,7 +114,7 @@ function MyEntry({ entry, reload }: { entry: WaitlistEntry; reload: () => void }
         </p>
       )}
       <p>
-        <button disabled={cmd.pending} onClick={() => act(() => waitlistApi.leave(entry.id), t("waitlist.left"))} data-testid="leave">
+        <button disabled={cmd.pending} onClick={() => act(() => waitlistService.leave(entry.id), t("waitlist.left"))} data-testid="leave">
           {t("waitlist.leave")}
         </button>
       </p>
@@ -140,7 +141,7 @@ function JoinForm({ reload, anyVacant }: { reload: () => void; anyVacant: boolea
       data-testid="join-form"
       onSubmit={(e) => {
         e.preventDefault();
-        void cmd.run(() => waitlistApi.join(duration, note.trim())).then((r) => {
+        void cmd.run(() => waitlistService.join(duration, note.trim())).then((r) => {
           if (r !== undefined) {
             announce(t("waitlist.joined"));
             reload();
@@ -179,13 +180,13 @@ function extendParam(): string | undefined {
 
 export function WaitlistPage() {
   const t = useT();
-  const me = useMe();
+  const me = useSubject();
   const wl = useWaitlist();
   const slots = useSlots();
   const anyVacant = [...slots.values()].some((s) => s.lifecycle === "vacant");
   const entries = wl.data?.entries ?? [];
-  const mine = me ? entries.find((e) => e.who_id === me.subject.id) : undefined;
-  const warnings = me ? (wl.data?.warnings ?? []).filter((w) => w.occupant === me.subject.name) : [];
+  const mine = me ? entries.find((e) => e.who_id === me.id) : undefined;
+  const warnings = me ? (wl.data?.warnings ?? []).filter((w) => w.occupant === me.name) : [];
   return (
     <div data-testid="waitlist-page">
       <h1>{t("waitlist.title")}</h1>

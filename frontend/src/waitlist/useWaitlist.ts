@@ -2,10 +2,9 @@
 // audit feed carries every event, and the newest one that can change the
 // queue, an offer or an estimate is the key of the REST load, which asks
 // for a read model at least that new (?after=).
-import { useEffect, useState } from "react";
 import { useLive } from "../live/store";
 import { useLoad, type Load } from "../live/useLoad";
-import { WAITLIST_TYPES, waitlistApi, whoAmI, type Me, type WaitlistAnswer } from "./api";
+import { WAITLIST_TYPES, waitlistService, type WaitlistAnswer } from "../services/waitlist";
 
 /** lastWaitlistPosition is the position of the newest relevant audit entry. */
 export function useLastWaitlistPosition(): number {
@@ -19,20 +18,5 @@ export function useLastWaitlistPosition(): number {
 export function useWaitlist(source = "waitlist"): Load<WaitlistAnswer> {
   const after = useLastWaitlistPosition();
   const epoch = useLive((s) => s.epoch);
-  return useLoad(source, `${after}:${epoch}`, (signal) => waitlistApi.list(after, signal));
-}
-
-/** useMe is the signed-in subject (undefined until known or when signed out). */
-export function useMe(): Me | undefined {
-  const [me, setMe] = useState<Me | undefined>(undefined);
-  useEffect(() => {
-    let live = true;
-    void whoAmI().then((m) => {
-      if (live) setMe(m);
-    });
-    return () => {
-      live = false;
-    };
-  }, []);
-  return me;
+  return useLoad(source, `${after}:${epoch}`, (signal) => waitlistService.list(after, signal));
 }

@@ -21,7 +21,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/slotkeeper/slotkeeper/backend/clock"
 	"github.com/slotkeeper/slotkeeper/backend/providers"
+	"github.com/slotkeeper/slotkeeper/backend/retry"
 )
 
 // maxBody bounds how much of an answer is read; provider answers we use are
@@ -37,10 +39,6 @@ type RateLimit struct {
 	MaxWait time.Duration
 	// Default is the wait when Retry-After is missing or unreadable.
 	Default time.Duration
-	// Sleep waits d or until ctx is done (then it returns ctx's error);
-	// nil is a real timer. Tests pass a fake so a 60 s Retry-After costs
-	// no wall time.
-	Sleep func(ctx context.Context, d time.Duration) error
 }
 
 // Client sends requests to one provider.
@@ -55,6 +53,17 @@ type Client struct {
 	// not exist". Any other 404 (a proxy's HTML page, an empty body, a
 	// stranger's JSON) says nothing about the resource. nil: none is.
 	NotFound func(body []byte) bool
+	// Clock times Retry-After waits and delete confirmations; nil is the
+	// wall clock. Tests pass a clock.Fake so a 60 s Retry-After costs no
+	// wall time.
+	Clock clock.Clock
+}
+
+func (c *Client) clock() clock.Clock {
+	if c.Clock == nil {
+		return clock.Real()
+	}
+	return c.Clock
 }
 
 // Response is a provider answer of any status.
@@ -85,7 +94,7 @@ func (c *Client) Do(ctx context.Context, op, resource, method, path string, quer
 		if resp.Status != http.StatusTooManyRequests {
 			return resp, nil
 		}
-		wait, ok := retryAfter(resp.Header.Get("Retry-After"), c.Rate.Default)
+		wait, ok := retryAfter(resp.Header.Get("Retry-After"), c.Rate.Default, c.clock().Now())
 		if attempt >= c.Rate.Retries || !ok || wait > c.Rate.MaxWait {
 			return nil, c.Fail(op, resource, resp, providers.CodeRateLimited, false)
 		}
@@ -97,23 +106,9 @@ func (c *Client) Do(ctx context.Context, op, resource, method, path string, quer
 			e.Message += " (Retry-After " + wait.String() + " is past the deadline)"
 			return nil, e
 		}
-		if err := c.sleep(ctx, wait); err != nil {
+		if err := clock.Sleep(ctx, c.clock(), wait); err != nil {
 			return nil, &providers.Error{Op: op, Resource: resource, Status: resp.Status, Code: providers.CodeCanceled, Message: "canceled while waiting out Retry-After", Err: err}
 		}
-	}
-}
-
-func (c *Client) sleep(ctx context.Context, d time.Duration) error {
-	if c.Rate.Sleep != nil {
-		return c.Rate.Sleep(ctx, d)
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }
 
@@ -319,7 +314,7 @@ func (c *Client) redact(err error) error {
 }
 
 // retryAfter reads a Retry-After header (seconds or an HTTP date).
-func retryAfter(h string, def time.Duration) (time.Duration, bool) {
+func retryAfter(h string, def time.Duration, now time.Time) (time.Duration, bool) {
 	h = strings.TrimSpace(h)
 	if h == "" {
 		return def, true
@@ -328,33 +323,15 @@ func retryAfter(h string, def time.Duration) (time.Duration, bool) {
 		return time.Duration(n) * time.Second, true
 	}
 	if t, err := http.ParseTime(h); err == nil {
-		return max(0, time.Until(t)), true
+		return max(0, t.Sub(now)), true
 	}
 	return def, true
 }
 
 // Poll calls check until it reports done, returns an error, or the Total
-// bound passes (then it returns false, nil). It waits between calls with
-// doubling backoff, and stops at once when ctx is done.
-func Poll(ctx context.Context, b providers.Backoff, check func() (done bool, err error)) (bool, error) {
-	deadline := time.Now().Add(b.Total)
-	wait := b.Initial
-	for {
-		done, err := check()
-		if done || err != nil {
-			return done, err
-		}
-		left := time.Until(deadline)
-		if left <= 0 {
-			return false, nil
-		}
-		t := time.NewTimer(min(wait, left))
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return false, ctx.Err()
-		}
-		wait = min(wait*2, b.Max)
-	}
+// bound passes (then it returns false, nil). It waits between calls on the
+// client's clock with b's doubling backoff, and stops at once when ctx is
+// done.
+func (c *Client) Poll(ctx context.Context, b providers.Backoff, check func() (done bool, err error)) (bool, error) {
+	return retry.Poll(ctx, c.clock(), retry.Backoff{Initial: b.Initial, Max: b.Max}, b.Total, check)
 }

@@ -13,7 +13,7 @@ func TestDefaults(t *testing.T) {
 	if c.HTTP == nil || c.HTTP.CheckRedirect == nil {
 		t.Fatal("default HTTP client must not follow redirects")
 	}
-	if want := (RateLimit{Retries: 3, MaxWait: 30 * time.Second, Default: time.Second}); c.Rate.Retries != want.Retries || c.Rate.MaxWait != want.MaxWait || c.Rate.Default != want.Default || c.Rate.Sleep != nil {
+	if want := (RateLimit{Retries: 3, MaxWait: 30 * time.Second, Default: time.Second}); c.Rate.Retries != want.Retries || c.Rate.MaxWait != want.MaxWait || c.Rate.Default != want.Default || c.Clock != nil {
 		t.Fatalf("Rate = %+v, want %+v", c.Rate, want)
 	}
 	if c := New("", "", nil, -1, 5*time.Second, nil, nil); c.Rate.Retries != 0 || c.Rate.MaxWait != 5*time.Second {

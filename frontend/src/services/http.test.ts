@@ -1,6 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { jsonResponse } from "../test/fakes";
-import { ApiError, api, onUnauthorized, setCsrf } from "./client";
+import { adminService } from "./admin";
+import { authService } from "./auth";
+import { ApiError, onUnauthorized, setCsrf } from "./http";
+import { jobsService } from "./jobs";
+import { slotsService } from "./slots";
 
 interface Sent {
   url: string;
@@ -12,10 +16,11 @@ interface Sent {
 
 let sent: Sent[];
 let answer: () => Response;
+const accepted = { job_id: "j1", kind: "reset", slot: "s1", not_before: "2026-01-01T00:00:00Z", steps: ["delete_db"] };
 
 beforeEach(() => {
   sent = [];
-  answer = () => jsonResponse({ job_id: "j1" }, 202);
+  answer = () => jsonResponse(accepted, 202);
   vi.stubGlobal(
     "fetch",
     vi.fn(async (url: string, init?: RequestInit) => {
@@ -38,14 +43,14 @@ afterEach(() => {
   vi.unstubAllGlobals();
 });
 
-describe("api client", () => {
+describe("the request function", () => {
   it.each([
-    ["release", () => api.release("s1")],
-    ["teardown", () => api.teardown("s1")],
-    ["cancel", () => api.cancel("j1")],
-    ["resume", () => api.resume("j1")],
-    ["revoke (DELETE)", () => api.revokeToken("t1")],
-    ["logout", () => api.logout()],
+    ["release", () => slotsService.release("s1")],
+    ["teardown", () => slotsService.teardown("s1")],
+    ["cancel", () => jobsService.cancel("j1")],
+    ["resume", () => jobsService.resume("j1")],
+    ["revoke (DELETE)", () => adminService.revokeToken("t1")],
+    ["logout", () => authService.logout()],
   ])("%s without parameters still sends JSON {} and the CSRF token", async (_, call) => {
     await call();
     expect(sent).toHaveLength(1);
@@ -56,8 +61,8 @@ describe("api client", () => {
   });
 
   it("sends a command's parameters as JSON with the token", async () => {
-    await api.release("s1", "left the company");
-    await api.setRole("u 1", "operator");
+    await slotsService.release("s1", "left the company");
+    await adminService.setRole("u 1", "operator");
     expect(sent[0]).toMatchObject({ method: "POST", url: "/api/slots/s1/release", body: '{"reason":"left the company"}' });
     expect(sent[1]).toMatchObject({ method: "PUT", url: "/api/admin/users/u%201/role", body: '{"role":"operator"}' });
     for (const s of sent) expect(s.headers["X-CSRF-Token"]).toBe("csrf-123");
@@ -65,7 +70,7 @@ describe("api client", () => {
 
   it("sends no body, content type or token with a read, and no actor header at all", async () => {
     answer = () => jsonResponse({ slots: [], position: 0 });
-    await api.slots();
+    await slotsService.list();
     expect(sent[0].method).toBe("GET");
     expect(sent[0].body).toBeUndefined();
     expect(sent[0].headers["Content-Type"]).toBeUndefined();
@@ -77,17 +82,17 @@ describe("api client", () => {
     const handler = vi.fn();
     onUnauthorized(handler);
     answer = () => jsonResponse({ error: { code: "unauthenticated", message: "sign in" } }, 401);
-    await expect(api.slots()).rejects.toMatchObject({ status: 401 });
+    await expect(slotsService.list()).rejects.toMatchObject({ status: 401 });
     expect(handler).toHaveBeenCalledTimes(1);
-    await expect(api.me()).rejects.toMatchObject({ status: 401 });
-    await expect(api.login("a", "b")).rejects.toMatchObject({ status: 401 });
+    await expect(authService.me()).rejects.toMatchObject({ status: 401 });
+    await expect(authService.login("a", "b")).rejects.toMatchObject({ status: 401 });
     expect(handler).toHaveBeenCalledTimes(1);
   });
 
   it("a 403 names the missing permission", async () => {
     answer = () =>
       jsonResponse({ error: { code: "forbidden", message: "role member lacks slot.teardown", details: { permission: "slot.teardown" } } }, 403);
-    const e = await api.teardown("s1").catch((x: unknown) => x);
+    const e = await slotsService.teardown("s1").catch((x: unknown) => x);
     expect(e).toBeInstanceOf(ApiError);
     expect((e as ApiError).permission).toBe("slot.teardown");
   });
@@ -98,15 +103,38 @@ describe("api client", () => {
         status: 429,
         headers: { "Content-Type": "application/json", "Retry-After": "7" },
       });
-    const e = (await api.login("a", "b").catch((x: unknown) => x)) as ApiError;
+    const e = (await authService.login("a", "b").catch((x: unknown) => x)) as ApiError;
     expect(e.status).toBe(429);
     expect(e.details.retry_after).toBe("7");
   });
 
   it("reads admin lists bare or wrapped", async () => {
     answer = () => jsonResponse({ users: [{ id: "1", name: "a", role: "admin" }] });
-    expect(await api.users()).toEqual([{ id: "1", name: "a", role: "admin" }]);
+    expect(await adminService.users()).toEqual([{ id: "1", name: "a", role: "admin" }]);
     answer = () => jsonResponse([{ id: "t", name: "ci", role: "viewer" }]);
-    expect(await api.tokens()).toEqual([{ id: "t", name: "ci", role: "viewer" }]);
+    expect(await adminService.tokens()).toEqual([{ id: "t", name: "ci", role: "viewer" }]);
+  });
+
+  it("reads an answer that is not of its type as a clear error, not as a value", async () => {
+    answer = () => jsonResponse({ slots: [{ name: "s1", lifecycle: 3 }], position: 1 });
+    const e = (await slotsService.list().catch((x: unknown) => x)) as ApiError;
+    expect(e).toBeInstanceOf(ApiError);
+    expect(e.code).toBe("malformed");
+    expect(e.message).toMatch(/^GET \/api\/slots: malformed slot list at slots\.0\.lifecycle: /);
+    answer = () => new Response("<html>proxy error</html>", { status: 200 });
+    await expect(slotsService.list()).rejects.toMatchObject({ code: "malformed" });
+    answer = () => jsonResponse({ users: "none" });
+    await expect(adminService.users()).rejects.toMatchObject({ code: "malformed" });
+  });
+
+  it("keeps an error's reason code and its arguments (docs/api.md \"Errors\")", async () => {
+    answer = () =>
+      jsonResponse({ error: { code: "conflict", message: "slot s1 is locked", reason: "slot_locked", args: { slot: "s1" }, details: { blocking_job: "j9" } } }, 409);
+    const e = (await slotsService.teardown("s1").catch((x: unknown) => x)) as ApiError;
+    expect(e).toMatchObject({ status: 409, code: "conflict", reason: "slot_locked", args: { slot: "s1" } });
+    expect(e.details.blocking_job).toBe("j9");
+    // Only the code must be there: odd parts read as absent, the refusal stays a refusal.
+    answer = () => jsonResponse({ error: { code: "conflict", details: null, args: { n: 1 } } }, 409);
+    await expect(slotsService.teardown("s1")).rejects.toMatchObject({ status: 409, code: "conflict", message: "", args: {}, details: {} });
   });
 });
