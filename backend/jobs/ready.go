@@ -148,24 +148,24 @@ func (a *attempt) findDatabase(ctx context.Context, project, name string) (provi
 // slotDatabase records on the slot stream that its database is now id
 // (once: a retried attempt finds it recorded).
 func (a *attempt) slotDatabase(ctx context.Context, slot, id, engine, image string) error {
-	for i := 0; i < 10; i++ {
+	_, err := events.Decide(ctx, a.e.store, events.SlotStream(slot), func(ctx context.Context) (events.ExpectedRevision, []events.EventData, error) {
 		st, err := a.e.slots.Load(ctx, slot)
-		if err != nil {
-			return err
+		if err != nil || st.Reg.DBUUID == id {
+			return events.ExpectedRevision{}, nil, err
 		}
-		if st.Reg.DBUUID == id {
-			return nil
-		}
-		_, err = a.e.store.Append(ctx, events.SlotStream(slot), events.Exact(st.Revision),
-			events.New(events.SlotDatabaseChanged{Slot: slot, JobID: a.job.ID, DBUUID: id, Previous: st.Reg.DBUUID, Engine: engine, Image: image}, a.meta()))
-		if err == nil {
-			return nil
-		}
-		if !errors.Is(err, events.ErrWrongRevision) {
-			return err
-		}
+		return events.Exact(st.Revision), []events.EventData{
+			events.New(events.SlotDatabaseChanged{Slot: slot, JobID: a.job.ID, DBUUID: id, Previous: st.Reg.DBUUID, Engine: engine, Image: image}, a.meta()),
+		}, nil
+	})
+	var ae *events.AppendError
+	var ce *events.ContendedError
+	switch {
+	case errors.As(err, &ae):
+		return ae.Err
+	case errors.As(err, &ce):
+		return fmt.Errorf("record the new database of %s: slot kept changing", slot)
 	}
-	return fmt.Errorf("record the new database of %s: slot kept changing", slot)
+	return err
 }
 
 // restoreEnv makes the application's env vars exactly the template
