@@ -47,6 +47,17 @@ type afterFirstLookup struct {
 	providers.GitHost
 	once    sync.Once
 	between func()
+	// afterCreate, if set, runs once its CreateRepo has answered.
+	afterCreate func()
+}
+
+func (g *afterFirstLookup) CreateRepo(ctx context.Context, project, name string) (providers.Repo, providers.CreateOutcome, error) {
+	repo, out, err := g.GitHost.CreateRepo(ctx, project, name)
+	if f := g.afterCreate; f != nil {
+		g.afterCreate = nil
+		f()
+	}
+	return repo, out, err
 }
 
 func (g *afterFirstLookup) GetRepo(ctx context.Context, project, slug string) (providers.Repo, providers.Lookup, error) {
@@ -70,15 +81,19 @@ func (g *afterFirstLookup) GetRepo(ctx context.Context, project, slug string) (p
 // simulator's AddRepo shows it before its git init): the step fails
 // retryable and uncertain, and a further resume adopts it.
 //
+// deleted-between: someone deletes the repository between the 409 and the
+// second look (404): the step fails retryable and uncertain, and the next
+// resume verifies, finds nothing and creates it (a real 201).
+//
 // not-ours: what lands in between is someone else's "Copy" (same slug,
 // another name): it is not adopted, the job fails and the repository is
 // left untouched.
 func TestCrashCreateRepoLandsAfterResumeLookup(t *testing.T) {
 	t.Parallel()
-	for _, mode := range []string{"late-create", "git-lags", "not-ours"} {
+	for _, mode := range []string{"late-create", "git-lags", "deleted-between", "not-ours"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
-			gitLags := mode == "git-lags"
+			gitLags := mode == "git-lags" || mode == "deleted-between" // attempt 2 fails, attempt 3 ends it
 			w := newWorld(t, nil)
 			w.patience = 2 * time.Minute
 			fx := w.seed("cell")
@@ -118,7 +133,17 @@ func TestCrashCreateRepoLandsAfterResumeLookup(t *testing.T) {
 			if w.sim.HasRepo(promoProject, promoName) {
 				t.Fatal("the held create landed before the resume")
 			}
-			w.deps.GitHost = &afterFirstLookup{GitHost: w.deps.GitHost, between: func() {
+			inner := w.deps.GitHost
+			b := &afterFirstLookup{GitHost: inner}
+			if mode == "deleted-between" {
+				b.afterCreate = func() {
+					if _, err := inner.DeleteRepo(context.Background(), promoProject, promoName); err != nil {
+						t.Error(err)
+					}
+				}
+			}
+			w.deps.GitHost = b
+			b.between = func() {
 				if mode == "not-ours" {
 					if _, err := w.sim.AddRepo(promoProject, "Copy"); err != nil {
 						t.Error(err)
@@ -132,9 +157,11 @@ func TestCrashCreateRepoLandsAfterResumeLookup(t *testing.T) {
 					t.Error("the held create never landed")
 				}
 				if gitLags {
-					w.sim.AddFault(sim.Fault{Endpoint: sim.EndpointGitInfoRefs, Resource: promoProject + "/" + promoName, Status: 404, Times: 1})
+					if mode == "git-lags" {
+						w.sim.AddFault(sim.Fault{Endpoint: sim.EndpointGitInfoRefs, Resource: promoProject + "/" + promoName, Status: 404, Times: 1})
+					}
 				}
-			}}
+			}
 			cfgB := w.engineConfig()
 			cfgB.Clock = fc
 			w.startEngine(cfgB)
@@ -167,24 +194,38 @@ func TestCrashCreateRepoLandsAfterResumeLookup(t *testing.T) {
 			// the dead worker's create landing (1), the resume's create
 			// refused (2), the resume's second look (2).
 			adopter := 2
-			if gitLags {
+			if mode == "git-lags" {
 				adopter = 3 // attempt 2 met the lagging git side
 			}
 			var got []string
 			for _, r := range w.sim.Requests() {
-				if r.Endpoint == sim.EndpointGetRepo || r.Endpoint == sim.EndpointCreateRepo {
+				// The job's own calls (the deleter's are untagged).
+				if (r.Endpoint == sim.EndpointGetRepo || r.Endpoint == sim.EndpointCreateRepo) && r.Job != "" {
 					got = append(got, fmt.Sprintf("%s %d %s", r.Endpoint, r.Status, strings.TrimPrefix(r.Job, res.JobID)))
 				}
 			}
 			want := []string{
 				"bitbucket.GetRepo 404 /1", "bitbucket.GetRepo 404 /2",
-				"bitbucket.CreateRepo 201 /1", "bitbucket.CreateRepo 409 /2", "bitbucket.GetRepo 200 /2",
+				"bitbucket.CreateRepo 201 /1", "bitbucket.CreateRepo 409 /2",
 			}
-			if gitLags {
-				want = append(want, "bitbucket.GetRepo 200 /3")
+			switch mode {
+			case "late-create":
+				want = append(want, "bitbucket.GetRepo 200 /2")
+			case "git-lags":
+				want = append(want, "bitbucket.GetRepo 200 /2", "bitbucket.GetRepo 200 /3")
+			case "deleted-between":
+				want = append(want, "bitbucket.GetRepo 404 /2", "bitbucket.GetRepo 404 /3", "bitbucket.CreateRepo 201 /3")
 			}
 			if strings.Join(got, ", ") != strings.Join(want, ", ") {
 				t.Fatalf("repository requests:\n got %s\nwant %s", strings.Join(got, ", "), strings.Join(want, ", "))
+			}
+			if mode == "deleted-between" {
+				// Attempt 3's own 201 is the step's result.
+				evs := w.jobEvents(res.JobID)
+				if !strings.Contains(history(evs), "RepoCreated") || !strings.Contains(lastStepFailed(w, res.JobID), "answered 409 but it could not be looked up") {
+					t.Errorf("want attempt 2's 409-then-404 failure and attempt 3's RepoCreated:%s", history(evs))
+				}
+				return
 			}
 			// The event log: no RepoCreated (no 201 of this job was
 			// recorded), and the adopting attempt says what it decided.
@@ -200,7 +241,7 @@ func TestCrashCreateRepoLandsAfterResumeLookup(t *testing.T) {
 			if !strings.Contains(adopted, fmt.Sprintf(`"attempt":%d`, adopter)) || !strings.Contains(adopted, "adopted PROMO/copy (same project and name, empty)") {
 				t.Errorf("create_repo's result: %s", adopted)
 			}
-			if gitLags && !strings.Contains(adopted, "exists after this job's uncertain create") {
+			if mode == "git-lags" && !strings.Contains(adopted, "exists after this job's uncertain create") {
 				t.Errorf("attempt 3 adopted on its first look: %s", adopted)
 			}
 		})

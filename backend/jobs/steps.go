@@ -530,10 +530,11 @@ func createRepo(ctx context.Context, a *attempt, verify bool) (events.Payload, e
 		if l == providers.Found {
 			return adoptCreated(ctx, a, r, found, res, "answered 409 to this attempt's create: the earlier attempt's create landed after this attempt's lookup")
 		}
-		// 409, then no repository: it may be in its creation or deletion.
-		// A resume looks again.
-		se := fromProvider("create "+r.String()+" answered 409 but it could not be found", err).(*stepError)
-		se.retryable, se.uncertain = true, true
+		// 409, then no answer or a 404 (a repository in its creation or
+		// deletion): whether it is this job's is unknown, so a resume
+		// verifies again; after a 404 a retry may see it.
+		se := fromProvider("create "+r.String()+" answered 409 but it could not be looked up", err).(*stepError)
+		se.retryable, se.uncertain = se.retryable || l == providers.Absent, true
 		return nil, se
 	}
 	if out == providers.Existed {
