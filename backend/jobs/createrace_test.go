@@ -280,3 +280,128 @@ func lastStepFailed(w *world, jobID string) string {
 	}
 	return out
 }
+
+// wireHeldDB is wireHeldCreate's twin for Coolify's create database.
+type wireHeldDB struct {
+	providers.PaaS
+	sent, release, landed chan struct{}
+	releaseOnce           sync.Once
+}
+
+func (h *wireHeldDB) CreateDatabase(ctx context.Context, spec providers.DatabaseSpec) (providers.Database, error) {
+	wire := context.WithoutCancel(ctx)
+	go func() {
+		<-h.release
+		h.PaaS.CreateDatabase(wire, spec)
+		close(h.landed)
+	}()
+	close(h.sent)
+	<-ctx.Done()
+	return providers.Database{}, context.Cause(ctx)
+}
+
+func (h *wireHeldDB) land() { h.releaseOnce.Do(func() { close(h.release) }) }
+
+// afterFirstList is the resuming worker's PaaS: after its first listing of
+// the databases answers, between runs.
+type afterFirstList struct {
+	providers.PaaS
+	once    sync.Once
+	between func()
+}
+
+func (g *afterFirstList) ListDatabases(ctx context.Context) ([]providers.Database, error) {
+	dbs, err := g.PaaS.ListDatabases(ctx)
+	g.once.Do(g.between)
+	return dbs, err
+}
+
+// TestCrashCreateDBLandsAfterResumeLookup: create_db's twin of the
+// create_repo race. The dead worker's create lands right after the resume
+// listed the databases (none of this job's name); Coolify accepts the
+// resume's create of the same name too, so nothing refuses either. The
+// resume lists again after its create and deletes the twin (this job's
+// name, not the slot's): one database remains, the slot's. Old code left
+// the dead worker's database running, tracked by nobody.
+func TestCrashCreateDBLandsAfterResumeLookup(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, nil)
+	w.patience = 2 * time.Minute
+	fx := w.seedReady("cell", "postgresql")
+	w.occupy("cell")
+	held := &wireHeldDB{PaaS: w.deps.PaaS, sent: make(chan struct{}), release: make(chan struct{}), landed: make(chan struct{})}
+	t.Cleanup(held.land)
+	depsA := w.deps
+	depsA.PaaS = held
+	dying := &dyingStore{Store: w.store, after: func(_ string, evs []events.EventData) bool {
+		return evs[0].Type == "StepStarted" && strings.Contains(string(evs[0].Data), `"step":"`+events.StepCreateDB+`"`) && !strings.Contains(string(evs[0].Data), `"verify":true`)
+	}}
+	fc := clock.NewFake(time.Now().Add(time.Minute))
+	cfgA := doomedConfig(w)
+	cfgA.Clock = fc
+	a := jobs.NewEngine(dying, depsA, cfgA)
+	done := make(chan error, 1)
+	go func() { done <- a.Run(context.Background()) }()
+	res := startJob(t, w, events.KindReset, "cell")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	select {
+	case <-held.sent:
+	case <-ctx.Done():
+		t.Fatal("the worker never sent its create")
+	}
+	if err := a.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	w.deps.PaaS = &afterFirstList{PaaS: w.deps.PaaS, between: func() {
+		held.land()
+		select {
+		case <-held.landed:
+		case <-ctx.Done():
+			t.Error("the held create never landed")
+		}
+	}}
+	cfgB := w.engineConfig()
+	cfgB.Clock = fc
+	w.startEngine(cfgB)
+	fc.Advance(cfgA.Lease + cfgB.RescueGrace)
+	j := w.waitEnded(res.JobID)
+	if !j.Resumable() {
+		t.Fatalf("after the crash: %s%s", j.Status, history(w.jobEvents(res.JobID)))
+	}
+	if _, err := w.svc.Resume(ctx, bob, res.JobID); err != nil {
+		t.Fatal(err)
+	}
+	if j = w.waitEndedN(res.JobID, 2); j.Status != events.StatusSucceeded {
+		t.Fatalf("the resumed reset ended %s (%s)%s", j.Status, j.LastError, history(w.jobEvents(res.JobID)))
+	}
+	checkReady(t, w, fx, res.JobID)
+	var names []string
+	for _, n := range w.sim.DatabaseNames(fx.ProjectUUID) {
+		if strings.HasPrefix(n, "db-cell-") {
+			names = append(names, n)
+		}
+	}
+	if len(names) != 1 {
+		t.Fatalf("databases of this reset: %v, want only the slot's", names)
+	}
+	// The provider saw the dead worker's create land after the resume's
+	// listing, the resume's own create, its second listing and the
+	// twin's delete.
+	var got []string
+	for _, r := range w.sim.Requests() {
+		switch r.Endpoint {
+		case sim.EndpointCreateDatabase, sim.EndpointListDatabases, sim.EndpointDeleteDatabase:
+			if r.Job != "" {
+				got = append(got, fmt.Sprintf("%s %d %s", r.Endpoint, r.Status, strings.TrimPrefix(r.Job, res.JobID)))
+			}
+		}
+	}
+	want := "coolify.DeleteDatabase 200 /1, coolify.ListDatabases 200 /2, coolify.CreateDatabase 201 /1, coolify.CreateDatabase 201 /2, coolify.ListDatabases 200 /2, coolify.DeleteDatabase 200 /2"
+	if strings.Join(got, ", ") != want {
+		t.Fatalf("database requests:\n got %s\nwant %s", strings.Join(got, ", "), want)
+	}
+}
