@@ -119,30 +119,89 @@ func createDB(ctx context.Context, a *attempt, verify bool) (events.Payload, err
 	if err := a.slotDatabase(ctx, slot, db.UUID, engine, image); err != nil {
 		return nil, err
 	}
+	if verify {
+		if err := a.dropTwins(ctx, project, name, db.UUID); err != nil {
+			return nil, err
+		}
+	}
 	return events.DBCreated{StepResult: a.result(false), DBUUID: db.UUID, Name: name, Engine: engine, Image: image, ProjectUUID: project, Found: found}, nil
 }
 
 // findDatabase looks for the database called name in project's
-// environments. Another team's token sees neither: GetProject's 404 is
-// then an error, never "not created".
+// environments: the slot's if it is one of them, else the first. Another
+// team's token sees neither: GetProject's 404 is then an error, never "not
+// created".
 func (a *attempt) findDatabase(ctx context.Context, project, name string) (providers.Database, bool, error) {
+	all, err := a.databasesNamed(ctx, project, name)
+	if err != nil || len(all) == 0 {
+		return providers.Database{}, false, err
+	}
+	if st, err := a.slot(ctx); err == nil {
+		for _, d := range all {
+			if d.UUID == st.Reg.DBUUID {
+				return d, true, nil
+			}
+		}
+	}
+	return all[0], true, nil
+}
+
+func (a *attempt) databasesNamed(ctx context.Context, project, name string) ([]providers.Database, error) {
 	p, l, err := a.e.deps.PaaS.GetProject(ctx, project)
 	if l != providers.Found {
 		if err == nil {
 			err = failf("project %s could not be looked up", project)
 		}
-		return providers.Database{}, false, err
+		return nil, err
 	}
 	dbs, err := a.e.deps.PaaS.ListDatabases(ctx)
 	if err != nil {
-		return providers.Database{}, false, err
+		return nil, err
 	}
+	var out []providers.Database
 	for _, d := range dbs {
 		if d.Name == name && (d.EnvironmentID == 0 || slices.Contains(p.Environments, d.EnvironmentID)) {
-			return d, true, nil
+			out = append(out, d)
 		}
 	}
-	return providers.Database{}, false, nil
+	return out, nil
+}
+
+// dropTwins deletes every database named name in project but keep, the
+// slot's. Only this job makes that name (dbName), so a twin is an earlier
+// attempt's create that was still on the wire at this attempt's lookup and
+// landed after it: Coolify takes a second database of the same name (its
+// create validates name only as 'string|max:255', DatabasesController.php
+// :1851-1852 at v4.3.10-41-g379abb2526), so nothing refuses it. A create
+// landing after this listing is not seen (docs/jobs.md).
+func (a *attempt) dropTwins(ctx context.Context, project, name, keep string) error {
+	var all []providers.Database
+	err := a.call(ctx, events.StepStarted{Resource: &events.Resource{Kind: events.ResDatabase, Name: name}, Verify: true}, func(ctx context.Context) error {
+		var err error
+		all, err = a.databasesNamed(ctx, project, name)
+		return err
+	})
+	if err != nil {
+		return fromProvider("look for a second database "+name, err)
+	}
+	for _, d := range all {
+		if d.UUID == keep {
+			continue
+		}
+		id := d.UUID
+		_, err := confirmDelete(ctx, a, false, events.Resource{Kind: events.ResDatabase, ID: id, Name: name + " (twin of " + keep + ")"},
+			a.inVisibleProject(project, func(ctx context.Context) (providers.Lookup, error) {
+				_, l, err := a.e.deps.PaaS.GetDatabase(ctx, id)
+				return l, err
+			}),
+			func(ctx context.Context) (providers.DeleteOutcome, error) {
+				return a.e.deps.PaaS.DeleteDatabase(ctx, id)
+			})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // slotDatabase records on the slot stream that its database is now id

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/slotkeeper/slotkeeper/backend/providers"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
@@ -500,38 +501,19 @@ func lookupRepo(ctx context.Context, a *attempt, _ bool) (events.Payload, error)
 }
 
 // createRepo records RepoCreated only for a real 201; "already existed" fails.
-// Verifying an uncertain create: absent → create again; found and empty →
-// the uncertain create landed (recorded as a verified step, not as a 201);
-// found with content → fail.
+// Verifying an uncertain create: absent → create again; found → adopt it
+// when it is the one this job asked for and empty (adoptCreated). The
+// uncertain create may still be on the wire (its worker was killed
+// mid-request) and land after this attempt's lookup: the create again then
+// answers 409, and the repository is looked up again and adopted on the
+// same terms. A 409 on a first create stays a failure.
 func createRepo(ctx context.Context, a *attempt, verify bool) (events.Payload, error) {
 	r := slots.PromoteTarget(&a.job)
 	res := &events.Resource{Kind: events.ResRepository, ID: r.String()}
 	if verify {
-		st, err := a.slot(ctx)
-		if err != nil {
-			return nil, err
-		}
-		branch := st.Reg.Branch
-		var l providers.Lookup
-		err = a.call(ctx, events.StepStarted{Resource: res, Verify: true}, func(ctx context.Context) error {
-			var err error
-			_, l, err = a.e.deps.GitHost.GetRepo(ctx, r.Project, r.Slug)
-			return err
-		})
+		repo, l, err := a.getRepo(ctx, r, res)
 		if l == providers.Found {
-			var sha string
-			err = a.call(ctx, events.StepStarted{Resource: res, Verify: true}, func(ctx context.Context) error {
-				var err error
-				sha, err = a.e.deps.Pusher.RemoteSHA(ctx, a.e.deps.RepoURL(r), branch)
-				return err
-			})
-			if err != nil {
-				return nil, fromProvider("verify "+r.String(), err)
-			}
-			if sha != "" {
-				return nil, failf("repository %s exists and is not empty; it was not created by this job", r)
-			}
-			return events.StepSucceeded{StepResult: a.result(false), Detail: "verified: " + r.String() + " exists and is empty after this job's uncertain create"}, nil
+			return adoptCreated(ctx, a, r, repo, res, "exists after this job's uncertain create")
 		}
 		if l != providers.Absent {
 			return nil, fromProvider("verify "+r.String(), err)
@@ -544,6 +526,18 @@ func createRepo(ctx context.Context, a *attempt, verify bool) (events.Payload, e
 		repo, out, err = a.e.deps.GitHost.CreateRepo(ctx, r.Project, r.Slug)
 		return err
 	})
+	if out == providers.Existed && verify {
+		found, l, err := a.getRepo(ctx, r, res)
+		if l == providers.Found {
+			return adoptCreated(ctx, a, r, found, res, "answered 409 to this attempt's create: the earlier attempt's create landed after this attempt's lookup")
+		}
+		// 409, then no answer or a 404 (a repository in its creation or
+		// deletion): whether it is this job's is unknown, so a resume
+		// verifies again; after a 404 a retry may see it.
+		se := fromProvider("create "+r.String()+" answered 409 but it could not be looked up", err).(*stepError)
+		se.retryable, se.uncertain = se.retryable || l == providers.Absent, true
+		return nil, se
+	}
 	if out == providers.Existed {
 		return nil, failf("repository %s already exists", r)
 	}
@@ -554,6 +548,53 @@ func createRepo(ctx context.Context, a *attempt, verify bool) (events.Payload, e
 		return nil, failf("create %s: no 201 answer", r)
 	}
 	return events.RepoCreated{StepResult: a.result(false), Repo: events.RepoRef{Project: r.Project, Slug: repo.Slug}}, nil
+}
+
+// getRepo looks the promote target up (a verifying call).
+func (a *attempt) getRepo(ctx context.Context, r events.RepoRef, res *events.Resource) (providers.Repo, providers.Lookup, error) {
+	var repo providers.Repo
+	var l providers.Lookup
+	err := a.call(ctx, events.StepStarted{Resource: res, Verify: true}, func(ctx context.Context) error {
+		var err error
+		repo, l, err = a.e.deps.GitHost.GetRepo(ctx, r.Project, r.Slug)
+		return err
+	})
+	return repo, l, err
+}
+
+// adoptCreated records repo, found at r after this job's uncertain create,
+// as that create's: only when it is the one the job asked for (same project
+// and name) and empty (nothing was pushed to it); anything else is another's
+// and fails. Its git side may lag the REST answer that showed it: Bitbucket
+// shows a repository INITIALISING ("just been created in the database and
+// the associated SCM is currently in the process of creating its storage",
+// Bitbucket Server javadoc 9.3.0, Repository.State) before git can read it,
+// so a git "not found" there is retryable and uncertain: a resume looks again.
+func adoptCreated(ctx context.Context, a *attempt, r events.RepoRef, repo providers.Repo, res *events.Resource, how string) (events.Payload, error) {
+	if !strings.EqualFold(repo.Project, r.Project) || repo.Name != r.Slug {
+		return nil, failf("repository %s exists as %s/%s named %q, not the %q this job asked for; it was not created by this job", r, repo.Project, repo.Slug, repo.Name, r.Slug)
+	}
+	st, err := a.slot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var sha string
+	err = a.call(ctx, events.StepStarted{Resource: res, Verify: true}, func(ctx context.Context) error {
+		var err error
+		sha, err = a.e.deps.Pusher.RemoteSHA(ctx, a.e.deps.RepoURL(r), st.Reg.Branch)
+		return err
+	})
+	if err != nil {
+		se := fromProvider("verify "+r.String(), err).(*stepError)
+		if providers.CodeOf(err) == providers.CodeNotFound {
+			se.retryable, se.uncertain = true, true
+		}
+		return nil, se
+	}
+	if sha != "" {
+		return nil, failf("repository %s exists and is not empty; it was not created by this job", r)
+	}
+	return events.StepSucceeded{StepResult: a.result(false), Detail: "adopted " + r.String() + " (same project and name, empty): it " + how}, nil
 }
 
 // pushCode pushes the slot's branch to the new repository, never forced. A

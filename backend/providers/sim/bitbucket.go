@@ -255,6 +255,8 @@ func (s *Sim) bbCreateRepo(w http.ResponseWriter, r *http.Request) {
 	rp, err := s.AddRepo(project, in.Name)
 	switch {
 	case err == errRepoExists:
+		// A taken slug, whoever took it: 409 "This repository URL is already
+		// taken by …" (the 9.4 OpenAPI; REAL-BEHAVIOUR.md, Bitbucket table).
 		writeJSON(w, http.StatusConflict, bbError("name", "This repository URL is already taken by '"+in.Name+"' in '"+project+"'", nil))
 		return
 	case err != nil:

@@ -304,6 +304,10 @@ func (s *Sim) changeApp(uuid string, change func(*coolApp)) error {
 
 // AddRepo creates a Bitbucket repository (an empty bare repo whose HEAD is
 // main) and returns it. The slug is derived from name as Bitbucket does.
+// The REST entry is visible before the git init ends (git answers 404
+// meanwhile), as a real repository is first INITIALISING: "created in the
+// database and the associated SCM is currently in the process of creating
+// its storage" (Bitbucket Server javadoc 9.3.0, Repository.State).
 func (s *Sim) AddRepo(project, name string) (RepoFixture, error) {
 	project = strings.ToUpper(project)
 	slug := slugify(name)
