@@ -205,19 +205,61 @@ function known(key: string): key is Key {
   return key in en;
 }
 
+// The args of a refusal's reason (docs/api.md "Reasons") by kind: instants
+// in the reader's time format, durations as people say them, a slot's
+// lifecycle and a job's state in the vocabulary's words; names and ids as
+// they are.
+const REFUSAL_TIMES = new Set(["until", "deadline", "held_until", "expired_at"]);
+const REFUSAL_SLOT_STATE = new Set(["slot_registered", "slot_locked"]);
+
+function refusalArg(reason: string, name: string, v: string, t: T): string {
+  if (REFUSAL_TIMES.has(name)) return formatTime(v, t.lang);
+  if (name === "duration" || (name === "max" && reason !== "position_out_of_range")) return formatGoDuration(v, t);
+  if (name === "kind") return t.dyn("kind", v);
+  if (name === "state") return t.dyn(REFUSAL_SLOT_STATE.has(reason) ? "lifecycle" : "state", v);
+  return v;
+}
+
 /**
- * apiErrorText says why the server refused, in the reader's language, from
- * the error's code (never its English message alone): Korean readers get
- * the code's text; English readers also the server's precise message.
+ * refusalText says a refusal from its reason and args (issue 26 item 4),
+ * or undefined when this dashboard has no sentence for the reason (a newer
+ * server) or an arg the sentence needs is missing or empty.
+ */
+function refusalText(error: ApiError, t: T): string | undefined {
+  const reason = error.reason;
+  const key = `refusal.${reason}`;
+  if (!reason || !known(key)) return undefined;
+  const vars: Record<string, string> = {};
+  for (const [k, v] of Object.entries(error.args)) if (v !== "") vars[k] = refusalArg(reason, k, v, t);
+  const s = t(key, vars);
+  return /\{\w+\}/.test(s) ? undefined : s;
+}
+
+/**
+ * apiErrorText says why the server refused, in the reader's language and
+ * never from the server's English: from the error's reason and args when
+ * the dictionaries know the reason; else from its code (English readers
+ * also get the server's precise message); else, for a code this dashboard
+ * does not know, the status and the server's message.
  */
 export function apiErrorText(error: ApiError, t: T): string {
   if (error.status === 0 || error.code === "network") return t("error.network");
+  const refusal = refusalText(error, t);
+  // invalid_field is any 400 naming a field: its args do not say what is
+  // wrong with it, so English readers keep the server's words as before.
+  if (refusal) return t.lang === "en" && error.reason === "invalid_field" && error.message ? `${refusal} (${error.message})` : refusal;
   const field = typeof error.details.field === "string" ? error.details.field : "";
   const key = `error.${error.code}`;
   let text: string;
   if (error.code === "invalid" && field) text = t("error.invalid_field", { field });
   else if (known(key)) text = t(key);
-  else text = t("error.unknown", { status: error.status });
+  else {
+    text = t("error.unknown", { status: error.status });
+    // A code from a newer server: its message is all there is to say why
+    // (not a non-JSON answer's body, "http_…", which may be a proxy's page).
+    if (error.message && !error.code.startsWith("http_")) return `${text} (${error.message})`;
+    return text;
+  }
   return t.lang === "en" && error.message && error.message !== text ? `${text} (${error.message})` : text;
 }
 

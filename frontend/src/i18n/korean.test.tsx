@@ -13,18 +13,9 @@ import { en } from "./en";
 import { makeT, type Key } from "./index";
 import { ko } from "./ko";
 import vocabulary from "./vocabulary.json";
+import { latinWords } from "../test/latin";
 
 const T = makeT("ko");
-
-/** Words that stay Latin in Korean text: product and protocol names. */
-const ALLOWED = new Set(["Slotkeeper", "Coolify", "Bitbucket", "HTTP", "API", "ID", "SSO", "CI", "Authorization", "Bearer"]);
-
-/** latinWords lists the English words left in s once the given ids and names are taken out. */
-function latinWords(s: string, ids: readonly string[] = []): string[] {
-  let rest = s;
-  for (const id of [...ids].sort((a, b) => b.length - a.length)) if (id) rest = rest.split(id).join(" ");
-  return (rest.match(/[A-Za-z][A-Za-z_.-]*/g) ?? []).filter((w) => !ALLOWED.has(w));
-}
 
 const ID = "0f3a9c2e-5b1d-4c8e-9a7f-2d6b8e1c4a50";
 
