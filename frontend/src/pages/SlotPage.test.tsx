@@ -7,6 +7,7 @@ import { setLang } from "../i18n";
 import { resetHealth } from "../live/health";
 import { putSlot, resetLiveStore } from "../live/store";
 import { stopTicker } from "../live/ticker";
+import { formatTime } from "../format";
 import { jsonResponse, slot } from "../test/fakes";
 import { SlotPage } from "./SlotPage";
 
@@ -337,5 +338,32 @@ describe("slot page by role", () => {
     expect(screen.getByTestId("command-error").textContent).toBe(
       "Not allowed for your role (member): this needs the “extend own slots” permission.",
     );
+  });
+  it.each(["en", "ko"] as const)("a refused command is worded from its reason and args, not the server's English (%s, issue 26 item 4)", async (lang) => {
+    setLang(lang);
+    const until = "2026-11-30T08:53:00Z";
+    postAnswer = () =>
+      jsonResponse(
+        {
+          error: {
+            code: "conflict",
+            message: "extend would move the deadline of s1 earlier (now 2026-11-30T08:53:00Z)",
+            reason: "deadline_not_later",
+            args: { slot: "s1", until },
+          },
+        },
+        409,
+      );
+    mount();
+    await flush();
+    fireEvent.click(screen.getByTestId("extend"));
+    await flush();
+    const text = screen.getByTestId("command-error").textContent ?? "";
+    expect(text).toBe(
+      lang === "ko"
+        ? `연장하면 슬롯 s1의 마감 시각이 앞당겨집니다(현재 ${formatTime(until, "ko")}).`
+        : `Extend would move the deadline of s1 earlier (now ${formatTime(until, "en")}).`,
+    );
+    expect(text).not.toContain(until);
   });
 });
