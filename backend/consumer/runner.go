@@ -49,6 +49,16 @@ type Preparer interface {
 	Prepare(ctx context.Context, ev events.RecordedEvent) error
 }
 
+// Marker is a Fold whose checkpoint may claim less than it applied: its
+// effects finish after Apply (the notifier's deliveries), so a restart must
+// read again from below the oldest unfinished one. Before each checkpoint
+// the Runner asks Mark, under its read lock, which position to write
+// (at most applied). A checkpoint held below applied does not count as
+// saved: the next occasion (or the stop) tries again.
+type Marker interface {
+	Mark(applied events.Position) events.Position
+}
+
 // SavePolicy says when the Runner writes a checkpoint: after Every events
 // folded if Gap passed since the last attempt (a catch-up of a million
 // events writes a few, not a hundred), or once After passed and something
@@ -81,7 +91,12 @@ type Options struct {
 	Clock clock.Clock
 	// Health parks what Apply refuses (nil: only logged).
 	Health *Health
-	Logger *slog.Logger
+	// Stopping, if set, runs once the subscription ended and before the
+	// checkpoint at stop: for a fold whose effects finish after Apply (the
+	// notifier waits for its deliveries in flight, so the last checkpoint
+	// says how far they got).
+	Stopping func()
+	Logger   *slog.Logger
 }
 
 // Runner runs one Fold: it owns the checkpoint load (an unusable or other-
@@ -285,6 +300,9 @@ func (r *Runner) Run(ctx context.Context) error {
 		// The last checkpoint, once the subscription stopped folding; it
 		// outlives ctx, briefly.
 		<-subDone
+		if r.o.Stopping != nil {
+			r.o.Stopping()
+		}
 		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		r.saveMu.Lock()
@@ -390,12 +408,14 @@ func (r *Runner) handle(head events.Position, run bool) events.Handler {
 			_ = r.o.Health.Park(r.name, ev, err)
 			r.Wake()
 		}
-		if run && ev.Position >= head {
-			r.markCaughtUp()
-		}
 		r.saveMu.Lock()
 		r.saver.Folded(ctx, ev)
 		r.saveMu.Unlock()
+		// After the save, so whoever waits for CaughtUp sees the
+		// checkpoint the catch-up called for.
+		if run && ev.Position >= head {
+			r.markCaughtUp()
+		}
 		return nil
 	}
 }
@@ -409,22 +429,28 @@ func (r *Runner) Save(ctx context.Context, n int) {
 	r.saver.Stop(ctx, n)
 }
 
-// snapshot is the saver's view of the fold: its position and state,
+// snapshot is the saver's view of the fold: the position to claim (the
+// applied one, or less if the fold is a Marker: held), and the state,
 // encoded under the read lock.
-func (r *Runner) snapshot() (events.Position, []byte, error) {
+func (r *Runner) snapshot() (pos events.Position, held bool, b []byte, err error) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
+	pos = r.Position()
+	if m, ok := r.fold.(Marker); ok {
+		if mark := min(m.Mark(pos), pos); mark < pos {
+			pos, held = mark, true
+		}
+	}
 	st, err := r.fold.Snapshot()
 	if err != nil {
-		return 0, nil, err
+		return 0, false, nil, err
 	}
-	var b []byte
 	if r.o.Packed {
 		b, err = Pack(st)
 	} else {
 		b, err = json.Marshal(st)
 	}
-	return r.Position(), b, err
+	return pos, held, b, err
 }
 
 // signal wakes the waiters of Changed. r.mu is held.

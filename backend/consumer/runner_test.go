@@ -161,3 +161,70 @@ func TestRunnerStepOnClock(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// held is names with a Marker: the checkpoint stays below hold while it
+// is set (the notifier's delivery not settled).
+type held struct {
+	names
+	hold events.Position
+}
+
+func (h *held) Mark(applied events.Position) events.Position {
+	if h.hold > 0 {
+		return h.hold - 1
+	}
+	return applied
+}
+
+func lastCheckpoint(t *testing.T, store events.Store) events.Position {
+	t.Helper()
+	evs, err := store.ReadStream(context.Background(), events.CheckpointStream("test"), 0, 0, events.Forward)
+	if err != nil || len(evs) == 0 {
+		t.Fatalf("no checkpoint: %v", err)
+	}
+	p, err := events.Decode(evs[len(evs)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.(events.ConsumerCheckpointed).Position
+}
+
+// A Marker's checkpoint claims Mark's position, not the one applied; a
+// held checkpoint leaves the events unsaved, so once the hold is let go the
+// checkpoint at stop claims everything, with no event folded since. The
+// Stopping hook runs before that last checkpoint.
+func TestRunnerMarkHoldsTheCheckpoint(t *testing.T) {
+	ctx := context.Background()
+	store := memstore.New()
+	defer store.Close()
+	f := &held{}
+	stopping := make(chan struct{})
+	r := consumer.NewRunner(store, f, consumer.Options{Save: consumer.SavePolicy{Every: 2}, Logger: quiet(),
+		Stopping: func() {
+			f.hold = 0 // before the last checkpoint: the effect finished
+			close(stopping)
+		}})
+	p1 := appendThing(t, store, "a", `{}`)
+	p2 := appendThing(t, store, "b", `{}`)
+	f.hold = p2 // b's effect is not finished
+	if err := r.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := lastCheckpoint(t, store); got != p2-1 || got < p1 {
+		t.Fatalf("checkpoint at %d, want held at %d", got, p2-1)
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- r.Run(rctx) }()
+	<-r.CaughtUp()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	<-stopping
+	// Run folded only the held checkpoint since: the events the hold kept
+	// unsaved make the checkpoint at stop, at the position applied.
+	if got, want := lastCheckpoint(t, store), r.Position(); got != want || checkpoints(t, store) != 2 {
+		t.Fatalf("checkpoint at stop at %d (%d in all), want %d, 2", got, checkpoints(t, store), want)
+	}
+}

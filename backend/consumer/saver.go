@@ -22,10 +22,11 @@ type saver struct {
 	Gap      time.Duration
 	After    time.Duration
 	Clock    clock.Clock
-	// Snapshot returns the fold's position and state, encoded. It takes
-	// the fold's lock itself; the append happens after it let go, so
-	// readers of the fold never wait for the store.
-	Snapshot func() (events.Position, []byte, error)
+	// Snapshot returns the position to claim and the state, encoded; held
+	// says the position is below the one applied (Marker). It takes the
+	// fold's lock itself; the append happens after it let go, so readers
+	// of the fold never wait for the store.
+	Snapshot func() (pos events.Position, held bool, state []byte, err error)
 	Logger   *slog.Logger
 
 	saved    events.Position // of the last checkpoint written or loaded
@@ -63,13 +64,15 @@ func (s *saver) Stop(ctx context.Context, atStop int) {
 }
 
 // Save writes a checkpoint if events were folded since the last one. A
-// failure is logged and retried at the next occasion.
+// failure is logged and retried at the next occasion. A held position
+// (Marker) is written if it moved, and the folded events stay unsaved
+// until a checkpoint claims them all.
 func (s *saver) Save(ctx context.Context) {
 	if s.unsaved == 0 {
 		return
 	}
 	s.sinceTry, s.at = 0, s.Clock.Now()
-	pos, b, err := s.Snapshot()
+	pos, held, b, err := s.Snapshot()
 	if err == nil && pos > s.saved {
 		err = SaveCheckpoint(ctx, s.Log, s.Consumer, s.Version, pos, json.RawMessage(b))
 	}
@@ -79,5 +82,8 @@ func (s *saver) Save(ctx context.Context) {
 		}
 		return
 	}
-	s.saved, s.unsaved = pos, 0
+	s.saved = max(s.saved, pos)
+	if !held {
+		s.unsaved = 0
+	}
 }

@@ -100,8 +100,11 @@ func TestNotifierRestartsFromItsCheckpoint(t *testing.T) {
 	}
 	p, _ := events.Decode(cps[len(cps)-1])
 	mark := p.(events.ConsumerCheckpointed).Position
-	if last, _ := st.ReadStream(context.Background(), events.JobStream(fmt.Sprintf("old%03d", old-1)), 0, 0, events.Forward); mark != last[1].Position {
-		t.Fatalf("checkpoint at %d, want the last terminal event %d", mark, last[1].Position)
+	if last, _ := st.ReadStream(context.Background(), events.JobStream(fmt.Sprintf("old%03d", old-1)), 0, 0, events.Forward); mark < last[1].Position {
+		// The Runner's position follows the log's head (the outcomes
+		// recorded after it too), so the mark may pass the last
+		// terminal event; it must not stop short of it.
+		t.Fatalf("checkpoint at %d, want at least the last terminal event %d", mark, last[1].Position)
 	}
 
 	// Run 2 posts j1's message and dies before recording its outcome or

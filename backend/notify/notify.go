@@ -65,8 +65,9 @@ type Config struct {
 	RetryInitial time.Duration
 	RetryMax     time.Duration
 	Attempts     int
-	// CheckpointEvery is how often the notifier records how far every
-	// delivery is settled (backend/consumer), when that moved. Default 10 s.
+	// CheckpointEvery is the least time between two of the notifier's
+	// checkpoints of how far every delivery is settled (the consumer
+	// Runner's SavePolicy.Gap, with Every 100 events). Default 10 s.
 	CheckpointEvery time.Duration
 	// Now is the clock; default time.Now.
 	Now    func() time.Time
@@ -74,6 +75,10 @@ type Config struct {
 }
 
 // Notifier follows the log and delivers one message per terminal job event.
+// It is a consumer.Fold run by a consumer.Runner (docs/events.md): Prepare
+// reads what a terminal event's delivery needs and starts it, Apply has
+// nothing left to fold, and Mark holds the checkpoint below the oldest
+// delivery not settled.
 type Notifier struct {
 	store   events.Store
 	cfg     Config
@@ -81,7 +86,13 @@ type Notifier struct {
 	sends   sync.WaitGroup
 	timeout time.Duration // bound of one POST
 	hook    *webhook.Sender
-	prog    progress
+	r       *consumer.Runner
+	// pending holds the positions of the terminal events whose delivery
+	// is not settled; under the Runner's lock.
+	pending map[events.Position]struct{}
+	// ctx is Run's, for the deliveries Prepare starts (they outlive the
+	// subscription's handler).
+	ctx context.Context
 }
 
 // Checkpoints of the notifier (backend/consumer): a position at or before
@@ -89,35 +100,15 @@ type Notifier struct {
 // good, or too old to send). A restart subscribes from there, so finished
 // history is not read again; deliveries after it are looked up in their
 // notify streams as before (the log, not the checkpoint, says what was
-// sent).
+// sent). The state is empty: the position is all there is.
 const (
 	notifyConsumer = "notify"
 	notifyVersion  = 1
-	// notifySaveEvery is how many terminal events must have passed since
-	// the last checkpoint for a periodic one (a quiet pool's log is not
+	// notifySaveEvery is how many events must have been folded since the
+	// last checkpoint for a periodic one (a quiet pool's log is not
 	// filled with checkpoints); at shutdown any progress is written.
 	notifySaveEvery = 100
 )
-
-// progress is where the notifier's checkpoint can be: below the oldest
-// unsettled delivery, else at the last terminal event handled.
-type progress struct {
-	mu      sync.Mutex
-	last    events.Position
-	pending map[events.Position]struct{}
-	saved   events.Position
-	// handled counts terminal events; atSave is its value at the last
-	// checkpoint.
-	handled, atSave int
-}
-
-func (p *progress) mark() events.Position {
-	m := p.last
-	for q := range p.pending {
-		m = min(m, q-1)
-	}
-	return m
-}
 
 // New returns a notifier on store.
 func New(store events.Store, cfg Config) *Notifier {
@@ -149,7 +140,14 @@ func New(store events.Store, cfg Config) *Notifier {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Notifier{store: store, cfg: cfg, log: cfg.Logger, timeout: timeout, hook: webhook.New(cfg.WebhookURL, cfg.Secret, cfg.HTTP)}
+	n := &Notifier{store: store, cfg: cfg, log: cfg.Logger, timeout: timeout, hook: webhook.New(cfg.WebhookURL, cfg.Secret, cfg.HTTP),
+		pending: map[events.Position]struct{}{}, ctx: context.Background()}
+	n.r = consumer.NewRunner(store, n, consumer.Options{
+		Save:     consumer.SavePolicy{Every: notifySaveEvery, Gap: cfg.CheckpointEvery},
+		Stopping: n.sends.Wait, // the last checkpoint says how far the deliveries got
+		Logger:   cfg.Logger,
+	})
+	return n
 }
 
 // Run follows terminal job events until ctx is done (returns nil) or the
@@ -159,88 +157,78 @@ func New(store events.Store, cfg Config) *Notifier {
 // Delivery is at least once: an attempt is recorded before its POST and its
 // outcome after, so a crash in between sends that message again (after the
 // attempt's deadline). Checkpoints never lose one: a delivery not settled
-// keeps the checkpoint below its event.
+// keeps the checkpoint below its event (Mark).
 func (n *Notifier) Run(ctx context.Context) error {
 	if n.cfg.WebhookURL == "" {
 		<-ctx.Done()
 		return nil
 	}
-	from, ok, why, err := consumer.LoadCheckpoint(ctx, n.store, notifyConsumer, notifyVersion, &struct{}{})
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return fmt.Errorf("notify: read checkpoint: %w", err)
+	n.ctx = ctx
+	return n.r.Run(ctx)
+}
+
+// Name, Version, Wants, Apply, Snapshot, Restore and Mark make the
+// notifier a consumer.Fold and a consumer.Marker.
+func (n *Notifier) Name() string { return notifyConsumer }
+func (n *Notifier) Version() int { return notifyVersion }
+func (n *Notifier) Wants(ev events.RecordedEvent) bool {
+	return strings.HasPrefix(ev.Stream, events.JobStreamPrefix) && events.IsTerminal(ev.Type)
+}
+func (n *Notifier) Apply(events.RecordedEvent) error { return nil } // Prepare did the work
+func (n *Notifier) Snapshot() (any, error)           { return struct{}{}, nil }
+func (n *Notifier) Restore([]byte) error             { return nil } // the state is empty
+
+// Mark is the checkpoint's position: below the oldest delivery not
+// settled, else everything applied. Under the Runner's lock.
+func (n *Notifier) Mark(applied events.Position) events.Position {
+	m := applied
+	for q := range n.pending {
+		m = min(m, q-1)
 	}
-	if !ok && why != "" {
-		n.log.Warn("notify: checkpoint ignored, reading the log from the start", "why", why)
-	}
-	n.prog = progress{last: from, saved: from, pending: map[events.Position]struct{}{}}
-	saverDone := make(chan struct{})
-	go func() {
-		defer close(saverDone)
-		t := time.NewTicker(n.cfg.CheckpointEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				n.checkpoint(ctx, false)
-			}
-		}
-	}()
-	err = n.store.SubscribeAll(ctx, from, events.Filter{StreamPrefixes: []string{events.JobStreamPrefix}, EventTypes: events.TerminalTypes()}, n.handle)
-	n.sends.Wait()
-	<-saverDone
-	// At shutdown any progress is worth one event.
-	c, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	n.checkpoint(c, true)
-	cancel()
-	if ctx.Err() != nil {
+	return m
+}
+
+// Prepare reads what ev's delivery needs, and unless it is settled (or too
+// old) marks it pending and starts it. It runs before the Runner moves
+// its position past ev, so no checkpoint can claim ev before it is
+// pending.
+func (n *Notifier) Prepare(ctx context.Context, ev events.RecordedEvent) error {
+	if n.cfg.Now().Sub(ev.Meta.Time) > n.cfg.MaxAge {
 		return nil
 	}
-	return err
-}
-
-// checkpoint records the notifier's mark when it moved: at shutdown
-// always, otherwise once notifySaveEvery terminal events were handled
-// since the last one.
-func (n *Notifier) checkpoint(ctx context.Context, shutdown bool) {
-	n.prog.mu.Lock()
-	m, saved, count, atSave := n.prog.mark(), n.prog.saved, n.prog.handled, n.prog.atSave
-	n.prog.mu.Unlock()
-	if m <= saved || (!shutdown && count-atSave < notifySaveEvery) {
-		return
+	jobID := strings.TrimPrefix(ev.Stream, events.JobStreamPrefix)
+	hist, err := n.store.ReadStream(ctx, ev.Stream, 0, int(ev.Revision)+1, events.Forward)
+	if err != nil {
+		return err
 	}
-	if err := consumer.SaveCheckpoint(ctx, n.store, notifyConsumer, notifyVersion, m, struct{}{}); err != nil {
-		if ctx.Err() == nil {
-			n.log.Warn("notify: checkpoint not written", "err", err)
+	var queued events.JobQueued
+	k := 0 // this is the job's k-th terminal event
+	for _, h := range hist {
+		switch {
+		case h.Is(events.JobQueued{}):
+			_ = json.Unmarshal(h.Data, &queued)
+		case events.IsTerminal(h.Type):
+			k++
 		}
-		return
 	}
-	n.prog.mu.Lock()
-	n.prog.saved = max(n.prog.saved, m)
-	n.prog.atSave = count
-	n.prog.mu.Unlock()
-}
-
-// handled moves the mark past a terminal event; pending says its delivery
-// is still to be settled.
-func (n *Notifier) handled(pos events.Position, pending bool) {
-	n.prog.mu.Lock()
-	defer n.prog.mu.Unlock()
-	if pending {
-		n.prog.pending[pos] = struct{}{}
+	d := delivery{jobID: jobID, id: ev.ID, k: k, outcome: decodeOutcome(ev), corr: ev.Meta.CorrelationID, cause: ev.ID}
+	d.msg = n.message(jobID, queued, d.outcome)
+	st, _, err := n.load(ctx, d)
+	if err != nil {
+		return err
 	}
-	n.prog.last = max(n.prog.last, pos)
-	n.prog.handled++
-}
-
-func (n *Notifier) settled(pos events.Position) {
-	n.prog.mu.Lock()
-	delete(n.prog.pending, pos)
-	n.prog.mu.Unlock()
+	if st.done {
+		return nil
+	}
+	n.r.Update(func() { n.pending[ev.Position] = struct{}{} })
+	n.sends.Add(1)
+	go func() {
+		defer n.sends.Done()
+		if n.deliver(n.ctx, d) {
+			n.r.Update(func() { delete(n.pending, ev.Position) })
+		}
+	}()
+	return nil
 }
 
 // Message is the webhook body: Slack's incoming-webhook shape, plus the
@@ -273,47 +261,6 @@ type outcome struct {
 	UncertainStep  string
 	CompletedSteps []string
 	Remaining      []events.Resource
-}
-
-func (n *Notifier) handle(ctx context.Context, ev events.RecordedEvent) error {
-	if n.cfg.Now().Sub(ev.Meta.Time) > n.cfg.MaxAge {
-		n.handled(ev.Position, false)
-		return nil
-	}
-	jobID := strings.TrimPrefix(ev.Stream, events.JobStreamPrefix)
-	hist, err := n.store.ReadStream(ctx, ev.Stream, 0, int(ev.Revision)+1, events.Forward)
-	if err != nil {
-		return err
-	}
-	var queued events.JobQueued
-	k := 0 // this is the job's k-th terminal event
-	for _, h := range hist {
-		switch {
-		case h.Is(events.JobQueued{}):
-			_ = json.Unmarshal(h.Data, &queued)
-		case events.IsTerminal(h.Type):
-			k++
-		}
-	}
-	d := delivery{jobID: jobID, id: ev.ID, k: k, outcome: decodeOutcome(ev), corr: ev.Meta.CorrelationID, cause: ev.ID}
-	d.msg = n.message(jobID, queued, d.outcome)
-	st, _, err := n.load(ctx, d)
-	if err != nil {
-		return err
-	}
-	if st.done {
-		n.handled(ev.Position, false)
-		return nil
-	}
-	n.handled(ev.Position, true)
-	n.sends.Add(1)
-	go func() {
-		defer n.sends.Done()
-		if n.deliver(ctx, d) {
-			n.settled(ev.Position)
-		}
-	}()
-	return nil
 }
 
 // delivery is one terminal event's message.
