@@ -334,7 +334,7 @@ func kindsOf(rs []events.Resource) string {
 	return strings.Join(ks, " ")
 }
 
-// TestCancelledTeardownThatRanIsResumable mirrors slots.JobState.Resumable:
+// TestCancelledTeardownThatRanIsResumable mirrors events.JobState.Resumable:
 // a teardown cancelled after it was claimed may be resumed; one cancelled
 // while queued, or a cancelled reset, may not (issue 14).
 func TestCancelledTeardownThatRanIsResumable(t *testing.T) {

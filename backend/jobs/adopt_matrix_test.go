@@ -198,7 +198,7 @@ func deleteCell(t *testing.T, name string, flt sim.Fault, want string) {
 // started by start, cancelled once the faulted call arrived when name is
 // "cancel", and the job's end, which must be want.
 func orphanCell(t *testing.T, name string, flt sim.Fault, want string, start func(*world, slots.AdoptCmd) (slots.JobAcceptedResult, error)) (
-	w *world, app string, fault int, cmd slots.AdoptCmd, res slots.JobAcceptedResult, j slots.JobState, evs []events.RecordedEvent, from time.Time) {
+	w *world, app string, fault int, cmd slots.AdoptCmd, res slots.JobAcceptedResult, j events.JobState, evs []events.RecordedEvent, from time.Time) {
 	t.Helper()
 	w = newWorld(t, nil)
 	cfg := w.engineConfig()

@@ -59,7 +59,7 @@ type attempt struct {
 	fenced bool
 	unsure error         // an append's outcome is unknown: no further append (see appendAt)
 	base   atomic.Uint64 // first revision after the claim event; 0 until the claim
-	job    slots.JobState
+	job    events.JobState
 	n      int
 	// leaseUntil is the end of the lease the log holds for this attempt
 	// (UnixNano): the claim's, then each successful renewal's. The

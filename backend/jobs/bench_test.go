@@ -15,7 +15,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/slotkeeper/slotkeeper/backend/jobs"
 	"github.com/slotkeeper/slotkeeper/backend/providers/sim"
-	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/events"
 	"github.com/slotkeeper/slotkeeper/events/boltstore"
 	"github.com/slotkeeper/slotkeeper/events/memstore"
@@ -140,7 +139,7 @@ func fenceTrial(b *testing.B, s *sim.Sim, deps jobs.Deps, project string, i int,
 		<-done
 	}()
 	w := &world{t: b, sim: s, store: st}
-	j := w.waitJob(id, 10*time.Second, func(j *slots.JobState) bool { return j.Terminal() })
+	j := w.waitJob(id, 10*time.Second, func(j *events.JobState) bool { return j.Terminal() })
 	if j.Status != events.StatusTimedOut || j.InFlight != events.StepDeleteDB {
 		return 0, 0, false
 	}

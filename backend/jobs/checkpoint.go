@@ -19,7 +19,7 @@ import (
 const (
 	indexConsumer = "jobs-index"
 	// indexVersion is the version of indexState's shape. It includes the
-	// JSON shape of slots.JobState and slots.SlotState (their field names):
+	// JSON shape of events.JobState and slots.SlotState (their field names):
 	// bump it when they change, so older checkpoints are ignored instead of
 	// decoding into zero fields.
 	indexVersion = 1
@@ -38,7 +38,7 @@ const (
 // due heap is rebuilt from the queued jobs. Finished jobs the index would
 // forget are never in it, so its size does not grow with history.
 type indexState struct {
-	Jobs    map[string]*slots.JobState  `json:"jobs"`
+	Jobs    map[string]*events.JobState `json:"jobs"`
 	Locks   map[string]*slots.SlotState `json:"locks"`
 	Running []string                    `json:"running"`
 	Ended   []string                    `json:"ended"`
@@ -52,7 +52,7 @@ func (x *index) Version() int { return indexVersion }
 
 // Snapshot implements consumer.Fold: the index's state for a checkpoint.
 func (x *index) Snapshot() (any, error) {
-	st := indexState{Jobs: map[string]*slots.JobState{}, Locks: map[string]*slots.SlotState{}, Running: []string{}, Ended: []string{}}
+	st := indexState{Jobs: map[string]*events.JobState{}, Locks: map[string]*slots.SlotState{}, Running: []string{}, Ended: []string{}}
 	for name, s := range x.slots {
 		if s.Locked() {
 			st.Locks[name] = s
@@ -99,7 +99,7 @@ func (x *index) Restore(b []byte) error {
 	}
 	x.jobs, x.slots = st.Jobs, st.Locks
 	if x.jobs == nil {
-		x.jobs = map[string]*slots.JobState{}
+		x.jobs = map[string]*events.JobState{}
 	}
 	if x.slots == nil {
 		x.slots = map[string]*slots.SlotState{}

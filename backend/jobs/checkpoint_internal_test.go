@@ -91,7 +91,7 @@ func snapshot(x *index) (b []byte, err error) {
 // locked slot's lock, the jobs popDue would hand out (in the heap, queued,
 // lock for their run), running and ended.
 type indexView struct {
-	Jobs    map[string]slots.JobState
+	Jobs    map[string]events.JobState
 	Locks   map[string]slots.SlotState
 	Due     []string
 	Running []string
@@ -102,7 +102,7 @@ type indexView struct {
 // Header's events: Accept makes a new one on every fold (the stores give
 // the copy its own when it is written), so two folds of one log differ
 // there.
-func cloneJob(j slots.JobState) slots.JobState {
+func cloneJob(j events.JobState) events.JobState {
 	j.Done, j.Results = maps.Clone(j.Done), maps.Clone(j.Results)
 	j.DoneOrder, j.Header = slices.Clone(j.DoneOrder), slices.Clone(j.Header)
 	for i := range j.Header {
@@ -117,7 +117,7 @@ func viewOf(x *index) (v indexView) {
 }
 
 func viewLocked(x *index) indexView {
-	v := indexView{Jobs: map[string]slots.JobState{}, Locks: map[string]slots.SlotState{}}
+	v := indexView{Jobs: map[string]events.JobState{}, Locks: map[string]slots.SlotState{}}
 	for id, j := range x.jobs {
 		if !x.finished(id, j) {
 			v.Jobs[id] = cloneJob(*j)
@@ -371,7 +371,7 @@ func TestCheckpointStateRoundTrips(t *testing.T) {
 			b, err := snapshot(x)
 			var want indexState
 			_ = json.Unmarshal(b, &want) // only for its job and slot ids
-			jobs, locks := map[string]slots.JobState{}, map[string]slots.SlotState{}
+			jobs, locks := map[string]events.JobState{}, map[string]slots.SlotState{}
 			x.r.View(func() {
 				for id := range want.Jobs {
 					jobs[id] = *x.jobs[id]

@@ -12,7 +12,6 @@ import (
 	"github.com/slotkeeper/slotkeeper/backend/jobs"
 	"github.com/slotkeeper/slotkeeper/backend/providers"
 	"github.com/slotkeeper/slotkeeper/backend/providers/sim"
-	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/events"
 )
 
@@ -250,7 +249,7 @@ func TestCrashCreateRepoLandsAfterResumeLookup(t *testing.T) {
 
 // checkNotOurs: the resume refused to adopt someone else's repository: the
 // step failed, not retryable, and "Copy" got nothing pushed.
-func checkNotOurs(t *testing.T, w *world, jobID string, j slots.JobState) {
+func checkNotOurs(t *testing.T, w *world, jobID string, j events.JobState) {
 	t.Helper()
 	if j.Status != events.StatusFailed || !strings.Contains(j.LastError, `named "Copy", not the "copy" this job asked for`) || !strings.Contains(lastStepFailed(w, jobID), `"retryable":false`) {
 		t.Fatalf("the promote ended %s (%s)%s", j.Status, j.LastError, history(w.jobEvents(jobID)))

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/slotkeeper/slotkeeper/backend/providers/sim"
-	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/events"
 )
 
@@ -34,7 +33,7 @@ func TestDrainingEngineClaimsNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.waitJob(first.JobID, 15*time.Second, func(j *slots.JobState) bool { return j.Status == events.StatusRunning })
+	w.waitJob(first.JobID, 15*time.Second, func(j *events.JobState) bool { return j.Status == events.StatusRunning })
 	e1.Drain()
 	w.startEngine(c2)
 	w.sim.ClearFaults()
@@ -101,7 +100,7 @@ func TestLogLinesHaveNoDuplicateKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.startEngine(cfg)
-	w.waitJob(res.JobID, 20*time.Second, func(j *slots.JobState) bool { return j.Status == events.StatusAbandoned })
+	w.waitJob(res.JobID, 20*time.Second, func(j *events.JobState) bool { return j.Status == events.StatusAbandoned })
 	if _, err := w.svc.Resume(context.Background(), bob, res.JobID); err != nil {
 		t.Fatal(err)
 	}

@@ -227,6 +227,6 @@ func (e *Engine) WaitApplied(ctx context.Context, pos events.Position) error {
 // leave it (see index.forget), so it does not grow with history.
 func (e *Engine) IndexedJobs() int { return e.idx.len() }
 
-func (e *Engine) systemMeta(actor string, j *slots.JobState) events.Metadata {
+func (e *Engine) systemMeta(actor string, j *events.JobState) events.Metadata {
 	return events.Metadata{Actor: actor, CorrelationID: j.QueuedMeta.CorrelationID, Time: e.now()}
 }

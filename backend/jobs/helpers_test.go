@@ -180,11 +180,11 @@ func (w *world) occupy(name string) {
 
 // waitJob blocks until the job's state satisfies cond (checked on every
 // event of its stream), or fails the test after timeout.
-func (w *world) waitJob(id string, timeout time.Duration, cond func(*slots.JobState) bool) slots.JobState {
+func (w *world) waitJob(id string, timeout time.Duration, cond func(*events.JobState) bool) events.JobState {
 	w.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	var j slots.JobState
+	var j events.JobState
 	errDone := errors.New("done")
 	err := w.store.SubscribeAll(ctx, 0, events.Filter{StreamPrefixes: []string{events.JobStream(id)}}, func(_ context.Context, ev events.RecordedEvent) error {
 		if ev.Stream != events.JobStream(id) {
@@ -206,13 +206,13 @@ func (w *world) waitJob(id string, timeout time.Duration, cond func(*slots.JobSt
 
 // waitEnded waits for the job's first terminal state and for its slot lock
 // to be released.
-func (w *world) waitEnded(id string) slots.JobState { return w.waitEndedN(id, 1) }
+func (w *world) waitEnded(id string) events.JobState { return w.waitEndedN(id, 1) }
 
 // waitEndedN waits for the job's n-th terminal event (a resumed job has one
 // per run) and for the release of the n-th lock it took.
-func (w *world) waitEndedN(id string, n int) slots.JobState {
+func (w *world) waitEndedN(id string, n int) events.JobState {
 	w.t.Helper()
-	j := w.waitJob(id, w.waitLimit(), func(j *slots.JobState) bool { return j.Terminal() && j.Terminals >= n })
+	j := w.waitJob(id, w.waitLimit(), func(j *events.JobState) bool { return j.Terminal() && j.Terminals >= n })
 	w.waitSlotN(j.Queued.Slot, func(s *slots.SlotState, released map[string]int) bool { return s.LockJob != id && released[id] >= n })
 	return j
 }

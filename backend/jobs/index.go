@@ -32,14 +32,14 @@ type index struct {
 	// act on every job that was once due in history.
 	caughtUp <-chan struct{}
 
-	jobs    map[string]*slots.JobState
+	jobs    map[string]*events.JobState
 	slots   map[string]*slots.SlotState
 	due     dueHeap         // queued jobs by NotBefore
 	running map[string]bool // jobs the log shows running
 	ended   map[string]bool // terminal jobs whose slot lock is still theirs
 	pins    map[string]int  // jobs a loop works on: not forgotten
 	// reload is the job Prepare folded from its stream for the next Apply.
-	reload *slots.JobState
+	reload *events.JobState
 
 	// onJobEvent is called (under the lock) for every job event folded;
 	// the dispatcher fences its attempts with it.
@@ -66,7 +66,7 @@ type waker struct {
 func newIndex(store events.Store, log *slog.Logger) *index {
 	x := &index{
 		store: store, log: log,
-		jobs:    map[string]*slots.JobState{},
+		jobs:    map[string]*events.JobState{},
 		slots:   map[string]*slots.SlotState{},
 		running: map[string]bool{},
 		ended:   map[string]bool{},
@@ -192,7 +192,7 @@ func (x *index) applySlot(name string, ev events.RecordedEvent) interest {
 func (x *index) applyJob(id string, ev events.RecordedEvent) interest {
 	j := x.jobs[id]
 	if j == nil {
-		j = &slots.JobState{ID: id}
+		j = &events.JobState{ID: id}
 		x.jobs[id] = j
 	}
 	if j.Written && ev.Revision <= j.Revision {
@@ -233,7 +233,7 @@ func (x *index) applyJob(id string, ev events.RecordedEvent) interest {
 func (x *index) accepted(acc events.JobAccepted, meta events.Metadata) {
 	j := x.jobs[acc.JobID]
 	if j == nil && acc.Run == 1 {
-		j = &slots.JobState{ID: acc.JobID}
+		j = &events.JobState{ID: acc.JobID}
 		x.jobs[acc.JobID] = j
 	}
 	switch {
@@ -266,7 +266,7 @@ func (x *index) forget(id string) {
 // it has ended, is neither running nor ended with its lock, and its slot's
 // lock does not name it. What forget drops, and what checkpoints leave out
 // (pins are the process's, not the log's). Under the lock.
-func (x *index) finished(id string, j *slots.JobState) bool {
+func (x *index) finished(id string, j *events.JobState) bool {
 	if !j.Terminal() || x.running[id] || x.ended[id] {
 		return false
 	}
@@ -291,7 +291,7 @@ func (x *index) unpin(id string) {
 }
 
 // job returns a copy of job id's state, if the index holds it.
-func (x *index) job(id string) (j slots.JobState, ok bool) {
+func (x *index) job(id string) (j events.JobState, ok bool) {
 	x.r.View(func() {
 		if p := x.jobs[id]; p != nil {
 			j, ok = *p, true
@@ -439,8 +439,8 @@ func (x *index) missing(ev events.RecordedEvent) string {
 
 // loadBefore folds job id's stream as the subscription has delivered it when
 // it delivers ev: the events before ev in the global order.
-func (x *index) loadBefore(ctx context.Context, id string, ev events.RecordedEvent) (slots.JobState, error) {
-	j := slots.JobState{ID: id}
+func (x *index) loadBefore(ctx context.Context, id string, ev events.RecordedEvent) (events.JobState, error) {
+	j := events.JobState{ID: id}
 	evs, err := x.store.ReadStream(ctx, events.JobStream(id), 0, 0, events.Forward)
 	if errors.Is(err, events.ErrStreamNotFound) {
 		return j, nil

@@ -287,7 +287,7 @@ func checkFinal(t *testing.T, w *world, kind string, fx sim.SlotFixture, jobID s
 // checkTracked: every planned resource the simulator still holds is in the
 // job's remaining list (and, for a teardown, the slot's), so nothing a job
 // touched is lost track of.
-func checkTracked(t *testing.T, w *world, kind string, fx sim.SlotFixture, j *slots.JobState) {
+func checkTracked(t *testing.T, w *world, kind string, fx sim.SlotFixture, j *events.JobState) {
 	t.Helper()
 	listed := map[string]bool{}
 	for _, r := range j.Remaining() {

@@ -74,7 +74,7 @@ func TestCrashBetweenSlotAndJobAppends(t *testing.T) {
 			go func() { done <- doomed.Run(context.Background()) }()
 			res := startJob(t, w, kind, "cell")
 			// The dying worker wrote its success and then nothing more.
-			if j := w.waitJob(res.JobID, w.waitLimit(), func(j *slots.JobState) bool { return j.Terminal() }); j.Status != events.StatusSucceeded {
+			if j := w.waitJob(res.JobID, w.waitLimit(), func(j *events.JobState) bool { return j.Terminal() }); j.Status != events.StatusSucceeded {
 				t.Fatalf("the run before the crash ended %s (%s), not succeeded%s", j.Status, j.LastError, history(w.jobEvents(res.JobID)))
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

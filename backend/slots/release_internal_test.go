@@ -13,8 +13,8 @@ import (
 // touched anything and did not succeed its TeardownIncomplete (never on a
 // retired slot), and nothing more for a job that never ran.
 func TestReleaseEventsSayWhatTheOutcomeMeans(t *testing.T) {
-	job := func(kind string, done ...string) *JobState {
-		j := &JobState{ID: "j1"}
+	job := func(kind string, done ...string) *events.JobState {
+		j := &events.JobState{ID: "j1"}
 		q := events.JobQueued{JobID: "j1", Kind: kind, Slot: "s1", Steps: events.StepNames(kind, false),
 			Params:    map[string]string{"project": "P", "name": "new"},
 			Resources: []events.Resource{{Kind: events.ResDatabase, ID: "db"}, {Kind: events.ResApplication, ID: "app"}}}
@@ -53,7 +53,7 @@ func TestReleaseEventsSayWhatTheOutcomeMeans(t *testing.T) {
 	for _, c := range []struct {
 		name    string
 		st      *SlotState
-		j       *JobState
+		j       *events.JobState
 		outcome string
 		want    []string
 	}{

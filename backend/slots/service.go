@@ -1,7 +1,7 @@
 // Package slots is the slot aggregate and its commands: each loads the slot
-// (and job) stream, decides, and appends with the expected revision. It also
-// holds the job fold (JobState) and the step lists that backend/jobs runs,
-// because a command must know a job's state to cancel or resume it.
+// (and job) stream, decides, and appends with the expected revision. A job's
+// fold and step table live beside the events (events.JobState,
+// events/jobs.go); commands fold a job to cancel or resume it.
 package slots
 
 import (
@@ -616,7 +616,7 @@ func (s *Service) Cancel(ctx context.Context, a Actor, jobID string) error {
 	if err := ValidateJobID(jobID); err != nil {
 		return err
 	}
-	var j JobState
+	var j events.JobState
 	var meta events.Metadata
 	_, err := events.Decide(ctx, s.store, events.JobStream(jobID), func(ctx context.Context) (events.ExpectedRevision, []events.EventData, error) {
 		var err error
@@ -730,13 +730,13 @@ func (s *Service) Resume(ctx context.Context, a Actor, jobID string) (JobAccepte
 // Callers must know that no attempt of the job can still act (see
 // docs/jobs.md), and pass events.StatusSucceeded only after reading or
 // writing JobSucceeded.
-func ReleaseLock(ctx context.Context, store events.Store, j *JobState, outcome string, meta events.Metadata) (bool, error) {
+func ReleaseLock(ctx context.Context, store events.Store, j *events.JobState, outcome string, meta events.Metadata) (bool, error) {
 	return NewSlotCache(store, 1).ReleaseLock(ctx, j, outcome, meta)
 }
 
 // ReleaseLock is the package's ReleaseLock, loading the slot through c; it
 // decides through events.Decide (the one loop and budget).
-func (c *SlotCache) ReleaseLock(ctx context.Context, j *JobState, outcome string, meta events.Metadata) (bool, error) {
+func (c *SlotCache) ReleaseLock(ctx context.Context, j *events.JobState, outcome string, meta events.Metadata) (bool, error) {
 	released := false
 	_, err := events.Decide(ctx, c.store, events.SlotStream(j.Queued.Slot), func(ctx context.Context) (events.ExpectedRevision, []events.EventData, error) {
 		released = false
@@ -756,7 +756,7 @@ func (c *SlotCache) ReleaseLock(ctx context.Context, j *JobState, outcome string
 // and touched anything (JobState.TouchedRemaining) leaves the slot
 // TeardownIncomplete with the remaining resources — unless the slot is
 // retired, which means every resource is confirmed gone.
-func releaseEvents(st *SlotState, j *JobState, outcome string, meta events.Metadata) []events.EventData {
+func releaseEvents(st *SlotState, j *events.JobState, outcome string, meta events.Metadata) []events.EventData {
 	var evs []events.EventData
 	if outcome == events.StatusSucceeded {
 		if p := slotOutcome(j, st); p != nil {
@@ -775,7 +775,7 @@ func releaseEvents(st *SlotState, j *JobState, outcome string, meta events.Metad
 // may change the slot: the change is a consequence of the success, written
 // with the release once JobSucceeded is in the job stream, beyond any
 // cancel's reach (docs/jobs.md, "Streams and order of appends").
-func slotOutcome(j *JobState, st *SlotState) events.Payload {
+func slotOutcome(j *events.JobState, st *SlotState) events.Payload {
 	switch j.Queued.Kind {
 	case events.KindReset:
 		if j.Done[events.StepVacate] && st.Occupied && !st.VacatedBy[j.ID] {
@@ -802,7 +802,7 @@ func slotOutcome(j *JobState, st *SlotState) events.Payload {
 
 // PromoteTarget is the repository a promote creates, from its params and,
 // once created, the slug the 201 answered.
-func PromoteTarget(j *JobState) events.RepoRef {
+func PromoteTarget(j *events.JobState) events.RepoRef {
 	r := events.RepoRef{Project: j.Queued.Params["project"], Slug: j.Queued.Params["name"]}
 	if ev, ok := j.Results[events.StepCreateRepo]; ok {
 		var rc events.RepoCreated

@@ -91,7 +91,7 @@ func (s *SlotState) Locked() bool { return s.LockJob != "" }
 
 // LockedFor reports whether the lock is j's for j's current run (a lock from
 // an old log, with no run, counts as the current run's).
-func (s *SlotState) LockedFor(j *JobState) bool {
+func (s *SlotState) LockedFor(j *events.JobState) bool {
 	return s.LockJob == j.ID && (s.LockRun == 0 || s.LockRun == j.Run())
 }
 
@@ -193,12 +193,9 @@ func (s *SlotState) Apply(ev events.RecordedEvent) error {
 	return nil
 }
 
-// JobState is the job fold, events.JobState (beside the job's vocabulary).
-type JobState = events.JobState
-
 // AcceptFrom folds into j the acceptance the slot's current lock implies,
 // if the lock names j (JobState.Accept).
-func AcceptFrom(j *JobState, st *SlotState) {
+func AcceptFrom(j *events.JobState, st *SlotState) {
 	if st.LockJob == j.ID {
 		j.Accept(st.Lock, st.LockMeta)
 	}
@@ -225,8 +222,8 @@ func LoadSlot(ctx context.Context, store events.Store, name string) (SlotState, 
 
 // LoadJob reads and folds a job's stream. A missing stream yields a state with
 // Exists false and no error.
-func LoadJob(ctx context.Context, store events.Store, id string) (JobState, error) {
-	j := JobState{ID: id}
+func LoadJob(ctx context.Context, store events.Store, id string) (events.JobState, error) {
+	j := events.JobState{ID: id}
 	evs, err := store.ReadStream(ctx, events.JobStream(id), 0, 0, events.Forward)
 	if errors.Is(err, events.ErrStreamNotFound) {
 		return j, nil
