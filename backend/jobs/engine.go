@@ -59,7 +59,7 @@ type Config struct {
 	// commands' (slots.Config.SlotCache) to share one. Nil: the engine
 	// makes its own.
 	SlotCache *slots.SlotCache
-	Clock     slots.Clock
+	Clock     clock.Clock
 	Logger    *slog.Logger
 }
 

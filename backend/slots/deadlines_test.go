@@ -67,7 +67,7 @@ func (w *watchedLog) Append(ctx context.Context, stream string, exp events.Expec
 
 // runScheduler starts RunDeadlines on log and returns its stop function,
 // which waits for it to return.
-func runScheduler(t *testing.T, log events.Store, clk slots.Clock) func() {
+func runScheduler(t *testing.T, log events.Store, clk clock.Clock) func() {
 	t.Helper()
 	svc := slots.NewService(log, slots.Config{DeadlineReset: true, Clock: clk})
 	ctx, cancel := context.WithCancel(context.Background())

@@ -35,7 +35,7 @@ type Config struct {
 	// Resources looks registered resources up at the providers; nil skips
 	// the lookups (unit tests without providers).
 	Resources ResourceChecker
-	Clock     Clock
+	Clock     clock.Clock // tells the time and owns timers; tests pass a clock.Fake
 	Logger    *slog.Logger
 	// SlotCache folds slots for commands (see SlotCache). Pass the one the
 	// job engine uses to share it; nil (or a cache of another store): the

@@ -5,13 +5,8 @@ import (
 	"errors"
 	"time"
 
-	"github.com/slotkeeper/slotkeeper/backend/clock"
 	"github.com/slotkeeper/slotkeeper/events"
 )
-
-// Clock tells the time and owns timers (backend/clock). Tests pass a
-// clock.Fake; production uses clock.Real().
-type Clock = clock.Clock
 
 // Actors the system uses for events nobody asked for.
 const (

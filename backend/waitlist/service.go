@@ -39,7 +39,7 @@ type Config struct {
 	WarnLeads []time.Duration
 	// MaxOccupancy bounds a requested duration (default 30 days, as slots).
 	MaxOccupancy time.Duration
-	Clock        slots.Clock
+	Clock        clock.Clock
 	Logger       *slog.Logger
 	// OnWarning, if set, is called by the consumer after it appended a
 	// DeadlineWarning (the webhook sender); at most once per warning.
