@@ -131,9 +131,28 @@ type EnvVar struct {
 	UUID string
 	Key  string
 	// Value is the variable's value: a secret, never logged or recorded.
-	// Hidden: Coolify did not show it (the token lacks read:sensitive).
+	// Hidden: Coolify did not show it (the token lacks read:sensitive, or
+	// the variable is Locked).
 	Value  string `json:"-"`
 	Hidden bool
+	// Preview: the variable is the preview-deployment copy Coolify keeps
+	// beside each normal one (is_preview; the listing holds both, AC:3223,
+	// and creating a normal var creates its copy, EnvironmentVariable.php
+	// :95-120). Locked: is_shown_once — its value is hidden from every
+	// token, root included (AC:129-131).
+	Preview bool
+	Locked  bool
+}
+
+// Server is a Coolify server as GET /servers/{uuid} shows it: whether
+// Coolify can reach it (settings.is_reachable) and use it
+// (settings.is_usable), as its last check recorded (ServersController.php
+// :88-109, 149-184).
+type Server struct {
+	UUID      string
+	Name      string
+	Reachable bool
+	Usable    bool
 }
 
 // DatabaseSpec is a database to create (POST /databases/<Engine>).
@@ -197,6 +216,16 @@ type PaaS interface {
 	// CreateStorage adds a persistent storage (a new Docker volume) to an
 	// application, mounted at mountPath.
 	CreateStorage(ctx context.Context, appUUID, name, mountPath string) (Storage, error)
+
+	// The checks before destroying (issue 32).
+
+	// HasAbility tells, read-only, whether the token has a Sanctum ability
+	// ("write", "deploy").
+	HasAbility(ctx context.Context, ability string) (bool, error)
+	// GetServer reads one server (its reachability); ListServers every
+	// server of the token's team.
+	GetServer(ctx context.Context, uuid string) (Server, Lookup, error)
+	ListServers(ctx context.Context) ([]Server, error)
 }
 
 // Repo is a git host repository.

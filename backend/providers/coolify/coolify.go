@@ -82,7 +82,24 @@ func New(o Options) *Client {
 		confirm: httpc.ConfirmDefaults(o.Confirm),
 	}
 	c.c.Clock = o.Clock
+	// One API budget per credential in the process (Coolify throttles per
+	// user, RouteServiceProvider.php:47-53): every client of this base URL
+	// and token — workers, polling, reconciliation, readiness — shares it.
+	c.c.Budget = httpc.BudgetFor(c.c.Base, o.Token, o.Clock)
 	return c
+}
+
+// BudgetStats is what the client's API budget saw: calls that waited for
+// budget, 429 answers, and the last X-RateLimit-Limit / -Remaining.
+type BudgetStats struct {
+	Waited, Limited  int64
+	Limit, Remaining int
+}
+
+// Budget reports the credential's API budget.
+func (c *Client) Budget() BudgetStats {
+	s := c.c.Budget.Stats()
+	return BudgetStats{Waited: s.Waited, Limited: s.Limited, Limit: s.Limit, Remaining: s.Remaining}
 }
 
 // Coolify's own not-found messages, by controller (app/Http/Controllers/Api
@@ -333,9 +350,11 @@ func (c *Client) confirmGone(ctx context.Context, op, id, path, own string) (pro
 func (c *Client) ListEnvs(ctx context.Context, appUUID string) ([]providers.EnvVar, error) {
 	const op = "coolify.ListEnvs"
 	var raw []struct {
-		UUID  string  `json:"uuid"`
-		Key   string  `json:"key"`
-		Value *string `json:"value"`
+		UUID      string  `json:"uuid"`
+		Key       string  `json:"key"`
+		Value     *string `json:"value"`
+		IsPreview bool    `json:"is_preview"`
+		Locked    bool    `json:"is_shown_once"`
 	}
 	if err := c.list(ctx, op, appUUID, "/applications/"+appUUID+"/envs", msgAppBare, &raw); err != nil {
 		return nil, err
@@ -343,8 +362,10 @@ func (c *Client) ListEnvs(ctx context.Context, appUUID string) ([]providers.EnvV
 	out := make([]providers.EnvVar, 0, len(raw))
 	for _, e := range raw {
 		// Values are shown only to a token with read:sensitive
-		// (AC:108-119, ApiSensitiveData.php:12-21).
-		ev := providers.EnvVar{UUID: e.UUID, Key: e.Key, Hidden: e.Value == nil}
+		// (AC:108-119, ApiSensitiveData.php:12-21), and never for a locked
+		// variable (is_shown_once, AC:129-131). The listing holds the
+		// normal vars and their preview copies (AC:3223).
+		ev := providers.EnvVar{UUID: e.UUID, Key: e.Key, Hidden: e.Value == nil, Preview: e.IsPreview, Locked: e.Locked}
 		if e.Value != nil {
 			ev.Value = *e.Value
 		}
@@ -508,6 +529,56 @@ func listAll[T any](ctx context.Context, c *Client, op, path string, conv func(r
 	out := make([]T, 0, len(raw))
 	for _, r := range raw {
 		out = append(out, conv(r))
+	}
+	return out, nil
+}
+
+// msgServer is GET /servers/{uuid}'s own 404 (ServersController.php:158).
+const msgServer = "Server not found."
+
+type serverJSON struct {
+	UUID     string `json:"uuid"`
+	Name     string `json:"name"`
+	Settings struct {
+		IsReachable *bool `json:"is_reachable"`
+		IsUsable    *bool `json:"is_usable"`
+	} `json:"settings"`
+	// The list answer also copies them to the top level
+	// (ServersController.php:95-96).
+	IsReachable *bool `json:"is_reachable"`
+	IsUsable    *bool `json:"is_usable"`
+}
+
+func (r serverJSON) server() providers.Server {
+	pick := func(a, b *bool) bool {
+		if a != nil {
+			return *a
+		}
+		return b != nil && *b
+	}
+	return providers.Server{UUID: r.UUID, Name: r.Name, Reachable: pick(r.Settings.IsReachable, r.IsReachable), Usable: pick(r.Settings.IsUsable, r.IsUsable)}
+}
+
+// GetServer reads one server of the token's team (GET /servers/{uuid},
+// ServersController.php:149-184, behind api.ability:read,
+// routes/api.php:152): its settings say whether Coolify could reach it at
+// its last check. A missing field reads as not reachable.
+func (c *Client) GetServer(ctx context.Context, uuid string) (providers.Server, providers.Lookup, error) {
+	var r serverJSON
+	l, err := c.get(ctx, "coolify.GetServer", uuid, "/servers/"+uuid, msgServer, &r)
+	return r.server(), l, err
+}
+
+// ListServers lists the team's servers (GET /servers,
+// ServersController.php:88-109).
+func (c *Client) ListServers(ctx context.Context) ([]providers.Server, error) {
+	var raw []serverJSON
+	if err := c.getJSON(ctx, "coolify.ListServers", "/servers", "/servers", msgNoneIsOwned, &raw); err != nil {
+		return nil, err
+	}
+	out := make([]providers.Server, 0, len(raw))
+	for _, r := range raw {
+		out = append(out, r.server())
 	}
 	return out, nil
 }

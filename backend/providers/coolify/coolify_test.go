@@ -148,7 +148,7 @@ func TestRetryAfterHTTPDate(t *testing.T) {
 	b.sim.AddFault(sim.Fault{Endpoint: sim.EndpointListEnvs, Status: 429, Header: map[string]string{"Retry-After": past}, Times: 2})
 	envs, err := b.c.ListEnvs(ctxT(t), b.fx.AppUUID)
 	checkErr(t, err, "", 0, false)
-	if len(envs) != 3 || len(b.sim.Requests()) != 3 {
+	if len(normalEnvs(envs)) != 3 || len(b.sim.Requests()) != 3 {
 		t.Fatalf("envs %d, requests %d", len(envs), len(b.sim.Requests()))
 	}
 }
@@ -162,14 +162,15 @@ func TestRetryAfterTooLongOrCanceled(t *testing.T) {
 	if n := len(b.sim.Requests()); n != 1 {
 		t.Fatalf("%d requests", n)
 	}
-	// Within the bound but past ctx's deadline: rate limited at once
-	// (retryable), no wait and no retry.
+	// The credential's budget is spent until the Retry-After has passed:
+	// a call whose deadline comes first is rate limited at once
+	// (retryable), and sends nothing.
 	b.sim.AddFault(sim.Fault{Endpoint: sim.EndpointGetDatabase, Status: 429, Header: map[string]string{"Retry-After": "1"}})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 	defer cancel()
 	_, _, err = b.c.GetDatabase(ctx, b.fx.DBUUID)
 	checkErr(t, err, providers.CodeRateLimited, 429, false)
-	if n := len(b.sim.Requests()); n != 2 {
+	if n := len(b.sim.Requests()); n != 1 {
 		t.Fatalf("%d requests", n)
 	}
 	// Within the bound and no deadline, but ctx is cancelled during the
@@ -183,8 +184,8 @@ func TestRetryAfterTooLongOrCanceled(t *testing.T) {
 	}()
 	c := coolify.New(coolify.Options{BaseURL: b.sim.CoolifyURL(), Token: token, Clock: fc})
 	_, _, err = c.GetDatabase(ctx, b.fx.DBUUID)
-	checkErr(t, err, providers.CodeCanceled, 429, false)
-	if n := len(b.sim.Requests()); n != 3 {
+	checkErr(t, err, providers.CodeCanceled, 0, false)
+	if n := len(b.sim.Requests()); n != 2 {
 		t.Fatalf("%d requests", n)
 	}
 }
@@ -323,7 +324,9 @@ func TestEnvsAndStorages(t *testing.T) {
 	ctx := ctxT(t)
 	envs, err := b.c.ListEnvs(ctx, b.fx.AppUUID)
 	checkErr(t, err, "", 0, false)
-	if len(envs) != 3 || envs[0].Key != "APP_ENV" {
+	// The listing holds the normal vars, then their preview copies
+	// (AC:3223).
+	if n := normalEnvs(envs); len(n) != 3 || len(envs) != 6 || envs[0].Key != "APP_ENV" || envs[0].Preview || !envs[3].Preview || envs[3].Key != "APP_ENV" {
 		t.Fatalf("envs %+v", envs)
 	}
 	sts, err := b.c.ListStorages(ctx, b.fx.AppUUID)
@@ -574,4 +577,15 @@ func TestMembershipIsReported(t *testing.T) {
 	if err != nil || od.EnvironmentID == p.Environments[0] || od.EnvironmentID == 0 {
 		t.Fatalf("other project's database environment %d (%v), want another one", od.EnvironmentID, err)
 	}
+}
+
+// normalEnvs drops the preview copies from a listing.
+func normalEnvs(envs []providers.EnvVar) []providers.EnvVar {
+	var out []providers.EnvVar
+	for _, e := range envs {
+		if !e.Preview {
+			out = append(out, e)
+		}
+	}
+	return out
 }

@@ -23,6 +23,11 @@ import (
 //	GET    state             → {"coolify":{…},"bitbucket":{…}}
 //	GET    coolify/volumes   → {"volumes":[DockerVolume]} (the server's Docker volumes)
 //	DELETE coolify/volumes/{name} → 204, or 404 (the manual `docker volume rm`)
+//	GET    coolify/containers → {"containers":[DockerContainer]} (left ones marked)
+//	DELETE coolify/containers/{name} → 204, or 404 (the manual `docker rm -f`)
+//	GET    coolify/server    → the server as GET /servers/{uuid} shows it
+//	PUT    coolify/server    {"reachable":bool} → 204 (SetServerReachable)
+//	PUT    coolify/rate-limit {"per_minute":N} → 204 (SetCoolifyRateLimit)
 //	POST   slots             {"name":"x"} → 201 SlotFixture (SeedSlot)
 //
 // It has no authentication: mount it only in demo or test servers.
@@ -94,6 +99,44 @@ func (s *Sim) ControlHandler() http.Handler {
 	})
 	mux.HandleFunc("GET /state", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, s.State())
+	})
+	mux.HandleFunc("GET /coolify/containers", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"containers": s.DockerContainers()})
+	})
+	mux.HandleFunc("DELETE /coolify/containers/{name}", func(w http.ResponseWriter, r *http.Request) {
+		if !s.RemoveDockerContainer(r.PathValue("name")) {
+			ctlError(w, http.StatusNotFound, "no such left container")
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("GET /coolify/server", func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		body := s.serverWireLocked(false)
+		s.mu.Unlock()
+		writeJSON(w, http.StatusOK, body)
+	})
+	mux.HandleFunc("PUT /coolify/server", func(w http.ResponseWriter, r *http.Request) {
+		var in struct {
+			Reachable *bool `json:"reachable"`
+		}
+		if json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<10)).Decode(&in) != nil || in.Reachable == nil {
+			ctlError(w, http.StatusBadRequest, `want {"reachable": true|false}`)
+			return
+		}
+		s.SetServerReachable(*in.Reachable)
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("PUT /coolify/rate-limit", func(w http.ResponseWriter, r *http.Request) {
+		var in struct {
+			PerMinute *int `json:"per_minute"`
+		}
+		if json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<10)).Decode(&in) != nil || in.PerMinute == nil || *in.PerMinute < 0 {
+			ctlError(w, http.StatusBadRequest, `want {"per_minute": N ≥ 0}`)
+			return
+		}
+		s.SetCoolifyRateLimit(*in.PerMinute)
+		w.WriteHeader(http.StatusNoContent)
 	})
 	mux.HandleFunc("POST /slots", func(w http.ResponseWriter, r *http.Request) {
 		var in struct {
@@ -194,6 +237,9 @@ type StateDump struct {
 		// DockerVolumes are the server's volumes, apart from the storage
 		// rows: deleting a storage leaves its volume here.
 		DockerVolumes []DockerVolume `json:"docker_volumes"`
+		// DockerContainers are the server's containers, with those a
+		// delete on an unreachable server left (issue 32).
+		DockerContainers []DockerContainer `json:"docker_containers"`
 	} `json:"coolify"`
 	Bitbucket struct {
 		Repos []map[string]any `json:"repos"`
@@ -221,6 +267,7 @@ func (s *Sim) State() StateDump {
 	}
 	s.mu.Unlock()
 	d.Coolify.DockerVolumes = s.DockerVolumes()
+	d.Coolify.DockerContainers = s.DockerContainers()
 	s.mu.Lock()
 	var repos []bbRepo
 	for _, rp := range s.bb.repos {

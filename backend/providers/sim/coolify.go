@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"sort"
 	"strings"
-	"time"
 )
 
 // Coolify's own messages, as its controllers write them
@@ -60,8 +59,11 @@ func (a *coolApp) wire() map[string]any {
 	return map[string]any{"uuid": a.UUID, "name": a.Name, "status": a.Status, "environment_id": environmentID(a.Project), "fqdn": fqdn(a.UUID), "build_pack": a.buildPack()}
 }
 
+// coolEnv is an env var row; Preview is its is_preview, Locked its
+// is_shown_once (coolify_checks.go).
 type coolEnv struct {
 	UUID, App, Key, Value string
+	Preview, Locked       bool
 }
 
 type coolStorage struct {
@@ -83,8 +85,12 @@ type coolState struct {
 	version      string
 	cleanupFails bool
 	rateLimit    int
-	rateCount    int
-	rateWindow   time.Time
+	// rate is each user's throttle window; unreachable says Coolify cannot
+	// reach its server; leftContainers are containers of deleted rows still
+	// on the server, by name (coolify_checks.go).
+	rate           map[int64]*rateWindow
+	unreachable    bool
+	leftContainers map[string]string
 }
 
 func (c *coolState) init() {
@@ -97,6 +103,8 @@ func (c *coolState) init() {
 	c.tokens = map[string]coolToken{}
 	c.teams = map[int64]string{RootTeam: "Root Team"}
 	c.version = DefaultCoolifyVersion
+	c.rate = map[int64]*rateWindow{}
+	c.leftContainers = map[string]string{}
 }
 
 // newUUID returns a Coolify-style id: 24 lowercase base-36 characters (Coolify
@@ -146,20 +154,18 @@ func coolErrBody(status int) string {
 	return string(b)
 }
 
-// coolAuth is the API's middleware in order: the throttle (before
-// authentication), then sanctum's token.
+// coolAuth is the API's middleware in order: sanctum's token, then the
+// throttle keyed by the token's user (app/Http/Kernel.php:43: auth runs
+// before throttle:api; RouteServiceProvider.php:47-53).
 func (s *Sim) coolAuth(w http.ResponseWriter, r *http.Request) bool {
-	if s.throttle(w) {
-		return false
-	}
 	s.mu.Lock()
-	_, ok := s.tokenLocked(r)
+	t, ok := s.tokenLocked(r)
 	s.mu.Unlock()
 	if !ok {
 		coolMsg(w, http.StatusUnauthorized, msgUnauthenticated)
 		return false
 	}
-	return true
+	return !s.throttle(w, t.user())
 }
 
 func (s *Sim) coolifyMux() http.Handler {
@@ -189,6 +195,7 @@ func (s *Sim) coolifyMux() http.Handler {
 	h("GET /api/v1/applications/{uuid}/storages", EndpointListStorages, uuid, read(s.coolListStorages))
 	h("DELETE /api/v1/applications/{uuid}/storages/{storage_uuid}", EndpointDeleteStorage, sub("storage_uuid"), write(s.coolDeleteStorage))
 	s.readyRoutes(h)
+	s.checkRoutes(h)
 	h("GET /api/v1/projects", EndpointListProjects, nil, read(s.coolListProjects))
 	h("GET /api/v1/databases", EndpointListDatabases, nil, read(s.coolListDBs))
 	h("GET /api/v1/applications", EndpointListApplications, nil, read(s.coolListApps))
@@ -330,10 +337,12 @@ func (s *Sim) coolListEnvs(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	ok := s.appVisibleLocked(id, team)
 	out := []map[string]any{}
-	for _, e := range s.envsLocked(id) {
-		env := map[string]any{"uuid": e.UUID, "key": e.Key, "is_preview": false}
-		if sensitive {
-			env["value"] = e.Value // hidden without read:sensitive (AC:108-119)
+	for _, e := range s.envListingLocked(id) {
+		env := map[string]any{"uuid": e.UUID, "key": e.Key, "is_preview": e.Preview, "is_shown_once": e.Locked}
+		if sensitive && !e.Locked {
+			// Hidden without read:sensitive (AC:108-119), and for a locked
+			// variable from every token, root included (AC:129-131).
+			env["value"], env["real_value"] = e.Value, e.Value
 		}
 		out = append(out, env)
 	}

@@ -177,8 +177,10 @@ func (s *Sim) coolCreateDB(w http.ResponseWriter, r *http.Request) {
 func (s *Sim) coolCreateEnv(w http.ResponseWriter, r *http.Request) {
 	app := r.PathValue("uuid")
 	var in struct {
-		Key   string `json:"key"`
-		Value string `json:"value"`
+		Key     string `json:"key"`
+		Value   string `json:"value"`
+		Preview bool   `json:"is_preview"`
+		Locked  bool   `json:"is_shown_once"`
 	}
 	if json.NewDecoder(r.Body).Decode(&in) != nil || in.Key == "" {
 		coolMsg(w, http.StatusUnprocessableEntity, "Validation failed.")
@@ -193,15 +195,15 @@ func (s *Sim) coolCreateEnv(w http.ResponseWriter, r *http.Request) {
 		coolMsg(w, http.StatusNotFound, msgAppGet)
 		return
 	}
-	for _, e := range s.envsLocked(app) {
-		if e.Key == in.Key {
+	for _, e := range s.envListingLocked(app) {
+		if e.Key == in.Key && e.Preview == in.Preview {
+			// 409 only for a var of the same kind (AC:3804-3842).
 			s.mu.Unlock()
 			coolMsg(w, http.StatusConflict, msgEnvExists)
 			return
 		}
 	}
-	id := newUUID()
-	s.cool.envs[id] = &coolEnv{UUID: id, App: app, Key: in.Key, Value: in.Value}
+	id := s.addEnvLocked(app, in.Key, in.Value, in.Preview, in.Locked)
 	err := s.persistLocked()
 	s.mu.Unlock()
 	if err != nil {

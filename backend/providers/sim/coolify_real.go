@@ -5,9 +5,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
-	"time"
 )
 
 // What the simulated Coolify does beyond one resource's CRUD, each as the
@@ -104,15 +102,14 @@ func (s *Sim) FailServerCleanup(fail bool) {
 	s.cool.cleanupFails = fail
 }
 
-// SetCoolifyRateLimit limits the API to perMinute requests a minute (0:
-// no limit), as Coolify's throttle:api does (app/Http/Kernel.php:85,
-// RouteServiceProvider.php:47-53; default 200, config/api.php). The limit
-// runs before authentication, so it is keyed by the client's IP: one
-// bucket for the simulator's loopback clients.
+// SetCoolifyRateLimit limits the API to perMinute requests a minute per
+// user (0: no limit), as Coolify's throttle:api does (app/Http/Kernel.php:85,
+// RouteServiceProvider.php:47-53; default 200, config/api.php): see
+// throttle in coolify_checks.go.
 func (s *Sim) SetCoolifyRateLimit(perMinute int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.cool.rateLimit, s.cool.rateCount, s.cool.rateWindow = perMinute, 0, time.Time{}
+	s.cool.rateLimit, s.cool.rate = perMinute, map[int64]*rateWindow{}
 }
 
 // DockerVolumes lists the Docker volumes on the simulated server, by name.
@@ -166,35 +163,6 @@ func (s *Sim) teamOf(r *http.Request) int64 {
 func (s *Sim) projectVisibleLocked(project string, team int64) bool {
 	p, ok := s.cool.projects[project]
 	return ok && p.Team == team
-}
-
-// throttleLocked counts one request against the rate limit; it answers
-// 429 "Too Many Attempts." with Retry-After (the seconds left in the
-// minute, 0-60) and the X-RateLimit headers, as Laravel's ThrottleRequests
-// does, and reports whether it did.
-func (s *Sim) throttle(w http.ResponseWriter) bool {
-	s.mu.Lock()
-	limit := s.cool.rateLimit
-	now := time.Now()
-	if limit > 0 && now.Sub(s.cool.rateWindow) >= time.Minute {
-		s.cool.rateWindow, s.cool.rateCount = now, 0
-	}
-	s.cool.rateCount++
-	over := limit > 0 && s.cool.rateCount > limit
-	left := max(0, limit-s.cool.rateCount)
-	retry := int((time.Minute - now.Sub(s.cool.rateWindow) + time.Second - 1) / time.Second)
-	s.mu.Unlock()
-	if limit <= 0 {
-		return false
-	}
-	w.Header().Set("X-RateLimit-Limit", strconv.Itoa(limit))
-	w.Header().Set("X-RateLimit-Remaining", strconv.Itoa(left))
-	if !over {
-		return false
-	}
-	w.Header().Set("Retry-After", strconv.Itoa(min(max(retry, 0), 60)))
-	coolMsg(w, http.StatusTooManyRequests, msgTooManyAttempts)
-	return true
 }
 
 // ability wraps a handler with Coolify's api.ability middleware: a token
@@ -251,7 +219,8 @@ func postRequired(w http.ResponseWriter, _ *http.Request) {
 // which fails silently (Application::deleteVolumes runs instant_remote_process
 // with throwError=false, app/Models/Application.php:522-536).
 func (s *Sim) removeVolumesLocked(app string) {
-	if s.cool.cleanupFails {
+	if s.cleanupFailsLocked() {
+		s.cool.leftContainers[app] = SimServer // StopApplication failed too
 		return
 	}
 	for _, st := range s.cool.storages {

@@ -69,10 +69,12 @@ type snapDB struct {
 }
 
 type snapEnv struct {
-	UUID  string `json:"uuid"`
-	App   string `json:"app"`
-	Key   string `json:"key"`
-	Value string `json:"value"`
+	UUID    string `json:"uuid"`
+	App     string `json:"app"`
+	Key     string `json:"key"`
+	Value   string `json:"value"`
+	Preview bool   `json:"is_preview,omitempty"`
+	Locked  bool   `json:"is_shown_once,omitempty"`
 }
 
 type snapStorage struct {
@@ -110,7 +112,7 @@ func (s *Sim) snapshotLocked() snapshot {
 		sn.DBs = append(sn.DBs, snapDB{d.UUID, d.Name, d.Project, d.Status, d.Type, d.Deleting})
 	}
 	for _, e := range s.cool.envs {
-		sn.Envs = append(sn.Envs, snapEnv{e.UUID, e.App, e.Key, e.Value})
+		sn.Envs = append(sn.Envs, snapEnv{e.UUID, e.App, e.Key, e.Value, e.Preview, e.Locked})
 	}
 	for _, st := range s.cool.storages {
 		sn.Storages = append(sn.Storages, snapStorage{st.UUID, st.App, st.Name, st.Kind, st.MountPath})
@@ -235,7 +237,7 @@ func (s *Sim) loadState() error {
 		s.cool.dbs[d.UUID] = &coolDB{UUID: d.UUID, Name: d.Name, Project: d.Project, Status: d.Status, Type: d.Type, Deleting: d.Deleting}
 	}
 	for _, e := range sn.Envs {
-		s.cool.envs[e.UUID] = &coolEnv{UUID: e.UUID, App: e.App, Key: e.Key, Value: e.Value}
+		s.cool.envs[e.UUID] = &coolEnv{UUID: e.UUID, App: e.App, Key: e.Key, Value: e.Value, Preview: e.Preview, Locked: e.Locked}
 	}
 	for _, st := range sn.Storages {
 		s.cool.storages[st.UUID] = &coolStorage{UUID: st.UUID, App: st.App, Name: st.Name, Kind: st.Kind, MountPath: st.MountPath}
@@ -286,7 +288,10 @@ func (s *Sim) loadState() error {
 }
 
 // dropDBLocked, dropAppLocked and dropRepoLocked finish a deletion.
-func (s *Sim) dropDBLocked(id string) { delete(s.cool.dbs, id) }
+func (s *Sim) dropDBLocked(id string) {
+	s.serverCleanupLocked(id, dbVolumeName(s.cool.dbs[id]))
+	delete(s.cool.dbs, id)
+}
 
 // dropAppLocked deletes an application's rows with its env vars and
 // storages (DeleteResourceJob.php:118-130); the server's Docker volumes are

@@ -27,6 +27,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/slotkeeper/slotkeeper/backend/clock"
 	"github.com/slotkeeper/slotkeeper/backend/providers"
 )
 
@@ -94,6 +95,9 @@ type Options struct {
 	// PublicURL, with Addr, is the base URL clients use (e.g.
 	// http://sim:9090 inside a compose network); default http://<Addr>.
 	PublicURL string
+	// Clock is the simulated services' clock (the Coolify throttle's
+	// window); nil is the wall clock. Tests pass a clock.Fake.
+	Clock clock.Clock
 }
 
 // Sim is a running pair of simulated servers. Its methods are safe for

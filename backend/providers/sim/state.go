@@ -171,13 +171,13 @@ func (s *Sim) AddDatabase(projectUUID, name string) (string, error) {
 
 // AddEnv adds an environment variable to an application.
 func (s *Sim) AddEnv(appUUID, key, value string) (string, error) {
-	id := newUUID()
+	var id string
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.cool.apps[appUUID]; !ok {
 		return "", fmt.Errorf("application %s: %w", appUUID, ErrNotFound)
 	}
-	s.cool.envs[id] = &coolEnv{UUID: id, App: appUUID, Key: key, Value: value}
+	id = s.addEnvLocked(appUUID, key, value, false, false)
 	return id, s.persistLocked()
 }
 
@@ -262,13 +262,16 @@ type Storage struct {
 	MountPath string `json:"mount_path"`
 }
 
-// Envs returns an application's env vars, by key.
+// Envs returns an application's normal env vars, by key (PreviewEnvs
+// their preview copies).
 func (s *Sim) Envs(appUUID string) []Env {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []Env
 	for _, e := range s.envsLocked(appUUID) {
-		out = append(out, Env{UUID: e.UUID, Key: e.Key, Value: e.Value})
+		if !e.Preview {
+			out = append(out, Env{UUID: e.UUID, Key: e.Key, Value: e.Value})
+		}
 	}
 	return out
 }

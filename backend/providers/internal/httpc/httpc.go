@@ -57,6 +57,9 @@ type Client struct {
 	// wall clock. Tests pass a clock.Fake so a 60 s Retry-After costs no
 	// wall time.
 	Clock clock.Clock
+	// Budget, if set, is the credential's API budget: every request waits
+	// for it (budget.go). nil: none.
+	Budget *Budget
 }
 
 func (c *Client) clock() clock.Clock {
@@ -97,6 +100,11 @@ func (c *Client) Do(ctx context.Context, op, resource, method, path string, quer
 		wait, ok := retryAfter(resp.Header.Get("Retry-After"), c.Rate.Default, c.clock().Now())
 		if attempt >= c.Rate.Retries || !ok || wait > c.Rate.MaxWait {
 			return nil, c.Fail(op, resource, resp, providers.CodeRateLimited, false)
+		}
+		if c.Budget != nil {
+			// The budget recorded the Retry-After: the next attempt's
+			// acquire waits it out with every other caller.
+			continue
 		}
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
 			// The wait would outlast the caller's deadline (the job step's):
@@ -142,7 +150,20 @@ func (c *Client) once(ctx context.Context, op, resource, method, path string, qu
 	if payload != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	if c.Budget != nil {
+		if err := c.Budget.acquire(ctx); err != nil {
+			var eb errBudget
+			if errors.As(err, &eb) {
+				return nil, &providers.Error{Op: op, Resource: resource, Status: http.StatusTooManyRequests, Code: providers.CodeRateLimited,
+					Message: eb.Error() + ", past this call's deadline (nothing was sent)"}
+			}
+			return nil, &providers.Error{Op: op, Resource: resource, Code: providers.CodeCanceled, Message: "canceled while waiting for API budget (nothing was sent)", Err: err}
+		}
+	}
 	resp, err := c.HTTP.Do(req)
+	if c.Budget != nil {
+		c.Budget.release(resp)
+	}
 	if err != nil {
 		return nil, c.transportError(ctx, op, resource, err, mutating && sent.Load())
 	}

@@ -1,0 +1,202 @@
+package httpc
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/slotkeeper/slotkeeper/backend/clock"
+)
+
+// Budget is one API budget: the requests one provider credential may send.
+// Coolify throttles its API per user (`throttle:api`, keyed by the user's id
+// once sanctum has authenticated the request: RouteServiceProvider.php:47-53,
+// app/Http/Kernel.php:43 at v4.3.10-41), 200 a minute by default
+// (API_RATE_LIMIT, config/api.php), in a fixed window that starts at the
+// first request after the last one expired. Laravel's ThrottleRequests
+// middleware answers every throttled request with X-RateLimit-Limit and
+// X-RateLimit-Remaining (what is left in the user's window, whoever spent
+// it), and a 429 with Retry-After (seconds to the window's end)
+// (laravel/framework src/Illuminate/Routing/Middleware/ThrottleRequests.php,
+// getHeaders / buildException).
+//
+// The budget follows those headers, so every caller in the process —
+// workers, polling, reconciliation, readiness — and every process using the
+// same user's tokens share what Coolify says is left: a call waits
+// (ctx-cancellable) for the window's end instead of meeting a 429. While
+// what is left is unknown (before the first answer, at a new window) one
+// request at a time goes out, and its answer says. An answer without the
+// headers says the server does not throttle that route: the budget then
+// stops counting until one carries them. A 429 that still comes (another
+// process spent the window on a clock the budget cannot see) closes the
+// budget until its Retry-After has passed.
+type Budget struct {
+	clock  clock.Clock
+	window time.Duration
+	// margin is added to a window's end: the server's window starts when
+	// the request arrives, after this process sent it.
+	margin time.Duration
+
+	mu        sync.Mutex
+	answered  bool // an answer came
+	throttled bool // the last answer carried X-RateLimit headers
+	known     bool // remaining is what an answer of this window said
+	limit     int
+	remaining int
+	inflight  int
+	windowEnd time.Time // zero: no window open
+	wake      chan struct{}
+
+	waited  int64 // calls that had to wait (for tests and metrics)
+	limited int64 // 429 answers seen
+}
+
+// NewBudget returns a budget of a Laravel-style fixed window.
+func NewBudget(c clock.Clock, window time.Duration) *Budget {
+	if c == nil {
+		c = clock.Real()
+	}
+	return &Budget{clock: c, window: window, margin: time.Second, wake: make(chan struct{})}
+}
+
+var budgets = struct {
+	sync.Mutex
+	m map[string]*Budget
+}{m: map[string]*Budget{}}
+
+// BudgetFor is the process's one budget for a credential (a base URL and a
+// token) on clock c (nil: the wall clock): every client made for it shares
+// it. A process has one clock; tests that fake it get their own budgets.
+func BudgetFor(base, token string, c clock.Clock) *Budget {
+	sum := sha256.Sum256([]byte(base + "\x00" + token))
+	key := hex.EncodeToString(sum[:]) + fmt.Sprintf("/%p", c)
+	budgets.Lock()
+	defer budgets.Unlock()
+	b := budgets.m[key]
+	if b == nil {
+		b = NewBudget(c, time.Minute)
+		budgets.m[key] = b
+	}
+	return b
+}
+
+// BudgetStats is what a budget saw: calls that waited for budget and 429
+// answers.
+type BudgetStats struct {
+	Waited, Limited int64
+	Limit           int
+	Remaining       int
+}
+
+// Stats reports the budget's counters.
+func (b *Budget) Stats() BudgetStats {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return BudgetStats{Waited: b.waited, Limited: b.limited, Limit: b.limit, Remaining: b.remaining}
+}
+
+// errBudget is returned by acquire when ctx's deadline comes before the
+// budget opens again; until is when it would.
+type errBudget struct{ until time.Time }
+
+func (e errBudget) Error() string {
+	return "the API budget is spent until " + e.until.Format(time.RFC3339)
+}
+
+// acquire waits until a request may be sent, and counts it in flight. It
+// returns ctx's error when ctx ends first, and errBudget at once when
+// ctx's deadline is before the budget opens again (the caller's step would
+// be cancelled half way through the wait).
+func (b *Budget) acquire(ctx context.Context) error {
+	counted := false
+	for {
+		b.mu.Lock()
+		now := b.clock.Now()
+		if !b.windowEnd.IsZero() && !now.Before(b.windowEnd) {
+			// The window ended: what is left is unknown until an answer.
+			b.windowEnd, b.known = time.Time{}, false
+		}
+		ok := false
+		switch {
+		case b.answered && !b.throttled:
+			ok = true // the server does not throttle: nothing to count
+		case !b.known:
+			ok = b.inflight == 0 // one request finds out what is left
+		default:
+			ok = b.remaining-b.inflight > 0
+		}
+		if ok {
+			b.inflight++
+			if b.windowEnd.IsZero() {
+				b.windowEnd = now.Add(b.window + b.margin)
+			}
+			b.mu.Unlock()
+			return nil
+		}
+		if !counted {
+			b.waited++
+			counted = true
+		}
+		wake, until := b.wake, b.windowEnd
+		b.mu.Unlock()
+		if dl, ok := ctx.Deadline(); ok && !until.IsZero() && dl.Before(until) && b.known {
+			return errBudget{until: until}
+		}
+		var timer clock.Timer
+		var fire <-chan time.Time
+		if !until.IsZero() {
+			timer = b.clock.NewTimer(until.Sub(now))
+			fire = timer.C()
+		}
+		select {
+		case <-ctx.Done():
+			if timer != nil {
+				timer.Stop()
+			}
+			return context.Cause(ctx)
+		case <-wake:
+		case <-fire:
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+	}
+}
+
+// release records the answer to a request acquire let out (nil: none came).
+func (b *Budget) release(resp *http.Response) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.inflight--
+	if resp != nil {
+		b.answered = true
+		limit, lerr := strconv.Atoi(resp.Header.Get("X-RateLimit-Limit"))
+		rem, rerr := strconv.Atoi(resp.Header.Get("X-RateLimit-Remaining"))
+		switch {
+		case resp.StatusCode == http.StatusTooManyRequests:
+			b.limited++
+			b.throttled, b.known, b.remaining = true, true, 0
+			// Retry-After is the seconds to the window's end, rounded up
+			// (Laravel's availableIn): no margin needed.
+			wait, _ := retryAfter(resp.Header.Get("Retry-After"), b.window, b.clock.Now())
+			b.windowEnd = b.clock.Now().Add(wait)
+		case lerr == nil && rerr == nil:
+			b.throttled, b.limit = true, limit
+			if b.known {
+				// Answers may come out of order; within a window what is
+				// left only shrinks.
+				rem = min(rem, b.remaining)
+			}
+			b.known, b.remaining = true, rem
+		default:
+			b.throttled = false
+		}
+	}
+	close(b.wake)
+	b.wake = make(chan struct{})
+}
