@@ -279,6 +279,8 @@ type DBDeleted struct {
 	// can make the same again ("same as before"). Empty in older logs.
 	Engine string `json:"engine,omitempty"`
 	Image  string `json:"image,omitempty"`
+	// Left is what the delete left on an unreachable server (issue 32).
+	Left []LeftOnServer `json:"left_on_server,omitempty"`
 }
 
 // EnvVarsDeleted: every env var of the app is confirmed gone.
@@ -361,6 +363,8 @@ type ForcePushed struct {
 type AppDeleted struct {
 	StepResult
 	AppUUID string `json:"app_uuid"`
+	// Left is what the delete left on an unreachable server (issue 32).
+	Left []LeftOnServer `json:"left_on_server,omitempty"`
 }
 
 // RepoDeleted: the slot's repository is confirmed gone.
@@ -824,4 +828,49 @@ func DecodeMeta(b []byte) (Metadata, error) {
 	}
 	err := json.Unmarshal(b, &m)
 	return m, err
+}
+
+// ---- issue 32: checks ----
+
+// StepPreflight is the ready reset's first step: it checks what the reset
+// will need (token abilities, the template's env values readable, the
+// server reachable, the engine known, the application there) before
+// anything is deleted, and fails with the fix when something is missing.
+const StepPreflight = "preflight"
+
+// ResDockerContainer is a container left on a Coolify server (id = the
+// name filter that finds it: the resource's uuid, which Coolify's container
+// names carry); Name says where.
+const ResDockerContainer = "docker_container"
+
+// LeftOnServer is data or a container a queued Coolify delete left on its
+// server: the server was unreachable, and Coolify's DeleteResourceJob
+// catches the failed remote clean-up and deletes the rows anyway
+// (DeleteResourceJob.php:57-100, 130 at v4.3.10-41). Kind is
+// docker_volume or docker_container, ID the resource uuid the names
+// contain, Server the server's name and uuid, Cleanup the exact command
+// to run there.
+type LeftOnServer struct {
+	Kind    string `json:"kind"`
+	ID      string `json:"id"`
+	Server  string `json:"server"`
+	Cleanup string `json:"cleanup"`
+}
+
+// Resource is how a left item is tracked among a slot's resources.
+func (l LeftOnServer) Resource() Resource {
+	return Resource{Kind: l.Kind, ID: l.ID, Name: l.Server}
+}
+
+// LeftOf is the left_on_server of a recorded DBDeleted or AppDeleted (nil
+// for any other event).
+func LeftOf(ev RecordedEvent) []LeftOnServer {
+	if ev.Type != (DBDeleted{}).EventType() && ev.Type != (AppDeleted{}).EventType() {
+		return nil
+	}
+	var r struct {
+		Left []LeftOnServer `json:"left_on_server"`
+	}
+	_ = json.Unmarshal(ev.Data, &r)
+	return r.Left
 }

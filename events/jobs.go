@@ -121,6 +121,7 @@ var stepTable = map[string][]JobStep{
 // before the slot is vacated. What the creates make is tracked from their
 // results (DBCreated), not from the plan's resources.
 var readyResetTable = []JobStep{
+	{StepPreflight, ""}, // issue 32: nothing is deleted before it passed
 	{StepDeleteDB, ResDatabase}, {StepDeleteEnvVars, ResEnvVar}, {StepDeleteVolumes, ResVolume},
 	{StepForcePush, ResRepository}, {StepCreateDB, ""}, {StepRestoreEnv, ""}, {StepCreateVolumes, ""},
 	{StepDeploy, ""}, {StepVacate, ""},

@@ -81,10 +81,18 @@ func (j *JobState) TouchedRemaining() []Resource {
 	if !j.Touched() {
 		return nil
 	}
-	if r := j.Remaining(); r != nil {
-		return r
+	r := j.Remaining()
+	if r == nil {
+		r = []Resource{}
 	}
-	return []Resource{}
+	// What a delete left on an unreachable server stays the slot's
+	// (issue 32).
+	for _, st := range []string{StepDeleteDB, StepDeleteApp} {
+		for _, l := range LeftOf(j.Results[st]) {
+			r = append(r, l.Resource())
+		}
+	}
+	return r
 }
 
 // Completed returns the done steps in order.

@@ -176,6 +176,18 @@ func applySlot(v SlotView, ev events.RecordedEvent, p events.Payload, own bool) 
 			}
 			rs = addMissing(rs, left)
 		}
+		var left []events.LeftOnServer
+		switch e := p.(type) {
+		case events.DBDeleted:
+			left = e.Left
+		case events.AppDeleted:
+			left = e.Left
+		}
+		for _, l := range left {
+			// The row is gone, its containers and data are not: the
+			// server was unreachable (issue 32).
+			rs = addMissing(rs, []events.Resource{l.Resource()})
+		}
 		if e, ok := p.(events.AppDeleted); ok && e.AppUUID != "" && e.AppUUID == v.AppUUID {
 			// Deleting the slot's application takes its env vars and
 			// volumes with it (Coolify deletes an app with its volumes and

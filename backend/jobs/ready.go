@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/slotkeeper/slotkeeper/backend/doctor"
 	"github.com/slotkeeper/slotkeeper/backend/providers"
 	"github.com/slotkeeper/slotkeeper/backend/retry"
 	"github.com/slotkeeper/slotkeeper/events"
@@ -115,6 +116,9 @@ func createDB(ctx context.Context, a *attempt, verify bool) (events.Payload, err
 		if err != nil {
 			return nil, fromProvider("create database "+name, err)
 		}
+	}
+	if db.InternalURL != "" {
+		createdURLs.Store(db.UUID, db.InternalURL) // for restore_env; never logged (checks.go)
 	}
 	if err := a.slotDatabase(ctx, slot, db.UUID, engine, image); err != nil {
 		return nil, err
@@ -227,12 +231,18 @@ func (a *attempt) slotDatabase(ctx context.Context, slot, id, engine, image stri
 	return err
 }
 
-// restoreEnv makes the application's env vars exactly the template
-// application's (values read now, never recorded) plus the new database's
-// internal URL under the template's key. It is idempotent, so verify
-// changes nothing: what a crashed attempt created and matches stays, what
-// differs is deleted and created again; a final listing checks the keys
-// (and, where Coolify shows them, the values).
+// restoreEnv makes the application's normal env vars exactly the
+// template application's normal ones (values read now, never recorded)
+// plus the new database's internal URL under the template's key. Coolify
+// lists each application's normal vars with their preview copies (same key
+// twice, is_preview, AC:3207-3245) and creating a normal var creates its
+// copy (EnvironmentVariable.php:95-120): only normal vars are compared and
+// changed, preview vars are left alone. A locked template var (is_shown_once)
+// is hidden from every token: reported as locked, with its fix. The
+// database URL is the one the create answered (checks.go). It is
+// idempotent, so verify changes nothing: what a crashed attempt created and
+// matches stays, what differs is deleted and created again; a final
+// listing checks the keys (and, where Coolify shows them, the values).
 func restoreEnv(ctx context.Context, a *attempt, _ bool) (events.Payload, error) {
 	t, _, _, err := a.template(ctx)
 	if err != nil {
@@ -253,33 +263,30 @@ func restoreEnv(ctx context.Context, a *attempt, _ bool) (events.Payload, error)
 		if err != nil {
 			return nil, fromProvider("list the env vars of template application "+t.EnvFromApp, err)
 		}
+		var locked []string
 		for _, e := range tmpl {
-			if e.Hidden {
-				return nil, &stepError{status: 403, msg: "Coolify hides the values of template application " + t.EnvFromApp + "'s env vars from this token: give the token the read:sensitive ability (its user must be the team's admin), then resume"}
+			switch {
+			case e.Preview:
+				continue
+			case e.Locked:
+				locked = append(locked, e.Key)
+			case e.Hidden:
+				return nil, &stepError{status: 403, msg: "Coolify hides the values of template application " + t.EnvFromApp + "'s env vars from this token: " + doctor.SensitiveFix + ", then resume"}
 			}
 			want[e.Key] = e.Value
 		}
+		if len(locked) > 0 {
+			return nil, &stepError{status: 422, msg: "template application " + t.EnvFromApp + " has locked env vars (" + strings.Join(locked, ", ") + "): Coolify hides a locked value from every API token, root included; " + doctor.LockedFix(t.EnvFromApp, locked) + " (then resume)"}
+		}
 	}
-	var db providers.Database
-	err = a.call(ctx, events.StepStarted{Resource: &events.Resource{Kind: events.ResDatabase, ID: dbID, Name: "read internal URL"}, Verify: true},
-		func(ctx context.Context) error {
-			var l providers.Lookup
-			var err error
-			db, l, err = a.e.deps.PaaS.GetDatabase(ctx, dbID)
-			if l != providers.Found && err == nil {
-				err = failf("database %s not found", dbID)
-			}
-			return err
-		})
+	url, err := a.databaseURL(ctx, dbID)
 	if err != nil {
-		return nil, fromProvider("read the new database "+dbID, err)
+		return nil, err
 	}
-	if db.InternalURL == "" {
-		return nil, &stepError{status: 403, msg: "Coolify hides the internal URL of database " + dbID + " from this token: give the token the read:sensitive ability, then resume"}
-	}
-	want[t.DBKey()] = db.InternalURL
+	want[t.DBKey()] = url
 	list := func(verify bool) ([]providers.EnvVar, error) {
-		return listOf(ctx, a, app, events.NameListEnvs, verify, a.e.deps.PaaS.ListEnvs)
+		all, err := listOf(ctx, a, app, events.NameListEnvs, verify, a.e.deps.PaaS.ListEnvs)
+		return slices.DeleteFunc(all, func(e providers.EnvVar) bool { return e.Preview }), err
 	}
 	have, err := list(false)
 	if err != nil {
@@ -332,6 +339,7 @@ func restoreEnv(ctx context.Context, a *attempt, _ bool) (events.Payload, error)
 	if len(got) != len(want) {
 		return nil, failf("%d of the template's %d env vars exist on %s after the restore", len(got), len(want), app)
 	}
+	createdURLs.Delete(dbID)
 	return events.EnvRestored{StepResult: a.result(false), AppUUID: app, From: t.EnvFromApp, Keys: keys}, nil
 }
 

@@ -189,7 +189,11 @@ func deleteDB(ctx context.Context, a *attempt, verify bool) (events.Payload, err
 	if err != nil {
 		return nil, err
 	}
-	return events.DBDeleted{StepResult: a.result(absent), DBUUID: id, Engine: engine, Image: image}, nil
+	left, err := a.serverAfterDelete(ctx, st.Reg.Template, events.ResDatabase, id)
+	if err != nil {
+		return nil, err
+	}
+	return events.DBDeleted{StepResult: a.result(absent), DBUUID: id, Engine: engine, Image: image, Left: left}, nil
 }
 
 func deleteApp(ctx context.Context, a *attempt, verify bool) (events.Payload, error) {
@@ -209,7 +213,11 @@ func deleteApp(ctx context.Context, a *attempt, verify bool) (events.Payload, er
 	if err != nil {
 		return nil, err
 	}
-	return events.AppDeleted{StepResult: a.result(absent), AppUUID: id}, nil
+	left, err := a.serverAfterDelete(ctx, st.Reg.Template, events.ResApplication, id)
+	if err != nil {
+		return nil, err
+	}
+	return events.AppDeleted{StepResult: a.result(absent), AppUUID: id, Left: left}, nil
 }
 
 func deleteRepo(ctx context.Context, a *attempt, verify bool) (events.Payload, error) {
@@ -445,6 +453,9 @@ func retire(ctx context.Context, a *attempt, _ bool) (events.Payload, error) {
 		if !a.job.Done[st] {
 			return nil, failf("cannot retire: step %s is not confirmed", st)
 		}
+	}
+	if why := a.retireBlocked(); why != "" {
+		return nil, &stepError{status: 409, msg: why + " — run each clean-up on the server; the slot stays teardown incomplete, listing them"}
 	}
 	if err := a.holdsLock(ctx); err != nil {
 		return nil, err

@@ -39,7 +39,18 @@ func doctorCmd(ctx context.Context, args []string, env func(string) string, stdo
 	if err != nil {
 		return err
 	}
-	rs := doctor.Run(ctx, doctorChecks(c, w, templates)...)
+	checks := doctorChecks(c, w, templates)
+	// What the ready resets will need (issue 32): checked here and by
+	// /readyz, not at serve's start (a start refused for it would stop
+	// every other job too).
+	var ts []events.SlotTemplate
+	for _, t := range templates {
+		if t.Template != nil {
+			ts = append(ts, *t.Template)
+		}
+	}
+	checks = append(checks, doctor.ResetNeeds(w.deps.PaaS, ts))
+	rs := doctor.Run(ctx, checks...)
 	if n := doctor.Print(stdout, rs); n > 0 {
 		return fmt.Errorf("%d of %d checks failed", n, len(rs))
 	}

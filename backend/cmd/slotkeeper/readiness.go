@@ -35,13 +35,33 @@ type readiness struct {
 	mu      sync.Mutex
 	checked bool
 	failing []string // reasons, in probe order ("" when all pass)
+	// last holds, per probe with an every, when it last ran and its
+	// answer (touched only by round, which never runs twice at once).
+	last []probeRun
 }
 
 // probe checks one dependency; name appears in /readyz reasons and logs.
+// every, if set, spaces a passing probe's runs at least that far apart
+// (its pass stands in between; a failing one runs every round, so a
+// recovery shows at once): a provider's probe costs API budget (issue 32),
+// the store's does not.
 type probe struct {
 	name  string
 	check func(ctx context.Context) error
+	every time.Duration
 }
+
+type probeRun struct {
+	at  time.Time
+	err error
+	ran bool
+}
+
+// providerProbeEvery spaces the provider probes: Coolify's budget is 200
+// requests a minute per user, shared by every process and job (issue 32),
+// and /readyz's answer needs no fresher word than this on a token's
+// abilities or a server's reachability.
+const providerProbeEvery = time.Minute
 
 // probeStream is where the write probe "appends": with an expected revision
 // no stream can have, so the store takes the write path, refuses the
@@ -125,17 +145,31 @@ func sharedReadModelProbe(rm projections.ReadModel, store events.Store, storeID 
 // deletes, and /readyz then answered 503 for good. Bitbucket's looks one
 // repository up: found or absent (its own 404, after authenticating the
 // request) proves it answers; unknown (401, 403, 5xx, timeout) does not.
-func providerProbes(paas providers.PaaS, git providers.GitHost, scope slots.Scope) []probe {
-	coolifyProbe := probe{name: "coolify", check: func(ctx context.Context) error {
+//
+// The Coolify probe also runs the ready reset's checks (issue 32) for the
+// templates of the registered slots (templates; nil: none): abilities
+// incl. read:sensitive where a template copies env values, no locked
+// template value, each template's server reachable — /readyz is not ready
+// while a reset would fail after deleting data. Both provider probes run at
+// most once per providerProbeEvery: a few Coolify requests a minute.
+func providerProbes(paas providers.PaaS, git providers.GitHost, scope slots.Scope, templates ...func(context.Context) []events.SlotTemplate) []probe {
+	coolifyProbe := probe{name: "coolify", every: providerProbeEvery, check: func(ctx context.Context) error {
 		_, l, err := paas.GetProject(ctx, "slotkeeper-readiness-probe")
 		return lookupReady(l, err, false, "")
 	}}
 	if api, ok := paas.(doctor.CoolifyAPI); ok {
-		coolifyProbe = checksProbe("coolify", []doctor.Check{doctor.Coolify(api, nil)})
+		checks := []doctor.Check{doctor.Coolify(api, nil)}
+		for _, tf := range templates {
+			checks = append(checks, func(ctx context.Context) []doctor.Result {
+				return doctor.ResetNeeds(paas, tf(ctx))(ctx)
+			})
+		}
+		coolifyProbe = checksProbe("coolify", checks)
+		coolifyProbe.every = providerProbeEvery
 	}
 	return []probe{
 		coolifyProbe,
-		{name: "bitbucket", check: func(ctx context.Context) error {
+		{name: "bitbucket", every: providerProbeEvery, check: func(ctx context.Context) error {
 			key := "SLOTKEEPERPROBE"
 			if len(scope.BitbucketProjects) > 0 {
 				key = scope.BitbucketProjects[0]
@@ -166,8 +200,19 @@ func lookupReady(l providers.Lookup, err error, mustExist bool, what string) err
 // interval plus half of it, not after the client gives up.
 func (r *readiness) round(ctx context.Context) {
 	errs := make([]error, len(r.probes))
+	if len(r.last) != len(r.probes) {
+		r.last = make([]probeRun, len(r.probes))
+	}
+	c := r.clock
+	if c == nil {
+		c = clock.Real()
+	}
+	now := c.Now()
 	var wg sync.WaitGroup
 	for i, p := range r.probes {
+		if l := r.last[i]; p.every > 0 && l.ran && l.err == nil && now.Sub(l.at) < p.every {
+			continue // passed lately: too soon to spend budget on it again
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -191,6 +236,11 @@ func (r *readiness) round(ctx context.Context) {
 	wg.Wait()
 	if ctx.Err() != nil {
 		return
+	}
+	for i, p := range r.probes {
+		if p.every > 0 && (!r.last[i].ran || now.Sub(r.last[i].at) >= p.every) {
+			r.last[i] = probeRun{at: now, err: errs[i], ran: true}
+		}
 	}
 	var failing []string
 	for i, p := range r.probes {
@@ -267,4 +317,29 @@ func (r *readiness) err() error {
 		return errors.New(strings.Join(r.failing, "; "))
 	}
 	return nil
+}
+
+// registeredTemplates lists the templates of the slots a reset may still
+// run on (registered with one, not retired), for the readiness probe's
+// reset checks: the read model names them, the slot fold holds each
+// template.
+func registeredTemplates(reads interface {
+	ListSlots(context.Context) ([]projections.SlotView, error)
+}, cache *slots.SlotCache) func(context.Context) []events.SlotTemplate {
+	return func(ctx context.Context) []events.SlotTemplate {
+		list, err := reads.ListSlots(ctx)
+		if err != nil {
+			return nil
+		}
+		var out []events.SlotTemplate
+		for _, v := range list {
+			if !v.HasTemplate || v.Lifecycle == projections.LifecycleRetired {
+				continue
+			}
+			if st, err := cache.Load(ctx, v.Name); err == nil && st.Reg.Template != nil {
+				out = append(out, *st.Reg.Template)
+			}
+		}
+		return out
+	}
 }

@@ -653,7 +653,7 @@ func (p *wiring) startBackground(ctx context.Context) error {
 	// was reached, then in the background.
 	rd := &readiness{
 		store: store, interval: c.ReadyInterval, log: log,
-		probes: append([]probe{storeProbe(raw), identityProbe(guard), settingsProbe(c, store)}, providerProbes(w.deps.PaaS, w.deps.GitHost, scope)...),
+		probes: append([]probe{storeProbe(raw), identityProbe(guard), settingsProbe(c, store)}, providerProbes(w.deps.PaaS, w.deps.GitHost, scope, registeredTemplates(rs.reads, slots.NewSlotCache(store, 0)))...),
 	}
 	if c.ReadModel != "memory" {
 		rd.probes = append(rd.probes, sharedReadModelProbe(rs.reads, store, ident.ID))
