@@ -60,8 +60,18 @@ type probeRun struct {
 // providerProbeEvery spaces the provider probes: Coolify's budget is 200
 // requests a minute per user, shared by every process and job (issue 32),
 // and /readyz's answer needs no fresher word than this on a token's
-// abilities or a server's reachability.
-const providerProbeEvery = time.Minute
+// abilities or a server's reachability. A shorter --ready-interval
+// shortens it with it (every providerProbeRounds rounds at most).
+const (
+	providerProbeEvery  = time.Minute
+	providerProbeRounds = 12
+)
+
+// spacing is how long p's pass stands: its every, at most
+// providerProbeRounds intervals.
+func (r *readiness) spacing(p probe) time.Duration {
+	return min(p.every, providerProbeRounds*r.interval)
+}
 
 // probeStream is where the write probe "appends": with an expected revision
 // no stream can have, so the store takes the write path, refuses the
@@ -210,7 +220,7 @@ func (r *readiness) round(ctx context.Context) {
 	now := c.Now()
 	var wg sync.WaitGroup
 	for i, p := range r.probes {
-		if l := r.last[i]; p.every > 0 && l.ran && l.err == nil && now.Sub(l.at) < p.every {
+		if l := r.last[i]; p.every > 0 && l.ran && l.err == nil && now.Sub(l.at) < r.spacing(p) {
 			continue // passed lately: too soon to spend budget on it again
 		}
 		wg.Add(1)
@@ -238,7 +248,7 @@ func (r *readiness) round(ctx context.Context) {
 		return
 	}
 	for i, p := range r.probes {
-		if p.every > 0 && (!r.last[i].ran || now.Sub(r.last[i].at) >= p.every) {
+		if p.every > 0 && (!r.last[i].ran || r.last[i].err != nil || now.Sub(r.last[i].at) >= r.spacing(p)) {
 			r.last[i] = probeRun{at: now, err: errs[i], ran: true}
 		}
 	}
