@@ -56,9 +56,10 @@ func TestStepForResource(t *testing.T) {
 			t.Errorf("StepForResource(%s, %s) = %q, want %q", c.kind, c.res, got, c.step)
 		}
 	}
-	// The ready reset adds steps; none of them removes a planned resource.
+	// The ready reset adds steps (the preflight first, issue 32); none of
+	// them removes a planned resource.
 	plain, ready := events.StepNames(events.KindReset, false), events.StepNames(events.KindReset, true)
-	if len(ready) != len(plain)+4 || ready[len(ready)-1] != events.StepVacate {
+	if len(ready) != len(plain)+5 || ready[0] != events.StepPreflight || ready[len(ready)-1] != events.StepVacate {
 		t.Errorf("ready reset %v", ready)
 	}
 	if events.StepNames("nonsense", false) != nil {

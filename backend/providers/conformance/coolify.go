@@ -37,6 +37,11 @@ type CoolifyTarget struct {
 	// lowers its limit; a live target bursts GET /version) and returns a
 	// function undoing it. Nil: the target cannot, and the case says so.
 	Provoke429 func(t *testing.T) (undo func())
+	// ServerUUID is a server of the token's team the suite may create a
+	// scratch database on (issue 32's cases); NoSensitiveToken a token of
+	// the same team without read:sensitive.
+	ServerUUID       string
+	NoSensitiveToken string
 }
 
 // Scratch names the resources Scratch made.
@@ -208,6 +213,91 @@ func Coolify(t *testing.T, target CoolifyTarget) {
 		}
 	})
 
+	t.Run("env vars: preview copies and locked values", func(t *testing.T) {
+		// Issue 32 (AC:3207-3245, EnvironmentVariable.php:95-120,
+		// AC:129-131): creating a normal var also creates its preview copy,
+		// listed beside it; a locked var's value is hidden from every token.
+		ctx := ctxFor(t)
+		sc := target.Scratch(t)
+		key := "SK_PREVIEW_" + strings.ToUpper(missing[:6])
+		if _, err := c.CreateEnv(ctx, sc.App, key, "v1"); err != nil {
+			t.Fatal(err)
+		}
+		envs, err := c.ListEnvs(ctx, sc.App)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var normal, preview int
+		for _, e := range envs {
+			if e.Key != key {
+				continue
+			}
+			if e.Preview {
+				preview++
+			} else {
+				normal++
+			}
+			if !e.Hidden && e.Value != "v1" {
+				t.Errorf("%s (preview %v) = %q, want v1", key, e.Preview, e.Value)
+			}
+		}
+		if normal != 1 || preview != 1 {
+			t.Errorf("%s listed %d normal and %d preview, want one of each", key, normal, preview)
+		}
+		locked := "SK_LOCKED_" + strings.ToUpper(missing[:6])
+		st, body := rawBody(t, ctx, "POST", target.URL+"/applications/"+sc.App+"/envs", target.Token,
+			`{"key":"`+locked+`","value":"secret","is_shown_once":true}`)
+		if st != 201 {
+			t.Fatalf("create a locked env: %d %s", st, body)
+		}
+		envs, err = c.ListEnvs(ctx, sc.App)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := false
+		for _, e := range envs {
+			if e.Key == locked && !e.Preview {
+				seen = true
+				if !e.Locked || !e.Hidden || e.Value != "" {
+					t.Errorf("locked env %+v: want locked and hidden from this token", e)
+				}
+			}
+		}
+		if !seen {
+			t.Errorf("locked env %s not listed", locked)
+		}
+	})
+
+	t.Run("database create answers its URL; servers say whether they are reachable", func(t *testing.T) {
+		// Issue 32 (DC:1950-1968, DC:56-79; ServersController.php:149-184).
+		if target.ServerUUID == "" {
+			t.Skip("no server to create a scratch database on; the create's answer and GET /servers/{uuid} were not checked")
+		}
+		ctx := ctxFor(t)
+		srv, l, err := c.GetServer(ctx, target.ServerUUID)
+		if l != providers.Found || !srv.Reachable || !srv.Usable {
+			t.Fatalf("server %s: %v %+v %v, want found, reachable and usable", target.ServerUUID, l, srv, err)
+		}
+		if _, l, _ := c.GetServer(ctx, missing); l != providers.Absent {
+			t.Errorf("missing server: %v, want Server not found.", l)
+		}
+		db, err := c.CreateDatabase(ctx, providers.DatabaseSpec{Engine: "postgresql", Name: "sk-conformance-" + missing[:6],
+			ProjectUUID: target.Project, EnvironmentName: "production", ServerUUID: target.ServerUUID})
+		if err != nil {
+			t.Fatalf("create database: %v", err)
+		}
+		t.Cleanup(func() { c.DeleteDatabase(context.Background(), db.UUID) })
+		if db.InternalURL == "" {
+			t.Errorf("the create's 201 has no internal_db_url")
+		}
+		if target.NoSensitiveToken != "" {
+			ns := coolify.New(coolify.Options{BaseURL: target.URL, Token: target.NoSensitiveToken, RateRetries: -1})
+			if d, l, err := ns.GetDatabase(ctx, db.UUID); l != providers.Found || d.InternalURL != "" {
+				t.Errorf("GET without read:sensitive: %v %v, internal URL shown %v", l, err, d.InternalURL != "")
+			}
+		}
+	})
+
 	t.Run("429 shape", func(t *testing.T) {
 		if target.Provoke429 == nil {
 			t.Skip("this target cannot provoke Coolify's throttle; the 429's shape was not checked")
@@ -220,6 +310,17 @@ func Coolify(t *testing.T, target CoolifyTarget) {
 		var body string
 		for i := 0; i < 300 && st != 429; i++ {
 			st, body, hdr = rawH(t, ctx, "GET", target.URL+"/version", target.Token)
+			if i == 0 && st == 200 {
+				// Laravel's ThrottleRequests answers every throttled
+				// request with the user's limit and what is left (issue 32:
+				// the client's budget follows them).
+				if _, err := strconv.Atoi(hdr.Get("X-RateLimit-Limit")); err != nil {
+					t.Errorf("200 without X-RateLimit-Limit (%q)", hdr.Get("X-RateLimit-Limit"))
+				}
+				if _, err := strconv.Atoi(hdr.Get("X-RateLimit-Remaining")); err != nil {
+					t.Errorf("200 without X-RateLimit-Remaining (%q)", hdr.Get("X-RateLimit-Remaining"))
+				}
+			}
 		}
 		if st != 429 {
 			t.Skip("no 429 within 300 requests (the rate limit is set higher); its shape was not checked")
@@ -258,4 +359,23 @@ func rawH(t *testing.T, ctx context.Context, method, url, token string) (int, st
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	return resp.StatusCode, strings.TrimSpace(string(b)), resp.Header
+}
+
+// rawBody sends one request with a JSON body.
+func rawBody(t *testing.T, ctx context.Context, method, url, token, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	return resp.StatusCode, strings.TrimSpace(string(b))
 }

@@ -59,6 +59,11 @@ func TestCoolifyLive(t *testing.T) {
 	client := coolify.New(coolify.Options{BaseURL: base, Token: env["TOKEN"]})
 	target := CoolifyTarget{
 		URL: base, Token: env["TOKEN"], OtherTeamToken: env["OTHER_TEAM_TOKEN"], Project: env["PROJECT"],
+		// Issue 32: a scratch database is created (and started: the
+		// client creates with instant_deploy) on SERVER, then deleted with
+		// its volumes; NO_SENSITIVE_TOKEN (optional) is a token of the
+		// same team without read:sensitive.
+		ServerUUID: env["SERVER"], NoSensitiveToken: os.Getenv("SLOTKEEPER_LIVE_COOLIFY_NO_SENSITIVE_TOKEN"),
 		Scratch: func(t *testing.T) Scratch {
 			name := "slotkeeper-conformance-" + randHex()
 			var sc Scratch

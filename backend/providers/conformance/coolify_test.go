@@ -44,7 +44,9 @@ func TestCoolifySim(t *testing.T) {
 			}
 			return sc
 		},
-		DockerVolume: func(name string) (bool, bool) { return s.HasDockerVolume(name), true },
+		DockerVolume:     func(name string) (bool, bool) { return s.HasDockerVolume(name), true },
+		ServerUUID:       sim.ServerUUID,
+		NoSensitiveToken: s.AddCoolifyToken(sim.RootTeam, "", "read", "write"),
 		Provoke429: func(t *testing.T) func() {
 			s.SetCoolifyRateLimit(1)
 			return func() { s.SetCoolifyRateLimit(0) }
