@@ -843,6 +843,10 @@ const StepPreflight = "preflight"
 // names carry); Name says where.
 const ResDockerContainer = "docker_container"
 
+// ResServer is a Coolify server, as a step's StepStarted names it when it
+// reads the server's reachability (never a remaining resource).
+const ResServer = "server"
+
 // LeftOnServer is data or a container a queued Coolify delete left on its
 // server: the server was unreachable, and Coolify's DeleteResourceJob
 // catches the failed remote clean-up and deletes the rows anyway

@@ -114,7 +114,7 @@ func (a *attempt) databaseURL(ctx context.Context, dbID string) (string, error) 
 // clean-up filters by it.
 func (a *attempt) serverAfterDelete(ctx context.Context, t *events.SlotTemplate, kind, id string) ([]events.LeftOnServer, error) {
 	var down []providers.Server
-	res := &events.Resource{Kind: "server", Name: "is the server of " + kind + " " + id + " reachable after its delete"}
+	res := &events.Resource{Kind: events.ResServer, Name: "is the server of " + kind + " " + id + " reachable after its delete"}
 	if t != nil && t.ServerUUID != "" {
 		res.ID = t.ServerUUID
 	}

@@ -283,6 +283,8 @@ func (c stepCall) ready() bool {
 // readyMatrixSteps are the ready reset's new outside calls, faulted like
 // every other step's (matrix_test.go).
 var readyMatrixSteps = []stepCall{
+	// Issue 32: the preflight's look at the template's server.
+	{events.KindReset, events.StepPreflight, sim.EndpointGetServer, func(sim.SlotFixture) string { return sim.ServerUUID }},
 	{events.KindReset, events.StepCreateDB, sim.EndpointCreateDatabase, func(sim.SlotFixture) string { return "postgresql" }},
 	{events.KindReset, events.StepRestoreEnv, sim.EndpointCreateEnv, func(fx sim.SlotFixture) string { return fx.AppUUID }},
 	{events.KindReset, events.StepCreateVolumes, sim.EndpointCreateStorage, func(fx sim.SlotFixture) string { return fx.AppUUID }},

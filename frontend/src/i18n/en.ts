@@ -218,6 +218,7 @@ export const en = {
   "res.volume": "Volume",
   "res.docker_volume": "Docker volume left on the server",
   "res.docker_container": "Docker container left on the server",
+  "res.server": "Coolify server",
   "res.repository": "Repository",
   "res.project": "Project",
   "nav.admin": "Admin",

@@ -219,6 +219,7 @@ export const ko: Record<Key, string> = {
   "res.volume": "볼륨",
   "res.docker_volume": "서버에 남은 도커 볼륨",
   "res.docker_container": "서버에 남은 도커 컨테이너",
+  "res.server": "Coolify 서버",
   "res.repository": "저장소",
   "res.project": "프로젝트",
   "nav.admin": "관리",
