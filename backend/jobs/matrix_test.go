@@ -53,9 +53,10 @@ var matrixSteps = []stepCall{
 	{events.KindReset, events.StepDeleteVolumes, sim.EndpointDeleteStorage, func(fx sim.SlotFixture) string { return fx.StorageUUIDs[0] }},
 	{events.KindReset, events.StepForcePush, sim.EndpointGitReceivePack, func(fx sim.SlotFixture) string { return fx.Repo.Project + "/" + fx.Repo.Slug }},
 	{events.KindTeardown, events.StepDeleteDB, sim.EndpointDeleteDatabase, func(fx sim.SlotFixture) string { return fx.DBUUID }},
+	// Issue 32: the look at the servers after the confirmed delete (the
+	// teardown's first: delete_db's).
+	{events.KindTeardown, events.StepDeleteDB, sim.EndpointListServers, func(sim.SlotFixture) string { return "" }},
 	{events.KindTeardown, events.StepDeleteApp, sim.EndpointDeleteApplication, func(fx sim.SlotFixture) string { return fx.AppUUID }},
-	// Issue 32: the look at the servers after the confirmed delete.
-	{events.KindTeardown, events.StepDeleteApp, sim.EndpointListServers, func(sim.SlotFixture) string { return "" }},
 	{events.KindTeardown, events.StepDeleteRepo, sim.EndpointDeleteRepo, func(fx sim.SlotFixture) string { return fx.Repo.Project + "/" + fx.Repo.Slug }},
 	{events.KindTeardown, events.StepDeleteProject, sim.EndpointDeleteProject, func(fx sim.SlotFixture) string { return fx.ProjectUUID }},
 	{events.KindPromote, events.StepLookupRepo, sim.EndpointGetRepo, func(sim.SlotFixture) string { return promoProject + "/" + promoName }},
