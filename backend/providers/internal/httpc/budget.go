@@ -30,7 +30,8 @@ import (
 // same user's tokens share what Coolify says is left: a call waits
 // (ctx-cancellable) for the window's end instead of meeting a 429. While
 // what is left is unknown (before the first answer, at a new window) one
-// request at a time goes out, and its answer says. An answer without the
+// request goes out, and its answer says; should it hang, another goes
+// after probeWait, so one stuck request never holds every caller. An answer without the
 // headers says the server does not throttle that route: the budget then
 // stops counting until one carries them. A 429 that still comes (another
 // process spent the window on a clock the budget cannot see) closes the
@@ -50,11 +51,16 @@ type Budget struct {
 	remaining int
 	inflight  int
 	windowEnd time.Time // zero: no window open
+	probeAt   time.Time // when the last request went out while unknown
 	wake      chan struct{}
 
 	waited  int64 // calls that had to wait (for tests and metrics)
 	limited int64 // 429 answers seen
 }
+
+// probeWait is how long a request sent while what is left is unknown holds
+// the others back.
+const probeWait = time.Second
 
 // NewBudget returns a budget of a Laravel-style fixed window.
 func NewBudget(c clock.Clock, window time.Duration) *Budget {
@@ -126,7 +132,11 @@ func (b *Budget) acquire(ctx context.Context) error {
 		case b.answered && !b.throttled:
 			ok = true // the server does not throttle: nothing to count
 		case !b.known:
-			ok = b.inflight == 0 // one request finds out what is left
+			// One request finds out what is left (another if it hangs).
+			ok = b.inflight == 0 || !now.Before(b.probeAt.Add(probeWait))
+			if ok {
+				b.probeAt = now
+			}
 		default:
 			ok = b.remaining-b.inflight > 0
 		}
@@ -143,6 +153,9 @@ func (b *Budget) acquire(ctx context.Context) error {
 			counted = true
 		}
 		wake, until := b.wake, b.windowEnd
+		if !b.known && (until.IsZero() || b.probeAt.Add(probeWait).Before(until)) {
+			until = b.probeAt.Add(probeWait)
+		}
 		b.mu.Unlock()
 		if dl, ok := ctx.Deadline(); ok && !until.IsZero() && dl.Before(until) && b.known {
 			return errBudget{until: until}
