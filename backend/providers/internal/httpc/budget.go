@@ -157,7 +157,8 @@ func (b *Budget) acquire(ctx context.Context) error {
 			until = b.probeAt.Add(probeWait)
 		}
 		b.mu.Unlock()
-		if dl, ok := ctx.Deadline(); ok && !until.IsZero() && dl.Before(until) && b.known {
+		// ctx's deadline is on the wall clock, the wait on the budget's.
+		if dl, ok := ctx.Deadline(); ok && !until.IsZero() && time.Until(dl) < until.Sub(now) && b.known {
 			return errBudget{until: until}
 		}
 		var timer clock.Timer

@@ -1,0 +1,117 @@
+package httpc
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/slotkeeper/slotkeeper/backend/clock"
+)
+
+func answer(status int, limit, remaining string) *http.Response {
+	h := http.Header{}
+	if limit != "" {
+		h.Set("X-RateLimit-Limit", limit)
+		h.Set("X-RateLimit-Remaining", remaining)
+	}
+	return &http.Response{StatusCode: status, Header: h}
+}
+
+// TestBudgetFollowsRemaining: what Coolify says is left is what goes out;
+// at nothing left a caller waits for the window's end (fake clock), and a
+// call whose deadline comes first fails at once.
+func TestBudgetFollowsRemaining(t *testing.T) {
+	fc := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	b := NewBudget(fc, time.Minute)
+	ctx := context.Background()
+	if err := b.acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b.release(answer(200, "200", "1"))
+	if err := b.acquire(ctx); err != nil { // the one left
+		t.Fatal(err)
+	}
+	b.release(answer(200, "200", "0"))
+	dl, cancel := context.WithTimeout(ctx, time.Second) // wall-clock deadline, well before the fake window's end
+	defer cancel()
+	if err := b.acquire(dl); err == nil {
+		t.Fatal("a call went out with nothing left and a deadline before the window's end")
+	}
+	got := make(chan error, 1)
+	go func() { got <- b.acquire(ctx) }()
+	if err := fc.BlockUntil(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-got:
+		t.Fatalf("went out before the window's end: %v", err)
+	default:
+	}
+	fc.Advance(time.Minute + time.Second)
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	if st := b.Stats(); st.Waited != 2 || st.Limit != 200 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// TestBudgetHungProbe: while what is left is unknown one request goes out;
+// if it hangs, the next goes after probeWait, not after the hang.
+func TestBudgetHungProbe(t *testing.T) {
+	fc := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	b := NewBudget(fc, time.Minute)
+	ctx := context.Background()
+	if err := b.acquire(ctx); err != nil { // the probe, never answered
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() { got <- b.acquire(ctx) }()
+	if err := fc.BlockUntil(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	fc.Advance(probeWait)
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestBudget429ClosesUntilRetryAfter: a 429 closes the budget for every
+// caller until its Retry-After has passed; an answer without the headers
+// (a route the server does not throttle) stops the counting.
+func TestBudget429ClosesUntilRetryAfter(t *testing.T) {
+	fc := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	b := NewBudget(fc, time.Minute)
+	ctx := context.Background()
+	if err := b.acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := answer(429, "200", "0")
+	r.Header.Set("Retry-After", "17")
+	b.release(r)
+	got := make(chan error, 1)
+	go func() { got <- b.acquire(ctx) }()
+	if err := fc.BlockUntil(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	fc.Advance(16 * time.Second)
+	select {
+	case <-got:
+		t.Fatal("went out before Retry-After passed")
+	default:
+	}
+	fc.Advance(time.Second)
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	b.release(answer(200, "", ""))
+	for i := 0; i < 5; i++ {
+		if err := b.acquire(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := b.Stats(); st.Limited != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+}
