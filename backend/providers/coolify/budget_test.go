@@ -30,7 +30,7 @@ func TestBudgetManyCallersNo429(t *testing.T) {
 	}
 	clients := []*coolify.Client{mk(), mk()}
 	start := fc.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithCancel(context.Background()) // no deadline: the waits are on the fake clock
 	defer cancel()
 	var wg sync.WaitGroup
 	errs := make(chan error, 600)
@@ -76,7 +76,7 @@ func TestBudgetSharedWithAnotherProcess(t *testing.T) {
 	defer stop()
 	s, fx := providertest.StartSeeded(t, sim.Options{CoolifyToken: token, Clock: fc})
 	s.SetCoolifyRateLimit(10)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithCancel(context.Background()) // no deadline: the waits are on the fake clock
 	defer cancel()
 	ours := coolify.New(coolify.Options{BaseURL: s.CoolifyURL(), Token: token, Clock: fc, RateRetries: 1})
 	// The other process: another token of the same user (team), its own
