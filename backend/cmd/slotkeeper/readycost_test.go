@@ -14,6 +14,7 @@ import (
 	"github.com/slotkeeper/slotkeeper/backend/providers/sim"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/events"
+	"github.com/slotkeeper/slotkeeper/events/boltstore"
 )
 
 // TestReadyzCostsAFewRequestsAMinute: /readyz's probes used to spend 48
@@ -66,5 +67,45 @@ func TestReadyzCostsAFewRequestsAMinute(t *testing.T) {
 	nosens.round(ctx)
 	if err := nosens.err(); err == nil || !strings.Contains(err.Error(), "read:sensitive") {
 		t.Fatalf("/readyz with a token without read:sensitive: %v", err)
+	}
+}
+
+// TestDoctorChecksWhatAReadyResetNeeds: with a slot registered with a
+// template that copies env values, `slotkeeper doctor` fails a token
+// without read:sensitive, naming the fix (issue 32); the root token passes.
+func TestDoctorChecksWhatAReadyResetNeeds(t *testing.T) {
+	s := startSim(t)
+	project := s.AddProject("pool")
+	app, err := s.EnsureTemplateApp()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := t.TempDir()
+	st, err := boltstore.Open(data, boltstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = st.Append(context.Background(), "slot-one", events.NoStream(), events.New(events.SlotRegistered{
+		Slot: "one", ProjectUUID: project, Template: &events.SlotTemplate{ServerUUID: sim.ServerUUID, EnvFromApp: app},
+	}, events.Metadata{Actor: "test"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	run := func(tok string) (int, string) {
+		var out, errb strings.Builder
+		code := runWith(context.Background(), append([]string{"doctor", "--data", data},
+			realArgs(s, s.CoolifyURL(), tok, "--coolify-projects", project)...), noEnv, &out, &errb, nil)
+		return code, out.String() + errb.String()
+	}
+	if _, out := run(s.CoolifyToken()); !strings.Contains(out, "PASS coolify: env values of template application "+app) ||
+		!strings.Contains(out, "PASS coolify: server "+sim.ServerUUID) {
+		t.Errorf("root token:\n%s", out)
+	}
+	code, out := run(s.AddCoolifyToken(sim.RootTeam, "", "read", "write", "deploy"))
+	if code != exitFailed || !strings.Contains(out, "FAIL coolify: env values of template application "+app) || !strings.Contains(out, "fix: make a token that also has the read:sensitive ability") {
+		t.Errorf("token without read:sensitive: exit %d\n%s", code, out)
 	}
 }
