@@ -13,6 +13,7 @@ import (
 	"github.com/slotkeeper/slotkeeper/backend/clock"
 	"github.com/slotkeeper/slotkeeper/backend/doctor"
 	"github.com/slotkeeper/slotkeeper/backend/providers"
+	"github.com/slotkeeper/slotkeeper/backend/providers/coolify"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/events"
 	"github.com/slotkeeper/slotkeeper/projections"
@@ -168,14 +169,18 @@ func providerProbes(paas providers.PaaS, git providers.GitHost, scope slots.Scop
 		return lookupReady(l, err, false, "")
 	}}
 	if api, ok := paas.(doctor.CoolifyAPI); ok {
-		checks := []doctor.Check{doctor.Coolify(api, nil)}
-		for _, tf := range templates {
-			checks = append(checks, func(ctx context.Context) []doctor.Result {
-				return doctor.ResetNeeds(paas, tf(ctx))(ctx)
-			})
-		}
-		coolifyProbe = checksProbe("coolify", checks)
-		coolifyProbe.every = providerProbeEvery
+		coolifyProbe = probe{name: "coolify", every: providerProbeEvery, check: func(ctx context.Context) error {
+			// One round asks each ability once: the doctor's checks and
+			// the reset's share the answers.
+			m := &abilityMemo{PaaS: paas, api: api, seen: map[string]bool{}}
+			checks := []doctor.Check{doctor.Coolify(m, nil)}
+			for _, tf := range templates {
+				checks = append(checks, func(ctx context.Context) []doctor.Result {
+					return doctor.ResetNeeds(m, tf(ctx))(ctx)
+				})
+			}
+			return checksProbe("coolify", checks).check(ctx)
+		}}
 	}
 	return []probe{
 		coolifyProbe,
@@ -352,4 +357,31 @@ func registeredTemplates(reads interface {
 		}
 		return out
 	}
+}
+
+// abilityMemo answers each ability once per probe run (the checks run one
+// after another, never at once).
+type abilityMemo struct {
+	providers.PaaS
+	api  doctor.CoolifyAPI
+	seen map[string]bool
+	has  map[string]bool
+}
+
+func (m *abilityMemo) BaseURL() string                                { return m.api.BaseURL() }
+func (m *abilityMemo) Version(ctx context.Context) (string, error)    { return m.api.Version(ctx) }
+func (m *abilityMemo) Team(ctx context.Context) (coolify.Team, error) { return m.api.Team(ctx) }
+
+func (m *abilityMemo) HasAbility(ctx context.Context, ability string) (bool, error) {
+	if m.seen[ability] {
+		return m.has[ability], nil
+	}
+	ok, err := m.PaaS.HasAbility(ctx, ability)
+	if err == nil {
+		if m.has == nil {
+			m.has = map[string]bool{}
+		}
+		m.seen[ability], m.has[ability] = true, ok
+	}
+	return ok, err
 }

@@ -60,7 +60,7 @@ func TestReadyzCostsAFewRequestsAMinute(t *testing.T) {
 	}
 	perMinute := float64(count()) / 2
 	t.Logf("/readyz: %.0f Coolify requests a minute per process (was 48)", perMinute)
-	if perMinute > 10 {
+	if perMinute > 6 {
 		t.Fatalf("/readyz spends %.0f Coolify requests a minute", perMinute)
 	}
 	nosens := newReadiness(s.AddCoolifyToken(sim.RootTeam, "", "read", "write", "deploy"))
