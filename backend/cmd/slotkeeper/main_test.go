@@ -762,7 +762,10 @@ func simWorld(t *testing.T, s *server, slot string) (envs []string, repoMain, te
 	var st struct {
 		Coolify struct {
 			Applications []struct{ UUID, Name string }
-			Envs         []struct{ App, Key string }
+			Envs         []struct {
+				App, Key  string
+				IsPreview bool `json:"is_preview"`
+			}
 		}
 		Bitbucket struct {
 			Repos []struct{ Project, Slug, Main string }
@@ -781,7 +784,7 @@ func simWorld(t *testing.T, s *server, slot string) (envs []string, repoMain, te
 		t.Fatalf("the simulator has no application for slot %s: %+v", slot, st.Coolify.Applications)
 	}
 	for _, e := range st.Coolify.Envs {
-		if e.App == app {
+		if e.App == app && !e.IsPreview { // Coolify's preview copies (issue 32) aside
 			envs = append(envs, e.Key)
 		}
 	}

@@ -260,7 +260,7 @@ func (s *Sim) State() StateDump {
 		d.Coolify.Databases = append(d.Coolify.Databases, map[string]any{"uuid": db.UUID, "name": db.Name, "project": db.Project, "status": db.Status, "deleting": db.Deleting})
 	}
 	for _, e := range s.cool.envs {
-		d.Coolify.Envs = append(d.Coolify.Envs, map[string]any{"uuid": e.UUID, "app": e.App, "key": e.Key})
+		d.Coolify.Envs = append(d.Coolify.Envs, map[string]any{"uuid": e.UUID, "app": e.App, "key": e.Key, "is_preview": e.Preview})
 	}
 	for _, st := range s.cool.storages {
 		d.Coolify.Storages = append(d.Coolify.Storages, map[string]any{"uuid": st.UUID, "app": st.App, "name": st.Name, "kind": st.Kind})
