@@ -1,12 +1,16 @@
 package jobs_test
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/slotkeeper/slotkeeper/backend/jobs"
+	"github.com/slotkeeper/slotkeeper/backend/providers"
 	"github.com/slotkeeper/slotkeeper/backend/providers/coolify"
 	"github.com/slotkeeper/slotkeeper/backend/providers/sim"
+	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/events"
 )
 
@@ -195,4 +199,118 @@ func TestTeardownUnreachableServerIsIncomplete(t *testing.T) {
 	if n != 4 || v.Lifecycle == "retired" {
 		t.Errorf("read model: lifecycle %s, resources %+v", v.Lifecycle, v.Resources)
 	}
+}
+
+// lockAfterCreate locks a template var once the reset creates its
+// database: after the preflight, before restore_env.
+type lockAfterCreate struct {
+	providers.PaaS
+	lock func()
+}
+
+func (l lockAfterCreate) CreateDatabase(ctx context.Context, spec providers.DatabaseSpec) (providers.Database, error) {
+	l.lock()
+	return l.PaaS.CreateDatabase(ctx, spec)
+}
+
+// TestRestoreEnvReportsLockedVar: a template var locked after the
+// preflight passed is reported by restore_env as locked, with its fix.
+func TestRestoreEnvReportsLockedVar(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, nil)
+	fx := w.seedReady("lck2", "")
+	w.deps.PaaS = lockAfterCreate{PaaS: w.deps.PaaS, lock: func() { w.sim.LockEnv(fx.TemplateApp, "APP_ENV") }}
+	w.occupy("lck2")
+	w.startEngine(w.engineConfig())
+	res := startJob(t, w, events.KindReset, "lck2")
+	j := w.waitEnded(res.JobID)
+	if j.Status != events.StatusFailed || !j.Done[events.StepCreateDB] || j.Done[events.StepRestoreEnv] {
+		t.Fatalf("reset %s, done %v: %s", j.Status, j.DoneOrder, j.LastError)
+	}
+	if !strings.Contains(j.LastError, "locked env vars (APP_ENV)") || !strings.Contains(j.LastError, "unlock") || strings.Contains(j.LastError, "read:sensitive") {
+		t.Fatalf("error %q", j.LastError)
+	}
+}
+
+// TestDatabaseURLFromTheCreate: Coolify shows a new database's URL in the
+// create's 201 to any token allowed to create, later only to read:sensitive
+// ones. A token without read:sensitive (no env values to copy) finishes a
+// ready reset with the URL from the create's answer; a restore_env that
+// never saw that answer (another process) fails with the fix and nothing
+// secret in the error; with a read:sensitive token a resume reads it.
+func TestDatabaseURLFromTheCreate(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, nil)
+	tok := w.sim.AddCoolifyToken(sim.RootTeam, "", "read", "write", "deploy")
+	root := w.deps.PaaS
+	w.deps.PaaS = coolify.New(coolify.Options{BaseURL: w.sim.CoolifyURL(), Token: tok, RateRetries: -1})
+	register := func(name string) sim.SlotFixture {
+		fx, err := w.sim.SeedSlot(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = w.svc.Register(context.Background(), slots.Actor{Name: "admin"}, slots.RegisterCmd{
+			Name: name, ProjectUUID: fx.ProjectUUID, AppUUID: fx.AppUUID, DBUUID: fx.DBUUID,
+			Repo:         events.RepoRef{Project: fx.Repo.Project, Slug: fx.Repo.Slug},
+			TemplateRepo: events.RepoRef{Project: fx.Template.Project, Slug: fx.Template.Slug}, TemplateRef: fx.TemplateRef,
+			Template:     &events.SlotTemplate{ServerUUID: sim.ServerUUID},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fx
+	}
+	fx := register("url1")
+	w.occupy("url1")
+	_, stop := w.startEngine(w.engineConfig())
+	res := startJob(t, w, events.KindReset, "url1")
+	if j := w.waitEnded(res.JobID); j.Status != events.StatusSucceeded {
+		t.Fatalf("reset without read:sensitive %s: %s%s", j.Status, j.LastError, history(w.jobEvents(res.JobID)))
+	}
+	db := w.final("url1").Reg.DBUUID
+	if got := envValue(w, fx.AppUUID, "DATABASE_URL"); got != w.sim.DatabaseURL(db) {
+		t.Fatal("DATABASE_URL is not the new database's")
+	}
+
+	// Another slot: restore_env's first create fails, and the URL the
+	// create answered is forgotten (another process resumes).
+	fx2 := register("url2")
+	w.occupy("url2")
+	w.sim.AddFault(sim.Fault{Endpoint: sim.EndpointCreateEnv, Status: 500, Times: 1})
+	res2 := startJob(t, w, events.KindReset, "url2")
+	j := w.waitEnded(res2.JobID)
+	if j.Status != events.StatusFailed || j.InFlight != events.StepRestoreEnv {
+		t.Fatalf("reset %s at %q: %s", j.Status, j.InFlight, j.LastError)
+	}
+	db2 := w.final("url2").Reg.DBUUID
+	jobs.ForgetCreatedURL(db2)
+	if _, err := w.svc.Resume(context.Background(), bob, res2.JobID); err != nil {
+		t.Fatal(err)
+	}
+	j = w.waitEndedN(res2.JobID, 2)
+	if j.Status != events.StatusFailed || !strings.Contains(j.LastError, "read:sensitive") || strings.Contains(j.LastError, w.sim.DatabaseURL(db2)) {
+		t.Fatalf("resume without the create's answer %s: %q", j.Status, j.LastError)
+	}
+	// With a read:sensitive token, the resume reads the URL by GET.
+	stop()
+	w.deps.PaaS = root
+	w.startEngine(w.engineConfig())
+	if _, err := w.svc.Resume(context.Background(), bob, res2.JobID); err != nil {
+		t.Fatal(err)
+	}
+	if j = w.waitEndedN(res2.JobID, 3); j.Status != events.StatusSucceeded {
+		t.Fatalf("resume with read:sensitive %s: %s", j.Status, j.LastError)
+	}
+	if envValue(w, fx2.AppUUID, "DATABASE_URL") != w.sim.DatabaseURL(db2) {
+		t.Fatal("DATABASE_URL is not the new database's after the resume")
+	}
+}
+
+func envValue(w *world, app, key string) string {
+	for _, e := range w.sim.Envs(app) {
+		if e.Key == key {
+			return e.Value
+		}
+	}
+	return ""
 }

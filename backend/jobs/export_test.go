@@ -19,3 +19,7 @@ func IndexStartedFrom(e *Engine) events.Position {
 	from, _, _ := e.idx.r.Started()
 	return from
 }
+
+// ForgetCreatedURL drops what this process kept of database db's create
+// answer, as another process (or a restart) would not have it.
+func ForgetCreatedURL(db string) { createdURLs.Delete(db) }
