@@ -253,7 +253,7 @@ func TestDatabaseURLFromTheCreate(t *testing.T) {
 			Name: name, ProjectUUID: fx.ProjectUUID, AppUUID: fx.AppUUID, DBUUID: fx.DBUUID,
 			Repo:         events.RepoRef{Project: fx.Repo.Project, Slug: fx.Repo.Slug},
 			TemplateRepo: events.RepoRef{Project: fx.Template.Project, Slug: fx.Template.Slug}, TemplateRef: fx.TemplateRef,
-			Template:     &events.SlotTemplate{ServerUUID: sim.ServerUUID},
+			Template: &events.SlotTemplate{ServerUUID: sim.ServerUUID},
 		})
 		if err != nil {
 			t.Fatal(err)
