@@ -82,6 +82,9 @@ type Resource struct {
 	// dashboard words in the reader's language (issue 26).
 	NameCode string   `json:"name_code,omitempty"`
 	NameArgs NameArgs `json:"name_args,omitzero"`
+	// Cleanup, for what a delete left on an unreachable server (issue
+	// 32), is the command that removes it there.
+	Cleanup string `json:"cleanup,omitempty"`
 }
 
 // The codes of a described resource name (Resource.NameCode).
@@ -863,7 +866,7 @@ type LeftOnServer struct {
 
 // Resource is how a left item is tracked among a slot's resources.
 func (l LeftOnServer) Resource() Resource {
-	return Resource{Kind: l.Kind, ID: l.ID, Name: l.Server}
+	return Resource{Kind: l.Kind, ID: l.ID, Name: l.Server, Cleanup: l.Cleanup}
 }
 
 // LeftOf is the left_on_server of a recorded DBDeleted or AppDeleted (nil

@@ -80,7 +80,10 @@ func RemainingOf(v SlotView) []RemainingResource {
 		if i := deletingIndex(v.Deleting, r.Kind, r.ID); i >= 0 {
 			rr.DeleteAcceptedAt = timePtr(v.Deleting[i].AcceptedAt)
 		}
-		if r.Kind == events.ResDockerVolume {
+		switch {
+		case r.Cleanup != "":
+			rr.Cleanup = "on " + r.Name + ": " + r.Cleanup + " (Coolify deleted its row while it could not reach the server)"
+		case r.Kind == events.ResDockerVolume:
 			rr.Cleanup = "on " + r.Name + ": docker volume rm " + r.ID + " (Coolify's API cannot delete it; its data is still there)"
 			if strings.HasPrefix(r.ID, "/") {
 				rr.Cleanup = "on " + r.Name + ": remove the directory " + r.ID + " if its data is no longer wanted (a bind mount; Coolify's API cannot delete it)"

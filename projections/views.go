@@ -311,8 +311,8 @@ type RemainingResource struct {
 	// DeleteAcceptedAt is set while a delete of it was accepted and not
 	// confirmed (the slot's Deleting entry).
 	DeleteAcceptedAt *time.Time `json:"delete_accepted_at,omitempty"`
-	// Cleanup, for a docker_volume, is the manual step that removes it
-	// (Coolify's API cannot).
+	// Cleanup, for a docker_volume or docker_container, is the manual step
+	// that removes it (Coolify's API cannot).
 	Cleanup string `json:"cleanup,omitempty"`
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/slotkeeper/slotkeeper/backend/providers/sim"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/events"
+	"github.com/slotkeeper/slotkeeper/projections"
 )
 
 // Issue 32: the checks before destroying, preview env copies, locked
@@ -198,6 +199,12 @@ func TestTeardownUnreachableServerIsIncomplete(t *testing.T) {
 	}
 	if n != 4 || v.Lifecycle == "retired" {
 		t.Errorf("read model: lifecycle %s, resources %+v", v.Lifecycle, v.Resources)
+	}
+	for _, rr := range projections.RemainingOf(v) {
+		if rr.Resource.Kind == events.ResDockerVolume && rr.Resource.ID == fx.DBUUID &&
+			!strings.Contains(rr.Cleanup, "docker volume ls -q --filter name="+fx.DBUUID+" | xargs -r docker volume rm") {
+			t.Errorf("remaining %+v: want the clean-up by the uuid filter", rr)
+		}
 	}
 }
 
