@@ -207,8 +207,11 @@ func (b *Budget) release(resp *http.Response) {
 				rem = min(rem, b.remaining)
 			}
 			b.known, b.remaining = true, rem
-		default:
-			b.throttled = false
+		case resp.StatusCode < 300 || b.limit == 0:
+			// A success without the headers: the route is not throttled
+			// (or no longer). An error without them (a 401 answered
+			// before the throttle, a proxy's page) says nothing.
+			b.throttled, b.limit = false, 0
 		}
 	}
 	close(b.wake)
