@@ -45,8 +45,8 @@ func preflight(ctx context.Context, a *attempt, _ bool) (events.Payload, error) 
 			rs = append(rs, slot...)
 			return context.Cause(ctx)
 		})
-	if err != nil && ctx.Err() != nil {
-		return nil, err
+	if err != nil {
+		return nil, err // fenced, the store, or ctx: nothing was checked
 	}
 	failed, definite := doctor.Failed(rs)
 	if len(failed) > 0 {
