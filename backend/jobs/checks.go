@@ -104,8 +104,9 @@ func (a *attempt) databaseURL(ctx context.Context, dbID string) (string, error) 
 }
 
 // serverAfterDelete looks at the server a confirmed queued delete of
-// resource kind id ran on: the slot's template's server, else every server
-// of the token's team (an unreachable one may have held it). When it is
+// resource kind id ran on: the slot's template's server, else (no
+// template, or its server is gone) every server of the token's team (an
+// unreachable one may have held it). When it is
 // unreachable, the rows are gone but the containers and volumes are not:
 // it returns them, each with its clean-up command. Coolify names a
 // resource's containers and volumes after its uuid (StartPostgresql.php:28;
@@ -121,16 +122,16 @@ func (a *attempt) serverAfterDelete(ctx context.Context, t *events.SlotTemplate,
 	err := a.call(ctx, events.StepStarted{Resource: res, Verify: true}, func(ctx context.Context) error {
 		if res.ID != "" {
 			srv, l, err := a.e.deps.PaaS.GetServer(ctx, res.ID)
-			if l != providers.Found {
-				if err == nil {
-					err = failf("server %s not found", res.ID)
+			switch l {
+			case providers.Found:
+				if !srv.Reachable || !srv.Usable {
+					down = append(down, srv)
 				}
+				return nil
+			case providers.Unknown:
 				return err
 			}
-			if !srv.Reachable || !srv.Usable {
-				down = append(down, srv)
-			}
-			return nil
+			res.ID = "" // the template's server is gone: every server may have held it
 		}
 		all, err := a.e.deps.PaaS.ListServers(ctx)
 		for _, srv := range all {
