@@ -24,6 +24,9 @@ func (w *world) seedReady(name, engine string) sim.SlotFixture {
 	if fx.TemplateApp, err = w.sim.EnsureTemplateApp(); err != nil {
 		w.t.Fatal(err)
 	}
+	// These tests check running:healthy; new Coolify apps have no health
+	// check (running:unknown, TestReadyNoHealthCheck).
+	w.sim.EnableHealthCheck(fx.AppUUID, true)
 	err = w.svc.Register(context.Background(), slots.Actor{Name: "admin"}, slots.RegisterCmd{
 		Name: name, ProjectUUID: fx.ProjectUUID, AppUUID: fx.AppUUID, DBUUID: fx.DBUUID,
 		Repo:         events.RepoRef{Project: fx.Repo.Project, Slug: fx.Repo.Slug},

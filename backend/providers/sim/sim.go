@@ -27,6 +27,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/slotkeeper/slotkeeper/backend/clock"
 	"github.com/slotkeeper/slotkeeper/backend/providers"
 )
 
@@ -94,6 +95,14 @@ type Options struct {
 	// PublicURL, with Addr, is the base URL clients use (e.g.
 	// http://sim:9090 inside a compose network); default http://<Addr>.
 	PublicURL string
+	// Clock is the simulated Coolify's time: deployments queue, build and
+	// finish, and new databases start, as it passes (tests pass a
+	// clock.Fake and drive it). Nil: the wall clock.
+	Clock clock.Clock
+	// BuildDuration is how long a deployment builds once it left the
+	// server's queue, unless SetDeployDelay or SetBuildDuration says
+	// otherwise. Zero: it finishes at the next look.
+	BuildDuration time.Duration
 }
 
 // Sim is a running pair of simulated servers. Its methods are safe for
