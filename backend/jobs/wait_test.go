@@ -152,10 +152,10 @@ type waitWorld struct {
 	*world
 	fc      *waitClock
 	mu      sync.Mutex
-	pending map[string]bool // jobs not ended yet
+	pending map[string]bool // jobs claimed and not ended yet
 }
 
-func newWaitWorld(t *testing.T) *waitWorld {
+func newWaitWorld(t testing.TB) *waitWorld {
 	t.Helper()
 	fc := newWaitClock()
 	s, err := sim.Start(context.Background(), sim.Options{DeleteDelay: 5 * time.Millisecond, Clock: fc})
@@ -188,8 +188,8 @@ func (w *waitWorld) config() jobs.Config {
 		Lease: 10 * time.Minute, RenewEvery: 3 * time.Minute, RescueGrace: time.Minute, Clock: w.fc, Logger: testLogger()}
 }
 
-// start queues a ready reset of slot and counts it unfinished until it
-// ends (its n-th terminal event).
+// start queues a ready reset of slot; it counts as unfinished (time waits
+// for its polls) from its claim until it ends.
 func (w *waitWorld) start(slot string) string {
 	w.t.Helper()
 	res, err := w.svc.Release(context.Background(), bob, slot)
@@ -201,9 +201,16 @@ func (w *waitWorld) start(slot string) string {
 }
 
 func (w *waitWorld) track(id string, n int) {
-	w.mu.Lock()
-	w.pending[id] = true
-	w.mu.Unlock()
+	running := func(on bool) {
+		w.mu.Lock()
+		if on {
+			w.pending[id] = true
+		} else {
+			delete(w.pending, id)
+		}
+		w.mu.Unlock()
+		w.fc.nudge()
+	}
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -219,12 +226,14 @@ func (w *waitWorld) track(id string, n int) {
 			if j.Terminal() && j.Terminals >= n {
 				return stop
 			}
+			// A claimed job runs (and soon polls); a queued one waits
+			// for a worker and does not count.
+			if ev.Type == "JobClaimed" && j.Terminals == n-1 {
+				running(true)
+			}
 			return nil
 		})
-		w.mu.Lock()
-		delete(w.pending, id)
-		w.mu.Unlock()
-		w.fc.nudge()
+		running(false)
 	}()
 }
 
