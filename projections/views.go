@@ -126,11 +126,15 @@ type SlotView struct {
 // Deployed is the application a ready reset deployed: its URL (Coolify's
 // fqdn), the health Coolify reported and the commit it runs.
 type Deployed struct {
-	FQDN       string    `json:"fqdn,omitempty"`
-	Status     string    `json:"status"`
-	Commit     string    `json:"commit,omitempty"`
-	JobID      string    `json:"job_id"`
-	DeployedAt time.Time `json:"deployed_at"`
+	FQDN   string `json:"fqdn,omitempty"`
+	Status string `json:"status"`
+	// NoHealthCheck: Coolify reports it running:unknown — running, with
+	// no health check (the default for a new application); ready all the
+	// same (issue 32).
+	NoHealthCheck bool      `json:"no_health_check,omitempty"`
+	Commit        string    `json:"commit,omitempty"`
+	JobID         string    `json:"job_id"`
+	DeployedAt    time.Time `json:"deployed_at"`
 }
 
 // PendingDelete is a delete the provider accepted (Coolify queued it,

@@ -291,6 +291,9 @@ var readyMatrixSteps = []stepCall{
 	{events.KindReset, events.StepCreateVolumes, sim.EndpointCreateStorage, func(fx sim.SlotFixture) string { return fx.AppUUID }},
 	{events.KindReset, events.StepDeploy, sim.EndpointDeploy, func(fx sim.SlotFixture) string { return fx.AppUUID }},
 	{events.KindReset, events.StepDeploy, sim.EndpointGetDeployment, func(sim.SlotFixture) string { return "" }},
+	// Issue 32: a queued deployment's place is read from the servers'
+	// queue (GET /deployments), the wait's first poll.
+	{events.KindReset, events.StepDeploy, sim.EndpointActiveDeployments, func(sim.SlotFixture) string { return "" }},
 }
 
 // TestReadyFaultMatrix: each new call of the ready reset × each fault:

@@ -118,6 +118,7 @@ export const en = {
   "job.wait.database": "waiting for the new database to run (Coolify: {status})",
   "job.wait.since": "for {time}",
   "job.wait.open": "open in Coolify",
+  "slot.no_health_check": "no health check",
   "job.no_health_check": "no health check: Coolify reports the application running:unknown (health checks are off for it)",
   "job.nothing_changed": "nothing changed",
   "job.timeline": "Timeline",

@@ -119,6 +119,7 @@ export const ko: Record<Key, string> = {
   "job.wait.database": "새 데이터베이스 실행 대기 중 (Coolify: {status})",
   "job.wait.since": "{time}째",
   "job.wait.open": "Coolify에서 열기",
+  "slot.no_health_check": "상태 확인 없음",
   "job.no_health_check": "상태 확인 없음: Coolify가 애플리케이션의 상태를 알 수 없다고 보고합니다 (상태 확인이 꺼져 있음)",
   "job.nothing_changed": "바뀐 것 없음",
   "job.timeline": "타임라인",
