@@ -360,6 +360,8 @@ func TestRegisterTemplate(t *testing.T) {
 		{ServerUUID: ""},
 		{ServerUUID: sim.ServerUUID, DBURLKey: "1BAD KEY"},
 		{ServerUUID: sim.ServerUUID, Volumes: []string{"relative/path"}},
+		{ServerUUID: sim.ServerUUID, DeployTimeout: -1},
+		{ServerUUID: sim.ServerUUID, DeployTimeout: 86401},
 	} {
 		if err := svc.Register(ctx, admin, cmd(fx, "cmp", bad)); slots.ErrorCode(err) != slots.CodeInvalid {
 			t.Errorf("template %+v: %v, want invalid", bad, err)
