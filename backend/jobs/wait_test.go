@@ -599,3 +599,33 @@ func TestQueuedDeleteOutlastsStepDeadline(t *testing.T) {
 		t.Errorf("%d queued deletes accepted, want the database's and the application's", n)
 	}
 }
+
+// TestWaitRestartingFailsHonestly: an application that keeps restarting
+// after its deployment finished is not ready: the step waits a while
+// (Coolify's status check may still show the old container), then fails
+// in Coolify's words, retryable, and the slot is not vacated.
+func TestWaitRestartingFailsHonestly(t *testing.T) {
+	t.Parallel()
+	w := newWaitWorld(t)
+	fx := w.seedWait("crashy", time.Minute, nil)
+	w.sim.SetRunStatus(fx.AppUUID, "restarting:unhealthy")
+	w.startEngine(w.config())
+	id := w.start("crashy")
+	j := w.waitEnded(id)
+	if j.Status != events.StatusFailed || !strings.Contains(j.LastError, "restarting:unhealthy") {
+		t.Fatalf("reset %s: %q, want a failure in Coolify's words", j.Status, j.LastError)
+	}
+	if sf := payloads[events.StepFailed](w.world, id); len(sf) != 1 || !sf[0].Retryable {
+		t.Errorf("StepFailed %+v, want retryable", sf)
+	}
+	if st := w.final("crashy"); !st.Occupied {
+		t.Error("slot vacated while its application restarts")
+	}
+	health := false
+	for _, p := range payloads[events.WaitPhase](w.world, id) {
+		health = health || p.Phase == events.WaitHealth && p.Status == "restarting:unhealthy"
+	}
+	if !health {
+		t.Errorf("no health phase in Coolify's words: %+v", payloads[events.WaitPhase](w.world, id))
+	}
+}

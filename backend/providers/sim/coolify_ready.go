@@ -68,6 +68,7 @@ type readyState struct {
 	deployDelay time.Duration        // every app's build time unless buildTime says otherwise
 	buildTime   map[string]time.Duration
 	healthCheck map[string]bool      // app → health_check_enabled
+	runStatus   map[string]string    // app → its status after a finished deployment (a crashing app)
 	concurrent  int                  // the server's concurrent_builds; 0 = Coolify's default 2
 	dbStartTime time.Duration        // how long a new database takes to start
 	failDBStart map[string]bool      // project → its new databases fail to start
@@ -78,7 +79,7 @@ func (s *Sim) readyLocked() *readyState {
 	if s.ready == nil {
 		s.ready = &readyState{deployments: map[string]*coolDeployment{}, appRepo: map[string][3]string{},
 			failDeploy: map[string]string{}, images: map[string]string{}, dbURLs: map[string]string{},
-			buildTime: map[string]time.Duration{}, healthCheck: map[string]bool{}, failDBStart: map[string]bool{},
+			buildTime: map[string]time.Duration{}, healthCheck: map[string]bool{}, runStatus: map[string]string{}, failDBStart: map[string]bool{},
 			dbStarts: map[string]time.Time{}, deployDelay: s.opts.BuildDuration}
 	}
 	return s.ready
@@ -149,6 +150,20 @@ func (s *Sim) EnableHealthCheck(app string, on bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.readyLocked().healthCheck[app] = on
+}
+
+// SetRunStatus makes app read status once its deployment finished (""
+// heals): an application whose container crashes and restarts reads
+// "restarting…", one that stopped "exited…" — Coolify's words for what
+// its containers do (GetContainersStatus.php; ContainerStatusAggregator.php).
+func (s *Sim) SetRunStatus(app, status string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if status == "" {
+		delete(s.readyLocked().runStatus, app)
+		return
+	}
+	s.readyLocked().runStatus[app] = status
 }
 
 // SetDatabaseStart is how long a new database takes from its create to
@@ -289,6 +304,9 @@ func (s *Sim) finishLocked(d *coolDeployment) {
 		a.Status = "running:unknown"
 		if rs.healthCheck[d.App] {
 			a.Status = "running:healthy"
+		}
+		if st := rs.runStatus[d.App]; st != "" {
+			a.Status = st
 		}
 	}
 	_ = s.persistLocked()
