@@ -455,7 +455,21 @@ func (s *Sim) coolDeploy(w http.ResponseWriter, r *http.Request) {
 		coolMsg(w, http.StatusNotFound, msgNoResources)
 		return
 	}
+	repo := s.readyLocked().appRepo[app]
+	if repo[1] == "" && strings.HasPrefix(a.Name, "app-") {
+		// A simulator restarted from state.json forgot SetAppRepo: a
+		// seeded slot's app deploys its slot repository (SeedSlot's names).
+		repo = [3]string{SlotRepoProject, "slot-" + strings.TrimPrefix(a.Name, "app-"), DefaultBranch}
+	}
+	s.mu.Unlock()
+	// The branch head the build will resolve (read outside the lock: git).
+	commit := ""
+	if repo[1] != "" {
+		commit, _ = s.RepoHeadSHA(repo[0], repo[1], repo[2])
+	}
+	s.mu.Lock()
 	rs := s.readyLocked()
+	s.advanceLocked()
 	for _, d := range rs.deployments {
 		if d.App == app && (d.Status == "queued" || d.Status == "in_progress") {
 			s.mu.Unlock()
@@ -464,25 +478,15 @@ func (s *Sim) coolDeploy(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	repo := rs.appRepo[app]
-	if repo[1] == "" && strings.HasPrefix(a.Name, "app-") {
-		// A simulator restarted from state.json forgot SetAppRepo: a
-		// seeded slot's app deploys its slot repository (SeedSlot's names).
-		repo = [3]string{SlotRepoProject, "slot-" + strings.TrimPrefix(a.Name, "app-"), DefaultBranch}
-	}
 	rs.seq++
-	d := &coolDeployment{UUID: newUUID(), App: app, Status: "queued", Commit: "HEAD", seq: rs.seq, fail: rs.failDeploy[app]}
+	d := &coolDeployment{UUID: newUUID(), App: app, Status: "queued", Commit: "HEAD", seq: rs.seq, fail: rs.failDeploy[app], commit: commit}
 	rs.deployments[d.UUID] = d
 	a.Status = "starting:unknown"
-	s.mu.Unlock()
-	if repo[1] != "" {
-		d.commit, _ = s.RepoHeadSHA(repo[0], repo[1], repo[2])
-	}
-	s.mu.Lock()
 	s.advanceLocked()
+	name := a.Name
 	s.mu.Unlock()
 	writeJSON(w, http.StatusOK, map[string]any{"deployments": []map[string]string{{
-		"message": "Application " + a.Name + " deployment queued.", "resource_uuid": app, "deployment_uuid": d.UUID}}})
+		"message": "Application " + name + " deployment queued.", "resource_uuid": app, "deployment_uuid": d.UUID}}})
 }
 
 // msgDeploySkipped is a skipped deploy's message (applications.php:60).
