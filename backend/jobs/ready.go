@@ -619,9 +619,10 @@ func (a *attempt) recordDeployment(ctx context.Context, app string, d providers.
 
 // waitDeployed polls the deployment until it ends, then the application
 // until Coolify reports it running, recording each change of phase. While
-// the deployment is queued, the server's queue (GET /deployments) is read
+// the deployment is queued, the servers' queue (GET /deployments) is read
 // instead of the deployment itself: it holds the deployment's status and
-// its place, in one request. Transient read failures keep polling (the
+// its place, in one request, and one read serves every wait of the engine
+// for queueFresh. Transient read failures keep polling (the
 // wait's bound bounds them); a definite refusal stops.
 func (a *attempt) waitDeployed(ctx context.Context, app string, dep providers.Deployment) (providers.Deployment, providers.Application, error) {
 	p := a.newPoller()
@@ -635,7 +636,7 @@ func (a *attempt) waitDeployed(ctx context.Context, app string, dep providers.De
 			var q []providers.Deployment
 			err = p.do(ctx, func(ctx context.Context) error {
 				var err error
-				q, err = a.e.deps.PaaS.ActiveDeployments(ctx)
+				q, err = a.e.queue.get(ctx, a.e.now, queueFresh, a.e.deps.PaaS.ActiveDeployments)
 				return err
 			})
 			if err == nil {

@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/slotkeeper/slotkeeper/backend/clock"
@@ -165,6 +166,57 @@ func (p *poller) do(ctx context.Context, f func(ctx context.Context) error) erro
 		return errStepDeadline
 	}
 	return err
+}
+
+// queueFresh is how long one read of the servers' build queue (GET
+// /deployments) serves every wait of the engine: eight resets queued
+// behind one another cost one read per interval, not eight.
+var queueFresh = 5 * time.Second
+
+// sharedRead is one read shared by concurrent readers: the first reader
+// makes it, the others wait for its answer (or their context's end), and a
+// good answer serves every reader for a while. A failed read is not kept.
+type sharedRead[T any] struct {
+	mu   sync.Mutex
+	at   time.Time
+	val  T
+	ok   bool
+	wait chan struct{} // closed when the read in flight ends
+}
+
+// get answers a read no older than fresh, or makes one with fetch. The read
+// runs under the context (and names the job) of the reader that made it.
+func (s *sharedRead[T]) get(ctx context.Context, now func() time.Time, fresh time.Duration, fetch func(context.Context) (T, error)) (T, error) {
+	for {
+		s.mu.Lock()
+		if s.wait == nil && s.ok && now().Sub(s.at) < fresh {
+			v := s.val
+			s.mu.Unlock()
+			return v, nil
+		}
+		if w := s.wait; w != nil {
+			s.mu.Unlock()
+			select {
+			case <-w:
+				continue
+			case <-ctx.Done():
+				var zero T
+				return zero, context.Cause(ctx)
+			}
+		}
+		w := make(chan struct{})
+		s.wait = w
+		s.mu.Unlock()
+		v, err := fetch(ctx)
+		s.mu.Lock()
+		s.wait = nil
+		if err == nil {
+			s.val, s.at, s.ok = v, now(), true
+		}
+		s.mu.Unlock()
+		close(w)
+		return v, err
+	}
 }
 
 // transient: a read failure worth polling through (the wait's bound
