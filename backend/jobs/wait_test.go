@@ -629,3 +629,74 @@ func TestWaitRestartingFailsHonestly(t *testing.T) {
 		t.Errorf("no health phase in Coolify's words: %+v", payloads[events.WaitPhase](w.world, id))
 	}
 }
+
+// TestWaitFaultMatrix: the waits' reads × faults mid-wait, on a fake clock
+// with a 5-minute build: transient failures (500, a reset connection,
+// three times) are waited out; a definite refusal (401) fails the step,
+// and the resume follows the same deployment. Every cell ends ready with
+// exactly one POST /deploy.
+func TestWaitFaultMatrix(t *testing.T) {
+	t.Parallel()
+	type cell struct {
+		endpoint string
+		skip     int
+		fault    string
+	}
+	var cells []cell
+	for _, e := range []struct {
+		endpoint string
+		skip     int
+	}{{sim.EndpointGetDeployment, 2}, {sim.EndpointActiveDeployments, 0}, {sim.EndpointGetApplication, 0}} {
+		for _, f := range []string{"500", "reset", "401"} {
+			cells = append(cells, cell{e.endpoint, e.skip, f})
+		}
+	}
+	for _, c := range cells {
+		t.Run(c.endpoint+"/"+c.fault, func(t *testing.T) {
+			t.Parallel()
+			w := newWaitWorld(t)
+			fx := w.seedWait("cell", 5*time.Minute, nil)
+			flt := sim.Fault{Endpoint: c.endpoint, Skip: c.skip}
+			if c.endpoint == sim.EndpointGetApplication {
+				flt.Resource = fx.AppUUID
+			}
+			switch c.fault {
+			case "500":
+				flt.Status, flt.Times = 500, 3
+			case "reset":
+				flt.Reset, flt.Times = true, 3
+			case "401":
+				flt.Status, flt.Times = 401, 1
+			}
+			w.sim.AddFault(flt)
+			w.startEngine(w.config())
+			id := w.start("cell")
+			j := w.waitEnded(id)
+			if c.fault == "401" {
+				if j.Status != events.StatusFailed || j.Done[events.StepDeploy] {
+					t.Fatalf("reset %s (deploy done %v): %q, want the refusal to fail the step", j.Status, j.Done[events.StepDeploy], j.LastError)
+				}
+				w.track(id, 2)
+				if _, err := w.svc.Resume(context.Background(), bob, id); err != nil {
+					t.Fatal(err)
+				}
+				j = w.waitEndedN(id, 2)
+			}
+			if j.Status != events.StatusSucceeded {
+				t.Fatalf("reset %s: %q%s", j.Status, j.LastError, history(w.jobEvents(id)))
+			}
+			if n := deploys(w.sim, fx.AppUUID); n != 1 {
+				t.Errorf("%d POST /deploy, want 1", n)
+			}
+			faulted := 0
+			for _, r := range w.sim.Requests() {
+				if r.Fault != 0 {
+					faulted++
+				}
+			}
+			if want := map[string]int{"500": 3, "reset": 3, "401": 1}[c.fault]; faulted != want {
+				t.Errorf("%d faulted requests, want %d: the fault never met the wait", faulted, want)
+			}
+		})
+	}
+}
