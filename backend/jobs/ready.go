@@ -664,6 +664,12 @@ func (a *attempt) waitDeployed(ctx context.Context, app string, dep providers.De
 				}
 			}
 		}
+		if err != nil && !errors.Is(err, errStepDeadline) && ctx.Err() == nil {
+			// The queue only adds the place in it: without it, the
+			// deployment itself says how it stands.
+			a.log.Debug("build queue not readable; reading the deployment", "err", err)
+			err = nil
+		}
 		if l != providers.Found && err == nil {
 			err = p.do(ctx, func(ctx context.Context) error {
 				var err error

@@ -1,11 +1,13 @@
 package coolify
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/slotkeeper/slotkeeper/backend/providers"
@@ -164,6 +166,7 @@ const MsgDeploySkipped = "Deployment already queued for this commit."
 // (app/Models/ApplicationDeploymentQueue.php:12-43; logs hidden for tokens
 // without read:sensitive).
 type deploymentJSON struct {
+	ID             int64  `json:"id"`
 	DeploymentUUID string `json:"deployment_uuid"`
 	Status         string `json:"status"`
 	Commit         string `json:"commit"`
@@ -209,14 +212,31 @@ func (c *Client) ListDeployments(ctx context.Context, appUUID string) ([]provide
 
 // ActiveDeployments is GET /deployments (DeC:69-82): the queued and
 // in-progress deployments on the team's servers, sorted by id (oldest
-// first).
+// first). Coolify sorts the collection with sortBy('id'), which keeps the
+// rows' keys: when the database returned them in another order, the JSON
+// is an object keyed by those indexes, not an array (Laravel's
+// Collection::sortBy; json_encode of a non-list array). Both are read,
+// and the rows are put in id order here.
 func (c *Client) ActiveDeployments(ctx context.Context) ([]providers.Deployment, error) {
-	var r []deploymentJSON
-	if err := c.getJSON(ctx, "coolify.ActiveDeployments", "deployments", "/deployments", msgNoneIsOwned, &r); err != nil {
+	const op = "coolify.ActiveDeployments"
+	var raw json.RawMessage
+	if err := c.getJSON(ctx, op, "deployments", "/deployments", msgNoneIsOwned, &raw); err != nil {
 		return nil, err
 	}
-	out := make([]providers.Deployment, 0, len(r))
-	for _, d := range r {
+	var rows []deploymentJSON
+	if err := json.Unmarshal(raw, &rows); err != nil {
+		var keyed map[string]deploymentJSON
+		if err2 := json.Unmarshal(raw, &keyed); err2 != nil {
+			return nil, &providers.Error{Op: op, Resource: "deployments", Status: 200, Code: providers.CodeServer, Message: "unreadable answer", Err: err}
+		}
+		rows = rows[:0]
+		for _, r := range keyed {
+			rows = append(rows, r)
+		}
+	}
+	slices.SortStableFunc(rows, func(a, b deploymentJSON) int { return cmp.Compare(a.ID, b.ID) })
+	out := make([]providers.Deployment, 0, len(rows))
+	for _, d := range rows {
 		out = append(out, c.deployment(d))
 	}
 	return out, nil
