@@ -208,7 +208,8 @@ type PaaS interface {
 	Deploy(ctx context.Context, appUUID string) (Deployment, error)
 	GetDeployment(ctx context.Context, uuid string) (Deployment, Lookup, error)
 	// ListDeployments lists the application's newest deployments, newest
-	// first (GET /deployments/applications/{uuid}, DeployController.php:696-739).
+	// first, without its previews' (GET /deployments/applications/{uuid},
+	// DeployController.php:696-739).
 	ListDeployments(ctx context.Context, appUUID string) ([]Deployment, error)
 	// ActiveDeployments lists the queued and in-progress deployments on
 	// the team's servers, oldest first (GET /deployments,

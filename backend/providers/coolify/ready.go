@@ -167,6 +167,7 @@ const MsgDeploySkipped = "Deployment already queued for this commit."
 // without read:sensitive).
 type deploymentJSON struct {
 	ID             int64  `json:"id"`
+	PullRequestID  int64  `json:"pull_request_id"`
 	DeploymentUUID string `json:"deployment_uuid"`
 	Status         string `json:"status"`
 	Commit         string `json:"commit"`
@@ -195,7 +196,8 @@ func (c *Client) GetDeployment(ctx context.Context, uuid string) (providers.Depl
 // {count, deployments: [...]} newest first, ten by default
 // (app/Models/Application.php:1118-1217). Its 404 "Application not found"
 // (DeC:720) is an error here: the caller looks for a deployment of an app
-// it knows.
+// it knows. Preview deployments (pull_request_id > 0) are left out: a
+// deploy of the application never follows one.
 func (c *Client) ListDeployments(ctx context.Context, appUUID string) ([]providers.Deployment, error) {
 	var r struct {
 		Deployments []deploymentJSON `json:"deployments"`
@@ -205,6 +207,9 @@ func (c *Client) ListDeployments(ctx context.Context, appUUID string) ([]provide
 	}
 	out := make([]providers.Deployment, 0, len(r.Deployments))
 	for _, d := range r.Deployments {
+		if d.PullRequestID > 0 {
+			continue // a preview's deployment, not the application's own
+		}
 		out = append(out, c.deployment(d))
 	}
 	return out, nil

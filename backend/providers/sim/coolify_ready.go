@@ -500,7 +500,7 @@ func (s *Sim) wireDeploymentLocked(d *coolDeployment) map[string]any {
 	if a := s.cool.apps[d.App]; a != nil {
 		project = a.Project
 	}
-	return map[string]any{"id": d.seq, "deployment_uuid": d.UUID, "application_id": d.App, "status": d.Status, "commit": d.Commit,
+	return map[string]any{"id": d.seq, "deployment_uuid": d.UUID, "application_id": d.App, "status": d.Status, "commit": d.Commit, "pull_request_id": 0,
 		"server_id": 1, "server_name": "localhost",
 		"deployment_url": "/project/" + project + "/environment/production/application/" + d.App + "/deployment/" + d.UUID}
 }
