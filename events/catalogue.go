@@ -623,6 +623,68 @@ type NotificationFailed struct {
 	RetryAt    time.Time `json:"retry_at,omitzero"`
 }
 
+// issue 32: waits — a wait on the provider (a deployment's queue, build
+// and start, the application's health, the new database's start) is the
+// deploy step's own, with its own bound; what it waits for is recorded
+// before the wait, so a later attempt follows the same deployment.
+
+// DeploymentStarted: the deploy step waits for DeploymentUUID of AppUUID
+// from here. How says where the uuid came from: DeployQueued (POST
+// /deploy answered it), DeployFollowedSkipped (POST /deploy was skipped
+// because a deployment of the app was already queued: the uuid it
+// answered, SkippedUUID, was never created, and this is the queued one)
+// or DeployFound (a verifying attempt found the app's deployment still
+// queued or building). URL is its page in Coolify.
+type DeploymentStarted struct {
+	JobID          string `json:"job_id"`
+	Step           string `json:"step"`
+	Attempt        int    `json:"attempt"`
+	AppUUID        string `json:"app_uuid"`
+	DeploymentUUID string `json:"deployment_uuid"`
+	How            string `json:"how"`
+	SkippedUUID    string `json:"skipped_uuid,omitempty"`
+	URL            string `json:"url,omitempty"`
+}
+
+// How a deploy step came to wait for its deployment (DeploymentStarted.How).
+const (
+	DeployQueued          = "queued"
+	DeployFollowedSkipped = "followed_skipped"
+	DeployFound           = "found"
+)
+
+// WaitPhase: a wait entered Phase (recorded on a change of phase or of
+// the place in the queue only, never per poll). Since is when the phase
+// began as Slotkeeper saw it; Ahead and Building are, while queued, the
+// deployments before it in its server's queue and those building there;
+// Status is the provider's own word for what it reports (Coolify's
+// "running:unknown", "exited", …). URL is the deployment's page in Coolify.
+type WaitPhase struct {
+	JobID          string    `json:"job_id"`
+	Step           string    `json:"step"`
+	Attempt        int       `json:"attempt"`
+	Phase          string    `json:"phase"`
+	DeploymentUUID string    `json:"deployment_uuid,omitempty"`
+	DBUUID         string    `json:"db_uuid,omitempty"`
+	Ahead          int       `json:"ahead,omitempty"`
+	Building       int       `json:"building,omitempty"`
+	Status         string    `json:"status,omitempty"`
+	Since          time.Time `json:"since"`
+	URL            string    `json:"url,omitempty"`
+}
+
+// The phases of a wait (WaitPhase.Phase).
+const (
+	WaitQueued   = "queued"   // in the server's build queue
+	WaitBuilding = "building" // Coolify's in_progress: build and start
+	WaitStarting = "starting" // the deployment finished; the application is not running yet
+	WaitHealth   = "health"   // running, its health check not passed yet (running:starting, restarting, unhealthy)
+	WaitDatabase = "database" // the new database is not running yet
+)
+
+func (DeploymentStarted) EventType() string { return "DeploymentStarted" }
+func (WaitPhase) EventType() string         { return "WaitPhase" }
+
 func (SlotRegistered) EventType() string        { return "SlotRegistered" }
 func (SlotOccupied) EventType() string          { return "SlotOccupied" }
 func (OccupancyExtended) EventType() string     { return "OccupancyExtended" }
@@ -731,6 +793,9 @@ var constructors = map[string]func(data []byte) (Payload, error){
 	"SessionStarted":        decodeAs[SessionStarted],
 	"SessionActive":         decodeAs[SessionActive],
 	"SessionEnded":          decodeAs[SessionEnded],
+	// issue 32: waits
+	"DeploymentStarted": decodeAs[DeploymentStarted],
+	"WaitPhase":         decodeAs[WaitPhase],
 }
 
 // Unknown is what Decode returns for an event type this binary does not know

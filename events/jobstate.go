@@ -54,6 +54,10 @@ type JobState struct {
 	// attempt itself (it had no call in flight when it wrote it).
 	ByAttempt bool
 	LastError string
+	// Deployment is the newest DeploymentStarted: the deployment a deploy
+	// step waits for, which a later attempt follows instead of deploying
+	// again (issue 32).
+	Deployment DeploymentStarted
 }
 
 // Terminal reports whether the job has ended (possibly to be resumed).
@@ -219,6 +223,8 @@ func (j *JobState) fold(p Payload, meta Metadata) {
 			j.InFlight = ""
 		}
 		j.LastError = e.Error
+	case DeploymentStarted:
+		j.Deployment = e
 	case JobResumed:
 		j.Status = StatusQueued
 		j.Resumes++

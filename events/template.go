@@ -1,5 +1,7 @@
 package events
 
+import "time"
+
 // The ready-slot reset (issue 23): a reset whose end state is a clean copy
 // of the slot's template, running.
 
@@ -47,6 +49,27 @@ type SlotTemplate struct {
 	// Deploy: after the restore, deploy the template code and wait until
 	// Coolify reports the application running:healthy (default true).
 	NoDeploy bool `json:"no_deploy,omitempty"`
+	// DeployTimeout bounds the deploy step's waits on Coolify — the
+	// deployment's queue, build and start, the application's health, the
+	// new database's start — in seconds (default 3,600: Coolify's own
+	// deployment timeout, DefaultDeployTimeout). The step deadline does
+	// not apply to them (issue 32).
+	DeployTimeout int `json:"deploy_timeout,omitempty"`
+}
+
+// DefaultDeployTimeout is Coolify's own deployment timeout: the
+// deployment job's $timeout, set from the server's dynamic_timeout, 3,600 s
+// by default (app/Jobs/ApplicationDeploymentJob.php:74, 248; migration
+// 2024_02_08_112304…:15 at 379abb25). The bound of a deploy's waits unless
+// the template says.
+const DefaultDeployTimeout = 3600 * time.Second
+
+// WaitBound is the bound of the deploy step's waits.
+func (t SlotTemplate) WaitBound() time.Duration {
+	if t.DeployTimeout > 0 {
+		return time.Duration(t.DeployTimeout) * time.Second
+	}
+	return DefaultDeployTimeout
 }
 
 // DBKey is the env var receiving the database URL.
@@ -121,6 +144,14 @@ type AppDeployed struct {
 	Status         string `json:"status"`
 	FQDN           string `json:"fqdn,omitempty"`
 	Commit         string `json:"commit,omitempty"`
+	// NoHealthCheck: Coolify reported running:unknown — the application
+	// has no health check (health_check_enabled is off by default), so
+	// "running" is all Coolify knows (issue 32).
+	NoHealthCheck bool `json:"no_health_check,omitempty"`
+	// DBUUID and DBStatus: the slot's new database was reported running
+	// (DBStatus in Coolify's words) before the slot was declared ready.
+	DBUUID   string `json:"db_uuid,omitempty"`
+	DBStatus string `json:"db_status,omitempty"`
 }
 
 // SlotDatabaseChanged (slot stream): the slot's database is now DBUUID,

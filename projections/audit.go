@@ -195,6 +195,10 @@ func summary(typ string, p events.Payload) string {
 		return e.Step + ": " + listedDetail(e.Resources)
 	case events.DeleteAccepted:
 		return fmt.Sprintf("%s: delete of %s %s accepted, not confirmed yet", e.Step, e.Resource.Kind, e.Resource.ID)
+	case events.DeploymentStarted:
+		return fmt.Sprintf("%s: waiting for deployment %s of %s (%s)", e.Step, e.DeploymentUUID, e.AppUUID, e.How)
+	case events.WaitPhase:
+		return fmt.Sprintf("%s: %s", e.Step, WaitPhaseText(e.Phase, e.Ahead, e.Status))
 	case events.StepFailed:
 		s := e.Step + " failed"
 		if e.HTTPStatus != 0 {
@@ -323,6 +327,10 @@ func AuditArgs(p events.Payload) map[string]string {
 		return args("step", e.Step, "count", strconv.Itoa(len(e.Resources)))
 	case events.DeleteAccepted:
 		return args("step", e.Step, "resource_kind", e.Resource.Kind, "resource_id", e.Resource.ID)
+	case events.DeploymentStarted:
+		return args("step", e.Step, "id", e.DeploymentUUID)
+	case events.WaitPhase:
+		return args("step", e.Step, "state", e.Phase, "count", strconv.Itoa(e.Ahead))
 	case events.StepFailed:
 		return args("step", e.Step, "status", status(e.HTTPStatus), "uncertain", flag(e.Uncertain), "error", e.Error)
 	case events.JobTimedOut:
@@ -424,4 +432,22 @@ func stamp(t time.Time) string {
 		return ""
 	}
 	return t.UTC().Format(time.RFC3339)
+}
+
+// WaitPhaseText is a wait's phase in English (issue 32): what the job page
+// and the audit say while a step waits on the provider.
+func WaitPhaseText(phase string, ahead int, status string) string {
+	switch phase {
+	case events.WaitQueued:
+		return fmt.Sprintf("queued in Coolify behind %d other deployment(s)", ahead)
+	case events.WaitBuilding:
+		return "building in Coolify"
+	case events.WaitStarting:
+		return "deployment finished; waiting for the application to run (Coolify: " + status + ")"
+	case events.WaitHealth:
+		return "waiting for the application's health (Coolify: " + status + ")"
+	case events.WaitDatabase:
+		return "waiting for the new database to run (Coolify: " + status + ")"
+	}
+	return "waiting (" + phase + ")"
 }

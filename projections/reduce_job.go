@@ -61,7 +61,13 @@ func applyJob(v JobView, ev events.RecordedEvent, p events.Payload, own bool) Jo
 			if s.State == StepRunning && s.Attempt == e.Attempt && s.StartedAt != nil {
 				started = s.StartedAt
 			}
-			*s = StepView{Name: s.Name, State: StepRunning, Attempt: e.Attempt, StartedAt: started, Resource: e.Resource}
+			// A wait's phase stays shown across the step's later calls
+			// in the same attempt (issue 32).
+			var wait *WaitView
+			if s.State == StepRunning && s.Attempt == e.Attempt {
+				wait = s.Wait
+			}
+			*s = StepView{Name: s.Name, State: StepRunning, Attempt: e.Attempt, StartedAt: started, Resource: e.Resource, Wait: wait}
 			if e.Verify {
 				s.Detail = "verifying"
 			}
@@ -89,6 +95,17 @@ func applyJob(v JobView, ev events.RecordedEvent, p events.Payload, own bool) Jo
 		v.Steps = setStep(v.Steps, own, e.Step, func(s *StepView) {
 			s.Resource = &r
 			s.Detail, s.DetailCode = "deleting "+r.Kind+" "+r.ID+" (accepted at "+t.UTC().Format(time.RFC3339)+", not confirmed yet)", ""
+		})
+	case events.WaitPhase:
+		v.Steps = setStep(v.Steps, own, e.Step, func(s *StepView) {
+			s.Wait = &WaitView{Phase: e.Phase, Since: e.Since, Ahead: e.Ahead, Building: e.Building, Status: e.Status,
+				DeploymentUUID: e.DeploymentUUID, DBUUID: e.DBUUID, URL: e.URL}
+		})
+	case events.DeploymentStarted:
+		v.Steps = setStep(v.Steps, own, e.Step, func(s *StepView) {
+			if s.Wait == nil || s.Wait.DeploymentUUID != e.DeploymentUUID {
+				s.Wait = &WaitView{Phase: events.WaitQueued, Since: t, DeploymentUUID: e.DeploymentUUID, URL: e.URL}
+			}
 		})
 	case events.JobTimedOut:
 		v = endAttempt(v, own, t, JobTimedOut, e.UncertainStep, e.Remaining)
@@ -132,6 +149,9 @@ func applyJob(v JobView, ev events.RecordedEvent, p events.Payload, own bool) Jo
 			}
 			s.Detail, s.DetailCode = resultDetail(p, r), detailCode(p, r)
 			s.Left = nil
+			if e, ok := p.(events.AppDeployed); ok {
+				s.NoHealthCheck = e.NoHealthCheck
+			}
 			if e, ok := p.(events.VolumeMountsRemoved); ok && len(e.Left) > 0 {
 				s.Left = slices.Clone(e.Left)
 			}
@@ -252,11 +272,17 @@ func resultDetail(p events.Payload, r events.StepResult) string {
 		}
 	case events.AppDeployed:
 		d = "deployment " + e.DeploymentUUID + " finished; the application is " + e.Status
+		if e.NoHealthCheck {
+			d += " (no health check)"
+		}
 		if e.Commit != "" {
 			d += " at " + short(e.Commit)
 		}
 		if e.FQDN != "" {
 			d += " (" + e.FQDN + ")"
+		}
+		if e.DBStatus != "" {
+			d += "; database " + e.DBUUID + " is " + e.DBStatus
 		}
 	case events.DBDeleted, events.AppDeleted:
 		if own, _ := events.StepResultOf(p); !own.AlreadyAbsent {

@@ -131,7 +131,7 @@ func applySlot(v SlotView, ev events.RecordedEvent, p events.Payload, own bool) 
 		}
 		v.Resources = nrs
 	case events.AppDeployed:
-		v.Deployed = &Deployed{FQDN: e.FQDN, Status: e.Status, Commit: e.Commit, JobID: e.JobID, DeployedAt: t}
+		v.Deployed = &Deployed{FQDN: e.FQDN, Status: e.Status, NoHealthCheck: e.NoHealthCheck || e.Status == "running:unknown", Commit: e.Commit, JobID: e.JobID, DeployedAt: t}
 	case events.ResourcesListed:
 		// What a step found and is about to delete is the slot's until a
 		// confirmed deletion removes it (nothing untracked).
@@ -223,10 +223,12 @@ func readiness(v SlotView) (bool, []string) {
 		return false, []string{"no slot template: its reset deleted the database, env vars and volumes and force-pushed the template, but re-created nothing and deployed nothing (register the slot with a template)"}
 	case !v.HasTemplate:
 		return false, []string{"no slot template: a reset will not re-create its database, settings or deployment"}
-	case v.Deployed != nil && v.Deployed.Status == "running:healthy":
+	case v.Deployed != nil && (v.Deployed.Status == "running:healthy" || v.Deployed.Status == "running:unknown"):
+		// running:unknown is running with no health check (Coolify's
+		// default for a new application): ready, shown as such.
 		return true, nil
 	case v.Deployed != nil:
-		return false, []string{"the application is " + v.Deployed.Status + ", not running:healthy"}
+		return false, []string{"the application is " + v.Deployed.Status + ", not running"}
 	case reset:
 		return false, []string{"its last reset did not finish bringing it back to the template (no healthy deployment)"}
 	}

@@ -406,3 +406,23 @@ func TestListStepStartsAtItsFirstResource(t *testing.T) {
 		t.Fatalf("a new attempt's start %s, want %s", got, t0.Add(5*time.Second))
 	}
 }
+
+// TestReadyWithoutHealthCheck (issue 32): a vacant slot whose deploy left
+// the application running:unknown (no health check, Coolify's default) is
+// ready and says "no health check"; an exited one is not, in Coolify's words.
+func TestReadyWithoutHealthCheck(t *testing.T) {
+	reg := events.SlotRegistered{Slot: "s1", ProjectUUID: "p", AppUUID: "a", DBUUID: "d", Template: &events.SlotTemplate{ServerUUID: "srv"}}
+	for _, c := range []struct {
+		status string
+		ready  bool
+	}{{"running:unknown", true}, {"running:healthy", true}, {"exited:unhealthy", false}} {
+		s := applyS(projections.SlotView{}, "slot-s1", 0, reg)
+		s = applyS(s, "slot-s1", 1, events.AppDeployed{StepResult: events.StepResult{JobID: "j1", Step: events.StepDeploy}, Status: c.status, NoHealthCheck: c.status == "running:unknown"})
+		if s.Lifecycle != projections.LifecycleVacant || s.Ready != c.ready || s.Deployed == nil || s.Deployed.NoHealthCheck != (c.status == "running:unknown") {
+			t.Errorf("%s: lifecycle %s ready %v missing %v deployed %+v", c.status, s.Lifecycle, s.Ready, s.Missing, s.Deployed)
+		}
+		if !c.ready && (len(s.Missing) != 1 || !strings.Contains(s.Missing[0], c.status)) {
+			t.Errorf("%s: missing %v, want Coolify's words", c.status, s.Missing)
+		}
+	}
+}

@@ -126,11 +126,15 @@ type SlotView struct {
 // Deployed is the application a ready reset deployed: its URL (Coolify's
 // fqdn), the health Coolify reported and the commit it runs.
 type Deployed struct {
-	FQDN       string    `json:"fqdn,omitempty"`
-	Status     string    `json:"status"`
-	Commit     string    `json:"commit,omitempty"`
-	JobID      string    `json:"job_id"`
-	DeployedAt time.Time `json:"deployed_at"`
+	FQDN   string `json:"fqdn,omitempty"`
+	Status string `json:"status"`
+	// NoHealthCheck: Coolify reports it running:unknown — running, with
+	// no health check (the default for a new application); ready all the
+	// same (issue 32).
+	NoHealthCheck bool      `json:"no_health_check,omitempty"`
+	Commit        string    `json:"commit,omitempty"`
+	JobID         string    `json:"job_id"`
+	DeployedAt    time.Time `json:"deployed_at"`
 }
 
 // PendingDelete is a delete the provider accepted (Coolify queued it,
@@ -171,6 +175,25 @@ type StepView struct {
 	// and left on the server, with the manual clean-up (delete_volumes:
 	// the Docker volumes whose mount definitions it removed).
 	Left []events.LeftVolume `json:"left_on_server,omitempty"`
+	// Wait is the phase of the step's wait on the provider, as last
+	// recorded (issue 32): queued behind Ahead others, building since
+	// Since, starting, health; with the deployment's page in Coolify.
+	Wait *WaitView `json:"wait,omitempty"`
+	// NoHealthCheck: the step found the application running without a
+	// health check (Coolify's running:unknown).
+	NoHealthCheck bool `json:"no_health_check,omitempty"`
+}
+
+// WaitView is a step's wait on the provider (events.WaitPhase).
+type WaitView struct {
+	Phase          string    `json:"phase"`
+	Since          time.Time `json:"since"`
+	Ahead          int       `json:"ahead,omitempty"`
+	Building       int       `json:"building,omitempty"`
+	Status         string    `json:"status,omitempty"`
+	DeploymentUUID string    `json:"deployment_uuid,omitempty"`
+	DBUUID         string    `json:"db_uuid,omitempty"`
+	URL            string    `json:"url,omitempty"`
 }
 
 // The codes of a slot's state reason (SlotView.StateReasonCode); setReason

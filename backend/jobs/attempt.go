@@ -72,6 +72,12 @@ type attempt struct {
 	cancel context.CancelCauseFunc
 	step   string    // the step in progress
 	stepAt time.Time // when it started
+
+	// The step and job deadlines' timers, and when the job deadline falls:
+	// a wait on the provider sets them aside (wait.go). Touched by the
+	// step goroutine only.
+	stepTimer, jobTimer *clock.Func
+	jobDeadline         time.Time
 }
 
 func (a *attempt) meta() events.Metadata {
@@ -169,6 +175,7 @@ func (a *attempt) run() {
 	e := a.e
 	jobTimer := clock.AfterFunc(e.cfg.Clock, e.cfg.JobTimeout, func() { a.cancel(errJobDeadline) })
 	defer jobTimer.Stop()
+	a.jobTimer, a.jobDeadline = jobTimer, e.now().Add(e.cfg.JobTimeout)
 	// The lease is the attempt's deadline: its context ends when the lease
 	// the log holds ends, unless a renewal moved it (renew resets the
 	// timer). This holds even if the store hangs mid-renewal, since a
@@ -219,6 +226,7 @@ func (a *attempt) runStep(name string, step stepFunc, verify bool) error {
 	defer cancel(nil)
 	t := clock.AfterFunc(a.e.cfg.Clock, a.e.cfg.StepTimeout, func() { cancel(errStepDeadline) })
 	defer t.Stop()
+	a.stepTimer = t
 	a.mu.Lock()
 	a.step, a.stepAt = name, a.e.now()
 	a.mu.Unlock()

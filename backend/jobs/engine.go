@@ -117,6 +117,9 @@ type Engine struct {
 	releaser   *maintainer
 	// releases are the attempts' own lock releases, run beside the worker.
 	releases sync.WaitGroup
+	// queue is the provider's build queue as the waits read it, shared by
+	// every attempt of this engine (wait.go).
+	queue sharedRead[[]providers.Deployment]
 
 	stopCh   chan struct{}
 	stopOnce sync.Once

@@ -13,7 +13,6 @@ import (
 
 	"github.com/slotkeeper/slotkeeper/backend/doctor"
 	"github.com/slotkeeper/slotkeeper/backend/providers"
-	"github.com/slotkeeper/slotkeeper/backend/retry"
 	"github.com/slotkeeper/slotkeeper/events"
 )
 
@@ -432,22 +431,18 @@ func createVolumes(ctx context.Context, a *attempt, _ bool) (events.Payload, err
 
 var shaRe = regexp.MustCompile(`^[0-9a-f]{7,64}$`)
 
-// Deploy polling: how often the deployment and the application's status
-// are read while waiting (the step deadline bounds the wait).
-var (
-	deployPollFirst = 100 * time.Millisecond
-	deployPollMax   = 2 * time.Second
-)
-
-// deploy starts a deployment of the application (the template code the
-// force push put on its branch) and waits until the deployment finished
-// and Coolify reports the application running:healthy. A failed or
-// cancelled deployment fails the step (retryable: resuming deploys again).
-// A resumed attempt deploys again: a second deployment of the same commit
-// changes nothing the first would not have. The wait is one call under the
-// step's context: the step deadline bounds it, and a cancel or a fence
-// ends it (the attempt's context).
-func deploy(ctx context.Context, a *attempt, _ bool) (events.Payload, error) {
+// deploy brings the template code the force push put on the application's
+// branch up on Coolify and declares the slot ready only once Coolify
+// reports it so: the deployment finished, the application running
+// (running:healthy; running:unknown when it has no health check, which is
+// Coolify's default for a new application), and the slot's new database
+// running. The deployment is recorded (DeploymentStarted) before the wait,
+// so a later attempt — a resume, or after a restart or a rescue — follows
+// it instead of deploying again; a deploy Coolify skipped because one of
+// the app's is already queued follows that one. The waits have the
+// template's own bound (deploy_timeout, Coolify's 3,600 s by default),
+// not the step deadline (wait.go).
+func deploy(ctx context.Context, a *attempt, verify bool) (events.Payload, error) {
 	t, _, _, err := a.template(ctx)
 	if err != nil {
 		return nil, err
@@ -456,85 +451,360 @@ func deploy(ctx context.Context, a *attempt, _ bool) (events.Payload, error) {
 	if err != nil {
 		return nil, err
 	}
-	app := st.Reg.AppUUID
+	app, dbID := st.Reg.AppUUID, st.Reg.DBUUID
+	out := events.AppDeployed{AppUUID: app}
+	if !t.NoDeploy {
+		dep, err := a.followOrDeploy(ctx, app, verify)
+		if err != nil {
+			return nil, err
+		}
+		var ap providers.Application
+		err = a.call(ctx, events.StepStarted{Resource: &events.Resource{Kind: events.ResApplication, ID: app, Name: "wait for deployment " + dep.UUID + " and the application running"}, Verify: true},
+			func(ctx context.Context) error {
+				return a.waiting(ctx, t.WaitBound(), func(ctx context.Context) error {
+					var err error
+					dep, ap, err = a.waitDeployed(ctx, app, dep)
+					return err
+				})
+			})
+		if err != nil {
+			return nil, a.boundFailure(err, t, "deployment "+dep.UUID+" of "+app, dep.URL)
+		}
+		commit := dep.Commit
+		if !shaRe.MatchString(commit) {
+			commit = "" // Coolify's queue says "HEAD" until it resolved the commit
+		}
+		out.DeploymentUUID, out.Status, out.FQDN, out.Commit = dep.UUID, ap.Status, ap.FQDN, commit
+		out.NoHealthCheck = ap.Status == "running:unknown"
+	}
+	if dbID != "" && a.job.Done[events.StepCreateDB] {
+		var db providers.Database
+		err = a.call(ctx, events.StepStarted{Resource: &events.Resource{Kind: events.ResDatabase, ID: dbID, Name: "wait for the database running"}, Verify: true},
+			func(ctx context.Context) error {
+				return a.waiting(ctx, t.WaitBound(), func(ctx context.Context) error {
+					var err error
+					db, err = a.waitDatabase(ctx, dbID)
+					return err
+				})
+			})
+		if err != nil {
+			return nil, a.boundFailure(err, t, "database "+dbID, "")
+		}
+		out.DBUUID, out.DBStatus = dbID, db.Status
+	}
 	if t.NoDeploy {
-		return events.StepSucceeded{StepResult: a.result(false), Detail: "the template declares no deploy"}, nil
+		detail := "the template declares no deploy"
+		if out.DBStatus != "" {
+			detail += "; database " + dbID + " is " + out.DBStatus
+		}
+		return events.StepSucceeded{StepResult: a.result(false), Detail: detail}, nil
 	}
-	var depID string
-	err = a.call(ctx, events.StepStarted{Resource: &events.Resource{Kind: events.ResApplication, ID: app, Name: "deploy"}},
-		func(ctx context.Context) error {
-			var err error
-			depID, err = a.e.deps.PaaS.Deploy(ctx, app)
-			return err
-		})
-	if err != nil {
-		return nil, fromProvider("deploy "+app, err)
-	}
-	var dep providers.Deployment
-	var ap providers.Application
-	err = a.call(ctx, events.StepStarted{Resource: &events.Resource{Kind: events.ResApplication, ID: app, Name: "wait for deployment " + depID + " and running:healthy"}, Verify: true},
-		func(ctx context.Context) error {
-			var err error
-			dep, ap, err = a.waitHealthy(ctx, app, depID)
-			return err
-		})
-	if err != nil {
-		return nil, err
-	}
-	commit := dep.Commit
-	if !shaRe.MatchString(commit) {
-		commit = "" // Coolify's queue says "HEAD" until it resolved the commit
-	}
-	return events.AppDeployed{StepResult: a.result(false), AppUUID: app, DeploymentUUID: depID, Status: ap.Status, FQDN: ap.FQDN, Commit: commit}, nil
+	out.StepResult = a.result(false)
+	return out, nil
 }
 
-// waitHealthy polls the deployment until it ends, then the application
-// until running:healthy. Transient read failures keep polling (the step
-// deadline bounds them); a definite refusal stops.
-func (a *attempt) waitHealthy(ctx context.Context, app, depID string) (providers.Deployment, providers.Application, error) {
-	waits := retry.Backoff{Initial: deployPollFirst, Max: deployPollMax}.Start(a.e.cfg.Clock)
-	pause := func() error {
-		if waits.Wait(ctx) != nil {
-			return context.Cause(ctx)
+// boundFailure words a wait that reached its own bound as the step's honest
+// failure (retryable: a resume goes on waiting for the same deployment);
+// other errors pass.
+func (a *attempt) boundFailure(err error, t events.SlotTemplate, what, url string) error {
+	if !errors.Is(err, errWaitBound) {
+		return err
+	}
+	msg := fmt.Sprintf("%s is not ready after %s, the wait's bound (the template's deploy_timeout; Coolify's own deployment timeout is 3600 s)", what, t.WaitBound())
+	if url != "" {
+		msg += "; see it in Coolify: " + url
+	}
+	return &stepError{retryable: true, msg: msg + "; the slot is not vacated — resume the reset to go on waiting for it"}
+}
+
+// followOrDeploy is the deployment the step waits for: the one the log
+// names (DeploymentStarted) while Coolify still has it queued, building, or
+// finished with the application running; else, for a verifying attempt,
+// the application's deployment Coolify has queued or building (an earlier
+// attempt's POST whose answer was lost); else a new one. A new one that
+// Coolify skipped (a deployment of the app is already queued: the uuid it
+// answers was never created) is followed to the queued one. The
+// deployment is recorded before the step waits for it.
+func (a *attempt) followOrDeploy(ctx context.Context, app string, verify bool) (providers.Deployment, error) {
+	res := &events.Resource{Kind: events.ResApplication, ID: app, Name: "deploy"}
+	if rec := a.job.Deployment; rec.AppUUID == app && rec.DeploymentUUID != "" {
+		var d providers.Deployment
+		var l providers.Lookup
+		running := false
+		err := a.call(ctx, events.StepStarted{Resource: &events.Resource{Kind: events.ResApplication, ID: app, Name: "look at deployment " + rec.DeploymentUUID}, Verify: true},
+			func(ctx context.Context) error {
+				var err error
+				d, l, err = a.e.deps.PaaS.GetDeployment(ctx, rec.DeploymentUUID)
+				if err != nil || l != providers.Found || d.Status != "finished" {
+					return err
+				}
+				ap, al, err := a.e.deps.PaaS.GetApplication(ctx, app)
+				running = al == providers.Found && strings.HasPrefix(ap.Status, "running:")
+				return err
+			})
+		if l != providers.Absent && err != nil {
+			return d, fromProvider("look at deployment "+rec.DeploymentUUID+" an earlier attempt waited for", err)
 		}
-		return nil
+		if d.URL == "" {
+			d.URL = rec.URL
+		}
+		// Still queued or building: go on waiting for it, no second
+		// deployment. Finished with the application running: its health
+		// is what is left to see. Anything else: deploy again.
+		if l == providers.Found && (d.Status == "queued" || d.Status == "in_progress" || d.Status == "finished" && running) {
+			return d, nil
+		}
+		verify = true // the recorded one is over or unknown: look before deploying
 	}
-	transient := func(err error) bool {
-		pe, ok := providers.AsError(err)
-		return ok && pe.Retryable() && pe.Code != providers.CodeCanceled
+	if verify {
+		d, ok, err := a.activeDeployment(ctx, app)
+		if err != nil {
+			return d, err
+		}
+		if ok {
+			return d, a.recordDeployment(ctx, app, d, events.DeployFound, "")
+		}
 	}
-	var dep providers.Deployment
+	var d providers.Deployment
+	err := a.call(ctx, events.StepStarted{Resource: res}, func(ctx context.Context) error {
+		var err error
+		d, err = a.e.deps.PaaS.Deploy(ctx, app)
+		return err
+	})
+	if err != nil {
+		return d, fromProvider("deploy "+app, err)
+	}
+	if d.Skipped {
+		return a.followSkipped(ctx, app, d.UUID)
+	}
+	return d, a.recordDeployment(ctx, app, d, events.DeployQueued, "")
+}
+
+// followSkipped follows the deployment Coolify has queued for app when a
+// deploy was skipped: the uuid answered (skipped) was never created
+// (DeployController.php:539-553), the app's queued one is the real one.
+func (a *attempt) followSkipped(ctx context.Context, app, skipped string) (providers.Deployment, error) {
+	d, ok, err := a.activeDeployment(ctx, app)
+	if err != nil {
+		return d, err
+	}
+	if !ok {
+		return d, &stepError{retryable: true, msg: fmt.Sprintf("Coolify skipped the deploy of %s (a deployment of it was queued) and answered a deployment uuid it never created (%s), but lists no queued or building deployment of it now; resume the reset to deploy again", app, skipped)}
+	}
+	return d, a.recordDeployment(ctx, app, d, events.DeployFollowedSkipped, skipped)
+}
+
+// activeDeployment is app's newest deployment Coolify has queued or
+// building (GET /deployments/applications/{uuid}, newest first).
+func (a *attempt) activeDeployment(ctx context.Context, app string) (providers.Deployment, bool, error) {
+	var list []providers.Deployment
+	err := a.call(ctx, events.StepStarted{Resource: &events.Resource{Kind: events.ResApplication, ID: app, Name: "list deployments"}, Verify: true},
+		func(ctx context.Context) error {
+			var err error
+			list, err = a.e.deps.PaaS.ListDeployments(ctx, app)
+			return err
+		})
+	if err != nil {
+		return providers.Deployment{}, false, fromProvider("list the deployments of "+app, err)
+	}
+	for _, d := range list {
+		if d.Status == "queued" || d.Status == "in_progress" {
+			return d, true, nil
+		}
+	}
+	return providers.Deployment{}, false, nil
+}
+
+// recordDeployment writes what the step waits for before it waits.
+func (a *attempt) recordDeployment(ctx context.Context, app string, d providers.Deployment, how, skipped string) error {
+	ev := events.DeploymentStarted{JobID: a.job.ID, Step: a.step, Attempt: a.n, AppUUID: app, DeploymentUUID: d.UUID, How: how, SkippedUUID: skipped, URL: d.URL}
+	if err := a.append(ctx, ev); err != nil {
+		return err
+	}
+	a.job.Deployment = ev
+	return nil
+}
+
+// waitDeployed polls the deployment until it ends, then the application
+// until Coolify reports it running, recording each change of phase. While
+// the deployment is queued, the servers' queue (GET /deployments) is read
+// instead of the deployment itself: it holds the deployment's status and
+// its place, in one request, and one read serves every wait of the engine
+// for queueFresh. Transient read failures keep polling (the
+// wait's bound bounds them); a definite refusal stops.
+func (a *attempt) waitDeployed(ctx context.Context, app string, dep providers.Deployment) (providers.Deployment, providers.Application, error) {
+	p := a.newPoller()
+	status := dep.Status
+	followed := false
 	for finished := false; !finished; {
-		d, l, err := a.e.deps.PaaS.GetDeployment(ctx, depID)
-		switch {
-		case l == providers.Found && d.Status == "finished":
-			dep, finished = d, true
-			continue
-		case l == providers.Found && (d.Status == "failed" || d.Status == "cancelled-by-user"):
-			return d, providers.Application{}, &stepError{retryable: true, msg: fmt.Sprintf("deployment %s of %s ended %s (see its log in Coolify); the slot is not vacated — fix the template and resume the reset to deploy again", depID, app, d.Status)}
-		case l == providers.Absent:
-			return d, providers.Application{}, failf("deployment %s of %s is not known to Coolify", depID, app)
-		case err != nil && !transient(err):
-			return d, providers.Application{}, fromProvider("read deployment "+depID, err)
+		var d providers.Deployment
+		l := providers.Unknown
+		var err error
+		if status == "queued" || status == "" {
+			var q []providers.Deployment
+			err = p.do(ctx, func(ctx context.Context) error {
+				var err error
+				q, err = a.e.queue.get(ctx, a.e.now, queueFresh, a.e.deps.PaaS.ActiveDeployments)
+				return err
+			})
+			if err == nil {
+				me := slices.IndexFunc(q, func(x providers.Deployment) bool { return x.UUID == dep.UUID })
+				if me >= 0 {
+					d, l = q[me], providers.Found
+				}
+				if l == providers.Found && d.Status == "queued" {
+					// Its place: the queued ones before it on its server,
+					// and those building there (one FIFO queue per
+					// server, applications.php:119-166).
+					ph := events.WaitPhase{Phase: events.WaitQueued, DeploymentUUID: dep.UUID, Status: d.Status, URL: dep.URL}
+					for i, x := range q {
+						switch {
+						case x.ServerID != d.ServerID || i == me:
+						case x.Status == "in_progress":
+							ph.Building++
+						case x.Status == "queued" && i < me:
+							ph.Ahead++
+						}
+					}
+					if err := p.phase(ctx, ph); err != nil {
+						return dep, providers.Application{}, err
+					}
+				}
+			}
 		}
-		if err := pause(); err != nil {
-			return d, providers.Application{}, err
+		if err != nil && !errors.Is(err, errStepDeadline) && ctx.Err() == nil {
+			// The queue only adds the place in it: without it, the
+			// deployment itself says how it stands.
+			a.log.Debug("build queue not readable; reading the deployment", "err", err)
+			err = nil
+		}
+		if l != providers.Found && err == nil {
+			err = p.do(ctx, func(ctx context.Context) error {
+				var err error
+				d, l, err = a.e.deps.PaaS.GetDeployment(ctx, dep.UUID)
+				return err
+			})
+		}
+		switch {
+		case errors.Is(err, errStepDeadline):
+			return dep, providers.Application{}, err
+		case l == providers.Found:
+			if d.URL == "" {
+				d.URL = dep.URL
+			}
+			if d.ServerID == 0 {
+				d.ServerID = dep.ServerID
+			}
+			dep, status = d, d.Status
+			switch d.Status {
+			case "finished":
+				finished = true
+				continue
+			case "failed", "cancelled-by-user":
+				return dep, providers.Application{}, &stepError{retryable: true, msg: fmt.Sprintf("deployment %s of %s ended %s (see its log in Coolify: %s); the slot is not vacated — fix the template and resume the reset to deploy again", dep.UUID, app, d.Status, dep.URL)}
+			case "in_progress":
+				if err := p.phase(ctx, events.WaitPhase{Phase: events.WaitBuilding, DeploymentUUID: dep.UUID, Status: d.Status, URL: dep.URL}); err != nil {
+					return dep, providers.Application{}, err
+				}
+			}
+		case l == providers.Absent && !followed:
+			// A uuid Coolify never created: a skipped deploy whose
+			// message was not the known one. The app's queued
+			// deployment is the real one.
+			followed = true
+			nd, err := a.followSkipped(ctx, app, dep.UUID)
+			if err != nil {
+				return dep, providers.Application{}, err
+			}
+			dep, status = nd, nd.Status
+			continue
+		case l == providers.Absent:
+			return dep, providers.Application{}, failf("deployment %s of %s is not known to Coolify", dep.UUID, app)
+		case err != nil && !transient(err):
+			return dep, providers.Application{}, fromProvider("read deployment "+dep.UUID, err)
+		}
+		if err := p.pause(ctx); err != nil {
+			return dep, providers.Application{}, err
 		}
 	}
+	finishedAt := a.e.now()
 	for {
-		ap, l, err := a.e.deps.PaaS.GetApplication(ctx, app)
+		var ap providers.Application
+		l := providers.Unknown
+		err := p.do(ctx, func(ctx context.Context) error {
+			var err error
+			ap, l, err = a.e.deps.PaaS.GetApplication(ctx, app)
+			return err
+		})
 		switch {
-		case l == providers.Found && ap.Status == "running:healthy":
+		case errors.Is(err, errStepDeadline):
+			return dep, ap, err
+		case l == providers.Found && (ap.Status == "running:healthy" || ap.Status == "running:unknown"):
 			return dep, ap, nil
-		case l == providers.Found && strings.HasPrefix(ap.Status, "exited"):
-			return dep, ap, &stepError{retryable: true, msg: fmt.Sprintf("application %s is %s after deployment %s finished; the slot is not vacated — resume the reset to deploy again", app, ap.Status, depID)}
+		case l == providers.Found:
+			// Not running yet, or not well: Coolify's status check may
+			// not have seen the new container yet (settleAfterDeploy).
+			phase := events.WaitStarting
+			if strings.HasPrefix(ap.Status, "running:") || strings.HasPrefix(ap.Status, "restarting") {
+				phase = events.WaitHealth
+			}
+			settled := a.e.now().Sub(finishedAt) >= settleAfterDeploy
+			bad := strings.HasPrefix(ap.Status, "exited") || strings.HasPrefix(ap.Status, "restarting") || strings.HasSuffix(ap.Status, ":unhealthy")
+			if settled && bad {
+				return dep, ap, &stepError{retryable: true, msg: fmt.Sprintf("application %s is %s (Coolify's words) %s after deployment %s finished; the slot is not vacated — see the application in Coolify, then resume the reset to deploy again", app, ap.Status, settleAfterDeploy, dep.UUID)}
+			}
+			if err := p.phase(ctx, events.WaitPhase{Phase: phase, DeploymentUUID: dep.UUID, Status: ap.Status, URL: dep.URL}); err != nil {
+				return dep, ap, err
+			}
 		case l == providers.Absent:
 			return dep, ap, failf("application %s is not found after its deployment", app)
 		case err != nil && !transient(err):
 			return dep, ap, fromProvider("read application "+app, err)
 		}
-		if err := pause(); err != nil {
+		if err := p.pause(ctx); err != nil {
 			return dep, ap, err
+		}
+	}
+}
+
+// waitDatabase polls the slot's new database until Coolify reports it
+// running. Its row reads "exited" until its start ran (the column's
+// default) and stays so when the start failed (StartPostgresql.php:221-230,
+// no retry): "exited" dbStartGrace after the create is a failed start, and
+// the step fails honestly — the slot is never ready with its database down.
+func (a *attempt) waitDatabase(ctx context.Context, dbID string) (providers.Database, error) {
+	created := a.e.now()
+	if ev, ok := a.job.Results[events.StepCreateDB]; ok && !ev.Meta.Time.IsZero() {
+		created = ev.Meta.Time
+	}
+	p := a.newPoller()
+	for {
+		var db providers.Database
+		l := providers.Unknown
+		err := p.do(ctx, func(ctx context.Context) error {
+			var err error
+			db, l, err = a.e.deps.PaaS.GetDatabase(ctx, dbID)
+			return err
+		})
+		switch {
+		case errors.Is(err, errStepDeadline):
+			return db, err
+		case l == providers.Found && strings.HasPrefix(db.Status, "running"):
+			return db, nil
+		case l == providers.Found:
+			if a.e.now().Sub(created) >= dbStartGrace && !strings.HasPrefix(db.Status, "starting") {
+				return db, &stepError{retryable: true, msg: fmt.Sprintf("database %s is %s (Coolify's words) %s after its create: its start failed, and Coolify does not retry it; the slot is not vacated — see the database in Coolify (start it there once fixed), then resume the reset", dbID, db.Status, a.e.now().Sub(created).Round(time.Second))}
+			}
+			if err := p.phase(ctx, events.WaitPhase{Phase: events.WaitDatabase, DBUUID: dbID, Status: db.Status}); err != nil {
+				return db, err
+			}
+		case l == providers.Absent:
+			return db, failf("database %s is not found after its create", dbID)
+		case err != nil && !transient(err):
+			return db, fromProvider("read database "+dbID, err)
+		}
+		if err := p.pause(ctx); err != nil {
+			return db, err
 		}
 	}
 }

@@ -24,6 +24,9 @@ func (w *world) seedReady(name, engine string) sim.SlotFixture {
 	if fx.TemplateApp, err = w.sim.EnsureTemplateApp(); err != nil {
 		w.t.Fatal(err)
 	}
+	// These tests check running:healthy; new Coolify apps have no health
+	// check (running:unknown, TestReadyNoHealthCheck).
+	w.sim.EnableHealthCheck(fx.AppUUID, true)
 	err = w.svc.Register(context.Background(), slots.Actor{Name: "admin"}, slots.RegisterCmd{
 		Name: name, ProjectUUID: fx.ProjectUUID, AppUUID: fx.AppUUID, DBUUID: fx.DBUUID,
 		Repo:         events.RepoRef{Project: fx.Repo.Project, Slug: fx.Repo.Slug},
@@ -290,6 +293,9 @@ var readyMatrixSteps = []stepCall{
 	{events.KindReset, events.StepCreateVolumes, sim.EndpointCreateStorage, func(fx sim.SlotFixture) string { return fx.AppUUID }},
 	{events.KindReset, events.StepDeploy, sim.EndpointDeploy, func(fx sim.SlotFixture) string { return fx.AppUUID }},
 	{events.KindReset, events.StepDeploy, sim.EndpointGetDeployment, func(sim.SlotFixture) string { return "" }},
+	// Issue 32: a queued deployment's place is read from the servers'
+	// queue (GET /deployments), the wait's first poll.
+	{events.KindReset, events.StepDeploy, sim.EndpointActiveDeployments, func(sim.SlotFixture) string { return "" }},
 }
 
 // TestReadyFaultMatrix: each new call of the ready reset × each fault:
@@ -356,6 +362,8 @@ func TestRegisterTemplate(t *testing.T) {
 		{ServerUUID: ""},
 		{ServerUUID: sim.ServerUUID, DBURLKey: "1BAD KEY"},
 		{ServerUUID: sim.ServerUUID, Volumes: []string{"relative/path"}},
+		{ServerUUID: sim.ServerUUID, DeployTimeout: -1},
+		{ServerUUID: sim.ServerUUID, DeployTimeout: 86401},
 	} {
 		if err := svc.Register(ctx, admin, cmd(fx, "cmp", bad)); slots.ErrorCode(err) != slots.CodeInvalid {
 			t.Errorf("template %+v: %v, want invalid", bad, err)

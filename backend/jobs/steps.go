@@ -88,18 +88,27 @@ func confirmDelete(ctx context.Context, a *attempt, verify bool, res events.Reso
 	}
 	var out providers.DeleteOutcome
 	var recErr error // recording DeleteAccepted failed (fenced, store error)
+	resume := func() {}
 	err = a.call(ctx, events.StepStarted{Resource: &res}, func(ctx context.Context) error {
 		// A delete the provider accepts now and confirms later is recorded
 		// at once: until its confirmation the slot shows it "deleting
 		// (accepted at …)", not untouched.
 		ctx = providers.WithDeleteAccepted(ctx, func(status int) error {
 			recErr = a.append(ctx, events.DeleteAccepted{JobID: a.job.ID, Step: a.step, Attempt: a.n, Resource: res, HTTPStatus: status})
+			if recErr == nil {
+				// What follows is a wait for the provider's queue, not
+				// a call (wait.go): the provider's own confirmation
+				// bound (coolify.ConfirmTotal) ends it, not the step
+				// deadline. The DELETE itself had the step deadline.
+				resume = a.suspendDeadlines(queuedDeleteBound)
+			}
 			return recErr
 		})
 		var err error
 		out, err = del(ctx)
 		return err
 	})
+	resume()
 	if recErr != nil {
 		return false, recErr
 	}

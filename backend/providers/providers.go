@@ -168,6 +168,18 @@ type Deployment struct {
 	UUID   string
 	Status string
 	Commit string
+	// ServerID is the Coolify server whose build queue holds it (one
+	// queue per server, bootstrap/helpers/applications.php:119-166).
+	ServerID int64
+	// URL is the deployment's page in Coolify's UI ("" when not told):
+	// the instance's root plus the row's deployment_url.
+	URL string
+	// Skipped is set by Deploy when Coolify skipped the deploy because a
+	// deployment of the application's commit is already queued or in
+	// progress: it then still answers a freshly minted deployment_uuid
+	// that was never created (GET → 404), not the queued one's
+	// (DeployController.php:539-553; applications.php:46-65 at 379abb25).
+	Skipped bool
 }
 
 // Storage is a persistent volume or a file storage of an application. A
@@ -210,9 +222,18 @@ type PaaS interface {
 	// CreateEnv adds one env var to an application (409 when the key exists:
 	// CodeConflict).
 	CreateEnv(ctx context.Context, appUUID, key, value string) (string, error)
-	// Deploy queues a deployment of the application; returns its uuid.
-	Deploy(ctx context.Context, appUUID string) (string, error)
+	// Deploy queues a deployment of the application; returns its uuid
+	// (Status "queued"), or Skipped with a uuid Coolify never created.
+	Deploy(ctx context.Context, appUUID string) (Deployment, error)
 	GetDeployment(ctx context.Context, uuid string) (Deployment, Lookup, error)
+	// ListDeployments lists the application's newest deployments, newest
+	// first, without its previews' (GET /deployments/applications/{uuid},
+	// DeployController.php:696-739).
+	ListDeployments(ctx context.Context, appUUID string) ([]Deployment, error)
+	// ActiveDeployments lists the queued and in-progress deployments on
+	// the team's servers, oldest first (GET /deployments,
+	// DeployController.php:69-82): a queued one's place in its server's queue.
+	ActiveDeployments(ctx context.Context) ([]Deployment, error)
 	// CreateStorage adds a persistent storage (a new Docker volume) to an
 	// application, mounted at mountPath.
 	CreateStorage(ctx context.Context, appUUID, name, mountPath string) (Storage, error)

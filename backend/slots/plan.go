@@ -99,6 +99,9 @@ func validateTemplate(t *events.SlotTemplate) error {
 			return invalidField("template.volumes", fmt.Sprintf("template.volumes: %q is not an absolute mount path", m))
 		}
 	}
+	if t.DeployTimeout < 0 || t.DeployTimeout > 86400 {
+		return invalidField("template.deploy_timeout", fmt.Sprintf("template.deploy_timeout %d: seconds, 1 to 86400 (0 or absent: Coolify's own deployment timeout, 3600)", t.DeployTimeout))
+	}
 	if t.EnvironmentName != "" && !slugRe.MatchString(t.EnvironmentName) {
 		return invalidField("template.environment_name", fmt.Sprintf("template.environment_name %q is not a Coolify environment name", t.EnvironmentName))
 	}

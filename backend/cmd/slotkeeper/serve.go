@@ -179,6 +179,9 @@ func simStateDir(c Config) string {
 // says the log holds no event: simulator state left on disk then belongs to
 // nothing (e.g. a demo seeding interrupted before its first event) and is
 // removed, so the demo pool can be seeded again.
+// demoBuild is how long a simulated deployment builds in the demo.
+const demoBuild = 3 * time.Second
+
 func openWorld(ctx context.Context, c Config, emptyLog bool) (world, error) {
 	if c.useSim() {
 		dir := simStateDir(c)
@@ -187,7 +190,10 @@ func openWorld(ctx context.Context, c Config, emptyLog bool) (world, error) {
 				return world{}, fmt.Errorf("clear the simulators' state %s: %w", dir, err)
 			}
 		}
-		s, err := sim.Start(ctx, sim.Options{DeleteDelay: 300 * time.Millisecond, StateDir: dir})
+		// The demo's builds take 3 s (real ones take minutes; the control
+		// API's POST /api/sim/coolify/builds sets others): long enough to
+		// see a deployment wait, queued and building, on the job page.
+		s, err := sim.Start(ctx, sim.Options{DeleteDelay: 300 * time.Millisecond, StateDir: dir, BuildDuration: demoBuild})
 		if err != nil {
 			return world{}, fmt.Errorf("start simulators: %w", err)
 		}

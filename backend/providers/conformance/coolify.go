@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -295,6 +296,47 @@ func Coolify(t *testing.T, target CoolifyTarget) {
 			if d, l, err := ns.GetDatabase(ctx, db.UUID); l != providers.Found || d.InternalURL != "" {
 				t.Errorf("GET without read:sensitive: %v %v, internal URL shown %v", l, err, d.InternalURL != "")
 			}
+		}
+	})
+
+	t.Run("deployments: the queue, a skipped deploy, the listings", func(t *testing.T) {
+		// Issue 32 (DeployController.php, bootstrap/helpers/applications.php
+		// at 379abb25): a deploy of the scratch application while its
+		// deployment is queued or building is skipped, yet answers a
+		// freshly minted uuid that was never created (DeC:539-553, :599;
+		// applications.php:46-65); the app's listing and the servers'
+		// queue name the real one.
+		ctx := ctxFor(t)
+		sc := target.Scratch(t)
+		st, body := raw(t, ctx, "GET", target.URL+"/deployments/applications/"+missing, target.Token)
+		if st != 404 || body != `{"message":"Application not found"}` {
+			t.Errorf("GET /deployments/applications/…: %d %s, want 404 Application not found (DeC:720)", st, body)
+		}
+		d1, err := c.Deploy(ctx, sc.App)
+		if err != nil || d1.UUID == "" || d1.Skipped {
+			t.Fatalf("deploy: %+v %v, want a queued deployment", d1, err)
+		}
+		got, l, err := c.GetDeployment(ctx, d1.UUID)
+		if l != providers.Found || err != nil || !strings.HasSuffix(got.URL, "/application/"+sc.App+"/deployment/"+d1.UUID) {
+			t.Fatalf("GET the deployment: %+v %v %v, want found with its page (applications.php:18-19)", got, l, err)
+		}
+		if got.Status != "queued" && got.Status != "in_progress" {
+			t.Skipf("deployment %s is already %s: a skipped deploy cannot be provoked", d1.UUID, got.Status)
+		}
+		active, err := c.ActiveDeployments(ctx)
+		if err != nil || !slices.ContainsFunc(active, func(d providers.Deployment) bool { return d.UUID == d1.UUID }) {
+			t.Errorf("GET /deployments: %+v %v, want %s among the queued and in-progress ones (DeC:69-82)", active, err, d1.UUID)
+		}
+		d2, err := c.Deploy(ctx, sc.App)
+		if err != nil || !d2.Skipped || d2.UUID == "" || d2.UUID == d1.UUID {
+			t.Fatalf("deploy again: %+v %v, want skipped with a fresh uuid", d2, err)
+		}
+		if _, l, err := c.GetDeployment(ctx, d2.UUID); l != providers.Absent {
+			t.Errorf("the skipped deploy's uuid %s: %v %v, want never created (404)", d2.UUID, l, err)
+		}
+		list, err := c.ListDeployments(ctx, sc.App)
+		if err != nil || len(list) == 0 || list[0].UUID != d1.UUID {
+			t.Errorf("GET /deployments/applications/{uuid}: %+v %v, want %s newest", list, err, d1.UUID)
 		}
 	})
 

@@ -13,7 +13,9 @@ import (
 func TestCoolifySim(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	s, err := sim.Start(ctx, sim.Options{DeleteDelay: 50 * time.Millisecond})
+	// Builds last an hour, so a deployment stays queued or in progress
+	// (the skipped-deploy case needs one that is).
+	s, err := sim.Start(ctx, sim.Options{DeleteDelay: 50 * time.Millisecond, BuildDuration: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

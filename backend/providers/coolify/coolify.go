@@ -64,6 +64,7 @@ const ConfirmTotal = 3660 * time.Second
 type Client struct {
 	c       httpc.Client
 	confirm providers.Backoff
+	root    string // the instance's UI root (BaseURL without /api/v1): deployment pages
 }
 
 // New returns a client; it does no I/O.
@@ -80,6 +81,7 @@ func New(o Options) *Client {
 	c := &Client{
 		c:       httpc.New(strings.TrimRight(o.BaseURL, "/"), o.Token, o.HTTP, o.RateRetries, o.MaxRetryAfter, message, nil),
 		confirm: httpc.ConfirmDefaults(o.Confirm),
+		root:    strings.TrimSuffix(strings.TrimRight(o.BaseURL, "/"), "/api/v1"),
 	}
 	c.c.Clock = o.Clock
 	// One API budget per credential in the process (Coolify throttles per

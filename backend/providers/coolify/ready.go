@@ -1,11 +1,14 @@
 package coolify
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
+	"strings"
 
 	"github.com/slotkeeper/slotkeeper/backend/providers"
 )
@@ -112,25 +115,31 @@ func (c *Client) CreateEnv(ctx context.Context, appUUID, key, value string) (str
 
 // Deploy queues a deployment (POST /deploy?uuid=…, DeC:384-466, behind the
 // deploy ability): 200 {"deployments":[{message, resource_uuid,
-// deployment_uuid}]}. A 200 without a deployment uuid (Coolify said why in
-// message, e.g. a deployment already queued) is an error; "No resources
-// found." (DeC:466) is the app's not-found (another team's or gone).
-func (c *Client) Deploy(ctx context.Context, appUUID string) (string, error) {
+// deployment_uuid}]}. When a deployment of the app's commit is already
+// queued or in progress, Coolify skips the deploy but still answers a
+// freshly minted deployment_uuid that was never created (DeC:539-553 mints
+// it before queue_application_deployment, whose "skipped" answer carries
+// the queued one's uuid, bootstrap/helpers/applications.php:46-65, but
+// DeC:550-551 keeps only its message, DeC:599): the answer is then Skipped. A 200
+// without a deployment uuid (Coolify said why in message) is an error; "No
+// resources found." (DeC:466) is the app's not-found (another team's or
+// gone).
+func (c *Client) Deploy(ctx context.Context, appUUID string) (providers.Deployment, error) {
 	const op = "coolify.Deploy"
 	if err := providers.ValidateUUID(appUUID); err != nil {
-		return "", providers.Invalid(op, appUUID, err)
+		return providers.Deployment{}, providers.Invalid(op, appUUID, err)
 	}
 	h := c.on(msgNoResources)
 	resp, perr := h.Do(ctx, op, appUUID, http.MethodPost, "/deploy", url.Values{"uuid": {appUUID}}, nil, true)
 	if perr != nil {
-		return "", perr
+		return providers.Deployment{}, perr
 	}
 	if resp.Status != http.StatusOK {
 		e := fail(h, op, appUUID, resp, true)
 		if h.Absent(resp) {
 			e.Code, e.Uncertain = providers.CodeNotFound, false
 		}
-		return "", e
+		return providers.Deployment{}, e
 	}
 	var r struct {
 		Deployments []struct {
@@ -141,24 +150,101 @@ func (c *Client) Deploy(ctx context.Context, appUUID string) (string, error) {
 	if err := json.Unmarshal(resp.Body, &r); err != nil || len(r.Deployments) == 0 {
 		e := unreadable(op, appUUID, resp, err)
 		e.Uncertain = true
-		return "", e
+		return providers.Deployment{}, e
 	}
 	if d := r.Deployments[0]; d.DeploymentUUID != "" {
-		return d.DeploymentUUID, nil
+		return providers.Deployment{UUID: d.DeploymentUUID, Status: "queued", Skipped: d.Message == MsgDeploySkipped}, nil
 	}
-	return "", &providers.Error{Op: op, Resource: appUUID, Status: resp.Status, Code: providers.CodeConflict, Message: r.Deployments[0].Message}
+	return providers.Deployment{}, &providers.Error{Op: op, Resource: appUUID, Status: resp.Status, Code: providers.CodeConflict, Message: r.Deployments[0].Message}
+}
+
+// MsgDeploySkipped is the message of a skipped deploy
+// (bootstrap/helpers/applications.php:60).
+const MsgDeploySkipped = "Deployment already queued for this commit."
+
+// deploymentJSON is an application_deployment_queues row as the API shows it
+// (app/Models/ApplicationDeploymentQueue.php:12-43; logs hidden for tokens
+// without read:sensitive).
+type deploymentJSON struct {
+	ID             int64  `json:"id"`
+	PullRequestID  int64  `json:"pull_request_id"`
+	DeploymentUUID string `json:"deployment_uuid"`
+	Status         string `json:"status"`
+	Commit         string `json:"commit"`
+	ServerID       int64  `json:"server_id"`
+	DeploymentURL  string `json:"deployment_url"`
+}
+
+func (c *Client) deployment(r deploymentJSON) providers.Deployment {
+	d := providers.Deployment{UUID: r.DeploymentUUID, Status: r.Status, Commit: r.Commit, ServerID: r.ServerID}
+	// deployment_url is the page's path (applications.php:18-19).
+	if strings.HasPrefix(r.DeploymentURL, "/") {
+		d.URL = c.root + r.DeploymentURL
+	}
+	return d
 }
 
 // GetDeployment reads one deployment (GET /deployments/{uuid}, DeC:122-141);
 // "Deployment not found." is Absent.
 func (c *Client) GetDeployment(ctx context.Context, uuid string) (providers.Deployment, providers.Lookup, error) {
-	var r struct {
-		DeploymentUUID string `json:"deployment_uuid"`
-		Status         string `json:"status"`
-		Commit         string `json:"commit"`
-	}
+	var r deploymentJSON
 	l, err := c.get(ctx, "coolify.GetDeployment", uuid, "/deployments/"+uuid, msgDeployment, &r)
-	return providers.Deployment{UUID: r.DeploymentUUID, Status: r.Status, Commit: r.Commit}, l, err
+	return c.deployment(r), l, err
+}
+
+// ListDeployments is GET /deployments/applications/{uuid} (DeC:696-739):
+// {count, deployments: [...]} newest first, ten by default
+// (app/Models/Application.php:1118-1217). Its 404 "Application not found"
+// (DeC:720) is an error here: the caller looks for a deployment of an app
+// it knows. Preview deployments (pull_request_id > 0) are left out: a
+// deploy of the application never follows one.
+func (c *Client) ListDeployments(ctx context.Context, appUUID string) ([]providers.Deployment, error) {
+	var r struct {
+		Deployments []deploymentJSON `json:"deployments"`
+	}
+	if err := c.list(ctx, "coolify.ListDeployments", appUUID, "/deployments/applications/"+appUUID, msgNoneIsOwned, &r); err != nil {
+		return nil, err
+	}
+	out := make([]providers.Deployment, 0, len(r.Deployments))
+	for _, d := range r.Deployments {
+		if d.PullRequestID > 0 {
+			continue // a preview's deployment, not the application's own
+		}
+		out = append(out, c.deployment(d))
+	}
+	return out, nil
+}
+
+// ActiveDeployments is GET /deployments (DeC:69-82): the queued and
+// in-progress deployments on the team's servers, sorted by id (oldest
+// first). Coolify sorts the collection with sortBy('id'), which keeps the
+// rows' keys: when the database returned them in another order, the JSON
+// is an object keyed by those indexes, not an array (Laravel's
+// Collection::sortBy; json_encode of a non-list array). Both are read,
+// and the rows are put in id order here.
+func (c *Client) ActiveDeployments(ctx context.Context) ([]providers.Deployment, error) {
+	const op = "coolify.ActiveDeployments"
+	var raw json.RawMessage
+	if err := c.getJSON(ctx, op, "deployments", "/deployments", msgNoneIsOwned, &raw); err != nil {
+		return nil, err
+	}
+	var rows []deploymentJSON
+	if err := json.Unmarshal(raw, &rows); err != nil {
+		var keyed map[string]deploymentJSON
+		if err2 := json.Unmarshal(raw, &keyed); err2 != nil {
+			return nil, &providers.Error{Op: op, Resource: "deployments", Status: 200, Code: providers.CodeServer, Message: "unreadable answer", Err: err}
+		}
+		rows = rows[:0]
+		for _, r := range keyed {
+			rows = append(rows, r)
+		}
+	}
+	slices.SortStableFunc(rows, func(a, b deploymentJSON) int { return cmp.Compare(a.ID, b.ID) })
+	out := make([]providers.Deployment, 0, len(rows))
+	for _, d := range rows {
+		out = append(out, c.deployment(d))
+	}
+	return out, nil
 }
 
 // CreateStorage adds a persistent storage to the application (POST

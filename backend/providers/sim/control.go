@@ -29,6 +29,11 @@ import (
 //	PUT    coolify/server    {"reachable":bool} → 204 (SetServerReachable)
 //	PUT    coolify/rate-limit {"per_minute":N} → 204 (SetCoolifyRateLimit)
 //	POST   slots             {"name":"x"} → 201 SlotFixture (SeedSlot)
+//	POST   coolify/builds    {"app"?, "seconds", "concurrent_builds"?} → 204: an app's
+//	                         build time (every app's without "app"); the server's concurrent_builds
+//	POST   coolify/health-check {"app", "enabled"} → 204 (health_check_enabled)
+//	POST   coolify/database-start {"project"?, "seconds"?, "fail"} → 204: new databases take
+//	                         seconds to start; with fail, the project's new databases stay exited
 //
 // It has no authentication: mount it only in demo or test servers.
 func (s *Sim) ControlHandler() http.Handler {
@@ -159,6 +164,68 @@ func (s *Sim) ControlHandler() http.Handler {
 		}
 		writeJSON(w, http.StatusCreated, fx)
 	})
+	mux.HandleFunc("POST /coolify/builds", func(w http.ResponseWriter, r *http.Request) {
+		var in struct {
+			App              string   `json:"app"`
+			Seconds          *float64 `json:"seconds"`
+			ConcurrentBuilds *int     `json:"concurrent_builds"`
+		}
+		if !decodeCtl(w, r, &in) {
+			return
+		}
+		if in.Seconds != nil && (*in.Seconds < 0 || *in.Seconds > 86400) || in.ConcurrentBuilds != nil && (*in.ConcurrentBuilds < 1 || *in.ConcurrentBuilds > 100) {
+			ctlError(w, http.StatusBadRequest, "seconds: 0 to 86400; concurrent_builds: 1 to 100")
+			return
+		}
+		if in.Seconds != nil {
+			d := time.Duration(*in.Seconds * float64(time.Second))
+			if in.App == "" {
+				s.SetDeployDelay(d)
+			} else {
+				s.SetBuildDuration(in.App, d)
+			}
+		}
+		if in.ConcurrentBuilds != nil {
+			s.SetConcurrentBuilds(*in.ConcurrentBuilds)
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("POST /coolify/health-check", func(w http.ResponseWriter, r *http.Request) {
+		var in struct {
+			App     string `json:"app"`
+			Enabled bool   `json:"enabled"`
+		}
+		if !decodeCtl(w, r, &in) {
+			return
+		}
+		if in.App == "" {
+			ctlError(w, http.StatusBadRequest, `want {"app": uuid, "enabled": bool}`)
+			return
+		}
+		s.EnableHealthCheck(in.App, in.Enabled)
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("POST /coolify/database-start", func(w http.ResponseWriter, r *http.Request) {
+		var in struct {
+			Project string   `json:"project"`
+			Seconds *float64 `json:"seconds"`
+			Fail    bool     `json:"fail"`
+		}
+		if !decodeCtl(w, r, &in) {
+			return
+		}
+		if in.Seconds != nil && (*in.Seconds < 0 || *in.Seconds > 86400) || in.Fail && in.Project == "" {
+			ctlError(w, http.StatusBadRequest, "seconds: 0 to 86400; fail needs a project")
+			return
+		}
+		if in.Seconds != nil {
+			s.SetDatabaseStart(time.Duration(*in.Seconds * float64(time.Second)))
+		}
+		if in.Project != "" {
+			s.FailDatabaseStart(in.Project, in.Fail)
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
 	// POST /resources creates a resource no slot knows (an orphan, for
 	// tests and the demo of reconciliation): {"kind": "application" |
 	// "database" (in Coolify project "project") | "repository" (in
@@ -208,6 +275,17 @@ func (s *Sim) ControlHandler() http.Handler {
 		}
 		mux.ServeHTTP(w, r2)
 	})
+}
+
+// decodeCtl reads a small JSON body with no unknown fields (400 otherwise).
+func decodeCtl(w http.ResponseWriter, r *http.Request, out any) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(out); err != nil {
+		ctlError(w, http.StatusBadRequest, "bad body: "+err.Error())
+		return false
+	}
+	return true
 }
 
 func ctlError(w http.ResponseWriter, status int, msg string) {

@@ -175,7 +175,14 @@ func (s *Sim) coolifyMux() http.Handler {
 		return func(r *http.Request) string { return r.PathValue(name) }
 	}
 	h := func(pattern, endpoint string, res func(*http.Request) string, f http.HandlerFunc) {
-		mux.Handle(pattern, s.route("coolify", endpoint, res, s.coolAuth, coolErrBody, f))
+		mux.Handle(pattern, s.route("coolify", endpoint, res, s.coolAuth, coolErrBody, func(w http.ResponseWriter, r *http.Request) {
+			// The build queue and database starts follow the clock
+			// (advanceLocked), so every answer sees them as of now.
+			s.mu.Lock()
+			s.advanceLocked()
+			s.mu.Unlock()
+			f(w, r)
+		}))
 	}
 	// Abilities as routes/api.php declares them: reads need "read",
 	// deletes "write" (routes/api.php:97-115, 144-278).

@@ -143,14 +143,6 @@ func (s *Sim) ThrottledCount() int {
 	return n
 }
 
-// now is the simulator's clock (Options.Clock; the wall clock by default).
-func (s *Sim) now() time.Time {
-	if s.opts.Clock != nil {
-		return s.opts.Clock.Now()
-	}
-	return time.Now()
-}
-
 // SetServerReachable says whether Coolify can reach its server: GET
 // /servers/{uuid} shows it in settings.is_reachable / is_usable
 // (ServersController.php:149-184). While it cannot, a queued delete of an

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 )
@@ -19,7 +20,11 @@ const (
 	EndpointCreateEnv      = "coolify.CreateEnv"
 	EndpointDeploy         = "coolify.Deploy"
 	EndpointGetDeployment  = "coolify.GetDeployment"
-	EndpointCreateStorage  = "coolify.CreateStorage"
+	// EndpointListDeployments is GET /deployments/applications/{uuid}.
+	EndpointListDeployments = "coolify.ListDeployments"
+	// EndpointActiveDeployments is GET /deployments (the servers' queues).
+	EndpointActiveDeployments = "coolify.ActiveDeployments"
+	EndpointCreateStorage     = "coolify.CreateStorage"
 )
 
 // ServerUUID is the simulated Coolify's one server (Coolify's own
@@ -39,8 +44,15 @@ var simEngines = map[string]string{"postgresql": "postgres:16-alpine", "mysql": 
 	"mongodb": "mongo:7", "redis": "redis:7.2", "clickhouse": "clickhouse/clickhouse-server:latest",
 	"dragonfly": "docker.dragonflydb.io/dragonflydb/dragonfly", "keydb": "eqalpha/keydb:latest"}
 
+// coolDeployment is an application_deployment_queues row
+// (app/Models/ApplicationDeploymentQueue.php:12-43).
 type coolDeployment struct {
 	UUID, App, Status, Commit string
+	seq                       int       // creation order: the server's FIFO (applications.php:122-125)
+	started                   time.Time // when it went in_progress
+	build                     time.Duration
+	fail                      string
+	commit                    string // the branch head, resolved when the build starts
 }
 
 // readyState is the part of the simulated Coolify the ready reset adds; it
@@ -48,19 +60,37 @@ type coolDeployment struct {
 // gone, as its queue worker would be).
 type readyState struct {
 	deployments map[string]*coolDeployment
+	seq         int
 	appRepo     map[string][3]string // app → project, slug, branch it deploys
 	failDeploy  map[string]string    // app → the deployment's failure
 	images      map[string]string    // db → image
 	dbURLs      map[string]string    // db → internal_db_url (with its password)
-	deployDelay time.Duration
+	deployDelay time.Duration        // every app's build time unless buildTime says otherwise
+	buildTime   map[string]time.Duration
+	healthCheck map[string]bool      // app → health_check_enabled
+	runStatus   map[string]string    // app → its status after a finished deployment (a crashing app)
+	concurrent  int                  // the server's concurrent_builds; 0 = Coolify's default 2
+	dbStartTime time.Duration        // how long a new database takes to start
+	failDBStart map[string]bool      // project → its new databases fail to start
+	dbStarts    map[string]time.Time // db → when its start completes
 }
 
 func (s *Sim) readyLocked() *readyState {
 	if s.ready == nil {
 		s.ready = &readyState{deployments: map[string]*coolDeployment{}, appRepo: map[string][3]string{},
-			failDeploy: map[string]string{}, images: map[string]string{}, dbURLs: map[string]string{}}
+			failDeploy: map[string]string{}, images: map[string]string{}, dbURLs: map[string]string{},
+			buildTime: map[string]time.Duration{}, healthCheck: map[string]bool{}, runStatus: map[string]string{}, failDBStart: map[string]bool{},
+			dbStarts: map[string]time.Time{}, deployDelay: s.opts.BuildDuration}
 	}
 	return s.ready
+}
+
+// now is the simulator's time (Options.Clock).
+func (s *Sim) now() time.Time {
+	if s.opts.Clock != nil {
+		return s.opts.Clock.Now()
+	}
+	return time.Now()
 }
 
 // SetAppRepo says which repository branch app deploys (its deployment's
@@ -82,24 +112,204 @@ func (s *Sim) FailDeploy(app, reason string) {
 	s.readyLocked().failDeploy[app] = reason
 }
 
-// SetDeployDelay is how long a deployment stays queued/in progress.
+// SetDeployDelay is how long every application's deployment builds once it
+// left the queue (SetBuildDuration overrides it per app). Real builds take
+// 1–40 minutes (REAL-BEHAVIOUR.md, "build times").
 func (s *Sim) SetDeployDelay(d time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.readyLocked().deployDelay = d
 }
 
+// SetBuildDuration is how long app's deployments build (in_progress) once
+// they left the server's queue; a negative d goes back to SetDeployDelay's.
+func (s *Sim) SetBuildDuration(app string, d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if d < 0 {
+		delete(s.readyLocked().buildTime, app)
+		return
+	}
+	s.readyLocked().buildTime[app] = d
+}
+
+// SetConcurrentBuilds is the server's concurrent_builds (0: Coolify's
+// default, 2 — migration 2024_01_24_095449…:15).
+func (s *Sim) SetConcurrentBuilds(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.readyLocked().concurrent = max(n, 0)
+}
+
+// EnableHealthCheck sets app's health_check_enabled. New applications have
+// it off (migration 2024_07_19_132617…:15; PublicGitRepository.php:332-334):
+// their deployment finishes without a health wait and the app runs as
+// running:unknown (ADJ:1985-1995; ContainerStatusAggregator.php:244-251);
+// with it on, as running:healthy.
+func (s *Sim) EnableHealthCheck(app string, on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.readyLocked().healthCheck[app] = on
+}
+
+// SetRunStatus makes app read status once its deployment finished (""
+// heals): an application whose container crashes and restarts reads
+// "restarting…", one that stopped "exited…" — Coolify's words for what
+// its containers do (GetContainersStatus.php; ContainerStatusAggregator.php).
+func (s *Sim) SetRunStatus(app, status string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if status == "" {
+		delete(s.readyLocked().runStatus, app)
+		return
+	}
+	s.readyLocked().runStatus[app] = status
+}
+
+// SetDatabaseStart is how long a new database takes from its create to
+// running (its row reads "exited", the column's default, until then:
+// migration 2023_08_07_142950…:27).
+func (s *Sim) SetDatabaseStart(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.readyLocked().dbStartTime = max(d, 0)
+}
+
+// FailDatabaseStart makes the databases created in project from now on
+// fail to start: they stay "exited", Coolify does not retry
+// (StartPostgresql.php:221-230; GetContainersStatus.php:411-430). false heals
+// later creates.
+func (s *Sim) FailDatabaseStart(project string, fail bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.readyLocked().failDBStart[project] = fail
+}
+
 // Deployments lists app's deployments (tests).
 func (s *Sim) Deployments(app string) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.advanceLocked()
 	var out []string
-	for _, d := range s.readyLocked().deployments {
+	for _, d := range s.readyLocked().sorted() {
 		if d.App == app {
 			out = append(out, d.UUID+":"+d.Status)
 		}
 	}
 	return out
+}
+
+// sorted is every deployment, oldest first.
+func (rs *readyState) sorted() []*coolDeployment {
+	out := make([]*coolDeployment, 0, len(rs.deployments))
+	for _, d := range rs.deployments {
+		out = append(out, d)
+	}
+	slices.SortFunc(out, func(a, b *coolDeployment) int { return a.seq - b.seq })
+	return out
+}
+
+func (rs *readyState) buildOf(app string) time.Duration {
+	if d, ok := rs.buildTime[app]; ok {
+		return d
+	}
+	return rs.deployDelay
+}
+
+// advanceLocked brings the build queue and the database starts to the
+// simulator's now, in time order: a build in progress finishes at its
+// start plus its build time, and the server's queue then starts the
+// oldest queued deployments that may run (next_queuable: fewer than
+// concurrent_builds in progress, none of the same app,
+// bootstrap/helpers/applications.php:119-166). Every request to the
+// simulated Coolify runs it first, so its answers follow the clock
+// without a timer of their own (a test's fake clock drives them).
+func (s *Sim) advanceLocked() {
+	rs := s.readyLocked()
+	now := s.now()
+	for db, at := range rs.dbStarts {
+		if !at.After(now) {
+			if d := s.cool.dbs[db]; d != nil && !d.Deleting {
+				d.Status = "running:healthy"
+			}
+			delete(rs.dbStarts, db)
+		}
+	}
+	for {
+		s.startQueuedLocked(now)
+		var next *coolDeployment
+		for _, d := range rs.deployments {
+			if d.Status == "in_progress" && (next == nil || d.started.Add(d.build).Before(next.started.Add(next.build))) {
+				next = d
+			}
+		}
+		if next == nil {
+			return
+		}
+		end := next.started.Add(next.build)
+		if end.After(now) {
+			return
+		}
+		s.finishLocked(next)
+		s.startQueuedLocked(end)
+	}
+}
+
+// startQueuedLocked starts the queued deployments that may run at t.
+func (s *Sim) startQueuedLocked(t time.Time) {
+	rs := s.readyLocked()
+	limit := rs.concurrent
+	if limit == 0 {
+		limit = 2
+	}
+	all := rs.sorted()
+	running, busy := 0, map[string]bool{}
+	for _, d := range all {
+		if d.Status == "in_progress" {
+			running++
+			busy[d.App] = true
+		}
+	}
+	for _, d := range all {
+		if running >= limit {
+			return
+		}
+		if d.Status != "queued" || busy[d.App] {
+			continue
+		}
+		d.Status, d.started, d.build = "in_progress", t, rs.buildOf(d.App)
+		if d.commit != "" {
+			d.Commit = d.commit // ls-remote resolved HEAD (ADJ:2396-2398)
+		}
+		running++
+		busy[d.App] = true
+	}
+}
+
+// finishLocked ends an in-progress deployment: finished, the app running
+// (running:healthy with a health check, running:unknown without), or
+// failed, the app exited.
+func (s *Sim) finishLocked(d *coolDeployment) {
+	rs := s.readyLocked()
+	a := s.cool.apps[d.App]
+	if d.fail != "" {
+		d.Status = "failed"
+		if a != nil {
+			a.Status = "exited:unhealthy"
+		}
+		return
+	}
+	d.Status = "finished"
+	if a != nil {
+		a.Status = "running:unknown"
+		if rs.healthCheck[d.App] {
+			a.Status = "running:healthy"
+		}
+		if st := rs.runStatus[d.App]; st != "" {
+			a.Status = st
+		}
+	}
+	_ = s.persistLocked()
 }
 
 func (s *Sim) readyRoutes(h func(pattern, endpoint string, res func(*http.Request) string, f http.HandlerFunc)) {
@@ -109,6 +319,8 @@ func (s *Sim) readyRoutes(h func(pattern, endpoint string, res func(*http.Reques
 	h("POST /api/v1/applications/{uuid}/envs", EndpointCreateEnv, uuid, s.ability("write", s.coolCreateEnv))
 	h("POST /api/v1/deploy", EndpointDeploy, func(r *http.Request) string { return r.URL.Query().Get("uuid") }, s.ability("deploy", s.coolDeploy))
 	h("GET /api/v1/deployments/{uuid}", EndpointGetDeployment, uuid, s.ability("read", s.coolGetDeployment))
+	h("GET /api/v1/deployments", EndpointActiveDeployments, nil, s.ability("read", s.coolActiveDeployments))
+	h("GET /api/v1/deployments/applications/{uuid}", EndpointListDeployments, uuid, s.ability("read", s.coolListDeployments))
 	h("POST /api/v1/applications/{uuid}/storages", EndpointCreateStorage, uuid, s.ability("write", s.coolCreateStorage))
 }
 
@@ -160,8 +372,16 @@ func (s *Sim) coolCreateDB(w http.ResponseWriter, r *http.Request) {
 		img = in.Image
 	}
 	id := newUUID()
-	s.cool.dbs[id] = &coolDB{UUID: id, Name: in.Name, Project: in.ProjectUUID, Status: "running:healthy", Type: "standalone-" + r.PathValue("engine")}
-	s.readyLocked().images[id] = img
+	// The row starts "exited" (the column's default, migration
+	// 2023_08_07_142950…:27) until StartDatabase ran; a failed start
+	// leaves it so (StartPostgresql.php:221-230).
+	rs := s.readyLocked()
+	s.cool.dbs[id] = &coolDB{UUID: id, Name: in.Name, Project: in.ProjectUUID, Status: "exited", Type: "standalone-" + r.PathValue("engine")}
+	if !rs.failDBStart[in.ProjectUUID] {
+		rs.dbStarts[id] = s.now().Add(rs.dbStartTime)
+		s.advanceLocked()
+	}
+	rs.images[id] = img
 	u := s.dbURLLocked(id)
 	err := s.persistLocked()
 	s.mu.Unlock()
@@ -216,9 +436,13 @@ func (s *Sim) coolCreateEnv(w http.ResponseWriter, r *http.Request) {
 // coolDeploy is deploy by uuid (DeC:384-466): an unknown or another team's
 // uuid is skipped, and with nothing deployed the answer is 404 "No
 // resources found."; otherwise 200 {"deployments":[{message,
-// resource_uuid, deployment_uuid}]}. The deployment runs in the
-// background: queued, then finished (the app running:healthy) or failed
-// (the app exited:unhealthy).
+// resource_uuid, deployment_uuid}]}. The deployment joins the server's
+// queue (queued, commit "HEAD" until it starts), builds for the app's
+// build time once at most concurrent_builds run (advanceLocked), then
+// finishes (the app running) or fails (the app exited:unhealthy). A
+// deploy of an app whose deployment of the same commit is still queued or
+// in progress is skipped, yet answers a freshly minted uuid that was never
+// created (DeC:539-553; applications.php:46-65): a GET of it is 404.
 func (s *Sim) coolDeploy(w http.ResponseWriter, r *http.Request) {
 	app := r.URL.Query().Get("uuid")
 	if app == "" {
@@ -233,38 +457,54 @@ func (s *Sim) coolDeploy(w http.ResponseWriter, r *http.Request) {
 		coolMsg(w, http.StatusNotFound, msgNoResources)
 		return
 	}
-	rs := s.readyLocked()
-	repo, fail, delay := rs.appRepo[app], rs.failDeploy[app], rs.deployDelay
+	repo := s.readyLocked().appRepo[app]
 	if repo[1] == "" && strings.HasPrefix(a.Name, "app-") {
 		// A simulator restarted from state.json forgot SetAppRepo: a
 		// seeded slot's app deploys its slot repository (SeedSlot's names).
 		repo = [3]string{SlotRepoProject, "slot-" + strings.TrimPrefix(a.Name, "app-"), DefaultBranch}
 	}
-	d := &coolDeployment{UUID: newUUID(), App: app, Status: "queued", Commit: "HEAD"}
-	rs.deployments[d.UUID] = d
-	a.Status = "starting:unknown"
 	s.mu.Unlock()
+	// The branch head the build will resolve (read outside the lock: git).
 	commit := ""
 	if repo[1] != "" {
 		commit, _ = s.RepoHeadSHA(repo[0], repo[1], repo[2])
 	}
-	s.after(delay, func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if commit != "" {
-			d.Commit = commit
-		}
-		if fail != "" {
-			d.Status = "failed"
-			a.Status = "exited:unhealthy"
+	s.mu.Lock()
+	rs := s.readyLocked()
+	s.advanceLocked()
+	for _, d := range rs.deployments {
+		if d.App == app && (d.Status == "queued" || d.Status == "in_progress") {
+			s.mu.Unlock()
+			writeJSON(w, http.StatusOK, map[string]any{"deployments": []map[string]string{{
+				"message": msgDeploySkipped, "resource_uuid": app, "deployment_uuid": newUUID()}}})
 			return
 		}
-		d.Status = "finished"
-		a.Status = "running:healthy"
-		_ = s.persistLocked()
-	})
+	}
+	rs.seq++
+	d := &coolDeployment{UUID: newUUID(), App: app, Status: "queued", Commit: "HEAD", seq: rs.seq, fail: rs.failDeploy[app], commit: commit}
+	rs.deployments[d.UUID] = d
+	a.Status = "starting:unknown"
+	s.advanceLocked()
+	name := a.Name
+	s.mu.Unlock()
 	writeJSON(w, http.StatusOK, map[string]any{"deployments": []map[string]string{{
-		"message": "Application " + a.Name + " deployment queued.", "resource_uuid": app, "deployment_uuid": d.UUID}}})
+		"message": "Application " + name + " deployment queued.", "resource_uuid": app, "deployment_uuid": d.UUID}}})
+}
+
+// msgDeploySkipped is a skipped deploy's message (applications.php:60).
+const msgDeploySkipped = "Deployment already queued for this commit."
+
+// wireLocked is the row as the API shows it (logs hidden: the simulator
+// keeps none). deployment_url is the page's path (applications.php:18-19;
+// routes/web.php:261, 287).
+func (s *Sim) wireDeploymentLocked(d *coolDeployment) map[string]any {
+	project := ""
+	if a := s.cool.apps[d.App]; a != nil {
+		project = a.Project
+	}
+	return map[string]any{"id": d.seq, "deployment_uuid": d.UUID, "application_id": d.App, "status": d.Status, "commit": d.Commit, "pull_request_id": 0,
+		"server_id": 1, "server_name": "localhost",
+		"deployment_url": "/project/" + project + "/environment/production/application/" + d.App + "/deployment/" + d.UUID}
 }
 
 // coolGetDeployment is deployment_by_uuid (DeC:122-141).
@@ -273,7 +513,7 @@ func (s *Sim) coolGetDeployment(w http.ResponseWriter, r *http.Request) {
 	d := s.readyLocked().deployments[r.PathValue("uuid")]
 	var body map[string]any
 	if d != nil {
-		body = map[string]any{"deployment_uuid": d.UUID, "application_id": d.App, "status": d.Status, "commit": d.Commit}
+		body = s.wireDeploymentLocked(d)
 	}
 	s.mu.Unlock()
 	if d == nil {
@@ -281,6 +521,51 @@ func (s *Sim) coolGetDeployment(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, body)
+}
+
+// coolActiveDeployments is GET /deployments (DeC:69-82): the queued and
+// in-progress deployments of the team's servers, by id.
+func (s *Sim) coolActiveDeployments(w http.ResponseWriter, r *http.Request) {
+	team := s.teamOf(r)
+	s.mu.Lock()
+	out := []map[string]any{}
+	for _, d := range s.readyLocked().sorted() {
+		if (d.Status == "queued" || d.Status == "in_progress") && s.appVisibleLocked(d.App, team) {
+			out = append(out, s.wireDeploymentLocked(d))
+		}
+	}
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, out)
+}
+
+// coolListDeployments is GET /deployments/applications/{uuid}
+// (DeC:696-739): 404 "Application not found" (DeC:720), else {count,
+// deployments} newest first, ten (Application.php:1118-1217).
+func (s *Sim) coolListDeployments(w http.ResponseWriter, r *http.Request) {
+	app := r.PathValue("uuid")
+	team := s.teamOf(r)
+	s.mu.Lock()
+	if !s.appVisibleLocked(app, team) {
+		s.mu.Unlock()
+		coolMsg(w, http.StatusNotFound, "Application not found")
+		return
+	}
+	var mine []map[string]any
+	all := s.readyLocked().sorted()
+	for i := len(all) - 1; i >= 0; i-- {
+		if all[i].App == app {
+			mine = append(mine, s.wireDeploymentLocked(all[i]))
+		}
+	}
+	s.mu.Unlock()
+	count := len(mine)
+	if len(mine) > 10 {
+		mine = mine[:10]
+	}
+	if mine == nil {
+		mine = []map[string]any{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"count": count, "deployments": mine})
 }
 
 // fqdn is the simulated application's URL (Coolify's generated domain

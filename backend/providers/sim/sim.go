@@ -95,9 +95,15 @@ type Options struct {
 	// PublicURL, with Addr, is the base URL clients use (e.g.
 	// http://sim:9090 inside a compose network); default http://<Addr>.
 	PublicURL string
-	// Clock is the simulated services' clock (the Coolify throttle's
-	// window); nil is the wall clock. Tests pass a clock.Fake.
+	// Clock is the simulated services' time: deployments queue, build and
+	// finish, new databases start, and the Coolify throttle's window
+	// passes as it moves (tests pass a clock.Fake and drive it). Nil: the
+	// wall clock.
 	Clock clock.Clock
+	// BuildDuration is how long a deployment builds once it left the
+	// server's queue, unless SetDeployDelay or SetBuildDuration says
+	// otherwise. Zero: it finishes at the next look.
+	BuildDuration time.Duration
 }
 
 // Sim is a running pair of simulated servers. Its methods are safe for

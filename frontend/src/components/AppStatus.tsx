@@ -27,6 +27,7 @@ export function AppStatus({ slot }: { slot: SlotView }) {
           )}{" "}
           <span className="muted" data-testid="app-health">
             {d.status}
+            {d.no_health_check && <> · {t("slot.no_health_check")}</>}
           </span>
           {d.commit && (
             <span className="muted small" data-testid="app-commit">

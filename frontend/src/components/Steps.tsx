@@ -1,4 +1,4 @@
-import type { StepView } from "../services/jobs";
+import type { StepView, StepWait } from "../services/jobs";
 import { formatDuration, formatSpan, formatTime, resourceLabel, stepDetail } from "../format";
 import { useT } from "../i18n";
 import { useNow } from "../live/ticker";
@@ -17,6 +17,47 @@ function Elapsed({ since }: { since: string }) {
       {t("job.step_elapsed", { time: formatDuration(now - start, t) })}
     </span>
   );
+}
+
+const WAIT_PHASES = ["queued", "building", "starting", "health", "database"] as const;
+
+/**
+ * Waiting is a running step's wait on Coolify (issue 32): its phase in the
+ * reader's language, for how long, and a link to the deployment's page.
+ */
+function Waiting({ wait }: { wait: StepWait }) {
+  const t = useT();
+  const known = (WAIT_PHASES as readonly string[]).includes(wait.phase);
+  const text = known
+    ? t(`job.wait.${wait.phase as (typeof WAIT_PHASES)[number]}`, {
+        ahead: wait.ahead ?? 0,
+        building: wait.building ?? 0,
+        status: wait.status ?? "",
+      })
+    : wait.phase;
+  return (
+    <div className="muted" data-testid="step-wait" data-phase={wait.phase}>
+      {text}
+      {" · "}
+      <SinceSpan since={wait.since} />
+      {wait.url && (
+        <>
+          {" · "}
+          <a href={wait.url} target="_blank" rel="noopener noreferrer" data-testid="step-wait-link">
+            {t("job.wait.open")}
+          </a>
+        </>
+      )}
+    </div>
+  );
+}
+
+function SinceSpan({ since }: { since: string }) {
+  const t = useT();
+  const now = useNow();
+  const start = Date.parse(since);
+  if (Number.isNaN(start)) return null;
+  return <span>{t("job.wait.since", { time: formatDuration(Math.max(0, now - start), t) })}</span>;
 }
 
 /** Steps lists a job's steps with their state, times, HTTP status and error. */
@@ -52,6 +93,12 @@ export function Steps({ steps, uncertain }: { steps: readonly StepView[]; uncert
                 <summary>{t("fail.details")}</summary>
                 <div className="step-error">{s.error}</div>
               </details>
+            )}
+            {s.wait && state === "running" && <Waiting wait={s.wait} />}
+            {s.no_health_check && state === "done" && (
+              <div className="muted" data-testid="step-no-health-check">
+                {t("job.no_health_check")}
+              </div>
             )}
             {s.detail && <div className="muted">{stepDetail(s, t)}</div>}
           </li>

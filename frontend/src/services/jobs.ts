@@ -59,6 +59,18 @@ export const LeftVolume = v.object({
 });
 export type LeftVolume = v.InferOutput<typeof LeftVolume>;
 
+export const StepWait = v.object({
+  phase: str,
+  since: str,
+  ahead: v.optional(int),
+  building: v.optional(int),
+  status: optStr,
+  deployment_uuid: optStr,
+  db_uuid: optStr,
+  url: optStr,
+});
+export type StepWait = v.InferOutput<typeof StepWait>;
+
 export const StepView = v.object({
   name: str,
   state: str,
@@ -73,6 +85,10 @@ export const StepView = v.object({
   detail_code: optStr,
   /** What the step left on the server (its API cannot delete it), with the manual clean-up. */
   left_on_server: v.optional(v.array(LeftVolume)),
+  /** The phase of the step's wait on the provider (issue 32), as last recorded. */
+  wait: v.optional(StepWait),
+  /** The application runs without a health check (Coolify's running:unknown). */
+  no_health_check: v.optional(v.boolean()),
 });
 export type StepView = v.InferOutput<typeof StepView>;
 

@@ -44,7 +44,15 @@ export const PendingDelete = v.object({ kind: str, id: str, accepted_at: str, jo
 export type PendingDelete = v.InferOutput<typeof PendingDelete>;
 
 /** Deployed is the application a ready reset deployed. */
-export const Deployed = v.object({ fqdn: optStr, status: str, commit: optStr, job_id: str, deployed_at: str });
+export const Deployed = v.object({
+  fqdn: optStr,
+  status: str,
+  /** Running with no health check (Coolify's running:unknown, issue 32). */
+  no_health_check: v.optional(v.boolean()),
+  commit: optStr,
+  job_id: str,
+  deployed_at: str,
+});
 export type Deployed = v.InferOutput<typeof Deployed>;
 
 export const SlotView = v.object({
@@ -87,7 +95,7 @@ export const SlotView = v.object({
   has_template: v.optional(v.boolean()),
   /** What the newest ready reset deployed. */
   deployed: v.optional(Deployed),
-  /** A vacant slot whose last reset brought it back to its template, running:healthy. */
+  /** A vacant slot whose last reset brought it back to its template, running (healthy, or with no health check). */
   ready: v.optional(v.boolean()),
   /** For a vacant slot that is not ready: what it lacks. */
   missing: v.optional(v.array(str)),
