@@ -465,24 +465,13 @@ func (s *Server) revokeToken(c echo.Context) error {
 // stream serves the live stream with a cap per subject, so one token or
 // one person cannot hold the server's whole stream budget.
 func (s *Server) stream(c echo.Context) error {
-	if s.d.MaxStreamsPerSubject > 0 {
-		sub, _ := subjectOf(c)
-		s.streamsMu.Lock()
-		if s.streams[sub.ID] >= s.d.MaxStreamsPerSubject {
-			s.streamsMu.Unlock()
-			return &Error{Code: CodeTooMany, Message: "too many live streams for this user or token", RetryAfter: 5,
-				Details: map[string]any{"limit": s.d.MaxStreamsPerSubject}}
-		}
-		s.streams[sub.ID]++
-		s.streamsMu.Unlock()
-		defer func() {
-			s.streamsMu.Lock()
-			if s.streams[sub.ID]--; s.streams[sub.ID] <= 0 {
-				delete(s.streams, sub.ID)
-			}
-			s.streamsMu.Unlock()
-		}()
+	sub, _ := subjectOf(c)
+	leave, full := s.streams.enter(sub.ID)
+	if full != capNone {
+		return &Error{Code: CodeTooMany, Message: "too many live streams for this user or token", RetryAfter: 5,
+			Details: map[string]any{"limit": s.d.MaxStreamsPerSubject}}
 	}
+	defer leave()
 	if sid, ok := c.Get(ctxSession).(string); ok {
 		ctx, cancel := context.WithCancel(c.Request().Context())
 		defer cancel()
