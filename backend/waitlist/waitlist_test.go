@@ -1,8 +1,8 @@
 package waitlist_test
 
 import (
-	"encoding/json"
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
