@@ -113,7 +113,7 @@ func (s *Server) setSession(c echo.Context, userID, method string) (string, erro
 	if err != nil {
 		return "", err
 	}
-	s.writeCookie(c, sid, int(s.d.Auth.Sessions.Options().Absolute/time.Second))
+	s.writeCookie(c, sid, int(s.d.Auth.Sessions.Lifetime(method)/time.Second))
 	return csrf, nil
 }
 
