@@ -76,15 +76,6 @@ func (l *Limiter) Allow(key string) (bool, time.Duration) {
 	return true, 0
 }
 
-// Wait reports, without taking anything, whether key has an event left and
-// otherwise how long until it has.
-func (l *Limiter) Wait(key string) time.Duration {
-	now := l.now()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.waitLocked(l.get(key, now), l.m[key].held, now)
-}
-
 // waitLocked is how long until key has an event left that no Hold holds.
 func (l *Limiter) waitLocked(lim *rate.Limiter, held int, now time.Time) time.Duration {
 	if tok := lim.TokensAt(now) - float64(held); tok < 1 {
@@ -126,15 +117,6 @@ func (l *Limiter) Hold(key string) (done func(take bool), wait time.Duration) {
 			e.seen = now
 		})
 	}, 0
-}
-
-// Take uses one event of key even when none is left (a failed sign-in
-// always counts).
-func (l *Limiter) Take(key string) {
-	now := l.now()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.get(key, now).ReserveN(now, 1)
 }
 
 // RetryAfter rounds a wait up to whole seconds for a Retry-After header.
