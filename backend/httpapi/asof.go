@@ -124,33 +124,36 @@ func (s *Server) slotChanges(c echo.Context) error {
 		return notFound(err, "slot %q does not exist", name)
 	}
 	ans := map[string]any{"slot": name, "from": fa, "to": ta, "changes": changes}
-	if next, ok := pageChanges(&changes, s.d.MaxChanges); ok {
-		ans["changes"], ans["next_from"] = changes, next
+	if older, ok := pageChanges(&changes, s.d.MaxChanges); ok {
+		ans["changes"], ans["older_to"] = changes, older
 	}
 	return c.JSON(http.StatusOK, ans)
 }
 
-// pageChanges cuts *changes to at most limit, at an event boundary (one
-// event's changes are never split), and returns the position of the last
-// event kept: the from of the next page. false: nothing cut.
+// pageChanges keeps the newest limit changes of *changes (the timeline
+// shows the newest first), cut at an event boundary (one event's changes
+// are never split), and returns the position of the newest event left
+// out: asked as to= (with the same from), it gives the older changes.
+// false: nothing cut.
 func pageChanges(changes *[]projections.SlotChange, limit int) (events.Position, bool) {
 	cs := *changes
 	if len(cs) <= limit {
 		return 0, false
 	}
-	cut := limit
-	for cut > 0 && cs[cut].Position == cs[cut-1].Position {
-		cut--
+	cut := len(cs) - limit // the first kept
+	for cut < len(cs) && cs[cut].Position == cs[cut-1].Position {
+		cut++
 	}
-	if cut == 0 { // one event changed more fields than limit (a few at most): keep it whole
-		for cut < len(cs) && cs[cut].Position == cs[0].Position {
-			cut++
+	if cut == len(cs) { // the newest event changed more fields than limit (a few at most): keep it whole
+		cut = len(cs) - 1
+		for cut > 0 && cs[cut-1].Position == cs[cut].Position {
+			cut--
 		}
-		if cut == len(cs) {
+		if cut == 0 {
 			return 0, false
 		}
 	}
-	*changes = cs[:cut]
+	*changes = cs[cut:]
 	return cs[cut-1].Position, true
 }
 
