@@ -24,6 +24,7 @@ type Limiter struct {
 type entry struct {
 	l    *rate.Limiter
 	seen time.Time
+	held int // events taken by Hold whose outcome is not known yet
 }
 
 // NewLimiter allows burst events at once per key, then one per every.
@@ -47,7 +48,7 @@ func (l *Limiter) get(key string, now time.Time) *rate.Limiter {
 	if now.Sub(l.lastSweep) > full && len(l.m) > 1024 {
 		l.lastSweep = now
 		for k, v := range l.m {
-			if now.Sub(v.seen) > full {
+			if now.Sub(v.seen) > full && v.held == 0 {
 				delete(l.m, k)
 			}
 		}
@@ -62,6 +63,11 @@ func (l *Limiter) Allow(key string) (bool, time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	lim := l.get(key, now)
+	if e := l.m[key]; e.held > 0 {
+		if w := l.waitLocked(lim, e.held, now); w > 0 {
+			return false, w
+		}
+	}
 	r := lim.ReserveN(now, 1)
 	if d := r.DelayFrom(now); d > 0 {
 		r.CancelAt(now)
@@ -70,26 +76,47 @@ func (l *Limiter) Allow(key string) (bool, time.Duration) {
 	return true, 0
 }
 
-// Wait reports, without taking anything, whether key has an event left and
-// otherwise how long until it has.
-func (l *Limiter) Wait(key string) time.Duration {
-	now := l.now()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	lim := l.get(key, now)
-	if tok := lim.TokensAt(now); tok < 1 {
+// waitLocked is how long until key has an event left that no Hold holds.
+func (l *Limiter) waitLocked(lim *rate.Limiter, held int, now time.Time) time.Duration {
+	if tok := lim.TokensAt(now) - float64(held); tok < 1 {
 		return time.Duration(math.Ceil((1 - tok) * float64(l.every)))
 	}
 	return 0
 }
 
-// Take uses one event of key even when none is left (a failed sign-in
-// always counts).
-func (l *Limiter) Take(key string) {
+// Hold sets one event of key aside for an attempt whose outcome is not
+// known yet (a password being hashed): while held it counts as taken, so
+// concurrent attempts cannot all pass a check that only the finished ones
+// have charged (issue 33: 100 wrong passwords sent at once were all
+// hashed). done(true) takes the event, done(false) gives it back. Without
+// an event left, Hold returns nil and how long until one is.
+//
+// Held events are kept beside the bucket rather than reserved from it:
+// golang.org/x/time/rate cannot give back a reservation once its time has
+// passed, and a failed attempt's outcome is known only after its hash.
+func (l *Limiter) Hold(key string) (done func(take bool), wait time.Duration) {
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.get(key, now).ReserveN(now, 1)
+	lim := l.get(key, now)
+	e := l.m[key]
+	if w := l.waitLocked(lim, e.held, now); w > 0 {
+		return nil, w
+	}
+	e.held++
+	var once sync.Once
+	return func(take bool) {
+		once.Do(func() {
+			now := l.now()
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			e.held--
+			if take {
+				e.l.ReserveN(now, 1)
+			}
+			e.seen = now
+		})
+	}, 0
 }
 
 // RetryAfter rounds a wait up to whole seconds for a Retry-After header.

@@ -116,7 +116,15 @@ func (o *OIDC) Finish(ctx context.Context, w http.ResponseWriter, r *http.Reques
 	}
 	parts := strings.SplitN(ck.Value, ".", 3)
 	q := r.URL.Query()
-	if len(parts) != 3 || subtle.ConstantTimeCompare([]byte(parts[0]), []byte(q.Get("state"))) != 1 {
+	// Every part must be there and as long as Begin makes them (issue 33:
+	// a planted cookie "S.." with an empty nonce and verifier matched an
+	// attacker's own flow started without either, signing the victim in as
+	// the attacker). oauth2.GenerateVerifier is 43 characters, NewSecret(24)
+	// 32.
+	if len(parts) != 3 || len(parts[0]) < 32 || len(parts[1]) < 32 || len(parts[2]) < 43 {
+		return User{}, fmt.Errorf("%w: the flow cookie lacks its state, nonce or PKCE verifier", ErrOIDC)
+	}
+	if subtle.ConstantTimeCompare([]byte(parts[0]), []byte(q.Get("state"))) != 1 {
 		return User{}, fmt.Errorf("%w: state does not match", ErrOIDC)
 	}
 	if e := q.Get("error"); e != "" {

@@ -19,6 +19,10 @@ type Config struct {
 	AccountBurst, IPBurst int
 	AccountEvery, IPEvery time.Duration
 	Now                   func() time.Time
+	// HashConcurrency is how many password checks (argon2id, 19 MiB each)
+	// may run at once in this process; one more is refused with BusyError
+	// at once, before hashing (default 4: 76 MiB at most, issue 33).
+	HashConcurrency int
 }
 
 // Service is sign-in and subject resolution: the directory, the session
@@ -28,7 +32,8 @@ type Service struct {
 	Sessions *Sessions
 	account  *Limiter // per account name and source (accountAt)
 	ip       *Limiter // per source (Source)
-	starts   *Limiter // password-less session starts per address (the demo)
+	starts   *Limiter // session starts per address: correct sign-ins and the demo's
+	hashes   chan struct{}
 }
 
 // NewService wires a directory to a new session table.
@@ -45,6 +50,9 @@ func NewService(dir *Directory, cfg Config) *Service {
 	if cfg.IPEvery <= 0 {
 		cfg.IPEvery = 3 * time.Second
 	}
+	if cfg.HashConcurrency <= 0 {
+		cfg.HashConcurrency = 4
+	}
 	if cfg.Sessions.Now == nil {
 		cfg.Sessions.Now = cfg.Now
 	}
@@ -54,6 +62,7 @@ func NewService(dir *Directory, cfg Config) *Service {
 		account:  NewLimiter(cfg.AccountEvery, cfg.AccountBurst, cfg.Now),
 		ip:       NewLimiter(cfg.IPEvery, cfg.IPBurst, cfg.Now),
 		starts:   NewLimiter(cfg.IPEvery, cfg.IPBurst, cfg.Now),
+		hashes:   make(chan struct{}, cfg.HashConcurrency),
 	}
 }
 
@@ -61,7 +70,15 @@ func NewService(dir *Directory, cfg Config) *Service {
 type LimitedError struct{ RetryAfter time.Duration }
 
 func (e *LimitedError) Error() string {
-	return fmt.Sprintf("too many failed sign-ins; try again in %d s", RetryAfter(e.RetryAfter))
+	return fmt.Sprintf("too many sign-in attempts; try again in %d s", RetryAfter(e.RetryAfter))
+}
+
+// BusyError is a sign-in refused because HashConcurrency password checks
+// are running already (the HTTP layer answers 503 with Retry-After).
+type BusyError struct{ RetryAfter time.Duration }
+
+func (e *BusyError) Error() string {
+	return fmt.Sprintf("too many sign-ins at once; try again in %d s", RetryAfter(e.RetryAfter))
 }
 
 // Source is the limits' key for a client address: the address itself for
@@ -85,31 +102,63 @@ func Source(clientIP string) string {
 // signs in.
 func accountAt(name, source string) string { return strings.ToLower(name) + "\x00" + source }
 
-// limited is how long a sign-in for name from clientIP must wait (0: none).
-func (s *Service) limited(name, clientIP string) time.Duration {
+// checkPassword checks name's password from clientIP within the limits.
+// Everything is taken before the hash, never charged after it alone
+// (issue 33): the attempt holds one event of the account-at-source and
+// source limits (a failure takes them), one session start of the source
+// when starting a session (a success takes it), and a place among the
+// HashConcurrency running hashes. Returns *LimitedError or *BusyError
+// without hashing, else CheckPassword's answer.
+func (s *Service) checkPassword(name, password, clientIP string, starting bool) (User, error) {
 	src := Source(clientIP)
-	return max(s.account.Wait(accountAt(name, src)), s.ip.Wait(src))
-}
-
-// failed counts a failed password check of name from clientIP.
-func (s *Service) failed(name, clientIP string) {
-	src := Source(clientIP)
-	s.account.Take(accountAt(name, src))
-	s.ip.Take(src)
-}
-
-// Login checks a name and password and starts a session. Only failures
-// count against the limits, per account name at a client address and per
-// client address. Returns *LimitedError while limited (without checking the
-// password) and ErrBadCredentials for an unknown name or a wrong password
-// alike.
-func (s *Service) Login(ctx context.Context, name, password, clientIP string) (u User, sessionID, csrf string, err error) {
-	if d := s.limited(name, clientIP); d > 0 {
-		return User{}, "", "", &LimitedError{RetryAfter: d}
+	type hold struct {
+		l   *Limiter
+		key string
 	}
-	u, err = s.Dir.CheckPassword(name, password)
+	want := []hold{{s.account, accountAt(name, src)}, {s.ip, src}}
+	if starting {
+		want = append(want, hold{s.starts, src})
+	}
+	held := make([]func(bool), 0, len(want))
+	giveBack := func() {
+		for _, done := range held {
+			done(false)
+		}
+	}
+	for _, h := range want {
+		done, wait := h.l.Hold(h.key)
+		if done == nil {
+			giveBack()
+			return User{}, &LimitedError{RetryAfter: wait}
+		}
+		held = append(held, done)
+	}
+	select {
+	case s.hashes <- struct{}{}:
+	default:
+		giveBack()
+		return User{}, &BusyError{RetryAfter: time.Second}
+	}
+	u, err := s.Dir.CheckPassword(name, password)
+	<-s.hashes
+	failed := err != nil
+	held[0](failed)
+	held[1](failed)
+	if starting {
+		held[2](!failed)
+	}
+	return u, err
+}
+
+// Login checks a name and password and starts a session. Failures count
+// against the limits per account name at a client address and per client
+// address; successes against the session starts per client address (like
+// the demo's). Returns *LimitedError while limited and *BusyError while
+// too many checks run (both without checking the password), and
+// ErrBadCredentials for an unknown name or a wrong password alike.
+func (s *Service) Login(ctx context.Context, name, password, clientIP string) (u User, sessionID, csrf string, err error) {
+	u, err = s.checkPassword(name, password, clientIP, true)
 	if err != nil {
-		s.failed(name, clientIP)
 		return User{}, "", "", err
 	}
 	sessionID, csrf, err = s.Sessions.Create(ctx, u.ID, "password")
@@ -157,11 +206,7 @@ func (s *Service) ChangePassword(ctx context.Context, userID, current, next, cli
 	if !ok || u.Source != "local" {
 		return ErrNotFound
 	}
-	if d := s.limited(u.Name, clientIP); d > 0 {
-		return &LimitedError{RetryAfter: d}
-	}
-	if _, err := s.Dir.CheckPassword(u.Name, current); err != nil {
-		s.failed(u.Name, clientIP)
+	if _, err := s.checkPassword(u.Name, current, clientIP, true); err != nil {
 		return err
 	}
 	if err := s.Dir.SetPassword(ctx, u.Subject(), userID, next); err != nil {
@@ -171,8 +216,9 @@ func (s *Service) ChangePassword(ctx context.Context, userID, current, next, cli
 }
 
 // AllowSessionStart takes one password-less session start (the loopback
-// demo's) for clientIP, or returns how long to wait: the same budget per
-// address as failed sign-ins, since each start appends SessionStarted.
+// demo's) for clientIP, or returns how long to wait: the budget per
+// address that correct sign-ins use too, since each start appends
+// SessionStarted.
 func (s *Service) AllowSessionStart(clientIP string) time.Duration {
 	if ok, wait := s.starts.Allow(Source(clientIP)); !ok {
 		return max(wait, time.Second)

@@ -34,7 +34,11 @@ type SessionOptions struct {
 	// min(Idle/8, 15m): coarse enough not to append per request, fine
 	// enough that another process or a restart sees the session alive.
 	Record time.Duration
-	Now    func() time.Time
+	// OIDCRecheck bounds a single sign-on session (method oidc): past it
+	// the browser signs in at the identity provider again, whose groups
+	// set the role anew (default 1h; never longer than Absolute).
+	OIDCRecheck time.Duration
+	Now         func() time.Time
 }
 
 // session is one entry of the directory's session index, folded from the
@@ -123,6 +127,10 @@ func NewSessions(dir *Directory, opt SessionOptions) *Sessions {
 	if opt.Record <= 0 {
 		opt.Record = min(opt.Idle/8, 15*time.Minute)
 	}
+	if opt.OIDCRecheck <= 0 {
+		opt.OIDCRecheck = time.Hour
+	}
+	opt.OIDCRecheck = min(opt.OIDCRecheck, opt.Absolute)
 	if opt.Now == nil {
 		opt.Now = dir.opt.Now
 	}
@@ -131,6 +139,20 @@ func NewSessions(dir *Directory, opt SessionOptions) *Sessions {
 
 // Options returns the effective options (for the cookie's Max-Age).
 func (s *Sessions) Options() SessionOptions { return s.opt }
+
+// Lifetime is how long a session started by method lasts at most: the
+// absolute lifetime, or for single sign-on the role re-check bound (issue
+// 33: a group removed at the identity provider used to leave the sessions
+// at their old role for up to 12 h idle / 7 days; the directory holds
+// the role the provider's groups gave at the last sign-in, and a sign-in
+// is when they are asked). The bound travels in SessionStarted.ExpiresAt,
+// so every process and a restart end the session at the same time.
+func (s *Sessions) Lifetime(method string) time.Duration {
+	if method == "oidc" {
+		return s.opt.OIDCRecheck
+	}
+	return s.opt.Absolute
+}
 
 // CSRFOf is the synchronizer token of a session: derived from the session
 // secret, so every process can check it without storing it, and nobody
@@ -152,7 +174,7 @@ func (s *Sessions) Create(ctx context.Context, userID, method string) (secret, c
 	now := s.opt.Now().UTC()
 	err = s.dir.appendSessions(ctx, u.Subject(), events.SessionStarted{
 		SessionID: uuid.NewString(), UserID: userID, Hash: HashToken(secret), Method: method,
-		ExpiresAt: now.Add(s.opt.Absolute).Truncate(time.Second),
+		ExpiresAt: now.Add(s.Lifetime(method)).Truncate(time.Second),
 	})
 	if err != nil {
 		return "", "", err

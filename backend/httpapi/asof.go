@@ -47,19 +47,35 @@ func queryAt(c echo.Context, name string) (projections.At, bool, error) {
 	return at, true, nil
 }
 
-// history is the log the historic answers are folded from.
-func (s *Server) history() (projections.StreamReader, error) {
+// history is the log the historic answers are folded from, and a place
+// among the replays running now (issue 33: each replays the slot's or the
+// job's history, so a viewer sending many at once could take the
+// process's CPU and memory). Beyond MaxReplaysPerSubject for the caller:
+// 429; beyond MaxReplays in all: 503; both with Retry-After, and the log
+// is not read. The caller defers leave.
+func (s *Server) history(c echo.Context) (log projections.StreamReader, leave func(), err error) {
 	if s.d.History == nil {
-		return nil, errf(CodeUnavailable, "this server has no event log to answer about the past")
+		return nil, nil, errf(CodeUnavailable, "this server has no event log to answer about the past")
 	}
-	return s.d.History, nil
+	sub, _ := subjectOf(c)
+	leave, full := s.replays.enter(sub.ID)
+	switch full {
+	case capSubject:
+		return nil, nil, &Error{Code: CodeTooMany, Message: "too many answers about the past running for this user or token; wait for one to finish", RetryAfter: 1,
+			Details: map[string]any{"limit": s.d.MaxReplaysPerSubject}}
+	case capTotal:
+		return nil, nil, &Error{Code: CodeUnavailable, Message: "too many answers about the past running; try again in a moment", RetryAfter: 1,
+			Details: map[string]any{"limit": s.d.MaxReplays}}
+	}
+	return s.d.History, leave, nil
 }
 
 func (s *Server) slotAsOf(c echo.Context, name string, at projections.At) error {
-	log, err := s.history()
+	log, leave, err := s.history(c)
 	if err != nil {
 		return err
 	}
+	defer leave()
 	v, as, err := projections.SlotAsOf(c.Request().Context(), log, s.d.Reads, name, at)
 	if err != nil {
 		return notFound(err, "slot %q did not exist at position %d", name, as.Position)
@@ -68,10 +84,11 @@ func (s *Server) slotAsOf(c echo.Context, name string, at projections.At) error 
 }
 
 func (s *Server) jobAsOf(c echo.Context, id string, at projections.At) error {
-	log, err := s.history()
+	log, leave, err := s.history(c)
 	if err != nil {
 		return err
 	}
+	defer leave()
 	v, as, err := projections.JobAsOf(c.Request().Context(), log, s.d.Reads, id, at)
 	if err != nil {
 		return notFound(err, "job %q did not exist at position %d", id, as.Position)
@@ -94,10 +111,11 @@ func (s *Server) slotChanges(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	log, err := s.history()
+	log, leave, err := s.history(c)
 	if err != nil {
 		return err
 	}
+	defer leave()
 	changes, fa, ta, err := projections.SlotChanges(c.Request().Context(), log, s.d.Reads, name, from, to)
 	if errors.Is(err, projections.ErrInvalid) {
 		return invalidField("from", "from must not be after to: "+err.Error())
@@ -105,7 +123,38 @@ func (s *Server) slotChanges(c echo.Context) error {
 	if err != nil {
 		return notFound(err, "slot %q does not exist", name)
 	}
-	return c.JSON(http.StatusOK, map[string]any{"slot": name, "from": fa, "to": ta, "changes": changes})
+	ans := map[string]any{"slot": name, "from": fa, "to": ta, "changes": changes}
+	if older, ok := pageChanges(&changes, s.d.MaxChanges); ok {
+		ans["changes"], ans["older_to"] = changes, older
+	}
+	return c.JSON(http.StatusOK, ans)
+}
+
+// pageChanges keeps the newest limit changes of *changes (the timeline
+// shows the newest first), cut at an event boundary (one event's changes
+// are never split), and returns the position of the newest event left
+// out: asked as to= (with the same from), it gives the older changes.
+// false: nothing cut.
+func pageChanges(changes *[]projections.SlotChange, limit int) (events.Position, bool) {
+	cs := *changes
+	if len(cs) <= limit {
+		return 0, false
+	}
+	cut := len(cs) - limit // the first kept
+	for cut < len(cs) && cs[cut].Position == cs[cut-1].Position {
+		cut++
+	}
+	if cut == len(cs) { // the newest event changed more fields than limit (a few at most): keep it whole
+		cut = len(cs) - 1
+		for cut > 0 && cs[cut-1].Position == cs[cut].Position {
+			cut--
+		}
+		if cut == 0 {
+			return 0, false
+		}
+	}
+	*changes = cs[cut:]
+	return cs[cut-1].Position, true
 }
 
 // freshness is GET /api/freshness: where the log ends, where this server's

@@ -113,7 +113,7 @@ func (s *Server) setSession(c echo.Context, userID, method string) (string, erro
 	if err != nil {
 		return "", err
 	}
-	s.writeCookie(c, sid, int(s.d.Auth.Sessions.Options().Absolute/time.Second))
+	s.writeCookie(c, sid, int(s.d.Auth.Sessions.Lifetime(method)/time.Second))
 	return csrf, nil
 }
 
@@ -138,6 +138,21 @@ type loginBody struct {
 	Password string `json:"password"`
 }
 
+// signInRefused is the answer to a password check refused before hashing
+// (issue 33): 429 while the source or account is limited, 503 while the
+// process already runs its HashConcurrency password hashes; nil otherwise.
+func signInRefused(err error) *Error {
+	var le *auth.LimitedError
+	var be *auth.BusyError
+	switch {
+	case errors.As(err, &le):
+		return &Error{Code: CodeTooMany, Message: "too many sign-in attempts; wait and try again", RetryAfter: auth.RetryAfter(le.RetryAfter)}
+	case errors.As(err, &be):
+		return &Error{Code: CodeUnavailable, Message: "too many sign-ins at once; try again in a moment", RetryAfter: auth.RetryAfter(be.RetryAfter)}
+	}
+	return nil
+}
+
 func (s *Server) login(c echo.Context) error {
 	if s.d.NoAuth {
 		return errf(CodeNotFound, "authentication is off")
@@ -147,10 +162,10 @@ func (s *Server) login(c echo.Context) error {
 		return err
 	}
 	u, sid, csrf, err := s.d.Auth.Login(c.Request().Context(), b.Name, b.Password, c.RealIP())
-	var le *auth.LimitedError
+	if e := signInRefused(err); e != nil {
+		return e
+	}
 	switch {
-	case errors.As(err, &le):
-		return &Error{Code: CodeTooMany, Message: "too many failed sign-ins; wait and try again", RetryAfter: auth.RetryAfter(le.RetryAfter)}
 	case err != nil:
 		s.log.InfoContext(c.Request().Context(), "sign-in refused", slog.String("correlation_id", requestID(c)), slog.String("client", c.RealIP()))
 		return errf(CodeUnauthenticated, "unknown user or wrong password")
@@ -273,10 +288,10 @@ func (s *Server) changePassword(c echo.Context) error {
 		return errf(CodeInvalid, "this account has no password to change (the demo's account, or one that signs in through its identity provider)")
 	}
 	err := s.d.Auth.ChangePassword(c.Request().Context(), id, b.Current, b.New, c.RealIP())
-	var le *auth.LimitedError
+	if e := signInRefused(err); e != nil {
+		return e
+	}
 	switch {
-	case errors.As(err, &le):
-		return &Error{Code: CodeTooMany, Message: "too many failed attempts; wait and try again", RetryAfter: auth.RetryAfter(le.RetryAfter)}
 	case errors.Is(err, auth.ErrBadCredentials):
 		return invalidField("current", "the current password is wrong").Because(apperr.ReasonWrongPassword, "field", "current")
 	case errors.Is(err, auth.ErrNotFound):
@@ -450,24 +465,13 @@ func (s *Server) revokeToken(c echo.Context) error {
 // stream serves the live stream with a cap per subject, so one token or
 // one person cannot hold the server's whole stream budget.
 func (s *Server) stream(c echo.Context) error {
-	if s.d.MaxStreamsPerSubject > 0 {
-		sub, _ := subjectOf(c)
-		s.streamsMu.Lock()
-		if s.streams[sub.ID] >= s.d.MaxStreamsPerSubject {
-			s.streamsMu.Unlock()
-			return &Error{Code: CodeTooMany, Message: "too many live streams for this user or token", RetryAfter: 5,
-				Details: map[string]any{"limit": s.d.MaxStreamsPerSubject}}
-		}
-		s.streams[sub.ID]++
-		s.streamsMu.Unlock()
-		defer func() {
-			s.streamsMu.Lock()
-			if s.streams[sub.ID]--; s.streams[sub.ID] <= 0 {
-				delete(s.streams, sub.ID)
-			}
-			s.streamsMu.Unlock()
-		}()
+	sub, _ := subjectOf(c)
+	leave, full := s.streams.enter(sub.ID)
+	if full != capNone {
+		return &Error{Code: CodeTooMany, Message: "too many live streams for this user or token", RetryAfter: 5,
+			Details: map[string]any{"limit": s.d.MaxStreamsPerSubject}}
 	}
+	defer leave()
 	if sid, ok := c.Get(ctxSession).(string); ok {
 		ctx, cancel := context.WithCancel(c.Request().Context())
 		defer cancel()

@@ -111,3 +111,60 @@ func TestOIDCSignIn(t *testing.T) {
 		t.Fatalf("forged callback: %d", resp.StatusCode)
 	}
 }
+
+// Issue 33 item 7: a planted flow cookie with an empty nonce and PKCE
+// verifier ("S..") let an attacker sign a victim in as the attacker (login
+// CSRF): the attacker starts a flow of their own at the provider without
+// nonce or code challenge, and sends the victim to the callback with that
+// code and state S. The callback now refuses a flow cookie without its
+// nonce and verifier, before the code is exchanged.
+func TestOIDCRefusesAFlowCookieWithoutNonceOrVerifier(t *testing.T) {
+	m, err := mockoidc.Run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &bundle{store: memstore.New()}
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	t.Cleanup(func() { _ = m.Shutdown() })
+	cfg := m.Config()
+	b.deps = func(d *Deps) {
+		d.OIDC = auth.NewOIDC(auth.OIDCConfig{
+			Issuer: cfg.Issuer, ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret,
+			Scopes: []string{"profile", "email", "groups"}, RoleMap: map[string]auth.Role{"sre": auth.RoleOperator},
+		}, d.Auth.Dir)
+	}
+	b.start(t, HubOptions{})
+	noRedirect := &http.Client{Transport: b.tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	state := strings.Repeat("s", 32) // the attacker's, as long as a real one
+	for _, planted := range []string{state + "..", state + ".." + strings.Repeat("v", 43), state + "." + strings.Repeat("n", 32) + "."} {
+		// The attacker's own flow at the provider: no nonce, no challenge.
+		m.QueueUser(&mockoidc.MockUser{Subject: "sub-mallory", PreferredUsername: "mallory", Groups: []string{"sre"}})
+		q := url.Values{"scope": {"openid profile email groups"}, "state": {state}, "client_id": {cfg.ClientID},
+			"response_type": {"code"}, "redirect_uri": {b.srv.URL + "/api/auth/oidc/callback"}}
+		resp, err := noRedirect.Get(m.AuthorizationEndpoint() + "?" + q.Encode())
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		loc, err := url.Parse(resp.Header.Get("Location"))
+		if err != nil || loc.Query().Get("code") == "" {
+			t.Fatalf("the provider's redirect: %d %q", resp.StatusCode, resp.Header.Get("Location"))
+		}
+		// The victim's browser: the planted cookie, then the callback.
+		req, _ := http.NewRequest("GET", loc.String(), nil)
+		req.AddCookie(&http.Cookie{Name: "slotkeeper_oidc", Value: planted})
+		resp, err = noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		for _, ck := range resp.Cookies() {
+			if ck.Name == SessionCookie && ck.Value != "" {
+				t.Fatalf("cookie %q: the victim was signed in as the attacker (%d)", planted, resp.StatusCode)
+			}
+		}
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("cookie %q: %d, want 401", planted, resp.StatusCode)
+		}
+	}
+}

@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -113,6 +112,15 @@ type Deps struct {
 	// MaxStreamsPerSubject caps live streams per user or token (default
 	// 16; negative: no cap).
 	MaxStreamsPerSubject int
+	// MaxReplaysPerSubject and MaxReplays cap the as-of and changes
+	// answers (each replays a slot's or a job's history) running at once
+	// per user or token (default 2; one more → 429) and in all (default 8;
+	// one more → 503), both with Retry-After. Negative: no cap.
+	MaxReplaysPerSubject, MaxReplays int
+	// MaxChanges is how many changes one GET /api/slots/{name}/changes
+	// answer holds at most (default 500); a longer answer ends with
+	// next_from, where to ask from for the rest.
+	MaxChanges int
 }
 
 // Server is the echo application.
@@ -124,9 +132,9 @@ type Server struct {
 	g      guard
 	policy map[string]auth.Permission // "METHOD path" → permission
 
-	cmdLimit  *auth.Limiter
-	streamsMu sync.Mutex
-	streams   map[string]int // subject id → open streams
+	cmdLimit *auth.Limiter
+	streams  *inflight // live streams
+	replays  *inflight // as-of and changes answers
 }
 
 // New builds the server and its routes.
@@ -146,6 +154,15 @@ func New(d Deps) (*Server, error) {
 	if d.MaxStreamsPerSubject == 0 {
 		d.MaxStreamsPerSubject = 16
 	}
+	if d.MaxReplaysPerSubject == 0 {
+		d.MaxReplaysPerSubject = 2
+	}
+	if d.MaxReplays == 0 {
+		d.MaxReplays = 8
+	}
+	if d.MaxChanges <= 0 {
+		d.MaxChanges = 500
+	}
 	if d.Logger == nil {
 		d.Logger = slog.Default()
 	}
@@ -164,7 +181,8 @@ func New(d Deps) (*Server, error) {
 	if d.BodyReadTimeout <= 0 {
 		d.BodyReadTimeout = DefaultBodyReadTimeout
 	}
-	s := &Server{d: d, e: echo.New(), log: d.Logger, met: d.Metrics, g: newGuard(d.Security), streams: map[string]int{}}
+	s := &Server{d: d, e: echo.New(), log: d.Logger, met: d.Metrics, g: newGuard(d.Security),
+		streams: newInflight(d.MaxStreamsPerSubject, 0), replays: newInflight(d.MaxReplaysPerSubject, d.MaxReplays)}
 	if d.CommandsPerSecond > 0 {
 		s.cmdLimit = auth.NewLimiter(time.Duration(float64(time.Second)/d.CommandsPerSecond), d.CommandBurst, nil)
 	}

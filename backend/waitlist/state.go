@@ -54,7 +54,8 @@ type slotInfo struct {
 	releasedAt                     events.Position
 	lockedAt                       time.Time
 	// warned holds "<deadline RFC 3339>/<lead>" for every warning written
-	// for the current deadline (prune drops earlier deadlines').
+	// for the current deadline, or carried to it by an extend
+	// (carryWarnings; prune drops earlier deadlines').
 	warned map[string]bool
 }
 
@@ -227,6 +228,7 @@ func (s *State) applySlot(ev events.RecordedEvent) error {
 	}()
 	lockKind := si.st.LockKind
 	lockJob := si.st.LockJob
+	until := si.st.Until
 	if err := si.st.Apply(ev); err != nil {
 		return err
 	}
@@ -235,6 +237,8 @@ func (s *State) applySlot(ev events.RecordedEvent) error {
 		return err
 	}
 	switch e := p.(type) {
+	case events.OccupancyExtended:
+		si.carryWarnings(until, ev.Meta.Time)
 	case events.JobAccepted:
 		si.lockedAt = ev.Meta.Time
 	case events.JobReleased:
@@ -256,6 +260,31 @@ func (s *State) applySlot(ev events.RecordedEvent) error {
 		si.warned[warnKey(e.Deadline, time.Duration(e.LeadSeconds)*time.Second)] = true
 	}
 	return nil
+}
+
+// carryWarnings moves the warnings of deadline was to the current one
+// after an extend at time at (issue 33: every extend inside the window
+// used to warn again, 12 extends → 12 posts). A lead's warning stays sent
+// while the new deadline is within twice the lead of the extend: the
+// occupant was told and has just acted. An extend further out re-arms it:
+// when the deadline comes near again, that is news. Since a re-armed lead
+// fires only once the deadline is within the lead again, a lead warns at
+// most once per lead time whatever the extends (extends only add time).
+func (si *slotInfo) carryWarnings(was, at time.Time) {
+	cur := si.st.Until
+	if cur.Equal(was) {
+		return
+	}
+	prefix := deadlineKey(was)
+	for k := range si.warned {
+		rest, ok := strings.CutPrefix(k, prefix)
+		if !ok {
+			continue
+		}
+		if lead, err := time.ParseDuration(rest); err == nil && cur.Sub(at) <= 2*lead {
+			si.warned[warnKey(cur, lead)] = true
+		}
+	}
 }
 
 // prune drops what grows with the slot's history and offers never read:

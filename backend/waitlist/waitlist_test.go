@@ -2,6 +2,7 @@ package waitlist_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
@@ -634,32 +635,82 @@ func TestDeadlineWarnings(t *testing.T) {
 	if w := warnings(); len(w) != 2 || w[1].LeadSeconds != 600 {
 		t.Fatalf("warnings at 10m = %+v", w)
 	}
-	// Extending re-arms: the new deadline is 35 minutes away → only the
-	// 60-minute lead is already reached, once.
+	// Extending to 35 minutes away re-arms the 10-minute lead (the deadline
+	// left its window by more than the lead: 35 > 2×10 minutes), not the
+	// 60-minute one (still within 2×60 minutes: bob was told, and just
+	// extended).
 	if err := e.slots.Extend(e.ctx, bob, "alpha", slots.ExtendCmd{Until: e.clk.Now().Add(35 * time.Minute)}); err != nil {
 		t.Fatal(err)
 	}
 	e.settle()
 	e.settle()
-	if w := warnings(); len(w) != 3 || w[2].LeadSeconds != 3600 || !w[2].Deadline.Equal(e.clk.Now().Add(35*time.Minute)) {
+	if w := warnings(); len(w) != 2 {
 		t.Fatalf("warnings after the extend = %+v", w)
 	}
-	// Jumping to 5 minutes before: one 10-minute warning, not two.
+	if ws := e.wl.Warnings(); len(ws) != 1 || !ws[0].Deadline.Equal(e.clk.Now().Add(35*time.Minute)) {
+		t.Fatalf("banner after the extend (the 60-minute warning still stands) = %+v", ws)
+	}
+	// 5 minutes before: one 10-minute warning for the new deadline.
 	e.clk.Advance(30 * time.Minute)
 	e.settle()
-	if w := warnings(); len(w) != 4 || w[3].LeadSeconds != 600 {
+	if w := warnings(); len(w) != 3 || w[2].LeadSeconds != 600 || !w[2].Deadline.Equal(e.clk.Now().Add(5*time.Minute)) {
 		t.Fatalf("warnings at 5m = %+v", w)
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(sent) != 4 {
-		t.Fatalf("sender called %d times, want 4", len(sent))
+	if len(sent) != 3 {
+		t.Fatalf("sender called %d times, want 3", len(sent))
 	}
 	// A second process finds nothing left to warn about.
 	other := e.another(e.store)
 	settle(t, e.ctx, e.store, other)
-	if w := warnings(); len(w) != 4 {
+	if w := warnings(); len(w) != 3 {
 		t.Fatalf("a second process warned again: %+v", w)
+	}
+}
+
+// Issue 33 item 3: every extend inside the warning window used to post a
+// new warning (12 extends → 12 posts; ~36k an hour at the command limit).
+// A warning is sent once per lead while the deadline stays within twice
+// the lead; an extend beyond that re-arms it, so at most one warning per
+// lead per lead time, whatever the extends.
+func TestExtendsInsideTheWindowWarnOnce(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, waitlist.Config{})
+	e.register("alpha")
+	e.occupy(bob, "alpha", t0.Add(2*time.Hour))
+	warnings := func() int { return len(count(t, e.store, "DeadlineWarning")) }
+	e.clk.Advance(90 * time.Minute) // 30 minutes left
+	e.settle()
+	e.settle()
+	if n := warnings(); n != 1 {
+		t.Fatalf("warnings at 30m = %d", n)
+	}
+	until := t0.Add(2 * time.Hour)
+	for i := 0; i < 12; i++ {
+		until = until.Add(time.Minute)
+		if err := e.slots.Extend(e.ctx, bob, "alpha", slots.ExtendCmd{Until: until}); err != nil {
+			t.Fatal(err)
+		}
+		e.settle()
+	}
+	e.settle()
+	if n := warnings(); n != 1 {
+		t.Fatalf("12 extends inside the window: %d warnings, want 1", n)
+	}
+	// Past twice the lead: re-armed, warned again when it comes near.
+	if err := e.slots.Extend(e.ctx, bob, "alpha", slots.ExtendCmd{Until: e.clk.Now().Add(3 * time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	e.settle()
+	if n := warnings(); n != 1 {
+		t.Fatalf("right after a long extend: %d warnings", n)
+	}
+	e.clk.Advance(2 * time.Hour)
+	e.settle()
+	e.settle()
+	if n := warnings(); n != 2 {
+		t.Fatalf("60 minutes before the new deadline: %d warnings, want 2", n)
 	}
 }
 
@@ -668,9 +719,23 @@ func TestDeadlineWarnings(t *testing.T) {
 func TestWarningMessage(t *testing.T) {
 	t.Parallel()
 	h := &waitlist.Webhook{BaseURL: "http://localhost:8080", ExtendBy: time.Hour}
-	m := h.Message(events.DeadlineWarning{Slot: "alpha", Occupant: "bob", Deadline: t0, LeadSeconds: 600})
-	if !strings.Contains(m.Text, "alpha resets in 10m0s") || !strings.Contains(m.Text, "http://localhost:8080/?extend=alpha#/waitlist") || len(m.Blocks) != 2 {
+	m := h.Message(events.DeadlineWarning{Slot: "alpha", Occupant: "bob", Deadline: t0, LeadSeconds: 600}, t0.Add(-10*time.Minute))
+	if !strings.Contains(m.Text, "alpha resets in 10 min") || !strings.Contains(m.Text, "http://localhost:8080/?extend=alpha#/waitlist") || len(m.Blocks) != 2 {
 		t.Fatalf("message = %+v", m)
+	}
+	// Issue 33 item 3: the text says the time really left, not the lead
+	// ("1h0m0s" for a deadline 25 minutes away, occupied that late).
+	for _, c := range []struct {
+		left time.Duration
+		want string
+	}{{25 * time.Minute, "resets in 25 min"}, {84*time.Minute + 40*time.Second, "resets in 1 h 25 min"}, {2 * time.Hour, "resets in 2 h"}, {20 * time.Second, "resets in less than a minute"}} {
+		m := h.Message(events.DeadlineWarning{Slot: "alpha", Occupant: "bob", Deadline: t0, LeadSeconds: 3600}, t0.Add(-c.left))
+		if !strings.Contains(m.Text, c.want) || strings.Contains(m.Text, "1h0m0s") {
+			t.Errorf("%v left: %q, want %q", c.left, m.Text, c.want)
+		}
+		if b, _ := json.Marshal(m.Blocks); !strings.Contains(string(b), strings.TrimPrefix(c.want, "resets in ")) {
+			t.Errorf("%v left: blocks %s", c.left, b)
+		}
 	}
 }
 

@@ -43,18 +43,38 @@ type WarningMessage struct {
 	Blocks []any  `json:"blocks,omitempty"`
 }
 
-// Message builds the warning's text and blocks.
-func (h *Webhook) Message(w events.DeadlineWarning) WarningMessage {
+// Message builds the warning's text and blocks at now: the time left is
+// the deadline's distance from now, not the warning's lead (issue 33: a
+// slot occupied 25 minutes before its deadline was told "resets in
+// 1h0m0s", the 60-minute lead it fell into).
+func (h *Webhook) Message(w events.DeadlineWarning, now time.Time) WarningMessage {
 	link := h.BaseURL + "/?extend=" + url.QueryEscape(w.Slot) + "#/waitlist"
-	lead := (time.Duration(w.LeadSeconds) * time.Second).String()
+	left := sayDuration(w.Deadline.Sub(now))
 	text := fmt.Sprintf("%s: slot %s resets in %s (deadline %s) — its database will be deleted. Extend by %s: %s",
-		w.Occupant, w.Slot, lead, w.Deadline.UTC().Format(time.RFC3339), h.ExtendBy, link)
+		w.Occupant, w.Slot, left, w.Deadline.UTC().Format(time.RFC3339), sayDuration(h.ExtendBy), link)
 	return WarningMessage{Text: text, Blocks: []any{
 		map[string]any{"type": "section", "text": map[string]any{"type": "mrkdwn",
-			"text": fmt.Sprintf("*%s*, slot *%s* resets in *%s* (at %s). Its database will be deleted.", w.Occupant, w.Slot, lead, w.Deadline.UTC().Format(time.RFC3339))}},
+			"text": fmt.Sprintf("*%s*, slot *%s* resets in *%s* (at %s). Its database will be deleted.", w.Occupant, w.Slot, left, w.Deadline.UTC().Format(time.RFC3339))}},
 		map[string]any{"type": "actions", "elements": []any{map[string]any{"type": "button",
-			"text": map[string]any{"type": "plain_text", "text": "Extend by " + h.ExtendBy.String()}, "url": link}}},
+			"text": map[string]any{"type": "plain_text", "text": "Extend by " + sayDuration(h.ExtendBy)}, "url": link}}},
 	}}
+}
+
+// sayDuration says d for people, to the nearest minute: "25 min", "1 h 25
+// min", "2 h", or "less than a minute".
+func sayDuration(d time.Duration) string {
+	d = d.Round(time.Minute)
+	if d < time.Minute {
+		return "less than a minute"
+	}
+	h, m := int(d/time.Hour), int(d%time.Hour/time.Minute)
+	switch {
+	case h == 0:
+		return fmt.Sprintf("%d min", m)
+	case m == 0:
+		return fmt.Sprintf("%d h", h)
+	}
+	return fmt.Sprintf("%d h %d min", h, m)
 }
 
 // Send posts one warning (retrying transient failures a few times).
@@ -68,11 +88,11 @@ func (h *Webhook) Send(ctx context.Context, w events.DeadlineWarning) {
 		attempts = 3
 	}
 	sender := webhook.New(h.URL, h.Secret, h.HTTP)
-	body, _ := json.Marshal(h.Message(w))
 	clk := h.Clock
 	if clk == nil {
 		clk = clock.Real()
 	}
+	body, _ := json.Marshal(h.Message(w, clk.Now()))
 	waits := retry.Constant(time.Second).Start(clk)
 	for i := 0; i < attempts; i++ {
 		if i > 0 && waits.Wait(ctx) != nil {

@@ -111,6 +111,9 @@ type ImportOptions struct {
 	Renumber bool
 	// MaxLine bounds one line (default 16 MiB).
 	MaxLine int
+	// CheckEvent, if set, is Check's further test of every line beyond the
+	// catalogue (the application's names and ids: slots.ValidateImported).
+	CheckEvent func(stream, typ string, data []byte) error
 }
 
 // ImportResult says what was loaded.
@@ -149,6 +152,11 @@ func Check(r io.Reader, o ImportOptions) (int, error) {
 		lastPos = l.Position
 		if err := events.Validate(l.Type, l.Data); err != nil {
 			return lineNo, fmt.Errorf("line %d (%s@%d): %w", lineNo, l.Stream, l.Revision, err)
+		}
+		if o.CheckEvent != nil {
+			if err := o.CheckEvent(l.Stream, l.Type, l.Data); err != nil {
+				return lineNo, fmt.Errorf("line %d (%.200q@%d): %w", lineNo, l.Stream, l.Revision, err)
+			}
 		}
 	}
 	if err := sc.Err(); err != nil {

@@ -26,6 +26,7 @@ type AuthConfig struct {
 	OIDCRoleMap     string // "group=role,…"
 	OIDCDefaultRole string
 	OIDCScopes      string
+	OIDCRecheck     time.Duration
 
 	proxies []*net.IPNet
 	roleMap map[string]auth.Role
@@ -46,6 +47,7 @@ func authFlags(fs *flag.FlagSet, c *AuthConfig) {
 	fs.StringVar(&c.OIDCRoleMap, "oidc-role-map", "", "group=role,… (the highest mapped role wins; unmapped users are refused unless --oidc-default-role)")
 	fs.StringVar(&c.OIDCDefaultRole, "oidc-default-role", "", "role of OIDC users no group maps (empty: refused)")
 	fs.StringVar(&c.OIDCScopes, "oidc-scopes", "profile,email", "scopes requested besides openid (add groups if the provider needs it for the roles claim)")
+	fs.DurationVar(&c.OIDCRecheck, "oidc-recheck", time.Hour, "a single sign-on session ends this long after sign-in, so the identity provider's groups set the role again: the bound on a removed group keeping its role")
 }
 
 // validate checks the auth settings and fills the parsed forms.
@@ -55,6 +57,9 @@ func (c *AuthConfig) validate() error {
 	}
 	if c.SessionMax < c.SessionIdle {
 		return cfgErr("session-max", "%s is shorter than --session-idle %s", c.SessionMax, c.SessionIdle)
+	}
+	if c.OIDCRecheck < time.Minute || c.OIDCRecheck > c.SessionMax {
+		return cfgErr("oidc-recheck", "%s: use 1m up to --session-max (%s)", c.OIDCRecheck, c.SessionMax)
 	}
 	c.proxies = nil
 	for _, s := range strings.Split(c.TrustedProxies, ",") {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/slotkeeper/slotkeeper/backend/backup"
+	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/events"
 	"github.com/slotkeeper/slotkeeper/events/boltstore"
 	"github.com/slotkeeper/slotkeeper/events/ndjson"
@@ -286,7 +287,9 @@ func importCmd(ctx context.Context, args []string, env func(string) string, stdo
 	} else if h != 0 {
 		return fmt.Errorf("import into %s: %w (head %d)", desc, ndjson.ErrNotEmpty, h)
 	}
-	opts := ndjson.ImportOptions{Renumber: *renumber}
+	// Names and ids as the command side checks them (issue 33): an event
+	// of stream slot-../../etc used to import.
+	opts := ndjson.ImportOptions{Renumber: *renumber, CheckEvent: slots.ValidateImported}
 	if _, err := r.Seek(0, io.SeekStart); err != nil {
 		return err
 	}

@@ -363,7 +363,14 @@ func (c *Config) validateProviders() error {
 			return cfgErr("sim-url", "stands for --coolify-url and --bitbucket-url (and the embedded simulators): give one or the other")
 		}
 		base := strings.TrimRight(c.SimURL, "/")
-		c.CoolifyURL, c.BitbucketURL, simURLs = base+"/api/v1", base, true
+		c.CoolifyURL, c.BitbucketURL = base+"/api/v1", base
+		// Only simulators on this machine skip the real-provider rules
+		// (issue 33): any other address may be a real provider given as
+		// --sim-url, and the tokens cross a network either way.
+		simURLs = loopbackURL(c.SimURL)
+		if !simURLs && strings.HasPrefix(strings.ToLower(c.SimURL), "http://") && !c.AllowInsecureHTTP {
+			return cfgErr("sim-url", "plain http:// would send the token unencrypted to an address that is not loopback; use https:// or --allow-insecure-http (and give the scope, as for real providers)")
+		}
 	}
 	real := c.CoolifyURL != "" || c.CoolifyToken != "" || c.BitbucketURL != "" || c.BitbucketToken != ""
 	if c.Sim == "on" && real {
@@ -510,6 +517,13 @@ func splitList(s string) []string {
 // useSim reports whether serve runs the simulators.
 func (c *Config) useSim() bool {
 	return c.Sim == "on" || (c.Sim == "auto" && c.CoolifyURL == "" && c.CoolifyToken == "" && c.BitbucketURL == "" && c.BitbucketToken == "")
+}
+
+// loopbackURL reports whether u's host is this machine (localhost, a
+// loopback address).
+func loopbackURL(u string) bool {
+	p, err := url.Parse(u)
+	return err == nil && loopbackOnly(net.JoinHostPort(p.Hostname(), "0"))
 }
 
 func httpURL(s string) error {

@@ -146,3 +146,43 @@ func TestRealProvidersNeedAScope(t *testing.T) {
 		t.Errorf("scopeList(*) = %v, want none (any)", got)
 	}
 }
+
+// Issue 33 item 6: --sim-url skipped the real-provider checks whatever it
+// pointed at, so --sim-url https://coolify.example.com (a real provider)
+// ran without a scope, and http://… sent the tokens in the clear. Off
+// loopback, the same rules as for real providers apply: https (or
+// --allow-insecure-http) and both scopes. On loopback nothing changes.
+func TestSimURLOffLoopbackMeetsTheRealProviderChecks(t *testing.T) {
+	toks := []string{"--coolify-token", "x", "--bitbucket-token", "y"}
+	args := func(url string, extra ...string) []string {
+		return append(append([]string{"--sim-url", url}, toks...), extra...)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{args("http://sim:9090", "--coolify-projects", "*", "--bitbucket-projects", "*"), "--sim-url (SLOTKEEPER_SIM_URL): plain http:// would send the token unencrypted"},
+		{args("http://10.0.0.5:9090", "--coolify-projects", "*", "--bitbucket-projects", "*"), "plain http://"},
+		{args("https://coolify.example.com"), "--coolify-projects (SLOTKEEPER_COOLIFY_PROJECTS): required"},
+		{args("https://coolify.example.com", "--coolify-projects", "*"), "--bitbucket-projects (SLOTKEEPER_BITBUCKET_PROJECTS): required"},
+		{args("http://sim:9090", "--allow-insecure-http"), "--coolify-projects (SLOTKEEPER_COOLIFY_PROJECTS): required"},
+		{args("http://localhost.example.com:9090", "--coolify-projects", "*", "--bitbucket-projects", "*"), "plain http://"},
+	} {
+		_, err := parseServe(tc.args, noEnv, io.Discard)
+		var ce *ConfigError
+		if !errors.As(err, &ce) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v; want a config error saying %q", tc.args, err, tc.want)
+		}
+	}
+	for _, a := range [][]string{
+		args("http://127.0.0.1:9"),
+		args("http://localhost:9"),
+		args("http://[::1]:9"),
+		args("https://sim.example.com", "--coolify-projects", "*", "--bitbucket-projects", "*"),
+		args("http://sim:9090", "--allow-insecure-http", "--coolify-projects", "*", "--bitbucket-projects", "PROJ"),
+	} {
+		if _, err := parseServe(a, noEnv, io.Discard); err != nil {
+			t.Errorf("%v: %v", a, err)
+		}
+	}
+}

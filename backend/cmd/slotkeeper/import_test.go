@@ -116,3 +116,49 @@ func TestABadEventIsParkedNotFatal(t *testing.T) {
 		}
 	}
 }
+
+// Issue 33 item 5: import checked types, not names: an event of stream
+// slot-../../etc imported and the dashboard listed a slot "../../etc".
+// Every stream name and every id field the command side constrains (slot
+// names, job ids, provider ids, repositories, refs) is checked as the
+// command side checks it, before anything is written.
+func TestImportRefusesNamesTheCommandSideRefuses(t *testing.T) {
+	dir := t.TempDir()
+	line := func(stream, typ, data string) string {
+		return `{"position":1,"stream":"` + stream + `","revision":0,"id":"00000000-0000-4000-8000-000000000001","type":"` + typ + `","data":` + data + `,"metadata":{"actor":"test"}}`
+	}
+	reg := func(slot, extra string) string {
+		return `{"slot":"` + slot + `","project_uuid":"p-1234567","app_uuid":"a-1234567","db_uuid":"d-1234567","repo":{"project":"SLOT","slug":"slot-a"},"template_repo":{"project":"TPL","slug":"template"},"template_ref":"main"` + extra + `}`
+	}
+	for _, tc := range []struct{ name, line, say string }{
+		{"traversal in the stream", line("slot-../../etc", "SlotRegistered", reg("../../etc", "")), `stream "slot-../../etc"`},
+		{"traversal in the payload", line("slot-a", "SlotRegistered", reg("../../etc", "")), `slot "../../etc"`},
+		{"payload of another slot", line("slot-a", "SlotRegistered", reg("b", "")), `slot "b" in stream slot-a`},
+		{"upper case slot", line("slot-A", "SlotRegistered", reg("A", "")), `stream "slot-A"`},
+		{"job id", line("job-../x", "JobQueued", `{"job_id":"../x","slot":"a","kind":"reset"}`), `stream "job-../x"`},
+		{"job id in the payload", line("job-abc", "JobQueued", `{"job_id":"../x","slot":"a","kind":"reset"}`), `job_id "../x"`},
+		{"repository slug", line("slot-a", "SlotRegistered", `{"slot":"a","project_uuid":"p-1234567","app_uuid":"a-1234567","db_uuid":"d-1234567","repo":{"project":"SLOT","slug":"../prod"},"template_repo":{"project":"TPL","slug":"template"},"template_ref":"main"}`), `repo.slug "../prod"`},
+		{"provider id", line("slot-a", "SlotRegistered", `{"slot":"a","project_uuid":"p/../x","app_uuid":"a-1234567","db_uuid":"d-1234567","repo":{"project":"SLOT","slug":"slot-a"},"template_repo":{"project":"TPL","slug":"template"},"template_ref":"main"}`), `project_uuid "p/../x"`},
+		{"branch", line("slot-a", "SlotRegistered", reg("a", `,"branch":"../../x"`)), `branch "../../x"`},
+		{"unknown stream", line("../../etc", "SlotRegistered", reg("a", "")), `stream "../../etc" is not one Slotkeeper writes`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")+".ndjson")
+			if err := os.WriteFile(in, []byte(tc.line+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			data := filepath.Join(t.TempDir(), "data")
+			code, out, errs := run(t, "import", "--data", data, "--in", in)
+			if code != 1 || !strings.Contains(errs, "line 1") || !strings.Contains(errs, tc.say) || !strings.Contains(errs, "nothing written") {
+				t.Fatalf("exit %d, stdout %q stderr %q; want 1 naming %q", code, out, errs, tc.say)
+			}
+			exp := filepath.Join(t.TempDir(), "out.ndjson")
+			if code, _, errs := run(t, "export", "--data", data, "--out", exp); code != 0 {
+				t.Fatalf("export: %d %s", code, errs)
+			}
+			if b, _ := os.ReadFile(exp); len(b) != 0 {
+				t.Fatalf("a refused import wrote events:\n%s", b)
+			}
+		})
+	}
+}

@@ -64,12 +64,84 @@ func (r *remoteSim) ProjectsNamed(name string) []string {
 	return ids
 }
 
-// controlProxy serves /api/sim/… from the remote /sim/….
+// simControlRoutes are the simulators' control API (sim.ControlHandler),
+// the only routes controlProxy forwards.
+var simControlRoutes = []string{
+	"GET /faults", "POST /faults", "DELETE /faults", "DELETE /faults/{id}",
+	"GET /requests", "DELETE /requests",
+	"GET /coolify/volumes", "DELETE /coolify/volumes/{name}",
+	"GET /state", "POST /slots", "POST /resources",
+}
+
+// simForwardHeaders are the request headers controlProxy sends on; every
+// other one stays here (issue 33: the caller's Authorization and session
+// cookie used to reach the simulator process, over plain http).
+var simForwardHeaders = []string{"Accept", "Content-Type"}
+
+// controlProxy serves /api/sim/… from the remote /sim/…: only the control
+// API's routes, only with a clean path (no dot segment, no encoded
+// separator or dot, no empty segment: 400), and without any credential
+// of the caller. The caller was authenticated and authorised by the API
+// (policy table: read for GET, sim_control otherwise); the simulator's
+// control API has no authentication of its own.
 func (r *remoteSim) controlProxy() http.Handler {
 	u, _ := url.Parse(r.base)
-	return &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
-		pr.SetURL(u)
-		pr.Out.URL.Path = "/sim/" + strings.TrimPrefix(strings.TrimPrefix(pr.In.URL.Path, "/api/sim"), "/")
-		pr.Out.URL.RawPath = ""
-	}}
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(u)
+			pr.Out.URL.Path = "/sim/" + strings.TrimPrefix(pr.In.URL.Path, "/api/sim/")
+			pr.Out.URL.RawPath = ""
+			h := http.Header{}
+			for _, k := range simForwardHeaders {
+				if v := pr.In.Header.Values(k); len(v) > 0 {
+					h[k] = v
+				}
+			}
+			pr.Out.Header = h
+		},
+		ModifyResponse: func(resp *http.Response) error {
+			resp.Header.Del("Set-Cookie") // the simulator sets no cookie of the dashboard's
+			return nil
+		},
+	}
+	mux := http.NewServeMux()
+	for _, route := range simControlRoutes {
+		method, path, _ := strings.Cut(route, " ")
+		mux.Handle(method+" /api/sim"+path, rp)
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "not a route of the simulators' control API", http.StatusNotFound)
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if !cleanSimPath(req.URL) {
+			http.Error(w, "the path must not hold dot segments, empty segments or encoded separators", http.StatusBadRequest)
+			return
+		}
+		mux.ServeHTTP(w, req)
+	})
+}
+
+// cleanSimPath reports whether u's path is one ServeMux would not clean
+// or redirect and that means what it says: under /api/sim/, no "." or
+// ".." segment, no empty segment, no backslash, and nothing percent-encoded
+// but what a name may hold (an encoded "/", "\" or "." could turn into a
+// separator or a dot segment further on).
+func cleanSimPath(u *url.URL) bool {
+	raw := u.EscapedPath()
+	rest, ok := strings.CutPrefix(raw, "/api/sim/")
+	if !ok || strings.Contains(raw, "\\") {
+		return false
+	}
+	lower := strings.ToLower(rest)
+	for _, enc := range []string{"%2f", "%5c", "%2e", "%00"} {
+		if strings.Contains(lower, enc) {
+			return false
+		}
+	}
+	for _, seg := range strings.Split(u.Path[len("/api/sim/"):], "/") {
+		if seg == "" || seg == "." || seg == ".." || strings.Contains(seg, "\\") {
+			return false
+		}
+	}
+	return true
 }

@@ -53,7 +53,7 @@ func offlineConfig(data, events, readModel, logLevel string) Config {
 		StepTimeout: time.Second, JobTimeout: time.Second, Lease: time.Second, Heartbeat: time.Second,
 		SSEWriteTimeout: time.Second, SSEResumeWait: time.Second, ShutdownTimeout: time.Second, SSEMaxClients: 1, SSEHistory: 16,
 		ReadyInterval: time.Second, LogLevel: logLevel, LogFormat: "text",
-		Auth:     AuthConfig{SessionIdle: time.Hour, SessionMax: time.Hour},
+		Auth:     AuthConfig{SessionIdle: time.Hour, SessionMax: time.Hour, OIDCRecheck: time.Hour},
 		Waitlist: WaitlistConfig{OfferTTL: time.Minute, ExtendBy: time.Hour}}
 }
 

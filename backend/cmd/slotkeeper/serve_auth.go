@@ -48,7 +48,7 @@ func openAuth(ctx context.Context, c Config, store events.Store, demo bool, stdo
 	if err != nil {
 		return authSide{}, fmt.Errorf("open the account directory: %w", err)
 	}
-	side := authSide{svc: auth.NewService(dir, auth.Config{Sessions: auth.SessionOptions{Idle: c.Auth.SessionIdle, Absolute: c.Auth.SessionMax}})}
+	side := authSide{svc: auth.NewService(dir, auth.Config{Sessions: auth.SessionOptions{Idle: c.Auth.SessionIdle, Absolute: c.Auth.SessionMax, OIDCRecheck: c.Auth.OIDCRecheck}})}
 	if demo && c.Auth.DemoAutologin && loopbackOnly(c.Addr) {
 		u, ok := dir.UserByName(DemoAdmin)
 		if !ok {

@@ -70,6 +70,17 @@ describe("sign-in page", () => {
     expect(screen.getByTestId("signin-error").textContent).toBe("Too many attempts. Try again in 30 s.");
   });
 
+  it("says how long to wait when the server runs too many password checks at once (503, issue 33)", async () => {
+    login = () =>
+      new Response(JSON.stringify({ error: { code: "unavailable", message: "too many sign-ins at once" } }), {
+        status: 503,
+        headers: { "Retry-After": "1" },
+      });
+    render(<SignIn methods={["local"]} expired={false} />);
+    await submit("ada", "x");
+    expect(screen.getByTestId("signin-error").textContent).toBe("Too many attempts. Try again in 1 s.");
+  });
+
   it("offers Continue as demo-admin in the loopback demo: a POST, not a form no credential passes (issue 25/27)", async () => {
     const asked: string[] = [];
     vi.stubGlobal(

@@ -10,10 +10,13 @@ export const DEMO_ADMIN = "demo-admin";
 /** OIDC_LOGIN is where the single sign-on button goes (the server redirects to the provider). */
 export const OIDC_LOGIN = "/api/auth/oidc/login";
 
-/** signInError words a failed sign-in: one message for unknown user and wrong password, the wait on 429. */
+/**
+ * signInError words a failed sign-in: one message for unknown user and wrong password, the wait on 429
+ * (limited) and 503 (too many password checks at once in the server, issue 33).
+ */
 export function signInError(e: ApiError, t: T): string {
   if (e.status === 401) return t("auth.bad_credentials");
-  if (e.status === 429) {
+  if (e.status === 429 || e.status === 503) {
     const s = Number(e.details.retry_after);
     return Number.isFinite(s) && s > 0 ? t("auth.rate_limited", { seconds: Math.ceil(s) }) : t("auth.rate_limited_later");
   }

@@ -120,6 +120,29 @@ describe("the slot as of a moment", () => {
   });
 });
 
+describe("a long timeline", () => {
+  it("shows the newest changes and links the older ones as an earlier moment (issue 33)", async () => {
+    vi.stubGlobal(
+      "fetch",
+      vi.fn(async (url: string) => {
+        urls.push(url);
+        return jsonResponse({ ...changes, changes: changes.changes.slice(1), older_to: 5 });
+      }),
+    );
+    const mem = memoryLocation({ path: "/slots/s1" });
+    render(
+      <Router hook={mem.hook}>
+        <SlotTimeline name="s1" open />
+      </Router>,
+    );
+    await flush();
+    expect(screen.getByTestId("asof-rows").querySelectorAll("li")).toHaveLength(1);
+    const older = screen.getByTestId("asof-older");
+    expect(older.textContent).toBe("Older changes: the timeline up to position 5");
+    expect(older.getAttribute("href")).toBe(momentHref("s1", 5));
+  });
+});
+
 describe("fromLocalInput", () => {
   it("turns a local date-time into RFC 3339 and refuses junk", () => {
     expect(fromLocalInput("2026-01-02T15:00")).toBe(new Date(2026, 0, 2, 15).toISOString());

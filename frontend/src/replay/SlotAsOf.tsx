@@ -160,29 +160,40 @@ function TimelineRows({ name, at }: { name: string; at?: string }) {
     if (c.field === "active_job") return `${t.dyn("kind", v.kind)} ${v.id}`;
     return `${t.dyn("res", (v as Resource).kind)} ${(v as Resource).id}`;
   };
+  const older = load.data.older_to;
   return (
-    <ol className="timeline asof-rows" data-testid="asof-rows">
-      {rows.map((c, i) => (
-        <li key={`${c.position}:${c.field}:${i}`} data-field={c.field} data-position={c.position}>
-          <span className="muted small nowrap">{formatTime(c.time, t.lang, { seconds: true })}</span>{" "}
-          <strong>{t(FIELD_KEY[c.field])}</strong>{" "}
-          {c.field === "resource" ? (
-            <span>
-              {c.change === "lost" ? t("asof.lost") : t("asof.gained")}: {value(c, c.change === "lost" ? c.before : c.after)}
-            </span>
-          ) : (
-            <span>
-              {value(c, c.before)} → {value(c, c.after)}
-            </span>
-          )}{" "}
-          <span className="muted small">
-            {t.dyn("event", c.type)} · {c.actor}
-          </span>{" "}
-          <Link href={momentHref(name, c.position)} data-testid="asof-row-link">
-            {t("asof.here")}
+    <>
+      <ol className="timeline asof-rows" data-testid="asof-rows">
+        {rows.map((c, i) => (
+          <li key={`${c.position}:${c.field}:${i}`} data-field={c.field} data-position={c.position}>
+            <span className="muted small nowrap">{formatTime(c.time, t.lang, { seconds: true })}</span>{" "}
+            <strong>{t(FIELD_KEY[c.field])}</strong>{" "}
+            {c.field === "resource" ? (
+              <span>
+                {c.change === "lost" ? t("asof.lost") : t("asof.gained")}: {value(c, c.change === "lost" ? c.before : c.after)}
+              </span>
+            ) : (
+              <span>
+                {value(c, c.before)} → {value(c, c.after)}
+              </span>
+            )}{" "}
+            <span className="muted small">
+              {t.dyn("event", c.type)} · {c.actor}
+            </span>{" "}
+            <Link href={momentHref(name, c.position)} data-testid="asof-row-link">
+              {t("asof.here")}
+            </Link>
+          </li>
+        ))}
+      </ol>
+      {older !== undefined && (
+        // The answer holds the newest changes only (issue 33): the older ones are the timeline of an earlier moment.
+        <p className="muted small">
+          <Link href={momentHref(name, older)} data-testid="asof-older">
+            {t("asof.timeline_older", { position: older })}
           </Link>
-        </li>
-      ))}
-    </ol>
+        </p>
+      )}
+    </>
   );
 }

@@ -35,7 +35,8 @@ export const SlotChange = v.object({
 });
 export type SlotChange = v.InferOutput<typeof SlotChange>;
 
-export const SlotChanges = v.object({ slot: str, from: AsOf, to: AsOf, changes: v.array(SlotChange) });
+/** SlotChanges holds at most 500 changes, the newest; older_to (when cut) is the to of the older ones. */
+export const SlotChanges = v.object({ slot: str, from: AsOf, to: AsOf, changes: v.array(SlotChange), older_to: v.optional(int) });
 export type SlotChanges = v.InferOutput<typeof SlotChanges>;
 
 export const Freshness = v.object({
