@@ -27,6 +27,11 @@ import (
 // (jobs' waitPollMax): timers up to it are the waits' polls.
 const pollMax = 15 * time.Second
 
+// budgetMax is the longest wait for Coolify's API budget (a 60-second
+// window and the budget's margin): with a rate limit on, a call waiting
+// for the budget sleeps like a poll (waitClock.longest).
+const budgetMax = 62 * time.Second
+
 // waitClock is a fake clock that knows the short timers armed on it (the
 // polls of the waits) and moves time to the earliest of them once every
 // unfinished job sleeps between two polls: simulated time passes only
@@ -37,12 +42,15 @@ type waitClock struct {
 	mu      sync.Mutex
 	small   map[*smallTimer]time.Time
 	changed chan struct{}
+	// longest is the longest timer that counts as a wait's sleep: pollMax,
+	// or budgetMax when the simulated Coolify throttles.
+	longest time.Duration
 }
 
 func newWaitClock() *waitClock {
 	// A minute ahead of the wall clock, so jobs the service queues now
 	// are due on it.
-	return &waitClock{Fake: clock.NewFake(time.Now().Add(time.Minute)), small: map[*smallTimer]time.Time{}, changed: make(chan struct{})}
+	return &waitClock{Fake: clock.NewFake(time.Now().Add(time.Minute)), small: map[*smallTimer]time.Time{}, changed: make(chan struct{}), longest: pollMax}
 }
 
 type smallTimer struct {
@@ -57,7 +65,10 @@ func (c *waitClock) note() {
 
 func (c *waitClock) NewTimer(d time.Duration) clock.Timer {
 	t := c.Fake.NewTimer(d)
-	if d <= 0 || d > pollMax {
+	c.mu.Lock()
+	longest := c.longest
+	c.mu.Unlock()
+	if d <= 0 || d > longest {
 		return t
 	}
 	st := &smallTimer{Timer: t, c: c}
