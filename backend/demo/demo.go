@@ -119,32 +119,3 @@ func Register(ctx context.Context, cmds slots.Commands, fxs []sim.SlotFixture, p
 	}
 	return nil
 }
-
-// MissingProject is the demo scope's only Coolify project when none of the
-// pool's projects exist.
-const MissingProject = "demo-pool-not-found"
-
-// Projects finds the demo pool's Coolify projects in the simulator.
-type Projects interface {
-	ProjectsNamed(name string) []string
-}
-
-// Scope is the scope the demo runs with: the pool's own Coolify projects
-// (found by their names, so it holds across a restart) and the Bitbucket
-// projects of the slot repositories and the template. Anything else the
-// simulator holds, e.g. a slot world added through /api/sim/slots, is
-// outside it.
-func Scope(sm Projects, pool []Slot) slots.Scope {
-	sc := slots.Scope{BitbucketProjects: []string{sim.SlotRepoProject, sim.TemplateProject}}
-	for _, s := range pool {
-		sc.CoolifyProjects = append(sc.CoolifyProjects, sm.ProjectsNamed("slot-"+s.Name)...)
-	}
-	if len(sc.CoolifyProjects) == 0 {
-		// Never "unrestricted" by accident: a pool whose projects are gone
-		// (simulators kept in memory, restarted) may name none. The
-		// placeholder is a well-formed id no project has, so readiness and
-		// the reconciler report it as missing rather than as malformed.
-		sc.CoolifyProjects = []string{MissingProject}
-	}
-	return sc
-}

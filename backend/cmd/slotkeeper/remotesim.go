@@ -41,27 +41,26 @@ func (r *remoteSim) SeedSlot(name string) (sim.SlotFixture, error) {
 	return fx, json.NewDecoder(resp.Body).Decode(&fx)
 }
 
-// ProjectsNamed implements demo.Projects through GET /sim/state.
-func (r *remoteSim) ProjectsNamed(name string) []string {
-	req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, r.base+"/sim/state", nil)
+// Projects implements slots.SimulatedProjects through GET /sim/projects:
+// what the simulators hold now is the demo's scope (issue 38).
+func (r *remoteSim) Projects(ctx context.Context) (coolify, bitbucket []string, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.base+"/sim/projects", nil)
+	if err != nil {
+		return nil, nil, err
+	}
 	resp, err := r.hc.Do(req)
 	if err != nil {
-		return nil
+		return nil, nil, fmt.Errorf("the simulators' control API: %w", err)
 	}
 	defer resp.Body.Close()
-	var st sim.StateDump
-	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&st) != nil {
-		return nil
+	if resp.StatusCode != http.StatusOK {
+		return nil, nil, fmt.Errorf("the simulators' control API answered %d to listing their projects", resp.StatusCode)
 	}
-	var ids []string
-	for _, p := range st.Coolify.Projects {
-		if p["name"] == name {
-			if id, ok := p["uuid"].(string); ok {
-				ids = append(ids, id)
-			}
-		}
+	var l sim.ProjectList
+	if err := json.NewDecoder(resp.Body).Decode(&l); err != nil {
+		return nil, nil, fmt.Errorf("the simulators' project list: %w", err)
 	}
-	return ids
+	return l.Coolify, l.Bitbucket, nil
 }
 
 // controlProxy serves /api/sim/… from the remote /sim/….

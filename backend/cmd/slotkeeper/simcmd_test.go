@@ -71,9 +71,10 @@ func TestSimAsItsOwnProcess(t *testing.T) {
 		t.Fatalf("seed: %d", resp.StatusCode)
 	}
 	// serve on the external simulators, seeding the demo pool through their
-	// control API; the solo world is added to the scope by the flag.
+	// control API; the solo world is in the demo's scope because the
+	// simulators hold it (GET /sim/projects, issue 38), no flag needed.
 	s := startServe(t, t.TempDir(), "127.0.0.1:0", "--sim-url", base, "--demo",
-		"--coolify-token", ctok, "--bitbucket-token", btok, "--deadline-reset=false", "--coolify-projects", fx.ProjectUUID)
+		"--coolify-token", ctok, "--bitbucket-token", btok, "--deadline-reset=false")
 	var list struct{ Slots []projections.SlotView }
 	if code := s.call(t, "GET", "/api/slots", nil, &list); code != 200 || len(list.Slots) != 8 {
 		t.Fatalf("demo pool on the external simulators: %d, %d slots", code, len(list.Slots))

@@ -24,6 +24,7 @@ import (
 //	GET    coolify/volumes   → {"volumes":[DockerVolume]} (the server's Docker volumes)
 //	DELETE coolify/volumes/{name} → 204, or 404 (the manual `docker volume rm`)
 //	POST   slots             {"name":"x"} → 201 SlotFixture (SeedSlot)
+//	GET    projects          → {"coolify":[uuid],"bitbucket":[key]} (Projects: the demo's scope)
 //
 // It has no authentication: mount it only in demo or test servers.
 func (s *Sim) ControlHandler() http.Handler {
@@ -95,6 +96,10 @@ func (s *Sim) ControlHandler() http.Handler {
 	mux.HandleFunc("GET /state", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, s.State())
 	})
+	mux.HandleFunc("GET /projects", func(w http.ResponseWriter, r *http.Request) {
+		cool, bb, _ := s.Projects(r.Context())
+		writeJSON(w, http.StatusOK, ProjectList{Coolify: nonNil(cool), Bitbucket: nonNil(bb)})
+	})
 	mux.HandleFunc("POST /slots", func(w http.ResponseWriter, r *http.Request) {
 		var in struct {
 			Name string `json:"name"`
@@ -165,6 +170,19 @@ func (s *Sim) ControlHandler() http.Handler {
 		}
 		mux.ServeHTTP(w, r2)
 	})
+}
+
+// ProjectList is GET projects' answer.
+type ProjectList struct {
+	Coolify   []string `json:"coolify"`
+	Bitbucket []string `json:"bitbucket"`
+}
+
+func nonNil(l []string) []string {
+	if l == nil {
+		return []string{}
+	}
+	return l
 }
 
 func ctlError(w http.ResponseWriter, status int, msg string) {
