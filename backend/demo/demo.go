@@ -43,17 +43,6 @@ var Pool = []Slot{
 // Actor is who the seeding events are attributed to.
 const Actor = "system:demo"
 
-// Seed creates each slot of pool in the simulator, registers it and
-// occupies the occupied ones from now. It stops at the first error; the
-// caller runs it only on an empty log.
-func Seed(ctx context.Context, cmds slots.Commands, sm Simulator, pool []Slot, now time.Time) error {
-	fxs, err := SeedWorld(sm, pool)
-	if err != nil {
-		return err
-	}
-	return Register(ctx, cmds, fxs, pool, now)
-}
-
 // templateApps is a simulator that also holds the template application a
 // ready reset copies env vars from (*sim.Sim).
 type templateApps interface {

@@ -435,18 +435,6 @@ func (m *model) record(t time.Time) {
 	}
 }
 
-// size counts the fold's entries: what the memory test watches.
-func (m *model) size() int {
-	f := &m.f
-	n := len(f.Slots) + len(f.Jobs) + len(f.Ended) + len(f.Waiting) + len(f.Points) + len(f.Hours) + len(f.ToSlot)
-	for _, st := range f.Steps {
-		for _, xs := range st {
-			n += len(xs)
-		}
-	}
-	return n
-}
-
 func stepResult(p events.Payload) (string, bool) {
 	switch e := p.(type) {
 	case events.DBDeleted:
