@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -501,7 +502,7 @@ func validateParams(kind string, params map[string]string) error {
 		_, err := adoptResource(params)
 		return err
 	}
-	return invalid("unknown job kind %q (reset, teardown, promote, adopt, delete_orphan)", kind).Because(apperr.ReasonUnknownJobKind, "kind", kind)
+	return invalid("unknown job kind %q (%s)", kind, strings.Join(events.JobKinds(), ", ")).Because(apperr.ReasonUnknownJobKind, "kind", kind)
 }
 
 // checkPromoteScope refuses a promote whose target project lies outside
