@@ -129,7 +129,7 @@ func stateReasons(t *testing.T, kinds, outcomes []string) []string {
 
 func TestVocabularyMatchesTheGoSource(t *testing.T) {
 	want := vocabulary{
-		EventTypes:    events.Types(),
+		EventTypes: events.Types(),
 		// The kinds and steps of the step tables, wherever their constants
 		// are declared (events.TestEveryKindAndStepIsInATable holds every
 		// Kind* and Step* constant to a table).
