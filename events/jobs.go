@@ -23,15 +23,25 @@ const (
 	StatusAbandoned = "abandoned" // ended (its worker stopped renewing); resumable
 )
 
-// terminalStatus is the one list of the event types that end a job (or one
-// run of it, until a resume), with the status each leaves.
-var terminalStatus = map[string]string{
-	JobSucceeded{}.EventType(): StatusSucceeded,
-	JobFailed{}.EventType():    StatusFailed,
-	JobTimedOut{}.EventType():  StatusTimedOut,
-	JobCancelled{}.EventType(): StatusCancelled,
-	JobAbandoned{}.EventType(): StatusAbandoned,
+// terminals is the one list of the event types that end a job (or one run
+// of it, until a resume), with the status each leaves, in the order the
+// dashboard lists the statuses (EndedStatuses).
+var terminals = []struct{ typ, status string }{
+	{JobSucceeded{}.EventType(), StatusSucceeded},
+	{JobFailed{}.EventType(), StatusFailed},
+	{JobTimedOut{}.EventType(), StatusTimedOut},
+	{JobCancelled{}.EventType(), StatusCancelled},
+	{JobAbandoned{}.EventType(), StatusAbandoned},
 }
+
+// terminalStatus is terminals by event type.
+var terminalStatus = func() map[string]string {
+	m := make(map[string]string, len(terminals))
+	for _, t := range terminals {
+		m[t.typ] = t.status
+	}
+	return m
+}()
 
 // IsTerminal reports whether an event type ends a job (or a run of it).
 func IsTerminal(typ string) bool { return terminalStatus[typ] != "" }

@@ -168,7 +168,7 @@ func Compare(ctx context.Context, a, b ReadModel) ([]string, error) {
 			return nil, err
 		}
 		diff("jobs of slot "+name, ja, jb)
-		for _, kind := range []string{events.KindReset, events.KindTeardown, events.KindPromote} {
+		for _, kind := range events.JobKinds() { // every kind, from the vocabulary
 			la, ea := a.LatestJob(ctx, name, kind)
 			lb, eb := b.LatestJob(ctx, name, kind)
 			diff("latest "+kind+" job of slot "+name, errOr(la.ID, ea), errOr(lb.ID, eb))

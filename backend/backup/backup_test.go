@@ -307,23 +307,22 @@ func TestScheduledBackupKilledLeavesPreviousIntact(t *testing.T) {
 		}
 	}
 	// A new scheduler cleans the torn leftover before its first run.
+	// Its schedule's first timer is armed once the cleaning is done: that
+	// is the event to wait for (before: a 5 ms poll of the directory).
 	ctx, cancel := context.WithCancel(ctxT(t))
+	clk := clock.NewFake(time.Now())
 	done := make(chan error, 1)
-	go func() { done <- (&backup.Scheduler{Dir: dir, Every: time.Hour, Source: sch.Source}).Run(ctx) }()
-	waitFor(t, func() bool { tmps, _ := filepath.Glob(filepath.Join(dir, ".*.tmp")); return len(tmps) == 0 })
+	go func() {
+		done <- (&backup.Scheduler{Dir: dir, Every: time.Hour, Source: sch.Source, Clock: clk}).Run(ctx)
+	}()
+	if err := clk.BlockUntil(ctx, 1); err != nil {
+		t.Fatalf("the scheduler never armed its schedule: %v", err)
+	}
+	if tmps, _ := filepath.Glob(filepath.Join(dir, ".*.tmp")); len(tmps) != 0 {
+		t.Fatalf("the torn leftover is still there: %v", tmps)
+	}
 	cancel()
 	<-done
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached")
-		}
-		time.Sleep(5 * time.Millisecond) // polling a directory: no event to wait on
-	}
 }
 
 func finished(t *testing.T, dir string) []string {

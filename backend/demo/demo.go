@@ -43,17 +43,6 @@ var Pool = []Slot{
 // Actor is who the seeding events are attributed to.
 const Actor = "system:demo"
 
-// Seed creates each slot of pool in the simulator, registers it and
-// occupies the occupied ones from now. It stops at the first error; the
-// caller runs it only on an empty log.
-func Seed(ctx context.Context, cmds slots.Commands, sm Simulator, pool []Slot, now time.Time) error {
-	fxs, err := SeedWorld(sm, pool)
-	if err != nil {
-		return err
-	}
-	return Register(ctx, cmds, fxs, pool, now)
-}
-
 // templateApps is a simulator that also holds the template application a
 // ready reset copies env vars from (*sim.Sim).
 type templateApps interface {
@@ -118,33 +107,4 @@ func Register(ctx context.Context, cmds slots.Commands, fxs []sim.SlotFixture, p
 		}
 	}
 	return nil
-}
-
-// MissingProject is the demo scope's only Coolify project when none of the
-// pool's projects exist.
-const MissingProject = "demo-pool-not-found"
-
-// Projects finds the demo pool's Coolify projects in the simulator.
-type Projects interface {
-	ProjectsNamed(name string) []string
-}
-
-// Scope is the scope the demo runs with: the pool's own Coolify projects
-// (found by their names, so it holds across a restart) and the Bitbucket
-// projects of the slot repositories and the template. Anything else the
-// simulator holds, e.g. a slot world added through /api/sim/slots, is
-// outside it.
-func Scope(sm Projects, pool []Slot) slots.Scope {
-	sc := slots.Scope{BitbucketProjects: []string{sim.SlotRepoProject, sim.TemplateProject}}
-	for _, s := range pool {
-		sc.CoolifyProjects = append(sc.CoolifyProjects, sm.ProjectsNamed("slot-"+s.Name)...)
-	}
-	if len(sc.CoolifyProjects) == 0 {
-		// Never "unrestricted" by accident: a pool whose projects are gone
-		// (simulators kept in memory, restarted) may name none. The
-		// placeholder is a well-formed id no project has, so readiness and
-		// the reconciler report it as missing rather than as malformed.
-		sc.CoolifyProjects = []string{MissingProject}
-	}
-	return sc
 }

@@ -290,16 +290,15 @@ func (h *Hub) Publish(ch projections.Change) {
 
 // trackJobLocked counts a job reaching a terminal state (metrics only).
 func (h *Hub) trackJobLocked(pos events.Position, j *projections.JobView) {
-	switch j.State {
-	case projections.JobSucceeded, projections.JobFailed, projections.JobTimedOut, projections.JobCancelled, projections.JobAbandoned:
-		if kind, ok := h.running[j.ID]; ok {
-			delete(h.running, j.ID)
-			if pos > h.opt.LiveFrom {
-				h.met.jobOutcomes.WithLabelValues(kind, j.State).Inc()
-			}
-		}
-	default:
+	if !events.Ended(j.State) {
 		h.running[j.ID] = j.Kind
+		return
+	}
+	if kind, ok := h.running[j.ID]; ok {
+		delete(h.running, j.ID)
+		if pos > h.opt.LiveFrom {
+			h.met.jobOutcomes.WithLabelValues(kind, j.State).Inc()
+		}
 	}
 }
 

@@ -264,12 +264,13 @@ func (m *model) Apply(ev events.RecordedEvent) error {
 				m.add(j.Kind, "job", newSample(t, t.Sub(j.First)))
 			}
 			delete(f.Jobs, id)
-		case events.JobFailed, events.JobTimedOut, events.JobCancelled, events.JobAbandoned:
-			m.finishStep(j)
-			j.Step = ""
-			m.ended(id, j)
 		default:
-			if r, ok := stepResult(p); ok && r == j.Step {
+			switch r, isResult := events.StepResultOf(p); {
+			case events.IsTerminal(ev.Type): // ended without success (the vocabulary's list, events/jobs.go)
+				m.finishStep(j)
+				j.Step = ""
+				m.ended(id, j)
+			case isResult && r.Step == j.Step: // any step's result, found from the catalogue
 				j.Last = t
 			}
 		}
@@ -433,46 +434,6 @@ func (m *model) record(t time.Time) {
 	if i > 0 {
 		f.Points = slices.Clone(f.Points[i:])
 	}
-}
-
-// size counts the fold's entries: what the memory test watches.
-func (m *model) size() int {
-	f := &m.f
-	n := len(f.Slots) + len(f.Jobs) + len(f.Ended) + len(f.Waiting) + len(f.Points) + len(f.Hours) + len(f.ToSlot)
-	for _, st := range f.Steps {
-		for _, xs := range st {
-			n += len(xs)
-		}
-	}
-	return n
-}
-
-func stepResult(p events.Payload) (string, bool) {
-	switch e := p.(type) {
-	case events.DBDeleted:
-		return e.Step, true
-	case events.EnvVarsDeleted:
-		return e.Step, true
-	case events.VolumeDeleted:
-		return e.Step, true
-	case events.VolumeMountsRemoved:
-		return e.Step, true
-	case events.ForcePushed:
-		return e.Step, true
-	case events.AppDeleted:
-		return e.Step, true
-	case events.RepoDeleted:
-		return e.Step, true
-	case events.ProjectDeleted:
-		return e.Step, true
-	case events.RepoCreated:
-		return e.Step, true
-	case events.CodePushed:
-		return e.Step, true
-	case events.StepSucceeded:
-		return e.Step, true
-	}
-	return "", false
 }
 
 // Bucket is one time bucket of the series.

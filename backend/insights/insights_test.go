@@ -1,6 +1,8 @@
 package insights
 
 import (
+	"encoding/json"
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -154,3 +156,67 @@ func TestUtilisationIsTimeWeighted(t *testing.T) {
 }
 
 func round2(x float64) float64 { return math.Round(x*100) / 100 }
+
+// Issue 36 item 3: every step of every job kind gets its duration — the
+// steps come from the vocabulary (events.StepNames of each events.JobKinds
+// kind, the ready reset's too), and a step ends at any result event the
+// catalogue has (events.StepResultOf). Before, a hand-written list of 11
+// result types left the ready reset's creates and deploy without
+// durations.
+func TestEveryStepOfEveryKindGetsADuration(t *testing.T) {
+	s := New(nil, func() time.Time { return t0.Add(23 * time.Hour) }, Config{})
+	pos := 0
+	at := time.Duration(0)
+	add := func(ev events.RecordedEvent) {
+		t.Helper()
+		must(t, s.m.Apply(ev))
+	}
+	next := func(stream string, p events.Payload) {
+		pos++
+		at += time.Minute
+		add(rec(pos, stream, at, p))
+	}
+	// The result types, each given a step of its own below.
+	var results []string
+	for _, typ := range events.Types() {
+		if events.IsStepResult(typ) {
+			results = append(results, typ)
+		}
+	}
+	type want struct{ kind, step string }
+	wanted := map[want]int{}
+	n := 0
+	for _, kind := range events.JobKinds() {
+		for _, template := range []bool{false, true} {
+			n++
+			id := fmt.Sprintf("j%d", n)
+			stream := events.JobStream(id)
+			next(stream, events.JobQueued{JobID: id, Kind: kind, Slot: "a"})
+			for i, step := range events.StepNames(kind, template) {
+				next(stream, events.StepStarted{JobID: id, Step: step})
+				// A result event of the catalogue, turn by turn, built from
+				// its type alone (each embeds StepResult).
+				typ := results[(n+i)%len(results)]
+				pos++
+				at += time.Minute
+				data, _ := json.Marshal(events.StepResult{JobID: id, Step: step})
+				add(events.RecordedEvent{Position: events.Position(pos), Stream: stream, Type: typ, Data: data, Meta: events.Metadata{Time: t0.Add(at)}})
+				wanted[want{kind, step}]++
+			}
+			next(stream, events.JobSucceeded{JobID: id})
+		}
+	}
+	out, ok := s.Series("1d")
+	if !ok {
+		t.Fatal("no series")
+	}
+	got := map[want]int{}
+	for _, st := range out.Steps {
+		got[want{st.Kind, st.Step}] = st.Count
+	}
+	for w, n := range wanted {
+		if got[w] != n {
+			t.Errorf("%s's step %s: %d durations, want one per run (%d)", w.kind, w.step, got[w], n)
+		}
+	}
+}

@@ -203,7 +203,8 @@ func orphanCell(t *testing.T, name string, flt sim.Fault, want string, start fun
 	w = newWorld(t, nil)
 	cfg := w.engineConfig()
 	if name == "hang" {
-		cfg.StepTimeout = 700 * time.Millisecond
+		// Above a quick lookup's time on a loaded machine (700 ms was not).
+		cfg.StepTimeout = 3 * time.Second
 	}
 	w.startEngine(cfg)
 	fx := w.seed("cell")

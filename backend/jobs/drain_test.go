@@ -84,9 +84,10 @@ func TestLogLinesHaveNoDuplicateKeys(t *testing.T) {
 	lines := &jsonLines{}
 	cfg := w.engineConfig()
 	cfg.Logger = slog.New(slog.NewJSONHandler(lines, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	cfg.Lease = 300 * time.Millisecond
-	// The first engine's attempt hangs on its first step and its lease runs
-	// out unrenewed (the engine is stopped abruptly); the second rescues it.
+	// An attempt of a worker that is gone, its lease already over: this
+	// engine's rescuer abandons it at once (no lease of its own need run
+	// out, so the engine keeps the default lease: a short real one let a
+	// loaded machine miss renewals of the resumed attempt).
 	w.seed("s")
 	w.occupy("s")
 	res, err := w.svc.Release(context.Background(), bob, "s")
@@ -100,7 +101,12 @@ func TestLogLinesHaveNoDuplicateKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.startEngine(cfg)
-	w.waitJob(res.JobID, 20*time.Second, func(j *events.JobState) bool { return j.Status == events.StatusAbandoned })
+	// Resume only once the abandoned attempt's lock is released (its
+	// JobReleased): before that, Resume is refused as job_still_ending —
+	// the race that made this test fail under load (issue 36 item 7).
+	if j := w.waitEnded(res.JobID); j.Status != events.StatusAbandoned {
+		t.Fatalf("the gone worker's attempt: %s, want abandoned", j.Status)
+	}
 	if _, err := w.svc.Resume(context.Background(), bob, res.JobID); err != nil {
 		t.Fatal(err)
 	}

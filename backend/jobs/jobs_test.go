@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotkeeper/slotkeeper/backend/clock"
 	"github.com/slotkeeper/slotkeeper/backend/providers/sim"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/events"
@@ -145,15 +146,25 @@ var _ = time.Second
 func TestDeadlineResetRuns(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, nil)
-	w.svc = slots.NewService(w.store, slots.Config{DeadlineReset: true, Logger: testLogger()})
+	// The deadline passes on a fake clock (a real 200 ms one could pass
+	// before a loaded machine even validated the occupy). It runs an hour
+	// behind the engine's wall clock, so the queued reset is due at once.
+	clk := clock.NewFake(time.Now().Add(-time.Hour))
+	w.svc = slots.NewService(w.store, slots.Config{DeadlineReset: true, Clock: clk, Logger: testLogger()})
 	w.startEngine(w.engineConfig())
 	fx := w.seed("late")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go w.svc.RunDeadlines(ctx)
-	if err := w.svc.Occupy(ctx, bob, "late", slots.OccupyCmd{Until: time.Now().Add(200 * time.Millisecond)}); err != nil {
+	if err := w.svc.Occupy(ctx, bob, "late", slots.OccupyCmd{Until: clk.Now().Add(10 * time.Minute)}); err != nil {
 		t.Fatal(err)
 	}
+	go w.svc.RunDeadlines(ctx)
+	bctx, bcancel := context.WithTimeout(ctx, w.waitLimit())
+	defer bcancel()
+	if err := clk.BlockUntil(bctx, 1); err != nil { // the scheduler's first pass armed the deadline
+		t.Fatal(err)
+	}
+	clk.Advance(10 * time.Minute)
 	s := w.waitSlot("late", func(s *slots.SlotState) bool { return s.Locked() })
 	evs, err := w.store.ReadStream(ctx, events.SlotStream("late"), s.Revision, 1, events.Forward)
 	if err != nil || len(evs) != 1 || evs[0].Meta.Actor != slots.ActorDeadline {

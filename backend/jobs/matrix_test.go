@@ -155,8 +155,10 @@ func runCell(t *testing.T, c stepCall, f faultKind) {
 	w := newWorld(t, store)
 	cfg := w.engineConfig()
 	if f == fHang {
-		// Every step before a hung one is a quick HTTP call.
-		cfg.StepTimeout = 700 * time.Millisecond
+		// Every step before a hung one is a quick HTTP call; the deadline
+		// is still far above one on a loaded machine (700 ms was not: a
+		// slow quick step timed out instead of the hung one, issue 36).
+		cfg.StepTimeout = 3 * time.Second
 		if c.ready() {
 			cfg.StepTimeout = 6 * time.Second // the ready reset's force push comes first
 		}

@@ -59,6 +59,11 @@ type Config struct {
 	// project uuids and Bitbucket project keys it lists.
 	CoolifyProjects   []string
 	BitbucketProjects []string
+	// ScopeNow, when set, replaces the two lists: it is asked at the start
+	// of each run, so a scope that grows while the server runs (the demo's:
+	// every slot registered on the simulators, issue 38) is covered from
+	// the next run on.
+	ScopeNow func(ctx context.Context) (coolify, bitbucket []string)
 	// Every is the interval of scheduled runs (0: only on demand).
 	Every time.Duration
 	// RunTimeout bounds one run (default 5m). A run left open longer than
@@ -115,13 +120,25 @@ func New(store events.Store, tracker Tracker, paas providers.PaaSInventory, git 
 // process).
 var ErrBusy = errors.New("reconcile: a run is already in progress")
 
-// Scope is the configured scope as finding scopes name it.
-func (r *Reconciler) Scope() []string {
+// runScope is the scope of one run.
+type runScope struct{ coolify, bitbucket []string }
+
+// scopeNow is the scope a run starting now covers.
+func (r *Reconciler) scopeNow(ctx context.Context) runScope {
+	if r.cfg.ScopeNow != nil {
+		c, b := r.cfg.ScopeNow(ctx)
+		return runScope{c, b}
+	}
+	return runScope{r.cfg.CoolifyProjects, r.cfg.BitbucketProjects}
+}
+
+// names is the scope as finding scopes name it.
+func (sc runScope) names() []string {
 	var out []string
-	for _, p := range r.cfg.CoolifyProjects {
+	for _, p := range sc.coolify {
 		out = append(out, "coolify:"+p)
 	}
-	for _, p := range r.cfg.BitbucketProjects {
+	for _, p := range sc.bitbucket {
 		out = append(out, "bitbucket:"+p)
 	}
 	return out
@@ -209,7 +226,8 @@ func (r *Reconciler) RunOnce(ctx context.Context, actor string) (Report, error) 
 		// A run whose process died: close it honestly before the new one.
 		opening = append(opening, events.New(events.ReconcileFinished{RunID: prev.Run.ID, State: "failed", EndedAt: now, Error: "abandoned: the run did not finish"}, meta))
 	}
-	opening = append(opening, events.New(events.ReconcileStarted{RunID: runID, Scope: r.Scope(), StartedAt: now, ChangesOnly: true}, meta))
+	sc := r.scopeNow(ctx)
+	opening = append(opening, events.New(events.ReconcileStarted{RunID: runID, Scope: sc.names(), StartedAt: now, ChangesOnly: true}, meta))
 	res, err := r.store.Append(ctx, events.ReconcileStream, exp, opening...)
 	if err != nil {
 		if errors.Is(err, events.ErrWrongRevision) {
@@ -219,7 +237,7 @@ func (r *Reconciler) RunOnce(ctx context.Context, actor string) (Report, error) 
 	}
 	rctx, cancel := context.WithTimeout(ctx, r.cfg.RunTimeout)
 	defer cancel()
-	current, runErr := r.compare(rctx, prev.standing(), now)
+	current, runErr := r.compare(rctx, sc, prev.standing(), now)
 	state, msg := "done", ""
 	var changes []events.ReconcileFinding
 	if runErr != nil {
@@ -320,7 +338,7 @@ func key(f events.ReconcileFinding) string {
 
 // compare lists the scope and builds this run's findings from what it
 // sees and the previous run's findings.
-func (r *Reconciler) compare(ctx context.Context, prev []events.ReconcileFinding, now time.Time) ([]events.ReconcileFinding, error) {
+func (r *Reconciler) compare(ctx context.Context, sc runScope, prev []events.ReconcileFinding, now time.Time) ([]events.ReconcileFinding, error) {
 	tracked, err := r.tracker.Tracked(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read tracked resources: %w", err)
@@ -337,14 +355,14 @@ func (r *Reconciler) compare(ctx context.Context, prev []events.ReconcileFinding
 	unknownScopes := map[string]bool{}
 	add := func(f events.ReconcileFinding) { out = append(out, f) }
 
-	for _, inv := range r.inventory(ctx) {
+	for _, inv := range r.inventory(ctx, sc.coolify) {
 		scope := "coolify:" + inv.UUID
 		if err := r.coolifyScope(ctx, inv, scope, byID, add); err != nil {
 			unknownScopes[scope] = true
 			add(events.ReconcileFinding{Class: events.FindingUnknown, Provider: "coolify", Kind: events.ResProject, ID: inv.UUID, Scope: scope, Detail: "could not check: " + err.Error()})
 		}
 	}
-	for _, key := range r.cfg.BitbucketProjects {
+	for _, key := range sc.bitbucket {
 		scope := "bitbucket:" + key
 		if err := r.bitbucketScope(ctx, key, scope, byID, add); err != nil {
 			unknownScopes[scope] = true
@@ -411,21 +429,21 @@ func (r *Reconciler) call(ctx context.Context) (context.Context, context.CancelF
 }
 
 // inventory lists the Coolify scope in one bounded call.
-func (r *Reconciler) inventory(ctx context.Context) []providers.ProjectInventory {
-	if len(r.cfg.CoolifyProjects) == 0 {
+func (r *Reconciler) inventory(ctx context.Context, projects []string) []providers.ProjectInventory {
+	if len(projects) == 0 {
 		return nil
 	}
 	if r.paas == nil {
-		out := make([]providers.ProjectInventory, len(r.cfg.CoolifyProjects))
-		for i, p := range r.cfg.CoolifyProjects {
+		out := make([]providers.ProjectInventory, len(projects))
+		for i, p := range projects {
 			out[i] = providers.ProjectInventory{UUID: p, Lookup: providers.Unknown, Err: errors.New("no Coolify client configured")}
 		}
 		return out
 	}
 	// Two calls per project plus two: bounded by the call timeout each.
-	cctx, cancel := context.WithTimeout(ctx, r.cfg.CallTimeout*time.Duration(2*len(r.cfg.CoolifyProjects)+2))
+	cctx, cancel := context.WithTimeout(ctx, r.cfg.CallTimeout*time.Duration(2*len(projects)+2))
 	defer cancel()
-	return noneVisibleIsUnknown(r.paas.InventoryProjects(cctx, r.cfg.CoolifyProjects))
+	return noneVisibleIsUnknown(r.paas.InventoryProjects(cctx, projects))
 }
 
 // noneVisibleIsUnknown: Coolify filters every lookup by the token's team,

@@ -222,8 +222,13 @@ func TestListFailureIsUnknownAndKeepsFindings(t *testing.T) {
 	p := w.slots[0].ProjectUUID
 	strayApp, _ := w.sim.AddApp(p, "stray-app")
 	o, _ := w.sim.AddRepo("SLOT", "zz-orphan")
+	// The first run, which must see everything, has the default call
+	// timeout: a 300 ms one for every call made a loaded machine's first
+	// run "unknown" too (issue 36 item 7). Only the run with the hang has
+	// the short one, and there a slow call is unknown as well, which keeps
+	// the findings as the test wants.
+	run(t, w.reconciler(reconcile.Config{}))
 	r := w.reconciler(reconcile.Config{CallTimeout: 300 * time.Millisecond})
-	run(t, r)
 
 	w.sim.AddFault(sim.Fault{Endpoint: sim.EndpointListApplications, Status: 500})
 	w.sim.AddFault(sim.Fault{Endpoint: sim.EndpointListRepos, Resource: "SLOT", Hang: true, Skip: 1})

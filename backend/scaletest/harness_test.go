@@ -255,13 +255,6 @@ func (w *logWatch) streamEvents(name string) []events.RecordedEvent {
 	return append([]events.RecordedEvent(nil), w.byStream[name]...)
 }
 
-func lastType(evs []events.RecordedEvent) string {
-	if len(evs) == 0 {
-		return ""
-	}
-	return evs[len(evs)-1].Type
-}
-
 // sseClient reads one process's live stream and keeps the ids of its
 // change frames.
 type sseClient struct {

@@ -61,12 +61,10 @@ func adoptResource(params map[string]string) (events.Resource, error) {
 
 // checkAdoptScope refuses a repository outside the Bitbucket scope (a
 // Coolify orphan was found inside the scope's projects).
-func (s *Service) checkAdoptScope(r events.Resource) error {
+func (s *Service) checkAdoptScope(ctx context.Context, r events.Resource) error {
 	if r.Kind == events.ResRepository {
 		proj, _, _ := strings.Cut(r.ID, "/")
-		if !s.cfg.Scope.bitbucketOK(proj) {
-			return outsideScope(forbidden("id", "Bitbucket project %s is outside the configured scope (--bitbucket-projects)", proj), proj)
-		}
+		return s.cfg.Scope.checkBitbucket(ctx, "id", proj)
 	}
 	return nil
 }
@@ -89,7 +87,7 @@ func (s *Service) planOrphan(ctx context.Context, kind, slot string, c AdoptCmd)
 	if err != nil {
 		return Plan{}, err
 	}
-	if err := s.checkAdoptScope(res); err != nil {
+	if err := s.checkAdoptScope(ctx, res); err != nil {
 		return Plan{}, err
 	}
 	st, err := s.slots.Load(ctx, slot)
@@ -123,7 +121,7 @@ func (s *Service) orphanJob(ctx context.Context, kind string, a Actor, slot stri
 	if err != nil {
 		return JobAcceptedResult{}, err
 	}
-	if err := s.checkAdoptScope(res); err != nil {
+	if err := s.checkAdoptScope(ctx, res); err != nil {
 		return JobAcceptedResult{}, err
 	}
 	var chk func(*SlotState) error

@@ -32,7 +32,7 @@ import (
 //     in the project, in one environment → else 422.
 
 // Scope bounds the resources slots may name. An empty list leaves that
-// provider unrestricted (serve warns about it).
+// provider unrestricted (serve warns about it) unless Simulated is set.
 type Scope struct {
 	// CoolifyProjects are the Coolify project uuids a slot may live in.
 	CoolifyProjects []string
@@ -40,22 +40,73 @@ type Scope struct {
 	// its template and a promote's target may lie in (compared without
 	// regard to case, as Bitbucket does).
 	BitbucketProjects []string
+	// Simulated, when set (the demo on the simulators, issue 38), adds every
+	// project the simulators hold at the moment of the check: a world
+	// seeded through /api/sim/slots after start is in scope at once, and
+	// anything the simulators do not hold is not (the lists above are then
+	// additions, and empty ones no longer mean "any").
+	Simulated SimulatedProjects
 }
 
-func (sc Scope) coolifyOK(uuid string) bool {
-	return len(sc.CoolifyProjects) == 0 || slices.Contains(sc.CoolifyProjects, uuid)
+// SimulatedProjects answers which projects the simulators hold now
+// (*sim.Sim in process; the control API of `slotkeeper sim` otherwise).
+type SimulatedProjects interface {
+	Projects(ctx context.Context) (coolify, bitbucket []string, err error)
 }
 
-func (sc Scope) bitbucketOK(key string) bool {
-	if len(sc.BitbucketProjects) == 0 {
-		return true
+// Restricted reports whether the scope limits anything (false: any
+// project of both providers; serve warns).
+func (sc Scope) Restricted() (coolify, bitbucket bool) {
+	return sc.Simulated != nil || len(sc.CoolifyProjects) > 0, sc.Simulated != nil || len(sc.BitbucketProjects) > 0
+}
+
+func (sc Scope) coolifyOK(ctx context.Context, field, uuid string) (bool, error) {
+	if slices.Contains(sc.CoolifyProjects, uuid) {
+		return true, nil
 	}
-	for _, k := range sc.BitbucketProjects {
-		if strings.EqualFold(k, key) {
-			return true
-		}
+	if sc.Simulated == nil {
+		return len(sc.CoolifyProjects) == 0, nil
 	}
-	return false
+	cool, _, err := sc.Simulated.Projects(ctx)
+	return slices.Contains(cool, uuid), simScopeErr(field, uuid, err)
+}
+
+func (sc Scope) bitbucketOK(ctx context.Context, field, key string) (bool, error) {
+	if sc.Simulated == nil && len(sc.BitbucketProjects) == 0 {
+		return true, nil
+	}
+	has := func(keys []string) bool {
+		return slices.ContainsFunc(keys, func(k string) bool { return strings.EqualFold(k, key) })
+	}
+	if has(sc.BitbucketProjects) || sc.Simulated == nil {
+		return has(sc.BitbucketProjects), nil
+	}
+	_, bb, err := sc.Simulated.Projects(ctx)
+	return has(bb), simScopeErr(field, key, err)
+}
+
+// simScopeErr: the simulators could not say what they hold (their own
+// process is down), so the scope is unknown — a 502, never an answer.
+func simScopeErr(field, project string, err error) error {
+	if err == nil {
+		return nil
+	}
+	e := apperr.New(CodeUpstream, "could not ask the simulators whether they hold project %s; nothing was recorded", project).
+		With(map[string]any{"field": field}).Because(apperr.ReasonProviderUnchecked, "field", field, "id", project)
+	e.Err = err
+	return e
+}
+
+// checkBitbucket refuses key outside the Bitbucket scope, naming field.
+func (sc Scope) checkBitbucket(ctx context.Context, field, key string) error {
+	ok, err := sc.bitbucketOK(ctx, field, key)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return outsideScope(forbidden(field, "Bitbucket project %s is outside the configured scope (--bitbucket-projects)", key), key)
+	}
+	return nil
 }
 
 func forbidden(field, format string, args ...any) *Error {
@@ -73,17 +124,21 @@ func outsideScope(e *Error, project string) *Error {
 }
 
 // checkScope is step 1 of Register.
-func (s *Service) checkScope(c RegisterCmd) error {
+func (s *Service) checkScope(ctx context.Context, c RegisterCmd) error {
 	sc := s.cfg.Scope
-	if !sc.coolifyOK(c.ProjectUUID) {
+	ok, err := sc.coolifyOK(ctx, "project_uuid", c.ProjectUUID)
+	if err != nil {
+		return err
+	}
+	if !ok {
 		return outsideScope(forbidden("project_uuid", "Coolify project %s is outside the configured scope (--coolify-projects)", c.ProjectUUID), c.ProjectUUID)
 	}
 	for _, f := range []struct {
 		field string
 		r     events.RepoRef
 	}{{"repo.project", c.Repo}, {"template_repo.project", c.TemplateRepo}} {
-		if !sc.bitbucketOK(f.r.Project) {
-			return outsideScope(forbidden(f.field, "Bitbucket project %s is outside the configured scope (--bitbucket-projects)", f.r.Project), f.r.Project)
+		if err := sc.checkBitbucket(ctx, f.field, f.r.Project); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -201,7 +202,7 @@ func (s *Service) Register(ctx context.Context, a Actor, c RegisterCmd) error {
 		t.SeenEngine, t.SeenImage = "", "" // read from Coolify, never taken from the caller
 		c.Template = &t
 	}
-	if err := s.checkScope(c); err != nil {
+	if err := s.checkScope(ctx, c); err != nil {
 		return err
 	}
 	// One registration at a time in this process, from the ownership check
@@ -421,7 +422,7 @@ func (s *Service) Teardown(ctx context.Context, a Actor, slot string) (JobAccept
 // Promote implements Commands. The new repository's name must be a valid
 // Bitbucket slug (lowercase), so the lookup and the create name the same repo.
 func (s *Service) Promote(ctx context.Context, a Actor, slot string, c PromoteCmd) (JobAcceptedResult, error) {
-	if err := s.checkPromoteScope(events.KindPromote, map[string]string{"project": c.Project}); err != nil {
+	if err := s.checkPromoteScope(ctx, events.KindPromote, map[string]string{"project": c.Project}); err != nil {
 		return JobAcceptedResult{}, err
 	}
 	return s.newJob(ctx, a, slot, events.KindPromote, map[string]string{"project": c.Project, "name": c.Name}, nil)
@@ -436,7 +437,7 @@ func (s *Service) PlanJob(ctx context.Context, slot, kind string, params map[str
 	if err := validateParams(kind, params); err != nil {
 		return Plan{}, err
 	}
-	if err := s.checkPromoteScope(kind, params); err != nil {
+	if err := s.checkPromoteScope(ctx, kind, params); err != nil {
 		return Plan{}, err
 	}
 	st, err := s.slots.Load(ctx, slot)
@@ -501,14 +502,14 @@ func validateParams(kind string, params map[string]string) error {
 		_, err := adoptResource(params)
 		return err
 	}
-	return invalid("unknown job kind %q (reset, teardown, promote, adopt, delete_orphan)", kind).Because(apperr.ReasonUnknownJobKind, "kind", kind)
+	return invalid("unknown job kind %q (%s)", kind, strings.Join(events.JobKinds(), ", ")).Because(apperr.ReasonUnknownJobKind, "kind", kind)
 }
 
 // checkPromoteScope refuses a promote whose target project lies outside
 // the Bitbucket scope: the code would be copied out of it.
-func (s *Service) checkPromoteScope(kind string, params map[string]string) error {
-	if kind == events.KindPromote && projectKeyRe.MatchString(params["project"]) && !s.cfg.Scope.bitbucketOK(params["project"]) {
-		return outsideScope(forbidden("project", "Bitbucket project %s is outside the configured scope (--bitbucket-projects)", params["project"]), params["project"])
+func (s *Service) checkPromoteScope(ctx context.Context, kind string, params map[string]string) error {
+	if kind == events.KindPromote && projectKeyRe.MatchString(params["project"]) {
+		return s.cfg.Scope.checkBitbucket(ctx, "project", params["project"])
 	}
 	return nil
 }

@@ -2,7 +2,8 @@
 // serve` with no flags and no SLOTKEEPER_* settings, started from the
 // repository root (so --data is the relative default ./data), then a
 // release, a teardown and a promote of demo slots in the browser, each to
-// success. Tests that start the binary with absolute temp paths once hid a
+// success, and a new slot seeded in the simulators and registered (issue
+// 38). Tests that start the binary with absolute temp paths once hid a
 // demo whose every reset failed at force_push_template.
 //
 // The README's server listens on localhost:8080; if that port is taken this
@@ -181,4 +182,57 @@ test("make run: release, teardown and promote demo slots in the browser, each to
   const released = await get(rel, `/api/slots/${toRelease}`);
   assert.equal(released.lifecycle, "vacant");
   await shot(rel, "makerun-released");
+});
+
+/** post sends a state change from inside the page, as the dashboard does (its session and CSRF token). */
+function post(page, path, body) {
+  return page.evaluate(
+    async ([p, b]) => {
+      const me = await (await fetch("/api/auth/me")).json();
+      const r = await fetch(p, { method: "POST", headers: { "Content-Type": "application/json", "X-CSRF-Token": me.csrf }, body: b });
+      return { status: r.status, body: await r.json().catch(() => null) };
+    },
+    [path, JSON.stringify(body)],
+  );
+}
+
+// Issue 38: a newcomer grows the demo pool — seeds a slot world in the
+// simulators (docs/providers.md "Growing the demo pool") and registers it.
+// The demo's scope once was its pool's projects as of start, so this
+// register was refused 403 outside_scope; now it follows the simulators,
+// and what they do not hold stays outside.
+test("make run: seed a new slot in the simulators and register it; the board shows it live", { timeout: 120_000 }, async () => {
+  const page = await browser.context.newPage();
+  await page.goto(`${URL0}/`);
+  await page.waitForSelector('[data-testid=live-indicator][data-status="live"]', { timeout: 15_000 });
+  await page.waitForSelector("[data-testid=slot-card]", { timeout: 15_000 });
+
+  const seeded = await post(page, "/api/sim/slots", { name: "newslot" });
+  assert.equal(seeded.status, 201, `seed: ${JSON.stringify(seeded)}`);
+  const fx = seeded.body;
+  const cmd = {
+    name: "newslot",
+    project_uuid: fx.project_uuid,
+    app_uuid: fx.app_uuid,
+    db_uuid: fx.db_uuid,
+    repo: { project: fx.repo.project, slug: fx.repo.slug },
+    template_repo: { project: fx.template.project, slug: fx.template.slug },
+    template_ref: fx.template_ref,
+  };
+
+  // A project the simulators never created is outside the scope.
+  const stranger = await post(page, "/api/slots", { ...cmd, name: "stranger", project_uuid: "nosuchproject0000000000" });
+  assert.equal(stranger.status, 403, `a project the simulators do not hold: ${JSON.stringify(stranger)}`);
+  assert.equal(stranger.body?.error?.reason, "outside_scope");
+
+  const reg = await post(page, "/api/slots", cmd);
+  assert.equal(reg.status, 201, `register the seeded slot: ${JSON.stringify(reg)}`);
+  await page.waitForSelector('[data-testid=slot-card][data-slot="newslot"]', { timeout: 15_000 });
+  await shot(page, "makerun-newslot-board");
+
+  await page.goto(`${URL0}/#/slots/newslot`);
+  await page.waitForSelector("[data-testid=slot-page]");
+  const view = await get(page, "/api/slots/newslot");
+  assert.equal(view.project_uuid, fx.project_uuid);
+  assert.equal(view.lifecycle, "vacant");
 });

@@ -95,8 +95,8 @@ func TestRegisterRefusesTheConfusedDeputy(t *testing.T) {
 			c.Repo, c.TemplateRepo = cedar.Repo, birch.Repo
 		}, 409, "repo", "cedar"},
 		{"template is another slot's repo", func(c *slots.RegisterCmd) { c.TemplateRepo = birch.Repo }, 409, "template_repo", "birch"},
-		{"a project outside the scope", func(c *slots.RegisterCmd) {
-			c.ProjectUUID, c.AppUUID, c.DBUUID = outside.ProjectUUID, outside.AppUUID, outside.DBUUID
+		{"a project outside the scope (the simulators do not hold it)", func(c *slots.RegisterCmd) {
+			c.ProjectUUID = "nosuchproject0000000000"
 		}, 403, "project_uuid", ""},
 		{"a repository project outside the scope", func(c *slots.RegisterCmd) { c.Repo.Project = "LOOT" }, 403, "repo.project", ""},
 		{"an application of another project", func(c *slots.RegisterCmd) { c.AppUUID = other.AppUUID }, 422, "app_uuid", ""},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -72,16 +73,33 @@ func (m *reconcileMetrics) observe(rep reconcile.Report) {
 func startReconciler(ctx context.Context, c Config, store events.Store, reads projections.ReadModel, w world, scope slots.Scope, reg prometheus.Registerer, log *slog.Logger, goRun func(string, func(context.Context) error)) *reconcile.Reconciler {
 	paas, _ := w.deps.PaaS.(providers.PaaSInventory)
 	git, _ := w.deps.GitHost.(providers.GitInventory)
-	cool, bb := reconcile.DefaultScope(ctx, scope.CoolifyProjects, scope.BitbucketProjects, w.sim != nil || w.remote != nil, reads)
+	sims := w.sim != nil || w.remote != nil
+	// Asked at each run: the demo's scope grows with every slot registered
+	// on its simulators (issue 38) — their projects, plus what the flags add.
+	scopeNow := func(ctx context.Context) ([]string, []string) {
+		cool, bb := reconcile.DefaultScope(ctx, scope.CoolifyProjects, scope.BitbucketProjects, sims, reads)
+		if scope.Simulated != nil {
+			dc, db := reconcile.DefaultScope(ctx, nil, nil, true, reads)
+			cool, bb = unionSorted(cool, dc), unionSorted(bb, db)
+		}
+		return cool, bb
+	}
 	met := newReconcileMetrics(reg)
 	r := reconcile.New(store, reconcile.NewViewTracker(reads, store), paas, git, reconcile.Config{
-		CoolifyProjects: cool, BitbucketProjects: bb, Every: c.Reconcile.Every, Logger: log, Observe: met.observe,
+		ScopeNow: scopeNow, Every: c.Reconcile.Every, Logger: log, Observe: met.observe,
 	})
 	if rep, err := r.Latest(ctx); err == nil {
 		met.observe(rep)
 	}
 	goRun("reconciler", r.Run)
 	return r
+}
+
+// unionSorted is a ∪ b, sorted, without repeats.
+func unionSorted(a, b []string) []string {
+	out := slices.Concat(a, b)
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // reconcileAPI adapts the reconciler to httpapi.Reconciler.

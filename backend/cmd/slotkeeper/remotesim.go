@@ -41,36 +41,26 @@ func (r *remoteSim) SeedSlot(name string) (sim.SlotFixture, error) {
 	return fx, json.NewDecoder(resp.Body).Decode(&fx)
 }
 
-// ProjectsNamed implements demo.Projects through GET /sim/state.
-func (r *remoteSim) ProjectsNamed(name string) []string {
-	req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, r.base+"/sim/state", nil)
+// Projects implements slots.SimulatedProjects through GET /sim/projects:
+// what the simulators hold now is the demo's scope (issue 38).
+func (r *remoteSim) Projects(ctx context.Context) (coolify, bitbucket []string, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.base+"/sim/projects", nil)
+	if err != nil {
+		return nil, nil, err
+	}
 	resp, err := r.hc.Do(req)
 	if err != nil {
-		return nil
+		return nil, nil, fmt.Errorf("the simulators' control API: %w", err)
 	}
 	defer resp.Body.Close()
-	var st sim.StateDump
-	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&st) != nil {
-		return nil
+	if resp.StatusCode != http.StatusOK {
+		return nil, nil, fmt.Errorf("the simulators' control API answered %d to listing their projects", resp.StatusCode)
 	}
-	var ids []string
-	for _, p := range st.Coolify.Projects {
-		if p["name"] == name {
-			if id, ok := p["uuid"].(string); ok {
-				ids = append(ids, id)
-			}
-		}
+	var l sim.ProjectList
+	if err := json.NewDecoder(resp.Body).Decode(&l); err != nil {
+		return nil, nil, fmt.Errorf("the simulators' project list: %w", err)
 	}
-	return ids
-}
-
-// simControlRoutes are the simulators' control API (sim.ControlHandler),
-// the only routes controlProxy forwards.
-var simControlRoutes = []string{
-	"GET /faults", "POST /faults", "DELETE /faults", "DELETE /faults/{id}",
-	"GET /requests", "DELETE /requests",
-	"GET /coolify/volumes", "DELETE /coolify/volumes/{name}",
-	"GET /state", "POST /slots", "POST /resources",
+	return l.Coolify, l.Bitbucket, nil
 }
 
 // simForwardHeaders are the request headers controlProxy sends on; every
@@ -105,7 +95,7 @@ func (r *remoteSim) controlProxy() http.Handler {
 		},
 	}
 	mux := http.NewServeMux()
-	for _, route := range simControlRoutes {
+	for _, route := range sim.ControlRoutes {
 		method, path, _ := strings.Cut(route, " ")
 		mux.Handle(method+" /api/sim"+path, rp)
 	}

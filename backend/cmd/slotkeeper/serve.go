@@ -335,7 +335,7 @@ type wiring struct {
 	w       world
 	demoSim interface {
 		demo.Simulator
-		demo.Projects
+		slots.SimulatedProjects
 	}
 	seedDemo  bool
 	demoWorld []sim.SlotFixture
@@ -579,15 +579,16 @@ func (p *wiring) openProviders(ctx context.Context) error {
 	}
 	scope := slots.Scope{CoolifyProjects: scopeList(c.CoolifyProjects), BitbucketProjects: scopeList(c.BitbucketProjects)}
 	if demoSim != nil && c.Demo {
-		// The demo's own resources, plus whatever the flags add.
-		ds := demo.Scope(demoSim, demo.Pool)
-		scope.CoolifyProjects = append(scope.CoolifyProjects, ds.CoolifyProjects...)
-		scope.BitbucketProjects = append(scope.BitbucketProjects, ds.BitbucketProjects...)
+		// The demo's scope follows its simulators (issue 38): every project
+		// they hold at the moment of a check — the pool's, and a world
+		// seeded through /api/sim/slots later — plus whatever the flags add.
+		scope.Simulated = demoSim
 	}
-	if len(scope.CoolifyProjects) == 0 {
+	coolRestricted, bbRestricted := scope.Restricted()
+	if !coolRestricted {
 		log.Warn("no --coolify-projects: slots may name any Coolify project the token can reach")
 	}
-	if len(scope.BitbucketProjects) == 0 {
+	if !bbRestricted {
 		log.Warn("no --bitbucket-projects: slots and promotes may name any Bitbucket project the token can reach")
 	}
 	p.seedDemo, p.demoWorld, p.scope = seedDemo, demoWorld, scope

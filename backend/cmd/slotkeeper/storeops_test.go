@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -194,18 +195,23 @@ func TestPostgresOutage(t *testing.T) {
 	}
 	for _, s := range []*server{a, b} {
 		untilReadyz(t, s, "ready again", func(code int, _ string, _ error) bool { return code == 200 })
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			var v projections.SlotView
-			code := s.call(t, "GET", "/api/slots/"+vacant, nil, &v)
-			if code == 200 && v.Occupant != "" {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("after the outage %s shows %s occupied by %q (%d)", s.addr, vacant, v.Occupant, code)
-			}
-			time.Sleep(20 * time.Millisecond) // polling a read model; nothing to wait on across processes
+		// Each server's live stream says when its read model shows the
+		// occupancy: in the snapshot, or in a later change (before: a
+		// 20 ms poll of GET /api/slots/…).
+		ctx, cancel := context.WithCancel(context.Background())
+		frames := follow(ctx, t, s)
+		snap := next(t, frames)
+		var sf struct{ Slots []projections.SlotView }
+		if string(snap.Event) != "snapshot" || json.Unmarshal(snap.Data, &sf) != nil {
+			t.Fatalf("%s: first frame %s", s.addr, snap.Event)
 		}
+		shown := slices.ContainsFunc(sf.Slots, func(v projections.SlotView) bool { return v.Name == vacant && v.Occupant != "" })
+		if !shown {
+			waitChange(t, frames, func(ch projections.Change) bool {
+				return ch.Slot != nil && ch.Slot.Name == vacant && ch.Slot.Occupant != ""
+			})
+		}
+		cancel()
 	}
 	// A retry of the same occupy is the conflict it always was: the first
 	// one landed.

@@ -34,10 +34,47 @@ import (
 //	POST   coolify/health-check {"app", "enabled"} → 204 (health_check_enabled)
 //	POST   coolify/database-start {"project"?, "seconds"?, "fail"} → 204: new databases take
 //	                         seconds to start; with fail, the project's new databases stay exited
+//	GET    projects          → {"coolify":[uuid],"bitbucket":[key]} (Projects: the demo's scope)
 //
 // It has no authentication: mount it only in demo or test servers.
+// ControlRoutes are the control API's routes (method and path under /sim),
+// the one list: ControlHandler registers nothing else (it panics on a
+// route missing here), and serve's --sim-url proxy forwards only these.
+var ControlRoutes = []string{
+	"GET /faults",
+	"POST /faults",
+	"DELETE /faults",
+	"DELETE /faults/{id}",
+	"GET /requests",
+	"DELETE /requests",
+	"GET /coolify/volumes",
+	"DELETE /coolify/volumes/{name}",
+	"GET /state",
+	"GET /coolify/containers",
+	"DELETE /coolify/containers/{name}",
+	"GET /coolify/server",
+	"PUT /coolify/server",
+	"PUT /coolify/rate-limit",
+	"GET /projects",
+	"POST /slots",
+	"POST /coolify/builds",
+	"POST /coolify/health-check",
+	"POST /coolify/database-start",
+	"POST /resources",
+}
+
+// controlMux is a ServeMux that registers only ControlRoutes.
+type controlMux struct{ *http.ServeMux }
+
+func (m controlMux) HandleFunc(pattern string, h func(http.ResponseWriter, *http.Request)) {
+	if !slices.Contains(ControlRoutes, pattern) {
+		panic("sim: control route " + pattern + " is not in ControlRoutes")
+	}
+	m.ServeMux.HandleFunc(pattern, h)
+}
+
 func (s *Sim) ControlHandler() http.Handler {
-	mux := http.NewServeMux()
+	mux := controlMux{http.NewServeMux()}
 	mux.HandleFunc("GET /faults", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"faults": s.Faults()})
 	})
@@ -142,6 +179,10 @@ func (s *Sim) ControlHandler() http.Handler {
 		}
 		s.SetCoolifyRateLimit(*in.PerMinute)
 		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("GET /projects", func(w http.ResponseWriter, r *http.Request) {
+		cool, bb, _ := s.Projects(r.Context())
+		writeJSON(w, http.StatusOK, ProjectList{Coolify: nonNil(cool), Bitbucket: nonNil(bb)})
 	})
 	mux.HandleFunc("POST /slots", func(w http.ResponseWriter, r *http.Request) {
 		var in struct {
@@ -286,6 +327,19 @@ func decodeCtl(w http.ResponseWriter, r *http.Request, out any) bool {
 		return false
 	}
 	return true
+}
+
+// ProjectList is GET projects' answer.
+type ProjectList struct {
+	Coolify   []string `json:"coolify"`
+	Bitbucket []string `json:"bitbucket"`
+}
+
+func nonNil(l []string) []string {
+	if l == nil {
+		return []string{}
+	}
+	return l
 }
 
 func ctlError(w http.ResponseWriter, status int, msg string) {

@@ -200,19 +200,22 @@ func (s *Sim) AddStorage(appUUID, name, kind, mountPath string) (string, error) 
 	return id, s.persistLocked()
 }
 
-// ProjectsNamed returns the uuids of the Coolify projects called name, in
-// uuid order.
-func (s *Sim) ProjectsNamed(name string) []string {
+// Projects returns the uuids of every Coolify project and the keys of
+// every Bitbucket project the simulator holds, sorted: the demo's scope
+// (issue 38; slots.SimulatedProjects). A queued delete still holds its
+// project, as HasProject says.
+func (s *Sim) Projects(context.Context) (coolify, bitbucket []string, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var ids []string
-	for id, p := range s.cool.projects {
-		if p.Name == name {
-			ids = append(ids, id)
-		}
+	for id := range s.cool.projects {
+		coolify = append(coolify, id)
 	}
-	slices.Sort(ids)
-	return ids
+	for k := range s.bb.projects {
+		bitbucket = append(bitbucket, k)
+	}
+	slices.Sort(coolify)
+	slices.Sort(bitbucket)
+	return coolify, bitbucket, nil
 }
 
 // HasProject, HasApp, HasDatabase, HasEnv and HasStorage report whether the

@@ -7,10 +7,11 @@ import { useT } from "../i18n";
 import { useLoad } from "../live/useLoad";
 import { CommandError } from "./CommandError";
 import type { Command } from "../live/useCommand";
+import type { JobKind } from "../services/jobs";
 
 export interface ConfirmPlanProps {
   slot: string;
-  kind: "reset" | "teardown" | "promote" | "adopt" | "delete_orphan";
+  kind: JobKind;
   params?: { project?: string; name?: string };
   /**
    * loadPlan replaces the slot plan route for jobs planned elsewhere (an

@@ -1,6 +1,6 @@
 import { useState } from "react";
 import { Link, useLocation } from "wouter";
-import { jobsService, type JobView } from "../services/jobs";
+import { RESUMABLE_STATES, jobsService, type JobView } from "../services/jobs";
 import { slotsService, type SlotView } from "../services/slots";
 import { jobActions, ownsSlot, slotActions } from "../auth/roles";
 import { useSubject } from "../auth/session";
@@ -75,7 +75,7 @@ function SlotDetail({ slot }: { slot: SlotView }) {
     rec !== undefined &&
     !busy &&
     mayJob.resume &&
-    (["failed", "timed_out", "abandoned"].includes(rec.state) ||
+    (RESUMABLE_STATES.has(rec.state) ||
       (rec.state === "cancelled" && recKind === "teardown" && !untouched(rec.state, rec.completed_steps, rec.uncertain_step)));
   const resume = async () => {
     if (!slot.recovery) return;

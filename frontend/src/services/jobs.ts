@@ -4,41 +4,31 @@ import * as v from "valibot";
 import { enc, query, request } from "./http";
 import { Resource } from "./resources";
 import { decoder, int, list, optStr, str, strMap } from "./wire";
+// The job vocabulary's lists are generated from the Go source
+// (frontend/src/generated/vocabulary.ts, checked in make test): a kind,
+// step or state added on the server reaches every list here.
+import * as vocab from "../generated/vocabulary";
 
-/** Job states (projections.Job*). */
-export const JOB_STATES = ["queued", "running", "succeeded", "failed", "timed_out", "cancelled", "abandoned"] as const;
-export type JobState = (typeof JOB_STATES)[number];
-
+/** Job states (events.Statuses). */
+export const JOB_STATES = vocab.JOB_STATES;
 /** Step states (projections.Step*). */
-export const STEP_STATES = ["pending", "running", "done", "failed", "uncertain"] as const;
+export const STEP_STATES = vocab.STEP_STATES;
+/** Job kinds (events.JobKinds). */
+export const JOB_KINDS = vocab.JOB_KINDS;
+/** Step names, each kind's in the order it runs them (events.StepOrder). */
+export const STEP_NAMES = vocab.STEP_NAMES;
+export type JobState = (typeof JOB_STATES)[number];
 export type StepState = (typeof STEP_STATES)[number];
-
-/** Job kinds (events.Kind*). */
-export const JOB_KINDS = ["reset", "teardown", "promote"] as const;
 export type JobKind = (typeof JOB_KINDS)[number];
 
-/** Step names (events.Step*), in the order the job kinds run them. */
-export const STEP_NAMES = [
-  "delete_db",
-  "delete_env_vars",
-  "delete_volumes",
-  "force_push_template",
-  "vacate",
-  "delete_app",
-  "delete_repo",
-  "delete_project",
-  "retire",
-  "lookup_repo",
-  "create_repo",
-  "push_code",
-  "record_repo",
-] as const;
-
 /** Terminal job states: nothing changes them except a resume. */
-export const TERMINAL_STATES: ReadonlySet<string> = new Set(["succeeded", "failed", "timed_out", "cancelled", "abandoned"]);
+export const TERMINAL_STATES: ReadonlySet<string> = new Set(vocab.ENDED_STATES);
 
 /** Job states that ended without success. */
-export const UNSUCCESSFUL_STATES: ReadonlySet<string> = new Set(["failed", "timed_out", "cancelled", "abandoned"]);
+export const UNSUCCESSFUL_STATES: ReadonlySet<string> = new Set(vocab.UNSUCCESSFUL_STATES);
+
+/** Ended states a job of any kind may be resumed from (a cancelled teardown that had started may be too). */
+export const RESUMABLE_STATES: ReadonlySet<string> = new Set(vocab.RESUMABLE_STATES);
 
 export const Attempt = v.object({
   number: int,
