@@ -15,8 +15,9 @@ import (
 // Audit by replay (issue 28): GET /api/slots/{name}?at=, GET
 // /api/jobs/{id}?at=, GET /api/slots/{name}/changes and GET
 // /api/freshness. The historic answers are folded from the slot's and its
-// jobs' streams (projections.SlotAsOf, JobAsOf, SlotChanges), never from
-// the whole log.
+// jobs' streams (projections.History's SlotAsOf and SlotChanges, resumed
+// from the nearest checkpoint of the slot's fold so the cost follows the
+// range asked; projections.JobAsOf), never from the whole log.
 
 // slotAt is a slot's view at a moment: the view's fields, plus as_of.
 type slotAt struct {
@@ -55,12 +56,23 @@ func (s *Server) history() (projections.StreamReader, error) {
 	return s.d.History, nil
 }
 
-func (s *Server) slotAsOf(c echo.Context, name string, at projections.At) error {
+// slotHistory is the checkpointed slot fold over the log (one per server,
+// made on first use).
+func (s *Server) slotHistory() (*projections.History, error) {
 	log, err := s.history()
+	if err != nil {
+		return nil, err
+	}
+	s.histOnce.Do(func() { s.hist = projections.NewHistory(log, projections.HistoryOptions{}) })
+	return s.hist, nil
+}
+
+func (s *Server) slotAsOf(c echo.Context, name string, at projections.At) error {
+	h, err := s.slotHistory()
 	if err != nil {
 		return err
 	}
-	v, as, err := projections.SlotAsOf(c.Request().Context(), log, s.d.Reads, name, at)
+	v, as, err := h.SlotAsOf(c.Request().Context(), s.d.Reads, name, at)
 	if err != nil {
 		return notFound(err, "slot %q did not exist at position %d", name, as.Position)
 	}
@@ -79,8 +91,10 @@ func (s *Server) jobAsOf(c echo.Context, id string, at projections.At) error {
 	return c.JSON(http.StatusOK, jobAt{JobView: v, AsOf: as})
 }
 
-// slotChanges answers GET /api/slots/{name}/changes?from=&to=: from
-// absent is the slot's beginning, to absent is now.
+// slotChanges answers GET /api/slots/{name}/changes?from=&to=&limit=:
+// from absent is the slot's beginning, to absent is now. A page holds at
+// most limit changes (and projections.ChangesScan events); next_from, when
+// set, is the from of the next page (with to = to.position).
 func (s *Server) slotChanges(c echo.Context) error {
 	name, err := pathName(c, "name")
 	if err != nil {
@@ -94,18 +108,26 @@ func (s *Server) slotChanges(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	log, err := s.history()
+	limit, err := queryInt(c, "limit", projections.DefaultChangesLimit, 1, projections.MaxChangesLimit)
 	if err != nil {
 		return err
 	}
-	changes, fa, ta, err := projections.SlotChanges(c.Request().Context(), log, s.d.Reads, name, from, to)
+	h, err := s.slotHistory()
+	if err != nil {
+		return err
+	}
+	page, err := h.SlotChanges(c.Request().Context(), s.d.Reads, name, from, to, limit)
 	if errors.Is(err, projections.ErrInvalid) {
 		return invalidField("from", "from must not be after to: "+err.Error())
 	}
 	if err != nil {
 		return notFound(err, "slot %q does not exist", name)
 	}
-	return c.JSON(http.StatusOK, map[string]any{"slot": name, "from": fa, "to": ta, "changes": changes})
+	out := map[string]any{"slot": name, "from": page.From, "to": page.To, "changes": page.Changes}
+	if page.NextFrom != 0 {
+		out["next_from"] = page.NextFrom
+	}
+	return c.JSON(http.StatusOK, out)
 }
 
 // freshness is GET /api/freshness: where the log ends, where this server's

@@ -127,6 +127,9 @@ type Server struct {
 	cmdLimit  *auth.Limiter
 	streamsMu sync.Mutex
 	streams   map[string]int // subject id → open streams
+
+	histOnce sync.Once
+	hist     *projections.History // the as-of answers' checkpoints (asof.go)
 }
 
 // New builds the server and its routes.
