@@ -60,6 +60,7 @@ func main() {
 	rounds := flag.Int("rounds", 3, "interleaved latency rounds per implementation")
 	impls := flag.String("impls", "r3labs,hub", "implementations to measure")
 	flag.StringVar(&storeKind, "store", "bolt", "event store of the pipeline: bolt or mem")
+	flag.StringVar(&pinServer, "pin-server", "", "run the servers under taskset -c LIST (e.g. 0; start ssebench itself under taskset -c 1 to pin the clients apart)")
 	flag.Parse()
 	if err := run(strings.Split(*impls, ","), *clients, *rate, *dur, *idle, *rounds); err != nil {
 		fmt.Fprintln(os.Stderr, "ssebench:", err)
@@ -68,6 +69,9 @@ func main() {
 }
 
 var storeKind = "bolt"
+
+// pinServer, when set, is the CPU list the server children run on.
+var pinServer string
 
 // child is a running `ssebench serve`.
 type child struct {
@@ -84,6 +88,9 @@ func startChild(impl string) (*child, error) {
 		return nil, err
 	}
 	cmd := exec.Command(self, "serve", "--impl", impl, "--store", storeKind)
+	if pinServer != "" {
+		cmd = exec.Command("taskset", "-c", pinServer, self, "serve", "--impl", impl, "--store", storeKind)
+	}
 	cmd.Stderr = os.Stderr
 	in, _ := cmd.StdinPipe()
 	outp, _ := cmd.StdoutPipe()
@@ -150,6 +157,23 @@ func (c *child) rss() (kb, goroutines int, err error) {
 	return kb, goroutines, nil
 }
 
+// cpu is the child's CPU time so far (user + system).
+func (c *child) cpu() (time.Duration, error) {
+	l, err := c.send("cpu", "CPU ")
+	if err != nil {
+		return 0, err
+	}
+	us, _ := strconv.ParseInt(strings.Fields(l)[1], 10, 64)
+	return time.Duration(us) * time.Microsecond, nil
+}
+
+// selfCPU is this process's (the clients') CPU time so far.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 func (c *child) stop() {
 	fmt.Fprintln(c.in, "quit")
 	c.in.Close()
@@ -168,13 +192,21 @@ type result struct {
 	p50, p99, max time.Duration
 	delivered     float64 // received / expected
 	samples       int
+	// CPU time of the server and of the clients during the window, per
+	// frame delivered (where the two cores go).
+	serverCPU, clientCPU time.Duration
 }
 
 func (r result) String() string {
 	if r.samples == 0 {
 		return "nothing delivered (p50/p99 undefined), delivered 0.0%"
 	}
-	return fmt.Sprintf("p50 %s p99 %s max %s delivered %.1f%%", ms(r.p50), ms(r.p99), ms(r.max), 100*r.delivered)
+	return fmt.Sprintf("p50 %s p99 %s max %s delivered %.1f%%; CPU per frame delivered: server %.1fµs, clients %.1fµs",
+		ms(r.p50), ms(r.p99), ms(r.max), 100*r.delivered, perFrame(r.serverCPU, r.samples), perFrame(r.clientCPU, r.samples))
+}
+
+func perFrame(d time.Duration, n int) float64 {
+	return float64(d.Nanoseconds()) / 1000 / float64(max(n, 1))
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d.Microseconds())/1000) }
@@ -351,6 +383,11 @@ func window(c *child, n, rate int, dur time.Duration, stalled bool, si *stallInf
 		si.start = time.Now()
 		defer abort(stallConn)
 	}
+	cpu0, err := c.cpu()
+	if err != nil {
+		return result{}, err
+	}
+	self0 := selfCPU()
 	begin := time.Now()
 	startNS.Store(begin.UnixNano())
 	if _, err := c.send(fmt.Sprintf("rate %d", rate), "OK"); err != nil {
@@ -363,6 +400,11 @@ func window(c *child, n, rate int, dur time.Duration, stalled bool, si *stallInf
 	}
 	appended, _ := strconv.Atoi(strings.TrimPrefix(ok, "OK "))
 	time.Sleep(time.Second) // let in-flight frames arrive
+	cpu1, err := c.cpu()
+	if err != nil {
+		return result{}, err
+	}
+	self1 := selfCPU()
 	cancel()
 	wg.Wait()
 	var all []time.Duration
@@ -370,7 +412,7 @@ func window(c *child, n, rate int, dur time.Duration, stalled bool, si *stallInf
 		all = append(all, r.lat...)
 	}
 	expected := float64(n) * float64(appended)
-	res := result{samples: len(all), delivered: min(1, float64(len(all))/max(expected, 1))}
+	res := result{samples: len(all), delivered: min(1, float64(len(all))/max(expected, 1)), serverCPU: cpu1 - cpu0, clientCPU: self1 - self0}
 	if len(all) == 0 {
 		return res, nil
 	}

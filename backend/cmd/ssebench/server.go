@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -37,6 +38,7 @@ import (
 //
 //	rate N   append N OccupancyExtended events per second (0 stops)
 //	rss      garbage-collect, then print "RSS <kB> <goroutines>"
+//	cpu      print "CPU <µs of user + system time so far>"
 //	quit     exit
 //
 // and prints "ADDR host:port" when ready and "EVICT <unix ns> <reason>" for
@@ -191,6 +193,10 @@ func serveMode(impl, storeKind string, nslots int) error {
 			runtime.GC()
 			debug.FreeOSMemory()
 			out <- fmt.Sprintf("RSS %d %d", rssKB(), runtime.NumGoroutine())
+		case "cpu":
+			var ru syscall.Rusage
+			_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+			out <- fmt.Sprintf("CPU %d", (ru.Utime.Nano()+ru.Stime.Nano())/1000)
 		case "quit":
 			return nil
 		}
