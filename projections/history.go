@@ -372,6 +372,9 @@ type ChangesPage struct {
 	// NextFrom is set when the page stops before To: the position to ask
 	// from next (with To.Position as to) for the rest. Zero: complete.
 	NextFrom events.Position
+	// NextTo (SlotChangesNewest) is set when older changes may remain: the
+	// position to ask up to next (with the same from).
+	NextTo events.Position
 }
 
 // SlotChanges is what changed on slot name after moment from and up to
@@ -380,43 +383,14 @@ type ChangesPage struct {
 // default) and ChangesScan events per page, every change of an event on
 // the same page. ErrInvalid if from is after to.
 func (h *History) SlotChanges(ctx context.Context, rm ReadModel, name string, from, to At, limit int) (ChangesPage, error) {
-	if limit <= 0 {
-		limit = DefaultChangesLimit
-	}
-	limit = min(limit, MaxChangesLimit)
-	end, err := rm.Position(ctx)
+	st, fm, tm, page, limit, err := h.changesRange(ctx, rm, name, from, to, limit)
 	if err != nil {
-		return ChangesPage{}, err
-	}
-	st, err := h.index(ctx, name, max(needed(from, end), needed(to, end)), func() ([]string, error) { return SlotJobIDs(ctx, rm, name) })
-	if err != nil {
-		return ChangesPage{}, err
-	}
-	page := ChangesPage{Changes: []SlotChange{}}
-	var fm moment // zero: the beginning
-	if !from.IsZero() {
-		if fm, err = h.resolve(ctx, st, name, from, end); err != nil {
-			return ChangesPage{}, err
-		}
-	}
-	tm, err := h.resolve(ctx, st, name, to, end)
-	if err != nil {
-		return ChangesPage{}, err
-	}
-	page.From, page.To = fm.as, tm.as
-	if fm.p > tm.p {
-		return page, fmt.Errorf("%w: from (position %d) is after to (position %d)", ErrInvalid, fm.p, tm.p)
+		return page, err
 	}
 	w := h.resume(st, name, st.from(fm.p), tm.p)
-	if fm.timed {
-		page.From.Time = w.cp.lastTime
-	}
 	scanned := 0
 	err = w.run(ctx, nil, func(ev events.RecordedEvent, before, after *SlotView) bool {
 		if ev.Position <= fm.p {
-			if fm.timed {
-				page.From.Time = ev.Meta.Time
-			}
 			return true
 		}
 		scanned++
@@ -441,16 +415,112 @@ func (h *History) SlotChanges(ctx context.Context, rm ReadModel, name string, fr
 			page.NextFrom = 0 // that was the last event of the range
 		}
 	}
-	if tm.timed {
-		if page.NextFrom != 0 {
-			// The page stopped early: to's time is its last event's, a
-			// short walk from its own checkpoint.
-			w = h.resume(st, name, st.from(tm.p), tm.p)
-			if err := w.run(ctx, nil, nil); err != nil {
-				return ChangesPage{}, err
-			}
+	return page, nil
+}
+
+// changesRange resolves a changes question's two moments (ErrInvalid if
+// from is after to) and the page's limit.
+func (h *History) changesRange(ctx context.Context, rm ReadModel, name string, from, to At, limit int) (*indexState, moment, moment, ChangesPage, int, error) {
+	page := ChangesPage{Changes: []SlotChange{}}
+	if limit <= 0 {
+		limit = DefaultChangesLimit
+	}
+	limit = min(limit, MaxChangesLimit)
+	end, err := rm.Position(ctx)
+	if err != nil {
+		return nil, moment{}, moment{}, page, 0, err
+	}
+	st, err := h.index(ctx, name, max(needed(from, end), needed(to, end)), func() ([]string, error) { return SlotJobIDs(ctx, rm, name) })
+	if err != nil {
+		return nil, moment{}, moment{}, page, 0, err
+	}
+	var fm moment // zero: the beginning
+	if !from.IsZero() {
+		if fm, err = h.resolve(ctx, st, name, from, end); err != nil {
+			return nil, moment{}, moment{}, page, 0, err
 		}
-		page.To.Time = w.cp.lastTime
+	}
+	tm, err := h.resolve(ctx, st, name, to, end)
+	if err != nil {
+		return nil, moment{}, moment{}, page, 0, err
+	}
+	page.From, page.To = fm.as, tm.as
+	if fm.p > tm.p {
+		return nil, fm, tm, page, 0, fmt.Errorf("%w: from (position %d) is after to (position %d)", ErrInvalid, fm.p, tm.p)
+	}
+	// The moments' times, for a position or now: the last event's up to
+	// each, a short walk from its own checkpoint.
+	for _, m := range []struct {
+		m  moment
+		as *AsOf
+	}{{fm, &page.From}, {tm, &page.To}} {
+		if m.m.timed {
+			w := h.resume(st, name, st.from(m.m.p), m.m.p)
+			if err := w.run(ctx, nil, nil); err != nil {
+				return nil, moment{}, moment{}, page, 0, err
+			}
+			m.as.Time = w.cp.lastTime
+		}
+	}
+	return st, fm, tm, page, limit, nil
+}
+
+// SlotChangesNewest is SlotChanges newest first: the page holds the
+// latest changes of the range (in log order, every change of an event on
+// the same page) and NextTo, when set, is the to of the page before it
+// (with the same from). It folds the range backwards one checkpoint
+// interval at a time, so the cost follows the page, not the range: what
+// a timeline that shows the latest changes before a moment asks for.
+func (h *History) SlotChangesNewest(ctx context.Context, rm ReadModel, name string, from, to At, limit int) (ChangesPage, error) {
+	st, fm, tm, page, limit, err := h.changesRange(ctx, rm, name, from, to, limit)
+	if err != nil {
+		return page, err
+	}
+	var out []SlotChange
+	scanned := 0
+	for hi := tm.p; hi > fm.p; {
+		lo := max(fm.p, st.from(hi-1).at)
+		w := h.resume(st, name, st.from(lo), hi)
+		var part []SlotChange
+		var starts []int // where each event's changes begin in part
+		var at []events.Position
+		err := w.run(ctx, nil, func(ev events.RecordedEvent, before, after *SlotView) bool {
+			if ev.Position <= lo {
+				return true
+			}
+			scanned++
+			if after != nil && before != after {
+				if d := diffSlot(ev, before, after); len(d) > 0 {
+					starts, at = append(starts, len(part)), append(at, ev.Position)
+					part = append(part, d...)
+				}
+			}
+			return true
+		})
+		if err != nil {
+			return ChangesPage{}, err
+		}
+		if len(out)+len(part) >= limit {
+			// Keep the newest whole events of part up to the limit.
+			k := len(starts) - 1
+			for k > 0 && len(out)+len(part)-starts[k] < limit {
+				k--
+			}
+			out = append(part[starts[k]:], out...)
+			if at[k]-1 > fm.p {
+				page.NextTo = at[k] - 1
+			}
+			break
+		}
+		out = append(part, out...)
+		hi = lo
+		if scanned >= ChangesScan && hi > fm.p {
+			page.NextTo = hi
+			break
+		}
+	}
+	if out != nil {
+		page.Changes = out
 	}
 	return page, nil
 }

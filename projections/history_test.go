@@ -120,7 +120,8 @@ func sameErr(a, b error) bool {
 // kept above as the reference) for random moments and ranges — positions,
 // times between events, before the slot existed, now and past now — while
 // the read model moves on (the checkpoints are extended) and with paging
-// (every page's changes, followed to the end, are the reference's list).
+// (every page's changes, followed to the end, are the reference's list,
+// oldest first through NextFrom and newest first through NextTo).
 func TestHistoryEqualsFullFold(t *testing.T) {
 	ctx := context.Background()
 	log := memstore.New()
@@ -213,6 +214,33 @@ func TestHistoryEqualsFullFold(t *testing.T) {
 				}
 				if asJSON(t, gch) != asJSON(t, wch) {
 					t.Fatalf("every %d: slot %s changes %+v..%+v (limit %d):\n history:   %s\n reference: %s", every, name, from, to, limit, asJSON(t, gch), asJSON(t, wch))
+				}
+
+				// Newest first: pages followed through NextTo, put back
+				// in log order, are the same list.
+				var newest [][]projections.SlotChange
+				pageTo = to
+				for pages := 0; ; pages++ {
+					p, err := h.SlotChangesNewest(ctx, rm, name, from, pageTo, limit)
+					projtest.Must(t, err)
+					if pages == 0 && (p.From != wfa || p.To != wta) {
+						t.Fatalf("every %d: slot %s newest %+v..%+v: from/to %+v %+v, reference %+v %+v", every, name, from, to, p.From, p.To, wfa, wta)
+					}
+					if len(p.Changes) > limit+16 || pages > len(wch)+1 {
+						t.Fatalf("every %d: slot %s newest page %d: %d changes (limit %d)", every, name, pages, len(p.Changes), limit)
+					}
+					newest = append(newest, p.Changes)
+					if p.NextTo == 0 {
+						break
+					}
+					pageTo = projections.At{Position: p.NextTo}
+				}
+				back := []projections.SlotChange{}
+				for i := len(newest) - 1; i >= 0; i-- {
+					back = append(back, newest[i]...)
+				}
+				if asJSON(t, back) != asJSON(t, wch) {
+					t.Fatalf("every %d: slot %s newest %+v..%+v (limit %d):\n history:   %s\n reference: %s", every, name, from, to, limit, asJSON(t, back), asJSON(t, wch))
 				}
 			}
 		}

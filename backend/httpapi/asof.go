@@ -91,10 +91,12 @@ func (s *Server) jobAsOf(c echo.Context, id string, at projections.At) error {
 	return c.JSON(http.StatusOK, jobAt{JobView: v, AsOf: as})
 }
 
-// slotChanges answers GET /api/slots/{name}/changes?from=&to=&limit=:
+// slotChanges answers GET /api/slots/{name}/changes?from=&to=&limit=&order=:
 // from absent is the slot's beginning, to absent is now. A page holds at
-// most limit changes (and projections.ChangesScan events); next_from, when
-// set, is the from of the next page (with to = to.position).
+// most limit changes (and projections.ChangesScan events); oldest first
+// (the default) next_from, when set, is the from of the next page (with
+// to = to.position); newest first (order=newest: the latest changes of the
+// range) next_to is the to of the older page (with the same from).
 func (s *Server) slotChanges(c echo.Context) error {
 	name, err := pathName(c, "name")
 	if err != nil {
@@ -112,11 +114,19 @@ func (s *Server) slotChanges(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	order := c.QueryParam("order")
+	if order != "" && order != "oldest" && order != "newest" {
+		return invalidField("order", "order must be oldest (the default) or newest")
+	}
 	h, err := s.slotHistory()
 	if err != nil {
 		return err
 	}
-	page, err := h.SlotChanges(c.Request().Context(), s.d.Reads, name, from, to, limit)
+	changes := h.SlotChanges
+	if order == "newest" {
+		changes = h.SlotChangesNewest
+	}
+	page, err := changes(c.Request().Context(), s.d.Reads, name, from, to, limit)
 	if errors.Is(err, projections.ErrInvalid) {
 		return invalidField("from", "from must not be after to: "+err.Error())
 	}
@@ -126,6 +136,9 @@ func (s *Server) slotChanges(c echo.Context) error {
 	out := map[string]any{"slot": name, "from": page.From, "to": page.To, "changes": page.Changes}
 	if page.NextFrom != 0 {
 		out["next_from"] = page.NextFrom
+	}
+	if page.NextTo != 0 {
+		out["next_to"] = page.NextTo
 	}
 	return c.JSON(http.StatusOK, out)
 }

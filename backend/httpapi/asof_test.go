@@ -202,6 +202,38 @@ func TestSlotChangesOverHTTP(t *testing.T) {
 	if len(whole.Changes) < 6 || string(got) != string(want) {
 		t.Errorf("pages of 2:\n %s\nwhole:\n %s", got, want)
 	}
+
+	// Newest first: the latest two changes' events, then older pages
+	// through next_to; put back in order, the same list.
+	var newest [][]projections.SlotChange
+	next = ""
+	for i := 0; ; i++ {
+		var page struct {
+			Changes []projections.SlotChange `json:"changes"`
+			NextTo  events.Position          `json:"next_to"`
+		}
+		a := b.do(t, "GET", "/api/slots/dune/changes?order=newest&limit=2"+next, nil)
+		if a.status != 200 || i > len(whole.Changes) {
+			t.Fatalf("newest page %d: %d %s", i, a.status, a.body)
+		}
+		a.decode(t, &page)
+		newest = append([][]projections.SlotChange{page.Changes}, newest...)
+		if page.NextTo == 0 {
+			break
+		}
+		next = fmt.Sprintf("&to=%d", page.NextTo)
+	}
+	var back []projections.SlotChange
+	for _, p := range newest {
+		back = append(back, p...)
+	}
+	got, _ = json.Marshal(back)
+	if string(got) != string(want) {
+		t.Errorf("newest pages of 2:\n %s\nwhole:\n %s", got, want)
+	}
+	if a := b.do(t, "GET", "/api/slots/dune/changes?order=sideways", nil); a.status != 400 {
+		t.Errorf("order=sideways: %d %s", a.status, a.body)
+	}
 }
 
 // GET /api/freshness: a caught-up read model is live; a page at an older

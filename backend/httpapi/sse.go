@@ -31,10 +31,14 @@ import (
 // docs/server.md has the measurements. The wire format is plain SSE, so
 // r3labs' client (slotkeeper watch, the tests) and browsers read it.
 //
-// Design: every change is encoded once into a frame and put into a ring of
-// the most recent History frames. Each client is its own request goroutine
-// holding a cursor into the ring; publishing never blocks on a client, it
-// only pokes a 1-slot notify channel. A client that falls more than MaxLag
+// Design: every change is encoded once into a frame (and its HTTP/1.1
+// chunk) and put into a ring of the most recent History frames. Each
+// client is its own request goroutine holding a cursor into the ring;
+// publishing never blocks on a client. A client whose connection the hub
+// took from net/http (HTTP/1.1 over TCP: takeConn) and that is up to date
+// gets the new chunk from Publish itself in one non-blocking write; any
+// other client, or one whose socket does not take the whole chunk at
+// once, is poked through a 1-slot notify channel and sends from the ring. A client that falls more than MaxLag
 // frames behind, or whose write does not finish within WriteTimeout, is
 // disconnected; it reconnects with Last-Event-ID and resumes from the ring
 // (or gets a fresh snapshot if its id has left the ring).
