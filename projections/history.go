@@ -383,14 +383,20 @@ type ChangesPage struct {
 // default) and ChangesScan events per page, every change of an event on
 // the same page. ErrInvalid if from is after to.
 func (h *History) SlotChanges(ctx context.Context, rm ReadModel, name string, from, to At, limit int) (ChangesPage, error) {
-	st, fm, tm, page, limit, err := h.changesRange(ctx, rm, name, from, to, limit)
+	st, fm, tm, page, limit, err := h.changesRange(ctx, rm, name, from, to, limit, false)
 	if err != nil {
 		return page, err
 	}
 	w := h.resume(st, name, st.from(fm.p), tm.p)
+	if fm.timed {
+		page.From.Time = w.cp.lastTime
+	}
 	scanned := 0
 	err = w.run(ctx, nil, func(ev events.RecordedEvent, before, after *SlotView) bool {
 		if ev.Position <= fm.p {
+			if fm.timed {
+				page.From.Time = ev.Meta.Time
+			}
 			return true
 		}
 		scanned++
@@ -415,12 +421,31 @@ func (h *History) SlotChanges(ctx context.Context, rm ReadModel, name string, fr
 			page.NextFrom = 0 // that was the last event of the range
 		}
 	}
+	if tm.timed {
+		if page.NextFrom != 0 {
+			// The page stopped early: to's time is its last event's, a
+			// short walk from its own checkpoint.
+			if page.To.Time, err = h.lastTime(ctx, st, name, tm.p); err != nil {
+				return ChangesPage{}, err
+			}
+		} else {
+			page.To.Time = w.cp.lastTime
+		}
+	}
 	return page, nil
 }
 
+// lastTime is the time of the last event of the slot's streams up to p.
+func (h *History) lastTime(ctx context.Context, st *indexState, name string, p events.Position) (time.Time, error) {
+	w := h.resume(st, name, st.from(p), p)
+	err := w.run(ctx, nil, nil)
+	return w.cp.lastTime, err
+}
+
 // changesRange resolves a changes question's two moments (ErrInvalid if
-// from is after to) and the page's limit.
-func (h *History) changesRange(ctx context.Context, rm ReadModel, name string, from, to At, limit int) (*indexState, moment, moment, ChangesPage, int, error) {
+// from is after to) and the page's limit; with times, also the times of
+// moments given as positions (else the caller's walk finds them).
+func (h *History) changesRange(ctx context.Context, rm ReadModel, name string, from, to At, limit int, times bool) (*indexState, moment, moment, ChangesPage, int, error) {
 	page := ChangesPage{Changes: []SlotChange{}}
 	if limit <= 0 {
 		limit = DefaultChangesLimit
@@ -454,12 +479,10 @@ func (h *History) changesRange(ctx context.Context, rm ReadModel, name string, f
 		m  moment
 		as *AsOf
 	}{{fm, &page.From}, {tm, &page.To}} {
-		if m.m.timed {
-			w := h.resume(st, name, st.from(m.m.p), m.m.p)
-			if err := w.run(ctx, nil, nil); err != nil {
+		if times && m.m.timed {
+			if m.as.Time, err = h.lastTime(ctx, st, name, m.m.p); err != nil {
 				return nil, moment{}, moment{}, page, 0, err
 			}
-			m.as.Time = w.cp.lastTime
 		}
 	}
 	return st, fm, tm, page, limit, nil
@@ -472,7 +495,7 @@ func (h *History) changesRange(ctx context.Context, rm ReadModel, name string, f
 // interval at a time, so the cost follows the page, not the range: what
 // a timeline that shows the latest changes before a moment asks for.
 func (h *History) SlotChangesNewest(ctx context.Context, rm ReadModel, name string, from, to At, limit int) (ChangesPage, error) {
-	st, fm, tm, page, limit, err := h.changesRange(ctx, rm, name, from, to, limit)
+	st, fm, tm, page, limit, err := h.changesRange(ctx, rm, name, from, to, limit, true)
 	if err != nil {
 		return page, err
 	}

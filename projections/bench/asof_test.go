@@ -30,7 +30,8 @@ import (
 // log). Per slot, against a plain read of its view (rm.Slot + JSON, the
 // baseline, same run): the first answer after a start (it builds the
 // checkpoints), ?at= at random positions, a five-position range of
-// /changes, and the full fold every answer made before issue 37
+// /changes, the dashboard timeline's page (the latest changes before a
+// random moment, newest first), and the full fold every answer made before issue 37
 // (FoldSlot). Then 40 concurrent five-position ranges on the large slot:
 // their wall time and the heap they add at their peak.
 func BenchmarkAsOf(b *testing.B) {
@@ -73,8 +74,8 @@ func BenchmarkAsOf(b *testing.B) {
 		s := asOfFigures(b, ctx, store, h, rm, "small-s000", head)
 		l := asOfFigures(b, ctx, store, h, rm, "large-s000", head)
 		for _, m := range []asOfFigure{s, l} {
-			fmt.Printf("FIGURE as of: slot with %d events: plain read (baseline) %s; ?at= median %s (%.1f x the plain read), fastest %s; 5-position /changes median %s (%.1f x); first answer after a start %s; full fold (before issue 37) median %s\n",
-				m.events, us(m.plain), us(m.at), ratio(m.at, m.plain), us(m.atFast), us(m.tiny), ratio(m.tiny, m.plain), us(m.cold), us(m.full))
+			fmt.Printf("FIGURE as of: slot with %d events: plain read (baseline) %s; ?at= median %s (%.1f x the plain read), fastest %s; 5-position /changes median %s (%.1f x); timeline page (the latest %d changes before a moment) median %s; first answer after a start %s; full fold (before issue 37) median %s\n",
+				m.events, us(m.plain), us(m.at), ratio(m.at, m.plain), us(m.atFast), us(m.tiny), ratio(m.tiny, m.plain), projections.DefaultChangesLimit, us(m.timeline), us(m.cold), us(m.full))
 		}
 		fmt.Printf("FIGURE as of: %d ÷ %d events in the slot's streams: %.1f x the events, %.2f x the ?at= median, %.2f x the 5-position range median, %.2f x the full fold (target: flat)\n",
 			l.events, s.events, float64(l.events)/float64(s.events), ratio(l.at, s.at), ratio(l.tiny, s.tiny), ratio(l.full, s.full))
@@ -89,6 +90,7 @@ type asOfFigure struct {
 	positions         []events.Position
 	plain, cold, full time.Duration
 	at, atFast, tiny  time.Duration // medians (atFast: the fastest, the least disturbed by other processes)
+	timeline          time.Duration // median: the latest changes before a moment (order=newest, one page)
 }
 
 func us(d time.Duration) string { return d.Round(time.Microsecond).String() }
@@ -148,6 +150,9 @@ func asOfFigures(b *testing.B, ctx context.Context, store events.Store, h *proje
 	f.tiny = median(timed(21, func() any {
 		i := rnd.IntN(len(f.positions) - 5)
 		return must(h.SlotChanges(ctx, rm, name, projections.At{Position: f.positions[i]}, projections.At{Position: f.positions[i+5]}, 0))
+	}))
+	f.timeline = median(timed(21, func() any {
+		return must(h.SlotChangesNewest(ctx, rm, name, projections.At{}, projections.At{Position: random()}, 0))
 	}))
 	f.full = median(timed(5, func() any { return must(projections.FoldSlot(ctx, store, name, ids, random())) }))
 	return f
