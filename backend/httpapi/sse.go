@@ -340,19 +340,29 @@ func (h *Hub) Publish(ch projections.Change) {
 	// wake-up, if its socket takes it at once: one non-blocking write per
 	// client, spread over the cores (a write on loopback also runs the
 	// receiver's side, so one goroutine would serialise the fan-out).
+	// The goroutines take fanOutPer clients at a time, so one whose thread
+	// the OS sets aside (a shared machine) does not hold back a fixed half.
 	workers := min(runtime.GOMAXPROCS(0), len(wake)/fanOutPer)
 	if workers > 1 {
-		per := (len(wake) + workers - 1) / workers
+		var taken atomic.Int64
+		work := func() {
+			for {
+				i := int(taken.Add(fanOutPer)) - fanOutPer
+				if i >= len(wake) {
+					return
+				}
+				deliver(wake[i:min(len(wake), i+fanOutPer)], seq, chunk)
+			}
+		}
 		var wg sync.WaitGroup
-		for w := 1; w < workers; w++ {
-			part := wake[w*per : min(len(wake), (w+1)*per)]
+		for range workers - 1 {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				deliver(part, seq, chunk)
+				work()
 			}()
 		}
-		deliver(wake[:per], seq, chunk)
+		work()
 		wg.Wait()
 	} else {
 		deliver(wake, seq, chunk)
@@ -880,7 +890,9 @@ func (h *Hub) reasonOf(c *client) string {
 	return c.reason
 }
 
-// fanOutPer is the fewest clients Publish gives a goroutine of its own.
+// fanOutPer is how many clients a fan-out goroutine takes at a time (and
+// Publish starts one more goroutine per fanOutPer clients, up to
+// GOMAXPROCS).
 const fanOutPer = 128
 
 // deliver hands ring entry seq-1 (chunk, nil while nobody listened) to
