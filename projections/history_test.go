@@ -265,3 +265,63 @@ func allEvents(ctx context.Context, log events.Store, head events.Position) ([]e
 	}
 	return out, nil
 }
+
+// TestHistoryConcurrent: questions about the same slots at once, while the
+// read model moves on (so the checkpoints are built and extended under
+// them), never fail and, under -race, share the index safely; once the
+// read model stops, every answer is the full fold's.
+func TestHistoryConcurrent(t *testing.T) {
+	ctx := context.Background()
+	log := memstore.New()
+	t.Cleanup(func() { log.Close() })
+	g := projtest.NewGen(log, 38)
+	projtest.Must(t, g.Random(ctx, 2, 1500))
+	head, err := log.Head(ctx)
+	projtest.Must(t, err)
+	var names []string
+	for name := range g.Slots {
+		names = append(names, name)
+	}
+	rm := memory.New(log)
+	_, err = projections.Replay(ctx, log, rm, head/4, 0)
+	projtest.Must(t, err)
+	h := projections.NewHistory(log, projections.HistoryOptions{Every: 16, Slots: 1})
+	done := make(chan error, 9)
+	go func() {
+		_, err := projections.Replay(ctx, log, rm, head, 0)
+		done <- err
+	}()
+	for i := range 8 {
+		go func() {
+			rnd := rand.New(rand.NewPCG(38, uint64(i)))
+			for range 40 {
+				name := names[rnd.IntN(len(names))]
+				at := projections.At{Position: 1 + events.Position(rnd.Uint64N(uint64(head)))}
+				if _, _, err := h.SlotAsOf(ctx, rm, name, at); err != nil && !errors.Is(err, projections.ErrNotFound) {
+					done <- err
+					return
+				}
+				if _, err := h.SlotChanges(ctx, rm, name, at, projections.At{}, 50); err != nil && !errors.Is(err, projections.ErrInvalid) {
+					done <- err
+					return
+				}
+			}
+			done <- nil
+		}()
+	}
+	for range 9 {
+		projtest.Must(t, <-done)
+	}
+	for _, name := range names {
+		for _, at := range []projections.At{{}, {Position: head / 2}} {
+			got, gas, gerr := h.SlotAsOf(ctx, rm, name, at)
+			want, was, werr := refSlotAsOf(ctx, log, rm, name, at)
+			if !sameErr(gerr, werr) {
+				t.Fatalf("slot %s at %+v: error %v, reference %v", name, at, gerr, werr)
+			}
+			if asJSON(t, got) != asJSON(t, want) || gas != was {
+				t.Errorf("slot %s at %+v after concurrent questions:\n history:   %s %+v\n reference: %s %+v", name, at, asJSON(t, got), gas, asJSON(t, want), was)
+			}
+		}
+	}
+}
