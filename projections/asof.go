@@ -16,8 +16,10 @@ import (
 // moment of the log, and what changed on a slot between two moments. Both
 // fold the slot's own stream and its jobs' streams with Project, the same
 // fold FoldSlot and FoldJob make for views that left memory, so the answer
-// is the view a read model that applied the log up to that moment held,
-// and its cost follows the slot's history, never the log's.
+// is the view a read model that applied the log up to that moment held.
+// A job's answer folds its one stream; a slot's (History, history.go)
+// resumes the slot's fold from a checkpoint, so its cost follows the range
+// asked, never the slot's history or the log's (issue 37).
 
 // At is a moment of the log: a position, or a time (Position 0). The zero
 // At is "now" (the read model's position).
@@ -168,30 +170,6 @@ func foldSlotEvents(name string, evs []events.RecordedEvent, each func(ev events
 	return st.slots[name]
 }
 
-// SlotAsOf is slot name's view as rm held it at moment at (never past rm's
-// position), folded from the slot's stream and its jobs' streams in log.
-// ErrNotFound if the slot did not exist then.
-func SlotAsOf(ctx context.Context, log StreamReader, rm ReadModel, name string, at At) (SlotView, AsOf, error) {
-	limit, err := rm.Position(ctx)
-	if err != nil {
-		return SlotView{}, AsOf{}, err
-	}
-	ids, err := SlotJobIDs(ctx, rm, name)
-	if err != nil {
-		return SlotView{}, AsOf{}, err
-	}
-	evs, err := SlotHistory(ctx, log, name, ids, limit)
-	if err != nil {
-		return SlotView{}, AsOf{}, err
-	}
-	evs, as := Cut(evs, at, limit)
-	v := foldSlotEvents(name, evs, nil)
-	if v == nil {
-		return SlotView{}, as, fmt.Errorf("slot %q at position %d: %w", name, as.Position, ErrNotFound)
-	}
-	return *v, as, nil
-}
-
 // JobAsOf is job id's view as rm held it at moment at (never past rm's
 // position), folded from the job's stream. ErrNotFound if the job did not
 // exist then.
@@ -244,46 +222,6 @@ type SlotChange struct {
 type ActiveJobRef struct {
 	ID   string `json:"id"`
 	Kind string `json:"kind"`
-}
-
-// SlotChanges is what changed on slot name after moment from and up to
-// moment to (both never past rm's position), field by field, with the
-// event that caused each, in log order. It returns the AsOf of both ends.
-func SlotChanges(ctx context.Context, log StreamReader, rm ReadModel, name string, from, to At) ([]SlotChange, AsOf, AsOf, error) {
-	limit, err := rm.Position(ctx)
-	if err != nil {
-		return nil, AsOf{}, AsOf{}, err
-	}
-	ids, err := SlotJobIDs(ctx, rm, name)
-	if err != nil {
-		return nil, AsOf{}, AsOf{}, err
-	}
-	evs, err := SlotHistory(ctx, log, name, ids, limit)
-	if err != nil {
-		return nil, AsOf{}, AsOf{}, err
-	}
-	var fromEvs []events.RecordedEvent
-	var fromAs AsOf
-	if from.IsZero() {
-		fromAs = AsOf{} // the beginning
-	} else {
-		fromEvs, fromAs = Cut(evs, from, limit)
-	}
-	toEvs, toAs := Cut(evs, to, limit)
-	if fromAs.Position > toAs.Position {
-		return nil, fromAs, toAs, fmt.Errorf("%w: from (position %d) is after to (position %d)", ErrInvalid, fromAs.Position, toAs.Position)
-	}
-	out := []SlotChange{}
-	skip := len(fromEvs)
-	i := 0
-	foldSlotEvents(name, toEvs, func(ev events.RecordedEvent, before, after *SlotView) {
-		i++
-		if i <= skip || after == nil || before == after {
-			return
-		}
-		out = append(out, diffSlot(ev, before, after)...)
-	})
-	return out, fromAs, toAs, nil
 }
 
 // diffSlot lists the fields ev changed from before (nil: no view yet) to after.

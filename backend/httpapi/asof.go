@@ -15,8 +15,9 @@ import (
 // Audit by replay (issue 28): GET /api/slots/{name}?at=, GET
 // /api/jobs/{id}?at=, GET /api/slots/{name}/changes and GET
 // /api/freshness. The historic answers are folded from the slot's and its
-// jobs' streams (projections.SlotAsOf, JobAsOf, SlotChanges), never from
-// the whole log.
+// jobs' streams (projections.History's SlotAsOf and SlotChanges, resumed
+// from the nearest checkpoint of the slot's fold so the cost follows the
+// range asked; projections.JobAsOf), never from the whole log.
 
 // slotAt is a slot's view at a moment: the view's fields, plus as_of.
 type slotAt struct {
@@ -70,13 +71,24 @@ func (s *Server) history(c echo.Context) (log projections.StreamReader, leave fu
 	return s.d.History, leave, nil
 }
 
-func (s *Server) slotAsOf(c echo.Context, name string, at projections.At) error {
+// slotHistory is the checkpointed slot fold over the log (one per server,
+// made on first use), and a place among the replays (history).
+func (s *Server) slotHistory(c echo.Context) (*projections.History, func(), error) {
 	log, leave, err := s.history(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	s.histOnce.Do(func() { s.hist = projections.NewHistory(log, projections.HistoryOptions{}) })
+	return s.hist, leave, nil
+}
+
+func (s *Server) slotAsOf(c echo.Context, name string, at projections.At) error {
+	h, leave, err := s.slotHistory(c)
 	if err != nil {
 		return err
 	}
 	defer leave()
-	v, as, err := projections.SlotAsOf(c.Request().Context(), log, s.d.Reads, name, at)
+	v, as, err := h.SlotAsOf(c.Request().Context(), s.d.Reads, name, at)
 	if err != nil {
 		return notFound(err, "slot %q did not exist at position %d", name, as.Position)
 	}
@@ -96,8 +108,12 @@ func (s *Server) jobAsOf(c echo.Context, id string, at projections.At) error {
 	return c.JSON(http.StatusOK, jobAt{JobView: v, AsOf: as})
 }
 
-// slotChanges answers GET /api/slots/{name}/changes?from=&to=: from
-// absent is the slot's beginning, to absent is now.
+// slotChanges answers GET /api/slots/{name}/changes?from=&to=&limit=&order=:
+// from absent is the slot's beginning, to absent is now. A page holds at
+// most limit changes (and projections.ChangesScan events); oldest first
+// (the default) next_from, when set, is the from of the next page (with
+// to = to.position); newest first (order=newest: the latest changes of the
+// range) next_to is the to of the older page (with the same from).
 func (s *Server) slotChanges(c echo.Context) error {
 	name, err := pathName(c, "name")
 	if err != nil {
@@ -111,50 +127,38 @@ func (s *Server) slotChanges(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	log, leave, err := s.history(c)
+	limit, err := queryInt(c, "limit", projections.DefaultChangesLimit, 1, projections.MaxChangesLimit)
+	if err != nil {
+		return err
+	}
+	order := c.QueryParam("order")
+	if order != "" && order != "oldest" && order != "newest" {
+		return invalidField("order", "order must be oldest (the default) or newest")
+	}
+	h, leave, err := s.slotHistory(c)
 	if err != nil {
 		return err
 	}
 	defer leave()
-	changes, fa, ta, err := projections.SlotChanges(c.Request().Context(), log, s.d.Reads, name, from, to)
+	changes := h.SlotChanges
+	if order == "newest" {
+		changes = h.SlotChangesNewest
+	}
+	page, err := changes(c.Request().Context(), s.d.Reads, name, from, to, limit)
 	if errors.Is(err, projections.ErrInvalid) {
 		return invalidField("from", "from must not be after to: "+err.Error())
 	}
 	if err != nil {
 		return notFound(err, "slot %q does not exist", name)
 	}
-	ans := map[string]any{"slot": name, "from": fa, "to": ta, "changes": changes}
-	if older, ok := pageChanges(&changes, s.d.MaxChanges); ok {
-		ans["changes"], ans["older_to"] = changes, older
+	out := map[string]any{"slot": name, "from": page.From, "to": page.To, "changes": page.Changes}
+	if page.NextFrom != 0 {
+		out["next_from"] = page.NextFrom
 	}
-	return c.JSON(http.StatusOK, ans)
-}
-
-// pageChanges keeps the newest limit changes of *changes (the timeline
-// shows the newest first), cut at an event boundary (one event's changes
-// are never split), and returns the position of the newest event left
-// out: asked as to= (with the same from), it gives the older changes.
-// false: nothing cut.
-func pageChanges(changes *[]projections.SlotChange, limit int) (events.Position, bool) {
-	cs := *changes
-	if len(cs) <= limit {
-		return 0, false
+	if page.NextTo != 0 {
+		out["next_to"] = page.NextTo
 	}
-	cut := len(cs) - limit // the first kept
-	for cut < len(cs) && cs[cut].Position == cs[cut-1].Position {
-		cut++
-	}
-	if cut == len(cs) { // the newest event changed more fields than limit (a few at most): keep it whole
-		cut = len(cs) - 1
-		for cut > 0 && cs[cut-1].Position == cs[cut].Position {
-			cut--
-		}
-		if cut == 0 {
-			return 0, false
-		}
-	}
-	*changes = cs[cut:]
-	return cs[cut-1].Position, true
+	return c.JSON(http.StatusOK, out)
 }
 
 // freshness is GET /api/freshness: where the log ends, where this server's

@@ -160,10 +160,79 @@ func TestSlotChangesOverHTTP(t *testing.T) {
 		fmt.Sprintf("/api/slots/dune/changes?from=%d&to=%d", occupied, registered): 400,
 		"/api/slots/dune/changes?to=soon":                                          400,
 		"/api/slots/nope/changes":                                                  404,
+		"/api/slots/dune/changes?limit=0":                                          400,
+		"/api/slots/dune/changes?limit=5001":                                       400,
 	} {
 		if a := b.do(t, "GET", path, nil); a.status != want {
 			t.Errorf("%s: %d %s, want %d", path, a.status, a.body, want)
 		}
+	}
+
+	// Paged (issue 37): limit=2 pages, each from the last one's next_from
+	// up to the first page's to.position, list the same changes.
+	var pages []projections.SlotChange
+	next := ""
+	for i := 0; ; i++ {
+		var page struct {
+			To       projections.AsOf         `json:"to"`
+			Changes  []projections.SlotChange `json:"changes"`
+			NextFrom events.Position          `json:"next_from"`
+		}
+		a := b.do(t, "GET", "/api/slots/dune/changes?limit=2"+next, nil)
+		if a.status != 200 {
+			t.Fatalf("page %d: %d %s", i, a.status, a.body)
+		}
+		a.decode(t, &page)
+		if len(page.Changes) > 2+4 || i > len(out.Changes) {
+			t.Fatalf("page %d: %d changes (%s)", i, len(page.Changes), a.body)
+		}
+		pages = append(pages, page.Changes...)
+		if page.NextFrom == 0 {
+			break
+		}
+		next = fmt.Sprintf("&from=%d&to=%d", page.NextFrom, page.To.Position)
+	}
+	all := b.do(t, "GET", "/api/slots/dune/changes", nil)
+	var whole struct {
+		Changes []projections.SlotChange `json:"changes"`
+	}
+	all.decode(t, &whole)
+	got, _ := json.Marshal(pages)
+	want, _ := json.Marshal(whole.Changes)
+	if len(whole.Changes) < 6 || string(got) != string(want) {
+		t.Errorf("pages of 2:\n %s\nwhole:\n %s", got, want)
+	}
+
+	// Newest first: the latest two changes' events, then older pages
+	// through next_to; put back in order, the same list.
+	var newest [][]projections.SlotChange
+	next = ""
+	for i := 0; ; i++ {
+		var page struct {
+			Changes []projections.SlotChange `json:"changes"`
+			NextTo  events.Position          `json:"next_to"`
+		}
+		a := b.do(t, "GET", "/api/slots/dune/changes?order=newest&limit=2"+next, nil)
+		if a.status != 200 || i > len(whole.Changes) {
+			t.Fatalf("newest page %d: %d %s", i, a.status, a.body)
+		}
+		a.decode(t, &page)
+		newest = append([][]projections.SlotChange{page.Changes}, newest...)
+		if page.NextTo == 0 {
+			break
+		}
+		next = fmt.Sprintf("&to=%d", page.NextTo)
+	}
+	var back []projections.SlotChange
+	for _, p := range newest {
+		back = append(back, p...)
+	}
+	got, _ = json.Marshal(back)
+	if string(got) != string(want) {
+		t.Errorf("newest pages of 2:\n %s\nwhole:\n %s", got, want)
+	}
+	if a := b.do(t, "GET", "/api/slots/dune/changes?order=sideways", nil); a.status != 400 {
+		t.Errorf("order=sideways: %d %s", a.status, a.body)
 	}
 }
 

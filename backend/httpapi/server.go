@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -117,10 +118,6 @@ type Deps struct {
 	// per user or token (default 2; one more → 429) and in all (default 8;
 	// one more → 503), both with Retry-After. Negative: no cap.
 	MaxReplaysPerSubject, MaxReplays int
-	// MaxChanges is how many changes one GET /api/slots/{name}/changes
-	// answer holds at most (default 500); a longer answer ends with
-	// next_from, where to ask from for the rest.
-	MaxChanges int
 }
 
 // Server is the echo application.
@@ -135,6 +132,9 @@ type Server struct {
 	cmdLimit *auth.Limiter
 	streams  *inflight // live streams
 	replays  *inflight // as-of and changes answers
+
+	histOnce sync.Once
+	hist     *projections.History // the as-of answers' checkpoints (asof.go)
 }
 
 // New builds the server and its routes.
@@ -159,9 +159,6 @@ func New(d Deps) (*Server, error) {
 	}
 	if d.MaxReplays == 0 {
 		d.MaxReplays = 8
-	}
-	if d.MaxChanges <= 0 {
-		d.MaxChanges = 500
 	}
 	if d.Logger == nil {
 		d.Logger = slog.Default()

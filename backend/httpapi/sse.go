@@ -9,10 +9,13 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -28,10 +31,14 @@ import (
 // docs/server.md has the measurements. The wire format is plain SSE, so
 // r3labs' client (slotkeeper watch, the tests) and browsers read it.
 //
-// Design: every change is encoded once into a frame and put into a ring of
-// the most recent History frames. Each client is its own request goroutine
-// holding a cursor into the ring; publishing never blocks on a client, it
-// only pokes a 1-slot notify channel. A client that falls more than MaxLag
+// Design: every change is encoded once into a frame (and its HTTP/1.1
+// chunk) and put into a ring of the most recent History frames. Each
+// client is its own request goroutine holding a cursor into the ring;
+// publishing never blocks on a client. A client whose connection the hub
+// took from net/http (HTTP/1.1 over TCP: takeConn) and that is up to date
+// gets the new chunk from Publish itself in one non-blocking write; any
+// other client, or one whose socket does not take the whole chunk at
+// once, is poked through a 1-slot notify channel and sends from the ring. A client that falls more than MaxLag
 // frames behind, or whose write does not finish within WriteTimeout, is
 // disconnected; it reconnects with Last-Event-ID and resumes from the ring
 // (or gets a fresh snapshot if its id has left the ring).
@@ -47,7 +54,9 @@ type HubOptions struct {
 	// MaxLag is how many changes a client may be behind before it is
 	// disconnected (default History/2, at most History).
 	MaxLag int
-	// WriteTimeout bounds each write to a client (default 2 s).
+	// WriteTimeout bounds each write to a client (default 2 s): a write
+	// that has not finished after WriteTimeout (at most 1.5 x: the
+	// deadline is moved only every WriteTimeout/2) evicts the client.
 	WriteTimeout time.Duration
 	// MaxClients caps concurrent streams (default 10,000); beyond it 429.
 	MaxClients int
@@ -144,6 +153,10 @@ type Hub struct {
 	headPos   atomic.Uint64 // mirror of head for heartbeats
 	listeners atomic.Int64  // mirror of len(clients)
 
+	// wake is Publish's list of clients to poke, reused (under pubMu).
+	wake  []*client
+	pubMu sync.Mutex
+
 	// waitHook, when set (tests), is called when a resuming client starts
 	// waiting for the head to reach its id.
 	waitHook func(id events.Position)
@@ -155,15 +168,29 @@ type Hub struct {
 type entry struct {
 	pos    events.Position
 	change projections.Change
-	frame  []byte
+	// chunk is the frame as an HTTP/1.1 chunk (size line, frame, CRLF):
+	// raw connections write it as is; frame is its middle.
+	chunk []byte
+	frame []byte
 }
 
 func (e *entry) encoded(log *slog.Logger) []byte {
 	if e.frame == nil {
-		e.frame = encodeChange(e.change, log)
+		e.chunk, e.frame = asChunk(encodeChange(e.change, log))
 		e.change = projections.Change{} // the frame is all that is needed now
 	}
 	return e.frame
+}
+
+// asChunk returns frame as one HTTP/1.1 chunk and the frame inside it.
+func asChunk(frame []byte) (chunk, inner []byte) {
+	chunk = make([]byte, 0, len(frame)+12)
+	chunk = strconv.AppendInt(chunk, int64(len(frame)), 16)
+	chunk = append(chunk, '\r', '\n')
+	h := len(chunk)
+	chunk = append(chunk, frame...)
+	chunk = append(chunk, '\r', '\n')
+	return chunk, chunk[h : h+len(frame)]
 }
 
 func encodeChange(ch projections.Change, log *slog.Logger) []byte {
@@ -190,8 +217,19 @@ type client struct {
 
 	// next is the next ring seq to send. Only the client's goroutine moves
 	// it (under the hub's read lock); Publish reads it to measure the lag.
-	next  atomic.Uint64
-	batch [][]byte // owned by the client's goroutine
+	next     atomic.Uint64
+	batch    [][]byte  // under wmu
+	deadline time.Time // the write deadline set last; under wmu
+
+	// A raw client's connection was taken from net/http (HTTP/1.1 over
+	// TCP): frames go out as ready-made chunks, and Publish writes a new
+	// frame itself, without waking the client's goroutine, when the
+	// socket takes it at once (fast). wmu is held by whoever writes.
+	raw  *net.TCPConn
+	sc   syscall.RawConn
+	wmu  sync.Mutex
+	rest []byte        // the unsent end of a chunk fast wrote in part; under wmu
+	gone chan struct{} // closed when a raw client's connection ends (its reader saw EOF)
 
 	reason string // why it was kicked; guarded by Hub.mu
 }
@@ -251,16 +289,24 @@ func (h *Hub) Publish(ch projections.Change) {
 	if h.listeners.Load() > 0 {
 		frame = encodeChange(ch, h.log) // outside the lock
 	}
+	// pubMu makes Publish's wake list its own while it pokes the clients
+	// outside mu (Publish is called from one goroutine; this is a guard).
+	h.pubMu.Lock()
+	defer h.pubMu.Unlock()
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	if h.closed || ch.Position <= h.head {
+		h.mu.Unlock()
 		return
 	}
 	i := h.seq % uint64(len(h.ring))
 	if h.seq >= uint64(len(h.ring)) {
 		h.floor = h.ring[i].pos
 	}
-	h.ring[i] = entry{pos: ch.Position, frame: frame}
+	var chunk []byte
+	if frame != nil {
+		chunk, frame = asChunk(frame)
+	}
+	h.ring[i] = entry{pos: ch.Position, chunk: chunk, frame: frame}
 	if frame == nil {
 		h.ring[i].change = ch
 	}
@@ -276,16 +322,53 @@ func (h *Hub) Publish(ch projections.Change) {
 		h.trackJobLocked(ch.Position, ch.Job)
 	}
 	h.met.sseFrames.Inc()
+	wake := h.wake[:0]
 	for c := range h.clients {
 		if h.seq-c.next.Load() > uint64(h.opt.MaxLag) {
 			h.kickLocked(c, "lag")
 			continue
 		}
-		select {
-		case c.notify <- struct{}{}:
-		default:
-		}
+		wake = append(wake, c)
 	}
+	seq, chunk := h.seq, h.ring[i].chunk
+	h.mu.Unlock()
+	// The clients are poked after the lock is released: a client woken
+	// under it would find the ring locked, park on the lock and be woken
+	// a second time when Publish unlocks (issue 37 item 1). A client that
+	// left meanwhile has nobody reading its channel; the send never blocks.
+	// A raw client that is up to date gets the frame here, without a
+	// wake-up, if its socket takes it at once: one non-blocking write per
+	// client, spread over the cores (a write on loopback also runs the
+	// receiver's side, so one goroutine would serialise the fan-out).
+	// The goroutines take fanOutPer clients at a time, so one whose thread
+	// the OS sets aside (a shared machine) does not hold back a fixed half.
+	workers := min(runtime.GOMAXPROCS(0), len(wake)/fanOutPer)
+	if workers > 1 {
+		var taken atomic.Int64
+		work := func() {
+			for {
+				i := int(taken.Add(fanOutPer)) - fanOutPer
+				if i >= len(wake) {
+					return
+				}
+				deliver(wake[i:min(len(wake), i+fanOutPer)], seq, chunk)
+			}
+		}
+		var wg sync.WaitGroup
+		for range workers - 1 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				work()
+			}()
+		}
+		work()
+		wg.Wait()
+	} else {
+		deliver(wake, seq, chunk)
+	}
+	clear(wake) // keep no departed client reachable
+	h.wake = wake[:0]
 }
 
 // trackJobLocked counts a job reaching a terminal state (metrics only).
@@ -412,10 +495,14 @@ func (h *Hub) kickLocked(c *client, reason string) {
 	}
 	c.reason = reason
 	close(c.kick)
-	if reason == "lag" && c.rc != nil {
+	if reason == "lag" {
 		// Unblock a write in progress now rather than at its deadline. Other
 		// reasons end the response cleanly (shutdown, reseed).
-		_ = c.rc.SetWriteDeadline(time.Now())
+		if c.raw != nil {
+			_ = c.raw.SetWriteDeadline(time.Now())
+		} else if c.rc != nil {
+			_ = c.rc.SetWriteDeadline(time.Now())
+		}
 	}
 	h.met.sseEvicted.WithLabelValues(reason).Inc()
 	if h.opt.OnEvict != nil {
@@ -588,7 +675,11 @@ func (h *Hub) pending(c *client) ([][]byte, string) {
 		c.batch = c.batch[:0]
 		complete := true
 		for i := next; i < seq; i++ {
-			f := h.ring[i%uint64(len(h.ring))].frame
+			e := &h.ring[i%uint64(len(h.ring))]
+			f := e.frame
+			if c.raw != nil {
+				f = e.chunk
+			}
 			if f == nil {
 				complete = false
 				break
@@ -671,22 +762,34 @@ func (h *Hub) ServeStream(c echo.Context) error {
 	}
 	defer h.detach(cl)
 
-	if h.opt.SendBuffer > 0 {
-		if tc, ok := req.Context().Value(connKey{}).(*net.TCPConn); ok {
-			_ = tc.SetWriteBuffer(h.opt.SendBuffer)
-		}
+	tc, _ := req.Context().Value(connKey{}).(*net.TCPConn)
+	if h.opt.SendBuffer > 0 && tc != nil {
+		_ = tc.SetWriteBuffer(h.opt.SendBuffer)
 	}
 	hdr := c.Response().Header()
 	hdr.Set(echo.HeaderContentType, "text/event-stream")
 	hdr.Set(echo.HeaderCacheControl, "no-cache, no-transform")
 	hdr.Set("X-Accel-Buffering", "no")
 	hdr.Set(echo.HeaderConnection, "keep-alive")
-	c.Response().WriteHeader(http.StatusOK)
 	log := h.log.With(slog.String("correlation_id", requestID(c)), slog.String("remote", req.RemoteAddr))
 	log.Debug("sse: client connected", slog.Bool("resumed", resumed))
+	if tc != nil && req.ProtoMajor == 1 && req.ProtoMinor == 1 {
+		if end, ok := h.takeConn(c, cl, tc); ok {
+			defer end()
+		}
+	}
+	if cl.raw == nil {
+		c.Response().WriteHeader(http.StatusOK)
+	}
 
-	if reason := h.write(cl, first); reason != "" {
+	if reason := h.locked(cl, func() string { return h.write(cl, first) }); reason != "" {
 		return nil
+	}
+	if cl.raw != nil {
+		// From here Publish may write to the connection itself.
+		cl.wmu.Lock()
+		cl.sc, _ = cl.raw.SyscallConn()
+		cl.wmu.Unlock()
 	}
 	tick := time.NewTicker(h.opt.Heartbeat)
 	defer tick.Stop()
@@ -695,23 +798,89 @@ func (h *Hub) ServeStream(c echo.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-cl.gone: // nil unless raw: the client closed the connection
+			return nil
 		case <-cl.kick:
 			log.Debug("sse: client disconnected by server", slog.String("reason", h.reasonOf(cl)))
 			return nil
 		case <-tick.C:
-			if reason := h.write(cl, h.heartbeatFrame()); reason != "" {
+			if reason := h.locked(cl, func() string { return h.write(cl, h.heartbeatFrame()) }); reason != "" {
 				return nil
 			}
 		case <-cl.notify:
-			frames, reason := h.pending(cl)
+			reason := h.locked(cl, func() string {
+				frames, reason := h.pending(cl)
+				if reason != "" {
+					return reason
+				}
+				return h.writeFrames(cl, true, frames)
+			})
 			if reason != "" {
-				return nil
-			}
-			if reason := h.write(cl, frames...); reason != "" {
 				return nil
 			}
 		}
 	}
+}
+
+// locked runs fn holding the client's write lock.
+func (h *Hub) locked(c *client, fn func() string) string {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return fn()
+}
+
+// takeConn takes a stream's connection from net/http (issue 37 item 1):
+// the hub then writes the response head and the chunks itself, and
+// Publish can hand a new frame to an up-to-date client's socket without
+// waking its goroutine. The connection's own reader notices when the
+// client goes (net/http's does not run on a taken connection). end, run
+// when the handler returns, ends the response (a clean end after a
+// shutdown or re-seed) and closes the connection. ok is false when
+// net/http cannot give the connection up; the stream then goes through
+// its response writer.
+func (h *Hub) takeConn(c echo.Context, cl *client, tc *net.TCPConn) (end func(), ok bool) {
+	conn, _, err := http.NewResponseController(c.Response().Writer).Hijack()
+	if err != nil {
+		return nil, false
+	}
+	// net/http's read and write timeouts stay on a taken connection.
+	_ = tc.SetDeadline(time.Time{})
+	head := []byte("HTTP/1.1 200 OK\r\n")
+	hdr := c.Response().Header().Clone()
+	hdr.Set("Date", time.Now().UTC().Format(http.TimeFormat))
+	hdr.Set("Transfer-Encoding", "chunked")
+	var b strings.Builder
+	_ = hdr.Write(&b)
+	head = append(head, b.String()...)
+	head = append(head, '\r', '\n')
+	c.Response().Status, c.Response().Committed = http.StatusOK, true // for the access log
+	gone := make(chan struct{})
+	go func() {
+		defer close(gone)
+		var buf [64]byte
+		for {
+			if _, err := tc.Read(buf[:]); err != nil {
+				return
+			}
+		}
+	}()
+	h.mu.Lock()
+	cl.raw, cl.gone = tc, gone
+	h.mu.Unlock()
+	cl.wmu.Lock()
+	cl.rest = head // goes out before the first frame
+	cl.wmu.Unlock()
+	return func() {
+		switch h.reasonOf(cl) {
+		case "shutdown", "reseed":
+			cl.wmu.Lock()
+			_ = tc.SetWriteDeadline(time.Now().Add(time.Second))
+			_, _ = tc.Write([]byte("0\r\n\r\n"))
+			cl.wmu.Unlock()
+		}
+		_ = conn.Close()
+		<-gone
+	}, true
 }
 
 func (h *Hub) reasonOf(c *client) string {
@@ -720,16 +889,109 @@ func (h *Hub) reasonOf(c *client) string {
 	return c.reason
 }
 
+// fanOutPer is how many clients a fan-out goroutine takes at a time (and
+// Publish starts one more goroutine per fanOutPer clients, up to
+// GOMAXPROCS).
+const fanOutPer = 128
+
+// deliver hands ring entry seq-1 (chunk, nil while nobody listened) to
+// each client: written at once when it can be (fast), else the client's
+// goroutine is poked and sends it from the ring.
+func deliver(cs []*client, seq uint64, chunk []byte) {
+	for _, c := range cs {
+		if chunk != nil && c.fast(seq, chunk) {
+			continue
+		}
+		select {
+		case c.notify <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// fast writes the chunk of ring entry seq-1 to a raw client that has
+// everything before it, without blocking: it reports true when the socket
+// took all of it. Anything else (a write in progress, a backlog, a full
+// socket, an error) is left to the client's goroutine: a chunk taken in
+// part leaves its end in rest.
+func (c *client) fast(seq uint64, chunk []byte) bool {
+	if !c.wmu.TryLock() {
+		return false
+	}
+	defer c.wmu.Unlock()
+	if c.sc == nil || c.rest != nil || c.next.Load() != seq-1 {
+		return false
+	}
+	n := 0
+	err := c.sc.Write(func(fd uintptr) bool {
+		var werr error
+		n, werr = syscall.Write(int(fd), chunk)
+		if werr != nil || n < 0 {
+			n = 0
+		}
+		return true // never wait for the socket here
+	})
+	if err != nil || n == 0 {
+		return false
+	}
+	c.next.Store(seq)
+	if n < len(chunk) {
+		c.rest = chunk[n:]
+		return false
+	}
+	return true
+}
+
 // write sends frames with a deadline and flushes. On failure it records
-// the eviction and returns its reason.
+// the eviction and returns its reason. A raw client's frames are chunks
+// already when they come from the ring (ring true), else they are chunked
+// here.
 func (h *Hub) write(c *client, frames ...[]byte) string {
+	return h.writeFrames(c, false, frames)
+}
+
+func (h *Hub) writeFrames(c *client, ring bool, frames [][]byte) string {
 	select {
 	case <-c.kick:
 		return "kicked"
 	default:
 	}
-	if err := c.rc.SetWriteDeadline(time.Now().Add(h.opt.WriteTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
-		return h.fail(c, err)
+	// Setting a deadline costs a timer update in the runtime poller (a
+	// tenth of the hub's CPU at 1,000 clients when done per write, issue
+	// 37): it is moved only when less than WriteTimeout is left, to 1.5 x
+	// WriteTimeout ahead, so every write still has at least WriteTimeout.
+	if now := time.Now(); c.deadline.Sub(now) < h.opt.WriteTimeout {
+		c.deadline = now.Add(h.opt.WriteTimeout * 3 / 2)
+		var err error
+		if c.raw != nil {
+			err = c.raw.SetWriteDeadline(c.deadline)
+		} else {
+			err = c.rc.SetWriteDeadline(c.deadline)
+		}
+		if err != nil && !errors.Is(err, http.ErrNotSupported) {
+			return h.fail(c, err)
+		}
+	}
+	if c.raw != nil {
+		if len(frames) == 0 && c.rest == nil {
+			return ""
+		}
+		bufs := make(net.Buffers, 0, len(frames)+1)
+		if c.rest != nil {
+			bufs = append(bufs, c.rest)
+		}
+		for _, f := range frames {
+			if !ring {
+				f, _ = asChunk(f)
+			}
+			bufs = append(bufs, f)
+		}
+		// One writev for all of them; rest is cleared only once written.
+		if _, err := bufs.WriteTo(c.raw); err != nil {
+			return h.fail(c, err)
+		}
+		c.rest = nil
+		return ""
 	}
 	for _, f := range frames {
 		if _, err := c.w.Write(f); err != nil {

@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -486,5 +489,92 @@ func TestCloseEndsStreams(t *testing.T) {
 			t.Fatalf("stream did not end cleanly: %v", err)
 		}
 		b.Close()
+	}
+}
+
+// TestFanOutToManyClientsInOrder (issue 37 item 1): Publish writes a new
+// frame to an up-to-date client's socket itself, over several goroutines
+// when there are many clients, and leaves the rest (a socket that took
+// part of a frame, a client catching up, heartbeats) to the client's
+// goroutine. Every client still reads, through a plain HTTP/1.1 chunked
+// reader, every change exactly once and in order: frames up to 10 KB
+// against a 4 KiB send buffer (partial writes), heartbeats every 2 ms
+// interleaved, 300 clients (more than one goroutine's share).
+func TestFanOutToManyClientsInOrder(t *testing.T) {
+	// A long write timeout: 300 readers under -race on a shared machine
+	// may take seconds for a frame; this test is about order, not eviction.
+	var evicted atomic.Int64
+	hub, srv := streamServer(t, HubOptions{Heartbeat: 2 * time.Millisecond, SendBuffer: 4096, History: 4096, WriteTimeout: time.Minute,
+		OnEvict: func(string) { evicted.Add(1) }})
+	addr := srv.Listener.Addr().String()
+	const clients, changes = 300, 120
+	got := make([][]events.Position, clients)
+	var ready, done sync.WaitGroup
+	for i := range clients {
+		ready.Add(1)
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			conn, err := net.Dial("tcp", addr)
+			if err != nil {
+				ready.Done()
+				t.Error(err)
+				return
+			}
+			defer conn.Close()
+			_ = conn.SetDeadline(time.Now().Add(60 * time.Second))
+			fmt.Fprintf(conn, "GET /api/stream HTTP/1.1\r\nHost: x\r\n\r\n")
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil || resp.StatusCode != 200 || resp.TransferEncoding == nil {
+				ready.Done()
+				t.Errorf("client %d: %v %+v", i, err, resp)
+				return
+			}
+			br := bufio.NewReader(resp.Body)
+			first := true
+			for {
+				line, err := br.ReadString('\n')
+				if err != nil {
+					if first {
+						ready.Done()
+					}
+					t.Errorf("client %d after %d changes: %v", i, len(got[i]), err)
+					return
+				}
+				if first && strings.HasPrefix(line, "event: heartbeat") {
+					first = false
+					ready.Done() // attached: it has its snapshot
+				}
+				if id, ok := strings.CutPrefix(line, "id: "); ok {
+					n, _ := strconv.ParseUint(strings.TrimSpace(id), 10, 64)
+					if n == 0 {
+						continue // the snapshot's
+					}
+					got[i] = append(got[i], events.Position(n))
+					if n == changes {
+						return
+					}
+				}
+			}
+		}()
+	}
+	ready.Wait()
+	rnd := rand.New(rand.NewPCG(37, 1))
+	for p := events.Position(1); p <= changes; p++ {
+		hub.Publish(slotChange(p, fmt.Sprintf("s%d", p%7), rnd.IntN(10_000)))
+	}
+	done.Wait()
+	if n := evicted.Load(); n > 0 {
+		t.Fatalf("%d clients evicted", n)
+	}
+	for i, ids := range got {
+		if len(ids) != changes {
+			t.Fatalf("client %d got %d changes, want %d", i, len(ids), changes)
+		}
+		for k, id := range ids {
+			if id != events.Position(k+1) {
+				t.Fatalf("client %d: change %d is position %d", i, k, id)
+			}
+		}
 	}
 }

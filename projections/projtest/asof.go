@@ -16,8 +16,9 @@ import (
 )
 
 // testAsOf (issue 28, item 5): for random positions of a generated history,
-// the "as of" answers of the read model under test (projections.SlotAsOf and
-// JobAsOf, through its job index) equal the views a reference read model
+// the "as of" answers of the read model under test (History.SlotAsOf, from
+// checkpoints every 16 events so most answers resume one, and JobAsOf,
+// through its job index) equal the views a reference read model
 // replayed up to exactly that position holds: every slot and every job, by
 // position and by the time of the event at that position; a slot or job
 // that did not exist yet is ErrNotFound. SlotChanges between two of the
@@ -44,6 +45,7 @@ func testAsOf(t *testing.T, open Open, reference Reference) {
 	positions = slices.Compact(positions)
 
 	ref := reference(log) // replayed forward from one position to the next
+	h := projections.NewHistory(log, projections.HistoryOptions{Every: 16})
 	var prev map[string]projections.SlotView
 	var prevPos events.Position
 	for _, p := range positions {
@@ -56,7 +58,7 @@ func testAsOf(t *testing.T, open Open, reference Reference) {
 		for _, name := range names {
 			want, werr := ref.Slot(ctx, name)
 			for _, at := range []projections.At{{Position: p}, {Time: times[p]}} {
-				got, as, err := projections.SlotAsOf(ctx, log, rm, name, at)
+				got, as, err := h.SlotAsOf(ctx, rm, name, at)
 				if errors.Is(werr, projections.ErrNotFound) {
 					if !errors.Is(err, projections.ErrNotFound) {
 						t.Errorf("slot %s at %+v: %v, want not found (not registered yet)", name, at, err)
@@ -97,21 +99,25 @@ func testAsOf(t *testing.T, open Open, reference Reference) {
 			diffJSON(t, fmt.Sprintf("job %s at %d: as of, replayed", id, p), got, want)
 		}
 		if prev != nil {
-			checkChanges(ctx, t, log, rm, prevPos, p, prev, views)
+			checkChanges(ctx, t, h, rm, prevPos, p, prev, views)
 		}
 		prev, prevPos = views, p
 	}
 }
 
-// checkChanges: every change of SlotChanges(from, to) lies in (from, to];
+// checkChanges: every change of History.SlotChanges(from, to) lies in (from, to];
 // per field, the first change starts from the view at from and the last
 // ends at the view at to; a field that differs has a change.
-func checkChanges(ctx context.Context, t *testing.T, log events.Store, rm projections.ReadModel, from, to events.Position, a, b map[string]projections.SlotView) {
+func checkChanges(ctx context.Context, t *testing.T, h *projections.History, rm projections.ReadModel, from, to events.Position, a, b map[string]projections.SlotView) {
 	t.Helper()
 	for name, vb := range b {
 		va := a[name]
-		changes, _, _, err := projections.SlotChanges(ctx, log, rm, name, projections.At{Position: from}, projections.At{Position: to})
+		page, err := h.SlotChanges(ctx, rm, name, projections.At{Position: from}, projections.At{Position: to}, projections.MaxChangesLimit)
 		Must(t, err)
+		if page.NextFrom != 0 {
+			t.Fatalf("slot %s changes %d..%d: more than one page (next from %d)", name, from, to, page.NextFrom)
+		}
+		changes := page.Changes
 		first, last := map[string]projections.SlotChange{}, map[string]projections.SlotChange{}
 		for _, c := range changes {
 			if c.Position <= from || c.Position > to {

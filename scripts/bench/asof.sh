@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Audit by replay (projections/bench BenchmarkAsOf, issue 28): the time of
 # an "as of" answer (GET /api/slots/{name}?at=: SlotAsOf + JSON) for a slot
-# with BENCH_ASOF_SMALL (default 100) and BENCH_ASOF_LARGE (default 10000)
+# with BENCH_ASOF_SMALL (default 100) and BENCH_ASOF_LARGE (default 20000)
 # events in its streams, in a bbolt log of BENCH_ASOF_LOG (default 1000000)
 # events of the realistic mix, with the ratio from the same run. The log
 # lives under /tmp and is removed at the end.

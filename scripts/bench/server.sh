@@ -7,7 +7,7 @@
 # Figures: latency from append to receipt (1 client = the pipeline's floor,
 # then CLIENTS × RATE), one stalled client among CLIENTS (time to eviction,
 # the others' p99), and RSS per idle connection at IDLE connections.
-# Scale with env: CLIENTS (1000) RATE (50) DURATION (4s) ROUNDS (3) IDLE (10000)
+# Scale with env: CLIENTS (1000) RATE (50) DURATION (4s) ROUNDS (3) IDLE (10000,40000: a baseline count, then the count measured against it)
 # STORE (bolt | mem: the in-memory store, to take fsync out of the latency).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -16,4 +16,4 @@ trap 'rm -rf "$(dirname "$bin")"' EXIT
 go build -o "$bin" ./backend/cmd/ssebench
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), RLIMIT_NOFILE $(ulimit -n)"
-"$bin" -clients "${CLIENTS:-1000}" -rate "${RATE:-50}" -duration "${DURATION:-4s}" -rounds "${ROUNDS:-3}" -idle "${IDLE:-10000}" -store "${STORE:-bolt}"
+"$bin" -clients "${CLIENTS:-1000}" -rate "${RATE:-50}" -duration "${DURATION:-4s}" -rounds "${ROUNDS:-3}" -idle "${IDLE:-10000,40000}" -store "${STORE:-bolt}"

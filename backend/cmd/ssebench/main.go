@@ -46,8 +46,9 @@ func main() {
 		impl := fs.String("impl", "hub", "hub or r3labs")
 		nslots := fs.Int("slots", 8, "slots in the pool")
 		storeKind := fs.String("store", "bolt", "bolt (the embedded store, fsync per commit) or mem")
+		maxClients := fs.Int("sse-max-clients", 50000, "the hub's MaxClients (slotkeeper serve --sse-max-clients)")
 		_ = fs.Parse(os.Args[2:])
-		if err := serveMode(*impl, *storeKind, *nslots); err != nil {
+		if err := serveMode(*impl, *storeKind, *nslots, *maxClients); err != nil {
 			fmt.Fprintln(os.Stderr, "ssebench serve:", err)
 			os.Exit(1)
 		}
@@ -56,18 +57,31 @@ func main() {
 	clients := flag.Int("clients", 1000, "streaming clients")
 	rate := flag.Int("rate", 50, "events appended per second")
 	dur := flag.Duration("duration", 8*time.Second, "length of each measured window")
-	idle := flag.Int("idle", 10000, "idle connections for the memory test")
+	idle := flag.String("idle", "10000,40000", "idle connections for the memory test: a baseline count, then the count measured against it")
 	rounds := flag.Int("rounds", 3, "interleaved latency rounds per implementation")
 	impls := flag.String("impls", "r3labs,hub", "implementations to measure")
 	flag.StringVar(&storeKind, "store", "bolt", "event store of the pipeline: bolt or mem")
+	flag.StringVar(&pinServer, "pin-server", "", "run the servers under taskset -c LIST (e.g. 0; start ssebench itself under taskset -c 1 to pin the clients apart)")
 	flag.Parse()
-	if err := run(strings.Split(*impls, ","), *clients, *rate, *dur, *idle, *rounds); err != nil {
+	var idles []int
+	for _, f := range strings.Split(*idle, ",") {
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 {
+			fmt.Fprintln(os.Stderr, "ssebench: -idle takes counts such as 10000,40000")
+			os.Exit(2)
+		}
+		idles = append(idles, n)
+	}
+	if err := run(strings.Split(*impls, ","), *clients, *rate, *dur, idles, *rounds); err != nil {
 		fmt.Fprintln(os.Stderr, "ssebench:", err)
 		os.Exit(1)
 	}
 }
 
 var storeKind = "bolt"
+
+// pinServer, when set, is the CPU list the server children run on.
+var pinServer string
 
 // child is a running `ssebench serve`.
 type child struct {
@@ -84,6 +98,9 @@ func startChild(impl string) (*child, error) {
 		return nil, err
 	}
 	cmd := exec.Command(self, "serve", "--impl", impl, "--store", storeKind)
+	if pinServer != "" {
+		cmd = exec.Command("taskset", "-c", pinServer, self, "serve", "--impl", impl, "--store", storeKind)
+	}
 	cmd.Stderr = os.Stderr
 	in, _ := cmd.StdinPipe()
 	outp, _ := cmd.StdoutPipe()
@@ -150,6 +167,23 @@ func (c *child) rss() (kb, goroutines int, err error) {
 	return kb, goroutines, nil
 }
 
+// cpu is the child's CPU time so far (user + system).
+func (c *child) cpu() (time.Duration, error) {
+	l, err := c.send("cpu", "CPU ")
+	if err != nil {
+		return 0, err
+	}
+	us, _ := strconv.ParseInt(strings.Fields(l)[1], 10, 64)
+	return time.Duration(us) * time.Microsecond, nil
+}
+
+// selfCPU is this process's (the clients') CPU time so far.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 func (c *child) stop() {
 	fmt.Fprintln(c.in, "quit")
 	c.in.Close()
@@ -168,20 +202,28 @@ type result struct {
 	p50, p99, max time.Duration
 	delivered     float64 // received / expected
 	samples       int
+	// CPU time of the server and of the clients during the window, per
+	// frame delivered (where the two cores go).
+	serverCPU, clientCPU time.Duration
 }
 
 func (r result) String() string {
 	if r.samples == 0 {
 		return "nothing delivered (p50/p99 undefined), delivered 0.0%"
 	}
-	return fmt.Sprintf("p50 %s p99 %s max %s delivered %.1f%%", ms(r.p50), ms(r.p99), ms(r.max), 100*r.delivered)
+	return fmt.Sprintf("p50 %s p99 %s max %s delivered %.1f%%; CPU per frame delivered: server %.1fµs, clients %.1fµs",
+		ms(r.p50), ms(r.p99), ms(r.max), 100*r.delivered, perFrame(r.serverCPU, r.samples), perFrame(r.clientCPU, r.samples))
+}
+
+func perFrame(d time.Duration, n int) float64 {
+	return float64(d.Nanoseconds()) / 1000 / float64(max(n, 1))
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d.Microseconds())/1000) }
 
-func run(impls []string, nclients, rate int, dur time.Duration, nidle, rounds int) error {
-	fmt.Printf("ssebench: %d clients x %d events/s, %s windows, %d interleaved rounds; %d idle connections; GOMAXPROCS=%d\n",
-		nclients, rate, dur, rounds, nidle, runtimeProcs())
+func run(impls []string, nclients, rate int, dur time.Duration, idles []int, rounds int) error {
+	fmt.Printf("ssebench: %d clients x %d events/s, %s windows, %d interleaved rounds; idle connections %v; GOMAXPROCS=%d\n",
+		nclients, rate, dur, rounds, idles, runtimeProcs())
 	type row struct {
 		c          *child
 		lat        []result
@@ -189,6 +231,7 @@ func run(impls []string, nclients, rate int, dur time.Duration, nidle, rounds in
 		evictAfter time.Duration
 		evictWhy   string
 		perConnKB  float64
+		idle       []idleResult
 	}
 	rows := map[string]*row{}
 	defer func() {
@@ -260,38 +303,44 @@ func run(impls []string, nclients, rate int, dur time.Duration, nidle, rounds in
 		r.c.stop()
 		r.c = nil
 	}
-	// Idle connections, each in a fresh child so the windows above don't
-	// inflate its heap.
+	// Idle connections, each count in a fresh child so the windows above
+	// don't inflate its heap. Every connection costs a descriptor here and
+	// one in the child, and both processes are held to RLIMIT_NOFILE: a
+	// count above it is cut to what fits, and the cut is printed.
+	limit := fdLimit()
 	for _, impl := range impls {
 		r := rows[impl]
-		c, err := startChild(impl)
-		if err != nil {
-			return err
+		for _, want := range idles {
+			n := min(want, limit-200)
+			ir, err := idleRun(impl, n)
+			if err != nil {
+				return err
+			}
+			ir.want = want
+			r.idle = append(r.idle, ir)
+			if len(r.idle) == 1 {
+				r.perConnKB = ir.perConnKB
+			}
+			cut := ""
+			if n < want {
+				cut = fmt.Sprintf(" (asked %d; RLIMIT_NOFILE is %d per process, hard, for the server and for these clients alike)", want, limit)
+			}
+			fmt.Printf("  %-7s idle      %d connections%s: RSS %d → %d kB, %.1f kB per connection, goroutines %d → %d (%.2f per connection); one change reached %d of them: p50 %s p99 %s max %s\n",
+				impl, ir.ok, cut, ir.before, ir.after, ir.perConnKB, ir.g0, ir.g1, float64(ir.g1-ir.g0)/float64(max(ir.ok, 1)), ir.reached, ms(ir.p50), ms(ir.p99), ms(ir.max))
 		}
-		before, g0, err := c.rss()
-		if err != nil {
-			c.stop()
-			return err
-		}
-		conns, ok := openIdle(c.addr, impl, nidle)
-		after, g1, err := c.rss()
-		closeAll(conns)
-		c.stop()
-		if err != nil {
-			return err
-		}
-		if ok > 0 {
-			r.perConnKB = float64(after-before) / float64(ok)
-		}
-		fmt.Printf("  %-7s idle      %d connections: RSS %d → %d kB, %.1f kB per connection, goroutines %d → %d\n", impl, ok, before, after, r.perConnKB, g0, g1)
 	}
 	h, b := rows["hub"], rows["r3labs"]
 	if h != nil && b != nil {
 		hl, bl := median(h.lat), median(b.lat)
-		fmt.Println("summary (hub vs r3labs default server, same run, median round):")
+		fmt.Println("summary (hub vs r3labs default server, same run, medians over the rounds):")
 		fmt.Printf("  latency append→receipt, %d clients x %d ev/s: hub p50 %s p99 %s; r3labs p50 %s p99 %s; ratio hub/r3labs p50 %.2f p99 %.2f (targets p50 < 5ms, p99 < 50ms)\n",
 			nclients, rate, ms(hl.p50), ms(hl.p99), ms(bl.p50), ms(bl.p99), ratio(hl.p50, bl.p50), ratio(hl.p99, bl.p99))
 		fmt.Printf("  idle RSS per connection: hub %.1f kB, r3labs %.1f kB (ratio %.2f; target <= 30 kB)\n", h.perConnKB, b.perConnKB, h.perConnKB/b.perConnKB)
+		if len(h.idle) > 1 {
+			a, z := h.idle[0], h.idle[len(h.idle)-1]
+			fmt.Printf("  hub idle, %d vs %d connections (asked %d): %.1f vs %.1f kB per connection (ratio %.2f; target <= 30 kB); one change to all: p99 %s vs %s (target < 1s), reached %d of %d\n",
+				a.ok, z.ok, z.want, a.perConnKB, z.perConnKB, z.perConnKB/a.perConnKB, ms(a.p99), ms(z.p99), z.reached, z.ok)
+		}
 		ev := "NOT evicted within the window"
 		if h.evictWhy != "" {
 			ev = fmt.Sprintf("evicted in %.2fs by %s", h.evictAfter.Seconds(), h.evictWhy)
@@ -303,11 +352,16 @@ func run(impls []string, nclients, rate int, dur time.Duration, nidle, rounds in
 	return nil
 }
 
-// median returns the round with the median p99.
+// median returns the median of each figure over the rounds (p50 and p99
+// each from their own median round: on a shared machine one disturbed
+// round moves one figure, not the other).
 func median(rs []result) result {
 	s := append([]result(nil), rs...)
 	sort.Slice(s, func(i, j int) bool { return s[i].p99 < s[j].p99 })
-	return s[len(s)/2]
+	m := s[len(s)/2]
+	sort.Slice(s, func(i, j int) bool { return s[i].p50 < s[j].p50 })
+	m.p50 = s[len(s)/2].p50
+	return m
 }
 
 func ratio(a, b time.Duration) float64 { return float64(a) / float64(max(b, 1)) }
@@ -351,6 +405,11 @@ func window(c *child, n, rate int, dur time.Duration, stalled bool, si *stallInf
 		si.start = time.Now()
 		defer abort(stallConn)
 	}
+	cpu0, err := c.cpu()
+	if err != nil {
+		return result{}, err
+	}
+	self0 := selfCPU()
 	begin := time.Now()
 	startNS.Store(begin.UnixNano())
 	if _, err := c.send(fmt.Sprintf("rate %d", rate), "OK"); err != nil {
@@ -363,6 +422,11 @@ func window(c *child, n, rate int, dur time.Duration, stalled bool, si *stallInf
 	}
 	appended, _ := strconv.Atoi(strings.TrimPrefix(ok, "OK "))
 	time.Sleep(time.Second) // let in-flight frames arrive
+	cpu1, err := c.cpu()
+	if err != nil {
+		return result{}, err
+	}
+	self1 := selfCPU()
 	cancel()
 	wg.Wait()
 	var all []time.Duration
@@ -370,7 +434,7 @@ func window(c *child, n, rate int, dur time.Duration, stalled bool, si *stallInf
 		all = append(all, r.lat...)
 	}
 	expected := float64(n) * float64(appended)
-	res := result{samples: len(all), delivered: min(1, float64(len(all))/max(expected, 1))}
+	res := result{samples: len(all), delivered: min(1, float64(len(all))/max(expected, 1)), serverCPU: cpu1 - cpu0, clientCPU: self1 - self0}
 	if len(all) == 0 {
 		return res, nil
 	}
@@ -448,7 +512,19 @@ func auditTime(line []byte) (time.Time, bool) {
 // thousands of closes leave no TIME_WAIT behind) and returns a reader of
 // its de-chunked body.
 func openStream(addr, path string) (net.Conn, *bufio.Reader, error) {
-	conn, err := net.DialTimeout("tcp", addr, 10*time.Second)
+	return openStreamFrom(addr, path, nil)
+}
+
+// openStreamFrom is openStream from local address local (nil: any). Past
+// ~28,000 connections to one address the loopback's ephemeral ports run
+// out (ip_local_port_range 32768–60999), so the idle test spreads its
+// connections over 127.0.0.1, .2, …: every 127/8 address is local.
+func openStreamFrom(addr, path string, local net.IP) (net.Conn, *bufio.Reader, error) {
+	d := net.Dialer{Timeout: 10 * time.Second}
+	if local != nil {
+		d.LocalAddr = &net.TCPAddr{IP: local}
+	}
+	conn, err := d.Dial("tcp", addr)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -492,11 +568,17 @@ func dialStalled(addr string) (net.Conn, error) {
 	return c, err
 }
 
+// idleStream is one idle connection and the reader of its body.
+type idleStream struct {
+	conn net.Conn
+	br   *bufio.Reader
+}
+
 // openIdle opens n streams, reads each one's first bytes (the response
 // head), and leaves them open and unread: with no events, that is all an
 // idle dashboard costs.
-func openIdle(addr, impl string, n int) ([]net.Conn, int) {
-	conns := make([]net.Conn, n)
+func openIdle(addr, impl string, n int) ([]idleStream, int) {
+	streams := make([]idleStream, n)
 	var ok atomic.Int64
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 200)
@@ -506,7 +588,7 @@ func openIdle(addr, impl string, n int) ([]net.Conn, int) {
 		go func(i int) {
 			defer wg.Done()
 			defer func() { <-sem }()
-			conn, br, err := openStream(addr, streamPath[impl])
+			conn, br, err := openStreamFrom(addr, streamPath[impl], net.IPv4(127, 0, 0, byte(1+i/20000)))
 			if err != nil {
 				return
 			}
@@ -517,12 +599,123 @@ func openIdle(addr, impl string, n int) ([]net.Conn, int) {
 				abort(conn)
 				return
 			}
-			conns[i] = conn
+			streams[i] = idleStream{conn: conn, br: br}
 			ok.Add(1)
 		}(i)
 	}
 	wg.Wait()
-	return conns, int(ok.Load())
+	return streams, int(ok.Load())
+}
+
+// idleResult is one idle run: memory and one change reaching everybody.
+type idleResult struct {
+	want, ok, reached     int
+	before, after, g0, g1 int
+	perConnKB             float64
+	p50, p99, max         time.Duration
+}
+
+// idleRun opens n idle streams on a fresh child, reads its RSS, then has
+// it append one change and times its arrival on every stream.
+func idleRun(impl string, n int) (idleResult, error) {
+	var ir idleResult
+	c, err := startChild(impl)
+	if err != nil {
+		return ir, err
+	}
+	defer c.stop()
+	if ir.before, ir.g0, err = c.rss(); err != nil {
+		return ir, err
+	}
+	streams, ok := openIdle(c.addr, impl, n)
+	defer func() {
+		for _, s := range streams {
+			if s.conn != nil {
+				abort(s.conn)
+			}
+		}
+	}()
+	ir.ok = ok
+	if ir.after, ir.g1, err = c.rss(); err != nil {
+		return ir, err
+	}
+	if ok > 0 {
+		ir.perConnKB = float64(ir.after-ir.before) / float64(ok)
+	}
+	// One change to all of them, three times (the machine is shared:
+	// the median trial by p99 is kept).
+	var trials []idleResult
+	for range 3 {
+		t, err := oneToAll(c, streams)
+		if err != nil {
+			return ir, err
+		}
+		trials = append(trials, t)
+	}
+	sort.Slice(trials, func(i, j int) bool { return trials[i].p99 < trials[j].p99 })
+	t := trials[1]
+	ir.reached, ir.p50, ir.p99, ir.max = t.reached, t.p50, t.p99, t.max
+	return ir, nil
+}
+
+// oneToAll has the child append one change and times its arrival on every
+// stream (bounded: 15 s).
+func oneToAll(c *child, streams []idleStream) (idleResult, error) {
+	var ir idleResult
+	var startNS atomic.Int64
+	startNS.Store(time.Now().UnixNano())
+	lat := make([]time.Duration, len(streams))
+	var wg sync.WaitGroup
+	deadline := time.Now().Add(15 * time.Second)
+	for i, s := range streams {
+		if s.conn == nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = s.conn.SetReadDeadline(deadline)
+			for {
+				line, err := s.br.ReadSlice('\n')
+				if err != nil {
+					return
+				}
+				if len(line) < 6 || string(line[:6]) != "data: " {
+					continue
+				}
+				if t, ok := auditTime(line); ok && t.UnixNano() >= startNS.Load() {
+					lat[i] = time.Since(t)
+					return
+				}
+			}
+		}()
+	}
+	if _, err := c.send("once", "OK"); err != nil {
+		return ir, err
+	}
+	wg.Wait()
+	var got []time.Duration
+	for _, l := range lat {
+		if l > 0 {
+			got = append(got, l)
+		}
+	}
+	ir.reached = len(got)
+	if len(got) > 0 {
+		sort.Slice(got, func(i, j int) bool { return got[i] < got[j] })
+		ir.p50, ir.p99, ir.max = got[len(got)/2], got[len(got)*99/100], got[len(got)-1]
+	}
+	return ir, nil
+}
+
+// fdLimit is this process's RLIMIT_NOFILE (Go raises the soft limit to
+// the hard one at start).
+func fdLimit() int {
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+		return 1024
+	}
+	return int(rl.Cur)
 }
 
 func closeAll(cs []net.Conn) {

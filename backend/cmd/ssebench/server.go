@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -37,11 +38,13 @@ import (
 //
 //	rate N   append N OccupancyExtended events per second (0 stops)
 //	rss      garbage-collect, then print "RSS <kB> <goroutines>"
+//	once     append one OccupancyExtended now
+//	cpu      print "CPU <µs of user + system time so far>"
 //	quit     exit
 //
 // and prints "ADDR host:port" when ready and "EVICT <unix ns> <reason>" for
 // each client the hub disconnects.
-func serveMode(impl, storeKind string, nslots int) error {
+func serveMode(impl, storeKind string, nslots, maxClients int) error {
 	if p := os.Getenv("SSEBENCH_CPUPROFILE"); p != "" {
 		f, err := os.Create(fmt.Sprintf("%s.%s.%d", p, impl, os.Getpid()))
 		if err == nil {
@@ -78,7 +81,7 @@ func serveMode(impl, storeKind string, nslots int) error {
 	var handler http.Handler
 	switch impl {
 	case "hub":
-		hub := httpapi.NewHub(httpapi.HubOptions{OnEvict: func(reason string) {
+		hub := httpapi.NewHub(httpapi.HubOptions{MaxClients: maxClients, OnEvict: func(reason string) {
 			select {
 			case out <- fmt.Sprintf("EVICT %d %s", time.Now().UnixNano(), reason):
 			default:
@@ -191,6 +194,17 @@ func serveMode(impl, storeKind string, nslots int) error {
 			runtime.GC()
 			debug.FreeOSMemory()
 			out <- fmt.Sprintf("RSS %d %d", rssKB(), runtime.NumGoroutine())
+		case "once":
+			// One change, now: the idle test's "one change reaches all".
+			if err := svc.Extend(ctx, a, names[0], slots.ExtendCmd{Until: time.Now().Add(2 * time.Hour)}); err != nil {
+				out <- "ERR " + err.Error()
+				continue
+			}
+			out <- "OK once"
+		case "cpu":
+			var ru syscall.Rusage
+			_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+			out <- fmt.Sprintf("CPU %d", (ru.Utime.Nano()+ru.Stime.Nano())/1000)
 		case "quit":
 			return nil
 		}

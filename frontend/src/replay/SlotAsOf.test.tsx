@@ -60,7 +60,7 @@ describe("the slot as of a moment", () => {
     await flush();
     await flush();
     expect(urls).toContain("/api/slots/s1?at=12");
-    expect(urls).toContain("/api/slots/s1/changes?to=12");
+    expect(urls).toContain("/api/slots/s1/changes?to=12&order=newest");
     const banner = screen.getByTestId("asof-banner");
     expect(banner.textContent).toMatch(/As of .* \(position 12\), not live/);
     expect(banner.dataset.live).toBe("false");
@@ -116,7 +116,7 @@ describe("the slot as of a moment", () => {
     d.open = true;
     fireEvent(d, new Event("toggle"));
     await flush();
-    expect(urls).toEqual(["/api/slots/s1/changes"]);
+    expect(urls).toEqual(["/api/slots/s1/changes?order=newest"]);
   });
 });
 
@@ -126,7 +126,7 @@ describe("a long timeline", () => {
       "fetch",
       vi.fn(async (url: string) => {
         urls.push(url);
-        return jsonResponse({ ...changes, changes: changes.changes.slice(1), older_to: 5 });
+        return jsonResponse({ ...changes, changes: changes.changes.slice(1), next_to: 5 });
       }),
     );
     const mem = memoryLocation({ path: "/slots/s1" });

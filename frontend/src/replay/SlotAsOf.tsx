@@ -160,7 +160,7 @@ function TimelineRows({ name, at }: { name: string; at?: string }) {
     if (c.field === "active_job") return `${t.dyn("kind", v.kind)} ${v.id}`;
     return `${t.dyn("res", (v as Resource).kind)} ${(v as Resource).id}`;
   };
-  const older = load.data.older_to;
+  const older = load.data.next_to;
   return (
     <>
       <ol className="timeline asof-rows" data-testid="asof-rows">

@@ -35,8 +35,16 @@ export const SlotChange = v.object({
 });
 export type SlotChange = v.InferOutput<typeof SlotChange>;
 
-/** SlotChanges holds at most 500 changes, the newest; older_to (when cut) is the to of the older ones. */
-export const SlotChanges = v.object({ slot: str, from: AsOf, to: AsOf, changes: v.array(SlotChange), older_to: v.optional(int) });
+/** One page of a slot's changes (issue 37): next_from continues an
+ * oldest-first page, next_to the older page of a newest-first one. */
+export const SlotChanges = v.object({
+  slot: str,
+  from: AsOf,
+  to: AsOf,
+  changes: v.array(SlotChange),
+  next_from: v.optional(int),
+  next_to: v.optional(int),
+});
 export type SlotChanges = v.InferOutput<typeof SlotChanges>;
 
 export const Freshness = v.object({
@@ -58,8 +66,10 @@ const freshness = decoder(Freshness, "freshness");
 export const replayService = {
   slotAt: (name: string, at: string, signal?: AbortSignal) => request(`/api/slots/${enc(name)}?at=${enc(at)}`, slotAt, { signal }),
   jobAt: (id: string, at: string, signal?: AbortSignal) => request(`/api/jobs/${enc(id)}?at=${enc(at)}`, jobAt, { signal }),
+  /** The latest changes of a slot up to a moment (one page, newest first:
+   * what the timeline shows; next_to is set when older ones remain). */
   changes: (name: string, from: string | undefined, to: string | undefined, signal?: AbortSignal) =>
-    request(`/api/slots/${enc(name)}/changes${query({ from, to })}`, changes, { signal }),
+    request(`/api/slots/${enc(name)}/changes${query({ from, to, order: "newest" })}`, changes, { signal }),
   freshness: (position: number | undefined, signal?: AbortSignal) =>
     request(`/api/freshness${position ? `?position=${position}` : ""}`, freshness, { signal }),
 };
