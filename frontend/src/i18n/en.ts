@@ -2,10 +2,12 @@
 // have every one (the compiler and i18n.test.ts check it).
 import { vocabEn } from "./vocab";
 import { consumersEn } from "../consumers/strings";
+import { ui35En } from "../ui/strings";
 import { replayEn } from "../replay/strings";
 
 export const en = {
   ...vocabEn,
+  ...ui35En,
   ...replayEn,
   ...consumersEn,
   "app.title": "Slotkeeper",

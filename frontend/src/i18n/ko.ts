@@ -3,10 +3,12 @@
 import type { Key } from "./en";
 import { vocabKo } from "./vocab";
 import { consumersKo } from "../consumers/strings";
+import { ui35Ko } from "../ui/strings";
 import { replayKo } from "../replay/strings";
 
 export const ko: Record<Key, string> = {
   ...vocabKo,
+  ...ui35Ko,
   ...replayKo,
   ...consumersKo,
   "app.title": "Slotkeeper",

@@ -1,4 +1,6 @@
 import { useMemo, useRef, useState, type ReactNode } from "react";
+import { StateBadge } from "../ui/Badge";
+import { jobTone, stepTone } from "../ui/tone";
 import { Link, useLocation } from "wouter";
 import { momentHref } from "../replay/moment";
 import { TERMINAL_STATES, jobsService, type JobView, type RecordedEvent, type StepView } from "../services/jobs";
@@ -78,9 +80,9 @@ function JobDetail({ job }: { job: JobView }) {
         <JobTitle job={job} />
       </h1>
       <p className="job-status">
-        <span className={`badge st-${job.state}`} data-testid="job-state">
+        <StateBadge tone={jobTone(job.state)} data-testid="job-state">
           {t.dyn("state", job.state)}
-        </span>{" "}
+        </StateBadge>{" "}
         {t.dyn("kind", job.kind)} · <Link href={`/slots/${encodeURIComponent(job.slot)}`}>{job.slot}</Link>
       </p>
       {unsuccessful && (
@@ -372,7 +374,7 @@ function HistoryStep({ g, open, onToggle, children }: { g: StepGroup; open: bool
       <details open={open} onToggle={(ev) => onToggle(ev.currentTarget.open)}>
         <summary>
           <span className="badge ev-cat ev-cat-step">{t("jobt.cat.step")}</span> <strong className="ev-type">{t.dyn("step", g.step)}</strong>{" "}
-          <span className={`badge badge-${g.outcome}`}>{t.dyn("stepstate", g.outcome)}</span>{" "}
+          <StateBadge tone={stepTone(g.outcome)}>{t.dyn("stepstate", g.outcome)}</StateBadge>{" "}
           <span className="muted small" data-testid="history-step-facts">
             {attempts && <>{t(g.attempts.length > 1 ? "jobt.group_attempts" : "jobt.group_attempt", { list: attempts })} · </>}
             {g.events.length > 1 && (

@@ -1,4 +1,6 @@
 import { actorName } from "../format";
+import { StateBadge } from "../ui/Badge";
+import { jobTone } from "../ui/tone";
 import { useState, type FormEvent } from "react";
 import { Link } from "wouter";
 import { JOB_KINDS, JOB_STATES, jobsService, type JobView, type JobsFilter } from "../services/jobs";
@@ -154,8 +156,13 @@ function JobRow({ fetched }: { fetched: JobView }) {
         <Link href={`/jobs/${encodeURIComponent(j.id)}`}>{jobTitle(j, now, t)}</Link>
       </td>
       <td data-label={t("jobs.col_state")}>
-        <span className={`badge st-${j.state}`}>{t.dyn("state", j.state)}</span>
-        {j.uncertain_step && <span className="badge attn-badge attn-uncertain"> ⚠ {t("jobs.state_uncertain")}</span>}
+        <StateBadge tone={jobTone(j.state)}>{t.dyn("state", j.state)}</StateBadge>
+        {j.uncertain_step && (
+          <>
+            {" "}
+            <StateBadge tone="attention">{t("jobs.state_uncertain")}</StateBadge>
+          </>
+        )}
       </td>
       <td data-label={t("jobs.col_who")}>{actorName(j.requested_by, t)}</td>
       <td data-label={t("jobs.col_queued")}>

@@ -1,4 +1,6 @@
 import { useState } from "react";
+import { StateBadge } from "../ui/Badge";
+import { slotTone } from "../ui/tone";
 import { Link, useLocation } from "wouter";
 import { jobsService, type JobView } from "../services/jobs";
 import { slotsService, type SlotView } from "../services/slots";
@@ -84,10 +86,15 @@ function SlotDetail({ slot }: { slot: SlotView }) {
     announce(t("job.resumed"));
     navigate(`/jobs/${encodeURIComponent(r.job_id)}`);
   };
+  // Offered only where it can succeed (issue 35 item 7): the server tears
+  // down a slot nobody occupies (backend/slots canStart), so an occupied
+  // slot says "release it first" instead of a Teardown that dead-ends.
+  const canTeardown = slot.lifecycle === "vacant" || slot.lifecycle === "teardown_incomplete";
+  const retiredSlot = slot.lifecycle === "retired";
   const anyAction =
     (slot.lifecycle === "vacant" && may.occupy) ||
     (slot.lifecycle === "occupied" && (may.extend || may.release)) ||
-    (slot.lifecycle !== "retired" && (may.teardown || may.promote));
+    (!retiredSlot && (may.teardown || may.promote));
 
   const occupy = async () => {
     const s = await cmd.run(() => slotsService.occupy(slot.name, untilIn(hours), (may.occupyForOthers && by) || undefined));
@@ -127,9 +134,9 @@ function SlotDetail({ slot }: { slot: SlotView }) {
       </p>
       <div className="page-head">
         <h1 id="slot-title">{slot.name}</h1>
-        <span className={`badge lc lc-${slot.lifecycle}`} data-testid="slot-lifecycle">
+        <StateBadge tone={slotTone(slot.lifecycle)} className={`lc lc-${slot.lifecycle}`} data-testid="slot-lifecycle">
           {t.dyn("lifecycle", slot.lifecycle)}
-        </span>
+        </StateBadge>
       </div>
       <AppStatus slot={slot} />
       <OutcomeNotice where={`slot:${slot.name}`} />
@@ -174,10 +181,15 @@ function SlotDetail({ slot }: { slot: SlotView }) {
             t("slot.no_deadline")
           )}
         </dd>
-        <dt>{t("slot.repo")}</dt>
-        <dd>
-          {slot.repo.project}/{slot.repo.slug} ({t("slot.branch")} {slot.branch || "main"})
-        </dd>
+        {!retiredSlot && (
+          // A retired slot's repository was deleted by its teardown: not listed as its own.
+          <>
+            <dt>{t("slot.repo")}</dt>
+            <dd>
+              {slot.repo.project}/{slot.repo.slug} ({t("slot.branch")} {slot.branch || "main"})
+            </dd>
+          </>
+        )}
         <dt>{t("slot.template")}</dt>
         <dd>
           {slot.template_repo.project}/{slot.template_repo.slug}@{slot.template_ref}
@@ -217,7 +229,13 @@ function SlotDetail({ slot }: { slot: SlotView }) {
       )}
 
       <h2>{t("slot.actions")}</h2>
-      {!anyAction && (
+      {retiredSlot && (
+        // Nobody can change a retired slot: not a matter of role (issue 35 item 6).
+        <p className="muted" data-testid="retired-note">
+          {t("slot.retired_note")}
+        </p>
+      )}
+      {!anyAction && !retiredSlot && (
         <p className="muted" data-testid="read-only">
           {t("auth.read_only", { role: t.dyn("role", subject?.role ?? "") })}
         </p>
@@ -253,10 +271,15 @@ function SlotDetail({ slot }: { slot: SlotView }) {
             {t("slot.release")}
           </button>
         )}
-        {slot.lifecycle !== "retired" && may.teardown && (
+        {canTeardown && may.teardown && (
           <button type="button" className="danger" disabled={cmd.pending || busy} onClick={() => setConfirm({ kind: "teardown" })} data-testid="teardown">
             {t("slot.teardown")}
           </button>
+        )}
+        {slot.lifecycle === "occupied" && may.teardown && (
+          <span className="muted small" data-testid="teardown-after-release">
+            {t("slot.teardown_after_release")}
+          </span>
         )}
       </div>
       {slot.lifecycle === "occupied" && may.extend && !busy && <EarlierDeadline slot={slot} />}
