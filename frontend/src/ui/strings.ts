@@ -20,6 +20,8 @@ export const ui35En = {
   "board.took_unready": "{slot} is yours now, as it was registered: it was never reset to its template.",
   "slot.retired_note": "This slot is retired: its teardown deleted its application, database, repository and project. Nothing more can be done with it.",
   "slot.teardown_after_release": "An occupied slot cannot be torn down: release it first, then tear it down.",
+  "jobt.timing_between": "waited {time} between attempts",
+  "wait.title_deadline": "Automatic reset of {slot}: its deadline passed",
 } as const;
 
 export const ui35Ko: Record<keyof typeof ui35En, string> = {
@@ -41,4 +43,6 @@ export const ui35Ko: Record<keyof typeof ui35En, string> = {
   "board.took_unready": "이제 {slot}은(는) 내 슬롯입니다. 템플릿으로 초기화한 적이 없어 등록했을 때 그대로입니다.",
   "slot.retired_note": "폐기된 슬롯입니다. 철거가 애플리케이션, 데이터베이스, 저장소, 프로젝트를 삭제했습니다. 더 할 수 있는 작업이 없습니다.",
   "slot.teardown_after_release": "점유 중인 슬롯은 철거할 수 없습니다. 먼저 반납한 뒤 철거하세요.",
+  "jobt.timing_between": "시도 사이에 {time} 대기",
+  "wait.title_deadline": "{slot} 자동 초기화: 기한이 지났습니다",
 };

@@ -3,7 +3,8 @@
 // with an extend button, the join form when nothing is free, and the queue
 // for everyone. Live: reloaded when the stream shows a relevant event.
 import { useEffect, useRef, useState } from "react";
-import { Link } from "wouter";
+import { Link, useLocation } from "wouter";
+import { setOutcome } from "../live/outcome";
 import { CommandError } from "../components/CommandError";
 import { Countdown } from "../components/Countdown";
 import { formatDuration, formatGoDuration, formatTime } from "../format";
@@ -77,6 +78,17 @@ function Warnings({ warnings, focusSlot, reload }: { warnings: DeadlineWarning[]
 function MyEntry({ entry, reload }: { entry: WaitlistEntry; reload: () => void }) {
   const t = useT();
   const cmd = useCommand();
+  const [, navigate] = useLocation();
+  // Accepting lands on the slot (issue 35 item 10): the entry leaves the
+  // waitlist, so staying here showed the join form's "every slot is taken".
+  const accept = (slot: string) =>
+    void cmd.run(() => waitlistService.accept(entry.id)).then((r) => {
+      if (r === undefined) return;
+      const said = t("waitlist.accepted", { slot });
+      announce(said);
+      setOutcome({ where: `slot:${slot}`, text: said });
+      navigate(`/slots/${encodeURIComponent(slot)}`);
+    });
   const act = (fn: () => Promise<unknown>, said: string) =>
     void cmd.run(fn).then((r) => {
       if (r !== undefined) {
@@ -95,7 +107,7 @@ function MyEntry({ entry, reload }: { entry: WaitlistEntry; reload: () => void }
           </p>
           <button
             disabled={cmd.pending}
-            onClick={() => act(() => waitlistService.accept(entry.id), t("waitlist.accepted", { slot: entry.offer?.slot ?? "" }))}
+            onClick={() => accept(entry.offer?.slot ?? "")}
             data-testid="accept"
           >
             {t("waitlist.accept")}
