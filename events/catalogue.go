@@ -90,6 +90,8 @@ const (
 	NameListStorages = "list_storages" // listing an application's persistent volumes
 	NameBranchReset  = "branch_reset"  // args branch, template: a repository branch reset to the template
 	NameAppServer    = "app_server"    // args app: the server a Coolify application runs on
+	NameAppEnvVars   = "app_env_vars"  // a reset plan's "env vars of the application" (issue 35)
+	NameAppVolumes   = "app_volumes"   // a reset plan's "persistent volumes of the application"
 )
 
 // NameArgs are the parts of a described name (a struct, not a map, so a
@@ -403,6 +405,22 @@ type StepSucceeded struct {
 const (
 	DetailAlreadyAbsent   = "already_absent"    // the resource was gone before the step deleted it
 	DetailVacateOnSuccess = "vacate_on_success" // the slot is vacated when the job's success is recorded
+	// The job view's own stories of a step result (projections.StepView
+	// DetailCode and DetailArgs, issue 35), each beside its English.
+	DetailRowGoneOnly     = "row_gone_only"     // a Coolify delete confirmed by its record's 404 only (projections.RowGoneOnly)
+	DetailVerifying       = "verifying"         // a resumed attempt first checks an uncertain step
+	DetailListed          = "listed"            // args count, resource_kind, names: what the step found to delete
+	DetailNothingToDelete = "nothing_to_delete" // the step listed nothing to delete
+	DetailDeleting        = "deleting"          // args resource_kind, id, accepted_at: a delete the provider accepted, not confirmed yet
+	DetailForcePushed     = "force_pushed"      // args repo, old, new: the template force-pushed
+	DetailCodePushed      = "code_pushed"       // args repo, sha
+	DetailRepoCreated     = "repo_created"      // args repo
+	DetailDBCreated       = "db_created"        // args engine, name, id
+	DetailDBFound         = "db_found"          // args engine, name, id: found what an uncertain create made
+	DetailEnvRestored     = "env_restored"      // args keys, from (may be empty): env vars exactly the template's
+	DetailVolumesCreated  = "volumes_created"   // args count, volumes, skipped (may be empty)
+	DetailAppDeployed     = "app_deployed"      // args deployment, status, commit, fqdn (the last two may be empty)
+	DetailMountsRemoved   = "mounts_removed"    // args count, app; what it left is StepView.Left
 )
 
 // ResourcesListed: a step listed the resources it is about to delete (an

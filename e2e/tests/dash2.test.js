@@ -239,15 +239,16 @@ async function waitVacant(n) {
 }
 
 test("job page: a human title, durations, the uncertain step and what a resume checks, the event history", async () => {
-  await everyWay("job-timedout", `/jobs/${timedOut.id}`, "[data-testid=timeline] li", async (page, lang) => {
+  await everyWay("job-timedout", `/jobs/${timedOut.id}`, "[data-testid=job-timeline] [data-testid=tl-row]", async (page, lang) => {
     const title = await page.textContent("[data-testid=job-title]");
     assert.match(title, lang === "ko" ? new RegExp(`^${timedOut.slot} .+ — \\d.* 만에 시간 초과$`) : new RegExp(`^Reset of ${timedOut.slot} — timed out after \\d`));
     assert.match(await page.textContent("[data-testid=job-state]"), lang === "ko" ? /시간 초과/ : /Timed out/);
     assert.match(await page.textContent("[data-testid=job-who-when]"), lang === "ko" ? /요청: e2e-api/ : /Requested by e2e-api · queued/);
-    assert.ok((await page.$$("[data-testid=step-took]")).length >= 1, "finished steps show how long they took");
+    assert.ok((await page.$$("[data-testid=tl-took]")).length >= 1, "finished steps show how long they took on the timeline");
     assert.match(await page.textContent("[data-testid=resume-check]"), lang === "ko" ? /재개하면 먼저/ : /A resume first checks whether/);
     assert.ok(await page.$("[data-testid=resume]"), "an admin may resume");
-    // History: typed entries, data, filter by type and by text, relative time on hover.
+    // History (folded under the timeline, issue 35): typed entries, data, filter by type and by text, relative time on hover.
+    await page.click("[data-testid=history] > summary");
     const types = await page.$$eval("[data-testid=timeline] > li", (els) => els.map((e) => e.getAttribute("data-type")));
     assert.equal(types[0], "JobQueued");
     assert.ok(types.includes("JobTimedOut"), `types ${types}`);
@@ -266,7 +267,7 @@ test("job page: a human title, durations, the uncertain step and what a resume c
     assert.doesNotMatch(await time.getAttribute("title"), lang === "ko" ? /전$/ : /ago$/);
     assert.match(await time.getAttribute("title"), /\d{1,2}:\d{2}:\d{2}/);
   });
-  await everyWay("job-failed", `/jobs/${failed.id}`, "[data-testid=timeline] li", async (page, lang) => {
+  await everyWay("job-failed", `/jobs/${failed.id}`, "[data-testid=job-timeline] [data-testid=tl-row]", async (page, lang) => {
     assert.match(await page.textContent("[data-testid=job-title]"), lang === "ko" ? / 만에 실패$/ : new RegExp(`^Reset of ${failed.slot} — failed after \\d`));
   });
 });
