@@ -476,3 +476,45 @@ func TestRecorderKeepsCallHeaders(t *testing.T) {
 		t.Fatalf("token in the request log: %s", b)
 	}
 }
+
+// TestFaultAimedAtJobOrSlot: a fault with Job hits only the calls that job
+// makes (its X-Slotkeeper-Job, any attempt), and one with Resources only
+// the calls on those resources — so the Simulator page's fault for one
+// slot is not taken by another slot's deadline reset (issue 35 item 4).
+func TestFaultAimedAtJobOrSlot(t *testing.T) {
+	s := startSim(t, sim.Options{})
+	a, _ := s.SeedSlot("a")
+	b, _ := s.SeedSlot("b")
+	ctx := waitCtx(t)
+	get := func(db, job string) int {
+		req, _ := http.NewRequestWithContext(ctx, "GET", s.CoolifyURL()+"/databases/"+db, nil)
+		req.Header.Set("Authorization", "Bearer "+s.CoolifyToken())
+		if job != "" {
+			req.Header.Set("X-Slotkeeper-Job", job)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	s.AddFault(sim.Fault{Job: "job-b", Status: 503})
+	if got := get(a.DBUUID, "job-a/1"); got != 200 {
+		t.Fatalf("another job's call: %d, want 200", got)
+	}
+	if got := get(a.DBUUID, ""); got != 200 {
+		t.Fatalf("an untagged call: %d, want 200", got)
+	}
+	if got := get(b.DBUUID, "job-b/2"); got != 503 {
+		t.Fatalf("the job's call: %d, want 503", got)
+	}
+	s.ClearFaults()
+	s.AddFault(sim.Fault{Resources: []string{b.DBUUID, b.AppUUID}, Status: 500})
+	if got := get(a.DBUUID, "job-a/1"); got != 200 {
+		t.Fatalf("another slot's database: %d, want 200", got)
+	}
+	if got := get(b.DBUUID, "job-a/1"); got != 500 {
+		t.Fatalf("the slot's database: %d, want 500", got)
+	}
+}

@@ -78,7 +78,7 @@ describe("slot card", () => {
     expect(card.querySelector('[data-testid="slot-missing"]')?.textContent).toMatch(/Not reset to its template yet/);
     const occupy = card.querySelector('[data-testid="card-occupy"]');
     expect(occupy?.textContent).toBe("Occupy as it is (8 h)");
-    expect(occupy?.getAttribute("aria-label")).toBe("Occupy n1 as it is, not reset, for 8 h");
+    expect(occupy?.getAttribute("aria-label")).toBe("Occupy as it is (8 h): n1, never reset");
   });
 
   it("shows lifecycle, occupant, the active job's current step and progress", () => {

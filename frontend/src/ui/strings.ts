@@ -15,7 +15,7 @@ export const ui35En = {
   "ready.reset_incomplete": "Reset unfinished",
   "ready.reset_incomplete_long": "Its last reset did not finish bringing it back to the template (no healthy deployment).",
   "board.occupy_as_is": "Occupy as it is ({hours} h)",
-  "board.occupy_as_is_slot": "Occupy {slot} as it is, not reset, for {hours} h",
+  "board.occupy_as_is_slot": "Occupy as it is ({hours} h): {slot}, never reset",
   "board.take_next_unready": "The next free slot, {slot}, was never reset to its template: you get it as it was registered.",
   "board.took_unready": "{slot} is yours now, as it was registered: it was never reset to its template.",
   "slot.retired_note": "This slot is retired: its teardown deleted its application, database, repository and project. Nothing more can be done with it.",
@@ -60,6 +60,13 @@ export const ui35En = {
   "remaining.cleanup_run": "Run on that server:",
   "job.left_title": "Left on the server (the provider's API cannot delete it)",
   "job.left_line": "{what} on {server}",
+  "sim.aim": "Aimed at",
+  "sim.aim_any": "any job (whichever calls first)",
+  "sim.aim_slot": "slot {slot} only",
+  "sim.aim_job": "one job (by id)…",
+  "sim.job_id": "Job id",
+  "sim.aimed_job": "job {job} only",
+  "sim.aimed_slot": "slot {slot} only",
 } as const;
 
 export const ui35Ko: Record<keyof typeof ui35En, string> = {
@@ -76,7 +83,7 @@ export const ui35Ko: Record<keyof typeof ui35En, string> = {
   "ready.reset_incomplete": "초기화 미완료",
   "ready.reset_incomplete_long": "마지막 초기화가 템플릿 상태로 되돌리기를 끝내지 못했습니다(정상 배포 없음).",
   "board.occupy_as_is": "초기화 없이 점유 ({hours}시간)",
-  "board.occupy_as_is_slot": "{slot}을(를) 초기화하지 않은 그대로 {hours}시간 점유",
+  "board.occupy_as_is_slot": "초기화 없이 점유 ({hours}시간): {slot}, 초기화한 적 없음",
   "board.take_next_unready": "다음 빈 슬롯 {slot}은(는) 템플릿으로 초기화한 적이 없습니다. 등록했을 때 그대로 받게 됩니다.",
   "board.took_unready": "이제 {slot}은(는) 내 슬롯입니다. 템플릿으로 초기화한 적이 없어 등록했을 때 그대로입니다.",
   "slot.retired_note": "폐기된 슬롯입니다. 철거가 애플리케이션, 데이터베이스, 저장소, 프로젝트를 삭제했습니다. 더 할 수 있는 작업이 없습니다.",
@@ -121,4 +128,11 @@ export const ui35Ko: Record<keyof typeof ui35En, string> = {
   "remaining.cleanup_run": "그 서버에서 실행:",
   "job.left_title": "서버에 남은 것 (제공자 API로는 삭제할 수 없음)",
   "job.left_line": "{server}: {what}",
+  "sim.aim": "대상",
+  "sim.aim_any": "모든 작업 (먼저 호출하는 작업)",
+  "sim.aim_slot": "슬롯 {slot}만",
+  "sim.aim_job": "작업 하나 (ID로)…",
+  "sim.job_id": "작업 ID",
+  "sim.aimed_job": "작업 {job}만",
+  "sim.aimed_slot": "슬롯 {slot}만",
 };
