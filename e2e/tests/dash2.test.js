@@ -161,11 +161,13 @@ test("board: occupy a vacant slot from its card; my slots; take the next free sl
     await shot(page, `dash2-board-mine-${lang}-${size}`);
     await page.click("[data-testid=chip-mine]");
 
-    // Take the next free slot: the first vacant one in natural order (once
-    // the board shows what the server says is vacant).
-    const left = (await slots()).filter((s) => s.lifecycle === "vacant" && !s.active_job).map((s) => s.name).sort(natural);
+    // Take the next free slot: the first ready vacant one in natural order,
+    // a never-reset one only when none is ready (issue 35 item 5), once the
+    // board shows what the server says is vacant.
+    const leftViews = (await slots()).filter((s) => s.lifecycle === "vacant" && !s.active_job);
+    const left = leftViews.map((s) => s.name).sort(natural);
     await boardShowsVacant(page, left);
-    const next = left[0];
+    const next = [...leftViews].sort((a, b) => (b.ready ? 1 : 0) - (a.ready ? 1 : 0) || natural(a.name, b.name))[0].name;
     await page.click("[data-testid=take-next]");
     await page.waitForSelector(`[data-testid=slot-card][data-slot="${next}"][data-mine=true]`);
     assert.match(await page.textContent("[data-testid=board-outcome]"), new RegExp(next));

@@ -67,6 +67,16 @@ export const ui35En = {
   "sim.job_id": "Job id",
   "sim.aimed_job": "job {job} only",
   "sim.aimed_slot": "slot {slot} only",
+  "jobs.col_select": "Select",
+  "jobs.select_job": "Select {job}",
+  "jobs.bulk": "Act on selected jobs",
+  "jobs.bulk_hint": "Tick jobs to resume or cancel several at once. The filters are in the address: bookmark it to keep them.",
+  "jobs.selected": "{count} selected",
+  "jobs.bulk_resume": "Resume {count}",
+  "jobs.bulk_cancel": "Cancel {count}",
+  "jobs.bulk_clear": "Clear selection",
+  "jobs.bulk_resumed": "Resumed {count} jobs.",
+  "jobs.bulk_cancelled": "Cancelled {count} jobs.",
 } as const;
 
 export const ui35Ko: Record<keyof typeof ui35En, string> = {
@@ -135,4 +145,14 @@ export const ui35Ko: Record<keyof typeof ui35En, string> = {
   "sim.job_id": "작업 ID",
   "sim.aimed_job": "작업 {job}만",
   "sim.aimed_slot": "슬롯 {slot}만",
+  "jobs.col_select": "선택",
+  "jobs.select_job": "{job} 선택",
+  "jobs.bulk": "선택한 작업에 적용",
+  "jobs.bulk_hint": "여러 작업을 한 번에 재개하거나 취소하려면 선택하세요. 필터는 주소에 들어 있으니 북마크하면 그대로 남습니다.",
+  "jobs.selected": "{count}개 선택됨",
+  "jobs.bulk_resume": "{count}개 재개",
+  "jobs.bulk_cancel": "{count}개 취소",
+  "jobs.bulk_clear": "선택 해제",
+  "jobs.bulk_resumed": "작업 {count}개를 재개했습니다.",
+  "jobs.bulk_cancelled": "작업 {count}개를 취소했습니다.",
 };
