@@ -212,14 +212,17 @@ test("board: occupy a vacant slot from its card; my slots; take the next free sl
 
 /** boardShowsVacant waits until the page's vacant cards are exactly names. */
 async function boardShowsVacant(page, names) {
-  await page.waitForFunction(
-    (want) => {
-      const got = [...document.querySelectorAll("[data-testid=slot-card].lc-vacant")].map((e) => e.getAttribute("data-slot")).sort();
-      return JSON.stringify(got) === JSON.stringify([...want].sort());
-    },
-    names,
-    { timeout: 20_000 },
-  );
+  const shown = () => page.$$eval("[data-testid=slot-card].lc-vacant", (els) => els.map((e) => e.getAttribute("data-slot")).sort());
+  await page
+    .waitForFunction(
+      (want) => {
+        const got = [...document.querySelectorAll("[data-testid=slot-card].lc-vacant")].map((e) => e.getAttribute("data-slot")).sort();
+        return JSON.stringify(got) === JSON.stringify([...want].sort());
+      },
+      names,
+      { timeout: 20_000 },
+    )
+    .catch(async (e) => assert.fail(`the board shows vacant ${JSON.stringify(await shown())}, the server ${JSON.stringify([...names].sort())}: ${e.message}`));
 }
 
 /**

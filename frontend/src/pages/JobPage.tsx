@@ -1,4 +1,5 @@
 import { useMemo, useRef, useState, type ReactNode } from "react";
+import { Button } from "../ui/Button";
 import { StateBadge } from "../ui/Badge";
 import { jobTone, stepTone } from "../ui/tone";
 import { Link, useLocation } from "wouter";
@@ -105,9 +106,9 @@ function JobDetail({ job }: { job: JobView }) {
           {/* Resume first: on a phone it was below the fold (issue 27 item 6). */}
           {job.resumable && may.resume && (
             <div className="actions">
-              <button type="button" disabled={cmd.pending} onClick={() => void resume()} data-testid="resume">
+              <Button variant="primary" disabled={cmd.pending} onClick={() => void resume()} data-testid="resume">
                 {t("job.resume")}
-              </button>
+              </Button>
             </div>
           )}
         </RecoveryNotice>
@@ -162,9 +163,9 @@ function JobDetail({ job }: { job: JobView }) {
 
       <div className="actions">
         {job.resumable && may.resume && !unsuccessful && (
-          <button type="button" disabled={cmd.pending} onClick={() => void resume()} data-testid="resume">
+          <Button variant="primary" disabled={cmd.pending} onClick={() => void resume()} data-testid="resume">
             {t("job.resume")}
-          </button>
+          </Button>
         )}
         {job.cancellable && may.cancel && (
           <button type="button" className="danger" disabled={cmd.pending} onClick={() => void cancel()} data-testid="cancel">

@@ -1,4 +1,5 @@
 import { useState } from "react";
+import { Button } from "../ui/Button";
 import { StateBadge } from "../ui/Badge";
 import { slotTone } from "../ui/tone";
 import { Link, useLocation } from "wouter";
@@ -155,9 +156,9 @@ function SlotDetail({ slot }: { slot: SlotView }) {
         >
           {resumable && (
             <div className="actions">
-              <button type="button" disabled={cmd.pending} onClick={() => void resume()} data-testid="resume">
+              <Button variant="primary" disabled={cmd.pending} onClick={() => void resume()} data-testid="resume">
                 {t("job.resume")}
-              </button>
+              </Button>
               <span className="muted small">{t("slot.resume_hint")}</span>
             </div>
           )}
