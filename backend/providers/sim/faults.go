@@ -28,9 +28,12 @@ type Fault struct {
 	// Resource matches the request's resource id exactly (Coolify uuid, or
 	// "PROJECT/slug" for Bitbucket and git).
 	Resource string `json:"resource,omitempty"`
-	// Resources matches a request whose resource id is any of these: a
-	// fault aimed at one slot names its application, database, project and
-	// repository (issue 35 item 4: a fault hit whichever job called first).
+	// Resources matches a request whose resource id, or any segment of its
+	// path, is one of these: a fault aimed at one slot names its
+	// application, database, project and repository, and so also hits the
+	// calls on their parts (an app's storages and env vars, whose own ids
+	// are not known in advance). Issue 35 item 4: a fault hit whichever job
+	// called first.
 	Resources []string `json:"resources,omitempty"`
 	// Job matches only the calls a job makes: the job id of the request's
 	// X-Slotkeeper-Job header ("<job id>/<attempt>"), any attempt.
@@ -78,7 +81,7 @@ func (f *Fault) matches(server, method, p, endpoint, resource, job string) bool 
 	if f.Resource != "" && f.Resource != resource {
 		return false
 	}
-	if len(f.Resources) > 0 && !slices.Contains(f.Resources, resource) {
+	if len(f.Resources) > 0 && !slices.Contains(f.Resources, resource) && !slices.ContainsFunc(strings.Split(p, "/"), func(seg string) bool { return seg != "" && slices.Contains(f.Resources, seg) }) {
 		return false
 	}
 	if f.Job != "" && f.Job != job {

@@ -517,4 +517,25 @@ func TestFaultAimedAtJobOrSlot(t *testing.T) {
 	if got := get(b.DBUUID, "job-a/1"); got != 500 {
 		t.Fatalf("the slot's database: %d, want 500", got)
 	}
+	// A call on a part of the slot's application (a storage, whose own id
+	// is the request's resource) is aimed at the slot too: the app's id is
+	// in its path.
+	s.ClearFaults()
+	s.AddFault(sim.Fault{Resources: []string{b.AppUUID}, Endpoint: sim.EndpointDeleteStorage, Status: 403})
+	del := func(app string) int {
+		req, _ := http.NewRequestWithContext(ctx, "DELETE", s.CoolifyURL()+"/applications/"+app+"/storages/no-such-storage", nil)
+		req.Header.Set("Authorization", "Bearer "+s.CoolifyToken())
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if got := del(a.AppUUID); got == 403 {
+		t.Fatal("another slot's storage delete took the fault")
+	}
+	if got := del(b.AppUUID); got != 403 {
+		t.Fatalf("the slot's storage delete: %d, want 403", got)
+	}
 }
