@@ -330,7 +330,18 @@ type RemainingResource struct {
 	// Cleanup, for a docker_volume, is the manual step that removes it
 	// (Coolify's API cannot).
 	Cleanup string `json:"cleanup,omitempty"`
+	// CleanupCode (Cleanup*) and CleanupCommand are Cleanup as a code and
+	// the shell command alone, so the dashboard says it in the reader's
+	// language and offers the command to copy (issue 35).
+	CleanupCode    string `json:"cleanup_code,omitempty"`
+	CleanupCommand string `json:"cleanup_command,omitempty"`
 }
+
+// The codes of a remaining resource's manual clean-up.
+const (
+	CleanupDockerVolume = "docker_volume_rm" // run CleanupCommand on the server the resource's name says
+	CleanupBindMount    = "bind_mount_rm"    // remove the directory (the resource id) if its data is not wanted
+)
 
 // Page is a cursor-paged list of jobs (newest first).
 type Page struct {

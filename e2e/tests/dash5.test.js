@@ -66,8 +66,8 @@ test("item 4: a fault aimed at one slot is not taken by another slot's reset", a
   const fault = await server.api("POST", "/api/sim/faults", { endpoint: "coolify.DeleteStorage", status: 403, times: 1, resources });
   try {
     // The other slot's reset goes first: before issue 35 it took the fault.
-    const ry = await server.api("POST", `/api/slots/${y}/release`);
-    const rx = await server.api("POST", `/api/slots/${x}/release`);
+    const ry = await server.api("POST", `/api/slots/${y}/release`, { reason: "e2e: issue 35" });
+    const rx = await server.api("POST", `/api/slots/${x}/release`, { reason: "e2e: issue 35" });
     other = { slot: y, job: ry.job_id };
     aimed = { slot: x, job: rx.job_id };
     // Wait on the page (the stream), not on a timer.

@@ -125,7 +125,15 @@ function TimelineRow({ b, left, width, timeoutLeft, now }: { b: Bar; left: strin
           {v?.resource && <p>{resourceLabel(v.resource, t)}</p>}
           {v?.detail && v.detail_code !== "row_gone_only" && <p>{stepDetail(v, t)}</p>}
           {v?.detail_code === "row_gone_only" && <p>{t("tl.deleted_record")} *</p>}
-          {v?.error && <pre className="tl-error">{v.error}</pre>}
+          {v?.error && (
+            // The provider's own answer is data, in its own language: folded, marked as English.
+            <details className="tl-error-details">
+              <summary>{t("fail.details")}</summary>
+              <pre className="tl-error" lang="en">
+                {v.error}
+              </pre>
+            </details>
+          )}
           {b.events.length > 0 && (
             <ul className="tl-events">
               {b.events.map((e) => (

@@ -52,7 +52,9 @@ export function Steps({ steps, uncertain }: { steps: readonly StepView[]; uncert
             {s.error && (
               <details className="step-error-details">
                 <summary>{t("fail.details")}</summary>
-                <div className="step-error">{s.error}</div>
+                <div className="step-error" lang="en">
+                  {s.error}
+                </div>
               </details>
             )}
             {s.detail && <div className="muted">{stepDetail(s, t)}</div>}

@@ -75,7 +75,7 @@ describe("remaining resources", () => {
       "fetch",
       vi.fn(async () =>
         jsonResponse({
-          resources: [{ slot: "a", lifecycle: "vacant", resource: { kind: "docker_volume", id: "data-a" }, job_id: "job-a", cleanup: "docker volume rm data-a" }],
+          resources: [{ slot: "a", lifecycle: "vacant", resource: { kind: "docker_volume", id: "data-a" }, job_id: "job-a", cleanup: "on the server: docker volume rm data-a (English)", cleanup_code: "docker_volume_rm", cleanup_command: "docker volume rm data-a" }],
         }),
       ),
     );
@@ -86,6 +86,7 @@ describe("remaining resources", () => {
     expect(r.getAttribute("data-problem")).toBe("to_clean");
     expect(r.textContent).toContain("Left on the server: clean it up");
     expect(screen.getByTestId("cleanup").textContent).toContain("docker volume rm data-a");
+    expect(screen.getByTestId("cleanup").textContent).not.toContain("English");
     // Never "no slot needs attention" above a volume whose data is still there.
     expect(screen.getByTestId("remaining-summary").textContent).toContain("1 resources belong to slots that need attention");
   });

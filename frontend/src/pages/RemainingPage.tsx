@@ -102,7 +102,7 @@ export function RemainingPage() {
             <tbody>
               {shown.map(({ r, problem }) => (
                 <tr key={`${r.slot}:${r.resource.kind}:${r.resource.id}`} data-testid="remaining-row" data-problem={problem ?? ""} className={problem ? "row-problem" : undefined}>
-                  <td data-label={t("remaining.slot")}>
+                  <td data-label={t("remaining.slot")} className="nowrap">
                     <Link href={`/slots/${encodeURIComponent(r.slot)}`}>{r.slot}</Link>
                   </td>
                   <td data-label={t("remaining.state")}>
@@ -117,8 +117,18 @@ export function RemainingPage() {
                     <ResourceId r={r.resource} project={slots.get(r.slot)?.project_uuid} />
                     {r.resource.name && r.resource.name !== r.resource.id ? <span className="muted"> {resourceName(r.resource, t)}</span> : null}
                     {r.cleanup && (
+                      // Worded from the code; the command alone is offered to copy (issue 35).
                       <div className="cleanup" data-testid="cleanup">
-                        <span className="muted small">{t("remaining.cleanup_run")}</span> <code>{r.cleanup}</code> <CopyButton text={r.cleanup} testId="copy-cleanup" />
+                        {r.cleanup_code === "docker_volume_rm" && r.cleanup_command ? (
+                          <>
+                            <span className="small">{t("remaining.cleanup.docker_volume_rm")}</span> <code>{r.cleanup_command}</code>{" "}
+                            <CopyButton text={r.cleanup_command} testId="copy-cleanup" />
+                          </>
+                        ) : r.cleanup_code === "bind_mount_rm" ? (
+                          <span className="small">{t("remaining.cleanup.bind_mount_rm", { dir: r.resource.id })}</span>
+                        ) : (
+                          <span className="small">{r.cleanup}</span>
+                        )}
                       </div>
                     )}
                     {r.delete_accepted_at && (

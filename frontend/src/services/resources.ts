@@ -36,6 +36,9 @@ export const RemainingResource = v.object({
   delete_accepted_at: optStr,
   /** For a Docker volume left on the server: the manual step that removes it. */
   cleanup: optStr,
+  /** cleanup as a code (projections.Cleanup*) and the shell command alone (issue 35). */
+  cleanup_code: optStr,
+  cleanup_command: optStr,
 });
 export type RemainingResource = v.InferOutput<typeof RemainingResource>;
 

@@ -77,6 +77,8 @@ export const ui35En = {
   "jobs.bulk_clear": "Clear selection",
   "jobs.bulk_resumed": "Resumed {count} jobs.",
   "jobs.bulk_cancelled": "Cancelled {count} jobs.",
+  "remaining.cleanup.docker_volume_rm": "Coolify's API cannot delete it; its data is still there. Run on that server:",
+  "remaining.cleanup.bind_mount_rm": "A bind mount: Coolify's API cannot delete it. Remove the directory {dir} on that server if its data is no longer wanted.",
 } as const;
 
 export const ui35Ko: Record<keyof typeof ui35En, string> = {
@@ -155,4 +157,6 @@ export const ui35Ko: Record<keyof typeof ui35En, string> = {
   "jobs.bulk_clear": "선택 해제",
   "jobs.bulk_resumed": "작업 {count}개를 재개했습니다.",
   "jobs.bulk_cancelled": "작업 {count}개를 취소했습니다.",
+  "remaining.cleanup.docker_volume_rm": "Coolify API로는 삭제할 수 없어 데이터가 그대로 남아 있습니다. 그 서버에서 실행:",
+  "remaining.cleanup.bind_mount_rm": "바인드 마운트: Coolify API로는 삭제할 수 없습니다. 데이터가 더 필요 없으면 그 서버에서 디렉터리 {dir}을(를) 지우세요.",
 };
