@@ -92,6 +92,11 @@ const (
 	NameAppServer    = "app_server"    // args app: the server a Coolify application runs on
 	NameAppEnvVars   = "app_env_vars"  // a reset plan's "env vars of the application" (issue 35)
 	NameAppVolumes   = "app_volumes"   // a reset plan's "persistent volumes of the application"
+	// The calls of a ready reset's steps (issue 35: they reached Korean pages in English).
+	NameListTemplateEnvs = "list_template_env_vars" // listing the template application's env vars
+	NameReadInternalURL  = "read_internal_url"      // reading the new database's internal URL
+	NameDeploy           = "deploy"                 // starting a deployment of the application
+	NameWaitDeployment   = "wait_deployment"        // args deployment: waiting for it to finish, running:healthy
 )
 
 // NameArgs are the parts of a described name (a struct, not a map, so a
@@ -100,6 +105,8 @@ type NameArgs struct {
 	Branch   string `json:"branch,omitempty"`
 	Template string `json:"template,omitempty"`
 	App      string `json:"app,omitempty"`
+	// Deployment is a Coolify deployment uuid (NameWaitDeployment).
+	Deployment string `json:"deployment,omitempty"`
 }
 
 // RepoRef names a Bitbucket repository.

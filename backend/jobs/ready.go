@@ -249,7 +249,7 @@ func restoreEnv(ctx context.Context, a *attempt, _ bool) (events.Payload, error)
 	}
 	want := map[string]string{}
 	if t.EnvFromApp != "" {
-		tmpl, err := listOf(ctx, a, t.EnvFromApp, "list template env vars", true, a.e.deps.PaaS.ListEnvs)
+		tmpl, err := listOf(ctx, a, t.EnvFromApp, events.NameListTemplateEnvs, true, a.e.deps.PaaS.ListEnvs)
 		if err != nil {
 			return nil, fromProvider("list the env vars of template application "+t.EnvFromApp, err)
 		}
@@ -261,7 +261,7 @@ func restoreEnv(ctx context.Context, a *attempt, _ bool) (events.Payload, error)
 		}
 	}
 	var db providers.Database
-	err = a.call(ctx, events.StepStarted{Resource: &events.Resource{Kind: events.ResDatabase, ID: dbID, Name: "read internal URL"}, Verify: true},
+	err = a.call(ctx, events.StepStarted{Resource: &events.Resource{Kind: events.ResDatabase, ID: dbID, Name: "read internal URL", NameCode: events.NameReadInternalURL}, Verify: true},
 		func(ctx context.Context) error {
 			var l providers.Lookup
 			var err error
@@ -453,7 +453,7 @@ func deploy(ctx context.Context, a *attempt, _ bool) (events.Payload, error) {
 		return events.StepSucceeded{StepResult: a.result(false), Detail: "the template declares no deploy"}, nil
 	}
 	var depID string
-	err = a.call(ctx, events.StepStarted{Resource: &events.Resource{Kind: events.ResApplication, ID: app, Name: "deploy"}},
+	err = a.call(ctx, events.StepStarted{Resource: &events.Resource{Kind: events.ResApplication, ID: app, Name: "deploy", NameCode: events.NameDeploy}},
 		func(ctx context.Context) error {
 			var err error
 			depID, err = a.e.deps.PaaS.Deploy(ctx, app)
@@ -464,7 +464,8 @@ func deploy(ctx context.Context, a *attempt, _ bool) (events.Payload, error) {
 	}
 	var dep providers.Deployment
 	var ap providers.Application
-	err = a.call(ctx, events.StepStarted{Resource: &events.Resource{Kind: events.ResApplication, ID: app, Name: "wait for deployment " + depID + " and running:healthy"}, Verify: true},
+	err = a.call(ctx, events.StepStarted{Resource: &events.Resource{Kind: events.ResApplication, ID: app, Name: "wait for deployment " + depID + " and running:healthy",
+		NameCode: events.NameWaitDeployment, NameArgs: events.NameArgs{Deployment: depID}}, Verify: true},
 		func(ctx context.Context) error {
 			var err error
 			dep, ap, err = a.waitHealthy(ctx, app, depID)

@@ -79,6 +79,10 @@ export const ui35En = {
   "jobs.bulk_cancelled": "Cancelled {count} jobs.",
   "remaining.cleanup.docker_volume_rm": "Coolify's API cannot delete it; its data is still there. Run on that server:",
   "remaining.cleanup.bind_mount_rm": "A bind mount: Coolify's API cannot delete it. Remove the directory {dir} on that server if its data is no longer wanted.",
+  "resname.list_template_env_vars": "list of the template's env vars",
+  "resname.read_internal_url": "reading its internal URL",
+  "resname.deploy": "starting a deployment",
+  "resname.wait_deployment": "waiting for deployment {deployment} to be running and healthy",
 } as const;
 
 export const ui35Ko: Record<keyof typeof ui35En, string> = {
@@ -159,4 +163,8 @@ export const ui35Ko: Record<keyof typeof ui35En, string> = {
   "jobs.bulk_cancelled": "작업 {count}개를 취소했습니다.",
   "remaining.cleanup.docker_volume_rm": "Coolify API로는 삭제할 수 없어 데이터가 그대로 남아 있습니다. 그 서버에서 실행:",
   "remaining.cleanup.bind_mount_rm": "바인드 마운트: Coolify API로는 삭제할 수 없습니다. 데이터가 더 필요 없으면 그 서버에서 디렉터리 {dir}을(를) 지우세요.",
+  "resname.list_template_env_vars": "템플릿 환경 변수 목록",
+  "resname.read_internal_url": "내부 주소 읽기",
+  "resname.deploy": "배포 시작",
+  "resname.wait_deployment": "배포 {deployment}이(가) 실행 중이고 정상이 될 때까지 대기",
 };
