@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -354,6 +355,11 @@ func (l LeftVolume) Resource() Resource {
 	id := l.Volume
 	if id == "" {
 		id = l.HostPath
+	}
+	// A server named by AppServer is said by its code, so the dashboard
+	// words it in the reader's language (issue 35); another name stays data.
+	if app, ok := strings.CutPrefix(l.Server, AppServer("")); ok && app != "" {
+		return AppServerResource(ResDockerVolume, id, app)
 	}
 	return Resource{Kind: ResDockerVolume, ID: id, Name: l.Server}
 }
