@@ -9,11 +9,8 @@ import { setTab } from "./live/tabState";
 import { atLeast, type Subject } from "./auth/roles";
 import { checkSession, signOut, useAuth, type AuthState } from "./auth/session";
 import { useAnnouncement } from "./live/announce";
-import { AuditPage } from "./pages/AuditPage";
 import { Board } from "./pages/Board";
 import { JobPage } from "./pages/JobPage";
-import { JobsPage } from "./pages/JobsPage";
-import { RemainingPage } from "./pages/RemainingPage";
 import { ResetLookup } from "./pages/ResetLookup";
 import { SignIn } from "./pages/SignIn";
 import { SlotPage } from "./pages/SlotPage";
@@ -23,7 +20,6 @@ import { useLoad } from "./live/useLoad";
 import { DeadlineBanner } from "./waitlist/DeadlineBanner";
 import { FreshnessBadge } from "./replay/Freshness";
 import { decodeAt, SlotAsOfPage } from "./replay/SlotAsOf";
-import { WaitlistPage } from "./waitlist/WaitlistPage";
 
 function LangSwitch() {
   const t = useT();
@@ -273,6 +269,10 @@ const AdminPage = lazy(() => import("./pages/AdminPage").then((m) => ({ default:
 const InsightsPage = lazy(() => import("./insights/InsightsPage").then((m) => ({ default: m.InsightsPage })));
 const ReconcilePage = lazy(() => import("./pages/ReconcilePage").then((m) => ({ default: m.ReconcilePage })));
 const SimulatorPage = lazy(() => import("./sim/SimulatorPage").then((m) => ({ default: m.SimulatorPage })));
+const AuditPage = lazy(() => import("./pages/AuditPage").then((m) => ({ default: m.AuditPage })));
+const JobsPage = lazy(() => import("./pages/JobsPage").then((m) => ({ default: m.JobsPage })));
+const RemainingPage = lazy(() => import("./pages/RemainingPage").then((m) => ({ default: m.RemainingPage })));
+const WaitlistPage = lazy(() => import("./waitlist/WaitlistPage").then((m) => ({ default: m.WaitlistPage })));
 const AccountPage = lazy(() => import("./pages/AccountPage").then((m) => ({ default: m.AccountPage })));
 
 /** Lazy shows a page loaded on first use, saying so while it loads. */
@@ -295,15 +295,15 @@ function Routes() {
       <Route path="/slots/:name/at/:at">{(p) => <SlotAsOfPage key={`${p.name}@${p.at}`} name={p.name} at={decodeAt(p.at)} />}</Route>
       <Route path="/slots/:name">{(p) => <SlotPage key={p.name} name={p.name} />}</Route>
       <Route path="/jobs">
-        <JobsPage />
+        <Lazy page={JobsPage} />
       </Route>
       <Route path="/jobs/:id/wait">{(p) => <WaitView key={p.id} id={p.id} />}</Route>
       <Route path="/jobs/:id">{(p) => <JobPage key={p.id} id={p.id} />}</Route>
       <Route path="/audit">
-        <AuditPage />
+        <Lazy page={AuditPage} />
       </Route>
       <Route path="/remaining">
-        <RemainingPage />
+        <Lazy page={RemainingPage} />
       </Route>
       <Route path="/reconcile">
         <Lazy page={ReconcilePage} />
@@ -315,7 +315,7 @@ function Routes() {
         <Lazy page={AccountPage} />
       </Route>
       <Route path="/waitlist">
-        <WaitlistPage />
+        <Lazy page={WaitlistPage} />
       </Route>
       <Route path="/insights">
         <Lazy page={InsightsPage} />
