@@ -16,6 +16,11 @@ const WAIT_KEY: Record<WaitKind, Key> = {
   provider: "tl.wait.provider",
 };
 
+/** clockTime is the time of day alone (a timeout is minutes away, never another day). */
+function clockTime(ms: number, lang: string): string {
+  return new Intl.DateTimeFormat(lang === "ko" ? "ko-KR" : "en-US", { hour: "numeric", minute: "2-digit", second: "2-digit" }).format(ms);
+}
+
 /** barLabel is a bar's row title in the reader's language. */
 function barLabel(b: Bar, t: T): string {
   if (b.kind === "wait") return b.wait === "provider" ? t("tl.wait.provider", { phase: b.phase ?? "" }) : t(WAIT_KEY[b.wait ?? "queue"]);
@@ -107,7 +112,7 @@ function TimelineRow({ b, left, width, timeoutLeft, now }: { b: Bar; left: strin
               <span className="tl-times-out" data-testid="tl-times-out">
                 {" · "}
                 {b.timeoutAt > now
-                  ? t("tl.times_out", { time: formatTime(new Date(b.timeoutAt).toISOString(), t.lang, { seconds: true }), left: formatSpan(b.timeoutAt - now, t) })
+                  ? t("tl.times_out", { time: clockTime(b.timeoutAt, t.lang), left: formatSpan(b.timeoutAt - now, t) })
                   : t("tl.timing_out")}
               </span>
             )}
