@@ -272,7 +272,9 @@ test("item 11: the tab shows the page and a job's state, dark mode follows the s
     await page.emulateMedia({ colorScheme: "dark" });
     await page.waitForSelector("main h1");
     const bg = await page.evaluate(() => getComputedStyle(document.documentElement).backgroundColor);
-    assert.equal(bg, "rgb(13, 17, 23)", "dark background under prefers-color-scheme: dark");
+    // The tokens' dark value (issue 35: Radix Colors' dark slate), whatever its exact step: a dark page.
+    const [r, g, b] = bg.match(/\d+/g).map(Number);
+    assert.ok(r + g + b < 3 * 40, `dark background under prefers-color-scheme: dark, got ${bg}`);
     await done(page, `dark${route.replace(/\W+/g, "-")}`, "en", "desktop");
   }
 });
