@@ -67,6 +67,15 @@ describe("slot card", () => {
     expect(lacking.querySelector('[data-testid="slot-missing"]')?.textContent).toBe("The application is exited:unhealthy, not running and healthy.");
   });
 
+  it("a volume left on the server is on the card as something to clean (issue 35 item 3)", () => {
+    render(
+      <ul>
+        <SlotCard slot={slot({ name: "v1", lifecycle: "vacant", occupant: undefined, deadline: undefined, ready: true, resources: [{ kind: "docker_volume", id: "data-v1" }] })} />
+      </ul>,
+    );
+    expect(screen.getByTestId("card-to-clean").textContent).toMatch(/To clean on the server: 1/);
+  });
+
   it("a never-reset vacant slot says so and is offered as it is (issue 35 item 5)", () => {
     render(
       <ul>

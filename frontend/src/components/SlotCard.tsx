@@ -48,6 +48,7 @@ export const SlotCard = memo(function SlotCard({ slot, attention = "", mine = fa
   const soon = reasons.includes("deadline_soon");
   const tone: Tone = held ? "soon" : slotTone(slot.lifecycle);
   const notReady = unready(slot);
+  const toClean = (slot.resources ?? []).filter((r) => r.kind === "docker_volume").length;
   return (
     <li
       className={`card lc-${slot.lifecycle}${urgent.length > 0 ? " attn" : ""}${soon ? " soon" : ""}${mine ? " mine" : ""}`}
@@ -79,12 +80,18 @@ export const SlotCard = memo(function SlotCard({ slot, attention = "", mine = fa
           {holdMine === "1" ? t("board.held_for_you") : t("board.held_for", { who: holdFor ?? "" })} · <Countdown until={holdUntil ?? ""} />
         </div>
       )}
-      {(soon || mine || notReady) && (
+      {(soon || mine || notReady || toClean > 0) && (
         <div className="attn-reasons" data-testid={urgent.length > 0 ? undefined : "card-attention"}>
           {mine && <StateBadge tone="taken">★ {t("board.mine_badge")}</StateBadge>}
           {soon && (
             <StateBadge tone="soon" className="attn-deadline_soon">
               {t("attn.due_soon")}
+            </StateBadge>
+          )}
+          {toClean > 0 && (
+            // Left on the server for a person to clean (issue 35 item 3): the same story as the Remaining page.
+            <StateBadge tone="soon" data-testid="card-to-clean">
+              {t("board.to_clean", { count: toClean })}
             </StateBadge>
           )}
           {notReady && (

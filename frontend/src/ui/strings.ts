@@ -83,6 +83,7 @@ export const ui35En = {
   "resname.read_internal_url": "reading its internal URL",
   "resname.deploy": "starting a deployment",
   "resname.wait_deployment": "waiting for deployment {deployment} to be running and healthy",
+  "board.to_clean": "To clean on the server: {count}",
 } as const;
 
 export const ui35Ko: Record<keyof typeof ui35En, string> = {
@@ -167,4 +168,5 @@ export const ui35Ko: Record<keyof typeof ui35En, string> = {
   "resname.read_internal_url": "내부 주소 읽기",
   "resname.deploy": "배포 시작",
   "resname.wait_deployment": "배포 {deployment}이(가) 실행 중이고 정상이 될 때까지 대기",
+  "board.to_clean": "서버에서 정리할 것: {count}",
 };
