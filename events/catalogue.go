@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -93,6 +94,20 @@ const (
 	NameListStorages = "list_storages" // listing an application's persistent volumes
 	NameBranchReset  = "branch_reset"  // args branch, template: a repository branch reset to the template
 	NameAppServer    = "app_server"    // args app: the server a Coolify application runs on
+	NameAppEnvVars   = "app_env_vars"  // a reset plan's "env vars of the application" (issue 35)
+	NameAppVolumes   = "app_volumes"   // a reset plan's "persistent volumes of the application"
+	// The calls of a ready reset's steps (issue 35: they reached Korean pages in English).
+	NameListTemplateEnvs = "list_template_env_vars" // listing the template application's env vars
+	NameReadInternalURL  = "read_internal_url"      // reading the new database's internal URL
+	NameDeploy           = "deploy"                 // starting a deployment of the application
+	NameWaitDeployment   = "wait_deployment"        // args deployment: waiting for it to finish and the application running
+	// The calls of issue 32's checks and waits.
+	NameCheckReset      = "check_reset"      // the preflight: checking what the reset needs
+	NameServerReachable = "server_reachable" // args target: is the server of the deleted resource reachable
+	NameWaitDatabase    = "wait_database"    // waiting for the new database to be running
+	NameLookDeployment  = "look_deployment"  // args deployment: looking at the deployment an earlier attempt waited for
+	NameListDeployments = "list_deployments" // listing the application's deployments
+	NameReadEngine      = "read_engine"      // reading the database's engine before its delete
 )
 
 // NameArgs are the parts of a described name (a struct, not a map, so a
@@ -101,6 +116,10 @@ type NameArgs struct {
 	Branch   string `json:"branch,omitempty"`
 	Template string `json:"template,omitempty"`
 	App      string `json:"app,omitempty"`
+	// Deployment is a Coolify deployment uuid (NameWaitDeployment).
+	Deployment string `json:"deployment,omitempty"`
+	// Target is a resource's kind and id (NameServerReachable).
+	Target string `json:"target,omitempty"`
 }
 
 // RepoRef names a Bitbucket repository.
@@ -351,6 +370,11 @@ func (l LeftVolume) Resource() Resource {
 	if id == "" {
 		id = l.HostPath
 	}
+	// A server named by AppServer is said by its code, so the dashboard
+	// words it in the reader's language (issue 35); another name stays data.
+	if app, ok := strings.CutPrefix(l.Server, AppServer("")); ok && app != "" {
+		return AppServerResource(ResDockerVolume, id, app)
+	}
 	return Resource{Kind: ResDockerVolume, ID: id, Name: l.Server}
 }
 
@@ -410,6 +434,22 @@ type StepSucceeded struct {
 const (
 	DetailAlreadyAbsent   = "already_absent"    // the resource was gone before the step deleted it
 	DetailVacateOnSuccess = "vacate_on_success" // the slot is vacated when the job's success is recorded
+	// The job view's own stories of a step result (projections.StepView
+	// DetailCode and DetailArgs, issue 35), each beside its English.
+	DetailRowGoneOnly     = "row_gone_only"     // a Coolify delete confirmed by its record's 404 only (projections.RowGoneOnly)
+	DetailVerifying       = "verifying"         // a resumed attempt first checks an uncertain step
+	DetailListed          = "listed"            // args count, resource_kind, names: what the step found to delete
+	DetailNothingToDelete = "nothing_to_delete" // the step listed nothing to delete
+	DetailDeleting        = "deleting"          // args resource_kind, id, accepted_at: a delete the provider accepted, not confirmed yet
+	DetailForcePushed     = "force_pushed"      // args repo, old, new: the template force-pushed
+	DetailCodePushed      = "code_pushed"       // args repo, sha
+	DetailRepoCreated     = "repo_created"      // args repo
+	DetailDBCreated       = "db_created"        // args engine, name, id
+	DetailDBFound         = "db_found"          // args engine, name, id: found what an uncertain create made
+	DetailEnvRestored     = "env_restored"      // args keys, from (may be empty): env vars exactly the template's
+	DetailVolumesCreated  = "volumes_created"   // args count, volumes, skipped (may be empty)
+	DetailAppDeployed     = "app_deployed"      // args deployment, status, commit, fqdn (the last two may be empty)
+	DetailMountsRemoved   = "mounts_removed"    // args count, app; what it left is StepView.Left
 )
 
 // ResourcesListed: a step listed the resources it is about to delete (an

@@ -85,8 +85,10 @@ func RemainingOf(v SlotView) []RemainingResource {
 			rr.Cleanup = "on " + r.Name + ": " + r.Cleanup + " (Coolify deleted its row while it could not reach the server)"
 		case r.Kind == events.ResDockerVolume:
 			rr.Cleanup = "on " + r.Name + ": docker volume rm " + r.ID + " (Coolify's API cannot delete it; its data is still there)"
+			rr.CleanupCode, rr.CleanupCommand = CleanupDockerVolume, "docker volume rm "+r.ID
 			if strings.HasPrefix(r.ID, "/") {
 				rr.Cleanup = "on " + r.Name + ": remove the directory " + r.ID + " if its data is no longer wanted (a bind mount; Coolify's API cannot delete it)"
+				rr.CleanupCode, rr.CleanupCommand = CleanupBindMount, ""
 			}
 		}
 		out = append(out, rr)

@@ -3,6 +3,7 @@ package projections
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -69,7 +70,7 @@ func applyJob(v JobView, ev events.RecordedEvent, p events.Payload, own bool) Jo
 			}
 			*s = StepView{Name: s.Name, State: StepRunning, Attempt: e.Attempt, StartedAt: started, Resource: e.Resource, Wait: wait}
 			if e.Verify {
-				s.Detail = "verifying"
+				s.Detail, s.DetailCode = "verifying", events.DetailVerifying
 			}
 		})
 	case events.StepFailed:
@@ -88,13 +89,15 @@ func applyJob(v JobView, ev events.RecordedEvent, p events.Payload, own bool) Jo
 		})
 	case events.ResourcesListed:
 		v.Steps = setStep(v.Steps, own, e.Step, func(s *StepView) {
-			s.Detail, s.DetailCode = listedDetail(e.Resources), ""
+			s.Detail = listedDetail(e.Resources)
+			s.DetailCode, s.DetailArgs = listedCode(e.Resources)
 		})
 	case events.DeleteAccepted:
 		r := e.Resource
 		v.Steps = setStep(v.Steps, own, e.Step, func(s *StepView) {
 			s.Resource = &r
-			s.Detail, s.DetailCode = "deleting "+r.Kind+" "+r.ID+" (accepted at "+t.UTC().Format(time.RFC3339)+", not confirmed yet)", ""
+			s.Detail = "deleting " + r.Kind + " " + r.ID + " (accepted at " + t.UTC().Format(time.RFC3339) + ", not confirmed yet)"
+			s.DetailCode, s.DetailArgs = events.DetailDeleting, map[string]string{"resource_kind": r.Kind, "id": r.ID, "accepted_at": t.UTC().Format(time.RFC3339)}
 		})
 	case events.WaitPhase:
 		v.Steps = setStep(v.Steps, own, e.Step, func(s *StepView) {
@@ -147,7 +150,8 @@ func applyJob(v JobView, ev events.RecordedEvent, p events.Payload, own bool) Jo
 			if s.Attempt == 0 {
 				s.Attempt = r.Attempt
 			}
-			s.Detail, s.DetailCode = resultDetail(p, r), detailCode(p, r)
+			s.Detail = resultDetail(p, r)
+			s.DetailCode, s.DetailArgs = detailOf(p, r)
 			s.Left = nil
 			if e, ok := p.(events.AppDeployed); ok {
 				s.NoHealthCheck = e.NoHealthCheck
@@ -235,6 +239,71 @@ func detailCode(p events.Payload, r events.StepResult) string {
 		return events.DetailAlreadyAbsent
 	}
 	return ""
+}
+
+// detailOf is resultDetail as a code and its parts (issue 35), so the
+// dashboard says it in the reader's language: the code of the story and,
+// when the provider said the resource was already gone, already_absent
+// "true" among the args. A story that is data alone has no code.
+func detailOf(p events.Payload, r events.StepResult) (string, map[string]string) {
+	code, args := "", map[string]string{}
+	switch e := p.(type) {
+	case events.ForcePushed:
+		code, args = events.DetailForcePushed, map[string]string{"repo": e.Repo.String(), "old": short(e.OldSHA), "new": short(e.NewSHA)}
+	case events.CodePushed:
+		code, args = events.DetailCodePushed, map[string]string{"repo": e.Repo.String(), "sha": short(e.SHA)}
+	case events.RepoCreated:
+		code, args = events.DetailRepoCreated, map[string]string{"repo": e.Repo.String()}
+	case events.VolumeMountsRemoved:
+		code, args = events.DetailMountsRemoved, map[string]string{"count": strconv.Itoa(len(e.StorageIDs)), "app": e.AppUUID}
+	case events.DBCreated:
+		code = events.DetailDBCreated
+		if e.Found {
+			code = events.DetailDBFound
+		}
+		args = map[string]string{"engine": e.Engine, "name": e.Name, "id": e.DBUUID}
+	case events.EnvRestored:
+		code, args = events.DetailEnvRestored, map[string]string{"keys": strings.Join(e.Keys, ", "), "from": e.From}
+	case events.VolumesCreated:
+		var vs []string
+		for _, v := range e.Volumes {
+			vs = append(vs, v.Name+" → "+v.MountPath)
+		}
+		code, args = events.DetailVolumesCreated, map[string]string{"count": strconv.Itoa(len(e.Volumes)), "volumes": strings.Join(vs, ", "), "skipped": strings.Join(e.Skipped, ", ")}
+	case events.AppDeployed:
+		code, args = events.DetailAppDeployed, map[string]string{"deployment": e.DeploymentUUID, "status": e.Status, "commit": short(e.Commit), "fqdn": e.FQDN}
+	case events.DBDeleted, events.AppDeleted:
+		if !r.AlreadyAbsent {
+			code = events.DetailRowGoneOnly
+		}
+	}
+	if code == "" {
+		c := detailCode(p, r)
+		if c == "" {
+			return "", nil
+		}
+		return c, nil
+	}
+	if r.AlreadyAbsent {
+		args["already_absent"] = "true"
+	}
+	return code, args
+}
+
+// listedCode is listedDetail as a code and its parts.
+func listedCode(rs []events.Resource) (string, map[string]string) {
+	if len(rs) == 0 {
+		return events.DetailNothingToDelete, nil
+	}
+	names := make([]string, 0, len(rs))
+	for _, r := range rs {
+		n := r.Name
+		if n == "" {
+			n = r.ID
+		}
+		names = append(names, n)
+	}
+	return events.DetailListed, map[string]string{"count": strconv.Itoa(len(rs)), "resource_kind": rs[0].Kind, "names": strings.Join(names, ", ")}
 }
 
 // resultDetail is the one-line story a step result tells on the job page.

@@ -207,32 +207,32 @@ func applySlot(v SlotView, ev events.RecordedEvent, p events.Payload, own bool) 
 	}
 	v.UpdatedAt = t
 	v.Position = ev.Position
-	v.Ready, v.Missing = readiness(v)
+	v.Ready, v.Missing, v.MissingCode, v.MissingArgs = readiness(v)
 	return v
 }
 
 // readiness says whether a vacant slot is ready for its next occupant and,
-// if not, what it lacks.
-func readiness(v SlotView) (bool, []string) {
+// if not, what it lacks: in English and as a code with its parts.
+func readiness(v SlotView) (bool, []string, string, map[string]string) {
 	if v.Lifecycle != LifecycleVacant {
-		return false, nil
+		return false, nil, "", nil
 	}
 	_, reset := v.LatestJobs[events.KindReset]
 	switch {
 	case !v.HasTemplate && reset:
-		return false, []string{"no slot template: its reset deleted the database, env vars and volumes and force-pushed the template, but re-created nothing and deployed nothing (register the slot with a template)"}
+		return false, []string{"no slot template: its reset deleted the database, env vars and volumes and force-pushed the template, but re-created nothing and deployed nothing (register the slot with a template)"}, MissingNoTemplateReset, nil
 	case !v.HasTemplate:
-		return false, []string{"no slot template: a reset will not re-create its database, settings or deployment"}
+		return false, []string{"no slot template: a reset will not re-create its database, settings or deployment"}, MissingNoTemplate, nil
 	case v.Deployed != nil && (v.Deployed.Status == "running:healthy" || v.Deployed.Status == "running:unknown"):
 		// running:unknown is running with no health check (Coolify's
 		// default for a new application): ready, shown as such.
-		return true, nil
+		return true, nil, "", nil
 	case v.Deployed != nil:
-		return false, []string{"the application is " + v.Deployed.Status + ", not running"}
+		return false, []string{"the application is " + v.Deployed.Status + ", not running"}, MissingNotHealthy, map[string]string{"status": v.Deployed.Status}
 	case reset:
-		return false, []string{"its last reset did not finish bringing it back to the template (no healthy deployment)"}
+		return false, []string{"its last reset did not finish bringing it back to the template (no healthy deployment)"}, MissingResetIncomplete, nil
 	}
-	return false, []string{"not reset to its template yet: it is as it was registered"}
+	return false, []string{"not reset to its template yet: it is as it was registered"}, MissingNeverReset, nil
 }
 
 // RefreshSlotJob copies a job's progress into the slot: the active job's and

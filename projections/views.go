@@ -121,7 +121,20 @@ type SlotView struct {
 	// (only for a vacant slot).
 	Ready   bool     `json:"ready"`
 	Missing []string `json:"missing,omitempty"`
+	// MissingCode and MissingArgs are Missing as a code (Missing*) and its
+	// parts, which the dashboard words in the reader's language (issue 35).
+	MissingCode string            `json:"missing_code,omitempty"`
+	MissingArgs map[string]string `json:"missing_args,omitempty"`
 }
+
+// The codes of why a vacant slot is not ready (SlotView.MissingCode).
+const (
+	MissingNeverReset      = "never_reset"       // not reset to its template yet: as it was registered
+	MissingNoTemplate      = "no_template"       // registered without a template: a reset re-creates nothing
+	MissingNoTemplateReset = "no_template_reset" // the same, after a reset that deleted and re-created nothing
+	MissingNotHealthy      = "not_healthy"       // args status: the deployed application is not running:healthy
+	MissingResetIncomplete = "reset_incomplete"  // its last reset did not finish bringing it back
+)
 
 // Deployed is the application a ready reset deployed: its URL (Coolify's
 // fqdn), the health Coolify reported and the commit it runs.
@@ -171,6 +184,9 @@ type StepView struct {
 	// words in the reader's language (issue 26); empty for a detail that
 	// is data (a commit, a provider's answer), shown as written.
 	DetailCode string `json:"detail_code,omitempty"`
+	// DetailArgs are DetailCode's parts (issue 35: step details in the
+	// reader's language, not only the fixed sentences).
+	DetailArgs map[string]string `json:"detail_args,omitempty"`
 	// Left is what the step could not delete through the provider's API
 	// and left on the server, with the manual clean-up (delete_volumes:
 	// the Docker volumes whose mount definitions it removed).
@@ -337,7 +353,18 @@ type RemainingResource struct {
 	// Cleanup, for a docker_volume or docker_container, is the manual step
 	// that removes it (Coolify's API cannot).
 	Cleanup string `json:"cleanup,omitempty"`
+	// CleanupCode (Cleanup*) and CleanupCommand are Cleanup as a code and
+	// the shell command alone, so the dashboard says it in the reader's
+	// language and offers the command to copy (issue 35).
+	CleanupCode    string `json:"cleanup_code,omitempty"`
+	CleanupCommand string `json:"cleanup_command,omitempty"`
 }
+
+// The codes of a remaining resource's manual clean-up.
+const (
+	CleanupDockerVolume = "docker_volume_rm" // run CleanupCommand on the server the resource's name says
+	CleanupBindMount    = "bind_mount_rm"    // remove the directory (the resource id) if its data is not wanted
+)
 
 // Page is a cursor-paged list of jobs (newest first).
 type Page struct {

@@ -47,6 +47,25 @@ type subjectAnswer struct {
 	// Links are the providers' web addresses, so the dashboard can link a
 	// resource id to its page; only a signed-in subject gets them.
 	Links *ProviderLinks `json:"links,omitempty"`
+	// Limits are the job engine's timeouts, so the job page can say when a
+	// hanging step will time out (issue 35); only a signed-in subject gets them.
+	Limits *JobLimits `json:"limits,omitempty"`
+}
+
+// JobLimits are the engine's --step-timeout and --job-timeout in
+// milliseconds (zero: not known to this process).
+type JobLimits struct {
+	StepTimeoutMS int64 `json:"step_timeout_ms,omitempty"`
+	JobTimeoutMS  int64 `json:"job_timeout_ms,omitempty"`
+}
+
+// limits is what a signed-in answer carries as Limits (nil when unset).
+func (s *Server) limits() *JobLimits {
+	if s.d.Limits == (JobLimits{}) {
+		return nil
+	}
+	l := s.d.Limits
+	return &l
 }
 
 // ProviderLinks are the providers' web roots (no API path, no credentials):
@@ -177,7 +196,7 @@ func (s *Server) login(c echo.Context) error {
 	sub := u.Subject()
 	c.Set(ctxSubject, sub)
 	s.log.InfoContext(c.Request().Context(), "signed in", slog.String("correlation_id", requestID(c)), slog.String("user", u.Name), slog.String("user_id", sub.ID))
-	return c.JSON(http.StatusOK, subjectAnswer{SignedIn: true, Subject: sub, CSRF: csrf, Links: s.links(), PasswordChange: s.passwordChange(c.Request().Context(), sub)})
+	return c.JSON(http.StatusOK, subjectAnswer{SignedIn: true, Subject: sub, CSRF: csrf, Links: s.links(), Limits: s.limits(), PasswordChange: s.passwordChange(c.Request().Context(), sub)})
 }
 
 // logout ends the session and clears the cookie. A signed-in cookie
@@ -219,7 +238,7 @@ func (s *Server) me(c echo.Context) error {
 		return c.JSON(http.StatusOK, notSignedIn{Methods: s.methods(c)})
 	}
 	csrf, _ := c.Get(ctxCSRF).(string)
-	return c.JSON(http.StatusOK, subjectAnswer{SignedIn: true, Subject: sub, CSRF: csrf, Methods: s.methods(c), Links: s.links(),
+	return c.JSON(http.StatusOK, subjectAnswer{SignedIn: true, Subject: sub, CSRF: csrf, Methods: s.methods(c), Links: s.links(), Limits: s.limits(),
 		PasswordChange: s.passwordChange(c.Request().Context(), sub)})
 }
 
@@ -256,7 +275,7 @@ func (s *Server) demoLogin(c echo.Context) error {
 	sub := u.Subject()
 	c.Set(ctxSubject, sub)
 	s.log.InfoContext(c.Request().Context(), "signed in (demo on loopback)", slog.String("correlation_id", requestID(c)), slog.String("user", u.Name))
-	return c.JSON(http.StatusOK, subjectAnswer{SignedIn: true, Subject: sub, CSRF: csrf, Methods: s.methods(c), Links: s.links()})
+	return c.JSON(http.StatusOK, subjectAnswer{SignedIn: true, Subject: sub, CSRF: csrf, Methods: s.methods(c), Links: s.links(), Limits: s.limits()})
 }
 
 func hostOnly(h string) string {
@@ -304,7 +323,7 @@ func (s *Server) changePassword(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, subjectAnswer{SignedIn: true, Subject: sub, CSRF: csrf, Links: s.links()})
+	return c.JSON(http.StatusOK, subjectAnswer{SignedIn: true, Subject: sub, CSRF: csrf, Links: s.links(), Limits: s.limits()})
 }
 
 // ---- OIDC ----

@@ -31,3 +31,25 @@ func TestMeCarriesProviderLinksOnlyWhenSignedIn(t *testing.T) {
 		t.Fatalf("anonymous me: %d %s", a.status, a.body)
 	}
 }
+
+// TestMeCarriesJobLimits: the job page says when a hanging step times out
+// from the engine's timeouts in the signed-in answer (issue 35); an
+// anonymous caller does not get them.
+func TestMeCarriesJobLimits(t *testing.T) {
+	b := &bundle{store: memstore.New()}
+	b.deps = func(d *Deps) {
+		d.Limits = JobLimits{StepTimeoutMS: 120_000, JobTimeoutMS: 900_000}
+	}
+	b.start(t, HubOptions{})
+	viewer := b.tokenFor(t, "vera", auth.RoleViewer, time.Hour)
+	a := b.do(t, "GET", "/api/auth/me", nil, "Authorization", "Bearer "+viewer)
+	var me subjectAnswer
+	a.decode(t, &me)
+	if a.status != 200 || me.Limits == nil || *me.Limits != (JobLimits{StepTimeoutMS: 120_000, JobTimeoutMS: 900_000}) {
+		t.Fatalf("a viewer's me: %d %s", a.status, a.body)
+	}
+	a = b.do(t, "GET", "/api/auth/me", nil, "Authorization", "")
+	if a.status != 200 || strings.Contains(string(a.body), "step_timeout_ms") {
+		t.Fatalf("anonymous me: %d %s", a.status, a.body)
+	}
+}

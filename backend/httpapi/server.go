@@ -106,6 +106,8 @@ type Deps struct {
 	Security Security
 	// Links are the providers' web roots the dashboard links resources to.
 	Links ProviderLinks
+	// Limits are the job engine's timeouts the dashboard counts down to.
+	Limits JobLimits
 	// CommandsPerSecond and CommandBurst limit state changes per subject
 	// (defaults 10 and 30; negative: no limit).
 	CommandsPerSecond float64

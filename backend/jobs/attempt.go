@@ -139,7 +139,7 @@ func (a *attempt) appendAt(ctx context.Context, exp *events.ExpectedRevision, pr
 // marks a listing that confirms what the step did.
 func listOf[T any](ctx context.Context, a *attempt, app, code string, verify bool, get func(context.Context, string) ([]T, error)) ([]T, error) {
 	var out []T
-	name := map[string]string{events.NameListEnvs: "list env vars", events.NameListStorages: "list storages"}[code]
+	name := map[string]string{events.NameListEnvs: "list env vars", events.NameListStorages: "list storages", events.NameListTemplateEnvs: "list template env vars"}[code]
 	err := a.call(ctx, events.StepStarted{Resource: &events.Resource{Kind: events.ResApplication, ID: app, Name: name, NameCode: code}, Verify: verify},
 		func(ctx context.Context) error {
 			var err error

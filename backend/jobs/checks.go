@@ -38,7 +38,7 @@ func preflight(ctx context.Context, a *attempt, _ bool) (events.Payload, error) 
 		return nil, err
 	}
 	var rs []doctor.Result
-	err = a.call(ctx, events.StepStarted{Resource: &events.Resource{Kind: events.ResApplication, ID: st.Reg.AppUUID, Name: "check what the reset needs"}, Verify: true},
+	err = a.call(ctx, events.StepStarted{Resource: &events.Resource{Kind: events.ResApplication, ID: st.Reg.AppUUID, Name: "check what the reset needs", NameCode: events.NameCheckReset}, Verify: true},
 		func(ctx context.Context) error {
 			rs = doctor.Run(ctx, doctor.ResetNeeds(a.e.deps.PaaS, []events.SlotTemplate{t}))
 			slot, _ := doctor.ResetSlot(ctx, a.e.deps.PaaS, t, st.Reg.AppUUID, st.Reg.DBUUID)
@@ -84,7 +84,7 @@ func (a *attempt) databaseURL(ctx context.Context, dbID string) (string, error) 
 		return u.(string), nil
 	}
 	var db providers.Database
-	err := a.call(ctx, events.StepStarted{Resource: &events.Resource{Kind: events.ResDatabase, ID: dbID, Name: "read internal URL"}, Verify: true},
+	err := a.call(ctx, events.StepStarted{Resource: &events.Resource{Kind: events.ResDatabase, ID: dbID, Name: "read internal URL", NameCode: events.NameReadInternalURL}, Verify: true},
 		func(ctx context.Context) error {
 			var l providers.Lookup
 			var err error
@@ -115,7 +115,8 @@ func (a *attempt) databaseURL(ctx context.Context, dbID string) (string, error) 
 // clean-up filters by it.
 func (a *attempt) serverAfterDelete(ctx context.Context, t *events.SlotTemplate, kind, id string) ([]events.LeftOnServer, error) {
 	var down []providers.Server
-	res := &events.Resource{Kind: events.ResServer, Name: "is the server of " + kind + " " + id + " reachable after its delete"}
+	res := &events.Resource{Kind: events.ResServer, Name: "is the server of " + kind + " " + id + " reachable after its delete",
+		NameCode: events.NameServerReachable, NameArgs: events.NameArgs{Target: kind + " " + id}}
 	if t != nil && t.ServerUUID != "" {
 		res.ID = t.ServerUUID
 	}

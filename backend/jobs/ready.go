@@ -258,7 +258,7 @@ func restoreEnv(ctx context.Context, a *attempt, _ bool) (events.Payload, error)
 	}
 	want := map[string]string{}
 	if t.EnvFromApp != "" {
-		tmpl, err := listOf(ctx, a, t.EnvFromApp, "list template env vars", true, a.e.deps.PaaS.ListEnvs)
+		tmpl, err := listOf(ctx, a, t.EnvFromApp, events.NameListTemplateEnvs, true, a.e.deps.PaaS.ListEnvs)
 		if err != nil {
 			return nil, fromProvider("list the env vars of template application "+t.EnvFromApp, err)
 		}
@@ -459,7 +459,8 @@ func deploy(ctx context.Context, a *attempt, verify bool) (events.Payload, error
 			return nil, err
 		}
 		var ap providers.Application
-		err = a.call(ctx, events.StepStarted{Resource: &events.Resource{Kind: events.ResApplication, ID: app, Name: "wait for deployment " + dep.UUID + " and the application running"}, Verify: true},
+		err = a.call(ctx, events.StepStarted{Resource: &events.Resource{Kind: events.ResApplication, ID: app, Name: "wait for deployment " + dep.UUID + " and the application running",
+			NameCode: events.NameWaitDeployment, NameArgs: events.NameArgs{Deployment: dep.UUID}}, Verify: true},
 			func(ctx context.Context) error {
 				return a.waiting(ctx, t.WaitBound(), func(ctx context.Context) error {
 					var err error
@@ -479,7 +480,7 @@ func deploy(ctx context.Context, a *attempt, verify bool) (events.Payload, error
 	}
 	if dbID != "" && a.job.Done[events.StepCreateDB] {
 		var db providers.Database
-		err = a.call(ctx, events.StepStarted{Resource: &events.Resource{Kind: events.ResDatabase, ID: dbID, Name: "wait for the database running"}, Verify: true},
+		err = a.call(ctx, events.StepStarted{Resource: &events.Resource{Kind: events.ResDatabase, ID: dbID, Name: "wait for the database running", NameCode: events.NameWaitDatabase}, Verify: true},
 			func(ctx context.Context) error {
 				return a.waiting(ctx, t.WaitBound(), func(ctx context.Context) error {
 					var err error
@@ -526,12 +527,13 @@ func (a *attempt) boundFailure(err error, t events.SlotTemplate, what, url strin
 // answers was never created) is followed to the queued one. The
 // deployment is recorded before the step waits for it.
 func (a *attempt) followOrDeploy(ctx context.Context, app string, verify bool) (providers.Deployment, error) {
-	res := &events.Resource{Kind: events.ResApplication, ID: app, Name: "deploy"}
+	res := &events.Resource{Kind: events.ResApplication, ID: app, Name: "deploy", NameCode: events.NameDeploy}
 	if rec := a.job.Deployment; rec.AppUUID == app && rec.DeploymentUUID != "" {
 		var d providers.Deployment
 		var l providers.Lookup
 		running := false
-		err := a.call(ctx, events.StepStarted{Resource: &events.Resource{Kind: events.ResApplication, ID: app, Name: "look at deployment " + rec.DeploymentUUID}, Verify: true},
+		err := a.call(ctx, events.StepStarted{Resource: &events.Resource{Kind: events.ResApplication, ID: app, Name: "look at deployment " + rec.DeploymentUUID,
+			NameCode: events.NameLookDeployment, NameArgs: events.NameArgs{Deployment: rec.DeploymentUUID}}, Verify: true},
 			func(ctx context.Context) error {
 				var err error
 				d, l, err = a.e.deps.PaaS.GetDeployment(ctx, rec.DeploymentUUID)
@@ -598,7 +600,7 @@ func (a *attempt) followSkipped(ctx context.Context, app, skipped string) (provi
 // building (GET /deployments/applications/{uuid}, newest first).
 func (a *attempt) activeDeployment(ctx context.Context, app string) (providers.Deployment, bool, error) {
 	var list []providers.Deployment
-	err := a.call(ctx, events.StepStarted{Resource: &events.Resource{Kind: events.ResApplication, ID: app, Name: "list deployments"}, Verify: true},
+	err := a.call(ctx, events.StepStarted{Resource: &events.Resource{Kind: events.ResApplication, ID: app, Name: "list deployments", NameCode: events.NameListDeployments}, Verify: true},
 		func(ctx context.Context) error {
 			var err error
 			list, err = a.e.deps.PaaS.ListDeployments(ctx, app)

@@ -174,7 +174,7 @@ func deleteDB(ctx context.Context, a *attempt, verify bool) (events.Payload, err
 	if a.job.Queued.Kind == events.KindReset && st.Reg.Template != nil {
 		var d providers.Database
 		var l providers.Lookup
-		err := a.call(ctx, events.StepStarted{Resource: &events.Resource{Kind: events.ResDatabase, ID: id, Name: "read engine"}, Verify: true},
+		err := a.call(ctx, events.StepStarted{Resource: &events.Resource{Kind: events.ResDatabase, ID: id, Name: "read engine", NameCode: events.NameReadEngine}, Verify: true},
 			func(ctx context.Context) error {
 				var err error
 				d, l, err = a.e.deps.PaaS.GetDatabase(ctx, id)

@@ -29,8 +29,8 @@ func planResources(s *SlotState, kind string) []events.Resource {
 	case events.KindReset:
 		return []events.Resource{
 			{Kind: events.ResDatabase, ID: r.DBUUID},
-			{Kind: events.ResEnvVar, ID: r.AppUUID, Name: "env vars of the application"},
-			{Kind: events.ResVolume, ID: r.AppUUID, Name: "persistent volumes of the application"},
+			{Kind: events.ResEnvVar, ID: r.AppUUID, Name: "env vars of the application", NameCode: events.NameAppEnvVars},
+			{Kind: events.ResVolume, ID: r.AppUUID, Name: "persistent volumes of the application", NameCode: events.NameAppVolumes},
 			{Kind: events.ResRepository, ID: r.Repo.String(), Name: "branch " + r.Branch + " reset to " + r.TemplateRepo.String() + "@" + r.TemplateRef,
 				NameCode: events.NameBranchReset, NameArgs: events.NameArgs{Branch: r.Branch, Template: r.TemplateRepo.String() + "@" + r.TemplateRef}},
 		}

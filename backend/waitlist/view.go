@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/slotkeeper/slotkeeper/events"
@@ -39,7 +40,19 @@ type Estimate struct {
 	At *time.Time `json:"at,omitempty"`
 	// Basis says how it was computed, or why it is unknown.
 	Basis string `json:"basis"`
+	// BasisCode and BasisArgs are Basis as a code (Basis*) and its parts,
+	// which the dashboard words in the reader's language (issue 35).
+	BasisCode string            `json:"basis_code,omitempty"`
+	BasisArgs map[string]string `json:"basis_args,omitempty"`
 }
+
+// The codes of an estimate's basis (Estimate.BasisCode).
+const (
+	BasisOffered  = "offered"  // a slot is offered now
+	BasisNoData   = "no_data"  // no reset has been measured yet
+	BasisTooFew   = "too_few"  // args ahead, slots: more ahead than slots that will free up
+	BasisComputed = "computed" // args n, median, samples: the n-th slot to free up, from deadlines + the median reset
+)
 
 // View is GET /api/waitlist's answer.
 type View struct {
@@ -80,7 +93,7 @@ func (s *Service) view(now time.Time) View {
 		if o := st.offerOf(id); o != nil {
 			ev.Offer = &OfferView{ID: o.ID, Slot: o.Slot, ExpiresAt: o.ExpiresAt}
 			zero := int64(0)
-			ev.EstimatedWait = Estimate{Seconds: &zero, At: &now, Basis: "a slot is offered now"}
+			ev.EstimatedWait = Estimate{Seconds: &zero, At: &now, Basis: "a slot is offered now", BasisCode: BasisOffered}
 		} else {
 			ev.EstimatedWait = estimate(now, waiting, frees, med, n, ok)
 			waiting++
@@ -125,15 +138,17 @@ func maxTime(a, b time.Time) time.Time {
 // estimate is the wait of the k-th waiting entry (0-based).
 func estimate(now time.Time, k int, frees []time.Time, med time.Duration, samples int, ok bool) Estimate {
 	if !ok {
-		return Estimate{Basis: "unknown: no reset has been measured yet"}
+		return Estimate{Basis: "unknown: no reset has been measured yet", BasisCode: BasisNoData}
 	}
 	if k >= len(frees) {
-		return Estimate{Basis: fmt.Sprintf("unknown: %d ahead and only %d slots with a deadline or a reset under way", k, len(frees))}
+		return Estimate{Basis: fmt.Sprintf("unknown: %d ahead and only %d slots with a deadline or a reset under way", k, len(frees)),
+			BasisCode: BasisTooFew, BasisArgs: map[string]string{"ahead": strconv.Itoa(k), "slots": strconv.Itoa(len(frees))}}
 	}
 	at := frees[k]
 	secs := int64(at.Sub(now) / time.Second)
 	return Estimate{Seconds: &secs, At: &at,
-		Basis: fmt.Sprintf("slot #%d to free up: current deadlines and resets in progress + median reset %s (from %d resets); assumes nobody extends", k+1, med.Round(time.Second), samples)}
+		Basis:     fmt.Sprintf("slot #%d to free up: current deadlines and resets in progress + median reset %s (from %d resets); assumes nobody extends", k+1, med.Round(time.Second), samples),
+		BasisCode: BasisComputed, BasisArgs: map[string]string{"n": strconv.Itoa(k + 1), "median": med.Round(time.Second).String(), "samples": strconv.Itoa(samples)}}
 }
 
 // Stats returns the figures for metrics.

@@ -51,7 +51,7 @@ test("a board card follows a reset step by step without a reload", async () => {
         const c = document.querySelector(sel);
         const j = c?.querySelector("[data-testid=card-job]");
         const e = {
-          lifecycle: c?.querySelector(".badge.lc")?.className.replace(/.*lc-/, "") ?? "",
+          lifecycle: c?.querySelector("[data-testid=card-lifecycle]")?.className.replace(/.*lc-/, "") ?? "",
           state: j?.getAttribute("data-job-state") ?? "",
           done: Number(j?.getAttribute("data-steps-done") ?? -1),
           total: Number(j?.getAttribute("data-steps-total") ?? -1),

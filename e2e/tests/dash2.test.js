@@ -161,11 +161,13 @@ test("board: occupy a vacant slot from its card; my slots; take the next free sl
     await shot(page, `dash2-board-mine-${lang}-${size}`);
     await page.click("[data-testid=chip-mine]");
 
-    // Take the next free slot: the first vacant one in natural order (once
-    // the board shows what the server says is vacant).
-    const left = (await slots()).filter((s) => s.lifecycle === "vacant" && !s.active_job).map((s) => s.name).sort(natural);
+    // Take the next free slot: the first ready vacant one in natural order,
+    // a never-reset one only when none is ready (issue 35 item 5), once the
+    // board shows what the server says is vacant.
+    const leftViews = (await slots()).filter((s) => s.lifecycle === "vacant" && !s.active_job);
+    const left = leftViews.map((s) => s.name).sort(natural);
     await boardShowsVacant(page, left);
-    const next = left[0];
+    const next = [...leftViews].sort((a, b) => (b.ready ? 1 : 0) - (a.ready ? 1 : 0) || natural(a.name, b.name))[0].name;
     await page.click("[data-testid=take-next]");
     await page.waitForSelector(`[data-testid=slot-card][data-slot="${next}"][data-mine=true]`);
     assert.match(await page.textContent("[data-testid=board-outcome]"), new RegExp(next));
@@ -210,14 +212,17 @@ test("board: occupy a vacant slot from its card; my slots; take the next free sl
 
 /** boardShowsVacant waits until the page's vacant cards are exactly names. */
 async function boardShowsVacant(page, names) {
-  await page.waitForFunction(
-    (want) => {
-      const got = [...document.querySelectorAll("[data-testid=slot-card].lc-vacant")].map((e) => e.getAttribute("data-slot")).sort();
-      return JSON.stringify(got) === JSON.stringify([...want].sort());
-    },
-    names,
-    { timeout: 20_000 },
-  );
+  const shown = () => page.$$eval("[data-testid=slot-card].lc-vacant", (els) => els.map((e) => e.getAttribute("data-slot")).sort());
+  await page
+    .waitForFunction(
+      (want) => {
+        const got = [...document.querySelectorAll("[data-testid=slot-card].lc-vacant")].map((e) => e.getAttribute("data-slot")).sort();
+        return JSON.stringify(got) === JSON.stringify([...want].sort());
+      },
+      names,
+      { timeout: 20_000 },
+    )
+    .catch(async (e) => assert.fail(`the board shows vacant ${JSON.stringify(await shown())}, the server ${JSON.stringify([...names].sort())}: ${e.message}`));
 }
 
 /**
@@ -239,15 +244,16 @@ async function waitVacant(n) {
 }
 
 test("job page: a human title, durations, the uncertain step and what a resume checks, the event history", async () => {
-  await everyWay("job-timedout", `/jobs/${timedOut.id}`, "[data-testid=timeline] li", async (page, lang) => {
+  await everyWay("job-timedout", `/jobs/${timedOut.id}`, "[data-testid=job-timeline] [data-testid=tl-row]", async (page, lang) => {
     const title = await page.textContent("[data-testid=job-title]");
     assert.match(title, lang === "ko" ? new RegExp(`^${timedOut.slot} .+ — \\d.* 만에 시간 초과$`) : new RegExp(`^Reset of ${timedOut.slot} — timed out after \\d`));
     assert.match(await page.textContent("[data-testid=job-state]"), lang === "ko" ? /시간 초과/ : /Timed out/);
     assert.match(await page.textContent("[data-testid=job-who-when]"), lang === "ko" ? /요청: e2e-api/ : /Requested by e2e-api · queued/);
-    assert.ok((await page.$$("[data-testid=step-took]")).length >= 1, "finished steps show how long they took");
+    assert.ok((await page.$$("[data-testid=tl-took]")).length >= 1, "finished steps show how long they took on the timeline");
     assert.match(await page.textContent("[data-testid=resume-check]"), lang === "ko" ? /재개하면 먼저/ : /A resume first checks whether/);
     assert.ok(await page.$("[data-testid=resume]"), "an admin may resume");
-    // History: typed entries, data, filter by type and by text, relative time on hover.
+    // History (folded under the timeline, issue 35): typed entries, data, filter by type and by text, relative time on hover.
+    await page.click("[data-testid=history] > summary");
     const types = await page.$$eval("[data-testid=timeline] > li", (els) => els.map((e) => e.getAttribute("data-type")));
     assert.equal(types[0], "JobQueued");
     assert.ok(types.includes("JobTimedOut"), `types ${types}`);
@@ -266,7 +272,7 @@ test("job page: a human title, durations, the uncertain step and what a resume c
     assert.doesNotMatch(await time.getAttribute("title"), lang === "ko" ? /전$/ : /ago$/);
     assert.match(await time.getAttribute("title"), /\d{1,2}:\d{2}:\d{2}/);
   });
-  await everyWay("job-failed", `/jobs/${failed.id}`, "[data-testid=timeline] li", async (page, lang) => {
+  await everyWay("job-failed", `/jobs/${failed.id}`, "[data-testid=job-timeline] [data-testid=tl-row]", async (page, lang) => {
     assert.match(await page.textContent("[data-testid=job-title]"), lang === "ko" ? / 만에 실패$/ : new RegExp(`^Reset of ${failed.slot} — failed after \\d`));
   });
 });

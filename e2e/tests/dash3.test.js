@@ -105,8 +105,8 @@ test("item 4: the job page shows and copies its id, labels the correlation id, c
     }
     const timing = await page.getByTestId("job-timing").textContent();
     assert.match(timing, lang === "en" ? /^Waited 3(\.\d)?s in the grace period · (.* in the queue · )?ran \d/ : /^유예 시간 3(\.\d)?초 대기 · /);
-    for (const took of await page.getByTestId("step-took").allTextContents()) {
-      assert.doesNotMatch(took, lang === "en" ? /took 0s/ : /소요 0초|0초 걸림/, `a measured step reads ${took}`);
+    for (const took of await page.getByTestId("tl-took").allTextContents()) {
+      assert.doesNotMatch(took, /^(0s|0초)$/, `a measured step reads ${took}`);
     }
     // No Go duration anywhere on the page.
     assert.doesNotMatch(await page.locator("main").textContent(), /\d+h\d+m\d+s|\d+m\d+s\b/);
@@ -272,7 +272,9 @@ test("item 11: the tab shows the page and a job's state, dark mode follows the s
     await page.emulateMedia({ colorScheme: "dark" });
     await page.waitForSelector("main h1");
     const bg = await page.evaluate(() => getComputedStyle(document.documentElement).backgroundColor);
-    assert.equal(bg, "rgb(13, 17, 23)", "dark background under prefers-color-scheme: dark");
+    // The tokens' dark value (issue 35: Radix Colors' dark slate), whatever its exact step: a dark page.
+    const [r, g, b] = bg.match(/\d+/g).map(Number);
+    assert.ok(r + g + b < 3 * 40, `dark background under prefers-color-scheme: dark, got ${bg}`);
     await done(page, `dark${route.replace(/\W+/g, "-")}`, "en", "desktop");
   }
 });

@@ -71,7 +71,10 @@ test("item 8: the job history is one row per step with outcome, attempts and a s
   assert.ok(stepStarts > steps.length, `the reset wrote ${stepStarts} StepStarted for ${steps.length} steps: not a test of grouping`);
 
   for (const [lang, size] of WAYS) {
-    const page = await open(`/jobs/${id}`, { lang, size, selector: '[data-testid=job-page][data-state="succeeded"] [data-testid=history-step]' });
+    const page = await open(`/jobs/${id}`, { lang, size, selector: '[data-testid=job-page][data-state="succeeded"] [data-testid=history]' });
+    // The history is folded under the timeline (issue 35): open it.
+    await page.click("[data-testid=history] > summary");
+    await page.waitForSelector("[data-testid=history-step]");
     const rows = await page.$$eval("[data-testid=timeline] > li", (els) => els.map((e) => e.getAttribute("data-step") ?? e.getAttribute("data-type")));
     // No top-level "Step started" card: each step once, in the order it ran; the job's own events stay rows.
     assert.ok(!rows.includes("StepStarted"), `rows ${rows}`);

@@ -101,7 +101,8 @@ test("a hung provider call ends in an honest failure that links to the timeline"
     assert.notEqual(job.state, "succeeded");
 
     await page.click("[data-testid=timeline-link]");
-    await page.waitForSelector("[data-testid=timeline] li");
+    await page.waitForSelector("[data-testid=job-timeline] [data-testid=tl-row]");
+    await page.waitForSelector("[data-testid=timeline] li", { state: "attached" });
     const types = await page.$$eval("[data-testid=timeline] li", (els) => els.map((e) => e.getAttribute("data-type")));
     assert.ok(types.includes("StepStarted"), "the timeline shows the steps");
     assert.ok(types.some((t) => t === "JobTimedOut" || t === "JobFailed"), `the timeline shows the end (${types.join(",")})`);

@@ -98,7 +98,10 @@ test("one waits, the other releases, the first gets the offer live and accepts",
   await shot(wp, "waitlist-offer");
 
   await wp.click("[data-testid=accept]");
-  await wp.waitForSelector("[data-testid=join-form], [data-testid=slot-free]", { timeout: 15_000 });
+  // Accepting lands on the slot, saying so (issue 35 item 10), not on the join form.
+  await wp.waitForFunction((name) => location.hash === `#/slots/${name}`, hers, { timeout: 15_000 });
+  await wp.waitForSelector("[data-testid=slot-page]", { timeout: 15_000 });
+  assert.match(await wp.textContent("[data-testid=outcome]"), new RegExp(`You now occupy ${hers}\\.`), "the slot page says the offer was taken");
   const slot = await server.api("GET", `/api/slots/${hers}`);
   assert.equal(slot.lifecycle, "occupied");
   assert.equal(slot.occupant, "wendy", "the slot is Wendy's");

@@ -1,4 +1,4 @@
-import { useEffect, useRef, useState } from "react";
+import { Suspense, lazy, useEffect, useRef, useState, type ComponentType, type ReactNode } from "react";
 import { Link, Route, Router, Switch, useLocation } from "wouter";
 import { hashHrefs, useHashPathLocation } from "./live/hashQuery";
 import { ConnectionBanner } from "./components/ConnectionBanner";
@@ -9,26 +9,17 @@ import { setTab } from "./live/tabState";
 import { atLeast, type Subject } from "./auth/roles";
 import { checkSession, signOut, useAuth, type AuthState } from "./auth/session";
 import { useAnnouncement } from "./live/announce";
-import { AccountPage } from "./pages/AccountPage";
-import { AdminPage } from "./pages/AdminPage";
-import { AuditPage } from "./pages/AuditPage";
 import { Board } from "./pages/Board";
 import { JobPage } from "./pages/JobPage";
-import { JobsPage } from "./pages/JobsPage";
-import { RemainingPage } from "./pages/RemainingPage";
-import { ReconcilePage } from "./pages/ReconcilePage";
 import { ResetLookup } from "./pages/ResetLookup";
 import { SignIn } from "./pages/SignIn";
 import { SlotPage } from "./pages/SlotPage";
 import { WaitView } from "./pages/WaitView";
-import { InsightsPage } from "./insights/InsightsPage";
-import { SimulatorPage } from "./sim/SimulatorPage";
 import { simService } from "./services/sim";
 import { useLoad } from "./live/useLoad";
 import { DeadlineBanner } from "./waitlist/DeadlineBanner";
 import { FreshnessBadge } from "./replay/Freshness";
 import { decodeAt, SlotAsOfPage } from "./replay/SlotAsOf";
-import { WaitlistPage } from "./waitlist/WaitlistPage";
 
 function LangSwitch() {
   const t = useT();
@@ -117,19 +108,19 @@ function Header({ subject }: { subject: Subject | undefined }) {
       {subject && (
         <div className="top-menu" id="top-menu">
           <nav aria-label={t("nav.main")}>
-            <Link href="/">{t("nav.board")}</Link>
-            <Link href="/jobs" data-testid="nav-jobs">
+            <NavLink href="/">{t("nav.board")}</NavLink>
+            <NavLink href="/jobs" data-testid="nav-jobs">
               {t("nav.jobs")}
-            </Link>
-            <Link href="/audit">{t("nav.audit")}</Link>
-            <Link href="/remaining">{t("nav.remaining")}</Link>
-            <Link href="/reconcile">{t("nav.reconcile")}</Link>
-            <Link href="/waitlist">{t("nav.waitlist")}</Link>
-            <Link href="/insights">{t("nav.insights")}</Link>
+            </NavLink>
+            <NavLink href="/audit">{t("nav.audit")}</NavLink>
+            <NavLink href="/remaining">{t("nav.remaining")}</NavLink>
+            <NavLink href="/reconcile">{t("nav.reconcile")}</NavLink>
+            <NavLink href="/waitlist">{t("nav.waitlist")}</NavLink>
+            <NavLink href="/insights">{t("nav.insights")}</NavLink>
             {atLeast(subject, "admin") && (
-              <Link href="/admin" data-testid="nav-admin">
+              <NavLink href="/admin" data-testid="nav-admin">
                 {t("nav.admin")}
-              </Link>
+              </NavLink>
             )}
             {atLeast(subject, "admin") && <SimLink />}
           </nav>
@@ -143,15 +134,26 @@ function Header({ subject }: { subject: Subject | undefined }) {
   );
 }
 
+/** NavLink is a navigation link that says which page is open (aria-current, styled by it). */
+function NavLink({ href, children, ...rest }: { href: string; children: ReactNode } & Record<`data-${string}`, string>) {
+  const [loc] = useLocation();
+  const on = href === "/" ? loc === "/" || loc.startsWith("/slots") : loc === href || loc.startsWith(`${href}/`);
+  return (
+    <Link href={href} aria-current={on ? "page" : undefined} {...rest}>
+      {children}
+    </Link>
+  );
+}
+
 /** SimLink offers the Simulator page to an admin, only when the server runs the simulators (issue 27 item 12). */
 function SimLink() {
   const t = useT();
   const probe = useLoad("sim-probe", "once", (signal) => simService.faults(signal));
   if (!probe.data) return null;
   return (
-    <Link href="/simulator" data-testid="nav-simulator">
+    <NavLink href="/simulator" data-testid="nav-simulator">
       {t("nav.simulator")}
-    </Link>
+    </NavLink>
   );
 }
 
@@ -261,6 +263,28 @@ function Shortcuts() {
   return null;
 }
 
+// Pages few people open load on first visit (issue 35: the initial JS stays
+// under 150 KB gzip with the component library and the timeline in it).
+const AdminPage = lazy(() => import("./pages/AdminPage").then((m) => ({ default: m.AdminPage })));
+const InsightsPage = lazy(() => import("./insights/InsightsPage").then((m) => ({ default: m.InsightsPage })));
+const ReconcilePage = lazy(() => import("./pages/ReconcilePage").then((m) => ({ default: m.ReconcilePage })));
+const SimulatorPage = lazy(() => import("./sim/SimulatorPage").then((m) => ({ default: m.SimulatorPage })));
+const AuditPage = lazy(() => import("./pages/AuditPage").then((m) => ({ default: m.AuditPage })));
+const JobsPage = lazy(() => import("./pages/JobsPage").then((m) => ({ default: m.JobsPage })));
+const RemainingPage = lazy(() => import("./pages/RemainingPage").then((m) => ({ default: m.RemainingPage })));
+const WaitlistPage = lazy(() => import("./waitlist/WaitlistPage").then((m) => ({ default: m.WaitlistPage })));
+const AccountPage = lazy(() => import("./pages/AccountPage").then((m) => ({ default: m.AccountPage })));
+
+/** Lazy shows a page loaded on first use, saying so while it loads. */
+function Lazy({ page: Page }: { page: ComponentType }) {
+  const t = useT();
+  return (
+    <Suspense fallback={<p role="status">{t("common.loading")}</p>}>
+      <Page />
+    </Suspense>
+  );
+}
+
 function Routes() {
   return (
     <Switch>
@@ -271,33 +295,33 @@ function Routes() {
       <Route path="/slots/:name/at/:at">{(p) => <SlotAsOfPage key={`${p.name}@${p.at}`} name={p.name} at={decodeAt(p.at)} />}</Route>
       <Route path="/slots/:name">{(p) => <SlotPage key={p.name} name={p.name} />}</Route>
       <Route path="/jobs">
-        <JobsPage />
+        <Lazy page={JobsPage} />
       </Route>
       <Route path="/jobs/:id/wait">{(p) => <WaitView key={p.id} id={p.id} />}</Route>
       <Route path="/jobs/:id">{(p) => <JobPage key={p.id} id={p.id} />}</Route>
       <Route path="/audit">
-        <AuditPage />
+        <Lazy page={AuditPage} />
       </Route>
       <Route path="/remaining">
-        <RemainingPage />
+        <Lazy page={RemainingPage} />
       </Route>
       <Route path="/reconcile">
-        <ReconcilePage />
+        <Lazy page={ReconcilePage} />
       </Route>
       <Route path="/admin">
-        <AdminPage />
+        <Lazy page={AdminPage} />
       </Route>
       <Route path="/account">
-        <AccountPage />
+        <Lazy page={AccountPage} />
       </Route>
       <Route path="/waitlist">
-        <WaitlistPage />
+        <Lazy page={WaitlistPage} />
       </Route>
       <Route path="/insights">
-        <InsightsPage />
+        <Lazy page={InsightsPage} />
       </Route>
       <Route path="/simulator">
-        <SimulatorPage />
+        <Lazy page={SimulatorPage} />
       </Route>
       <Route>
         <NotFoundPage />

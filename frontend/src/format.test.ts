@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { auditSummary, formatDuration, formatGoDuration, formatSpan, goDurationMs, resourceName, stateReason, stepDetail } from "./format";
-import { jobTiming } from "./components/jobText";
+import { jobTiming, jobTitle, workedMs } from "./components/jobText";
 import { makeT } from "./i18n";
 import { job } from "./test/fakes";
 
@@ -42,6 +42,22 @@ describe("durations a person reads (issue 27 item 4)", () => {
     expect(jobTiming({ ...j, ended_at: "2026-01-01T00:02:00.900Z" }, 0, ko)).toBe("유예 시간 2분 0초 대기 · 실행 800밀리초");
     expect(jobTiming({ ...j, not_before: j.queued_at }, 0, en)).toBe("Ran 1s");
     expect(jobTiming({ ...j, attempts: [] }, 0, en)).toBe("");
+  });
+
+  it("a resumed job's time is the work of its attempts, not the gap between them (issue 35 item 6)", () => {
+    const j = job({
+      state: "succeeded",
+      queued_at: "2026-01-01T00:00:00Z",
+      not_before: "2026-01-01T00:00:00Z",
+      attempts: [
+        { number: 1, worker: "w1", claimed_at: "2026-01-01T00:00:00Z", lease_until: "2026-01-01T00:01:00Z", ended_at: "2026-01-01T00:00:00.500Z", outcome: "failed" },
+        { number: 2, worker: "w1", claimed_at: "2026-01-01T00:06:10Z", lease_until: "2026-01-01T00:07:00Z" },
+      ],
+      ended_at: "2026-01-01T00:06:10.500Z",
+    });
+    expect(workedMs(j, 0)).toBe(1000);
+    expect(jobTitle(j, 0, en)).toBe("Reset of s1 — succeeded after 1s");
+    expect(jobTiming(j, 0, en)).toBe("Ran 1s · waited 6m 9s between attempts");
   });
 });
 

@@ -120,7 +120,10 @@ export function resourceName(r: Resource, t: T): string {
 
 /** stepDetail renders a step's detail: the server's own sentences (detail_code) in the reader's language, data as it is. */
 export function stepDetail(s: StepView, t: T): string {
-  return codedText("stepdetail", s.detail_code, undefined, s.detail ?? "", t);
+  const { already_absent: absent, ...args } = s.detail_args ?? {};
+  const said = codedText("stepdetail", s.detail_code, args, s.detail ?? "", t);
+  // "already absent; …": the provider said the resource was gone before the step deleted it.
+  return absent === "true" && s.detail_code && said !== s.detail ? `${t("stepdetail.already_absent")}; ${said}` : said;
 }
 
 /** stateReason renders a slot's state reason from its code (state_reason_code); without one, as the server wrote it. */
@@ -155,7 +158,8 @@ export function isPerson(actor: string | undefined): boolean {
 /** resourceLabel names a resource with its kind and id. */
 export function resourceLabel(r: Resource, t: T): string {
   const name = r.name && r.name !== r.id ? ` ${resourceName(r, t)}` : "";
-  return `${t.dyn("res", r.kind)}${name} (${r.id})`;
+  // A resource about to be created has no id yet: no empty "()" (issue 35 item 8).
+  return r.id ? `${t.dyn("res", r.kind)}${name} (${r.id})` : `${t.dyn("res", r.kind)}${name}`;
 }
 
 /**
@@ -201,7 +205,7 @@ export function formatRelative(iso: string | undefined, now: number, lang: strin
   return rtf.format(Math.round(diff / 86400), "day");
 }
 
-function known(key: string): key is Key {
+export function known(key: string): key is Key {
   return key in en;
 }
 
@@ -292,6 +296,8 @@ function auditArg(name: string, v: string, t: T): string {
       return t.dyn("res", v);
     case "until":
       return formatTime(v, t.lang);
+    case "accepted_at":
+      return formatTime(v, t.lang, { seconds: true });
     case "duration":
       return formatGoDuration(v, t);
     case "state":

@@ -6,6 +6,7 @@ import { checkSession, installAuth } from "./auth/session";
 import { readConfig } from "./live/config";
 import { getLiveState } from "./live/store";
 import { getStreamStatus, startStream } from "./live/stream";
+import "./ui/tokens.css";
 import "./styles.css";
 
 // A 401 from any request shows the sign-in page.

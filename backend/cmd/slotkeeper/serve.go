@@ -710,6 +710,7 @@ func (p *wiring) buildAPI(ctx context.Context) error {
 		Auth:     as.svc, AutoLogin: as.autoLogin,
 		Security:          httpapi.Security{BaseURL: base, ListenAddr: c.Addr, TrustedProxies: c.Auth.proxies},
 		Links:             linksOf(c, w),
+		Limits:            httpapi.JobLimits{StepTimeoutMS: c.StepTimeout.Milliseconds(), JobTimeoutMS: c.JobTimeout.Milliseconds()},
 		CommandsPerSecond: orNone(c.Auth.CommandsPerSec), CommandBurst: int(3*c.Auth.CommandsPerSec) + 1,
 		MaxStreamsPerSubject: int(orNone(float64(c.Auth.StreamsPerSubj))),
 		Consumers:            health.Report,

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -27,6 +28,16 @@ type Fault struct {
 	// Resource matches the request's resource id exactly (Coolify uuid, or
 	// "PROJECT/slug" for Bitbucket and git).
 	Resource string `json:"resource,omitempty"`
+	// Resources matches a request whose resource id, or any segment of its
+	// path, is one of these: a fault aimed at one slot names its
+	// application, database, project and repository, and so also hits the
+	// calls on their parts (an app's storages and env vars, whose own ids
+	// are not known in advance). Issue 35 item 4: a fault hit whichever job
+	// called first.
+	Resources []string `json:"resources,omitempty"`
+	// Job matches only the calls a job makes: the job id of the request's
+	// X-Slotkeeper-Job header ("<job id>/<attempt>"), any attempt.
+	Job string `json:"job,omitempty"`
 
 	// Status, when non-zero, is answered instead of the real handler.
 	Status int `json:"status,omitempty"`
@@ -57,7 +68,7 @@ type Fault struct {
 	Skip int `json:"skip,omitempty"`
 }
 
-func (f *Fault) matches(server, method, p, endpoint, resource string) bool {
+func (f *Fault) matches(server, method, p, endpoint, resource, job string) bool {
 	if f.Server != "" && f.Server != server {
 		return false
 	}
@@ -68,6 +79,12 @@ func (f *Fault) matches(server, method, p, endpoint, resource string) bool {
 		return false
 	}
 	if f.Resource != "" && f.Resource != resource {
+		return false
+	}
+	if len(f.Resources) > 0 && !slices.Contains(f.Resources, resource) && !slices.ContainsFunc(strings.Split(p, "/"), func(seg string) bool { return seg != "" && slices.Contains(f.Resources, seg) }) {
+		return false
+	}
+	if f.Job != "" && f.Job != job {
 		return false
 	}
 	if f.PathPattern != "" {
@@ -98,11 +115,11 @@ func (fs *faults) add(f Fault) int {
 }
 
 // take returns the first matching fault, consuming one of its Times.
-func (fs *faults) take(server, method, p, endpoint, resource string) (Fault, bool) {
+func (fs *faults) take(server, method, p, endpoint, resource, job string) (Fault, bool) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	for i, f := range fs.list {
-		if !f.matches(server, method, p, endpoint, resource) {
+		if !f.matches(server, method, p, endpoint, resource, job) {
 			continue
 		}
 		if f.Skip > 0 {

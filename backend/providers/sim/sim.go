@@ -406,7 +406,8 @@ func (s *Sim) route(server, endpoint string, resource func(*http.Request) string
 			res = resource(r)
 		}
 		rq, _ := r.Context().Value(recKey{}).(*Request)
-		f, hit := s.faults.take(server, r.Method, r.URL.Path, endpoint, res)
+		job, _, _ := strings.Cut(r.Header.Get(providers.HeaderJob), "/")
+		f, hit := s.faults.take(server, r.Method, r.URL.Path, endpoint, res, job)
 		if rq != nil {
 			s.rec.update(func() {
 				rq.Endpoint, rq.Resource = endpoint, res

@@ -476,3 +476,66 @@ func TestRecorderKeepsCallHeaders(t *testing.T) {
 		t.Fatalf("token in the request log: %s", b)
 	}
 }
+
+// TestFaultAimedAtJobOrSlot: a fault with Job hits only the calls that job
+// makes (its X-Slotkeeper-Job, any attempt), and one with Resources only
+// the calls on those resources — so the Simulator page's fault for one
+// slot is not taken by another slot's deadline reset (issue 35 item 4).
+func TestFaultAimedAtJobOrSlot(t *testing.T) {
+	s := startSim(t, sim.Options{})
+	a, _ := s.SeedSlot("a")
+	b, _ := s.SeedSlot("b")
+	ctx := waitCtx(t)
+	get := func(db, job string) int {
+		req, _ := http.NewRequestWithContext(ctx, "GET", s.CoolifyURL()+"/databases/"+db, nil)
+		req.Header.Set("Authorization", "Bearer "+s.CoolifyToken())
+		if job != "" {
+			req.Header.Set("X-Slotkeeper-Job", job)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	s.AddFault(sim.Fault{Job: "job-b", Status: 503})
+	if got := get(a.DBUUID, "job-a/1"); got != 200 {
+		t.Fatalf("another job's call: %d, want 200", got)
+	}
+	if got := get(a.DBUUID, ""); got != 200 {
+		t.Fatalf("an untagged call: %d, want 200", got)
+	}
+	if got := get(b.DBUUID, "job-b/2"); got != 503 {
+		t.Fatalf("the job's call: %d, want 503", got)
+	}
+	s.ClearFaults()
+	s.AddFault(sim.Fault{Resources: []string{b.DBUUID, b.AppUUID}, Status: 500})
+	if got := get(a.DBUUID, "job-a/1"); got != 200 {
+		t.Fatalf("another slot's database: %d, want 200", got)
+	}
+	if got := get(b.DBUUID, "job-a/1"); got != 500 {
+		t.Fatalf("the slot's database: %d, want 500", got)
+	}
+	// A call on a part of the slot's application (a storage, whose own id
+	// is the request's resource) is aimed at the slot too: the app's id is
+	// in its path.
+	s.ClearFaults()
+	s.AddFault(sim.Fault{Resources: []string{b.AppUUID}, Endpoint: sim.EndpointDeleteStorage, Status: 403})
+	del := func(app string) int {
+		req, _ := http.NewRequestWithContext(ctx, "DELETE", s.CoolifyURL()+"/applications/"+app+"/storages/no-such-storage", nil)
+		req.Header.Set("Authorization", "Bearer "+s.CoolifyToken())
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if got := del(a.AppUUID); got == 403 {
+		t.Fatal("another slot's storage delete took the fault")
+	}
+	if got := del(b.AppUUID); got != 403 {
+		t.Fatalf("the slot's storage delete: %d, want 403", got)
+	}
+}

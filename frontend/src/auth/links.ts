@@ -22,3 +22,19 @@ export function getProviderLinks(): ProviderLinks {
 export function useProviderLinks(): ProviderLinks {
   return useSyncExternalStore(links.subscribe, links.get, links.get);
 }
+
+/** JobLimits: the engine's timeouts (signed-in answer's `limits`), for "times out at" on a running step. */
+export interface JobLimits {
+  step_timeout_ms?: number;
+  job_timeout_ms?: number;
+}
+
+const limits = observable<JobLimits>({});
+
+export function setJobLimits(l: JobLimits | undefined): void {
+  limits.set(l ?? {});
+}
+
+export function useJobLimits(): JobLimits {
+  return useSyncExternalStore(limits.subscribe, limits.get, limits.get);
+}

@@ -6,7 +6,7 @@ import { useSyncExternalStore } from "react";
 import { authService, type LoginAnswer } from "../services/auth";
 import { ApiError, onCsrfRefused, onUnauthorized, setCsrf } from "../services/http";
 import { observable } from "../live/observable";
-import { setProviderLinks } from "./links";
+import { setJobLimits, setProviderLinks } from "./links";
 import type { Subject } from "./roles";
 
 export type AuthState =
@@ -83,6 +83,7 @@ function markDemoUsed(): void {
 function adopt(ans: LoginAnswer, methods: string[]): Subject {
   setCsrf(ans.csrf ?? "");
   setProviderLinks(ans.links);
+  setJobLimits(ans.limits);
   state.set({ status: "signed_in", subject: ans.subject, methods, passwordChange: ans.password_change === true });
   return ans.subject;
 }

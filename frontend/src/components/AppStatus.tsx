@@ -1,5 +1,17 @@
 import type { SlotView } from "../services/slots";
-import { useT } from "../i18n";
+import { useT, type Key } from "../i18n";
+import { unready } from "../pages/boardModel";
+import { StateBadge } from "../ui/Badge";
+
+/** READY_KEY: the short word and the sentence for why a vacant slot is not ready. */
+export const READY_KEY: Record<string, [Key, Key]> = {
+  never_reset: ["ready.never_reset", "ready.never_reset_long"],
+  no_template: ["ready.no_template", "ready.no_template_long"],
+  no_template_reset: ["ready.no_template", "ready.no_template_reset_long"],
+  not_healthy: ["ready.not_healthy", "ready.not_healthy_long"],
+  reset_incomplete: ["ready.reset_incomplete", "ready.reset_incomplete_long"],
+};
+
 
 /** appURL is the first http(s) URL of Coolify's comma-separated fqdn, or undefined (never a javascript: link). */
 export function appURL(fqdn?: string): string | undefined {
@@ -16,6 +28,7 @@ export function AppStatus({ slot }: { slot: SlotView }) {
   const t = useT();
   const d = slot.deployed;
   const url = appURL(d?.fqdn);
+  const notReady = unready(slot);
   return (
     <div className="app-status" data-testid="app-status">
       {d && (
@@ -37,18 +50,17 @@ export function AppStatus({ slot }: { slot: SlotView }) {
           )}
         </div>
       )}
-      {slot.lifecycle === "vacant" &&
-        (slot.ready ? (
-          <span className="badge ok" data-testid="slot-ready">
-            ✓ {t("slot.ready")}
-          </span>
-        ) : (
-          (slot.missing?.length ?? 0) > 0 && (
-            <div className="muted small" data-testid="slot-missing">
-              {t("slot.not_ready")}: {slot.missing?.join("; ")}
-            </div>
-          )
-        ))}
+      {slot.lifecycle === "vacant" && slot.ready && (
+        <StateBadge tone="done" data-testid="slot-ready">
+          {t("slot.ready")}
+        </StateBadge>
+      )}
+      {notReady && (
+        // Worded from the code in the reader's language (issue 35 items 2, 5).
+        <div className="small" data-testid="slot-missing" data-code={notReady.code}>
+          {READY_KEY[notReady.code] ? t(READY_KEY[notReady.code][1], notReady.args) : `${t("slot.not_ready")}: ${slot.missing?.join("; ") ?? ""}`}
+        </div>
+      )}
     </div>
   );
 }

@@ -69,7 +69,7 @@ export function FailureSentence({ info, resumable }: { info: RecoveryInfo; resum
       {chain.length > 0 && (
         <details data-testid="failure-details">
           <summary>{t("fail.details")}</summary>
-          <pre className="step-error">{[...new Set(chain)].join("\n")}</pre>
+          <pre className="step-error" lang="en">{[...new Set(chain)].join("\n")}</pre>
         </details>
       )}
     </div>

@@ -63,7 +63,31 @@ describe("slot card", () => {
     expect(ready.textContent).toMatch(/0123456789ab/);
     expect(ready.querySelector('[data-testid="slot-ready"]')).not.toBeNull();
     expect(lacking.querySelector('a[data-testid="app-url"]')).toBeNull();
-    expect(lacking.querySelector('[data-testid="slot-missing"]')?.textContent).toMatch(/Not ready: no slot template/);
+    // Worded from what the view says, not from the server's English (issue 35 item 2).
+    expect(lacking.querySelector('[data-testid="slot-missing"]')?.textContent).toBe("The application is exited:unhealthy, not running and healthy.");
+  });
+
+  it("a volume left on the server is on the card as something to clean (issue 35 item 3)", () => {
+    render(
+      <ul>
+        <SlotCard slot={slot({ name: "v1", lifecycle: "vacant", occupant: undefined, deadline: undefined, ready: true, resources: [{ kind: "docker_volume", id: "data-v1" }] })} />
+      </ul>,
+    );
+    expect(screen.getByTestId("card-to-clean").textContent).toMatch(/To clean on the server: 1/);
+  });
+
+  it("a never-reset vacant slot says so and is offered as it is (issue 35 item 5)", () => {
+    render(
+      <ul>
+        <SlotCard slot={slot({ name: "n1", lifecycle: "vacant", occupant: undefined, deadline: undefined, has_template: true, missing_code: "never_reset" })} onOccupy={() => {}} />
+      </ul>,
+    );
+    const card = screen.getByTestId("slot-card");
+    expect(card.querySelector('[data-testid="card-unready"]')?.textContent).toMatch(/Never reset/);
+    expect(card.querySelector('[data-testid="slot-missing"]')?.textContent).toMatch(/Not reset to its template yet/);
+    const occupy = card.querySelector('[data-testid="card-occupy"]');
+    expect(occupy?.textContent).toBe("Occupy as it is (8 h)");
+    expect(occupy?.getAttribute("aria-label")).toBe("Occupy as it is (8 h): n1, never reset");
   });
 
   it("shows lifecycle, occupant, the active job's current step and progress", () => {

@@ -3,8 +3,10 @@ import type { SlotView } from "../services/slots";
 import { stepList } from "../format";
 import { useT, type Key } from "../i18n";
 import { Countdown } from "./Countdown";
-import { AppStatus } from "./AppStatus";
-import { slotWarnings, type Attention } from "../pages/boardModel";
+import { AppStatus, READY_KEY } from "./AppStatus";
+import { slotWarnings, unready, type Attention } from "../pages/boardModel";
+import { StateBadge } from "../ui/Badge";
+import { jobTone, slotTone, type Tone } from "../ui/tone";
 
 /** ATTN_KEY names each attention reason's text. */
 export const ATTN_KEY: Record<Attention, Key> = {
@@ -12,8 +14,10 @@ export const ATTN_KEY: Record<Attention, Key> = {
   failed: "attn.failed",
   interrupted: "attn.interrupted",
   teardown_incomplete: "attn.teardown_incomplete",
-  deadline_soon: "attn.deadline_soon",
+  overdue: "attn.overdue",
+  deadline_soon: "attn.due_soon",
 };
+
 
 export interface SlotCardProps {
   slot: SlotView;
@@ -40,36 +44,61 @@ export const SlotCard = memo(function SlotCard({ slot, attention = "", mine = fa
   const href = `#/slots/${encodeURIComponent(slot.name)}`;
   const [holdFor, holdUntil, holdMine] = hold ? hold.split("|") : [];
   const held = hold !== "" && slot.lifecycle === "vacant";
+  const urgent = reasons.filter((r) => r !== "deadline_soon");
+  const soon = reasons.includes("deadline_soon");
+  const tone: Tone = held ? "soon" : slotTone(slot.lifecycle);
+  const notReady = unready(slot);
+  const toClean = (slot.resources ?? []).filter((r) => r.kind === "docker_volume").length;
   return (
     <li
-      className={`card lc-${slot.lifecycle}${reasons.length > 0 ? " attn" : ""}${mine ? " mine" : ""}`}
+      className={`card lc-${slot.lifecycle}${urgent.length > 0 ? " attn" : ""}${soon ? " soon" : ""}${mine ? " mine" : ""}`}
+      data-tone={tone}
       data-testid="slot-card"
       data-slot={slot.name}
       data-attention={attention || undefined}
       data-mine={mine ? "true" : undefined}
     >
+      {urgent.length > 0 && (
+        // Impossible to miss (issue 35 item 1): a red band naming every reason.
+        <div className="card-alert" data-testid="card-attention">
+          <span aria-hidden="true">!</span> <strong>{t("attn.needs")}</strong>
+          {urgent.map((r) => (
+            <span key={r}> · {t(ATTN_KEY[r])}</span>
+          ))}
+        </div>
+      )}
       <div className="card-head">
         <a href={href} className="card-title">
           {slot.name}
         </a>
-        <span className={`badge lc lc-${slot.lifecycle}${held ? " held" : ""}`} data-testid="card-lifecycle">
+        <StateBadge tone={tone} className={`lc lc-${slot.lifecycle}${held ? " held" : ""}`} data-testid="card-lifecycle">
           {held ? t("board.held") : t.dyn("lifecycle", slot.lifecycle)}
-        </span>
+        </StateBadge>
       </div>
       {held && (
         <div className="held-for" data-testid="card-held">
           {holdMine === "1" ? t("board.held_for_you") : t("board.held_for", { who: holdFor ?? "" })} · <Countdown until={holdUntil ?? ""} />
         </div>
       )}
-      {(reasons.includes("uncertain") || reasons.includes("deadline_soon") || mine) && (
-        <div className="attn-reasons" data-testid="card-attention">
-          {mine && <span className="badge mine-badge">★ {t("board.mine_badge")}</span>}
-          {/* Failed, interrupted and teardown incomplete already have their own badges below. */}
-          {reasons.filter((r) => r === "uncertain" || r === "deadline_soon").map((r) => (
-            <span key={r} className={`badge attn-badge attn-${r}`}>
-              ⚠ {t(ATTN_KEY[r])}
-            </span>
-          ))}
+      {(soon || mine || notReady || toClean > 0) && (
+        <div className="attn-reasons" data-testid={urgent.length > 0 ? undefined : "card-attention"}>
+          {mine && <StateBadge tone="taken">★ {t("board.mine_badge")}</StateBadge>}
+          {soon && (
+            <StateBadge tone="soon" className="attn-deadline_soon">
+              {t("attn.due_soon")}
+            </StateBadge>
+          )}
+          {toClean > 0 && (
+            // Left on the server for a person to clean (issue 35 item 3): the same story as the Remaining page.
+            <StateBadge tone="soon" data-testid="card-to-clean">
+              {t("board.to_clean", { count: toClean })}
+            </StateBadge>
+          )}
+          {notReady && (
+            <StateBadge tone="soon" data-testid="card-unready" data-code={notReady.code}>
+              {t(READY_KEY[notReady.code]?.[0] ?? "slot.not_ready")}
+            </StateBadge>
+          )}
         </div>
       )}
       <AppStatus slot={slot} />
@@ -94,9 +123,8 @@ export const SlotCard = memo(function SlotCard({ slot, attention = "", mine = fa
           data-steps-done={job.steps_done}
           data-steps-total={job.steps_total}
         >
-          <a href={`#/jobs/${encodeURIComponent(job.id)}`}>
-            {t.dyn("kind", job.kind)} · {t.dyn("state", job.state)}
-          </a>
+          <a href={`#/jobs/${encodeURIComponent(job.id)}`}>{t.dyn("kind", job.kind)}</a>{" "}
+          <StateBadge tone={jobTone(job.state)}>{t.dyn("state", job.state)}</StateBadge>
           {job.state === "queued" && job.not_before && (
             <div className="muted" data-testid="card-job-starts">
               <Countdown until={job.not_before} starts />
@@ -120,27 +148,35 @@ export const SlotCard = memo(function SlotCard({ slot, attention = "", mine = fa
       )}
       {onOccupy && slot.lifecycle === "vacant" && !slot.active_job && !held && (
         <div className="card-actions">
-          <button type="button" onClick={() => onOccupy(slot.name)} data-testid="card-occupy" aria-label={t("board.occupy_slot", { slot: slot.name, hours: occupyHours })}>
-            {t("board.occupy", { hours: occupyHours })}
+          {/* A slot that is not ready is offered as what it is (issue 35 item 5), never silently. */}
+          <button
+            type="button"
+            className={notReady ? "" : "primary"}
+            onClick={() => onOccupy(slot.name)}
+            data-testid="card-occupy"
+            data-unready={notReady ? "true" : undefined}
+            aria-label={t(notReady ? "board.occupy_as_is_slot" : "board.occupy_slot", { slot: slot.name, hours: occupyHours })}
+          >
+            {t(notReady ? "board.occupy_as_is" : "board.occupy", { hours: occupyHours })}
           </button>
         </div>
       )}
       {(w.remaining > 0 || w.interrupted || w.failed) && (
         <div className="warnings">
           {w.remaining > 0 && (
-            <span className="badge warn" data-testid="warn-remaining">
-              ⚠ {t("slot.warn_remaining", { count: w.remaining })}
-            </span>
+            <StateBadge tone="attention" data-testid="warn-remaining">
+              {t("slot.warn_remaining", { count: w.remaining })}
+            </StateBadge>
           )}
           {w.interrupted && (
-            <span className="badge warn" data-testid="warn-interrupted">
-              ⚠ {t("slot.warn_interrupted")}
-            </span>
+            <StateBadge tone="attention" data-testid="warn-interrupted">
+              {t("slot.warn_interrupted")}
+            </StateBadge>
           )}
           {w.failed && (
-            <span className="badge warn" data-testid="warn-failed">
-              ⚠ {t("slot.warn_failed")}
-            </span>
+            <StateBadge tone="attention" data-testid="warn-failed">
+              {t("slot.warn_failed")}
+            </StateBadge>
           )}
           {slot.recovery && w.failed && (
             <span className="muted small">

@@ -1,4 +1,6 @@
 import type { StepView, StepWait } from "../services/jobs";
+import { StateBadge } from "../ui/Badge";
+import { stepTone } from "../ui/tone";
 import { formatDuration, formatSpan, formatTime, resourceLabel, stepDetail } from "../format";
 import { useT } from "../i18n";
 import { useNow } from "../live/ticker";
@@ -70,7 +72,7 @@ export function Steps({ steps, uncertain }: { steps: readonly StepView[]; uncert
         return (
           <li key={s.name} className={`step step-${state}`} data-step={s.name} data-state={state}>
             <span className="step-name">{t.dyn("step", s.name)}</span>{" "}
-            <span className={`badge badge-${state}`}>{t.dyn("stepstate", state)}</span>
+            <StateBadge tone={stepTone(state)}>{t.dyn("stepstate", state)}</StateBadge>
             {s.resource && <span className="muted"> · {resourceLabel(s.resource, t)}</span>}
             {s.attempt ? <span className="muted"> · #{s.attempt}</span> : null}
             {s.started_at && <span className="muted"> · {t("job.step_started", { time: formatTime(s.started_at, t.lang, { seconds: true }) })}</span>}
@@ -91,7 +93,9 @@ export function Steps({ steps, uncertain }: { steps: readonly StepView[]; uncert
             {s.error && (
               <details className="step-error-details">
                 <summary>{t("fail.details")}</summary>
-                <div className="step-error">{s.error}</div>
+                <div className="step-error" lang="en">
+                  {s.error}
+                </div>
               </details>
             )}
             {s.wait && state === "running" && <Waiting wait={s.wait} />}

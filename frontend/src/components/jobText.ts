@@ -20,6 +20,29 @@ export function jobStart(job: JobView): number {
 }
 
 /**
+ * workedMs is how long workers worked on the job: each attempt from its
+ * claim to its end (an attempt that ended without saying so — its worker
+ * stopped — to its last lease or the next claim, whichever is first), the
+ * running one to now. A resumed job is not "ran 6m 10s" for one second of
+ * work: the gap between attempts is waiting, not work (issue 35 item 6).
+ */
+export function workedMs(job: JobView, now: number): number {
+  const as = job.attempts ?? [];
+  let sum = 0;
+  as.forEach((a, i) => {
+    const start = Date.parse(a.claimed_at);
+    const next = as[i + 1] ? Date.parse(as[i + 1].claimed_at) : undefined;
+    let end: number;
+    if (a.ended_at) end = Date.parse(a.ended_at);
+    else if (next !== undefined) end = Math.min(next, Date.parse(a.lease_until) || next);
+    else if (job.ended_at) end = Date.parse(job.ended_at);
+    else end = now;
+    if (!Number.isNaN(start) && !Number.isNaN(end)) sum += Math.max(0, end - start);
+  });
+  return sum;
+}
+
+/**
  * jobTitle is the page title a person reads: "Reset of dune — failed after
  * 8 s", "… — running for 1 m 3 s" (live, from now), "… — queued", or, for a
  * job cancelled before any step ran, "… — cancelled before it started".
@@ -31,11 +54,9 @@ export function jobTitle(job: JobView, now: number, t: T): string {
     return t("jobt.title_cancelled_before", { kind, slot });
   }
   if (job.state === "queued") return t("jobt.title_queued", { kind, slot });
-  const start = jobStart(job);
-  if (job.state === "running") return t("jobt.title_running", { kind, slot, time: formatDuration(now - start, t) });
-  const end = job.ended_at ? Date.parse(job.ended_at) : now;
+  if (job.state === "running") return t("jobt.title_running", { kind, slot, time: formatDuration(workedMs(job, now), t) });
   const outcome = OUTCOME_KEY[job.state] ? t(OUTCOME_KEY[job.state]) : t.dyn("state", job.state);
-  return t("jobt.title_ended", { kind, slot, outcome, time: formatSpan(end - start, t) });
+  return t("jobt.title_ended", { kind, slot, outcome, time: formatSpan(workedMs(job, now), t) });
 }
 
 /**
@@ -51,12 +72,17 @@ export function jobTiming(job: JobView, now: number, t: T): string {
   const claimed = job.attempts?.[0]?.claimed_at ? Date.parse(job.attempts[0].claimed_at) : undefined;
   if (claimed === undefined) return "";
   const end = job.ended_at ? Date.parse(job.ended_at) : now;
-  const ran = formatSpan(end - claimed, t);
+  const worked = workedMs(job, now);
+  const ran = formatSpan(worked, t);
+  // Between the first claim and the end, what was not work was waiting
+  // (between attempts: a failure until a resume, a stopped worker's lease).
+  const between = end - claimed - worked;
+  const gap = (job.attempts?.length ?? 0) > 1 && between >= 1000 ? ` · ${t("jobt.timing_between", { time: formatSpan(between, t) })}` : "";
   const grace = Number.isNaN(notBefore) ? 0 : Math.max(0, notBefore - queued);
-  if (grace < 1000) return t("jobt.timing_ran", { ran });
+  if (grace < 1000) return t("jobt.timing_ran", { ran }) + gap;
   const late = claimed - Math.max(notBefore, queued);
-  if (late >= 1000) return t("jobt.timing_queued", { grace: formatSpan(grace, t), queued: formatSpan(late, t), ran });
-  return t("jobt.timing", { grace: formatSpan(grace, t), ran });
+  if (late >= 1000) return t("jobt.timing_queued", { grace: formatSpan(grace, t), queued: formatSpan(late, t), ran }) + gap;
+  return t("jobt.timing", { grace: formatSpan(grace, t), ran }) + gap;
 }
 
 /** resumeCheck says what a resume does first about an uncertain step (docs/jobs.md, "Resume verification"). */

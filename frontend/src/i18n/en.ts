@@ -2,10 +2,12 @@
 // have every one (the compiler and i18n.test.ts check it).
 import { vocabEn } from "./vocab";
 import { consumersEn } from "../consumers/strings";
+import { ui35En } from "../ui/strings";
 import { replayEn } from "../replay/strings";
 
 export const en = {
   ...vocabEn,
+  ...ui35En,
   ...replayEn,
   ...consumersEn,
   "app.title": "Slotkeeper",
@@ -609,8 +611,8 @@ export const en = {
   "sim.title": "Simulator: inject provider faults",
   "sim.not_running": "This server does not run the simulators (it talks to a real Coolify and Bitbucket), so there are no faults to inject.",
   "sim.intro": "The demo's Coolify and Bitbucket are simulators. A fault makes them answer the way a real provider fails, so you can watch a job fail honestly and resume it.",
-  "sim.how1": "Inject a fault below, e.g. HTTP 403 on the volume delete (step “Delete volumes”).",
-  "sim.how2": "Release an occupied slot on the board: the reset stops at that step and says what to do.",
+  "sim.how1": "Inject a fault below, aimed at the slot you will release, e.g. HTTP 403 on the volume delete (step “Delete volumes”). Aimed at one slot, it is not taken by another slot’s job (a deadline reset).",
+  "sim.how2": "Release that slot from its page: the reset stops at that step and says what to do.",
   "sim.how3": "Clear the fault (a fault for 1 request clears itself), then Resume the job from its page.",
   "sim.inject": "Inject a fault",
   "sim.endpoint": "Provider call (the step that makes it)",

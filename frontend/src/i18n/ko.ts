@@ -3,10 +3,12 @@
 import type { Key } from "./en";
 import { vocabKo } from "./vocab";
 import { consumersKo } from "../consumers/strings";
+import { ui35Ko } from "../ui/strings";
 import { replayKo } from "../replay/strings";
 
 export const ko: Record<Key, string> = {
   ...vocabKo,
+  ...ui35Ko,
   ...replayKo,
   ...consumersKo,
   "app.title": "Slotkeeper",
@@ -610,8 +612,8 @@ export const ko: Record<Key, string> = {
   "sim.title": "시뮬레이터: 제공자 장애 주입",
   "sim.not_running": "이 서버는 시뮬레이터가 아니라 실제 Coolify와 Bitbucket에 연결되어 있어 주입할 장애가 없습니다.",
   "sim.intro": "데모의 Coolify와 Bitbucket은 시뮬레이터입니다. 장애를 주입하면 실제 제공자가 실패하는 방식 그대로 응답하므로, 작업이 정직하게 실패하고 재개되는 과정을 볼 수 있습니다.",
-  "sim.how1": "아래에서 장애를 주입하세요. 예: 볼륨 삭제(“볼륨 삭제” 단계)에 HTTP 403.",
-  "sim.how2": "보드에서 사용 중인 슬롯을 반납하세요. 초기화가 그 단계에서 멈추고 할 일을 알려 줍니다.",
+  "sim.how1": "아래에서 반납할 슬롯을 대상으로 장애를 주입하세요. 예: 볼륨 삭제(“볼륨 삭제” 단계)에 HTTP 403. 슬롯 하나를 대상으로 하면 다른 슬롯의 작업(기한 초기화)이 가로채지 않습니다.",
+  "sim.how2": "그 슬롯의 페이지에서 반납하세요. 초기화가 그 단계에서 멈추고 할 일을 알려 줍니다.",
   "sim.how3": "장애를 지운 뒤(요청 1개짜리 장애는 저절로 사라집니다) 작업 페이지에서 재개하세요.",
   "sim.inject": "장애 주입",
   "sim.endpoint": "제공자 호출 (호출하는 단계)",

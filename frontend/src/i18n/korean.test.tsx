@@ -150,7 +150,7 @@ describe("the Korean UI has every server value in Korean", () => {
   });
 
   it("says the server's descriptive resource names and step details in Korean", () => {
-    const args = { branch: "main", template: "TPL/template@main", app: "app-1" };
+    const args = { branch: "main", template: "TPL/template@main", app: "app-1", deployment: "dep-1" };
     for (const code of vocabulary.name_codes) {
       const text = resourceName({ kind: "application", id: "a-1", name: "English", name_code: code, name_args: args }, T);
       expect(text, code).not.toBe("English");
@@ -158,10 +158,13 @@ describe("the Korean UI has every server value in Korean", () => {
     }
     expect(resourceName({ kind: "application", id: "a-1", name_code: "list_env_vars" }, T)).toBe("환경 변수 목록");
     expect(resourceName({ kind: "env_var", id: "a-1", name: "DATABASE_URL" }, T)).toBe("DATABASE_URL");
+    // Every part a detail code can have (events.Detail* comments), as ids or in words (issue 35).
+    const parts = ["names", "app", "repo", "old", "new", "sha", "engine", "name", "id", "keys", "from", "volumes", "skipped", "deployment", "status", "commit", "fqdn"];
+    const detailArgs: Record<string, string> = { count: "3", resource_kind: "env_var", accepted_at: "2026-11-30T08:53:00Z", ...Object.fromEntries(parts.map((p) => [p, ID])) };
     for (const code of vocabulary.detail_codes) {
-      const text = stepDetail({ name: "vacate", state: "done", detail: "English", detail_code: code }, T);
+      const text = stepDetail({ name: "vacate", state: "done", detail: "English", detail_code: code, detail_args: detailArgs }, T);
       expect(text, code).not.toBe("English");
-      expect(latinWords(text), `${code}: ${text}`).toEqual([]);
+      expect(latinWords(text, [ID]), `${code}: ${text}`).toEqual([]);
     }
   });
 

@@ -57,10 +57,12 @@ describe("board", () => {
     expect(names()).toEqual(["slot-3", "slot-1", "slot-2", "slot-10"]);
     expect(screen.getByTestId("chip-vacant").getAttribute("data-count")).toBe("2");
     expect(screen.getByTestId("chip-occupied").getAttribute("data-count")).toBe("2");
-    expect(screen.getByTestId("chip-attention").textContent).toMatch(/Needs attention 1/);
+    // A deadline within the hour is a warning first in order, not "needs attention" (issue 35 item 1).
+    expect(screen.getByTestId("chip-attention").textContent).toMatch(/Needs attention 0/);
     const card3 = screen.getAllByTestId("slot-card")[0];
     expect(card3.getAttribute("data-attention")).toBe("deadline_soon");
-    expect(card3.textContent).toMatch(/Deadline within the hour/);
+    expect(card3.textContent).toMatch(/Due within the hour/);
+    expect(card3.classList.contains("attn")).toBe(false);
     expect(screen.getAllByTestId("slot-card")[1].getAttribute("data-mine")).toBe("true");
     fireEvent.click(screen.getByTestId("chip-mine"));
     expect(names()).toEqual(["slot-1"]);

@@ -8,11 +8,12 @@ import { SlotCard } from "../components/SlotCard";
 import { useT } from "../i18n";
 import { announce } from "../live/announce";
 import { serverNow } from "../live/clock";
-import { putSlot, useReady, useSlots } from "../live/store";
+import { getLiveState, putSlot, useReady, useSlots } from "../live/store";
 import { useMinute } from "../live/ticker";
 import { useCommand } from "../live/useCommand";
-import { LIFECYCLE_ORDER, boardCounts, boardEntries, holdsFrom, nextFreeSlot, type BoardFilter } from "./boardModel";
+import { LIFECYCLE_ORDER, boardCounts, boardEntries, holdsFrom, nextFreeSlot, unready, type BoardFilter } from "./boardModel";
 import { Countdown } from "../components/Countdown";
+import { slotTone } from "../ui/tone";
 import { useWaitlist } from "../waitlist/useWaitlist";
 
 /** The performance marks the e2e test reads (first board render after the snapshot). */
@@ -24,7 +25,7 @@ export const MEASURE_BOARD = "sk:board-first-render";
 export const OCCUPY_HOURS = 8;
 
 /** What the last occupy from the board did, for the message under the head. */
-type Outcome = { kind: "taken"; slot: string } | { kind: "race"; slot: string; by: string } | { kind: "none_free" } | undefined;
+type Outcome = { kind: "taken"; slot: string; asIs: boolean } | { kind: "race"; slot: string; by: string } | { kind: "none_free" } | undefined;
 
 /**
  * Board shows one card per slot, live from the store: counts by state,
@@ -57,6 +58,8 @@ export function Board() {
   const occupy = useCallback(
     async (name: string, next: boolean) => {
       setOutcome(undefined);
+      const before = getLiveState().slots.get(name);
+      const unreadyBefore = before !== undefined && unready(before) !== undefined;
       const until = new Date(serverNow() + OCCUPY_HOURS * 3_600_000).toISOString();
       let race: string | undefined;
       const s = await run(async () => {
@@ -85,8 +88,9 @@ export function Board() {
       }
       if (!s) return;
       putSlot(s);
-      setOutcome({ kind: "taken", slot: name });
-      announce(t(next ? "board.took_next" : "board.took", { slot: name }));
+      const asIs = unreadyBefore;
+      setOutcome({ kind: "taken", slot: name, asIs });
+      announce(t(asIs ? "board.took_unready" : next ? "board.took_next" : "board.took", { slot: name }));
     },
     [run, t],
   );
@@ -110,9 +114,10 @@ export function Board() {
     }
   }, [list.length]);
 
-  const chip = (label: string, n: number, pressed: boolean, onClick: () => void, extra: Record<string, string> = {}, cls = "") => (
+  const chip = (label: string, n: number, pressed: boolean, onClick: () => void, extra: Record<string, string> = {}, cls = "", tone?: string) => (
     <li key={label}>
-      <button type="button" className={`chip ${cls}`} aria-pressed={pressed} onClick={onClick} {...extra}>
+      <button type="button" className={`chip ${cls}`} aria-pressed={pressed} onClick={onClick} data-tone={tone} data-n={String(n)} {...extra}>
+        {tone && <span className="sk-dot" aria-hidden="true" />}
         {label} <span className="chip-n">{n}</span>
       </button>
     </li>
@@ -141,6 +146,12 @@ export function Board() {
           </a>
         )}
       </div>
+      {mayOccupy && free && !myHold && unready(free) && (
+        // The next free slot was never reset (issue 35 item 5): said before it is taken, not after.
+        <p className="notice" data-testid="take-next-unready">
+          {t("board.take_next_unready", { slot: free.name })}
+        </p>
+      )}
       {ready && slots.size > 0 && !free && mayOccupy && !myHold && (
         <p className="muted" data-testid="pool-full">
           {t("board.pool_full")}
@@ -160,7 +171,7 @@ export function Board() {
           {chip(t("board.attention", { count: counts.attention }), counts.attention, filter.attention === true, () =>
             setFilter({ ...filter, attention: !filter.attention }),
             { "data-testid": "chip-attention" },
-            counts.attention > 0 ? "chip-attn" : "",
+            "chip-attn",
           )}
           {subject &&
             chip(t("board.mine"), counts.mine, filter.mine === true, () => setFilter({ ...filter, mine: !filter.mine }), { "data-testid": "chip-mine" })}
@@ -172,6 +183,7 @@ export function Board() {
               () => setFilter({ ...filter, lifecycle: filter.lifecycle === l ? undefined : l }),
               { "data-testid": `chip-${l}`, "data-count": String(counts.lifecycle.get(l) ?? 0) },
               `lc lc-${l}`,
+              slotTone(l),
             ),
           )}
         </ul>
@@ -180,7 +192,7 @@ export function Board() {
       <div role="status" data-testid="board-outcome">
         {outcome?.kind === "taken" && (
           <p className="notice">
-            {t("board.took", { slot: outcome.slot })} <a href={`#/slots/${encodeURIComponent(outcome.slot)}`}>{t("board.open_slot")}</a>
+            {t(outcome.asIs ? "board.took_unready" : "board.took", { slot: outcome.slot })} <a href={`#/slots/${encodeURIComponent(outcome.slot)}`}>{t("board.open_slot")}</a>
           </p>
         )}
         {outcome?.kind === "none_free" && <p className="unknown">{t("board.none_free")}</p>}

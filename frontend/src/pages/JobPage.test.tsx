@@ -77,7 +77,8 @@ describe("job page", () => {
     expect(recovery).toMatch(/Completed steps: Delete database/);
     expect(recovery).toMatch(/Uncertain: Delete env vars/);
     expect(recovery).toMatch(/e-1/);
-    expect(screen.getByTestId("steps").textContent).toMatch(/HTTP 503/);
+    // The step's HTTP status on its timeline row (issue 35: one timeline, no step list beside it).
+    expect(screen.getByTestId("job-timeline").textContent).toMatch(/HTTP 503/);
     expect(screen.getByTestId("attempts").textContent).toMatch(/w1/);
     const types = [...screen.getByTestId("timeline").querySelectorAll("li")].map((li) => li.getAttribute("data-type"));
     expect(types).toEqual(["JobQueued", "JobClaimed", "JobAbandoned"]);
@@ -165,7 +166,7 @@ describe("job page reads like a run page (issue 14)", () => {
     putJob(failed);
     mount();
     expect(screen.getByTestId("job-title").textContent).toBe("Reset of dune — failed after 8s");
-    expect(screen.getAllByTestId("step-took").map((e) => e.textContent)).toEqual([" · took 3s", " · took 5s"]);
+    expect(screen.getAllByTestId("tl-took").map((e) => e.textContent)).toEqual(["3s", "5s"]);
     expect(screen.getByTestId("resume-check").textContent).toMatch(/first checks whether “Force-push template” took effect: it reads the branch/);
     expect(screen.getByTestId("job-who-when").textContent).toMatch(/Requested by alice · queued/);
     expect(screen.getByTestId("resume")).toBeTruthy();

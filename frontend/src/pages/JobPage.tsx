@@ -1,4 +1,7 @@
 import { useMemo, useRef, useState, type ReactNode } from "react";
+import { Button } from "../ui/Button";
+import { StateBadge } from "../ui/Badge";
+import { jobTone, stepTone } from "../ui/tone";
 import { Link, useLocation } from "wouter";
 import { momentHref } from "../replay/moment";
 import { TERMINAL_STATES, jobsService, type JobView, type RecordedEvent, type StepView } from "../services/jobs";
@@ -7,7 +10,9 @@ import { useSubject } from "../auth/session";
 import { CommandError } from "../components/CommandError";
 import { LoadFallback } from "../components/LoadFallback";
 import { RecoveryNotice, failureOf } from "../components/Recovery";
-import { Steps, completedSteps } from "../components/Steps";
+import { completedSteps } from "../components/Steps";
+import { JobTimeline } from "../components/JobTimeline";
+import { HEARTBEATS } from "./timelineModel";
 import { eventCategory, jobTiming, jobTitle, resumeCheck } from "../components/jobText";
 import { CopyButton, ResourceId } from "../components/ResourceId";
 import { actorName, formatSpan, formatTime, reasonText, resourceLabel, untouched } from "../format";
@@ -15,7 +20,7 @@ import { useT, type Key, type T } from "../i18n";
 import { When } from "../components/When";
 import { useNow } from "../live/ticker";
 import { announce } from "../live/announce";
-import { putJob, useEpoch, useJob } from "../live/store";
+import { putJob, useEpoch, useJob, useSlot } from "../live/store";
 import { useCommand } from "../live/useCommand";
 import { useLoad } from "../live/useLoad";
 import { jobTabState, useTab } from "../live/tabState";
@@ -78,9 +83,9 @@ function JobDetail({ job }: { job: JobView }) {
         <JobTitle job={job} />
       </h1>
       <p className="job-status">
-        <span className={`badge st-${job.state}`} data-testid="job-state">
+        <StateBadge tone={jobTone(job.state)} data-testid="job-state">
           {t.dyn("state", job.state)}
-        </span>{" "}
+        </StateBadge>{" "}
         {t.dyn("kind", job.kind)} · <Link href={`/slots/${encodeURIComponent(job.slot)}`}>{job.slot}</Link>
       </p>
       {unsuccessful && (
@@ -101,9 +106,9 @@ function JobDetail({ job }: { job: JobView }) {
           {/* Resume first: on a phone it was below the fold (issue 27 item 6). */}
           {job.resumable && may.resume && (
             <div className="actions">
-              <button type="button" disabled={cmd.pending} onClick={() => void resume()} data-testid="resume">
+              <Button variant="primary" disabled={cmd.pending} onClick={() => void resume()} data-testid="resume">
                 {t("job.resume")}
-              </button>
+              </Button>
             </div>
           )}
         </RecoveryNotice>
@@ -158,9 +163,9 @@ function JobDetail({ job }: { job: JobView }) {
 
       <div className="actions">
         {job.resumable && may.resume && !unsuccessful && (
-          <button type="button" disabled={cmd.pending} onClick={() => void resume()} data-testid="resume">
+          <Button variant="primary" disabled={cmd.pending} onClick={() => void resume()} data-testid="resume">
             {t("job.resume")}
-          </button>
+          </Button>
         )}
         {job.cancellable && may.cancel && (
           <button type="button" className="danger" disabled={cmd.pending} onClick={() => void cancel()} data-testid="cancel">
@@ -170,10 +175,13 @@ function JobDetail({ job }: { job: JobView }) {
       </div>
       <CommandError error={cmd.error} />
 
-      <h2>{t("job.steps")}</h2>
-      <Steps steps={job.steps ?? []} uncertain={job.uncertain_step} />
+      {/* One timeline instead of a step list and a history that both listed the steps (issue 35 item 8). */}
+      <JobTimeline job={job} events={held} />
 
-      <h2>{t("job.attempts")}</h2>
+      <details className="attempts-box">
+        <summary>
+          {t("job.attempts")} ({(job.attempts ?? []).length})
+        </summary>
       <ul data-testid="attempts">
         {(job.attempts ?? []).map((a) => (
           <li key={a.number}>
@@ -187,6 +195,9 @@ function JobDetail({ job }: { job: JobView }) {
           </li>
         ))}
       </ul>
+      </details>
+
+      <LeftOnServer job={job} />
 
       <h2>{t("job.remaining")}</h2>
       {!nothingChanged && job.remaining && job.remaining.length > 0 ? (
@@ -201,6 +212,35 @@ function JobDetail({ job }: { job: JobView }) {
 
       {events.error && <CommandError error={events.error} />}
       <EventHistory events={held} slot={job.slot} steps={job.steps ?? []} uncertain={job.uncertain_step} />
+    </section>
+  );
+}
+
+/**
+ * LeftOnServer lists what the job's steps left on the server and a person
+ * must clean (a Docker volume with its data): the same story as the slot
+ * and the Remaining page tell (issue 35 item 3), with the command.
+ */
+function LeftOnServer({ job }: { job: JobView }) {
+  const t = useT();
+  const app = useSlot(job.slot)?.app_uuid;
+  const left = (job.steps ?? []).flatMap((s) => s.left_on_server ?? []);
+  if (left.length === 0) return null;
+  const server = app ? t("resname.app_server", { app }) : "";
+  return (
+    <section className="notice left-on-server" aria-labelledby="left-title" data-testid="job-left">
+      <h2 id="left-title">{t("job.left_title")}</h2>
+      <ul>
+        {left.map((l) => (
+          <li key={l.storage_uuid}>
+            {l.volume ? `${t.dyn("res", "docker_volume")} ${l.volume}` : l.host_path}
+            {server ? ` · ${server}` : ""}
+            <div>
+              <span className="muted small">{t("remaining.cleanup_run")}</span> <code>{l.cleanup}</code> <CopyButton text={l.cleanup} testId="copy-cleanup" />
+            </div>
+          </li>
+        ))}
+      </ul>
     </section>
   );
 }
@@ -298,13 +338,20 @@ function EventHistory({ events, slot, steps, uncertain }: { events: readonly Rec
   const [type, setType] = useState("");
   const [text, setText] = useState("");
   const [open, setOpen] = useState<ReadonlySet<string>>(new Set());
+  // Lease renewals are a heartbeat, not progress: 12 of 22 events during a
+  // hang (issue 35 item 8). Hidden unless asked for (or filtered by type).
+  const [beats, setBeats] = useState(false);
+  const beatCount = useMemo(() => events.filter((e) => HEARTBEATS.has(e.type)).length, [events]);
   const types = useMemo(() => [...new Set(events.map((e) => e.type))], [events]);
   const shown = useMemo(() => {
     const q = text.trim().toLowerCase();
     return events.filter(
-      (e) => (!type || e.type === type) && (!q || e.type.toLowerCase().includes(q) || JSON.stringify(e.data ?? "").toLowerCase().includes(q)),
+      (e) =>
+        (beats || type === e.type || !HEARTBEATS.has(e.type)) &&
+        (!type || e.type === type) &&
+        (!q || e.type.toLowerCase().includes(q) || JSON.stringify(e.data ?? "").toLowerCase().includes(q)),
     );
-  }, [events, type, text]);
+  }, [events, type, text, beats]);
   const rows = useMemo(() => groupHistory(shown, steps, uncertain), [shown, steps, uncertain]);
   const toggle = (key: string, isOpen: boolean): void => {
     setOpen((prev) => {
@@ -318,7 +365,7 @@ function EventHistory({ events, slot, steps, uncertain }: { events: readonly Rec
   const allKeys = (): Set<string> => new Set([...shown.map((e) => `e${e.position}`), ...rows.flatMap((r) => (r.kind === "step" ? [`s${r.step}`] : []))]);
   const item = (e: RecordedEvent) => <HistoryEvent key={e.position} e={e} slot={slot} open={open.has(`e${e.position}`)} onToggle={(o) => toggle(`e${e.position}`, o)} />;
   return (
-    <details className="history" open data-testid="history">
+    <details className="history" data-testid="history">
       <summary>
         <h2>{t("jobt.history")}</h2> <span className="muted">{t("jobt.history_count", { shown: shown.length, count: events.length })}</span>
       </summary>
@@ -346,6 +393,12 @@ function EventHistory({ events, slot, steps, uncertain }: { events: readonly Rec
               onChange={(e) => setText(e.target.value)}
               data-testid="history-filter"
             />
+            {beatCount > 0 && (
+              <label className="check">
+                <input type="checkbox" checked={beats} onChange={(e) => setBeats(e.target.checked)} data-testid="history-heartbeats" />{" "}
+                {t("tl.heartbeats", { count: beatCount })}
+              </label>
+            )}
             <button type="button" onClick={() => setOpen(allKeys())} data-testid="history-expand">
               {t("jobt.expand_all")}
             </button>
@@ -372,7 +425,7 @@ function HistoryStep({ g, open, onToggle, children }: { g: StepGroup; open: bool
       <details open={open} onToggle={(ev) => onToggle(ev.currentTarget.open)}>
         <summary>
           <span className="badge ev-cat ev-cat-step">{t("jobt.cat.step")}</span> <strong className="ev-type">{t.dyn("step", g.step)}</strong>{" "}
-          <span className={`badge badge-${g.outcome}`}>{t.dyn("stepstate", g.outcome)}</span>{" "}
+          <StateBadge tone={stepTone(g.outcome)}>{t.dyn("stepstate", g.outcome)}</StateBadge>{" "}
           <span className="muted small" data-testid="history-step-facts">
             {attempts && <>{t(g.attempts.length > 1 ? "jobt.group_attempts" : "jobt.group_attempt", { list: attempts })} · </>}
             {g.events.length > 1 && (

@@ -70,6 +70,27 @@ describe("remaining resources", () => {
     expect(rows()).toEqual(["b:failed", "b:failed", "c:teardown_incomplete"]);
   });
 
+  it("a volume left on the server is something to clean, counted, with its command (issue 35 item 3)", async () => {
+    vi.stubGlobal(
+      "fetch",
+      vi.fn(async () =>
+        jsonResponse({
+          resources: [{ slot: "a", lifecycle: "vacant", resource: { kind: "docker_volume", id: "data-a" }, job_id: "job-a", cleanup: "on the server: docker volume rm data-a (English)", cleanup_code: "docker_volume_rm", cleanup_command: "docker volume rm data-a" }],
+        }),
+      ),
+    );
+    applySnapshot({ position: 7, server_time: "", slots: [slot({ name: "a", lifecycle: "vacant", position: 7 })] });
+    mount();
+    await flush();
+    const r = screen.getByTestId("remaining-row");
+    expect(r.getAttribute("data-problem")).toBe("to_clean");
+    expect(r.textContent).toContain("Left on the server: clean it up");
+    expect(screen.getByTestId("cleanup").textContent).toContain("docker volume rm data-a");
+    expect(screen.getByTestId("cleanup").textContent).not.toContain("English");
+    // Never "no slot needs attention" above a volume whose data is still there.
+    expect(screen.getByTestId("remaining-summary").textContent).toContain("1 resources belong to slots that need attention");
+  });
+
   it("does not count a job cancelled before it started as trouble", async () => {
     applySnapshot({
       position: 6,

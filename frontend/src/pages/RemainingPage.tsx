@@ -1,9 +1,11 @@
 import { useMemo, useState } from "react";
+import { StateBadge } from "../ui/Badge";
+import { slotTone } from "../ui/tone";
 import { Link } from "wouter";
 import { resourcesService, type RemainingResource } from "../services/resources";
 import type { SlotView } from "../services/slots";
 import { CommandError } from "../components/CommandError";
-import { ResourceId } from "../components/ResourceId";
+import { CopyButton, ResourceId } from "../components/ResourceId";
 import { formatTime, resourceName, untouched } from "../format";
 import { useT } from "../i18n";
 import { useLive } from "../live/store";
@@ -26,12 +28,16 @@ function useRemainingKey(): string {
 }
 
 /** Problem is why a slot's resources need a person: its last job failed, its teardown is incomplete, or it is retired and still owns something. */
-export type Problem = "failed" | "teardown_incomplete" | "retired";
+export type Problem = "failed" | "teardown_incomplete" | "retired" | "to_clean";
 
 /** problemOf classifies a row by its slot (the live view when there is one). */
 export function problemOf(r: RemainingResource, slot: SlotView | undefined): Problem | undefined {
   const lifecycle = slot?.lifecycle ?? r.lifecycle;
   if (lifecycle === "teardown_incomplete") return "teardown_incomplete";
+  // One story about leftovers (issue 35 item 3): what the provider's API
+  // could not delete and a person must (a Docker volume with its data) is
+  // something to clean, counted here, never "no slot needs attention".
+  if (r.cleanup) return "to_clean";
   if (lifecycle === "retired") return "retired";
   // A job cancelled before any step ran changed nothing: no trouble.
   const rec = slot?.recovery;
@@ -96,17 +102,14 @@ export function RemainingPage() {
             <tbody>
               {shown.map(({ r, problem }) => (
                 <tr key={`${r.slot}:${r.resource.kind}:${r.resource.id}`} data-testid="remaining-row" data-problem={problem ?? ""} className={problem ? "row-problem" : undefined}>
-                  <td data-label={t("remaining.slot")}>
+                  <td data-label={t("remaining.slot")} className="nowrap">
                     <Link href={`/slots/${encodeURIComponent(r.slot)}`}>{r.slot}</Link>
                   </td>
                   <td data-label={t("remaining.state")}>
                     {problem ? (
-                      <span className="badge state-bad">
-                        <span aria-hidden="true">⚠ </span>
-                        {t(`remaining.problem.${problem}`)}
-                      </span>
+                      <StateBadge tone={problem === "to_clean" ? "soon" : "attention"}>{t(`remaining.problem.${problem}`)}</StateBadge>
                     ) : (
-                      <span className="badge">{t.dyn("lifecycle", r.lifecycle)}</span>
+                      <StateBadge tone={slotTone(r.lifecycle)}>{t.dyn("lifecycle", r.lifecycle)}</StateBadge>
                     )}
                   </td>
                   <td data-label={t("remaining.kind")}>{t.dyn("res", r.resource.kind)}</td>
@@ -114,8 +117,18 @@ export function RemainingPage() {
                     <ResourceId r={r.resource} project={slots.get(r.slot)?.project_uuid} />
                     {r.resource.name && r.resource.name !== r.resource.id ? <span className="muted"> {resourceName(r.resource, t)}</span> : null}
                     {r.cleanup && (
-                      <div className="muted" data-testid="cleanup">
-                        {r.cleanup}
+                      // Worded from the code; the command alone is offered to copy (issue 35).
+                      <div className="cleanup" data-testid="cleanup">
+                        {r.cleanup_code === "docker_volume_rm" && r.cleanup_command ? (
+                          <>
+                            <span className="small">{t("remaining.cleanup.docker_volume_rm")}</span> <code>{r.cleanup_command}</code>{" "}
+                            <CopyButton text={r.cleanup_command} testId="copy-cleanup" />
+                          </>
+                        ) : r.cleanup_code === "bind_mount_rm" ? (
+                          <span className="small">{t("remaining.cleanup.bind_mount_rm", { dir: r.resource.id })}</span>
+                        ) : (
+                          <span className="small">{r.cleanup}</span>
+                        )}
                       </div>
                     )}
                     {r.delete_accepted_at && (

@@ -102,6 +102,7 @@ describe("slot page", () => {
   });
 
   it("cancelling the confirmation sends nothing", async () => {
+    putSlot(slot({ lifecycle: "vacant", occupant: undefined, deadline: undefined, revision: 9, position: 99 }));
     mount();
     await flush();
     fireEvent.click(screen.getByTestId("teardown"));
@@ -189,6 +190,17 @@ describe("slot page by role", () => {
     expect(screen.getByTestId("read-only").textContent).toMatch(/viewer/);
   });
 
+  it("a retired slot offers nothing, says why without blaming the role, and lists no repository (issue 35 item 6)", async () => {
+    as("admin");
+    putSlot(slot({ lifecycle: "retired", occupant: undefined, deadline: undefined, revision: 9, position: 99 }));
+    mount();
+    await flush();
+    expect(present()).toEqual([]);
+    expect(screen.queryByTestId("read-only")).toBeNull();
+    expect(screen.getByTestId("retired-note").textContent).toMatch(/retired/);
+    expect(screen.queryByText("Repository")).toBeNull();
+  });
+
   it("a member may extend and release their own slot, but not tear down or promote", async () => {
     as("member");
     mount();
@@ -207,7 +219,9 @@ describe("slot page by role", () => {
     as("operator", "olga");
     mount();
     await flush();
-    expect(present()).toEqual(["extend", "release", "teardown", "promote"]);
+    // No Teardown on an occupied slot: the server refuses it (issue 35 item 7); the page says why.
+    expect(present()).toEqual(["extend", "release", "promote"]);
+    expect(screen.getByTestId("teardown-after-release").textContent).toMatch(/release it first/);
     fireEvent.click(screen.getByTestId("release"));
     await flush();
     const confirm = screen.getByTestId("confirm") as HTMLButtonElement;

@@ -1,4 +1,7 @@
 import { useState } from "react";
+import { Button } from "../ui/Button";
+import { StateBadge } from "../ui/Badge";
+import { slotTone } from "../ui/tone";
 import { Link, useLocation } from "wouter";
 import { RESUMABLE_STATES, jobsService, type JobView } from "../services/jobs";
 import { slotsService, type SlotView } from "../services/slots";
@@ -18,7 +21,7 @@ import { announce } from "../live/announce";
 import { putSlot, useSlot } from "../live/store";
 import { serverNow } from "../live/clock";
 import { useCommand } from "../live/useCommand";
-import { ResourceId } from "../components/ResourceId";
+import { CopyButton, ResourceId } from "../components/ResourceId";
 import { useLoad } from "../live/useLoad";
 import { SlotMoment, SlotTimeline } from "../replay/SlotAsOf";
 import { OutcomeNotice } from "../components/OutcomeNotice";
@@ -84,10 +87,15 @@ function SlotDetail({ slot }: { slot: SlotView }) {
     announce(t("job.resumed"));
     navigate(`/jobs/${encodeURIComponent(r.job_id)}`);
   };
+  // Offered only where it can succeed (issue 35 item 7): the server tears
+  // down a slot nobody occupies (backend/slots canStart), so an occupied
+  // slot says "release it first" instead of a Teardown that dead-ends.
+  const canTeardown = slot.lifecycle === "vacant" || slot.lifecycle === "teardown_incomplete";
+  const retiredSlot = slot.lifecycle === "retired";
   const anyAction =
     (slot.lifecycle === "vacant" && may.occupy) ||
     (slot.lifecycle === "occupied" && (may.extend || may.release)) ||
-    (slot.lifecycle !== "retired" && (may.teardown || may.promote));
+    (!retiredSlot && (may.teardown || may.promote));
 
   const occupy = async () => {
     const s = await cmd.run(() => slotsService.occupy(slot.name, untilIn(hours), (may.occupyForOthers && by) || undefined));
@@ -127,9 +135,9 @@ function SlotDetail({ slot }: { slot: SlotView }) {
       </p>
       <div className="page-head">
         <h1 id="slot-title">{slot.name}</h1>
-        <span className={`badge lc lc-${slot.lifecycle}`} data-testid="slot-lifecycle">
+        <StateBadge tone={slotTone(slot.lifecycle)} className={`lc lc-${slot.lifecycle}`} data-testid="slot-lifecycle">
           {t.dyn("lifecycle", slot.lifecycle)}
-        </span>
+        </StateBadge>
       </div>
       <AppStatus slot={slot} />
       <OutcomeNotice where={`slot:${slot.name}`} />
@@ -148,9 +156,9 @@ function SlotDetail({ slot }: { slot: SlotView }) {
         >
           {resumable && (
             <div className="actions">
-              <button type="button" disabled={cmd.pending} onClick={() => void resume()} data-testid="resume">
+              <Button variant="primary" disabled={cmd.pending} onClick={() => void resume()} data-testid="resume">
                 {t("job.resume")}
-              </button>
+              </Button>
               <span className="muted small">{t("slot.resume_hint")}</span>
             </div>
           )}
@@ -174,10 +182,15 @@ function SlotDetail({ slot }: { slot: SlotView }) {
             t("slot.no_deadline")
           )}
         </dd>
-        <dt>{t("slot.repo")}</dt>
-        <dd>
-          {slot.repo.project}/{slot.repo.slug} ({t("slot.branch")} {slot.branch || "main"})
-        </dd>
+        {!retiredSlot && (
+          // A retired slot's repository was deleted by its teardown: not listed as its own.
+          <>
+            <dt>{t("slot.repo")}</dt>
+            <dd>
+              {slot.repo.project}/{slot.repo.slug} ({t("slot.branch")} {slot.branch || "main"})
+            </dd>
+          </>
+        )}
         <dt>{t("slot.template")}</dt>
         <dd>
           {slot.template_repo.project}/{slot.template_repo.slug}@{slot.template_ref}
@@ -217,7 +230,13 @@ function SlotDetail({ slot }: { slot: SlotView }) {
       )}
 
       <h2>{t("slot.actions")}</h2>
-      {!anyAction && (
+      {retiredSlot && (
+        // Nobody can change a retired slot: not a matter of role (issue 35 item 6).
+        <p className="muted" data-testid="retired-note">
+          {t("slot.retired_note")}
+        </p>
+      )}
+      {!anyAction && !retiredSlot && (
         <p className="muted" data-testid="read-only">
           {t("auth.read_only", { role: t.dyn("role", subject?.role ?? "") })}
         </p>
@@ -253,10 +272,15 @@ function SlotDetail({ slot }: { slot: SlotView }) {
             {t("slot.release")}
           </button>
         )}
-        {slot.lifecycle !== "retired" && may.teardown && (
+        {canTeardown && may.teardown && (
           <button type="button" className="danger" disabled={cmd.pending || busy} onClick={() => setConfirm({ kind: "teardown" })} data-testid="teardown">
             {t("slot.teardown")}
           </button>
+        )}
+        {slot.lifecycle === "occupied" && may.teardown && (
+          <span className="muted small" data-testid="teardown-after-release">
+            {t("slot.teardown_after_release")}
+          </span>
         )}
       </div>
       {slot.lifecycle === "occupied" && may.extend && !busy && <EarlierDeadline slot={slot} />}
@@ -306,6 +330,19 @@ function SlotDetail({ slot }: { slot: SlotView }) {
               <li key={`${r.kind}:${r.id}`} data-resource={`${r.kind}:${r.id}`} data-deleting={del ? "true" : undefined}>
                 {t.dyn("res", r.kind)} <ResourceId r={r} project={slot.project_uuid} />
                 {r.name && r.name !== r.id ? ` ${resourceName(r, t)}` : ""}
+                {r.kind === "docker_volume" && (
+                  // Left on the server for a person to clean: the same story as the job and the Remaining page (issue 35 item 3).
+                  <div className="cleanup" data-testid="slot-cleanup">
+                    {r.id.startsWith("/") ? (
+                      <span className="small">{t("remaining.cleanup.bind_mount_rm", { dir: r.id })}</span>
+                    ) : (
+                      <>
+                        <span className="small">{t("remaining.cleanup.docker_volume_rm")}</span> <code>{`docker volume rm ${r.id}`}</code>{" "}
+                        <CopyButton text={`docker volume rm ${r.id}`} testId="copy-cleanup" />
+                      </>
+                    )}
+                  </div>
+                )}
                 {del && (
                   <>
                     {" "}

@@ -101,6 +101,13 @@ describe("release wait view", () => {
     expect(screen.getByRole("button", { name: "Cancel job" })).toBeTruthy();
   });
 
+  it("a reset the deadline started is titled as such, not as a release (issue 35 item 6)", async () => {
+    goLive();
+    mount(async () => jsonResponse(job({ requested_by: "system:deadline", not_before: "2026-01-01T00:05:00Z" })));
+    await settle();
+    expect(screen.getByRole("heading", { level: 1 }).textContent).toBe("Automatic reset of s1: its deadline passed");
+  });
+
   it("shows steps arriving live while running", async () => {
     goLive();
     mount(async () => jsonResponse(job({ not_before: "2025-12-31T23:59:00Z" })));

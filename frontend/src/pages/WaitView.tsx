@@ -17,7 +17,7 @@ import { jobTabState, useTab } from "../live/tabState";
 import { waitPhase } from "./waitPhase";
 import { FailureSentence, failureOf } from "../components/Recovery";
 import { setOutcome } from "../live/outcome";
-import { jobStart } from "../components/jobText";
+import { workedMs } from "../components/jobText";
 import { formatSpan } from "../format";
 
 /**
@@ -75,7 +75,7 @@ export function WaitView({ id }: { id: string }) {
     if (doneSlot === undefined || !job) return;
     // The moment of success goes with the person to the slot page: "Done —
     // the reset of X finished in 1.3 s; the slot is vacant" (issue 27 item 5).
-    const took = job.ended_at ? formatSpan(Date.parse(job.ended_at) - jobStart(job), t) : "";
+    const took = job.ended_at ? formatSpan(workedMs(job, Date.parse(job.ended_at)), t) : "";
     setOutcome({ where: `slot:${doneSlot}`, text: t("outcome.reset", { slot: doneSlot, time: took }) });
     navigate(`/slots/${encodeURIComponent(doneSlot)}`);
   }, [doneSlot, navigate, job, t]);
@@ -83,7 +83,10 @@ export function WaitView({ id }: { id: string }) {
   const slot = job?.slot ?? "";
   return (
     <section aria-labelledby="wait-title" data-testid="wait-view" data-phase={phase.kind}>
-      <h1 id="wait-title">{t(phase.kind === "cancelled" ? "wait.title_cancelled" : "wait.title", { slot })}</h1>
+      <h1 id="wait-title">
+        {/* A reset the deadline started is no "release" (issue 35 item 6). */}
+        {t(phase.kind === "cancelled" ? "wait.title_cancelled" : job?.requested_by === "system:deadline" ? "wait.title_deadline" : "wait.title", { slot })}
+      </h1>
       <div className={`wait-status wait-${phase.kind}`} data-testid="wait-status">
         {phase.kind === "checking" && <p>{t("wait.checking")}</p>}
         {phase.kind === "grace" && (

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { slot } from "../test/fakes";
-import { attention, boardCounts, boardEntries, holdsFrom, nextFreeSlot } from "./boardModel";
+import { attention, boardCounts, boardEntries, holdsFrom, nextFreeSlot, unready } from "./boardModel";
 
 const now = Date.parse("2026-01-01T12:00:00Z");
 const inMin = (m: number) => new Date(now + m * 60_000).toISOString();
@@ -35,7 +35,8 @@ describe("board model", () => {
 
   it("a job cancelled before it started needs no attention; an overdue deadline does", () => {
     expect(attention(slots[6], now)).toEqual([]);
-    expect(attention(slot({ lifecycle: "occupied", deadline: inMin(-5) }), now)).toEqual(["deadline_soon"]);
+    expect(attention(slot({ lifecycle: "occupied", deadline: inMin(-5) }), now)).toEqual(["overdue"]);
+    expect(attention(slot({ lifecycle: "occupied", deadline: inMin(30) }), now)).toEqual(["deadline_soon"]);
     expect(attention(slot({ lifecycle: "occupied", deadline: inMin(61) }), now)).toEqual([]);
   });
 
@@ -43,11 +44,23 @@ describe("board model", () => {
     expect(boardEntries(slots, { text: "AMY" }, now, bob).map((e) => e.slot.name)).toEqual(["slot-20", "slot-3"]);
     expect(boardEntries(slots, { text: "", mine: true }, now, bob).map((e) => e.slot.name)).toEqual(["slot-1"]);
     expect(boardEntries(slots, { text: "", lifecycle: "vacant" }, now, bob).map((e) => e.slot.name)).toEqual(["slot-2", "slot-10", "slot-21"]);
-    expect(boardEntries(slots, { text: "", attention: true }, now, bob)).toHaveLength(3);
+    // A deadline within the hour is a warning, not "needs attention" (issue 35 item 1).
+    expect(boardEntries(slots, { text: "", attention: true }, now, bob).map((e) => e.slot.name)).toEqual(["slot-20", "slot-9"]);
     expect(boardEntries(slots, { text: "zzz" }, now, bob)).toEqual([]);
     const c = boardCounts(slots, now, bob);
     expect(Object.fromEntries(c.lifecycle)).toEqual({ vacant: 3, occupied: 3, teardown_incomplete: 1 });
-    expect([c.attention, c.mine]).toEqual([3, 1]);
+    expect([c.attention, c.mine]).toEqual([2, 1]);
+  });
+
+  it("the next free slot is a ready one before a never-reset one (issue 35 item 5)", () => {
+    const ready = slot({ name: "slot-30", lifecycle: "vacant", occupant: undefined, ready: true });
+    expect(nextFreeSlot([...slots, ready])?.name).toBe("slot-30");
+    expect(unready(slots[1])?.code).toBe("never_reset");
+    expect(unready(ready)).toBeUndefined();
+    expect(unready(slot({ lifecycle: "vacant", occupant: undefined, missing_code: "not_healthy", missing_args: { status: "exited" } }))).toEqual({
+      code: "not_healthy",
+      args: { status: "exited" },
+    });
   });
 
   it("the next free slot is the first vacant one in natural order", () => {

@@ -4,9 +4,19 @@ import type { SlotView } from "../services/slots";
 import { ownsSlot, type Subject } from "../auth/roles";
 import { naturalCompare, untouched } from "../format";
 
-/** Why a slot needs a person's attention, most urgent first. */
-export const ATTENTION = ["uncertain", "failed", "interrupted", "teardown_incomplete", "deadline_soon"] as const;
+/**
+ * Why a card is flagged, most urgent first. All but deadline_soon "need
+ * attention" (issue 35: failed, interrupted, uncertain, teardown
+ * incomplete, overdue — red, counted in the chip); a deadline within the
+ * hour that has not passed is a warning (amber), sorted after them.
+ */
+export const ATTENTION = ["uncertain", "failed", "interrupted", "teardown_incomplete", "overdue", "deadline_soon"] as const;
 export type Attention = (typeof ATTENTION)[number];
+
+/** needsAttention: whether the reasons include one that needs a person now (not only a near deadline). */
+export function needsAttention(a: readonly Attention[]): boolean {
+  return a.some((x) => x !== "deadline_soon");
+}
 
 /** The lead time under which a deadline counts as "within the hour". */
 export const SOON_MS = 3_600_000;
@@ -34,7 +44,8 @@ export function attention(s: SlotView, now: number): Attention[] {
   if (s.lifecycle === "teardown_incomplete") out.push("teardown_incomplete");
   if (s.lifecycle === "occupied" && s.deadline) {
     const d = Date.parse(s.deadline);
-    if (!Number.isNaN(d) && d - now <= SOON_MS) out.push("deadline_soon");
+    if (!Number.isNaN(d) && d <= now) out.push("overdue");
+    else if (!Number.isNaN(d) && d - now <= SOON_MS) out.push("deadline_soon");
   }
   return out;
 }
@@ -70,7 +81,7 @@ export function boardEntries(slots: Iterable<SlotView>, f: BoardFilter, now: num
     const mine = ownsSlot(subject, s);
     if (f.mine && !mine) continue;
     const a = attention(s, now);
-    if (f.attention && a.length === 0) continue;
+    if (f.attention && !needsAttention(a)) continue;
     out.push({ slot: s, attention: a, mine });
   }
   return out.sort((x, y) => rank(x.attention) - rank(y.attention) || naturalCompare(x.slot.name, y.slot.name));
@@ -87,7 +98,7 @@ export function boardCounts(slots: Iterable<SlotView>, now: number, subject: Sub
   const c: BoardCounts = { lifecycle: new Map(), attention: 0, mine: 0 };
   for (const s of slots) {
     c.lifecycle.set(s.lifecycle, (c.lifecycle.get(s.lifecycle) ?? 0) + 1);
-    if (attention(s, now).length > 0) c.attention++;
+    if (needsAttention(attention(s, now))) c.attention++;
     if (ownsSlot(subject, s)) c.mine++;
   }
   return c;
@@ -121,14 +132,40 @@ export function holdsFrom(
   return m;
 }
 
+/** Readiness codes (projections.Missing*): why a vacant slot is not ready. */
+export type Readiness = "never_reset" | "no_template" | "no_template_reset" | "not_healthy" | "reset_incomplete";
+
+/**
+ * unready says why a vacant slot is not ready for its next occupant, as a
+ * code (undefined: it is ready, or not vacant). A server without
+ * missing_code is read from what the view says (no template; a reset or
+ * not), so a first visit never shows server English.
+ */
+export function unready(s: SlotView): { code: Readiness; args: Record<string, string> } | undefined {
+  if (s.lifecycle !== "vacant" || s.ready) return undefined;
+  if (s.missing_code) return { code: s.missing_code as Readiness, args: s.missing_args ?? {} };
+  const reset = s.latest_jobs?.reset !== undefined;
+  if (s.has_template === false) return { code: reset ? "no_template_reset" : "no_template", args: {} };
+  if (s.deployed) return { code: "not_healthy", args: { status: s.deployed.status } };
+  return { code: reset ? "reset_incomplete" : "never_reset", args: {} };
+}
+
 /** nextFreeSlot is the first vacant slot in natural order, with no job on it and not held for someone else. */
 export function nextFreeSlot(slots: Iterable<SlotView>, holds: ReadonlyMap<string, Hold> = new Map()): SlotView | undefined {
+  // A ready slot first (issue 35 item 5): a never-reset one only when no
+  // ready one is free, and then the board says so.
   let best: SlotView | undefined;
   for (const s of slots) {
     if (s.lifecycle !== "vacant" || s.active_job) continue;
     const h = holds.get(s.name);
     if (h && !h.mine) continue;
-    if (!best || naturalCompare(s.name, best.name) < 0) best = s;
+    if (!best) {
+      best = s;
+      continue;
+    }
+    const rs = unready(s) === undefined;
+    const rb = unready(best) === undefined;
+    if ((rs && !rb) || (rs === rb && naturalCompare(s.name, best.name) < 0)) best = s;
   }
   return best;
 }

@@ -3,7 +3,7 @@
 // here is the answer, not an expired session.
 import * as v from "valibot";
 import { nothing, request } from "./http";
-import { decoder, optStr, str } from "./wire";
+import { decoder, int, optStr, str } from "./wire";
 
 export const Subject = v.object({ id: str, name: str, role: str });
 
@@ -16,6 +16,8 @@ export const LoginAnswer = v.object({
   /** Sign-in methods the server offers: "local", "oidc" when configured, "demo" in the loopback demo (me only). */
   methods: v.optional(v.array(str)),
   links: v.optional(ProviderLinks),
+  /** The engine's timeouts (issue 35): the job page counts a running step down to its timeout. */
+  limits: v.optional(v.object({ step_timeout_ms: v.optional(int), job_timeout_ms: v.optional(int) })),
   /** password_change: a local account with a known password (not a token, single sign-on or the demo's demo-admin). */
   password_change: v.optional(v.boolean()),
 });

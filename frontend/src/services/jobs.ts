@@ -73,6 +73,8 @@ export const StepView = v.object({
   detail: optStr,
   /** The detail as a code when it is one of the server's own sentences (events.Detail*); format.stepDetail words it. */
   detail_code: optStr,
+  /** detail_code's parts (issue 35). */
+  detail_args: v.optional(strMap),
   /** What the step left on the server (its API cannot delete it), with the manual clean-up. */
   left_on_server: v.optional(v.array(LeftVolume)),
   /** The phase of the step's wait on the provider (issue 32), as last recorded. */

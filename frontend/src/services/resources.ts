@@ -20,7 +20,7 @@ export const Resource = v.object({
   name: optStr,
   /** A name the server wrote as a description, as a code (events.Name*) and its parts; format.resourceName words it. */
   name_code: optStr,
-  name_args: v.optional(v.object({ branch: optStr, template: optStr, app: optStr })),
+  name_args: v.optional(v.object({ branch: optStr, template: optStr, app: optStr, deployment: optStr })),
 });
 export type Resource = v.InferOutput<typeof Resource>;
 
@@ -36,6 +36,9 @@ export const RemainingResource = v.object({
   delete_accepted_at: optStr,
   /** For a Docker volume left on the server: the manual step that removes it. */
   cleanup: optStr,
+  /** cleanup as a code (projections.Cleanup*) and the shell command alone (issue 35). */
+  cleanup_code: optStr,
+  cleanup_command: optStr,
 });
 export type RemainingResource = v.InferOutput<typeof RemainingResource>;
 

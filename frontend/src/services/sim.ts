@@ -12,6 +12,10 @@ export const SimFault = v.object({
   endpoint: optStr,
   path_pattern: optStr,
   resource: optStr,
+  /** Any of these resource ids: a fault aimed at one slot (issue 35 item 4). */
+  resources: v.optional(v.nullable(v.array(v.string()))),
+  /** Only the calls of this job (its X-Slotkeeper-Job). */
+  job: optStr,
   status: v.optional(int),
   latency: v.optional(v.number()),
   hang: v.optional(v.boolean()),

@@ -99,6 +99,9 @@ export const SlotView = v.object({
   ready: v.optional(v.boolean()),
   /** For a vacant slot that is not ready: what it lacks. */
   missing: v.optional(v.array(str)),
+  /** The same as a code (projections.Missing*) and its arguments, worded by the dictionaries (issue 35). */
+  missing_code: optStr,
+  missing_args: v.optional(strMap),
 });
 export type SlotView = v.InferOutput<typeof SlotView>;
 

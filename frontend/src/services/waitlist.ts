@@ -5,7 +5,7 @@
 import * as v from "valibot";
 import { enc, request } from "./http";
 import { slotsService } from "./slots";
-import { decoder, int, list, optStr, str } from "./wire";
+import { decoder, int, list, optStr, str, strMap } from "./wire";
 
 export const Estimate = v.object({
   /** null: unknown (no data to estimate from). */
@@ -13,6 +13,9 @@ export const Estimate = v.object({
   at: optStr,
   /** How the estimate was computed, or why it is unknown. */
   basis: str,
+  /** basis as a code and its parts (issue 35), worded by the dictionaries. */
+  basis_code: optStr,
+  basis_args: v.optional(strMap),
 });
 export type Estimate = v.InferOutput<typeof Estimate>;
 

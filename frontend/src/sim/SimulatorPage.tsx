@@ -10,6 +10,9 @@ import { announce } from "../live/announce";
 import { useCommand } from "../live/useCommand";
 import { useLoad } from "../live/useLoad";
 import { simService, type SimFault } from "../services/sim";
+import type { SlotView } from "../services/slots";
+import { useSlots } from "../live/store";
+import { naturalCompare } from "../format";
 
 /**
  * ENDPOINTS are the simulators' route names (backend/providers/sim/sim.go,
@@ -34,8 +37,21 @@ type Effect = "403" | "404" | "500" | "503" | "hang" | "latency" | "reset";
 const EFFECTS: readonly Effect[] = ["403", "500", "503", "404", "hang", "latency", "reset"];
 
 
-function faultBody(endpoint: string, effect: Effect, times: number): Omit<SimFault, "id"> & { latency_ms?: number } {
-  const base = { endpoint, times };
+/**
+ * slotResources are the ids a slot's provider calls name (the simulators'
+ * request resource: a Coolify uuid, "PROJECT/slug" for Bitbucket and git),
+ * so a fault aimed at the slot hits its jobs and no other slot's.
+ */
+export function slotResources(s: SlotView): string[] {
+  return [s.app_uuid, s.db_uuid, s.project_uuid, `${s.repo.project}/${s.repo.slug}`].filter((x) => x !== "" && x !== "/");
+}
+
+/** Target: whose calls the fault hits — anyone's, one slot's, or one job's. */
+export type Target = { kind: "any" } | { kind: "slot"; slot: SlotView } | { kind: "job"; job: string };
+
+export function faultBody(endpoint: string, effect: Effect, times: number, target: Target = { kind: "any" }): Omit<SimFault, "id"> & { latency_ms?: number } {
+  const aim = target.kind === "slot" ? { resources: slotResources(target.slot) } : target.kind === "job" ? { job: target.job } : {};
+  const base = { endpoint, times, ...aim };
   switch (effect) {
     case "hang":
       return { ...base, hang: true };
@@ -56,7 +72,19 @@ export function SimulatorPage() {
   const [endpoint, setEndpoint] = useState(ENDPOINTS[4]?.endpoint ?? "");
   const [effect, setEffect] = useState<Effect>("403");
   const [times, setTimes] = useState(1);
+  // Aimed at a slot by default (issue 35 item 4): in the demo, deadline
+  // resets of other slots took a fault meant for the slot being tried.
+  const slots = useSlots();
+  const names = [...slots.keys()].sort(naturalCompare);
+  const [chosen, setAim] = useState<string>("");
+  // Until one is chosen: the first occupied slot, the one the recipe releases.
+  const firstTaken = names.find((n) => slots.get(n)?.lifecycle === "occupied");
+  const aim = chosen || (firstTaken ? `slot:${firstTaken}` : "any");
+  const [jobId, setJobId] = useState("");
+  const aimSlot = aim.startsWith("slot:") ? slots.get(aim.slice(5)) : undefined;
+  const target: Target = aim === "job" && jobId.trim() ? { kind: "job", job: jobId.trim() } : aimSlot ? { kind: "slot", slot: aimSlot } : { kind: "any" };
   const stepOf = (e: string | undefined) => ENDPOINTS.find((x) => x.endpoint === e)?.step;
+  const slotOf = (ids: readonly string[]) => [...slots.values()].find((s) => slotResources(s).some((id) => ids.includes(id)))?.name ?? ids[0] ?? "";
   const describe = (f: SimFault): string => {
     const what = f.hang
       ? t("sim.effect.hang")
@@ -68,7 +96,8 @@ export function SimulatorPage() {
             ? t("sim.effect.latency")
             : t("sim.effect.other");
     const step = stepOf(f.endpoint);
-    return `${what} · ${f.endpoint ?? f.path_pattern ?? ""}${step ? ` (${t.dyn("step", step)})` : ""} · ${f.times ? t("sim.times_left", { n: f.times }) : t("sim.until_cleared")}`;
+    const aimed = f.job ? ` · ${t("sim.aimed_job", { job: f.job })}` : f.resources?.length ? ` · ${t("sim.aimed_slot", { slot: slotOf(f.resources) })}` : ` · ${t("sim.aim_any")}`;
+    return `${what} · ${f.endpoint ?? f.path_pattern ?? ""}${step ? ` (${t.dyn("step", step)})` : ""}${aimed} · ${f.times ? t("sim.times_left", { n: f.times }) : t("sim.until_cleared")}`;
   };
   if (faults.error?.notFound) {
     return (
@@ -93,7 +122,7 @@ export function SimulatorPage() {
         className="admin-form"
         onSubmit={(e) => {
           e.preventDefault();
-          void cmd.run(() => simService.add(faultBody(endpoint, effect, times))).then((r) => {
+          void cmd.run(() => simService.add(faultBody(endpoint, effect, times, target))).then((r) => {
             if (!r) return;
             announce(t("sim.injected"));
             setN((x) => x + 1);
@@ -120,6 +149,24 @@ export function SimulatorPage() {
             ))}
           </select>
         </label>
+        <label>
+          {t("sim.aim")}
+          <select value={aim} onChange={(e) => setAim(e.target.value)} data-testid="sim-aim">
+            <option value="any">{t("sim.aim_any")}</option>
+            {names.map((n) => (
+              <option key={n} value={`slot:${n}`}>
+                {t("sim.aim_slot", { slot: n })}
+              </option>
+            ))}
+            <option value="job">{t("sim.aim_job")}</option>
+          </select>
+        </label>
+        {aim === "job" && (
+          <label>
+            {t("sim.job_id")}
+            <input value={jobId} onChange={(e) => setJobId(e.target.value)} data-testid="sim-job" required />
+          </label>
+        )}
         <label>
           {t("sim.times")}
           <input type="number" min={0} max={100} value={times} onChange={(e) => setTimes(Math.max(0, Number(e.target.value) || 0))} data-testid="sim-times" />

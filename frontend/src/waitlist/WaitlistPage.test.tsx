@@ -95,8 +95,10 @@ async function settle() {
   });
 }
 
+let history: string[] = [];
 function mount() {
-  const mem = memoryLocation({ path: "/waitlist" });
+  const mem = memoryLocation({ path: "/waitlist", record: true });
+  history = mem.history;
   render(
     <Router hook={mem.hook}>
       <WaitlistPage />
@@ -163,6 +165,8 @@ describe("waitlist page", () => {
     await settle();
     const post = calls.find((c) => c.method === "POST");
     expect(post).toMatchObject({ url: "/api/waitlist/11111111-1111-1111-1111-111111111111/accept", csrf: "tok-1" });
+    // Accepted: the page goes to the slot (issue 35 item 10), not to the join form.
+    expect(history[history.length - 1]).toBe("/slots/s2");
   });
 
   it("warns before my slot's deadline and extends it", async () => {

@@ -3,12 +3,13 @@
 // with an extend button, the join form when nothing is free, and the queue
 // for everyone. Live: reloaded when the stream shows a relevant event.
 import { useEffect, useRef, useState } from "react";
-import { Link } from "wouter";
+import { Link, useLocation } from "wouter";
+import { setOutcome } from "../live/outcome";
 import { CommandError } from "../components/CommandError";
 import { Countdown } from "../components/Countdown";
-import { formatDuration, formatGoDuration, formatTime } from "../format";
+import { formatDuration, formatGoDuration, formatTime, known } from "../format";
 import { useSubject } from "../auth/session";
-import { useT } from "../i18n";
+import { useT, type T } from "../i18n";
 import { announce } from "../live/announce";
 import { useSlots } from "../live/store";
 import { useCommand } from "../live/useCommand";
@@ -21,11 +22,20 @@ export const EXTEND_BY_MS = 60 * 60 * 1000;
 
 const DURATIONS = ["1h", "2h", "4h", "8h", "24h"];
 
+/** estimateBasis says how an estimate was made in the reader's language (basis_code); an older server's English as written. */
+function estimateBasis(e: Estimate, t: T): string {
+  const key = `waitlist.basis.${e.basis_code}`;
+  if (!e.basis_code || !known(key)) return e.basis;
+  const args = { ...e.basis_args };
+  if (args.median) args.median = formatGoDuration(args.median, t);
+  return t(key, args);
+}
+
 function EstimateText({ e }: { e: Estimate }) {
   const t = useT();
   if (e.seconds === null || !e.at) {
     return (
-      <span data-testid="estimate" title={e.basis}>
+      <span data-testid="estimate" title={estimateBasis(e, t)}>
         {t("waitlist.estimate_unknown")}
       </span>
     );
@@ -77,6 +87,17 @@ function Warnings({ warnings, focusSlot, reload }: { warnings: DeadlineWarning[]
 function MyEntry({ entry, reload }: { entry: WaitlistEntry; reload: () => void }) {
   const t = useT();
   const cmd = useCommand();
+  const [, navigate] = useLocation();
+  // Accepting lands on the slot (issue 35 item 10): the entry leaves the
+  // waitlist, so staying here showed the join form's "every slot is taken".
+  const accept = (slot: string) =>
+    void cmd.run(() => waitlistService.accept(entry.id)).then((r) => {
+      if (r === undefined) return;
+      const said = t("waitlist.accepted", { slot });
+      announce(said);
+      setOutcome({ where: `slot:${slot}`, text: said });
+      navigate(`/slots/${encodeURIComponent(slot)}`);
+    });
   const act = (fn: () => Promise<unknown>, said: string) =>
     void cmd.run(fn).then((r) => {
       if (r !== undefined) {
@@ -95,7 +116,7 @@ function MyEntry({ entry, reload }: { entry: WaitlistEntry; reload: () => void }
           </p>
           <button
             disabled={cmd.pending}
-            onClick={() => act(() => waitlistService.accept(entry.id), t("waitlist.accepted", { slot: entry.offer?.slot ?? "" }))}
+            onClick={() => accept(entry.offer?.slot ?? "")}
             data-testid="accept"
           >
             {t("waitlist.accept")}
@@ -109,7 +130,7 @@ function MyEntry({ entry, reload }: { entry: WaitlistEntry; reload: () => void }
           {t("waitlist.position", { n: entry.position })} · {t("waitlist.estimate")} <EstimateText e={entry.estimated_wait} />
           <br />
           <small className="muted" data-testid="estimate-basis">
-            {entry.estimated_wait.basis}
+            {estimateBasis(entry.estimated_wait, t)}
           </small>
         </p>
       )}

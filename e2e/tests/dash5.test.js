@@ -1,0 +1,132 @@
+// Issue 35 against the real server: a simulator fault aimed at one slot is
+// not taken by another slot's reset (item 4); the job page is a timeline
+// (item 8); and no sentence of the server's English reaches a Korean page
+// (item 2) — board, slot, job (every timeline row unfolded), jobs list,
+// remaining resources, waitlist. Each page in en and ko on a desktop and a
+// 390 px phone, with axe and a screenshot under artifacts/ (dash5-*).
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+import { openBrowser, shot } from "../lib/browser.js";
+import { Server } from "../lib/server.js";
+import { prepareAuth, signIn } from "../lib/auth.js";
+import { openPage, serverFlags, SIZES, WAYS } from "../lib/app.js";
+import { expectNoSeriousViolations } from "../lib/a11y.js";
+
+let server;
+let browser;
+
+before(async () => {
+  server = new Server({ flags: serverFlags({ "step-timeout": "45s" }) });
+  prepareAuth(server, { name: "e2e-admin", role: "admin" });
+  await server.start();
+  browser = await openBrowser();
+  await signIn(browser.context, server);
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.close();
+});
+
+const open = (route, opts) => openPage(browser, server, route, { timeout: 60_000, ...opts });
+const slots = async () => (await server.api("GET", "/api/slots")).slots;
+const inHours = (h) => new Date(Date.now() + h * 3_600_000).toISOString();
+
+/** serverEnglish finds the function words of an English sentence; ids, names and product names are never one. */
+function serverEnglish(text) {
+  return text.match(/\b(the|of|to|is|are|not|and|with|from|its|was|yet|by|for|that|this|has|been)\b/gi) ?? [];
+}
+
+async function done(page, name, lang, size) {
+  await shot(page, `dash5-${name}-${lang}-${size}`);
+  await expectNoSeriousViolations(page, `${name} ${lang} ${size}`);
+  if (size === "phone") {
+    const wide = await page.evaluate(() => document.documentElement.scrollWidth);
+    assert.ok(wide <= SIZES.phone.width, `${name} ${lang}: ${wide} px wide on a 390 px phone`);
+  }
+  await page.close();
+}
+
+/** occupiedPair returns two slots, occupied (made so), with no job on them. */
+async function occupiedPair() {
+  const all = (await slots()).filter((s) => !s.active_job && (s.lifecycle === "vacant" || s.lifecycle === "occupied"));
+  assert.ok(all.length >= 2, "two free or occupied slots");
+  const pair = all.slice(0, 2);
+  for (const s of pair) if (s.lifecycle === "vacant") await server.api("POST", `/api/slots/${s.name}/occupy`, { until: inHours(4) });
+  return pair.map((s) => s.name);
+}
+
+let aimed; // { slot, job }: the reset the fault was aimed at (failed at delete_volumes)
+let other; // { slot, job }: the reset that ran beside it (succeeded)
+
+test("item 4: a fault aimed at one slot is not taken by another slot's reset", async () => {
+  const [x, y] = await occupiedPair();
+  const view = await server.api("GET", `/api/slots/${x}`);
+  const resources = [view.app_uuid, view.db_uuid, view.project_uuid, `${view.repo.project}/${view.repo.slug}`];
+  const fault = await server.api("POST", "/api/sim/faults", { endpoint: "coolify.DeleteStorage", status: 403, times: 1, resources });
+  try {
+    // The other slot's reset goes first: before issue 35 it took the fault.
+    const ry = await server.api("POST", `/api/slots/${y}/release`, { reason: "e2e: issue 35" });
+    const rx = await server.api("POST", `/api/slots/${x}/release`, { reason: "e2e: issue 35" });
+    other = { slot: y, job: ry.job_id };
+    aimed = { slot: x, job: rx.job_id };
+    // Wait on the page (the stream), not on a timer.
+    const page = await open(`/jobs/${ry.job_id}`, { selector: "[data-testid=job-page]" });
+    await page.waitForSelector('[data-testid=job-page][data-state="succeeded"]', { timeout: 120_000 });
+    await page.goto(page.url().replace(ry.job_id, rx.job_id));
+    await page.waitForSelector('[data-testid=job-page][data-state="failed"]', { timeout: 120_000 });
+    const failedRow = page.locator('[data-testid=tl-row][data-step="delete_volumes"]');
+    assert.equal(await failedRow.getAttribute("data-state"), "failed", "the aimed slot's reset failed at the volume delete");
+    await page.close();
+    const left = (await server.api("GET", "/api/sim/faults")).faults;
+    assert.ok(!left.some((f) => f.id === fault.id), "the fault was used up by the aimed slot's reset");
+  } finally {
+    await server.api("DELETE", `/api/sim/faults/${fault.id}`).catch(() => undefined);
+  }
+});
+
+test("item 8: the job page is a timeline — a bar per step and attempt, the grace period a wait, working and waiting time", async () => {
+  for (const [lang, size] of WAYS) {
+    const page = await open(`/jobs/${other.job}`, { lang, size, selector: '[data-testid=job-page][data-state="succeeded"] [data-testid=tl-row]' });
+    const rows = await page.$$eval("[data-testid=tl-row]", (els) => els.map((e) => [e.dataset.kind, e.dataset.wait ?? e.dataset.step, e.dataset.state]));
+    assert.deepEqual(rows[0], ["wait", "grace", "wait"], `the grace period first: ${JSON.stringify(rows)}`);
+    const work = rows.filter(([k]) => k === "work");
+    assert.ok(work.length >= 5 && work.every(([, , st]) => st === "done"), `every step done: ${JSON.stringify(rows)}`);
+    assert.equal(new Set(work.map(([, st]) => st)).size, work.length, "each step once (one attempt)");
+    assert.match(await page.textContent("[data-testid=tl-sum]"), lang === "ko" ? /작업 .+기다림 / : /working .+waiting /);
+    // The events are folded under the timeline.
+    assert.equal(await page.locator("[data-testid=history]").evaluate((d) => d.open), false, "the history is folded");
+    await done(page, "timeline", lang, size);
+  }
+});
+
+/** unfold opens every timeline row, so their details are on the page too. */
+async function unfold(page) {
+  for (const b of await page.$$("[data-testid=tl-toggle]")) await b.click();
+}
+
+test("item 2: no server English on a Korean page (board, slot, job, jobs, remaining, waitlist)", async () => {
+  const pages = [
+    ["board", "/", "[data-testid=slot-card]"],
+    ["slot", `/slots/${aimed.slot}`, "[data-testid=slot-page]"],
+    ["job-failed", `/jobs/${aimed.job}`, '[data-testid=job-page][data-state="failed"] [data-testid=tl-row]'],
+    ["job-succeeded", `/jobs/${other.job}`, '[data-testid=job-page][data-state="succeeded"] [data-testid=tl-row]'],
+    ["jobs", "/jobs", "[data-testid=jobs-row]"],
+    ["remaining", "/remaining", "[data-testid=remaining-summary]"],
+    ["waitlist", "/waitlist", "[data-testid=waitlist-page]"],
+  ];
+  for (const size of ["desktop", "phone"]) {
+    for (const [name, route, selector] of pages) {
+      const page = await open(route, { lang: "ko", size, selector });
+      if (name.startsWith("job-")) await unfold(page);
+      const text = await page.locator("main").innerText();
+      assert.deepEqual(serverEnglish(text), [], `${name}: English on a Korean page:\n${text}`);
+      await done(page, `ko-${name}`, "ko", size);
+    }
+  }
+  // The check can fail: the English page has these words.
+  const en = await open(`/jobs/${aimed.job}`, { lang: "en", selector: "[data-testid=tl-row]" });
+  await unfold(en);
+  assert.notDeepEqual(serverEnglish(await en.locator("main").innerText()), [], "the English page is English");
+  await en.close();
+});
