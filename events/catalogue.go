@@ -118,7 +118,7 @@ type NameArgs struct {
 	App      string `json:"app,omitempty"`
 	// Deployment is a Coolify deployment uuid (NameWaitDeployment).
 	Deployment string `json:"deployment,omitempty"`
-	// Target is a resource's kind and id (NameServerReachable).
+	// Target is the deleted resource's id (NameServerReachable).
 	Target string `json:"target,omitempty"`
 }
 

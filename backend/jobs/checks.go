@@ -116,7 +116,7 @@ func (a *attempt) databaseURL(ctx context.Context, dbID string) (string, error) 
 func (a *attempt) serverAfterDelete(ctx context.Context, t *events.SlotTemplate, kind, id string) ([]events.LeftOnServer, error) {
 	var down []providers.Server
 	res := &events.Resource{Kind: events.ResServer, Name: "is the server of " + kind + " " + id + " reachable after its delete",
-		NameCode: events.NameServerReachable, NameArgs: events.NameArgs{Target: kind + " " + id}}
+		NameCode: events.NameServerReachable, NameArgs: events.NameArgs{Target: id}}
 	if t != nil && t.ServerUUID != "" {
 		res.ID = t.ServerUUID
 	}

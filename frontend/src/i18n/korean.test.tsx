@@ -150,7 +150,7 @@ describe("the Korean UI has every server value in Korean", () => {
   });
 
   it("says the server's descriptive resource names and step details in Korean", () => {
-    const args = { branch: "main", template: "TPL/template@main", app: "app-1", deployment: "dep-1" };
+    const args = { branch: "main", template: "TPL/template@main", app: "app-1", deployment: "dep-1", target: "db-1" };
     for (const code of vocabulary.name_codes) {
       const text = resourceName({ kind: "application", id: "a-1", name: "English", name_code: code, name_args: args }, T);
       expect(text, code).not.toBe("English");
