@@ -500,8 +500,10 @@ func validateParams(kind string, params map[string]string) error {
 	case events.KindAdopt, events.KindDeleteOrphan:
 		_, err := adoptResource(params)
 		return err
+	case events.KindPRDeploy:
+		return validatePRParams(params)
 	}
-	return invalid("unknown job kind %q (reset, teardown, promote, adopt, delete_orphan)", kind).Because(apperr.ReasonUnknownJobKind, "kind", kind)
+	return invalid("unknown job kind %q (reset, teardown, promote, adopt, delete_orphan, pr_deploy)", kind).Because(apperr.ReasonUnknownJobKind, "kind", kind)
 }
 
 // checkPromoteScope refuses a promote whose target project lies outside
@@ -541,6 +543,17 @@ func (s *Service) canStart(st *SlotState, kind string) error {
 	case events.KindPromote:
 		if st.Incomplete {
 			return incomplete(st)
+		}
+	case events.KindPRDeploy:
+		if !st.Occupied {
+			return conflict(map[string]any{"state": st.Lifecycle()}, "slot %s is not occupied; a pull request deploys only to the slot it holds", st.Name).
+				Because(apperr.ReasonSlotNotOccupied, "slot", st.Name)
+		}
+		if st.Incomplete {
+			return incomplete(st)
+		}
+		if st.Reg.Template == nil {
+			return conflict(map[string]any{"state": st.Lifecycle()}, "slot %s has no template: nothing says how to deploy it", st.Name)
 		}
 	}
 	return nil
