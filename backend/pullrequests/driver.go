@@ -18,7 +18,7 @@ import (
 // slot a PR holds (a cancelled job's lock freed, so the newer head can be
 // queued; the PR's job ended, to report it) and on a job's steps (report).
 func (s *Service) Run(ctx context.Context) error {
-	filter := events.Filter{EventTypes: []string{"PRChanged", "PRSlotTaken", "JobReleased", "StepStarted", "JobQueued"}}
+	filter := events.Filter{EventTypes: append([]string{"PRChanged", "PRSlotTaken", "JobReleased", "StepStarted", "JobQueued"}, events.TerminalTypes()...)}
 	err := s.store.SubscribeAll(ctx, 0, filter, func(ctx context.Context, ev events.RecordedEvent) error {
 		s.Apply(ctx, ev)
 		return nil
@@ -49,12 +49,12 @@ func (s *Service) Apply(ctx context.Context, ev events.RecordedEvent) {
 		s.mu.Lock()
 		stream = s.bySlot[e.Slot]
 		s.mu.Unlock()
-	case events.JobQueued, events.StepStarted:
-		// Only for the report: the PR whose job this is.
-		if !strings.HasPrefix(ev.Stream, events.JobStreamPrefix) {
-			return
+	default:
+		// A job's queue, steps and end are only for the report: the PR
+		// whose current job it is says what it does.
+		if strings.HasPrefix(ev.Stream, events.JobStreamPrefix) {
+			s.reportJob(ctx, strings.TrimPrefix(ev.Stream, events.JobStreamPrefix))
 		}
-		s.reportJob(ctx, strings.TrimPrefix(ev.Stream, events.JobStreamPrefix))
 		return
 	}
 	if stream == "" {
@@ -193,7 +193,7 @@ func (s *Service) deploy(ctx context.Context, st *prState) error {
 	if err := s.appendPR(ctx, st, events.PRDeployQueued{Slot: st.slot, JobID: res.JobID, Head: st.pr.Head}); err != nil {
 		return err
 	}
-	s.report(ctx, st, phaseQueued, nil)
+	s.report(ctx, st, phaseQueued, &events.JobState{ID: res.JobID})
 	return nil
 }
 

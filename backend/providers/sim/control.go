@@ -35,9 +35,16 @@ import (
 //	POST   coolify/database-start {"project"?, "seconds"?, "fail"} → 204: new databases take
 //	                         seconds to start; with fail, the project's new databases stay exited
 //
+//	POST   pull-requests     {"project","repo","branch"} → 201 {"id","head","event_key","request_id","payload"}:
+//	                         the repo made if missing, a new commit on branch, a PR opened; the delivery
+//	                         Bitbucket would send (pullrequests.go)
+//	POST   pull-requests/{project}/{repo}/{id}/merge|decline|push → 201, the same shape
+//	GET    pull-requests/{project}/{repo}/{id} → {"comments"}; GET builds/{sha} → {"statuses"}
+//
 // It has no authentication: mount it only in demo or test servers.
 func (s *Sim) ControlHandler() http.Handler {
 	mux := http.NewServeMux()
+	s.prControl(mux)
 	mux.HandleFunc("GET /faults", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"faults": s.Faults()})
 	})
