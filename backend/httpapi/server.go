@@ -20,8 +20,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/slotkeeper/slotkeeper/backend/auth"
-	"github.com/slotkeeper/slotkeeper/backend/pullrequests"
 	"github.com/slotkeeper/slotkeeper/backend/consumer"
+	"github.com/slotkeeper/slotkeeper/backend/pullrequests"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/events"
 	"github.com/slotkeeper/slotkeeper/projections"
