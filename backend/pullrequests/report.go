@@ -3,9 +3,11 @@ package pullrequests
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/slotkeeper/slotkeeper/backend/providers"
 	"github.com/slotkeeper/slotkeeper/backend/providers/bitbucket"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/events"
@@ -17,9 +19,16 @@ import (
 // BitbucketReporter, is the real one.
 type Reporter interface {
 	AddComment(ctx context.Context, repo events.RepoRef, pr int64, text string) (id int64, version int, err error)
+	// EditComment returns ErrStaleVersion (wrapped) when version is not
+	// the comment's current one.
 	EditComment(ctx context.Context, repo events.RepoRef, pr, id int64, version int, text string) (newVersion int, err error)
+	CommentVersion(ctx context.Context, repo events.RepoRef, pr, id int64) (int, error)
 	SetBuildStatus(ctx context.Context, repo events.RepoRef, sha, state, url, description string) error
 }
+
+// ErrStaleVersion: a comment edit named a version that is not the current
+// one (Bitbucket's 409).
+var ErrStaleVersion = errors.New("the comment was edited since the recorded version")
 
 // The phases the comment says.
 const (
@@ -92,6 +101,14 @@ func (s *Service) report(ctx context.Context, st *prState, phase string, j *even
 		out.CommentID, out.Version, err = r.AddComment(ctx, st.pr.Repo, st.pr.ID, text)
 	} else {
 		out.Version, err = r.EditComment(ctx, st.pr.Repo, st.pr.ID, last.CommentID, last.Version, text)
+		if errors.Is(err, ErrStaleVersion) {
+			// Edited since the version recorded (by a person, or a post
+			// whose record was lost): read the current version, edit again.
+			var v int
+			if v, err = r.CommentVersion(ctx, st.pr.Repo, st.pr.ID, last.CommentID); err == nil {
+				out.Version, err = r.EditComment(ctx, st.pr.Repo, st.pr.ID, last.CommentID, v, text)
+			}
+		}
 	}
 	if err != nil {
 		s.log.Warn("pull requests: comment not posted", "pr", st.stream, "phase", phase, "err", err)
@@ -185,6 +202,15 @@ func (b BitbucketReporter) AddComment(ctx context.Context, repo events.RepoRef, 
 // EditComment implements Reporter.
 func (b BitbucketReporter) EditComment(ctx context.Context, repo events.RepoRef, pr, id int64, version int, text string) (int, error) {
 	c, err := b.Client.EditComment(ctx, repo.Project, repo.Slug, pr, id, version, text)
+	if pe, ok := providers.AsError(err); ok && pe.Status == 409 {
+		return 0, fmt.Errorf("%w: %v", ErrStaleVersion, err)
+	}
+	return c.Version, err
+}
+
+// CommentVersion implements Reporter.
+func (b BitbucketReporter) CommentVersion(ctx context.Context, repo events.RepoRef, pr, id int64) (int, error) {
+	c, err := b.Client.GetComment(ctx, repo.Project, repo.Slug, pr, id)
 	return c.Version, err
 }
 

@@ -294,8 +294,13 @@ func (st *prState) already(d Delivery) string {
 	return ""
 }
 
+// appendPR records what the driver did (a slot occupied, a job accepted, a
+// comment posted): facts already decided against the slot's own stream or
+// done at Bitbucket, so they are appended whatever came in meanwhile (a
+// delivery's PRChanged may land between the driver's read and its append).
+// The driver's decisions are serialised by s.mu.
 func (s *Service) appendPR(ctx context.Context, st *prState, p events.Payload) error {
-	res, err := s.store.Append(ctx, st.stream, st.expected(), events.New(p, s.meta()))
+	res, err := s.store.Append(ctx, st.stream, events.Any(), events.New(p, s.meta()))
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 //   - PUT …/pull-requests/{id}/comments/{commentId} {"text", "version"} →
 //     200 with the comment at its new version; a stale version is 409
 //     (the comment was edited meanwhile).
+//   - GET …/comments/{commentId} → 200 with the comment (its version).
 //   - POST /rest/api/latest/projects/{p}/repos/{r}/commits/{commitId}/builds
 //     (RestBuildStatusSetRequest: key, state INPROGRESS | SUCCESSFUL |
 //     FAILED | …, url, name, description) → 204; needs REPO_READ.
@@ -102,4 +103,18 @@ func (c *Client) SetBuildStatus(ctx context.Context, project, slug, sha string, 
 		return c.fail(op, res, resp, true)
 	}
 	return nil
+}
+
+// GetComment reads a comment (its current version).
+func (c *Client) GetComment(ctx context.Context, project, slug string, pr, id int64) (Comment, error) {
+	const op = "bitbucket.GetComment"
+	if perr := validRepo(op, project, slug); perr != nil {
+		return Comment{}, perr
+	}
+	res := project + "/" + slug + "#" + strconv.FormatInt(pr, 10) + "/comment " + strconv.FormatInt(id, 10)
+	resp, perr := c.c.Do(ctx, op, res, http.MethodGet, prPath(project, slug, pr)+"/comments/"+strconv.FormatInt(id, 10), nil, nil, false)
+	if perr != nil {
+		return Comment{}, perr
+	}
+	return c.comment(op, res, resp.Status, resp.Body, http.StatusOK, func() *providers.Error { return c.fail(op, res, resp, false) })
 }

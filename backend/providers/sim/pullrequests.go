@@ -40,6 +40,7 @@ import (
 const (
 	EndpointAddComment     = "bitbucket.AddComment"
 	EndpointEditComment    = "bitbucket.EditComment"
+	EndpointGetComment     = "bitbucket.GetComment"
 	EndpointSetBuildStatus = "bitbucket.SetBuildStatus"
 )
 
@@ -237,6 +238,7 @@ func (s *Sim) prRoutes(mux *http.ServeMux, base string) {
 	}
 	h("POST "+base+"/projects/{project}/repos/{slug}/pull-requests/{id}/comments", EndpointAddComment, s.bbAddComment)
 	h("PUT "+base+"/projects/{project}/repos/{slug}/pull-requests/{id}/comments/{cid}", EndpointEditComment, s.bbEditComment)
+	h("GET "+base+"/projects/{project}/repos/{slug}/pull-requests/{id}/comments/{cid}", EndpointGetComment, s.bbGetComment)
 	h("POST "+base+"/projects/{project}/repos/{slug}/commits/{sha}/builds", EndpointSetBuildStatus, s.bbSetBuildStatus)
 }
 
@@ -385,4 +387,20 @@ func (s *Sim) ctlDelivery(w http.ResponseWriter, d Delivery, err error) {
 	default:
 		writeJSON(w, http.StatusCreated, d)
 	}
+}
+
+func (s *Sim) bbGetComment(w http.ResponseWriter, r *http.Request) {
+	p, pr, ok := s.findPR(w, r)
+	if !ok {
+		return
+	}
+	cid, _ := strconv.ParseInt(r.PathValue("cid"), 10, 64)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c, ok := pr.comments[cid]
+	if !ok {
+		writeJSON(w, http.StatusNotFound, bbError(nil, "No comment exists with ID "+r.PathValue("cid")+".", "com.atlassian.bitbucket.comment.NoSuchCommentException"))
+		return
+	}
+	writeJSON(w, http.StatusOK, *c)
 }
