@@ -30,14 +30,14 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 // world: the simulators, a store, the command service, the job engine and
 // the flow with its driver running.
 type world struct {
-	t     *testing.T
+	t     testing.TB
 	sim   *sim.Sim
 	store events.Store
 	svc   *slots.Service
 	pr    *pullrequests.Service
 }
 
-func newWorld(t *testing.T, slotNames ...string) *world {
+func newWorld(t testing.TB, slotNames ...string) *world {
 	t.Helper()
 	s, err := sim.Start(context.Background(), sim.Options{DeleteDelay: 5 * time.Millisecond})
 	if err != nil {
