@@ -18,7 +18,7 @@ import (
 // slot a PR holds (a cancelled job's lock freed, so the newer head can be
 // queued; the PR's job ended, to report it) and on a job's steps (report).
 func (s *Service) Run(ctx context.Context) error {
-	filter := events.Filter{EventTypes: append([]string{"PRChanged", "PRSlotTaken", "JobReleased", "StepStarted", "JobQueued"}, events.TerminalTypes()...)}
+	filter := events.Filter{EventTypes: append([]string{"PRChanged", "PRSlotTaken", "PRWaiting", "JobReleased", "StepStarted", "JobQueued"}, events.TerminalTypes()...)}
 	err := s.store.SubscribeAll(ctx, 0, filter, func(ctx context.Context, ev events.RecordedEvent) error {
 		s.Apply(ctx, ev)
 		return nil
@@ -43,12 +43,29 @@ func (s *Service) Apply(ctx context.Context, ev events.RecordedEvent) {
 	case events.PRSlotTaken:
 		s.mu.Lock()
 		s.bySlot[e.Slot] = ev.Stream
+		s.waiting = slices.DeleteFunc(s.waiting, func(w string) bool { return w == ev.Stream })
+		s.mu.Unlock()
+		return
+	case events.PRWaiting:
+		s.mu.Lock()
+		if !slices.Contains(s.waiting, ev.Stream) {
+			s.waiting = append(s.waiting, ev.Stream)
+		}
 		s.mu.Unlock()
 		return
 	case events.JobReleased:
 		s.mu.Lock()
 		stream = s.bySlot[e.Slot]
+		waiting := slices.Clone(s.waiting)
 		s.mu.Unlock()
+		// A slot's job is over (the reset after a PR closed, anything
+		// else's): the PRs waiting for a slot, in the order they started
+		// waiting, look again; then the PR holding the slot, if any.
+		for _, w := range waiting {
+			if err := s.Sync(ctx, w); err != nil && ctx.Err() == nil {
+				s.log.Warn("pull requests: sync failed", "pr", w, "err", err)
+			}
+		}
 	default:
 		// A job's queue, steps and end are only for the report: the PR
 		// whose current job it is says what it does.
@@ -77,6 +94,7 @@ func (s *Service) Sync(ctx context.Context, stream string) error {
 		s.bySlot[st.slot] = stream
 	}
 	if !st.open() {
+		s.waiting = slices.DeleteFunc(s.waiting, func(w string) bool { return w == stream })
 		return s.close(ctx, st)
 	}
 	if st.slot == "" {

@@ -327,3 +327,36 @@ func TestPRWaitsWhenThePoolIsFull(t *testing.T) {
 		t.Fatalf("comments %+v", cs)
 	}
 }
+
+// TestPRWaitingTakesTheFreedSlot: with one slot, a second PR waits; when
+// the first merges, the slot's reset runs and the waiting PR takes the
+// slot and gets its URL.
+func TestPRWaitingTakesTheFreedSlot(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, "one")
+	a, err := w.sim.OpenPR("APPS", "shop", "feature/first")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.deliver(a, secret)
+	w.waitPR(a.ID, ready)
+	b, err := w.sim.OpenPR("APPS", "shop", "feature/second")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.deliver(b, secret)
+	w.waitPR(b.ID, func(p events.Payload) bool { _, ok := p.(events.PRWaiting); return ok })
+	m, err := w.sim.ClosePR("APPS", "shop", a.ID, "MERGED")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.deliver(m, secret)
+	taken := w.waitPR(b.ID, func(p events.Payload) bool { _, ok := p.(events.PRSlotTaken); return ok }).(events.PRSlotTaken)
+	if taken.Slot != "one" {
+		t.Fatalf("took %q", taken.Slot)
+	}
+	w.waitPR(b.ID, ready)
+	if cs := w.sim.PRComments("APPS", "shop", b.ID); len(cs) != 1 || !strings.Contains(cs[0].Text, "running on slot **one**") {
+		t.Fatalf("comments %+v", cs)
+	}
+}

@@ -60,8 +60,7 @@ type Service struct {
 
 	mu      sync.Mutex        // serialises the driver's decisions
 	bySlot  map[string]string // slot -> PR stream, from PRSlotTaken
-	kickMu  sync.Mutex
-	pending map[string]bool
+	waiting []string          // PR streams waiting for a slot, oldest first
 }
 
 // New returns the flow.
