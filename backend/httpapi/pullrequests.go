@@ -85,3 +85,12 @@ func (s *Server) bitbucketHook(c echo.Context) error {
 	}
 	return c.JSON(out.Status, out)
 }
+
+// bitbucketDeliveries lists the last deliveries this process received and
+// what was made of each (accepted, duplicate, ignored, refused and why).
+func (s *Server) bitbucketDeliveries(c echo.Context) error {
+	if err := s.needPRs(); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"deliveries": s.d.PullRequests.Recent()})
+}

@@ -70,6 +70,13 @@ func TestPullRequestRoutes(t *testing.T) {
 	if err := json.Unmarshal(a.body, &out); err != nil || a.status != http.StatusAccepted || out.Result != "ignored" {
 		t.Fatalf("unlinked: %d %s", a.status, a.body)
 	}
+	var rec struct {
+		Deliveries []struct{ Result, Reason string } `json:"deliveries"`
+	}
+	b.do(t, "GET", "/api/hooks/bitbucket/deliveries", nil).decode(t, &rec)
+	if len(rec.Deliveries) != 4 || rec.Deliveries[0].Result != "ignored" || rec.Deliveries[1].Result != "refused" || !strings.Contains(rec.Deliveries[1].Reason, "X-Hub-Signature") {
+		t.Fatalf("deliveries %+v (the oversized one never reached Receive)", rec.Deliveries)
+	}
 	if a := b.do(t, "DELETE", "/api/pr-repos/APPS/shop", nil); a.status != http.StatusNoContent {
 		t.Fatalf("unlink: %d %s", a.status, a.body)
 	}

@@ -61,6 +61,52 @@ type Service struct {
 	mu      sync.Mutex        // serialises the driver's decisions
 	bySlot  map[string]string // slot -> PR stream, from PRSlotTaken
 	waiting []string          // PR streams waiting for a slot, oldest first
+
+	recentMu sync.Mutex
+	recent   []DeliveryRecord // the last recentMax deliveries, newest last
+}
+
+// DeliveryRecord is one delivery as received, for the admin page: what it
+// said and what was made of it. Refused deliveries append nothing to the
+// log (a forger must not be able to fill it), so these are kept in memory
+// only, the last recentMax of this process.
+type DeliveryRecord struct {
+	Time      time.Time `json:"time"`
+	RequestID string    `json:"request_id,omitempty"`
+	EventKey  string    `json:"event_key,omitempty"`
+	Repo      string    `json:"repo,omitempty"`
+	PR        int64     `json:"pr,omitempty"`
+	Result    string    `json:"result"`
+	Reason    string    `json:"reason,omitempty"`
+}
+
+const recentMax = 200
+
+// Recent lists the last deliveries this process received, newest first.
+func (s *Service) Recent() []DeliveryRecord {
+	s.recentMu.Lock()
+	defer s.recentMu.Unlock()
+	out := make([]DeliveryRecord, len(s.recent))
+	for i, r := range s.recent {
+		out[len(s.recent)-1-i] = r
+	}
+	return out
+}
+
+func (s *Service) remember(h http.Header, d Delivery, out Outcome) {
+	r := DeliveryRecord{Time: s.cfg.Clock.Now().UTC(), EventKey: clip(h.Get(HeaderEventKey), 64), Result: out.Result, Reason: out.Reason}
+	if id := h.Get(HeaderRequestID); requestIDRe.MatchString(id) {
+		r.RequestID = id
+	}
+	if d.PR.ID != 0 {
+		r.Repo, r.PR = d.PR.Repo.String(), d.PR.ID
+	}
+	s.recentMu.Lock()
+	defer s.recentMu.Unlock()
+	if len(s.recent) == recentMax {
+		s.recent = append(s.recent[:0], s.recent[1:]...)
+	}
+	s.recent = append(s.recent, r)
 }
 
 // New returns the flow.
@@ -175,27 +221,35 @@ type Outcome struct {
 // malformed) appends nothing; an accepted one appends PRChanged, and the
 // driver does the rest.
 func (s *Service) Receive(ctx context.Context, h http.Header, body []byte) (Outcome, error) {
+	d, out, err := s.receive(ctx, h, body)
+	if err == nil {
+		s.remember(h, d, out)
+	}
+	return out, err
+}
+
+func (s *Service) receive(ctx context.Context, h http.Header, body []byte) (Delivery, Outcome, error) {
 	if !webhook.Verify(s.cfg.Secret, body, h.Get(HeaderSignature)) {
 		why := "the X-Hub-Signature does not match the body under the configured webhook secret"
 		if s.cfg.Secret == "" {
 			why = "no Bitbucket webhook secret is configured (--bitbucket-webhook-secret)"
 		}
-		return Outcome{Status: http.StatusUnauthorized, Result: "refused", Reason: why}, nil
+		return Delivery{}, Outcome{Status: http.StatusUnauthorized, Result: "refused", Reason: why}, nil
 	}
 	key := h.Get(HeaderEventKey)
 	if !handled[key] {
-		return Outcome{Status: http.StatusAccepted, Result: "ignored", Reason: fmt.Sprintf("event %q is not one the pull-request flow acts on", clip(key, 64))}, nil
+		return Delivery{}, Outcome{Status: http.StatusAccepted, Result: "ignored", Reason: fmt.Sprintf("event %q is not one the pull-request flow acts on", clip(key, 64))}, nil
 	}
 	d, err := parse(h, body)
 	if err != nil {
-		return Outcome{Status: http.StatusBadRequest, Result: "refused", Reason: err.Error()}, nil
+		return d, Outcome{Status: http.StatusBadRequest, Result: "refused", Reason: err.Error()}, nil
 	}
 	m, _, err := s.links(ctx)
 	if err != nil {
-		return Outcome{}, err
+		return d, Outcome{}, err
 	}
 	if _, ok := m[d.PR.Repo.String()]; !ok {
-		return Outcome{Status: http.StatusAccepted, Result: "ignored", Reason: "repository " + d.PR.Repo.String() + " is not linked"}, nil
+		return d, Outcome{Status: http.StatusAccepted, Result: "ignored", Reason: "repository " + d.PR.Repo.String() + " is not linked"}, nil
 	}
 	stream := events.PRStream(d.PR.Repo, d.PR.ID)
 	out := Outcome{Status: http.StatusAccepted, Result: "accepted"}
@@ -213,9 +267,9 @@ func (s *Service) Receive(ctx context.Context, h http.Header, body []byte) (Outc
 		return st.expected(), []events.EventData{events.New(events.PRChanged{RequestID: d.RequestID, EventKey: d.EventKey, PR: d.PR}, meta)}, nil
 	})
 	if err != nil {
-		return Outcome{}, apperr.Decided(err, "pull request")
+		return d, Outcome{}, apperr.Decided(err, "pull request")
 	}
-	return out, nil
+	return d, out, nil
 }
 
 // ---- a pull request's stream ----
