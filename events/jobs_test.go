@@ -17,7 +17,7 @@ func TestJobVocabularyMatchesTheCatalogue(t *testing.T) {
 		}
 	}
 	want := []string{"AppDeleted", "AppDeployed", "CodePushed", "DBCreated", "DBDeleted", "EnvRestored", "EnvVarsDeleted",
-		"ForcePushed", "ProjectDeleted", "RepoCreated", "RepoDeleted", "StepSucceeded", "VolumeDeleted", "VolumeMountsRemoved", "VolumesCreated"}
+		"ForcePushed", "PRHeadPushed", "ProjectDeleted", "RepoCreated", "RepoDeleted", "StepSucceeded", "VolumeDeleted", "VolumeMountsRemoved", "VolumesCreated"}
 	if !slices.Equal(results, want) {
 		t.Errorf("step results %v\nwant %v", results, want)
 	}

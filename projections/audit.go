@@ -242,6 +242,22 @@ func summary(typ string, p events.Payload) string {
 			return fmt.Sprintf("webhook failed for good on attempt %d: %s", e.Attempt, e.Error)
 		}
 		return fmt.Sprintf("webhook attempt %d failed: %s", e.Attempt, e.Error)
+	case events.PRRepoLinked:
+		return "linked " + e.Repo.String() + ": its pull requests get slots"
+	case events.PRRepoUnlinked:
+		return "unlinked " + e.Repo.String()
+	case events.PRChanged:
+		return fmt.Sprintf("Bitbucket: pull request %s#%d %s at %s (%s)", e.PR.Repo, e.PR.ID, strings.ToLower(e.PR.State), short(e.PR.Head), e.EventKey)
+	case events.PRSlotTaken:
+		return "the pull request occupies " + e.Slot
+	case events.PRWaiting:
+		return "the pull request waits for a slot: " + e.Reason
+	case events.PRDeployQueued:
+		return fmt.Sprintf("deploy of %s queued on %s", short(e.Head), e.Slot)
+	case events.PRSlotReleased:
+		return "the pull request closed; " + e.Slot + " released"
+	case events.PRCommentPosted:
+		return fmt.Sprintf("comment %d posted on the pull request (%s)", e.CommentID, e.Phase)
 	case events.WaitlistJoined:
 		return fmt.Sprintf("%s joined the waitlist for %s", e.Who, time.Duration(e.DurationSeconds)*time.Second)
 	case events.WaitlistLeft:
@@ -359,6 +375,20 @@ func AuditArgs(p events.Payload) map[string]string {
 		return args("class", e.Class, "provider", e.Provider, "resource_kind", e.Kind, "resource_id", e.ID)
 	case events.ReconcileFinished:
 		return args("state", e.State, "error", e.Error)
+	case events.PRRepoLinked:
+		return args("repo", e.Repo.String(), "by", e.By)
+	case events.PRRepoUnlinked:
+		return args("repo", e.Repo.String(), "by", e.By)
+	case events.PRChanged:
+		return args("repo", e.PR.Repo.String(), "pr", strconv.FormatInt(e.PR.ID, 10), "state", e.PR.State, "head", e.PR.Head, "event_key", e.EventKey)
+	case events.PRSlotTaken:
+		return args("slot", e.Slot)
+	case events.PRDeployQueued:
+		return args("slot", e.Slot, "job", e.JobID, "head", e.Head)
+	case events.PRSlotReleased:
+		return args("slot", e.Slot, "job", e.JobID)
+	case events.PRCommentPosted:
+		return args("phase", e.Phase, "state", e.BuildState)
 	case events.WaitlistJoined:
 		return args("who", e.Who, "duration", strconv.FormatInt(e.DurationSeconds, 10))
 	case events.WaitlistLeft:

@@ -314,6 +314,8 @@ func resultDetail(p events.Payload, r events.StepResult) string {
 		d = e.Repo.String() + " " + short(e.OldSHA) + " → " + short(e.NewSHA)
 	case events.CodePushed:
 		d = e.Repo.String() + " at " + short(e.SHA)
+	case events.PRHeadPushed:
+		d = "pull request head " + short(e.Head) + " of " + e.Source.String() + " on " + e.Repo.String() + " " + e.Branch + " (was " + short(e.OldSHA) + ")"
 	case events.RepoCreated:
 		d = "created " + e.Repo.String()
 	case events.StepSucceeded:

@@ -76,8 +76,8 @@ func applySlot(v SlotView, ev events.RecordedEvent, p events.Payload, own bool) 
 		}
 		v.LatestJobs[e.Kind] = ref
 		v.Lifecycle = lifecycleOfKind(e.Kind, v.Lifecycle)
-		if e.Kind == events.KindReset {
-			v.Deployed = nil // the reset is changing what runs
+		if e.Kind == events.KindReset || e.Kind == events.KindPRDeploy {
+			v.Deployed = nil // the job is changing what runs
 		}
 		v.Recovery = nil
 		code := ReasonJob

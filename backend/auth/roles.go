@@ -72,6 +72,10 @@ type Permission string
 // The permissions. Public needs no subject at all.
 const (
 	PermPublic Permission = "public"
+	// PermSigned needs no subject either: the request carries its own
+	// authentication, a signature the handler checks (Bitbucket's
+	// webhook deliveries, X-Hub-Signature). No session or token is read.
+	PermSigned Permission = "signed"
 	// viewer
 	PermRead Permission = "read" // every GET and the live stream
 	// member: occupy a vacant slot for themself, extend and release their own
@@ -135,7 +139,7 @@ var minRole = map[Permission]Role{
 // Known reports whether p is a permission of this package.
 func Known(p Permission) bool {
 	_, ok := minRole[p]
-	return ok || p == PermPublic
+	return ok || p == PermPublic || p == PermSigned
 }
 
 // Has reports whether role r holds permission p. Unknown permissions are

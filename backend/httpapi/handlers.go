@@ -373,7 +373,7 @@ func (s *Server) promote(c echo.Context) error {
 	return c.JSON(http.StatusAccepted, res)
 }
 
-var jobKinds = map[string]bool{events.KindReset: true, events.KindTeardown: true, events.KindPromote: true}
+var jobKinds = map[string]bool{events.KindReset: true, events.KindTeardown: true, events.KindPromote: true, events.KindPRDeploy: true}
 
 func queryKind(c echo.Context, required bool) (string, error) {
 	k := c.QueryParam("kind")

@@ -69,6 +69,13 @@ func (s *Server) routes() []route {
 		{"POST", "/api/waitlist/:id/decline", auth.PermWaitlist, s.declineOffer},
 		{"POST", "/api/waitlist/:id/reorder", auth.PermWaitlistManage, s.reorderWaitlist},
 		{"GET", "/api/insights", auth.PermRead, s.getInsights},
+		// The pull-request flow (issue 34): the linked repositories, and
+		// Bitbucket's deliveries, authenticated by their signature alone.
+		{"GET", "/api/pr-repos", auth.PermRead, s.listPRRepos},
+		{"POST", "/api/pr-repos", auth.PermRegister, s.linkPRRepo},
+		{"DELETE", "/api/pr-repos/:project/:slug", auth.PermRegister, s.unlinkPRRepo},
+		{"POST", "/api/hooks/bitbucket", auth.PermSigned, s.bitbucketHook},
+		{"GET", "/api/hooks/bitbucket/deliveries", auth.PermRegister, s.bitbucketDeliveries},
 		// The contract holds no secret, but like every other /api read it
 		// is for callers with a subject: a CI script has its token anyway,
 		// and anonymous callers learn nothing about the surface.
@@ -217,8 +224,8 @@ func (s *Server) authorize(next echo.HandlerFunc) echo.HandlerFunc {
 			// Registered outside the table: refuse rather than guess.
 			return &Error{Code: CodeForbidden, Message: "route has no policy entry", Details: map[string]any{"route": path}}
 		}
-		if perm == auth.PermPublic {
-			return next(c)
+		if perm == auth.PermPublic || perm == auth.PermSigned {
+			return next(c) // PermSigned: the handler checks the signature
 		}
 		if perm == auth.PermMetrics && s.loopbackClient(c) {
 			return next(c)

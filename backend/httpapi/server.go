@@ -21,6 +21,7 @@ import (
 
 	"github.com/slotkeeper/slotkeeper/backend/auth"
 	"github.com/slotkeeper/slotkeeper/backend/consumer"
+	"github.com/slotkeeper/slotkeeper/backend/pullrequests"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/events"
 	"github.com/slotkeeper/slotkeeper/projections"
@@ -92,6 +93,9 @@ type Deps struct {
 	Waitlist Waitlist
 	// Insights serves /api/insights (nil: 404).
 	Insights Insights
+	// PullRequests serves /api/pr-repos and /api/hooks/bitbucket (nil:
+	// 404).
+	PullRequests *pullrequests.Service
 
 	// Auth signs people in and resolves tokens; required unless NoAuth.
 	Auth *auth.Service

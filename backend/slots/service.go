@@ -501,6 +501,8 @@ func validateParams(kind string, params map[string]string) error {
 	case events.KindAdopt, events.KindDeleteOrphan:
 		_, err := adoptResource(params)
 		return err
+	case events.KindPRDeploy:
+		return validatePRParams(params)
 	}
 	return invalid("unknown job kind %q (%s)", kind, strings.Join(events.JobKinds(), ", ")).Because(apperr.ReasonUnknownJobKind, "kind", kind)
 }
@@ -542,6 +544,17 @@ func (s *Service) canStart(st *SlotState, kind string) error {
 	case events.KindPromote:
 		if st.Incomplete {
 			return incomplete(st)
+		}
+	case events.KindPRDeploy:
+		if !st.Occupied {
+			return conflict(map[string]any{"state": st.Lifecycle()}, "slot %s is not occupied; a pull request deploys only to the slot it holds", st.Name).
+				Because(apperr.ReasonSlotNotOccupied, "slot", st.Name)
+		}
+		if st.Incomplete {
+			return incomplete(st)
+		}
+		if st.Reg.Template == nil {
+			return conflict(map[string]any{"state": st.Lifecycle()}, "slot %s has no template: nothing says how to deploy it", st.Name)
 		}
 	}
 	return nil

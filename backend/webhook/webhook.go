@@ -77,6 +77,17 @@ func Sign(secret string, body []byte) string {
 	return "sha256=" + hex.EncodeToString(m.Sum(nil))
 }
 
+// Verify reports whether sig is Sign(secret, body): the one check of a
+// signed delivery coming in (Bitbucket's X-Hub-Signature has the same
+// form, "sha256=<hex HMAC-SHA256 of the body>"). The compare is constant
+// time; an empty secret verifies nothing.
+func Verify(secret string, body []byte, sig string) bool {
+	if secret == "" || !strings.HasPrefix(sig, "sha256=") {
+		return false
+	}
+	return hmac.Equal([]byte(Sign(secret, body)), []byte(sig))
+}
+
 // redact strips the URL from a transport error (net/http's *url.Error
 // prints it) and, to be sure, any copy of it left in the message.
 func (s *Sender) redact(err error) error {

@@ -55,7 +55,11 @@ type Config struct {
 
 	WebhookURL    string
 	WebhookSecret string
-	BaseURL       string
+	// PRRepos are the application repositories linked to the pool at
+	// start (PROJECT/slug, comma-separated; docs/pull-requests.md), and
+	// BitbucketWebhookSecret the key Bitbucket signs its deliveries with.
+	PRRepos, BitbucketWebhookSecret string
+	BaseURL                         string
 
 	// AllowInsecureHTTP lets provider URLs be plain http:// (their tokens
 	// then cross the network in the clear).
@@ -136,6 +140,8 @@ func serveFlags(fs *flag.FlagSet, c *Config) {
 	fs.BoolVar(&c.Deadlines, "deadline-reset", true, "queue a reset when an occupancy deadline passes")
 	fs.StringVar(&c.WebhookURL, "webhook-url", "", "URL told about every job's outcome (empty: none); a secret for Slack (prefer --webhook-url-file)")
 	fs.StringVar(&c.WebhookSecret, "webhook-secret", "", "key of the HMAC-SHA256 signature of every webhook body, X-Slotkeeper-Signature (prefer --webhook-secret-file)")
+	fs.StringVar(&c.PRRepos, "pr-repos", "", "application repositories whose pull requests get slots, PROJECT/slug comma-separated (linked at start; more through /api/pr-repos)")
+	fs.StringVar(&c.BitbucketWebhookSecret, "bitbucket-webhook-secret", "", "secret of the Bitbucket webhook that posts pull-request events to /api/hooks/bitbucket, X-Hub-Signature (prefer --bitbucket-webhook-secret-file; empty: every delivery is refused)")
 	c.files = map[string]*string{}
 	for _, name := range secretSettings {
 		p := new(string)
@@ -234,7 +240,7 @@ func unwrapFlagErr(err error) error {
 // secretSettings are the settings that also read from a file
 // (--<name>-file, SLOTKEEPER_<NAME>_FILE), so that they need not be on a
 // command line (visible in ps) or in the environment.
-var secretSettings = []string{"coolify-token", "bitbucket-token", "webhook-secret", "webhook-url"}
+var secretSettings = []string{"coolify-token", "bitbucket-token", "webhook-secret", "webhook-url", "bitbucket-webhook-secret"}
 
 // secretField returns the Config field of a secret setting.
 func (c *Config) secretField(name string) *string {
@@ -247,6 +253,8 @@ func (c *Config) secretField(name string) *string {
 		return &c.WebhookSecret
 	case "webhook-url":
 		return &c.WebhookURL
+	case "bitbucket-webhook-secret":
+		return &c.BitbucketWebhookSecret
 	}
 	panic("unknown secret setting " + name)
 }
@@ -313,7 +321,7 @@ func (c *Config) validate() error {
 	}
 	for _, check := range []func() error{
 		c.validateStores, c.validateProviders, c.validateTiming, c.validateServing,
-		c.Reconcile.validate, func() error { return c.Backup.validate(c.Events == "") }, c.Waitlist.validate,
+		c.Reconcile.validate, func() error { return c.Backup.validate(c.Events == "") }, c.Waitlist.validate, c.validatePRRepos,
 	} {
 		if err := check(); err != nil {
 			return err

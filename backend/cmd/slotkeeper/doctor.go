@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/slotkeeper/slotkeeper/backend/doctor"
+	"github.com/slotkeeper/slotkeeper/backend/pullrequests"
 	"github.com/slotkeeper/slotkeeper/events"
 	"github.com/slotkeeper/slotkeeper/projections"
 )
@@ -92,6 +93,20 @@ func doctorChecks(c Config, w world, templates []events.SlotRegistered) []doctor
 			ts = append(ts, doctor.Template{Name: name, URL: w.deps.RepoURL(t.TemplateRepo), Branch: t.TemplateRef})
 		}
 		checks = append(checks, doctor.GitAuth(g, ts))
+	}
+	if bb, ok := w.deps.GitHost.(doctor.RepoReader); ok && c.PRRepos != "" {
+		var repos []doctor.PRRepo
+		for _, e := range splitList(c.PRRepos) {
+			if r, err := pullrequests.ParseRepo(e); err == nil {
+				pr := doctor.PRRepo{Project: r.Project, Slug: r.Slug}
+				if w.deps.RepoURL != nil {
+					pr.URL = w.deps.RepoURL(r)
+				}
+				repos = append(repos, pr)
+			}
+		}
+		g, _ := w.deps.Pusher.(doctor.GitReader)
+		checks = append(checks, doctor.PullRequests(bb, g, repos, c.BitbucketWebhookSecret != ""))
 	}
 	return checks
 }

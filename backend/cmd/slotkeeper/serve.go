@@ -29,6 +29,7 @@ import (
 	"github.com/slotkeeper/slotkeeper/backend/providers/coolify"
 	gitpush "github.com/slotkeeper/slotkeeper/backend/providers/git"
 	"github.com/slotkeeper/slotkeeper/backend/providers/sim"
+	"github.com/slotkeeper/slotkeeper/backend/pullrequests"
 	"github.com/slotkeeper/slotkeeper/backend/reconcile"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/backend/waitlist"
@@ -349,6 +350,7 @@ type wiring struct {
 	as   authSide
 	base string
 	wl   *waitlist.Service
+	prs  *pullrequests.Service
 	ins  *insights.Service
 	// buildAPI, listen
 	api    http.Handler
@@ -685,6 +687,7 @@ func (p *wiring) startBackground(ctx context.Context) error {
 	p.base = base
 
 	wl := startWaitlist(c, store, svc, base, met.Registry, log, health, goRun)
+	p.prs = startPullRequests(ctx, c, store, svc, w.deps.GitHost, base, log, goRun)
 	ins := startInsights(store, log, goRun)
 	p.wl, p.ins = wl, ins
 	caughtUp := []func(context.Context) error{chanDone(wl.CaughtUp()), chanDone(ins.CaughtUp())}
@@ -706,8 +709,8 @@ func (p *wiring) buildAPI(ctx context.Context) error {
 	deps := httpapi.Deps{
 		Commands: svc, Reads: rs.reads, Log: store, Waiter: rs.waiter, Hub: hub, Metrics: met, Logger: log, SPA: spa,
 		Reconcile: reconcileAPI{r: rec, links: linksOf(c, w)}, ReconcileActions: reconcile.Actions{Slots: svc, Orphans: rec}, Backup: onlineBackup(c, raw), Waitlist: wl,
-		Insights: ins,
-		Auth:     as.svc, AutoLogin: as.autoLogin,
+		Insights: ins, PullRequests: p.prs,
+		Auth: as.svc, AutoLogin: as.autoLogin,
 		Security:          httpapi.Security{BaseURL: base, ListenAddr: c.Addr, TrustedProxies: c.Auth.proxies},
 		Links:             linksOf(c, w),
 		Limits:            httpapi.JobLimits{StepTimeoutMS: c.StepTimeout.Milliseconds(), JobTimeoutMS: c.JobTimeout.Milliseconds()},

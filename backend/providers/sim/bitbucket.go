@@ -110,6 +110,7 @@ func (s *Sim) bitbucketMux() http.Handler {
 		h("GET "+base+"/projects/{project}/repos", EndpointListRepos, proj, s.bbListRepos)
 		h("GET "+base+"/projects/{project}", EndpointBBGetProject, proj, s.bbGetProject)
 		h("GET "+base+"/projects", EndpointBBListProjects, nil, s.bbListProjects)
+		s.prRoutes(mux, base)
 	}
 	gitRes := func(r *http.Request) string {
 		return repoKey(r.PathValue("project"), strings.TrimSuffix(r.PathValue("repo"), ".git"))

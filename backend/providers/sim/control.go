@@ -36,45 +36,16 @@ import (
 //	                         seconds to start; with fail, the project's new databases stay exited
 //	GET    projects          → {"coolify":[uuid],"bitbucket":[key]} (Projects: the demo's scope)
 //
+//	POST   pull-requests     {"project","repo","branch"} → 201 {"id","head","event_key","request_id","payload"}:
+//	                         the repo made if missing, a new commit on branch, a PR opened; the delivery
+//	                         Bitbucket would send (pullrequests.go)
+//	POST   pull-requests/{project}/{repo}/{id}/merge|decline|push → 201, the same shape
+//	GET    pull-requests/{project}/{repo}/{id} → {"comments"}; GET builds/{sha} → {"statuses"}
+//
 // It has no authentication: mount it only in demo or test servers.
-// ControlRoutes are the control API's routes (method and path under /sim),
-// the one list: ControlHandler registers nothing else (it panics on a
-// route missing here), and serve's --sim-url proxy forwards only these.
-var ControlRoutes = []string{
-	"GET /faults",
-	"POST /faults",
-	"DELETE /faults",
-	"DELETE /faults/{id}",
-	"GET /requests",
-	"DELETE /requests",
-	"GET /coolify/volumes",
-	"DELETE /coolify/volumes/{name}",
-	"GET /state",
-	"GET /coolify/containers",
-	"DELETE /coolify/containers/{name}",
-	"GET /coolify/server",
-	"PUT /coolify/server",
-	"PUT /coolify/rate-limit",
-	"GET /projects",
-	"POST /slots",
-	"POST /coolify/builds",
-	"POST /coolify/health-check",
-	"POST /coolify/database-start",
-	"POST /resources",
-}
-
-// controlMux is a ServeMux that registers only ControlRoutes.
-type controlMux struct{ *http.ServeMux }
-
-func (m controlMux) HandleFunc(pattern string, h func(http.ResponseWriter, *http.Request)) {
-	if !slices.Contains(ControlRoutes, pattern) {
-		panic("sim: control route " + pattern + " is not in ControlRoutes")
-	}
-	m.ServeMux.HandleFunc(pattern, h)
-}
-
 func (s *Sim) ControlHandler() http.Handler {
 	mux := controlMux{http.NewServeMux()}
+	s.prControl(mux)
 	mux.HandleFunc("GET /faults", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"faults": s.Faults()})
 	})
@@ -316,6 +287,48 @@ func (s *Sim) ControlHandler() http.Handler {
 		}
 		mux.ServeHTTP(w, r2)
 	})
+}
+
+// ControlRoutes are the control API's routes (method and path under /sim),
+// the one list: ControlHandler registers nothing else (it panics on a
+// route missing here), and serve's --sim-url proxy forwards only these.
+var ControlRoutes = []string{
+	"GET /faults",
+	"POST /faults",
+	"DELETE /faults",
+	"DELETE /faults/{id}",
+	"GET /requests",
+	"DELETE /requests",
+	"GET /coolify/volumes",
+	"DELETE /coolify/volumes/{name}",
+	"GET /state",
+	"GET /coolify/containers",
+	"DELETE /coolify/containers/{name}",
+	"GET /coolify/server",
+	"PUT /coolify/server",
+	"PUT /coolify/rate-limit",
+	"GET /projects",
+	"POST /slots",
+	"POST /coolify/builds",
+	"POST /coolify/health-check",
+	"POST /coolify/database-start",
+	"POST /resources",
+	"POST /pull-requests",
+	"POST /pull-requests/{project}/{repo}/{id}/merge",
+	"POST /pull-requests/{project}/{repo}/{id}/decline",
+	"POST /pull-requests/{project}/{repo}/{id}/push",
+	"GET /pull-requests/{project}/{repo}/{id}",
+	"GET /builds/{sha}",
+}
+
+// controlMux is a ServeMux that registers only ControlRoutes.
+type controlMux struct{ *http.ServeMux }
+
+func (m controlMux) HandleFunc(pattern string, h func(http.ResponseWriter, *http.Request)) {
+	if !slices.Contains(ControlRoutes, pattern) {
+		panic("sim: control route " + pattern + " is not in ControlRoutes")
+	}
+	m.ServeMux.HandleFunc(pattern, h)
 }
 
 // decodeCtl reads a small JSON body with no unknown fields (400 otherwise).

@@ -124,6 +124,7 @@ type Sim struct {
 	cool  coolState
 	bb    bbState
 	tmpl  *RepoFixture // seeded template repo, created once
+	pulls prState      // pull requests, comments, build statuses (pullrequests.go), own lock
 	gitMu sync.Mutex   // serialises plumbing writes to bare repos
 
 	coolSrv, bbSrv *http.Server

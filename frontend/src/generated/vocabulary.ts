@@ -3,10 +3,10 @@
 // Regenerate: UPDATE_VOCABULARY=1 go test -run TestVocabulary ./backend/httpapi/
 
 /** Job kinds, in display order (events.JobKinds: the kinds with a step table). */
-export const JOB_KINDS = ["reset", "teardown", "promote", "adopt", "delete_orphan"] as const;
+export const JOB_KINDS = ["reset", "teardown", "promote", "adopt", "delete_orphan", "pr_deploy"] as const;
 
 /** Step names, kind by kind, each kind's in the order it runs them (events.StepOrder). */
-export const STEP_NAMES = ["preflight", "delete_db", "delete_env_vars", "delete_volumes", "force_push_template", "create_db", "restore_env", "create_volumes", "deploy", "vacate", "delete_app", "delete_repo", "delete_project", "retire", "lookup_repo", "create_repo", "push_code", "record_repo", "lookup_resource", "adopt_resource", "delete_resource"] as const;
+export const STEP_NAMES = ["preflight", "delete_db", "delete_env_vars", "delete_volumes", "force_push_template", "create_db", "restore_env", "create_volumes", "deploy", "vacate", "delete_app", "delete_repo", "delete_project", "retire", "lookup_repo", "create_repo", "push_code", "record_repo", "lookup_resource", "adopt_resource", "delete_resource", "push_pr_head"] as const;
 
 /** Job states (events.Statuses). */
 export const JOB_STATES = ["queued", "running", "succeeded", "failed", "timed_out", "cancelled", "abandoned"] as const;

@@ -223,6 +223,8 @@ export const en = {
   "step.restore_env": "Restore the template's env vars",
   "step.create_volumes": "Mount new, empty volumes",
   "step.deploy": "Deploy and wait until healthy",
+  "kind.pr_deploy": "Pull request deploy",
+  "step.push_pr_head": "Push the pull request's head",
   "res.database": "Database",
   "res.application": "Application",
   "res.env_var": "Env var",

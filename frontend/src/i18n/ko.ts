@@ -224,6 +224,8 @@ export const ko: Record<Key, string> = {
   "step.restore_env": "템플릿 환경 변수 복원",
   "step.create_volumes": "새 빈 볼륨 마운트",
   "step.deploy": "배포 후 정상 상태 대기",
+  "kind.pr_deploy": "풀 리퀘스트 배포",
+  "step.push_pr_head": "풀 리퀘스트 헤드 푸시",
   "res.database": "데이터베이스",
   "res.application": "애플리케이션",
   "res.env_var": "환경 변수",

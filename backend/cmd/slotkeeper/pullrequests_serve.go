@@ -1,0 +1,44 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/slotkeeper/slotkeeper/backend/providers/bitbucket"
+	"github.com/slotkeeper/slotkeeper/backend/pullrequests"
+	"github.com/slotkeeper/slotkeeper/backend/slots"
+	"github.com/slotkeeper/slotkeeper/events"
+)
+
+// validatePRRepos checks --pr-repos (never quoting more than the entry
+// number: a token pasted into the wrong setting must not be echoed).
+func (c *Config) validatePRRepos() error {
+	for i, r := range splitList(c.PRRepos) {
+		if _, err := pullrequests.ParseRepo(r); err != nil {
+			return cfgErr("pr-repos", "entry %d is not PROJECT/slug (a Bitbucket project key, then a lowercase repository slug)", i+1)
+		}
+	}
+	return nil
+}
+
+// startPullRequests links --pr-repos and runs the pull-request driver
+// (docs/pull-requests.md). The reporter is the Bitbucket client the jobs
+// use (the simulator's when simulated).
+func startPullRequests(ctx context.Context, c Config, store events.Store, svc *slots.Service, git any, base string, log *slog.Logger, goRun func(string, func(context.Context) error)) *pullrequests.Service {
+	cfg := pullrequests.Config{Secret: c.BitbucketWebhookSecret, Logger: log,
+		JobURL: func(id string) string { return base + "/jobs/" + id }}
+	if bb, ok := git.(*bitbucket.Client); ok {
+		cfg.Reporter = pullrequests.BitbucketReporter{Client: bb}
+	}
+	prs := pullrequests.New(store, svc, cfg)
+	for _, r := range splitList(c.PRRepos) {
+		if _, err := prs.Link(ctx, pullrequests.Actor, r); err != nil {
+			log.Warn("pull requests: --pr-repos entry not linked", "repo", r, "err", err)
+		}
+	}
+	if c.BitbucketWebhookSecret == "" {
+		log.Warn("pull requests: no --bitbucket-webhook-secret; every Bitbucket delivery is refused")
+	}
+	goRun("pull requests", prs.Run)
+	return prs
+}

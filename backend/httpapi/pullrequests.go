@@ -1,0 +1,96 @@
+package httpapi
+
+import (
+	"io"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/slotkeeper/slotkeeper/backend/pullrequests"
+	"github.com/slotkeeper/slotkeeper/events"
+)
+
+// The pull-request flow's routes (issue 34, docs/pull-requests.md).
+
+func (s *Server) needPRs() error {
+	if s.d.PullRequests == nil {
+		return errf(CodeNotFound, "the pull-request flow is not enabled on this server")
+	}
+	return nil
+}
+
+func (s *Server) listPRRepos(c echo.Context) error {
+	if err := s.needPRs(); err != nil {
+		return err
+	}
+	l, err := s.d.PullRequests.Links(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	if l == nil {
+		l = []events.RepoRef{}
+	}
+	return c.JSON(http.StatusOK, map[string]any{"repos": l})
+}
+
+func (s *Server) linkPRRepo(c echo.Context) error {
+	if err := s.needPRs(); err != nil {
+		return err
+	}
+	var in struct {
+		Repo string `json:"repo"`
+	}
+	if err := decodeBody(c, &in, false); err != nil {
+		return err
+	}
+	r, err := s.d.PullRequests.Link(c.Request().Context(), actorOf(c), in.Repo)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, map[string]any{"repo": r})
+}
+
+func (s *Server) unlinkPRRepo(c echo.Context) error {
+	if err := s.needPRs(); err != nil {
+		return err
+	}
+	if _, err := s.d.PullRequests.Unlink(c.Request().Context(), actorOf(c), c.Param("project")+"/"+c.Param("slug")); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// bitbucketHook takes one Bitbucket delivery: the body read whole (at most
+// pullrequests.MaxBody, 413 beyond) since the signature covers its exact
+// bytes, then Receive decides. It answers at once; the work is the
+// driver's and the jobs'.
+func (s *Server) bitbucketHook(c echo.Context) error {
+	if err := s.needPRs(); err != nil {
+		return err
+	}
+	req := c.Request()
+	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), req.Body, pullrequests.MaxBody))
+	if err != nil {
+		return toAPIError(err)
+	}
+	out, err := s.d.PullRequests.Receive(req.Context(), req.Header, body)
+	if err != nil {
+		return err
+	}
+	if out.Status == http.StatusUnauthorized {
+		return errf(CodeUnauthenticated, "%s", out.Reason)
+	}
+	if out.Status == http.StatusBadRequest {
+		return errf(CodeInvalid, "%s", out.Reason)
+	}
+	return c.JSON(out.Status, out)
+}
+
+// bitbucketDeliveries lists the last deliveries this process received and
+// what was made of each (accepted, duplicate, ignored, refused and why).
+func (s *Server) bitbucketDeliveries(c echo.Context) error {
+	if err := s.needPRs(); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"deliveries": s.d.PullRequests.Recent()})
+}

@@ -1,0 +1,106 @@
+package jobs_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/slotkeeper/slotkeeper/backend/slots"
+	"github.com/slotkeeper/slotkeeper/events"
+)
+
+// seedPR makes an application repository with a feature branch one commit
+// ahead and returns the repository and that commit.
+func (w *world) seedPR(slug, branch string) (events.RepoRef, string) {
+	w.t.Helper()
+	if _, err := w.sim.AddRepo("APPS", slug); err != nil {
+		w.t.Fatal(err)
+	}
+	if _, err := w.sim.CommitFile("APPS", slug, "main", "README", "app"); err != nil {
+		w.t.Fatal(err)
+	}
+	head, err := w.sim.CommitFile("APPS", slug, branch, "feature.txt", "change of "+branch)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return events.RepoRef{Project: "APPS", Slug: slug}, head
+}
+
+// TestPRDeploy: a pr_deploy job pushes the PR's head over the slot branch
+// (with a lease, read back) and deploys it with the ready reset's deploy
+// step: the slot's repository holds the head, Coolify deployed that commit
+// and the application runs; the slot stays occupied.
+func TestPRDeploy(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, nil)
+	fx := w.seedReady("prs", "")
+	w.occupy("prs")
+	src, head := w.seedPR("shop", "feature/a")
+	w.startEngine(w.engineConfig())
+	res, err := w.svc.DeployPR(context.Background(), slots.Actor{Name: "bitbucket", ID: "bitbucket:webhook"}, "prs",
+		slots.DeployPRCmd{Source: src, Branch: "feature/a", Head: head})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := w.waitEnded(res.JobID)
+	if j.Status != events.StatusSucceeded {
+		t.Fatalf("pr_deploy %s: %s%s", j.Status, j.LastError, history(w.jobEvents(res.JobID)))
+	}
+	if got, _ := w.sim.RepoHeadSHA(fx.Repo.Project, fx.Repo.Slug, "main"); got != head {
+		t.Fatalf("slot branch at %s, want the PR head %s", got, head)
+	}
+	var pushed, deployed bool
+	for _, ev := range w.jobEvents(res.JobID) {
+		p, _ := events.Decode(ev)
+		switch e := p.(type) {
+		case events.PRHeadPushed:
+			pushed = e.Head == head && e.OldSHA != head
+		case events.AppDeployed:
+			deployed = e.Commit == head && strings.HasPrefix(e.Status, "running:")
+		}
+	}
+	if !pushed || !deployed {
+		t.Fatalf("pushed=%v deployed=%v%s", pushed, deployed, history(w.jobEvents(res.JobID)))
+	}
+	if st := w.final("prs"); !st.Occupied || st.Locked() {
+		t.Fatalf("slot after pr_deploy: occupied=%v lock=%q", st.Occupied, st.LockJob)
+	}
+}
+
+// TestPRDeployMovedBranchFails: a branch that moved on after the delivery
+// is not deployed as if it were the delivered head.
+func TestPRDeployMovedBranchFails(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, nil)
+	w.seedReady("prm", "")
+	w.occupy("prm")
+	src, head := w.seedPR("shop", "feature/b")
+	if _, err := w.sim.CommitFile("APPS", "shop", "feature/b", "later.txt", "newer push"); err != nil {
+		t.Fatal(err)
+	}
+	w.startEngine(w.engineConfig())
+	res, err := w.svc.DeployPR(context.Background(), slots.Actor{Name: "bitbucket"}, "prm", slots.DeployPRCmd{Source: src, Branch: "feature/b", Head: head})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := w.waitEnded(res.JobID)
+	if j.Status != events.StatusFailed || !strings.Contains(j.LastError, "supersedes") {
+		t.Fatalf("pr_deploy %s: %q", j.Status, j.LastError)
+	}
+	if j.Done[events.StepDeploy] {
+		t.Fatal("deployed a head that is not the delivered one")
+	}
+}
+
+// TestPRDeployRefusesBadParams: a head that is not a sha changes nothing.
+func TestPRDeployRefusesBadParams(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, nil)
+	w.seedReady("prb", "")
+	w.occupy("prb")
+	_, err := w.svc.DeployPR(context.Background(), slots.Actor{Name: "bitbucket"}, "prb",
+		slots.DeployPRCmd{Source: events.RepoRef{Project: "APPS", Slug: "shop"}, Branch: "x", Head: "HEAD;rm"})
+	if slots.ErrorCode(err) != slots.CodeInvalid {
+		t.Fatalf("err %v", err)
+	}
+}

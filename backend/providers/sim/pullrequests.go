@@ -1,0 +1,406 @@
+package sim
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Pull requests, their comments and build statuses, and the webhook
+// deliveries Bitbucket Data Center sends about them (issue 34).
+//
+// Deliveries follow Bitbucket DC's "Event payload" page
+// (confluence.atlassian.com/bitbucketserver/event-payload, 8.9 and 8.15
+// editions): headers X-Event-Key, X-Request-Id ("a unique UUID for each
+// webhook request"), X-Hub-Signature (added by the receiver's test, which
+// holds the secret); body {"eventKey", "date", "actor", "pullRequest"} with
+// the page's Pull Request entity: id, version, title, state (OPEN, MERGED,
+// DECLINED), open, closed, fromRef/toRef {id, displayId, latestCommit,
+// repository {slug, name, project {key}}}, author {user, role}, links.self.
+// pr:from_ref_updated adds previousFromHash; pr:deleted carries the PR as it
+// was.
+//
+// The REST calls follow the Bitbucket DC 9.4 OpenAPI
+// (/work/shared/specs/bitbucket-dc-9.4-openapi.json): POST
+// …/pull-requests/{id}/comments → 201 with {id, version, text}; PUT
+// …/comments/{commentId} {text, version} → 200 at version+1, 409 when the
+// version is not the current one; POST …/commits/{commitId}/builds
+// (RestBuildStatusSetRequest) → 204, the same key replacing the status.
+// Each needs REPO_READ. They are kept in memory only (not in the state
+// directory).
+
+// Endpoints of the pull-request calls.
+const (
+	EndpointAddComment     = "bitbucket.AddComment"
+	EndpointEditComment    = "bitbucket.EditComment"
+	EndpointGetComment     = "bitbucket.GetComment"
+	EndpointSetBuildStatus = "bitbucket.SetBuildStatus"
+)
+
+// PRUser is the author of the simulator's pull requests.
+var PRUser = map[string]any{"name": "dana", "emailAddress": "dana@example.com", "id": 7, "displayName": "Dana Developer", "active": true, "slug": "dana", "type": "NORMAL"}
+
+type simPR struct {
+	ID                  int64
+	Project, Slug       string
+	Branch, Head, Title string
+	State               string
+	Version             int
+	comments            map[int64]*PRComment
+}
+
+// PRComment is a comment on a simulated PR.
+type PRComment struct {
+	ID      int64  `json:"id"`
+	Version int    `json:"version"`
+	Text    string `json:"text"`
+}
+
+// BuildStatus is a build status posted on a commit.
+type BuildStatus struct {
+	Key         string `json:"key"`
+	State       string `json:"state"`
+	URL         string `json:"url"`
+	Name        string `json:"name,omitempty"`
+	Description string `json:"description,omitempty"`
+}
+
+type prState struct {
+	mu      sync.Mutex
+	prs     map[string]*simPR // "PROJECT/slug#id"
+	nextID  map[string]int64  // per repository
+	nextCmt int64
+	builds  map[string][]BuildStatus // sha -> statuses, by key
+}
+
+// pr is the simulator's pull-request state (its maps made on first use).
+func (s *Sim) pr() *prState {
+	p := &s.pulls
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.prs == nil {
+		p.prs, p.nextID, p.builds = map[string]*simPR{}, map[string]int64{}, map[string][]BuildStatus{}
+	}
+	return p
+}
+
+func prKey(project, slug string, id int64) string {
+	return repoKey(project, slug) + "#" + strconv.FormatInt(id, 10)
+}
+
+// Delivery is the webhook delivery Bitbucket would send: its X-Event-Key,
+// X-Request-Id and body (sign it with the receiver's secret).
+type Delivery struct {
+	ID        int64           `json:"id"`
+	Head      string          `json:"head"`
+	EventKey  string          `json:"event_key"`
+	RequestID string          `json:"request_id"`
+	Payload   json.RawMessage `json:"payload"`
+}
+
+// OpenPR creates the repository project/slug if missing (with a main
+// branch), pushes a new commit on branch and opens a pull request from it
+// to main.
+func (s *Sim) OpenPR(project, slug, branch string) (Delivery, error) {
+	project = strings.ToUpper(project)
+	if !s.HasRepo(project, slug) {
+		if _, err := s.AddRepo(project, slug); err != nil && !errors.Is(err, errRepoExists) {
+			return Delivery{}, err
+		}
+		if _, err := s.CommitFile(project, slug, DefaultBranch, "README", "application "+slug); err != nil {
+			return Delivery{}, err
+		}
+	}
+	p := s.pr()
+	p.mu.Lock()
+	p.nextID[repoKey(project, slug)]++
+	id := p.nextID[repoKey(project, slug)]
+	p.mu.Unlock()
+	head, err := s.CommitFile(project, slug, branch, "change-"+strconv.FormatInt(id, 10)+".txt", fmt.Sprintf("pull request %d on %s", id, branch))
+	if err != nil {
+		return Delivery{}, err
+	}
+	pr := &simPR{ID: id, Project: project, Slug: slug, Branch: branch, Head: head, Title: "Change " + branch, State: "OPEN", comments: map[int64]*PRComment{}}
+	p.mu.Lock()
+	p.prs[prKey(project, slug, id)] = pr
+	d := s.deliveryLocked(pr, "pr:opened", "")
+	p.mu.Unlock()
+	return d, nil
+}
+
+// PushPR pushes a new commit on a PR's branch: pr:from_ref_updated.
+func (s *Sim) PushPR(project, slug string, id int64) (Delivery, error) {
+	p := s.pr()
+	p.mu.Lock()
+	pr, ok := p.prs[prKey(project, slug, id)]
+	p.mu.Unlock()
+	if !ok || pr.State != "OPEN" {
+		return Delivery{}, fmt.Errorf("pull request %s/%s#%d: %w (or not open)", project, slug, id, ErrNotFound)
+	}
+	head, err := s.CommitFile(pr.Project, pr.Slug, pr.Branch, "push-"+strconv.FormatInt(time.Now().UnixNano(), 10)+".txt", "a newer push")
+	if err != nil {
+		return Delivery{}, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	prev := pr.Head
+	pr.Head = head
+	pr.Version++
+	return s.deliveryLocked(pr, "pr:from_ref_updated", prev), nil
+}
+
+// ClosePR merges or declines a PR (state MERGED or DECLINED).
+func (s *Sim) ClosePR(project, slug string, id int64, state string) (Delivery, error) {
+	p := s.pr()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pr, ok := p.prs[prKey(project, slug, id)]
+	if !ok {
+		return Delivery{}, fmt.Errorf("pull request %s/%s#%d: %w", project, slug, id, ErrNotFound)
+	}
+	if pr.State != "OPEN" {
+		return Delivery{}, fmt.Errorf("pull request %s/%s#%d is %s already", project, slug, id, pr.State)
+	}
+	pr.State = state
+	pr.Version++
+	key := "pr:merged"
+	if state == "DECLINED" {
+		key = "pr:declined"
+	}
+	return s.deliveryLocked(pr, key, ""), nil
+}
+
+// PRComments are the comments on a PR, by id.
+func (s *Sim) PRComments(project, slug string, id int64) []PRComment {
+	p := s.pr()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pr, ok := p.prs[prKey(strings.ToUpper(project), slug, id)]
+	if !ok {
+		return nil
+	}
+	var out []PRComment
+	for i := int64(1); i <= p.nextCmt; i++ {
+		if c, ok := pr.comments[i]; ok {
+			out = append(out, *c)
+		}
+	}
+	return out
+}
+
+// BuildStatuses are the statuses posted on a commit, one per key.
+func (s *Sim) BuildStatuses(sha string) []BuildStatus {
+	p := s.pr()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]BuildStatus(nil), p.builds[sha]...)
+}
+
+func (s *Sim) deliveryLocked(pr *simPR, key, previous string) Delivery {
+	repo := func() map[string]any {
+		return map[string]any{"slug": pr.Slug, "id": 1, "name": pr.Slug, "scmId": "git", "state": "AVAILABLE", "statusMessage": "Available", "forkable": true,
+			"project": map[string]any{"key": pr.Project, "id": 1, "name": pr.Project, "public": false, "type": "NORMAL"}, "public": false}
+	}
+	now := time.Now()
+	body := map[string]any{
+		"id": pr.ID, "version": pr.Version, "title": pr.Title, "state": pr.State, "open": pr.State == "OPEN", "closed": pr.State != "OPEN",
+		"createdDate": now.UnixMilli(), "updatedDate": now.UnixMilli(), "locked": false,
+		"fromRef":   map[string]any{"id": "refs/heads/" + pr.Branch, "displayId": pr.Branch, "latestCommit": pr.Head, "repository": repo()},
+		"toRef":     map[string]any{"id": "refs/heads/" + DefaultBranch, "displayId": DefaultBranch, "latestCommit": "", "repository": repo()},
+		"author":    map[string]any{"user": PRUser, "role": "AUTHOR", "approved": false, "status": "UNAPPROVED"},
+		"reviewers": []any{}, "participants": []any{},
+		"links": map[string]any{"self": []map[string]string{{"href": s.bbURL + "/projects/" + pr.Project + "/repos/" + pr.Slug + "/pull-requests/" + strconv.FormatInt(pr.ID, 10)}}},
+	}
+	if pr.State != "OPEN" {
+		body["closedDate"] = now.UnixMilli()
+	}
+	payload := map[string]any{"eventKey": key, "date": now.Format("2006-01-02T15:04:05-0700"), "actor": PRUser, "pullRequest": body}
+	if previous != "" {
+		payload["previousFromHash"] = previous
+	}
+	b, _ := json.Marshal(payload)
+	return Delivery{ID: pr.ID, Head: pr.Head, EventKey: key, RequestID: uuid.NewString(), Payload: b}
+}
+
+// ---- REST ----
+
+func (s *Sim) prRoutes(mux *http.ServeMux, base string) {
+	res := func(r *http.Request) string { return repoKey(r.PathValue("project"), r.PathValue("slug")) }
+	h := func(pattern, endpoint string, f http.HandlerFunc) {
+		mux.Handle(pattern, s.route("bitbucket", endpoint, res, s.bbAuth, bbErrBody, f))
+	}
+	h("POST "+base+"/projects/{project}/repos/{slug}/pull-requests/{id}/comments", EndpointAddComment, s.bbAddComment)
+	h("PUT "+base+"/projects/{project}/repos/{slug}/pull-requests/{id}/comments/{cid}", EndpointEditComment, s.bbEditComment)
+	h("GET "+base+"/projects/{project}/repos/{slug}/pull-requests/{id}/comments/{cid}", EndpointGetComment, s.bbGetComment)
+	h("POST "+base+"/projects/{project}/repos/{slug}/commits/{sha}/builds", EndpointSetBuildStatus, s.bbSetBuildStatus)
+}
+
+func (s *Sim) findPR(w http.ResponseWriter, r *http.Request) (*prState, *simPR, bool) {
+	if !s.repoRead(w, r) {
+		return nil, nil, false
+	}
+	id, _ := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	p := s.pr()
+	p.mu.Lock()
+	pr, ok := p.prs[prKey(r.PathValue("project"), r.PathValue("slug"), id)]
+	p.mu.Unlock()
+	if !ok {
+		writeJSON(w, http.StatusNotFound, bbError(nil, "No pull request exists with ID "+r.PathValue("id")+" for this repository.", "com.atlassian.bitbucket.pull.NoSuchPullRequestException"))
+		return nil, nil, false
+	}
+	return p, pr, true
+}
+
+func (s *Sim) bbAddComment(w http.ResponseWriter, r *http.Request) {
+	p, pr, ok := s.findPR(w, r)
+	if !ok {
+		return
+	}
+	var in struct {
+		Text string `json:"text"`
+	}
+	if json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&in) != nil || in.Text == "" {
+		writeJSON(w, http.StatusBadRequest, bbError("text", "A comment's text is required.", nil))
+		return
+	}
+	p.mu.Lock()
+	p.nextCmt++
+	c := &PRComment{ID: p.nextCmt, Version: 0, Text: in.Text}
+	pr.comments[c.ID] = c
+	out := *c
+	p.mu.Unlock()
+	writeJSON(w, http.StatusCreated, out)
+}
+
+func (s *Sim) bbEditComment(w http.ResponseWriter, r *http.Request) {
+	p, pr, ok := s.findPR(w, r)
+	if !ok {
+		return
+	}
+	var in struct {
+		Text    string `json:"text"`
+		Version *int   `json:"version"`
+	}
+	if json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&in) != nil || in.Text == "" || in.Version == nil {
+		writeJSON(w, http.StatusBadRequest, bbError("text", "A comment's text and version are required.", nil))
+		return
+	}
+	cid, _ := strconv.ParseInt(r.PathValue("cid"), 10, 64)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c, ok := pr.comments[cid]
+	switch {
+	case !ok:
+		writeJSON(w, http.StatusNotFound, bbError(nil, "No comment exists with ID "+r.PathValue("cid")+".", "com.atlassian.bitbucket.comment.NoSuchCommentException"))
+	case *in.Version != c.Version:
+		writeJSON(w, http.StatusConflict, bbError(nil, fmt.Sprintf("You are attempting to modify a comment based on out-of-date information (version %d; current %d).", *in.Version, c.Version), "com.atlassian.bitbucket.comment.CommentOutOfDateException"))
+	default:
+		c.Text, c.Version = in.Text, c.Version+1
+		writeJSON(w, http.StatusOK, *c)
+	}
+}
+
+func (s *Sim) bbSetBuildStatus(w http.ResponseWriter, r *http.Request) {
+	if !s.repoRead(w, r) {
+		return
+	}
+	var in BuildStatus
+	if json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&in) != nil || in.Key == "" || in.URL == "" ||
+		!strings.Contains(" SUCCESSFUL FAILED INPROGRESS CANCELLED UNKNOWN ", " "+in.State+" ") {
+		writeJSON(w, http.StatusBadRequest, bbError("state", "key, state (SUCCESSFUL, FAILED, INPROGRESS, CANCELLED, UNKNOWN) and url are required.", nil))
+		return
+	}
+	p := s.pr()
+	p.mu.Lock()
+	sha := r.PathValue("sha")
+	l := p.builds[sha]
+	replaced := false
+	for i := range l {
+		if l[i].Key == in.Key {
+			l[i], replaced = in, true
+		}
+	}
+	if !replaced {
+		l = append(l, in)
+	}
+	p.builds[sha] = l
+	p.mu.Unlock()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// ---- control ----
+
+func (s *Sim) prControl(mux controlMux) {
+	mux.HandleFunc("POST /pull-requests", func(w http.ResponseWriter, r *http.Request) {
+		var in struct{ Project, Repo, Branch string }
+		if !decodeCtl(w, r, &in) {
+			return
+		}
+		if !validSeedName(strings.ToLower(in.Project)) || !validSeedName(in.Repo) || !validSeedName(strings.ReplaceAll(in.Branch, "/", "-")) {
+			ctlError(w, http.StatusBadRequest, "project, repo and branch: letters, digits and '-' (branch may have '/')")
+			return
+		}
+		d, err := s.OpenPR(in.Project, in.Repo, in.Branch)
+		s.ctlDelivery(w, d, err)
+	})
+	closer := func(state string) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+			if err != nil {
+				ctlError(w, http.StatusBadRequest, "id: a number")
+				return
+			}
+			var d Delivery
+			if state == "" {
+				d, err = s.PushPR(strings.ToUpper(r.PathValue("project")), r.PathValue("repo"), id)
+			} else {
+				d, err = s.ClosePR(strings.ToUpper(r.PathValue("project")), r.PathValue("repo"), id, state)
+			}
+			s.ctlDelivery(w, d, err)
+		}
+	}
+	mux.HandleFunc("POST /pull-requests/{project}/{repo}/{id}/merge", closer("MERGED"))
+	mux.HandleFunc("POST /pull-requests/{project}/{repo}/{id}/decline", closer("DECLINED"))
+	mux.HandleFunc("POST /pull-requests/{project}/{repo}/{id}/push", closer(""))
+	mux.HandleFunc("GET /pull-requests/{project}/{repo}/{id}", func(w http.ResponseWriter, r *http.Request) {
+		id, _ := strconv.ParseInt(r.PathValue("id"), 10, 64)
+		writeJSON(w, http.StatusOK, map[string]any{"comments": s.PRComments(r.PathValue("project"), r.PathValue("repo"), id)})
+	})
+	mux.HandleFunc("GET /builds/{sha}", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"statuses": s.BuildStatuses(r.PathValue("sha"))})
+	})
+}
+
+func (s *Sim) ctlDelivery(w http.ResponseWriter, d Delivery, err error) {
+	switch {
+	case errors.Is(err, ErrNotFound):
+		ctlError(w, http.StatusNotFound, err.Error())
+	case err != nil:
+		ctlError(w, http.StatusConflict, err.Error())
+	default:
+		writeJSON(w, http.StatusCreated, d)
+	}
+}
+
+func (s *Sim) bbGetComment(w http.ResponseWriter, r *http.Request) {
+	p, pr, ok := s.findPR(w, r)
+	if !ok {
+		return
+	}
+	cid, _ := strconv.ParseInt(r.PathValue("cid"), 10, 64)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c, ok := pr.comments[cid]
+	if !ok {
+		writeJSON(w, http.StatusNotFound, bbError(nil, "No comment exists with ID "+r.PathValue("cid")+".", "com.atlassian.bitbucket.comment.NoSuchCommentException"))
+		return
+	}
+	writeJSON(w, http.StatusOK, *c)
+}

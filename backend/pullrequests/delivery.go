@@ -1,0 +1,167 @@
+package pullrequests
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+
+	"github.com/slotkeeper/slotkeeper/events"
+)
+
+// Bitbucket Data Center's webhook deliveries, as its "Event payload" page
+// describes them (confluence.atlassian.com/bitbucketserver/event-payload,
+// the 8.9 and 8.15 editions): headers X-Request-Id ("a unique UUID for each
+// webhook request"), X-Event-Key (e.g. pr:opened) and X-Hub-Signature
+// (webhook secrets: "sha256=" and the hex HMAC-SHA256 of the body); the
+// body {"eventKey", "date", "actor", "pullRequest"} with the page's Pull
+// Request entity (id, title, state, author.user, fromRef, toRef, links).
+
+// Header names.
+const (
+	HeaderEventKey  = "X-Event-Key"
+	HeaderRequestID = "X-Request-Id"
+	HeaderSignature = "X-Hub-Signature"
+)
+
+// The event keys the flow acts on.
+const (
+	KeyOpened         = "pr:opened"
+	KeyFromRefUpdated = "pr:from_ref_updated"
+	KeyMerged         = "pr:merged"
+	KeyDeclined       = "pr:declined"
+	KeyDeleted        = "pr:deleted"
+)
+
+var handled = map[string]bool{KeyOpened: true, KeyFromRefUpdated: true, KeyMerged: true, KeyDeclined: true, KeyDeleted: true}
+
+// MaxBody bounds a delivery's body: a PR payload is a few kilobytes.
+const MaxBody = 1 << 20
+
+// payload is the part of a pull-request event the flow reads.
+type payload struct {
+	EventKey    string `json:"eventKey"`
+	PullRequest struct {
+		ID     int64  `json:"id"`
+		Title  string `json:"title"`
+		State  string `json:"state"`
+		Author struct {
+			User user `json:"user"`
+		} `json:"author"`
+		FromRef ref `json:"fromRef"`
+		ToRef   ref `json:"toRef"`
+		Links   struct {
+			Self []struct {
+				Href string `json:"href"`
+			} `json:"self"`
+		} `json:"links"`
+	} `json:"pullRequest"`
+}
+
+type user struct {
+	Name        string `json:"name"`
+	Slug        string `json:"slug"`
+	DisplayName string `json:"displayName"`
+}
+
+type ref struct {
+	ID           string `json:"id"`
+	DisplayID    string `json:"displayId"`
+	LatestCommit string `json:"latestCommit"`
+	Repository   struct {
+		Slug    string `json:"slug"`
+		Project struct {
+			Key string `json:"key"`
+		} `json:"project"`
+	} `json:"repository"`
+}
+
+var (
+	requestIDRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]{0,63}$`)
+	fullSHARe   = regexp.MustCompile(`^[0-9a-f]{40}([0-9a-f]{24})?$`)
+	branchRe    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/-]{0,199}$`)
+	userSlugRe  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@+-]{0,99}$`)
+)
+
+// Delivery is one delivery read and checked.
+type Delivery struct {
+	RequestID string
+	EventKey  string
+	PR        events.PullRequest
+}
+
+// parse reads a signed delivery's headers and body. An error is a
+// malformed delivery (400).
+func parse(h http.Header, body []byte) (Delivery, error) {
+	d := Delivery{RequestID: h.Get(HeaderRequestID), EventKey: h.Get(HeaderEventKey)}
+	if !requestIDRe.MatchString(d.RequestID) {
+		return d, fmt.Errorf("%s is missing or not a request id", HeaderRequestID)
+	}
+	var p payload
+	if err := json.Unmarshal(body, &p); err != nil {
+		return d, fmt.Errorf("the body is not a Bitbucket event payload: %v", err)
+	}
+	if p.EventKey != "" && p.EventKey != d.EventKey {
+		return d, fmt.Errorf("%s %q and the body's eventKey %q differ", HeaderEventKey, d.EventKey, p.EventKey)
+	}
+	pr := p.PullRequest
+	to, from := pr.ToRef.Repository, pr.FromRef.Repository
+	out := events.PullRequest{
+		Repo: events.RepoRef{Project: to.Project.Key, Slug: to.Slug}, ID: pr.ID, Title: clip(pr.Title, 200),
+		State: pr.State, Branch: pr.FromRef.DisplayID, Head: pr.FromRef.LatestCommit,
+		Source: events.RepoRef{Project: from.Project.Key, Slug: from.Slug},
+		Author: clip(pr.Author.User.DisplayName, 100), AuthorSlug: pr.Author.User.Slug,
+	}
+	if len(pr.Links.Self) > 0 && strings.HasPrefix(pr.Links.Self[0].Href, "http") {
+		out.Link = clip(pr.Links.Self[0].Href, 500)
+	}
+	if d.EventKey == KeyDeleted {
+		out.State = events.PRStateDeleted
+	}
+	switch {
+	case pr.ID <= 0:
+		return d, fmt.Errorf("pullRequest.id is missing")
+	case !repoOK(out.Repo) || !repoOK(out.Source):
+		return d, fmt.Errorf("pullRequest.toRef or fromRef names no repository")
+	case !fullSHARe.MatchString(out.Head):
+		return d, fmt.Errorf("pullRequest.fromRef.latestCommit %q is not a commit", out.Head)
+	case !branchRe.MatchString(out.Branch) || strings.Contains(out.Branch, ".."):
+		return d, fmt.Errorf("pullRequest.fromRef.displayId %q is not a branch name", out.Branch)
+	case out.AuthorSlug != "" && !userSlugRe.MatchString(out.AuthorSlug):
+		return d, fmt.Errorf("pullRequest.author.user.slug %q is not a user slug", out.AuthorSlug)
+	}
+	switch out.State {
+	case events.PRStateOpen, events.PRStateMerged, events.PRStateDeclined, events.PRStateDeleted:
+	default:
+		return d, fmt.Errorf("pullRequest.state %q is not OPEN, MERGED or DECLINED", out.State)
+	}
+	d.PR = out
+	return d, nil
+}
+
+var (
+	projectRe = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,127}$`)
+	slugRe    = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,127}$`)
+)
+
+func repoOK(r events.RepoRef) bool {
+	return projectRe.MatchString(r.Project) && slugRe.MatchString(r.Slug) && !strings.Contains(r.Slug, "..")
+}
+
+// ParseRepo reads PROJECT/slug (the --pr-repos form).
+func ParseRepo(s string) (events.RepoRef, error) {
+	p, sl, _ := strings.Cut(strings.TrimSpace(s), "/")
+	r := events.RepoRef{Project: strings.ToUpper(p), Slug: sl}
+	if !repoOK(r) {
+		return r, fmt.Errorf("repository %q: PROJECT/slug (a project key, then a lowercase repository slug)", s)
+	}
+	return r, nil
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}

@@ -1,0 +1,362 @@
+// Package pullrequests is the pull-request front door (issue 34,
+// docs/pull-requests.md): the repositories linked to the pool, Bitbucket
+// Data Center's webhook deliveries about their pull requests, and the
+// driver that turns each pull request's state into slot commands — occupy a
+// free ready slot, queue a pr_deploy job for each new head (cancelling an
+// older one), release the slot when the PR closes — and reports back on the
+// PR (report.go).
+//
+// A delivery is answered at once: Receive verifies it, checks it against
+// the PR's stream and appends PRChanged. Everything else is the driver's
+// (Run), which follows the log, so a delivery's effect survives a restart
+// and a repeated delivery has none.
+package pullrequests
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/slotkeeper/slotkeeper/backend/apperr"
+	"github.com/slotkeeper/slotkeeper/backend/clock"
+	"github.com/slotkeeper/slotkeeper/backend/slots"
+	"github.com/slotkeeper/slotkeeper/backend/webhook"
+	"github.com/slotkeeper/slotkeeper/events"
+)
+
+// Config configures the Service.
+type Config struct {
+	// Secret is the Bitbucket webhook secret; without one every delivery
+	// is refused (nothing can be verified).
+	Secret string
+	// Occupancy is how long a PR holds its slot at most (the occupancy
+	// deadline; the PR closing releases it earlier). Default 14 days.
+	Occupancy time.Duration
+	// Reporter posts the comment and build status on the PR; nil posts
+	// nothing.
+	Reporter Reporter
+	// JobURL makes the link to a job's page in the comment ("" when no
+	// public URL is configured).
+	JobURL func(jobID string) string
+	Clock  clock.Clock
+	Logger *slog.Logger
+}
+
+// Actor is the audited actor of everything the flow does.
+var Actor = slots.Actor{Name: "bitbucket", ID: "system:pull-requests"}
+
+// Service is the flow on one store.
+type Service struct {
+	store events.Store
+	slots *slots.Service
+	cfg   Config
+	log   *slog.Logger
+
+	mu      sync.Mutex        // serialises the driver's decisions
+	bySlot  map[string]string // slot -> PR stream, from PRSlotTaken
+	waiting []string          // PR streams waiting for a slot, oldest first
+
+	recentMu sync.Mutex
+	recent   []DeliveryRecord // the last recentMax deliveries, newest last
+}
+
+// DeliveryRecord is one delivery as received, for the admin page: what it
+// said and what was made of it. Refused deliveries append nothing to the
+// log (a forger must not be able to fill it), so these are kept in memory
+// only, the last recentMax of this process.
+type DeliveryRecord struct {
+	Time      time.Time `json:"time"`
+	RequestID string    `json:"request_id,omitempty"`
+	EventKey  string    `json:"event_key,omitempty"`
+	Repo      string    `json:"repo,omitempty"`
+	PR        int64     `json:"pr,omitempty"`
+	Result    string    `json:"result"`
+	Reason    string    `json:"reason,omitempty"`
+}
+
+const recentMax = 200
+
+// Recent lists the last deliveries this process received, newest first.
+func (s *Service) Recent() []DeliveryRecord {
+	s.recentMu.Lock()
+	defer s.recentMu.Unlock()
+	out := make([]DeliveryRecord, len(s.recent))
+	for i, r := range s.recent {
+		out[len(s.recent)-1-i] = r
+	}
+	return out
+}
+
+func (s *Service) remember(h http.Header, d Delivery, out Outcome) {
+	r := DeliveryRecord{Time: s.cfg.Clock.Now().UTC(), EventKey: clip(h.Get(HeaderEventKey), 64), Result: out.Result, Reason: out.Reason}
+	if id := h.Get(HeaderRequestID); requestIDRe.MatchString(id) {
+		r.RequestID = id
+	}
+	if d.PR.ID != 0 {
+		r.Repo, r.PR = d.PR.Repo.String(), d.PR.ID
+	}
+	s.recentMu.Lock()
+	defer s.recentMu.Unlock()
+	if len(s.recent) == recentMax {
+		s.recent = append(s.recent[:0], s.recent[1:]...)
+	}
+	s.recent = append(s.recent, r)
+}
+
+// New returns the flow.
+func New(store events.Store, svc *slots.Service, cfg Config) *Service {
+	if cfg.Occupancy == 0 {
+		cfg.Occupancy = 14 * 24 * time.Hour
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Service{store: store, slots: svc, cfg: cfg, log: cfg.Logger, bySlot: map[string]string{}}
+}
+
+func (s *Service) meta() events.Metadata {
+	return events.Metadata{Actor: Actor.Name, ActorID: Actor.ID, Time: s.cfg.Clock.Now().UTC()}
+}
+
+// ---- linked repositories ----
+
+// Links lists the linked repositories, sorted.
+func (s *Service) Links(ctx context.Context) ([]events.RepoRef, error) {
+	m, _, err := s.links(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]events.RepoRef, 0, len(m))
+	for _, r := range m {
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b events.RepoRef) int { return strings.Compare(a.String(), b.String()) })
+	return out, nil
+}
+
+func (s *Service) links(ctx context.Context) (map[string]events.RepoRef, events.ExpectedRevision, error) {
+	m := map[string]events.RepoRef{}
+	evs, err := s.store.ReadStream(ctx, events.PRReposStream, 0, 0, events.Forward)
+	if errors.Is(err, events.ErrStreamNotFound) {
+		return m, events.NoStream(), nil
+	}
+	if err != nil {
+		return nil, events.ExpectedRevision{}, apperr.Internalf(err, "read the linked repositories")
+	}
+	for _, ev := range evs {
+		p, err := events.Decode(ev)
+		if err != nil {
+			continue
+		}
+		switch e := p.(type) {
+		case events.PRRepoLinked:
+			m[e.Repo.String()] = e.Repo
+		case events.PRRepoUnlinked:
+			delete(m, e.Repo.String())
+		}
+	}
+	return m, events.Exact(evs[len(evs)-1].Revision), nil
+}
+
+// Link links repo (PROJECT/slug) to the pool; linking one already linked
+// changes nothing.
+func (s *Service) Link(ctx context.Context, a slots.Actor, repo string) (events.RepoRef, error) {
+	return s.setLink(ctx, a, repo, true)
+}
+
+// Unlink ends a link (404 when repo is not linked).
+func (s *Service) Unlink(ctx context.Context, a slots.Actor, repo string) (events.RepoRef, error) {
+	return s.setLink(ctx, a, repo, false)
+}
+
+func (s *Service) setLink(ctx context.Context, a slots.Actor, repo string, link bool) (events.RepoRef, error) {
+	r, err := ParseRepo(repo)
+	if err != nil {
+		return r, apperr.InvalidField("repo", err.Error())
+	}
+	_, err = events.Decide(ctx, s.store, events.PRReposStream, func(ctx context.Context) (events.ExpectedRevision, []events.EventData, error) {
+		m, exp, err := s.links(ctx)
+		if err != nil {
+			return exp, nil, err
+		}
+		_, linked := m[r.String()]
+		meta := s.meta()
+		meta.Actor, meta.ActorID = a.Name, a.ID
+		switch {
+		case link && !linked:
+			return exp, []events.EventData{events.New(events.PRRepoLinked{Repo: r, By: a.Name}, meta)}, nil
+		case !link && linked:
+			return exp, []events.EventData{events.New(events.PRRepoUnlinked{Repo: r, By: a.Name}, meta)}, nil
+		case !link:
+			return exp, nil, apperr.New(apperr.NotFound, "repository %s is not linked", r)
+		}
+		return exp, nil, nil
+	})
+	if err != nil {
+		return r, apperr.Decided(err, "linked repositories")
+	}
+	return r, nil
+}
+
+// ---- deliveries ----
+
+// Outcome is what Receive made of a delivery: the status to answer and
+// why.
+type Outcome struct {
+	Status int    `json:"-"`
+	Result string `json:"result"` // accepted | ignored | duplicate | refused
+	Reason string `json:"reason,omitempty"`
+}
+
+// Receive takes one delivery. A refused one (unsigned, badly signed,
+// malformed) appends nothing; an accepted one appends PRChanged, and the
+// driver does the rest.
+func (s *Service) Receive(ctx context.Context, h http.Header, body []byte) (Outcome, error) {
+	d, out, err := s.receive(ctx, h, body)
+	if err == nil {
+		s.remember(h, d, out)
+	}
+	return out, err
+}
+
+func (s *Service) receive(ctx context.Context, h http.Header, body []byte) (Delivery, Outcome, error) {
+	if !webhook.Verify(s.cfg.Secret, body, h.Get(HeaderSignature)) {
+		why := "the X-Hub-Signature does not match the body under the configured webhook secret"
+		if s.cfg.Secret == "" {
+			why = "no Bitbucket webhook secret is configured (--bitbucket-webhook-secret)"
+		}
+		return Delivery{}, Outcome{Status: http.StatusUnauthorized, Result: "refused", Reason: why}, nil
+	}
+	key := h.Get(HeaderEventKey)
+	if !handled[key] {
+		return Delivery{}, Outcome{Status: http.StatusAccepted, Result: "ignored", Reason: fmt.Sprintf("event %q is not one the pull-request flow acts on", clip(key, 64))}, nil
+	}
+	d, err := parse(h, body)
+	if err != nil {
+		return d, Outcome{Status: http.StatusBadRequest, Result: "refused", Reason: err.Error()}, nil
+	}
+	m, _, err := s.links(ctx)
+	if err != nil {
+		return d, Outcome{}, err
+	}
+	if _, ok := m[d.PR.Repo.String()]; !ok {
+		return d, Outcome{Status: http.StatusAccepted, Result: "ignored", Reason: "repository " + d.PR.Repo.String() + " is not linked"}, nil
+	}
+	stream := events.PRStream(d.PR.Repo, d.PR.ID)
+	out := Outcome{Status: http.StatusAccepted, Result: "accepted"}
+	_, err = events.Decide(ctx, s.store, stream, func(ctx context.Context) (events.ExpectedRevision, []events.EventData, error) {
+		st, err := load(ctx, s.store, stream)
+		if err != nil {
+			return st.expected(), nil, err
+		}
+		if why := st.already(d); why != "" {
+			out = Outcome{Status: http.StatusOK, Result: "duplicate", Reason: why}
+			return st.expected(), nil, nil
+		}
+		meta := s.meta()
+		meta.CorrelationID = d.RequestID
+		return st.expected(), []events.EventData{events.New(events.PRChanged{RequestID: d.RequestID, EventKey: d.EventKey, PR: d.PR}, meta)}, nil
+	})
+	if err != nil {
+		return d, Outcome{}, apperr.Decided(err, "pull request")
+	}
+	return d, out, nil
+}
+
+// ---- a pull request's stream ----
+
+// prState is a PR's stream folded.
+type prState struct {
+	stream   string
+	rev      events.Revision
+	exists   bool
+	pr       events.PullRequest
+	requests map[string]bool
+	slot     string
+	released bool
+	waiting  bool
+	job      string
+	jobHead  string
+	comment  events.PRCommentPosted
+}
+
+func load(ctx context.Context, store events.Store, stream string) (*prState, error) {
+	st := &prState{stream: stream, requests: map[string]bool{}}
+	evs, err := store.ReadStream(ctx, stream, 0, 0, events.Forward)
+	if errors.Is(err, events.ErrStreamNotFound) {
+		return st, nil
+	}
+	if err != nil {
+		return st, apperr.Internalf(err, "read pull request")
+	}
+	for _, ev := range evs {
+		st.rev, st.exists = ev.Revision, true
+		p, err := events.Decode(ev)
+		if err != nil {
+			continue
+		}
+		switch e := p.(type) {
+		case events.PRChanged:
+			st.requests[e.RequestID] = true
+			st.pr = e.PR
+		case events.PRSlotTaken:
+			st.slot, st.waiting = e.Slot, false
+		case events.PRWaiting:
+			st.waiting = true
+		case events.PRDeployQueued:
+			st.job, st.jobHead = e.JobID, e.Head
+		case events.PRSlotReleased:
+			st.released = true
+		case events.PRCommentPosted:
+			st.comment = e
+		}
+	}
+	return st, nil
+}
+
+func (st *prState) expected() events.ExpectedRevision {
+	if !st.exists {
+		return events.NoStream()
+	}
+	return events.Exact(st.rev)
+}
+
+func (st *prState) open() bool { return st.pr.State == events.PRStateOpen }
+
+// already says why d changes nothing ("" when it does): the same request
+// id, or a state the PR has reached (a closed PR stays closed; an open one
+// at the same head is where it is).
+func (st *prState) already(d Delivery) string {
+	switch {
+	case st.requests[d.RequestID]:
+		return "request " + d.RequestID + " was received already"
+	case st.exists && !st.open():
+		return "the pull request is " + strings.ToLower(st.pr.State) + " already"
+	case st.exists && d.PR.State == events.PRStateOpen && d.PR.Head == st.pr.Head:
+		return "the pull request is open at " + d.PR.Head + " already"
+	}
+	return ""
+}
+
+// appendPR records what the driver did (a slot occupied, a job accepted, a
+// comment posted): facts already decided against the slot's own stream or
+// done at Bitbucket, so they are appended whatever came in meanwhile (a
+// delivery's PRChanged may land between the driver's read and its append).
+// The driver's decisions are serialised by s.mu.
+func (s *Service) appendPR(ctx context.Context, st *prState, p events.Payload) error {
+	res, err := s.store.Append(ctx, st.stream, events.Any(), events.New(p, s.meta()))
+	if err != nil {
+		return err
+	}
+	st.rev, st.exists = res.NextExpected, true
+	return nil
+}
