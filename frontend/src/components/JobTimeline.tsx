@@ -34,7 +34,8 @@ const PROVIDER_PHASE_KEY: Record<string, Key> = {
 function barLabel(b: Bar, t: T): string {
   if (b.kind === "wait" && b.wait === "provider") {
     const key = PROVIDER_PHASE_KEY[b.phase ?? ""];
-    return t("tl.wait.provider", { phase: key ? t(key, { ahead: 0, building: 0, status: "", ...b.phaseArgs }) : (b.phase ?? "") });
+    // A known phase's words already name Coolify ("queued in Coolify behind …").
+    return key ? t(key, { ahead: 0, building: 0, status: "", ...b.phaseArgs }) : t("tl.wait.provider", { phase: b.phase ?? "" });
   }
   if (b.kind === "wait") return t(WAIT_KEY[b.wait ?? "queue"]);
   return t.dyn("step", b.step ?? "");

@@ -90,6 +90,28 @@ describe("job timeline (issue 35 item 8)", () => {
     expect(buildTimeline(j, events, T0 + 5000, { step_timeout_ms: 120_000, job_timeout_ms: 8_000 }).bars[0].timeoutAt).toBe(T0 + 8000);
   });
 
+  it("a step waiting on Coolify says no step or attempt timeout: the wait has its own bound (issue 32)", () => {
+    pos = 0;
+    const events = [
+      ev("JobClaimed", { attempt: 1 }, 0),
+      ev("StepStarted", { step: "deploy", attempt: 1 }, 1000),
+      ev("DeploymentStarted", { step: "deploy", attempt: 1, deployment_uuid: "d1" }, 1100),
+      ev("WaitPhase", { step: "deploy", attempt: 1, phase: "building" }, 1200),
+    ];
+    const j = job({
+      state: "running",
+      queued_at: at(0),
+      not_before: at(0),
+      ended_at: undefined,
+      attempts: [{ number: 1, worker: "w1", claimed_at: at(0), lease_until: at(30_000) }],
+      steps: [step("deploy", "running", { attempt: 1, started_at: at(1000) })],
+    });
+    const tl = buildTimeline(j, events, T0 + 300_000, { step_timeout_ms: 10_000, job_timeout_ms: 60_000 });
+    const running = tl.bars.find((b) => b.kind === "work" && b.step === "deploy");
+    expect(running).toMatchObject({ open: true, state: "running" });
+    expect(running?.timeoutAt).toBeUndefined();
+  });
+
   it("the provider-wait adapter makes a wait bar per phase, from its event to the next (the table is filled where those events exist)", () => {
     pos = 0;
     const events = [

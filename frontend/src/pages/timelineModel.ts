@@ -139,6 +139,9 @@ export function providerWaits(events: readonly RecordedEvent[], now: number, pha
   return out;
 }
 
+/** Event types that say a step waits on the provider under the wait's own bound (issue 32). */
+const WAIT_EVENTS: ReadonlySet<string> = new Set(["DeploymentStarted", "WaitPhase"]);
+
 /** Event types that are heartbeats, not progress: hidden unless asked for. */
 export const HEARTBEATS: ReadonlySet<string> = new Set(["LeaseRenewed"]);
 
@@ -222,9 +225,14 @@ export function buildTimeline(
     if (b.state === "running" && !job.ended_at) {
       b.open = true;
       b.end = Math.max(b.end, now);
+      // A step waiting on the provider (issue 32: a deployment, a database
+      // start) has set the step and job deadlines aside for the wait's own
+      // bound (the template's deploy_timeout, not in the view): no
+      // "times out at" from them.
+      const waiting = b.events.some((e) => WAIT_EVENTS.has(e.type));
       const claim = attempts.find((x) => x.number === b.attempt)?.claimed_at;
-      const byStep = limits.step_timeout_ms ? b.start + limits.step_timeout_ms : Infinity;
-      const byJob = limits.job_timeout_ms && claim ? Date.parse(claim) + limits.job_timeout_ms : Infinity;
+      const byStep = limits.step_timeout_ms && !waiting ? b.start + limits.step_timeout_ms : Infinity;
+      const byJob = limits.job_timeout_ms && claim && !waiting ? Date.parse(claim) + limits.job_timeout_ms : Infinity;
       const at = Math.min(byStep, byJob);
       if (Number.isFinite(at)) b.timeoutAt = at;
     }
