@@ -434,6 +434,7 @@ type StepSucceeded struct {
 const (
 	DetailAlreadyAbsent   = "already_absent"    // the resource was gone before the step deleted it
 	DetailVacateOnSuccess = "vacate_on_success" // the slot is vacated when the job's success is recorded
+	DetailPreflightPassed = "preflight_passed"  // every check of the reset's preflight passed (issue 32); Detail lists them
 	// The job view's own stories of a step result (projections.StepView
 	// DetailCode and DetailArgs, issue 35), each beside its English.
 	DetailRowGoneOnly     = "row_gone_only"     // a Coolify delete confirmed by its record's 404 only (projections.RowGoneOnly)

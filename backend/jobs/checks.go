@@ -65,7 +65,8 @@ func preflight(ctx context.Context, a *attempt, _ bool) (events.Payload, error) 
 	for _, r := range rs {
 		passed = append(passed, r.Check+": "+r.Detail)
 	}
-	return events.StepSucceeded{StepResult: a.result(false), Detail: "checked before deleting anything: " + strings.Join(passed, "; ")}, nil
+	return events.StepSucceeded{StepResult: a.result(false), Detail: "checked before deleting anything: " + strings.Join(passed, "; "),
+		DetailCode: events.DetailPreflightPassed}, nil
 }
 
 // createdURLs keeps, in memory only, the internal URL (with its password)

@@ -556,6 +556,7 @@ export const en = {
   "resname.branch_reset": "branch {branch} reset to {template}",
   "resname.app_server": "on the server of Coolify application {app}",
   "stepdetail.vacate_on_success": "The slot is vacated when the job's success is recorded.",
+  "stepdetail.preflight_passed": "Checked before deleting anything: the token's abilities, the template's values, the server and the engine are all as the reset needs.",
   "stepdetail.already_absent": "already absent",
   // ---- issue 27 (dashboard, second pass) ----
   "nav.menu": "Menu",

@@ -557,6 +557,7 @@ export const ko: Record<Key, string> = {
   "resname.branch_reset": "{branch} 브랜치를 {template}(으)로 초기화",
   "resname.app_server": "Coolify 애플리케이션 {app}의 서버에 있음",
   "stepdetail.vacate_on_success": "작업 성공이 기록되면 슬롯이 비워집니다.",
+  "stepdetail.preflight_passed": "삭제하기 전에 확인했습니다: 토큰 권한, 템플릿 값, 서버, 엔진이 모두 초기화에 필요한 대로입니다.",
   "stepdetail.already_absent": "이미 없음",
   // ---- issue 27 (dashboard, second pass) ----
   "nav.menu": "메뉴",

@@ -20,7 +20,7 @@ export const Resource = v.object({
   name: optStr,
   /** A name the server wrote as a description, as a code (events.Name*) and its parts; format.resourceName words it. */
   name_code: optStr,
-  name_args: v.optional(v.object({ branch: optStr, template: optStr, app: optStr, deployment: optStr })),
+  name_args: v.optional(v.object({ branch: optStr, template: optStr, app: optStr, deployment: optStr, target: optStr })),
 });
 export type Resource = v.InferOutput<typeof Resource>;
 
