@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,9 +11,6 @@ import (
 
 	"github.com/slotkeeper/slotkeeper/backend/auth"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
-	"github.com/slotkeeper/slotkeeper/events/memstore"
-	"github.com/slotkeeper/slotkeeper/projections"
-	"github.com/slotkeeper/slotkeeper/projections/memory"
 )
 
 // BenchmarkAuthOverhead measures what authentication costs on GET
@@ -30,15 +26,8 @@ import (
 func BenchmarkAuthOverhead(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	store := memstore.New()
-	rm := memory.New(store)
-	runner := projections.NewRunner(store, rm, projections.RunnerOptions{})
-	hub := NewHub(HubOptions{}, NewMetrics(), log)
-	started := make(chan struct{})
-	go func() { _ = hub.Follow(ctx, runner, rm, started) }()
-	<-started
-	go func() { _ = runner.Run(ctx) }()
+	p := newBenchPipeline(ctx)
+	log, store, rm, runner, hub := p.log, p.store, p.rm, p.runner, p.hub
 	dir, err := auth.Open(ctx, store, auth.Options{Argon2: testArgon2})
 	if err != nil {
 		b.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -21,9 +20,6 @@ import (
 
 	"github.com/slotkeeper/slotkeeper/backend/auth"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
-	"github.com/slotkeeper/slotkeeper/events/memstore"
-	"github.com/slotkeeper/slotkeeper/projections"
-	"github.com/slotkeeper/slotkeeper/projections/memory"
 )
 
 // BenchmarkSignInFlood (issue 33 item 1): 100 wrong passwords for one
@@ -42,15 +38,8 @@ import (
 func BenchmarkSignInFlood(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	store := memstore.New()
-	rm := memory.New(store)
-	runner := projections.NewRunner(store, rm, projections.RunnerOptions{})
-	hub := NewHub(HubOptions{}, NewMetrics(), log)
-	started := make(chan struct{})
-	go func() { _ = hub.Follow(ctx, runner, rm, started) }()
-	<-started
-	go func() { _ = runner.Run(ctx) }()
+	p := newBenchPipeline(ctx)
+	log, store, rm, runner, hub := p.log, p.store, p.rm, p.runner, p.hub
 	dir, err := auth.Open(ctx, store, auth.Options{}) // the default argon2id cost
 	if err != nil {
 		b.Fatal(err)

@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -17,9 +15,6 @@ import (
 	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/backend/waitlist"
 	"github.com/slotkeeper/slotkeeper/events"
-	"github.com/slotkeeper/slotkeeper/events/memstore"
-	"github.com/slotkeeper/slotkeeper/projections"
-	"github.com/slotkeeper/slotkeeper/projections/memory"
 )
 
 // BenchmarkWaitlistHandOver: 1,000 people wait and 100 slots cycle. Each
@@ -33,15 +28,8 @@ import (
 func BenchmarkWaitlistHandOver(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	store := memstore.New()
-	rm := memory.New(store)
-	runner := projections.NewRunner(store, rm, projections.RunnerOptions{})
-	hub := NewHub(HubOptions{}, NewMetrics(), log)
-	started := make(chan struct{})
-	go func() { _ = hub.Follow(ctx, runner, rm, started) }()
-	<-started
-	go func() { _ = runner.Run(ctx) }()
+	p := newBenchPipeline(ctx)
+	log, store, rm, runner, hub := p.log, p.store, p.rm, p.runner, p.hub
 	svc := slots.NewService(store, slots.Config{Logger: log})
 	wl := waitlist.New(store, svc, waitlist.Config{OfferTTL: time.Hour, WarnLeads: []time.Duration{}, Logger: log})
 	go func() { _ = wl.Run(ctx) }()
