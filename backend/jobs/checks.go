@@ -29,11 +29,7 @@ func init() {
 // only helps once the fix is made; one that may pass (the server
 // unreachable, Coolify not answering) is.
 func preflight(ctx context.Context, a *attempt, _ bool) (events.Payload, error) {
-	t, _, _, err := a.template(ctx)
-	if err != nil {
-		return nil, err
-	}
-	st, err := a.slot(ctx)
+	t, st, err := a.template(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/slotkeeper/slotkeeper/backend/doctor"
 	"github.com/slotkeeper/slotkeeper/backend/providers"
+	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/events"
 )
 
@@ -30,17 +31,18 @@ func init() {
 	runs[events.StepDeploy] = deploy
 }
 
-// template is the slot's template, or a definite failure for a slot
-// registered without one (its reset has none of these steps).
-func (a *attempt) template(ctx context.Context) (events.SlotTemplate, string, string, error) {
+// template is the slot's template and the slot itself (one load), or a
+// definite failure for a slot registered without one (its reset has none
+// of these steps).
+func (a *attempt) template(ctx context.Context) (events.SlotTemplate, slots.SlotState, error) {
 	st, err := a.slot(ctx)
 	if err != nil {
-		return events.SlotTemplate{}, "", "", err
+		return events.SlotTemplate{}, st, err
 	}
 	if st.Reg.Template == nil {
-		return events.SlotTemplate{}, "", "", failf("slot %s has no template", st.Name)
+		return events.SlotTemplate{}, st, failf("slot %s has no template", st.Name)
 	}
-	return *st.Reg.Template, st.Name, st.Reg.ProjectUUID, nil
+	return *st.Reg.Template, st, nil
 }
 
 // dbName is the name create_db gives the database: the same for every
@@ -68,10 +70,11 @@ func (a *attempt) doneResult(step string, out any) bool {
 // later), then DBCreated ends the step. A verifying attempt first lists
 // the databases and adopts the one this job named.
 func createDB(ctx context.Context, a *attempt, verify bool) (events.Payload, error) {
-	t, slot, project, err := a.template(ctx)
+	t, st, err := a.template(ctx)
 	if err != nil {
 		return nil, err
 	}
+	slot, project := st.Name, st.Reg.ProjectUUID
 	engine, image := t.DBEngine, t.DBImage
 	var del events.DBDeleted
 	if a.doneResult(events.StepDeleteDB, &del) {
@@ -243,11 +246,7 @@ func (a *attempt) slotDatabase(ctx context.Context, slot, id, engine, image stri
 // matches stays, what differs is deleted and created again; a final
 // listing checks the keys (and, where Coolify shows them, the values).
 func restoreEnv(ctx context.Context, a *attempt, _ bool) (events.Payload, error) {
-	t, _, _, err := a.template(ctx)
-	if err != nil {
-		return nil, err
-	}
-	st, err := a.slot(ctx)
+	t, st, err := a.template(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -443,11 +442,7 @@ var shaRe = regexp.MustCompile(`^[0-9a-f]{7,64}$`)
 // template's own bound (deploy_timeout, Coolify's 3,600 s by default),
 // not the step deadline (wait.go).
 func deploy(ctx context.Context, a *attempt, verify bool) (events.Payload, error) {
-	t, _, _, err := a.template(ctx)
-	if err != nil {
-		return nil, err
-	}
-	st, err := a.slot(ctx)
+	t, st, err := a.template(ctx)
 	if err != nil {
 		return nil, err
 	}
