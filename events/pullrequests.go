@@ -128,6 +128,19 @@ type PRCommentPosted struct {
 	BuildState string `json:"build_state,omitempty"`
 }
 
+// PRReportFailed: Bitbucket refused a post on the PR for good (the token
+// refused, the PR gone): what was not posted and why. Appended once per
+// phase, job, head and code; a failure that may pass (5xx, a reset, no
+// answer in time) is retried instead and not recorded.
+type PRReportFailed struct {
+	Phase  string `json:"phase"`
+	JobID  string `json:"job_id,omitempty"`
+	Head   string `json:"head,omitempty"`
+	Call   string `json:"call"`   // e.g. bitbucket.AddComment
+	Code   string `json:"code"`   // the provider error's code (unauthorized, not_found, …)
+	Reason string `json:"reason"` // never a secret: the provider's message, redacted
+}
+
 // ---- job-<id> ----
 
 // PRHeadPushed: the PR's head is the slot branch's commit, read back after
@@ -150,6 +163,7 @@ func (PRDeployQueued) EventType() string  { return "PRDeployQueued" }
 func (PRSlotReleased) EventType() string  { return "PRSlotReleased" }
 func (PRCommentPosted) EventType() string { return "PRCommentPosted" }
 func (PRHeadPushed) EventType() string    { return "PRHeadPushed" }
+func (PRReportFailed) EventType() string  { return "PRReportFailed" }
 
 func init() {
 	stepTable[KindPRDeploy] = prDeployTable
@@ -162,4 +176,5 @@ func init() {
 	constructors["PRSlotReleased"] = decodeAs[PRSlotReleased]
 	constructors["PRCommentPosted"] = decodeAs[PRCommentPosted]
 	constructors["PRHeadPushed"] = decodeAs[PRHeadPushed]
+	constructors["PRReportFailed"] = decodeAs[PRReportFailed]
 }

@@ -2,87 +2,234 @@ package pullrequests
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/slotkeeper/slotkeeper/backend/apperr"
+	"github.com/slotkeeper/slotkeeper/backend/consumer"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/events"
 )
 
-// Run is the driver: it follows the log from its start (each decision is
-// idempotent: it looks at the PR's stream and its slot, not at the event
-// that woke it) and brings each pull request's slot and jobs to where its
-// state says, until ctx ends. It wakes on PRChanged, on the release of a
-// slot a PR holds (a cancelled job's lock freed, so the newer head can be
-// queued; the PR's job ended, to report it) and on a job's steps (report).
+// Run is the driver: a consumer of the log on backend/consumer's Runner
+// (docs/events.md), checkpointed as "pull-requests". Its fold (driverFold)
+// notes which pull requests an event concerns — a delivery's PRChanged, a
+// job of the PR's (queued, a step, its end), the release of the slot a PR
+// holds (then the PRs waiting for a slot too, oldest first) — and its Step
+// brings each noted PR to where its state says (Sync). Each decision reads
+// the PR's stream and its slot, not the event that woke it, so a replay or
+// a repeated wake does nothing new. Until ctx ends.
+//
+// The checkpoint claims no more than was acted on: it is held below the
+// oldest event whose PR was not synced yet (consumer.Marker), so a restart
+// reads again from there — and only from there, not from the start of the
+// log.
 func (s *Service) Run(ctx context.Context) error {
-	filter := events.Filter{EventTypes: append([]string{"PRChanged", "PRSlotTaken", "PRWaiting", "JobReleased", "StepStarted", "JobQueued"}, events.TerminalTypes()...)}
-	err := s.store.SubscribeAll(ctx, 0, filter, func(ctx context.Context, ev events.RecordedEvent) error {
-		s.Apply(ctx, ev)
-		return nil
+	f := &driverFold{}
+	f.reset()
+	r := consumer.NewRunner(s.store, f, consumer.Options{
+		Save: s.cfg.Save, Health: s.cfg.Health, Logger: s.log, Clock: s.cfg.Clock,
+		Step: func(ctx context.Context) time.Time { return s.step(ctx, f) },
 	})
-	if ctx.Err() != nil {
-		return nil
-	}
-	return err
+	s.runner.Store(r)
+	return r.Run(ctx)
 }
 
-// Apply handles one event of Run's subscription (exported for tests that
-// drive the flow step by step).
-func (s *Service) Apply(ctx context.Context, ev events.RecordedEvent) {
+// Runner is the driver's consumer once Run started (nil before): for tests
+// that wait until it caught up or check where it started.
+func (s *Service) Runner() *consumer.Runner { return s.runner.Load() }
+
+// DriverName is the driver's consumer name (its checkpoints are on
+// checkpoint-pull-requests).
+const DriverName = "pull-requests"
+
+// driverFold is the driver's fold: what the Runner checkpoints (the slots
+// PRs hold, the PRs waiting for a slot, the open pr_deploy jobs and their
+// PRs) and, in memory only, the PRs to sync with the position of the
+// oldest event that asked for it. Guarded by the Runner's lock.
+type driverFold struct {
+	BySlot  map[string]string `json:"by_slot"` // slot -> PR stream, from PRSlotTaken
+	Waiting []string          `json:"waiting"` // PR streams waiting for a slot, oldest first
+	Jobs    map[string]string `json:"jobs"`    // open pr_deploy job -> PR stream
+
+	pending []pending // PRs to sync, in the order asked
+}
+
+// pending is one PR to sync: since the event at pos; gen counts the events
+// that asked meanwhile (a sync done for an older gen does not settle it);
+// after is when a failed sync is tried again, tries how often it failed.
+type pending struct {
+	stream string
+	pos    events.Position
+	gen    int
+	after  time.Time
+	tries  int
+}
+
+func (f *driverFold) reset() {
+	f.BySlot, f.Waiting, f.Jobs, f.pending = map[string]string{}, nil, map[string]string{}, nil
+}
+
+func (f *driverFold) Name() string { return DriverName }
+func (f *driverFold) Version() int { return 1 }
+
+var driverTypes = map[string]bool{"PRChanged": true, "PRSlotTaken": true, "PRWaiting": true, "PRSlotReleased": true,
+	"JobReleased": true, "JobQueued": true, "StepStarted": true}
+
+func (f *driverFold) Wants(ev events.RecordedEvent) bool {
+	return driverTypes[ev.Type] || events.IsTerminal(ev.Type)
+}
+
+func (f *driverFold) Apply(ev events.RecordedEvent) error {
 	p, err := events.Decode(ev)
 	if err != nil {
-		return
+		return err
 	}
-	stream := ""
 	switch e := p.(type) {
 	case events.PRChanged:
-		stream = ev.Stream
-	case events.PRSlotTaken:
-		s.mu.Lock()
-		s.bySlot[e.Slot] = ev.Stream
-		s.waiting = slices.DeleteFunc(s.waiting, func(w string) bool { return w == ev.Stream })
-		s.mu.Unlock()
-		return
-	case events.PRWaiting:
-		s.mu.Lock()
-		if !slices.Contains(s.waiting, ev.Stream) {
-			s.waiting = append(s.waiting, ev.Stream)
+		if e.PR.State != events.PRStateOpen {
+			f.Waiting = slices.DeleteFunc(f.Waiting, func(w string) bool { return w == ev.Stream })
 		}
-		s.mu.Unlock()
-		return
+		f.mark(ev.Stream, ev.Position)
+	case events.PRSlotTaken:
+		f.BySlot[e.Slot] = ev.Stream
+		f.Waiting = slices.DeleteFunc(f.Waiting, func(w string) bool { return w == ev.Stream })
+	case events.PRWaiting:
+		if !slices.Contains(f.Waiting, ev.Stream) {
+			f.Waiting = append(f.Waiting, ev.Stream)
+		}
+	case events.PRSlotReleased:
+		if f.BySlot[e.Slot] == ev.Stream {
+			delete(f.BySlot, e.Slot)
+		}
 	case events.JobReleased:
-		s.mu.Lock()
-		stream = s.bySlot[e.Slot]
-		waiting := slices.Clone(s.waiting)
-		s.mu.Unlock()
 		// A slot's job is over (the reset after a PR closed, anything
-		// else's): the PRs waiting for a slot, in the order they started
-		// waiting, look again; then the PR holding the slot, if any.
-		for _, w := range waiting {
-			if err := s.Sync(ctx, w); err != nil && ctx.Err() == nil {
-				s.log.Warn("pull requests: sync failed", "pr", w, "err", err)
-			}
+		// else's): the PRs waiting for a slot look again, in the order
+		// they started waiting; then the PR holding the slot, if any.
+		for _, w := range f.Waiting {
+			f.mark(w, ev.Position)
+		}
+		if pr := f.BySlot[e.Slot]; pr != "" {
+			f.mark(pr, ev.Position)
+		}
+	case events.JobQueued:
+		if e.Kind == events.KindPRDeploy && strings.HasPrefix(ev.Meta.CorrelationID, events.PRStreamPrefix) {
+			f.Jobs[e.JobID] = ev.Meta.CorrelationID
+			f.mark(ev.Meta.CorrelationID, ev.Position)
 		}
 	default:
-		// A job's queue, steps and end are only for the report: the PR
-		// whose current job it is says what it does.
-		if strings.HasPrefix(ev.Stream, events.JobStreamPrefix) {
-			s.reportJob(ctx, strings.TrimPrefix(ev.Stream, events.JobStreamPrefix))
+		// A step or the end of a PR's job: the PR says what it does.
+		id := strings.TrimPrefix(ev.Stream, events.JobStreamPrefix)
+		if pr, ok := f.Jobs[id]; ok {
+			f.mark(pr, ev.Position)
+			if events.IsTerminal(ev.Type) {
+				delete(f.Jobs, id)
+			}
 		}
-		return
 	}
-	if stream == "" {
-		return
-	}
-	if err := s.Sync(ctx, stream); err != nil && ctx.Err() == nil {
-		s.log.Warn("pull requests: sync failed; the next event about it retries", "pr", stream, "err", err)
-	}
+	return nil
 }
 
-// Sync brings one PR's slot and jobs to where its state says.
+// mark asks for a sync of stream (once: a PR already asked for keeps its
+// place and older position).
+func (f *driverFold) mark(stream string, pos events.Position) {
+	for i := range f.pending {
+		if f.pending[i].stream == stream {
+			f.pending[i].gen++
+			f.pending[i].after = time.Time{} // a new event: try now
+			return
+		}
+	}
+	f.pending = append(f.pending, pending{stream: stream, pos: pos})
+}
+
+// Mark holds the checkpoint below the oldest PR not synced yet.
+func (f *driverFold) Mark(applied events.Position) events.Position {
+	for _, p := range f.pending {
+		if p.pos <= applied {
+			applied = p.pos - 1
+		}
+	}
+	return applied
+}
+
+func (f *driverFold) Snapshot() (any, error) { return f, nil }
+
+func (f *driverFold) Restore(state []byte) error {
+	f.reset()
+	if err := json.Unmarshal(state, f); err != nil {
+		f.reset()
+		return err
+	}
+	if f.BySlot == nil {
+		f.BySlot = map[string]string{}
+	}
+	if f.Jobs == nil {
+		f.Jobs = map[string]string{}
+	}
+	return nil
+}
+
+// step syncs the PRs the fold asks for that are due, oldest first, and
+// says when to look again (the next retry; zero: at the next event). A
+// sync that failed for a reason that may pass is tried again after a
+// doubling delay (Config.Retry, up to 32 times it); a definite refusal
+// (the token refused) waits for the PR's next event instead of storming
+// Bitbucket.
+func (s *Service) step(ctx context.Context, f *driverFold) time.Time {
+	r := s.runner.Load()
+	now := s.cfg.Clock.Now()
+	var due []pending
+	r.View(func() {
+		for _, p := range f.pending {
+			if !p.after.After(now) {
+				due = append(due, p)
+			}
+		}
+	})
+	for _, p := range due {
+		if ctx.Err() != nil {
+			return time.Time{}
+		}
+		err := s.Sync(ctx, p.stream)
+		if err != nil && ctx.Err() == nil {
+			s.log.Warn("pull requests: sync failed", "pr", p.stream, "err", err)
+		}
+		if ctx.Err() != nil {
+			return time.Time{}
+		}
+		retry := err != nil && mayPass(err)
+		r.Update(func() {
+			i := slices.IndexFunc(f.pending, func(q pending) bool { return q.stream == p.stream })
+			switch {
+			case i < 0:
+			case retry:
+				q := &f.pending[i]
+				q.tries++
+				if q.gen == p.gen {
+					q.after = s.cfg.Clock.Now().Add(s.cfg.Retry << min(q.tries-1, 5))
+				}
+			case f.pending[i].gen == p.gen:
+				f.pending = slices.Delete(f.pending, i, i+1)
+			}
+		})
+	}
+	var next time.Time
+	r.View(func() {
+		for _, p := range f.pending {
+			if !p.after.IsZero() && (next.IsZero() || p.after.Before(next)) {
+				next = p.after
+			}
+		}
+	})
+	return next
+}
+
+// Sync brings one PR's slot and jobs to where its state says, and says on
+// the PR where it stands.
 func (s *Service) Sync(ctx context.Context, stream string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -90,20 +237,22 @@ func (s *Service) Sync(ctx context.Context, stream string) error {
 	if err != nil || !st.exists {
 		return err
 	}
-	if st.slot != "" {
-		s.bySlot[st.slot] = stream
-	}
 	if !st.open() {
-		s.waiting = slices.DeleteFunc(s.waiting, func(w string) bool { return w == stream })
 		return s.close(ctx, st)
 	}
 	if st.slot == "" {
 		ok, err := s.take(ctx, st)
-		if err != nil || !ok {
+		if err != nil {
 			return err
 		}
+		if !ok {
+			return s.reportState(ctx, st)
+		}
 	}
-	return s.deploy(ctx, st)
+	if err := s.deploy(ctx, st); err != nil {
+		return err
+	}
+	return s.reportState(ctx, st)
 }
 
 // occupant is who the PR's slot is occupied by: the author, by their
@@ -142,18 +291,13 @@ func (s *Service) take(ctx context.Context, st *prState) (bool, error) {
 			return false, err
 		}
 		st.slot = slot
-		s.bySlot[slot] = st.stream
 		return true, s.appendPR(ctx, st, events.PRSlotTaken{Slot: slot})
 	}
 	if st.waiting {
 		return false, nil
 	}
 	st.waiting = true
-	if err := s.appendPR(ctx, st, events.PRWaiting{Reason: "every ready slot is occupied"}); err != nil {
-		return false, err
-	}
-	s.report(ctx, st, phaseWaiting, nil)
-	return false, nil
+	return false, s.appendPR(ctx, st, events.PRWaiting{Reason: "every ready slot is occupied"})
 }
 
 // freeSlots are the slots a PR may take, by name: registered with a
@@ -208,11 +352,7 @@ func (s *Service) deploy(ctx context.Context, st *prState) error {
 		return err
 	}
 	st.job, st.jobHead = res.JobID, st.pr.Head
-	if err := s.appendPR(ctx, st, events.PRDeployQueued{Slot: st.slot, JobID: res.JobID, Head: st.pr.Head}); err != nil {
-		return err
-	}
-	s.report(ctx, st, phaseQueued, &events.JobState{ID: res.JobID})
-	return nil
+	return s.appendPR(ctx, st, events.PRDeployQueued{Slot: st.slot, JobID: res.JobID, Head: st.pr.Head})
 }
 
 // cancelJob cancels the PR's job if it has not ended, and reports whether
@@ -264,4 +404,20 @@ func (s *Service) close(ctx context.Context, st *prState) error {
 	}
 	st.released = true
 	return s.appendPR(ctx, st, events.PRSlotReleased{Slot: st.slot, JobID: jobID})
+}
+
+// mayPass: a sync's failure that trying again may cure — a failed post
+// that was not a definite refusal, the store or a provider not answering.
+// A refusal (a slot command's conflict, the token refused) waits for the
+// next event about the PR.
+func mayPass(err error) bool {
+	var de *definiteError
+	if errors.As(err, &de) {
+		return false
+	}
+	switch apperr.CodeOf(err) {
+	case apperr.Internal, apperr.Upstream, apperr.Unavailable, apperr.StoreChanged, apperr.TooMany, apperr.RequestTimeout:
+		return true
+	}
+	return false
 }

@@ -83,7 +83,8 @@ func newWorld(t testing.TB, slotNames ...string) *world {
 	done := make(chan error, 2)
 	go func() { done <- eng.Run(ctx) }()
 	w.pr = pullrequests.New(ms, w.svc, pullrequests.Config{Secret: secret, Reporter: pullrequests.BitbucketReporter{Client: bb},
-		JobURL: func(id string) string { return "https://slotkeeper.example/jobs/" + id }, Logger: quiet})
+		JobURL: func(id string) string { return "https://slotkeeper.example/jobs/" + id }, Logger: quiet,
+		Retry: 20 * time.Millisecond, CallTimeout: 5 * time.Second})
 	go func() { done <- w.pr.Run(ctx) }()
 	t.Cleanup(func() {
 		sctx, c := context.WithTimeout(context.Background(), 10*time.Second)

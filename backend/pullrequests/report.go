@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/slotkeeper/slotkeeper/backend/apperr"
 	"github.com/slotkeeper/slotkeeper/backend/providers"
 	"github.com/slotkeeper/slotkeeper/backend/providers/bitbucket"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
@@ -20,15 +21,25 @@ import (
 type Reporter interface {
 	AddComment(ctx context.Context, repo events.RepoRef, pr int64, text string) (id int64, version int, err error)
 	// EditComment returns ErrStaleVersion (wrapped) when version is not
-	// the comment's current one.
+	// the comment's current one, ErrCommentGone when Bitbucket says the
+	// comment does not exist (a person deleted it).
 	EditComment(ctx context.Context, repo events.RepoRef, pr, id int64, version int, text string) (newVersion int, err error)
 	CommentVersion(ctx context.Context, repo events.RepoRef, pr, id int64) (int, error)
+	// FindComment returns the oldest comment on the PR whose text carries
+	// marker (as its last line), at its current version. found is false
+	// only when Bitbucket listed every comment and none did: any failure
+	// is an error, and no comment is posted on an error.
+	FindComment(ctx context.Context, repo events.RepoRef, pr int64, marker string) (id int64, version int, found bool, err error)
 	SetBuildStatus(ctx context.Context, repo events.RepoRef, sha, state, url, description string) error
 }
 
 // ErrStaleVersion: a comment edit named a version that is not the current
 // one (Bitbucket's 409).
 var ErrStaleVersion = errors.New("the comment was edited since the recorded version")
+
+// ErrCommentGone: the recorded comment does not exist any more (Bitbucket's
+// own 404 on the edit: a person deleted it).
+var ErrCommentGone = errors.New("the comment does not exist any more")
 
 // The phases the comment says.
 const (
@@ -37,31 +48,46 @@ const (
 	phaseDeploying = "deploying"
 	phaseReady     = "ready"
 	phaseFailed    = "failed"
+	phaseCancelled = "cancelled"
 )
 
 // BuildKey is the key of Slotkeeper's build status on a commit (the same
 // key replaces the previous state).
 const BuildKey = "slotkeeper-preview"
 
-// reportJob reports on the PR whose current job is jobID (an older,
-// superseded job's events report nothing).
-func (s *Service) reportJob(ctx context.Context, jobID string) {
-	if s.cfg.Reporter == nil {
-		return
+// Marker is the comment's last line: how the comment is found again when
+// its id was never recorded (a crash, or an answer lost, between
+// Bitbucket's 201 and PRCommentPosted). It names the PR's stream, so it is
+// stable across every edit and unique per PR.
+func Marker(stream string) string { return "slotkeeper:" + stream }
+
+// hasMarker: the text's last line is the marker (a person quoting our
+// comment puts it elsewhere, or behind "> ").
+func hasMarker(text, marker string) bool {
+	text = strings.TrimRight(text, " \n\r\t")
+	i := strings.LastIndexByte(text, '\n')
+	return strings.TrimSpace(text[i+1:]) == marker
+}
+
+// reportState says on the PR what its state is now: waiting for a slot,
+// or its current job's phase. A superseded (cancelled for a newer head)
+// job says nothing: the newer one reports. The caller holds s.mu.
+func (s *Service) reportState(ctx context.Context, st *prState) error {
+	if s.cfg.Reporter == nil || st.released || !st.open() {
+		return nil
 	}
-	j, err := slots.LoadJob(ctx, s.store, jobID)
-	if err != nil || !j.Exists || j.Queued.Kind != events.KindPRDeploy {
-		return
+	if st.job == "" {
+		if st.slot == "" && st.waiting {
+			return s.report(ctx, st, phaseWaiting, nil)
+		}
+		return nil
 	}
-	stream := j.QueuedMeta.CorrelationID
-	if !strings.HasPrefix(stream, events.PRStreamPrefix) {
-		return
+	j, err := slots.LoadJob(ctx, s.store, st.job)
+	if err != nil {
+		return apperr.Internalf(err, "load job")
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	st, err := load(ctx, s.store, stream)
-	if err != nil || st.job != jobID || st.released {
-		return
+	if !j.Exists || j.Queued.Kind != events.KindPRDeploy {
+		return nil
 	}
 	phase := phaseQueued
 	switch j.Status {
@@ -72,19 +98,32 @@ func (s *Service) reportJob(ctx context.Context, jobID string) {
 	case events.StatusFailed, events.StatusTimedOut, events.StatusAbandoned:
 		phase = phaseFailed
 	case events.StatusCancelled:
-		return // superseded: the newer job reports
+		if st.jobHead != st.pr.Head {
+			return nil // superseded: the newer head's job reports
+		}
+		phase = phaseCancelled
 	}
-	s.report(ctx, st, phase, &j)
+	return s.report(ctx, st, phase, &j)
 }
 
 // report edits the PR's one comment (posting it the first time) and sets
 // the build status of the head; the caller holds s.mu. What was posted is
 // appended (PRCommentPosted): a phase already posted for the same job and
-// head is not posted again. A failure is logged; the next event retries.
-func (s *Service) report(ctx context.Context, st *prState, phase string, j *events.JobState) {
+// head is not posted again.
+//
+// Posting is at-least-once and never duplicates the comment: with no
+// comment recorded, the PR's comments are looked through for our marker
+// first (FindComment) and one found is adopted and edited; only a look
+// that listed them all and found none lets a new comment be posted. A
+// failed look posts nothing (the next try looks again).
+//
+// Every call of one report shares the deadline CallTimeout. An error is
+// returned for the driver to retry; a definite refusal (the token, the PR
+// gone) is also recorded as PRReportFailed, once.
+func (s *Service) report(ctx context.Context, st *prState, phase string, j *events.JobState) error {
 	r := s.cfg.Reporter
 	if r == nil {
-		return
+		return nil
 	}
 	jobID := ""
 	if j != nil {
@@ -92,40 +131,132 @@ func (s *Service) report(ctx context.Context, st *prState, phase string, j *even
 	}
 	last := st.comment
 	if last.CommentID != 0 && last.Phase == phase && last.JobID == jobID && last.Head == st.pr.Head {
-		return
+		return nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
 	text, state, url, desc := s.words(st, phase, j)
 	out := events.PRCommentPosted{CommentID: last.CommentID, Version: last.Version, Phase: phase, JobID: jobID, Head: st.pr.Head}
-	var err error
-	if last.CommentID == 0 {
-		out.CommentID, out.Version, err = r.AddComment(ctx, st.pr.Repo, st.pr.ID, text)
-	} else {
-		out.Version, err = r.EditComment(ctx, st.pr.Repo, st.pr.ID, last.CommentID, last.Version, text)
-		if errors.Is(err, ErrStaleVersion) {
-			// Edited since the version recorded (by a person, or a post
-			// whose record was lost): read the current version, edit again.
-			var v int
-			if v, err = r.CommentVersion(ctx, st.pr.Repo, st.pr.ID, last.CommentID); err == nil {
-				out.Version, err = r.EditComment(ctx, st.pr.Repo, st.pr.ID, last.CommentID, v, text)
-			}
-		}
-	}
+	call, err := s.postComment(ctx, st, &out, text)
 	if err != nil {
-		s.log.Warn("pull requests: comment not posted", "pr", st.stream, "phase", phase, "err", err)
-		return
+		return s.reportFailed(ctx, st, out, call, err)
 	}
 	if state != "" {
 		if err := r.SetBuildStatus(ctx, st.pr.Source, st.pr.Head, state, url, desc); err != nil {
+			// The comment is posted: record it, then report the status's
+			// failure (the retry posts the status; the comment's phase is
+			// then already there and not edited again).
 			s.log.Warn("pull requests: build status not posted", "pr", st.stream, "state", state, "err", err)
-		} else {
-			out.BuildState = state
+			if aerr := s.appendPR(ctx, st, out); aerr == nil {
+				st.comment = out
+			}
+			return s.reportFailed(ctx, st, out, bitbucket.OpSetBuildStatus, err)
 		}
+		out.BuildState = state
 	}
 	if err := s.appendPR(ctx, st, out); err != nil {
-		s.log.Warn("pull requests: comment posted but not recorded", "pr", st.stream, "err", err)
-		return
+		return fmt.Errorf("comment posted but not recorded (the marker finds it again): %w", err)
 	}
 	st.comment = out
+	return nil
+}
+
+// postComment edits the recorded comment, or the one carrying the marker,
+// or posts a new one; out gets its id and version. call names the call
+// that failed.
+func (s *Service) postComment(ctx context.Context, st *prState, out *events.PRCommentPosted, text string) (string, error) {
+	r := s.cfg.Reporter
+	repo, pr := st.pr.Repo, st.pr.ID
+	id, version := out.CommentID, out.Version
+	if id != 0 {
+		v, err := s.editComment(ctx, st, id, version, text)
+		if !errors.Is(err, ErrCommentGone) {
+			out.Version = v
+			return bitbucket.OpEditComment, err
+		}
+		id = 0 // deleted by a person: look again, then post anew
+	}
+	id, version, found, err := r.FindComment(ctx, repo, pr, Marker(st.stream))
+	if err != nil {
+		return bitbucket.OpPRActivities, err
+	}
+	if found {
+		out.CommentID = id
+		out.Version, err = s.editComment(ctx, st, id, version, text)
+		return bitbucket.OpEditComment, err
+	}
+	out.CommentID, out.Version, err = r.AddComment(ctx, repo, pr, text)
+	return bitbucket.OpAddComment, err
+}
+
+// editComment edits at version; a stale version (a person edited the
+// comment, or an edit whose record was lost) is read back and the edit
+// repeated once at the current one.
+func (s *Service) editComment(ctx context.Context, st *prState, id int64, version int, text string) (int, error) {
+	r := s.cfg.Reporter
+	v, err := r.EditComment(ctx, st.pr.Repo, st.pr.ID, id, version, text)
+	if errors.Is(err, ErrStaleVersion) {
+		if version, err = r.CommentVersion(ctx, st.pr.Repo, st.pr.ID, id); err == nil {
+			v, err = r.EditComment(ctx, st.pr.Repo, st.pr.ID, id, version, text)
+		}
+	}
+	return v, err
+}
+
+// Definite reports whether err is a refusal that trying again will not
+// change (the token refused, the PR gone, a request Bitbucket will not
+// take): recorded and not retried on a timer. Anything else — a 5xx, a
+// reset, no answer in time, a proxy's 404 — may pass.
+func Definite(err error) bool {
+	pe, ok := providers.AsError(err)
+	if !ok {
+		return false
+	}
+	switch pe.Code {
+	case providers.CodeUnauthorized, providers.CodeForbidden, providers.CodeNotFound, providers.CodeInvalid, providers.CodeUnprocessable:
+		return true
+	}
+	return false
+}
+
+// reportFailed logs a failed post and, for a definite refusal, records it
+// once (PRReportFailed) with a reason that names what to fix. It returns
+// err, wrapped with that reason.
+func (s *Service) reportFailed(ctx context.Context, st *prState, out events.PRCommentPosted, call string, err error) error {
+	why := reason(err)
+	s.log.Warn("pull requests: not posted on the pull request", "pr", st.stream, "phase", out.Phase, "call", call, "err", why)
+	if !Definite(err) {
+		return fmt.Errorf("%s: %s", call, why)
+	}
+	pe, _ := providers.AsError(err)
+	f := events.PRReportFailed{Phase: out.Phase, JobID: out.JobID, Head: out.Head, Call: call, Code: string(pe.Code), Reason: why}
+	if lf := st.failed; lf.Phase != f.Phase || lf.JobID != f.JobID || lf.Head != f.Head || lf.Call != f.Call || lf.Code != f.Code {
+		if aerr := s.appendPR(context.WithoutCancel(ctx), st, f); aerr == nil {
+			st.failed = f
+		}
+	}
+	return &definiteError{fmt.Errorf("%s: %s", call, why)}
+}
+
+// definiteError marks an error the driver does not retry on a timer.
+type definiteError struct{ error }
+
+func (e *definiteError) Unwrap() error { return e.error }
+
+// reason is a failure's reason as a person fixing it needs it: a refused
+// token names the setting.
+func reason(err error) string {
+	pe, ok := providers.AsError(err)
+	if !ok {
+		return err.Error()
+	}
+	switch pe.Code {
+	case providers.CodeUnauthorized:
+		return "Bitbucket refused the token (--bitbucket-token): expired, revoked, or without Repository read on the pull request's repository: " + pe.Error()
+	case providers.CodeForbidden:
+		return "Bitbucket forbids this call to the token (--bitbucket-token): " + pe.Error()
+	}
+	return pe.Error()
 }
 
 // words is the comment's text and the build status for a phase.
@@ -158,6 +289,15 @@ func (s *Service) words(st *prState, phase string, j *events.JobState) (text, st
 		}
 		text = fmt.Sprintf("Slotkeeper: deploying %s on slot **%s** failed: %s", head, st.slot, why)
 		state, desc = "FAILED", clip("failed: "+why, 250)
+	case phaseCancelled:
+		why := "cancelled"
+		if j != nil && j.LastError != "" {
+			why = j.LastError
+		}
+		// FAILED, not CANCELLED: CANCELLED is in the 9.4 OpenAPI's enum
+		// but not in older Data Center releases'.
+		text = fmt.Sprintf("Slotkeeper: deploying %s on slot **%s** was cancelled: %s", head, st.slot, why)
+		state, desc = "FAILED", clip("cancelled: "+why, 250)
 	}
 	if link != "" {
 		text += "\n\nJob: " + link
@@ -168,6 +308,7 @@ func (s *Service) words(st *prState, phase string, j *events.JobState) (text, st
 	if url == "" {
 		url = st.pr.Link // the build status's url is required
 	}
+	text += "\n\n" + Marker(st.stream)
 	return text, state, url, desc
 }
 
@@ -205,7 +346,18 @@ func (b BitbucketReporter) EditComment(ctx context.Context, repo events.RepoRef,
 	if pe, ok := providers.AsError(err); ok && pe.Status == 409 {
 		return 0, fmt.Errorf("%w: %v", ErrStaleVersion, err)
 	}
+	if pe, ok := providers.AsError(err); ok && pe.Code == providers.CodeNotFound && strings.Contains(pe.Message, "NoSuchComment") {
+		// Bitbucket's own words that the comment is gone (a proxy's 404 is
+		// CodeForeign and says nothing).
+		return 0, fmt.Errorf("%w: %v", ErrCommentGone, err)
+	}
 	return c.Version, err
+}
+
+// FindComment implements Reporter.
+func (b BitbucketReporter) FindComment(ctx context.Context, repo events.RepoRef, pr int64, marker string) (int64, int, bool, error) {
+	c, found, err := b.Client.FindComment(ctx, repo.Project, repo.Slug, pr, func(text string) bool { return hasMarker(text, marker) })
+	return c.ID, c.Version, found, err
 }
 
 // CommentVersion implements Reporter.

@@ -21,10 +21,12 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/slotkeeper/slotkeeper/backend/apperr"
 	"github.com/slotkeeper/slotkeeper/backend/clock"
+	"github.com/slotkeeper/slotkeeper/backend/consumer"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/backend/webhook"
 	"github.com/slotkeeper/slotkeeper/events"
@@ -44,6 +46,19 @@ type Config struct {
 	// JobURL makes the link to a job's page in the comment ("" when no
 	// public URL is configured).
 	JobURL func(jobID string) string
+	// CallTimeout bounds one report on the PR (the comment's look-up,
+	// post or edit, and the build status together): a hung Bitbucket
+	// ends there, and the post is tried again. Default 30 s.
+	CallTimeout time.Duration
+	// Retry is the first delay before a sync that failed for a reason
+	// that may pass is tried again; it doubles on each failure, up to 32
+	// times it. Default 30 s.
+	Retry time.Duration
+	// Save is the driver's checkpoint policy (backend/consumer); default
+	// every 1,000 events at most every 10 s, or after 5 min, and at stop.
+	Save consumer.SavePolicy
+	// Health parks events the driver cannot apply (nil: logged only).
+	Health *consumer.Health
 	Clock  clock.Clock
 	Logger *slog.Logger
 }
@@ -58,9 +73,8 @@ type Service struct {
 	cfg   Config
 	log   *slog.Logger
 
-	mu      sync.Mutex        // serialises the driver's decisions
-	bySlot  map[string]string // slot -> PR stream, from PRSlotTaken
-	waiting []string          // PR streams waiting for a slot, oldest first
+	mu     sync.Mutex // serialises the driver's decisions
+	runner atomic.Pointer[consumer.Runner]
 
 	recentMu sync.Mutex
 	recent   []DeliveryRecord // the last recentMax deliveries, newest last
@@ -120,7 +134,16 @@ func New(store events.Store, svc *slots.Service, cfg Config) *Service {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Service{store: store, slots: svc, cfg: cfg, log: cfg.Logger, bySlot: map[string]string{}}
+	if cfg.CallTimeout <= 0 {
+		cfg.CallTimeout = 30 * time.Second
+	}
+	if cfg.Retry <= 0 {
+		cfg.Retry = 30 * time.Second
+	}
+	if cfg.Save == (consumer.SavePolicy{}) {
+		cfg.Save = consumer.SavePolicy{Every: 1000, Gap: 10 * time.Second, After: 5 * time.Minute}
+	}
+	return &Service{store: store, slots: svc, cfg: cfg, log: cfg.Logger}
 }
 
 func (s *Service) meta() events.Metadata {
@@ -287,6 +310,7 @@ type prState struct {
 	job      string
 	jobHead  string
 	comment  events.PRCommentPosted
+	failed   events.PRReportFailed
 }
 
 func load(ctx context.Context, store events.Store, stream string) (*prState, error) {
@@ -318,6 +342,8 @@ func load(ctx context.Context, store events.Store, stream string) (*prState, err
 			st.released = true
 		case events.PRCommentPosted:
 			st.comment = e
+		case events.PRReportFailed:
+			st.failed = e
 		}
 	}
 	return st, nil

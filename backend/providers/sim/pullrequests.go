@@ -35,6 +35,20 @@ import (
 // (RestBuildStatusSetRequest) → 204, the same key replacing the status.
 // Each needs REPO_READ. They are kept in memory only (not in the state
 // directory).
+//
+// GET …/pull-requests/{id}/activities (getActivities in the same OpenAPI:
+// "a page of activity associated with a pull request", REPO_READ, paged
+// with start and limit, 25 by default) is how a client finds the comments
+// on a PR: the comments list (getComments_2) needs a file path. Atlassian's
+// KB "How to retrieve pull request comments using REST API"
+// (support.atlassian.com/bitbucket-data-center/kb/how-to-retrieve-pull-request-comments-using-rest-api)
+// reads the activities and keeps those with action COMMENTED; each carries
+// commentAction (ADDED, EDITED, …) and the comment itself
+// (PullRequestCommentActivity.getComment/getCommentAction, Bitbucket's
+// javadoc 10.2). The simulator answers, newest first, the PR's OPENED
+// activity and one COMMENTED/ADDED activity per comment with the comment as
+// it is now (id, version, text): an activity of another shape, as the
+// OpenAPI warns clients to expect, is there too (OPENED).
 
 // Endpoints of the pull-request calls.
 const (
@@ -42,6 +56,7 @@ const (
 	EndpointEditComment    = "bitbucket.EditComment"
 	EndpointGetComment     = "bitbucket.GetComment"
 	EndpointSetBuildStatus = "bitbucket.SetBuildStatus"
+	EndpointPRActivities   = "bitbucket.PRActivities"
 )
 
 // PRUser is the author of the simulator's pull requests.
@@ -240,6 +255,7 @@ func (s *Sim) prRoutes(mux *http.ServeMux, base string) {
 	h("PUT "+base+"/projects/{project}/repos/{slug}/pull-requests/{id}/comments/{cid}", EndpointEditComment, s.bbEditComment)
 	h("GET "+base+"/projects/{project}/repos/{slug}/pull-requests/{id}/comments/{cid}", EndpointGetComment, s.bbGetComment)
 	h("POST "+base+"/projects/{project}/repos/{slug}/commits/{sha}/builds", EndpointSetBuildStatus, s.bbSetBuildStatus)
+	h("GET "+base+"/projects/{project}/repos/{slug}/pull-requests/{id}/activities", EndpointPRActivities, s.bbPRActivities)
 }
 
 func (s *Sim) findPR(w http.ResponseWriter, r *http.Request) (*prState, *simPR, bool) {
@@ -403,4 +419,40 @@ func (s *Sim) bbGetComment(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, *c)
+}
+
+// bbPRActivities answers a page of the PR's activities, newest first (see
+// the comment at the top: getActivities).
+func (s *Sim) bbPRActivities(w http.ResponseWriter, r *http.Request) {
+	p, pr, ok := s.findPR(w, r)
+	if !ok {
+		return
+	}
+	start, limit := 0, 25
+	if v, err := strconv.Atoi(r.URL.Query().Get("start")); err == nil && v >= 0 {
+		start = v
+	}
+	if v, err := strconv.Atoi(r.URL.Query().Get("limit")); err == nil && v > 0 {
+		limit = min(v, 1000)
+	}
+	user := map[string]any{"name": "slotkeeper", "slug": "slotkeeper", "displayName": "Slotkeeper", "id": 9, "active": true, "type": "SERVICE"}
+	p.mu.Lock()
+	all := []map[string]any{}
+	for i := p.nextCmt; i >= 1; i-- {
+		if c, ok := pr.comments[i]; ok {
+			all = append(all, map[string]any{"id": 100 + c.ID, "createdDate": 0, "user": user, "action": "COMMENTED", "commentAction": "ADDED",
+				"comment": map[string]any{"id": c.ID, "version": c.Version, "text": c.Text, "author": user, "comments": []any{}}})
+		}
+	}
+	p.mu.Unlock()
+	all = append(all, map[string]any{"id": 1, "createdDate": 0, "user": PRUser, "action": "OPENED"})
+	end := min(start+limit, len(all))
+	page := map[string]any{"start": start, "limit": limit, "size": 0, "isLastPage": end >= len(all), "values": []any{}}
+	if start < len(all) {
+		page["values"], page["size"] = all[start:end], end-start
+	}
+	if end < len(all) {
+		page["nextPageStart"] = end
+	}
+	writeJSON(w, http.StatusOK, page)
 }
