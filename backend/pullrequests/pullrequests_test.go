@@ -35,9 +35,37 @@ type world struct {
 	store events.Store
 	svc   *slots.Service
 	pr    *pullrequests.Service
+	eng   *jobs.Engine
+	// cfg is the flow's configuration; startDriver runs a new Service on
+	// it (a restarted process), stopDriver ends the running one.
+	cfg        pullrequests.Config
+	stopDriver func()
+}
+
+// startDriver starts a new flow (its driver included) on the world's
+// store, as a process starting does.
+func (w *world) startDriver() {
+	ctx, cancel := context.WithCancel(context.Background())
+	pr := pullrequests.New(w.store, w.svc, w.cfg)
+	done := make(chan error, 1)
+	go func() { done <- pr.Run(ctx) }()
+	w.pr = pr
+	w.stopDriver = func() {
+		cancel()
+		if err := <-done; err != nil {
+			w.t.Errorf("driver: %v", err)
+		}
+		w.stopDriver = func() {}
+	}
 }
 
 func newWorld(t testing.TB, slotNames ...string) *world {
+	t.Helper()
+	return newWorldWith(t, 20*time.Second, slotNames...)
+}
+
+// newWorldWith: newWorld with the engine's step deadline.
+func newWorldWith(t testing.TB, stepTimeout time.Duration, slotNames ...string) *world {
 	t.Helper()
 	s, err := sim.Start(context.Background(), sim.Options{DeleteDelay: 5 * time.Millisecond})
 	if err != nil {
@@ -77,23 +105,24 @@ func newWorld(t testing.TB, slotNames ...string) *world {
 		GitHost: bb, Pusher: pusher,
 		RepoURL: func(r events.RepoRef) string { return s.CloneURL(r.Project, r.Slug) },
 	}
-	eng := jobs.NewEngine(ms, deps, jobs.Config{Workers: 2, WorkerID: "test", StepTimeout: 20 * time.Second, JobTimeout: 60 * time.Second,
+	eng := jobs.NewEngine(ms, deps, jobs.Config{Workers: 2, WorkerID: "test", StepTimeout: stepTimeout, JobTimeout: 60 * time.Second,
 		Lease: 10 * time.Second, RescueGrace: 50 * time.Millisecond, Logger: quiet})
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 2)
+	done := make(chan error, 1)
 	go func() { done <- eng.Run(ctx) }()
-	w.pr = pullrequests.New(ms, w.svc, pullrequests.Config{Secret: secret, Reporter: pullrequests.BitbucketReporter{Client: bb},
-		JobURL: func(id string) string { return "https://slotkeeper.example/jobs/" + id }, Logger: quiet,
-		Retry: 20 * time.Millisecond, CallTimeout: 5 * time.Second})
-	go func() { done <- w.pr.Run(ctx) }()
+	w.eng = eng
 	t.Cleanup(func() {
 		sctx, c := context.WithTimeout(context.Background(), 10*time.Second)
 		defer c()
 		eng.Stop(sctx)
 		cancel()
 		<-done
-		<-done
 	})
+	w.cfg = pullrequests.Config{Secret: secret, Reporter: pullrequests.BitbucketReporter{Client: bb},
+		JobURL: func(id string) string { return "https://slotkeeper.example/jobs/" + id }, Logger: quiet,
+		Retry: 20 * time.Millisecond, CallTimeout: 5 * time.Second}
+	w.startDriver()
+	t.Cleanup(func() { w.stopDriver() })
 	if _, err := w.pr.Link(context.Background(), slots.Actor{Name: "admin", ID: "user:admin"}, "APPS/shop"); err != nil {
 		t.Fatal(err)
 	}

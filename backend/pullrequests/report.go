@@ -130,32 +130,36 @@ func (s *Service) report(ctx context.Context, st *prState, phase string, j *even
 		jobID = j.ID
 	}
 	last := st.comment
-	if last.CommentID != 0 && last.Phase == phase && last.JobID == jobID && last.Head == st.pr.Head {
+	text, state, url, desc := s.words(st, phase, j)
+	// The comment already says this phase: only a build status whose post
+	// failed is left to do.
+	said := last.CommentID != 0 && last.Phase == phase && last.JobID == jobID && last.Head == st.pr.Head
+	if said && (state == "" || last.BuildState == state) {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
-	text, state, url, desc := s.words(st, phase, j)
 	out := events.PRCommentPosted{CommentID: last.CommentID, Version: last.Version, Phase: phase, JobID: jobID, Head: st.pr.Head}
-	call, err := s.postComment(ctx, st, &out, text)
-	if err != nil {
-		return s.reportFailed(ctx, st, out, call, err)
+	if !said {
+		if call, err := s.postComment(ctx, st, &out, text); err != nil {
+			return s.reportFailed(ctx, st, out, call, err)
+		}
 	}
 	if state != "" {
 		if err := r.SetBuildStatus(ctx, st.pr.Source, st.pr.Head, state, url, desc); err != nil {
-			// The comment is posted: record it, then report the status's
-			// failure (the retry posts the status; the comment's phase is
-			// then already there and not edited again).
-			s.log.Warn("pull requests: build status not posted", "pr", st.stream, "state", state, "err", err)
-			if aerr := s.appendPR(ctx, st, out); aerr == nil {
-				st.comment = out
+			// Record the comment (its status not posted): the retry posts
+			// only the status.
+			if !said {
+				if aerr := s.appendPR(context.WithoutCancel(ctx), st, out); aerr == nil {
+					st.comment = out
+				}
 			}
 			return s.reportFailed(ctx, st, out, bitbucket.OpSetBuildStatus, err)
 		}
 		out.BuildState = state
 	}
-	if err := s.appendPR(ctx, st, out); err != nil {
-		return fmt.Errorf("comment posted but not recorded (the marker finds it again): %w", err)
+	if err := s.appendPR(context.WithoutCancel(ctx), st, out); err != nil {
+		return fmt.Errorf("comment posted but not recorded (its marker finds it again): %w", err)
 	}
 	st.comment = out
 	return nil
@@ -167,23 +171,22 @@ func (s *Service) report(ctx context.Context, st *prState, phase string, j *even
 func (s *Service) postComment(ctx context.Context, st *prState, out *events.PRCommentPosted, text string) (string, error) {
 	r := s.cfg.Reporter
 	repo, pr := st.pr.Repo, st.pr.ID
-	id, version := out.CommentID, out.Version
-	if id != 0 {
-		v, err := s.editComment(ctx, st, id, version, text)
+	if out.CommentID != 0 {
+		v, call, err := s.editComment(ctx, st, out.CommentID, out.Version, text)
 		if !errors.Is(err, ErrCommentGone) {
 			out.Version = v
-			return bitbucket.OpEditComment, err
+			return call, err
 		}
-		id = 0 // deleted by a person: look again, then post anew
+		out.CommentID = 0 // deleted by a person: look again, then post anew
 	}
 	id, version, found, err := r.FindComment(ctx, repo, pr, Marker(st.stream))
 	if err != nil {
 		return bitbucket.OpPRActivities, err
 	}
 	if found {
-		out.CommentID = id
-		out.Version, err = s.editComment(ctx, st, id, version, text)
-		return bitbucket.OpEditComment, err
+		v, call, err := s.editComment(ctx, st, id, version, text)
+		out.CommentID, out.Version = id, v
+		return call, err
 	}
 	out.CommentID, out.Version, err = r.AddComment(ctx, repo, pr, text)
 	return bitbucket.OpAddComment, err
@@ -192,15 +195,16 @@ func (s *Service) postComment(ctx context.Context, st *prState, out *events.PRCo
 // editComment edits at version; a stale version (a person edited the
 // comment, or an edit whose record was lost) is read back and the edit
 // repeated once at the current one.
-func (s *Service) editComment(ctx context.Context, st *prState, id int64, version int, text string) (int, error) {
+func (s *Service) editComment(ctx context.Context, st *prState, id int64, version int, text string) (int, string, error) {
 	r := s.cfg.Reporter
 	v, err := r.EditComment(ctx, st.pr.Repo, st.pr.ID, id, version, text)
 	if errors.Is(err, ErrStaleVersion) {
-		if version, err = r.CommentVersion(ctx, st.pr.Repo, st.pr.ID, id); err == nil {
-			v, err = r.EditComment(ctx, st.pr.Repo, st.pr.ID, id, version, text)
+		if version, err = r.CommentVersion(ctx, st.pr.Repo, st.pr.ID, id); err != nil {
+			return 0, bitbucket.OpGetComment, err
 		}
+		v, err = r.EditComment(ctx, st.pr.Repo, st.pr.ID, id, version, text)
 	}
-	return v, err
+	return v, bitbucket.OpEditComment, err
 }
 
 // Definite reports whether err is a refusal that trying again will not
@@ -286,6 +290,13 @@ func (s *Service) words(st *prState, phase string, j *events.JobState) (text, st
 		why := ""
 		if j != nil {
 			why = j.LastError
+			if why == "" {
+				// A timeout or an abandoned attempt has no error of its own.
+				why = "the job " + strings.ReplaceAll(j.Status, "_", " ")
+				if j.InFlight != "" {
+					why += " during " + j.InFlight
+				}
+			}
 		}
 		text = fmt.Sprintf("Slotkeeper: deploying %s on slot **%s** failed: %s", head, st.slot, why)
 		state, desc = "FAILED", clip("failed: "+why, 250)
