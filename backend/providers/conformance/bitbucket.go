@@ -276,6 +276,107 @@ func (b *bbSuite) gitCases(ctx context.Context, t *testing.T, repo providers.Rep
 	if sha, err := p.ForcePushWithLease(ctx, srcRepo.CloneURL, "main", repo.CloneURL, "main", head); err != nil || sha != next {
 		t.Fatalf("force-push with the current lease: %q %v; want %s", sha, err, next)
 	}
+	// A branch one commit ahead of main, for the pull-request cases.
+	prHead, err := src.CommitFile("SRC", "source", "main", "CHANGE.md", "slotkeeper conformance, a change to review\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sha, err := p.PushNew(ctx, srcRepo.CloneURL, "main", repo.CloneURL, "pr-source"); err != nil || sha != prHead {
+		t.Fatalf("push the pull request's branch: %q %v; want %s", sha, err, prHead)
+	}
+	t.Run("pull request: comment add, list, edit, read; build status", func(t *testing.T) {
+		b.prCases(ctx, t, repo, prHead)
+	})
+}
+
+// prCases are the pull-request flow's calls (issue 34,
+// docs/pull-requests.md) on a PR the suite opens from pr-source to main
+// in its scratch repository: the comment posted, found again by its marker
+// in the PR's activities, edited at its version (a stale one is 409), read
+// back; a build status stored and replaced under one key; and a PR that
+// does not exist answered with Bitbucket's own 404.
+func (b *bbSuite) prCases(ctx context.Context, t *testing.T, repo providers.Repo, head string) {
+	ref := func(branch string) string {
+		return `{"id":"refs/heads/` + branch + `","repository":{"slug":"` + repo.Slug + `","project":{"key":"` + b.tg.Project + `"}}}`
+	}
+	status, pr, _ := b.rawJSON(ctx, t, "POST", b.repoPath(repo.Slug)+"/pull-requests", `{"title":"slotkeeper conformance","fromRef":`+ref("pr-source")+`,"toRef":`+ref("main")+`}`)
+	id, _ := pr["id"].(float64)
+	if status != http.StatusCreated || id <= 0 {
+		t.Fatalf("create the pull request: %d %v; want 201 with an id", status, pr)
+	}
+	prID := int64(id)
+	marker := "slotkeeper:conformance-" + randomHex(4)
+	hasMarker := func(text string) bool { return strings.HasSuffix(strings.TrimSpace(text), marker) }
+
+	if _, found, err := b.c.FindComment(ctx, b.tg.Project, repo.Slug, prID, hasMarker); err != nil || found {
+		t.Fatalf("look-up before any comment: found=%v %v; want none", found, err)
+	}
+	c, err := b.c.AddComment(ctx, b.tg.Project, repo.Slug, prID, "Slotkeeper: queued\n\n"+marker)
+	if err != nil || c.ID <= 0 {
+		t.Fatalf("add comment: %+v %v", c, err)
+	}
+	got, found, err := b.c.FindComment(ctx, b.tg.Project, repo.Slug, prID, hasMarker)
+	if err != nil || !found || got.ID != c.ID || got.Version != c.Version {
+		t.Fatalf("look-up by the marker: %+v found=%v %v; want comment %d at version %d", got, found, err, c.ID, c.Version)
+	}
+	edited, err := b.c.EditComment(ctx, b.tg.Project, repo.Slug, prID, c.ID, c.Version, "Slotkeeper: ready\n\n"+marker)
+	if err != nil || edited.ID != c.ID || edited.Version <= c.Version {
+		t.Fatalf("edit at version %d: %+v %v; want a newer version", c.Version, edited, err)
+	}
+	_, err = b.c.EditComment(ctx, b.tg.Project, repo.Slug, prID, c.ID, c.Version, "Slotkeeper: stale\n\n"+marker)
+	if pe, ok := providers.AsError(err); !ok || pe.Status != http.StatusConflict {
+		t.Fatalf("edit at the stale version %d: %v; want 409", c.Version, err)
+	}
+	if rc, err := b.c.GetComment(ctx, b.tg.Project, repo.Slug, prID, c.ID); err != nil || rc.Version != edited.Version {
+		t.Fatalf("read back: %+v %v; want version %d", rc, err, edited.Version)
+	}
+	if got, found, err := b.c.FindComment(ctx, b.tg.Project, repo.Slug, prID, hasMarker); err != nil || !found || got.ID != c.ID || got.Version != edited.Version || !strings.Contains(got.Text, "ready") {
+		t.Fatalf("look-up after the edit: %+v found=%v %v; want the comment as it is now", got, found, err)
+	}
+	status, e := b.raw(ctx, t, "GET", b.repoPath(repo.Slug)+"/pull-requests/999999/activities", b.bearer(), "")
+	wantError(t, status, e, 404, "com.atlassian.bitbucket.pull.NoSuchPullRequestException")
+	if _, _, err := b.c.FindComment(ctx, b.tg.Project, repo.Slug, 999999, hasMarker); providers.CodeOf(err) != providers.CodeNotFound {
+		t.Fatalf("look-up on a missing PR: %v; want not_found (never \"no comment\")", err)
+	}
+
+	key := "slotkeeper-conformance-" + randomHex(4)
+	for _, state := range []string{"INPROGRESS", "SUCCESSFUL"} {
+		err := b.c.SetBuildStatus(ctx, b.tg.Project, repo.Slug, head, bitbucket.BuildStatus{Key: key, State: state, URL: "https://slotkeeper.invalid/conformance", Name: "Slotkeeper conformance", Description: state})
+		if err != nil {
+			t.Fatalf("build status %s: %v", state, err)
+		}
+	}
+	status, bs, _ := b.rawJSON(ctx, t, "GET", b.repoPath(repo.Slug)+"/commits/"+head+"/builds?key="+key, "")
+	if status != http.StatusOK || bs["state"] != "SUCCESSFUL" || bs["key"] != key {
+		t.Fatalf("build status read back: %d %v; want %s SUCCESSFUL (the same key replaced)", status, bs, key)
+	}
+}
+
+// rawJSON is raw with the token, answering the body as JSON.
+func (b *bbSuite) rawJSON(ctx context.Context, t *testing.T, method, path, body string) (int, map[string]any, []byte) {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(b.tg.URL, "/")+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", b.bearer())
+	req.Header.Set("Accept", "application/json")
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := b.hc.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	var m map[string]any
+	_ = json.Unmarshal(raw, &m)
+	return resp.StatusCode, m, raw
 }
 
 // removeScratch deletes the suite's own repositories, pass or fail.

@@ -57,6 +57,8 @@ const (
 	EndpointGetComment     = "bitbucket.GetComment"
 	EndpointSetBuildStatus = "bitbucket.SetBuildStatus"
 	EndpointPRActivities   = "bitbucket.PRActivities"
+	EndpointCreatePR       = "bitbucket.CreatePullRequest"
+	EndpointGetBuildStatus = "bitbucket.GetBuildStatus"
 )
 
 // PRUser is the author of the simulator's pull requests.
@@ -256,6 +258,8 @@ func (s *Sim) prRoutes(mux *http.ServeMux, base string) {
 	h("GET "+base+"/projects/{project}/repos/{slug}/pull-requests/{id}/comments/{cid}", EndpointGetComment, s.bbGetComment)
 	h("POST "+base+"/projects/{project}/repos/{slug}/commits/{sha}/builds", EndpointSetBuildStatus, s.bbSetBuildStatus)
 	h("GET "+base+"/projects/{project}/repos/{slug}/pull-requests/{id}/activities", EndpointPRActivities, s.bbPRActivities)
+	h("POST "+base+"/projects/{project}/repos/{slug}/pull-requests", EndpointCreatePR, s.bbCreatePR)
+	h("GET "+base+"/projects/{project}/repos/{slug}/commits/{sha}/builds", EndpointGetBuildStatus, s.bbGetBuildStatus)
 }
 
 func (s *Sim) findPR(w http.ResponseWriter, r *http.Request) (*prState, *simPR, bool) {
@@ -455,4 +459,72 @@ func (s *Sim) bbPRActivities(w http.ResponseWriter, r *http.Request) {
 		page["nextPageStart"] = end
 	}
 	writeJSON(w, http.StatusOK, page)
+}
+
+// bbCreatePR opens a pull request (createPullRequest in the 9.4 OpenAPI:
+// POST …/pull-requests {title, fromRef {id, repository {slug, project
+// {key}}}, toRef {…}} → 201 with the pull request; REPO_READ on both; 409
+// when one is already open between the two refs). Only PRs within one
+// repository. The conformance suite opens one on a real server this way.
+func (s *Sim) bbCreatePR(w http.ResponseWriter, r *http.Request) {
+	if !s.repoRead(w, r) {
+		return
+	}
+	project, slug := strings.ToUpper(r.PathValue("project")), r.PathValue("slug")
+	if !s.HasRepo(project, slug) {
+		noSuchRepo(w, project, slug)
+		return
+	}
+	var in struct {
+		Title   string `json:"title"`
+		FromRef struct {
+			ID string `json:"id"`
+		} `json:"fromRef"`
+		ToRef struct {
+			ID string `json:"id"`
+		} `json:"toRef"`
+	}
+	if json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&in) != nil || in.Title == "" {
+		writeJSON(w, http.StatusBadRequest, bbError("title", "A pull request's title, fromRef and toRef are required.", nil))
+		return
+	}
+	from, to := strings.TrimPrefix(in.FromRef.ID, "refs/heads/"), strings.TrimPrefix(in.ToRef.ID, "refs/heads/")
+	head, _ := s.RepoHeadSHA(project, slug, from)
+	target, _ := s.RepoHeadSHA(project, slug, to)
+	if head == "" || target == "" {
+		writeJSON(w, http.StatusBadRequest, bbError("fromRef", "Repository "+project+"/"+slug+" does not contain both refs.", nil))
+		return
+	}
+	p := s.pr()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, o := range p.prs {
+		if o.Project == project && o.Slug == slug && o.Branch == from && o.State == "OPEN" {
+			writeJSON(w, http.StatusConflict, bbError(nil, "Only one pull request may be open for a given source and target branch.", "com.atlassian.bitbucket.pull.DuplicatePullRequestException"))
+			return
+		}
+	}
+	p.nextID[repoKey(project, slug)]++
+	pr := &simPR{ID: p.nextID[repoKey(project, slug)], Project: project, Slug: slug, Branch: from, Head: head, Title: in.Title, State: "OPEN", comments: map[int64]*PRComment{}}
+	p.prs[prKey(project, slug, pr.ID)] = pr
+	writeJSON(w, http.StatusCreated, map[string]any{"id": pr.ID, "version": 0, "title": pr.Title, "state": "OPEN", "open": true, "closed": false,
+		"fromRef": map[string]any{"id": "refs/heads/" + from, "displayId": from, "latestCommit": head},
+		"toRef":   map[string]any{"id": "refs/heads/" + to, "displayId": to, "latestCommit": target}})
+}
+
+// bbGetBuildStatus answers the build status of one key on a commit (get in
+// the 9.4 OpenAPI, "Since 7.14": GET …/commits/{commitId}/builds?key= →
+// 200 RestBuildStatus, 404 when there is none).
+func (s *Sim) bbGetBuildStatus(w http.ResponseWriter, r *http.Request) {
+	if !s.repoRead(w, r) {
+		return
+	}
+	key := r.URL.Query().Get("key")
+	for _, b := range s.BuildStatuses(r.PathValue("sha")) {
+		if b.Key == key {
+			writeJSON(w, http.StatusOK, b)
+			return
+		}
+	}
+	writeJSON(w, http.StatusNotFound, bbError(nil, "No build status with key "+key+" exists on this commit.", nil))
 }
