@@ -1,6 +1,7 @@
 package bitbucket_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -85,5 +86,57 @@ func TestBaseURLWithWrongPath(t *testing.T) {
 	checkErr(t, err, providers.CodeForeign, 404, true)
 	if out != 0 || !b.sim.HasRepo("SLOT", b.fx.Repo.Slug) {
 		t.Fatalf("delete outcome %v", out)
+	}
+}
+
+// TestFindCommentPagesAndForeign404: the look-up of a PR's comment by its
+// marker follows the activities' pages (PageLimit 2 here) to the oldest
+// match, as it is now; a proxy's 404 is CodeForeign and Bitbucket's own
+// (no such PR) CodeNotFound — both errors, never "no comment", so no
+// caller posts a duplicate on a failed look.
+func TestFindCommentPagesAndForeign404(t *testing.T) {
+	b := setup(t, 0)
+	ctx := ctxT(t)
+	d, err := b.sim.OpenPR("APPS", "shop", "feature/find")
+	if err != nil {
+		t.Fatal(err)
+	}
+	marked := func(text string) bool { return strings.HasSuffix(text, "\nslotkeeper:x") }
+	var first bitbucket.Comment
+	for i, text := range []string{"a person's comment", "ours\nslotkeeper:x", "another person's", "a later copy\nslotkeeper:x", "more"} {
+		c, err := b.c.AddComment(ctx, "APPS", "shop", d.ID, text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 1 {
+			first = c
+		}
+	}
+	if _, err := b.c.EditComment(ctx, "APPS", "shop", d.ID, first.ID, first.Version, "edited\nslotkeeper:x"); err != nil {
+		t.Fatal(err)
+	}
+	got, found, err := b.c.FindComment(ctx, "APPS", "shop", d.ID, marked)
+	if err != nil || !found || got.ID != first.ID || got.Version != first.Version+1 {
+		t.Fatalf("found %+v %v %v; want comment %d at version %d", got, found, err, first.ID, first.Version+1)
+	}
+	if _, found, err := b.c.FindComment(ctx, "APPS", "shop", d.ID, func(string) bool { return false }); err != nil || found {
+		t.Fatalf("no match: found=%v %v", found, err)
+	}
+	for _, fc := range foreign404s {
+		f := fc.fault
+		f.Endpoint = sim.EndpointPRActivities
+		f.Skip = 1 // the second page
+		id := b.sim.AddFault(f)
+		_, found, err := b.c.FindComment(ctx, "APPS", "shop", d.ID, marked)
+		b.sim.RemoveFault(id)
+		checkErr(t, err, providers.CodeForeign, 404, false)
+		if found {
+			t.Fatalf("%s: found on a failed look", fc.name)
+		}
+	}
+	_, found, err = b.c.FindComment(ctx, "APPS", "shop", 999, marked)
+	checkErr(t, err, providers.CodeNotFound, 404, false)
+	if found {
+		t.Fatal("found on a missing PR")
 	}
 }
