@@ -133,6 +133,8 @@ func startJob(t *testing.T, w *world, kind, slot string) slots.JobAcceptedResult
 		res, err = w.svc.Teardown(ctx, bob, slot)
 	case events.KindPromote:
 		res, err = w.svc.Promote(ctx, bob, slot, slots.PromoteCmd{Project: promoProject, Name: promoName})
+	case events.KindPRDeploy:
+		res, err = startPRDeploy(t, w, slot)
 	}
 	if err != nil {
 		t.Fatalf("start %s: %v", kind, err)
@@ -173,7 +175,7 @@ func runCell(t *testing.T, c stepCall, f faultKind) {
 	} else {
 		fx = w.seed("cell")
 	}
-	if c.kind == events.KindReset {
+	if c.kind == events.KindReset || c.kind == events.KindPRDeploy {
 		w.occupy("cell")
 	}
 	from := time.Now()
@@ -282,6 +284,8 @@ func checkFinal(t *testing.T, w *world, kind string, fx sim.SlotFixture, jobID s
 		return
 	}
 	switch kind {
+	case events.KindPRDeploy:
+		checkPRDeployed(t, w, fx, jobID)
 	case events.KindReset:
 		checkReset(t, w, fx, jobID)
 	case events.KindTeardown:

@@ -2,9 +2,11 @@ package jobs_test
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"testing"
 
+	"github.com/slotkeeper/slotkeeper/backend/providers/sim"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/events"
 )
@@ -102,5 +104,80 @@ func TestPRDeployRefusesBadParams(t *testing.T) {
 		slots.DeployPRCmd{Source: events.RepoRef{Project: "APPS", Slug: "shop"}, Branch: "x", Head: "HEAD;rm"})
 	if slots.ErrorCode(err) != slots.CodeInvalid {
 		t.Fatalf("err %v", err)
+	}
+}
+
+// prMatrixSteps are the pr_deploy's own outside call (issue 34): the push
+// of the PR's head over the slot branch. Its deploy step is the ready
+// reset's, faulted in TestReadyFaultMatrix.
+var prMatrixSteps = []stepCall{
+	{events.KindPRDeploy, events.StepPushPRHead, sim.EndpointGitReceivePack, func(fx sim.SlotFixture) string { return fx.Repo.Project + "/" + fx.Repo.Slug }},
+}
+
+// TestPRDeployFaultMatrix: the push of the PR's head × each fault, by the
+// engine's one cell (runCell): the honest terminal event, no request
+// outside the fenced span, a hung push aborted, and a resume (a new job
+// after a cancel) that ends with the slot branch at the PR's head and the
+// application running — the worker killed mid-push included, with exactly
+// one push that took effect.
+func TestPRDeployFaultMatrix(t *testing.T) {
+	t.Parallel()
+	var cells []struct {
+		c stepCall
+		f faultKind
+	}
+	for _, c := range prMatrixSteps {
+		for _, f := range allFaults {
+			cells = append(cells, struct {
+				c stepCall
+				f faultKind
+			}{c, f})
+		}
+	}
+	runCells(t, len(cells), func(i int) string { return cells[i].c.step + "/" + string(cells[i].f) },
+		func(t *testing.T, i int) { runCell(t, cells[i].c, cells[i].f) })
+}
+
+// The PR every pr_deploy cell deploys: a feature branch of APPS/shop.
+const prCellBranch = "feature/cell"
+
+// startPRDeploy queues the cell's pr_deploy (the application repository
+// and its branch made on first use) and returns the job.
+func startPRDeploy(t *testing.T, w *world, slot string) (slots.JobAcceptedResult, error) {
+	head, _ := w.sim.RepoHeadSHA("APPS", "shop", prCellBranch)
+	if head == "" {
+		_, head = w.seedPR("shop", prCellBranch)
+	}
+	return w.svc.DeployPR(context.Background(), slots.Actor{Name: "bitbucket", ID: "system:pull-requests"}, slot,
+		slots.DeployPRCmd{Source: events.RepoRef{Project: "APPS", Slug: "shop"}, Branch: prCellBranch, Head: head})
+}
+
+// checkPRDeployed: the slot branch holds the PR's head, the application
+// runs it, and exactly one push reached the slot repository.
+func checkPRDeployed(t *testing.T, w *world, fx sim.SlotFixture, jobID string) {
+	t.Helper()
+	head, _ := w.sim.RepoHeadSHA("APPS", "shop", prCellBranch)
+	if got, _ := w.sim.RepoHeadSHA(fx.Repo.Project, fx.Repo.Slug, "main"); got != head {
+		t.Errorf("slot branch at %s, want the PR head %s", got, head)
+	}
+	pushes := 0
+	for _, r := range w.sim.Requests() {
+		if r.Endpoint == sim.EndpointGitReceivePack && r.Resource == fx.Repo.Project+"/"+fx.Repo.Slug && r.Status == http.StatusOK {
+			pushes++
+		}
+	}
+	if pushes != 1 {
+		t.Errorf("%d pushes took effect on the slot repository, want 1", pushes)
+	}
+	var deployed bool
+	for _, ev := range w.jobEvents(jobID) {
+		if p, _ := events.Decode(ev); p != nil {
+			if d, ok := p.(events.AppDeployed); ok {
+				deployed = d.Commit == head && strings.HasPrefix(d.Status, "running:")
+			}
+		}
+	}
+	if !deployed {
+		t.Errorf("the application does not run the PR head%s", history(w.jobEvents(jobID)))
 	}
 }
