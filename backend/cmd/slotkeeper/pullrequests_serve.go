@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/slotkeeper/slotkeeper/backend/consumer"
 	"github.com/slotkeeper/slotkeeper/backend/providers/bitbucket"
 	"github.com/slotkeeper/slotkeeper/backend/pullrequests"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
@@ -24,8 +25,8 @@ func (c *Config) validatePRRepos() error {
 // startPullRequests links --pr-repos and runs the pull-request driver
 // (docs/pull-requests.md). The reporter is the Bitbucket client the jobs
 // use (the simulator's when simulated).
-func startPullRequests(ctx context.Context, c Config, store events.Store, svc *slots.Service, git any, base string, log *slog.Logger, goRun func(string, func(context.Context) error)) *pullrequests.Service {
-	cfg := pullrequests.Config{Secret: c.BitbucketWebhookSecret, Logger: log,
+func startPullRequests(ctx context.Context, c Config, store events.Store, svc *slots.Service, git any, base string, log *slog.Logger, health *consumer.Health, goRun func(string, func(context.Context) error)) *pullrequests.Service {
+	cfg := pullrequests.Config{Secret: c.BitbucketWebhookSecret, Logger: log, Health: health,
 		JobURL: func(id string) string { return base + "/jobs/" + id }}
 	if bb, ok := git.(*bitbucket.Client); ok {
 		cfg.Reporter = pullrequests.BitbucketReporter{Client: bb}
