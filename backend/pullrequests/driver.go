@@ -139,7 +139,7 @@ func (f *driverFold) mark(stream string, pos events.Position) {
 	for i := range f.pending {
 		if f.pending[i].stream == stream {
 			f.pending[i].gen++
-			f.pending[i].after = time.Time{} // a new event: try now
+			f.pending[i].after, f.pending[i].tries = time.Time{}, 0 // a new event: try now
 			return
 		}
 	}

@@ -2,10 +2,12 @@ package pullrequests_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -353,6 +355,70 @@ func TestPRFirstCommentExactlyOnce(t *testing.T) {
 	if posts != 1 || looks < 2 {
 		t.Fatalf("%d POSTs and %d look-ups: want one POST, and a look-up before it and after the lost answer", posts, looks)
 	}
+}
+
+// TestPRFirstCommentExactlyOnceAcrossACrash: the process dies after
+// Bitbucket's 201 for the first comment and before PRCommentPosted is
+// appended (from that append on, nothing it writes reaches the log). The
+// next process, from the driver's checkpoint, finds the comment by its
+// marker and edits it: one POST, one comment, edited in place.
+func TestPRFirstCommentExactlyOnceAcrossACrash(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, "cr")
+	w.stopDriver()
+	dying := &dyingStore{Store: w.store, hit: make(chan struct{})}
+	w.driverStore = dying
+	w.cfg.Save.Every, w.cfg.Save.AtStop = 1, -1
+	w.startDriver()
+	d, err := w.sim.OpenPR("APPS", "shop", "feature/crash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.deliver(d, secret)
+	select {
+	case <-dying.hit:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the first comment was never recorded")
+	}
+	w.stopDriver()
+	if cs := w.sim.PRComments("APPS", "shop", d.ID); len(cs) != 1 {
+		t.Fatalf("comments before the restart: %+v, want the one posted", cs)
+	}
+	w.driverStore = nil
+	w.startDriver()
+	w.waitPR(d.ID, ready)
+	cs := w.sim.PRComments("APPS", "shop", d.ID)
+	if len(cs) != 1 || cs[0].Version < 1 || !strings.Contains(cs[0].Text, "running on slot") {
+		t.Fatalf("comments %+v: want one, edited in place", cs)
+	}
+	posts := 0
+	for _, r := range w.sim.Requests() {
+		if r.Endpoint == sim.EndpointAddComment {
+			posts++
+		}
+	}
+	if posts != 1 {
+		t.Fatalf("%d comment POSTs, want 1", posts)
+	}
+}
+
+// dyingStore is the store as a process sees it that dies at its first
+// append of PRCommentPosted: that append and every later one fail.
+type dyingStore struct {
+	events.Store
+	dead atomic.Bool
+	hit  chan struct{}
+}
+
+func (d *dyingStore) Append(ctx context.Context, stream string, exp events.ExpectedRevision, evs ...events.EventData) (events.AppendResult, error) {
+	if !d.dead.Load() && slices.ContainsFunc(evs, func(e events.EventData) bool { return e.Type == "PRCommentPosted" }) {
+		d.dead.Store(true)
+		close(d.hit)
+	}
+	if d.dead.Load() {
+		return events.AppendResult{}, errors.New("the process is dead")
+	}
+	return d.Store.Append(ctx, stream, exp, evs...)
 }
 
 // TestPRDriverRestartsFromItsCheckpoint: two PRs ready, the process

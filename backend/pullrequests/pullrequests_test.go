@@ -40,13 +40,20 @@ type world struct {
 	// it (a restarted process), stopDriver ends the running one.
 	cfg        pullrequests.Config
 	stopDriver func()
+	// driverStore, if set, is the store the next startDriver's flow
+	// writes through (a test's dying store); nil: the world's.
+	driverStore events.Store
 }
 
 // startDriver starts a new flow (its driver included) on the world's
 // store, as a process starting does.
 func (w *world) startDriver() {
 	ctx, cancel := context.WithCancel(context.Background())
-	pr := pullrequests.New(w.store, w.svc, w.cfg)
+	store := w.store
+	if w.driverStore != nil {
+		store = w.driverStore
+	}
+	pr := pullrequests.New(store, w.svc, w.cfg)
 	done := make(chan error, 1)
 	go func() { done <- pr.Run(ctx) }()
 	w.pr = pr
