@@ -107,10 +107,12 @@ func TestPRDeployRefusesBadParams(t *testing.T) {
 	}
 }
 
-// prMatrixSteps are the pr_deploy's own outside call (issue 34): the push
-// of the PR's head over the slot branch. Its deploy step is the ready
-// reset's, faulted in TestReadyFaultMatrix.
+// prMatrixSteps are the pr_deploy's own outside calls (issue 34): the
+// read of the slot branch (git's ref advertisement, ls-remote) and the
+// push of the PR's head over it. Its deploy step is the ready reset's,
+// faulted in TestReadyFaultMatrix.
 var prMatrixSteps = []stepCall{
+	{events.KindPRDeploy, events.StepPushPRHead, sim.EndpointGitInfoRefs, func(fx sim.SlotFixture) string { return fx.Repo.Project + "/" + fx.Repo.Slug }},
 	{events.KindPRDeploy, events.StepPushPRHead, sim.EndpointGitReceivePack, func(fx sim.SlotFixture) string { return fx.Repo.Project + "/" + fx.Repo.Slug }},
 }
 
@@ -134,7 +136,7 @@ func TestPRDeployFaultMatrix(t *testing.T) {
 			}{c, f})
 		}
 	}
-	runCells(t, len(cells), func(i int) string { return cells[i].c.step + "/" + string(cells[i].f) },
+	runCells(t, len(cells), func(i int) string { return cells[i].c.endpoint + "/" + string(cells[i].f) },
 		func(t *testing.T, i int) { runCell(t, cells[i].c, cells[i].f) })
 }
 
