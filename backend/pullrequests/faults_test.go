@@ -55,3 +55,30 @@ func TestPRDeployFailureIsReported(t *testing.T) {
 		t.Fatalf("build statuses %+v", bs)
 	}
 }
+
+// TestPRCommentDeletedByAPerson: a person deletes the flow's comment; at
+// the next push the edit meets Bitbucket's own 404 (NoSuchComment), the
+// PR is looked through (no marker left) and one new comment is posted.
+func TestPRCommentDeletedByAPerson(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, "del")
+	d, err := w.sim.OpenPR("APPS", "shop", "feature/deleted")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.deliver(d, secret)
+	first := w.waitPR(d.ID, ready).(events.PRCommentPosted)
+	if !w.sim.DeletePRComment("APPS", "shop", d.ID, first.CommentID) {
+		t.Fatal("no comment to delete")
+	}
+	d2, err := w.sim.PushPR("APPS", "shop", d.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.deliver(d2, secret)
+	last := w.waitPR(d.ID, func(p events.Payload) bool { return ready(p) && p.(events.PRCommentPosted).Head == d2.Head }).(events.PRCommentPosted)
+	cs := w.sim.PRComments("APPS", "shop", d.ID)
+	if len(cs) != 1 || cs[0].ID != last.CommentID || cs[0].ID == first.CommentID || !strings.Contains(cs[0].Text, "running on slot") {
+		t.Fatalf("comments %+v (recorded %d, deleted %d): want one new one", cs, last.CommentID, first.CommentID)
+	}
+}

@@ -212,6 +212,21 @@ func (s *Sim) PRComments(project, slug string, id int64) []PRComment {
 	return out
 }
 
+// DeletePRComment deletes a comment as a person would in Bitbucket's UI
+// (its edit is then Bitbucket's 404 NoSuchCommentException); it reports
+// whether the comment existed.
+func (s *Sim) DeletePRComment(project, slug string, id, commentID int64) bool {
+	p := s.pr()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pr, ok := p.prs[prKey(strings.ToUpper(project), slug, id)]
+	if !ok || pr.comments[commentID] == nil {
+		return false
+	}
+	delete(pr.comments, commentID)
+	return true
+}
+
 // BuildStatuses are the statuses posted on a commit, one per key.
 func (s *Sim) BuildStatuses(sha string) []BuildStatus {
 	p := s.pr()
