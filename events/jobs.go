@@ -91,38 +91,75 @@ func Resumable(kind, status string, touched bool) bool {
 // Cancellable reports whether a job in status may be cancelled.
 func Cancellable(status string) bool { return status == StatusQueued || status == StatusRunning }
 
-// JobStep is one row of a job kind's step table: the step's name and the
-// kind of planned resource its confirmed result removes from the job's
-// remaining list ("" when it removes none; ResAny for a step that removes
-// the job's resource whatever its kind). The step bodies are backend/jobs'.
+// JobStep is one row of a job kind's step table, the one declaration of a
+// step: its name, the kind of planned resource its confirmed result removes
+// from the job's remaining list ("" when it removes none; ResAny for a step
+// that removes the job's resource whatever its kind), and Plan, which names
+// that resource for a slot from its registration. A row with a Resource
+// other than ResAny has a Plan (TestEveryPlannedStepHasAPlan): the commands
+// plan a job from these rows alone (PlanResources), so the plan cannot
+// drift from the steps that remove it. The step bodies are backend/jobs',
+// one per step name, checked against these tables by a test there.
 type JobStep struct {
 	Name     string
 	Resource string
+	Plan     func(SlotRegistered) Resource
 }
 
 // ResAny is the JobStep.Resource of delete_resource: a delete-orphan job
 // plans one resource of any kind, and its last step removes it.
 const ResAny = "*"
 
-// stepTable is each job kind's steps in the order the engine runs them.
+// The plans of the reset's and the teardown's steps. A reset lists the
+// app's env vars and volumes by the app's id: their own ids are only known
+// when the step lists them (and are recorded in its result).
+func planDatabase(r SlotRegistered) Resource { return Resource{Kind: ResDatabase, ID: r.DBUUID} }
+func planApplication(r SlotRegistered) Resource {
+	return Resource{Kind: ResApplication, ID: r.AppUUID}
+}
+func planRepository(r SlotRegistered) Resource {
+	return Resource{Kind: ResRepository, ID: r.Repo.String()}
+}
+func planProject(r SlotRegistered) Resource { return Resource{Kind: ResProject, ID: r.ProjectUUID} }
+func planEnvVars(r SlotRegistered) Resource {
+	return Resource{Kind: ResEnvVar, ID: r.AppUUID, Name: "env vars of the application", NameCode: NameAppEnvVars}
+}
+func planVolumes(r SlotRegistered) Resource {
+	return Resource{Kind: ResVolume, ID: r.AppUUID, Name: "persistent volumes of the application", NameCode: NameAppVolumes}
+}
+func planBranchReset(r SlotRegistered) Resource {
+	tmpl := r.TemplateRepo.String() + "@" + r.TemplateRef
+	return Resource{Kind: ResRepository, ID: r.Repo.String(), Name: "branch " + r.Branch + " reset to " + tmpl,
+		NameCode: NameBranchReset, NameArgs: NameArgs{Branch: r.Branch, Template: tmpl}}
+}
+
+// resetClears are the reset's deletes and force push: the plain reset's
+// steps before vacate, and the ready reset's after its preflight.
+var resetClears = []JobStep{
+	{StepDeleteDB, ResDatabase, planDatabase},
+	{StepDeleteEnvVars, ResEnvVar, planEnvVars},
+	{StepDeleteVolumes, ResVolume, planVolumes},
+	{StepForcePush, ResRepository, planBranchReset},
+}
+
+// stepTable is each job kind's steps in the order the engine runs them:
+// the one list of the job kinds (JobKinds) and, with readyResetTable, of
+// their steps (StepOrder).
 var stepTable = map[string][]JobStep{
-	KindReset: {
-		{StepDeleteDB, ResDatabase}, {StepDeleteEnvVars, ResEnvVar}, {StepDeleteVolumes, ResVolume},
-		{StepForcePush, ResRepository}, {StepVacate, ""},
-	},
+	KindReset: slices.Concat(resetClears, []JobStep{{Name: StepVacate}}),
 	KindTeardown: {
-		{StepDeleteDB, ResDatabase}, {StepDeleteApp, ResApplication}, {StepDeleteRepo, ResRepository},
-		{StepDeleteProject, ResProject}, {StepRetire, ""},
+		{StepDeleteDB, ResDatabase, planDatabase},
+		{StepDeleteApp, ResApplication, planApplication},
+		{StepDeleteRepo, ResRepository, planRepository},
+		{StepDeleteProject, ResProject, planProject},
+		{Name: StepRetire},
 	},
-	KindPromote: {
-		{StepLookupRepo, ""}, {StepCreateRepo, ""}, {StepPushCode, ""}, {StepRecordRepo, ""},
-	},
-	KindAdopt: {
-		{StepLookupResource, ""}, {StepAdoptResource, ""},
-	},
-	KindDeleteOrphan: {
-		{StepLookupResource, ""}, {StepAdoptResource, ""}, {StepDeleteResource, ResAny},
-	},
+	KindPromote:      {{Name: StepLookupRepo}, {Name: StepCreateRepo}, {Name: StepPushCode}, {Name: StepRecordRepo}},
+	KindAdopt:        {{Name: StepLookupResource}, {Name: StepAdoptResource}},
+	KindDeleteOrphan: {{Name: StepLookupResource}, {Name: StepAdoptResource}, {Name: StepDeleteResource, Resource: ResAny}},
+	// The head pushed, then the ready reset's own deploy step, which waits
+	// until the application runs (issue 34).
+	KindPRDeploy: {{Name: StepPushPRHead}, {Name: StepDeploy}},
 }
 
 // readyResetTable is the reset of a slot registered with a template (issue
@@ -130,12 +167,11 @@ var stepTable = map[string][]JobStep{
 // template's env vars and volumes, and the template deployed and healthy,
 // before the slot is vacated. What the creates make is tracked from their
 // results (DBCreated), not from the plan's resources.
-var readyResetTable = []JobStep{
-	{StepPreflight, ""}, // issue 32: nothing is deleted before it passed
-	{StepDeleteDB, ResDatabase}, {StepDeleteEnvVars, ResEnvVar}, {StepDeleteVolumes, ResVolume},
-	{StepForcePush, ResRepository}, {StepCreateDB, ""}, {StepRestoreEnv, ""}, {StepCreateVolumes, ""},
-	{StepDeploy, ""}, {StepVacate, ""},
-}
+var readyResetTable = slices.Concat(
+	[]JobStep{{Name: StepPreflight}}, // issue 32: nothing is deleted before it passed
+	resetClears,
+	[]JobStep{{Name: StepCreateDB}, {Name: StepRestoreEnv}, {Name: StepCreateVolumes}, {Name: StepDeploy}, {Name: StepVacate}},
+)
 
 // Steps is kind's step table (a copy; nil for an unknown kind); template
 // selects the ready reset's table for a reset of a slot with a template.
@@ -158,6 +194,19 @@ func StepNames(kind string, template bool) []string {
 	out := make([]string, len(t))
 	for i, s := range t {
 		out[i] = s.Name
+	}
+	return out
+}
+
+// PlanResources is what a job of kind will act on for the slot registered
+// as reg, in step order: each step's Plan (nil when no step plans one — a
+// delete-orphan job's resource comes from its request).
+func PlanResources(kind string, reg SlotRegistered) []Resource {
+	var out []Resource
+	for _, s := range table(kind, reg.Template != nil) {
+		if s.Plan != nil {
+			out = append(out, s.Plan(reg))
+		}
 	}
 	return out
 }

@@ -67,6 +67,51 @@ func TestStepForResource(t *testing.T) {
 	}
 }
 
+// A step that removes a planned resource of a kind has the plan that names
+// it (JobStep.Plan, of that kind), so PlanResources — the commands' plan —
+// lists exactly the resources the steps remove, in step order.
+func TestEveryPlannedStepHasAPlan(t *testing.T) {
+	reg := events.SlotRegistered{Slot: "s1", ProjectUUID: "proj", AppUUID: "app", DBUUID: "db",
+		Repo: events.RepoRef{Project: "P", Slug: "s1"}, TemplateRepo: events.RepoRef{Project: "P", Slug: "tmpl"}, TemplateRef: "main", Branch: "main"}
+	for _, kind := range events.JobKinds() {
+		for _, tmpl := range []*events.SlotTemplate{nil, {}} {
+			reg.Template = tmpl
+			var want []string
+			for _, s := range events.Steps(kind, tmpl != nil) {
+				switch {
+				case s.Resource == "" || s.Resource == events.ResAny:
+					if s.Plan != nil {
+						t.Errorf("%s step %s plans a resource it does not remove", kind, s.Name)
+					}
+				case s.Plan == nil:
+					t.Errorf("%s step %s removes a planned %s but has no plan", kind, s.Name, s.Resource)
+				default:
+					if r := s.Plan(reg); r.Kind != s.Resource || r.ID == "" {
+						t.Errorf("%s step %s plans %+v, removes %s", kind, s.Name, r, s.Resource)
+					}
+					want = append(want, s.Resource)
+				}
+			}
+			var got []string
+			for _, r := range events.PlanResources(kind, reg) {
+				got = append(got, r.Kind)
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("%s template=%v: plan %v, steps remove %v", kind, tmpl != nil, got, want)
+			}
+		}
+	}
+	// The plans the commands wrote before they were declared with the steps.
+	reset := events.PlanResources(events.KindReset, reg)
+	if len(reset) != 4 || reset[1].NameCode != events.NameAppEnvVars || reset[3].Name != "branch main reset to P/tmpl@main" ||
+		reset[3].NameArgs != (events.NameArgs{Branch: "main", Template: "P/tmpl@main"}) {
+		t.Errorf("reset plan %+v", reset)
+	}
+	if td := events.PlanResources(events.KindTeardown, reg); len(td) != 4 || td[3] != (events.Resource{Kind: events.ResProject, ID: "proj"}) {
+		t.Errorf("teardown plan %+v", td)
+	}
+}
+
 // Only failed, timed-out and abandoned jobs, and a teardown cancelled after
 // it started, are resumable (docs/jobs.md, "Lifecycle").
 func TestResumable(t *testing.T) {
