@@ -73,6 +73,23 @@ var endedStatus = func() map[string]bool {
 // Ended reports whether a status is one a terminal event leaves.
 func Ended(status string) bool { return endedStatus[status] }
 
+// JobStatusAfter is the one status transition of a job: its status after an
+// event of type typ, in a job whose status was status (status itself when
+// the event changes none). JobState folds by it, and so does the read
+// model's job view (projections): a status is decided in one place.
+func JobStatusAfter(status, typ string) string {
+	switch typ {
+	case JobQueued{}.EventType(), JobResumed{}.EventType():
+		return StatusQueued
+	case JobClaimed{}.EventType():
+		return StatusRunning
+	}
+	if st := terminalStatus[typ]; st != "" {
+		return st
+	}
+	return status
+}
+
 // Resumable is the one rule for which ended jobs a resume may continue:
 // failed, timed-out and abandoned ones, and a teardown cancelled after it
 // started (touched: an attempt ran or a step is done), which left the slot

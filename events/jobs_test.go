@@ -112,6 +112,26 @@ func TestEveryPlannedStepHasAPlan(t *testing.T) {
 	}
 }
 
+// The one status transition: queued by JobQueued and JobResumed, running by
+// a claim, each terminal type's status, and no change from any other event.
+func TestJobStatusAfter(t *testing.T) {
+	for _, typ := range events.Types() {
+		want := events.StatusRunning // the status before
+		switch {
+		case typ == "JobQueued" || typ == "JobResumed":
+			want = events.StatusQueued
+		case events.IsTerminal(typ):
+			want = events.TerminalStatus(typ)
+		}
+		if got := events.JobStatusAfter(events.StatusRunning, typ); got != want {
+			t.Errorf("running, then %s: %s, want %s", typ, got, want)
+		}
+	}
+	if got := events.JobStatusAfter(events.StatusQueued, "JobClaimed"); got != events.StatusRunning {
+		t.Errorf("queued, then claimed: %s", got)
+	}
+}
+
 // Only failed, timed-out and abandoned jobs, and a teardown cancelled after
 // it started, are resumable (docs/jobs.md, "Lifecycle").
 func TestResumable(t *testing.T) {
