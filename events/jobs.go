@@ -8,9 +8,12 @@ import (
 // A job's vocabulary beside its events: its statuses, the event types that
 // end it, and each kind's step table. The command side (backend/slots), the
 // engine (backend/jobs) and the read model (projections) read them from
-// here, and fold a job's stream with JobState (jobstate.go). The kinds and
-// step names themselves are the constants of catalogue.go, template.go and
-// reconcile.go. The lifecycle they make is drawn in docs/jobs.md.
+// here, and fold a job's stream with JobState (jobstate.go). Each kind is
+// declared once, in its step table below: its steps in order, the planned
+// resource each removes, and the plan that names it; the slot kinds' and
+// steps' names are declared beside the tables (the reconciliation's in
+// reconcile.go, the pull-request deploy's in pullrequests.go). The
+// lifecycle they make is drawn in docs/jobs.md.
 
 // Job statuses: the state of a job in JobState and in the read model.
 const (
@@ -149,6 +152,46 @@ func planBranchReset(r SlotRegistered) Resource {
 	return Resource{Kind: ResRepository, ID: r.Repo.String(), Name: "branch " + r.Branch + " reset to " + tmpl,
 		NameCode: NameBranchReset, NameArgs: NameArgs{Branch: r.Branch, Template: tmpl}}
 }
+
+// The slot job kinds (the reconciliation's, adopt and delete_orphan, are
+// reconcile.go's; pr_deploy is pullrequests.go's).
+const (
+	KindReset    = "reset"
+	KindTeardown = "teardown"
+	KindPromote  = "promote"
+)
+
+// Step names, each beside the tables below that run it (the
+// reconciliation's and the pull-request deploy's are in their files).
+const (
+	StepDeleteDB      = "delete_db"
+	StepDeleteEnvVars = "delete_env_vars"
+	StepDeleteVolumes = "delete_volumes"
+	StepForcePush     = "force_push_template"
+	StepVacate        = "vacate"
+	StepDeleteApp     = "delete_app"
+	StepDeleteRepo    = "delete_repo"
+	StepDeleteProject = "delete_project"
+	StepRetire        = "retire"
+	StepLookupRepo    = "lookup_repo"
+	StepCreateRepo    = "create_repo"
+	StepPushCode      = "push_code"
+	StepRecordRepo    = "record_repo"
+	// StepPreflight is the ready reset's first step (issue 32): it checks
+	// what the reset will need (token abilities, the template's env values
+	// readable, the server reachable, the engine known, the application
+	// there) before anything is deleted, and fails with the fix when
+	// something is missing.
+	StepPreflight = "preflight"
+	// The steps a ready-slot reset (issue 23, template.go) adds after
+	// force_push_template.
+	StepCreateDB   = "create_db"
+	StepRestoreEnv = "restore_env"
+	// StepCreateVolumes mounts a new, empty Docker volume where each
+	// persistent storage delete_volumes removed was mounted.
+	StepCreateVolumes = "create_volumes"
+	StepDeploy        = "deploy"
+)
 
 // resetClears are the reset's deletes and force push: the plain reset's
 // steps before vacate, and the ready reset's after its preflight.
