@@ -130,29 +130,6 @@ type JobStep struct {
 // plans one resource of any kind, and its last step removes it.
 const ResAny = "*"
 
-// The plans of the reset's and the teardown's steps. A reset lists the
-// app's env vars and volumes by the app's id: their own ids are only known
-// when the step lists them (and are recorded in its result).
-func planDatabase(r SlotRegistered) Resource { return Resource{Kind: ResDatabase, ID: r.DBUUID} }
-func planApplication(r SlotRegistered) Resource {
-	return Resource{Kind: ResApplication, ID: r.AppUUID}
-}
-func planRepository(r SlotRegistered) Resource {
-	return Resource{Kind: ResRepository, ID: r.Repo.String()}
-}
-func planProject(r SlotRegistered) Resource { return Resource{Kind: ResProject, ID: r.ProjectUUID} }
-func planEnvVars(r SlotRegistered) Resource {
-	return Resource{Kind: ResEnvVar, ID: r.AppUUID, Name: "env vars of the application", NameCode: NameAppEnvVars}
-}
-func planVolumes(r SlotRegistered) Resource {
-	return Resource{Kind: ResVolume, ID: r.AppUUID, Name: "persistent volumes of the application", NameCode: NameAppVolumes}
-}
-func planBranchReset(r SlotRegistered) Resource {
-	tmpl := r.TemplateRepo.String() + "@" + r.TemplateRef
-	return Resource{Kind: ResRepository, ID: r.Repo.String(), Name: "branch " + r.Branch + " reset to " + tmpl,
-		NameCode: NameBranchReset, NameArgs: NameArgs{Branch: r.Branch, Template: tmpl}}
-}
-
 // The slot job kinds (the reconciliation's, adopt and delete_orphan, are
 // reconcile.go's; pr_deploy is pullrequests.go's).
 const (
@@ -232,6 +209,29 @@ var readyResetTable = slices.Concat(
 	resetClears,
 	[]JobStep{{Name: StepCreateDB}, {Name: StepRestoreEnv}, {Name: StepCreateVolumes}, {Name: StepDeploy}, {Name: StepVacate}},
 )
+
+// The plans of the reset's and the teardown's steps. A reset lists the
+// app's env vars and volumes by the app's id: their own ids are only known
+// when the step lists them (and are recorded in its result).
+func planDatabase(r SlotRegistered) Resource { return Resource{Kind: ResDatabase, ID: r.DBUUID} }
+func planApplication(r SlotRegistered) Resource {
+	return Resource{Kind: ResApplication, ID: r.AppUUID}
+}
+func planRepository(r SlotRegistered) Resource {
+	return Resource{Kind: ResRepository, ID: r.Repo.String()}
+}
+func planProject(r SlotRegistered) Resource { return Resource{Kind: ResProject, ID: r.ProjectUUID} }
+func planEnvVars(r SlotRegistered) Resource {
+	return Resource{Kind: ResEnvVar, ID: r.AppUUID, Name: "env vars of the application", NameCode: NameAppEnvVars}
+}
+func planVolumes(r SlotRegistered) Resource {
+	return Resource{Kind: ResVolume, ID: r.AppUUID, Name: "persistent volumes of the application", NameCode: NameAppVolumes}
+}
+func planBranchReset(r SlotRegistered) Resource {
+	tmpl := r.TemplateRepo.String() + "@" + r.TemplateRef
+	return Resource{Kind: ResRepository, ID: r.Repo.String(), Name: "branch " + r.Branch + " reset to " + tmpl,
+		NameCode: NameBranchReset, NameArgs: NameArgs{Branch: r.Branch, Template: tmpl}}
+}
 
 // Steps is kind's step table (a copy; nil for an unknown kind); template
 // selects the ready reset's table for a reset of a slot with a template.
