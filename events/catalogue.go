@@ -34,30 +34,6 @@ func SlotStream(slot string) string    { return SlotStreamPrefix + slot }
 func JobStream(jobID string) string    { return JobStreamPrefix + jobID }
 func NotifyStream(jobID string) string { return NotifyStreamPrefix + jobID }
 
-// Job kinds.
-const (
-	KindReset    = "reset"
-	KindTeardown = "teardown"
-	KindPromote  = "promote"
-)
-
-// Step names, in the order each job kind runs them (see backend/jobs).
-const (
-	StepDeleteDB      = "delete_db"
-	StepDeleteEnvVars = "delete_env_vars"
-	StepDeleteVolumes = "delete_volumes"
-	StepForcePush     = "force_push_template"
-	StepVacate        = "vacate"
-	StepDeleteApp     = "delete_app"
-	StepDeleteRepo    = "delete_repo"
-	StepDeleteProject = "delete_project"
-	StepRetire        = "retire"
-	StepLookupRepo    = "lookup_repo"
-	StepCreateRepo    = "create_repo"
-	StepPushCode      = "push_code"
-	StepRecordRepo    = "record_repo"
-)
-
 // Resource kinds named in remaining-resource lists.
 const (
 	ResDatabase    = "database"
@@ -940,12 +916,6 @@ func DecodeMeta(b []byte) (Metadata, error) {
 }
 
 // ---- issue 32: checks ----
-
-// StepPreflight is the ready reset's first step: it checks what the reset
-// will need (token abilities, the template's env values readable, the
-// server reachable, the engine known, the application there) before
-// anything is deleted, and fails with the fix when something is missing.
-const StepPreflight = "preflight"
 
 // ResDockerContainer is a container left on a Coolify server (id = the
 // name filter that finds it: the resource's uuid, which Coolify's container

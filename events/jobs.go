@@ -8,9 +8,12 @@ import (
 // A job's vocabulary beside its events: its statuses, the event types that
 // end it, and each kind's step table. The command side (backend/slots), the
 // engine (backend/jobs) and the read model (projections) read them from
-// here, and fold a job's stream with JobState (jobstate.go). The kinds and
-// step names themselves are the constants of catalogue.go, template.go and
-// reconcile.go. The lifecycle they make is drawn in docs/jobs.md.
+// here, and fold a job's stream with JobState (jobstate.go). Each kind is
+// declared once, in its step table below: its steps in order, the planned
+// resource each removes, and the plan that names it; the slot kinds' and
+// steps' names are declared beside the tables (the reconciliation's in
+// reconcile.go, the pull-request deploy's in pullrequests.go). The
+// lifecycle they make is drawn in docs/jobs.md.
 
 // Job statuses: the state of a job in JobState and in the read model.
 const (
@@ -73,6 +76,23 @@ var endedStatus = func() map[string]bool {
 // Ended reports whether a status is one a terminal event leaves.
 func Ended(status string) bool { return endedStatus[status] }
 
+// JobStatusAfter is the one status transition of a job: its status after an
+// event of type typ, in a job whose status was status (status itself when
+// the event changes none). JobState folds by it, and so does the read
+// model's job view (projections): a status is decided in one place.
+func JobStatusAfter(status, typ string) string {
+	switch typ {
+	case JobQueued{}.EventType(), JobResumed{}.EventType():
+		return StatusQueued
+	case JobClaimed{}.EventType():
+		return StatusRunning
+	}
+	if st := terminalStatus[typ]; st != "" {
+		return st
+	}
+	return status
+}
+
 // Resumable is the one rule for which ended jobs a resume may continue:
 // failed, timed-out and abandoned ones, and a teardown cancelled after it
 // started (touched: an attempt ran or a step is done), which left the slot
@@ -91,38 +111,92 @@ func Resumable(kind, status string, touched bool) bool {
 // Cancellable reports whether a job in status may be cancelled.
 func Cancellable(status string) bool { return status == StatusQueued || status == StatusRunning }
 
-// JobStep is one row of a job kind's step table: the step's name and the
-// kind of planned resource its confirmed result removes from the job's
-// remaining list ("" when it removes none; ResAny for a step that removes
-// the job's resource whatever its kind). The step bodies are backend/jobs'.
+// JobStep is one row of a job kind's step table, the one declaration of a
+// step: its name, the kind of planned resource its confirmed result removes
+// from the job's remaining list ("" when it removes none; ResAny for a step
+// that removes the job's resource whatever its kind), and Plan, which names
+// that resource for a slot from its registration. A row with a Resource
+// other than ResAny has a Plan (TestEveryPlannedStepHasAPlan): the commands
+// plan a job from these rows alone (PlanResources), so the plan cannot
+// drift from the steps that remove it. The step bodies are backend/jobs',
+// one per step name, checked against these tables by a test there.
 type JobStep struct {
 	Name     string
 	Resource string
+	Plan     func(SlotRegistered) Resource
 }
 
 // ResAny is the JobStep.Resource of delete_resource: a delete-orphan job
 // plans one resource of any kind, and its last step removes it.
 const ResAny = "*"
 
-// stepTable is each job kind's steps in the order the engine runs them.
+// The slot job kinds (the reconciliation's, adopt and delete_orphan, are
+// reconcile.go's; pr_deploy is pullrequests.go's).
+const (
+	KindReset    = "reset"
+	KindTeardown = "teardown"
+	KindPromote  = "promote"
+)
+
+// Step names, each beside the tables below that run it (the
+// reconciliation's and the pull-request deploy's are in their files).
+const (
+	StepDeleteDB      = "delete_db"
+	StepDeleteEnvVars = "delete_env_vars"
+	StepDeleteVolumes = "delete_volumes"
+	StepForcePush     = "force_push_template"
+	StepVacate        = "vacate"
+	StepDeleteApp     = "delete_app"
+	StepDeleteRepo    = "delete_repo"
+	StepDeleteProject = "delete_project"
+	StepRetire        = "retire"
+	StepLookupRepo    = "lookup_repo"
+	StepCreateRepo    = "create_repo"
+	StepPushCode      = "push_code"
+	StepRecordRepo    = "record_repo"
+	// StepPreflight is the ready reset's first step (issue 32): it checks
+	// what the reset will need (token abilities, the template's env values
+	// readable, the server reachable, the engine known, the application
+	// there) before anything is deleted, and fails with the fix when
+	// something is missing.
+	StepPreflight = "preflight"
+	// The steps a ready-slot reset (issue 23, template.go) adds after
+	// force_push_template.
+	StepCreateDB   = "create_db"
+	StepRestoreEnv = "restore_env"
+	// StepCreateVolumes mounts a new, empty Docker volume where each
+	// persistent storage delete_volumes removed was mounted.
+	StepCreateVolumes = "create_volumes"
+	StepDeploy        = "deploy"
+)
+
+// resetClears are the reset's deletes and force push: the plain reset's
+// steps before vacate, and the ready reset's after its preflight.
+var resetClears = []JobStep{
+	{StepDeleteDB, ResDatabase, planDatabase},
+	{StepDeleteEnvVars, ResEnvVar, planEnvVars},
+	{StepDeleteVolumes, ResVolume, planVolumes},
+	{StepForcePush, ResRepository, planBranchReset},
+}
+
+// stepTable is each job kind's steps in the order the engine runs them:
+// the one list of the job kinds (JobKinds) and, with readyResetTable, of
+// their steps (StepOrder).
 var stepTable = map[string][]JobStep{
-	KindReset: {
-		{StepDeleteDB, ResDatabase}, {StepDeleteEnvVars, ResEnvVar}, {StepDeleteVolumes, ResVolume},
-		{StepForcePush, ResRepository}, {StepVacate, ""},
-	},
+	KindReset: slices.Concat(resetClears, []JobStep{{Name: StepVacate}}),
 	KindTeardown: {
-		{StepDeleteDB, ResDatabase}, {StepDeleteApp, ResApplication}, {StepDeleteRepo, ResRepository},
-		{StepDeleteProject, ResProject}, {StepRetire, ""},
+		{StepDeleteDB, ResDatabase, planDatabase},
+		{StepDeleteApp, ResApplication, planApplication},
+		{StepDeleteRepo, ResRepository, planRepository},
+		{StepDeleteProject, ResProject, planProject},
+		{Name: StepRetire},
 	},
-	KindPromote: {
-		{StepLookupRepo, ""}, {StepCreateRepo, ""}, {StepPushCode, ""}, {StepRecordRepo, ""},
-	},
-	KindAdopt: {
-		{StepLookupResource, ""}, {StepAdoptResource, ""},
-	},
-	KindDeleteOrphan: {
-		{StepLookupResource, ""}, {StepAdoptResource, ""}, {StepDeleteResource, ResAny},
-	},
+	KindPromote:      {{Name: StepLookupRepo}, {Name: StepCreateRepo}, {Name: StepPushCode}, {Name: StepRecordRepo}},
+	KindAdopt:        {{Name: StepLookupResource}, {Name: StepAdoptResource}},
+	KindDeleteOrphan: {{Name: StepLookupResource}, {Name: StepAdoptResource}, {Name: StepDeleteResource, Resource: ResAny}},
+	// The head pushed, then the ready reset's own deploy step, which waits
+	// until the application runs (issue 34).
+	KindPRDeploy: {{Name: StepPushPRHead}, {Name: StepDeploy}},
 }
 
 // readyResetTable is the reset of a slot registered with a template (issue
@@ -130,11 +204,33 @@ var stepTable = map[string][]JobStep{
 // template's env vars and volumes, and the template deployed and healthy,
 // before the slot is vacated. What the creates make is tracked from their
 // results (DBCreated), not from the plan's resources.
-var readyResetTable = []JobStep{
-	{StepPreflight, ""}, // issue 32: nothing is deleted before it passed
-	{StepDeleteDB, ResDatabase}, {StepDeleteEnvVars, ResEnvVar}, {StepDeleteVolumes, ResVolume},
-	{StepForcePush, ResRepository}, {StepCreateDB, ""}, {StepRestoreEnv, ""}, {StepCreateVolumes, ""},
-	{StepDeploy, ""}, {StepVacate, ""},
+var readyResetTable = slices.Concat(
+	[]JobStep{{Name: StepPreflight}}, // issue 32: nothing is deleted before it passed
+	resetClears,
+	[]JobStep{{Name: StepCreateDB}, {Name: StepRestoreEnv}, {Name: StepCreateVolumes}, {Name: StepDeploy}, {Name: StepVacate}},
+)
+
+// The plans of the reset's and the teardown's steps. A reset lists the
+// app's env vars and volumes by the app's id: their own ids are only known
+// when the step lists them (and are recorded in its result).
+func planDatabase(r SlotRegistered) Resource { return Resource{Kind: ResDatabase, ID: r.DBUUID} }
+func planApplication(r SlotRegistered) Resource {
+	return Resource{Kind: ResApplication, ID: r.AppUUID}
+}
+func planRepository(r SlotRegistered) Resource {
+	return Resource{Kind: ResRepository, ID: r.Repo.String()}
+}
+func planProject(r SlotRegistered) Resource { return Resource{Kind: ResProject, ID: r.ProjectUUID} }
+func planEnvVars(r SlotRegistered) Resource {
+	return Resource{Kind: ResEnvVar, ID: r.AppUUID, Name: "env vars of the application", NameCode: NameAppEnvVars}
+}
+func planVolumes(r SlotRegistered) Resource {
+	return Resource{Kind: ResVolume, ID: r.AppUUID, Name: "persistent volumes of the application", NameCode: NameAppVolumes}
+}
+func planBranchReset(r SlotRegistered) Resource {
+	tmpl := r.TemplateRepo.String() + "@" + r.TemplateRef
+	return Resource{Kind: ResRepository, ID: r.Repo.String(), Name: "branch " + r.Branch + " reset to " + tmpl,
+		NameCode: NameBranchReset, NameArgs: NameArgs{Branch: r.Branch, Template: tmpl}}
 }
 
 // Steps is kind's step table (a copy; nil for an unknown kind); template
@@ -158,6 +254,19 @@ func StepNames(kind string, template bool) []string {
 	out := make([]string, len(t))
 	for i, s := range t {
 		out[i] = s.Name
+	}
+	return out
+}
+
+// PlanResources is what a job of kind will act on for the slot registered
+// as reg, in step order: each step's Plan (nil when no step plans one — a
+// delete-orphan job's resource comes from its request).
+func PlanResources(kind string, reg SlotRegistered) []Resource {
+	var out []Resource
+	for _, s := range table(kind, reg.Template != nil) {
+		if s.Plan != nil {
+			out = append(out, s.Plan(reg))
+		}
 	}
 	return out
 }

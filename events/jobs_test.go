@@ -67,6 +67,71 @@ func TestStepForResource(t *testing.T) {
 	}
 }
 
+// A step that removes a planned resource of a kind has the plan that names
+// it (JobStep.Plan, of that kind), so PlanResources — the commands' plan —
+// lists exactly the resources the steps remove, in step order.
+func TestEveryPlannedStepHasAPlan(t *testing.T) {
+	reg := events.SlotRegistered{Slot: "s1", ProjectUUID: "proj", AppUUID: "app", DBUUID: "db",
+		Repo: events.RepoRef{Project: "P", Slug: "s1"}, TemplateRepo: events.RepoRef{Project: "P", Slug: "tmpl"}, TemplateRef: "main", Branch: "main"}
+	for _, kind := range events.JobKinds() {
+		for _, tmpl := range []*events.SlotTemplate{nil, {}} {
+			reg.Template = tmpl
+			var want []string
+			for _, s := range events.Steps(kind, tmpl != nil) {
+				switch {
+				case s.Resource == "" || s.Resource == events.ResAny:
+					if s.Plan != nil {
+						t.Errorf("%s step %s plans a resource it does not remove", kind, s.Name)
+					}
+				case s.Plan == nil:
+					t.Errorf("%s step %s removes a planned %s but has no plan", kind, s.Name, s.Resource)
+				default:
+					if r := s.Plan(reg); r.Kind != s.Resource || r.ID == "" {
+						t.Errorf("%s step %s plans %+v, removes %s", kind, s.Name, r, s.Resource)
+					}
+					want = append(want, s.Resource)
+				}
+			}
+			var got []string
+			for _, r := range events.PlanResources(kind, reg) {
+				got = append(got, r.Kind)
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("%s template=%v: plan %v, steps remove %v", kind, tmpl != nil, got, want)
+			}
+		}
+	}
+	// The plans the commands wrote before they were declared with the steps.
+	reset := events.PlanResources(events.KindReset, reg)
+	if len(reset) != 4 || reset[1].NameCode != events.NameAppEnvVars || reset[3].Name != "branch main reset to P/tmpl@main" ||
+		reset[3].NameArgs != (events.NameArgs{Branch: "main", Template: "P/tmpl@main"}) {
+		t.Errorf("reset plan %+v", reset)
+	}
+	if td := events.PlanResources(events.KindTeardown, reg); len(td) != 4 || td[3] != (events.Resource{Kind: events.ResProject, ID: "proj"}) {
+		t.Errorf("teardown plan %+v", td)
+	}
+}
+
+// The one status transition: queued by JobQueued and JobResumed, running by
+// a claim, each terminal type's status, and no change from any other event.
+func TestJobStatusAfter(t *testing.T) {
+	for _, typ := range events.Types() {
+		want := events.StatusRunning // the status before
+		switch {
+		case typ == "JobQueued" || typ == "JobResumed":
+			want = events.StatusQueued
+		case events.IsTerminal(typ):
+			want = events.TerminalStatus(typ)
+		}
+		if got := events.JobStatusAfter(events.StatusRunning, typ); got != want {
+			t.Errorf("running, then %s: %s, want %s", typ, got, want)
+		}
+	}
+	if got := events.JobStatusAfter(events.StatusQueued, "JobClaimed"); got != events.StatusRunning {
+		t.Errorf("queued, then claimed: %s", got)
+	}
+}
+
 // Only failed, timed-out and abandoned jobs, and a teardown cancelled after
 // it started, are resumable (docs/jobs.md, "Lifecycle").
 func TestResumable(t *testing.T) {

@@ -175,7 +175,7 @@ func (j *JobState) Apply(ev RecordedEvent) error {
 		return nil
 	}
 	if IsTerminal(ev.Type) {
-		j.Status = TerminalStatus(ev.Type)
+		j.Status = JobStatusAfter(j.Status, ev.Type)
 		j.Terminals++
 		j.TerminalType = ev.Type
 		j.TerminalAt = ev.Meta.Time
@@ -202,15 +202,14 @@ func (j *JobState) fold(p Payload, meta Metadata) {
 		j.Done = map[string]bool{}
 		j.Results = map[string]RecordedEvent{}
 	}
+	j.Status = JobStatusAfter(j.Status, p.EventType())
 	switch e := p.(type) {
 	case JobQueued:
 		j.ID = e.JobID
 		j.Queued = e
 		j.QueuedMeta = meta
-		j.Status = StatusQueued
 		j.NotBefore = e.NotBefore
 	case JobClaimed:
-		j.Status = StatusRunning
 		j.Attempt, j.Worker, j.LeaseUntil = e.Attempt, e.Worker, e.LeaseUntil
 	case LeaseRenewed:
 		j.LeaseUntil = e.LeaseUntil
@@ -226,7 +225,6 @@ func (j *JobState) fold(p Payload, meta Metadata) {
 	case DeploymentStarted:
 		j.Deployment = e
 	case JobResumed:
-		j.Status = StatusQueued
 		j.Resumes++
 		j.NotBefore = meta.Time
 		j.Worker = ""

@@ -33,10 +33,6 @@ const KindPRDeploy = "pr_deploy"
 // read back.
 const StepPushPRHead = "push_pr_head"
 
-// prDeployTable: the head pushed, then the ready reset's own deploy step
-// (backend/jobs/ready.go), which waits until the application runs.
-var prDeployTable = []JobStep{{StepPushPRHead, ""}, {StepDeploy, ""}}
-
 // PR states, as Bitbucket names them (PullRequest.state).
 const (
 	PRStateOpen     = "OPEN"
@@ -166,7 +162,6 @@ func (PRHeadPushed) EventType() string    { return "PRHeadPushed" }
 func (PRReportFailed) EventType() string  { return "PRReportFailed" }
 
 func init() {
-	stepTable[KindPRDeploy] = prDeployTable
 	constructors["PRRepoLinked"] = decodeAs[PRRepoLinked]
 	constructors["PRRepoUnlinked"] = decodeAs[PRRepoUnlinked]
 	constructors["PRChanged"] = decodeAs[PRChanged]

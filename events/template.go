@@ -5,16 +5,6 @@ import "time"
 // The ready-slot reset (issue 23): a reset whose end state is a clean copy
 // of the slot's template, running.
 
-// Steps a ready-slot reset adds after force_push_template.
-const (
-	StepCreateDB   = "create_db"
-	StepRestoreEnv = "restore_env"
-	// StepCreateVolumes mounts a new, empty Docker volume where each
-	// persistent storage delete_volumes removed was mounted.
-	StepCreateVolumes = "create_volumes"
-	StepDeploy        = "deploy"
-)
-
 // SlotTemplate is what a reset brings a slot back to, declared at register
 // (docs/jobs.md, "The slot template"). It holds no secret: env values are
 // read at reset time from the template application (a reference), never

@@ -10,32 +10,30 @@ import (
 )
 
 // The read model's remaining list, status, resumable and cancellable flags
-// follow the same rules as events.JobState, the fold the command side and
-// the engine decide by: after every event of a job of each kind, through
-// each of its step results and a cancel, they agree. (Before, the read
-// model removed a resource only on a deletion event, so a reset's
-// repository stayed "remaining" after force_push_template had reset it.)
+// follow events.JobState, the fold the command side and the engine decide
+// by (the status by the same transition, events.JobStatusAfter; the
+// remaining list by the same rule, events.WithoutDone, and from the
+// terminal events JobState's writers record): after every event of a job
+// of each kind, through each of its step results and a cancel, they agree.
+// (Before, the read model removed a resource only on a deletion event, so a
+// reset's repository stayed "remaining" after force_push_template had
+// reset it.) A regression test: the read model keeps its own view of each
+// step, so a rule it applied differently would show here.
 func TestReadModelAgreesWithTheJobFoldAfterEveryEvent(t *testing.T) {
-	planned := map[string][]events.Resource{
-		events.KindReset: {
-			{Kind: events.ResDatabase, ID: "db"}, {Kind: events.ResEnvVar, ID: "app"},
-			{Kind: events.ResVolume, ID: "app"}, {Kind: events.ResRepository, ID: "P/s1"},
-		},
-		events.KindTeardown: {
-			{Kind: events.ResDatabase, ID: "db"}, {Kind: events.ResApplication, ID: "app"},
-			{Kind: events.ResRepository, ID: "P/s1"}, {Kind: events.ResProject, ID: "proj"},
-		},
-		events.KindPromote:      nil,
-		events.KindDeleteOrphan: {{Kind: events.ResApplication, ID: "orphan"}},
-	}
-	for kind, res := range planned {
-		for _, tmpl := range []bool{false, true} {
-			steps := events.StepNames(kind, tmpl)
+	reg := events.SlotRegistered{Slot: "s1", ProjectUUID: "proj", AppUUID: "app", DBUUID: "db", Repo: events.RepoRef{Project: "P", Slug: "s1"}}
+	for _, kind := range events.JobKinds() {
+		for _, tmpl := range []*events.SlotTemplate{nil, {}} {
+			reg.Template = tmpl
+			steps := events.StepNames(kind, tmpl != nil)
+			res := events.PlanResources(kind, reg)
+			if kind == events.KindDeleteOrphan {
+				res = []events.Resource{{Kind: events.ResApplication, ID: "orphan"}}
+			}
 			// Cut the job after each step: run that many steps, then
 			// cancel it (a running job, so the cancel is a terminal
 			// event with the fold's remaining list, as slots.Cancel writes it).
 			for cut := 0; cut <= len(steps); cut++ {
-				name := fmt.Sprintf("%s template=%v cut=%d", kind, tmpl, cut)
+				name := fmt.Sprintf("%s template=%v cut=%d", kind, tmpl != nil, cut)
 				ps := []events.Payload{
 					events.JobQueued{JobID: "j1", Kind: kind, Slot: "s1", Steps: steps, Resources: res},
 					events.JobClaimed{JobID: "j1", Worker: "w", Attempt: 1},

@@ -20,25 +20,17 @@ func ApplyJob(v JobView, ev events.RecordedEvent, p events.Payload) JobView {
 
 // applyJob is ApplyJob; with own, v's Steps and Attempts belong to the
 // caller alone (see Ownership) and are changed in place instead of copied.
+// The job's status is events.JobStatusAfter's, the transition
+// events.JobState folds by; its resumable and cancellable flags are the
+// events rules JobState applies; what is folded here is what the job page
+// shows (attempts, each step's state, detail and timings).
 func applyJob(v JobView, ev events.RecordedEvent, p events.Payload, own bool) JobView {
 	t := ev.Meta.Time
+	state := events.JobStatusAfter(v.State, p.EventType())
 	switch e := p.(type) {
 	case events.JobQueued:
-		v = JobView{
-			ID: e.JobID, Kind: e.Kind, Slot: e.Slot, State: JobQueued,
-			RequestedBy: e.RequestedBy, Params: e.Params, QueuedAt: t,
-			NotBefore: e.NotBefore, Attempts: []Attempt{}, Steps: make([]StepView, 0, len(e.Steps)),
-			Remaining:     append([]events.Resource{}, e.Resources...),
-			CorrelationID: ev.Meta.CorrelationID, QueuedPosition: ev.Position,
-		}
-		if v.ID == "" {
-			v.ID = jobIDOfStream(ev.Stream)
-		}
-		for _, s := range e.Steps {
-			v.Steps = append(v.Steps, StepView{Name: s, State: StepPending})
-		}
+		v = queuedView(e, ev)
 	case events.JobClaimed:
-		v.State = JobRunning
 		if !own {
 			v.Attempts = slices.Clip(v.Attempts)
 		}
@@ -52,27 +44,64 @@ func applyJob(v JobView, ev events.RecordedEvent, p events.Payload, own bool) Jo
 			}
 			v.Attempts[i].LeaseUntil = e.LeaseUntil
 		}
+	case events.JobTimedOut, events.JobCancelled, events.JobAbandoned, events.JobFailed, events.JobSucceeded:
+		v = endJob(v, own, t, state, p)
+	case events.JobResumed:
+		v.EndedAt = nil
+		v.Reason = ""
+		// Failed steps will run again; the uncertain one stays uncertain
+		// until the next attempt verifies it.
+		if !own {
+			v.Steps = slices.Clone(v.Steps)
+		}
+		for i := range v.Steps {
+			if v.Steps[i].State == StepFailed {
+				v.Steps[i] = StepView{Name: v.Steps[i].Name, State: StepPending}
+			}
+		}
+	default:
+		var ok bool
+		if v, ok = applyStep(v, t, p, own); !ok {
+			return v // unknown or foreign event: nothing to fold
+		}
+	}
+	v.State = state
+	// The rules of events.JobState: touched is its Touched (an attempt ran
+	// or a step is done).
+	v.Resumable = events.Resumable(v.Kind, v.State, len(v.Attempts) > 0 || slices.ContainsFunc(v.Steps, stepDone))
+	v.Cancellable = events.Cancellable(v.State)
+	v.Revision = ev.Revision
+	v.UpdatedAt = t
+	v.Position = ev.Position
+	return v
+}
+
+// queuedView is a job's view from its JobQueued: every planned step
+// pending, every planned resource remaining.
+func queuedView(e events.JobQueued, ev events.RecordedEvent) JobView {
+	v := JobView{
+		ID: e.JobID, Kind: e.Kind, Slot: e.Slot,
+		RequestedBy: e.RequestedBy, Params: e.Params, QueuedAt: ev.Meta.Time,
+		NotBefore: e.NotBefore, Attempts: []Attempt{}, Steps: make([]StepView, 0, len(e.Steps)),
+		Remaining:     append([]events.Resource{}, e.Resources...),
+		CorrelationID: ev.Meta.CorrelationID, QueuedPosition: ev.Position,
+	}
+	if v.ID == "" {
+		v.ID = jobIDOfStream(ev.Stream)
+	}
+	for _, s := range e.Steps {
+		v.Steps = append(v.Steps, StepView{Name: s, State: StepPending})
+	}
+	return v
+}
+
+// applyStep folds an event about one step: its start, its failure, what it
+// listed, accepted or waits for, and its confirmed result. ok is false for
+// any other event (v unchanged).
+func applyStep(v JobView, t time.Time, p events.Payload, own bool) (_ JobView, ok bool) {
+	switch e := p.(type) {
 	case events.StepStarted:
-		v.Steps = setStep(v.Steps, own, e.Step, func(s *StepView) {
-			// A list step writes StepStarted once per resource (every env
-			// var, every volume): the step started at the first of them in
-			// this attempt, or its time read as the last resource's alone
-			// (issue 27: "took 7 ms" for a 259 ms step).
-			started := timePtr(t)
-			if s.State == StepRunning && s.Attempt == e.Attempt && s.StartedAt != nil {
-				started = s.StartedAt
-			}
-			// A wait's phase stays shown across the step's later calls
-			// in the same attempt (issue 32).
-			var wait *WaitView
-			if s.State == StepRunning && s.Attempt == e.Attempt {
-				wait = s.Wait
-			}
-			*s = StepView{Name: s.Name, State: StepRunning, Attempt: e.Attempt, StartedAt: started, Resource: e.Resource, Wait: wait}
-			if e.Verify {
-				s.Detail, s.DetailCode = "verifying", events.DetailVerifying
-			}
-		})
+		v.Steps = setStep(v.Steps, own, e.Step, func(s *StepView) { startStep(s, e, t) })
 	case events.StepFailed:
 		state := StepFailed
 		if e.Uncertain {
@@ -110,69 +139,81 @@ func applyJob(v JobView, ev events.RecordedEvent, p events.Payload, own bool) Jo
 				s.Wait = &WaitView{Phase: events.WaitQueued, Since: t, DeploymentUUID: e.DeploymentUUID, URL: e.URL}
 			}
 		})
-	case events.JobTimedOut:
-		v = endAttempt(v, own, t, JobTimedOut, e.UncertainStep, e.Remaining)
-	case events.JobCancelled:
-		v = endAttempt(v, own, t, JobCancelled, e.UncertainStep, e.Remaining)
-	case events.JobAbandoned:
-		v = endAttempt(v, own, t, JobAbandoned, e.UncertainStep, e.Remaining)
-	case events.JobFailed:
-		v = endAttempt(v, own, t, JobFailed, "", e.Remaining)
-		v.Reason = e.Reason
-		if e.FailedStep != "" && e.Reason == "" {
-			v.Reason = "step " + e.FailedStep + " failed"
-		}
-	case events.JobSucceeded:
-		v = endAttempt(v, own, t, JobSucceeded, "", nil)
-		v.UncertainStep = ""
-		v.Remaining = []events.Resource{}
-	case events.JobResumed:
-		v.State = JobQueued
-		v.EndedAt = nil
-		v.Reason = ""
-		// Failed steps will run again; the uncertain one stays uncertain
-		// until the next attempt verifies it.
-		if !own {
-			v.Steps = slices.Clone(v.Steps)
-		}
-		for i := range v.Steps {
-			if v.Steps[i].State == StepFailed {
-				v.Steps[i] = StepView{Name: v.Steps[i].Name, State: StepPending}
-			}
-		}
 	default:
 		r, ok := events.StepResultOf(p)
 		if !ok {
-			return v // unknown or foreign event: nothing to fold
+			return v, false
 		}
-		v.Steps = setStep(v.Steps, own, r.Step, func(s *StepView) {
-			s.State, s.EndedAt, s.HTTPStatus, s.Error = StepDone, timePtr(t), 0, ""
-			if s.Attempt == 0 {
-				s.Attempt = r.Attempt
-			}
-			s.Detail = resultDetail(p, r)
-			s.DetailCode, s.DetailArgs = detailOf(p, r)
-			s.Left = nil
-			if e, ok := p.(events.AppDeployed); ok {
-				s.NoHealthCheck = e.NoHealthCheck
-			}
-			if e, ok := p.(events.VolumeMountsRemoved); ok && len(e.Left) > 0 {
-				s.Left = slices.Clone(e.Left)
-			}
-		})
+		v.Steps = setStep(v.Steps, own, r.Step, func(s *StepView) { doneStep(s, p, r, t) })
 		if v.UncertainStep == r.Step {
 			v.UncertainStep = ""
 		}
 		v.Remaining = withoutStep(v.Kind, v.Remaining, r.Step)
 	}
-	// The rules of events.JobState, the fold the command side and the
-	// engine decide by: touched is its Touched (an attempt ran or a step
-	// is done).
-	v.Resumable = events.Resumable(v.Kind, v.State, len(v.Attempts) > 0 || slices.ContainsFunc(v.Steps, stepDone))
-	v.Cancellable = events.Cancellable(v.State)
-	v.Revision = ev.Revision
-	v.UpdatedAt = t
-	v.Position = ev.Position
+	return v, true
+}
+
+// startStep is a step's view once its StepStarted is recorded.
+func startStep(s *StepView, e events.StepStarted, t time.Time) {
+	// A list step writes StepStarted once per resource (every env var,
+	// every volume): the step started at the first of them in this
+	// attempt, or its time read as the last resource's alone (issue 27:
+	// "took 7 ms" for a 259 ms step).
+	started := timePtr(t)
+	if s.State == StepRunning && s.Attempt == e.Attempt && s.StartedAt != nil {
+		started = s.StartedAt
+	}
+	// A wait's phase stays shown across the step's later calls in the
+	// same attempt (issue 32).
+	var wait *WaitView
+	if s.State == StepRunning && s.Attempt == e.Attempt {
+		wait = s.Wait
+	}
+	*s = StepView{Name: s.Name, State: StepRunning, Attempt: e.Attempt, StartedAt: started, Resource: e.Resource, Wait: wait}
+	if e.Verify {
+		s.Detail, s.DetailCode = "verifying", events.DetailVerifying
+	}
+}
+
+// doneStep is a step's view once its result p is recorded.
+func doneStep(s *StepView, p events.Payload, r events.StepResult, t time.Time) {
+	s.State, s.EndedAt, s.HTTPStatus, s.Error = StepDone, timePtr(t), 0, ""
+	if s.Attempt == 0 {
+		s.Attempt = r.Attempt
+	}
+	s.Detail = resultDetail(p, r)
+	s.DetailCode, s.DetailArgs = detailOf(p, r)
+	s.Left = nil
+	if e, ok := p.(events.AppDeployed); ok {
+		s.NoHealthCheck = e.NoHealthCheck
+	}
+	if e, ok := p.(events.VolumeMountsRemoved); ok && len(e.Left) > 0 {
+		s.Left = slices.Clone(e.Left)
+	}
+}
+
+// endJob folds a terminal event: the attempt ends in state, with the
+// uncertain step and the remaining resources the event recorded (the
+// writer's events.JobState's).
+func endJob(v JobView, own bool, t time.Time, state string, p events.Payload) JobView {
+	switch e := p.(type) {
+	case events.JobTimedOut:
+		v = endAttempt(v, own, t, state, e.UncertainStep, e.Remaining)
+	case events.JobCancelled:
+		v = endAttempt(v, own, t, state, e.UncertainStep, e.Remaining)
+	case events.JobAbandoned:
+		v = endAttempt(v, own, t, state, e.UncertainStep, e.Remaining)
+	case events.JobFailed:
+		v = endAttempt(v, own, t, state, "", e.Remaining)
+		v.Reason = e.Reason
+		if e.FailedStep != "" && e.Reason == "" {
+			v.Reason = "step " + e.FailedStep + " failed"
+		}
+	case events.JobSucceeded:
+		v = endAttempt(v, own, t, state, "", nil)
+		v.UncertainStep = ""
+		v.Remaining = []events.Resource{}
+	}
 	return v
 }
 

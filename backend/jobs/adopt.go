@@ -13,10 +13,10 @@ import (
 // The adopt and delete-orphan jobs (issue 15): a slot takes in an orphan
 // the reconciler found, and (delete_orphan) then deletes it.
 
-func init() {
-	runs[events.StepLookupResource] = lookupResource
-	runs[events.StepAdoptResource] = adoptResource
-	runs[events.StepDeleteResource] = deleteResource
+var adoptSteps = bodies{
+	events.StepLookupResource: lookupResource,
+	events.StepAdoptResource:  adoptResource,
+	events.StepDeleteResource: deleteResource,
 }
 
 // lookupResource checks the provider still holds the resource. Only found

@@ -19,9 +19,7 @@ import (
 // left the containers and data (DeleteResourceJob.php:57-100, 130), which
 // stay the slot's as remaining, with their clean-up.
 
-func init() {
-	runs[events.StepPreflight] = preflight
-}
+var checkSteps = bodies{events.StepPreflight: preflight}
 
 // preflight runs the reset's checks. It changes nothing, so verify
 // changes nothing either. A definite failure (a missing ability, a locked

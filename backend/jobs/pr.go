@@ -12,9 +12,7 @@ import (
 // step (ready.go) then deploys it and waits until Coolify reports the
 // application running.
 
-func init() {
-	runs[events.StepPushPRHead] = pushPRHead
-}
+var prSteps = bodies{events.StepPushPRHead: pushPRHead}
 
 // Params of a pr_deploy job (set by backend/pullrequests, checked by
 // slots' validateParams).

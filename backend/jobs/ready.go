@@ -24,11 +24,11 @@ import (
 // goes through a.call (fenced), every step is resumable: an uncertain one
 // first looks up what the world holds.
 
-func init() {
-	runs[events.StepCreateDB] = createDB
-	runs[events.StepRestoreEnv] = restoreEnv
-	runs[events.StepCreateVolumes] = createVolumes
-	runs[events.StepDeploy] = deploy
+var readySteps = bodies{
+	events.StepCreateDB:      createDB,
+	events.StepRestoreEnv:    restoreEnv,
+	events.StepCreateVolumes: createVolumes,
+	events.StepDeploy:        deploy,
 }
 
 // template is the slot's template and the slot itself (one load), or a

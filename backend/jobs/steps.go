@@ -18,11 +18,35 @@ import (
 // repeats an effect blindly.
 type stepFunc func(ctx context.Context, a *attempt, verify bool) (events.Payload, error)
 
-// runs holds the bodies of the step table's steps (events.Steps gives each
-// kind's steps, their order and the resource each removes): one body per
-// step name, whatever the kind that runs it. adopt.go and ready.go add
-// theirs.
-var runs = map[string]stepFunc{
+// bodies maps step names to their bodies. Each file of steps declares its
+// own beside them; runs joins them.
+type bodies map[string]stepFunc
+
+// runs holds the bodies of the step tables' steps (events.Steps gives each
+// kind's steps, their order, the resource each removes and its plan): one
+// body per step name, whatever the kind that runs it. Each file's bodies
+// are listed here, explicitly (no init); TestStepTablesAndBodiesMatch
+// fails on a table's step with no body and on a body no table runs.
+var runs = join(clearSteps, checkSteps, readySteps, adoptSteps, prSteps)
+
+// join is the union of bs; a step name with two bodies is a programming
+// error, caught when the package loads.
+func join(bs ...bodies) bodies {
+	out := bodies{}
+	for _, b := range bs {
+		for name, f := range b {
+			if out[name] != nil {
+				panic("jobs: two bodies for step " + name)
+			}
+			out[name] = f
+		}
+	}
+	return out
+}
+
+// clearSteps are the deletes, pushes and bookkeeping of the reset, the
+// teardown and the promote, written in this file.
+var clearSteps = bodies{
 	events.StepDeleteDB:      deleteDB,
 	events.StepDeleteEnvVars: deleteEnvVars,
 	events.StepDeleteVolumes: deleteVolumes,

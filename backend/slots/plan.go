@@ -20,31 +20,11 @@ func stepsForSlot(s *SlotState, kind string) []string {
 	return events.StepNames(kind, s.Reg.Template != nil)
 }
 
-// planResources is what a job of kind will act on. Reset lists the app's env
-// vars and volumes by the app's id: their own ids are only known when the step
-// lists them (and are recorded in its result).
+// planResources is what a job of kind will act on: the plans of its steps'
+// rows (events.PlanResources), so a step and its planned resource are
+// declared once, together.
 func planResources(s *SlotState, kind string) []events.Resource {
-	r := s.Reg
-	switch kind {
-	case events.KindReset:
-		return []events.Resource{
-			{Kind: events.ResDatabase, ID: r.DBUUID},
-			{Kind: events.ResEnvVar, ID: r.AppUUID, Name: "env vars of the application", NameCode: events.NameAppEnvVars},
-			{Kind: events.ResVolume, ID: r.AppUUID, Name: "persistent volumes of the application", NameCode: events.NameAppVolumes},
-			{Kind: events.ResRepository, ID: r.Repo.String(), Name: "branch " + r.Branch + " reset to " + r.TemplateRepo.String() + "@" + r.TemplateRef,
-				NameCode: events.NameBranchReset, NameArgs: events.NameArgs{Branch: r.Branch, Template: r.TemplateRepo.String() + "@" + r.TemplateRef}},
-		}
-		// A ready reset's creates and deploy are in its steps (the plan the
-		// job page lists); what it creates is tracked from its DBCreated.
-	case events.KindTeardown:
-		return []events.Resource{
-			{Kind: events.ResDatabase, ID: r.DBUUID},
-			{Kind: events.ResApplication, ID: r.AppUUID},
-			{Kind: events.ResRepository, ID: r.Repo.String()},
-			{Kind: events.ResProject, ID: r.ProjectUUID},
-		}
-	}
-	return nil
+	return events.PlanResources(kind, s.Reg)
 }
 
 // Input rules. They are strict on purpose: every name ends up in a URL path,
