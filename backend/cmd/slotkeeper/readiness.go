@@ -12,6 +12,7 @@ import (
 
 	"github.com/slotkeeper/slotkeeper/backend/clock"
 	"github.com/slotkeeper/slotkeeper/backend/doctor"
+	"github.com/slotkeeper/slotkeeper/backend/lifecycle"
 	"github.com/slotkeeper/slotkeeper/backend/providers"
 	"github.com/slotkeeper/slotkeeper/backend/providers/coolify"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
@@ -302,6 +303,17 @@ func (r *readiness) run(ctx context.Context) error {
 	}
 	clock.Every(ctx, c, r.interval, r.round)
 	return nil
+}
+
+// service runs the first round at its start (start-up logs what was
+// reached), then a round every interval; its drain makes /readyz answer
+// 503 at once.
+func (r *readiness) service() *lifecycle.Loop {
+	return &lifecycle.Loop{
+		Init:    func(ctx context.Context) error { r.round(ctx); return nil },
+		Run:     r.run,
+		OnDrain: func() { r.draining.Store(true) },
+	}
 }
 
 // probeTimeout bounds one probe's call: half the interval, at least 500 ms
