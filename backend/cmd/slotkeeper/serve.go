@@ -137,9 +137,9 @@ type wiring struct {
 	// openReads, openProviders
 	rs        readSide
 	snapshots *lifecycle.Loop // the memory read model's snapshot writer; nil without one
-	w     world
-	scope slots.Scope
-	demo  demoSeed
+	w         world
+	scope     slots.Scope
+	demo      demoSeed
 	// startCommands
 	svc *slots.Service
 	eng *jobs.Engine // nil with --workers 0
