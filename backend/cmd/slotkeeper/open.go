@@ -11,12 +11,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/slotkeeper/slotkeeper/backend/clock"
+	"github.com/slotkeeper/slotkeeper/backend/demo"
 	"github.com/slotkeeper/slotkeeper/backend/httpapi"
 	"github.com/slotkeeper/slotkeeper/backend/jobs"
+	"github.com/slotkeeper/slotkeeper/backend/lifecycle"
 	"github.com/slotkeeper/slotkeeper/backend/providers/bitbucket"
 	"github.com/slotkeeper/slotkeeper/backend/providers/coolify"
 	gitpush "github.com/slotkeeper/slotkeeper/backend/providers/git"
 	"github.com/slotkeeper/slotkeeper/backend/providers/sim"
+	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/events"
 	"github.com/slotkeeper/slotkeeper/events/boltstore"
 	"github.com/slotkeeper/slotkeeper/events/kurrent"
@@ -193,6 +197,24 @@ func openWorld(ctx context.Context, c Config, emptyLog bool) (world, error) {
 	}, nil
 }
 
+// demoSimulator is what the demo seeds its pool on and takes its scope from.
+type demoSimulator interface {
+	demo.Simulator
+	slots.SimulatedProjects
+}
+
+// demoSim is the simulators the demo runs on, embedded or in their own
+// process; nil with real providers.
+func (w world) demoSim() demoSimulator {
+	switch {
+	case w.sim != nil:
+		return w.sim
+	case w.remote != nil:
+		return w.remote
+	}
+	return nil
+}
+
 func providersDesc(w world) string {
 	if w.sim != nil {
 		return "simulators " + w.sim.CoolifyURL() + " " + w.sim.BitbucketURL()
@@ -201,4 +223,83 @@ func providersDesc(w world) string {
 		return "simulators at " + w.remote.base
 	}
 	return "real Coolify and Bitbucket"
+}
+
+// checkBinding refuses a shared read model built from another log: it
+// must not take this one's events, nor answer for it.
+func checkBinding(ctx context.Context, c Config, rs readSide, storeID string) error {
+	pg, ok := rs.reads.(*postgres.Store)
+	if !ok {
+		return nil
+	}
+	bound, err := pg.BindStore(ctx, storeID)
+	if err != nil {
+		return err
+	}
+	if bound != storeID {
+		return &ConfigError{Setting: setting("read-model"), Problem: fmt.Sprintf(
+			"the PostgreSQL read model %s was built from event store %s, this event store is %s (wiped or replaced?): rebuild it with `slotkeeper replay` (every server stopped)",
+			redact(c.ReadModel), bound, storeID)}
+	}
+	return nil
+}
+
+// newHub is the live stream's hub as the config sets it.
+func newHub(c Config, store events.Store, startHead events.Position, met *httpapi.Metrics, log *slog.Logger) *httpapi.Hub {
+	return httpapi.NewHub(httpapi.HubOptions{
+		Heartbeat: c.Heartbeat, History: c.SSEHistory, WriteTimeout: c.SSEWriteTimeout,
+		MaxClients: c.SSEMaxClients, MaxClientsPerIP: c.SSEMaxPerIP, LiveFrom: startHead,
+		// A browser's watchdog gives up after two heartbeats; let it see
+		// the 503 rather than time out first.
+		ResumeWait: min(c.SSEResumeWait, c.Heartbeat),
+		// Tells an id of another log (a wiped or replaced store) from one
+		// this process has not projected yet.
+		LogHead: store.Head,
+	}, met, log)
+}
+
+// baseURL is where people reach the dashboard (links in webhooks and pull
+// requests).
+func baseURL(c Config) string {
+	if c.BaseURL != "" {
+		return c.BaseURL
+	}
+	return "http://" + c.Addr
+}
+
+// orNone maps a flag's 0 ("no limit") to the API's negative "none".
+func orNone(v float64) float64 {
+	if v == 0 {
+		return -1
+	}
+	return v
+}
+
+// snapshotFile is the memory read model's snapshot beside the embedded
+// store's file (docs/projections.md).
+const snapshotFile = "readmodel.snapshot"
+
+// Snapshot cadence: every snapshotEvery, when the read model moved at
+// least snapshotMinEvents positions; and once more at shutdown.
+const (
+	snapshotEvery     = time.Minute
+	snapshotMinEvents = 10_000
+)
+
+// snapshotService writes a new snapshot of the read model now and then,
+// and the last one when it stops (memory.Snapshots; the snapshot is loaded
+// before the read model starts, so that a restart replays only the log
+// after it).
+func snapshotService(s *memory.Snapshots) *lifecycle.Loop {
+	return &lifecycle.Loop{
+		Run: func(ctx context.Context) error {
+			clock.Every(ctx, clock.Real(), snapshotEvery, func(ctx context.Context) { s.Write(ctx, snapshotMinEvents) })
+			return nil
+		},
+		Final: func(ctx context.Context) {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			s.Write(ctx, 1)
+		},
+	}
 }

@@ -12,7 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/slotkeeper/slotkeeper/backend/clock"
 	"github.com/slotkeeper/slotkeeper/backend/consumer"
 	"github.com/slotkeeper/slotkeeper/backend/demo"
 	"github.com/slotkeeper/slotkeeper/backend/httpapi"
@@ -27,7 +26,6 @@ import (
 	"github.com/slotkeeper/slotkeeper/events"
 	"github.com/slotkeeper/slotkeeper/frontend"
 	"github.com/slotkeeper/slotkeeper/projections/memory"
-	"github.com/slotkeeper/slotkeeper/projections/postgres"
 )
 
 // serve runs the server until ctx is done, then shuts down gracefully.
@@ -86,7 +84,7 @@ func serveUntilDone(ctx context.Context, c Config, stdout, stderr io.Writer, rea
 	p.svcs = &lifecycle.List{Log: log, OnExit: p.stoppedByItself}
 	defer p.stop(ctx) // what a failed start (or a failed server) left started
 	for _, step := range []func(context.Context) error{
-		p.openLog, p.openReads, p.openProviders, p.startCommands, p.startFollowers, p.startAPI, p.startEngine,
+		p.openLog, p.openReads, p.openProviders, p.startCommands, p.seedDemo, p.startFollowers, p.startConsumers, p.startAPI, p.startEngine,
 	} {
 		if err := step(ctx); err != nil {
 			if errors.Is(err, errStopped) {
@@ -157,10 +155,7 @@ type storeDamage interface {
 
 // demoSeed is the demo pool to register on a fresh log.
 type demoSeed struct {
-	sim interface {
-		demo.Simulator
-		slots.SimulatedProjects
-	}
+	sim   demoSimulator
 	seed  bool
 	world []sim.SlotFixture
 }
@@ -275,16 +270,7 @@ func (p *wiring) openReads(ctx context.Context) error {
 		p.snapshots = snapshotService(snapshots)
 	}
 	met := httpapi.NewMetrics()
-	hub := httpapi.NewHub(httpapi.HubOptions{
-		Heartbeat: c.Heartbeat, History: c.SSEHistory, WriteTimeout: c.SSEWriteTimeout,
-		MaxClients: c.SSEMaxClients, MaxClientsPerIP: c.SSEMaxPerIP, LiveFrom: p.startHead,
-		// A browser's watchdog gives up after two heartbeats; let it see
-		// the 503 rather than time out first.
-		ResumeWait: min(c.SSEResumeWait, c.Heartbeat),
-		// Tells an id of another log (a wiped or replaced store) from one
-		// this process has not projected yet.
-		LogHead: store.Head,
-	}, met, log)
+	hub := newHub(c, store, p.startHead, met, log)
 	p.deps.Reads, p.deps.Waiter, p.deps.Metrics, p.deps.Hub = rs.reads, rs.waiter, met, hub
 	closeHub := hub.Close
 	p.endStreams.Store(&closeHub)
@@ -311,25 +297,6 @@ func (p *wiring) openReads(ctx context.Context) error {
 		return errStopped
 	}
 	log.Info("read model caught up", slog.Any("position", p.startHead), slog.Duration("took", time.Since(t0)), slog.String("events", p.storeDesc))
-	return nil
-}
-
-// checkBinding refuses a shared read model built from another log: it
-// must not take this one's events, nor answer for it.
-func checkBinding(ctx context.Context, c Config, rs readSide, storeID string) error {
-	pg, ok := rs.reads.(*postgres.Store)
-	if !ok {
-		return nil
-	}
-	bound, err := pg.BindStore(ctx, storeID)
-	if err != nil {
-		return err
-	}
-	if bound != storeID {
-		return &ConfigError{Setting: setting("read-model"), Problem: fmt.Sprintf(
-			"the PostgreSQL read model %s was built from event store %s, this event store is %s (wiped or replaced?): rebuild it with `slotkeeper replay` (every server stopped)",
-			redact(c.ReadModel), bound, storeID)}
-	}
 	return nil
 }
 
@@ -360,27 +327,20 @@ func (p *wiring) openProviders(ctx context.Context) error {
 		}
 	}
 
-	// The demo runs on simulators, embedded or in their own process.
-	switch {
-	case w.sim != nil:
-		p.demo.sim = w.sim
-	case w.remote != nil:
-		p.demo.sim = w.remote
-	}
-	demoSim := p.demo.sim
-	p.demo.seed = demoSim != nil && c.Demo && noSlots
+	p.demo.sim = w.demoSim()
+	p.demo.seed = p.demo.sim != nil && c.Demo && noSlots
 	if p.demo.seed {
 		// The pool's resources first: the scope is made of them.
-		if p.demo.world, err = demo.SeedWorld(demoSim, demo.Pool); err != nil {
+		if p.demo.world, err = demo.SeedWorld(p.demo.sim, demo.Pool); err != nil {
 			return fmt.Errorf("seed the demo pool: %w", err)
 		}
 	}
 	p.scope = slots.Scope{CoolifyProjects: scopeList(c.CoolifyProjects), BitbucketProjects: scopeList(c.BitbucketProjects)}
-	if demoSim != nil && c.Demo {
+	if p.demo.sim != nil && c.Demo {
 		// The demo's scope follows its simulators (issue 38): every project
 		// they hold at the moment of a check — the pool's, and a world
 		// seeded through /api/sim/slots later — plus whatever the flags add.
-		p.scope.Simulated = demoSim
+		p.scope.Simulated = p.demo.sim
 	}
 	coolRestricted, bbRestricted := p.scope.Restricted()
 	if !coolRestricted {
@@ -393,8 +353,8 @@ func (p *wiring) openProviders(ctx context.Context) error {
 }
 
 // startCommands starts the command side: the slot service and its deadline
-// scheduler, backups, the webhook notifier; builds the job engine (started
-// last: startEngine); then registers the demo pool on a fresh log.
+// scheduler, backups, the webhook notifier; it builds the job engine,
+// started last (startEngine).
 func (p *wiring) startCommands(ctx context.Context) error {
 	c, log, store, w := p.c, p.log, p.guard, p.w
 	// Commands and the engine share one cache of folded slots (issue 13).
@@ -427,14 +387,20 @@ func (p *wiring) startCommands(ctx context.Context) error {
 			return err
 		}
 	}
+	return nil
+}
+
+// seedDemo registers the demo pool on a fresh log and waits until the read
+// models show it, so the first request is answered with the pool in place.
+func (p *wiring) seedDemo(ctx context.Context) error {
 	if !p.demo.seed {
 		return nil
 	}
+	svc, log, store := p.svc, p.log, p.guard
 	if err := demo.Register(ctx, svc, p.demo.world, demo.Pool, time.Now()); err != nil {
 		return fmt.Errorf("seed the demo pool: %w", err)
 	}
 	log.Info("demo pool seeded", slog.Int("slots", len(demo.Pool)))
-	// Answer the first request with the pool in place.
 	if head, err := store.Head(ctx); err == nil {
 		if err := p.rs.waiter.WaitFor(ctx, head); err != nil {
 			return errStopped
@@ -447,8 +413,7 @@ func (p *wiring) startCommands(ctx context.Context) error {
 }
 
 // startFollowers starts what follows the log beside the commands:
-// readiness probes, the reconciler, the account directory, the waitlist,
-// the pull-request driver and insights.
+// readiness probes, the reconciler, the account directory.
 func (p *wiring) startFollowers(ctx context.Context) error {
 	c, log, store, w, rs, reg := p.c, p.log, p.guard, p.w, p.rs, p.deps.Metrics.Registry
 	// Readiness: the store takes writes and every provider answers an
@@ -464,7 +429,7 @@ func (p *wiring) startFollowers(ctx context.Context) error {
 	if err := p.start(ctx, "readiness probes", rd.service()); err != nil {
 		return err
 	}
-	p.deps.Writable, p.deps.Ready = p.readyChecks(rd)
+	p.deps.Writable, p.deps.Ready = readyChecks(rd, p.guard, p.health, p.damage, rs.reads, p.startHead)
 
 	// After the demo seed: the demo's scope is its own slots'.
 	rec, recSvc := newReconciler(ctx, c, store, rs.reads, w, p.scope, reg, log)
@@ -479,14 +444,19 @@ func (p *wiring) startFollowers(ctx context.Context) error {
 		return err
 	}
 	p.deps.Auth, p.deps.AutoLogin = as.svc, as.autoLogin
-	if err := p.loop(ctx, "account directory", as.svc.Follow); err != nil {
-		return err
-	}
+	return p.loop(ctx, "account directory", as.svc.Follow)
+}
+
+// startConsumers starts the log's other consumers: the waitlist, the
+// pull-request driver, insights; then the memory release after their
+// catch-up and the read model's snapshot writer.
+func (p *wiring) startConsumers(ctx context.Context) error {
+	c, log, store, reg := p.c, p.log, p.guard, p.deps.Metrics.Registry
 	wl, wlSvc := newWaitlist(c, store, p.svc, baseURL(c), reg, log, p.health)
 	if err := p.start(ctx, "waitlist", wlSvc); err != nil {
 		return err
 	}
-	prs, prsSvc := newPullRequests(c, store, p.svc, w.deps.GitHost, baseURL(c), log)
+	prs, prsSvc := newPullRequests(c, store, p.svc, p.w.deps.GitHost, baseURL(c), log)
 	if err := p.start(ctx, "pull requests", prsSvc); err != nil {
 		return err
 	}
@@ -512,44 +482,6 @@ func (p *wiring) startFollowers(ctx context.Context) error {
 		return p.start(ctx, "read model snapshots", p.snapshots)
 	}
 	return nil
-}
-
-// readyChecks are the API's Writable (commands refused at once while the
-// store takes no write) and Ready (/readyz).
-func (p *wiring) readyChecks(rd *readiness) (writable func() error, ready func(context.Context) error) {
-	guard, health, damage, reads, startHead := p.guard, p.health, p.damage, p.rs.reads, p.startHead
-	writable = func() error {
-		if err := guard.Err(); err != nil {
-			return err
-		}
-		if why := rd.failingReason(storeProbeName); why != "" {
-			return fmt.Errorf("%w: %s", events.ErrUnavailable, why)
-		}
-		return nil
-	}
-	ready = func(ctx context.Context) error {
-		if err := guard.Err(); err != nil {
-			return err
-		}
-		if err := rd.err(); err != nil {
-			return err
-		}
-		if err := health.Err(); err != nil {
-			return err
-		}
-		if damage != nil && damage.Err() != nil {
-			return damage.Err()
-		}
-		p, err := reads.Position(ctx)
-		if err != nil {
-			return err
-		}
-		if p < startHead {
-			return fmt.Errorf("read model at %d of %d", p, startHead)
-		}
-		return nil
-	}
-	return writable, ready
 }
 
 // startAPI builds the HTTP API over everything started so far and serves
@@ -640,50 +572,4 @@ func (p *wiring) stop(ctx context.Context) {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.c.ShutdownTimeout)
 	defer cancel()
 	p.svcs.Stop(sctx)
-}
-
-// baseURL is where people reach the dashboard (links in webhooks and pull
-// requests).
-func baseURL(c Config) string {
-	if c.BaseURL != "" {
-		return c.BaseURL
-	}
-	return "http://" + c.Addr
-}
-
-// orNone maps a flag's 0 ("no limit") to the API's negative "none".
-func orNone(v float64) float64 {
-	if v == 0 {
-		return -1
-	}
-	return v
-}
-
-// snapshotFile is the memory read model's snapshot beside the embedded
-// store's file (docs/projections.md).
-const snapshotFile = "readmodel.snapshot"
-
-// Snapshot cadence: every snapshotEvery, when the read model moved at
-// least snapshotMinEvents positions; and once more at shutdown.
-const (
-	snapshotEvery     = time.Minute
-	snapshotMinEvents = 10_000
-)
-
-// snapshotService writes a new snapshot of the read model now and then,
-// and the last one when it stops (memory.Snapshots; the snapshot is loaded
-// before the read model starts, so that a restart replays only the log
-// after it).
-func snapshotService(s *memory.Snapshots) *lifecycle.Loop {
-	return &lifecycle.Loop{
-		Run: func(ctx context.Context) error {
-			clock.Every(ctx, clock.Real(), snapshotEvery, func(ctx context.Context) { s.Write(ctx, snapshotMinEvents) })
-			return nil
-		},
-		Final: func(ctx context.Context) {
-			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-			defer cancel()
-			s.Write(ctx, 1)
-		},
-	}
 }
