@@ -69,9 +69,9 @@ var errShutdownTimeout = errors.New("shutdown timed out")
 // The order is the shutdown's, read backwards: the job engine starts last
 // and stops first (it stops claiming and fences its running attempts, each
 // ending with an honest terminal event), then the API, whose live streams
-// carry those last events before they end, then what follows the log, the
-// read models (the memory one writes its last snapshot), the providers, and
-// the store.
+// carry those last events before they end, then the read model's last
+// snapshot, what follows the log (each consumer saves its checkpoint), the
+// providers, the read models, and the store.
 func serveUntilDone(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<- string) error {
 	log := newLogger(c, stderr)
 	// A damaged store (events.ErrCorrupt) is permanent: no retry reads the
