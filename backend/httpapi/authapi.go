@@ -12,6 +12,7 @@ import (
 
 	"github.com/slotkeeper/slotkeeper/backend/apperr"
 	"github.com/slotkeeper/slotkeeper/backend/auth"
+	"github.com/slotkeeper/slotkeeper/backend/slots"
 )
 
 // OIDC is sign-in through an OpenID Connect provider (authorization code
@@ -368,17 +369,14 @@ type createdUser struct {
 }
 
 func (s *Server) createUser(c echo.Context) error {
-	var b createUserBody
-	if err := decodeBody(c, &b, false); err != nil {
-		return err
-	}
 	sub, _ := subjectOf(c)
-	u, pw, err := s.d.Auth.Dir.CreateUser(c.Request().Context(), sub, b.Name, b.Role, b.Password)
-	if err != nil {
-		return err
-	}
-	s.caughtUp(c)
-	return c.JSON(http.StatusCreated, createdUser{User: u, Password: pw})
+	return do(s, c, command[createUserBody, createdUser]{
+		run: func(ctx context.Context, _ slots.Actor, _ string, b createUserBody) (createdUser, error) {
+			u, pw, err := s.d.Auth.Dir.CreateUser(ctx, sub, b.Name, b.Role, b.Password)
+			return createdUser{User: u, Password: pw}, err
+		},
+		answer: answerJSON[createUserBody, createdUser](http.StatusCreated),
+	})
 }
 
 type roleBody struct {
@@ -386,21 +384,17 @@ type roleBody struct {
 }
 
 func (s *Server) setRole(c echo.Context) error {
-	id, err := pathName(c, "id")
-	if err != nil {
-		return err
-	}
-	var b roleBody
-	if err := decodeBody(c, &b, false); err != nil {
-		return err
-	}
 	sub, _ := subjectOf(c)
-	if err := s.d.Auth.Dir.SetRole(c.Request().Context(), sub, id, b.Role); err != nil {
-		return err
-	}
-	s.caughtUp(c)
-	u, _ := s.d.Auth.Dir.User(id)
-	return c.JSON(http.StatusOK, u)
+	return do(s, c, command[roleBody, struct{}]{
+		target: pathParam("id"),
+		run: func(ctx context.Context, _ slots.Actor, id string, b roleBody) (struct{}, error) {
+			return struct{}{}, s.d.Auth.Dir.SetRole(ctx, sub, id, b.Role)
+		},
+		answer: func(c echo.Context, id string, _ roleBody, _ struct{}) error {
+			u, _ := s.d.Auth.Dir.User(id)
+			return c.JSON(http.StatusOK, u)
+		},
+	})
 }
 
 // tokenView is a token as listed: never the token itself.
@@ -442,41 +436,37 @@ type issuedToken struct {
 }
 
 func (s *Server) issueToken(c echo.Context) error {
-	var b issueTokenBody
-	if err := decodeBody(c, &b, false); err != nil {
-		return err
-	}
-	ttl := 720 * time.Hour
-	if b.Expires != "" {
-		d, err := time.ParseDuration(b.Expires)
-		if err != nil {
-			return invalidField("expires", "expires must be a duration such as \"720h\"")
-		}
-		ttl = d
-	}
 	sub, _ := subjectOf(c)
-	t, secret, err := s.d.Auth.Dir.IssueToken(c.Request().Context(), sub, b.Name, b.Role, ttl)
-	if err != nil {
-		return err
-	}
-	s.caughtUp(c)
-	return c.JSON(http.StatusCreated, issuedToken{tokenView: viewToken(t, time.Now()), Token: secret})
+	ttl := 720 * time.Hour
+	return do(s, c, command[issueTokenBody, issuedToken]{
+		allow: func(_ echo.Context, _ string, b *issueTokenBody, _ *slots.Actor) error {
+			if b.Expires != "" {
+				d, err := time.ParseDuration(b.Expires)
+				if err != nil {
+					return invalidField("expires", "expires must be a duration such as \"720h\"")
+				}
+				ttl = d
+			}
+			return nil
+		},
+		run: func(ctx context.Context, _ slots.Actor, _ string, b issueTokenBody) (issuedToken, error) {
+			t, secret, err := s.d.Auth.Dir.IssueToken(ctx, sub, b.Name, b.Role, ttl)
+			return issuedToken{tokenView: viewToken(t, time.Now()), Token: secret}, err
+		},
+		answer: answerJSON[issueTokenBody, issuedToken](http.StatusCreated),
+	})
 }
 
 func (s *Server) revokeToken(c echo.Context) error {
-	id, err := pathName(c, "id")
-	if err != nil {
-		return err
-	}
-	if err := decodeBody(c, &noBody{}, true); err != nil {
-		return err
-	}
 	sub, _ := subjectOf(c)
-	if err := s.d.Auth.Dir.RevokeToken(c.Request().Context(), sub, id); err != nil {
-		return err
-	}
-	s.caughtUp(c)
-	return c.NoContent(http.StatusNoContent)
+	return do(s, c, command[noBody, struct{}]{
+		target:   pathParam("id"),
+		optional: true,
+		run: func(ctx context.Context, _ slots.Actor, id string, _ noBody) (struct{}, error) {
+			return struct{}{}, s.d.Auth.Dir.RevokeToken(ctx, sub, id)
+		},
+		answer: func(c echo.Context, _ string, _ noBody, _ struct{}) error { return c.NoContent(http.StatusNoContent) },
+	})
 }
 
 // ---- the stream, health, metrics ----

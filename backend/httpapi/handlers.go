@@ -101,21 +101,20 @@ func (s *Server) commandAnswer(c echo.Context, name string, status int) error {
 }
 
 func (s *Server) register(c echo.Context) error {
-	var cmd slots.RegisterCmd
-	if err := decodeBody(c, &cmd, false); err != nil {
-		return err
-	}
-	if err := checkName(cmd.Name); err != nil {
-		return invalidField("name", "name "+strconv.Quote(cmd.Name)+": "+err.Error())
-	}
-	if err := branchAllowed(c, cmd); err != nil {
-		return err
-	}
-	if err := s.d.Commands.Register(c.Request().Context(), actorOf(c), cmd); err != nil {
-		return err
-	}
-	s.caughtUp(c)
-	return s.commandAnswer(c, cmd.Name, http.StatusCreated)
+	return do(s, c, command[slots.RegisterCmd, struct{}]{
+		allow: func(c echo.Context, _ string, cmd *slots.RegisterCmd, _ *slots.Actor) error {
+			if err := checkName(cmd.Name); err != nil {
+				return invalidField("name", "name "+strconv.Quote(cmd.Name)+": "+err.Error())
+			}
+			return branchAllowed(c, *cmd)
+		},
+		run: noResult(func(ctx context.Context, a slots.Actor, _ string, cmd slots.RegisterCmd) error {
+			return s.d.Commands.Register(ctx, a, cmd)
+		}),
+		answer: func(c echo.Context, _ string, cmd slots.RegisterCmd, _ struct{}) error {
+			return s.commandAnswer(c, cmd.Name, http.StatusCreated)
+		},
+	})
 }
 
 // branchAllowed: a slot's branch defaults to its repository's default
@@ -133,70 +132,43 @@ func branchAllowed(c echo.Context, cmd slots.RegisterCmd) error {
 }
 
 func (s *Server) occupy(c echo.Context) error {
-	name, err := pathName(c, "name")
-	if err != nil {
-		return err
-	}
-	var cmd slots.OccupyCmd
-	if err := decodeBody(c, &cmd, false); err != nil {
-		return err
-	}
-	sub, _ := subjectOf(c)
-	if err := s.resolveOccupant(sub, &cmd); err != nil {
-		return err
-	}
-	// A member occupies only for themself.
-	if cmd.ByID != sub.ID && !sub.Role.Has(auth.PermOccupyForOthers) {
-		return forbidden(sub, auth.PermOccupyForOthers)
-	}
-	if err := s.d.Commands.Occupy(c.Request().Context(), actorOf(c), name, cmd); err != nil {
-		return err
-	}
-	s.caughtUp(c)
-	return s.commandAnswer(c, name, http.StatusOK)
+	return do(s, c, command[slots.OccupyCmd, struct{}]{
+		target: pathParam("name"),
+		allow: func(c echo.Context, _ string, cmd *slots.OccupyCmd, _ *slots.Actor) error {
+			sub, _ := subjectOf(c)
+			if err := s.resolveOccupant(sub, cmd); err != nil {
+				return err
+			}
+			// A member occupies only for themself.
+			if cmd.ByID != sub.ID && !sub.Role.Has(auth.PermOccupyForOthers) {
+				return forbidden(sub, auth.PermOccupyForOthers)
+			}
+			return nil
+		},
+		run:    noResult(s.d.Commands.Occupy),
+		answer: answerSlot[slots.OccupyCmd, struct{}](s, http.StatusOK),
+	})
 }
 
 func (s *Server) extend(c echo.Context) error {
-	name, err := pathName(c, "name")
-	if err != nil {
-		return err
-	}
-	var cmd slots.ExtendCmd
-	if err := decodeBody(c, &cmd, false); err != nil {
-		return err
-	}
-	a, err := s.ownSlotOr(c, name, auth.PermExtendAny)
-	if err != nil {
-		return err
-	}
-	if err := s.d.Commands.Extend(c.Request().Context(), a, name, cmd); err != nil {
-		return err
-	}
-	s.caughtUp(c)
-	return s.commandAnswer(c, name, http.StatusOK)
+	return do(s, c, command[slots.ExtendCmd, struct{}]{
+		target: pathParam("name"),
+		allow:  ownSlotOr[slots.ExtendCmd](s, auth.PermExtendAny),
+		run:    noResult(s.d.Commands.Extend),
+		answer: answerSlot[slots.ExtendCmd, struct{}](s, http.StatusOK),
+	})
 }
 
 // setDeadline moves an occupied slot's deadline earlier: the explicit action
 // beside extend, with the same ownership rule (the occupant, or
 // PermExtendAny for someone else's slot).
 func (s *Server) setDeadline(c echo.Context) error {
-	name, err := pathName(c, "name")
-	if err != nil {
-		return err
-	}
-	var cmd slots.DeadlineCmd
-	if err := decodeBody(c, &cmd, false); err != nil {
-		return err
-	}
-	a, err := s.ownSlotOr(c, name, auth.PermExtendAny)
-	if err != nil {
-		return err
-	}
-	if err := s.d.Commands.SetEarlierDeadline(c.Request().Context(), a, name, cmd); err != nil {
-		return err
-	}
-	s.caughtUp(c)
-	return s.commandAnswer(c, name, http.StatusOK)
+	return do(s, c, command[slots.DeadlineCmd, struct{}]{
+		target: pathParam("name"),
+		allow:  ownSlotOr[slots.DeadlineCmd](s, auth.PermExtendAny),
+		run:    noResult(s.d.Commands.SetEarlierDeadline),
+		answer: answerSlot[slots.DeadlineCmd, struct{}](s, http.StatusOK),
+	})
 }
 
 // noBody accepts an empty body or {} for commands that take no parameters.
@@ -212,40 +184,36 @@ type releaseBody struct {
 const MaxReasonLen = 500
 
 func (s *Server) release(c echo.Context) error {
-	name, err := pathName(c, "name")
-	if err != nil {
-		return err
-	}
-	var b releaseBody
-	if err := decodeBody(c, &b, true); err != nil {
-		return err
-	}
-	b.Reason = strings.TrimSpace(b.Reason)
-	if len(b.Reason) > MaxReasonLen || !utf8.ValidString(b.Reason) || strings.IndexFunc(b.Reason, unicode.IsControl) >= 0 {
-		return invalidField("reason", "reason must be at most 500 bytes of text without control characters")
-	}
-	occ, occID, err := s.occupantOf(c, name)
-	if err != nil {
-		return err
-	}
-	a := actorOf(c)
-	a.Reason = b.Reason
-	if sub, _ := subjectOf(c); !slots.IsOccupant(occ, occID, sub.ID, sub.Name) {
-		if !sub.Role.Has(auth.PermReleaseAny) {
-			return forbidden(sub, auth.PermReleaseAny)
-		}
-		if occ != "" && b.Reason == "" {
-			return invalidField("reason", "releasing a slot somebody else occupies needs a reason")
-		}
-	} else if !sub.Role.Has(auth.PermReleaseAny) {
-		a.OwnOnly = true
-	}
-	res, err := s.d.Commands.Release(c.Request().Context(), a, name)
-	if err != nil {
-		return err
-	}
-	s.caughtUp(c)
-	return c.JSON(http.StatusAccepted, res)
+	return do(s, c, command[releaseBody, slots.JobAcceptedResult]{
+		target:   pathParam("name"),
+		optional: true,
+		allow: func(c echo.Context, name string, b *releaseBody, a *slots.Actor) error {
+			b.Reason = strings.TrimSpace(b.Reason)
+			if len(b.Reason) > MaxReasonLen || !utf8.ValidString(b.Reason) || strings.IndexFunc(b.Reason, unicode.IsControl) >= 0 {
+				return invalidField("reason", "reason must be at most 500 bytes of text without control characters")
+			}
+			occ, occID, err := s.occupantOf(c, name)
+			if err != nil {
+				return err
+			}
+			a.Reason = b.Reason
+			if sub, _ := subjectOf(c); !slots.IsOccupant(occ, occID, sub.ID, sub.Name) {
+				if !sub.Role.Has(auth.PermReleaseAny) {
+					return forbidden(sub, auth.PermReleaseAny)
+				}
+				if occ != "" && b.Reason == "" {
+					return invalidField("reason", "releasing a slot somebody else occupies needs a reason")
+				}
+			} else if !sub.Role.Has(auth.PermReleaseAny) {
+				a.OwnOnly = true
+			}
+			return nil
+		},
+		run: func(ctx context.Context, a slots.Actor, name string, _ releaseBody) (slots.JobAcceptedResult, error) {
+			return s.d.Commands.Release(ctx, a, name)
+		},
+		answer: answerAccepted[releaseBody, slots.JobAcceptedResult](),
+	})
 }
 
 // occupantOf is the slot's occupant, name and subject id ("" when vacant),
@@ -259,22 +227,23 @@ func (s *Server) occupantOf(c echo.Context, name string) (occupant, occupantID s
 
 // ownSlotOr lets the occupant through (slots.IsOccupant: by subject id;
 // an occupant recorded by name only is the account of that name, never a
-// token), and others only with perm. It returns the actor to command with.
-func (s *Server) ownSlotOr(c echo.Context, name string, perm auth.Permission) (slots.Actor, error) {
-	a := actorOf(c)
-	occ, occID, err := s.occupantOf(c, name)
-	if err != nil {
-		return a, err
+// token), and others only with perm. The occupant commands OwnOnly.
+func ownSlotOr[In any](s *Server, perm auth.Permission) func(echo.Context, string, *In, *slots.Actor) error {
+	return func(c echo.Context, name string, _ *In, a *slots.Actor) error {
+		occ, occID, err := s.occupantOf(c, name)
+		if err != nil {
+			return err
+		}
+		sub, _ := subjectOf(c)
+		if sub.Role.Has(perm) {
+			return nil
+		}
+		if !slots.IsOccupant(occ, occID, sub.ID, sub.Name) {
+			return forbidden(sub, perm)
+		}
+		a.OwnOnly = true
+		return nil
 	}
-	sub, _ := subjectOf(c)
-	if sub.Role.Has(perm) {
-		return a, nil
-	}
-	if !slots.IsOccupant(occ, occID, sub.ID, sub.Name) {
-		return a, forbidden(sub, perm)
-	}
-	a.OwnOnly = true
-	return a, nil
 }
 
 // resolveOccupant fills cmd.By and cmd.ByID with an existing subject:
@@ -340,37 +309,25 @@ func (s *Server) occupants(c echo.Context) error {
 
 func (s *Server) teardown(c echo.Context) error { return s.jobCommand(c, s.d.Commands.Teardown) }
 
+// jobCommand runs a command on the slot in the path that takes no body and
+// queues a job.
 func (s *Server) jobCommand(c echo.Context, run func(context.Context, slots.Actor, string) (slots.JobAcceptedResult, error)) error {
-	name, err := pathName(c, "name")
-	if err != nil {
-		return err
-	}
-	if err := decodeBody(c, &noBody{}, true); err != nil {
-		return err
-	}
-	res, err := run(c.Request().Context(), actorOf(c), name)
-	if err != nil {
-		return err
-	}
-	s.caughtUp(c)
-	return c.JSON(http.StatusAccepted, res)
+	return do(s, c, command[noBody, slots.JobAcceptedResult]{
+		target:   pathParam("name"),
+		optional: true,
+		run: func(ctx context.Context, a slots.Actor, name string, _ noBody) (slots.JobAcceptedResult, error) {
+			return run(ctx, a, name)
+		},
+		answer: answerAccepted[noBody, slots.JobAcceptedResult](),
+	})
 }
 
 func (s *Server) promote(c echo.Context) error {
-	name, err := pathName(c, "name")
-	if err != nil {
-		return err
-	}
-	var cmd slots.PromoteCmd
-	if err := decodeBody(c, &cmd, false); err != nil {
-		return err
-	}
-	res, err := s.d.Commands.Promote(c.Request().Context(), actorOf(c), name, cmd)
-	if err != nil {
-		return err
-	}
-	s.caughtUp(c)
-	return c.JSON(http.StatusAccepted, res)
+	return do(s, c, command[slots.PromoteCmd, slots.JobAcceptedResult]{
+		target: pathParam("name"),
+		run:    s.d.Commands.Promote,
+		answer: answerAccepted[slots.PromoteCmd, slots.JobAcceptedResult](),
+	})
 }
 
 var jobKinds = map[string]bool{events.KindReset: true, events.KindTeardown: true, events.KindPromote: true, events.KindPRDeploy: true}
@@ -522,34 +479,27 @@ func (s *Server) jobEvents(c echo.Context) error {
 }
 
 func (s *Server) cancel(c echo.Context) error {
-	id, err := pathName(c, "id")
-	if err != nil {
-		return err
-	}
-	if err := decodeBody(c, &noBody{}, true); err != nil {
-		return err
-	}
-	if err := s.d.Commands.Cancel(c.Request().Context(), actorOf(c), id); err != nil {
-		return err
-	}
-	s.caughtUp(c)
-	return c.JSON(http.StatusAccepted, map[string]string{"job_id": id})
+	return do(s, c, command[noBody, struct{}]{
+		target:   pathParam("id"),
+		optional: true,
+		run: func(ctx context.Context, a slots.Actor, id string, _ noBody) (struct{}, error) {
+			return struct{}{}, s.d.Commands.Cancel(ctx, a, id)
+		},
+		answer: func(c echo.Context, id string, _ noBody, _ struct{}) error {
+			return c.JSON(http.StatusAccepted, map[string]string{"job_id": id})
+		},
+	})
 }
 
 func (s *Server) resume(c echo.Context) error {
-	id, err := pathName(c, "id")
-	if err != nil {
-		return err
-	}
-	if err := decodeBody(c, &noBody{}, true); err != nil {
-		return err
-	}
-	res, err := s.d.Commands.Resume(c.Request().Context(), actorOf(c), id)
-	if err != nil {
-		return err
-	}
-	s.caughtUp(c)
-	return c.JSON(http.StatusAccepted, res)
+	return do(s, c, command[noBody, slots.JobAcceptedResult]{
+		target:   pathParam("id"),
+		optional: true,
+		run: func(ctx context.Context, a slots.Actor, id string, _ noBody) (slots.JobAcceptedResult, error) {
+			return s.d.Commands.Resume(ctx, a, id)
+		},
+		answer: answerAccepted[noBody, slots.JobAcceptedResult](),
+	})
 }
 
 // ---- audit and resources ----

@@ -1,12 +1,14 @@
 package httpapi
 
 import (
+	"context"
 	"io"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/slotkeeper/slotkeeper/backend/pullrequests"
+	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/events"
 )
 
@@ -33,21 +35,22 @@ func (s *Server) listPRRepos(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]any{"repos": l})
 }
 
+// linkBody is POST /api/pr-repos's body.
+type linkBody struct {
+	Repo string `json:"repo"`
+}
+
 func (s *Server) linkPRRepo(c echo.Context) error {
-	if err := s.needPRs(); err != nil {
-		return err
-	}
-	var in struct {
-		Repo string `json:"repo"`
-	}
-	if err := decodeBody(c, &in, false); err != nil {
-		return err
-	}
-	r, err := s.d.PullRequests.Link(c.Request().Context(), actorOf(c), in.Repo)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusCreated, map[string]any{"repo": r})
+	return do(s, c, command[linkBody, events.RepoRef]{
+		need: s.needPRs,
+		run: func(ctx context.Context, a slots.Actor, _ string, in linkBody) (events.RepoRef, error) {
+			return s.d.PullRequests.Link(ctx, a, in.Repo)
+		},
+		noWait: true, // the links are the driver's, not the read model's
+		answer: func(c echo.Context, _ string, _ linkBody, r events.RepoRef) error {
+			return c.JSON(http.StatusCreated, map[string]any{"repo": r})
+		},
+	})
 }
 
 func (s *Server) unlinkPRRepo(c echo.Context) error {

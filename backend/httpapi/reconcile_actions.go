@@ -84,18 +84,15 @@ func (s *Server) planOrphan(c echo.Context, plan func(ReconcileActions, context.
 }
 
 func (s *Server) orphanJob(c echo.Context, run func(ReconcileActions, context.Context, slots.Actor, string, slots.AdoptCmd) (slots.JobAcceptedResult, error)) error {
-	ra, err := s.reconcileActions()
-	if err != nil {
-		return err
-	}
-	var req adoptRequest
-	if err := decodeBody(c, &req, false); err != nil {
-		return err
-	}
-	res, err := run(ra, c.Request().Context(), actorOf(c), req.Slot, req.cmd())
-	if err != nil {
-		return err
-	}
-	s.caughtUp(c)
-	return c.JSON(http.StatusAccepted, res)
+	var ra ReconcileActions
+	return do(s, c, command[adoptRequest, slots.JobAcceptedResult]{
+		need: func() (err error) {
+			ra, err = s.reconcileActions()
+			return err
+		},
+		run: func(ctx context.Context, a slots.Actor, _ string, req adoptRequest) (slots.JobAcceptedResult, error) {
+			return run(ra, ctx, a, req.Slot, req.cmd())
+		},
+		answer: answerAccepted[adoptRequest, slots.JobAcceptedResult](),
+	})
 }

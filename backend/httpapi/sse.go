@@ -281,6 +281,19 @@ func (h *Hub) Seed(pos events.Position, slots []projections.SlotView) {
 // Head returns the position of the newest change the hub has.
 func (h *Hub) Head() events.Position { return events.Position(h.headPos.Load()) }
 
+// WaitPublished waits (bounded by ctx) until the hub has published pos.
+func (h *Hub) WaitPublished(ctx context.Context, pos events.Position) {
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	for h.Head() < pos {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
 // Publish adds a change. Changes must come in position order; one at or
 // below the hub's head is ignored (a redelivery). Publish never waits for a
 // client.

@@ -94,104 +94,97 @@ func (s *Server) getWaitlist(c echo.Context) error {
 	return s.answerWaitlist(c, after, http.StatusOK)
 }
 
+// waitlistAnswer answers a waitlist command with the queue once the
+// waitlist applied the command's position.
+func waitlistAnswer[In any](s *Server, status int) func(echo.Context, string, In, events.Position) error {
+	return func(c echo.Context, _ string, _ In, pos events.Position) error {
+		return s.answerWaitlist(c, pos, status)
+	}
+}
+
 func (s *Server) joinWaitlist(c echo.Context) error {
-	if err := s.needWaitlist(); err != nil {
-		return err
-	}
-	var cmd waitlist.JoinCmd
-	if err := decodeBody(c, &cmd, false); err != nil {
-		return err
-	}
-	_, pos, err := s.d.Waitlist.Join(c.Request().Context(), actorOf(c), cmd)
-	if err != nil {
-		return err
-	}
-	return s.answerWaitlist(c, pos, http.StatusCreated)
+	return do(s, c, command[waitlist.JoinCmd, events.Position]{
+		need: s.needWaitlist,
+		run: func(ctx context.Context, a slots.Actor, _ string, cmd waitlist.JoinCmd) (events.Position, error) {
+			_, pos, err := s.d.Waitlist.Join(ctx, a, cmd)
+			return pos, err
+		},
+		noWait: true,
+		answer: waitlistAnswer[waitlist.JoinCmd](s, http.StatusCreated),
+	})
+}
+
+// leaveBody is DELETE /api/waitlist/:id's optional body.
+type leaveBody struct {
+	Reason string `json:"reason"`
 }
 
 // leaveWaitlist: one's own entry; anyone's with waitlist.manage (an admin,
 // who may say why in {"reason"}).
 func (s *Server) leaveWaitlist(c echo.Context) error {
-	if err := s.needWaitlist(); err != nil {
-		return err
-	}
-	id, err := entryParam(c)
-	if err != nil {
-		return err
-	}
-	var body struct {
-		Reason string `json:"reason"`
-	}
-	if err := decodeBody(c, &body, true); err != nil {
-		return err
-	}
-	sub, _ := subjectOf(c)
-	a := actorOf(c)
-	a.Reason = body.Reason
-	pos, err := s.d.Waitlist.Leave(c.Request().Context(), a, id, sub.Role.Has(auth.PermWaitlistManage))
-	if err != nil {
-		return err
-	}
-	return s.answerWaitlist(c, pos, http.StatusOK)
+	var anyone bool
+	return do(s, c, command[leaveBody, events.Position]{
+		need:     s.needWaitlist,
+		target:   entryParam,
+		optional: true,
+		allow: func(c echo.Context, _ string, body *leaveBody, a *slots.Actor) error {
+			sub, _ := subjectOf(c)
+			anyone = sub.Role.Has(auth.PermWaitlistManage)
+			a.Reason = body.Reason
+			return nil
+		},
+		run: func(ctx context.Context, a slots.Actor, id string, _ leaveBody) (events.Position, error) {
+			return s.d.Waitlist.Leave(ctx, a, id, anyone)
+		},
+		noWait: true,
+		answer: waitlistAnswer[leaveBody](s, http.StatusOK),
+	})
 }
 
 func (s *Server) acceptOffer(c echo.Context) error {
-	return s.offerAnswer(c, func(ctx context.Context, a slots.Actor, id string) (events.Position, error) {
-		_, pos, err := s.d.Waitlist.Accept(ctx, a, id)
-		if err == nil {
-			s.caughtUp(c) // the slot is occupied now: the answer shows it
-		}
-		return pos, err
+	return do(s, c, command[noBody, events.Position]{
+		need:     s.needWaitlist,
+		target:   entryParam,
+		optional: true,
+		run: func(ctx context.Context, a slots.Actor, id string, _ noBody) (events.Position, error) {
+			_, pos, err := s.d.Waitlist.Accept(ctx, a, id)
+			return pos, err
+		},
+		// The slot is occupied now: the wait for the read model lets the
+		// answer (and the next read) show it.
+		answer: waitlistAnswer[noBody](s, http.StatusOK),
 	})
 }
 
 func (s *Server) declineOffer(c echo.Context) error {
-	return s.offerAnswer(c, func(ctx context.Context, a slots.Actor, id string) (events.Position, error) {
-		return s.d.Waitlist.Decline(ctx, a, id) // a method value of a nil Waitlist would panic here
+	return do(s, c, command[noBody, events.Position]{
+		need:     s.needWaitlist,
+		target:   entryParam,
+		optional: true,
+		run: func(ctx context.Context, a slots.Actor, id string, _ noBody) (events.Position, error) {
+			return s.d.Waitlist.Decline(ctx, a, id) // a method value of a nil Waitlist would panic here
+		},
+		noWait: true,
+		answer: waitlistAnswer[noBody](s, http.StatusOK),
 	})
 }
 
-// offerAnswer runs an offer's accept or decline (no body) for the entry in
-// the path and answers with the waitlist as of its position.
-func (s *Server) offerAnswer(c echo.Context, run func(ctx context.Context, a slots.Actor, id string) (events.Position, error)) error {
-	if err := s.needWaitlist(); err != nil {
-		return err
-	}
-	id, err := entryParam(c)
-	if err != nil {
-		return err
-	}
-	if err := decodeBody(c, &struct{}{}, true); err != nil {
-		return err
-	}
-	pos, err := run(c.Request().Context(), actorOf(c), id)
-	if err != nil {
-		return err
-	}
-	return s.answerWaitlist(c, pos, http.StatusOK)
+// reorderBody: {"position": 1-based, "reason": "…"} (admins).
+type reorderBody struct {
+	Position int    `json:"position"`
+	Reason   string `json:"reason"`
 }
 
-// reorderWaitlist: {"position": 1-based, "reason": "…"} (admins).
 func (s *Server) reorderWaitlist(c echo.Context) error {
-	if err := s.needWaitlist(); err != nil {
-		return err
-	}
-	id, err := entryParam(c)
-	if err != nil {
-		return err
-	}
-	var body struct {
-		Position int    `json:"position"`
-		Reason   string `json:"reason"`
-	}
-	if err := decodeBody(c, &body, false); err != nil {
-		return err
-	}
-	pos, err := s.d.Waitlist.Reorder(c.Request().Context(), actorOf(c), id, body.Position-1, body.Reason)
-	if err != nil {
-		return err
-	}
-	return s.answerWaitlist(c, pos, http.StatusOK)
+	return do(s, c, command[reorderBody, events.Position]{
+		need:   s.needWaitlist,
+		target: entryParam,
+		run: func(ctx context.Context, a slots.Actor, id string, body reorderBody) (events.Position, error) {
+			return s.d.Waitlist.Reorder(ctx, a, id, body.Position-1, body.Reason)
+		},
+		noWait: true,
+		answer: waitlistAnswer[reorderBody](s, http.StatusOK),
+	})
 }
 
 // Insights is what the API needs of backend/insights.

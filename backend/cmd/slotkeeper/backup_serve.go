@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/slotkeeper/slotkeeper/backend/backup"
+	"github.com/slotkeeper/slotkeeper/backend/lifecycle"
 	"github.com/slotkeeper/slotkeeper/events"
 	"github.com/slotkeeper/slotkeeper/events/boltstore"
 )
@@ -73,16 +74,17 @@ func (m *backupMetrics) observe(r backup.Result) {
 	m.duration.Set(r.Duration.Seconds())
 }
 
-// startBackups runs the scheduler when configured. A failing backup is
-// logged and counted; it never makes the server unready.
-func startBackups(c Config, store events.Store, reg prometheus.Registerer, log *slog.Logger, goRun func(string, func(context.Context) error)) {
+// backupService is the backup scheduler when configured (nil otherwise).
+// A failing backup is logged and counted; it never makes the server
+// unready.
+func backupService(c Config, store events.Store, reg prometheus.Registerer, log *slog.Logger) lifecycle.Service {
 	st, ok := store.(*boltstore.Store)
 	if !ok || c.Backup.Every == 0 {
-		return
+		return nil
 	}
 	met := newBackupMetrics(reg)
 	sch := &backup.Scheduler{Dir: c.Backup.Dir, Every: c.Backup.Every, Keep: c.Backup.Keep, Source: backupSource(st, simStateDir(c)), Log: log, Done: met.observe}
-	goRun("scheduled backups", sch.Run)
+	return &lifecycle.Loop{Run: sch.Run}
 }
 
 // onlineBackup is GET /api/admin/backup's source (embedded store only).

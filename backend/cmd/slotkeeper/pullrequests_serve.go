@@ -5,6 +5,7 @@ import (
 	"log/slog"
 
 	"github.com/slotkeeper/slotkeeper/backend/consumer"
+	"github.com/slotkeeper/slotkeeper/backend/lifecycle"
 	"github.com/slotkeeper/slotkeeper/backend/providers/bitbucket"
 	"github.com/slotkeeper/slotkeeper/backend/pullrequests"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
@@ -22,24 +23,27 @@ func (c *Config) validatePRRepos() error {
 	return nil
 }
 
-// startPullRequests links --pr-repos and runs the pull-request driver
-// (docs/pull-requests.md). The reporter is the Bitbucket client the jobs
-// use (the simulator's when simulated).
-func startPullRequests(ctx context.Context, c Config, store events.Store, svc *slots.Service, git any, base string, log *slog.Logger, health *consumer.Health, goRun func(string, func(context.Context) error)) *pullrequests.Service {
+// newPullRequests builds the pull-request driver (docs/pull-requests.md)
+// and the service that links --pr-repos at its start and runs it. The
+// reporter is the Bitbucket client the jobs use (the simulator's when
+// simulated).
+func newPullRequests(c Config, store events.Store, svc *slots.Service, git any, base string, log *slog.Logger, health *consumer.Health) (*pullrequests.Service, lifecycle.Service) {
 	cfg := pullrequests.Config{Secret: c.BitbucketWebhookSecret, Logger: log, Health: health,
 		JobURL: func(id string) string { return base + "/jobs/" + id }}
 	if bb, ok := git.(*bitbucket.Client); ok {
 		cfg.Reporter = pullrequests.BitbucketReporter{Client: bb}
 	}
 	prs := pullrequests.New(store, svc, cfg)
-	for _, r := range splitList(c.PRRepos) {
-		if _, err := prs.Link(ctx, pullrequests.Actor, r); err != nil {
-			log.Warn("pull requests: --pr-repos entry not linked", "repo", r, "err", err)
+	link := func(ctx context.Context) error {
+		for _, r := range splitList(c.PRRepos) {
+			if _, err := prs.Link(ctx, pullrequests.Actor, r); err != nil {
+				log.Warn("pull requests: --pr-repos entry not linked", "repo", r, "err", err)
+			}
 		}
+		if c.BitbucketWebhookSecret == "" {
+			log.Warn("pull requests: no --bitbucket-webhook-secret; every Bitbucket delivery is refused")
+		}
+		return nil
 	}
-	if c.BitbucketWebhookSecret == "" {
-		log.Warn("pull requests: no --bitbucket-webhook-secret; every Bitbucket delivery is refused")
-	}
-	goRun("pull requests", prs.Run)
-	return prs
+	return prs, &lifecycle.Loop{Init: link, Run: prs.Run}
 }

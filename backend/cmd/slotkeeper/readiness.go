@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/slotkeeper/slotkeeper/backend/clock"
+	"github.com/slotkeeper/slotkeeper/backend/consumer"
 	"github.com/slotkeeper/slotkeeper/backend/doctor"
+	"github.com/slotkeeper/slotkeeper/backend/lifecycle"
 	"github.com/slotkeeper/slotkeeper/backend/providers"
 	"github.com/slotkeeper/slotkeeper/backend/providers/coolify"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
@@ -304,6 +306,17 @@ func (r *readiness) run(ctx context.Context) error {
 	return nil
 }
 
+// service runs the first round at its start (start-up logs what was
+// reached), then a round every interval; its drain makes /readyz answer
+// 503 at once.
+func (r *readiness) service() *lifecycle.Loop {
+	return &lifecycle.Loop{
+		Init:    func(ctx context.Context) error { r.round(ctx); return nil },
+		Run:     r.run,
+		OnDrain: func() { r.draining.Store(true) },
+	}
+}
+
 // probeTimeout bounds one probe's call: half the interval, at least 500 ms
 // (a loaded machine's loopback round trip) and at most 10 s.
 func probeTimeout(interval time.Duration) time.Duration {
@@ -384,4 +397,41 @@ func (m *abilityMemo) HasAbility(ctx context.Context, ability string) (bool, err
 		m.seen[ability], m.has[ability] = true, ok
 	}
 	return ok, err
+}
+
+// readyChecks are the API's Writable (commands refused at once while the
+// store takes no write) and Ready (/readyz).
+func readyChecks(rd *readiness, guard *events.Guard, health *consumer.Health, damage storeDamage, reads projections.ReadModel, startHead events.Position) (writable func() error, ready func(context.Context) error) {
+	writable = func() error {
+		if err := guard.Err(); err != nil {
+			return err
+		}
+		if why := rd.failingReason(storeProbeName); why != "" {
+			return fmt.Errorf("%w: %s", events.ErrUnavailable, why)
+		}
+		return nil
+	}
+	ready = func(ctx context.Context) error {
+		if err := guard.Err(); err != nil {
+			return err
+		}
+		if err := rd.err(); err != nil {
+			return err
+		}
+		if err := health.Err(); err != nil {
+			return err
+		}
+		if damage != nil && damage.Err() != nil {
+			return damage.Err()
+		}
+		p, err := reads.Position(ctx)
+		if err != nil {
+			return err
+		}
+		if p < startHead {
+			return fmt.Errorf("read model at %d of %d", p, startHead)
+		}
+		return nil
+	}
+	return writable, ready
 }

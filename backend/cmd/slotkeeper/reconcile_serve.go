@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/slotkeeper/slotkeeper/backend/httpapi"
+	"github.com/slotkeeper/slotkeeper/backend/lifecycle"
 	"github.com/slotkeeper/slotkeeper/backend/providers"
 	"github.com/slotkeeper/slotkeeper/backend/reconcile"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
@@ -67,10 +68,10 @@ func (m *reconcileMetrics) observe(rep reconcile.Report) {
 	}
 }
 
-// startReconciler builds the reconciler over the world's clients and runs
-// its schedule. It runs in every process; the fenced ReconcileStarted
-// keeps runs one at a time across them.
-func startReconciler(ctx context.Context, c Config, store events.Store, reads projections.ReadModel, w world, scope slots.Scope, reg prometheus.Registerer, log *slog.Logger, goRun func(string, func(context.Context) error)) *reconcile.Reconciler {
+// newReconciler builds the reconciler over the world's clients and the
+// service that runs its schedule. It runs in every process; the fenced
+// ReconcileStarted keeps runs one at a time across them.
+func newReconciler(ctx context.Context, c Config, store events.Store, reads projections.ReadModel, w world, scope slots.Scope, reg prometheus.Registerer, log *slog.Logger) (*reconcile.Reconciler, lifecycle.Service) {
 	paas, _ := w.deps.PaaS.(providers.PaaSInventory)
 	git, _ := w.deps.GitHost.(providers.GitInventory)
 	sims := w.sim != nil || w.remote != nil
@@ -91,8 +92,7 @@ func startReconciler(ctx context.Context, c Config, store events.Store, reads pr
 	if rep, err := r.Latest(ctx); err == nil {
 		met.observe(rep)
 	}
-	goRun("reconciler", r.Run)
-	return r
+	return r, &lifecycle.Loop{Run: r.Run}
 }
 
 // unionSorted is a ∪ b, sorted, without repeats.

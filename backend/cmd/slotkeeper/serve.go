@@ -8,234 +8,25 @@ import (
 	"io/fs"
 	"log/slog"
 	"net"
-	"net/http"
-	"os"
 	"path/filepath"
-	"runtime/debug"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/slotkeeper/slotkeeper/backend/clock"
 	"github.com/slotkeeper/slotkeeper/backend/consumer"
 	"github.com/slotkeeper/slotkeeper/backend/demo"
 	"github.com/slotkeeper/slotkeeper/backend/httpapi"
 	"github.com/slotkeeper/slotkeeper/backend/insights"
 	"github.com/slotkeeper/slotkeeper/backend/jobs"
+	"github.com/slotkeeper/slotkeeper/backend/lifecycle"
 	"github.com/slotkeeper/slotkeeper/backend/notify"
 	"github.com/slotkeeper/slotkeeper/backend/providercheck"
-	"github.com/slotkeeper/slotkeeper/backend/providers/bitbucket"
-	"github.com/slotkeeper/slotkeeper/backend/providers/coolify"
-	gitpush "github.com/slotkeeper/slotkeeper/backend/providers/git"
 	"github.com/slotkeeper/slotkeeper/backend/providers/sim"
-	"github.com/slotkeeper/slotkeeper/backend/pullrequests"
 	"github.com/slotkeeper/slotkeeper/backend/reconcile"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
-	"github.com/slotkeeper/slotkeeper/backend/waitlist"
 	"github.com/slotkeeper/slotkeeper/events"
-	"github.com/slotkeeper/slotkeeper/events/boltstore"
-	"github.com/slotkeeper/slotkeeper/events/kurrent"
 	"github.com/slotkeeper/slotkeeper/frontend"
-	"github.com/slotkeeper/slotkeeper/projections"
 	"github.com/slotkeeper/slotkeeper/projections/memory"
-	"github.com/slotkeeper/slotkeeper/projections/postgres"
 )
-
-// newLogger builds the process logger from the config.
-func newLogger(c Config, out io.Writer) *slog.Logger {
-	var lvl slog.Level
-	_ = lvl.UnmarshalText([]byte(c.LogLevel))
-	opts := &slog.HandlerOptions{Level: lvl}
-	if c.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(out, opts))
-	}
-	return slog.New(slog.NewTextHandler(out, opts))
-}
-
-// openStore opens the event store the config names.
-func openStore(ctx context.Context, c Config, log *slog.Logger) (events.Store, string, error) {
-	if c.Events != "" {
-		st, err := kurrent.Open(ctx, c.Events, kurrent.Options{Logger: log})
-		if err != nil {
-			if errors.Is(err, kurrent.ErrConfig) {
-				return nil, "", &ConfigError{Setting: setting("events"), Problem: err.Error()}
-			}
-			return nil, "", fmt.Errorf("open KurrentDB: %w", err)
-		}
-		return st, "kurrentdb " + redact(c.Events), nil
-	}
-	if err := os.MkdirAll(c.Data, 0o700); err != nil {
-		return nil, "", &ConfigError{Setting: setting("data"), Problem: err.Error()}
-	}
-	st, err := boltstore.Open(c.Data, boltstore.Options{})
-	if err != nil {
-		if errors.Is(err, events.ErrLocked) {
-			return nil, "", &ConfigError{Setting: setting("data"), Problem: fmt.Sprintf("%s is in use by another slotkeeper process", c.Data)}
-		}
-		return nil, "", fmt.Errorf("open event store in %s: %w", c.Data, err)
-	}
-	return st, "embedded " + c.Data, nil
-}
-
-// openReadModel returns the read-model target the config names (replay
-// and verify use it directly).
-func openReadModel(ctx context.Context, c Config, store events.Store) (projections.Target, func(), error) {
-	if c.ReadModel == "memory" {
-		return memory.New(store), func() {}, nil
-	}
-	pg, err := postgres.Open(ctx, c.ReadModel, postgres.Options{Log: store})
-	if err != nil {
-		return nil, nil, fmt.Errorf("open the PostgreSQL read model %s: %w", redact(c.ReadModel), err)
-	}
-	return pg, pg.Close, nil
-}
-
-// readSide is what serve reads from and what feeds the live stream.
-//
-// With memory read models one runner does both. With PostgreSQL read
-// models several processes share the database and only the holder of the
-// projector lock applies events, so a process that does not hold it would
-// see no change feed: every process therefore also keeps a memory read model
-// of its own, only to feed its live stream (same reducers, same views), and
-// answers REST queries from PostgreSQL, waiting for its checkpoint for
-// read-your-writes.
-type readSide struct {
-	reads    projections.ReadModel
-	waiter   httpapi.Waiter
-	feed     *projections.Runner // drives the hub
-	feedView projections.ReadModel
-	runners  []*projections.Runner
-	close    func()
-}
-
-func openReadSide(ctx context.Context, c Config, store events.Store, onErr func(error)) (readSide, error) {
-	opt := projections.RunnerOptions{OnError: onErr}
-	target, closeRM, err := openReadModel(ctx, c, store)
-	if err != nil {
-		return readSide{}, err
-	}
-	main := projections.NewRunner(store, target, opt)
-	if c.ReadModel == "memory" {
-		return readSide{reads: target, waiter: main, feed: main, feedView: target, runners: []*projections.Runner{main}, close: closeRM}, nil
-	}
-	live := memory.New(store)
-	feed := projections.NewRunner(store, live, opt)
-	return readSide{
-		reads: target, waiter: checkpointWaiter{rm: target, local: main}, feed: feed, feedView: live,
-		runners: []*projections.Runner{feed, main}, close: closeRM,
-	}, nil
-}
-
-// checkpointWaiter waits until a shared read model's checkpoint reached a
-// position. The local runner answers at once when this process projects;
-// otherwise another process does and only the checkpoint tells.
-type checkpointWaiter struct {
-	rm    projections.ReadModel
-	local *projections.Runner
-}
-
-func (w checkpointWaiter) WaitFor(ctx context.Context, pos events.Position) error {
-	t := time.NewTicker(10 * time.Millisecond)
-	defer t.Stop()
-	for {
-		if w.local.Position() >= pos {
-			return nil
-		}
-		p, err := w.rm.Position(ctx)
-		switch {
-		case err == nil && p >= pos:
-			return nil
-		case errors.Is(err, projections.ErrUnavailable):
-			return err // waiting cannot help while the database is down
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-		}
-	}
-}
-
-// world is the outside systems jobs act on.
-type world struct {
-	deps   jobs.Deps
-	sim    *sim.Sim   // nil with real providers
-	remote *remoteSim // simulators in their own process (--sim-url), else nil
-	close  func()
-}
-
-// simStateDir is where the simulators keep their state with the embedded
-// store: beside the log that names their resources, so a restart on the same
-// --data finds both. With KurrentDB the log is elsewhere and may be shared;
-// the simulators then stay in memory ("").
-func simStateDir(c Config) string {
-	if c.Events != "" {
-		return ""
-	}
-	return filepath.Join(c.Data, "sim")
-}
-
-// openWorld starts the simulators or connects the real providers. emptyLog
-// says the log holds no event: simulator state left on disk then belongs to
-// nothing (e.g. a demo seeding interrupted before its first event) and is
-// removed, so the demo pool can be seeded again.
-// demoBuild is how long a simulated deployment builds in the demo.
-const demoBuild = 3 * time.Second
-
-func openWorld(ctx context.Context, c Config, emptyLog bool) (world, error) {
-	if c.useSim() {
-		dir := simStateDir(c)
-		if dir != "" && emptyLog {
-			if err := os.RemoveAll(dir); err != nil {
-				return world{}, fmt.Errorf("clear the simulators' state %s: %w", dir, err)
-			}
-		}
-		// The demo's builds take 3 s (real ones take minutes; the control
-		// API's POST /api/sim/coolify/builds sets others): long enough to
-		// see a deployment wait, queued and building, on the job page.
-		s, err := sim.Start(ctx, sim.Options{DeleteDelay: 300 * time.Millisecond, StateDir: dir, BuildDuration: demoBuild})
-		if err != nil {
-			return world{}, fmt.Errorf("start simulators: %w", err)
-		}
-		p, err := gitpush.New(gitpush.Options{Token: s.BitbucketToken()})
-		if err != nil {
-			s.Close()
-			return world{}, err
-		}
-		return world{
-			deps: jobs.Deps{
-				PaaS:    coolify.New(coolify.Options{BaseURL: s.CoolifyURL(), Token: s.CoolifyToken()}),
-				GitHost: bitbucket.New(bitbucket.Options{BaseURL: s.BitbucketURL(), Token: s.BitbucketToken()}),
-				Pusher:  p,
-				RepoURL: func(r events.RepoRef) string { return s.CloneURL(r.Project, r.Slug) },
-			},
-			sim:   s,
-			close: func() { p.Close(); s.Close() },
-		}, nil
-	}
-	p, err := gitpush.New(gitpush.Options{Token: c.BitbucketToken, Auth: gitpush.Auth(c.GitAuth), Username: c.GitUser})
-	if err != nil {
-		return world{}, err
-	}
-	root := strings.TrimRight(c.BitbucketURL, "/")
-	var remote *remoteSim
-	if c.SimURL != "" {
-		remote = newRemoteSim(c.SimURL)
-	}
-	return world{
-		remote: remote,
-		deps: jobs.Deps{
-			PaaS:    coolify.New(coolify.Options{BaseURL: c.CoolifyURL, Token: c.CoolifyToken}),
-			GitHost: bitbucket.New(bitbucket.Options{BaseURL: c.BitbucketURL, Token: c.BitbucketToken}),
-			Pusher:  p,
-			RepoURL: func(r events.RepoRef) string {
-				return root + "/scm/" + strings.ToLower(r.Project) + "/" + r.Slug + ".git"
-			},
-		},
-		close: func() { p.Close() },
-	}, nil
-}
 
 // serve runs the server until ctx is done, then shuts down gracefully.
 // ready, if not nil, receives the listening address once the server
@@ -269,14 +60,31 @@ func serve(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<-
 // errShutdownTimeout is serve's error when the shutdown was cut short.
 var errShutdownTimeout = errors.New("shutdown timed out")
 
-// serveUntilDone wires the server in named steps and runs it until ctx
-// ends (or background work meets a damaged store), then shuts it down.
-// Each step only wires: the rules live in the packages it starts.
+// serveUntilDone wires the server in named steps, each starting its
+// services (backend/lifecycle) in order, and runs it until ctx ends (or
+// background work meets a damaged store); then it drains and stops the
+// services in reverse. Each step only wires: the rules live in the
+// packages it starts.
+//
+// The order is the shutdown's, read backwards: the job engine starts last
+// and stops first (it stops claiming and fences its running attempts, each
+// ending with an honest terminal event), then the API, whose live streams
+// carry those last events before they end, then the read model's last
+// snapshot, what follows the log (each consumer saves its checkpoint), the
+// providers, the read models, and the store.
 func serveUntilDone(ctx context.Context, c Config, stdout, stderr io.Writer, ready chan<- string) error {
-	p := &wiring{c: c, stdout: stdout, log: newLogger(c, stderr)}
-	defer p.closeAll()
+	log := newLogger(c, stderr)
+	// A damaged store (events.ErrCorrupt) is permanent: no retry reads the
+	// record differently. Background work that meets it fails the process
+	// (during start-up too), with the store's message: file, position and
+	// what to do.
+	fatalCtx, fatal := context.WithCancelCause(ctx)
+	defer fatal(nil)
+	p := &wiring{c: c, stdout: stdout, log: log, fatalCtx: fatalCtx, fatal: fatal, health: consumer.NewHealth(log)}
+	p.svcs = &lifecycle.List{Log: log, OnExit: p.stoppedByItself}
+	defer p.stop(ctx) // what a failed start (or a failed server) left started
 	for _, step := range []func(context.Context) error{
-		p.openStores, p.startSupervisor, p.openReads, p.openProviders, p.buildServices, p.startBackground, p.buildAPI,
+		p.openLog, p.openReads, p.openProviders, p.startCommands, p.seedDemo, p.startFollowers, p.startConsumers, p.startAPI, p.startEngine,
 	} {
 		if err := step(ctx); err != nil {
 			if errors.Is(err, errStopped) {
@@ -285,16 +93,19 @@ func serveUntilDone(ctx context.Context, c Config, stdout, stderr io.Writer, rea
 			return err
 		}
 	}
-	if err := p.listen(ready); err != nil {
-		return err
+	fmt.Fprintf(p.stdout, "slotkeeper: serving on %s (events: %s, read model: %s, providers: %s)\n",
+		"http://"+p.addr, p.storeDesc, c.ReadModel, providersDesc(p.w))
+	if ready != nil {
+		ready <- p.addr
 	}
 	failed, err := p.waitForStop()
 	if err != nil {
 		return err
 	}
-	if err := p.shutdown(ctx); err != nil {
+	if err := p.drain(); err != nil {
 		return err
 	}
+	p.stop(ctx)
 	return failed
 }
 
@@ -306,63 +117,66 @@ type wiring struct {
 	c      Config
 	stdout io.Writer
 	log    *slog.Logger
-	// closers run in reverse order when serveUntilDone returns (as the
-	// defers of one function would).
-	closers []func()
-
-	// openStores
-	raw        events.Store
-	storeDesc  string
-	ident      events.Identity
-	guard      *events.Guard
-	store      events.Store
-	startHead  events.Position
-	endStreams *atomic.Pointer[func()]
-	// startSupervisor
-	wg       *sync.WaitGroup
+	svcs   *lifecycle.List // started in order, stopped in reverse
+	// fatalCtx ends with ctx (a signal), or with a damaged store (fatal).
 	fatalCtx context.Context
 	fatal    context.CancelCauseFunc
-	damage   interface {
-		Damaged() <-chan struct{}
-		Err() error
-	}
-	health *consumer.Health
-	goRun  func(name string, f func(context.Context) error)
-	// openReads
-	rs  readSide
-	met *httpapi.Metrics
-	hub *httpapi.Hub
-	// openProviders
-	w       world
-	demoSim interface {
-		demo.Simulator
-		slots.SimulatedProjects
-	}
-	seedDemo  bool
-	demoWorld []sim.SlotFixture
+	health   *consumer.Health // the background parts that stopped, parked events
+	deps     httpapi.Deps     // the API's parts, filled in by the steps
+
+	// openLog
+	raw        events.Store  // the store itself
+	guard      *events.Guard // the store every part writes through
+	ident      events.Identity
+	storeDesc  string
+	startHead  events.Position
+	endStreams atomic.Pointer[func()] // ends the live streams when the store changes
+	damage     storeDamage            // nil when the store checks nothing in the background
+	// openReads, openProviders
+	rs        readSide
+	snapshots *lifecycle.Loop // the memory read model's snapshot writer; nil without one
+	w         world
 	scope     slots.Scope
-	// buildServices
+	demo      demoSeed
+	// startCommands
 	svc *slots.Service
-	eng *jobs.Engine
-	// startBackground
-	rd   *readiness
-	rec  *reconcile.Reconciler
-	as   authSide
-	base string
-	wl   *waitlist.Service
-	prs  *pullrequests.Service
-	ins  *insights.Service
-	// buildAPI, listen
-	api    http.Handler
-	srv    *http.Server
-	served chan error
+	eng *jobs.Engine // nil with --workers 0
+	// startAPI
+	api  *httpapi.Listener
+	addr string
 }
 
-func (p *wiring) onClose(f func()) { p.closers = append(p.closers, f) }
+// storeDamage is the embedded store's background check of a big file's
+// pages: it takes no write until that passed.
+type storeDamage interface {
+	Damaged() <-chan struct{}
+	Err() error
+}
 
-func (p *wiring) closeAll() {
-	for i := len(p.closers) - 1; i >= 0; i-- {
-		p.closers[i]()
+// demoSeed is the demo pool to register on a fresh log.
+type demoSeed struct {
+	sim   demoSimulator
+	seed  bool
+	world []sim.SlotFixture
+}
+
+// start starts one service and appends it to the list.
+func (p *wiring) start(ctx context.Context, name string, svc lifecycle.Service) error {
+	return p.svcs.Start(ctx, name, svc)
+}
+
+// loop starts run as a service that runs until the shutdown stops it.
+func (p *wiring) loop(ctx context.Context, name string, run func(context.Context) error) error {
+	return p.start(ctx, name, &lifecycle.Loop{Run: run})
+}
+
+// stoppedByItself: a background part that stopped fails /readyz (health),
+// and on a damaged store the process.
+func (p *wiring) stoppedByItself(name string, err error) {
+	p.log.Error(name+" stopped", slog.String("error", err.Error()))
+	p.health.Stop(name, err)
+	if errors.Is(err, events.ErrCorrupt) {
+		p.fatal(fmt.Errorf("%s: %w", name, err))
 	}
 }
 
@@ -374,15 +188,32 @@ func (p *wiring) fatalErr() error {
 	return nil
 }
 
-// openStores opens the event store behind the identity guard and checks
-// the shared settings.
-func (p *wiring) openStores(ctx context.Context) error {
+// openLog opens the event store behind the identity guard and checks the
+// shared settings.
+func (p *wiring) openLog(ctx context.Context) error {
 	c, log := p.c, p.log
 	raw, storeDesc, err := openStore(ctx, c, log)
 	if err != nil {
 		return err
 	}
-	p.onClose(func() { raw.Close() })
+	if err := p.start(ctx, "event store", lifecycle.OnClose(func() { raw.Close() })); err != nil {
+		return err
+	}
+	// The embedded store checks a big file's pages in the background and
+	// takes no write until that passed; damage found there stops us too.
+	if damage, ok := raw.(storeDamage); ok {
+		p.damage = damage
+		if err := p.loop(ctx, "store check", func(ctx context.Context) error {
+			select {
+			case <-damage.Damaged():
+				p.fatal(fmt.Errorf("event store: %w", damage.Err()))
+			case <-ctx.Done():
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
 	// Every part of the server writes through the guard, which stops all
 	// writes once the store is not the one this process started on
 	// (events/identity.go, docs/kurrent.md "Store identity").
@@ -395,146 +226,77 @@ func (p *wiring) openStores(ctx context.Context) error {
 	}
 	// The live streams end when the store changes: what they show is the
 	// old log's (set once the hub exists).
-	var endStreams atomic.Pointer[func()]
 	guard := events.NewGuard(raw, ident, func(err error) {
 		log.Error("event store changed under this process: writes stopped, /readyz fails, live streams end; restart once the store is the right one",
 			slog.String("error", err.Error()))
-		if f := endStreams.Load(); f != nil {
+		if f := p.endStreams.Load(); f != nil {
 			(*f)()
 		}
 	})
-	var store events.Store = guard
-	if err := checkSettings(ctx, c, store, log); err != nil {
+	if err := checkSettings(ctx, c, guard, log); err != nil {
 		return err
 	}
-	startHead, err := store.Head(ctx)
+	startHead, err := guard.Head(ctx)
 	if err != nil {
 		return fmt.Errorf("read the log's head: %w", err)
 	}
-	p.raw, p.storeDesc, p.ident, p.guard, p.store, p.startHead, p.endStreams = raw, storeDesc, ident, guard, store, startHead, &endStreams
-	return nil
-}
-
-// startSupervisor sets up how background work runs (goRun), stops, and
-// fails the process on a damaged store.
-func (p *wiring) startSupervisor(ctx context.Context) error {
-	log, raw := p.log, p.raw
-	// Background work lives until bg is cancelled, after the graceful part
-	// of the shutdown.
-	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
-	var wg sync.WaitGroup
-	p.onClose(func() { stopBG(); wg.Wait() })
-	// A damaged store (events.ErrCorrupt) is permanent: no retry reads the
-	// record differently. Background work that meets it fails the process
-	// (during start-up too), with the store's message: file, position and
-	// what to do.
-	fatalCtx, fatal := context.WithCancelCause(ctx)
-	p.onClose(func() { fatal(nil) })
-	// The embedded store checks a big file's pages in the background and
-	// takes no write until that passed; damage found there stops us too.
-	damage, _ := raw.(interface {
-		Damaged() <-chan struct{}
-		Err() error
-	})
-	if damage != nil {
-		go func() {
-			select {
-			case <-damage.Damaged():
-				fatal(fmt.Errorf("event store: %w", damage.Err()))
-			case <-fatalCtx.Done():
-			}
-		}()
-	}
-	// health: what the consumers could not do (backend/consumer): events
-	// parked, and any background part that stopped, which fails /readyz.
-	health := consumer.NewHealth(log)
-	goRun := func(name string, f func(context.Context) error) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := f(bg); err != nil && bg.Err() == nil {
-				log.Error(name+" stopped", slog.String("error", err.Error()))
-				health.Stop(name, err)
-				if errors.Is(err, events.ErrCorrupt) {
-					fatal(fmt.Errorf("%s: %w", name, err))
-				}
-			}
-		}()
-	}
-	p.wg, p.fatalCtx, p.fatal, p.damage, p.health, p.goRun = &wg, fatalCtx, fatal, damage, health, goRun
+	p.raw, p.storeDesc, p.ident, p.guard, p.startHead = raw, storeDesc, ident, guard, startHead
 	return nil
 }
 
 // openReads opens the read models and the live stream's hub, and waits
 // until they caught up with the log's head at start.
 func (p *wiring) openReads(ctx context.Context) error {
-	c, log, store, ident, startHead, goRun := p.c, p.log, p.store, p.ident, p.startHead, p.goRun
+	c, log, store := p.c, p.log, p.guard
 	rs, err := openReadSide(ctx, c, store, func(err error) {
 		log.Warn("read model: retrying after error", slog.String("error", err.Error()))
 	})
 	if err != nil {
 		return err
 	}
-	p.onClose(rs.close)
-	if pg, ok := rs.reads.(*postgres.Store); ok {
-		// A shared read model built from another log must not take this
-		// one's events, nor answer for it.
-		bound, err := pg.BindStore(ctx, ident.ID)
-		if err != nil {
-			return err
-		}
-		if bound != ident.ID {
-			return &ConfigError{Setting: setting("read-model"), Problem: fmt.Sprintf(
-				"the PostgreSQL read model %s was built from event store %s, this event store is %s (wiped or replaced?): rebuild it with `slotkeeper replay` (every server stopped)",
-				redact(c.ReadModel), bound, ident.ID)}
-		}
+	p.rs = rs
+	if err := p.start(ctx, "read models", lifecycle.OnClose(rs.close)); err != nil {
+		return err
+	}
+	if err := checkBinding(ctx, c, rs, p.ident.ID); err != nil {
+		return err
 	}
 	// The memory read model (with PostgreSQL read models: the one that
 	// feeds this process's live stream) starts from its snapshot beside
 	// the embedded store, not from position 0 (issue 13).
 	if m, ok := rs.feedView.(*memory.Store); ok && c.Events == "" {
-		stop := keepSnapshot(ctx, m, filepath.Join(c.Data, snapshotFile), log, goRun)
-		p.onClose(stop)
+		snapshots := memory.NewSnapshots(m, filepath.Join(c.Data, snapshotFile), log)
+		snapshots.Load(ctx)
+		p.snapshots = snapshotService(snapshots)
 	}
 	met := httpapi.NewMetrics()
-	hub := httpapi.NewHub(httpapi.HubOptions{
-		Heartbeat: c.Heartbeat, History: c.SSEHistory, WriteTimeout: c.SSEWriteTimeout,
-		MaxClients: c.SSEMaxClients, MaxClientsPerIP: c.SSEMaxPerIP, LiveFrom: startHead,
-		// A browser's watchdog gives up after two heartbeats; let it see
-		// the 503 rather than time out first.
-		ResumeWait: min(c.SSEResumeWait, c.Heartbeat),
-		// Tells an id of another log (a wiped or replaced store) from one
-		// this process has not projected yet.
-		LogHead: store.Head,
-	}, met, log)
-	p.rs, p.met, p.hub = rs, met, hub
+	hub := newHub(c, store, p.startHead, met, log)
+	p.deps.Reads, p.deps.Waiter, p.deps.Metrics, p.deps.Hub = rs.reads, rs.waiter, met, hub
 	closeHub := hub.Close
 	p.endStreams.Store(&closeHub)
 	followed := make(chan struct{})
-	followFailed := make(chan error, 1)
-	goRun("live stream feed", func(ctx context.Context) error {
-		err := hub.Follow(ctx, rs.feed, rs.feedView, followed)
-		followFailed <- err
-		return err
-	})
-	select {
-	case <-followed:
-	case err := <-followFailed:
+	if err := p.start(ctx, "live stream feed", &lifecycle.Loop{
+		Run:   func(ctx context.Context) error { return hub.Follow(ctx, rs.feed, rs.feedView, followed) },
+		Ready: followed,
+	}); err != nil {
+		if ctx.Err() != nil {
+			return errStopped
+		}
 		return fmt.Errorf("start the live stream: %w", err)
-	case <-ctx.Done():
-		return errStopped
 	}
 	for _, r := range rs.runners {
-		goRun("read model", r.Run)
+		if err := p.loop(ctx, "read model", r.Run); err != nil {
+			return err
+		}
 	}
 	t0 := time.Now()
-	if err := rs.feed.WaitFor(p.fatalCtx, startHead); err != nil {
+	if err := rs.feed.WaitFor(p.fatalCtx, p.startHead); err != nil {
 		if err := p.fatalErr(); err != nil {
 			return err
 		}
 		return errStopped
 	}
-	log.Info("read model caught up", slog.Any("position", startHead), slog.Duration("took", time.Since(t0)), slog.String("events", p.storeDesc))
+	log.Info("read model caught up", slog.Any("position", p.startHead), slog.Duration("took", time.Since(t0)), slog.String("events", p.storeDesc))
 	return nil
 }
 
@@ -542,11 +304,11 @@ func (p *wiring) openReads(ctx context.Context) error {
 // providers, seeds the demo pool's resources on a fresh log, and settles
 // the scope slots may name.
 func (p *wiring) openProviders(ctx context.Context) error {
-	c, log, rs, startHead := p.c, p.log, p.rs, p.startHead
+	c, log, rs := p.c, p.log, p.rs
 	// The demo pool is seeded, and the simulators' state cleared, when the
 	// log holds no slot yet: account and token events (e.g. from
 	// `slotkeeper admin create-token` before the first start) do not count.
-	noSlots := startHead == 0
+	noSlots := p.startHead == 0
 	if list, err := rs.reads.ListSlots(ctx); err == nil {
 		noSlots = len(list) == 0
 	}
@@ -555,7 +317,9 @@ func (p *wiring) openProviders(ctx context.Context) error {
 		return err
 	}
 	p.w = w
-	p.onClose(w.close)
+	if err := p.start(ctx, "providers", lifecycle.OnClose(w.close)); err != nil {
+		return err
+	}
 	if w.sim == nil {
 		// Real providers: the doctor's checks first (doctor.go).
 		if err := startupChecks(ctx, c, w, slotTemplates(ctx, rs.reads), log); err != nil {
@@ -563,235 +327,213 @@ func (p *wiring) openProviders(ctx context.Context) error {
 		}
 	}
 
-	// The demo runs on simulators, embedded or in their own process.
-	switch {
-	case w.sim != nil:
-		p.demoSim = w.sim
-	case w.remote != nil:
-		p.demoSim = w.remote
-	}
-	demoSim := p.demoSim
-	seedDemo := demoSim != nil && c.Demo && noSlots
-	var demoWorld []sim.SlotFixture
-	if seedDemo {
+	p.demo.sim = w.demoSim()
+	p.demo.seed = p.demo.sim != nil && c.Demo && noSlots
+	if p.demo.seed {
 		// The pool's resources first: the scope is made of them.
-		if demoWorld, err = demo.SeedWorld(demoSim, demo.Pool); err != nil {
+		if p.demo.world, err = demo.SeedWorld(p.demo.sim, demo.Pool); err != nil {
 			return fmt.Errorf("seed the demo pool: %w", err)
 		}
 	}
-	scope := slots.Scope{CoolifyProjects: scopeList(c.CoolifyProjects), BitbucketProjects: scopeList(c.BitbucketProjects)}
-	if demoSim != nil && c.Demo {
+	p.scope = slots.Scope{CoolifyProjects: scopeList(c.CoolifyProjects), BitbucketProjects: scopeList(c.BitbucketProjects)}
+	if p.demo.sim != nil && c.Demo {
 		// The demo's scope follows its simulators (issue 38): every project
 		// they hold at the moment of a check — the pool's, and a world
 		// seeded through /api/sim/slots later — plus whatever the flags add.
-		scope.Simulated = demoSim
+		p.scope.Simulated = p.demo.sim
 	}
-	coolRestricted, bbRestricted := scope.Restricted()
+	coolRestricted, bbRestricted := p.scope.Restricted()
 	if !coolRestricted {
 		log.Warn("no --coolify-projects: slots may name any Coolify project the token can reach")
 	}
 	if !bbRestricted {
 		log.Warn("no --bitbucket-projects: slots and promotes may name any Bitbucket project the token can reach")
 	}
-	p.seedDemo, p.demoWorld, p.scope = seedDemo, demoWorld, scope
 	return nil
 }
 
-// buildServices starts the command side: the slot service and its deadline
-// scheduler, backups, the job engine, the webhook notifier; then registers
-// the demo pool on a fresh log.
-func (p *wiring) buildServices(ctx context.Context) error {
-	c, log, store, raw, w, rs, met, health, goRun, scope := p.c, p.log, p.store, p.raw, p.w, p.rs, p.met, p.health, p.goRun, p.scope
+// startCommands starts the command side: the slot service and its deadline
+// scheduler, backups, the webhook notifier; it builds the job engine,
+// started last (startEngine).
+func (p *wiring) startCommands(ctx context.Context) error {
+	c, log, store, w := p.c, p.log, p.guard, p.w
 	// Commands and the engine share one cache of folded slots (issue 13).
 	slotCache := slots.NewSlotCache(store, 0)
 	svc := slots.NewService(store, slots.Config{
-		Grace: c.Grace, DeadlineReset: c.Deadlines, Logger: log, Scope: scope, SlotCache: slotCache, Health: health,
+		Grace: c.Grace, DeadlineReset: c.Deadlines, Logger: log, Scope: p.scope, SlotCache: slotCache, Health: p.health,
 		Resources: providercheck.Checker{PaaS: w.deps.PaaS, GitHost: w.deps.GitHost},
 	})
-	p.svc = svc
-	goRun("deadline scheduler", svc.RunDeadlines)
-	startBackups(c, raw, met.Registry, log, goRun)
-	var eng *jobs.Engine
+	p.svc, p.deps.Commands = svc, svc
+	if err := p.loop(ctx, "deadline scheduler", svc.RunDeadlines); err != nil {
+		return err
+	}
+	if b := backupService(c, p.raw, p.deps.Metrics.Registry, log); b != nil {
+		if err := p.start(ctx, "scheduled backups", b); err != nil {
+			return err
+		}
+	}
 	if c.Workers > 0 {
-		eng = jobs.NewEngine(store, w.deps, jobs.Config{
+		p.eng = jobs.NewEngine(store, w.deps, jobs.Config{
 			Workers: c.Workers, StepTimeout: c.StepTimeout, JobTimeout: c.JobTimeout, Lease: c.Lease, Logger: log,
 			SlotCache: slotCache,
 		})
-		goRun("job engine", eng.Run)
 	}
-	p.eng = eng
-
 	if c.WebhookURL != "" {
-		base := c.BaseURL
-		if base == "" {
-			base = "http://" + c.Addr
-		}
 		if c.WebhookSecret == "" {
 			log.Warn("no --webhook-secret: webhook bodies are not signed")
 		}
-		n := notify.New(store, notify.Config{WebhookURL: c.WebhookURL, Secret: c.WebhookSecret, BaseURL: base, Logger: log})
-		goRun("webhook notifier", n.Run)
-	}
-
-	if p.seedDemo {
-		if err := demo.Register(ctx, svc, p.demoWorld, demo.Pool, time.Now()); err != nil {
-			return fmt.Errorf("seed the demo pool: %w", err)
-		}
-		log.Info("demo pool seeded", slog.Int("slots", len(demo.Pool)))
-		// Answer the first request with the pool in place.
-		if head, err := store.Head(ctx); err == nil {
-			if err := rs.waiter.WaitFor(ctx, head); err != nil {
-				return errStopped
-			}
-			if err := rs.feed.WaitFor(ctx, head); err != nil {
-				return errStopped
-			}
+		n := notify.New(store, notify.Config{WebhookURL: c.WebhookURL, Secret: c.WebhookSecret, BaseURL: baseURL(c), Logger: log})
+		if err := p.loop(ctx, "webhook notifier", n.Run); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// startBackground starts what follows the log beside the commands:
-// readiness probes, the reconciler, the account directory, the waitlist,
-// insights, and the memory release after catch-up.
-func (p *wiring) startBackground(ctx context.Context) error {
-	c, log, store, raw, guard, ident, w, rs, met, health, goRun, scope := p.c, p.log, p.store, p.raw, p.guard, p.ident, p.w, p.rs, p.met, p.health, p.goRun, p.scope
-	svc, eng, startHead, stdout := p.svc, p.eng, p.startHead, p.stdout
+// seedDemo registers the demo pool on a fresh log and waits until the read
+// models show it, so the first request is answered with the pool in place.
+func (p *wiring) seedDemo(ctx context.Context) error {
+	if !p.demo.seed {
+		return nil
+	}
+	svc, log, store := p.svc, p.log, p.guard
+	if err := demo.Register(ctx, svc, p.demo.world, demo.Pool, time.Now()); err != nil {
+		return fmt.Errorf("seed the demo pool: %w", err)
+	}
+	log.Info("demo pool seeded", slog.Int("slots", len(demo.Pool)))
+	if head, err := store.Head(ctx); err == nil {
+		if err := p.rs.waiter.WaitFor(ctx, head); err != nil {
+			return errStopped
+		}
+		if err := p.rs.feed.WaitFor(ctx, head); err != nil {
+			return errStopped
+		}
+	}
+	return nil
+}
+
+// startFollowers starts what follows the log beside the commands:
+// readiness probes, the reconciler, the account directory.
+func (p *wiring) startFollowers(ctx context.Context) error {
+	c, log, store, w, rs, reg := p.c, p.log, p.guard, p.w, p.rs, p.deps.Metrics.Registry
 	// Readiness: the store takes writes and every provider answers an
-	// authenticated probe; the first round runs now, so start-up logs what
-	// was reached, then in the background.
+	// authenticated probe; the first round runs at its start, so start-up
+	// logs what was reached, then in the background.
 	rd := &readiness{
 		store: store, interval: c.ReadyInterval, log: log,
-		probes: append([]probe{storeProbe(raw), identityProbe(guard), settingsProbe(c, store)}, providerProbes(w.deps.PaaS, w.deps.GitHost, scope, registeredTemplates(rs.reads, slots.NewSlotCache(store, 0)))...),
+		probes: append([]probe{storeProbe(p.raw), identityProbe(p.guard), settingsProbe(c, store)}, providerProbes(w.deps.PaaS, w.deps.GitHost, p.scope, registeredTemplates(rs.reads, slots.NewSlotCache(store, 0)))...),
 	}
 	if c.ReadModel != "memory" {
-		rd.probes = append(rd.probes, sharedReadModelProbe(rs.reads, store, ident.ID))
+		rd.probes = append(rd.probes, sharedReadModelProbe(rs.reads, store, p.ident.ID))
 	}
-	rd.round(ctx)
-	goRun("readiness probes", rd.run)
-	p.rd = rd
+	if err := p.start(ctx, "readiness probes", rd.service()); err != nil {
+		return err
+	}
+	p.deps.Writable, p.deps.Ready = readyChecks(rd, p.guard, p.health, p.damage, rs.reads, p.startHead)
 
 	// After the demo seed: the demo's scope is its own slots'.
-	p.rec = startReconciler(ctx, c, store, rs.reads, w, scope, met.Registry, log, goRun)
+	rec, recSvc := newReconciler(ctx, c, store, rs.reads, w, p.scope, reg, log)
+	if err := p.start(ctx, "reconciler", recSvc); err != nil {
+		return err
+	}
+	p.deps.Reconcile = reconcileAPI{r: rec, links: linksOf(c, w)}
+	p.deps.ReconcileActions = reconcile.Actions{Slots: p.svc, Orphans: rec}
 
-	as, err := openAuth(ctx, c, store, w.sim != nil && c.Demo, stdout, log)
+	as, err := openAuth(ctx, c, store, w.sim != nil && c.Demo, p.stdout, log)
 	if err != nil {
 		return err
 	}
-	p.as = as
-	goRun("account directory", as.svc.Follow)
-	base := c.BaseURL
-	if base == "" {
-		base = "http://" + c.Addr
-	}
-	p.base = base
+	p.deps.Auth, p.deps.AutoLogin = as.svc, as.autoLogin
+	return p.loop(ctx, "account directory", as.svc.Follow)
+}
 
-	wl := startWaitlist(c, store, svc, base, met.Registry, log, health, goRun)
-	p.prs = startPullRequests(ctx, c, store, svc, w.deps.GitHost, base, log, p.health, goRun)
-	ins := startInsights(store, log, goRun)
-	p.wl, p.ins = wl, ins
-	caughtUp := []func(context.Context) error{chanDone(wl.CaughtUp()), chanDone(ins.CaughtUp())}
-	if eng != nil {
-		caughtUp = append(caughtUp, func(ctx context.Context) error { return eng.WaitApplied(ctx, startHead) })
+// startConsumers starts the log's other consumers: the waitlist, the
+// pull-request driver, insights; then the memory release after their
+// catch-up and the read model's snapshot writer.
+func (p *wiring) startConsumers(ctx context.Context) error {
+	c, log, store, reg := p.c, p.log, p.guard, p.deps.Metrics.Registry
+	wl, wlSvc := newWaitlist(c, store, p.svc, baseURL(c), reg, log, p.health)
+	if err := p.start(ctx, "waitlist", wlSvc); err != nil {
+		return err
 	}
-	goRun("memory release", func(ctx context.Context) error { return releaseAfterCatchUp(ctx, caughtUp, log) })
+	prs, prsSvc := newPullRequests(c, store, p.svc, p.w.deps.GitHost, baseURL(c), log, p.health)
+	if err := p.start(ctx, "pull requests", prsSvc); err != nil {
+		return err
+	}
+	ins := insights.New(store, nil, insights.Config{Logger: log})
+	if err := p.loop(ctx, "insights", ins.Run); err != nil {
+		return err
+	}
+	p.deps.Waitlist, p.deps.PullRequests, p.deps.Insights = wl, prs, ins
+	// Once every consumer caught up with the head at start, the memory
+	// their catch-up took goes back to the system.
+	caughtUp := []func(context.Context) error{consumer.Closed(wl.CaughtUp()), consumer.Closed(ins.CaughtUp())}
+	if eng := p.eng; eng != nil {
+		caughtUp = append(caughtUp, func(ctx context.Context) error { return eng.WaitApplied(ctx, p.startHead) })
+	}
+	if err := p.loop(ctx, "memory release", func(ctx context.Context) error { return consumer.ReleaseAfterCatchUp(ctx, caughtUp, log) }); err != nil {
+		return err
+	}
+	// The last snapshot is written when the API has stopped, before what
+	// follows the log stops and checkpoints: a client that resumes its
+	// live stream on the next start is then replayed those checkpoints,
+	// as changes, from the log.
+	if p.snapshots != nil {
+		return p.start(ctx, "read model snapshots", p.snapshots)
+	}
 	return nil
 }
 
-// buildAPI builds the HTTP API over everything started so far.
-func (p *wiring) buildAPI(ctx context.Context) error {
-	c, log, store, raw, guard, w, rs, met, health, hub := p.c, p.log, p.store, p.raw, p.guard, p.w, p.rs, p.met, p.health, p.hub
-	svc, rec, wl, ins, as, base, rd, damage, startHead := p.svc, p.rec, p.wl, p.ins, p.as, p.base, p.rd, p.damage, p.startHead
-	var spa fs.FS
+// startAPI builds the HTTP API over everything started so far and serves
+// it on --addr.
+func (p *wiring) startAPI(ctx context.Context) error {
+	c, w, d := p.c, p.w, &p.deps
 	if sub, err := fs.Sub(frontend.Dist, "dist"); err == nil {
-		spa = sub
+		d.SPA = sub
 	}
-	deps := httpapi.Deps{
-		Commands: svc, Reads: rs.reads, Log: store, Waiter: rs.waiter, Hub: hub, Metrics: met, Logger: log, SPA: spa,
-		Reconcile: reconcileAPI{r: rec, links: linksOf(c, w)}, ReconcileActions: reconcile.Actions{Slots: svc, Orphans: rec}, Backup: onlineBackup(c, raw), Waitlist: wl,
-		Insights: ins, PullRequests: p.prs,
-		Auth: as.svc, AutoLogin: as.autoLogin,
-		Security:          httpapi.Security{BaseURL: base, ListenAddr: c.Addr, TrustedProxies: c.Auth.proxies},
-		Links:             linksOf(c, w),
-		Limits:            httpapi.JobLimits{StepTimeoutMS: c.StepTimeout.Milliseconds(), JobTimeoutMS: c.JobTimeout.Milliseconds()},
-		CommandsPerSecond: orNone(c.Auth.CommandsPerSec), CommandBurst: int(3*c.Auth.CommandsPerSec) + 1,
-		MaxStreamsPerSubject: int(orNone(float64(c.Auth.StreamsPerSubj))),
-		Consumers:            health.Report,
-		StoreChanged:         guard.Err,
-		Writable: func() error {
-			if err := guard.Err(); err != nil {
-				return err
-			}
-			if why := rd.failingReason(storeProbeName); why != "" {
-				return fmt.Errorf("%w: %s", events.ErrUnavailable, why)
-			}
-			return nil
-		},
-		Ready: func(ctx context.Context) error {
-			if err := guard.Err(); err != nil {
-				return err
-			}
-			if err := rd.err(); err != nil {
-				return err
-			}
-			if err := health.Err(); err != nil {
-				return err
-			}
-			if damage != nil && damage.Err() != nil {
-				return damage.Err()
-			}
-			p, err := rs.reads.Position(ctx)
-			if err != nil {
-				return err
-			}
-			if p < startHead {
-				return fmt.Errorf("read model at %d of %d", p, startHead)
-			}
-			return nil
-		},
-	}
+	d.Log, d.Logger, d.Backup = p.guard, p.log, onlineBackup(c, p.raw)
+	d.Security = httpapi.Security{BaseURL: baseURL(c), ListenAddr: c.Addr, TrustedProxies: c.Auth.proxies}
+	d.Links = linksOf(c, w)
+	d.Limits = httpapi.JobLimits{StepTimeoutMS: c.StepTimeout.Milliseconds(), JobTimeoutMS: c.JobTimeout.Milliseconds()}
+	d.CommandsPerSecond, d.CommandBurst = orNone(c.Auth.CommandsPerSec), int(3*c.Auth.CommandsPerSec)+1
+	d.MaxStreamsPerSubject = int(orNone(float64(c.Auth.StreamsPerSubj)))
+	d.Consumers, d.StoreChanged = p.health.Report, p.guard.Err
 	switch {
 	case w.sim != nil:
-		deps.Sim = w.sim.ControlHandler()
+		d.Sim = w.sim.ControlHandler()
 	case w.remote != nil:
-		deps.Sim = w.remote.controlProxy()
+		d.Sim = w.remote.controlProxy()
 	}
-	if o, err := c.Auth.oidc(base, as.svc.Dir); err != nil {
+	if o, err := c.Auth.oidc(baseURL(c), d.Auth.Dir); err != nil {
 		return err
 	} else if o != nil {
-		deps.OIDC = o
+		d.OIDC = o
 	}
-	api, err := httpapi.New(deps)
+	api, err := httpapi.New(*d)
 	if err != nil {
 		return err
 	}
-	p.api = api
-	return nil
-}
-
-// listen serves the API on --addr and tells ready the address.
-func (p *wiring) listen(ready chan<- string) error {
-	c, log := p.c, p.log
 	ln, err := net.Listen("tcp", c.Addr)
 	if err != nil {
 		return &ConfigError{Setting: setting("addr"), Problem: err.Error()}
 	}
-	srv := &http.Server{
-		Handler:           p.api,
-		ConnContext:       httpapi.ConnContext,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+	p.api = httpapi.NewListener(ln, httpapi.ListenerOptions{Handler: api, Logger: p.log, Hub: d.Hub, Feed: p.rs.feed, Head: p.guard.Head})
+	p.addr = ln.Addr().String()
+	return p.start(ctx, "HTTP server", p.api)
+}
+
+// startEngine starts the job engine, last: it stops first.
+func (p *wiring) startEngine(ctx context.Context) error {
+	if p.eng == nil {
+		return nil
 	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(httpapi.JSONErrors(ln)) }()
-	p.srv, p.served = srv, served
-	url := "http://" + ln.Addr().String()
-	fmt.Fprintf(p.stdout, "slotkeeper: serving on %s (events: %s, read model: %s, providers: %s)\n", url, p.storeDesc, c.ReadModel, providersDesc(p.w))
-	if ready != nil {
-		ready <- ln.Addr().String()
-	}
-	return nil
+	eng := p.eng
+	return p.start(ctx, "job engine", &lifecycle.Loop{
+		Run: eng.Run,
+		// No new claim from the drain on: the other processes take them.
+		OnDrain: eng.Drain,
+		Halt:    eng.Stop,
+	})
 }
 
 // waitForStop waits for the end: ctx ended (a signal), or background work
@@ -799,178 +541,35 @@ func (p *wiring) listen(ready chan<- string) error {
 func (p *wiring) waitForStop() (failed, err error) {
 	select {
 	case <-p.fatalCtx.Done():
-		// ctx ended (a signal), or background work met a damaged store.
 		return p.fatalErr(), nil
-	case err := <-p.served:
-		return nil, fmt.Errorf("http server: %w", err)
+	case <-p.api.Stopped():
+		return nil, fmt.Errorf("http server: %w", p.api.ServeErr())
 	}
 }
 
-// shutdown stops gracefully: stop claiming and fence running attempts
-// first, so each ends with an honest terminal event that the streams still
-// carry; then end the streams and the requests; then the background work
-// (closeAll). /readyz answers 503 at once and for --drain-delay while
-// everything still works, so load balancers notice and stop sending before
-// the listeners close.
-func (p *wiring) shutdown(ctx context.Context) error {
-	c, log, eng, rs, hub, srv, store := p.c, p.log, p.eng, p.rs, p.hub, p.srv, p.store
-	log.Info("shutting down: draining", slog.Duration("drain_delay", c.DrainDelay))
-	p.rd.draining.Store(true)
-	if eng != nil {
-		eng.Drain() // no new claim from here on: the other processes take them
-	}
-	if c.DrainDelay > 0 {
-		t := time.NewTimer(c.DrainDelay)
-		select {
-		case <-t.C:
-		case err := <-p.served:
-			t.Stop()
-			return fmt.Errorf("http server: %w", err)
-		}
-	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.ShutdownTimeout)
-	defer cancel()
-	if eng != nil {
-		if err := eng.Stop(sctx); err != nil {
-			log.Warn("job engine did not stop cleanly", slog.String("error", err.Error()))
-		}
-	}
-	if head, err := store.Head(sctx); err == nil {
-		_ = rs.feed.WaitFor(sctx, head) // let the streams carry the last events
-		waitHub(sctx, hub, head)
-	}
-	hub.Close()
-	if err := srv.Shutdown(sctx); err != nil {
-		log.Warn("http shutdown", slog.String("error", err.Error()))
-		srv.Close()
-	}
-	return nil
-}
-
-// releaseAfterCatchUp waits until every consumer of the log caught up with
-// the head it started at, then hands the pages of their catch-up garbage
-// back to the system. The Go runtime returns freed memory only slowly; a
-// restart after a long stop (or a first start on a big log) would otherwise
-// keep the high-water mark of folding it all at once as its private memory
-// for minutes (issue 13: RssAnon).
-func releaseAfterCatchUp(ctx context.Context, waits []func(context.Context) error, log *slog.Logger) error {
-	t0 := time.Now()
-	for _, w := range waits {
-		if err := w(ctx); err != nil {
-			return nil // shutting down
-		}
-	}
-	debug.FreeOSMemory()
-	log.Info("consumers caught up; catch-up memory returned", slog.Duration("took", time.Since(t0)))
-	return nil
-}
-
-// chanDone waits for ch to close, or for ctx.
-func chanDone(ch <-chan struct{}) func(context.Context) error {
-	return func(ctx context.Context) error {
-		select {
-		case <-ch:
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
-// waitHub waits (bounded by ctx) until the hub has published pos.
-func waitHub(ctx context.Context, hub *httpapi.Hub, pos events.Position) {
-	t := time.NewTicker(5 * time.Millisecond)
-	defer t.Stop()
-	for hub.Head() < pos {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
-}
-
-func providersDesc(w world) string {
-	if w.sim != nil {
-		return "simulators " + w.sim.CoolifyURL() + " " + w.sim.BitbucketURL()
-	}
-	if w.remote != nil {
-		return "simulators at " + w.remote.base
-	}
-	return "real Coolify and Bitbucket"
-}
-
-// orNone maps a flag's 0 ("no limit") to the API's negative "none".
-func orNone(v float64) float64 {
-	if v == 0 {
-		return -1
-	}
-	return v
-}
-
-// snapshotFile is the memory read model's snapshot beside the embedded
-// store's file (docs/projections.md).
-const snapshotFile = "readmodel.snapshot"
-
-// Snapshot cadence: every snapshotEvery, when the read model moved at
-// least snapshotMinEvents positions; and once more at shutdown.
-const (
-	snapshotEvery     = time.Minute
-	snapshotMinEvents = 10_000
-)
-
-// keepSnapshot loads the read model's snapshot (a restart then replays
-// only the log after it), writes a new one now and then in the background,
-// and returns the function that writes the last one at shutdown. A
-// snapshot that is damaged or not of this log is ignored with a warning.
-func keepSnapshot(ctx context.Context, m *memory.Store, path string, log *slog.Logger, goRun func(string, func(context.Context) error)) func() {
-	// A process killed while writing one leaves its temporary file (the
-	// snapshot itself is replaced by a rename, so it is the old one or the
-	// new one, whole); nothing else writes beside this store's file.
-	if left, _ := filepath.Glob(path + ".tmp*"); len(left) > 0 {
-		for _, f := range left {
-			_ = os.Remove(f)
-		}
-		log.Info("read model snapshot: removed what an interrupted write left", slog.Int("files", len(left)))
-	}
-	// Decoding the snapshot allocates its whole size several times over
-	// while the heap is still tiny, so the collector would run many times
-	// for nothing; it gets room for the load (the memory is handed back
-	// once every consumer caught up: releaseAfterCatchUp).
-	gc := debug.SetGCPercent(800)
-	pos, why, err := m.LoadSnapshot(ctx, path)
-	debug.SetGCPercent(gc)
-	switch {
-	case err != nil:
-		log.Warn("read model snapshot not loaded", slog.String("error", err.Error()))
-	case pos > 0:
-		log.Info("read model snapshot loaded", slog.Any("position", pos))
-	case why != "no snapshot":
-		log.Warn("read model snapshot ignored; replaying the log", slog.String("why", why))
-	}
-	var mu sync.Mutex
-	written := pos
-	write := func(ctx context.Context, minEvents events.Position) {
-		mu.Lock()
-		defer mu.Unlock()
-		cur, _ := m.Position(ctx)
-		if cur < written+minEvents || cur == written {
-			return
-		}
-		at, err := m.WriteSnapshot(ctx, path)
-		if err != nil {
-			log.Warn("read model snapshot not written", slog.String("error", err.Error()))
-			return
-		}
-		written = at
-	}
-	goRun("read model snapshots", func(ctx context.Context) error {
-		clock.Every(ctx, clock.Real(), snapshotEvery, func(ctx context.Context) { write(ctx, snapshotMinEvents) })
+// drain is the shutdown's first phase: /readyz answers 503 at once and the
+// engine stops claiming, for --drain-delay while everything still works,
+// so load balancers notice and stop sending before the listeners close.
+func (p *wiring) drain() error {
+	p.log.Info("shutting down: draining", slog.Duration("drain_delay", p.c.DrainDelay))
+	p.svcs.Drain()
+	if p.c.DrainDelay <= 0 {
 		return nil
-	})
-	return func() {
-		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		write(c, 1)
 	}
+	t := time.NewTimer(p.c.DrainDelay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-p.api.Stopped():
+		return fmt.Errorf("http server: %w", p.api.ServeErr())
+	}
+}
+
+// stop stops every started service in reverse order; --shutdown-timeout
+// bounds the graceful parts.
+func (p *wiring) stop(ctx context.Context) {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.c.ShutdownTimeout)
+	defer cancel()
+	p.svcs.Stop(sctx)
 }

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 
 	"github.com/slotkeeper/slotkeeper/events/memstore"
@@ -35,13 +34,11 @@ func TestSnapshotWriteInterruptedByACrash(t *testing.T) {
 	torn := path + ".tmp4242"
 	projtest.Must(t, os.WriteFile(torn, full[:len(full)/2], 0o600))
 
-	var wg sync.WaitGroup
-	goRun := func(_ string, f func(context.Context) error) {
-		wg.Add(1)
-		go func() { defer wg.Done(); _ = f(ctx) }()
-	}
 	restarted := memory.New(log)
-	stop := keepSnapshot(ctx, restarted, path, slog.New(slog.NewTextHandler(io.Discard, nil)), goRun)
+	kept := memory.NewSnapshots(restarted, path, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	kept.Load(ctx)
+	snapshots := snapshotService(kept)
+	projtest.Must(t, snapshots.Start(ctx))
 	if p, _ := restarted.Position(ctx); p != at {
 		t.Fatalf("the restart loaded position %d, want the previous snapshot's %d", p, at)
 	}
@@ -56,7 +53,6 @@ func TestSnapshotWriteInterruptedByACrash(t *testing.T) {
 	for _, d := range diffs {
 		t.Error(d)
 	}
-	stop()
+	projtest.Must(t, snapshots.Stop(ctx))
 	cancel()
-	wg.Wait()
 }

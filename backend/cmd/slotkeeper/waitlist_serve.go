@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/slotkeeper/slotkeeper/backend/consumer"
-	"github.com/slotkeeper/slotkeeper/backend/insights"
+	"github.com/slotkeeper/slotkeeper/backend/lifecycle"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/backend/waitlist"
 	"github.com/slotkeeper/slotkeeper/events"
@@ -53,9 +53,10 @@ func (c *WaitlistConfig) validate() error {
 	return nil
 }
 
-// startWaitlist runs the waitlist's consumer (offers, holds, expiries,
-// warnings) and returns the service the API serves.
-func startWaitlist(c Config, store events.Store, svc *slots.Service, base string, reg *prometheus.Registry, log *slog.Logger, health *consumer.Health, goRun func(string, func(context.Context) error)) *waitlist.Service {
+// newWaitlist builds the waitlist the API serves and the service that runs
+// its consumer (offers, holds, expiries, warnings; its stop waits for the
+// warnings being sent).
+func newWaitlist(c Config, store events.Store, svc *slots.Service, base string, reg *prometheus.Registry, log *slog.Logger, health *consumer.Health) (*waitlist.Service, lifecycle.Service) {
 	cfg := waitlist.Config{OfferTTL: c.Waitlist.OfferTTL, WarnLeads: c.Waitlist.leads, Logger: log, Health: health}
 	var sends sync.WaitGroup
 	if c.WebhookURL != "" {
@@ -67,12 +68,11 @@ func startWaitlist(c Config, store events.Store, svc *slots.Service, base string
 	}
 	wl := waitlist.New(store, svc, cfg)
 	registerWaitlistMetrics(reg, wl)
-	goRun("waitlist", func(ctx context.Context) error {
+	return wl, &lifecycle.Loop{Run: func(ctx context.Context) error {
 		err := wl.Run(ctx)
 		sends.Wait()
 		return err
-	})
-	return wl
+	}}
 }
 
 // registerWaitlistMetrics exposes the waitlist's figures (read from its
@@ -95,11 +95,4 @@ func registerWaitlistMetrics(reg *prometheus.Registry, wl *waitlist.Service) {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "slotkeeper_waitlist_handover_median_seconds", Help: "Median time from a reset's success to the offer's acceptance (last 50)."},
 			func() float64 { return wl.Stats().HandOver.Seconds() }),
 	)
-}
-
-// startInsights runs the insights read model (a log consumer in memory).
-func startInsights(store events.Store, log *slog.Logger, goRun func(string, func(context.Context) error)) *insights.Service {
-	in := insights.New(store, nil, insights.Config{Logger: log})
-	goRun("insights", in.Run)
-	return in
 }
