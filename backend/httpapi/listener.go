@@ -74,6 +74,7 @@ func (l *Listener) Stop(ctx context.Context) error {
 	if head, err := l.o.Head(ctx); err == nil {
 		_ = l.o.Feed.WaitFor(ctx, head) // let the streams carry the last events
 		l.o.Hub.WaitPublished(ctx, head)
+		l.o.Hub.WaitDelivered(ctx)
 	}
 	l.o.Hub.Close()
 	if !started {

@@ -294,6 +294,53 @@ func (h *Hub) WaitPublished(ctx context.Context, pos events.Position) {
 	}
 }
 
+// WaitDelivered waits until every connected client has been written all
+// the hub published, at most WriteTimeout (a stalled client is not waited
+// for longer than a write to it would be) and while ctx lasts. A graceful
+// stop calls it before Close: a stream ended with a change still queued
+// for it resumes, after the restart, from before the new start's snapshot
+// and gets a snapshot instead of the changes it missed.
+func (h *Hub) WaitDelivered(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, h.opt.WriteTimeout)
+	defer cancel()
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	for !h.delivered() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// delivered reports whether every client was sent the whole ring: its
+// next is the head and no chunk is left half written. A client's next
+// moves before its write, so its write lock is taken once to let a write
+// in progress end.
+func (h *Hub) delivered() bool {
+	h.mu.RLock()
+	seq := h.seq
+	cs := make([]*client, 0, len(h.clients))
+	for c := range h.clients {
+		if c.next.Load() < seq {
+			h.mu.RUnlock()
+			return false
+		}
+		cs = append(cs, c)
+	}
+	h.mu.RUnlock()
+	for _, c := range cs {
+		c.wmu.Lock()
+		half := c.rest != nil
+		c.wmu.Unlock()
+		if half {
+			return false
+		}
+	}
+	return true
+}
+
 // Publish adds a change. Changes must come in position order; one at or
 // below the hub's head is ignored (a redelivery). Publish never waits for a
 // client.
