@@ -1,0 +1,139 @@
+// Package english is the server's English: one table from a sentence's
+// code to its template, read for logs, the CLI and the English fields the
+// API still carries for other clients (an audit entry's summary, an
+// error's message). The codes and their args are what goes on the wire;
+// the dashboard words the same codes in its own dictionaries
+// (frontend/src/i18n), so each sentence is written once per language
+// (issue 36 item 4).
+//
+// The codes:
+//
+//   - "audit.<EventType>" (and "audit.<EventType>.<variant>"): an event's
+//     audit line (projections.AuditOf); "audit.step_done" for every step
+//     result. The dashboard's are vocab.ts "audit.ev.<EventType>".
+//   - "refusal.<reason>" (and "refusal.<reason>.<variant>"): an error's
+//     message by its reason (backend/apperr.Refuse). The dashboard's are
+//     en.ts/ko.ts "refusal.<reason>".
+//
+// A variant is a more specific English sentence of the same code and
+// args (a resumed job's acceptance, the field a refusal is about); the
+// dashboard words the code, with the flags the args carry.
+package english
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// A template names its values in braces, {slot}, optionally through a
+// format, {until|minute}. Brackets make a part optional: "[ (HTTP
+// {status})]" is left out when a value it names is empty, and {name?}
+// names a value without printing it (a flag: "[{absent?} (already
+// absent)]"). Values are the args as the wire carries them (times in RFC
+// 3339, durations in seconds or as Go durations, flags "true").
+var formats = map[string]func(string) string{
+	// minute: an RFC 3339 time to the minute, in UTC.
+	"minute": func(v string) string {
+		t, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			return v
+		}
+		return t.UTC().Format("2006-01-02 15:04 MST")
+	},
+	// secs: a number of seconds as a Go duration (2h0m0s).
+	"secs": func(v string) string {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return v
+		}
+		return (time.Duration(n) * time.Second).String()
+	},
+	// q: quoted as Go quotes a string.
+	"q":     strconv.Quote,
+	"lower": strings.ToLower,
+	// short: a commit's first eight characters.
+	"short": func(v string) string {
+		if len(v) > 8 {
+			return v[:8]
+		}
+		return v
+	},
+}
+
+// Has reports whether code has an English sentence.
+func Has(code string) bool {
+	_, ok := table[code]
+	return ok
+}
+
+// Codes lists every code of the table, sorted.
+func Codes() []string {
+	out := make([]string, 0, len(table))
+	for c := range table {
+		out = append(out, c)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Say is code's sentence with args filled in; a code without a sentence
+// is said as itself (a bug a test catches, never a panic in a log line).
+func Say(code string, args map[string]string) string {
+	t, ok := table[code]
+	if !ok {
+		return code
+	}
+	var b strings.Builder
+	for t != "" {
+		i := strings.IndexByte(t, '[')
+		if i < 0 {
+			fill(&b, t, args)
+			break
+		}
+		fill(&b, t[:i], args)
+		j := strings.IndexByte(t[i:], ']')
+		if j < 0 { // checked by TestTemplatesAreWellFormed
+			j = len(t) - i
+		}
+		var part strings.Builder
+		if fill(&part, t[i+1:i+j], args) {
+			b.WriteString(part.String())
+		}
+		t = t[min(i+j+1, len(t)):]
+	}
+	return b.String()
+}
+
+// fill writes s with its {values} to b and reports whether every value it
+// names is non-empty.
+func fill(b *strings.Builder, s string, args map[string]string) bool {
+	all := true
+	for s != "" {
+		i := strings.IndexByte(s, '{')
+		if i < 0 {
+			b.WriteString(s)
+			break
+		}
+		b.WriteString(s[:i])
+		j := strings.IndexByte(s[i:], '}')
+		if j < 0 {
+			b.WriteString(s[i:])
+			break
+		}
+		name, format, _ := strings.Cut(s[i+1:i+j], "|")
+		name, silent := strings.CutSuffix(name, "?")
+		v := args[name]
+		if v == "" {
+			all = false
+		} else if !silent {
+			if f := formats[format]; f != nil {
+				v = f(v)
+			}
+			b.WriteString(v)
+		}
+		s = s[i+j+1:]
+	}
+	return all
+}
