@@ -133,8 +133,8 @@ func PayloadJobID(p events.Payload) string {
 }
 
 // auditLine is an event's audit sentence as data: the English table's
-// code is "audit.<type>" (events/english), a variant of it when one says
-// more, and the values the sentence names. args go on the wire
+// code is "audit.ev.<type>" (events/english; the dashboard's key too), an
+// English variant of it when one says more, and the values it names. args go on the wire
 // (AuditEntry.Args: names and ids as written, times as RFC 3339,
 // durations in seconds, flags as "true", never a secret), from which the
 // dashboard words the line by the event's type; local values only the
@@ -161,7 +161,7 @@ func (l auditLine) as(cond bool, v string) auditLine {
 
 // auditLines is the one declaration of every event type's audit line, by
 // type; a step result (events.StepResultOf) without one of its own is
-// "audit.step_done". TestEveryEventTypeHasAnAuditLine holds every type to
+// "audit.ev.step_done". TestEveryEventTypeHasAnAuditLine holds every type to
 // an entry with English.
 var auditLines = declare(
 	on(func(e events.SlotRegistered) auditLine { return say("repo", e.Repo.String()).also("slot", e.Slot) }),
@@ -309,7 +309,8 @@ func declare(ls ...lineOf) map[string]func(events.Payload) auditLine {
 	return m
 }
 
-// AuditLine is an event's audit line: its code in the English table, its
+// AuditLine is an event's audit line: its code (the English table's and
+// the dashboard's, without the English variant), its
 // wire args (nil when the line names nothing beyond the entry's own slot,
 // job and actor) and its English summary. An event type without a line
 // (one from a newer server) is summed up by its name.
@@ -318,19 +319,16 @@ func AuditLine(p events.Payload) (code string, args map[string]string, summary s
 	var l auditLine
 	if f := auditLines[typ]; f != nil {
 		l = f(p)
-		code = "audit." + typ
+		code = "audit.ev." + typ
 	} else if r, ok := events.StepResultOf(p); ok {
 		l = say("step", r.Step, "absent", flag(r.AlreadyAbsent)).also("detail", resultDetail(p, events.StepResult{}))
-		code = "audit.step_done"
+		code = "audit.ev.step_done"
 	} else {
 		return typ, nil, typ
 	}
-	if l.variant != "" && english.Has(code+"."+l.variant) {
-		code += "." + l.variant
-	}
 	args = pairs(l.args)
 	all := pairs(append(slices.Clone(l.args), l.local...))
-	return code, args, english.Say(code, all)
+	return code, args, english.Say(english.Variant(code, l.variant), all)
 }
 
 // pairs builds a map from key, value pairs, leaving out empty values.

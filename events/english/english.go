@@ -6,18 +6,19 @@
 // (frontend/src/i18n), so each sentence is written once per language
 // (issue 36 item 4).
 //
-// The codes:
+// The codes are the dashboard's keys (a test holds both dictionaries to
+// every code here, through the generated frontend/src/i18n/vocabulary.json):
 //
-//   - "audit.<EventType>" (and "audit.<EventType>.<variant>"): an event's
-//     audit line (projections.AuditOf); "audit.step_done" for every step
-//     result. The dashboard's are vocab.ts "audit.ev.<EventType>".
-//   - "refusal.<reason>" (and "refusal.<reason>.<variant>"): an error's
-//     message by its reason (backend/apperr.Refuse). The dashboard's are
-//     en.ts/ko.ts "refusal.<reason>".
+//   - "audit.ev.<EventType>": an event's audit line (projections.AuditLine);
+//     "audit.ev.step_done" for every step result without a line of its own.
+//     The dashboard's are in frontend/src/i18n/vocab.ts.
+//   - "refusal.<reason>": an error's message by its reason
+//     (backend/apperr.Refuse); the dashboard's are in en.ts and ko.ts.
 //
-// A variant is a more specific English sentence of the same code and
-// args (a resumed job's acceptance, the field a refusal is about); the
-// dashboard words the code, with the flags the args carry.
+// A code may have English-only variants, "<code>/<variant>": a more
+// specific sentence of the same args (a resumed job's acceptance, which
+// field a refusal is about), which the dashboard says with the code's
+// sentence and the flags the args carry.
 package english
 
 import (
@@ -60,6 +61,20 @@ var formats = map[string]func(string) string{
 		}
 		return v
 	},
+}
+
+// Variant is code's English variant v when the table has one, else code.
+func Variant(code, v string) string {
+	if c := code + "/" + v; v != "" && Has(c) {
+		return c
+	}
+	return code
+}
+
+// Base is the code a variant belongs to (a code is its own base).
+func Base(code string) string {
+	base, _, _ := strings.Cut(code, "/")
+	return base
 }
 
 // Has reports whether code has an English sentence.
