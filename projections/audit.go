@@ -1,7 +1,6 @@
 package projections
 
 import (
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -286,49 +285,46 @@ var auditLines = declare(
 	on(func(e events.SessionEnded) auditLine { return say("reason", e.Reason).also("session", e.SessionID) }),
 )
 
-// lineOf is one type's entry of auditLines.
+// lineOf is one type's entry of auditLines: its code and its line.
 type lineOf struct {
-	typ  string
-	line func(events.Payload) auditLine
+	typ, code string
+	line      func(events.Payload) auditLine
 }
 
 // on declares the audit line of payload type P.
 func on[P events.Payload](f func(P) auditLine) lineOf {
 	var zero P
-	return lineOf{zero.EventType(), func(p events.Payload) auditLine { return f(p.(P)) }}
+	typ := zero.EventType()
+	return lineOf{typ, "audit.ev." + typ, func(p events.Payload) auditLine { return f(p.(P)) }}
 }
 
-func declare(ls ...lineOf) map[string]func(events.Payload) auditLine {
-	m := make(map[string]func(events.Payload) auditLine, len(ls))
+func declare(ls ...lineOf) map[string]lineOf {
+	m := make(map[string]lineOf, len(ls))
 	for _, l := range ls {
-		if m[l.typ] != nil {
+		if m[l.typ].line != nil {
 			panic("projections: two audit lines for " + l.typ)
 		}
-		m[l.typ] = l.line
+		m[l.typ] = l
 	}
 	return m
 }
 
 // AuditLine is an event's audit line: its code (the English table's and
-// the dashboard's, without the English variant), its
-// wire args (nil when the line names nothing beyond the entry's own slot,
-// job and actor) and its English summary. An event type without a line
-// (one from a newer server) is summed up by its name.
+// the dashboard's, without the English variant), its wire args (nil when
+// the line names nothing beyond the entry's own slot, job and actor) and
+// its English summary. An event type without a line (one from a newer
+// server) is summed up by its name.
 func AuditLine(p events.Payload) (code string, args map[string]string, summary string) {
 	typ := p.EventType()
 	var l auditLine
-	if f := auditLines[typ]; f != nil {
-		l = f(p)
-		code = "audit.ev." + typ
+	if d, ok := auditLines[typ]; ok {
+		code, l = d.code, d.line(p)
 	} else if r, ok := events.StepResultOf(p); ok {
-		l = say("step", r.Step, "absent", flag(r.AlreadyAbsent)).also("detail", resultDetail(p, events.StepResult{}))
-		code = "audit.ev.step_done"
+		code, l = "audit.ev.step_done", say("step", r.Step, "absent", flag(r.AlreadyAbsent)).also("detail", resultDetail(p, events.StepResult{}))
 	} else {
 		return typ, nil, typ
 	}
-	args = pairs(l.args)
-	all := pairs(append(slices.Clone(l.args), l.local...))
-	return code, args, english.Say(english.Variant(code, l.variant), all)
+	return code, pairs(l.args), english.SayPairs(english.Variant(code, l.variant), l.args, l.local)
 }
 
 // pairs builds a map from key, value pairs, leaving out empty values.

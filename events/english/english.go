@@ -96,11 +96,43 @@ func Codes() []string {
 // Say is code's sentence with args filled in; a code without a sentence
 // is said as itself (a bug a test catches, never a panic in a log line).
 func Say(code string, args map[string]string) string {
+	return say(code, values{m: args})
+}
+
+// SayPairs is Say with the args as lists of name, value pairs (the first
+// non-empty value of a name counts), for a caller that has them so: the
+// audit says a line per event it projects.
+func SayPairs(code string, lists ...[]string) string {
+	return say(code, values{lists: lists})
+}
+
+// values are a sentence's args, from a map or from lists of pairs.
+type values struct {
+	m     map[string]string
+	lists [][]string
+}
+
+func (vs values) get(name string) string {
+	if vs.m != nil {
+		return vs.m[name]
+	}
+	for _, kv := range vs.lists {
+		for i := 0; i+1 < len(kv); i += 2 {
+			if kv[i] == name && kv[i+1] != "" {
+				return kv[i+1]
+			}
+		}
+	}
+	return ""
+}
+
+func say(code string, args values) string {
 	t, ok := table[code]
 	if !ok {
 		return code
 	}
 	var b strings.Builder
+	b.Grow(len(t) + 32)
 	for t != "" {
 		i := strings.IndexByte(t, '[')
 		if i < 0 {
@@ -112,37 +144,50 @@ func Say(code string, args map[string]string) string {
 		if j < 0 { // checked by TestTemplatesAreWellFormed
 			j = len(t) - i
 		}
-		var part strings.Builder
-		if fill(&part, t[i+1:i+j], args) {
-			b.WriteString(part.String())
+		if part := t[i+1 : i+j]; present(part, args) {
+			fill(&b, part, args)
 		}
 		t = t[min(i+j+1, len(t)):]
 	}
 	return b.String()
 }
 
-// fill writes s with its {values} to b and reports whether every value it
-// names is non-empty.
-func fill(b *strings.Builder, s string, args map[string]string) bool {
-	all := true
+// present reports whether every value s names is non-empty.
+func present(s string, args values) bool {
+	for {
+		i := strings.IndexByte(s, '{')
+		if i < 0 {
+			return true
+		}
+		j := strings.IndexByte(s[i:], '}')
+		if j < 0 {
+			return true
+		}
+		name, _, _ := strings.Cut(s[i+1:i+j], "|")
+		if args.get(strings.TrimSuffix(name, "?")) == "" {
+			return false
+		}
+		s = s[i+j+1:]
+	}
+}
+
+// fill writes s with its {values} to b.
+func fill(b *strings.Builder, s string, args values) {
 	for s != "" {
 		i := strings.IndexByte(s, '{')
 		if i < 0 {
 			b.WriteString(s)
-			break
+			return
 		}
 		b.WriteString(s[:i])
 		j := strings.IndexByte(s[i:], '}')
 		if j < 0 {
 			b.WriteString(s[i:])
-			break
+			return
 		}
 		name, format, _ := strings.Cut(s[i+1:i+j], "|")
 		name, silent := strings.CutSuffix(name, "?")
-		v := args[name]
-		if v == "" {
-			all = false
-		} else if !silent {
+		if v := args.get(name); v != "" && !silent {
 			if f := formats[format]; f != nil {
 				v = f(v)
 			}
@@ -150,5 +195,4 @@ func fill(b *strings.Builder, s string, args map[string]string) bool {
 		}
 		s = s[i+j+1:]
 	}
-	return all
 }
