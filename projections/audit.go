@@ -1,12 +1,12 @@
 package projections
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/slotkeeper/slotkeeper/events"
+	"github.com/slotkeeper/slotkeeper/events/english"
 )
 
 // AuditOf is the audit entry of any event, known type or not. slot is the
@@ -33,8 +33,7 @@ func AuditOf(ev events.RecordedEvent, p events.Payload, slot string) AuditEntry 
 	if a.Slot == "" {
 		a.Slot = PayloadSlot(p)
 	}
-	a.Summary = summary(ev.Type, p)
-	a.Args = AuditArgs(p)
+	_, a.Args, a.Summary = AuditLine(p)
 	return a
 }
 
@@ -69,13 +68,6 @@ func IsPlumbing(typ string, p events.Payload) bool {
 		return e.Method == "demo"
 	}
 	return typ == "ReadinessProbe"
-}
-
-func reasonSuffix(r string) string {
-	if r == "" {
-		return ""
-	}
-	return ": " + r
 }
 
 // PayloadSlot is the slot a payload names, "" if none.
@@ -139,298 +131,204 @@ func PayloadJobID(p events.Payload) string {
 	return ""
 }
 
-// summary is the one line an audit feed shows for an event.
-func summary(typ string, p events.Payload) string {
-	if r, ok := events.StepResultOf(p); ok {
-		s := r.Step + " done"
-		if r.AlreadyAbsent {
-			s += " (already absent)"
-		}
-		if d := resultDetail(p, events.StepResult{}); d != "" {
-			s += ": " + d
-		}
-		return s
-	}
-	switch e := p.(type) {
-	case events.SlotRegistered:
-		return fmt.Sprintf("registered slot %s (repo %s)", e.Slot, e.Repo)
-	case events.SlotDatabaseChanged:
-		return fmt.Sprintf("the slot's database is now %s (created by job %s, replacing %s)", e.DBUUID, e.JobID, e.Previous)
-	case events.SlotClaimed:
-		return fmt.Sprintf("claimed the resources of slot %s (repo %s)", e.Slot, e.Repo)
-	case events.SlotOccupied:
-		return fmt.Sprintf("occupied by %s until %s", e.By, e.Until.UTC().Format("2006-01-02 15:04 MST"))
-	case events.OccupancyExtended:
-		if e.Earlier {
-			return fmt.Sprintf("deadline moved earlier by %s to %s", e.By, e.Until.UTC().Format("2006-01-02 15:04 MST"))
-		}
-		return fmt.Sprintf("extended by %s until %s", e.By, e.Until.UTC().Format("2006-01-02 15:04 MST"))
-	case events.JobAccepted:
-		if e.Resumed {
-			return fmt.Sprintf("%s job %s accepted again (resume)", e.Kind, e.JobID)
-		}
-		return e.Kind + " job " + e.JobID + " accepted"
-	case events.JobReleased:
-		return "job " + e.JobID + " released: " + e.Outcome
-	case events.SlotVacated:
-		return "slot vacated"
-	case events.TeardownIncomplete:
-		return fmt.Sprintf("teardown incomplete: %d resource(s) remain", len(e.Remaining))
-	case events.SlotRetired:
-		return "slot retired"
-	case events.SlotPromoted:
-		return "promoted to " + e.NewRepo.String()
-	case events.JobQueued:
-		return e.Kind + " job queued by " + e.RequestedBy
-	case events.JobClaimed:
-		return "attempt " + strconv.Itoa(e.Attempt) + " claimed by " + e.Worker
-	case events.LeaseRenewed:
-		return "attempt " + strconv.Itoa(e.Attempt) + " lease renewed"
-	case events.StepStarted:
-		if e.Verify {
-			return e.Step + " verifying"
-		}
-		return e.Step + " started"
-	case events.ResourcesListed:
-		return e.Step + ": " + listedDetail(e.Resources)
-	case events.DeleteAccepted:
-		return fmt.Sprintf("%s: delete of %s %s accepted, not confirmed yet", e.Step, e.Resource.Kind, e.Resource.ID)
-	case events.DeploymentStarted:
-		return fmt.Sprintf("%s: waiting for deployment %s of %s (%s)", e.Step, e.DeploymentUUID, e.AppUUID, e.How)
-	case events.WaitPhase:
-		return fmt.Sprintf("%s: %s", e.Step, WaitPhaseText(e.Phase, e.Ahead, e.Status))
-	case events.StepFailed:
-		s := e.Step + " failed"
-		if e.HTTPStatus != 0 {
-			s += " (HTTP " + strconv.Itoa(e.HTTPStatus) + ")"
-		}
-		if e.Uncertain {
-			s += ", outcome uncertain"
-		}
-		return s + ": " + e.Error
-	case events.JobTimedOut:
-		return fmt.Sprintf("attempt %d timed out (%s deadline)", e.Attempt, e.Deadline)
-	case events.JobCancelled:
-		return "cancelled by " + e.By
-	case events.JobAbandoned:
-		return fmt.Sprintf("attempt %d abandoned: lease of %s expired", e.Attempt, e.Worker)
-	case events.JobSucceeded:
-		return "job succeeded"
-	case events.JobFailed:
-		return "job failed: " + e.Reason
-	case events.JobResumed:
-		return fmt.Sprintf("resumed by %s from %s", e.By, e.FromStep)
-	case events.NotificationSent:
-		return fmt.Sprintf("notified %s (HTTP %d)", e.Outcome, e.Status)
-	case events.NotificationAttempted:
-		return fmt.Sprintf("webhook attempt %d for %s", e.Attempt, e.Outcome)
-	case events.NotificationDelivered:
-		return fmt.Sprintf("webhook delivered on attempt %d (HTTP %d)", e.Attempt, e.Status)
-	case events.ReconcileStarted:
-		return fmt.Sprintf("reconcile run started over %d scope entries", len(e.Scope))
-	case events.ReconcileSnapshot:
-		return fmt.Sprintf("reconcile: %d standing findings recorded", len(e.Findings))
-	case events.ReconcileFinding:
-		return fmt.Sprintf("reconcile: %s %s %s %s", e.Class, e.Provider, e.Kind, e.ID)
-	case events.ReconcileFinished:
-		if e.Error != "" {
-			return fmt.Sprintf("reconcile run %s: %s", e.State, e.Error)
-		}
-		return "reconcile run " + e.State
-	case events.NotificationFailed:
-		if e.Final {
-			return fmt.Sprintf("webhook failed for good on attempt %d: %s", e.Attempt, e.Error)
-		}
-		return fmt.Sprintf("webhook attempt %d failed: %s", e.Attempt, e.Error)
-	case events.PRRepoLinked:
-		return "linked " + e.Repo.String() + ": its pull requests get slots"
-	case events.PRRepoUnlinked:
-		return "unlinked " + e.Repo.String()
-	case events.PRChanged:
-		return fmt.Sprintf("Bitbucket: pull request %s#%d %s at %s (%s)", e.PR.Repo, e.PR.ID, strings.ToLower(e.PR.State), short(e.PR.Head), e.EventKey)
-	case events.PRSlotTaken:
-		return "the pull request occupies " + e.Slot
-	case events.PRWaiting:
-		return "the pull request waits for a slot: " + e.Reason
-	case events.PRDeployQueued:
-		return fmt.Sprintf("deploy of %s queued on %s", short(e.Head), e.Slot)
-	case events.PRSlotReleased:
-		return "the pull request closed; " + e.Slot + " released"
-	case events.PRCommentPosted:
-		return fmt.Sprintf("comment %d posted on the pull request (%s)", e.CommentID, e.Phase)
-	case events.WaitlistJoined:
-		return fmt.Sprintf("%s joined the waitlist for %s", e.Who, time.Duration(e.DurationSeconds)*time.Second)
-	case events.WaitlistLeft:
-		return "left the waitlist" + reasonSuffix(e.Reason)
-	case events.WaitlistReordered:
-		return fmt.Sprintf("waitlist entry moved to %d by %s: %s", e.Position+1, e.By, e.Reason)
-	case events.OfferMade:
-		return fmt.Sprintf("%s offered to %s until %s", e.Slot, e.Who, e.ExpiresAt.Format(time.RFC3339))
-	case events.OfferAccepted:
-		return "offer of " + e.Slot + " accepted"
-	case events.OfferDeclined:
-		return "offer of " + e.Slot + " declined"
-	case events.OfferExpired:
-		return "offer of " + e.Slot + " expired"
-	case events.OfferWithdrawn:
-		return "offer of " + e.Slot + " withdrawn: " + e.Reason
-	case events.SlotHeld:
-		return fmt.Sprintf("held for %s until %s", e.For, e.Until.Format(time.RFC3339))
-	case events.SlotHoldReleased:
-		return "hold released: " + e.Reason
-	case events.DeadlineWarning:
-		return fmt.Sprintf("%s warned: deadline %s in %s", e.Occupant, e.Deadline.Format(time.RFC3339), time.Duration(e.LeadSeconds)*time.Second)
-	case events.ConsumerCheckpointed:
-		return fmt.Sprintf("%s checkpoint at position %d", e.Consumer, e.Position)
-	case events.StoreCreated:
-		return "event store identity " + e.StoreID + " written"
-	case events.SettingsRecorded:
-		return "shared settings recorded"
-	// Accounts and tokens (backend/auth): never a hash in a summary.
-	case events.UserCreated:
-		return fmt.Sprintf("account %s created (%s, %s)", e.Name, e.Role, e.Source)
-	case events.UserRoleGranted:
-		return "account " + e.UserID + " granted role " + e.Role
-	case events.PasswordChanged:
-		return "password of account " + e.UserID + " changed"
-	case events.TokenIssued:
-		return fmt.Sprintf("API token %s issued (%s, expires %s)", e.Name, e.Role, e.ExpiresAt.UTC().Format("2006-01-02 15:04 MST"))
-	case events.TokenRevoked:
-		return "API token " + e.TokenID + " revoked"
-	case events.SessionStarted:
-		return fmt.Sprintf("session %s of account %s started (%s)", e.SessionID, e.UserID, e.Method)
-	case events.SessionActive:
-		return "session " + e.SessionID + " active"
-	case events.SessionEnded:
-		return "session " + e.SessionID + " ended: " + e.Reason
-	}
-	return typ
+// auditLine is an event's audit sentence as data: the English table's
+// code is "audit.ev.<type>" (events/english; the dashboard's key too), an
+// English variant of it when one says more, and the values it names. args go on the wire
+// (AuditEntry.Args: names and ids as written, times as RFC 3339,
+// durations in seconds, flags as "true", never a secret), from which the
+// dashboard words the line by the event's type; local values only the
+// English names (ids the entry carries already, the job page's English
+// detail of a step).
+type auditLine struct {
+	variant     string
+	args, local []string // name, value pairs
 }
 
-// AuditArgs are the parts of an event's summary as data, keyed by a fixed
-// vocabulary the dashboard's translations use: names and ids as written,
-// times as RFC 3339, durations in seconds, flags as "true". Secrets (hashes)
-// never appear. nil when the summary has no parts beyond the entry's own
-// slot, job and actor.
-func AuditArgs(p events.Payload) map[string]string {
-	if r, ok := events.StepResultOf(p); ok {
-		return args("step", r.Step, "absent", flag(r.AlreadyAbsent))
+// say is a line naming kv (name, value pairs) on the wire.
+func say(kv ...string) auditLine { return auditLine{args: kv} }
+
+// also adds values only the English line names.
+func (l auditLine) also(kv ...string) auditLine { l.local = append(l.local, kv...); return l }
+
+// as picks the English variant v when cond holds.
+func (l auditLine) as(cond bool, v string) auditLine {
+	if cond {
+		l.variant = v
 	}
-	switch e := p.(type) {
-	case events.SlotRegistered:
-		return args("repo", e.Repo.String())
-	case events.SlotOccupied:
-		return args("by", e.By, "until", stamp(e.Until))
-	case events.OccupancyExtended:
-		return args("by", e.By, "until", stamp(e.Until))
-	case events.JobAccepted:
-		return args("kind", e.Kind, "resumed", flag(e.Resumed))
-	case events.JobReleased:
-		return args("outcome", e.Outcome)
-	case events.TeardownIncomplete:
-		return args("count", strconv.Itoa(len(e.Remaining)))
-	case events.SlotPromoted:
-		return args("repo", e.NewRepo.String())
-	case events.JobQueued:
-		return args("kind", e.Kind, "by", e.RequestedBy)
-	case events.JobClaimed:
-		return args("attempt", strconv.Itoa(e.Attempt), "worker", e.Worker)
-	case events.LeaseRenewed:
-		return args("attempt", strconv.Itoa(e.Attempt))
-	case events.StepStarted:
-		return args("step", e.Step, "verify", flag(e.Verify))
-	case events.ResourcesListed:
-		return args("step", e.Step, "count", strconv.Itoa(len(e.Resources)))
-	case events.DeleteAccepted:
-		return args("step", e.Step, "resource_kind", e.Resource.Kind, "resource_id", e.Resource.ID)
-	case events.DeploymentStarted:
-		return args("step", e.Step, "id", e.DeploymentUUID)
-	case events.WaitPhase:
-		return args("step", e.Step, "state", e.Phase, "count", strconv.Itoa(e.Ahead))
-	case events.StepFailed:
-		return args("step", e.Step, "status", status(e.HTTPStatus), "uncertain", flag(e.Uncertain), "error", e.Error)
-	case events.JobTimedOut:
-		return args("attempt", strconv.Itoa(e.Attempt), "deadline", e.Deadline)
-	case events.JobCancelled:
-		return args("by", e.By)
-	case events.JobAbandoned:
-		return args("attempt", strconv.Itoa(e.Attempt), "worker", e.Worker)
-	case events.JobFailed:
-		return args("reason", e.Reason)
-	case events.JobResumed:
-		return args("by", e.By, "step", e.FromStep)
-	case events.NotificationSent:
-		return args("outcome", e.Outcome, "status", status(e.Status))
-	case events.NotificationAttempted:
-		return args("attempt", strconv.Itoa(e.Attempt), "outcome", e.Outcome)
-	case events.NotificationDelivered:
-		return args("attempt", strconv.Itoa(e.Attempt), "status", status(e.Status))
-	case events.NotificationFailed:
-		return args("attempt", strconv.Itoa(e.Attempt), "error", e.Error, "final", flag(e.Final))
-	case events.ReconcileStarted:
-		return args("count", strconv.Itoa(len(e.Scope)))
-	case events.ReconcileSnapshot:
-		return args("count", strconv.Itoa(len(e.Findings)))
-	case events.ReconcileFinding:
-		return args("class", e.Class, "provider", e.Provider, "resource_kind", e.Kind, "resource_id", e.ID)
-	case events.ReconcileFinished:
-		return args("state", e.State, "error", e.Error)
-	case events.PRRepoLinked:
-		return args("repo", e.Repo.String(), "by", e.By)
-	case events.PRRepoUnlinked:
-		return args("repo", e.Repo.String(), "by", e.By)
-	case events.PRChanged:
-		return args("repo", e.PR.Repo.String(), "pr", strconv.FormatInt(e.PR.ID, 10), "state", e.PR.State, "head", e.PR.Head, "event_key", e.EventKey)
-	case events.PRSlotTaken:
-		return args("slot", e.Slot)
-	case events.PRDeployQueued:
-		return args("slot", e.Slot, "job", e.JobID, "head", e.Head)
-	case events.PRSlotReleased:
-		return args("slot", e.Slot, "job", e.JobID)
-	case events.PRCommentPosted:
-		return args("phase", e.Phase, "state", e.BuildState)
-	case events.WaitlistJoined:
-		return args("who", e.Who, "duration", strconv.FormatInt(e.DurationSeconds, 10))
-	case events.WaitlistLeft:
-		return args("by", e.By, "reason", e.Reason)
-	case events.WaitlistReordered:
-		return args("position", strconv.Itoa(e.Position+1), "by", e.By, "reason", e.Reason)
-	case events.OfferMade:
-		return args("who", e.Who, "until", stamp(e.ExpiresAt))
-	case events.OfferWithdrawn:
-		return args("reason", e.Reason, "reason_code", e.ReasonCode, "lifecycle", e.Lifecycle)
-	case events.SlotHeld:
-		return args("who", e.For, "until", stamp(e.Until))
-	case events.SlotHoldReleased:
-		return args("reason", e.Reason, "reason_code", e.ReasonCode)
-	case events.DeadlineWarning:
-		return args("who", e.Occupant, "until", stamp(e.Deadline), "duration", strconv.FormatInt(e.LeadSeconds, 10))
-	case events.UserCreated:
-		return args("name", e.Name, "role", e.Role, "source", e.Source)
-	case events.UserRoleGranted:
-		return args("user", e.UserID, "role", e.Role)
-	case events.PasswordChanged:
-		return args("user", e.UserID)
-	case events.TokenIssued:
-		return args("name", e.Name, "role", e.Role, "until", stamp(e.ExpiresAt))
-	case events.TokenRevoked:
-		return args("token", e.TokenID)
-	case events.SlotClaimed:
-		return args("repo", e.Repo.String())
-	case events.ConsumerCheckpointed:
-		return args("name", e.Consumer, "position", strconv.FormatUint(uint64(e.Position), 10))
-	case events.StoreCreated:
-		return args("id", e.StoreID)
-	case events.SessionStarted:
-		return args("user", e.UserID, "source", e.Method)
-	case events.SessionEnded:
-		return args("reason", e.Reason)
-	}
-	return nil
+	return l
 }
 
-// args builds a map from key, value pairs, leaving out empty values.
-func args(kv ...string) map[string]string {
+// auditLines is the one declaration of every event type's audit line, by
+// type; a step result (events.StepResultOf) without one of its own is
+// "audit.ev.step_done". TestEveryEventTypeHasAnAuditLine holds every type to
+// an entry with English.
+var auditLines = declare(
+	on(func(e events.SlotRegistered) auditLine { return say("repo", e.Repo.String()).also("slot", e.Slot) }),
+	on(func(e events.SlotDatabaseChanged) auditLine {
+		return say().also("db", e.DBUUID, "job", e.JobID, "previous", e.Previous)
+	}),
+	on(func(e events.SlotClaimed) auditLine { return say("repo", e.Repo.String()).also("slot", e.Slot) }),
+	on(func(e events.SlotOccupied) auditLine { return say("by", e.By, "until", stamp(e.Until)) }),
+	on(func(e events.OccupancyExtended) auditLine {
+		return say("by", e.By, "until", stamp(e.Until)).as(e.Earlier, "earlier")
+	}),
+	on(func(e events.JobAccepted) auditLine {
+		return say("kind", e.Kind, "resumed", flag(e.Resumed)).also("job", e.JobID).as(e.Resumed, "resumed")
+	}),
+	on(func(e events.JobReleased) auditLine { return say("outcome", e.Outcome).also("job", e.JobID) }),
+	on(func(events.SlotVacated) auditLine { return say() }),
+	on(func(e events.TeardownIncomplete) auditLine { return say("count", strconv.Itoa(len(e.Remaining))) }),
+	on(func(events.SlotRetired) auditLine { return say() }),
+	on(func(e events.SlotPromoted) auditLine { return say("repo", e.NewRepo.String()) }),
+	on(func(e events.JobQueued) auditLine { return say("kind", e.Kind, "by", e.RequestedBy) }),
+	on(func(e events.JobClaimed) auditLine {
+		return say("attempt", strconv.Itoa(e.Attempt), "worker", e.Worker)
+	}),
+	on(func(e events.LeaseRenewed) auditLine { return say("attempt", strconv.Itoa(e.Attempt)) }),
+	on(func(e events.StepStarted) auditLine {
+		return say("step", e.Step, "verify", flag(e.Verify)).as(e.Verify, "verify")
+	}),
+	on(func(e events.ResourcesListed) auditLine {
+		return say("step", e.Step, "count", strconv.Itoa(len(e.Resources))).also("detail", listedDetail(e.Resources))
+	}),
+	on(func(e events.DeleteAccepted) auditLine {
+		return say("step", e.Step, "resource_kind", e.Resource.Kind, "resource_id", e.Resource.ID)
+	}),
+	on(func(e events.DeploymentStarted) auditLine {
+		return say("step", e.Step, "id", e.DeploymentUUID).also("app", e.AppUUID, "how", e.How)
+	}),
+	// A known phase has its own English (the English table's variants).
+	on(func(e events.WaitPhase) auditLine {
+		return say("step", e.Step, "state", e.Phase, "count", strconv.Itoa(e.Ahead)).also("coolify", e.Status).as(true, e.Phase)
+	}),
+	on(func(e events.StepFailed) auditLine {
+		return say("step", e.Step, "status", status(e.HTTPStatus), "uncertain", flag(e.Uncertain), "error", e.Error)
+	}),
+	on(func(e events.JobTimedOut) auditLine {
+		return say("attempt", strconv.Itoa(e.Attempt), "deadline", e.Deadline)
+	}),
+	on(func(e events.JobCancelled) auditLine { return say("by", e.By) }),
+	on(func(e events.JobAbandoned) auditLine {
+		return say("attempt", strconv.Itoa(e.Attempt), "worker", e.Worker)
+	}),
+	on(func(events.JobSucceeded) auditLine { return say() }),
+	on(func(e events.JobFailed) auditLine { return say("reason", e.Reason) }),
+	on(func(e events.JobResumed) auditLine { return say("by", e.By, "step", e.FromStep) }),
+	on(func(e events.NotificationSent) auditLine {
+		return say("outcome", e.Outcome, "status", status(e.Status))
+	}),
+	on(func(e events.NotificationAttempted) auditLine {
+		return say("attempt", strconv.Itoa(e.Attempt), "outcome", e.Outcome)
+	}),
+	on(func(e events.NotificationDelivered) auditLine {
+		return say("attempt", strconv.Itoa(e.Attempt), "status", status(e.Status))
+	}),
+	on(func(e events.NotificationFailed) auditLine {
+		return say("attempt", strconv.Itoa(e.Attempt), "error", e.Error, "final", flag(e.Final)).as(e.Final, "final")
+	}),
+	on(func(e events.ReconcileStarted) auditLine { return say("count", strconv.Itoa(len(e.Scope))) }),
+	on(func(e events.ReconcileSnapshot) auditLine { return say("count", strconv.Itoa(len(e.Findings))) }),
+	on(func(e events.ReconcileFinding) auditLine {
+		return say("class", e.Class, "provider", e.Provider, "resource_kind", e.Kind, "resource_id", e.ID)
+	}),
+	on(func(e events.ReconcileFinished) auditLine { return say("state", e.State, "error", e.Error) }),
+	on(func(e events.PRRepoLinked) auditLine { return say("repo", e.Repo.String(), "by", e.By) }),
+	on(func(e events.PRRepoUnlinked) auditLine { return say("repo", e.Repo.String(), "by", e.By) }),
+	on(func(e events.PRChanged) auditLine {
+		return say("repo", e.PR.Repo.String(), "pr", strconv.FormatInt(e.PR.ID, 10), "state", e.PR.State, "head", e.PR.Head, "event_key", e.EventKey)
+	}),
+	on(func(e events.PRSlotTaken) auditLine { return say("slot", e.Slot) }),
+	on(func(e events.PRWaiting) auditLine { return say().also("reason", e.Reason) }),
+	on(func(e events.PRDeployQueued) auditLine { return say("slot", e.Slot, "job", e.JobID, "head", e.Head) }),
+	on(func(e events.PRSlotReleased) auditLine { return say("slot", e.Slot, "job", e.JobID) }),
+	on(func(e events.PRCommentPosted) auditLine {
+		return say("phase", e.Phase, "state", e.BuildState).also("comment", strconv.FormatInt(e.CommentID, 10))
+	}),
+	on(func(e events.WaitlistJoined) auditLine {
+		return say("who", e.Who, "duration", strconv.FormatInt(e.DurationSeconds, 10))
+	}),
+	on(func(e events.WaitlistLeft) auditLine { return say("by", e.By, "reason", e.Reason) }),
+	on(func(e events.WaitlistReordered) auditLine {
+		return say("position", strconv.Itoa(e.Position+1), "by", e.By, "reason", e.Reason)
+	}),
+	on(func(e events.OfferMade) auditLine {
+		return say("who", e.Who, "until", stamp(e.ExpiresAt)).also("slot", e.Slot)
+	}),
+	on(func(e events.OfferAccepted) auditLine { return say().also("slot", e.Slot) }),
+	on(func(e events.OfferDeclined) auditLine { return say().also("slot", e.Slot) }),
+	on(func(e events.OfferExpired) auditLine { return say().also("slot", e.Slot) }),
+	on(func(e events.OfferWithdrawn) auditLine {
+		return say("reason", e.Reason, "reason_code", e.ReasonCode, "lifecycle", e.Lifecycle).also("slot", e.Slot)
+	}),
+	on(func(e events.SlotHeld) auditLine { return say("who", e.For, "until", stamp(e.Until)) }),
+	on(func(e events.SlotHoldReleased) auditLine { return say("reason", e.Reason, "reason_code", e.ReasonCode) }),
+	on(func(e events.DeadlineWarning) auditLine {
+		return say("who", e.Occupant, "until", stamp(e.Deadline), "duration", strconv.FormatInt(e.LeadSeconds, 10))
+	}),
+	on(func(e events.ConsumerCheckpointed) auditLine {
+		return say("name", e.Consumer, "position", strconv.FormatUint(uint64(e.Position), 10))
+	}),
+	on(func(e events.StoreCreated) auditLine { return say("id", e.StoreID) }),
+	on(func(events.SettingsRecorded) auditLine { return say() }),
+	// Accounts and tokens (backend/auth): never a hash in a line.
+	on(func(e events.UserCreated) auditLine { return say("name", e.Name, "role", e.Role, "source", e.Source) }),
+	on(func(e events.UserRoleGranted) auditLine { return say("user", e.UserID, "role", e.Role) }),
+	on(func(e events.PasswordChanged) auditLine { return say("user", e.UserID) }),
+	on(func(e events.TokenIssued) auditLine {
+		return say("name", e.Name, "role", e.Role, "until", stamp(e.ExpiresAt))
+	}),
+	on(func(e events.TokenRevoked) auditLine { return say("token", e.TokenID) }),
+	on(func(e events.SessionStarted) auditLine {
+		return say("user", e.UserID, "source", e.Method).also("session", e.SessionID)
+	}),
+	on(func(e events.SessionActive) auditLine { return say().also("session", e.SessionID) }),
+	on(func(e events.SessionEnded) auditLine { return say("reason", e.Reason).also("session", e.SessionID) }),
+)
+
+// lineOf is one type's entry of auditLines: its code and its line.
+type lineOf struct {
+	typ, code string
+	line      func(events.Payload) auditLine
+}
+
+// on declares the audit line of payload type P.
+func on[P events.Payload](f func(P) auditLine) lineOf {
+	var zero P
+	typ := zero.EventType()
+	return lineOf{typ, "audit.ev." + typ, func(p events.Payload) auditLine { return f(p.(P)) }}
+}
+
+func declare(ls ...lineOf) map[string]lineOf {
+	m := make(map[string]lineOf, len(ls))
+	for _, l := range ls {
+		if m[l.typ].line != nil {
+			panic("projections: two audit lines for " + l.typ)
+		}
+		m[l.typ] = l
+	}
+	return m
+}
+
+// AuditLine is an event's audit line: its code (the English table's and
+// the dashboard's, without the English variant), its wire args (nil when
+// the line names nothing beyond the entry's own slot, job and actor) and
+// its English summary. An event type without a line (one from a newer
+// server) is summed up by its name.
+func AuditLine(p events.Payload) (code string, args map[string]string, summary string) {
+	typ := p.EventType()
+	var l auditLine
+	if d, ok := auditLines[typ]; ok {
+		code, l = d.code, d.line(p)
+	} else if r, ok := events.StepResultOf(p); ok {
+		code, l = "audit.ev.step_done", say("step", r.Step, "absent", flag(r.AlreadyAbsent)).also("detail", resultDetail(p, events.StepResult{}))
+	} else {
+		return typ, nil, typ
+	}
+	return code, pairs(l.args), english.SayPairs(english.Variant(code, l.variant), l.args, l.local)
+}
+
+// pairs builds a map from key, value pairs, leaving out empty values.
+func pairs(kv []string) map[string]string {
 	m := make(map[string]string, len(kv)/2)
 	for i := 0; i+1 < len(kv); i += 2 {
 		if kv[i+1] != "" {
@@ -462,22 +360,4 @@ func stamp(t time.Time) string {
 		return ""
 	}
 	return t.UTC().Format(time.RFC3339)
-}
-
-// WaitPhaseText is a wait's phase in English (issue 32): what the job page
-// and the audit say while a step waits on the provider.
-func WaitPhaseText(phase string, ahead int, status string) string {
-	switch phase {
-	case events.WaitQueued:
-		return fmt.Sprintf("queued in Coolify behind %d other deployment(s)", ahead)
-	case events.WaitBuilding:
-		return "building in Coolify"
-	case events.WaitStarting:
-		return "deployment finished; waiting for the application to run (Coolify: " + status + ")"
-	case events.WaitHealth:
-		return "waiting for the application's health (Coolify: " + status + ")"
-	case events.WaitDatabase:
-		return "waiting for the new database to run (Coolify: " + status + ")"
-	}
-	return "waiting (" + phase + ")"
 }

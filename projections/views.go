@@ -287,7 +287,7 @@ type AuditEntry struct {
 	Time          time.Time `json:"time"`
 	Summary       string    `json:"summary"`
 	// Args are the summary's parts as data (step, kind, by, until, …), so a
-	// dashboard can say the same in the reader's language; see AuditArgs.
+	// dashboard can say the same in the reader's language; see AuditLine.
 	Args map[string]string `json:"args,omitempty"`
 	// Plumbing marks a record of the machinery, not of a decision
 	// (IsPlumbing): kept in the log, left out of the audit unless asked.

@@ -13,8 +13,10 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strconv"
 
 	"github.com/slotkeeper/slotkeeper/events"
+	"github.com/slotkeeper/slotkeeper/events/english"
 )
 
 // Code is the machine-readable kind of an error. Its HTTP status is decided
@@ -80,6 +82,24 @@ func New(code Code, format string, a ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, a...)}
 }
 
+// Refuse is the refusal for reason r with args kv (name, value pairs, as
+// Because takes them). Its Message is the reason's English sentence,
+// "refusal.<r>" of the server's one English table (events/english), filled
+// with the same args the dashboard words the reason from: the sentence is
+// written once per language, not once per call site.
+func Refuse(code Code, r Reason, kv ...string) *Error {
+	return RefuseAs(code, r, "", kv...)
+}
+
+// RefuseAs is Refuse worded by the English table's more specific
+// "refusal.<r>/<variant>" (which field, which command refused); the
+// dashboard words the reason itself.
+func RefuseAs(code Code, r Reason, variant string, kv ...string) *Error {
+	e := (&Error{Code: code}).Because(r, kv...)
+	e.Message = english.Say(english.Variant("refusal."+string(r), variant), e.Args)
+	return e
+}
+
 // Because sets the error's reason and its args, given as name, value
 // pairs (an odd last name gets ""), and returns e.
 func (e *Error) Because(r Reason, kv ...string) *Error {
@@ -135,8 +155,7 @@ func Decided(err error, what string) error {
 	}
 	var ce *events.ContendedError
 	if errors.As(err, &ce) {
-		return New(Conflict, "%s changed concurrently %d times; try again", what, ce.Attempts).
-			Because(ReasonChangedConcurrently, "what", what)
+		return Refuse(Conflict, ReasonChangedConcurrently, "what", what, "attempts", strconv.Itoa(ce.Attempts))
 	}
 	var e *Error
 	if errors.As(err, &e) {

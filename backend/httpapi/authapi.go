@@ -313,7 +313,7 @@ func (s *Server) changePassword(c echo.Context) error {
 	}
 	switch {
 	case errors.Is(err, auth.ErrBadCredentials):
-		return invalidField("current", "the current password is wrong").Because(apperr.ReasonWrongPassword, "field", "current")
+		return apperr.Refuse(CodeInvalid, apperr.ReasonWrongPassword, "field", "current").With(map[string]any{"field": "current"})
 	case errors.Is(err, auth.ErrNotFound):
 		return errf(CodeInvalid, "this account signs in through its identity provider")
 	case err != nil:

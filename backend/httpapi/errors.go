@@ -128,8 +128,7 @@ func toAPIError(err error) *Error {
 	}
 	var ce *events.ContendedError
 	if errors.As(err, &ce) {
-		return &Error{Code: CodeConflict, Message: "changed concurrently, try again", Reason: apperr.ReasonChangedConcurrently,
-			Args: map[string]string{"what": ce.Stream}, Err: err}
+		return contended(ce.Stream, err)
 	}
 	var he *echo.HTTPError
 	if errors.As(err, &he) {
@@ -171,8 +170,7 @@ func toAPIError(err error) *Error {
 		if errors.As(err, &wre) {
 			what = wre.Stream
 		}
-		return &Error{Code: CodeConflict, Message: "changed concurrently, try again", Reason: apperr.ReasonChangedConcurrently,
-			Args: map[string]string{"what": what}, Err: err}
+		return contended(what, err)
 	case errors.Is(err, events.ErrInvalidStream):
 		return &Error{Code: CodeInvalid, Message: err.Error(), Err: err}
 	case errors.Is(err, events.ErrClosed), errors.Is(err, context.Canceled):
@@ -181,6 +179,14 @@ func toAPIError(err error) *Error {
 		return &Error{Code: CodeUnavailable, Message: "timed out", Err: err}
 	}
 	return &Error{Code: CodeInternal, Message: "internal error", Err: err}
+}
+
+// contended is the conflict of a lost race that reached the handler
+// without a command's retries (apperr.Decided words those).
+func contended(what string, err error) *Error {
+	e := apperr.RefuseAs(CodeConflict, apperr.ReasonChangedConcurrently, "unretried", "what", what)
+	e.Err = err
+	return e
 }
 
 // authError classifies the account directory's errors (backend/auth's

@@ -102,7 +102,7 @@ func TestErrorReasons(t *testing.T) {
 		message            string
 	}{
 		{"occupy occupied", "POST", "/api/slots/s2/occupy", map[string]any{"until": future}, 409,
-			apperr.ReasonSlotOccupied, map[string]string{"slot": "s2", "occupant": "alice"}, "slot s2 is occupied"},
+			apperr.ReasonSlotOccupied, map[string]string{"slot": "s2", "occupant": "alice", "state": "occupied"}, "slot s2 is occupied"},
 		{"occupy locked", "POST", "/api/slots/s3/occupy", map[string]any{"until": future}, 409,
 			apperr.ReasonSlotLocked, map[string]string{"slot": "s3", "job": queued.JobID, "kind": "reset", "state": "resetting"}, "slot s3 is locked by reset job " + queued.JobID},
 		{"extend vacant", "POST", "/api/slots/s1/extend", map[string]any{"until": future}, 409,

@@ -15,8 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotkeeper/slotkeeper/backend/apperr"
 	"github.com/slotkeeper/slotkeeper/backend/auth"
 	"github.com/slotkeeper/slotkeeper/events"
+	"github.com/slotkeeper/slotkeeper/events/english"
 	"github.com/slotkeeper/slotkeeper/projections"
 )
 
@@ -52,6 +54,16 @@ type vocabulary struct {
 	NameCodes   []string `json:"name_codes"`
 	// WaitReasonCodes: the codes of the waitlist's offer and hold reasons.
 	WaitReasonCodes []string `json:"wait_reason_codes"`
+	// Reasons: the refusal reasons (apperr.Reasons); the dashboard words
+	// each as refusal.<reason>, the server's English is events/english.
+	Reasons []string `json:"reasons"`
+	// SentenceCodes: every code of the server's English table
+	// (events/english, without its English-only variants); each is a key
+	// of both of the dashboard's dictionaries (i18n.test.ts).
+	SentenceCodes []string `json:"sentence_codes"`
+	// StepResultTypes: the event types whose audit line is the shared
+	// audit.ev.step_done (projections.AuditLine).
+	StepResultTypes []string `json:"step_result_types"`
 }
 
 // stringConsts reads the string constants whose names start with prefix
@@ -153,8 +165,25 @@ func TestVocabularyMatchesTheGoSource(t *testing.T) {
 	want.DetailCodes = stringConsts(t, "../../events/catalogue.go", "Detail", "")
 	want.NameCodes = stringConsts(t, "../../events/catalogue.go", "Name", "")
 	want.WaitReasonCodes = stringConsts(t, "../../events/waitlist.go", "WaitReason", "")
+	for _, r := range apperr.Reasons {
+		want.Reasons = append(want.Reasons, string(r))
+	}
+	for _, c := range english.Codes() {
+		if c == english.Base(c) {
+			want.SentenceCodes = append(want.SentenceCodes, c)
+		}
+	}
+	for _, typ := range want.EventTypes {
+		p, err := events.Decode(events.RecordedEvent{Type: typ, Data: []byte(`{}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code, _, _ := projections.AuditLine(p); code == "audit.ev.step_done" {
+			want.StepResultTypes = append(want.StepResultTypes, typ)
+		}
+	}
 	for _, l := range [][]string{want.EventTypes, want.JobKinds, want.StepNames, want.ResourceKinds, want.Lifecycles, want.JobStates,
-		want.StepStates, want.ErrorCodes, want.Roles, want.Permissions, want.StateReasonCodes, want.DetailCodes, want.NameCodes, want.WaitReasonCodes} {
+		want.StepStates, want.ErrorCodes, want.Roles, want.Permissions, want.StateReasonCodes, want.DetailCodes, want.NameCodes, want.WaitReasonCodes, want.Reasons, want.SentenceCodes, want.StepResultTypes} {
 		slices.Sort(l)
 	}
 	body, err := json.MarshalIndent(want, "", "  ")

@@ -47,7 +47,7 @@ var entryIDRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f
 
 func (s *Server) needWaitlist() error {
 	if s.d.Waitlist == nil {
-		return errf(CodeNotFound, "the waitlist is not enabled on this server").Because(apperr.ReasonWaitlistOff)
+		return apperr.Refuse(CodeNotFound, apperr.ReasonWaitlistOff)
 	}
 	return nil
 }

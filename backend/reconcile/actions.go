@@ -40,13 +40,13 @@ func (a Actions) Orphan(ctx context.Context, c slots.AdoptCmd) (events.Reconcile
 	var te *TrackedError
 	switch {
 	case errors.Is(err, ErrStale):
-		e := apperr.New(apperr.Conflict, "%s %s %s is not an orphan in the latest reconciliation run (a stale finding): run it again", c.Provider, c.Kind, c.ID).
-			With(map[string]any{"reason": "stale_finding"}).Because(apperr.ReasonFindingStale)
+		e := apperr.Refuse(apperr.Conflict, apperr.ReasonFindingStale, "provider", c.Provider, "resource_kind", c.Kind, "resource_id", c.ID).
+			With(map[string]any{"reason": "stale_finding"})
 		e.Err = err
 		return f, e
 	case errors.As(err, &te):
-		e := apperr.New(apperr.Conflict, "%s %s %s is tracked by slot %s", c.Provider, c.Kind, c.ID, te.Slot).
-			With(map[string]any{"reason": "tracked", "slot": te.Slot}).Because(apperr.ReasonResourceTracked, "slot", te.Slot)
+		e := apperr.Refuse(apperr.Conflict, apperr.ReasonResourceTracked, "slot", te.Slot, "provider", c.Provider, "resource_kind", c.Kind, "resource_id", c.ID).
+			With(map[string]any{"reason": "tracked", "slot": te.Slot})
 		e.Err = err
 		return f, e
 	case err != nil:

@@ -91,8 +91,8 @@ func simScopeErr(field, project string, err error) error {
 	if err == nil {
 		return nil
 	}
-	e := apperr.New(CodeUpstream, "could not ask the simulators whether they hold project %s; nothing was recorded", project).
-		With(map[string]any{"field": field}).Because(apperr.ReasonProviderUnchecked, "field", field, "id", project)
+	e := apperr.RefuseAs(CodeUpstream, apperr.ReasonProviderUnchecked, "simulators", "field", field, "id", project).
+		With(map[string]any{"field": field})
 	e.Err = err
 	return e
 }
@@ -104,23 +104,22 @@ func (sc Scope) checkBitbucket(ctx context.Context, field, key string) error {
 		return err
 	}
 	if !ok {
-		return outsideScope(forbidden(field, "Bitbucket project %s is outside the configured scope (--bitbucket-projects)", key), key)
+		return outsideScope("bitbucket", field, key)
 	}
 	return nil
 }
 
-func forbidden(field, format string, args ...any) *Error {
-	return apperr.New(CodeForbidden, format, args...).With(map[string]any{"field": field})
+// refuseField is the refusal for r (worded by its English variant) that
+// names field in its details and as the reason's field arg.
+func refuseField(code apperr.Code, r apperr.Reason, variant, field string, kv ...string) *Error {
+	return apperr.RefuseAs(code, r, variant, append([]string{"field", field}, kv...)...).With(map[string]any{"field": field})
 }
 
-func unprocessable(field, format string, args ...any) *Error {
-	return apperr.New(CodeUnprocessable, format, args...).With(map[string]any{"field": field})
-}
-
-// outsideScope gives a scope refusal of field its reason.
-func outsideScope(e *Error, project string) *Error {
-	field, _ := e.Details["field"].(string)
-	return e.Because(apperr.ReasonOutsideScope, "field", field, "project", project)
+// outsideScope is the refusal of a project (of provider) outside the
+// configured scope, naming field.
+func outsideScope(provider, field, project string) *Error {
+	return apperr.RefuseAs(CodeForbidden, apperr.ReasonOutsideScope, provider, "field", field, "project", project).
+		With(map[string]any{"field": field})
 }
 
 // checkScope is step 1 of Register.
@@ -131,7 +130,7 @@ func (s *Service) checkScope(ctx context.Context, c RegisterCmd) error {
 		return err
 	}
 	if !ok {
-		return outsideScope(forbidden("project_uuid", "Coolify project %s is outside the configured scope (--coolify-projects)", c.ProjectUUID), c.ProjectUUID)
+		return outsideScope("coolify", "project_uuid", c.ProjectUUID)
 	}
 	for _, f := range []struct {
 		field string
@@ -201,10 +200,9 @@ func (s *Service) checkResources(ctx context.Context, c RegisterCmd) (string, er
 		case errors.Is(err, ErrRefusedID):
 			return apperr.InvalidField(field, fmt.Sprintf("%s %s: %v", field, what, err))
 		case st == ResourceAbsent:
-			return unprocessable(field, "%s %s does not exist", field, what).Because(apperr.ReasonResourceAbsent, "field", field, "id", what)
+			return refuseField(CodeUnprocessable, apperr.ReasonResourceAbsent, "", field, "id", what)
 		case st != ResourceFound:
-			e := apperr.New(CodeUpstream, "could not check %s %s at its provider; nothing was recorded", field, what).
-				With(map[string]any{"field": field}).Because(apperr.ReasonProviderUnchecked, "field", field, "id", what)
+			e := refuseField(CodeUpstream, apperr.ReasonProviderUnchecked, "", field, "id", what)
 			e.Err = err
 			return e
 		}
@@ -234,22 +232,23 @@ func (s *Service) checkResources(ctx context.Context, c RegisterCmd) (string, er
 		bp, err := bc.CoolifyAppBuildPack(ctx, c.AppUUID)
 		switch {
 		case err != nil:
-			return "", &Error{Code: CodeUpstream, Message: "could not read the build pack of application " + c.AppUUID + "; nothing was recorded", Details: map[string]any{"field": "app_uuid"}, Err: err,
-				Reason: apperr.ReasonProviderUnchecked, Args: map[string]string{"field": "app_uuid", "id": c.AppUUID}}
+			e := refuseField(CodeUpstream, apperr.ReasonProviderUnchecked, "build_pack", "app_uuid", "id", c.AppUUID)
+			e.Err = err
+			return "", e
 		case bp == "dockercompose":
 			// Coolify answers 422 to deleting a compose-managed storage
 			// (ApplicationsController.php:5076-5080 at 379abb25): a reset
 			// could never empty its volumes.
-			return "", unprocessable("template", "application %s is a docker-compose application: Coolify's API cannot remove or replace its storages (read-only), so a reset cannot bring it back to a template; register it without a template, or declare the volumes outside compose", c.AppUUID).
-				Because(apperr.ReasonComposeTemplate, "app", c.AppUUID)
+			return "", apperr.Refuse(CodeUnprocessable, apperr.ReasonComposeTemplate, "app", c.AppUUID).With(map[string]any{"field": "template"})
 		}
 	}
 	if t := c.Template; t != nil && t.DBEngine == "" {
 		if ec, ok := ch.(DBEngineChecker); ok {
 			eng, img, err := ec.CoolifyDBEngine(ctx, c.DBUUID)
 			if err != nil {
-				return "", &Error{Code: CodeUpstream, Message: "could not read the engine of database " + c.DBUUID + "; nothing was recorded", Details: map[string]any{"field": "db_uuid"}, Err: err,
-					Reason: apperr.ReasonProviderUnchecked, Args: map[string]string{"field": "db_uuid", "id": c.DBUUID}}
+				e := refuseField(CodeUpstream, apperr.ReasonProviderUnchecked, "db_engine", "db_uuid", "id", c.DBUUID)
+				e.Err = err
+				return "", e
 			}
 			t.SeenEngine, t.SeenImage = eng, img
 		}
@@ -264,14 +263,11 @@ func (s *Service) checkResources(ctx context.Context, c RegisterCmd) (string, er
 	case appEnv == 0 || dbEnv == 0:
 		return "", &Error{Code: CodeUpstream, Message: "Coolify did not report which environment the application and database live in; nothing was recorded"}
 	case !slices.Contains(envs, appEnv):
-		return "", unprocessable("app_uuid", "application %s does not belong to project %s", c.AppUUID, c.ProjectUUID).
-			Because(apperr.ReasonResourceForeign, "field", "app_uuid", "id", c.AppUUID, "project", c.ProjectUUID)
+		return "", refuseField(CodeUnprocessable, apperr.ReasonResourceForeign, "app", "app_uuid", "id", c.AppUUID, "project", c.ProjectUUID)
 	case !slices.Contains(envs, dbEnv):
-		return "", unprocessable("db_uuid", "database %s does not belong to project %s", c.DBUUID, c.ProjectUUID).
-			Because(apperr.ReasonResourceForeign, "field", "db_uuid", "id", c.DBUUID, "project", c.ProjectUUID)
+		return "", refuseField(CodeUnprocessable, apperr.ReasonResourceForeign, "db", "db_uuid", "id", c.DBUUID, "project", c.ProjectUUID)
 	case appEnv != dbEnv:
-		return "", unprocessable("db_uuid", "database %s and application %s live in different environments of project %s", c.DBUUID, c.AppUUID, c.ProjectUUID).
-			Because(apperr.ReasonResourceForeign, "field", "db_uuid", "id", c.DBUUID, "project", c.ProjectUUID)
+		return "", refuseField(CodeUnprocessable, apperr.ReasonResourceForeign, "environment", "db_uuid", "id", c.DBUUID, "project", c.ProjectUUID, "app", c.AppUUID)
 	}
 	return def, nil
 }
@@ -463,13 +459,11 @@ func (o *owners) check(c RegisterCmd) (err error) {
 
 func (f *ownersFold) check(c RegisterCmd) error {
 	if sameRepo(c.Repo, c.TemplateRepo) {
-		return unprocessable("template_repo", "template_repo %s/%s is the slot's own repository", c.Repo.Project, c.Repo.Slug).
-			Because(apperr.ReasonTemplateIsOwnRepo, "repo", repoName(c.Repo))
+		return apperr.Refuse(CodeUnprocessable, apperr.ReasonTemplateIsOwnRepo, "repo", repoName(c.Repo)).With(map[string]any{"field": "template_repo"})
 	}
 	taken := func(field, value, owner, as string) *Error {
-		return conflict(map[string]any{"field": field, "owner": owner},
-			"%s %s is already %s of slot %s", field, value, as, owner).
-			Because(apperr.ReasonResourceOwned, "field", field, "value", value, "owner", owner)
+		return apperr.RefuseAs(CodeConflict, apperr.ReasonResourceOwned, as, "field", field, "value", value, "owner", owner).
+			With(map[string]any{"field": field, "owner": owner})
 	}
 	names := make([]string, 0, len(f.Regs))
 	for n := range f.Regs {
@@ -479,15 +473,15 @@ func (f *ownersFold) check(c RegisterCmd) error {
 	// Field by field, so the answer names the first field in the order of
 	// the command, whichever slot owns it.
 	rules := []struct {
-		field, value, as string
+		field, value, as string // as: the English variant, what the slot holds it as
 		owns             func(r events.SlotRegistered) bool
 	}{
-		{"project_uuid", c.ProjectUUID, "the Coolify project", func(r events.SlotRegistered) bool { return r.ProjectUUID == c.ProjectUUID }},
-		{"app_uuid", c.AppUUID, "the application", func(r events.SlotRegistered) bool { return r.AppUUID == c.AppUUID }},
-		{"db_uuid", c.DBUUID, "the database", func(r events.SlotRegistered) bool { return r.DBUUID == c.DBUUID }},
-		{"repo", repoName(c.Repo), "the repository", func(r events.SlotRegistered) bool { return sameRepo(r.Repo, c.Repo) }},
-		{"repo", repoName(c.Repo), "the template", func(r events.SlotRegistered) bool { return sameRepo(r.TemplateRepo, c.Repo) }},
-		{"template_repo", repoName(c.TemplateRepo), "the repository", func(r events.SlotRegistered) bool { return sameRepo(r.Repo, c.TemplateRepo) }},
+		{"project_uuid", c.ProjectUUID, "project", func(r events.SlotRegistered) bool { return r.ProjectUUID == c.ProjectUUID }},
+		{"app_uuid", c.AppUUID, "app", func(r events.SlotRegistered) bool { return r.AppUUID == c.AppUUID }},
+		{"db_uuid", c.DBUUID, "db", func(r events.SlotRegistered) bool { return r.DBUUID == c.DBUUID }},
+		{"repo", repoName(c.Repo), "repo", func(r events.SlotRegistered) bool { return sameRepo(r.Repo, c.Repo) }},
+		{"repo", repoName(c.Repo), "template", func(r events.SlotRegistered) bool { return sameRepo(r.TemplateRepo, c.Repo) }},
+		{"template_repo", repoName(c.TemplateRepo), "repo", func(r events.SlotRegistered) bool { return sameRepo(r.Repo, c.TemplateRepo) }},
 	}
 	for _, rule := range rules {
 		for _, n := range names {

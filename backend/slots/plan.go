@@ -167,15 +167,13 @@ func validatePerson(field, by string) error {
 // away than max.
 func validateUntil(now, until time.Time, max time.Duration) *Error {
 	if until.IsZero() {
-		return invalid("until is required").Because(apperr.ReasonUntilRequired, "field", "until")
+		return apperr.Refuse(CodeInvalid, apperr.ReasonUntilRequired, "field", "until")
 	}
 	if !until.After(now) {
-		return invalid("until %s is not in the future", until.Format(time.RFC3339)).
-			Because(apperr.ReasonUntilNotFuture, "field", "until", "until", rfc3339(until))
+		return apperr.Refuse(CodeInvalid, apperr.ReasonUntilNotFuture, "field", "until", "until", rfc3339(until))
 	}
 	if max > 0 && until.Sub(now) > max {
-		return invalid("until %s is more than %s away", until.Format(time.RFC3339), max).
-			Because(apperr.ReasonUntilTooFar, "field", "until", "until", rfc3339(until), "max", max.String())
+		return apperr.Refuse(CodeInvalid, apperr.ReasonUntilTooFar, "field", "until", "until", rfc3339(until), "max", max.String())
 	}
 	return nil
 }

@@ -87,31 +87,39 @@ func (s *Service) meta(a Actor) events.Metadata {
 
 func internal(msg string, err error) *Error { return apperr.Internalf(err, "%s", msg) }
 
-func notFound(format string, args ...any) *Error { return apperr.New(CodeNotFound, format, args...) }
-
 func conflict(details map[string]any, format string, args ...any) *Error {
 	return apperr.New(CodeConflict, format, args...).With(details)
+}
+
+// refuse and refuseAs are the conflicts for a reason (apperr.Refuse), with
+// details.
+func refuse(details map[string]any, r apperr.Reason, kv ...string) *Error {
+	return refuseAs(details, r, "", kv...)
+}
+
+func refuseAs(details map[string]any, r apperr.Reason, variant string, kv ...string) *Error {
+	return apperr.RefuseAs(CodeConflict, r, variant, kv...).With(details)
 }
 
 // retired, incomplete and unavailable are the conflicts of a slot's state
 // (unavailable: the one of occupy, which names the state it met).
 func retired(st *SlotState) *Error {
-	return conflict(map[string]any{"state": st.Lifecycle()}, "slot %s is retired", st.Name).Because(apperr.ReasonSlotRetired, "slot", st.Name)
+	return refuse(map[string]any{"state": st.Lifecycle()}, apperr.ReasonSlotRetired, "slot", st.Name)
 }
 
 func incomplete(st *SlotState) *Error {
-	return conflict(map[string]any{"state": st.Lifecycle()}, "slot %s has an incomplete teardown", st.Name).
-		Because(apperr.ReasonSlotIncomplete, "slot", st.Name)
+	return refuse(map[string]any{"state": st.Lifecycle()}, apperr.ReasonSlotIncomplete, "slot", st.Name)
 }
 
-func unavailable(st *SlotState, e *Error) *Error {
+func unavailable(st *SlotState) *Error {
+	details := map[string]any{"state": st.Lifecycle(), "occupant": st.Occupant}
 	switch {
 	case st.Retired:
-		return e.Because(apperr.ReasonSlotRetired, "slot", st.Name)
+		return refuse(details, apperr.ReasonSlotRetired, "slot", st.Name)
 	case st.Incomplete:
-		return e.Because(apperr.ReasonSlotIncomplete, "slot", st.Name)
+		return refuseAs(details, apperr.ReasonSlotIncomplete, "state", "slot", st.Name, "state", st.Lifecycle())
 	}
-	return e.Because(apperr.ReasonSlotOccupied, "slot", st.Name, "occupant", st.Occupant)
+	return refuseAs(details, apperr.ReasonSlotOccupied, "state", "slot", st.Name, "occupant", st.Occupant, "state", st.Lifecycle())
 }
 
 // rfc3339 is a time as reason args carry it.
@@ -119,9 +127,8 @@ func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
 // blocked is the conflict a command gets while another job holds the lock.
 func blocked(st *SlotState) *Error {
-	return conflict(map[string]any{"blocking_job": st.LockJob, "state": st.Lifecycle()},
-		"slot %s is locked by %s job %s", st.Name, st.LockKind, st.LockJob).
-		Because(apperr.ReasonSlotLocked, "slot", st.Name, "job", st.LockJob, "kind", st.LockKind, "state", st.Lifecycle())
+	return refuse(map[string]any{"blocking_job": st.LockJob, "state": st.Lifecycle()},
+		apperr.ReasonSlotLocked, "slot", st.Name, "job", st.LockJob, "kind", st.LockKind, "state", st.Lifecycle())
 }
 
 // onSlot runs decide on the freshly loaded slot (the cached fold plus the
@@ -143,7 +150,7 @@ func (s *Service) onSlot(ctx context.Context, name string, decide func(st *SlotS
 
 func needSlot(st *SlotState) error {
 	if !st.Exists {
-		return notFound("slot %s is not registered", st.Name).Because(apperr.ReasonSlotNotFound, "slot", st.Name)
+		return apperr.Refuse(CodeNotFound, apperr.ReasonSlotNotFound, "slot", st.Name)
 	}
 	return nil
 }
@@ -224,8 +231,7 @@ func (s *Service) Register(ctx context.Context, a Actor, c RegisterCmd) error {
 		if st, err := LoadSlot(ctx, s.store, c.Name); err != nil {
 			return events.ExpectedRevision{}, nil, internal("load slot", err)
 		} else if st.Exists {
-			return events.ExpectedRevision{}, nil, conflict(map[string]any{"state": st.Lifecycle()}, "slot %s is already registered", c.Name).
-				Because(apperr.ReasonSlotRegistered, "slot", c.Name, "state", st.Lifecycle())
+			return events.ExpectedRevision{}, nil, refuse(map[string]any{"state": st.Lifecycle()}, apperr.ReasonSlotRegistered, "slot", c.Name, "state", st.Lifecycle())
 		}
 		if err := s.owners.check(c); err != nil {
 			return events.ExpectedRevision{}, nil, err
@@ -297,14 +303,13 @@ func (s *Service) Occupy(ctx context.Context, a Actor, slot string, c OccupyCmd)
 			return nil, blocked(st)
 		}
 		if st.Retired || st.Incomplete || st.Occupied {
-			return nil, unavailable(st, conflict(map[string]any{"state": st.Lifecycle(), "occupant": st.Occupant}, "slot %s is %s", slot, st.Lifecycle()))
+			return nil, unavailable(st)
 		}
 		// Held for someone on the waitlist: only they may occupy it (by id
 		// when the occupant has one, else by name).
 		if st.HeldAgainst(c.By, c.ByID, s.now()) {
-			return nil, conflict(map[string]any{"state": "held", "held_for": st.Hold.For, "held_until": st.Hold.Until},
-				"slot %s is held for %s until %s (waitlist offer)", slot, st.Hold.For, st.Hold.Until.Format(time.RFC3339)).
-				Because(apperr.ReasonSlotHeld, "slot", slot, "held_for", st.Hold.For, "held_until", rfc3339(st.Hold.Until))
+			return nil, refuse(map[string]any{"state": "held", "held_for": st.Hold.For, "held_until": st.Hold.Until},
+				apperr.ReasonSlotHeld, "slot", slot, "held_for", st.Hold.For, "held_until", rfc3339(st.Hold.Until))
 		}
 		return []events.EventData{events.New(events.SlotOccupied{Slot: slot, By: c.By, ByID: c.ByID, Until: c.Until.UTC()}, s.meta(a))}, nil
 	})
@@ -334,9 +339,7 @@ func (s *Service) Extend(ctx context.Context, a Actor, slot string, c ExtendCmd)
 		if c.Until.Before(st.Until) {
 			// Extend only adds time: moving a deadline earlier could put the
 			// slot up for a deadline reset under its occupant (issue 14).
-			return nil, conflict(map[string]any{"until": st.Until.UTC()},
-				"extend would move the deadline of %s earlier (now %s)", slot, st.Until.UTC().Format(time.RFC3339)).
-				Because(apperr.ReasonDeadlineNotLater, "slot", slot, "until", rfc3339(st.Until))
+			return nil, refuse(map[string]any{"until": st.Until.UTC()}, apperr.ReasonDeadlineNotLater, "slot", slot, "until", rfc3339(st.Until))
 		}
 		return []events.EventData{events.New(events.OccupancyExtended{Slot: slot, By: a.Name, Until: c.Until.UTC()}, s.meta(a))}, nil
 	})
@@ -354,8 +357,7 @@ func deadlineMovable(st *SlotState, slot string) error {
 		return blocked(st)
 	}
 	if !st.Occupied {
-		return conflict(map[string]any{"state": st.Lifecycle()}, "slot %s is not occupied", slot).
-			Because(apperr.ReasonSlotNotOccupied, "slot", slot)
+		return refuse(map[string]any{"state": st.Lifecycle()}, apperr.ReasonSlotNotOccupied, "slot", slot)
 	}
 	return nil
 }
@@ -373,8 +375,7 @@ func (s *Service) SetEarlierDeadline(ctx context.Context, a Actor, slot string, 
 		return err
 	}
 	if !c.ConfirmEarlier {
-		return invalidField("confirm_earlier", "confirm_earlier must be true to move a deadline earlier").
-			Because(apperr.ReasonConfirmEarlier, "field", "confirm_earlier")
+		return apperr.Refuse(CodeInvalid, apperr.ReasonConfirmEarlier, "field", "confirm_earlier").With(map[string]any{"field": "confirm_earlier"})
 	}
 	if err := validateUntil(s.now(), c.Deadline, s.cfg.MaxOccupancy); err != nil {
 		err.Details = map[string]any{"field": "deadline"}
@@ -389,9 +390,8 @@ func (s *Service) SetEarlierDeadline(ctx context.Context, a Actor, slot string, 
 			return nil, err
 		}
 		if !c.Deadline.Before(st.Until) {
-			return nil, conflict(map[string]any{"until": st.Until.UTC()},
-				"%s is not earlier than the deadline of %s (%s); use extend to add time", c.Deadline.UTC().Format(time.RFC3339), slot, st.Until.UTC().Format(time.RFC3339)).
-				Because(apperr.ReasonDeadlineNotEarlier, "slot", slot, "deadline", rfc3339(c.Deadline), "until", rfc3339(st.Until))
+			return nil, refuse(map[string]any{"until": st.Until.UTC()},
+				apperr.ReasonDeadlineNotEarlier, "slot", slot, "deadline", rfc3339(c.Deadline), "until", rfc3339(st.Until))
 		}
 		return []events.EventData{events.New(events.OccupancyExtended{Slot: slot, By: a.Name, Until: c.Deadline.UTC(), Earlier: true}, s.meta(a))}, nil
 	})
@@ -410,8 +410,7 @@ func ownOnly(a Actor, st *SlotState) error {
 	if !a.OwnOnly || IsOccupant(st.Occupant, st.OccupantID, a.ID, a.Name) {
 		return nil
 	}
-	return forbidden("occupant", "slot %s is occupied by %s, not by you", st.Name, st.Occupant).
-		Because(apperr.ReasonNotOccupant, "slot", st.Name, "occupant", st.Occupant)
+	return apperr.Refuse(CodeForbidden, apperr.ReasonNotOccupant, "slot", st.Name, "occupant", st.Occupant).With(map[string]any{"field": "occupant"})
 }
 
 // Teardown implements Commands. An occupied slot must be released first.
@@ -504,7 +503,7 @@ func validateParams(kind string, params map[string]string) error {
 	case events.KindPRDeploy:
 		return validatePRParams(params)
 	}
-	return invalid("unknown job kind %q (%s)", kind, strings.Join(events.JobKinds(), ", ")).Because(apperr.ReasonUnknownJobKind, "kind", kind)
+	return apperr.Refuse(CodeInvalid, apperr.ReasonUnknownJobKind, "kind", kind, "kinds", strings.Join(events.JobKinds(), ", "))
 }
 
 // checkPromoteScope refuses a promote whose target project lies outside
@@ -530,16 +529,14 @@ func (s *Service) canStart(st *SlotState, kind string) error {
 	switch kind {
 	case events.KindReset:
 		if !st.Occupied {
-			return conflict(map[string]any{"state": st.Lifecycle()}, "slot %s is not occupied; nothing to release", st.Name).
-				Because(apperr.ReasonSlotNotOccupied, "slot", st.Name)
+			return refuseAs(map[string]any{"state": st.Lifecycle()}, apperr.ReasonSlotNotOccupied, "release", "slot", st.Name)
 		}
 		if st.Incomplete {
 			return incomplete(st)
 		}
 	case events.KindTeardown:
 		if st.Occupied {
-			return conflict(map[string]any{"state": st.Lifecycle(), "occupant": st.Occupant}, "slot %s is occupied by %s; release it first", st.Name, st.Occupant).
-				Because(apperr.ReasonSlotOccupied, "slot", st.Name, "occupant", st.Occupant)
+			return refuse(map[string]any{"state": st.Lifecycle(), "occupant": st.Occupant}, apperr.ReasonSlotOccupied, "slot", st.Name, "occupant", st.Occupant)
 		}
 	case events.KindPromote:
 		if st.Incomplete {
@@ -547,8 +544,7 @@ func (s *Service) canStart(st *SlotState, kind string) error {
 		}
 	case events.KindPRDeploy:
 		if !st.Occupied {
-			return conflict(map[string]any{"state": st.Lifecycle()}, "slot %s is not occupied; a pull request deploys only to the slot it holds", st.Name).
-				Because(apperr.ReasonSlotNotOccupied, "slot", st.Name)
+			return refuseAs(map[string]any{"state": st.Lifecycle()}, apperr.ReasonSlotNotOccupied, "pr_deploy", "slot", st.Name)
 		}
 		if st.Incomplete {
 			return incomplete(st)
@@ -638,7 +634,7 @@ func (s *Service) Cancel(ctx context.Context, a Actor, jobID string) error {
 			return events.ExpectedRevision{}, nil, internal("load job", err)
 		}
 		if !j.Exists {
-			return events.ExpectedRevision{}, nil, notFound("job %s does not exist", jobID).Because(apperr.ReasonJobNotFound, "job", jobID)
+			return events.ExpectedRevision{}, nil, apperr.Refuse(CodeNotFound, apperr.ReasonJobNotFound, "job", jobID)
 		}
 		// A resume accepted on the slot whose JobResumed is not written yet
 		// is queued: cancelling it writes that copy first.
@@ -648,8 +644,7 @@ func (s *Service) Cancel(ctx context.Context, a Actor, jobID string) error {
 		}
 		AcceptFrom(&j, &st)
 		if j.Terminal() {
-			return events.ExpectedRevision{}, nil, conflict(map[string]any{"state": j.Status}, "job %s has already ended (%s)", jobID, j.Status).
-				Because(apperr.ReasonJobEnded, "job", jobID, "state", j.Status)
+			return events.ExpectedRevision{}, nil, refuse(map[string]any{"state": j.Status}, apperr.ReasonJobEnded, "job", jobID, "state", j.Status)
 		}
 		meta = s.meta(a)
 		meta.CorrelationID = j.QueuedMeta.CorrelationID
@@ -692,12 +687,10 @@ func (s *Service) Resume(ctx context.Context, a Actor, jobID string) (JobAccepte
 		return JobAcceptedResult{}, internal("load job", err)
 	}
 	if !j.Exists || j.Queued.JobID == "" {
-		return JobAcceptedResult{}, notFound("job %s does not exist", jobID).Because(apperr.ReasonJobNotFound, "job", jobID)
+		return JobAcceptedResult{}, apperr.Refuse(CodeNotFound, apperr.ReasonJobNotFound, "job", jobID)
 	}
 	if !j.Resumable() {
-		return JobAcceptedResult{}, conflict(map[string]any{"state": j.Status, "blocking_job": jobID},
-			"job %s is %s; only failed, timed-out or abandoned jobs (and teardowns cancelled after they started) can be resumed", jobID, j.Status).
-			Because(apperr.ReasonJobNotResumable, "job", jobID, "state", j.Status)
+		return JobAcceptedResult{}, refuse(map[string]any{"state": j.Status, "blocking_job": jobID}, apperr.ReasonJobNotResumable, "job", jobID, "state", j.Status)
 	}
 	slot := j.Queued.Slot
 	meta := s.meta(a)
@@ -711,9 +704,7 @@ func (s *Service) Resume(ctx context.Context, a Actor, jobID string) (JobAccepte
 			return nil, err
 		}
 		if st.LockJob == jobID {
-			return nil, conflict(map[string]any{"blocking_job": jobID, "state": j.Status},
-				"job %s's previous attempt is still ending; resume once its lock is released", jobID).
-				Because(apperr.ReasonJobStillEnding, "job", jobID)
+			return nil, refuse(map[string]any{"blocking_job": jobID, "state": j.Status}, apperr.ReasonJobStillEnding, "job", jobID)
 		}
 		if st.Locked() {
 			return nil, blocked(st)

@@ -201,17 +201,14 @@ func (s *Service) Join(ctx context.Context, a slots.Actor, c JoinCmd) (string, e
 	}
 	d, err := time.ParseDuration(c.Duration)
 	if err != nil || d <= 0 {
-		return "", 0, errf(apperr.Invalid, map[string]any{"field": "duration"}, "duration %q: use a positive Go duration such as 2h or 90m", c.Duration).
-			Because(apperr.ReasonDurationInvalid, "field", "duration", "duration", c.Duration)
+		return "", 0, apperr.Refuse(apperr.Invalid, apperr.ReasonDurationInvalid, "field", "duration", "duration", c.Duration).With(map[string]any{"field": "duration"})
 	}
 	if d > s.cfg.MaxOccupancy {
-		return "", 0, errf(apperr.Unprocessable, map[string]any{"field": "duration", "max": s.cfg.MaxOccupancy.String()},
-			"duration %s is beyond the maximum occupancy %s", d, s.cfg.MaxOccupancy).
-			Because(apperr.ReasonDurationTooLong, "field", "duration", "duration", d.String(), "max", s.cfg.MaxOccupancy.String())
+		return "", 0, apperr.Refuse(apperr.Unprocessable, apperr.ReasonDurationTooLong, "field", "duration", "duration", d.String(), "max", s.cfg.MaxOccupancy.String()).
+			With(map[string]any{"field": "duration", "max": s.cfg.MaxOccupancy.String()})
 	}
 	if d < time.Minute {
-		return "", 0, errf(apperr.Unprocessable, map[string]any{"field": "duration"}, "duration %s is shorter than a minute", d).
-			Because(apperr.ReasonDurationTooShort, "field", "duration", "duration", d.String())
+		return "", 0, apperr.Refuse(apperr.Unprocessable, apperr.ReasonDurationTooShort, "field", "duration", "duration", d.String()).With(map[string]any{"field": "duration"})
 	}
 	if utf8.RuneCountInString(c.Note) > 200 || !utf8.ValidString(c.Note) {
 		return "", 0, apperr.InvalidField("note", "note: at most 200 characters of UTF-8")
@@ -222,8 +219,7 @@ func (s *Service) Join(ctx context.Context, a slots.Actor, c JoinCmd) (string, e
 	id := uuid.NewString()
 	res, err := s.decide(ctx, func(st *State) ([]events.EventData, error) {
 		if e := st.entryOf(a.ID, a.Name); e != nil {
-			return nil, errf(apperr.Conflict, map[string]any{"entry_id": e.ID}, "%s is already on the waitlist", a.Name).
-				Because(apperr.ReasonAlreadyWaiting, "who", a.Name, "entry_id", e.ID)
+			return nil, apperr.Refuse(apperr.Conflict, apperr.ReasonAlreadyWaiting, "who", a.Name, "entry_id", e.ID).With(map[string]any{"entry_id": e.ID})
 		}
 		return []events.EventData{events.New(events.WaitlistJoined{EntryID: id, WhoID: a.ID, Who: a.Name,
 			DurationSeconds: int64(d / time.Second), Note: c.Note, Prefix: c.Prefix}, meta(a, s.now()))}, nil
@@ -240,8 +236,7 @@ func (s *Service) Leave(ctx context.Context, a slots.Actor, entryID string, anyo
 			return nil, noEntry(entryID)
 		}
 		if !owns(a, e) && !anyone {
-			return nil, errf(apperr.Forbidden, map[string]any{"entry_id": entryID}, "entry %s is %s's", entryID, e.Who).
-				Because(apperr.ReasonEntryNotYours, "entry_id", entryID, "who", e.Who)
+			return nil, apperr.Refuse(apperr.Forbidden, apperr.ReasonEntryNotYours, "entry_id", entryID, "who", e.Who).With(map[string]any{"entry_id": entryID})
 		}
 		return []events.EventData{events.New(events.WaitlistLeft{EntryID: entryID, By: a.Name, Reason: a.Reason}, meta(a, s.now()))}, nil
 	})
@@ -252,8 +247,7 @@ func (s *Service) Leave(ctx context.Context, a slots.Actor, entryID string, anyo
 // (the caller checks the role).
 func (s *Service) Reorder(ctx context.Context, a slots.Actor, entryID string, position int, reason string) (events.Position, error) {
 	if reason == "" {
-		return 0, errf(apperr.Unprocessable, map[string]any{"field": "reason"}, "a reorder needs a reason").
-			Because(apperr.ReasonReorderNeedsReason, "field", "reason")
+		return 0, apperr.Refuse(apperr.Unprocessable, apperr.ReasonReorderNeedsReason, "field", "reason").With(map[string]any{"field": "reason"})
 	}
 	if utf8.RuneCountInString(reason) > 200 {
 		return 0, apperr.InvalidField("reason", "reason: at most 200 characters")
@@ -263,6 +257,9 @@ func (s *Service) Reorder(ctx context.Context, a slots.Actor, entryID string, po
 			return nil, noEntry(entryID)
 		}
 		if position < 0 || position >= len(st.Order) {
+			// The message counts as the request does, from 0; the args
+			// (and the dashboard) from 1: the one refusal whose English is
+			// not its reason's sentence (docs/api.md "Reasons").
 			return nil, errf(apperr.Unprocessable, map[string]any{"field": "position"}, "position %d: use 0..%d", position, len(st.Order)-1).
 				Because(apperr.ReasonPositionOutOfRange, "field", "position", "position", strconv.Itoa(position+1), "max", strconv.Itoa(len(st.Order)))
 		}
@@ -272,7 +269,7 @@ func (s *Service) Reorder(ctx context.Context, a slots.Actor, entryID string, po
 }
 
 func noEntry(entryID string) *apperr.Error {
-	return errf(apperr.NotFound, nil, "no waitlist entry %s", entryID).Because(apperr.ReasonEntryNotFound, "entry_id", entryID)
+	return apperr.Refuse(apperr.NotFound, apperr.ReasonEntryNotFound, "entry_id", entryID)
 }
 
 func owns(a slots.Actor, e *Entry) bool {
@@ -300,18 +297,15 @@ func (s *Service) ownOffer(st *State, a slots.Actor, entryID string) (*Entry, *O
 		return nil, nil, noEntry(entryID)
 	}
 	if !owns(a, e) {
-		return nil, nil, errf(apperr.Forbidden, map[string]any{"entry_id": entryID}, "the offer of entry %s is %s's", entryID, e.Who).
-			Because(apperr.ReasonOfferNotYours, "entry_id", entryID, "who", e.Who)
+		return nil, nil, apperr.Refuse(apperr.Forbidden, apperr.ReasonOfferNotYours, "entry_id", entryID, "who", e.Who).With(map[string]any{"entry_id": entryID})
 	}
 	o := st.offerOf(entryID)
 	if o == nil {
-		return nil, nil, errf(apperr.Conflict, map[string]any{"entry_id": entryID}, "entry %s has no open offer", entryID).
-			Because(apperr.ReasonNoOpenOffer, "entry_id", entryID)
+		return nil, nil, apperr.Refuse(apperr.Conflict, apperr.ReasonNoOpenOffer, "entry_id", entryID).With(map[string]any{"entry_id": entryID})
 	}
 	if !s.now().Before(o.ExpiresAt) {
-		return nil, nil, errf(apperr.Conflict, map[string]any{"entry_id": entryID, "slot": o.Slot, "expired_at": o.ExpiresAt},
-			"the offer of %s expired at %s", o.Slot, o.ExpiresAt.Format(time.RFC3339)).
-			Because(apperr.ReasonOfferExpired, "entry_id", entryID, "slot", o.Slot, "expired_at", o.ExpiresAt.UTC().Format(time.RFC3339))
+		return nil, nil, apperr.Refuse(apperr.Conflict, apperr.ReasonOfferExpired, "entry_id", entryID, "slot", o.Slot, "expired_at", o.ExpiresAt.UTC().Format(time.RFC3339)).
+			With(map[string]any{"entry_id": entryID, "slot": o.Slot, "expired_at": o.ExpiresAt})
 	}
 	return e, o, nil
 }

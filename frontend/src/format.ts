@@ -6,6 +6,7 @@ import type { Resource } from "./services/resources";
 import type { SlotView } from "./services/slots";
 import type { Key, T } from "./i18n";
 import { en } from "./i18n/en";
+import vocabulary from "./i18n/vocabulary.json";
 
 /** formatDuration renders a non-negative duration in the largest two units. */
 export function formatDuration(ms: number, t: T): string {
@@ -318,6 +319,19 @@ function auditArg(name: string, v: string, t: T): string {
   return v;
 }
 
+/** The event types whose audit line is the shared step result's (vocabulary.json, from projections.AuditLine). */
+const STEP_RESULTS: ReadonlySet<string> = new Set(vocabulary.step_result_types);
+
+/**
+ * auditKey is the dictionary key of an event type's audit line: the same
+ * code as the server's English (events/english), audit.ev.<type>, or
+ * audit.ev.step_done for a step result without a line of its own.
+ */
+export function auditKey(type: string): string {
+  const own = `audit.ev.${type}`;
+  return !known(own) && STEP_RESULTS.has(type) ? "audit.ev.step_done" : own;
+}
+
 /**
  * auditSummary is an audit entry's one line in the reader's language, built
  * from its type and args. An entry without the args a template needs (from
@@ -325,7 +339,7 @@ function auditArg(name: string, v: string, t: T): string {
  * name in Korean, never a template with holes.
  */
 export function auditSummary(e: AuditEntry, t: T): string {
-  const key = `audit.ev.${e.type}`;
+  const key = auditKey(e.type);
   const label = t.dyn("event", e.type);
   if (!known(key)) return t.lang === "en" && e.summary ? e.summary : label;
   const args = e.args ?? {};

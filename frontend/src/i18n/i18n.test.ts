@@ -6,6 +6,7 @@ import { RESOURCE_KINDS } from "../services/resources";
 import { LIFECYCLES } from "../services/slots";
 import { en } from "./en";
 import { catalogues, detectLang, LANGS, makeT } from "./index";
+import vocabulary from "./vocabulary.json";
 
 const placeholders = (s: string) => [...s.matchAll(/\{(\w+)\}/g)].map((m) => m[1]).sort();
 
@@ -40,6 +41,14 @@ describe("i18n", () => {
       ...RESOURCE_KINDS.map((v) => `res.${v}`),
     ];
     for (const k of need) expect(keys, k).toContain(k);
+  });
+
+  // Every sentence is written once per language: the server's English
+  // table (events/english) and these dictionaries share their codes, and
+  // vocabulary.json (generated from the Go table) lists the server's.
+  it.each(LANGS)("%s words every code of the server's English table", (lang) => {
+    expect(vocabulary.sentence_codes.length).toBeGreaterThan(100);
+    for (const code of vocabulary.sentence_codes) expect(catalogues[lang][code as keyof typeof en], `${lang}:${code}`).toBeTruthy();
   });
 
   it("has every key the source code asks for", () => {

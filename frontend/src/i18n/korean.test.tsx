@@ -8,7 +8,7 @@ import { cleanup, render, screen } from "@testing-library/react";
 import { afterEach, describe, expect, it } from "vitest";
 import type { AuditEntry } from "../services/audit";
 import { ApiError } from "../services/http";
-import { apiErrorText, auditSummary, formatTime, reasonText, resourceName, stateReason, stepDetail } from "../format";
+import { apiErrorText, auditKey, auditSummary, formatTime, reasonText, resourceName, stateReason, stepDetail } from "../format";
 import { en } from "./en";
 import { makeT, type Key } from "./index";
 import { ko } from "./ko";
@@ -63,7 +63,7 @@ function placeholders(s: string): string[] {
 
 function entryOf(type: string): AuditEntry {
   const args: Record<string, string> = {};
-  for (const p of placeholders(en[`audit.ev.${type}` as Key] ?? "")) args[p] = SAMPLE[p] ?? `missing-sample-${p}`;
+  for (const p of placeholders(en[auditKey(type) as Key] ?? "")) args[p] = SAMPLE[p] ?? `missing-sample-${p}`;
   for (const f of ["status", "absent", "verify", "uncertain", "final", "resumed", "reason", "reason_code", "lifecycle"]) args[f] = SAMPLE[f] ?? "";
   return { position: 1, stream: `slot-dune`, type, slot: "dune", job_id: ID, actor: "minjun", time: SAMPLE.until ?? "", summary: "English summary", args };
 }
@@ -73,7 +73,7 @@ afterEach(cleanup);
 describe("the Korean UI has every server value in Korean", () => {
   const lists: [string, readonly string[]][] = [
     ["event", vocabulary.event_types],
-    ["audit.ev", vocabulary.event_types],
+    ["audit.ev", [...new Set(vocabulary.event_types.map((v) => auditKey(v).slice("audit.ev.".length)))]],
     ["step", vocabulary.step_names],
     ["kind", vocabulary.job_kinds],
     ["res", vocabulary.resource_kinds],

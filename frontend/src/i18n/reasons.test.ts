@@ -11,11 +11,12 @@ import { latinWords } from "../test/latin";
 import { en } from "./en";
 import { makeT, type Key } from "./index";
 import { ko } from "./ko";
+import vocabulary from "./vocabulary.json";
 
 const root = join(__dirname, "..", "..", "..");
 
-/** The reasons the Go source declares (`ReasonX Reason = "x"`). */
-const REASONS = [...readFileSync(join(root, "backend/apperr/reasons.go"), "utf8").matchAll(/^\s*Reason\w+\s+Reason\s*=\s*"(\w+)"/gm)].map((m) => m[1]);
+/** The reasons the Go source declares (apperr.Reasons, in the generated vocabulary.json). */
+const REASONS: readonly string[] = vocabulary.reasons;
 
 /** Each reason's args as docs/api.md's "Reasons" table lists them (a Go test keeps it equal to reasons.go). */
 const DOC_ARGS = new Map<string, string[]>();
