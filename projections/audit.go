@@ -244,6 +244,9 @@ var auditLines = declare(
 	on(func(e events.PRCommentPosted) auditLine {
 		return say("phase", e.Phase, "state", e.BuildState).also("comment", strconv.FormatInt(e.CommentID, 10))
 	}),
+	on(func(e events.PRReportFailed) auditLine {
+		return say("phase", e.Phase, "call", e.Call, "code", e.Code).also("reason", e.Reason)
+	}),
 	on(func(e events.WaitlistJoined) auditLine {
 		return say("who", e.Who, "duration", strconv.FormatInt(e.DurationSeconds, 10))
 	}),

@@ -57,6 +57,7 @@ var table = map[string]string{
 	"audit.ev.PRDeployQueued":            "deploy of {head|short} queued on {slot}",
 	"audit.ev.PRSlotReleased":            "the pull request closed; {slot} released",
 	"audit.ev.PRCommentPosted":           "comment {comment} posted on the pull request ({phase})",
+	"audit.ev.PRReportFailed":            "could not post on the pull request ({phase}): {call} answered {code}[: {reason}]",
 	"audit.ev.WaitlistJoined":            "{who} joined the waitlist for {duration|secs}",
 	"audit.ev.WaitlistLeft":              "left the waitlist[: {reason}]",
 	"audit.ev.WaitlistReordered":         "waitlist entry moved to {position} by {by}: {reason}",
