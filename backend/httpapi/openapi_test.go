@@ -634,15 +634,15 @@ func (fakeReconciler) finding(class, id string) events.ReconcileFinding {
 		Scope: "coolify:p-1", Detail: "why", Since: reconcileSince}
 }
 
-func (f fakeReconciler) LatestReport(context.Context) (any, error) {
+func (f fakeReconciler) LatestReport(context.Context) (ReconcileReport, error) {
 	ended := reconcileSince.Add(time.Minute)
 	drift := f.finding("drift", "a-drift")
 	drift.Slot = "s1"
-	return reconcile.Report{
+	return ReconcileReport{Links: ProviderLinks{Coolify: "https://coolify.example"}, Report: reconcile.Report{
 		Run:      &reconcile.RunView{ID: "run-1", State: "done", StartedAt: reconcileSince, EndedAt: &ended, Scope: []string{"coolify:p-1"}, Counts: map[string]int{"orphan": 1}},
 		Findings: []events.ReconcileFinding{f.finding("orphan", "a-orphan"), drift, f.finding("unknown", "a-unknown"), f.finding("resolved", "a-gone")},
 		Position: 7,
-	}, nil
+	}}, nil
 }
 
 func (fakeReconciler) Trigger(context.Context) error { return nil }

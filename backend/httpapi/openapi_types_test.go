@@ -13,7 +13,6 @@ import (
 	"github.com/slotkeeper/slotkeeper/backend/auth"
 	"github.com/slotkeeper/slotkeeper/backend/insights"
 	"github.com/slotkeeper/slotkeeper/backend/pullrequests"
-	"github.com/slotkeeper/slotkeeper/backend/reconcile"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/backend/waitlist"
 	"github.com/slotkeeper/slotkeeper/events"
@@ -27,6 +26,7 @@ import (
 // that a field Go always writes (no omitempty) is required. Every schema
 // is here or in notGoTypes.
 var goTypes = map[string]any{
+	"AdoptPlan":         AdoptPlan{},
 	"AsOf":              projections.AsOf{},
 	"Attempt":           projections.Attempt{},
 	"AuditEntry":        projections.AuditEntry{},
@@ -49,7 +49,7 @@ var goTypes = map[string]any{
 	"PendingDelete":     projections.PendingDelete{},
 	"Plan":              slots.Plan{},
 	"ProviderLinks":     ProviderLinks{},
-	"ReconcileReport":   reconcile.Report{},
+	"ReconcileReport":   ReconcileReport{},
 	"Recovery":          projections.Recovery{},
 	"RemainingResource": projections.RemainingResource{},
 	"RepoRef":           events.RepoRef{},
