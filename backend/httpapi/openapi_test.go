@@ -10,12 +10,15 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/labstack/echo/v4"
 	"github.com/pb33f/libopenapi"
 	validator "github.com/pb33f/libopenapi-validator"
 	"github.com/pb33f/libopenapi-validator/schema_validation"
@@ -281,15 +284,20 @@ func TestOpenAPIContract(t *testing.T) {
 	v := newContractValidator(t)
 	doc := loadOpenAPI(t)
 	seen := map[string]bool{}
+	queries := &queryLog{read: map[string]map[string]bool{}, any: map[string]bool{}}
 	t.Run("core", func(t *testing.T) {
-		contractCore(t, &contract{b: setup(t, HubOptions{Heartbeat: 50 * time.Millisecond}), v: v, doc: doc, seen: seen})
+		b := &bundle{store: memstore.New(), mw: queries.middleware}
+		t.Cleanup(func() { goleak.VerifyNone(t) })
+		b.start(t, HubOptions{Heartbeat: 50 * time.Millisecond})
+		contractCore(t, &contract{b: b, v: v, doc: doc, seen: seen})
 	})
 	t.Run("features", func(t *testing.T) {
-		contractFeatures(t, &contract{v: v, doc: doc, seen: seen})
+		contractFeatures(t, &contract{v: v, doc: doc, seen: seen}, queries.middleware)
 	})
 	if t.Failed() {
 		return
 	}
+	queries.check(t, doc)
 	statuses, validated := 0, 0
 	for p, item := range doc.Paths {
 		for m, raw := range item {
@@ -568,8 +576,8 @@ func (k *contract) streamFrames(t *testing.T) {
 // contractFeatures walks the routes of the optional parts on a server that
 // runs them: the waitlist, insights, the pull-request flow, the consumers'
 // report, backups, the loopback demo's sign-in, and a password change.
-func contractFeatures(t *testing.T, k *contract) {
-	b := &bundle{store: memstore.New()}
+func contractFeatures(t *testing.T, k *contract, mw echo.MiddlewareFunc) {
+	b := &bundle{store: memstore.New(), mw: mw}
 	k.b = b
 	t.Cleanup(func() { goleak.VerifyNone(t) })
 	ctx, cancel := context.WithCancel(context.Background())
@@ -709,4 +717,96 @@ func operations(doc openapiDocument) int {
 		}
 	}
 	return n
+}
+
+// queryLog records the query parameters each route's handler reads
+// during the walks (through echo.Context.QueryParam), so that check can
+// hold them to the parameters the document lists.
+type queryLog struct {
+	mu   sync.Mutex
+	read map[string]map[string]bool // "METHOD /echo/path" → names read
+	any  map[string]bool            // routes that read c.QueryParams() whole
+}
+
+type queryRecorder struct {
+	echo.Context
+	log   *queryLog
+	route string
+}
+
+func (q queryRecorder) QueryParam(name string) string {
+	q.log.mu.Lock()
+	if q.log.read[q.route] == nil {
+		q.log.read[q.route] = map[string]bool{}
+	}
+	q.log.read[q.route][name] = true
+	q.log.mu.Unlock()
+	return q.Context.QueryParam(name)
+}
+
+// QueryParams hands out the whole map: which key the handler looks up
+// is not seen (queryAt), so such a route is spared the "documented but
+// never read" half of the check.
+func (q queryRecorder) QueryParams() url.Values {
+	q.log.mu.Lock()
+	q.log.any[q.route] = true
+	q.log.mu.Unlock()
+	return q.Context.QueryParams()
+}
+
+func (l *queryLog) middleware(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		route := c.Request().Method + " " + c.Path()
+		l.mu.Lock()
+		if l.read[route] == nil {
+			l.read[route] = map[string]bool{}
+		}
+		l.mu.Unlock()
+		return next(queryRecorder{Context: c, log: l, route: route})
+	}
+}
+
+// readsURL: parameters read from the http.Request, below echo, so the
+// recorder cannot see them; the walk's 400 for a bad value shows they are.
+var readsURL = map[string]bool{
+	"GET /api/stream last_event_id": true, // lastEventID (sse.go), shared with the hub's own resume path
+}
+
+// check: every query parameter a handler read is documented for its
+// operation, and every documented one was read by some request of the
+// walks (a parameter the server ignores is a lie to its clients).
+func (l *queryLog) check(t *testing.T, doc openapiDocument) {
+	t.Helper()
+	for _, route := range sortedKeys(l.read) {
+		method, path, _ := strings.Cut(route, " ")
+		raw, ok := doc.Paths[openapiPath(path)][strings.ToLower(method)]
+		if !ok || path == "/*" || strings.HasPrefix(path, "/api/sim/") {
+			continue // the route-table test names a missing operation; the SPA and simulators read none
+		}
+		var op struct {
+			Parameters []struct {
+				Name string `json:"name"`
+				In   string `json:"in"`
+			} `json:"parameters"`
+		}
+		if err := json.Unmarshal(raw, &op); err != nil {
+			t.Fatal(err)
+		}
+		documented := map[string]bool{}
+		for _, p := range op.Parameters {
+			if p.In == "query" {
+				documented[p.Name] = true
+			}
+		}
+		for _, name := range sortedKeys(l.read[route]) {
+			if !documented[name] {
+				t.Errorf("%s reads query parameter %q, which openapi.json does not list", route, name)
+			}
+		}
+		for _, name := range sortedKeys(documented) {
+			if !l.read[route][name] && !l.any[route] && !readsURL[route+" "+name] {
+				t.Errorf("openapi.json lists query parameter %q of %s, which its handler never read in the walks", name, route)
+			}
+		}
+	}
 }
