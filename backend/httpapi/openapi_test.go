@@ -41,8 +41,11 @@ import (
 // (policy.go), then its operation under "paths" in openapi.json (path
 // parameters as {name}, echo's * as {path}; "x-permission" is the table's
 // permission; list the error statuses it can answer as
-// {"$ref": "#/components/responses/E<status>"}). There is no other copy:
-// docs link to this file.
+// {"$ref": "#/components/responses/E<status>"}; "security": [] when it
+// needs no subject), then a call in contractCore or contractFeatures that
+// gets its success answer, and a new view's Go type in goTypes
+// (openapi_types_test.go). There is no other copy of the document: docs
+// link to this file (docs/api.md "The contract").
 
 // openapiPath turns an echo route path into the document's path template.
 func openapiPath(echoPath string) string {
