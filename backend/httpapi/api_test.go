@@ -19,6 +19,7 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/labstack/echo/v4"
 	"go.uber.org/goleak"
 
 	"github.com/slotkeeper/slotkeeper/backend/auth"
@@ -49,6 +50,9 @@ type bundle struct {
 	token string
 	// deps, if set, adjusts the server's dependencies before New.
 	deps func(*Deps)
+	// mw, if set, is added to the server's middleware last (just before
+	// the handler).
+	mw echo.MiddlewareFunc
 }
 
 // testArgon2 makes password hashes cheap in tests (the default costs
@@ -110,6 +114,9 @@ func (b *bundle) start(t testing.TB, opt HubOptions, addr ...string) {
 	s, err := New(d)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if b.mw != nil {
+		s.Echo().Use(b.mw)
 	}
 	b.srv = httptest.NewUnstartedServer(s)
 	if len(addr) > 0 {

@@ -9,9 +9,9 @@ import (
 
 // openapiDoc is the API's contract (OpenAPI 3.1): every route of the route
 // table with its permission, bodies, query parameters, error statuses and
-// the live stream's frames. It is the one source: docs/openapi.json is a
-// copy that TestOpenAPIDocsCopy keeps equal, and TestOpenAPIContract checks
-// the route table against it and validates real answers with it.
+// the live stream's frames. It is the one source of the wire contract and
+// has no copy: the route table, the Go views and the SPA's schemas are
+// checked against it (docs/api.md "The contract").
 //
 //go:embed openapi.json
 var openapiDoc []byte

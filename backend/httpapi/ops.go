@@ -8,15 +8,25 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/slotkeeper/slotkeeper/backend/reconcile"
 )
 
 // Reconciler is what the API needs of backend/reconcile: the latest run
-// with its findings (as a JSON-ready value) and a way to ask for a run.
+// with its findings and a way to ask for a run.
 type Reconciler interface {
 	// LatestReport returns the latest run and its findings.
-	LatestReport(ctx context.Context) (any, error)
+	LatestReport(ctx context.Context) (ReconcileReport, error)
 	// Trigger asks for a run now; returns ErrReconcileBusy while one runs.
 	Trigger(ctx context.Context) error
+}
+
+// ReconcileReport is GET /api/reconcile's answer: the latest run and its
+// findings, and the providers' web roots the dashboard links findings to.
+// A named type, so that the contract test holds the document to it.
+type ReconcileReport struct {
+	reconcile.Report
+	Links ProviderLinks `json:"links"`
 }
 
 // ErrReconcileBusy is what a Reconciler returns when a run is in progress.

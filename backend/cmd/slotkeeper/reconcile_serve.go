@@ -122,18 +122,12 @@ func linksOf(c Config, w world) httpapi.ProviderLinks {
 	return httpapi.ProviderLinks{Coolify: cool, Bitbucket: strings.TrimRight(bb, "/")}
 }
 
-// reconcileReport is GET /api/reconcile's answer: the report and the links.
-type reconcileReport struct {
-	reconcile.Report
-	Links httpapi.ProviderLinks `json:"links"`
-}
-
-func (a reconcileAPI) LatestReport(ctx context.Context) (any, error) {
+func (a reconcileAPI) LatestReport(ctx context.Context) (httpapi.ReconcileReport, error) {
 	rep, err := a.r.Latest(ctx)
 	if err != nil {
-		return nil, err
+		return httpapi.ReconcileReport{}, err
 	}
-	return reconcileReport{Report: rep, Links: a.links}, nil
+	return httpapi.ReconcileReport{Report: rep, Links: a.links}, nil
 }
 
 func (a reconcileAPI) Trigger(ctx context.Context) error {

@@ -46,7 +46,7 @@ beforeEach(() => {
         return jsonResponse({ id: "t-2", token: "skt_secret_value" }, 201);
       }
       if (url.startsWith("/api/admin/tokens/") && method === "DELETE") {
-        tokens = tokens.map((t) => (t.id === "t-1" ? { ...t, revoked: true } : t));
+        tokens = tokens.map((t) => (t.id === "t-1" ? { ...t, revoked_at: "2026-06-01T00:00:00Z", state: "revoked" } : t));
         return new Response(null, { status: 204 });
       }
       return jsonResponse({ error: { code: "not_found", message: "no" } }, 404);
@@ -157,7 +157,6 @@ describe("admin page", () => {
     const now = Date.parse("2026-06-01T00:00:00Z");
     expect(tokenState({ id: "a", name: "a", role: "viewer", expires_at: "2026-07-01T00:00:00Z" }, now)).toBe("active");
     expect(tokenState({ id: "a", name: "a", role: "viewer", expires_at: "2026-05-01T00:00:00Z" }, now)).toBe("expired");
-    expect(tokenState({ id: "a", name: "a", role: "viewer", revoked: true }, now)).toBe("revoked");
     expect(tokenState({ id: "a", name: "a", role: "viewer", revoked_at: "2026-05-01T00:00:00Z" }, now)).toBe("revoked");
     // The server's own word wins over the page's clock.
     expect(tokenState({ id: "a", name: "a", role: "viewer", expires_at: "2026-07-01T00:00:00Z", state: "expired" }, now)).toBe("expired");

@@ -230,7 +230,7 @@ function Users({ selfId }: { selfId: string }) {
 /** tokenState: revoked, expired (by the server clock) or active. */
 export function tokenState(tok: TokenView, now: number): "active" | "revoked" | "expired" {
   if (tok.state === "active" || tok.state === "revoked" || tok.state === "expired") return tok.state;
-  if (tok.revoked || tok.revoked_at) return "revoked";
+  if (tok.revoked_at) return "revoked";
   if (tok.expires_at && Date.parse(tok.expires_at) <= now) return "expired";
   return "active";
 }

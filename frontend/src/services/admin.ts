@@ -12,7 +12,6 @@ export const UserView = v.object({
   created_by: optStr,
   /** source: local | oidc */
   source: optStr,
-  disabled: v.optional(v.boolean()),
 });
 export type UserView = v.InferOutput<typeof UserView>;
 
@@ -21,7 +20,6 @@ export const CreatedUser = v.object({
   id: optStr,
   name: optStr,
   role: optStr,
-  user: v.optional(UserView),
   password: optStr,
 });
 export type CreatedUser = v.InferOutput<typeof CreatedUser>;
@@ -32,7 +30,6 @@ export const TokenView = v.object({
   role: str,
   created_at: optStr,
   expires_at: optStr,
-  revoked: v.optional(v.boolean()),
   revoked_at: optStr,
   created_by: optStr,
   /** state: the server's word (active | expired | revoked), preferred over the page's own reckoning. */

@@ -55,7 +55,7 @@ export class ApiError extends Error {
  * "reason"?,"args"?}}. Only the code must be there: a part of another
  * shape is read as absent, so a refusal is never mistaken for no answer.
  */
-const ErrorBody = v.object({
+export const ErrorBody = v.object({
   error: v.object({
     code: v.string(),
     message: v.fallback(v.string(), ""),

@@ -7,8 +7,12 @@
 // slice may arrive as null. Unknown fields are dropped.
 import * as v from "valibot";
 
-/** A Decode turns a parsed JSON value into a checked one, or throws MalformedAnswer. */
-export type Decode<T> = (value: unknown) => T;
+/**
+ * A Decode turns a parsed JSON value into a checked one, or throws
+ * MalformedAnswer. One made by decoder carries its schema, which
+ * contract.test.ts holds to the server's OpenAPI document.
+ */
+export type Decode<T> = ((value: unknown) => T) & { readonly schema?: v.GenericSchema };
 
 /** MalformedAnswer: the JSON is not of the promised type; the message names the first wrong field. */
 export class MalformedAnswer extends Error {
@@ -17,13 +21,14 @@ export class MalformedAnswer extends Error {
 
 /** decoder is the Decode of a schema; what names the value in the error ("slot view"). */
 export function decoder<S extends v.GenericSchema>(schema: S, what: string): Decode<v.InferOutput<S>> {
-  return (value) => {
+  const decode = (value: unknown): v.InferOutput<S> => {
     const r = v.safeParse(schema, value);
     if (r.success) return r.output;
     const issue = r.issues[0];
     const at = v.getDotPath(issue);
     throw new MalformedAnswer(`malformed ${what}${at ? ` at ${at}` : ""}: ${issue.message}`);
   };
+  return Object.assign(decode, { schema });
 }
 
 /** list is a list the server writes from a Go slice: absent or null reads as null. */
