@@ -319,6 +319,11 @@ func declare(ls ...lineOf) map[string]lineOf {
 // server) is summed up by its name.
 func AuditLine(p events.Payload) (code string, args map[string]string, summary string) {
 	typ := p.EventType()
+	if _, ok := p.(events.Unknown); ok {
+		// A known type whose data did not decode (damaged, or a newer
+		// schema): named, never read as the type it claims.
+		return typ, nil, typ
+	}
 	var l auditLine
 	if d, ok := auditLines[typ]; ok {
 		code, l = d.code, d.line(p)

@@ -119,3 +119,13 @@ func TestAuditLineEnglish(t *testing.T) {
 		}
 	}
 }
+
+// TestAuditLineOfUndecodedData: an event of a known type whose data did not
+// decode arrives as events.Unknown; its audit line names the type and does
+// not panic (a damaged store must not stop the read model).
+func TestAuditLineOfUndecodedData(t *testing.T) {
+	code, args, summary := projections.AuditLine(events.Unknown{Type: "OccupancyExtended", Data: []byte(`{"until":`)})
+	if code != "OccupancyExtended" || args != nil || summary != "OccupancyExtended" {
+		t.Fatalf("got %q %v %q", code, args, summary)
+	}
+}
