@@ -18,6 +18,7 @@ import { CopyButton, ResourceId } from "../components/ResourceId";
 import { actorName, formatSpan, formatTime, reasonText, resourceLabel, untouched } from "../format";
 import { useT, type Key, type T } from "../i18n";
 import { When } from "../components/When";
+import { noteServerInstant } from "../live/clock";
 import { useNow } from "../live/ticker";
 import { announce } from "../live/announce";
 import { putJob, useEpoch, useJob, useSlot } from "../live/store";
@@ -58,6 +59,8 @@ function JobDetail({ job }: { job: JobView }) {
     // Events are immutable: whatever arrives after the last one held is appended.
     const add = got.filter((e) => last === undefined || e.revision > last);
     history.current = { epoch, events: add.length > 0 ? [...base, ...add] : base };
+    // The page draws these events against now: now is no earlier than the last of them.
+    if (add.length > 0) noteServerInstant(add[add.length - 1].meta?.time);
     return history.current.events;
   });
   const held = events.data ?? [];
