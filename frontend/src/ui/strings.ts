@@ -103,7 +103,6 @@ export const ui35En = {
   "resname.look_deployment": "looking at deployment {deployment} an earlier attempt waited for",
   "resname.list_deployments": "listing the application's deployments",
   "resname.read_engine": "reading its engine",
-  "board.to_clean": "To clean on the server: {count}",
 } as const;
 
 export const ui35Ko: Record<keyof typeof ui35En, string> = {
@@ -208,5 +207,4 @@ export const ui35Ko: Record<keyof typeof ui35En, string> = {
   "resname.look_deployment": "이전 시도가 기다리던 배포 {deployment} 확인",
   "resname.list_deployments": "애플리케이션의 배포 목록",
   "resname.read_engine": "엔진 읽기",
-  "board.to_clean": "서버에서 정리할 것: {count}",
 };
