@@ -37,7 +37,8 @@ export function toClean(slot: Pick<SlotView, "resources"> | undefined): Resource
 /** leftResource is a job step's left volume as the slot tracks it (events.LeftVolume.Resource). */
 export function leftResource(l: LeftVolume, app: string | undefined): Resource {
   const id = l.volume || l.host_path || l.storage_uuid;
-  return app ? { kind: "docker_volume", id, name_code: "app_server", name_args: { app } } : { kind: "docker_volume", id };
+  // Named as the slot names it (events.LeftVolume.Resource): the server, in the reader's language.
+  return app ? { kind: "docker_volume", id, name: l.server, name_code: "app_server", name_args: { app } } : { kind: "docker_volume", id };
 }
 
 /**

@@ -336,6 +336,7 @@ function SlotDetail({ slot }: { slot: SlotView }) {
                 {how && (
                   // Left on the server for a person to clean: the same story as the job and the Remaining page (issue 35 item 3).
                   <span data-testid="slot-cleanup">
+                    {" "}
                     <StateBadge tone="attention">{t("remaining.problem.to_clean")}</StateBadge>
                     <CleanupHow cleanup={how} id={r.id} />
                   </span>
