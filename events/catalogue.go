@@ -403,6 +403,10 @@ type StepSucceeded struct {
 	// DetailCode is Detail as a code (Detail*) the dashboard words in the
 	// reader's language (issue 26); absent in events written before it.
 	DetailCode string `json:"detail_code,omitempty"`
+	// DetailArgs are DetailCode's parts (ids and names, as data), so the
+	// dashboard words a detail with parts in the reader's language too
+	// (issue 35: the deploy step's no-deploy detail reached Korean pages in English).
+	DetailArgs map[string]string `json:"detail_args,omitempty"`
 }
 
 // The codes of the server's own step details (StepSucceeded.DetailCode,
@@ -427,6 +431,17 @@ const (
 	DetailVolumesCreated  = "volumes_created"   // args count, volumes, skipped (may be empty)
 	DetailAppDeployed     = "app_deployed"      // args deployment, status, commit, fqdn (the last two may be empty)
 	DetailMountsRemoved   = "mounts_removed"    // args count, app; what it left is StepView.Left
+	// The StepSucceeded stories with parts (issue 35): each its English
+	// in Detail beside it, for older dashboards and the log.
+	DetailNoDeploy         = "no_deploy"          // the template declares no deploy (and the slot has no database to wait for)
+	DetailNoDeployDB       = "no_deploy_db"       // args db, db_status: no deploy declared; the new database is db_status
+	DetailRetireOnSuccess  = "retire_on_success"  // every resource is confirmed gone; retired when the success is recorded
+	DetailPromoteOnSuccess = "promote_on_success" // args repo: recorded on the slot when the success is recorded
+	DetailRepoAbsent       = "repo_absent"        // args repo: the promote's target does not exist yet
+	DetailAdoptedUncertain = "adopted_uncertain"  // args repo: exists (same project and name, empty) after this job's uncertain create
+	DetailAdoptedConflict  = "adopted_conflict"   // args repo: answered 409 to this attempt's create; the earlier attempt's create landed
+	DetailResourceExists   = "resource_exists"    // args resource_kind, id: the resource to adopt exists at the provider
+	DetailResourceAdopted  = "resource_adopted"   // args resource_kind, id, slot: the resource is now tracked by the slot
 )
 
 // ResourcesListed: a step listed the resources it is about to delete (an

@@ -83,6 +83,7 @@ func RemainingOf(v SlotView) []RemainingResource {
 		switch {
 		case r.Cleanup != "":
 			rr.Cleanup = "on " + r.Name + ": " + r.Cleanup + " (Coolify deleted its row while it could not reach the server)"
+			rr.CleanupCode, rr.CleanupCommand = CleanupUnreachable, r.Cleanup
 		case r.Kind == events.ResDockerVolume:
 			rr.Cleanup = "on " + r.Name + ": docker volume rm " + r.ID + " (Coolify's API cannot delete it; its data is still there)"
 			rr.CleanupCode, rr.CleanupCommand = CleanupDockerVolume, "docker volume rm "+r.ID

@@ -2,6 +2,7 @@ package projections
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -289,6 +290,10 @@ func detailCode(p events.Payload, r events.StepResult) string {
 func detailOf(p events.Payload, r events.StepResult) (string, map[string]string) {
 	code, args := "", map[string]string{}
 	switch e := p.(type) {
+	case events.StepSucceeded:
+		if e.DetailCode != "" && len(e.DetailArgs) > 0 {
+			code, args = e.DetailCode, maps.Clone(e.DetailArgs)
+		}
 	case events.ForcePushed:
 		code, args = events.DetailForcePushed, map[string]string{"repo": e.Repo.String(), "old": short(e.OldSHA), "new": short(e.NewSHA)}
 	case events.CodePushed:

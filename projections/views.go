@@ -364,6 +364,9 @@ type RemainingResource struct {
 const (
 	CleanupDockerVolume = "docker_volume_rm" // run CleanupCommand on the server the resource's name says
 	CleanupBindMount    = "bind_mount_rm"    // remove the directory (the resource id) if its data is not wanted
+	// CleanupUnreachable: Coolify deleted its row while it could not reach
+	// the server (issue 32); run CleanupCommand there (issue 35: it was English only).
+	CleanupUnreachable = "unreachable_rm"
 )
 
 // Page is a cursor-paged list of jobs (newest first).

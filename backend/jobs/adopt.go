@@ -35,7 +35,8 @@ func lookupResource(ctx context.Context, a *attempt, _ bool) (events.Payload, er
 	})
 	switch {
 	case l == providers.Found:
-		return events.StepSucceeded{StepResult: a.result(false), Detail: res.Kind + " " + res.ID + " exists at the provider"}, nil
+		return events.StepSucceeded{StepResult: a.result(false), Detail: res.Kind + " " + res.ID + " exists at the provider",
+			DetailCode: events.DetailResourceExists, DetailArgs: map[string]string{"resource_kind": res.Kind, "id": res.ID}}, nil
 	case l == providers.Absent:
 		return nil, failf("%s %s does not exist at the provider; nothing to adopt", res.Kind, res.ID)
 	case err != nil:
@@ -86,7 +87,8 @@ func adoptResource(ctx context.Context, a *attempt, _ bool) (events.Payload, err
 	if err := a.listed(ctx, []events.Resource{res}); err != nil {
 		return nil, err
 	}
-	return events.StepSucceeded{StepResult: a.result(false), Detail: res.Kind + " " + res.ID + " is now tracked by slot " + a.job.Queued.Slot}, nil
+	return events.StepSucceeded{StepResult: a.result(false), Detail: res.Kind + " " + res.ID + " is now tracked by slot " + a.job.Queued.Slot,
+		DetailCode: events.DetailResourceAdopted, DetailArgs: map[string]string{"resource_kind": res.Kind, "id": res.ID, "slot": a.job.Queued.Slot}}, nil
 }
 
 // deleteResource deletes an orphan the job has adopted (so it is tracked

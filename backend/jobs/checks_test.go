@@ -205,6 +205,11 @@ func TestTeardownUnreachableServerIsIncomplete(t *testing.T) {
 			!strings.Contains(rr.Cleanup, "docker volume ls -q --filter name="+fx.DBUUID+" | xargs -r docker volume rm") {
 			t.Errorf("remaining %+v: want the clean-up by the uuid filter", rr)
 		}
+		// Coded (issue 35): the dashboard words it and offers the command alone.
+		if (rr.Resource.Kind == events.ResDockerVolume || rr.Resource.Kind == events.ResDockerContainer) &&
+			(rr.CleanupCode != projections.CleanupUnreachable || rr.CleanupCommand != rr.Resource.Cleanup) {
+			t.Errorf("remaining %+v: want code %s and the command alone", rr, projections.CleanupUnreachable)
+		}
 	}
 }
 

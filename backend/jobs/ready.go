@@ -489,11 +489,12 @@ func deploy(ctx context.Context, a *attempt, verify bool) (events.Payload, error
 		out.DBUUID, out.DBStatus = dbID, db.Status
 	}
 	if t.NoDeploy {
-		detail := "the template declares no deploy"
+		res := events.StepSucceeded{StepResult: a.result(false), Detail: "the template declares no deploy", DetailCode: events.DetailNoDeploy}
 		if out.DBStatus != "" {
-			detail += "; database " + dbID + " is " + out.DBStatus
+			res.Detail += "; database " + dbID + " is " + out.DBStatus
+			res.DetailCode, res.DetailArgs = events.DetailNoDeployDB, map[string]string{"db": dbID, "db_status": out.DBStatus}
 		}
-		return events.StepSucceeded{StepResult: a.result(false), Detail: detail}, nil
+		return res, nil
 	}
 	out.StepResult = a.result(false)
 	return out, nil

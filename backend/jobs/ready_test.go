@@ -389,3 +389,50 @@ func TestRegisterTemplate(t *testing.T) {
 		t.Fatalf("registered template %+v: want the engine Coolify reports (postgresql), not the caller's", tm)
 	}
 }
+
+// TestReadyResetNoDeployDetailIsCoded: a template that declares no deploy
+// makes the deploy step wait for the database only, and its detail is a
+// code with its parts (issue 35: it reached Korean pages as server English).
+func TestReadyResetNoDeployDetailIsCoded(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, nil)
+	fx, err := w.sim.SeedSlot("nodep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fx.TemplateApp, err = w.sim.EnsureTemplateApp(); err != nil {
+		t.Fatal(err)
+	}
+	err = w.svc.Register(context.Background(), slots.Actor{Name: "admin"}, slots.RegisterCmd{
+		Name: "nodep", ProjectUUID: fx.ProjectUUID, AppUUID: fx.AppUUID, DBUUID: fx.DBUUID,
+		Repo:         events.RepoRef{Project: fx.Repo.Project, Slug: fx.Repo.Slug},
+		TemplateRepo: events.RepoRef{Project: fx.Template.Project, Slug: fx.Template.Slug}, TemplateRef: fx.TemplateRef,
+		Template: &events.SlotTemplate{ServerUUID: sim.ServerUUID, EnvFromApp: fx.TemplateApp, NoDeploy: true},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.occupy("nodep")
+	w.startEngine(w.engineConfig())
+	res := startJob(t, w, events.KindReset, "nodep")
+	if j := w.waitEnded(res.JobID); j.Status != events.StatusSucceeded {
+		t.Fatalf("reset %s: %s%s", j.Status, j.LastError, history(w.jobEvents(res.JobID)))
+	}
+	v, err := w.readModel().Job(context.Background(), res.JobID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range v.Steps {
+		if s.Name != events.StepDeploy {
+			continue
+		}
+		if s.DetailCode != events.DetailNoDeployDB || s.DetailArgs["db"] == "" || s.DetailArgs["db"] == fx.DBUUID || s.DetailArgs["db_status"] == "" {
+			t.Fatalf("deploy step: code %q args %v (detail %q): want no_deploy_db with the new database and its status", s.DetailCode, s.DetailArgs, s.Detail)
+		}
+		if !strings.Contains(s.Detail, "declares no deploy") {
+			t.Fatalf("deploy step detail %q: the English stays for the log", s.Detail)
+		}
+		return
+	}
+	t.Fatalf("no deploy step in %+v", v.Steps)
+}

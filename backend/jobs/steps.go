@@ -493,7 +493,8 @@ func retire(ctx context.Context, a *attempt, _ bool) (events.Payload, error) {
 	if err := a.holdsLock(ctx); err != nil {
 		return nil, err
 	}
-	return events.StepSucceeded{StepResult: a.result(false), Detail: "every resource is confirmed gone; the slot is retired when the job's success is recorded"}, nil
+	return events.StepSucceeded{StepResult: a.result(false), Detail: "every resource is confirmed gone; the slot is retired when the job's success is recorded",
+		DetailCode: events.DetailRetireOnSuccess}, nil
 }
 
 // recordRepo: a successful promote records the new repository on the slot
@@ -502,7 +503,9 @@ func recordRepo(ctx context.Context, a *attempt, _ bool) (events.Payload, error)
 	if err := a.holdsLock(ctx); err != nil {
 		return nil, err
 	}
-	return events.StepSucceeded{StepResult: a.result(false), Detail: "promoted to " + slots.PromoteTarget(&a.job).String() + "; recorded on the slot when the job's success is recorded"}, nil
+	target := slots.PromoteTarget(&a.job).String()
+	return events.StepSucceeded{StepResult: a.result(false), Detail: "promoted to " + target + "; recorded on the slot when the job's success is recorded",
+		DetailCode: events.DetailPromoteOnSuccess, DetailArgs: map[string]string{"repo": target}}, nil
 }
 
 // holdsLock checks that the slot's lock is this job's.
@@ -530,7 +533,8 @@ func lookupRepo(ctx context.Context, a *attempt, _ bool) (events.Payload, error)
 		})
 	switch {
 	case l == providers.Absent:
-		return events.StepSucceeded{StepResult: a.result(false), Detail: "repository " + r.String() + " does not exist"}, nil
+		return events.StepSucceeded{StepResult: a.result(false), Detail: "repository " + r.String() + " does not exist",
+			DetailCode: events.DetailRepoAbsent, DetailArgs: map[string]string{"repo": r.String()}}, nil
 	case l == providers.Found:
 		return nil, failf("repository %s already exists", r)
 	case err != nil:
@@ -557,7 +561,7 @@ func createRepo(ctx context.Context, a *attempt, verify bool) (events.Payload, e
 	if verify {
 		repo, l, err := a.getRepo(ctx, r, res)
 		if l == providers.Found {
-			return adoptCreated(ctx, a, r, repo, res, "exists after this job's uncertain create")
+			return adoptCreated(ctx, a, r, repo, res, events.DetailAdoptedUncertain)
 		}
 		if l != providers.Absent {
 			return nil, fromProvider("verify "+r.String(), err)
@@ -573,7 +577,7 @@ func createRepo(ctx context.Context, a *attempt, verify bool) (events.Payload, e
 	if out == providers.Existed && verify {
 		found, l, err := a.getRepo(ctx, r, res)
 		if l == providers.Found {
-			return adoptCreated(ctx, a, r, found, res, "answered 409 to this attempt's create: the earlier attempt's create landed after this attempt's lookup")
+			return adoptCreated(ctx, a, r, found, res, events.DetailAdoptedConflict)
 		}
 		// 409, then no answer or a 404 (a repository in its creation or
 		// deletion): whether it is this job's is unknown, so a resume
@@ -614,7 +618,7 @@ func (a *attempt) getRepo(ctx context.Context, r events.RepoRef, res *events.Res
 // the associated SCM is currently in the process of creating its storage",
 // Bitbucket Server javadoc 9.3.0, Repository.State) before git can read it,
 // so a git "not found" there is retryable and uncertain: a resume looks again.
-func adoptCreated(ctx context.Context, a *attempt, r events.RepoRef, repo providers.Repo, res *events.Resource, how string) (events.Payload, error) {
+func adoptCreated(ctx context.Context, a *attempt, r events.RepoRef, repo providers.Repo, res *events.Resource, code string) (events.Payload, error) {
 	if !strings.EqualFold(repo.Project, r.Project) || repo.Name != r.Slug {
 		return nil, failf("repository %s exists as %s/%s named %q, not the %q this job asked for; it was not created by this job", r, repo.Project, repo.Slug, repo.Name, r.Slug)
 	}
@@ -638,7 +642,14 @@ func adoptCreated(ctx context.Context, a *attempt, r events.RepoRef, repo provid
 	if sha != "" {
 		return nil, failf("repository %s exists and is not empty; it was not created by this job", r)
 	}
-	return events.StepSucceeded{StepResult: a.result(false), Detail: "adopted " + r.String() + " (same project and name, empty): it " + how}, nil
+	return events.StepSucceeded{StepResult: a.result(false), Detail: "adopted " + r.String() + " (same project and name, empty): it " + adoptedHow[code],
+		DetailCode: code, DetailArgs: map[string]string{"repo": r.String()}}, nil
+}
+
+// adoptedHow is each adopt code's English, for the log and older dashboards.
+var adoptedHow = map[string]string{
+	events.DetailAdoptedUncertain: "exists after this job's uncertain create",
+	events.DetailAdoptedConflict:  "answered 409 to this attempt's create: the earlier attempt's create landed after this attempt's lookup",
 }
 
 // pushCode pushes the slot's branch to the new repository, never forced. A

@@ -1,5 +1,6 @@
 // Issue 35 against the real server: a simulator fault aimed at one slot is
-// not taken by another slot's reset (item 4); the job page is a timeline
+// not taken by another slot's reset (item 4); a volume a reset left is to
+// clean on every page, never contradicted (item 3); the job page is a timeline
 // (item 8); and no sentence of the server's English reaches a Korean page
 // (item 2) — board, slot, job (every timeline row unfolded), jobs list,
 // remaining resources, waitlist. Each page in en and ko on a desktop and a
@@ -82,6 +83,42 @@ test("item 4: a fault aimed at one slot is not taken by another slot's reset", a
     assert.ok(!left.some((f) => f.id === fault.id), "the fault was used up by the aimed slot's reset");
   } finally {
     await server.api("DELETE", `/api/sim/faults/${fault.id}`).catch(() => undefined);
+  }
+});
+
+test("item 3: one story about leftovers — the volume a succeeded reset left is to clean on the card, the slot, the job and the Remaining page", async () => {
+  // The simulator's storage delete removes the mount definition only, as
+  // Coolify's does (docs/jobs.md): the reset beside the aimed one left its volume.
+  const view = await server.api("GET", `/api/slots/${other.slot}`);
+  const volumes = (view.resources ?? []).filter((r) => r.kind === "docker_volume").map((r) => r.id);
+  assert.ok(volumes.length >= 1, `the succeeded reset left a volume: ${JSON.stringify(view.resources)}`);
+  const command = `docker volume rm ${volumes[0]}`;
+  for (const lang of ["en", "ko"]) {
+    // The job: one "Remaining resources" list with the volume and its command; no "none", no second list above it.
+    const job = await open(`/jobs/${other.job}`, { lang, selector: '[data-testid=job-page][data-state="succeeded"] [data-testid=job-remaining]' });
+    const remaining = await job.textContent("[data-testid=job-remaining]");
+    assert.ok(remaining.includes(command), `${lang}: the job gives the command: ${remaining}`);
+    assert.equal(await job.locator("[data-testid=job-remaining-none]").count(), 0, `${lang}: "none" below a volume the job left`);
+    assert.equal(await job.locator("[data-testid=job-left]").count(), 1, `${lang}: one list of what is left`);
+    assert.ok((await job.textContent("[data-testid=job-done]")).includes(lang === "en" ? "to clean" : "정리할 것"), `${lang}: the outcome says it left something to clean`);
+    await job.close();
+    // The slot: the volume marked to clean, with the command.
+    const slot = await open(`/slots/${other.slot}`, { lang, selector: `[data-resource="docker_volume:${volumes[0]}"] [data-testid=slot-cleanup]` });
+    assert.ok((await slot.textContent(`[data-resource="docker_volume:${volumes[0]}"]`)).includes(command), `${lang}: the slot gives the command`);
+    await slot.close();
+    // The board: counted in "needs attention", named in the card's band.
+    const board = await open("/", { lang, selector: `[data-testid=slot-card][data-slot="${other.slot}"]` });
+    const card = board.locator(`[data-testid=slot-card][data-slot="${other.slot}"]`);
+    assert.match(await card.getAttribute("data-attention"), /to_clean/, `${lang}: the card needs attention`);
+    assert.equal(await card.locator("[data-testid=card-to-clean]").count(), 1, `${lang}: the band names it`);
+    await board.close();
+    // The Remaining page: the row is to clean, the summary counts it.
+    const rem = await open("/remaining", { lang, selector: "[data-testid=remaining-summary]" });
+    const row = rem.locator(`[data-testid=remaining-row][data-problem="to_clean"]`, { hasText: volumes[0] });
+    assert.equal(await row.count(), 1, `${lang}: the Remaining page marks the volume to clean`);
+    assert.ok((await row.textContent()).includes(command), `${lang}: with the command`);
+    assert.doesNotMatch(await rem.textContent("[data-testid=remaining-summary]"), lang === "en" ? /No slot needs attention/ : /조치가 필요한 슬롯이 없습니다/);
+    await rem.close();
   }
 });
 

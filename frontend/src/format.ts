@@ -200,6 +200,10 @@ export function formatRelative(iso: string | undefined, now: number, lang: strin
     rtf = new Intl.RelativeTimeFormat(lang, { numeric: "auto" });
     relativeFormats.set(lang, rtf);
   }
+  // Within a tick of now is now: the ticker publishes whole seconds, so an
+  // event that just happened is up to a second after the published time
+  // and would read "in 1 second" (issue 35 item 8).
+  if (abs < 1) return rtf.format(0, "second");
   if (abs < 60) return rtf.format(Math.round(diff), "second");
   if (abs < 3600) return rtf.format(Math.round(diff / 60), "minute");
   if (abs < 86400) return rtf.format(Math.round(diff / 3600), "hour");

@@ -112,7 +112,7 @@ function TimelineRow({ b, left, width, timeoutLeft, now }: { b: Bar; left: strin
               {open ? "▾" : "▸"}
             </span>
             <span className="tl-name">{barLabel(b, t)}</span>
-            {b.kind === "work" && (b.attempt ?? 0) > 0 && <span className="muted small"> #{b.attempt}</span>}
+            {b.kind === "work" && (b.attempt ?? 0) > 0 && <span className="muted small nowrap"> #{b.attempt}</span>}
           </Collapsible.Trigger>
           <div className="tl-track">
             {!b.pending && <span className="tl-bar" data-tone={b.kind === "wait" ? "wait" : stepTone(b.state)} style={{ left, width }} />}

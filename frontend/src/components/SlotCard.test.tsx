@@ -67,10 +67,10 @@ describe("slot card", () => {
     expect(lacking.querySelector('[data-testid="slot-missing"]')?.textContent).toBe("The application is exited:unhealthy, not running and healthy.");
   });
 
-  it("a volume left on the server is on the card as something to clean (issue 35 item 3)", () => {
+  it("a volume left on the server is on the card as something to clean, in the needs-attention band (issue 35 item 3)", () => {
     render(
       <ul>
-        <SlotCard slot={slot({ name: "v1", lifecycle: "vacant", occupant: undefined, deadline: undefined, ready: true, resources: [{ kind: "docker_volume", id: "data-v1" }] })} />
+        <SlotCard slot={slot({ name: "v1", lifecycle: "vacant", occupant: undefined, deadline: undefined, ready: true, resources: [{ kind: "docker_volume", id: "data-v1" }] })} attention="to_clean" />
       </ul>,
     );
     expect(screen.getByTestId("card-to-clean").textContent).toMatch(/To clean on the server: 1/);

@@ -5,6 +5,7 @@ import { useT, type Key } from "../i18n";
 import { Countdown } from "./Countdown";
 import { AppStatus, READY_KEY } from "./AppStatus";
 import { slotWarnings, unready, type Attention } from "../pages/boardModel";
+import { toClean } from "../leftovers";
 import { StateBadge } from "../ui/Badge";
 import { jobTone, slotTone, type Tone } from "../ui/tone";
 
@@ -15,6 +16,7 @@ export const ATTN_KEY: Record<Attention, Key> = {
   interrupted: "attn.interrupted",
   teardown_incomplete: "attn.teardown_incomplete",
   overdue: "attn.overdue",
+  to_clean: "attn.to_clean",
   deadline_soon: "attn.due_soon",
 };
 
@@ -48,7 +50,8 @@ export const SlotCard = memo(function SlotCard({ slot, attention = "", mine = fa
   const soon = reasons.includes("deadline_soon");
   const tone: Tone = held ? "soon" : slotTone(slot.lifecycle);
   const notReady = unready(slot);
-  const toClean = (slot.resources ?? []).filter((r) => r.kind === "docker_volume").length;
+  // Left on the server for a person to clean (issue 35 item 3): a reason in the red band, with its count.
+  const toCleanCount = toClean(slot).length;
   return (
     <li
       className={`card lc-${slot.lifecycle}${urgent.length > 0 ? " attn" : ""}${soon ? " soon" : ""}${mine ? " mine" : ""}`}
@@ -63,7 +66,10 @@ export const SlotCard = memo(function SlotCard({ slot, attention = "", mine = fa
         <div className="card-alert" data-testid="card-attention">
           <span aria-hidden="true">!</span> <strong>{t("attn.needs")}</strong>
           {urgent.map((r) => (
-            <span key={r}> · {t(ATTN_KEY[r])}</span>
+            <span key={r} data-testid={r === "to_clean" ? "card-to-clean" : undefined}>
+              {" · "}
+              {t(ATTN_KEY[r], { count: toCleanCount })}
+            </span>
           ))}
         </div>
       )}
@@ -80,18 +86,12 @@ export const SlotCard = memo(function SlotCard({ slot, attention = "", mine = fa
           {holdMine === "1" ? t("board.held_for_you") : t("board.held_for", { who: holdFor ?? "" })} · <Countdown until={holdUntil ?? ""} />
         </div>
       )}
-      {(soon || mine || notReady || toClean > 0) && (
+      {(soon || mine || notReady) && (
         <div className="attn-reasons" data-testid={urgent.length > 0 ? undefined : "card-attention"}>
           {mine && <StateBadge tone="taken">★ {t("board.mine_badge")}</StateBadge>}
           {soon && (
             <StateBadge tone="soon" className="attn-deadline_soon">
               {t("attn.due_soon")}
-            </StateBadge>
-          )}
-          {toClean > 0 && (
-            // Left on the server for a person to clean (issue 35 item 3): the same story as the Remaining page.
-            <StateBadge tone="soon" data-testid="card-to-clean">
-              {t("board.to_clean", { count: toClean })}
             </StateBadge>
           )}
           {notReady && (

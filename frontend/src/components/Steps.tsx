@@ -16,7 +16,7 @@ function Elapsed({ since }: { since: string }) {
   if (Number.isNaN(start)) return null;
   return (
     <span className="muted" data-testid="step-elapsed">
-      {t("job.step_elapsed", { time: formatDuration(now - start, t) })}
+      {t("job.step_elapsed", { time: formatDuration(Math.max(0, now - start), t) })}
     </span>
   );
 }

@@ -1,6 +1,6 @@
 import { formatRelative, formatTime } from "../format";
 import { useT } from "../i18n";
-import { useNowFor } from "../live/ticker";
+import { useTicking } from "../live/ticker";
 
 /**
  * When shows an instant as people read a run page: how long ago ("3 min
@@ -9,13 +9,12 @@ import { useNowFor } from "../live/ticker";
  */
 export function When({ iso }: { iso: string | undefined }) {
   const t = useT();
-  const at = iso ? Date.parse(iso) : Number.NaN;
-  const now = useNowFor(Number.isNaN(at) ? 0 : at);
+  const text = useTicking((now) => formatRelative(iso, now, t.lang));
   if (!iso) return null;
-  if (Number.isNaN(at)) return <time>{iso}</time>;
+  if (Number.isNaN(Date.parse(iso))) return <time>{iso}</time>;
   return (
     <time dateTime={iso} title={formatTime(iso, t.lang, { seconds: true })} data-relative="">
-      {formatRelative(iso, now, t.lang)}
+      {text}
     </time>
   );
 }

@@ -8,7 +8,7 @@ import type { AuditEntry } from "../services/audit";
 import type { JobView } from "../services/jobs";
 import type { SlotView } from "../services/slots";
 import type { Change, Snapshot } from "../services/stream";
-import { learnServerTime } from "./clock";
+import { learnServerTime, noteServerInstant } from "./clock";
 import { observable } from "./observable";
 
 /** How many live audit entries the store keeps (newest last). */
@@ -92,6 +92,8 @@ export function applySnapshot(s: Snapshot): boolean {
 export function applyChange(c: Change): boolean {
   const prev = state.get();
   if (c.position <= prev.position) return false;
+  // What changed happened on the server's clock: it is at least that late.
+  noteServerInstant(c.job?.updated_at ?? c.slot?.updated_at);
   let { slots, jobs, audit } = prev;
   if (c.slot && newer(slots.get(c.slot.name), c.slot)) {
     slots = new Map(slots).set(c.slot.name, c.slot);
@@ -109,6 +111,7 @@ export function applyChange(c: Change): boolean {
 
 /** Records a job view fetched over REST (kept only if newer). */
 export function putJob(j: JobView): void {
+  noteServerInstant(j.updated_at);
   state.update((prev) =>
     newer(prev.jobs.get(j.id), j) ? { ...prev, jobs: new Map(prev.jobs).set(j.id, j) } : prev,
   );

@@ -3,7 +3,7 @@
 // and never duplicated, publishes the server-adjusted time rounded to the
 // second; every countdown and the stream watchdog read it.
 import { useSyncExternalStore } from "react";
-import { serverNow, subscribeClock } from "./clock";
+import { CLOCK_STEP_MS, serverNow, subscribeClock } from "./clock";
 
 /** The tick period. Countdowns show whole seconds. */
 export const TICK_MS = 1000;
@@ -17,11 +17,17 @@ function roundDown(ms: number): number {
   return Math.floor(ms / TICK_MS) * TICK_MS;
 }
 
-/** tick publishes the time; exported so tests and the clock can force one. */
+/**
+ * tick publishes the time; exported so tests and the clock can force one.
+ * The published time never goes back by less than a clock step: a browser
+ * clock slewed back by a few hundred ms, or a rounding edge, would turn "12 s
+ * ago" into "11 s ago" and a countdown up by a second (issue 35 item 8). A
+ * real step (the clock was set) is taken.
+ */
 export function tick(): void {
   const next = roundDown(serverNow());
   for (const h of [...hooks]) h(Date.now());
-  if (next === now) return;
+  if (next === now || (next < now && now - next <= CLOCK_STEP_MS)) return;
   now = next;
   for (const l of [...listeners]) l();
 }
@@ -83,12 +89,15 @@ export function useMinute(): number {
 }
 
 /**
- * useNowFor is the server time as finely as a relative time to at needs
- * ("12 s ago" changes each second, "3 min ago" each minute): to the
- * second within a minute of at, else to the minute, so a list of old rows
- * does not re-render every second.
+ * useTicking is a value derived from the server time, re-rendering its
+ * component only when the value changes: a relative time ("12 s ago",
+ * "3 min ago") is derived from the exact time and changes when its words
+ * do, so a list of old rows does not re-render every second. (It used to
+ * re-render old rows with the time rounded down to the minute, which read
+ * "40 s ago" for an event 70 s old and went back from "59 s ago" to "40 s
+ * ago": issue 35 item 8.) derive must return a primitive.
  */
-export function useNowFor(at: number): number {
-  const get = (): number => (Math.abs(now - at) < 60_000 ? now : getMinute());
+export function useTicking<T extends string | number | boolean>(derive: (now: number) => T): T {
+  const get = (): T => derive(now);
   return useSyncExternalStore(subscribe, get, get);
 }

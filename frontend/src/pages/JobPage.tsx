@@ -15,9 +15,12 @@ import { JobTimeline } from "../components/JobTimeline";
 import { HEARTBEATS } from "./timelineModel";
 import { eventCategory, jobTiming, jobTitle, resumeCheck } from "../components/jobText";
 import { CopyButton, ResourceId } from "../components/ResourceId";
+import { CleanupHow } from "../components/CleanupHow";
+import { cleanupOf, jobLeftovers } from "../leftovers";
 import { actorName, formatSpan, formatTime, reasonText, resourceLabel, untouched } from "../format";
 import { useT, type Key, type T } from "../i18n";
 import { When } from "../components/When";
+import { noteServerInstant } from "../live/clock";
 import { useNow } from "../live/ticker";
 import { announce } from "../live/announce";
 import { putJob, useEpoch, useJob, useSlot } from "../live/store";
@@ -58,6 +61,8 @@ function JobDetail({ job }: { job: JobView }) {
     // Events are immutable: whatever arrives after the last one held is appended.
     const add = got.filter((e) => last === undefined || e.revision > last);
     history.current = { epoch, events: add.length > 0 ? [...base, ...add] : base };
+    // The page draws these events against now: now is no earlier than the last of them.
+    if (add.length > 0) noteServerInstant(add[add.length - 1].meta?.time);
     return history.current.events;
   });
   const held = events.data ?? [];
@@ -197,18 +202,7 @@ function JobDetail({ job }: { job: JobView }) {
       </ul>
       </details>
 
-      <LeftOnServer job={job} />
-
-      <h2>{t("job.remaining")}</h2>
-      {!nothingChanged && job.remaining && job.remaining.length > 0 ? (
-        <ul data-testid="job-remaining">
-          {job.remaining.map((r) => (
-            <li key={`${r.kind}:${r.id}`}>{resourceLabel(r, t)}</li>
-          ))}
-        </ul>
-      ) : (
-        <p>{t("common.none")}</p>
-      )}
+      <JobRemaining job={job} nothingChanged={nothingChanged} />
 
       {events.error && <CommandError error={events.error} />}
       <EventHistory events={held} slot={job.slot} steps={job.steps ?? []} uncertain={job.uncertain_step} />
@@ -217,30 +211,43 @@ function JobDetail({ job }: { job: JobView }) {
 }
 
 /**
- * LeftOnServer lists what the job's steps left on the server and a person
- * must clean (a Docker volume with its data): the same story as the slot
- * and the Remaining page tell (issue 35 item 3), with the command.
+ * JobRemaining is what the job left: the resources it could not delete
+ * (a failed job's remaining) and what its steps left on the server that a
+ * person must clean (a Docker volume and its data), each with the command —
+ * one list under one heading, so a succeeded reset never says "none" below
+ * a volume it left (issue 35 item 3). A left volume no longer among the
+ * slot's resources is not listed.
  */
-function LeftOnServer({ job }: { job: JobView }) {
+function JobRemaining({ job, nothingChanged }: { job: JobView; nothingChanged: boolean }) {
   const t = useT();
-  const app = useSlot(job.slot)?.app_uuid;
-  const left = (job.steps ?? []).flatMap((s) => s.left_on_server ?? []);
-  if (left.length === 0) return null;
-  const server = app ? t("resname.app_server", { app }) : "";
+  const slot = useSlot(job.slot);
+  const left = jobLeftovers(job, slot);
+  const remaining = nothingChanged ? [] : (job.remaining ?? []);
+  const rows = [...remaining, ...left.filter((l) => !remaining.some((r) => r.kind === l.kind && r.id === l.id))];
   return (
-    <section className="notice left-on-server" aria-labelledby="left-title" data-testid="job-left">
-      <h2 id="left-title">{t("job.left_title")}</h2>
-      <ul>
-        {left.map((l) => (
-          <li key={l.storage_uuid}>
-            {l.volume ? `${t.dyn("res", "docker_volume")} ${l.volume}` : l.host_path}
-            {server ? ` · ${server}` : ""}
-            <div>
-              <span className="muted small">{t("remaining.cleanup_run")}</span> <code>{l.cleanup}</code> <CopyButton text={l.cleanup} testId="copy-cleanup" />
-            </div>
-          </li>
-        ))}
-      </ul>
+    <section aria-labelledby="job-remaining-title" className={left.length > 0 ? "notice left-on-server" : undefined} data-testid={left.length > 0 ? "job-left" : undefined}>
+      <h2 id="job-remaining-title">{t("job.remaining")}</h2>
+      {rows.length > 0 ? (
+        <ul data-testid="job-remaining">
+          {rows.map((r) => {
+            const how = cleanupOf(r);
+            return (
+              <li key={`${r.kind}:${r.id}`} data-resource={`${r.kind}:${r.id}`} data-to-clean={how ? "true" : undefined}>
+                {resourceLabel(r, t)}
+                {how && (
+                  <>
+                    {" "}
+                    <StateBadge tone="attention">{t("remaining.problem.to_clean")}</StateBadge>
+                    <CleanupHow cleanup={how} id={r.id} />
+                  </>
+                )}
+              </li>
+            );
+          })}
+        </ul>
+      ) : (
+        <p data-testid="job-remaining-none">{t("common.none")}</p>
+      )}
     </section>
   );
 }
@@ -284,6 +291,8 @@ export function eventSummary(data: unknown, t: T, type = ""): string {
  */
 function JobDone({ job }: { job: JobView }) {
   const t = useT();
+  // Not "every step confirmed, nothing left" above a volume it left (issue 35 item 3).
+  const left = jobLeftovers(job, useSlot(job.slot)).length;
   const target = job.kind === "promote" && job.params?.project && job.params?.name ? `${job.params.project}/${job.params.name}` : "";
   return (
     <div className="notice outcome" role="status" data-testid="job-done">
@@ -295,6 +304,12 @@ function JobDone({ job }: { job: JobView }) {
         </>
       ) : (
         t(job.kind === "teardown" ? "outcome.torn_down" : job.kind === "reset" ? "outcome.reset_short" : "outcome.job", { slot: job.slot })
+      )}
+      {left > 0 && (
+        <>
+          {" "}
+          <span data-testid="job-done-left">{t("outcome.left_to_clean", { count: left })}</span>
+        </>
       )}
     </div>
   );

@@ -5,7 +5,9 @@ import { Link } from "wouter";
 import { resourcesService, type RemainingResource } from "../services/resources";
 import type { SlotView } from "../services/slots";
 import { CommandError } from "../components/CommandError";
-import { CopyButton, ResourceId } from "../components/ResourceId";
+import { ResourceId } from "../components/ResourceId";
+import { CleanupHow } from "../components/CleanupHow";
+import { cleanupOf, type Cleanup } from "../leftovers";
 import { formatTime, resourceName, untouched } from "../format";
 import { useT } from "../i18n";
 import { useLive } from "../live/store";
@@ -107,7 +109,7 @@ export function RemainingPage() {
                   </td>
                   <td data-label={t("remaining.state")}>
                     {problem ? (
-                      <StateBadge tone={problem === "to_clean" ? "soon" : "attention"}>{t(`remaining.problem.${problem}`)}</StateBadge>
+                      <StateBadge tone="attention">{t(`remaining.problem.${problem}`)}</StateBadge>
                     ) : (
                       <StateBadge tone={slotTone(r.lifecycle)}>{t.dyn("lifecycle", r.lifecycle)}</StateBadge>
                     )}
@@ -118,18 +120,7 @@ export function RemainingPage() {
                     {r.resource.name && r.resource.name !== r.resource.id ? <span className="muted"> {resourceName(r.resource, t)}</span> : null}
                     {r.cleanup && (
                       // Worded from the code; the command alone is offered to copy (issue 35).
-                      <div className="cleanup" data-testid="cleanup">
-                        {r.cleanup_code === "docker_volume_rm" && r.cleanup_command ? (
-                          <>
-                            <span className="small">{t("remaining.cleanup.docker_volume_rm")}</span> <code>{r.cleanup_command}</code>{" "}
-                            <CopyButton text={r.cleanup_command} testId="copy-cleanup" />
-                          </>
-                        ) : r.cleanup_code === "bind_mount_rm" ? (
-                          <span className="small">{t("remaining.cleanup.bind_mount_rm", { dir: r.resource.id })}</span>
-                        ) : (
-                          <span className="small">{r.cleanup}</span>
-                        )}
-                      </div>
+                      <RowCleanup r={r} />
                     )}
                     {r.delete_accepted_at && (
                       <>
@@ -148,5 +139,22 @@ export function RemainingPage() {
         </TableWrap>
       )}
     </section>
+  );
+}
+
+/**
+ * RowCleanup words a row's clean-up from the server's code, or, from a
+ * server without codes, from the resource as the slot page does; the
+ * server's English only when neither knows it.
+ */
+function RowCleanup({ r }: { r: RemainingResource }) {
+  const code = r.cleanup_code;
+  const coded: Cleanup | undefined =
+    code === "docker_volume_rm" || code === "bind_mount_rm" || code === "unreachable_rm" ? { code, command: r.cleanup_command || undefined } : cleanupOf(r.resource);
+  if (coded) return <CleanupHow cleanup={coded} id={r.resource.id} />;
+  return (
+    <div className="cleanup" data-testid="cleanup">
+      <span className="small">{r.cleanup}</span>
+    </div>
   );
 }

@@ -21,7 +21,9 @@ import { announce } from "../live/announce";
 import { putSlot, useSlot } from "../live/store";
 import { serverNow } from "../live/clock";
 import { useCommand } from "../live/useCommand";
-import { CopyButton, ResourceId } from "../components/ResourceId";
+import { ResourceId } from "../components/ResourceId";
+import { CleanupHow } from "../components/CleanupHow";
+import { cleanupOf } from "../leftovers";
 import { useLoad } from "../live/useLoad";
 import { SlotMoment, SlotTimeline } from "../replay/SlotAsOf";
 import { OutcomeNotice } from "../components/OutcomeNotice";
@@ -326,22 +328,18 @@ function SlotDetail({ slot }: { slot: SlotView }) {
         <ul data-testid="resources">
           {slot.resources.map((r) => {
             const del = slot.deleting?.find((d) => d.kind === r.kind && d.id === r.id);
+            const how = cleanupOf(r);
             return (
               <li key={`${r.kind}:${r.id}`} data-resource={`${r.kind}:${r.id}`} data-deleting={del ? "true" : undefined}>
                 {t.dyn("res", r.kind)} <ResourceId r={r} project={slot.project_uuid} />
                 {r.name && r.name !== r.id ? ` ${resourceName(r, t)}` : ""}
-                {r.kind === "docker_volume" && (
+                {how && (
                   // Left on the server for a person to clean: the same story as the job and the Remaining page (issue 35 item 3).
-                  <div className="cleanup" data-testid="slot-cleanup">
-                    {r.id.startsWith("/") ? (
-                      <span className="small">{t("remaining.cleanup.bind_mount_rm", { dir: r.id })}</span>
-                    ) : (
-                      <>
-                        <span className="small">{t("remaining.cleanup.docker_volume_rm")}</span> <code>{`docker volume rm ${r.id}`}</code>{" "}
-                        <CopyButton text={`docker volume rm ${r.id}`} testId="copy-cleanup" />
-                      </>
-                    )}
-                  </div>
+                  <span data-testid="slot-cleanup">
+                    {" "}
+                    <StateBadge tone="attention">{t("remaining.problem.to_clean")}</StateBadge>
+                    <CleanupHow cleanup={how} id={r.id} />
+                  </span>
                 )}
                 {del && (
                   <>

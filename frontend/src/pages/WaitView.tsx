@@ -8,7 +8,8 @@ import { Steps, completedSteps } from "../components/Steps";
 import { apiErrorText, formatDuration, resourceLabel, stepList } from "../format";
 import { useT } from "../i18n";
 import { announce } from "../live/announce";
-import { putJob, useEpoch, useJob } from "../live/store";
+import { putJob, useEpoch, useJob, useSlot } from "../live/store";
+import { jobLeftovers } from "../leftovers";
 import { useStreamStatus } from "../live/stream";
 import { useNow } from "../live/ticker";
 import { useCommand } from "../live/useCommand";
@@ -38,6 +39,10 @@ export function WaitView({ id }: { id: string }) {
     return j;
   });
   const phase = waitPhase(job, load, live, now);
+  // "Every step is confirmed" is not the whole story when a step left a
+  // volume on the server (issue 35 item 3): the count goes with it.
+  const left = jobLeftovers({ steps: job?.steps ?? [] }, useSlot(job?.slot ?? "")).length;
+  const succeeded = left > 0 ? t("wait.succeeded_left", { count: left }) : t("wait.succeeded");
   useTab(`${t.dyn("kind", "reset")} · ${job?.slot ?? id}`, job ? jobTabState(job.state) : "none");
   const cancel = useCommand();
   const resume = useCommand();
@@ -52,7 +57,7 @@ export function WaitView({ id }: { id: string }) {
 
   const message =
     phase.kind === "succeeded"
-      ? t("wait.succeeded")
+      ? succeeded
       : phase.kind === "cancelled"
         ? t("wait.cancelled")
         : phase.kind === "failed"
@@ -76,9 +81,9 @@ export function WaitView({ id }: { id: string }) {
     // The moment of success goes with the person to the slot page: "Done —
     // the reset of X finished in 1.3 s; the slot is vacant" (issue 27 item 5).
     const took = job.ended_at ? formatSpan(workedMs(job, Date.parse(job.ended_at)), t) : "";
-    setOutcome({ where: `slot:${doneSlot}`, text: t("outcome.reset", { slot: doneSlot, time: took }) });
+    setOutcome({ where: `slot:${doneSlot}`, text: left > 0 ? t("outcome.reset_left", { slot: doneSlot, time: took, count: left }) : t("outcome.reset", { slot: doneSlot, time: took }) });
     navigate(`/slots/${encodeURIComponent(doneSlot)}`);
-  }, [doneSlot, navigate, job, t]);
+  }, [doneSlot, navigate, job, t, left]);
 
   const slot = job?.slot ?? "";
   return (
@@ -94,7 +99,7 @@ export function WaitView({ id }: { id: string }) {
         )}
         {phase.kind === "queued" && <p>{t("wait.queued")}</p>}
         {phase.kind === "running" && <p>{t("wait.running")}</p>}
-        {phase.kind === "succeeded" && <p>{t("wait.succeeded")}</p>}
+        {phase.kind === "succeeded" && <p data-testid="wait-succeeded">{succeeded}</p>}
         {phase.kind === "cancelled" && <p data-testid="wait-cancelled">{t("wait.cancelled")}</p>}
         {phase.kind === "not_found" && (
           <div role="alert" data-testid="wait-not-found">

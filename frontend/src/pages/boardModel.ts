@@ -3,14 +3,16 @@
 import type { SlotView } from "../services/slots";
 import { ownsSlot, type Subject } from "../auth/roles";
 import { naturalCompare, untouched } from "../format";
+import { toClean } from "../leftovers";
 
 /**
  * Why a card is flagged, most urgent first. All but deadline_soon "need
  * attention" (issue 35: failed, interrupted, uncertain, teardown
- * incomplete, overdue — red, counted in the chip); a deadline within the
- * hour that has not passed is a warning (amber), sorted after them.
+ * incomplete, overdue, something left on the server to clean — red,
+ * counted in the chip); a deadline within the hour that has not passed is
+ * a warning (amber), sorted after them.
  */
-export const ATTENTION = ["uncertain", "failed", "interrupted", "teardown_incomplete", "overdue", "deadline_soon"] as const;
+export const ATTENTION = ["uncertain", "failed", "interrupted", "teardown_incomplete", "overdue", "to_clean", "deadline_soon"] as const;
 export type Attention = (typeof ATTENTION)[number];
 
 /** needsAttention: whether the reasons include one that needs a person now (not only a near deadline). */
@@ -42,6 +44,9 @@ export function attention(s: SlotView, now: number): Attention[] {
   if (w.failed) out.push("failed");
   if (w.interrupted) out.push("interrupted");
   if (s.lifecycle === "teardown_incomplete") out.push("teardown_incomplete");
+  // One story about leftovers (issue 35 item 3): a volume left on the
+  // server with its data is for a person to clean, so it needs attention.
+  if (toClean(s).length > 0) out.push("to_clean");
   if (s.lifecycle === "occupied" && s.deadline) {
     const d = Date.parse(s.deadline);
     if (!Number.isNaN(d) && d <= now) out.push("overdue");

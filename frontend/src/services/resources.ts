@@ -21,6 +21,8 @@ export const Resource = v.object({
   /** A name the server wrote as a description, as a code (events.Name*) and its parts; format.resourceName words it. */
   name_code: optStr,
   name_args: v.optional(v.object({ branch: optStr, template: optStr, app: optStr, deployment: optStr, target: optStr })),
+  /** For what a delete left on a server Coolify could not reach (issue 32): the command that removes it there. */
+  cleanup: optStr,
 });
 export type Resource = v.InferOutput<typeof Resource>;
 
