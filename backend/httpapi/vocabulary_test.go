@@ -52,6 +52,9 @@ type vocabulary struct {
 	NameCodes   []string `json:"name_codes"`
 	// WaitReasonCodes: the codes of the waitlist's offer and hold reasons.
 	WaitReasonCodes []string `json:"wait_reason_codes"`
+	// DeliveryReasonCodes: why a Bitbucket delivery was refused, ignored
+	// or changed nothing (pullrequests.Why*, the admin page's list).
+	DeliveryReasonCodes []string `json:"delivery_reason_codes"`
 }
 
 // stringConsts reads the string constants whose names start with prefix
@@ -153,8 +156,9 @@ func TestVocabularyMatchesTheGoSource(t *testing.T) {
 	want.DetailCodes = stringConsts(t, "../../events/catalogue.go", "Detail", "")
 	want.NameCodes = stringConsts(t, "../../events/catalogue.go", "Name", "")
 	want.WaitReasonCodes = stringConsts(t, "../../events/waitlist.go", "WaitReason", "")
+	want.DeliveryReasonCodes = stringConsts(t, "../pullrequests/service.go", "Why", "")
 	for _, l := range [][]string{want.EventTypes, want.JobKinds, want.StepNames, want.ResourceKinds, want.Lifecycles, want.JobStates,
-		want.StepStates, want.ErrorCodes, want.Roles, want.Permissions, want.StateReasonCodes, want.DetailCodes, want.NameCodes, want.WaitReasonCodes} {
+		want.StepStates, want.ErrorCodes, want.Roles, want.Permissions, want.StateReasonCodes, want.DetailCodes, want.NameCodes, want.WaitReasonCodes, want.DeliveryReasonCodes} {
 		slices.Sort(l)
 	}
 	body, err := json.MarshalIndent(want, "", "  ")

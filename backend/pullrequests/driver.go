@@ -143,7 +143,8 @@ func (s *Service) take(ctx context.Context, st *prState) (bool, error) {
 		}
 		st.slot = slot
 		s.bySlot[slot] = st.stream
-		return true, s.appendPR(ctx, st, events.PRSlotTaken{Slot: slot})
+		pr := st.pr
+		return true, s.appendPR(ctx, st, events.PRSlotTaken{Slot: slot, PR: &pr})
 	}
 	if st.waiting {
 		return false, nil

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"log/slog"
 
+	"github.com/slotkeeper/slotkeeper/backend/demo"
 	"github.com/slotkeeper/slotkeeper/backend/providers/bitbucket"
 	"github.com/slotkeeper/slotkeeper/backend/pullrequests"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
@@ -24,7 +26,20 @@ func (c *Config) validatePRRepos() error {
 // startPullRequests links --pr-repos and runs the pull-request driver
 // (docs/pull-requests.md). The reporter is the Bitbucket client the jobs
 // use (the simulator's when simulated).
-func startPullRequests(ctx context.Context, c Config, store events.Store, svc *slots.Service, git any, base string, log *slog.Logger, goRun func(string, func(context.Context) error)) *pullrequests.Service {
+//
+// The demo (simulators, --demo) works out of the box: without
+// --bitbucket-webhook-secret it makes a random secret for this run, which
+// only the server knows (the Simulator page's deliveries are signed with it
+// by POST /api/hooks/bitbucket/simulated), and when it seeds its pool it
+// links demo.PRRepo.
+func startPullRequests(ctx context.Context, c Config, store events.Store, svc *slots.Service, git any, base string, demoRun, seedDemo bool, log *slog.Logger, goRun func(string, func(context.Context) error)) *pullrequests.Service {
+	if demoRun && c.BitbucketWebhookSecret == "" {
+		c.BitbucketWebhookSecret = rand.Text()
+		log.Info("demo: the simulated Bitbucket's deliveries are signed with a random webhook secret made for this run (--bitbucket-webhook-secret sets one)")
+	}
+	if seedDemo && c.PRRepos == "" {
+		c.PRRepos = demo.PRRepo
+	}
 	cfg := pullrequests.Config{Secret: c.BitbucketWebhookSecret, Logger: log,
 		JobURL: func(id string) string { return base + "/jobs/" + id }}
 	if bb, ok := git.(*bitbucket.Client); ok {

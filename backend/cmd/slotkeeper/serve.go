@@ -687,7 +687,7 @@ func (p *wiring) startBackground(ctx context.Context) error {
 	p.base = base
 
 	wl := startWaitlist(c, store, svc, base, met.Registry, log, health, goRun)
-	p.prs = startPullRequests(ctx, c, store, svc, w.deps.GitHost, base, log, goRun)
+	p.prs = startPullRequests(ctx, c, store, svc, w.deps.GitHost, base, p.demoSim != nil && c.Demo, p.seedDemo, log, goRun)
 	ins := startInsights(store, log, goRun)
 	p.wl, p.ins = wl, ins
 	caughtUp := []func(context.Context) error{chanDone(wl.CaughtUp()), chanDone(ins.CaughtUp())}
