@@ -40,6 +40,7 @@ const STEPS = [
   step("delete_repo", "running", { detail: "deleting repository SLOT/a (accepted at 2026-01-01T00:00:00Z, not confirmed yet)", detail_code: "deleting", detail_args: { resource_kind: "repository", id: "SLOT/a", accepted_at: "2026-01-01T00:00:00Z" } }),
   step("lookup_repo", "running", { detail: "verifying", detail_code: "verifying" }),
   step("create_repo", "done", { detail: "created P/new", detail_code: "repo_created", detail_args: { repo: "P/new" } }),
+  step("push_pr_head", "done", { detail: "pull request head 1a2b3c4d of APP/web on SLOT/a main (was 9f8e7d6c)", detail_code: "pr_head_pushed", detail_args: { sha: "1a2b3c4d", from: "APP/web", repo: "SLOT/a", branch: "main", old: "9f8e7d6c" } }),
 ];
 
 describe("no server English on a Korean page (issue 35)", () => {

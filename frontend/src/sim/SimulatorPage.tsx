@@ -13,6 +13,7 @@ import { simService, type SimFault } from "../services/sim";
 import type { SlotView } from "../services/slots";
 import { useSlots } from "../live/store";
 import { naturalCompare } from "../format";
+import { SimPullRequests } from "../pullrequests/SimPullRequests";
 
 /**
  * ENDPOINTS are the simulators' route names (backend/providers/sim/sim.go,
@@ -117,6 +118,7 @@ export function SimulatorPage() {
         <li>{t("sim.how2")}</li>
         <li>{t("sim.how3")}</li>
       </ol>
+      <SimPullRequests />
       <h2>{t("sim.inject")}</h2>
       <form
         className="admin-form"
