@@ -46,6 +46,7 @@ async function shots(page, route, name, selector) {
   }
   await page.evaluate(() => localStorage.setItem("slotkeeper.lang", "en"));
   await page.setViewportSize({ width: 1366, height: 900 });
+  await page.reload(); // the language is read at load: hash routes keep the page
 }
 
 test("open a PR from the Simulator page, see it take a slot, merge it and see the slot released", async () => {
@@ -95,11 +96,15 @@ test("open a PR from the Simulator page, see it take a slot, merge it and see th
   await page.click("[data-testid=pr-push] a");
   await page.waitForURL(/#\/jobs\/[^/]+$/);
   const jobId = page.url().split("/jobs/")[1];
-  await page.waitForSelector("text=Push the pull request's head", { timeout: 15_000 });
-  const jobText = await page.textContent("main");
+  await page.waitForSelector('[data-testid=job-page][data-state="succeeded"]', { timeout: 15_000 });
+  const jobText = await page.textContent("[data-testid=job-page]");
   assert.match(jobText, /Pull request deploy/);
-  assert.match(jobText, new RegExp(`pull request head ${head.slice(0, 8)}`));
-  await shots(page, `/jobs/${jobId}`, "job", "text=Push the pull request's head");
+  assert.match(jobText, /Push the pull request's head/);
+  const job = await server.api("GET", `/api/jobs/${jobId}`);
+  const pushed = job.steps.find((s) => s.name === "push_pr_head");
+  assert.equal(pushed.detail_code, "pr_head_pushed", "the push's detail is a code the page words");
+  assert.equal(pushed.detail_args.sha, head.slice(0, 8));
+  await shots(page, `/jobs/${jobId}`, "job", '[data-testid=job-page][data-state="succeeded"]');
 
   // The admin page: the linked repository and the accepted delivery.
   await page.goto(appUrl(server, "/admin"));

@@ -44,9 +44,6 @@ export function PullRequestInfo({ slot, compact = false }: { slot: SlotView; com
   return (
     <div className={`pr-info${compact ? " compact" : ""}`} data-testid="slot-pr" data-pr={name} aria-label={t("pr.card_label", { repo: repoName(pr.repo), id: pr.id })} role="group">
       <div className="pr-title">
-        <span className="pr-badge" aria-hidden="true">
-          ⑂
-        </span>{" "}
         {href ? (
           <a href={href} target="_blank" rel="noopener noreferrer" data-testid="slot-pr-link" title={t("pr.open_link_label", { repo: repoName(pr.repo), id: pr.id })}>
             <span className="pr-name">{name}</span> {title}
