@@ -118,7 +118,6 @@ export function SimulatorPage() {
         <li>{t("sim.how2")}</li>
         <li>{t("sim.how3")}</li>
       </ol>
-      <SimPullRequests />
       <h2>{t("sim.inject")}</h2>
       <form
         className="admin-form"
@@ -221,6 +220,7 @@ export function SimulatorPage() {
           </li>
         ))}
       </ul>
+      <SimPullRequests />
     </section>
   );
 }
