@@ -10,8 +10,12 @@ import { resetHealth } from "../live/health";
 import { putSlot, resetLiveStore } from "../live/store";
 import { stopTicker } from "../live/ticker";
 import { latinWords } from "../test/latin";
-import { job, jsonResponse, slot } from "../test/fakes";
+import { job, jsonResponse, slot, step } from "../test/fakes";
 import vocabulary from "../i18n/vocabulary.json";
+import { Route, Router } from "wouter";
+import { memoryLocation } from "wouter/memory-location";
+import { JobPage } from "../pages/JobPage";
+import { stepDetail } from "../format";
 import { AdminPullRequests, deliveryReason } from "./AdminPullRequests";
 import { PRPushes, PullRequestInfo, prCommit } from "./PullRequestInfo";
 import { SimPullRequests } from "./SimPullRequests";
@@ -237,5 +241,34 @@ describe("the Simulator page's pull requests", () => {
     expect(out.dataset.code).toBe("repo_unlinked");
     expect(out.textContent).toContain("Link it on the Administration page");
     expect(screen.queryByTestId("prsim-pr")).toBeNull();
+  });
+});
+
+describe("the job page of a pr_deploy job", () => {
+  it("reads well in Korean: its kind, its two steps, the head it deploys and the push's detail", async () => {
+    setLang("ko");
+    const pushed = step("push_pr_head", "done", {
+      detail: `pull request head 1111111 of DEMO/webshop on SLOT/slot-cedar main (was 9f8e7d6c)`,
+      detail_code: "pr_head_pushed",
+      detail_args: { sha: "11111111", from: "DEMO/webshop", repo: "SLOT/slot-cedar", branch: "main", old: "9f8e7d6c" },
+    });
+    const j = job({ id: "j-pr", kind: "pr_deploy", slot: "cedar", state: "succeeded", requested_by: "bitbucket", params: { pr_source: "DEMO/webshop", pr_branch: "feature/checkout", head: HEAD }, steps: [pushed, step("deploy", "done")], cancellable: false, ended_at: "2026-01-01T00:00:04Z", started_at: "2026-01-01T00:00:00Z" });
+    route = (_m, url) => (url.endsWith("/events") ? jsonResponse({ events: [] }) : url.startsWith("/api/jobs/j-pr") ? jsonResponse(j) : undefined);
+    const mem = memoryLocation({ path: "/jobs/j-pr" });
+    render(
+      <Router hook={mem.hook}>
+        <Route path="/jobs/:id">{(p) => <JobPage id={p.id} />}</Route>
+      </Router>,
+    );
+    const page = await screen.findByTestId("job-page");
+    await act(async () => {});
+    const text = page.textContent ?? "";
+    expect(text).toContain("풀 리퀘스트 배포");
+    expect(text).toContain("풀 리퀘스트 헤드 푸시");
+    expect(screen.getByTestId("job-pr-head").textContent).toContain(HEAD.slice(0, 12));
+    expect(serverEnglish(text), text).toEqual([]);
+    const said = stepDetail(pushed, makeT("ko"));
+    expect(said).toBe("DEMO/webshop의 풀 리퀘스트 헤드 11111111을 SLOT/slot-cedar main에 푸시함 (이전 9f8e7d6c)");
+    expect(stepDetail(pushed, makeT("en"))).toBe("pull request head 11111111 from DEMO/webshop on SLOT/slot-cedar main (was 9f8e7d6c)");
   });
 });
