@@ -252,7 +252,7 @@ describe("the job page of a pr_deploy job", () => {
       detail_code: "pr_head_pushed",
       detail_args: { sha: "11111111", from: "DEMO/webshop", repo: "SLOT/slot-cedar", branch: "main", old: "9f8e7d6c" },
     });
-    const j = job({ id: "j-pr", kind: "pr_deploy", slot: "cedar", state: "succeeded", requested_by: "bitbucket", params: { pr_source: "DEMO/webshop", pr_branch: "feature/checkout", head: HEAD }, steps: [pushed, step("deploy", "done")], cancellable: false, ended_at: "2026-01-01T00:00:04Z", started_at: "2026-01-01T00:00:00Z" });
+    const j = job({ id: "j-pr", kind: "pr_deploy", slot: "cedar", state: "succeeded", requested_by: "bitbucket", params: { pr_source: "DEMO/webshop", pr_branch: "feature/checkout", head: HEAD }, steps: [pushed, step("deploy", "done")], cancellable: false, ended_at: "2026-01-01T00:00:04Z" });
     route = (_m, url) => (url.endsWith("/events") ? jsonResponse({ events: [] }) : url.startsWith("/api/jobs/j-pr") ? jsonResponse(j) : undefined);
     const mem = memoryLocation({ path: "/jobs/j-pr" });
     render(
