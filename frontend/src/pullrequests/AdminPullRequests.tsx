@@ -5,9 +5,8 @@
 import { useState, type FormEvent } from "react";
 import { CommandError } from "../components/CommandError";
 import { TableWrap } from "../components/TableWrap";
-import { formatTime } from "../format";
-import { en } from "../i18n/en";
-import { useT, type Key, type T } from "../i18n";
+import { formatTime, known } from "../format";
+import { useT, type T } from "../i18n";
 import { announce } from "../live/announce";
 import { useCommand } from "../live/useCommand";
 import { useLoad } from "../live/useLoad";
@@ -24,7 +23,7 @@ export const resultTone = (r: string): Tone => RESULT_TONE[r] ?? "wait";
 /** resultText words a delivery's result. */
 export function resultText(r: string, t: T): string {
   const k = `pr.result.${r}`;
-  return k in en ? t(k as Key) : r;
+  return known(k) ? t(k) : r;
 }
 
 /**
@@ -34,14 +33,14 @@ export function resultText(r: string, t: T): string {
  */
 export function deliveryReason(d: Pick<Outcome, "reason" | "reason_code" | "reason_args">, t: T): string {
   const key = `prwhy.${d.reason_code ?? ""}`;
-  if (!d.reason_code || !(key in en)) return d.reason ?? "";
+  if (!d.reason_code || !known(key)) return d.reason ?? "";
   const args: Record<string, string> = { ...(d.reason_args ?? {}) };
   if (args.state !== undefined) {
     const sk = `pr.state.${args.state}`;
-    args.state = sk in en ? t(sk as Key) : args.state;
+    args.state = known(sk) ? t(sk) : args.state;
   }
   if (args.head) args.head = args.head.slice(0, 12);
-  const s = t(key as Key, args);
+  const s = t(key, args);
   return /\{\w+\}/.test(s) ? (d.reason ?? "") : s;
 }
 
