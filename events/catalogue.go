@@ -424,6 +424,7 @@ const (
 	DetailDeleting        = "deleting"          // args resource_kind, id, accepted_at: a delete the provider accepted, not confirmed yet
 	DetailForcePushed     = "force_pushed"      // args repo, old, new: the template force-pushed
 	DetailCodePushed      = "code_pushed"       // args repo, sha
+	DetailPRHeadPushed    = "pr_head_pushed"    // args sha, from, repo, branch, old: a pull request's head on the slot branch
 	DetailRepoCreated     = "repo_created"      // args repo
 	DetailDBCreated       = "db_created"        // args engine, name, id
 	DetailDBFound         = "db_found"          // args engine, name, id: found what an uncertain create made

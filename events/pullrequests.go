@@ -89,6 +89,9 @@ type PRChanged struct {
 // PRSlotTaken: the PR occupies Slot (for its author).
 type PRSlotTaken struct {
 	Slot string `json:"slot"`
+	// PR is the pull request as it was when it took the slot, for the
+	// slot's read model (absent from events recorded before it was added).
+	PR *PullRequest `json:"pr,omitempty"`
 }
 
 // PRWaiting: no ready slot was free when the PR needed one.

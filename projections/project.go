@@ -96,10 +96,30 @@ func Project(st State, e Event) Change {
 		if j := st.GetJob(ev.Stream[len(events.NotifyStreamPrefix):]); j != nil {
 			slot = j.Slot
 		}
+	case strings.HasPrefix(ev.Stream, events.PRStreamPrefix):
+		slot = PRSlot(p)
+		if sv := st.GetSlot(slot); sv != nil {
+			if nv := ApplySlot(*sv, ev, p); nv.Position == ev.Position {
+				st.PutSlot(&nv)
+				ch.Slot = &nv
+			}
+		}
 	}
 	a := AuditOf(ev, p, slot)
 	ch.Audit = &a
 	return ch
+}
+
+// PRSlot is the slot a pull request's event is about (the PR shown on its
+// slot, issue 34), "" for the others.
+func PRSlot(p events.Payload) string {
+	switch e := p.(type) {
+	case events.PRSlotTaken:
+		return e.Slot
+	case events.PRDeployQueued:
+		return e.Slot
+	}
+	return ""
 }
 
 // Ownership is the set of views a quiet batch (ProjectQuiet) may change in
@@ -241,6 +261,11 @@ func ProjectQuiet(st State, own *Ownership, e Event) AuditEntry {
 	case strings.HasPrefix(ev.Stream, events.NotifyStreamPrefix):
 		if j := st.GetJob(ev.Stream[len(events.NotifyStreamPrefix):]); j != nil {
 			slot = j.Slot
+		}
+	case strings.HasPrefix(ev.Stream, events.PRStreamPrefix):
+		slot = PRSlot(p)
+		if sv := own.slot(st, slot); sv != nil {
+			*sv = applySlot(*sv, ev, p, true)
 		}
 	}
 	return AuditOf(ev, p, slot)

@@ -298,6 +298,8 @@ func detailOf(p events.Payload, r events.StepResult) (string, map[string]string)
 		code, args = events.DetailForcePushed, map[string]string{"repo": e.Repo.String(), "old": short(e.OldSHA), "new": short(e.NewSHA)}
 	case events.CodePushed:
 		code, args = events.DetailCodePushed, map[string]string{"repo": e.Repo.String(), "sha": short(e.SHA)}
+	case events.PRHeadPushed:
+		code, args = events.DetailPRHeadPushed, map[string]string{"sha": short(e.Head), "from": e.Source.String(), "repo": e.Repo.String(), "branch": e.Branch, "old": short(e.OldSHA)}
 	case events.RepoCreated:
 		code, args = events.DetailRepoCreated, map[string]string{"repo": e.Repo.String()}
 	case events.VolumeMountsRemoved:

@@ -100,6 +100,20 @@ func applySlot(v SlotView, ev events.RecordedEvent, p events.Payload, own bool) 
 		}
 	case events.SlotVacated:
 		v.Occupant, v.OccupantID, v.OccupiedAt, v.Deadline = "", "", nil, nil
+		v.PullRequest = nil
+	case events.PRSlotTaken:
+		if e.PR == nil {
+			return v // recorded before PRSlotTaken carried the PR
+		}
+		v.PullRequest = &SlotPR{Repo: e.PR.Repo, ID: e.PR.ID, Title: e.PR.Title, Author: e.PR.Author,
+			Branch: e.PR.Branch, Link: e.PR.Link, Head: e.PR.Head}
+	case events.PRDeployQueued:
+		if v.PullRequest == nil {
+			return v
+		}
+		pr := *v.PullRequest
+		pr.Head, pr.JobID = e.Head, e.JobID
+		v.PullRequest = &pr
 	case events.TeardownIncomplete:
 		v.Lifecycle = LifecycleIncomplete
 		v.Resources = addMissing(v.Resources, e.Remaining)
@@ -107,6 +121,7 @@ func applySlot(v SlotView, ev events.RecordedEvent, p events.Payload, own bool) 
 	case events.SlotRetired:
 		v.Lifecycle = LifecycleRetired
 		v.Occupant, v.OccupantID, v.OccupiedAt, v.Deadline = "", "", nil, nil
+		v.PullRequest = nil
 		v.setReason("", nil)
 	case events.SlotPromoted:
 		v.PromotedTo = append(slices.Clip(v.PromotedTo), e.NewRepo)

@@ -125,6 +125,24 @@ type SlotView struct {
 	// parts, which the dashboard words in the reader's language (issue 35).
 	MissingCode string            `json:"missing_code,omitempty"`
 	MissingArgs map[string]string `json:"missing_args,omitempty"`
+	// PullRequest is the pull request that holds the slot (issue 34), from
+	// its stream's PRSlotTaken until the slot is vacated.
+	PullRequest *SlotPR `json:"pull_request,omitempty"`
+}
+
+// SlotPR is the pull request holding a slot, as Bitbucket described it when
+// it took the slot (PRSlotTaken), with the head of its newest pr_deploy job
+// (PRDeployQueued). What the slot runs is Deployed.Commit.
+type SlotPR struct {
+	Repo   events.RepoRef `json:"repo"`
+	ID     int64          `json:"id"`
+	Title  string         `json:"title,omitempty"`
+	Author string         `json:"author,omitempty"`
+	Branch string         `json:"branch"`
+	Link   string         `json:"link,omitempty"`
+	Head   string         `json:"head"`
+	// JobID is the newest pr_deploy job queued for the PR ("" until one is).
+	JobID string `json:"job_id,omitempty"`
 }
 
 // The codes of why a vacant slot is not ready (SlotView.MissingCode).

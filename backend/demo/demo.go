@@ -40,6 +40,11 @@ var Pool = []Slot{
 	{"harbor", "eli", 45 * time.Minute},
 }
 
+// PRRepo is the application repository the demo links to the pool (its
+// pull requests get slots): the Simulator page opens pull requests on it,
+// and the simulated Bitbucket creates it with the first one.
+const PRRepo = "DEMO/webshop"
+
 // Actor is who the seeding events are attributed to.
 const Actor = "system:demo"
 

@@ -594,6 +594,8 @@ func contractFeatures(t *testing.T, k *contract, mw echo.MiddlewareFunc) {
 		d.Waitlist = wl
 		d.Insights = insights.New(b.store, nil, insights.Config{})
 		d.PullRequests = pullrequests.New(b.store, d.Commands.(*slots.Service), pullrequests.Config{Secret: "k3y"})
+		// The simulators' presence is what serves the simulated delivery.
+		d.Sim = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
 		d.Consumers = health.Report
 		d.Backup = func(ctx context.Context, w io.Writer) error { _, err := w.Write([]byte("tar")); return err }
 		d.AutoLogin = func(ctx context.Context) (auth.User, bool) { return d.Auth.Dir.UserByName("demo-admin") }
@@ -650,6 +652,9 @@ func contractFeatures(t *testing.T, k *contract, mw echo.MiddlewareFunc) {
 	k.call(t, 202, "POST", "/api/hooks/bitbucket", body, "Authorization", "", "X-Event-Key", "pr:opened", "X-Request-Id", "r-3", "X-Hub-Signature", webhook.Sign("k3y", []byte(body)))
 	k.call(t, 200, "POST", "/api/hooks/bitbucket", body, "Authorization", "", "X-Event-Key", "pr:opened", "X-Request-Id", "r-3", "X-Hub-Signature", webhook.Sign("k3y", []byte(body)))
 	k.call(t, 200, "GET", "/api/hooks/bitbucket/deliveries", nil)
+	simulated := map[string]any{"id": 1, "head": strings.Repeat("a", 40), "event_key": "pr:opened", "request_id": "r-4", "payload": json.RawMessage(strings.Replace(body, `"id":1`, `"id":2`, 1))}
+	k.call(t, 202, "POST", "/api/hooks/bitbucket/simulated", simulated)
+	k.call(t, 200, "POST", "/api/hooks/bitbucket/simulated", simulated)
 	k.call(t, 204, "DELETE", "/api/pr-repos/APPS/shop", nil)
 
 	// Reconciliation: the report of a run, and acting on its orphan.

@@ -57,6 +57,7 @@ var goTypes = map[string]any{
 	"SlotChange":        projections.SlotChange{},
 	"SlotTemplate":      events.SlotTemplate{},
 	"SlotView":          projections.SlotView{},
+	"SlotPR":            projections.SlotPR{},
 	"SlotViewAt":        slotAt{},
 	"StepView":          projections.StepView{},
 	"StepWait":          projections.WaitView{},

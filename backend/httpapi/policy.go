@@ -114,6 +114,9 @@ func (s *Server) routes() []route {
 		for _, m := range []string{"POST", "PUT", "PATCH", "DELETE"} {
 			rs = append(rs, route{m, "/api/sim/*", auth.PermSimControl, sim})
 		}
+		// The simulated Bitbucket's deliveries, signed by the server (the
+		// Simulator page's pull requests; docs/pull-requests.md).
+		rs = append(rs, route{"POST", "/api/hooks/bitbucket/simulated", auth.PermSimControl, s.simulatedBitbucketHook})
 	}
 	return rs
 }

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 
@@ -87,6 +88,45 @@ func (s *Server) bitbucketHook(c echo.Context) error {
 		return errf(CodeInvalid, "%s", out.Reason)
 	}
 	return c.JSON(out.Status, out)
+}
+
+// simulatedBitbucketHook takes a delivery the simulated Bitbucket answered
+// ({"event_key", "request_id", "payload"}, the shape of POST
+// /api/sim/pull-requests) and receives it signed under the server's secret,
+// as the real Bitbucket would send it. Only while the simulators run. The
+// answer is the Outcome (accepted, ignored, duplicate, refused and why).
+func (s *Server) simulatedBitbucketHook(c echo.Context) error {
+	if err := s.needPRs(); err != nil {
+		return err
+	}
+	var in struct {
+		ID        int64           `json:"id"`
+		Head      string          `json:"head"`
+		EventKey  string          `json:"event_key"`
+		RequestID string          `json:"request_id"`
+		Payload   json.RawMessage `json:"payload"`
+	}
+	if err := decodeBody(c, &in, false); err != nil {
+		return err
+	}
+	if len(in.Payload) == 0 {
+		return errf(CodeInvalid, "payload: the delivery's body, as POST /api/sim/pull-requests answers it")
+	}
+	out, err := s.d.PullRequests.DeliverSimulated(c.Request().Context(), in.EventKey, in.RequestID, in.Payload)
+	if err != nil {
+		return err
+	}
+	if out.Status == http.StatusBadRequest {
+		return errf(CodeInvalid, "%s", out.Reason)
+	}
+	// What the flow made of the delivery is the answer, a refusal (no
+	// secret configured) included: this caller's request was good, and a
+	// 401 here would read as the caller's own session refused.
+	status := http.StatusOK
+	if out.Result == "accepted" {
+		status = http.StatusAccepted
+	}
+	return c.JSON(status, out)
 }
 
 // bitbucketDeliveries lists the last deliveries this process received and

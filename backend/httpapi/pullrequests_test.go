@@ -84,3 +84,65 @@ func TestPullRequestRoutes(t *testing.T) {
 		t.Fatalf("unlink twice: %d %s", a.status, a.body)
 	}
 }
+
+// TestSimulatedBitbucketDelivery: with the simulators, an admin hands the
+// server a delivery the simulated Bitbucket answered and the server signs
+// it under its own secret and receives it like Bitbucket's (accepted, a
+// PRChanged appended); a viewer is refused and nothing is appended; a
+// server without a secret refuses the delivery (as the hook would) and
+// says why as a code. Without the simulators there is no such route.
+func TestSimulatedBitbucketDelivery(t *testing.T) {
+	for _, secret := range []string{"k3y", ""} {
+		b := &bundle{store: memstore.New()}
+		b.deps = func(d *Deps) {
+			d.PullRequests = pullrequests.New(b.store, d.Commands.(*slots.Service), pullrequests.Config{Secret: secret})
+			d.Sim = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
+		}
+		b.start(t, HubOptions{})
+		if a := b.do(t, "POST", "/api/pr-repos", map[string]string{"repo": "APPS/shop"}); a.status != http.StatusCreated {
+			t.Fatalf("link: %d %s", a.status, a.body)
+		}
+		payload := `{"eventKey":"pr:opened","pullRequest":{"id":4,"title":"T","state":"OPEN","fromRef":{"displayId":"feat","latestCommit":"` +
+			strings.Repeat("b", 40) + `","repository":{"slug":"shop","project":{"key":"APPS"}}},"toRef":{"repository":{"slug":"shop","project":{"key":"APPS"}}}}}`
+		delivery := map[string]any{"id": 4, "head": strings.Repeat("b", 40), "event_key": "pr:opened", "request_id": "req-4", "payload": json.RawMessage(payload)}
+		viewer := b.tokenFor(t, "vic", auth.RoleViewer, time.Hour)
+		before := b.head(t)
+		b.refused(t, "viewer delivery", b.do(t, "POST", "/api/hooks/bitbucket/simulated", delivery, "Authorization", "Bearer "+viewer), before, http.StatusForbidden, "sim.control")
+		if a := b.do(t, "POST", "/api/hooks/bitbucket/simulated", map[string]any{"event_key": "pr:opened"}); a.status != http.StatusBadRequest || b.head(t) != before {
+			t.Fatalf("no payload: %d %s", a.status, a.body)
+		}
+		a := b.do(t, "POST", "/api/hooks/bitbucket/simulated", delivery)
+		var out pullrequests.Outcome
+		if err := json.Unmarshal(a.body, &out); err != nil {
+			t.Fatal(err)
+		}
+		if secret == "" {
+			if a.status != http.StatusOK || out.Result != "refused" || out.Code != pullrequests.WhyNoSecret || b.head(t) != before {
+				t.Fatalf("no secret: %d %s", a.status, a.body)
+			}
+			continue
+		}
+		if a.status != http.StatusAccepted || out.Result != "accepted" || b.head(t) == before {
+			t.Fatalf("delivery: %d %s", a.status, a.body)
+		}
+		var rec struct {
+			Deliveries []pullrequests.DeliveryRecord `json:"deliveries"`
+		}
+		b.do(t, "GET", "/api/hooks/bitbucket/deliveries", nil).decode(t, &rec)
+		if len(rec.Deliveries) != 1 || rec.Deliveries[0].Repo != "APPS/shop" || rec.Deliveries[0].PR != 4 || rec.Deliveries[0].EventKey != "pr:opened" {
+			t.Fatalf("deliveries %+v", rec.Deliveries)
+		}
+		again := b.do(t, "POST", "/api/hooks/bitbucket/simulated", delivery)
+		if err := json.Unmarshal(again.body, &out); err != nil || out.Result != "duplicate" || out.Code != pullrequests.WhySeen || out.Args["request"] != "req-4" {
+			t.Fatalf("again: %d %s", again.status, again.body)
+		}
+	}
+	b := &bundle{store: memstore.New()}
+	b.deps = func(d *Deps) {
+		d.PullRequests = pullrequests.New(b.store, d.Commands.(*slots.Service), pullrequests.Config{Secret: "k3y"})
+	}
+	b.start(t, HubOptions{})
+	if a := b.do(t, "POST", "/api/hooks/bitbucket/simulated", map[string]any{"event_key": "pr:opened", "payload": json.RawMessage(`{}`)}); a.status != http.StatusNotFound && a.status != http.StatusMethodNotAllowed {
+		t.Fatalf("without simulators: %d %s", a.status, a.body)
+	}
+}

@@ -64,6 +64,9 @@ type vocabulary struct {
 	// StepResultTypes: the event types whose audit line is the shared
 	// audit.ev.step_done (projections.AuditLine).
 	StepResultTypes []string `json:"step_result_types"`
+	// DeliveryReasonCodes: why a Bitbucket delivery was refused, ignored
+	// or changed nothing (pullrequests.Why*, the admin page's list).
+	DeliveryReasonCodes []string `json:"delivery_reason_codes"`
 }
 
 // stringConsts reads the string constants whose names start with prefix
@@ -165,6 +168,7 @@ func TestVocabularyMatchesTheGoSource(t *testing.T) {
 	want.DetailCodes = stringConsts(t, "../../events/catalogue.go", "Detail", "")
 	want.NameCodes = stringConsts(t, "../../events/catalogue.go", "Name", "")
 	want.WaitReasonCodes = stringConsts(t, "../../events/waitlist.go", "WaitReason", "")
+	want.DeliveryReasonCodes = stringConsts(t, "../pullrequests/service.go", "Why", "")
 	for _, r := range apperr.Reasons {
 		want.Reasons = append(want.Reasons, string(r))
 	}
@@ -183,7 +187,7 @@ func TestVocabularyMatchesTheGoSource(t *testing.T) {
 		}
 	}
 	for _, l := range [][]string{want.EventTypes, want.JobKinds, want.StepNames, want.ResourceKinds, want.Lifecycles, want.JobStates,
-		want.StepStates, want.ErrorCodes, want.Roles, want.Permissions, want.StateReasonCodes, want.DetailCodes, want.NameCodes, want.WaitReasonCodes, want.Reasons, want.SentenceCodes, want.StepResultTypes} {
+		want.StepStates, want.ErrorCodes, want.Roles, want.Permissions, want.StateReasonCodes, want.DetailCodes, want.NameCodes, want.WaitReasonCodes, want.Reasons, want.SentenceCodes, want.StepResultTypes, want.DeliveryReasonCodes} {
 		slices.Sort(l)
 	}
 	body, err := json.MarshalIndent(want, "", "  ")

@@ -2,6 +2,7 @@ package pullrequests
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -96,14 +97,14 @@ type Delivery struct {
 func parse(h http.Header, body []byte) (Delivery, error) {
 	d := Delivery{RequestID: h.Get(HeaderRequestID), EventKey: h.Get(HeaderEventKey)}
 	if !requestIDRe.MatchString(d.RequestID) {
-		return d, fmt.Errorf("%s is missing or not a request id", HeaderRequestID)
+		return d, badField(HeaderRequestID, "%s is missing or not a request id", HeaderRequestID)
 	}
 	var p payload
 	if err := json.Unmarshal(body, &p); err != nil {
-		return d, fmt.Errorf("the body is not a Bitbucket event payload: %v", err)
+		return d, badField("body", "the body is not a Bitbucket event payload: %v", err)
 	}
 	if p.EventKey != "" && p.EventKey != d.EventKey {
-		return d, fmt.Errorf("%s %q and the body's eventKey %q differ", HeaderEventKey, d.EventKey, p.EventKey)
+		return d, badField("eventKey", "%s %q and the body's eventKey %q differ", HeaderEventKey, d.EventKey, p.EventKey)
 	}
 	pr := p.PullRequest
 	to, from := pr.ToRef.Repository, pr.FromRef.Repository
@@ -121,20 +122,20 @@ func parse(h http.Header, body []byte) (Delivery, error) {
 	}
 	switch {
 	case pr.ID <= 0:
-		return d, fmt.Errorf("pullRequest.id is missing")
+		return d, badField("pullRequest.id", "pullRequest.id is missing")
 	case !repoOK(out.Repo) || !repoOK(out.Source):
-		return d, fmt.Errorf("pullRequest.toRef or fromRef names no repository")
+		return d, badField("pullRequest.toRef", "pullRequest.toRef or fromRef names no repository")
 	case !fullSHARe.MatchString(out.Head):
-		return d, fmt.Errorf("pullRequest.fromRef.latestCommit %q is not a commit", out.Head)
+		return d, badField("pullRequest.fromRef.latestCommit", "pullRequest.fromRef.latestCommit %q is not a commit", out.Head)
 	case !branchRe.MatchString(out.Branch) || strings.Contains(out.Branch, ".."):
-		return d, fmt.Errorf("pullRequest.fromRef.displayId %q is not a branch name", out.Branch)
+		return d, badField("pullRequest.fromRef.displayId", "pullRequest.fromRef.displayId %q is not a branch name", out.Branch)
 	case out.AuthorSlug != "" && !userSlugRe.MatchString(out.AuthorSlug):
-		return d, fmt.Errorf("pullRequest.author.user.slug %q is not a user slug", out.AuthorSlug)
+		return d, badField("pullRequest.author.user.slug", "pullRequest.author.user.slug %q is not a user slug", out.AuthorSlug)
 	}
 	switch out.State {
 	case events.PRStateOpen, events.PRStateMerged, events.PRStateDeclined, events.PRStateDeleted:
 	default:
-		return d, fmt.Errorf("pullRequest.state %q is not OPEN, MERGED or DECLINED", out.State)
+		return d, badField("pullRequest.state", "pullRequest.state %q is not OPEN, MERGED or DECLINED", out.State)
 	}
 	d.PR = out
 	return d, nil
@@ -157,6 +158,25 @@ func ParseRepo(s string) (events.RepoRef, error) {
 		return r, fmt.Errorf("repository %q: PROJECT/slug (a project key, then a lowercase repository slug)", s)
 	}
 	return r, nil
+}
+
+// fieldError is a malformed delivery's error with the field it is about.
+type fieldError struct {
+	field string
+	error
+}
+
+func badField(field, format string, a ...any) error {
+	return fieldError{field, fmt.Errorf(format, a...)}
+}
+
+// fieldOf is the field a parse error is about.
+func fieldOf(err error) string {
+	var f fieldError
+	if errors.As(err, &f) {
+		return f.field
+	}
+	return ""
 }
 
 func clip(s string, n int) string {

@@ -291,7 +291,8 @@ func (s *Service) take(ctx context.Context, st *prState) (bool, error) {
 			return false, err
 		}
 		st.slot = slot
-		return true, s.appendPR(ctx, st, events.PRSlotTaken{Slot: slot})
+		pr := st.pr
+		return true, s.appendPR(ctx, st, events.PRSlotTaken{Slot: slot, PR: &pr})
 	}
 	if st.waiting {
 		return false, nil

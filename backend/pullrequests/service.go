@@ -92,6 +92,10 @@ type DeliveryRecord struct {
 	PR        int64     `json:"pr,omitempty"`
 	Result    string    `json:"result"`
 	Reason    string    `json:"reason,omitempty"`
+	// ReasonCode and ReasonArgs are Reason as a code (Why*) and its
+	// parts, which the dashboard words in the reader's language.
+	ReasonCode string            `json:"reason_code,omitempty"`
+	ReasonArgs map[string]string `json:"reason_args,omitempty"`
 }
 
 const recentMax = 200
@@ -108,7 +112,7 @@ func (s *Service) Recent() []DeliveryRecord {
 }
 
 func (s *Service) remember(h http.Header, d Delivery, out Outcome) {
-	r := DeliveryRecord{Time: s.cfg.Clock.Now().UTC(), EventKey: clip(h.Get(HeaderEventKey), 64), Result: out.Result, Reason: out.Reason}
+	r := DeliveryRecord{Time: s.cfg.Clock.Now().UTC(), EventKey: clip(h.Get(HeaderEventKey), 64), Result: out.Result, Reason: out.Reason, ReasonCode: out.Code, ReasonArgs: out.Args}
 	if id := h.Get(HeaderRequestID); requestIDRe.MatchString(id) {
 		r.RequestID = id
 	}
@@ -238,7 +242,23 @@ type Outcome struct {
 	Status int    `json:"-"`
 	Result string `json:"result"` // accepted | ignored | duplicate | refused
 	Reason string `json:"reason,omitempty"`
+	// Code and Args are Reason as a code (Why*) and its parts.
+	Code string            `json:"reason_code,omitempty"`
+	Args map[string]string `json:"reason_args,omitempty"`
 }
+
+// The codes of why a delivery was refused, ignored or changed nothing
+// (Outcome.Code), for the admin page's list of deliveries.
+const (
+	WhyNoSecret     = "no_secret"     // no webhook secret is configured
+	WhyBadSignature = "bad_signature" // unsigned, or signed under another secret
+	WhyNotHandled   = "event_ignored" // args key: an event the flow does not act on
+	WhyMalformed    = "malformed"     // args field: the payload's field that is wrong
+	WhyNotLinked    = "repo_unlinked" // args repo
+	WhySeen         = "request_seen"  // args request: that X-Request-Id was received already
+	WhyClosed       = "pr_closed"     // args state: the PR is closed already
+	WhyAtHead       = "pr_at_head"    // args head: the PR is open at that head already
+)
 
 // Receive takes one delivery. A refused one (unsigned, badly signed,
 // malformed) appends nothing; an accepted one appends PRChanged, and the
@@ -253,26 +273,28 @@ func (s *Service) Receive(ctx context.Context, h http.Header, body []byte) (Outc
 
 func (s *Service) receive(ctx context.Context, h http.Header, body []byte) (Delivery, Outcome, error) {
 	if !webhook.Verify(s.cfg.Secret, body, h.Get(HeaderSignature)) {
-		why := "the X-Hub-Signature does not match the body under the configured webhook secret"
+		why, code := "the X-Hub-Signature does not match the body under the configured webhook secret", WhyBadSignature
 		if s.cfg.Secret == "" {
-			why = "no Bitbucket webhook secret is configured (--bitbucket-webhook-secret)"
+			why, code = "no Bitbucket webhook secret is configured (--bitbucket-webhook-secret)", WhyNoSecret
 		}
-		return Delivery{}, Outcome{Status: http.StatusUnauthorized, Result: "refused", Reason: why}, nil
+		return Delivery{}, Outcome{Status: http.StatusUnauthorized, Result: "refused", Reason: why, Code: code}, nil
 	}
 	key := h.Get(HeaderEventKey)
 	if !handled[key] {
-		return Delivery{}, Outcome{Status: http.StatusAccepted, Result: "ignored", Reason: fmt.Sprintf("event %q is not one the pull-request flow acts on", clip(key, 64))}, nil
+		return Delivery{}, Outcome{Status: http.StatusAccepted, Result: "ignored", Reason: fmt.Sprintf("event %q is not one the pull-request flow acts on", clip(key, 64)),
+			Code: WhyNotHandled, Args: map[string]string{"key": clip(key, 64)}}, nil
 	}
 	d, err := parse(h, body)
 	if err != nil {
-		return d, Outcome{Status: http.StatusBadRequest, Result: "refused", Reason: err.Error()}, nil
+		return d, Outcome{Status: http.StatusBadRequest, Result: "refused", Reason: err.Error(), Code: WhyMalformed, Args: map[string]string{"field": fieldOf(err)}}, nil
 	}
 	m, _, err := s.links(ctx)
 	if err != nil {
 		return d, Outcome{}, err
 	}
 	if _, ok := m[d.PR.Repo.String()]; !ok {
-		return d, Outcome{Status: http.StatusAccepted, Result: "ignored", Reason: "repository " + d.PR.Repo.String() + " is not linked"}, nil
+		return d, Outcome{Status: http.StatusAccepted, Result: "ignored", Reason: "repository " + d.PR.Repo.String() + " is not linked",
+			Code: WhyNotLinked, Args: map[string]string{"repo": d.PR.Repo.String()}}, nil
 	}
 	stream := events.PRStream(d.PR.Repo, d.PR.ID)
 	out := Outcome{Status: http.StatusAccepted, Result: "accepted"}
@@ -281,8 +303,8 @@ func (s *Service) receive(ctx context.Context, h http.Header, body []byte) (Deli
 		if err != nil {
 			return st.expected(), nil, err
 		}
-		if why := st.already(d); why != "" {
-			out = Outcome{Status: http.StatusOK, Result: "duplicate", Reason: why}
+		if why, code, args := st.already(d); why != "" {
+			out = Outcome{Status: http.StatusOK, Result: "duplicate", Reason: why, Code: code, Args: args}
 			return st.expected(), nil, nil
 		}
 		meta := s.meta()
@@ -361,16 +383,16 @@ func (st *prState) open() bool { return st.pr.State == events.PRStateOpen }
 // already says why d changes nothing ("" when it does): the same request
 // id, or a state the PR has reached (a closed PR stays closed; an open one
 // at the same head is where it is).
-func (st *prState) already(d Delivery) string {
+func (st *prState) already(d Delivery) (string, string, map[string]string) {
 	switch {
 	case st.requests[d.RequestID]:
-		return "request " + d.RequestID + " was received already"
+		return "request " + d.RequestID + " was received already", WhySeen, map[string]string{"request": d.RequestID}
 	case st.exists && !st.open():
-		return "the pull request is " + strings.ToLower(st.pr.State) + " already"
+		return "the pull request is " + strings.ToLower(st.pr.State) + " already", WhyClosed, map[string]string{"state": st.pr.State}
 	case st.exists && d.PR.State == events.PRStateOpen && d.PR.Head == st.pr.Head:
-		return "the pull request is open at " + d.PR.Head + " already"
+		return "the pull request is open at " + d.PR.Head + " already", WhyAtHead, map[string]string{"head": d.PR.Head}
 	}
-	return ""
+	return "", "", nil
 }
 
 // appendPR records what the driver did (a slot occupied, a job accepted, a

@@ -430,6 +430,10 @@ func (s *Store) load(ctx context.Context, tx pgx.Tx, evs []projections.Event) (*
 			}
 		case strings.HasPrefix(ev.Stream, events.NotifyStreamPrefix):
 			wantJobs[ev.Stream[len(events.NotifyStreamPrefix):]] = true
+		case strings.HasPrefix(ev.Stream, events.PRStreamPrefix):
+			if n := projections.PRSlot(ev.Payload); n != "" {
+				wantSlots[n] = true // the PR shown on its slot
+			}
 		}
 	}
 	var missing []string

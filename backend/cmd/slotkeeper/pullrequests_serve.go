@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"log/slog"
 
 	"github.com/slotkeeper/slotkeeper/backend/consumer"
+	"github.com/slotkeeper/slotkeeper/backend/demo"
 	"github.com/slotkeeper/slotkeeper/backend/lifecycle"
 	"github.com/slotkeeper/slotkeeper/backend/providers/bitbucket"
 	"github.com/slotkeeper/slotkeeper/backend/pullrequests"
@@ -27,7 +29,20 @@ func (c *Config) validatePRRepos() error {
 // and the service that links --pr-repos at its start and runs it. The
 // reporter is the Bitbucket client the jobs use (the simulator's when
 // simulated).
-func newPullRequests(c Config, store events.Store, svc *slots.Service, git any, base string, log *slog.Logger, health *consumer.Health) (*pullrequests.Service, lifecycle.Service) {
+//
+// The demo (simulators, --demo) works out of the box: without
+// --bitbucket-webhook-secret it makes a random secret for this run, which
+// only the server knows (the Simulator page's deliveries are signed with it
+// by POST /api/hooks/bitbucket/simulated), and when it seeds its pool it
+// links demo.PRRepo.
+func newPullRequests(c Config, store events.Store, svc *slots.Service, git any, base string, demoRun, seedDemo bool, log *slog.Logger, health *consumer.Health) (*pullrequests.Service, lifecycle.Service) {
+	if demoRun && c.BitbucketWebhookSecret == "" {
+		c.BitbucketWebhookSecret = rand.Text()
+		log.Info("demo: the simulated Bitbucket's deliveries are signed with a random webhook secret made for this run (--bitbucket-webhook-secret sets one)")
+	}
+	if seedDemo && c.PRRepos == "" {
+		c.PRRepos = demo.PRRepo
+	}
 	cfg := pullrequests.Config{Secret: c.BitbucketWebhookSecret, Logger: log, Health: health,
 		JobURL: func(id string) string { return base + "/jobs/" + id }}
 	if bb, ok := git.(*bitbucket.Client); ok {

@@ -456,7 +456,7 @@ func (p *wiring) startConsumers(ctx context.Context) error {
 	if err := p.start(ctx, "waitlist", wlSvc); err != nil {
 		return err
 	}
-	prs, prsSvc := newPullRequests(c, store, p.svc, p.w.deps.GitHost, baseURL(c), log, p.health)
+	prs, prsSvc := newPullRequests(c, store, p.svc, p.w.deps.GitHost, baseURL(c), p.demo.sim != nil && c.Demo, p.demo.seed, log, p.health)
 	if err := p.start(ctx, "pull requests", prsSvc); err != nil {
 		return err
 	}

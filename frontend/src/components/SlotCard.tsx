@@ -8,6 +8,7 @@ import { slotWarnings, unready, type Attention } from "../pages/boardModel";
 import { toClean } from "../leftovers";
 import { StateBadge } from "../ui/Badge";
 import { jobTone, slotTone, type Tone } from "../ui/tone";
+import { PullRequestInfo } from "../pullrequests/PullRequestInfo";
 
 /** ATTN_KEY names each attention reason's text. */
 export const ATTN_KEY: Record<Attention, Key> = {
@@ -102,6 +103,7 @@ export const SlotCard = memo(function SlotCard({ slot, attention = "", mine = fa
         </div>
       )}
       <AppStatus slot={slot} />
+      <PullRequestInfo slot={slot} compact />
       {slot.occupant && (
         <div>
           <span className="muted">{t("slot.occupant")}: </span>

@@ -4,12 +4,14 @@ import { vocabEn } from "./vocab";
 import { consumersEn } from "../consumers/strings";
 import { ui35En } from "../ui/strings";
 import { replayEn } from "../replay/strings";
+import { prEn } from "../pullrequests/strings";
 
 export const en = {
   ...vocabEn,
   ...ui35En,
   ...replayEn,
   ...consumersEn,
+  ...prEn,
   "app.title": "Slotkeeper",
   "app.skip": "Skip to content",
   "nav.board": "Slots",

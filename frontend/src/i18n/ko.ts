@@ -5,12 +5,14 @@ import { vocabKo } from "./vocab";
 import { consumersKo } from "../consumers/strings";
 import { ui35Ko } from "../ui/strings";
 import { replayKo } from "../replay/strings";
+import { prKo } from "../pullrequests/strings";
 
 export const ko: Record<Key, string> = {
   ...vocabKo,
   ...ui35Ko,
   ...replayKo,
   ...consumersKo,
+  ...prKo,
   "app.title": "Slotkeeper",
   "app.skip": "본문으로 건너뛰기",
   "nav.board": "슬롯",

@@ -159,7 +159,7 @@ describe("the Korean UI has every server value in Korean", () => {
     expect(resourceName({ kind: "application", id: "a-1", name_code: "list_env_vars" }, T)).toBe("환경 변수 목록");
     expect(resourceName({ kind: "env_var", id: "a-1", name: "DATABASE_URL" }, T)).toBe("DATABASE_URL");
     // Every part a detail code can have (events.Detail* comments), as ids or in words (issue 35).
-    const parts = ["names", "app", "repo", "old", "new", "sha", "engine", "name", "id", "keys", "from", "volumes", "skipped", "deployment", "status", "commit", "fqdn", "db", "db_status", "slot"];
+    const parts = ["names", "app", "repo", "old", "new", "sha", "engine", "name", "id", "keys", "from", "volumes", "skipped", "deployment", "status", "commit", "fqdn", "db", "db_status", "slot", "branch"];
     const detailArgs: Record<string, string> = { count: "3", resource_kind: "env_var", accepted_at: "2026-11-30T08:53:00Z", ...Object.fromEntries(parts.map((p) => [p, ID])) };
     for (const code of vocabulary.detail_codes) {
       const text = stepDetail({ name: "vacate", state: "done", detail: "English", detail_code: code, detail_args: detailArgs }, T);

@@ -49,6 +49,7 @@ const STEPS = [
   step("create_repo", "done", { detail: "adopted P/new (same project and name, empty): it answered 409 to this attempt's create: the earlier attempt's create landed after this attempt's lookup", detail_code: "adopted_conflict", detail_args: { repo: "P/new" } }),
   step("lookup_resource", "done", { detail: "database d38o exists at the provider", detail_code: "resource_exists", detail_args: { resource_kind: "database", id: "d38o" } }),
   step("adopt_resource", "done", { detail: "database d38o is now tracked by slot slot-a", detail_code: "resource_adopted", detail_args: { resource_kind: "database", id: "d38o", slot: "slot-a" } }),
+  step("push_pr_head", "done", { detail: "pull request head 1a2b3c4d of APP/web on SLOT/a main (was 9f8e7d6c)", detail_code: "pr_head_pushed", detail_args: { sha: "1a2b3c4d", from: "APP/web", repo: "SLOT/a", branch: "main", old: "9f8e7d6c" } }),
 ];
 
 describe("no server English on a Korean page (issue 35)", () => {

@@ -4,6 +4,7 @@ import { ROLES, atLeast, type Role } from "../auth/roles";
 import { useSubject } from "../auth/session";
 import { CommandError } from "../components/CommandError";
 import { ConsumersPanel } from "../consumers/ConsumersPanel";
+import { AdminPullRequests } from "../pullrequests/AdminPullRequests";
 import { formatTime } from "../format";
 import { useT, type Key } from "../i18n";
 import { announce } from "../live/announce";
@@ -21,7 +22,7 @@ export const EXPIRIES: readonly { value: string; label: Key }[] = [
   { value: "8760h", label: "admin.exp_year" },
 ];
 
-/** AdminPage: users (create, change role) and API tokens (create, list, revoke). Admins only. */
+/** AdminPage: users (create, change role), API tokens (create, list, revoke), pull-request repositories and deliveries. Admins only. */
 export function AdminPage() {
   const t = useT();
   const subject = useSubject();
@@ -40,6 +41,7 @@ export function AdminPage() {
       <h1 id="admin-title">{t("admin.title")}</h1>
       <Users selfId={subject?.id ?? ""} />
       <Tokens />
+      <AdminPullRequests />
       <ConsumersPanel />
     </section>
   );

@@ -144,6 +144,15 @@ function JobDetail({ job }: { job: JobView }) {
         <dd data-testid="job-id">
           <code>{job.id}</code> <CopyButton text={job.id} testId="copy-job-id" />
         </dd>
+        {job.kind === "pr_deploy" && job.params?.head && (
+          // What this push deploys (issue 34): the PR's head and where it comes from.
+          <>
+            <dt>{t("pr.job_head")}</dt>
+            <dd data-testid="job-pr-head">
+              <code>{job.params.head.slice(0, 12)}</code> · <code>{job.params.pr_source ?? ""}</code> <code>{job.params.pr_branch ?? ""}</code>
+            </dd>
+          </>
+        )}
         {job.correlation_id && job.correlation_id !== job.id && (
           <>
             <dt>{t("job.correlation_label")}</dt>

@@ -15,6 +15,7 @@ import { EarlierDeadline } from "../components/EarlierDeadline";
 import { OccupantPicker } from "../components/OccupantPicker";
 import { RecoveryNotice } from "../components/Recovery";
 import { AppStatus } from "../components/AppStatus";
+import { PRPushes, PullRequestInfo } from "../pullrequests/PullRequestInfo";
 import { actorName, formatTime, resourceName, stateReason, untouched } from "../format";
 import { useT } from "../i18n";
 import { announce } from "../live/announce";
@@ -142,6 +143,13 @@ function SlotDetail({ slot }: { slot: SlotView }) {
         </StateBadge>
       </div>
       <AppStatus slot={slot} />
+      {slot.pull_request && (
+        <section className="pr-panel" aria-labelledby="slot-pr-title">
+          <h2 id="slot-pr-title">{t("pr.heading")}</h2>
+          <PullRequestInfo slot={slot} />
+          <PRPushes slot={slot} />
+        </section>
+      )}
       <OutcomeNotice where={`slot:${slot.name}`} />
       {slot.recovery && (
         <RecoveryNotice

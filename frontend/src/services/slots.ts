@@ -3,6 +3,7 @@
 import * as v from "valibot";
 import { enc, query, request } from "./http";
 import { jobAccepted } from "./jobs";
+import { SlotPR } from "./pullrequests";
 import { RepoRef, Resource } from "./resources";
 import { decoder, int, list, listOf, optStr, str, strMap } from "./wire";
 
@@ -102,6 +103,8 @@ export const SlotView = v.object({
   /** The same as a code (projections.Missing*) and its arguments, worded by the dictionaries (issue 35). */
   missing_code: optStr,
   missing_args: v.optional(strMap),
+  /** The pull request holding the slot (issue 34). */
+  pull_request: v.optional(SlotPR),
 });
 export type SlotView = v.InferOutput<typeof SlotView>;
 

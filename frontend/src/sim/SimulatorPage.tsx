@@ -13,6 +13,7 @@ import { simService, type SimFault } from "../services/sim";
 import type { SlotView } from "../services/slots";
 import { useSlots } from "../live/store";
 import { naturalCompare } from "../format";
+import { SimPullRequests } from "../pullrequests/SimPullRequests";
 
 /**
  * ENDPOINTS are the simulators' route names (backend/providers/sim/sim.go,
@@ -219,6 +220,7 @@ export function SimulatorPage() {
           </li>
         ))}
       </ul>
+      <SimPullRequests />
     </section>
   );
 }

@@ -1,0 +1,85 @@
+// The pull-request flow (issue 34, docs/pull-requests.md): the pull request
+// holding a slot (SlotView.pull_request), the repositories linked to the
+// pool (/api/pr-repos), Bitbucket's deliveries as received
+// (/api/hooks/bitbucket/deliveries), and the Simulator page's pull requests
+// (the simulated Bitbucket's /api/sim/pull-requests, whose answer the
+// server signs and receives: /api/hooks/bitbucket/simulated).
+import * as v from "valibot";
+import { enc, nothing, request } from "./http";
+import { RepoRef } from "./resources";
+import { decoder, int, listOf, optStr, str, strMap } from "./wire";
+
+/** SlotPR is the pull request holding a slot (projections.SlotPR). */
+export const SlotPR = v.object({
+  repo: RepoRef,
+  id: int,
+  title: optStr,
+  author: optStr,
+  branch: str,
+  /** The PR's page in Bitbucket. */
+  link: optStr,
+  /** The head of its newest pr_deploy job (what Deployed.commit becomes once it ran). */
+  head: str,
+  job_id: optStr,
+});
+export type SlotPR = v.InferOutput<typeof SlotPR>;
+
+/** DELIVERY_RESULTS: what the flow made of a delivery (pullrequests.Outcome.Result). */
+export const DELIVERY_RESULTS = ["accepted", "duplicate", "ignored", "refused"] as const;
+
+/** Delivery is one delivery as received (pullrequests.DeliveryRecord). */
+export const Delivery = v.object({
+  time: str,
+  request_id: optStr,
+  event_key: optStr,
+  repo: optStr,
+  pr: v.optional(int),
+  result: str,
+  /** The server's English reason, shown only when it sends no code. */
+  reason: optStr,
+  reason_code: optStr,
+  reason_args: v.optional(strMap),
+});
+export type Delivery = v.InferOutput<typeof Delivery>;
+
+/** Outcome is the answer to one delivery (pullrequests.Outcome). */
+export const Outcome = v.object({ result: str, reason: optStr, reason_code: optStr, reason_args: v.optional(strMap) });
+export type Outcome = v.InferOutput<typeof Outcome>;
+
+/** SimDelivery is the simulated Bitbucket's answer: the delivery it would send (sim.Delivery). */
+export const SimDelivery = v.object({ id: int, head: str, event_key: str, request_id: str, payload: v.unknown() });
+export type SimDelivery = v.InferOutput<typeof SimDelivery>;
+
+const repos = listOf(RepoRef, "repos", "linked repositories");
+const deliveries = listOf(Delivery, "deliveries", "delivery list");
+const linked = decoder(v.object({ repo: RepoRef }), "linked repository");
+const simDelivery = decoder(SimDelivery, "simulated delivery");
+const outcome = decoder(Outcome, "delivery outcome");
+
+/** repoName is "PROJECT/slug". */
+export const repoName = (r: RepoRef) => `${r.project}/${r.slug}`;
+
+/** deliver has the server sign and receive what the simulated Bitbucket answered. */
+const deliver = (d: SimDelivery) => request("/api/hooks/bitbucket/simulated", outcome, { method: "POST", body: d });
+
+export const prService = {
+  repos: (signal?: AbortSignal) => request("/api/pr-repos", repos, { signal }),
+  link: (repo: string) => request("/api/pr-repos", linked, { method: "POST", body: { repo } }),
+  unlink: (r: RepoRef) => request(`/api/pr-repos/${enc(r.project)}/${enc(r.slug)}`, nothing, { method: "DELETE" }),
+  deliveries: (signal?: AbortSignal) => request("/api/hooks/bitbucket/deliveries", deliveries, { signal }),
+  /** open: a new pull request in the simulated Bitbucket, its pr:opened delivered. */
+  open: async (project: string, repo: string, branch: string) => {
+    const d = await request("/api/sim/pull-requests", simDelivery, { method: "POST", body: { project, repo, branch } });
+    return { delivery: d, outcome: await deliver(d) };
+  },
+  /** close: merge or decline a simulated pull request, its delivery delivered. */
+  close: async (r: RepoRef, id: number, how: "merge" | "decline") => {
+    const d = await request(`/api/sim/pull-requests/${enc(r.project)}/${enc(r.slug)}/${id}/${how}`, simDelivery, { method: "POST", body: {} });
+    return { delivery: d, outcome: await deliver(d) };
+  },
+  /** push: a new commit on a simulated pull request's branch (pr:from_ref_updated), delivered. */
+  push: async (r: RepoRef, id: number) => {
+    const d = await request(`/api/sim/pull-requests/${enc(r.project)}/${enc(r.slug)}/${id}/push`, simDelivery, { method: "POST", body: {} });
+    return { delivery: d, outcome: await deliver(d) };
+  },
+};
