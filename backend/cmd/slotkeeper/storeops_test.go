@@ -129,8 +129,10 @@ func TestStoreReplacedUnderRunningServers(t *testing.T) {
 	}
 	out, errb := newSyncBuffer(), newSyncBuffer()
 	t0 := time.Now()
-	code := runWith(context.Background(), []string{"verify", "--events", evURL, "--read-model", rm, "--timeout", "20s"}, noEnv, out, errb, nil)
-	if code == 0 || !strings.Contains(errb.String(), "another log") || time.Since(t0) > 15*time.Second {
+	// It fails naming the other log, well before its own --timeout (the
+	// margin is a loaded machine's, issue 36 item 7).
+	code := runWith(context.Background(), []string{"verify", "--events", evURL, "--read-model", rm, "--timeout", "60s"}, noEnv, out, errb, nil)
+	if code == 0 || !strings.Contains(errb.String(), "another log") || time.Since(t0) > 45*time.Second {
 		t.Fatalf("verify of the old read model against the new log: exit %d after %s: %s%s", code, time.Since(t0), out, errb)
 	}
 	// A server started on the new store with the old read model refuses,
