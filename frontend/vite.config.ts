@@ -22,5 +22,9 @@ export default defineConfig({
     globals: true,
     setupFiles: ["./src/test/setup.ts"],
     include: ["src/**/*.test.{ts,tsx}"],
+    // A test's own bound (default 5 s): a page's first render under jsdom
+    // on a loaded 2-core machine has come near it. Time inside the tests
+    // is faked; this only catches a test that never ends.
+    testTimeout: 60_000,
   },
 });

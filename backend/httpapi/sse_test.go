@@ -450,8 +450,10 @@ func TestStalledClientEvicted(t *testing.T) {
 				t.Fatalf("eviction reason %q after %d changes, want %q", got, p, tc.reason)
 			}
 			if n := hub.Clients(); n != 1 {
-				// the stalled client leaves the hub when its handler returns
-				deadline := time.After(5 * time.Second)
+				// the stalled client leaves the hub when its handler
+				// returns (no event says so: a poll, with a bound only a
+				// handler that never returns reaches)
+				deadline := time.After(30 * time.Second)
 				for hub.Clients() != 1 {
 					select {
 					case <-deadline:
@@ -498,16 +500,23 @@ func TestCloseEndsStreams(t *testing.T) {
 // part of a frame, a client catching up, heartbeats) to the client's
 // goroutine. Every client still reads, through a plain HTTP/1.1 chunked
 // reader, every change exactly once and in order: frames up to 10 KB
-// against a 4 KiB send buffer (partial writes), heartbeats every 2 ms
+// against a 4 KiB send buffer (partial writes), heartbeats every 50 ms
 // interleaved, 300 clients (more than one goroutine's share).
 func TestFanOutToManyClientsInOrder(t *testing.T) {
 	// A long write timeout: 300 readers under -race on a shared machine
 	// may take seconds for a frame; this test is about order, not eviction.
-	var evicted atomic.Int64
-	hub, srv := streamServer(t, HubOptions{Heartbeat: 2 * time.Millisecond, SendBuffer: 4096, History: 4096, WriteTimeout: time.Minute,
+	// Sized for a loaded 2-core machine under -race (issue 36 item 7):
+	// heartbeats every 50 ms, not 2 (300 clients at 2 ms are 150,000
+	// heartbeat writes a second, which starved the changes), and 60
+	// changes, not 120 (beside two CPU hogs 120 did not all arrive within
+	// the readers' 60 s). They still interleave (the count is logged) and
+	// still make partial writes; the readers' bound is now one only a
+	// stuck stream reaches.
+	var evicted, interleaved atomic.Int64
+	hub, srv := streamServer(t, HubOptions{Heartbeat: 50 * time.Millisecond, SendBuffer: 4096, History: 4096, WriteTimeout: time.Minute,
 		OnEvict: func(string) { evicted.Add(1) }})
 	addr := srv.Listener.Addr().String()
-	const clients, changes = 300, 120
+	const clients, changes = 300, 60
 	got := make([][]events.Position, clients)
 	var ready, done sync.WaitGroup
 	for i := range clients {
@@ -522,7 +531,7 @@ func TestFanOutToManyClientsInOrder(t *testing.T) {
 				return
 			}
 			defer conn.Close()
-			_ = conn.SetDeadline(time.Now().Add(60 * time.Second))
+			_ = conn.SetDeadline(time.Now().Add(5 * time.Minute))
 			fmt.Fprintf(conn, "GET /api/stream HTTP/1.1\r\nHost: x\r\n\r\n")
 			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 			if err != nil || resp.StatusCode != 200 || resp.TransferEncoding == nil {
@@ -541,9 +550,13 @@ func TestFanOutToManyClientsInOrder(t *testing.T) {
 					t.Errorf("client %d after %d changes: %v", i, len(got[i]), err)
 					return
 				}
-				if first && strings.HasPrefix(line, "event: heartbeat") {
-					first = false
-					ready.Done() // attached: it has its snapshot
+				if strings.HasPrefix(line, "event: heartbeat") {
+					if first {
+						first = false
+						ready.Done() // attached: it has its snapshot
+					} else if len(got[i]) > 0 {
+						interleaved.Add(1)
+					}
 				}
 				if id, ok := strings.CutPrefix(line, "id: "); ok {
 					n, _ := strconv.ParseUint(strings.TrimSpace(id), 10, 64)
@@ -564,6 +577,7 @@ func TestFanOutToManyClientsInOrder(t *testing.T) {
 		hub.Publish(slotChange(p, fmt.Sprintf("s%d", p%7), rnd.IntN(10_000)))
 	}
 	done.Wait()
+	t.Logf("%d heartbeats read between changes", interleaved.Load())
 	if n := evicted.Load(); n > 0 {
 		t.Fatalf("%d clients evicted", n)
 	}

@@ -127,8 +127,15 @@ func TestClaimsAreExactlyOnce(t *testing.T) {
 func TestRetryWhileRunningIsRefused(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, nil)
+	// The step deadline runs on a fake clock and passes once the push
+	// hangs at the simulator (before: a real 5 s one, which the fetch
+	// before the push could outlast on a loaded machine, so the push never
+	// arrived: issue 36 item 7). The clock runs a minute ahead of the wall
+	// clock, so the queued reset is due; nothing but the step deadline is
+	// due before the advance below (an hour's lease and job deadline).
+	fc := clock.NewFake(time.Now().Add(time.Minute))
 	cfg := w.engineConfig()
-	cfg.StepTimeout = 5 * time.Second // fetch + push must fit; the hang ends it
+	cfg.Clock, cfg.Lease, cfg.JobTimeout = fc, time.Hour, time.Hour
 	_, stopShort := w.startEngine(cfg)
 	fx := w.seed("retry")
 	w.occupy("retry")
@@ -152,13 +159,13 @@ func TestRetryWhileRunningIsRefused(t *testing.T) {
 	if e := asSlotsError(t, err); e.Code != slots.CodeConflict || e.Details["blocking_job"] != res.JobID {
 		t.Fatalf("second reset while running: %v", err)
 	}
+	fc.Advance(cfg.StepTimeout + time.Second) // the hung push's step deadline passes
 	j := w.waitEnded(res.JobID)
 	assertEq(t, "first attempt", j.Status, events.StatusTimedOut)
 	assertEq(t, "uncertain step", j.InFlight, events.StepForcePush)
 	w.sim.ClearFaults()
-	// The resume runs on an engine with the usual step deadline: the short
-	// one was only there to end the hang, and fetch + push can take longer
-	// than that on a loaded machine.
+	// The resume runs on another engine, on the wall clock with the usual
+	// step deadline.
 	stopShort()
 	w.startEngine(w.engineConfig())
 	if _, err := w.svc.Resume(ctx, bob, res.JobID); err != nil {

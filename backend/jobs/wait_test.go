@@ -11,6 +11,7 @@ import (
 	"github.com/slotkeeper/slotkeeper/backend/clock"
 	"github.com/slotkeeper/slotkeeper/backend/jobs"
 	"github.com/slotkeeper/slotkeeper/backend/providers"
+	"github.com/slotkeeper/slotkeeper/backend/providers/bitbucket"
 	"github.com/slotkeeper/slotkeeper/backend/providers/coolify"
 	"github.com/slotkeeper/slotkeeper/backend/providers/sim"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
@@ -586,17 +587,26 @@ func TestWaitOwnBound(t *testing.T) {
 // the teardown succeeds; before, the step deadline cut it.
 func TestQueuedDeleteOutlastsStepDeadline(t *testing.T) {
 	t.Parallel()
-	s, err := sim.Start(context.Background(), sim.Options{DeleteDelay: 1500 * time.Millisecond})
+	// The step deadline must be above any quick step's time on a loaded
+	// machine (500 ms was not: a quick step timed out first, issue 36
+	// item 7) and below the queued deletes' delay; the clients' own bound
+	// on a confirmation is far above both.
+	const stepTimeout, deleteDelay = 3 * time.Second, 4500 * time.Millisecond
+	s, err := sim.Start(context.Background(), sim.Options{DeleteDelay: deleteDelay})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
 	ms := memstore.New()
 	t.Cleanup(func() { ms.Close() })
-	w := &world{t: t, sim: s, store: ms, svc: slots.NewService(ms, slots.Config{Logger: testLogger()}), deps: simDeps(t, s)}
+	deps := simDeps(t, s)
+	confirm := providers.Backoff{Initial: 2 * time.Millisecond, Max: 20 * time.Millisecond, Total: time.Minute}
+	deps.PaaS = coolify.New(coolify.Options{BaseURL: s.CoolifyURL(), Token: s.CoolifyToken(), Confirm: confirm, RateRetries: -1})
+	deps.GitHost = bitbucket.New(bitbucket.Options{BaseURL: s.BitbucketURL(), Token: s.BitbucketToken(), Confirm: confirm, RateRetries: -1})
+	w := &world{t: t, sim: s, store: ms, svc: slots.NewService(ms, slots.Config{Logger: testLogger()}), deps: deps}
 	w.seed("slowdel")
 	cfg := w.engineConfig()
-	cfg.StepTimeout = 500 * time.Millisecond // below the queued deletes' 1.5 s
+	cfg.StepTimeout = stepTimeout
 	w.startEngine(cfg)
 	res, err := w.svc.Teardown(context.Background(), bob, "slowdel")
 	if err != nil {

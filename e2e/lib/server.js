@@ -195,4 +195,43 @@ export class Server {
     if (!r.ok) throw new Error(`${method} ${path} → ${r.status} ${text}`);
     return text ? JSON.parse(text) : undefined;
   }
+
+  /**
+   * until follows the server's live stream (/api/stream) and asks cond (an
+   * API read) again at each frame: once the snapshot came (so nothing
+   * before it is missed), at every change, and at each heartbeat (for
+   * state no change frame names, such as the waitlist's). It returns
+   * cond's first truthy answer, or fails after ms. Waiting on the stream,
+   * not sleeping between polls (issue 36 item 7).
+   */
+  async until(what, cond, ms = 120_000) {
+    const ctl = new AbortController();
+    const timer = setTimeout(() => ctl.abort(), ms);
+    try {
+      const headers = { Accept: "text/event-stream" };
+      if (this.token) headers.Authorization = `Bearer ${this.token}`;
+      else headers["X-Slotkeeper-Actor"] = "e2e";
+      const r = await fetch(this.url + "/api/stream", { headers, signal: ctl.signal });
+      if (!r.ok) throw new Error(`GET /api/stream → ${r.status}`);
+      const dec = new TextDecoder();
+      let buf = "";
+      for await (const chunk of r.body) {
+        buf += dec.decode(chunk, { stream: true });
+        let frames = 0;
+        for (let i; (i = buf.indexOf("\n\n")) >= 0; buf = buf.slice(i + 2)) {
+          if (/^event: (snapshot|change|heartbeat)$/m.test(buf.slice(0, i))) frames++;
+        }
+        if (frames === 0) continue;
+        const v = await cond();
+        if (v) return v;
+      }
+      throw new Error(`the stream ended while waiting for ${what}`);
+    } catch (e) {
+      if (ctl.signal.aborted) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+      throw e;
+    } finally {
+      clearTimeout(timer);
+      ctl.abort();
+    }
+  }
 }

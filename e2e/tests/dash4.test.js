@@ -43,16 +43,8 @@ async function done(page, name, lang, size) {
   await page.close();
 }
 
-/** until polls cond (an API read) every 250 ms until it returns a value, or fails after ms. */
-async function until(what, cond, ms = 120_000) {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await cond();
-    if (v) return v;
-    if (Date.now() > end) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
+/** until asks cond (an API read) again at each frame of the server's live stream until it returns a value, or fails after ms. */
+const until = (what, cond, ms = 120_000) => server.until(what, cond, ms);
 
 let reset; // a reset that succeeded: { id, slot }
 

@@ -57,13 +57,12 @@ func TestSubscribeFromInventedPositionFails(t *testing.T) {
 		"inside the last event": res.Position - 1,
 		"beyond the end":        res.Position + 1<<30,
 	} {
-		start := time.Now()
-		err, n := subscribeErr(s, after, 5*time.Second)
+		// The error is the proof: a retry forever ends on the caller's
+		// bound with its deadline instead. That bound is generous, so a
+		// loaded machine never reaches it first (issue 36 item 7).
+		err, n := subscribeErr(s, after, 30*time.Second)
 		if !errors.Is(err, events.ErrInvalidPosition) || !errors.Is(err, events.ErrPermanent) || n != 0 {
 			t.Fatalf("%s (%d): %v after %d events, want ErrInvalidPosition", what, after, err, n)
-		}
-		if d := time.Since(start); d > 3*time.Second {
-			t.Fatalf("%s: took %s", what, d)
 		}
 	}
 	// A bad start is the caller's: the process is not refused.
@@ -84,7 +83,7 @@ func TestPermanentRefusalStopsSubscriptions(t *testing.T) {
 			f.Deny(code)
 			subs := f.Subscriptions()
 			for range 3 {
-				err, _ := subscribeErr(s, 0, 5*time.Second)
+				err, _ := subscribeErr(s, 0, 30*time.Second)
 				var pe *events.PermanentError
 				if !errors.Is(err, events.ErrPermanent) || !errors.As(err, &pe) {
 					t.Fatalf("SubscribeAll: %v, want a permanent error", err)

@@ -29,12 +29,14 @@ func (s *server) readyz(t *testing.T) (int, string, error) {
 }
 
 // untilReadyz polls /readyz (each answer is immediate) until want returns
-// true for its answer, or fails after a bound.
+// true for its answer, or fails after a bound. A poll: readiness itself is
+// a periodic probe, and no event says when an answer changed; the bound
+// is one only an answer that never comes reaches, not a loaded machine.
 func untilReadyz(t *testing.T, s *server, what string, want func(code int, body string, err error) bool) (int, string) {
 	t.Helper()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
-	deadline := time.After(20 * time.Second)
+	deadline := time.After(60 * time.Second)
 	for {
 		code, body, err := s.readyz(t)
 		if want(code, body, err) {

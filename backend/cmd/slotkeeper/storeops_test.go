@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"go.uber.org/goleak"
 
 	"github.com/slotkeeper/slotkeeper/events"
 	"github.com/slotkeeper/slotkeeper/events/kurrent"
@@ -128,8 +129,10 @@ func TestStoreReplacedUnderRunningServers(t *testing.T) {
 	}
 	out, errb := newSyncBuffer(), newSyncBuffer()
 	t0 := time.Now()
-	code := runWith(context.Background(), []string{"verify", "--events", evURL, "--read-model", rm, "--timeout", "20s"}, noEnv, out, errb, nil)
-	if code == 0 || !strings.Contains(errb.String(), "another log") || time.Since(t0) > 15*time.Second {
+	// It fails naming the other log, well before its own --timeout (the
+	// margin is a loaded machine's, issue 36 item 7).
+	code := runWith(context.Background(), []string{"verify", "--events", evURL, "--read-model", rm, "--timeout", "60s"}, noEnv, out, errb, nil)
+	if code == 0 || !strings.Contains(errb.String(), "another log") || time.Since(t0) > 45*time.Second {
 		t.Fatalf("verify of the old read model against the new log: exit %d after %s: %s%s", code, time.Since(t0), out, errb)
 	}
 	// A server started on the new store with the old read model refuses,
@@ -240,11 +243,22 @@ func freshDatabase(t *testing.T, admin, name string) string {
 }
 
 // TestStoreLostReadinessCommandsAndShutdown: with the KurrentDB node gone,
-// /readyz says so within the probe interval and half of it (before: 10 s
-// of client retries on top of the interval), a command fails at once with
-// 503 (before: 12 s), and SIGTERM ends the process within
-// --shutdown-timeout (before: not within 30 s).
+// /readyz says so through the probe's own bound (before: only once the
+// store client gave up after its 10 s of retries), a command is refused by
+// that finding without touching the store, 503 (before: 12 s of retries),
+// and SIGTERM ends the process through --shutdown-timeout (before: not
+// within 30 s).
+//
+// What is asserted first is the cause (the probe's own bound named in
+// /readyz's answer), not how fast a loaded machine gets there; the time
+// bounds kept only tell the old behaviour (10 s and more) from the new one, with room
+// for a loaded machine (issue 36 item 7: 1 s of slack was not).
 func TestStoreLostReadinessCommandsAndShutdown(t *testing.T) {
+	// The shutdown is abandoned on purpose: what it left running (client
+	// retries) ends once the node is back. Wait for that here, not in
+	// TestMain's short leak check, which it outlasts on a loaded machine.
+	before := goleak.IgnoreCurrent()
+	t.Cleanup(func() { untilNoLeaks(t, before) })
 	node, err := kurrentfake.Start()
 	if err != nil {
 		t.Fatal(err)
@@ -258,29 +272,56 @@ func TestStoreLostReadinessCommandsAndShutdown(t *testing.T) {
 	_, body := untilReadyz(t, s, "503 naming the store", func(code int, body string, _ error) bool {
 		return code == 503 && strings.Contains(body, "event store")
 	})
-	// 1 s interval + 0.5 s probe bound, and a second of slack for a loaded
-	// machine.
-	t.Logf("/readyz noticed the lost store after %s", time.Since(t0))
-	if took := time.Since(t0); took > 2500*time.Millisecond {
-		t.Errorf("/readyz took %s to notice the lost store (%s)", took, body)
+	t.Logf("/readyz noticed the lost store after %s: %s", time.Since(t0), body)
+	// The probe's bound (half the interval, at least 500 ms) ended the
+	// write check, not the client's retry timeout.
+	if want := "no answer within " + probeTimeout(time.Second).String(); !strings.Contains(body, want) {
+		t.Errorf("/readyz %s does not say %q: the probe did not end on its own bound", body, want)
+	}
+	if took := time.Since(t0); took > 8*time.Second {
+		t.Errorf("/readyz took %s to notice the lost store: the client's 10 s of retries, not the probe's bound (%s)", took, body)
 	}
 	t1 := time.Now()
 	until := time.Now().Add(2 * time.Hour).UTC().Truncate(time.Second)
 	code, hdr, body := s.raw(t, "POST", "/api/slots/harbor/extend", map[string]any{"until": until})
-	t.Logf("a command with the store gone: %d after %s", code, time.Since(t1))
-	if took := time.Since(t1); code != 503 || hdr.Get("Retry-After") == "" || took > time.Second {
-		t.Errorf("a command with the store gone: %d %s after %s, want a 503 at once", code, body, took)
+	t.Logf("a command with the store gone: %d after %s: %s", code, time.Since(t1), body)
+	// Refused by the readiness finding, before any call to the store
+	// could start the client's 10 s of retries: no loaded machine takes
+	// half of that for a refusal that calls nothing.
+	if code != 503 || hdr.Get("Retry-After") == "" || !strings.Contains(string(body), `"dependency":"event store"`) {
+		t.Errorf("a command with the store gone: %d %s, want a 503 naming the event store", code, body)
+	}
+	if took := time.Since(t1); took > 5*time.Second {
+		t.Errorf("a command with the store gone took %s: it waited for the client's retries", took)
 	}
 	t2 := time.Now()
 	s.stop(t)
 	t.Logf("SIGTERM with the store gone: exited after %s", time.Since(t2))
-	if took := time.Since(t2); took > 3500*time.Millisecond {
+	if took := time.Since(t2); took > 15*time.Second {
 		t.Errorf("SIGTERM with the store gone took %s, --shutdown-timeout is 2s", took)
 	}
 	// The node comes back so that what the abandoned shutdown left running
 	// (client retries) ends before the leak check.
 	if err := node.Restart(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// untilNoLeaks waits until no goroutine is left beyond those running at
+// before's snapshot: goroutines have no event to wait on, so this asks
+// goleak (its own short retries) again until a generous bound.
+func untilNoLeaks(t *testing.T, before goleak.Option) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		err := goleak.Find(before)
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("goroutines left running: %v", err)
+			return
+		}
 	}
 }
 

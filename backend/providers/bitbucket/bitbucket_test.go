@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotkeeper/slotkeeper/backend/clock"
 	"github.com/slotkeeper/slotkeeper/backend/providers"
 	"github.com/slotkeeper/slotkeeper/backend/providers/bitbucket"
 	"github.com/slotkeeper/slotkeeper/backend/providers/internal/providertest"
@@ -26,13 +27,29 @@ func setup(t *testing.T, delay time.Duration) bundle {
 	t.Helper()
 	s, fx := providertest.StartSeeded(t, sim.Options{DeleteDelay: delay, BitbucketToken: token})
 	s.AddBitbucketProject("PROMO") // Bitbucket creates repositories only in existing projects
-	return bundle{sim: s, fx: fx, c: newClient(s, token)}
+	return bundle{sim: s, fx: fx, c: newClient(s, token, confirmBound(delay))}
 }
 
-func newClient(s *sim.Sim, tok string) *bitbucket.Client {
+// confirmBound is how long a test client confirms a delete: a simulator
+// whose queued deletes never end (an hour) must make it give up, which a
+// short bound does soon; any other must see the delete confirmed, which
+// a loaded machine must not miss by running out a short bound first (300
+// ms did, with -race beside a CPU hog: issue 36 item 7).
+func confirmBound(delay time.Duration) time.Duration {
+	if delay >= time.Hour {
+		return 300 * time.Millisecond
+	}
+	return time.Minute
+}
+
+func newClient(s *sim.Sim, tok string, confirm ...time.Duration) *bitbucket.Client {
+	total := 300 * time.Millisecond
+	if len(confirm) > 0 {
+		total = confirm[0]
+	}
 	return bitbucket.New(bitbucket.Options{
 		BaseURL: s.BitbucketURL(), Token: tok,
-		Confirm:     providers.Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond, Total: 300 * time.Millisecond},
+		Confirm:     providers.Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond, Total: total},
 		RateRetries: 2, MaxRetryAfter: time.Second, PageLimit: 2,
 	})
 }
@@ -289,9 +306,9 @@ func TestHangEveryMethod(t *testing.T) {
 			b.sim.ResetRequests()
 			id := b.sim.AddFault(sim.Fault{Endpoint: m.endpoint, Hang: true})
 			defer b.sim.RemoveFault(id)
-			ctx, cancel := context.WithTimeout(context.Background(), 40*time.Millisecond)
-			defer cancel()
-			err := m.call(ctx)
+			// The deadline passes once the hung request is in the
+			// simulator (before: a 40 ms one, which could pass first).
+			_, err := providertest.ExpireInFlight(t, ctxT(t), b.sim, func(r sim.Request) bool { return r.Endpoint == m.endpoint }, m.call)
 			returned := time.Now()
 			checkErr(t, err, providers.CodeCanceled, 0, m.mutating)
 			r, werr := b.sim.WaitFor(ctxT(t), func(r sim.Request) bool { return r.Done() })
@@ -310,14 +327,22 @@ func TestHangEveryMethod(t *testing.T) {
 
 // A cancel while waiting between confirmation polls is CodeCanceled (the
 // caller gave up), never CodeNotConfirmed, and sends nothing more. The first
-// poll is answered at once and the next is an hour away, so a deadline two
-// seconds out always lands in the wait between polls.
+// poll is answered at once and the next is an hour away on a fake clock:
+// the context ends once that wait is armed, so always between polls
+// (before: a real two-second deadline, which a loaded machine could reach
+// before the first poll).
 func TestCancelBetweenPolls(t *testing.T) {
 	b := setup(t, time.Hour)
-	slow := bitbucket.New(bitbucket.Options{BaseURL: b.sim.BitbucketURL(), Token: token,
+	fc := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	slow := bitbucket.New(bitbucket.Options{BaseURL: b.sim.BitbucketURL(), Token: token, Clock: fc,
 		Confirm: providers.Backoff{Initial: time.Hour, Max: time.Hour, Total: 2 * time.Hour}})
-	ctx, cancel := context.WithTimeout(ctxT(t), 2*time.Second)
+	ctx, cancel := context.WithCancel(ctxT(t))
 	defer cancel()
+	go func() {
+		if fc.BlockUntil(ctx, 1) == nil { // the wait for the next poll
+			cancel()
+		}
+	}()
 	_, err := slow.DeleteRepo(ctx, b.fx.Repo.Project, b.fx.Repo.Slug)
 	checkErr(t, err, providers.CodeCanceled, 0, true)
 	reqs := b.sim.Requests()

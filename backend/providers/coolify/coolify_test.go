@@ -26,13 +26,29 @@ type bundle struct {
 func setup(t *testing.T, delay time.Duration) bundle {
 	t.Helper()
 	s, fx := providertest.StartSeeded(t, sim.Options{DeleteDelay: delay, CoolifyToken: token})
-	return bundle{sim: s, fx: fx, c: newClient(s, token)}
+	return bundle{sim: s, fx: fx, c: newClient(s, token, confirmBound(delay))}
 }
 
-func newClient(s *sim.Sim, tok string) *coolify.Client {
+// confirmBound is how long a test client confirms a delete: a simulator
+// whose queued deletes never end (an hour) must make it give up, which a
+// short bound does soon; any other must see the delete confirmed, which
+// a loaded machine must not miss by running out a short bound first (300
+// ms did, with -race beside a CPU hog: issue 36 item 7).
+func confirmBound(delay time.Duration) time.Duration {
+	if delay >= time.Hour {
+		return 300 * time.Millisecond
+	}
+	return time.Minute
+}
+
+func newClient(s *sim.Sim, tok string, confirm ...time.Duration) *coolify.Client {
+	total := 300 * time.Millisecond
+	if len(confirm) > 0 {
+		total = confirm[0]
+	}
 	return coolify.New(coolify.Options{
 		BaseURL: s.CoolifyURL(), Token: tok,
-		Confirm:     providers.Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond, Total: 300 * time.Millisecond},
+		Confirm:     providers.Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond, Total: total},
 		RateRetries: 2, MaxRetryAfter: time.Second,
 	})
 }
@@ -309,9 +325,11 @@ func TestCancelAbortsInFlightDelete(t *testing.T) {
 func TestCancelDuringConfirmation(t *testing.T) {
 	b := setup(t, time.Hour)
 	b.sim.AddFault(sim.Fault{Endpoint: sim.EndpointGetDatabase, Hang: true})
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	_, err := b.c.DeleteDatabase(ctx, b.fx.DBUUID)
+	// The deadline passes once the confirmation GET hangs in the simulator
+	// (before: 50 ms for the delete and the GET, which a loaded machine
+	// could spend on the delete alone).
+	_, err := providertest.ExpireInFlight(t, ctxT(t), b.sim, func(r sim.Request) bool { return r.Endpoint == sim.EndpointGetDatabase },
+		func(ctx context.Context) error { _, err := b.c.DeleteDatabase(ctx, b.fx.DBUUID); return err })
 	checkErr(t, err, providers.CodeCanceled, 0, true)
 	r, werr := b.sim.WaitFor(ctxT(t), func(r sim.Request) bool { return r.Endpoint == sim.EndpointGetDatabase && r.Done() })
 	if werr != nil || !r.WasAborted() {
@@ -476,9 +494,9 @@ func TestHangEveryMethod(t *testing.T) {
 			b.sim.ResetRequests()
 			id := b.sim.AddFault(sim.Fault{Endpoint: m.endpoint, Hang: true})
 			defer b.sim.RemoveFault(id)
-			ctx, cancel := context.WithTimeout(context.Background(), 40*time.Millisecond)
-			defer cancel()
-			err := m.call(ctx)
+			// The deadline passes once the hung request is in the
+			// simulator (before: a 40 ms one, which could pass first).
+			_, err := providertest.ExpireInFlight(t, ctxT(t), b.sim, func(r sim.Request) bool { return r.Endpoint == m.endpoint }, m.call)
 			returned := time.Now()
 			checkErr(t, err, providers.CodeCanceled, 0, m.mutating)
 			if !errors.Is(err, context.DeadlineExceeded) {
@@ -514,12 +532,20 @@ func TestRedirectNotFollowed(t *testing.T) {
 // GET is sent.
 func TestCancelBetweenPolls(t *testing.T) {
 	// The first confirmation GET is answered at once and the next is an hour
-	// away, so a deadline two seconds out always lands between polls.
+	// away on a fake clock: the context ends once that wait is armed, so
+	// always between polls (before: a real two-second deadline, which a
+	// loaded machine could reach before the first GET).
 	b := setup(t, time.Hour)
-	slow := coolify.New(coolify.Options{BaseURL: b.sim.CoolifyURL(), Token: token,
+	fc := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	slow := coolify.New(coolify.Options{BaseURL: b.sim.CoolifyURL(), Token: token, Clock: fc,
 		Confirm: providers.Backoff{Initial: time.Hour, Max: time.Hour, Total: 2 * time.Hour}})
-	ctx, cancel := context.WithTimeout(ctxT(t), 2*time.Second)
+	ctx, cancel := context.WithCancel(ctxT(t))
 	defer cancel()
+	go func() {
+		if fc.BlockUntil(ctx, 1) == nil { // the wait for the next poll
+			cancel()
+		}
+	}()
 	_, err := slow.DeleteDatabase(ctx, b.fx.DBUUID)
 	checkErr(t, err, providers.CodeCanceled, 0, true)
 	reqs := b.sim.Requests()

@@ -231,10 +231,17 @@ func TestControlHandler(t *testing.T) {
 		t.Fatalf("add hang: %d %s", code, body)
 	}
 	mark := time.Now()
-	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(short, "GET", s.CoolifyURL()+"/projects/abcdefghijk", nil)
-	if _, err := http.DefaultClient.Do(req); err == nil {
+	// The client gives up once the simulator holds its request (before: a
+	// 20 ms deadline, which could pass before the request arrived).
+	if _, err := providertest.CancelInFlight(t, ctx, s, func(r sim.Request) bool { return r.Endpoint == sim.EndpointGetProject },
+		func(ctx context.Context) error {
+			req, _ := http.NewRequestWithContext(ctx, "GET", s.CoolifyURL()+"/projects/abcdefghijk", nil)
+			resp, err := http.DefaultClient.Do(req)
+			if err == nil {
+				resp.Body.Close()
+			}
+			return err
+		}); err == nil {
 		t.Fatal("hang answered")
 	}
 	if _, err := s.WaitFor(ctx, func(r sim.Request) bool { return r.WasAborted() }); err != nil {
@@ -289,10 +296,17 @@ func TestFaultMatching(t *testing.T) {
 		t.Fatalf("latency: %d", code)
 	}
 	s.AddFault(sim.Fault{Endpoint: sim.EndpointGetProject, Latency: time.Hour, Times: 1})
-	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(short, "GET", s.CoolifyURL()+"/projects/"+a.ProjectUUID, nil)
-	if _, err := http.DefaultClient.Do(req); err == nil {
+	reqs := s.Requests()
+	before := reqs[len(reqs)-1].Seq
+	if _, err := providertest.CancelInFlight(t, ctx, s, func(r sim.Request) bool { return r.Endpoint == sim.EndpointGetProject && r.Seq > before },
+		func(ctx context.Context) error {
+			req, _ := http.NewRequestWithContext(ctx, "GET", s.CoolifyURL()+"/projects/"+a.ProjectUUID, nil)
+			resp, err := http.DefaultClient.Do(req)
+			if err == nil {
+				resp.Body.Close()
+			}
+			return err
+		}); err == nil {
 		t.Fatal("hour of latency answered")
 	}
 	if _, err := s.WaitFor(ctx, func(r sim.Request) bool { return r.Endpoint == sim.EndpointGetProject && r.WasAborted() }); err != nil {

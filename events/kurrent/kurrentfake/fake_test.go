@@ -157,14 +157,20 @@ func TestAnyIdempotencyIsLostOnRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The client reconnects by itself after a restart only on a new call;
-	// a failed first call is fine here.
+	// a failed first call is fine here. Each call waits for the client's
+	// own reconnection (with its delay), so the calls themselves are the
+	// wait: no sleep, and a bound only a node that never comes back
+	// reaches (before: 50 tries 20 ms apart, a second a loaded machine's
+	// reconnection could overrun).
 	var err error
-	for range 50 {
+	tries := 0
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
+		tries++
 		if _, err = c.AppendToStream(ctx(t), "any", opts, evd(id)); err == nil {
 			break
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
+	t.Logf("appended again after %d tries", tries)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -91,3 +91,46 @@ func CancelInFlight(t testing.TB, wctx context.Context, s *sim.Sim, sent func(si
 	}
 	return canceledAt, err
 }
+
+// ExpireInFlight is CancelInFlight with a deadline instead of a cancel:
+// call's context reports context.DeadlineExceeded, as a real deadline's
+// does, but it passes only once the simulator recorded a request that sent
+// accepts. A fixed short deadline (40 ms) could pass on a loaded machine
+// before the request even reached the simulator, and the test then waited
+// for an aborted request that never came (issue 36 item 7).
+func ExpireInFlight(t testing.TB, wctx context.Context, s *sim.Sim, sent func(sim.Request) bool, call func(context.Context) error) (expiredAt time.Time, err error) {
+	t.Helper()
+	ctx := &expiring{Context: context.Background(), done: make(chan struct{})}
+	errc := make(chan error, 1)
+	go func() { errc <- call(ctx) }()
+	if _, err := s.WaitFor(wctx, sent); err != nil {
+		t.Fatal(err)
+	}
+	close(ctx.done)
+	expiredAt = time.Now()
+	select {
+	case err = <-errc:
+	case <-wctx.Done():
+		t.Fatal("call did not return after its deadline passed")
+	}
+	return expiredAt, err
+}
+
+// expiring is a context whose deadline passes when done is closed: its
+// Err is then context.DeadlineExceeded. It reports no Deadline, so a
+// client does not give up early on the grounds that it is near.
+type expiring struct {
+	context.Context
+	done chan struct{}
+}
+
+func (c *expiring) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (c *expiring) Done() <-chan struct{}       { return c.done }
+func (c *expiring) Err() error {
+	select {
+	case <-c.done:
+		return context.DeadlineExceeded
+	default:
+		return nil
+	}
+}
