@@ -9,7 +9,7 @@ import (
 // end it, and each kind's step table. The command side (backend/slots), the
 // engine (backend/jobs) and the read model (projections) read them from
 // here, and fold a job's stream with JobState (jobstate.go). Each kind is
-// declared once, in its step table below: its steps in order, the planned
+// declared once, in kindTable below: its steps in order, the planned
 // resource each removes, and the plan that names it; the slot kinds' and
 // steps' names are declared beside the tables (the reconciliation's in
 // reconcile.go, the pull-request deploy's in pullrequests.go). The
@@ -179,24 +179,50 @@ var resetClears = []JobStep{
 	{StepForcePush, ResRepository, planBranchReset},
 }
 
-// stepTable is each job kind's steps in the order the engine runs them:
-// the one list of the job kinds (JobKinds) and, with readyResetTable, of
-// their steps (StepOrder).
-var stepTable = map[string][]JobStep{
-	KindReset: slices.Concat(resetClears, []JobStep{{Name: StepVacate}}),
-	KindTeardown: {
+// jobKind is the declaration of one job kind in this package: its step
+// table, in the order the engine runs the steps, and whether the slot's
+// plan route plans it. What a kind needs of the slot (its params, the
+// slot's state it starts from, its grace period, the slot event its success
+// implies) is backend/slots' kindRules, one entry per kind, checked against
+// kindTable by a test there (TestEveryKindHasRules).
+type jobKind struct {
+	name  string
+	steps []JobStep
+	// slotPlan: GET /api/slots/{name}/plan?kind= plans it (SlotPlanKinds),
+	// the dry run of the slot's own command. The orphan kinds are planned
+	// through the reconciliation's routes, and a pull request's deploy is
+	// queued by the pull request's driver, never by a person.
+	slotPlan bool
+}
+
+// kindTable is every job kind, in display order (the slot jobs, then the
+// reconciliation's, then the pull request's): the one list of the job kinds
+// (JobKinds) and, with readyResetTable, of their steps (StepOrder).
+var kindTable = []jobKind{
+	{name: KindReset, slotPlan: true, steps: slices.Concat(resetClears, []JobStep{{Name: StepVacate}})},
+	{name: KindTeardown, slotPlan: true, steps: []JobStep{
 		{StepDeleteDB, ResDatabase, planDatabase},
 		{StepDeleteApp, ResApplication, planApplication},
 		{StepDeleteRepo, ResRepository, planRepository},
 		{StepDeleteProject, ResProject, planProject},
 		{Name: StepRetire},
-	},
-	KindPromote:      {{Name: StepLookupRepo}, {Name: StepCreateRepo}, {Name: StepPushCode}, {Name: StepRecordRepo}},
-	KindAdopt:        {{Name: StepLookupResource}, {Name: StepAdoptResource}},
-	KindDeleteOrphan: {{Name: StepLookupResource}, {Name: StepAdoptResource}, {Name: StepDeleteResource, Resource: ResAny}},
+	}},
+	{name: KindPromote, slotPlan: true, steps: []JobStep{{Name: StepLookupRepo}, {Name: StepCreateRepo}, {Name: StepPushCode}, {Name: StepRecordRepo}}},
+	{name: KindAdopt, steps: []JobStep{{Name: StepLookupResource}, {Name: StepAdoptResource}}},
+	{name: KindDeleteOrphan, steps: []JobStep{{Name: StepLookupResource}, {Name: StepAdoptResource}, {Name: StepDeleteResource, Resource: ResAny}}},
 	// The head pushed, then the ready reset's own deploy step, which waits
 	// until the application runs (issue 34).
-	KindPRDeploy: {{Name: StepPushPRHead}, {Name: StepDeploy}},
+	{name: KindPRDeploy, steps: []JobStep{{Name: StepPushPRHead}, {Name: StepDeploy}}},
+}
+
+// kindOf is kind's declaration (nil for an unknown kind).
+func kindOf(kind string) *jobKind {
+	for i := range kindTable {
+		if kindTable[i].name == kind {
+			return &kindTable[i]
+		}
+	}
+	return nil
 }
 
 // readyResetTable is the reset of a slot registered with a template (issue
@@ -242,7 +268,10 @@ func table(kind string, template bool) []JobStep {
 	if kind == KindReset && template {
 		return readyResetTable
 	}
-	return stepTable[kind]
+	if k := kindOf(kind); k != nil {
+		return k.steps
+	}
+	return nil
 }
 
 // StepNames is Steps' names, the plan a JobQueued records.

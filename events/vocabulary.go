@@ -1,7 +1,6 @@
 package events
 
 import (
-	"cmp"
 	"slices"
 )
 
@@ -13,24 +12,25 @@ import (
 // item 3). A kind or step added to a table reaches all of them; a Kind* or
 // Step* constant left out of every table fails TestEveryKindAndStepIsInATable.
 
-// kindRank orders the kinds for display: the slot jobs, then the
-// reconciliation ones. It is a preference, not a list to keep complete: a
-// kind it does not name sorts after these, by name.
-var kindRank = []string{KindReset, KindTeardown, KindPromote, KindAdopt, KindDeleteOrphan}
-
-// JobKinds lists every job kind (each has a step table), in display order.
+// JobKinds lists every job kind (each has a step table), in display order:
+// kindTable's.
 func JobKinds() []string {
-	out := make([]string, 0, len(stepTable))
-	for k := range stepTable {
-		out = append(out, k)
+	out := make([]string, len(kindTable))
+	for i, k := range kindTable {
+		out[i] = k.name
 	}
-	rank := func(k string) int {
-		if i := slices.Index(kindRank, k); i >= 0 {
-			return i
+	return out
+}
+
+// SlotPlanKinds lists, in JobKinds' order, the kinds the slot's plan route
+// plans (its `kind` query).
+func SlotPlanKinds() []string {
+	var out []string
+	for _, k := range kindTable {
+		if k.slotPlan {
+			out = append(out, k.name)
 		}
-		return len(kindRank)
 	}
-	slices.SortFunc(out, func(a, b string) int { return cmp.Or(cmp.Compare(rank(a), rank(b)), cmp.Compare(a, b)) })
 	return out
 }
 

@@ -59,7 +59,7 @@ func TestEveryKindAndStepIsInATable(t *testing.T) {
 	kinds, steps := JobKinds(), StepOrder()
 	for name, v := range packageConsts(t, "Kind") {
 		if !slices.Contains(kinds, v) {
-			t.Errorf("%s = %q has no step table (events/jobs.go stepTable)", name, v)
+			t.Errorf("%s = %q has no step table (events/jobs.go kindTable)", name, v)
 		}
 	}
 	for name, v := range packageConsts(t, "Step") {

@@ -330,15 +330,16 @@ func (s *Server) promote(c echo.Context) error {
 	})
 }
 
-var jobKinds = map[string]bool{events.KindReset: true, events.KindTeardown: true, events.KindPromote: true, events.KindPRDeploy: true}
-
-func queryKind(c echo.Context, required bool) (string, error) {
+// queryKind is the `kind` query, one of kinds: the slot's plan takes the
+// kinds it plans (events.SlotPlanKinds), a list of jobs any kind
+// (events.JobKinds).
+func queryKind(c echo.Context, kinds []string, required bool) (string, error) {
 	k := c.QueryParam("kind")
 	if k == "" && !required {
 		return "", nil
 	}
-	if !jobKinds[k] {
-		return "", invalidField("kind", "query kind must be reset, teardown or promote, got "+strconv.Quote(k))
+	if !slices.Contains(kinds, k) {
+		return "", invalidField("kind", "query kind must be one of "+strings.Join(kinds, ", ")+", got "+strconv.Quote(k))
 	}
 	return k, nil
 }
@@ -348,7 +349,7 @@ func (s *Server) plan(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	kind, err := queryKind(c, true)
+	kind, err := queryKind(c, events.SlotPlanKinds(), true)
 	if err != nil {
 		return err
 	}
@@ -370,7 +371,7 @@ func (s *Server) slotJobs(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	kind, err := queryKind(c, false)
+	kind, err := queryKind(c, events.JobKinds(), false)
 	if err != nil {
 		return err
 	}
@@ -401,7 +402,7 @@ func (s *Server) latestJob(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	kind, err := queryKind(c, true)
+	kind, err := queryKind(c, events.JobKinds(), true)
 	if err != nil {
 		return err
 	}
@@ -513,7 +514,7 @@ func (s *Server) listJobs(c echo.Context) error {
 	if f.State != "" && !slices.Contains(projections.JobFilterStates, f.State) {
 		return invalidField("state", fmt.Sprintf("query state must be one of %s, got %q", strings.Join(projections.JobFilterStates, ", "), f.State))
 	}
-	kind, err := queryKind(c, false)
+	kind, err := queryKind(c, events.JobKinds(), false)
 	if err != nil {
 		return err
 	}

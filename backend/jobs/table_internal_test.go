@@ -28,7 +28,7 @@ func TestStepTablesAndBodiesMatch(t *testing.T) {
 	}
 	for name := range runs {
 		if !inTable[name] {
-			t.Errorf("body of %s: no kind's step table runs it (events/jobs.go stepTable)", name)
+			t.Errorf("body of %s: no kind's step table runs it (events/jobs.go kindTable)", name)
 		}
 	}
 	if stepOf(events.KindPromote, events.StepDeleteDB) != nil {

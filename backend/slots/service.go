@@ -481,29 +481,23 @@ func (s *Service) checkTarget(ctx context.Context, r events.RepoRef) *TargetChec
 	return t
 }
 
+// notBefore is when a job of kind accepted now may run: after the grace
+// period for a kind that waits it (kindRules).
 func (s *Service) notBefore(kind string) time.Time {
-	if kind == events.KindReset {
+	if kindRules[kind].grace {
 		return s.now().Add(s.cfg.Grace)
 	}
 	return s.now()
 }
 
+// validateParams checks a job's params by its kind's rule (kindRules); an
+// unknown kind is refused, naming the known ones.
 func validateParams(kind string, params map[string]string) error {
-	switch kind {
-	case events.KindReset, events.KindTeardown:
-		return nil
-	case events.KindPromote:
-		if !projectKeyRe.MatchString(params["project"]) {
-			return invalid("project %q: a letter, then letters, digits or '_'", params["project"])
-		}
-		return validateSlug("name", params["name"])
-	case events.KindAdopt, events.KindDeleteOrphan:
-		_, err := adoptResource(params)
-		return err
-	case events.KindPRDeploy:
-		return validatePRParams(params)
+	r, ok := kindRules[kind]
+	if !ok {
+		return apperr.Refuse(CodeInvalid, apperr.ReasonUnknownJobKind, "kind", kind, "kinds", strings.Join(events.JobKinds(), ", "))
 	}
-	return apperr.Refuse(CodeInvalid, apperr.ReasonUnknownJobKind, "kind", kind, "kinds", strings.Join(events.JobKinds(), ", "))
+	return r.params(params)
 }
 
 // checkPromoteScope refuses a promote whose target project lies outside
@@ -526,32 +520,8 @@ func (s *Service) canStart(st *SlotState, kind string) error {
 	if st.Retired {
 		return retired(st)
 	}
-	switch kind {
-	case events.KindReset:
-		if !st.Occupied {
-			return refuseAs(map[string]any{"state": st.Lifecycle()}, apperr.ReasonSlotNotOccupied, "release", "slot", st.Name)
-		}
-		if st.Incomplete {
-			return incomplete(st)
-		}
-	case events.KindTeardown:
-		if st.Occupied {
-			return refuse(map[string]any{"state": st.Lifecycle(), "occupant": st.Occupant}, apperr.ReasonSlotOccupied, "slot", st.Name, "occupant", st.Occupant)
-		}
-	case events.KindPromote:
-		if st.Incomplete {
-			return incomplete(st)
-		}
-	case events.KindPRDeploy:
-		if !st.Occupied {
-			return refuseAs(map[string]any{"state": st.Lifecycle()}, apperr.ReasonSlotNotOccupied, "pr_deploy", "slot", st.Name)
-		}
-		if st.Incomplete {
-			return incomplete(st)
-		}
-		if st.Reg.Template == nil {
-			return conflict(map[string]any{"state": st.Lifecycle()}, "slot %s has no template: nothing says how to deploy it", st.Name)
-		}
+	if r, ok := kindRules[kind]; ok {
+		return r.start(st)
 	}
 	return nil
 }
@@ -781,26 +751,8 @@ func releaseEvents(st *SlotState, j *events.JobState, outcome string, meta event
 // with the release once JobSucceeded is in the job stream, beyond any
 // cancel's reach (docs/jobs.md, "Streams and order of appends").
 func slotOutcome(j *events.JobState, st *SlotState) events.Payload {
-	switch j.Queued.Kind {
-	case events.KindReset:
-		if j.Done[events.StepVacate] && st.Occupied && !st.VacatedBy[j.ID] {
-			return events.SlotVacated{Slot: st.Name, JobID: j.ID}
-		}
-	case events.KindTeardown:
-		if j.Done[events.StepRetire] && !st.Retired {
-			return events.SlotRetired{Slot: st.Name, JobID: j.ID}
-		}
-	case events.KindPromote:
-		if _, done := st.PromotedBy[j.ID]; j.Done[events.StepRecordRepo] && !done {
-			var sha string
-			if ev, ok := j.Results[events.StepPushCode]; ok {
-				var cp events.CodePushed
-				if json.Unmarshal(ev.Data, &cp) == nil {
-					sha = cp.SHA
-				}
-			}
-			return events.SlotPromoted{Slot: st.Name, JobID: j.ID, NewRepo: PromoteTarget(j), SHA: sha}
-		}
+	if r := kindRules[j.Queued.Kind]; r.outcome != nil {
+		return r.outcome(j, st)
 	}
 	return nil
 }

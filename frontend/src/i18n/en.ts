@@ -651,7 +651,7 @@ export const en = {
   "refusal.until_not_future": "The deadline {until} is not in the future.",
   "refusal.until_too_far": "The deadline {until} is more than {max} away (the maximum occupancy).",
   "refusal.confirm_earlier": "Confirm to move the deadline earlier (“{field}” must be true).",
-  "refusal.unknown_job_kind": "Unknown job kind “{kind}” (reset, teardown, promote, adopt, delete_orphan).",
+  "refusal.unknown_job_kind": "Unknown job kind “{kind}”.",
   "refusal.outside_scope": "Project {project} (“{field}”) is outside the projects this server may manage.",
   "refusal.resource_absent": "{field} {id} does not exist.",
   "refusal.resource_foreign": "{field} {id} does not belong to project {project}.",
