@@ -10,13 +10,18 @@ import (
 )
 
 // importedStreams are the streams with fixed names Slotkeeper writes; the
-// others are slot-<name>, job-<id>, notify-<job id> and
-// checkpoint-<consumer>.
+// others are slot-<name>, job-<id>, notify-<job id>, pr-<project>-<slug>-<id>
+// and checkpoint-<consumer>.
 var importedStreams = map[string]bool{
 	events.AuthUsersStream: true, events.AuthTokensStream: true, events.AuthSessionsStream: true,
 	events.WaitlistStream: true, events.IdentityStream: true, events.ReconcileStream: true,
 	events.SettingsStream: true, events.SlotRegistryStream: true,
+	events.PRReposStream: true,
 }
+
+// prStreamRe is a pull request's stream, events.PRStream: pr-, the
+// project key (upper case), the repository slug, the PR's id.
+var prStreamRe = regexp.MustCompile(`^pr-([A-Z][A-Z0-9_]{0,127})-([a-z0-9][a-z0-9._-]{0,127})-([0-9]{1,18})$`)
 
 // consumerNameRe is a checkpoint stream's consumer name.
 var consumerNameRe = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
@@ -41,6 +46,10 @@ func ValidateImported(stream, typ string, data []byte) error {
 		_, job, _ = strings.Cut(stream, "-")
 		if err := ValidateJobID(job); err != nil {
 			return fmt.Errorf("stream %q: %w", stream, err)
+		}
+	case strings.HasPrefix(stream, events.PRStreamPrefix):
+		if !prStreamRe.MatchString(stream) || strings.Contains(stream, "..") {
+			return fmt.Errorf("stream %q: not a pull request's stream", stream)
 		}
 	case strings.HasPrefix(stream, events.CheckpointStreamPrefix):
 		if c := strings.TrimPrefix(stream, events.CheckpointStreamPrefix); !consumerNameRe.MatchString(c) || strings.Contains(c, "..") {

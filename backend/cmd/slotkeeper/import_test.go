@@ -141,6 +141,7 @@ func TestImportRefusesNamesTheCommandSideRefuses(t *testing.T) {
 		{"provider id", line("slot-a", "SlotRegistered", `{"slot":"a","project_uuid":"p/../x","app_uuid":"a-1234567","db_uuid":"d-1234567","repo":{"project":"SLOT","slug":"slot-a"},"template_repo":{"project":"TPL","slug":"template"},"template_ref":"main"}`), `project_uuid "p/../x"`},
 		{"branch", line("slot-a", "SlotRegistered", reg("a", `,"branch":"../../x"`)), `branch "../../x"`},
 		{"unknown stream", line("../../etc", "SlotRegistered", reg("a", "")), `stream "../../etc" is not one Slotkeeper writes`},
+		{"pull request stream", line("pr-APPS-../x-1", "PRChanged", `{}`), `stream "pr-APPS-../x-1": not a pull request's stream`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")+".ndjson")

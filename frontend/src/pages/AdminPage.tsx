@@ -190,7 +190,7 @@ function Users({ selfId }: { selfId: string }) {
       {users.data && list.length === 0 && <p>{t("admin.no_users")}</p>}
       {list.length > 0 && (
         <TableWrap label={t("admin.users")}>
-          <table data-testid="users-table">
+          <table className="nowrap-cells" data-testid="users-table">
             <thead>
               <tr>
                 <th scope="col">{t("admin.user_name")}</th>
@@ -311,7 +311,7 @@ function Tokens() {
       {tokens.data && list.length === 0 && <p>{t("admin.no_tokens")}</p>}
       {list.length > 0 && (
         <TableWrap label={t("admin.tokens")}>
-          <table data-testid="tokens-table">
+          <table className="nowrap-cells" data-testid="tokens-table">
             <thead>
               <tr>
                 <th scope="col">{t("admin.token_name")}</th>

@@ -130,7 +130,7 @@ export function AdminPullRequests() {
         {deliveries.data && rows.length === 0 && <p data-testid="pr-no-deliveries">{t("pr.no_deliveries")}</p>}
         {rows.length > 0 && (
           <TableWrap label={t("pr.deliveries")}>
-            <table data-testid="pr-deliveries">
+            <table className="nowrap-cells" data-testid="pr-deliveries">
               <thead>
                 <tr>
                   <th scope="col">{t("pr.col.time")}</th>
