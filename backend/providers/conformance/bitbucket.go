@@ -170,6 +170,18 @@ type bbErr struct {
 // the Authorization header.
 func (b *bbSuite) raw(ctx context.Context, t *testing.T, method, path, authz, body string) (int, bbErr) {
 	t.Helper()
+	status, raw := b.send(ctx, t, method, path, authz, body)
+	var e bbErr
+	if status >= 400 && json.Unmarshal(raw, &e) != nil {
+		t.Fatalf("%s %s: %d with a body that is not Bitbucket's JSON: %.200s", method, path, status, raw)
+	}
+	return status, e
+}
+
+// send is the one request of raw and rawJSON: the status and the body (at
+// most 1 MiB).
+func (b *bbSuite) send(ctx context.Context, t *testing.T, method, path, authz, body string) (int, []byte) {
+	t.Helper()
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
@@ -189,11 +201,7 @@ func (b *bbSuite) raw(ctx context.Context, t *testing.T, method, path, authz, bo
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	var e bbErr
-	if resp.StatusCode >= 400 && json.Unmarshal(raw, &e) != nil {
-		t.Fatalf("%s %s: %d with a body that is not Bitbucket's JSON: %.200s", method, path, resp.StatusCode, raw)
-	}
-	return resp.StatusCode, e
+	return resp.StatusCode, raw
 }
 
 // wantError checks the status and Bitbucket's error shape
@@ -355,28 +363,10 @@ func (b *bbSuite) prCases(ctx context.Context, t *testing.T, repo providers.Repo
 // rawJSON is raw with the token, answering the body as JSON.
 func (b *bbSuite) rawJSON(ctx context.Context, t *testing.T, method, path, body string) (int, map[string]any, []byte) {
 	t.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(b.tg.URL, "/")+path, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", b.bearer())
-	req.Header.Set("Accept", "application/json")
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := b.hc.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	status, raw := b.send(ctx, t, method, path, b.bearer(), body)
 	var m map[string]any
 	_ = json.Unmarshal(raw, &m)
-	return resp.StatusCode, m, raw
+	return status, m, raw
 }
 
 // removeScratch deletes the suite's own repositories, pass or fail.
