@@ -4,6 +4,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/slotkeeper/slotkeeper/events"
 )
@@ -24,35 +25,27 @@ func ApplySlot(v SlotView, ev events.RecordedEvent, p events.Payload) SlotView {
 // applySlot is ApplySlot; with own, v's LatestJobs map belongs to the caller
 // alone (see Ownership) and is changed in place instead of copied.
 func applySlot(v SlotView, ev events.RecordedEvent, p events.Payload, own bool) SlotView {
+	nv, changed := slotChange(v, ev, p, own)
+	if !changed {
+		return v
+	}
+	if strings.HasPrefix(ev.Stream, events.SlotStreamPrefix) {
+		nv.Revision = ev.Revision
+	}
+	nv.UpdatedAt = ev.Meta.Time
+	nv.Position = ev.Position
+	nv.Ready, nv.Missing, nv.MissingCode, nv.MissingArgs = readiness(nv)
+	return nv
+}
+
+// slotChange is what one event changes in the slot's view, and whether it
+// changed anything (an event that names the slot but changes nothing
+// leaves its position and time as they were).
+func slotChange(v SlotView, ev events.RecordedEvent, p events.Payload, own bool) (SlotView, bool) {
 	t := ev.Meta.Time
-	slotEvent := strings.HasPrefix(ev.Stream, events.SlotStreamPrefix)
 	switch e := p.(type) {
 	case events.SlotRegistered:
-		name := e.Slot
-		if name == "" {
-			name = strings.TrimPrefix(ev.Stream, events.SlotStreamPrefix)
-		}
-		branch := e.Branch
-		if branch == "" {
-			branch = "main"
-		}
-		v = SlotView{
-			Name: name, Lifecycle: LifecycleVacant,
-			ProjectUUID: e.ProjectUUID, AppUUID: e.AppUUID, DBUUID: e.DBUUID,
-			Repo: e.Repo, TemplateRepo: e.TemplateRepo, TemplateRef: e.TemplateRef, Branch: branch,
-			LatestJobs: map[string]JobRef{}, Resources: []events.Resource{},
-			HasTemplate: e.Template != nil,
-		}
-		for _, r := range []events.Resource{
-			{Kind: events.ResProject, ID: e.ProjectUUID},
-			{Kind: events.ResApplication, ID: e.AppUUID},
-			{Kind: events.ResDatabase, ID: e.DBUUID},
-			{Kind: events.ResRepository, ID: e.Repo.String(), Name: e.Repo.Slug},
-		} {
-			if r.ID != "" && r.ID != "/" {
-				v.Resources = append(v.Resources, r)
-			}
-		}
+		return registeredSlot(ev, e), true
 	case events.SlotOccupied:
 		v.Occupant, v.OccupantID, v.OccupiedAt, v.Deadline = e.By, e.ByID, timePtr(t), timePtr(e.Until)
 		if v.ActiveJob == nil && v.Lifecycle == LifecycleVacant {
@@ -62,29 +55,7 @@ func applySlot(v SlotView, ev events.RecordedEvent, p events.Payload, own bool) 
 	case events.OccupancyExtended:
 		v.Deadline = timePtr(e.Until)
 	case events.JobAccepted:
-		ref := JobRef{ID: e.JobID, Kind: e.Kind, State: JobQueued}
-		if old, ok := v.LatestJobs[e.Kind]; ok && old.ID == e.JobID {
-			ref = old // a resumed job keeps its progress
-			ref.State = JobQueued
-		}
-		v.ActiveJob = &ref
-		if !own {
-			v.LatestJobs = maps.Clone(v.LatestJobs)
-		}
-		if v.LatestJobs == nil {
-			v.LatestJobs = map[string]JobRef{}
-		}
-		v.LatestJobs[e.Kind] = ref
-		v.Lifecycle = lifecycleOfKind(e.Kind, v.Lifecycle)
-		if e.Kind == events.KindReset || e.Kind == events.KindPRDeploy {
-			v.Deployed = nil // the job is changing what runs
-		}
-		v.Recovery = nil
-		code := ReasonJob
-		if e.Resumed {
-			code = ReasonJobResumed
-		}
-		v.setReason(code, map[string]string{"kind": e.Kind, "id": e.JobID})
+		return jobAccepted(v, e, own), true
 	case events.JobReleased:
 		if v.ActiveJob != nil && v.ActiveJob.ID == e.JobID {
 			v.ActiveJob = nil
@@ -103,13 +74,13 @@ func applySlot(v SlotView, ev events.RecordedEvent, p events.Payload, own bool) 
 		v.PullRequest = nil
 	case events.PRSlotTaken:
 		if e.PR == nil {
-			return v // recorded before PRSlotTaken carried the PR
+			return v, false // recorded before PRSlotTaken carried the PR
 		}
 		v.PullRequest = &SlotPR{Repo: e.PR.Repo, ID: e.PR.ID, Title: e.PR.Title, Author: e.PR.Author,
 			Branch: e.PR.Branch, Link: e.PR.Link, Head: e.PR.Head}
 	case events.PRDeployQueued:
 		if v.PullRequest == nil {
-			return v
+			return v, false
 		}
 		pr := *v.PullRequest
 		pr.Head, pr.JobID = e.Head, e.JobID
@@ -128,11 +99,84 @@ func applySlot(v SlotView, ev events.RecordedEvent, p events.Payload, own bool) 
 	case events.SlotDatabaseChanged:
 		v.DBUUID = e.DBUUID
 		v.Resources = addMissing(v.Resources, []events.Resource{{Kind: events.ResDatabase, ID: e.DBUUID}})
+	case events.AppDeployed:
+		v.Deployed = &Deployed{FQDN: e.FQDN, Status: e.Status, NoHealthCheck: e.NoHealthCheck || e.Status == "running:unknown", Commit: e.Commit, JobID: e.JobID, DeployedAt: t}
+	case events.DBCreated, events.VolumesCreated, events.ResourcesListed, events.DeleteAccepted:
+		return resourcesFound(v, p, t)
+	default:
+		return resourcesGone(v, p)
+	}
+	return v, true
+}
+
+// registeredSlot is a slot's view as its registration makes it.
+func registeredSlot(ev events.RecordedEvent, e events.SlotRegistered) SlotView {
+	name := e.Slot
+	if name == "" {
+		name = strings.TrimPrefix(ev.Stream, events.SlotStreamPrefix)
+	}
+	branch := e.Branch
+	if branch == "" {
+		branch = "main"
+	}
+	v := SlotView{
+		Name: name, Lifecycle: LifecycleVacant,
+		ProjectUUID: e.ProjectUUID, AppUUID: e.AppUUID, DBUUID: e.DBUUID,
+		Repo: e.Repo, TemplateRepo: e.TemplateRepo, TemplateRef: e.TemplateRef, Branch: branch,
+		LatestJobs: map[string]JobRef{}, Resources: []events.Resource{},
+		HasTemplate: e.Template != nil,
+	}
+	for _, r := range []events.Resource{
+		{Kind: events.ResProject, ID: e.ProjectUUID},
+		{Kind: events.ResApplication, ID: e.AppUUID},
+		{Kind: events.ResDatabase, ID: e.DBUUID},
+		{Kind: events.ResRepository, ID: e.Repo.String(), Name: e.Repo.Slug},
+	} {
+		if r.ID != "" && r.ID != "/" {
+			v.Resources = append(v.Resources, r)
+		}
+	}
+	return v
+}
+
+// jobAccepted makes a job the slot's active one (own: v's maps are this
+// fold's own and may be changed in place).
+func jobAccepted(v SlotView, e events.JobAccepted, own bool) SlotView {
+	ref := JobRef{ID: e.JobID, Kind: e.Kind, State: JobQueued}
+	if old, ok := v.LatestJobs[e.Kind]; ok && old.ID == e.JobID {
+		ref = old // a resumed job keeps its progress
+		ref.State = JobQueued
+	}
+	v.ActiveJob = &ref
+	if !own {
+		v.LatestJobs = maps.Clone(v.LatestJobs)
+	}
+	if v.LatestJobs == nil {
+		v.LatestJobs = map[string]JobRef{}
+	}
+	v.LatestJobs[e.Kind] = ref
+	v.Lifecycle = lifecycleOfKind(e.Kind, v.Lifecycle)
+	if e.Kind == events.KindReset || e.Kind == events.KindPRDeploy {
+		v.Deployed = nil // the job is changing what runs
+	}
+	v.Recovery = nil
+	code := ReasonJob
+	if e.Resumed {
+		code = ReasonJobResumed
+	}
+	v.setReason(code, map[string]string{"kind": e.Kind, "id": e.JobID})
+	return v
+}
+
+// resourcesFound adds what a step created or found to the slot's
+// resources: nothing it holds goes untracked.
+func resourcesFound(v SlotView, p events.Payload, t time.Time) (SlotView, bool) {
+	switch e := p.(type) {
 	case events.DBCreated:
 		// The new database is the slot's from its 201 on.
 		rs := addMissing(v.Resources, []events.Resource{{Kind: events.ResDatabase, ID: e.DBUUID, Name: e.Name}})
 		if len(rs) == len(v.Resources) && v.DBUUID == e.DBUUID {
-			return v
+			return v, false
 		}
 		v.Resources, v.DBUUID = rs, e.DBUUID
 	case events.VolumesCreated:
@@ -142,17 +186,15 @@ func applySlot(v SlotView, ev events.RecordedEvent, p events.Payload, own bool) 
 		}
 		nrs := addMissing(v.Resources, rs)
 		if len(nrs) == len(v.Resources) {
-			return v
+			return v, false
 		}
 		v.Resources = nrs
-	case events.AppDeployed:
-		v.Deployed = &Deployed{FQDN: e.FQDN, Status: e.Status, NoHealthCheck: e.NoHealthCheck || e.Status == "running:unknown", Commit: e.Commit, JobID: e.JobID, DeployedAt: t}
 	case events.ResourcesListed:
 		// What a step found and is about to delete is the slot's until a
 		// confirmed deletion removes it (nothing untracked).
 		rs := addMissing(v.Resources, e.Resources)
 		if len(rs) == len(v.Resources) {
-			return v
+			return v, false
 		}
 		v.Resources = rs
 	case events.DeleteAccepted:
@@ -161,7 +203,7 @@ func applySlot(v SlotView, ev events.RecordedEvent, p events.Payload, own bool) 
 		d := PendingDelete{Kind: r.Kind, ID: r.ID, AcceptedAt: t, JobID: e.JobID}
 		i := deletingIndex(v.Deleting, r.Kind, r.ID)
 		if i >= 0 && v.Deleting[i] == d && len(rs) == len(v.Resources) {
-			return v
+			return v, false
 		}
 		v.Resources = rs
 		v.Deleting = slices.Clone(v.Deleting)
@@ -170,60 +212,60 @@ func applySlot(v SlotView, ev events.RecordedEvent, p events.Payload, own bool) 
 		} else {
 			v.Deleting = append(v.Deleting, d)
 		}
-	default:
-		rs := removeConfirmed(v.Resources, p)
-		if e, ok := p.(events.VolumeMountsRemoved); ok {
-			// The mount definitions are gone; the Docker volumes and their
-			// data are not, and stay the slot's (Coolify's API cannot
-			// delete them). A volume an earlier attempt of the step
-			// unmounted is no longer listed, so it is not in Left: its
-			// listed entry (name = the volume's name) says what it was.
-			var left []events.Resource
-			covered := map[string]bool{}
-			for _, l := range e.Left {
-				left = append(left, l.Resource())
-				covered[l.StorageUUID] = true
-			}
-			for _, r := range v.Resources {
-				if r.Kind == events.ResVolume && !covered[r.ID] && r.Name != "" {
-					left = append(left, events.AppServerResource(events.ResDockerVolume, r.Name, e.AppUUID))
-				}
-			}
-			rs = addMissing(rs, left)
-		}
-		var left []events.LeftOnServer
-		switch e := p.(type) {
-		case events.DBDeleted:
-			left = e.Left
-		case events.AppDeleted:
-			left = e.Left
-		}
-		for _, l := range left {
-			// The row is gone, its containers and data are not: the
-			// server was unreachable (issue 32).
-			rs = addMissing(rs, []events.Resource{l.Resource()})
-		}
-		if e, ok := p.(events.AppDeleted); ok && e.AppUUID != "" && e.AppUUID == v.AppUUID {
-			// Deleting the slot's application takes its env vars and
-			// volumes with it (Coolify deletes an app with its volumes and
-			// configuration).
-			rs = slices.DeleteFunc(slices.Clone(rs), func(r events.Resource) bool {
-				return r.Kind == events.ResEnvVar || r.Kind == events.ResVolume
-			})
-		}
-		if slices.Equal(rs, v.Resources) {
-			return v // nothing of this slot's changed
-		}
-		v.Resources = rs
-		v.Deleting = keepHeld(v.Deleting, rs)
 	}
-	if slotEvent {
-		v.Revision = ev.Revision
+	return v, true
+}
+
+// resourcesGone removes what a confirmed deletion removed, and adds what
+// it left on the server (the Docker volumes an unmount leaves, the
+// containers and data of an unreachable server).
+func resourcesGone(v SlotView, p events.Payload) (SlotView, bool) {
+	rs := removeConfirmed(v.Resources, p)
+	if e, ok := p.(events.VolumeMountsRemoved); ok {
+		// The mount definitions are gone; the Docker volumes and their
+		// data are not, and stay the slot's (Coolify's API cannot
+		// delete them). A volume an earlier attempt of the step
+		// unmounted is no longer listed, so it is not in Left: its
+		// listed entry (name = the volume's name) says what it was.
+		var left []events.Resource
+		covered := map[string]bool{}
+		for _, l := range e.Left {
+			left = append(left, l.Resource())
+			covered[l.StorageUUID] = true
+		}
+		for _, r := range v.Resources {
+			if r.Kind == events.ResVolume && !covered[r.ID] && r.Name != "" {
+				left = append(left, events.AppServerResource(events.ResDockerVolume, r.Name, e.AppUUID))
+			}
+		}
+		rs = addMissing(rs, left)
 	}
-	v.UpdatedAt = t
-	v.Position = ev.Position
-	v.Ready, v.Missing, v.MissingCode, v.MissingArgs = readiness(v)
-	return v
+	var left []events.LeftOnServer
+	switch e := p.(type) {
+	case events.DBDeleted:
+		left = e.Left
+	case events.AppDeleted:
+		left = e.Left
+	}
+	for _, l := range left {
+		// The row is gone, its containers and data are not: the
+		// server was unreachable (issue 32).
+		rs = addMissing(rs, []events.Resource{l.Resource()})
+	}
+	if e, ok := p.(events.AppDeleted); ok && e.AppUUID != "" && e.AppUUID == v.AppUUID {
+		// Deleting the slot's application takes its env vars and
+		// volumes with it (Coolify deletes an app with its volumes and
+		// configuration).
+		rs = slices.DeleteFunc(slices.Clone(rs), func(r events.Resource) bool {
+			return r.Kind == events.ResEnvVar || r.Kind == events.ResVolume
+		})
+	}
+	if slices.Equal(rs, v.Resources) {
+		return v, false // nothing of this slot's changed
+	}
+	v.Resources = rs
+	v.Deleting = keepHeld(v.Deleting, rs)
+	return v, true
 }
 
 // readiness says whether a vacant slot is ready for its next occupant and,
