@@ -164,9 +164,7 @@ test("board: occupy a vacant slot from its card; my slots; take the next free sl
     // Take the next free slot: the first ready vacant one in natural order,
     // a never-reset one only when none is ready (issue 35 item 5), once the
     // board shows what the server says is vacant.
-    const leftViews = (await slots()).filter((s) => s.lifecycle === "vacant" && !s.active_job);
-    const left = leftViews.map((s) => s.name).sort(natural);
-    await boardShowsVacant(page, left);
+    const leftViews = await boardMatchesServer(page);
     const next = [...leftViews].sort((a, b) => (b.ready ? 1 : 0) - (a.ready ? 1 : 0) || natural(a.name, b.name))[0].name;
     await page.click("[data-testid=take-next]");
     await page.waitForSelector(`[data-testid=slot-card][data-slot="${next}"][data-mine=true]`);
@@ -174,7 +172,7 @@ test("board: occupy a vacant slot from its card; my slots; take the next free sl
 
     // The race: someone takes the next free slot between the board showing
     // it and our request arriving.
-    const free = (await slots()).filter((s) => s.lifecycle === "vacant" && !s.active_job).map((s) => s.name).sort(natural);
+    const free = (await boardMatchesServer(page)).map((s) => s.name);
     if (free.length > 0) {
       // Whichever slot the page asks for (its board may be a moment behind
       // the server's), the rival takes that one just before the request.
@@ -184,7 +182,6 @@ test("board: occupy a vacant slot from its card; my slots; take the next free sl
         await server.api("POST", `/api/slots/${target}/occupy`, { by: "rival", until: inHours(2) });
         await route.continue();
       });
-      await boardShowsVacant(page, free);
       const before = await head();
       await page.click("[data-testid=take-next]");
       const race = await page.waitForSelector("[data-testid=board-race]");
@@ -210,19 +207,35 @@ test("board: occupy a vacant slot from its card; my slots; take the next free sl
   }
 });
 
-/** boardShowsVacant waits until the page's vacant cards are exactly names. */
-async function boardShowsVacant(page, names) {
-  const shown = () => page.$$eval("[data-testid=slot-card].lc-vacant", (els) => els.map((e) => e.getAttribute("data-slot")).sort());
-  await page
-    .waitForFunction(
-      (want) => {
-        const got = [...document.querySelectorAll("[data-testid=slot-card].lc-vacant")].map((e) => e.getAttribute("data-slot")).sort();
-        return JSON.stringify(got) === JSON.stringify([...want].sort());
-      },
-      names,
-      { timeout: 20_000 },
-    )
-    .catch(async (e) => assert.fail(`the board shows vacant ${JSON.stringify(await shown())}, the server ${JSON.stringify([...names].sort())}: ${e.message}`));
+/**
+ * boardMatchesServer waits until the page's vacant cards are exactly the
+ * slots the server has vacant with no job, and answers those views. The
+ * server is asked again on each look: a reset of the previous round may end
+ * meanwhile (more so on a loaded machine), and a list read once would go
+ * stale while the board, rightly, follows it.
+ */
+async function boardMatchesServer(page) {
+  const deadline = Date.now() + 60_000;
+  let want = [];
+  for (;;) {
+    const views = (await slots()).filter((s) => s.lifecycle === "vacant" && !s.active_job);
+    want = views.map((s) => s.name).sort();
+    const ok = await page
+      .waitForFunction(
+        (names) => {
+          const got = [...document.querySelectorAll("[data-testid=slot-card].lc-vacant")].map((e) => e.getAttribute("data-slot")).sort();
+          return JSON.stringify(got) === JSON.stringify(names);
+        },
+        want,
+        { timeout: 5_000 },
+      )
+      .then(() => true, () => false);
+    if (ok) return views;
+    if (Date.now() > deadline) {
+      const shown = await page.$$eval("[data-testid=slot-card].lc-vacant", (els) => els.map((e) => e.getAttribute("data-slot")).sort());
+      assert.fail(`the board shows vacant ${JSON.stringify(shown)}, the server ${JSON.stringify(want)}`);
+    }
+  }
 }
 
 /**
