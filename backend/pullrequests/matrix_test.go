@@ -168,14 +168,16 @@ func runPRCell(t *testing.T, c prCall, f prFault) {
 	}
 
 	switch {
-	case f == pf401 && len(c.pre) > 0:
-		// The read is reached once (after the one 409): the next edit
-		// needs none, and the PR gets to ready.
-		w.waitPR(d.ID, ready)
 	case f == pf401 && !push:
+		// The refused call is recorded for the ready phase, or, for the
+		// read after the one 409: when the 409 met an earlier phase's
+		// edit, the next edit needs no read and the PR gets to ready;
+		// when it met the ready edit (a slow machine: the first post was
+		// already "deploying"), the refusal is the last word until the
+		// PR's next event.
 		w.waitPR(d.ID, func(p events.Payload) bool {
 			e, ok := p.(events.PRReportFailed)
-			return ok && e.Phase == "ready"
+			return ok && e.Phase == "ready" || len(c.pre) > 0 && ready(p)
 		})
 	case f == pfCancel:
 		w.waitPR(d.ID, func(p events.Payload) bool { c, ok := p.(events.PRCommentPosted); return ok && c.Phase == "cancelled" })
