@@ -592,3 +592,64 @@ func TestFanOutToManyClientsInOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestGracefulStopDeliversWhatWasPublished: a graceful stop waits until
+// every stream was written what the hub published (WaitDelivered) before
+// Close ends them, so a client that resumes after the restart does so from
+// the last change, not from before the new start's snapshot. Frames of
+// 10 KB against a 4 KiB send buffer leave partial writes to finish.
+func TestGracefulStopDeliversWhatWasPublished(t *testing.T) {
+	hub, srv := streamServer(t, HubOptions{SendBuffer: 4 << 10})
+	hub.Seed(0, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	const clients, changes = 20, 200
+	type result struct {
+		n    int
+		last string
+	}
+	results := make(chan result, clients)
+	subscribed := make(chan struct{}, clients)
+	for range clients {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/api/stream", nil)
+		resp, err := (&http.Client{Transport: tr}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			defer resp.Body.Close()
+			var r result
+			sc := bufio.NewScanner(resp.Body)
+			sc.Buffer(make([]byte, 64<<10), 1<<20)
+			id := ""
+			for sc.Scan() {
+				line := sc.Text()
+				switch {
+				case strings.HasPrefix(line, "id: "):
+					id = strings.TrimPrefix(line, "id: ")
+				case line == "event: snapshot":
+					subscribed <- struct{}{}
+				case line == "event: change":
+					r.n, r.last = r.n+1, id
+				}
+			}
+			results <- r
+		}()
+	}
+	for range clients {
+		<-subscribed // every stream has its snapshot before the first change
+	}
+	for i := 1; i <= changes; i++ {
+		hub.Publish(slotChange(events.Position(i), "s", 10<<10))
+	}
+	hub.WaitDelivered(ctx)
+	hub.Close()
+	for range clients {
+		r := <-results
+		if r.n != changes || r.last != strconv.Itoa(changes) {
+			t.Fatalf("a stream ended after %d changes (last id %q), want all %d", r.n, r.last, changes)
+		}
+	}
+}
