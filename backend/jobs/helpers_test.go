@@ -47,6 +47,26 @@ func runCells(t *testing.T, n int, name func(int) string, run func(*testing.T, i
 	wg.Wait()
 }
 
+// runStepCells runs runCell for each call of steps × each fault, as
+// subtests named by name (the fault matrices of every job kind).
+func runStepCells(t *testing.T, steps []stepCall, name func(stepCall, faultKind) string) {
+	type cell struct {
+		c stepCall
+		f faultKind
+	}
+	var cells []cell
+	for _, c := range steps {
+		for _, f := range allFaults {
+			cells = append(cells, cell{c, f})
+		}
+	}
+	runCells(t, len(cells), func(i int) string { return name(cells[i].c, cells[i].f) },
+		func(t *testing.T, i int) { runCell(t, cells[i].c, cells[i].f) })
+}
+
+// byEndpoint names a cell by its call's endpoint and the fault.
+func byEndpoint(c stepCall, f faultKind) string { return c.endpoint + "/" + string(f) }
+
 func testLogger() *slog.Logger {
 	if os.Getenv("SLOTKEEPER_TEST_LOG") != "" {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -105,20 +104,8 @@ func (f faultKind) want(c stepCall) string {
 func TestFaultMatrix(t *testing.T) {
 	t.Parallel()
 	// Cells mostly wait on deadlines and the simulator, so run more of them
-	// at once than -parallel (GOMAXPROCS) would.
-	var wg sync.WaitGroup
-	for _, c := range matrixSteps {
-		for _, f := range allFaults {
-			wg.Add(1)
-			cellSlots <- struct{}{}
-			go func() {
-				defer wg.Done()
-				defer func() { <-cellSlots }()
-				t.Run(c.kind+"/"+c.step+"/"+string(f), func(t *testing.T) { runCell(t, c, f) })
-			}()
-		}
-	}
-	wg.Wait()
+	// at once than -parallel (GOMAXPROCS) would (runCells).
+	runStepCells(t, matrixSteps, func(c stepCall, f faultKind) string { return c.kind + "/" + c.step + "/" + string(f) })
 }
 
 func startJob(t *testing.T, w *world, kind, slot string) slots.JobAcceptedResult {

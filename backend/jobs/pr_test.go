@@ -124,20 +124,7 @@ var prMatrixSteps = []stepCall{
 // one push that took effect.
 func TestPRDeployFaultMatrix(t *testing.T) {
 	t.Parallel()
-	var cells []struct {
-		c stepCall
-		f faultKind
-	}
-	for _, c := range prMatrixSteps {
-		for _, f := range allFaults {
-			cells = append(cells, struct {
-				c stepCall
-				f faultKind
-			}{c, f})
-		}
-	}
-	runCells(t, len(cells), func(i int) string { return cells[i].c.endpoint + "/" + string(cells[i].f) },
-		func(t *testing.T, i int) { runCell(t, cells[i].c, cells[i].f) })
+	runStepCells(t, prMatrixSteps, byEndpoint)
 }
 
 // The PR every pr_deploy cell deploys: a feature branch of APPS/shop.

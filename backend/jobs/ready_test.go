@@ -304,20 +304,7 @@ var readyMatrixSteps = []stepCall{
 // cancel) converges to a clean copy of the template, running.
 func TestReadyFaultMatrix(t *testing.T) {
 	t.Parallel()
-	var cells []struct {
-		c stepCall
-		f faultKind
-	}
-	for _, c := range readyMatrixSteps {
-		for _, f := range allFaults {
-			cells = append(cells, struct {
-				c stepCall
-				f faultKind
-			}{c, f})
-		}
-	}
-	runCells(t, len(cells), func(i int) string { return cells[i].c.endpoint + "/" + string(cells[i].f) },
-		func(t *testing.T, i int) { runCell(t, cells[i].c, cells[i].f) })
+	runStepCells(t, readyMatrixSteps, byEndpoint)
 }
 
 // checkReadyTracked: every database the ready reset created is the slot's
