@@ -225,8 +225,13 @@ type client struct {
 	// TCP): frames go out as ready-made chunks, and Publish writes a new
 	// frame itself, without waking the client's goroutine, when the
 	// socket takes it at once (fast). wmu is held by whoever writes.
-	raw  *net.TCPConn
-	sc   syscall.RawConn
+	raw *net.TCPConn
+	// fd is raw's descriptor once Publish may write to it, else -1;
+	// under wmu. Publish writes to it directly: RawConn.Write's locking
+	// and poller checks were a tenth of the fan-out's CPU (issue 37). It
+	// is safe because the connection is closed only after fd is set to -1
+	// under wmu (takeConn's end), and fast holds wmu while it writes.
+	fd   int
 	wmu  sync.Mutex
 	rest []byte        // the unsent end of a chunk fast wrote in part; under wmu
 	gone chan struct{} // closed when a raw client's connection ends (its reader saw EOF)
@@ -807,6 +812,7 @@ func (h *Hub) ServeStream(c echo.Context) error {
 		w:   c.Response().Writer,
 		ctx: req.Context(),
 		ip:  ip,
+		fd:  -1,
 	}
 	// An id ahead of this hub: wait for the head (bounded) rather than
 	// answer with an older snapshot, which would move the client back.
@@ -847,9 +853,11 @@ func (h *Hub) ServeStream(c echo.Context) error {
 	}
 	if cl.raw != nil {
 		// From here Publish may write to the connection itself.
-		cl.wmu.Lock()
-		cl.sc, _ = cl.raw.SyscallConn()
-		cl.wmu.Unlock()
+		if sc, err := cl.raw.SyscallConn(); err == nil {
+			cl.wmu.Lock()
+			_ = sc.Control(func(fd uintptr) { cl.fd = int(fd) })
+			cl.wmu.Unlock()
+		}
 	}
 	tick := time.NewTicker(h.opt.Heartbeat)
 	defer tick.Stop()
@@ -931,13 +939,14 @@ func (h *Hub) takeConn(c echo.Context, cl *client, tc *net.TCPConn) (end func(),
 	cl.rest = head // goes out before the first frame
 	cl.wmu.Unlock()
 	return func() {
+		cl.wmu.Lock()
+		cl.fd = -1 // Publish no longer writes to the descriptor
 		switch h.reasonOf(cl) {
 		case "shutdown", "reseed":
-			cl.wmu.Lock()
 			_ = tc.SetWriteDeadline(time.Now().Add(time.Second))
 			_, _ = tc.Write([]byte("0\r\n\r\n"))
-			cl.wmu.Unlock()
 		}
+		cl.wmu.Unlock()
 		_ = conn.Close()
 		<-gone
 	}, true
@@ -979,19 +988,13 @@ func (c *client) fast(seq uint64, chunk []byte) bool {
 		return false
 	}
 	defer c.wmu.Unlock()
-	if c.sc == nil || c.rest != nil || c.next.Load() != seq-1 {
+	if c.fd < 0 || c.rest != nil || c.next.Load() != seq-1 {
 		return false
 	}
-	n := 0
-	err := c.sc.Write(func(fd uintptr) bool {
-		var werr error
-		n, werr = syscall.Write(int(fd), chunk)
-		if werr != nil || n < 0 {
-			n = 0
-		}
-		return true // never wait for the socket here
-	})
-	if err != nil || n == 0 {
+	// Non-blocking (net's descriptors are): a full socket answers EAGAIN
+	// at once and the client's goroutine takes over.
+	n, err := syscall.Write(c.fd, chunk)
+	if err != nil || n <= 0 {
 		return false
 	}
 	c.next.Store(seq)

@@ -17,12 +17,10 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"flag"
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"sort"
@@ -371,30 +369,25 @@ type stallInfo struct{ start time.Time }
 // window connects n clients (and a stalled one), appends at rate for dur,
 // and returns the latency of every change appended during the window.
 func window(c *child, n, rate int, dur time.Duration, stalled bool, si *stallInfo) (result, error) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	recs := make([]*recorder, n)
-	var wg sync.WaitGroup
-	var connected sync.WaitGroup
-	start := time.Now().Add(time.Hour) // set below; frames before it are ignored
-	var startNS atomic.Int64
-	startNS.Store(start.UnixNano())
-	var failed atomic.Int64
-	sem := make(chan struct{}, 100)
-	for i := range recs {
-		recs[i] = &recorder{}
-		wg.Add(1)
-		connected.Add(1)
-		go func(r *recorder) {
-			defer wg.Done()
-			sem <- struct{}{}
-			err := follow(ctx, c.addr, r, &startNS, func() { <-sem; connected.Done() })
-			if err != nil && ctx.Err() == nil {
-				failed.Add(1)
-			}
-		}(recs[i])
+	streams, err := openMany(c.addr, streamPathFor(c.addr), n)
+	defer closeStreams(streams)
+	if err != nil {
+		return result{}, err
 	}
-	connected.Wait()
+	p, err := newPoller(func(s *rawStream, read, appended time.Time) bool {
+		s.lat = append(s.lat, read.Sub(appended))
+		return true
+	})
+	if err != nil {
+		return result{}, err
+	}
+	defer p.close()
+	p.from.Store(time.Now().Add(time.Hour).UnixNano()) // set below; frames before it are ignored
+	for i, s := range streams {
+		if err := p.add(i, s); err != nil {
+			return result{}, err
+		}
+	}
 	var stallConn net.Conn
 	if stalled {
 		var err error
@@ -410,8 +403,7 @@ func window(c *child, n, rate int, dur time.Duration, stalled bool, si *stallInf
 		return result{}, err
 	}
 	self0 := selfCPU()
-	begin := time.Now()
-	startNS.Store(begin.UnixNano())
+	p.from.Store(time.Now().UnixNano())
 	if _, err := c.send(fmt.Sprintf("rate %d", rate), "OK"); err != nil {
 		return result{}, err
 	}
@@ -427,11 +419,10 @@ func window(c *child, n, rate int, dur time.Duration, stalled bool, si *stallInf
 		return result{}, err
 	}
 	self1 := selfCPU()
-	cancel()
-	wg.Wait()
+	p.close()
 	var all []time.Duration
-	for _, r := range recs {
-		all = append(all, r.lat...)
+	for _, s := range streams {
+		all = append(all, s.lat...)
 	}
 	expected := float64(n) * float64(appended)
 	res := result{samples: len(all), delivered: min(1, float64(len(all))/max(expected, 1)), serverCPU: cpu1 - cpu0, clientCPU: self1 - self0}
@@ -445,39 +436,7 @@ func window(c *child, n, rate int, dur time.Duration, stalled bool, si *stallInf
 	return res, nil
 }
 
-// recorder keeps one client's latencies.
-type recorder struct{ lat []time.Duration }
-
 var streamPath = map[string]string{"hub": "/api/stream", "r3labs": "/api/stream?stream=changes"}
-
-// follow reads a stream and records, for every change appended after
-// startNS, the time from its append (the audit entry's time) to now.
-func follow(ctx context.Context, addr string, r *recorder, startNS *atomic.Int64, onConnected func()) error {
-	conn, br, err := openStream(addr, streamPathFor(addr))
-	if err != nil {
-		onConnected()
-		return err
-	}
-	onConnected()
-	stop := context.AfterFunc(ctx, func() { abort(conn) })
-	defer stop()
-	defer abort(conn)
-	for {
-		line, err := br.ReadSlice('\n')
-		if err != nil {
-			return err
-		}
-		if len(line) < 6 || string(line[:6]) != "data: " {
-			continue
-		}
-		now := time.Now()
-		t, ok := auditTime(line)
-		if !ok || t.UnixNano() < startNS.Load() {
-			continue
-		}
-		r.lat = append(r.lat, now.Sub(t))
-	}
-}
 
 var pathOf sync.Map // addr → path
 
@@ -508,43 +467,6 @@ func auditTime(line []byte) (time.Time, bool) {
 	return t, err == nil
 }
 
-// openStream opens a stream with a raw connection (linger 0 on close, so
-// thousands of closes leave no TIME_WAIT behind) and returns a reader of
-// its de-chunked body.
-func openStream(addr, path string) (net.Conn, *bufio.Reader, error) {
-	return openStreamFrom(addr, path, nil)
-}
-
-// openStreamFrom is openStream from local address local (nil: any). Past
-// ~28,000 connections to one address the loopback's ephemeral ports run
-// out (ip_local_port_range 32768–60999), so the idle test spreads its
-// connections over 127.0.0.1, .2, …: every 127/8 address is local.
-func openStreamFrom(addr, path string, local net.IP) (net.Conn, *bufio.Reader, error) {
-	d := net.Dialer{Timeout: 10 * time.Second}
-	if local != nil {
-		d.LocalAddr = &net.TCPAddr{IP: local}
-	}
-	conn, err := d.Dial("tcp", addr)
-	if err != nil {
-		return nil, nil, err
-	}
-	if _, err := fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: %s\r\nAccept: text/event-stream\r\n\r\n", path, addr); err != nil {
-		abort(conn)
-		return nil, nil, err
-	}
-	br := bufio.NewReaderSize(conn, 4096)
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil {
-		abort(conn)
-		return nil, nil, err
-	}
-	if resp.StatusCode != 200 {
-		abort(conn)
-		return nil, nil, fmt.Errorf("status %d", resp.StatusCode)
-	}
-	return conn, bufio.NewReaderSize(resp.Body, 16<<10), nil
-}
-
 func abort(c net.Conn) {
 	if tc, ok := c.(*net.TCPConn); ok {
 		_ = tc.SetLinger(0)
@@ -568,43 +490,38 @@ func dialStalled(addr string) (net.Conn, error) {
 	return c, err
 }
 
-// idleStream is one idle connection and the reader of its body.
-type idleStream struct {
-	conn net.Conn
-	br   *bufio.Reader
-}
-
-// openIdle opens n streams, reads each one's first bytes (the response
-// head), and leaves them open and unread: with no events, that is all an
-// idle dashboard costs.
-func openIdle(addr, impl string, n int) ([]idleStream, int) {
-	streams := make([]idleStream, n)
-	var ok atomic.Int64
+// openMany opens n streams, 100 dials at a time, each from localAddr(i);
+// the first failure is returned with the streams opened so far.
+func openMany(addr, path string, n int) ([]*rawStream, error) {
+	streams := make([]*rawStream, n)
+	errs := make(chan error, n)
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, 200)
-	for i := 0; i < n; i++ {
+	sem := make(chan struct{}, 100)
+	for i := range streams {
 		wg.Add(1)
 		sem <- struct{}{}
-		go func(i int) {
+		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			conn, br, err := openStreamFrom(addr, streamPath[impl], net.IPv4(127, 0, 0, byte(1+i/20000)))
+			s, err := dialRaw(addr, path, localAddr(i))
 			if err != nil {
+				errs <- err
 				return
 			}
-			_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-			_, err = br.Peek(1) // the first frame (snapshot, retry advice or replay) arrived
-			_ = conn.SetReadDeadline(time.Time{})
-			if err != nil {
-				abort(conn)
-				return
-			}
-			streams[i] = idleStream{conn: conn, br: br}
-			ok.Add(1)
-		}(i)
+			streams[i] = s
+		}()
 	}
 	wg.Wait()
-	return streams, int(ok.Load())
+	close(errs)
+	return streams, <-errs
+}
+
+func closeStreams(streams []*rawStream) {
+	for _, s := range streams {
+		if s != nil {
+			s.close()
+		}
+	}
 }
 
 // idleResult is one idle run: memory and one change reaching everybody.
@@ -627,14 +544,16 @@ func idleRun(impl string, n int) (idleResult, error) {
 	if ir.before, ir.g0, err = c.rss(); err != nil {
 		return ir, err
 	}
-	streams, ok := openIdle(c.addr, impl, n)
-	defer func() {
-		for _, s := range streams {
-			if s.conn != nil {
-				abort(s.conn)
-			}
+	streams, _ := openMany(c.addr, streamPath[impl], n) // the count opened is the figure
+	defer closeStreams(streams)
+	ok := 0
+	for _, s := range streams {
+		if s != nil {
+			streams[ok] = s
+			ok++
 		}
-	}()
+	}
+	streams = streams[:ok]
 	ir.ok = ok
 	if ir.after, ir.g1, err = c.rss(); err != nil {
 		return ir, err
@@ -660,45 +579,43 @@ func idleRun(impl string, n int) (idleResult, error) {
 
 // oneToAll has the child append one change and times its arrival on every
 // stream (bounded: 15 s).
-func oneToAll(c *child, streams []idleStream) (idleResult, error) {
+func oneToAll(c *child, streams []*rawStream) (idleResult, error) {
 	var ir idleResult
-	var startNS atomic.Int64
-	startNS.Store(time.Now().UnixNano())
-	lat := make([]time.Duration, len(streams))
-	var wg sync.WaitGroup
-	deadline := time.Now().Add(15 * time.Second)
-	for i, s := range streams {
-		if s.conn == nil {
-			continue
+	var reached atomic.Int64
+	all := make(chan struct{})
+	p, err := newPoller(func(s *rawStream, read, appended time.Time) bool {
+		s.lat = append(s.lat[:0], read.Sub(appended))
+		if reached.Add(1) == int64(len(streams)) {
+			close(all)
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_ = s.conn.SetReadDeadline(deadline)
-			for {
-				line, err := s.br.ReadSlice('\n')
-				if err != nil {
-					return
-				}
-				if len(line) < 6 || string(line[:6]) != "data: " {
-					continue
-				}
-				if t, ok := auditTime(line); ok && t.UnixNano() >= startNS.Load() {
-					lat[i] = time.Since(t)
-					return
-				}
-			}
-		}()
-	}
-	if _, err := c.send("once", "OK"); err != nil {
+		return false // one frame is all this stream is asked for
+	})
+	if err != nil {
 		return ir, err
 	}
-	wg.Wait()
-	var got []time.Duration
-	for _, l := range lat {
-		if l > 0 {
-			got = append(got, l)
+	p.from.Store(time.Now().UnixNano())
+	for i, s := range streams {
+		s.lat = s.lat[:0]
+		if err := p.add(i, s); err != nil {
+			p.close()
+			return ir, err
 		}
+	}
+	if _, err := c.send("once", "OK"); err != nil {
+		p.close()
+		return ir, err
+	}
+	select {
+	case <-all:
+	case <-time.After(15 * time.Second):
+	}
+	p.close()
+	var got []time.Duration
+	for _, s := range streams {
+		if len(s.lat) > 0 {
+			got = append(got, s.lat[0])
+		}
+		s.tail = s.tail[:0]
 	}
 	ir.reached = len(got)
 	if len(got) > 0 {
