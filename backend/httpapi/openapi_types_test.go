@@ -47,6 +47,7 @@ var goTypes = map[string]any{
 	"JobViewAt":         jobAt{},
 	"NotSignedIn":       notSignedIn{},
 	"PendingDelete":     projections.PendingDelete{},
+	"PRView":            projections.PRView{},
 	"Plan":              slots.Plan{},
 	"ProviderLinks":     ProviderLinks{},
 	"ReconcileReport":   ReconcileReport{},

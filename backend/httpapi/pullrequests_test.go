@@ -1,8 +1,12 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +18,9 @@ import (
 	"github.com/slotkeeper/slotkeeper/backend/pullrequests"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/backend/webhook"
+	"github.com/slotkeeper/slotkeeper/events"
 	"github.com/slotkeeper/slotkeeper/events/memstore"
+	"github.com/slotkeeper/slotkeeper/projections"
 )
 
 // TestPullRequestRoutes: linking is an admin's (a viewer is refused and
@@ -144,5 +150,72 @@ func TestSimulatedBitbucketDelivery(t *testing.T) {
 	b.start(t, HubOptions{})
 	if a := b.do(t, "POST", "/api/hooks/bitbucket/simulated", map[string]any{"event_key": "pr:opened", "payload": json.RawMessage(`{}`)}); a.status != http.StatusNotFound && a.status != http.StatusMethodNotAllowed {
 		t.Fatalf("without simulators: %d %s", a.status, a.body)
+	}
+}
+
+// TestPullRequestList: GET /api/pull-requests lists the read model's pull
+// requests, the waiting ones first in the order they will be served (not
+// the order they opened), with since when they wait; ?state= narrows it;
+// any other state is 400 naming the field. A viewer may read it.
+func TestPullRequestList(t *testing.T) {
+	b := setup(t, HubOptions{})
+	ctx := context.Background()
+	repo := events.RepoRef{Project: "APPS", Slug: "shop"}
+	at := time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC)
+	app := func(id int64, ps ...events.Payload) {
+		t.Helper()
+		for _, p := range ps {
+			at = at.Add(time.Minute)
+			if _, err := b.store.Append(ctx, events.PRStream(repo, id), events.Any(), events.New(p, events.Metadata{Actor: "bitbucket", Time: at})); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	pr := func(id int64) events.PullRequest {
+		return events.PullRequest{Repo: repo, ID: id, Title: "T" + strconv.FormatInt(id, 10), State: events.PRStateOpen, Branch: "f", Head: strings.Repeat("c", 40), Source: repo}
+	}
+	for _, id := range []int64{1, 2, 3} {
+		app(id, events.PRChanged{RequestID: "r" + strconv.FormatInt(id, 10), EventKey: "pr:opened", PR: pr(id)})
+	}
+	p1 := pr(1)
+	app(1, events.PRSlotTaken{Slot: "s1", PR: &p1})
+	app(3, events.PRWaiting{Reason: "every ready slot is occupied"}) // 3 waits before 2
+	app(2, events.PRWaiting{Reason: "every ready slot is occupied"})
+	if err := b.runner.WaitFor(ctx, b.head(t)); err != nil {
+		t.Fatal(err)
+	}
+	var l struct {
+		PullRequests []projections.PRView `json:"pull_requests"`
+		Position     events.Position      `json:"position"`
+	}
+	viewer := b.tokenFor(t, "vic", auth.RoleViewer, time.Hour)
+	if a := b.do(t, "GET", "/api/pull-requests", nil, "Authorization", "Bearer "+viewer); a.status != http.StatusOK {
+		t.Fatalf("list: %d %s", a.status, a.body)
+	} else {
+		a.decode(t, &l)
+	}
+	var got []int64
+	for _, v := range l.PullRequests {
+		got = append(got, v.ID)
+	}
+	if fmt.Sprint(got) != "[3 2 1]" || l.Position != b.head(t) {
+		t.Fatalf("listed %v at %d, want [3 2 1] (waiting in order, then the one holding s1) at %d", got, l.Position, b.head(t))
+	}
+	if w := l.PullRequests[0]; w.WaitingSince == nil || w.Slot != "" || l.PullRequests[2].Slot != "s1" || l.PullRequests[2].WaitingSince != nil {
+		t.Fatalf("listed %+v", l.PullRequests)
+	}
+	b.do(t, "GET", "/api/pull-requests?state=waiting", nil).decode(t, &l)
+	if len(l.PullRequests) != 2 || l.PullRequests[0].ID != 3 || l.PullRequests[1].ID != 2 {
+		t.Fatalf("waiting: %+v", l.PullRequests)
+	}
+	b.do(t, "GET", "/api/pull-requests?state=closed", nil).decode(t, &l)
+	if len(l.PullRequests) != 0 {
+		t.Fatalf("closed: %+v", l.PullRequests)
+	}
+	for _, bad := range []string{"sleeping", "OPEN", "waiting,open"} {
+		a := b.do(t, "GET", "/api/pull-requests?state="+url.QueryEscape(bad), nil)
+		if e := a.apiError(t); a.status != http.StatusBadRequest || e.Details["field"] != "state" || !strings.Contains(e.Message, "waiting, open, closed") {
+			t.Fatalf("state=%s: %d %s", bad, a.status, a.body)
+		}
 	}
 }
