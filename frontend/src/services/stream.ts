@@ -3,6 +3,7 @@
 import * as v from "valibot";
 import { AuditEntry } from "./audit";
 import { JobView } from "./jobs";
+import { PRView } from "./pullrequests";
 import { SlotView } from "./slots";
 import { decoder, int, list, str } from "./wire";
 
@@ -22,6 +23,8 @@ export const Change = v.object({
   position: int,
   slot: v.optional(SlotView),
   job: v.optional(JobView),
+  /** A pull request's view, when its event changed it (the board's waiting list). */
+  pull_request: v.optional(PRView),
   audit: v.optional(AuditEntry),
 });
 export type Change = v.InferOutput<typeof Change>;
