@@ -219,3 +219,46 @@ func TestPullRequestList(t *testing.T) {
 		}
 	}
 }
+
+// TestSlotAsOfPullRequest: GET /api/slots/{name}?at= replays the PR's
+// stream too: the slot as of a moment a pull request held it shows that
+// PR (at the head of its newest job then), while the slot now, vacated,
+// shows none.
+func TestSlotAsOfPullRequest(t *testing.T) {
+	b := setup(t, HubOptions{})
+	ctx := context.Background()
+	b.register(t, "s1")
+	repo := events.RepoRef{Project: "APPS", Slug: "shop"}
+	stream := events.PRStream(repo, 7)
+	pr := events.PullRequest{Repo: repo, ID: 7, Title: "Checkout", State: events.PRStateOpen, Branch: "f", Head: strings.Repeat("a", 40), Source: repo, Author: "Dana"}
+	app := func(s string, p events.Payload) events.Position {
+		t.Helper()
+		r, err := b.store.Append(ctx, s, events.Any(), events.New(p, events.Metadata{Actor: "bitbucket", CorrelationID: stream, Time: time.Now().UTC()}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Position
+	}
+	app(stream, events.PRChanged{RequestID: "r1", EventKey: "pr:opened", PR: pr})
+	app("slot-s1", events.SlotOccupied{Slot: "s1", By: "Dana", Until: time.Now().Add(time.Hour).UTC()})
+	app(stream, events.PRSlotTaken{Slot: "s1", PR: &pr})
+	held := app(stream, events.PRDeployQueued{Slot: "s1", JobID: "j-7", Head: strings.Repeat("b", 40)})
+	app("slot-s1", events.SlotVacated{Slot: "s1"})
+	app(stream, events.PRSlotReleased{Slot: "s1", JobID: "r-7"})
+	if err := b.runner.WaitFor(ctx, b.head(t)); err != nil {
+		t.Fatal(err)
+	}
+	var then struct {
+		projections.SlotView
+		AsOf projections.AsOf `json:"as_of"`
+	}
+	b.do(t, "GET", "/api/slots/s1?at="+strconv.FormatUint(uint64(held), 10), nil).decode(t, &then)
+	if p := then.PullRequest; p == nil || p.ID != 7 || p.Title != "Checkout" || p.Head != strings.Repeat("b", 40) || p.JobID != "j-7" || then.AsOf.Position != held {
+		t.Fatalf("s1 as of %d: %+v (as of %+v), want PR 7 at its second head", held, p, then.AsOf)
+	}
+	var now projections.SlotView
+	b.do(t, "GET", "/api/slots/s1", nil).decode(t, &now)
+	if now.PullRequest != nil {
+		t.Fatalf("s1 now: %+v", now.PullRequest)
+	}
+}
