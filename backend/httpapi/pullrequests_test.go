@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -260,5 +261,88 @@ func TestSlotAsOfPullRequest(t *testing.T) {
 	b.do(t, "GET", "/api/slots/s1", nil).decode(t, &now)
 	if now.PullRequest != nil {
 		t.Fatalf("s1 now: %+v", now.PullRequest)
+	}
+}
+
+// TestDeliveriesNotice: each delivery the server records (accepted or
+// refused alike) tells the connected streams (`event: deliveries`, no id,
+// data DeliveriesFrame with the count), so the admin page's list follows
+// without a reload; a stream connected later is not told of earlier ones.
+func TestDeliveriesNotice(t *testing.T) {
+	b := &bundle{store: memstore.New()}
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	b.deps = func(d *Deps) {
+		d.PullRequests = pullrequests.New(b.store, d.Commands.(*slots.Service), pullrequests.Config{Secret: "k3y"})
+	}
+	b.start(t, HubOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	open := func() (*bufio.Scanner, func()) {
+		req, _ := http.NewRequestWithContext(ctx, "GET", b.srv.URL+"/api/stream", nil)
+		req.Header.Set("Authorization", "Bearer "+b.token)
+		resp, err := (&http.Client{Transport: b.tr}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(resp.Body)
+		return sc, func() { resp.Body.Close() }
+	}
+	// next returns the next frame's kind and data.
+	next := func(sc *bufio.Scanner) (string, string) {
+		t.Helper()
+		kind := ""
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case strings.HasPrefix(line, "event: "):
+				kind = strings.TrimPrefix(line, "event: ")
+			case strings.HasPrefix(line, "data: ") && kind != "":
+				return kind, strings.TrimPrefix(line, "data: ")
+			}
+		}
+		t.Fatalf("stream ended: %v", sc.Err())
+		return "", ""
+	}
+	upTo := func(sc *bufio.Scanner, want string) string {
+		t.Helper()
+		for {
+			if kind, data := next(sc); kind == want {
+				return data
+			}
+		}
+	}
+	sc, done := open()
+	defer done()
+	upTo(sc, "snapshot")
+	before := b.head(t)
+	body := `{"eventKey":"pr:opened"}`
+	if a := b.do(t, "POST", "/api/hooks/bitbucket", body, "Authorization", "", "X-Event-Key", "pr:opened", "X-Request-Id", "r-1"); a.status != http.StatusUnauthorized {
+		t.Fatalf("unsigned: %d %s", a.status, a.body)
+	}
+	var f struct {
+		Received uint64 `json:"received"`
+	}
+	data := upTo(sc, NoticeDeliveries)
+	if err := json.Unmarshal([]byte(data), &f); err != nil || f.Received != 1 || b.head(t) != before {
+		t.Fatalf("deliveries frame %q (%v), head %d → %d", data, err, before, b.head(t))
+	}
+	if a := b.do(t, "POST", "/api/hooks/bitbucket", body, "Authorization", "", "X-Event-Key", "repo:refs_changed", "X-Request-Id", "r-2", "X-Hub-Signature", webhook.Sign("k3y", []byte(body))); a.status != http.StatusAccepted {
+		t.Fatalf("ignored: %d %s", a.status, a.body)
+	}
+	if data := upTo(sc, NoticeDeliveries); data != `{"received":2}` {
+		t.Fatalf("second deliveries frame %q", data)
+	}
+	// A stream opened now hears of the next delivery only.
+	sc2, done2 := open()
+	defer done2()
+	upTo(sc2, "snapshot")
+	hook := func() {
+		if a := b.do(t, "POST", "/api/hooks/bitbucket", body, "Authorization", "", "X-Event-Key", "pr:opened", "X-Request-Id", "r-3"); a.status != http.StatusUnauthorized {
+			t.Fatalf("unsigned: %d %s", a.status, a.body)
+		}
+	}
+	hook()
+	if data := upTo(sc2, NoticeDeliveries); data != `{"received":3}` {
+		t.Fatalf("the new stream's first deliveries frame %q", data)
 	}
 }

@@ -26,6 +26,11 @@ export interface LiveState {
   prs: ReadonlyMap<string, PRView>;
   audit: readonly AuditEntry[];
   /**
+   * Bumped by every deliveries frame (the server recorded a webhook
+   * delivery): the admin page's list of deliveries loads again.
+   */
+  deliveries: number;
+  /**
    * Bumped by every snapshot. A snapshot means the stream could not resume,
    * so job views fetched earlier may have missed changes: pages holding one
    * refetch when the epoch moves.
@@ -40,6 +45,7 @@ const initial: LiveState = {
   jobs: new Map(),
   prs: new Map(),
   audit: [],
+  deliveries: 0,
   epoch: 0,
 };
 
@@ -81,7 +87,7 @@ export function applySnapshot(s: Snapshot): boolean {
   }
   if (s.log_reset) {
     // Views, jobs and audit entries of another log: none of it holds here.
-    state.set({ position: s.position, ready: true, slots, jobs: new Map(), prs: new Map(), audit: [], epoch: prev.epoch + 1 });
+    state.set({ position: s.position, ready: true, slots, jobs: new Map(), prs: new Map(), audit: [], deliveries: prev.deliveries, epoch: prev.epoch + 1 });
   } else {
     state.set({ ...prev, position: s.position, ready: true, slots, epoch: prev.epoch + 1 });
   }
@@ -114,6 +120,13 @@ export function applyChange(c: Change): boolean {
   }
   state.set({ ...prev, position: c.position, slots, jobs, prs, audit });
   return true;
+}
+
+/** noteDeliveries records a deliveries frame: the server recorded a webhook delivery. */
+export function noteDeliveries(): void {
+  // A counter of frames, not the server's count: another process (behind
+  // a load balancer) counts from its own start.
+  state.update((prev) => ({ ...prev, deliveries: prev.deliveries + 1 }));
 }
 
 /** newerPR keeps the pull request view with the highest position. */

@@ -7,7 +7,7 @@ import { resetAuth, setAuthForTest } from "../auth/session";
 import { SlotCard } from "../components/SlotCard";
 import { makeT, setLang } from "../i18n";
 import { resetHealth } from "../live/health";
-import { applyChange, applySnapshot, getLiveState, putPRs, putSlot, resetLiveStore } from "../live/store";
+import { applyChange, applySnapshot, getLiveState, noteDeliveries, putPRs, putSlot, resetLiveStore } from "../live/store";
 import { stopTicker } from "../live/ticker";
 import { latinWords } from "../test/latin";
 import { job, jsonResponse, slot, step } from "../test/fakes";
@@ -189,6 +189,20 @@ describe("the admin page's pull-request part", () => {
     expect(rows[1]!.textContent).toContain("Refused");
     expect(rows[0]!.textContent).toContain("DEMO/webshop");
     expect(rows[0]!.textContent).toContain("#3");
+  });
+
+  it("loads the deliveries again, without a click, each time the stream says one was recorded", async () => {
+    render(<AdminPullRequests />);
+    expect(await screen.findAllByTestId("pr-delivery")).toHaveLength(3);
+    const loads = () => calls.filter((c) => c.url === "/api/hooks/bitbucket/deliveries").length;
+    expect(loads()).toBe(1);
+    deliveries.unshift({ time: "2026-12-07T10:03:00Z", request_id: "r-4", event_key: "pr:merged", repo: "DEMO/webshop", pr: 3, result: "accepted" });
+    await act(async () => noteDeliveries());
+    const rows = await screen.findAllByTestId("pr-delivery");
+    expect(rows).toHaveLength(4);
+    expect(rows[0]!.textContent).toContain("pr:merged");
+    expect(loads()).toBe(2);
+    deliveries.shift();
   });
 
   it("says every delivery reason code in Korean, never the server's English", () => {

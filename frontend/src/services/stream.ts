@@ -37,8 +37,19 @@ export const Heartbeat = v.object({
 });
 export type Heartbeat = v.InferOutput<typeof Heartbeat>;
 
+/**
+ * Deliveries: the server recorded a webhook delivery (no id, not replayed):
+ * the admin page loads its list of deliveries again.
+ */
+export const Deliveries = v.object({
+  /** Deliveries the server process recorded since it started. */
+  received: int,
+});
+export type Deliveries = v.InferOutput<typeof Deliveries>;
+
 export const frames = {
   snapshot: decoder(Snapshot, "snapshot frame"),
   change: decoder(Change, "change frame"),
   heartbeat: decoder(Heartbeat, "heartbeat frame"),
+  deliveries: decoder(Deliveries, "deliveries frame"),
 };
