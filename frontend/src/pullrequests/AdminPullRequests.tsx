@@ -148,7 +148,7 @@ export function AdminPullRequests() {
               </thead>
               <tbody>
                 {rows.map((d, i) => (
-                  <tr key={`${d.request_id ?? ""}-${d.time}-${i}`} data-testid="pr-delivery" data-result={d.result} data-code={d.reason_code}>
+                  <tr key={`${d.request_id ?? ""}-${d.time}-${i}`} data-testid="pr-delivery" data-result={d.result} data-code={d.reason_code} data-request={d.request_id}>
                     <td>{formatTime(d.time, t.lang, { seconds: true })}</td>
                     <td>
                       <code>{d.event_key ?? ""}</code>
