@@ -254,6 +254,9 @@ const (
 	FieldLifecycle = "lifecycle"
 	FieldResource  = "resource"
 	FieldActiveJob = "active_job"
+	// FieldPullRequest: the pull request holding the slot, as
+	// "PROJECT/slug#id" (docs/pull-requests.md).
+	FieldPullRequest = "pull_request"
 )
 
 // SlotChange is one field of a slot's view changed by one event.
@@ -320,7 +323,18 @@ func diffSlot(ev events.RecordedEvent, before, after *SlotView) []SlotChange {
 	if ja, jb := activeRef(b.ActiveJob), activeRef(after.ActiveJob); ja != jb {
 		add(FieldActiveJob, "", refOrNil(ja), refOrNil(jb))
 	}
+	if pa, pb := prName(b.PullRequest), prName(after.PullRequest); pa != pb {
+		add(FieldPullRequest, "", orNil(pa), orNil(pb))
+	}
 	return out
+}
+
+// prName names the PR holding a slot ("" for none).
+func prName(p *SlotPR) string {
+	if p == nil {
+		return ""
+	}
+	return p.Repo.String() + "#" + strconv.FormatInt(p.ID, 10)
 }
 
 func orNil(s string) any {

@@ -105,6 +105,25 @@ func TestSlotAsOfShowsThePullRequest(t *testing.T) {
 	if on == 0 || off == 0 {
 		t.Fatalf("the log shows a PR on s1 at %d positions and none at %d", on, off)
 	}
+	// The change list names each PR taking the slot and leaving it, and
+	// equals the full fold's.
+	h := projections.NewHistory(log, projections.HistoryOptions{Every: 3})
+	page, err := h.SlotChanges(ctx, live, "s1", projections.At{}, projections.At{}, 0)
+	projtest.Must(t, err)
+	var prs []string
+	for _, c := range page.Changes {
+		if c.Field == projections.FieldPullRequest {
+			prs = append(prs, fmt.Sprintf("%v→%v", c.Before, c.After))
+		}
+	}
+	if got := strings.Join(prs, " "); got != "<nil>→SHOP/web#1 SHOP/web#1→<nil> <nil>→SHOP/web#2 SHOP/web#2→<nil> <nil>→SHOP/web#3 SHOP/web#3→<nil> <nil>→SHOP/web#4" {
+		t.Errorf("s1's pull request changes: %s", got)
+	}
+	ref, _, _, err := refSlotChanges(ctx, log, live, "s1", projections.At{}, projections.At{})
+	projtest.Must(t, err)
+	if asJSON(t, ref) != asJSON(t, page.Changes) {
+		t.Errorf("changes differ from the full fold's:\n got %s\nwant %s", asJSON(t, page.Changes), asJSON(t, ref))
+	}
 	for _, every := range []int{1, 2, 3, 5, 128} {
 		h := projections.NewHistory(log, projections.HistoryOptions{Every: every})
 		rnd := rand.New(rand.NewPCG(uint64(every), 7))

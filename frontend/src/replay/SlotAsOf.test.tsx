@@ -81,6 +81,19 @@ describe("the slot as of a moment", () => {
     expect(screen.getByTestId("slot-pr").textContent).toContain("Faster checkout");
   });
 
+  it("names the pull request taking the slot in its timeline", async () => {
+    changes.changes.push({ field: "pull_request", before: null, after: "DEMO/webshop#3", position: 12, type: "PRSlotTaken", stream: "pr-DEMO-webshop-3", actor: "bitbucket", time: "2026-01-02T14:40:00Z" } as never);
+    try {
+      mount("/slots/s1/at/12");
+      await flush();
+      await flush();
+      const row = screen.getByTestId("asof-rows").querySelector('[data-field="pull_request"]');
+      expect(row?.textContent).toMatch(/Pull request\s*none → DEMO\/webshop#3/);
+    } finally {
+      changes.changes.pop();
+    }
+  });
+
   it("shows no pull request when none held the slot then", async () => {
     mount("/slots/s1/at/12");
     await flush();

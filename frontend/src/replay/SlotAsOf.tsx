@@ -126,6 +126,7 @@ const FIELD_KEY: Record<SlotChange["field"], Key> = {
   lifecycle: "asof.field.lifecycle",
   resource: "asof.field.resource",
   active_job: "asof.field.active_job",
+  pull_request: "asof.field.pull_request",
 };
 
 /**
