@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/slotkeeper/slotkeeper/events"
@@ -103,6 +104,25 @@ func SlotHistory(ctx context.Context, log StreamReader, name string, jobIDs []st
 		return nil, err
 	}
 	evs = cutPosition(evs, upTo)
+	// The pull requests that occupied the slot: their events that reach
+	// its view (slotPREvents), from each occupancy on.
+	seen := map[events.Position]bool{}
+	for _, ev := range slices.Clone(evs) {
+		stream := prOccupant(ev)
+		if stream == "" {
+			continue
+		}
+		pevs, err := log.ReadStream(ctx, stream, 0, 0, events.Forward)
+		if err != nil && !errors.Is(err, events.ErrStreamNotFound) {
+			return nil, err
+		}
+		for _, pev := range cutPosition(slotPREvents(pevs, name, ev.Position), upTo) {
+			if !seen[pev.Position] {
+				seen[pev.Position] = true
+				evs = append(evs, pev)
+			}
+		}
+	}
 	for _, id := range jobIDs {
 		jevs, err := ReadJobEvents(ctx, log, id, upTo)
 		if errors.Is(err, ErrNotFound) {
@@ -115,6 +135,43 @@ func SlotHistory(ctx context.Context, log StreamReader, name string, jobIDs []st
 	}
 	sort.SliceStable(evs, func(i, j int) bool { return evs[i].Position < evs[j].Position })
 	return evs, nil
+}
+
+// prOccupant is the pull request's stream a slot event occupied the slot
+// for (the driver's SlotOccupied carries the PR's stream as its
+// correlation id, docs/pull-requests.md), "" for any other event.
+func prOccupant(ev events.RecordedEvent) string {
+	c := ev.Meta.CorrelationID
+	if ev.Type != "SlotOccupied" || !strings.HasPrefix(c, events.PRStreamPrefix) || c == events.PRReposStream {
+		return ""
+	}
+	return c
+}
+
+// slotPREvents are the events of a PR's stream (evs, in order) after
+// position after that reach slot name's view: the PRSlotTaken and
+// PRDeployQueued naming it (projections.PRSlot), up to and including the
+// PRSlotReleased of the slot, after which the PR's stream says nothing
+// more about it. A slot's history (SlotHistory, and History's walks)
+// holds these and no other PR event.
+func slotPREvents(evs []events.RecordedEvent, name string, after events.Position) []events.RecordedEvent {
+	var out []events.RecordedEvent
+	for _, ev := range evs {
+		if ev.Position <= after {
+			continue
+		}
+		p, err := events.Decode(ev)
+		if err != nil {
+			continue
+		}
+		if r, ok := p.(events.PRSlotReleased); ok && r.Slot == name {
+			return append(out, ev)
+		}
+		if PRSlot(p) == name {
+			out = append(out, ev)
+		}
+	}
+	return out
 }
 
 // cutPosition is the prefix of evs (in position order) up to upTo.
@@ -197,6 +254,9 @@ const (
 	FieldLifecycle = "lifecycle"
 	FieldResource  = "resource"
 	FieldActiveJob = "active_job"
+	// FieldPullRequest: the pull request holding the slot, as
+	// "PROJECT/slug#id" (docs/pull-requests.md).
+	FieldPullRequest = "pull_request"
 )
 
 // SlotChange is one field of a slot's view changed by one event.
@@ -263,7 +323,18 @@ func diffSlot(ev events.RecordedEvent, before, after *SlotView) []SlotChange {
 	if ja, jb := activeRef(b.ActiveJob), activeRef(after.ActiveJob); ja != jb {
 		add(FieldActiveJob, "", refOrNil(ja), refOrNil(jb))
 	}
+	if pa, pb := prName(b.PullRequest), prName(after.PullRequest); pa != pb {
+		add(FieldPullRequest, "", orNil(pa), orNil(pb))
+	}
 	return out
+}
+
+// prName names the PR holding a slot ("" for none).
+func prName(p *SlotPR) string {
+	if p == nil {
+		return ""
+	}
+	return p.Repo.String() + "#" + strconv.FormatInt(p.ID, 10)
 }
 
 func orNil(s string) any {

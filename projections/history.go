@@ -106,6 +106,10 @@ type checkpoint struct {
 	slotNext events.Revision // the slot stream's events folded
 	slot     *SlotView
 	jobs     map[string]jobCursor // the open jobs (done ones are read back when needed)
+	// prs are the pull requests' streams the fold follows: those that
+	// occupied the slot and have not released it yet (slotPREvents), each
+	// with the revision to read on from.
+	prs map[string]events.Revision
 }
 
 type jobCursor struct {
@@ -560,6 +564,8 @@ type walker struct {
 	st   *foldState
 	cp   checkpoint // the fold's progress (st's views are its slot and jobs)
 	next map[string]events.Revision
+	// prs are the pull requests' streams followed (checkpoint.prs).
+	prs map[string]events.Revision
 	// spans, when known, say which done jobs had events before base (a
 	// slot event naming one reads its view back).
 	spans map[string]span
@@ -572,10 +578,12 @@ type walker struct {
 	peeked   *events.RecordedEvent
 }
 
-// pendingJob is a job stream to open when the merge reaches position at.
+// pendingJob is a job stream to open when the merge reaches position at
+// (with pr, a pull request's stream the checkpoint followed).
 type pendingJob struct {
 	id string
 	at events.Position
+	pr bool
 }
 
 func sortPending(p []pendingJob) {
@@ -600,6 +608,14 @@ func newWalker(log StreamReader, name string, base *checkpoint, upTo events.Posi
 		w.st.jobs[id] = c.view
 		w.next[id] = c.next
 	}
+	w.prs = maps.Clone(base.prs)
+	if w.prs == nil {
+		w.prs = map[string]events.Revision{}
+	}
+	for stream := range w.prs {
+		w.pending = append(w.pending, pendingJob{id: stream, at: base.at, pr: true})
+	}
+	sortPending(w.pending)
 	return w
 }
 
@@ -620,6 +636,7 @@ func (w *walker) checkpoint(at events.Position) *checkpoint {
 	c := w.cp
 	c.at = at
 	c.slot = w.slot()
+	c.prs = maps.Clone(w.prs)
 	c.jobs = map[string]jobCursor{}
 	for id, v := range w.st.jobs {
 		if v.State == JobQueued || v.State == JobRunning {
@@ -674,10 +691,21 @@ func (w *walker) apply(ctx context.Context, ev events.RecordedEvent) error {
 		}
 	}
 	Project(w.st, e)
-	if id := jobOfStream(ev.Stream); id != "" {
+	switch id := jobOfStream(ev.Stream); {
+	case id != "":
 		w.next[id] = ev.Revision + 1
-	} else {
+	case ev.Stream != events.SlotStream(w.name): // a pull request's
+		w.prs[ev.Stream] = ev.Revision + 1
+		if r, ok := e.Payload.(events.PRSlotReleased); ok && r.Slot == w.name {
+			delete(w.prs, ev.Stream) // its last event about the slot
+		}
+	default:
 		w.cp.slotNext = ev.Revision + 1
+		if stream := prOccupant(ev); stream != "" {
+			if err := w.followPR(ctx, stream, ev.Position); err != nil {
+				return err
+			}
+		}
 	}
 	w.cp.n++
 	w.cp.lastPos, w.cp.lastTime = ev.Position, ev.Meta.Time
@@ -685,6 +713,40 @@ func (w *walker) apply(ctx context.Context, ev events.RecordedEvent) error {
 		w.cp.maxTime = ev.Meta.Time
 	}
 	return nil
+}
+
+// followPR starts following a pull request's stream from the slot's
+// occupancy for it at position at: its events after at that reach the slot
+// join the merge, and checkpoints from here on name the stream, so an
+// answer resumed from one reads on from where the fold was (even when the
+// PR's PRSlotTaken lies past this walk's end).
+func (w *walker) followPR(ctx context.Context, stream string, at events.Position) error {
+	if _, ok := w.prs[stream]; ok {
+		return nil
+	}
+	evs, err := w.log.ReadStream(ctx, stream, 0, 0, events.Forward)
+	if err != nil && !errors.Is(err, events.ErrStreamNotFound) {
+		return err
+	}
+	i := sort.Search(len(evs), func(i int) bool { return evs[i].Position > at })
+	w.prs[stream] = 0
+	if i > 0 {
+		w.prs[stream] = evs[i-1].Revision + 1
+	}
+	if q := cutPosition(slotPREvents(evs[i:], w.name, at), w.upTo); len(q) > 0 {
+		w.open = append(w.open, q)
+	}
+	return nil
+}
+
+// readPR reads a followed pull request's stream from where the
+// checkpoint left it: its events after base that reach the slot.
+func (w *walker) readPR(ctx context.Context, stream string) ([]events.RecordedEvent, error) {
+	evs, err := w.log.ReadStream(ctx, stream, w.prs[stream], 0, events.Forward)
+	if err != nil && !errors.Is(err, events.ErrStreamNotFound) {
+		return nil, err
+	}
+	return cutPosition(slotPREvents(evs, w.name, w.base.at), w.upTo), nil
 }
 
 // readJob reads job id's stream from where the fold is. A job not in the
@@ -737,7 +799,11 @@ func (w *walker) pull(ctx context.Context) (*events.RecordedEvent, error) {
 		if len(w.pending) > 0 && (src == -2 || w.pending[0].at < best) {
 			p := w.pending[0]
 			w.pending = w.pending[1:]
-			evs, err := w.readJob(ctx, p.id)
+			read := w.readJob
+			if p.pr {
+				read = w.readPR
+			}
+			evs, err := read(ctx, p.id)
 			if err != nil {
 				return nil, err
 			}

@@ -104,6 +104,7 @@ func Project(st State, e Event) Change {
 				ch.Slot = &nv
 			}
 		}
+		ch.PullRequest = projectPR(st, ev, p)
 	}
 	a := AuditOf(ev, p, slot)
 	ch.Audit = &a
@@ -267,6 +268,7 @@ func ProjectQuiet(st State, own *Ownership, e Event) AuditEntry {
 		if sv := own.slot(st, slot); sv != nil {
 			*sv = applySlot(*sv, ev, p, true)
 		}
+		projectPR(st, ev, p)
 	}
 	return AuditOf(ev, p, slot)
 }

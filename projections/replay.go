@@ -132,6 +132,20 @@ func Compare(ctx context.Context, a, b ReadModel) ([]string, error) {
 		return nil, err
 	}
 	diff("slot list", slotNames(sa), slotNames(sb))
+	// The pull requests, when both list them.
+	if la, ok := a.(PRLister); ok {
+		if lb, ok := b.(PRLister); ok {
+			xa, _, err := la.ListPullRequests(ctx)
+			if err != nil {
+				return nil, err
+			}
+			xb, _, err := lb.ListPullRequests(ctx)
+			if err != nil {
+				return nil, err
+			}
+			diff("pull requests", xa, xb)
+		}
+	}
 	// Every slot's view and jobs, archived ones (not listed) included.
 	na, err := allSlotNames(ctx, a, sa)
 	if err != nil {

@@ -398,7 +398,10 @@ type Change struct {
 	Position events.Position `json:"position"`
 	Slot     *SlotView       `json:"slot,omitempty"`
 	Job      *JobView        `json:"job,omitempty"`
-	Audit    *AuditEntry     `json:"audit,omitempty"`
+	// PullRequest is the pull request's view when a PR stream's event
+	// changed it (the dashboard's list of PRs follows it live).
+	PullRequest *PRView     `json:"pull_request,omitempty"`
+	Audit       *AuditEntry `json:"audit,omitempty"`
 }
 
 // ErrNotFound is returned by queries for a missing slot or job.

@@ -655,6 +655,9 @@ func contractFeatures(t *testing.T, k *contract, mw echo.MiddlewareFunc) {
 	simulated := map[string]any{"id": 1, "head": strings.Repeat("a", 40), "event_key": "pr:opened", "request_id": "r-4", "payload": json.RawMessage(strings.Replace(body, `"id":1`, `"id":2`, 1))}
 	k.call(t, 202, "POST", "/api/hooks/bitbucket/simulated", simulated)
 	k.call(t, 200, "POST", "/api/hooks/bitbucket/simulated", simulated)
+	k.call(t, 200, "GET", "/api/pull-requests", nil)
+	k.call(t, 200, "GET", "/api/pull-requests?state=open", nil)
+	k.call(t, 400, "GET", "/api/pull-requests?state=sleeping", nil)
 	k.call(t, 204, "DELETE", "/api/pr-repos/APPS/shop", nil)
 
 	// Reconciliation: the report of a run, and acting on its orphan.

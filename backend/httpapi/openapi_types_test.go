@@ -47,6 +47,7 @@ var goTypes = map[string]any{
 	"JobViewAt":         jobAt{},
 	"NotSignedIn":       notSignedIn{},
 	"PendingDelete":     projections.PendingDelete{},
+	"PRView":            projections.PRView{},
 	"Plan":              slots.Plan{},
 	"ProviderLinks":     ProviderLinks{},
 	"ReconcileReport":   ReconcileReport{},
@@ -95,6 +96,7 @@ var goBodyTypes = map[string]any{
 var notGoTypes = map[string]string{
 	"SnapshotFrame":     "written byte by byte in sse.go (snapshotLocked); streamFrames validates real frames",
 	"HeartbeatFrame":    "written byte by byte in sse.go (heartbeatFrame); streamFrames validates real frames",
+	"DeliveriesFrame":   "written byte by byte in server.go (the OnDelivery notice); TestDeliveriesNotice reads real frames",
 	"CommandRecorded":   "a map in handlers.go (recorded); the contract walk validates it (read model down)",
 	"Empty":             "a body of no fields (noBody)",
 	"LeaveWaitlistBody": "DELETE /api/waitlist/{id} reads no body fields; kept for documentation",

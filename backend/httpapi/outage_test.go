@@ -119,3 +119,10 @@ func TestWritesRefusedAtOnceWhileTheStoreIsGoneOrChanged(t *testing.T) {
 		t.Fatalf("refused commands appended: head %d → %d", head, h)
 	}
 }
+
+func (f flakyReads) ListPullRequests(ctx context.Context) ([]projections.PRView, events.Position, error) {
+	if err := f.err(); err != nil {
+		return nil, 0, err
+	}
+	return f.ReadModel.(projections.PRLister).ListPullRequests(ctx)
+}

@@ -76,6 +76,8 @@ func (s *Server) routes() []route {
 		{"DELETE", "/api/pr-repos/:project/:slug", auth.PermRegister, s.unlinkPRRepo},
 		{"POST", "/api/hooks/bitbucket", auth.PermSigned, s.bitbucketHook},
 		{"GET", "/api/hooks/bitbucket/deliveries", auth.PermRegister, s.bitbucketDeliveries},
+		// Every pull request of the read model (waiting ones first).
+		{"GET", "/api/pull-requests", auth.PermRead, s.listPullRequests},
 		// The contract holds no secret, but like every other /api read it
 		// is for callers with a subject: a CI script has its token anyway,
 		// and anonymous callers learn nothing about the surface.

@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
+	"strconv"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/slotkeeper/slotkeeper/backend/pullrequests"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/events"
+	"github.com/slotkeeper/slotkeeper/projections"
 )
 
 // The pull-request flow's routes (issue 34, docs/pull-requests.md).
@@ -136,4 +139,37 @@ func (s *Server) bitbucketDeliveries(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, map[string]any{"deliveries": s.d.PullRequests.Recent()})
+}
+
+// prStates are the values GET /api/pull-requests' ?state= takes: waiting
+// (open, without a slot), open (waiting ones too), closed (merged,
+// declined, deleted).
+var prStates = []string{"waiting", "open", "closed"}
+
+// listPullRequests answers GET /api/pull-requests: the pull requests of
+// the read model (projections.PRLister's order: the waiting ones first, in
+// the order they will be served; then the other open ones; then the most
+// recently closed), with the position the list is exact at, narrowed by
+// ?state=.
+func (s *Server) listPullRequests(c echo.Context) error {
+	state := c.QueryParam("state")
+	if state != "" && !slices.Contains(prStates, state) {
+		return invalidField("state", "state must be one of waiting, open, closed; got "+strconv.Quote(state))
+	}
+	l, ok := s.d.Reads.(projections.PRLister)
+	if !ok {
+		return errf(CodeNotFound, "this read model lists no pull requests")
+	}
+	prs, pos, err := l.ListPullRequests(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	out := make([]projections.PRView, 0, len(prs))
+	for _, v := range prs {
+		open := v.State == events.PRStateOpen
+		if state == "" || (state == "waiting" && open && v.Waiting()) || (state == "open" && open) || (state == "closed" && !open) {
+			out = append(out, v)
+		}
+	}
+	return c.JSON(http.StatusOK, map[string]any{"pull_requests": out, "position": pos})
 }

@@ -1,8 +1,13 @@
 package httpapi
 
 import (
+	"bufio"
+	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +19,9 @@ import (
 	"github.com/slotkeeper/slotkeeper/backend/pullrequests"
 	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/backend/webhook"
+	"github.com/slotkeeper/slotkeeper/events"
 	"github.com/slotkeeper/slotkeeper/events/memstore"
+	"github.com/slotkeeper/slotkeeper/projections"
 )
 
 // TestPullRequestRoutes: linking is an admin's (a viewer is refused and
@@ -144,5 +151,198 @@ func TestSimulatedBitbucketDelivery(t *testing.T) {
 	b.start(t, HubOptions{})
 	if a := b.do(t, "POST", "/api/hooks/bitbucket/simulated", map[string]any{"event_key": "pr:opened", "payload": json.RawMessage(`{}`)}); a.status != http.StatusNotFound && a.status != http.StatusMethodNotAllowed {
 		t.Fatalf("without simulators: %d %s", a.status, a.body)
+	}
+}
+
+// TestPullRequestList: GET /api/pull-requests lists the read model's pull
+// requests, the waiting ones first in the order they will be served (not
+// the order they opened), with since when they wait; ?state= narrows it;
+// any other state is 400 naming the field. A viewer may read it.
+func TestPullRequestList(t *testing.T) {
+	b := setup(t, HubOptions{})
+	ctx := context.Background()
+	repo := events.RepoRef{Project: "APPS", Slug: "shop"}
+	at := time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC)
+	app := func(id int64, ps ...events.Payload) {
+		t.Helper()
+		for _, p := range ps {
+			at = at.Add(time.Minute)
+			if _, err := b.store.Append(ctx, events.PRStream(repo, id), events.Any(), events.New(p, events.Metadata{Actor: "bitbucket", Time: at})); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	pr := func(id int64) events.PullRequest {
+		return events.PullRequest{Repo: repo, ID: id, Title: "T" + strconv.FormatInt(id, 10), State: events.PRStateOpen, Branch: "f", Head: strings.Repeat("c", 40), Source: repo}
+	}
+	for _, id := range []int64{1, 2, 3} {
+		app(id, events.PRChanged{RequestID: "r" + strconv.FormatInt(id, 10), EventKey: "pr:opened", PR: pr(id)})
+	}
+	p1 := pr(1)
+	app(1, events.PRSlotTaken{Slot: "s1", PR: &p1})
+	app(3, events.PRWaiting{Reason: "every ready slot is occupied"}) // 3 waits before 2
+	app(2, events.PRWaiting{Reason: "every ready slot is occupied"})
+	if err := b.runner.WaitFor(ctx, b.head(t)); err != nil {
+		t.Fatal(err)
+	}
+	var l struct {
+		PullRequests []projections.PRView `json:"pull_requests"`
+		Position     events.Position      `json:"position"`
+	}
+	viewer := b.tokenFor(t, "vic", auth.RoleViewer, time.Hour)
+	if a := b.do(t, "GET", "/api/pull-requests", nil, "Authorization", "Bearer "+viewer); a.status != http.StatusOK {
+		t.Fatalf("list: %d %s", a.status, a.body)
+	} else {
+		a.decode(t, &l)
+	}
+	var got []int64
+	for _, v := range l.PullRequests {
+		got = append(got, v.ID)
+	}
+	if fmt.Sprint(got) != "[3 2 1]" || l.Position != b.head(t) {
+		t.Fatalf("listed %v at %d, want [3 2 1] (waiting in order, then the one holding s1) at %d", got, l.Position, b.head(t))
+	}
+	if w := l.PullRequests[0]; w.WaitingSince == nil || w.Slot != "" || l.PullRequests[2].Slot != "s1" || l.PullRequests[2].WaitingSince != nil {
+		t.Fatalf("listed %+v", l.PullRequests)
+	}
+	b.do(t, "GET", "/api/pull-requests?state=waiting", nil).decode(t, &l)
+	if len(l.PullRequests) != 2 || l.PullRequests[0].ID != 3 || l.PullRequests[1].ID != 2 {
+		t.Fatalf("waiting: %+v", l.PullRequests)
+	}
+	b.do(t, "GET", "/api/pull-requests?state=closed", nil).decode(t, &l)
+	if len(l.PullRequests) != 0 {
+		t.Fatalf("closed: %+v", l.PullRequests)
+	}
+	for _, bad := range []string{"sleeping", "OPEN", "waiting,open"} {
+		a := b.do(t, "GET", "/api/pull-requests?state="+url.QueryEscape(bad), nil)
+		if e := a.apiError(t); a.status != http.StatusBadRequest || e.Details["field"] != "state" || !strings.Contains(e.Message, "waiting, open, closed") {
+			t.Fatalf("state=%s: %d %s", bad, a.status, a.body)
+		}
+	}
+}
+
+// TestSlotAsOfPullRequest: GET /api/slots/{name}?at= replays the PR's
+// stream too: the slot as of a moment a pull request held it shows that
+// PR (at the head of its newest job then), while the slot now, vacated,
+// shows none.
+func TestSlotAsOfPullRequest(t *testing.T) {
+	b := setup(t, HubOptions{})
+	ctx := context.Background()
+	b.register(t, "s1")
+	repo := events.RepoRef{Project: "APPS", Slug: "shop"}
+	stream := events.PRStream(repo, 7)
+	pr := events.PullRequest{Repo: repo, ID: 7, Title: "Checkout", State: events.PRStateOpen, Branch: "f", Head: strings.Repeat("a", 40), Source: repo, Author: "Dana"}
+	app := func(s string, p events.Payload) events.Position {
+		t.Helper()
+		r, err := b.store.Append(ctx, s, events.Any(), events.New(p, events.Metadata{Actor: "bitbucket", CorrelationID: stream, Time: time.Now().UTC()}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Position
+	}
+	app(stream, events.PRChanged{RequestID: "r1", EventKey: "pr:opened", PR: pr})
+	app("slot-s1", events.SlotOccupied{Slot: "s1", By: "Dana", Until: time.Now().Add(time.Hour).UTC()})
+	app(stream, events.PRSlotTaken{Slot: "s1", PR: &pr})
+	held := app(stream, events.PRDeployQueued{Slot: "s1", JobID: "j-7", Head: strings.Repeat("b", 40)})
+	app("slot-s1", events.SlotVacated{Slot: "s1"})
+	app(stream, events.PRSlotReleased{Slot: "s1", JobID: "r-7"})
+	if err := b.runner.WaitFor(ctx, b.head(t)); err != nil {
+		t.Fatal(err)
+	}
+	var then struct {
+		projections.SlotView
+		AsOf projections.AsOf `json:"as_of"`
+	}
+	b.do(t, "GET", "/api/slots/s1?at="+strconv.FormatUint(uint64(held), 10), nil).decode(t, &then)
+	if p := then.PullRequest; p == nil || p.ID != 7 || p.Title != "Checkout" || p.Head != strings.Repeat("b", 40) || p.JobID != "j-7" || then.AsOf.Position != held {
+		t.Fatalf("s1 as of %d: %+v (as of %+v), want PR 7 at its second head", held, p, then.AsOf)
+	}
+	var now projections.SlotView
+	b.do(t, "GET", "/api/slots/s1", nil).decode(t, &now)
+	if now.PullRequest != nil {
+		t.Fatalf("s1 now: %+v", now.PullRequest)
+	}
+}
+
+// TestDeliveriesNotice: each delivery the server records (accepted or
+// refused alike) tells the connected streams (`event: deliveries`, no id,
+// data DeliveriesFrame with the count), so the admin page's list follows
+// without a reload; a stream connected later is not told of earlier ones.
+func TestDeliveriesNotice(t *testing.T) {
+	b := &bundle{store: memstore.New()}
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	b.deps = func(d *Deps) {
+		d.PullRequests = pullrequests.New(b.store, d.Commands.(*slots.Service), pullrequests.Config{Secret: "k3y"})
+	}
+	b.start(t, HubOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	open := func() (*bufio.Scanner, func()) {
+		req, _ := http.NewRequestWithContext(ctx, "GET", b.srv.URL+"/api/stream", nil)
+		req.Header.Set("Authorization", "Bearer "+b.token)
+		resp, err := (&http.Client{Transport: b.tr}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(resp.Body)
+		return sc, func() { resp.Body.Close() }
+	}
+	// next returns the next frame's kind and data.
+	next := func(sc *bufio.Scanner) (string, string) {
+		t.Helper()
+		kind := ""
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case strings.HasPrefix(line, "event: "):
+				kind = strings.TrimPrefix(line, "event: ")
+			case strings.HasPrefix(line, "data: ") && kind != "":
+				return kind, strings.TrimPrefix(line, "data: ")
+			}
+		}
+		t.Fatalf("stream ended: %v", sc.Err())
+		return "", ""
+	}
+	upTo := func(sc *bufio.Scanner, want string) string {
+		t.Helper()
+		for {
+			if kind, data := next(sc); kind == want {
+				return data
+			}
+		}
+	}
+	sc, done := open()
+	defer done()
+	upTo(sc, "snapshot")
+	before := b.head(t)
+	body := `{"eventKey":"pr:opened"}`
+	if a := b.do(t, "POST", "/api/hooks/bitbucket", body, "Authorization", "", "X-Event-Key", "pr:opened", "X-Request-Id", "r-1"); a.status != http.StatusUnauthorized {
+		t.Fatalf("unsigned: %d %s", a.status, a.body)
+	}
+	var f struct {
+		Received uint64 `json:"received"`
+	}
+	data := upTo(sc, NoticeDeliveries)
+	if err := json.Unmarshal([]byte(data), &f); err != nil || f.Received != 1 || b.head(t) != before {
+		t.Fatalf("deliveries frame %q (%v), head %d → %d", data, err, before, b.head(t))
+	}
+	if a := b.do(t, "POST", "/api/hooks/bitbucket", body, "Authorization", "", "X-Event-Key", "repo:refs_changed", "X-Request-Id", "r-2", "X-Hub-Signature", webhook.Sign("k3y", []byte(body))); a.status != http.StatusAccepted {
+		t.Fatalf("ignored: %d %s", a.status, a.body)
+	}
+	if data := upTo(sc, NoticeDeliveries); data != `{"received":2}` {
+		t.Fatalf("second deliveries frame %q", data)
+	}
+	// A stream opened now hears of the next delivery only.
+	sc2, done2 := open()
+	defer done2()
+	upTo(sc2, "snapshot")
+	hook := func() {
+		if a := b.do(t, "POST", "/api/hooks/bitbucket", body, "Authorization", "", "X-Event-Key", "pr:opened", "X-Request-Id", "r-3"); a.status != http.StatusUnauthorized {
+			t.Fatalf("unsigned: %d %s", a.status, a.body)
+		}
+	}
+	hook()
+	if data := upTo(sc2, NoticeDeliveries); data != `{"received":3}` {
+		t.Fatalf("the new stream's first deliveries frame %q", data)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -171,6 +172,14 @@ func New(d Deps) (*Server, error) {
 	}
 	if h, ok := d.Log.(projections.StreamReader); ok && d.History == nil {
 		d.History = h
+	}
+	if d.PullRequests != nil {
+		// Each delivery recorded is a notice on the live stream: the admin
+		// page's list of deliveries loads again (docs/pull-requests.md).
+		hub := d.Hub
+		d.PullRequests.OnDelivery(func(n uint64) {
+			hub.Notice(NoticeDeliveries, append(strconv.AppendUint([]byte(`{"received":`), n, 10), '}'))
+		})
 	}
 	if d.Metrics == nil {
 		d.Metrics = d.Hub.met

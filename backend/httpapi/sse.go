@@ -160,6 +160,70 @@ type Hub struct {
 	// waitHook, when set (tests), is called when a resuming client starts
 	// waiting for the head to reach its id.
 	waitHook func(id events.Position)
+
+	// notices are the latest notice of each kind (Notice), nseq counts
+	// them; under nmu.
+	nmu     sync.Mutex
+	notices map[string]notice
+	nseq    uint64
+}
+
+// NoticeDeliveries is the notice that this process recorded a webhook
+// delivery: data {"received": deliveries recorded since it started}.
+const NoticeDeliveries = "deliveries"
+
+// notice is one Notice frame and its number.
+type notice struct {
+	seq   uint64
+	frame []byte
+}
+
+// Notice tells every connected client that something which is not an
+// event of the log happened in this process — today a webhook delivery
+// recorded (kind "deliveries", docs/pull-requests.md) — so pages showing
+// it load it again. The frame is `event: <kind>` with data, without an id:
+// it is not in the ring and not replayed; a client that was not connected
+// loads afresh anyway. Only the latest notice of a kind is kept, so a
+// burst reaches a slow client as one frame (data must say the whole state,
+// e.g. a count). Never waits for a client.
+func (h *Hub) Notice(kind string, data []byte) {
+	h.nmu.Lock()
+	h.nseq++
+	if h.notices == nil {
+		h.notices = map[string]notice{}
+	}
+	h.notices[kind] = notice{seq: h.nseq, frame: fmt.Appendf(nil, "event: %s\ndata: %s\n\n", kind, data)}
+	h.nmu.Unlock()
+	h.mu.RLock()
+	for c := range h.clients {
+		select {
+		case c.notify <- struct{}{}:
+		default:
+		}
+	}
+	h.mu.RUnlock()
+}
+
+// noticesFor returns the notices c was not sent yet and marks them sent
+// (under c.wmu). A new client starts with those there are (seen: true):
+// what it loads is newer.
+func (h *Hub) noticesFor(c *client, seen bool) [][]byte {
+	h.nmu.Lock()
+	defer h.nmu.Unlock()
+	var out [][]byte
+	for kind, n := range h.notices {
+		if c.noticed[kind] >= n.seq {
+			continue
+		}
+		if c.noticed == nil {
+			c.noticed = map[string]uint64{}
+		}
+		c.noticed[kind] = n.seq
+		if !seen {
+			out = append(out, n.frame)
+		}
+	}
+	return out
 }
 
 // entry is one change of the history. Its frame is encoded when first
@@ -237,6 +301,8 @@ type client struct {
 	gone chan struct{} // closed when a raw client's connection ends (its reader saw EOF)
 
 	reason string // why it was kicked; guarded by Hub.mu
+
+	noticed map[string]uint64 // the notices sent, by kind (Hub.Notice); under wmu
 }
 
 // NewHub returns a hub at position 0 with no slots; Seed it with the read
@@ -826,6 +892,7 @@ func (h *Hub) ServeStream(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	h.noticesFor(cl, true)
 	defer h.detach(cl)
 
 	tc, _ := req.Context().Value(connKey{}).(*net.TCPConn)
@@ -881,7 +948,13 @@ func (h *Hub) ServeStream(c echo.Context) error {
 				if reason != "" {
 					return reason
 				}
-				return h.writeFrames(cl, true, frames)
+				if reason := h.writeFrames(cl, true, frames); reason != "" {
+					return reason
+				}
+				if ns := h.noticesFor(cl, false); len(ns) > 0 {
+					return h.write(cl, ns...)
+				}
+				return ""
 			})
 			if reason != "" {
 				return nil

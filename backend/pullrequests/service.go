@@ -78,6 +78,19 @@ type Service struct {
 
 	recentMu sync.Mutex
 	recent   []DeliveryRecord // the last recentMax deliveries, newest last
+	received uint64           // deliveries recorded since start
+	// onDelivery, when set (OnDelivery), is told each time one is recorded.
+	onDelivery func(received uint64)
+}
+
+// OnDelivery has f told the number of deliveries recorded since start each
+// time one is, after it is in Recent (the server tells the dashboard's
+// streams, so the admin page's list follows; docs/pull-requests.md). Set
+// it before deliveries arrive; f must not block.
+func (s *Service) OnDelivery(f func(received uint64)) {
+	s.recentMu.Lock()
+	defer s.recentMu.Unlock()
+	s.onDelivery = f
 }
 
 // DeliveryRecord is one delivery as received, for the admin page: what it
@@ -120,11 +133,16 @@ func (s *Service) remember(h http.Header, d Delivery, out Outcome) {
 		r.Repo, r.PR = d.PR.Repo.String(), d.PR.ID
 	}
 	s.recentMu.Lock()
-	defer s.recentMu.Unlock()
 	if len(s.recent) == recentMax {
 		s.recent = append(s.recent[:0], s.recent[1:]...)
 	}
 	s.recent = append(s.recent, r)
+	s.received++
+	n, f := s.received, s.onDelivery
+	s.recentMu.Unlock()
+	if f != nil {
+		f(n)
+	}
 }
 
 // New returns the flow.

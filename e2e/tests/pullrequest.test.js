@@ -132,3 +132,50 @@ test("open a PR from the Simulator page, see it take a slot, merge it and see th
   await shot(page, "pr-released");
   await page.close();
 });
+
+test("a PR that finds no free slot waits on the board, live, and the admin page's deliveries follow without a reload", async () => {
+  // Every vacant slot occupied, once no job runs (the reset after the
+  // merge above): the next PR has none to take.
+  const slots = await server.until("no job running", async () => {
+    const { slots } = await server.api("GET", "/api/slots");
+    return slots.every((s) => !s.active_job) && slots;
+  });
+  const until = new Date(Date.now() + 3_600_000).toISOString();
+  for (const s of slots.filter((s) => s.lifecycle === "vacant")) {
+    await server.api("POST", `/api/slots/${s.name}/occupy`, { until });
+  }
+  const deliver = async (d) => {
+    const out = await server.api("POST", "/api/hooks/bitbucket/simulated", d);
+    assert.equal(out.result, "accepted", JSON.stringify(out));
+    return d;
+  };
+
+  // The admin page and the board, open before the PR arrives: neither is reloaded.
+  const admin = await browser.context.newPage();
+  await admin.goto(appUrl(server, "/admin"));
+  await waitLive(admin);
+  await admin.waitForSelector('[data-testid=pr-repo-row][data-repo="DEMO/webshop"]', { timeout: 15_000 });
+  const board = await browser.context.newPage();
+  await board.goto(appUrl(server, "/"));
+  await waitLive(board);
+  await board.waitForSelector("[data-testid=board] [data-testid=slot-card]");
+
+  const opened = await deliver(await server.api("POST", "/api/sim/pull-requests", { project: "DEMO", repo: "webshop", branch: "feature/e2e-wait" }));
+  const pr = `DEMO/webshop#${opened.id}`;
+  await admin.waitForSelector(`[data-testid=pr-delivery][data-request="${opened.request_id}"][data-result="accepted"]`, { timeout: 15_000 });
+
+  const item = await board.waitForSelector(`[data-testid=pr-waiting] [data-testid=pr-waiting-item][data-pr="${pr}"]`, { timeout: 30_000 });
+  assert.match(await item.textContent(), /Change feature\/e2e-wait/);
+  assert.match(await item.textContent(), /waiting \d/);
+  const waiting = await server.api("GET", "/api/pull-requests?state=waiting");
+  const view = waiting.pull_requests.find((p) => p.id === opened.id);
+  assert.ok(view?.waiting_since && view.waiting_position > 0 && !view.slot, JSON.stringify(view));
+  await shot(board, "pr-waiting");
+
+  // Declined while waiting: it leaves the board's list, live.
+  const declined = await deliver(await server.api("POST", `/api/sim/pull-requests/DEMO/webshop/${opened.id}/decline`, {}));
+  await admin.waitForSelector(`[data-testid=pr-delivery][data-request="${declined.request_id}"]`, { timeout: 15_000 });
+  await board.waitForSelector(`[data-testid=pr-waiting-item][data-pr="${pr}"]`, { state: "detached", timeout: 30_000 });
+  await board.close();
+  await admin.close();
+});

@@ -86,8 +86,11 @@ type Store struct {
 	finished []string
 	fhead    int
 	audit    auditLog
-	own      projections.Ownership // views ApplyQuiet's batch may change in place
-	quiet    bool                  // in ApplyQuiet: it notes finished jobs itself
+	// prs are the pull requests by stream (projections.PRView): every one
+	// the log holds, a few hundred bytes each.
+	prs   map[string]*projections.PRView
+	own   projections.Ownership // views ApplyQuiet's batch may change in place
+	quiet bool                  // in ApplyQuiet: it notes finished jobs itself
 }
 
 // jobRef is what stays in memory of every job: enough to page a slot's jobs,
@@ -171,6 +174,8 @@ var (
 	_ projections.ReadModel   = (*Store)(nil)
 	_ projections.State       = (*Store)(nil)
 	_ projections.SlotNamer   = (*Store)(nil)
+	_ projections.PRState     = (*Store)(nil)
+	_ projections.PRLister    = (*Store)(nil)
 )
 
 // New returns an empty read model with the default limits. log answers
@@ -202,7 +207,7 @@ func NewWithLimits(log projections.Log, lim Limits) *Store {
 		log: log, lim: lim, slots: map[string]*projections.SlotView{}, jobs: map[string]*projections.JobView{},
 		refs: map[string]jobRef{}, bySlot: map[string][]string{}, latest: map[string]string{},
 		archived: map[string]*projections.SlotView{}, idle: map[string]struct{}{}, touched: map[string]struct{}{},
-		audit: auditLog{size: size},
+		audit: auditLog{size: size}, prs: map[string]*projections.PRView{},
 	}
 }
 
@@ -451,6 +456,24 @@ func (s *Store) PutJob(v *projections.JobView) {
 	if cur, ok := s.refs[s.latest[key]]; !ok || cur.queued <= v.QueuedPosition {
 		s.latest[key] = v.ID
 	}
+}
+
+// GetPR implements projections.PRState (called under the write lock).
+func (s *Store) GetPR(stream string) *projections.PRView { return s.prs[stream] }
+
+// PutPR implements projections.PRState (called under the write lock).
+func (s *Store) PutPR(v *projections.PRView) { s.prs[v.Stream] = v }
+
+// ListPullRequests implements projections.PRLister.
+func (s *Store) ListPullRequests(context.Context) ([]projections.PRView, events.Position, error) {
+	s.mu.RLock()
+	out := make([]projections.PRView, 0, len(s.prs))
+	for _, v := range s.prs {
+		out = append(out, *v)
+	}
+	pos := s.pos
+	s.mu.RUnlock()
+	return projections.SortPRs(out), pos, nil
 }
 
 // job returns job id's view as of the read model's position pos: from

@@ -2,7 +2,10 @@ package memory_test
 
 import (
 	"cmp"
+	"encoding/json"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,5 +85,42 @@ func TestSlotShowsThePullRequestHoldingIt(t *testing.T) {
 	projtest.Catchup(t, log, gone, 100)
 	if v, _ := gone.Slot(ctx, "s1"); v.PullRequest != nil {
 		t.Fatalf("vacated slot still shows %+v", v.PullRequest)
+	}
+}
+
+// The pull requests are in the read model's snapshot (version 4): a read
+// model loaded from it lists them as the one that wrote it.
+func TestSnapshotKeepsThePullRequests(t *testing.T) {
+	ctx := projtest.Ctx(t)
+	log := memstore.New()
+	meta := events.Metadata{Actor: "t", Time: time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC)}
+	repo := events.RepoRef{Project: "SHOP", Slug: "web"}
+	for id := int64(1); id <= 3; id++ {
+		pr := events.PullRequest{Repo: repo, ID: id, State: events.PRStateOpen, Branch: "f", Head: strings.Repeat("a", 40), Source: repo}
+		for _, p := range []events.Payload{events.PRChanged{RequestID: "r", EventKey: "pr:opened", PR: pr}, events.PRWaiting{Reason: "full"}} {
+			_, err := log.Append(ctx, events.PRStream(repo, id), events.Any(), events.New(p, meta))
+			projtest.Must(t, err)
+		}
+	}
+	first := memory.New(log)
+	projtest.Catchup(t, log, first, 100)
+	want, _, err := first.ListPullRequests(ctx)
+	projtest.Must(t, err)
+	if len(want) != 3 || !want[0].Waiting() {
+		t.Fatalf("listed %+v", want)
+	}
+	path := filepath.Join(t.TempDir(), "readmodel.snapshot")
+	_, err = first.WriteSnapshot(ctx, path)
+	projtest.Must(t, err)
+	loaded := memory.New(log)
+	if _, why, err := loaded.LoadSnapshot(ctx, path); err != nil || why != "" {
+		t.Fatalf("load: %v %s", err, why)
+	}
+	got, _, err := loaded.ListPullRequests(ctx)
+	projtest.Must(t, err)
+	g, _ := json.Marshal(got)
+	w, _ := json.Marshal(want)
+	if string(g) != string(w) || !strings.Contains(string(w), `"waiting_since"`) {
+		t.Fatalf("loaded %s\nwant %s", g, w)
 	}
 }

@@ -40,7 +40,10 @@ import (
 // (snapshotAudit): segmentio/encoding makes every decoded map with room
 // for 64 entries, and clearing those for the 20,000 entries of the audit
 // window took most of a load. Older versions are ignored.
-const snapshotVersion = 3
+//
+// Version 4 adds the pull requests (PullRequests); a version 3 file has
+// none, so it is ignored and the read model rebuilt with them.
+const snapshotVersion = 4
 
 const snapshotMagic = "slotkeeper-readmodel"
 
@@ -63,6 +66,7 @@ type snapshotBody struct {
 	Finished     []string               `json:"finished"`
 	Audit        []snapshotAudit        `json:"audit"`
 	AuditDropped bool                   `json:"audit_dropped"`
+	PullRequests []*projections.PRView  `json:"pull_requests,omitempty"`
 }
 
 // snapshotAudit is an audit entry with its args as a flat list (key,
@@ -208,6 +212,9 @@ func (s *Store) WriteSnapshot(ctx context.Context, path string) (events.Position
 	}
 	for _, v := range s.jobs {
 		b.Jobs = append(b.Jobs, v)
+	}
+	for _, v := range s.prs {
+		b.PullRequests = append(b.PullRequests, v)
 	}
 	b.Audit = make([]snapshotAudit, 0, s.audit.n)
 	for i := 0; i < s.audit.n; i++ {
@@ -367,6 +374,9 @@ func (s *Store) LoadSnapshot(ctx context.Context, path string) (events.Position,
 	}
 	for _, v := range b.Jobs {
 		s.jobs[v.ID] = v
+	}
+	for _, v := range b.PullRequests {
+		s.prs[v.Stream] = v
 	}
 	// The refs come oldest first, which is the order of the indexes.
 	s.refs = make(map[string]jobRef, len(b.Refs.IDs))

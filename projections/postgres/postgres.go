@@ -94,6 +94,7 @@ var (
 	_ projections.Follower    = (*Store)(nil)
 	_ projections.ReadModel   = (*Store)(nil)
 	_ projections.SlotNamer   = (*Store)(nil)
+	_ projections.PRLister    = (*Store)(nil)
 )
 
 // Open connects to the database at url and applies pending migrations.
@@ -292,7 +293,7 @@ func (s *Store) Reset(ctx context.Context) error {
 	if !ok {
 		return ErrBusy
 	}
-	if _, err := tx.Exec(ctx, `TRUNCATE slots, jobs, audit`); err != nil {
+	if _, err := tx.Exec(ctx, `TRUNCATE slots, jobs, audit, pull_requests`); err != nil {
 		return err
 	}
 	if _, err := tx.Exec(ctx, `UPDATE checkpoint SET position = 0, store_id = '' WHERE id = 1`); err != nil {
@@ -329,6 +330,10 @@ type batchState struct {
 	jobs       map[string]*projections.JobView
 	dirtySlots map[string]bool
 	dirtyJobs  map[string]bool
+	// prs are the pull requests of the batch's PR streams (a row each,
+	// loaded whether or not one exists yet), dirtyPRs those it changed.
+	prs      map[string]*projections.PRView
+	dirtyPRs map[string]bool
 }
 
 // GetSlot, GetJob, PutSlot and PutJob implement projections.State.
@@ -341,6 +346,13 @@ func (b *batchState) PutSlot(v *projections.SlotView) {
 func (b *batchState) PutJob(v *projections.JobView) {
 	b.jobs[v.ID] = v
 	b.dirtyJobs[v.ID] = true
+}
+
+// GetPR and PutPR implement projections.PRState.
+func (b *batchState) GetPR(stream string) *projections.PRView { return b.prs[stream] }
+func (b *batchState) PutPR(v *projections.PRView) {
+	b.prs[v.Stream] = v
+	b.dirtyPRs[v.Stream] = true
 }
 
 // Apply implements projections.Target: the batch's rows and the checkpoint
@@ -408,8 +420,10 @@ func (s *Store) load(ctx context.Context, tx pgx.Tx, evs []projections.Event) (*
 	b := &batchState{
 		slots: map[string]*projections.SlotView{}, jobs: map[string]*projections.JobView{},
 		dirtySlots: map[string]bool{}, dirtyJobs: map[string]bool{},
+		prs: map[string]*projections.PRView{}, dirtyPRs: map[string]bool{},
 	}
 	wantJobs, wantSlots := map[string]bool{}, map[string]bool{}
+	var wantPRs []string
 	for _, ev := range evs {
 		switch {
 		case strings.HasPrefix(ev.Stream, events.SlotStreamPrefix):
@@ -434,6 +448,25 @@ func (s *Store) load(ctx context.Context, tx pgx.Tx, evs []projections.Event) (*
 			if n := projections.PRSlot(ev.Payload); n != "" {
 				wantSlots[n] = true // the PR shown on its slot
 			}
+			if ev.Stream != events.PRReposStream {
+				wantPRs = append(wantPRs, ev.Stream)
+			}
+		}
+	}
+	if len(wantPRs) > 0 {
+		rows, err := tx.Query(ctx, `SELECT view FROM pull_requests WHERE stream = ANY($1)`, wantPRs)
+		if err != nil {
+			return nil, fmt.Errorf("postgres: load pull requests: %w", err)
+		}
+		for rows.Next() {
+			v := &projections.PRView{}
+			if err := scanJSON(rows, v); err != nil {
+				return nil, err
+			}
+			b.prs[v.Stream] = v
+		}
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("postgres: load pull requests: %w", err)
 		}
 	}
 	var missing []string
@@ -514,6 +547,16 @@ func (s *Store) write(ctx context.Context, tx pgx.Tx, b *batchState, audit [][]a
 			ON CONFLICT (id) DO UPDATE SET slot = EXCLUDED.slot, kind = EXCLUDED.kind,
 			queued_position = EXCLUDED.queued_position, position = EXCLUDED.position, view = EXCLUDED.view`,
 			v.ID, v.Slot, v.Kind, int64(v.QueuedPosition), int64(v.Position), data)
+	}
+	for stream := range b.dirtyPRs {
+		v := b.prs[stream]
+		data, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		batch.Queue(`INSERT INTO pull_requests (stream, state, position, view) VALUES ($1, $2, $3, $4)
+			ON CONFLICT (stream) DO UPDATE SET state = EXCLUDED.state, position = EXCLUDED.position, view = EXCLUDED.view`,
+			v.Stream, v.State, int64(v.Position), data)
 	}
 	batch.Queue(`UPDATE checkpoint SET position = $1 WHERE id = 1`, int64(last))
 	// Followers (processes waiting for the lock) wake up at commit.
@@ -639,6 +682,39 @@ func (s *Store) SnapshotSlots(ctx context.Context) ([]projections.SlotView, even
 		return nil, 0, fmt.Errorf("postgres: snapshot: %w", translate(err))
 	}
 	return out, events.Position(pos), nil
+}
+
+// ListPullRequests implements projections.PRLister: every open PR and
+// the most recently changed closed ones, with the position they are exact
+// at (one repeatable-read transaction).
+func (s *Store) ListPullRequests(ctx context.Context) ([]projections.PRView, events.Position, error) {
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return nil, 0, fmt.Errorf("postgres: pull requests: %w", translate(err))
+	}
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	var pos int64
+	if err := tx.QueryRow(ctx, `SELECT position FROM checkpoint WHERE id = 1`).Scan(&pos); err != nil {
+		return nil, 0, fmt.Errorf("postgres: pull requests: %w", translate(err))
+	}
+	rows, err := tx.Query(ctx, `SELECT view FROM pull_requests WHERE state = $1
+		UNION ALL (SELECT view FROM pull_requests WHERE state <> $1 ORDER BY position DESC LIMIT $2)`,
+		events.PRStateOpen, projections.ClosedPRsListed)
+	if err != nil {
+		return nil, 0, fmt.Errorf("postgres: pull requests: %w", translate(err))
+	}
+	out := []projections.PRView{}
+	for rows.Next() {
+		var v projections.PRView
+		if err := scanJSON(rows, &v); err != nil {
+			return nil, 0, err
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, fmt.Errorf("postgres: pull requests: %w", translate(err))
+	}
+	return projections.SortPRs(out), events.Position(pos), nil
 }
 
 // Slot implements projections.ReadModel.

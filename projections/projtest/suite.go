@@ -35,6 +35,7 @@ func Run(t *testing.T, open Open, reference Reference) {
 	t.Run("EveryViewChangeMovesItsPosition", func(t *testing.T) { testViewsChangeVisibly(t, open) })
 	t.Run("RetiredSlotsAreArchived", func(t *testing.T) { testArchivedSlots(t, open, reference) })
 	t.Run("AsOfEqualsReplayUpToThere", func(t *testing.T) { testAsOf(t, open, reference) })
+	t.Run("PullRequestsListed", func(t *testing.T) { testPullRequests(t, open, reference) })
 }
 
 // Ctx is a test context with a bound, so nothing waits forever.

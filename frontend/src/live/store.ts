@@ -6,6 +6,7 @@
 import { useSyncExternalStore } from "react";
 import type { AuditEntry } from "../services/audit";
 import type { JobView } from "../services/jobs";
+import type { PRView } from "../services/pullrequests";
 import type { SlotView } from "../services/slots";
 import type { Change, Snapshot } from "../services/stream";
 import { learnServerTime, noteServerInstant } from "./clock";
@@ -21,7 +22,14 @@ export interface LiveState {
   ready: boolean;
   slots: ReadonlyMap<string, SlotView>;
   jobs: ReadonlyMap<string, JobView>;
+  /** Pull requests by stream: loaded over REST (putPRs), then followed by the changes. */
+  prs: ReadonlyMap<string, PRView>;
   audit: readonly AuditEntry[];
+  /**
+   * Bumped by every deliveries frame (the server recorded a webhook
+   * delivery): the admin page's list of deliveries loads again.
+   */
+  deliveries: number;
   /**
    * Bumped by every snapshot. A snapshot means the stream could not resume,
    * so job views fetched earlier may have missed changes: pages holding one
@@ -35,7 +43,9 @@ const initial: LiveState = {
   ready: false,
   slots: new Map(),
   jobs: new Map(),
+  prs: new Map(),
   audit: [],
+  deliveries: 0,
   epoch: 0,
 };
 
@@ -77,7 +87,7 @@ export function applySnapshot(s: Snapshot): boolean {
   }
   if (s.log_reset) {
     // Views, jobs and audit entries of another log: none of it holds here.
-    state.set({ position: s.position, ready: true, slots, jobs: new Map(), audit: [], epoch: prev.epoch + 1 });
+    state.set({ position: s.position, ready: true, slots, jobs: new Map(), prs: new Map(), audit: [], deliveries: prev.deliveries, epoch: prev.epoch + 1 });
   } else {
     state.set({ ...prev, position: s.position, ready: true, slots, epoch: prev.epoch + 1 });
   }
@@ -94,19 +104,49 @@ export function applyChange(c: Change): boolean {
   if (c.position <= prev.position) return false;
   // What changed happened on the server's clock: it is at least that late.
   noteServerInstant(c.job?.updated_at ?? c.slot?.updated_at);
-  let { slots, jobs, audit } = prev;
+  let { slots, jobs, prs, audit } = prev;
   if (c.slot && newer(slots.get(c.slot.name), c.slot)) {
     slots = new Map(slots).set(c.slot.name, c.slot);
   }
   if (c.job && newer(jobs.get(c.job.id), c.job)) {
     jobs = new Map(jobs).set(c.job.id, c.job);
   }
+  if (c.pull_request && newerPR(prs.get(c.pull_request.stream), c.pull_request)) {
+    prs = new Map(prs).set(c.pull_request.stream, c.pull_request);
+  }
   if (c.audit) {
     audit = [...audit, c.audit];
     if (audit.length > AUDIT_KEEP) audit = audit.slice(audit.length - AUDIT_KEEP);
   }
-  state.set({ ...prev, position: c.position, slots, jobs, audit });
+  state.set({ ...prev, position: c.position, slots, jobs, prs, audit });
   return true;
+}
+
+/** noteDeliveries records a deliveries frame: the server recorded a webhook delivery. */
+export function noteDeliveries(): void {
+  // A counter of frames, not the server's count: another process (behind
+  // a load balancer) counts from its own start.
+  state.update((prev) => ({ ...prev, deliveries: prev.deliveries + 1 }));
+}
+
+/** newerPR keeps the pull request view with the highest position. */
+function newerPR(have: PRView | undefined, got: PRView): boolean {
+  return have === undefined || got.position > have.position;
+}
+
+/**
+ * Records the pull requests fetched over REST (GET /api/pull-requests):
+ * each kept only if newer than the one held, so a list answered before a
+ * change the stream already brought does not undo it.
+ */
+export function putPRs(list: readonly PRView[]): void {
+  state.update((prev) => {
+    let prs: Map<string, PRView> | undefined;
+    for (const p of list) {
+      if (newerPR((prs ?? prev.prs).get(p.stream), p)) (prs ??= new Map(prev.prs)).set(p.stream, p);
+    }
+    return prs ? { ...prev, prs } : prev;
+  });
 }
 
 /** Records a job view fetched over REST (kept only if newer). */
@@ -152,3 +192,5 @@ export const useSlots = (): ReadonlyMap<string, SlotView> => useLive((s) => s.sl
 export const useReady = (): boolean => useLive((s) => s.ready);
 export const useEpoch = (): number => useLive((s) => s.epoch);
 export const useLiveAudit = (): readonly AuditEntry[] => useLive((s) => s.audit);
+
+export const usePRs = (): ReadonlyMap<string, PRView> => useLive((s) => s.prs);

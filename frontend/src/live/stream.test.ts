@@ -42,6 +42,21 @@ describe("stream", () => {
     expect(getLiveState().slots.get("s1")?.lifecycle).toBe("vacant");
   });
 
+  it("follows a pull request's change and counts the server's deliveries frames (no id, position unchanged)", () => {
+    const es = start();
+    es.open();
+    es.emit("snapshot", { position: 3, server_time: "", slots: [] }, "3");
+    const pr = { stream: "pr-DEMO-web-1", repo: { project: "DEMO", slug: "web" }, id: 1, branch: "f", head: "a".repeat(40), state: "OPEN", waiting_since: "2026-12-07T10:00:00Z", waiting_position: 4, opened_at: "2026-12-07T10:00:00Z", updated_at: "2026-12-07T10:00:00Z", position: 4 };
+    es.emit("change", { position: 4, pull_request: pr }, "4");
+    expect(getLiveState().prs.get("pr-DEMO-web-1")?.waiting_position).toBe(4);
+    es.emit("deliveries", { received: 7 });
+    es.emit("deliveries", { received: 8 });
+    expect(getLiveState().deliveries).toBe(2);
+    expect(getLiveState().position).toBe(4);
+    es.emitRaw("deliveries", "{\"received\":\"x\"}");
+    expect(getLiveState().deliveries).toBe(2);
+  });
+
   it("drops, counts and logs a malformed frame instead of casting it into the store (issue 26)", () => {
     const warn = vi.spyOn(console, "warn").mockImplementation(() => {});
     const es = start();

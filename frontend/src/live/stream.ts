@@ -21,7 +21,7 @@ import type { Decode } from "../services/wire";
 import { learnServerTime } from "./clock";
 import { reportFailure, reportRecovery } from "./health";
 import { observable } from "./observable";
-import { applyChange, applySnapshot, getLiveState } from "./store";
+import { applyChange, applySnapshot, getLiveState, noteDeliveries } from "./store";
 import { onTick } from "./ticker";
 import { useSyncExternalStore } from "react";
 
@@ -187,6 +187,13 @@ export function startStream(opts: StreamOptions): () => void {
       if (change === undefined) return;
       alive();
       applyChange(change);
+    });
+    src.addEventListener("deliveries", (ev) => {
+      if (es !== src) return;
+      const d = readFrame("deliveries", ev.data, frames.deliveries);
+      if (d === undefined) return;
+      alive();
+      noteDeliveries();
     });
     src.addEventListener("heartbeat", (ev) => {
       if (es !== src) return;

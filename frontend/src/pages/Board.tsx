@@ -15,6 +15,7 @@ import { LIFECYCLE_ORDER, boardCounts, boardEntries, holdsFrom, nextFreeSlot, un
 import { Countdown } from "../components/Countdown";
 import { slotTone } from "../ui/tone";
 import { useWaitlist } from "../waitlist/useWaitlist";
+import { WaitingPRs } from "../pullrequests/WaitingPRs";
 
 /** The performance marks the e2e test reads (first board render after the snapshot). */
 export const MARK_SNAPSHOT = "sk:snapshot";
@@ -157,6 +158,7 @@ export function Board() {
           {t("board.pool_full")}
         </p>
       )}
+      <WaitingPRs />
       {myHold && (
         <p className="notice held-banner" role="status" data-testid="held-banner">
           {t("board.held_banner", { slot: myHold.slot })} <Countdown until={myHold.until} />{" "}

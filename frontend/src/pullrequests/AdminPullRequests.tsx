@@ -1,7 +1,8 @@
 // The administration page's pull-request part (issue 34): the repositories
 // linked to the pool (GET/POST/DELETE /api/pr-repos) and the webhook
 // deliveries this server received (GET /api/hooks/bitbucket/deliveries),
-// newest first, each with what was made of it and why.
+// newest first, each with what was made of it and why — loaded again each
+// time the stream says the server recorded one (a deliveries frame).
 import { useState, type FormEvent } from "react";
 import { CommandError } from "../components/CommandError";
 import { TableWrap } from "../components/TableWrap";
@@ -10,6 +11,7 @@ import { useT, type T } from "../i18n";
 import { announce } from "../live/announce";
 import { useCommand } from "../live/useCommand";
 import { useLoad } from "../live/useLoad";
+import { useLive } from "../live/store";
 import { prService, repoName, type Delivery, type Outcome } from "../services/pullrequests";
 import type { RepoRef } from "../services/resources";
 import { StateBadge } from "../ui/Badge";
@@ -49,7 +51,10 @@ export function AdminPullRequests() {
   const t = useT();
   const [nonce, setNonce] = useState(0);
   const repos = useLoad("admin:pr-repos", String(nonce), (signal) => prService.repos(signal));
-  const deliveries = useLoad("admin:pr-deliveries", String(nonce), (signal) => prService.deliveries(signal));
+  // Live: each deliveries frame (and each snapshot) loads the list again.
+  const told = useLive((s) => s.deliveries);
+  const epoch = useLive((s) => s.epoch);
+  const deliveries = useLoad("admin:pr-deliveries", `${nonce}:${told}:${epoch}`, (signal) => prService.deliveries(signal));
   const link = useCommand();
   const unlink = useCommand();
   const [repo, setRepo] = useState("");
@@ -143,7 +148,7 @@ export function AdminPullRequests() {
               </thead>
               <tbody>
                 {rows.map((d, i) => (
-                  <tr key={`${d.request_id ?? ""}-${d.time}-${i}`} data-testid="pr-delivery" data-result={d.result} data-code={d.reason_code}>
+                  <tr key={`${d.request_id ?? ""}-${d.time}-${i}`} data-testid="pr-delivery" data-result={d.result} data-code={d.reason_code} data-request={d.request_id}>
                     <td>{formatTime(d.time, t.lang, { seconds: true })}</td>
                     <td>
                       <code>{d.event_key ?? ""}</code>

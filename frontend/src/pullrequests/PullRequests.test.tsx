@@ -7,7 +7,7 @@ import { resetAuth, setAuthForTest } from "../auth/session";
 import { SlotCard } from "../components/SlotCard";
 import { makeT, setLang } from "../i18n";
 import { resetHealth } from "../live/health";
-import { putSlot, resetLiveStore } from "../live/store";
+import { applyChange, applySnapshot, getLiveState, noteDeliveries, putPRs, putSlot, resetLiveStore } from "../live/store";
 import { stopTicker } from "../live/ticker";
 import { latinWords } from "../test/latin";
 import { job, jsonResponse, slot, step } from "../test/fakes";
@@ -15,7 +15,9 @@ import vocabulary from "../i18n/vocabulary.json";
 import { Route, Router } from "wouter";
 import { memoryLocation } from "wouter/memory-location";
 import { JobPage } from "../pages/JobPage";
-import { stepDetail } from "../format";
+import { formatDuration, stepDetail } from "../format";
+import type { PRView } from "../services/pullrequests";
+import { WaitingPRs } from "./WaitingPRs";
 import { AdminPullRequests, deliveryReason } from "./AdminPullRequests";
 import { PRPushes, PullRequestInfo, prCommit } from "./PullRequestInfo";
 import { SimPullRequests } from "./SimPullRequests";
@@ -189,6 +191,20 @@ describe("the admin page's pull-request part", () => {
     expect(rows[0]!.textContent).toContain("#3");
   });
 
+  it("loads the deliveries again, without a click, each time the stream says one was recorded", async () => {
+    render(<AdminPullRequests />);
+    expect(await screen.findAllByTestId("pr-delivery")).toHaveLength(3);
+    const loads = () => calls.filter((c) => c.url === "/api/hooks/bitbucket/deliveries").length;
+    expect(loads()).toBe(1);
+    deliveries.unshift({ time: "2026-12-07T10:03:00Z", request_id: "r-4", event_key: "pr:merged", repo: "DEMO/webshop", pr: 3, result: "accepted" });
+    await act(async () => noteDeliveries());
+    const rows = await screen.findAllByTestId("pr-delivery");
+    expect(rows).toHaveLength(4);
+    expect(rows[0]!.textContent).toContain("pr:merged");
+    expect(loads()).toBe(2);
+    deliveries.shift();
+  });
+
   it("says every delivery reason code in Korean, never the server's English", () => {
     const T = makeT("ko");
     const args = { key: "repo:refs_changed", field: "pullRequest.id", repo: "DEMO/webshop", request: "r-1", state: "MERGED", head: HEAD };
@@ -270,5 +286,95 @@ describe("the job page of a pr_deploy job", () => {
     const said = stepDetail(pushed, makeT("ko"));
     expect(said).toBe("DEMO/webshop의 풀 리퀘스트 헤드 11111111을 SLOT/slot-cedar main에 푸시함 (이전 9f8e7d6c)");
     expect(stepDetail(pushed, makeT("en"))).toBe("pull request head 11111111 from DEMO/webshop on SLOT/slot-cedar main (was 9f8e7d6c)");
+  });
+});
+
+describe("the board's pull requests waiting for a slot", () => {
+  const NOW = Date.parse("2026-12-07T10:30:00Z");
+  const view = (id: number, over: Partial<PRView> = {}): PRView => ({
+    stream: `pr-DEMO-webshop-${id}`,
+    repo: { project: "DEMO", slug: "webshop" },
+    id,
+    title: `Change ${id}`,
+    author: "Dana Developer",
+    branch: `feature/${id}`,
+    link: `http://bitbucket.test/pr/${id}`,
+    head: HEAD,
+    state: "OPEN",
+    opened_at: "2026-12-07T10:00:00Z",
+    updated_at: "2026-12-07T10:00:00Z",
+    position: 10 + id,
+    ...over,
+  });
+  // PR 5 opened after PR 4 but waits longer: the order is the wait's (waiting_position).
+  const list = [
+    view(5, { waiting_since: "2026-12-07T10:15:00Z", waiting_position: 20, position: 20 }),
+    view(4, { waiting_since: "2026-12-07T10:20:00Z", waiting_position: 30, position: 30 }),
+    view(3, { slot: "cedar", job_id: "j-pr-1" }),
+    view(2, { state: "MERGED", slot: "oak", released: true }),
+  ];
+  beforeEach(() => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    vi.setSystemTime(NOW);
+    route = (m, url) => (m === "GET" && url === "/api/pull-requests" ? jsonResponse({ pull_requests: [list[1], list[3], list[0], list[2]], position: 40 }) : undefined);
+  });
+  afterEach(() => vi.useRealTimers());
+
+  const items = () => screen.queryAllByTestId("pr-waiting-item").map((i) => i.dataset.pr);
+
+  it("lists them in the order they will be served, each with how long it has waited, and follows the stream live", async () => {
+    applySnapshot({ position: 40, server_time: "", slots: [] });
+    render(<WaitingPRs />);
+    expect(await screen.findAllByTestId("pr-waiting-item")).toHaveLength(2);
+    expect(items()).toEqual(["DEMO/webshop#5", "DEMO/webshop#4"]);
+    expect(calls.filter((c) => c.url === "/api/pull-requests")).toHaveLength(1);
+    const T = makeT("en");
+    const ages = screen.getAllByTestId("pr-waiting-age").map((a) => a.textContent);
+    expect(ages).toEqual([`waiting ${formatDuration(15 * 60_000, T)}`, `waiting ${formatDuration(10 * 60_000, T)}`]);
+    expect(screen.getByTestId("pr-waiting").textContent).toContain("Pull requests waiting for a slot (2)");
+    expect(screen.getAllByTestId("pr-waiting-item")[0]!.querySelector("a")?.getAttribute("href")).toBe("http://bitbucket.test/pr/5");
+
+    // PR 5 takes a freed slot: the change carries its view, and it leaves the list.
+    act(() => {
+      applyChange({ position: 41, pull_request: view(5, { slot: "oak", position: 41 }) });
+    });
+    expect(items()).toEqual(["DEMO/webshop#4"]);
+    // A new PR starts waiting: it joins at the end.
+    act(() => {
+      applyChange({ position: 42, pull_request: view(6, { waiting_since: "2026-12-07T10:29:00Z", waiting_position: 42, position: 42 }) });
+    });
+    expect(items()).toEqual(["DEMO/webshop#4", "DEMO/webshop#6"]);
+    // An older REST answer does not undo what the stream brought.
+    act(() => putPRs(list));
+    expect(items()).toEqual(["DEMO/webshop#4", "DEMO/webshop#6"]);
+    expect(getLiveState().prs.get("pr-DEMO-webshop-5")?.slot).toBe("oak");
+    // PR 4 is merged while waiting: none but 6 is left.
+    act(() => {
+      applyChange({ position: 43, pull_request: view(4, { state: "MERGED", position: 43 }) });
+    });
+    expect(items()).toEqual(["DEMO/webshop#6"]);
+  });
+
+  it("loads the list again after a snapshot (the stream could not resume), and shows nothing while none waits", async () => {
+    route = (m, url) => (m === "GET" && url === "/api/pull-requests" ? jsonResponse({ pull_requests: [list[2]!], position: 40 }) : undefined);
+    render(<WaitingPRs />);
+    await act(async () => {});
+    expect(screen.queryByTestId("pr-waiting")).toBeNull();
+    route = (m, url) => (m === "GET" && url === "/api/pull-requests" ? jsonResponse({ pull_requests: list, position: 50 }) : undefined);
+    act(() => {
+      applySnapshot({ position: 50, server_time: "", slots: [] });
+    });
+    expect(await screen.findAllByTestId("pr-waiting-item")).toHaveLength(2);
+    expect(calls.filter((c) => c.url === "/api/pull-requests")).toHaveLength(2);
+  });
+
+  it("is Korean on a Korean page", async () => {
+    setLang("ko");
+    render(<WaitingPRs />);
+    await screen.findAllByTestId("pr-waiting-item");
+    const text = (screen.getByTestId("pr-waiting").textContent ?? "").replace(/Change \d|Dana Developer|feature\/\d|DEMO\/webshop#\d/g, "");
+    expect(serverEnglish(text), text).toEqual([]);
+    expect(latinWords(text, []), text).toEqual([]);
+    expect(text).toContain("슬롯을 기다리는 풀 리퀘스트 (2)");
   });
 });

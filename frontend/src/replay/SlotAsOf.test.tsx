@@ -71,6 +71,37 @@ describe("the slot as of a moment", () => {
     expect(screen.getByTestId("asof-rows").textContent).toMatch(/Resource\s*lost: Database d-1/);
   });
 
+  it("shows the pull request that held the slot then", async () => {
+    const pr = { repo: { project: "DEMO", slug: "webshop" }, id: 3, title: "Faster checkout", author: "Dana", branch: "feature/x", head: "1".repeat(40), job_id: "j-pr" };
+    slotAnswer = () => jsonResponse({ ...slot({ occupant: "Dana", pull_request: pr }), as_of: { position: 12, time: "2026-01-02T15:00:00Z", live: false } });
+    mount("/slots/s1/at/12");
+    await flush();
+    await flush();
+    expect(screen.getByTestId("slot-pr").dataset.pr).toBe("DEMO/webshop#3");
+    expect(screen.getByTestId("slot-pr").textContent).toContain("Faster checkout");
+  });
+
+  it("names the pull request taking the slot in its timeline", async () => {
+    changes.changes.push({ field: "pull_request", before: null, after: "DEMO/webshop#3", position: 12, type: "PRSlotTaken", stream: "pr-DEMO-webshop-3", actor: "bitbucket", time: "2026-01-02T14:40:00Z" } as never);
+    try {
+      mount("/slots/s1/at/12");
+      await flush();
+      await flush();
+      const row = screen.getByTestId("asof-rows").querySelector('[data-field="pull_request"]');
+      expect(row?.textContent).toMatch(/Pull request\s*none → DEMO\/webshop#3/);
+    } finally {
+      changes.changes.pop();
+    }
+  });
+
+  it("shows no pull request when none held the slot then", async () => {
+    mount("/slots/s1/at/12");
+    await flush();
+    await flush();
+    expect(screen.getByTestId("asof-occupant").textContent).toBe("alice");
+    expect(screen.queryByTestId("slot-pr")).toBeNull();
+  });
+
   it("says when the slot did not exist yet, and shows a bad moment's error", async () => {
     slotAnswer = () => jsonResponse({ error: { code: "not_found", message: "no" } }, 404);
     mount("/slots/s1/at/1");

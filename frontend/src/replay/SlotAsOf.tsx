@@ -8,6 +8,7 @@ import { LoadFallback } from "../components/LoadFallback";
 import { formatTime } from "../format";
 import { useT, type Key } from "../i18n";
 import { useLoad } from "../live/useLoad";
+import { PullRequestInfo } from "../pullrequests/PullRequestInfo";
 import "./replay.css";
 
 /** decodeAt undoes the link's encoding (the router decodes only part of it). */
@@ -75,6 +76,8 @@ export function SlotAsOfPage({ name, at }: { name: string; at: string }) {
           </>
         )}
       </dl>
+      {/* The pull request that held the slot then (its stream is replayed too). */}
+      <PullRequestInfo slot={s} />
       <h2>{t("slot.resources")}</h2>
       {s.resources && s.resources.length > 0 ? (
         <ul data-testid="asof-resources">
@@ -123,6 +126,7 @@ const FIELD_KEY: Record<SlotChange["field"], Key> = {
   lifecycle: "asof.field.lifecycle",
   resource: "asof.field.resource",
   active_job: "asof.field.active_job",
+  pull_request: "asof.field.pull_request",
 };
 
 /**

@@ -17,13 +17,13 @@ export type SlotAt = v.InferOutput<typeof SlotAt>;
 export const JobAt = v.object({ ...JobView.entries, as_of: AsOf });
 export type JobAt = v.InferOutput<typeof JobAt>;
 
-export type ChangeField = "occupant" | "deadline" | "lifecycle" | "resource" | "active_job";
+export type ChangeField = "occupant" | "deadline" | "lifecycle" | "resource" | "active_job" | "pull_request";
 
 const ChangeValue = v.nullable(v.union([str, Resource, v.object({ id: str, kind: str })]));
 
 /** SlotChange is one field of a slot changed by one event. */
 export const SlotChange = v.object({
-  field: v.picklist(["occupant", "deadline", "lifecycle", "resource", "active_job"]),
+  field: v.picklist(["occupant", "deadline", "lifecycle", "resource", "active_job", "pull_request"]),
   change: v.optional(v.picklist(["gained", "lost"])),
   before: v.optional(ChangeValue, null),
   after: v.optional(ChangeValue, null),

@@ -3,6 +3,7 @@
 import * as v from "valibot";
 import { AuditEntry } from "./audit";
 import { JobView } from "./jobs";
+import { PRView } from "./pullrequests";
 import { SlotView } from "./slots";
 import { decoder, int, list, str } from "./wire";
 
@@ -22,6 +23,8 @@ export const Change = v.object({
   position: int,
   slot: v.optional(SlotView),
   job: v.optional(JobView),
+  /** A pull request's view, when its event changed it (the board's waiting list). */
+  pull_request: v.optional(PRView),
   audit: v.optional(AuditEntry),
 });
 export type Change = v.InferOutput<typeof Change>;
@@ -34,8 +37,19 @@ export const Heartbeat = v.object({
 });
 export type Heartbeat = v.InferOutput<typeof Heartbeat>;
 
+/**
+ * Deliveries: the server recorded a webhook delivery (no id, not replayed):
+ * the admin page loads its list of deliveries again.
+ */
+export const Deliveries = v.object({
+  /** Deliveries the server process recorded since it started. */
+  received: int,
+});
+export type Deliveries = v.InferOutput<typeof Deliveries>;
+
 export const frames = {
   snapshot: decoder(Snapshot, "snapshot frame"),
   change: decoder(Change, "change frame"),
   heartbeat: decoder(Heartbeat, "heartbeat frame"),
+  deliveries: decoder(Deliveries, "deliveries frame"),
 };
