@@ -1,6 +1,8 @@
 package pullrequests
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -90,6 +92,15 @@ type Delivery struct {
 	RequestID string
 	EventKey  string
 	PR        events.PullRequest
+	// BodySHA256 is the hex SHA-256 of the signed body (bodySum).
+	BodySHA256 string
+}
+
+// bodySum names a signed body: the part of a delivery a replay cannot
+// change without the secret.
+func bodySum(body []byte) string {
+	s := sha256.Sum256(body)
+	return hex.EncodeToString(s[:])
 }
 
 // parse reads a signed delivery's headers and body. An error is a

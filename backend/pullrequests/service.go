@@ -297,6 +297,7 @@ func (s *Service) receive(ctx context.Context, h http.Header, body []byte) (Deli
 			Code: WhyNotLinked, Args: map[string]string{"repo": d.PR.Repo.String()}}, nil
 	}
 	stream := events.PRStream(d.PR.Repo, d.PR.ID)
+	d.BodySHA256 = bodySum(body)
 	out := Outcome{Status: http.StatusAccepted, Result: "accepted"}
 	_, err = events.Decide(ctx, s.store, stream, func(ctx context.Context) (events.ExpectedRevision, []events.EventData, error) {
 		st, err := load(ctx, s.store, stream)
@@ -309,7 +310,7 @@ func (s *Service) receive(ctx context.Context, h http.Header, body []byte) (Deli
 		}
 		meta := s.meta()
 		meta.CorrelationID = d.RequestID
-		return st.expected(), []events.EventData{events.New(events.PRChanged{RequestID: d.RequestID, EventKey: d.EventKey, PR: d.PR}, meta)}, nil
+		return st.expected(), []events.EventData{events.New(events.PRChanged{RequestID: d.RequestID, EventKey: d.EventKey, PR: d.PR, BodySHA256: d.BodySHA256}, meta)}, nil
 	})
 	if err != nil {
 		return d, Outcome{}, apperr.Decided(err, "pull request")
@@ -326,6 +327,7 @@ type prState struct {
 	exists   bool
 	pr       events.PullRequest
 	requests map[string]bool
+	bodies   map[string]string // BodySHA256 → the request id it came under
 	slot     string
 	released bool
 	waiting  bool
@@ -336,7 +338,7 @@ type prState struct {
 }
 
 func load(ctx context.Context, store events.Store, stream string) (*prState, error) {
-	st := &prState{stream: stream, requests: map[string]bool{}}
+	st := &prState{stream: stream, requests: map[string]bool{}, bodies: map[string]string{}}
 	evs, err := store.ReadStream(ctx, stream, 0, 0, events.Forward)
 	if errors.Is(err, events.ErrStreamNotFound) {
 		return st, nil
@@ -353,6 +355,9 @@ func load(ctx context.Context, store events.Store, stream string) (*prState, err
 		switch e := p.(type) {
 		case events.PRChanged:
 			st.requests[e.RequestID] = true
+			if e.BodySHA256 != "" {
+				st.bodies[e.BodySHA256] = e.RequestID
+			}
 			st.pr = e.PR
 		case events.PRSlotTaken:
 			st.slot, st.waiting = e.Slot, false
@@ -381,12 +386,16 @@ func (st *prState) expected() events.ExpectedRevision {
 func (st *prState) open() bool { return st.pr.State == events.PRStateOpen }
 
 // already says why d changes nothing ("" when it does): the same request
-// id, or a state the PR has reached (a closed PR stays closed; an open one
-// at the same head is where it is).
+// id, the same signed body under another request id (a replay: the
+// request id is not signed), or a state the PR has reached (a closed PR
+// stays closed; an open one at the same head is where it is).
 func (st *prState) already(d Delivery) (string, string, map[string]string) {
+	first, replayed := st.bodies[d.BodySHA256]
 	switch {
 	case st.requests[d.RequestID]:
 		return "request " + d.RequestID + " was received already", WhySeen, map[string]string{"request": d.RequestID}
+	case replayed:
+		return "this body was received already, as request " + first, WhySeen, map[string]string{"request": first}
 	case st.exists && !st.open():
 		return "the pull request is " + strings.ToLower(st.pr.State) + " already", WhyClosed, map[string]string{"state": st.pr.State}
 	case st.exists && d.PR.State == events.PRStateOpen && d.PR.Head == st.pr.Head:
