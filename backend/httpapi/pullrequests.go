@@ -3,8 +3,11 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
+	"slices"
+	"sync"
 
 	"github.com/labstack/echo/v4"
 
@@ -65,17 +68,18 @@ func (s *Server) unlinkPRRepo(c echo.Context) error {
 }
 
 // bitbucketHook takes one Bitbucket delivery: the body read whole (at most
-// pullrequests.MaxBody, 413 beyond) since the signature covers its exact
-// bytes, then Receive decides. It answers at once; the work is the
+// pullrequests.MaxBody, 413 beyond, within the hook's budget, 503 beyond:
+// readHookBody) since the signature covers its exact bytes, then Receive
+// decides. It answers at once; the work is the
 // driver's and the jobs'.
 func (s *Server) bitbucketHook(c echo.Context) error {
 	if err := s.needPRs(); err != nil {
 		return err
 	}
 	req := c.Request()
-	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), req.Body, pullrequests.MaxBody))
+	body, err := s.readHookBody(c)
 	if err != nil {
-		return toAPIError(err)
+		return err
 	}
 	out, err := s.d.PullRequests.Receive(req.Context(), req.Header, body)
 	if err != nil {
@@ -88,6 +92,84 @@ func (s *Server) bitbucketHook(c echo.Context) error {
 		return errf(CodeInvalid, "%s", out.Reason)
 	}
 	return c.JSON(out.Status, out)
+}
+
+const hookRoute = "/api/hooks/bitbucket"
+
+// The hook's bodies are read before anything about them can be checked
+// (the signature covers the whole body), by anyone: so all the bodies
+// being read at once share one budget of bytes (Deps.HookBodyBudget,
+// DefaultHookBodyBudget), taken in steps of hookBodyUnit as the bytes
+// arrive (fifth attack pass: 200 connections each holding all but the last
+// byte of a chunked 1 MiB body took a fresh process from 60 to 423 MB).
+// Bitbucket's deliveries are a few KiB, one step each, so a 16 MiB budget
+// reads 256 of them at once; a flood of large bodies meets 503 with
+// Retry-After, never memory growth. A reader holds at most twice its
+// steps (the buffer's growth).
+const (
+	hookBodyUnit          = 64 << 10
+	DefaultHookBodyBudget = 16 << 20
+)
+
+// byteBudget is a count of bytes that may be held, taken and given back.
+type byteBudget struct {
+	mu        sync.Mutex
+	used, max int64
+}
+
+// testHookBudget, when set, sees the hook budget's use after each change.
+var testHookBudget func(used int64)
+
+func (b *byteBudget) take(n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.used+n > b.max {
+		return false
+	}
+	b.used += n
+	if testHookBudget != nil {
+		testHookBudget(b.used)
+	}
+	return true
+}
+
+func (b *byteBudget) give(n int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.used -= n
+	if testHookBudget != nil {
+		testHookBudget(b.used)
+	}
+}
+
+// readHookBody reads the hook's body whole, at most pullrequests.MaxBody
+// (413), taking the budget a step ahead of the bytes (503 when it is
+// spent, and the connection is closed rather than drained).
+func (s *Server) readHookBody(c echo.Context) ([]byte, error) {
+	r := http.MaxBytesReader(c.Response(), c.Request().Body, pullrequests.MaxBody)
+	var buf []byte
+	var held int64
+	defer func() { s.hookBodies.give(held) }()
+	for {
+		if int64(len(buf)) == held {
+			if !s.hookBodies.take(hookBodyUnit) {
+				c.Response().Header().Set(echo.HeaderConnection, "close")
+				return nil, &Error{Code: CodeUnavailable, RetryAfter: 1,
+					Message: "too many webhook bodies are being read at once; try again",
+					Details: map[string]any{"limit": s.hookBodies.max}}
+			}
+			held += hookBodyUnit
+			buf = slices.Grow(buf, hookBodyUnit)
+		}
+		n, err := r.Read(buf[len(buf):held])
+		buf = buf[:len(buf)+n]
+		if errors.Is(err, io.EOF) {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, toAPIError(err)
+		}
+	}
 }
 
 // simulatedBitbucketHook takes a delivery the simulated Bitbucket answered

@@ -1,0 +1,99 @@
+package httpapi
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/slotkeeper/slotkeeper/backend/pullrequests"
+	"github.com/slotkeeper/slotkeeper/backend/slots"
+	"github.com/slotkeeper/slotkeeper/backend/webhook"
+	"github.com/slotkeeper/slotkeeper/events/memstore"
+)
+
+// Fifth attack pass: the Bitbucket hook from outside.
+
+// TestHookBodiesShareOneBudget: the hook is public (its signature is
+// checked only once the whole body is read), and a body sent chunked
+// escaped the 64 KiB Content-Length check, so anyone could make the process
+// buffer 1 MiB per connection: 200 connections holding all but the last
+// byte of a chunked 1 MiB body took a fresh serve from 60 to 423 MB. Now
+// the bodies being read share one budget (Deps.HookBodyBudget, 16 MiB),
+// taken in 64 KiB steps as the bytes arrive: a body that needs more than
+// is left is refused at once with 503 and Retry-After, nothing buffered
+// beyond it, and the budget is whole again when the readers end. And a
+// signed delivery larger than 64 KiB is taken with its Content-Length as it
+// is when chunked (one limit, pullrequests.MaxBody).
+func TestHookBodiesShareOneBudget(t *testing.T) {
+	const budget = 4 * hookBodyUnit
+	b := &bundle{store: memstore.New()}
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	b.deps = func(d *Deps) {
+		d.PullRequests = pullrequests.New(b.store, d.Commands.(*slots.Service), pullrequests.Config{Secret: "k3y"})
+		d.HookBodyBudget = budget
+	}
+	held := make(chan int64, 256) // the budget's use after each take and give
+	testHookBudget = func(used int64) { held <- used }
+	t.Cleanup(func() { testHookBudget = nil })
+	b.start(t, HubOptions{})
+	until := func(what string, ok func(int64) bool) {
+		t.Helper()
+		for {
+			select {
+			case used := <-held:
+				if ok(used) {
+					return
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("waiting for %s", what)
+			}
+		}
+	}
+	addr := strings.TrimPrefix(b.srv.URL, "http://")
+
+	// open sends the headers of a chunked delivery and n bytes of its body.
+	open := func(n int) (net.Conn, *bufio.Reader) {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(c, "POST /api/hooks/bitbucket HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nX-Event-Key: pr:opened\r\nX-Request-Id: r-1\r\n\r\n")
+		fmt.Fprintf(c, "%x\r\n%s\r\n", n, strings.Repeat(" ", n))
+		return c, bufio.NewReader(c)
+	}
+	// Two bodies of 100 KiB each hold two units: the whole budget.
+	var conns []net.Conn
+	for range 2 {
+		c, _ := open(100 << 10)
+		conns = append(conns, c)
+	}
+	until("the two bodies to hold the whole budget", func(u int64) bool { return u == budget })
+	c, r := open(10)
+	resp, err := http.ReadResponse(r, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	c.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("a body beyond the budget: %d (Retry-After %q), want 503 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	for _, c := range conns {
+		c.Close()
+	}
+	until("the budget to be given back", func(u int64) bool { return u == 0 })
+
+	// The budget is given back: a signed delivery of 100 KiB sent with its
+	// Content-Length is read whole and answered (ignored: nothing linked).
+	body := `{"eventKey":"repo:refs_changed"}` + strings.Repeat(" ", 100<<10)
+	a := b.do(t, "POST", "/api/hooks/bitbucket", body, "Authorization", "", "X-Event-Key", "repo:refs_changed", "X-Request-Id", "r-2", "X-Hub-Signature", webhook.Sign("k3y", []byte(body)))
+	if a.status != http.StatusAccepted {
+		t.Fatalf("a signed 100 KiB delivery: %d %s", a.status, a.body)
+	}
+}
