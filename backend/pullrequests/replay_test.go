@@ -71,3 +71,44 @@ func TestReplayedDeliveryWithANewRequestID(t *testing.T) {
 		t.Fatalf("replays appended %d PRChanged\n%s", after-before, w.history(stream))
 	}
 }
+
+// TestForgedDeliveriesDoNotHideRealOnes (fifth attack pass): the admin
+// page's list of deliveries kept the last 200 of any kind, so 200 unsigned
+// posts from anyone pushed every real delivery out of it (and out of the
+// only record of refused ones). Unverified deliveries now keep at most
+// unverifiedMax places; verified ones are pushed out only by verified ones.
+func TestForgedDeliveriesDoNotHideRealOnes(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, "rp2")
+	d, err := w.sim.OpenPR("APPS", "shop", "feature/hidden")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := w.deliver(d, secret); out.Result != "accepted" {
+		t.Fatalf("open: %+v", out)
+	}
+	for i := range 1000 {
+		f := d
+		f.RequestID = fmt.Sprintf("forged-%d", i)
+		key := ""
+		if i%2 == 1 {
+			key = "guess"
+		}
+		if out := w.deliver(f, key); out.Result != "refused" {
+			t.Fatalf("forged %d: %+v", i, out)
+		}
+	}
+	recent := w.pr.Recent()
+	refused, found := 0, false
+	for _, r := range recent {
+		switch {
+		case r.Result == "refused":
+			refused++
+		case r.RequestID == d.RequestID:
+			found = true
+		}
+	}
+	if !found || refused > 50 || recent[0].RequestID != "forged-999" {
+		t.Fatalf("after 1,000 forged deliveries: the real one listed %v, %d refused listed (want at most 50), newest %q", found, refused, recent[0].RequestID)
+	}
+}

@@ -76,8 +76,9 @@ type Service struct {
 	mu     sync.Mutex // serialises the driver's decisions
 	runner atomic.Pointer[consumer.Runner]
 
-	recentMu sync.Mutex
-	recent   []DeliveryRecord // the last recentMax deliveries, newest last
+	recentMu   sync.Mutex
+	recent     []DeliveryRecord // the last recentMax deliveries, newest last
+	unverified int              // how many of them are not verified
 }
 
 // DeliveryRecord is one delivery as received, for the admin page: what it
@@ -98,7 +99,12 @@ type DeliveryRecord struct {
 	ReasonArgs map[string]string `json:"reason_args,omitempty"`
 }
 
-const recentMax = 200
+// recentMax deliveries are listed, of which at most unverifiedMax
+// unverified ones (unsigned, badly signed, or no secret to check with).
+const (
+	recentMax     = 200
+	unverifiedMax = 50
+)
 
 // Recent lists the last deliveries this process received, newest first.
 func (s *Service) Recent() []DeliveryRecord {
@@ -121,10 +127,31 @@ func (s *Service) remember(h http.Header, d Delivery, out Outcome) {
 	}
 	s.recentMu.Lock()
 	defer s.recentMu.Unlock()
-	if len(s.recent) == recentMax {
-		s.recent = append(s.recent[:0], s.recent[1:]...)
+	// Anyone can post an unverified delivery: those keep at most
+	// unverifiedMax places, so a flood of them pushes out only its own
+	// kind, never what Bitbucket really sent (fifth attack pass).
+	drop := -1
+	if !verified(r) && s.unverified == unverifiedMax {
+		drop = slices.IndexFunc(s.recent, func(o DeliveryRecord) bool { return !verified(o) })
+	} else if len(s.recent) == recentMax {
+		drop = 0
+	}
+	if drop >= 0 {
+		if !verified(s.recent[drop]) {
+			s.unverified--
+		}
+		s.recent = slices.Delete(s.recent, drop, drop+1)
+	}
+	if !verified(r) {
+		s.unverified++
 	}
 	s.recent = append(s.recent, r)
+}
+
+// verified: the delivery's signature held (what was made of it is then
+// Bitbucket's doing, not any poster's).
+func verified(r DeliveryRecord) bool {
+	return r.ReasonCode != WhyBadSignature && r.ReasonCode != WhyNoSecret
 }
 
 // New returns the flow.
