@@ -98,6 +98,12 @@ func TestForgedDeliveriesDoNotHideRealOnes(t *testing.T) {
 			t.Fatalf("forged %d: %+v", i, out)
 		}
 	}
+	f := d
+	f.RequestID, f.EventKey = "forged-odd-key", "pr:opened\u202e<img src=x onerror=alert(1)>"
+	w.deliver(f, "")
+	if r := w.pr.Recent()[0]; r.RequestID != f.RequestID || r.EventKey != "" {
+		t.Fatalf("a forged delivery's odd event key is listed as %q, want none", r.EventKey)
+	}
 	recent := w.pr.Recent()
 	refused, found := 0, false
 	for _, r := range recent {
@@ -108,7 +114,7 @@ func TestForgedDeliveriesDoNotHideRealOnes(t *testing.T) {
 			found = true
 		}
 	}
-	if !found || refused > 50 || recent[0].RequestID != "forged-999" {
+	if !found || refused > 50 || recent[0].RequestID != "forged-odd-key" {
 		t.Fatalf("after 1,000 forged deliveries: the real one listed %v, %d refused listed (want at most 50), newest %q", found, refused, recent[0].RequestID)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -118,7 +119,7 @@ func (s *Service) Recent() []DeliveryRecord {
 }
 
 func (s *Service) remember(h http.Header, d Delivery, out Outcome) {
-	r := DeliveryRecord{Time: s.cfg.Clock.Now().UTC(), EventKey: clip(h.Get(HeaderEventKey), 64), Result: out.Result, Reason: out.Reason, ReasonCode: out.Code, ReasonArgs: out.Args}
+	r := DeliveryRecord{Time: s.cfg.Clock.Now().UTC(), EventKey: eventKeyOf(h), Result: out.Result, Reason: out.Reason, ReasonCode: out.Code, ReasonArgs: out.Args}
 	if id := h.Get(HeaderRequestID); requestIDRe.MatchString(id) {
 		r.RequestID = id
 	}
@@ -147,6 +148,17 @@ func (s *Service) remember(h http.Header, d Delivery, out Outcome) {
 	}
 	s.recent = append(s.recent, r)
 }
+
+// eventKeyOf is the delivery's X-Event-Key for the list, when it has the
+// form of one (anyone can post any header; the admin page shows it).
+func eventKeyOf(h http.Header) string {
+	if k := h.Get(HeaderEventKey); eventKeyRe.MatchString(k) {
+		return k
+	}
+	return ""
+}
+
+var eventKeyRe = regexp.MustCompile(`^[a-z_]{1,30}(:[a-z_]{1,30}){1,2}$`)
 
 // verified: the delivery's signature held (what was made of it is then
 // Bitbucket's doing, not any poster's).
