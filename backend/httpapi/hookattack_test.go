@@ -97,3 +97,32 @@ func TestHookBodiesShareOneBudget(t *testing.T) {
 		t.Fatalf("a signed 100 KiB delivery: %d %s", a.status, a.body)
 	}
 }
+
+// TestHookTruncatedBodyIsTheCallersFault: a delivery whose sender stops
+// before the body's length (its connection half-closed) was answered 500
+// and logged as an ERROR, so anyone could fill the error log and the 5xx
+// rate an alert watches by cutting posts short. It is 400, like a
+// truncated JSON body on every other route.
+func TestHookTruncatedBodyIsTheCallersFault(t *testing.T) {
+	b := &bundle{store: memstore.New()}
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	b.deps = func(d *Deps) {
+		d.PullRequests = pullrequests.New(b.store, d.Commands.(*slots.Service), pullrequests.Config{Secret: "k3y"})
+	}
+	b.start(t, HubOptions{})
+	c, err := net.Dial("tcp", strings.TrimPrefix(b.srv.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "POST /api/hooks/bitbucket HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\nX-Event-Key: pr:opened\r\nX-Request-Id: r-1\r\n\r\n{\"eventKey\"")
+	c.(*net.TCPConn).CloseWrite()
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("a body cut short: %d, want 400", resp.StatusCode)
+	}
+}

@@ -163,10 +163,14 @@ func (s *Server) readHookBody(c echo.Context) ([]byte, error) {
 		}
 		n, err := r.Read(buf[len(buf):held])
 		buf = buf[:len(buf)+n]
-		if errors.Is(err, io.EOF) {
+		switch {
+		case errors.Is(err, io.EOF):
 			return buf, nil
-		}
-		if err != nil {
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			// The sender stopped before the body's length: its fault
+			// (400), not an internal error to log and alert on.
+			return nil, errf(CodeInvalid, "the body ended before its length (connection closed)")
+		case err != nil:
 			return nil, toAPIError(err)
 		}
 	}
