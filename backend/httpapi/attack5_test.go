@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"bufio"
+	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -15,6 +17,7 @@ import (
 	"github.com/slotkeeper/slotkeeper/backend/slots"
 	"github.com/slotkeeper/slotkeeper/backend/webhook"
 	"github.com/slotkeeper/slotkeeper/events/memstore"
+	"github.com/slotkeeper/slotkeeper/projections/projtest"
 )
 
 // Fifth attack pass: the Bitbucket hook from outside.
@@ -124,5 +127,38 @@ func TestHookTruncatedBodyIsTheCallersFault(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusBadRequest {
 		t.Fatalf("a body cut short: %d, want 400", resp.StatusCode)
+	}
+}
+
+// TestAsOfTheEarliestTimeIsNotNow: ?at=0001-01-01T00:00:00Z is Go's zero
+// time, which the as-of answers took for "now": asked how a slot was before
+// anything happened, they answered with its live view (and ?to= of the
+// changes likewise with the range up to now). The earliest time is a moment
+// before every event: the slot and the job did not exist (404).
+func TestAsOfTheEarliestTimeIsNotNow(t *testing.T) {
+	ctx := context.Background()
+	store := memstore.New()
+	t.Cleanup(func() { store.Close() })
+	g := projtest.NewGen(store, 5)
+	projtest.Must(t, g.Random(ctx, 1, 40))
+	b := &bundle{store: store}
+	b.start(t, HubOptions{})
+	var name string
+	for n := range g.Slots {
+		name = n
+	}
+	const earliest = "0001-01-01T00:00:00Z"
+	if a := b.do(t, "GET", "/api/slots/"+name+"?at="+earliest, nil); a.status != http.StatusNotFound {
+		t.Errorf("slot %s at %s: %d %s, want 404 (before it existed)", name, earliest, a.status, a.body)
+	}
+	var ch struct {
+		Changes []json.RawMessage `json:"changes"`
+	}
+	a := b.do(t, "GET", "/api/slots/"+name+"/changes?to="+earliest, nil)
+	if a.status == http.StatusOK {
+		a.decode(t, &ch)
+	}
+	if a.status != http.StatusOK || len(ch.Changes) != 0 {
+		t.Errorf("changes of %s up to %s: %d, %d changes, want none", name, earliest, a.status, len(ch.Changes))
 	}
 }
