@@ -77,7 +77,8 @@ func (s *Server) bitbucketHook(c echo.Context) error {
 		return err
 	}
 	req := c.Request()
-	body, err := s.readHookBody(c)
+	body, release, err := s.readHookBody(c)
+	defer release() // the body is held until the delivery is decided
 	if err != nil {
 		return err
 	}
@@ -144,17 +145,19 @@ func (b *byteBudget) give(n int64) {
 
 // readHookBody reads the hook's body whole, at most pullrequests.MaxBody
 // (413), taking the budget a step ahead of the bytes (503 when it is
-// spent, and the connection is closed rather than drained).
-func (s *Server) readHookBody(c echo.Context) ([]byte, error) {
+// spent, and the connection is closed rather than drained). release gives
+// the steps back: the caller defers it, error or not, so a body counts
+// until its delivery is decided.
+func (s *Server) readHookBody(c echo.Context) (body []byte, release func(), err error) {
 	r := http.MaxBytesReader(c.Response(), c.Request().Body, pullrequests.MaxBody)
 	var buf []byte
 	var held int64
-	defer func() { s.hookBodies.give(held) }()
+	release = func() { s.hookBodies.give(held) }
 	for {
 		if int64(len(buf)) == held {
 			if !s.hookBodies.take(hookBodyUnit) {
 				c.Response().Header().Set(echo.HeaderConnection, "close")
-				return nil, &Error{Code: CodeUnavailable, RetryAfter: 1,
+				return nil, release, &Error{Code: CodeUnavailable, RetryAfter: 1,
 					Message: "too many webhook bodies are being read at once; try again",
 					Details: map[string]any{"limit": s.hookBodies.max}}
 			}
@@ -165,13 +168,13 @@ func (s *Server) readHookBody(c echo.Context) ([]byte, error) {
 		buf = buf[:len(buf)+n]
 		switch {
 		case errors.Is(err, io.EOF):
-			return buf, nil
+			return buf, release, nil
 		case errors.Is(err, io.ErrUnexpectedEOF):
 			// The sender stopped before the body's length: its fault
 			// (400), not an internal error to log and alert on.
-			return nil, errf(CodeInvalid, "the body ended before its length (connection closed)")
+			return nil, release, errf(CodeInvalid, "the body ended before its length (connection closed)")
 		case err != nil:
-			return nil, toAPIError(err)
+			return nil, release, toAPIError(err)
 		}
 	}
 }
