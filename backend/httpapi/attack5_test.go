@@ -28,13 +28,14 @@ import (
 // buffer 1 MiB per connection: 200 connections holding all but the last
 // byte of a chunked 1 MiB body took a fresh serve from 60 to 423 MB. Now
 // the bodies being read share one budget (Deps.HookBodyBudget, 16 MiB),
-// taken in 64 KiB steps as the bytes arrive: a body that needs more than
-// is left is refused at once with 503 and Retry-After, nothing buffered
+// taken as their buffers grow: a body that needs more than is left is
+// refused at once with 503 and Retry-After, nothing buffered
 // beyond it, and the budget is whole again when the readers end. And a
 // signed delivery larger than 64 KiB is taken with its Content-Length as it
 // is when chunked (one limit, pullrequests.MaxBody).
 func TestHookBodiesShareOneBudget(t *testing.T) {
-	const budget = 4 * hookBodyUnit
+	// Two bodies of 100 KiB each hold a buffer of 128 KiB: the budget.
+	const budget = 256 << 10
 	b := &bundle{store: memstore.New()}
 	t.Cleanup(func() { goleak.VerifyNone(t) })
 	b.deps = func(d *Deps) {
@@ -70,7 +71,6 @@ func TestHookBodiesShareOneBudget(t *testing.T) {
 		fmt.Fprintf(c, "%x\r\n%s\r\n", n, strings.Repeat(" ", n))
 		return c, bufio.NewReader(c)
 	}
-	// Two bodies of 100 KiB each hold two units: the whole budget.
 	var conns []net.Conn
 	for range 2 {
 		c, _ := open(100 << 10)
@@ -160,5 +160,45 @@ func TestAsOfTheEarliestTimeIsNotNow(t *testing.T) {
 	}
 	if a.status != http.StatusOK || len(ch.Changes) != 0 {
 		t.Errorf("changes of %s up to %s: %d, %d changes, want none", name, earliest, a.status, len(ch.Changes))
+	}
+}
+
+// TestHookTricklingSendersDoNotHoldTheBudget: a body takes the budget
+// for what its buffer holds, starting small, so 200 connections that sent
+// a few bytes and stalled (until the body deadline) hold 100 KiB of a
+// 256 KiB budget and a real delivery of 100 KiB still gets through. Taken
+// a large step ahead of the bytes, they would spend it with no data sent.
+func TestHookTricklingSendersDoNotHoldTheBudget(t *testing.T) {
+	const budget, senders = 256 << 10, 200
+	b := &bundle{store: memstore.New()}
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	b.deps = func(d *Deps) {
+		d.PullRequests = pullrequests.New(b.store, d.Commands.(*slots.Service), pullrequests.Config{Secret: "k3y"})
+		d.HookBodyBudget = budget
+	}
+	takes := make(chan int64, 2*senders+64)
+	testHookBudget = func(used int64) { takes <- used }
+	t.Cleanup(func() { testHookBudget = nil })
+	b.start(t, HubOptions{})
+	addr := strings.TrimPrefix(b.srv.URL, "http://")
+	for range senders {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "POST /api/hooks/bitbucket HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000\r\nX-Event-Key: pr:opened\r\nX-Request-Id: r-1\r\n\r\n{\"eventKey\"")
+	}
+	for n := 0; n < senders; n++ { // each reader's first take
+		select {
+		case <-takes:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%d of %d trickling senders are being read", n, senders)
+		}
+	}
+	body := `{"eventKey":"repo:refs_changed"}` + strings.Repeat(" ", 100<<10)
+	a := b.do(t, "POST", "/api/hooks/bitbucket", body, "Authorization", "", "X-Event-Key", "repo:refs_changed", "X-Request-Id", "r-2", "X-Hub-Signature", webhook.Sign("k3y", []byte(body)))
+	if a.status != http.StatusAccepted {
+		t.Fatalf("a signed 100 KiB delivery beside %d trickling senders: %d %s", senders, a.status, a.body)
 	}
 }

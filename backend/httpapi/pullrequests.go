@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"slices"
 	"sync"
 
 	"github.com/labstack/echo/v4"
@@ -100,15 +99,17 @@ const hookRoute = "/api/hooks/bitbucket"
 // The hook's bodies are read before anything about them can be checked
 // (the signature covers the whole body), by anyone: so all the bodies
 // being read at once share one budget of bytes (Deps.HookBodyBudget,
-// DefaultHookBodyBudget), taken in steps of hookBodyUnit as the bytes
-// arrive (fifth attack pass: 200 connections each holding all but the last
-// byte of a chunked 1 MiB body took a fresh process from 60 to 423 MB).
-// Bitbucket's deliveries are a few KiB, one step each, so a 16 MiB budget
-// reads 256 of them at once; a flood of large bodies meets 503 with
-// Retry-After, never memory growth. A reader holds at most twice its
-// steps (the buffer's growth).
+// DefaultHookBodyBudget; fifth attack pass: 200 connections each holding
+// all but the last byte of a chunked 1 MiB body took a fresh process from
+// 60 to 423 MB). A body takes what its buffer holds, as the buffer grows
+// (hookBodyFirst, then doubling): a sender pays for memory with bytes it
+// actually sent, so trickling senders hold next to nothing and cannot
+// spend the budget for Bitbucket's deliveries (a few KiB each: a 16 MiB
+// budget reads thousands of them at once, or 16 bodies of the full 1 MiB,
+// where the buffer stops growing). Beyond it: 503 with Retry-After, never
+// memory growth.
 const (
-	hookBodyUnit          = 64 << 10
+	hookBodyFirst         = 512
 	DefaultHookBodyBudget = 16 << 20
 )
 
@@ -144,27 +145,30 @@ func (b *byteBudget) give(n int64) {
 }
 
 // readHookBody reads the hook's body whole, at most pullrequests.MaxBody
-// (413), taking the budget a step ahead of the bytes (503 when it is
-// spent, and the connection is closed rather than drained). release gives
-// the steps back: the caller defers it, error or not, so a body counts
-// until its delivery is decided.
+// (413), taking from the budget what its buffer grows by before it grows
+// (503 when it is spent, and the connection is closed rather than
+// drained). release gives it back: the caller defers it, error or not, so
+// a body counts until its delivery is decided.
 func (s *Server) readHookBody(c echo.Context) (body []byte, release func(), err error) {
 	r := http.MaxBytesReader(c.Response(), c.Request().Body, pullrequests.MaxBody)
 	var buf []byte
 	var held int64
 	release = func() { s.hookBodies.give(held) }
 	for {
-		if int64(len(buf)) == held {
-			if !s.hookBodies.take(hookBodyUnit) {
+		if len(buf) == cap(buf) {
+			// The buffer's next size: doubled, to at most one byte past
+			// the limit (so that MaxBytesReader can say 413).
+			grow := min(max(cap(buf), hookBodyFirst), pullrequests.MaxBody+1-cap(buf))
+			if !s.hookBodies.take(int64(grow)) {
 				c.Response().Header().Set(echo.HeaderConnection, "close")
 				return nil, release, &Error{Code: CodeUnavailable, RetryAfter: 1,
 					Message: "too many webhook bodies are being read at once; try again",
 					Details: map[string]any{"limit": s.hookBodies.max}}
 			}
-			held += hookBodyUnit
-			buf = slices.Grow(buf, hookBodyUnit)
+			held += int64(grow)
+			buf = append(make([]byte, 0, cap(buf)+grow), buf...)
 		}
-		n, err := r.Read(buf[len(buf):held])
+		n, err := r.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
 		switch {
 		case errors.Is(err, io.EOF):
