@@ -84,6 +84,11 @@ type PRChanged struct {
 	RequestID string      `json:"request_id"`
 	EventKey  string      `json:"event_key"`
 	PR        PullRequest `json:"pr"`
+	// BodySHA256 is the hex SHA-256 of the delivery's signed body: the
+	// same body under another request id is the same delivery again (the
+	// request id is not signed; fifth attack pass). Absent from events
+	// recorded before it was added.
+	BodySHA256 string `json:"body_sha256,omitempty"`
 }
 
 // PRSlotTaken: the PR occupies Slot (for its author).

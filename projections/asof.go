@@ -41,6 +41,13 @@ func ParseAt(s string) (At, error) {
 		}
 	}
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		if t.IsZero() {
+			// 0001-01-01T00:00:00Z is the zero time, which At reads as
+			// "now": the earliest time asked is a moment before every
+			// event, so it is the next one (fifth attack pass: it
+			// answered with the live view).
+			t = t.Add(time.Nanosecond)
+		}
 		return At{Time: t}, nil
 	}
 	return At{}, fmt.Errorf("%w: %q is neither a log position (a decimal number from 1) nor an RFC 3339 time", ErrInvalid, s)

@@ -74,7 +74,7 @@ func (s *Server) routes() []route {
 		{"GET", "/api/pr-repos", auth.PermRead, s.listPRRepos},
 		{"POST", "/api/pr-repos", auth.PermRegister, s.linkPRRepo},
 		{"DELETE", "/api/pr-repos/:project/:slug", auth.PermRegister, s.unlinkPRRepo},
-		{"POST", "/api/hooks/bitbucket", auth.PermSigned, s.bitbucketHook},
+		{"POST", hookRoute, auth.PermSigned, s.bitbucketHook},
 		{"GET", "/api/hooks/bitbucket/deliveries", auth.PermRegister, s.bitbucketDeliveries},
 		// Every pull request of the read model (waiting ones first).
 		{"GET", "/api/pull-requests", auth.PermRead, s.listPullRequests},

@@ -3,10 +3,12 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"slices"
 	"strconv"
+	"sync"
 
 	"github.com/labstack/echo/v4"
 
@@ -68,17 +70,19 @@ func (s *Server) unlinkPRRepo(c echo.Context) error {
 }
 
 // bitbucketHook takes one Bitbucket delivery: the body read whole (at most
-// pullrequests.MaxBody, 413 beyond) since the signature covers its exact
-// bytes, then Receive decides. It answers at once; the work is the
+// pullrequests.MaxBody, 413 beyond, within the hook's budget, 503 beyond:
+// readHookBody) since the signature covers its exact bytes, then Receive
+// decides. It answers at once; the work is the
 // driver's and the jobs'.
 func (s *Server) bitbucketHook(c echo.Context) error {
 	if err := s.needPRs(); err != nil {
 		return err
 	}
 	req := c.Request()
-	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), req.Body, pullrequests.MaxBody))
+	body, release, err := s.readHookBody(c)
+	defer release() // the body is held until the delivery is decided
 	if err != nil {
-		return toAPIError(err)
+		return err
 	}
 	out, err := s.d.PullRequests.Receive(req.Context(), req.Header, body)
 	if err != nil {
@@ -91,6 +95,95 @@ func (s *Server) bitbucketHook(c echo.Context) error {
 		return errf(CodeInvalid, "%s", out.Reason)
 	}
 	return c.JSON(out.Status, out)
+}
+
+const hookRoute = "/api/hooks/bitbucket"
+
+// The hook's bodies are read before anything about them can be checked
+// (the signature covers the whole body), by anyone: so all the bodies
+// being read at once share one budget of bytes (Deps.HookBodyBudget,
+// DefaultHookBodyBudget; fifth attack pass: 200 connections each holding
+// all but the last byte of a chunked 1 MiB body took a fresh process from
+// 60 to 423 MB). A body takes what its buffer holds, as the buffer grows
+// (hookBodyFirst, then doubling): a sender pays for memory with bytes it
+// actually sent, so trickling senders hold next to nothing and cannot
+// spend the budget for Bitbucket's deliveries (a few KiB each: a 16 MiB
+// budget reads thousands of them at once, or 16 bodies of the full 1 MiB,
+// where the buffer stops growing). Beyond it: 503 with Retry-After, never
+// memory growth.
+const (
+	hookBodyFirst         = 512
+	DefaultHookBodyBudget = 16 << 20
+)
+
+// byteBudget is a count of bytes that may be held, taken and given back.
+type byteBudget struct {
+	mu        sync.Mutex
+	used, max int64
+}
+
+// testHookBudget, when set, sees the hook budget's use after each change.
+var testHookBudget func(used int64)
+
+func (b *byteBudget) take(n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.used+n > b.max {
+		return false
+	}
+	b.used += n
+	if testHookBudget != nil {
+		testHookBudget(b.used)
+	}
+	return true
+}
+
+func (b *byteBudget) give(n int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.used -= n
+	if testHookBudget != nil {
+		testHookBudget(b.used)
+	}
+}
+
+// readHookBody reads the hook's body whole, at most pullrequests.MaxBody
+// (413), taking from the budget what its buffer grows by before it grows
+// (503 when it is spent, and the connection is closed rather than
+// drained). release gives it back: the caller defers it, error or not, so
+// a body counts until its delivery is decided.
+func (s *Server) readHookBody(c echo.Context) (body []byte, release func(), err error) {
+	r := http.MaxBytesReader(c.Response(), c.Request().Body, pullrequests.MaxBody)
+	var buf []byte
+	var held int64
+	release = func() { s.hookBodies.give(held) }
+	for {
+		if len(buf) == cap(buf) {
+			// The buffer's next size: doubled, to at most one byte past
+			// the limit (so that MaxBytesReader can say 413).
+			grow := min(max(cap(buf), hookBodyFirst), pullrequests.MaxBody+1-cap(buf))
+			if !s.hookBodies.take(int64(grow)) {
+				c.Response().Header().Set(echo.HeaderConnection, "close")
+				return nil, release, &Error{Code: CodeUnavailable, RetryAfter: 1,
+					Message: "too many webhook bodies are being read at once; try again",
+					Details: map[string]any{"limit": s.hookBodies.max}}
+			}
+			held += int64(grow)
+			buf = append(make([]byte, 0, cap(buf)+grow), buf...)
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		switch {
+		case errors.Is(err, io.EOF):
+			return buf, release, nil
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			// The sender stopped before the body's length: its fault
+			// (400), not an internal error to log and alert on.
+			return nil, release, errf(CodeInvalid, "the body ended before its length (connection closed)")
+		case err != nil:
+			return nil, release, toAPIError(err)
+		}
+	}
 }
 
 // simulatedBitbucketHook takes a delivery the simulated Bitbucket answered

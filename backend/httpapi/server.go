@@ -125,6 +125,10 @@ type Deps struct {
 	// per user or token (default 2; one more → 429) and in all (default 8;
 	// one more → 503), both with Retry-After. Negative: no cap.
 	MaxReplaysPerSubject, MaxReplays int
+	// HookBodyBudget bounds the bytes of the Bitbucket hook's bodies being
+	// read at once (default DefaultHookBodyBudget, 16 MiB; beyond → 503):
+	// the hook is public, so its bodies are bounded in all, not only each.
+	HookBodyBudget int64
 }
 
 // Server is the echo application.
@@ -139,6 +143,8 @@ type Server struct {
 	cmdLimit *auth.Limiter
 	streams  *inflight // live streams
 	replays  *inflight // as-of and changes answers
+	// hookBodies is the budget of the hook's bodies being read.
+	hookBodies *byteBudget
 
 	histOnce sync.Once
 	hist     *projections.History // the as-of answers' checkpoints (asof.go)
@@ -167,6 +173,9 @@ func New(d Deps) (*Server, error) {
 	if d.MaxReplays == 0 {
 		d.MaxReplays = 8
 	}
+	if d.HookBodyBudget <= 0 {
+		d.HookBodyBudget = DefaultHookBodyBudget
+	}
 	if d.Logger == nil {
 		d.Logger = slog.Default()
 	}
@@ -194,7 +203,8 @@ func New(d Deps) (*Server, error) {
 		d.BodyReadTimeout = DefaultBodyReadTimeout
 	}
 	s := &Server{d: d, e: echo.New(), log: d.Logger, met: d.Metrics, g: newGuard(d.Security),
-		streams: newInflight(d.MaxStreamsPerSubject, 0), replays: newInflight(d.MaxReplaysPerSubject, d.MaxReplays)}
+		streams: newInflight(d.MaxStreamsPerSubject, 0), replays: newInflight(d.MaxReplaysPerSubject, d.MaxReplays),
+		hookBodies: &byteBudget{max: d.HookBodyBudget}}
 	if d.CommandsPerSecond > 0 {
 		s.cmdLimit = auth.NewLimiter(time.Duration(float64(time.Second)/d.CommandsPerSecond), d.CommandBurst, nil)
 	}
@@ -258,8 +268,14 @@ func (s *Server) requestContext(next echo.HandlerFunc) echo.HandlerFunc {
 		if cid := req.Header.Get(HeaderRequestID); validRequestID(cid) {
 			c.Set(ctxClientRequestID, cid)
 		}
-		if req.ContentLength > MaxBodyBytes {
-			return &Error{Code: CodeTooLarge, Message: "body larger than 65536 bytes", Details: map[string]any{"limit": MaxBodyBytes}}
+		// The hook takes Bitbucket's payloads up to their own limit, as
+		// it does when they come chunked (its bodies share a budget).
+		limit := int64(MaxBodyBytes)
+		if c.Path() == hookRoute {
+			limit = pullrequests.MaxBody
+		}
+		if req.ContentLength > limit {
+			return &Error{Code: CodeTooLarge, Message: "body larger than " + strconv.FormatInt(limit, 10) + " bytes", Details: map[string]any{"limit": limit}}
 		}
 		if c.Path() != streamRoute && c.Path() != backupRoute {
 			ctx, cancel := context.WithTimeout(req.Context(), s.d.RequestTimeout)

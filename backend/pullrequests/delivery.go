@@ -1,12 +1,16 @@
 package pullrequests
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"regexp"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/slotkeeper/slotkeeper/events"
 )
@@ -90,6 +94,15 @@ type Delivery struct {
 	RequestID string
 	EventKey  string
 	PR        events.PullRequest
+	// BodySHA256 is the hex SHA-256 of the signed body (bodySum).
+	BodySHA256 string
+}
+
+// bodySum names a signed body: the part of a delivery a replay cannot
+// change without the secret.
+func bodySum(body []byte) string {
+	s := sha256.Sum256(body)
+	return hex.EncodeToString(s[:])
 }
 
 // parse reads a signed delivery's headers and body. An error is a
@@ -109,10 +122,10 @@ func parse(h http.Header, body []byte) (Delivery, error) {
 	pr := p.PullRequest
 	to, from := pr.ToRef.Repository, pr.FromRef.Repository
 	out := events.PullRequest{
-		Repo: events.RepoRef{Project: to.Project.Key, Slug: to.Slug}, ID: pr.ID, Title: clip(pr.Title, 200),
+		Repo: events.RepoRef{Project: to.Project.Key, Slug: to.Slug}, ID: pr.ID, Title: cleanText(pr.Title, 200),
 		State: pr.State, Branch: pr.FromRef.DisplayID, Head: pr.FromRef.LatestCommit,
 		Source: events.RepoRef{Project: from.Project.Key, Slug: from.Slug},
-		Author: clip(pr.Author.User.DisplayName, 100), AuthorSlug: pr.Author.User.Slug,
+		Author: cleanText(pr.Author.User.DisplayName, 100), AuthorSlug: pr.Author.User.Slug,
 	}
 	if len(pr.Links.Self) > 0 && strings.HasPrefix(pr.Links.Self[0].Href, "http") {
 		out.Link = clip(pr.Links.Self[0].Href, 500)
@@ -127,7 +140,7 @@ func parse(h http.Header, body []byte) (Delivery, error) {
 		return d, badField("pullRequest.toRef", "pullRequest.toRef or fromRef names no repository")
 	case !fullSHARe.MatchString(out.Head):
 		return d, badField("pullRequest.fromRef.latestCommit", "pullRequest.fromRef.latestCommit %q is not a commit", out.Head)
-	case !branchRe.MatchString(out.Branch) || strings.Contains(out.Branch, ".."):
+	case !branchOK(out.Branch):
 		return d, badField("pullRequest.fromRef.displayId", "pullRequest.fromRef.displayId %q is not a branch name", out.Branch)
 	case out.AuthorSlug != "" && !userSlugRe.MatchString(out.AuthorSlug):
 		return d, badField("pullRequest.author.user.slug", "pullRequest.author.user.slug %q is not a user slug", out.AuthorSlug)
@@ -177,6 +190,35 @@ func fieldOf(err error) string {
 		return f.field
 	}
 	return ""
+}
+
+// branchOK: a branch name git takes (check-ref-format: no "..", "//",
+// component starting with ".", trailing "/" or ".", ".lock" suffix) in
+// the characters the flow allows, as the slot service checks it
+// (slots.validateRef) before it reaches a git command line.
+func branchOK(b string) bool {
+	return branchRe.MatchString(b) && !strings.Contains(b, "..") && !strings.Contains(b, "//") && !strings.Contains(b, "/.") &&
+		!strings.HasSuffix(b, "/") && !strings.HasSuffix(b, ".") && !strings.HasSuffix(b, ".lock")
+}
+
+// cleanText is a display text from a delivery (a title, a display name),
+// typed by whoever opens a PR: without control characters (a tab made the
+// slot service refuse the occupant's name) or bidirectional controls
+// (U+202E turns what follows it around on the board), invalid UTF-8
+// dropped, spaces trimmed, and clipped to at most n bytes of whole
+// characters.
+func cleanText(s string, n int) string {
+	var b strings.Builder
+	for _, r := range s {
+		if r == utf8.RuneError || unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) {
+			continue
+		}
+		if b.Len()+utf8.RuneLen(r) > n {
+			break
+		}
+		b.WriteRune(r)
+	}
+	return strings.TrimSpace(b.String())
 }
 
 func clip(s string, n int) string {

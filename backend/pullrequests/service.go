@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -76,9 +77,10 @@ type Service struct {
 	mu     sync.Mutex // serialises the driver's decisions
 	runner atomic.Pointer[consumer.Runner]
 
-	recentMu sync.Mutex
-	recent   []DeliveryRecord // the last recentMax deliveries, newest last
-	received uint64           // deliveries recorded since start
+	recentMu   sync.Mutex
+	recent     []DeliveryRecord // the last recentMax deliveries, newest last
+	unverified int              // how many of them are not verified
+	received   uint64           // deliveries recorded since start
 	// onDelivery, when set (OnDelivery), is told each time one is recorded.
 	onDelivery func(received uint64)
 }
@@ -111,7 +113,12 @@ type DeliveryRecord struct {
 	ReasonArgs map[string]string `json:"reason_args,omitempty"`
 }
 
-const recentMax = 200
+// recentMax deliveries are listed, of which at most unverifiedMax
+// unverified ones (unsigned, badly signed, or no secret to check with).
+const (
+	recentMax     = 200
+	unverifiedMax = 50
+)
 
 // Recent lists the last deliveries this process received, newest first.
 func (s *Service) Recent() []DeliveryRecord {
@@ -125,7 +132,7 @@ func (s *Service) Recent() []DeliveryRecord {
 }
 
 func (s *Service) remember(h http.Header, d Delivery, out Outcome) {
-	r := DeliveryRecord{Time: s.cfg.Clock.Now().UTC(), EventKey: clip(h.Get(HeaderEventKey), 64), Result: out.Result, Reason: out.Reason, ReasonCode: out.Code, ReasonArgs: out.Args}
+	r := DeliveryRecord{Time: s.cfg.Clock.Now().UTC(), EventKey: eventKeyOf(h), Result: out.Result, Reason: out.Reason, ReasonCode: out.Code, ReasonArgs: out.Args}
 	if id := h.Get(HeaderRequestID); requestIDRe.MatchString(id) {
 		r.RequestID = id
 	}
@@ -133,8 +140,23 @@ func (s *Service) remember(h http.Header, d Delivery, out Outcome) {
 		r.Repo, r.PR = d.PR.Repo.String(), d.PR.ID
 	}
 	s.recentMu.Lock()
-	if len(s.recent) == recentMax {
-		s.recent = append(s.recent[:0], s.recent[1:]...)
+	// Anyone can post an unverified delivery: those keep at most
+	// unverifiedMax places, so a flood of them pushes out only its own
+	// kind, never what Bitbucket really sent (fifth attack pass).
+	drop := -1
+	if !verified(r) && s.unverified == unverifiedMax {
+		drop = slices.IndexFunc(s.recent, func(o DeliveryRecord) bool { return !verified(o) })
+	} else if len(s.recent) == recentMax {
+		drop = 0
+	}
+	if drop >= 0 {
+		if !verified(s.recent[drop]) {
+			s.unverified--
+		}
+		s.recent = slices.Delete(s.recent, drop, drop+1)
+	}
+	if !verified(r) {
+		s.unverified++
 	}
 	s.recent = append(s.recent, r)
 	s.received++
@@ -143,6 +165,23 @@ func (s *Service) remember(h http.Header, d Delivery, out Outcome) {
 	if f != nil {
 		f(n)
 	}
+}
+
+// eventKeyOf is the delivery's X-Event-Key for the list, when it has the
+// form of one (anyone can post any header; the admin page shows it).
+func eventKeyOf(h http.Header) string {
+	if k := h.Get(HeaderEventKey); eventKeyRe.MatchString(k) {
+		return k
+	}
+	return ""
+}
+
+var eventKeyRe = regexp.MustCompile(`^[a-z_]{1,30}(:[a-z_]{1,30}){1,2}$`)
+
+// verified: the delivery's signature held (what was made of it is then
+// Bitbucket's doing, not any poster's).
+func verified(r DeliveryRecord) bool {
+	return r.ReasonCode != WhyBadSignature && r.ReasonCode != WhyNoSecret
 }
 
 // New returns the flow.
@@ -315,6 +354,7 @@ func (s *Service) receive(ctx context.Context, h http.Header, body []byte) (Deli
 			Code: WhyNotLinked, Args: map[string]string{"repo": d.PR.Repo.String()}}, nil
 	}
 	stream := events.PRStream(d.PR.Repo, d.PR.ID)
+	d.BodySHA256 = bodySum(body)
 	out := Outcome{Status: http.StatusAccepted, Result: "accepted"}
 	_, err = events.Decide(ctx, s.store, stream, func(ctx context.Context) (events.ExpectedRevision, []events.EventData, error) {
 		st, err := load(ctx, s.store, stream)
@@ -327,7 +367,7 @@ func (s *Service) receive(ctx context.Context, h http.Header, body []byte) (Deli
 		}
 		meta := s.meta()
 		meta.CorrelationID = d.RequestID
-		return st.expected(), []events.EventData{events.New(events.PRChanged{RequestID: d.RequestID, EventKey: d.EventKey, PR: d.PR}, meta)}, nil
+		return st.expected(), []events.EventData{events.New(events.PRChanged{RequestID: d.RequestID, EventKey: d.EventKey, PR: d.PR, BodySHA256: d.BodySHA256}, meta)}, nil
 	})
 	if err != nil {
 		return d, Outcome{}, apperr.Decided(err, "pull request")
@@ -344,6 +384,7 @@ type prState struct {
 	exists   bool
 	pr       events.PullRequest
 	requests map[string]bool
+	bodies   map[string]string // BodySHA256 → the request id it came under
 	slot     string
 	released bool
 	waiting  bool
@@ -354,7 +395,7 @@ type prState struct {
 }
 
 func load(ctx context.Context, store events.Store, stream string) (*prState, error) {
-	st := &prState{stream: stream, requests: map[string]bool{}}
+	st := &prState{stream: stream, requests: map[string]bool{}, bodies: map[string]string{}}
 	evs, err := store.ReadStream(ctx, stream, 0, 0, events.Forward)
 	if errors.Is(err, events.ErrStreamNotFound) {
 		return st, nil
@@ -371,6 +412,9 @@ func load(ctx context.Context, store events.Store, stream string) (*prState, err
 		switch e := p.(type) {
 		case events.PRChanged:
 			st.requests[e.RequestID] = true
+			if e.BodySHA256 != "" {
+				st.bodies[e.BodySHA256] = e.RequestID
+			}
 			st.pr = e.PR
 		case events.PRSlotTaken:
 			st.slot, st.waiting = e.Slot, false
@@ -399,12 +443,16 @@ func (st *prState) expected() events.ExpectedRevision {
 func (st *prState) open() bool { return st.pr.State == events.PRStateOpen }
 
 // already says why d changes nothing ("" when it does): the same request
-// id, or a state the PR has reached (a closed PR stays closed; an open one
-// at the same head is where it is).
+// id, the same signed body under another request id (a replay: the
+// request id is not signed), or a state the PR has reached (a closed PR
+// stays closed; an open one at the same head is where it is).
 func (st *prState) already(d Delivery) (string, string, map[string]string) {
+	first, replayed := st.bodies[d.BodySHA256]
 	switch {
 	case st.requests[d.RequestID]:
 		return "request " + d.RequestID + " was received already", WhySeen, map[string]string{"request": d.RequestID}
+	case replayed:
+		return "this body was received already, as request " + first, WhySeen, map[string]string{"request": first}
 	case st.exists && !st.open():
 		return "the pull request is " + strings.ToLower(st.pr.State) + " already", WhyClosed, map[string]string{"state": st.pr.State}
 	case st.exists && d.PR.State == events.PRStateOpen && d.PR.Head == st.pr.Head:
