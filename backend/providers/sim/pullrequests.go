@@ -25,7 +25,15 @@ import (
 // DECLINED), open, closed, fromRef/toRef {id, displayId, latestCommit,
 // repository {slug, name, project {key}}}, author {user, role}, links.self.
 // pr:from_ref_updated adds previousFromHash; pr:deleted carries the PR as it
-// was.
+// was. A PR from a fork (OpenForkPR) has the fork as fromRef.repository, in
+// another project or a personal project: key "~" and the owner's user slug
+// (Atlassian KB "Personal projects in Bitbucket Server",
+// confluence.atlassian.com/bitbucketserverkb/personal-projects-in-bitbucket-server-1072204133.html;
+// the 8.9 Event payload page's Forked example shows such a project: type
+// PERSONAL, with its owner), and the repository it was forked from as its
+// origin (RestPullRequestRef.repository.origin in the 9.4 OpenAPI). Its
+// comments and build statuses are the target repository's, its commits the
+// fork's.
 //
 // The REST calls follow the Bitbucket DC 9.4 OpenAPI
 // (/work/shared/specs/bitbucket-dc-9.4-openapi.json): POST
@@ -65,9 +73,12 @@ const (
 var PRUser = map[string]any{"name": "dana", "emailAddress": "dana@example.com", "id": 7, "displayName": "Dana Developer", "active": true, "slug": "dana", "type": "NORMAL"}
 
 type simPR struct {
-	ID                  int64
-	Project, Slug       string
-	Branch, Head, Title string
+	ID            int64
+	Project, Slug string
+	// FromProject and FromSlug are the repository the branch lives in:
+	// the PR's own, or a fork's (OpenForkPR).
+	FromProject, FromSlug string
+	Branch, Head, Title   string
 	State               string
 	Version             int
 	comments            map[int64]*PRComment
@@ -126,7 +137,16 @@ type Delivery struct {
 // branch), pushes a new commit on branch and opens a pull request from it
 // to main.
 func (s *Sim) OpenPR(project, slug, branch string) (Delivery, error) {
-	project = strings.ToUpper(project)
+	return s.OpenForkPR(project, slug, "", branch)
+}
+
+// OpenForkPR is OpenPR from a fork: the repository's fork in forkProject
+// (another project's key, or a personal project "~user"; the same slug) is
+// made if missing (ForkRepo), the new commit is pushed on the fork's branch,
+// and the PR opened from it to project/slug's main. forkProject "" is
+// OpenPR.
+func (s *Sim) OpenForkPR(project, slug, forkProject, branch string) (Delivery, error) {
+	project, forkProject = strings.ToUpper(project), strings.ToUpper(forkProject)
 	if !s.HasRepo(project, slug) {
 		if _, err := s.AddRepo(project, slug); err != nil && !errors.Is(err, errRepoExists) {
 			return Delivery{}, err
@@ -135,16 +155,25 @@ func (s *Sim) OpenPR(project, slug, branch string) (Delivery, error) {
 			return Delivery{}, err
 		}
 	}
+	from := project
+	if forkProject != "" && forkProject != project {
+		from = forkProject
+		if !s.HasRepo(from, slug) {
+			if _, err := s.ForkRepo(project, slug, from); err != nil {
+				return Delivery{}, err
+			}
+		}
+	}
 	p := s.pr()
 	p.mu.Lock()
 	p.nextID[repoKey(project, slug)]++
 	id := p.nextID[repoKey(project, slug)]
 	p.mu.Unlock()
-	head, err := s.CommitFile(project, slug, branch, "change-"+strconv.FormatInt(id, 10)+".txt", fmt.Sprintf("pull request %d on %s", id, branch))
+	head, err := s.CommitFile(from, slug, branch, "change-"+strconv.FormatInt(id, 10)+".txt", fmt.Sprintf("pull request %d on %s", id, branch))
 	if err != nil {
 		return Delivery{}, err
 	}
-	pr := &simPR{ID: id, Project: project, Slug: slug, Branch: branch, Head: head, Title: "Change " + branch, State: "OPEN", comments: map[int64]*PRComment{}}
+	pr := &simPR{ID: id, Project: project, Slug: slug, FromProject: from, FromSlug: slug, Branch: branch, Head: head, Title: "Change " + branch, State: "OPEN", comments: map[int64]*PRComment{}}
 	p.mu.Lock()
 	p.prs[prKey(project, slug, id)] = pr
 	d := s.deliveryLocked(pr, "pr:opened", "")
@@ -152,8 +181,58 @@ func (s *Sim) OpenPR(project, slug, branch string) (Delivery, error) {
 	return d, nil
 }
 
-// PushPR pushes a new commit on a PR's branch: pr:from_ref_updated.
+// ForkRepo forks project/slug into forkProject (another project's key, or
+// a personal project "~user", where Bitbucket puts a fork by default): a
+// new repository of the same slug holding every branch of the origin.
+// Bitbucket's own fork is the same: a repository of its own, with its own
+// permissions, whose clone URL names its project (/scm/~user/slug.git).
+func (s *Sim) ForkRepo(project, slug, forkProject string) (RepoFixture, error) {
+	project, forkProject = strings.ToUpper(project), strings.ToUpper(forkProject)
+	if !s.HasRepo(project, slug) {
+		return RepoFixture{}, fmt.Errorf("repository %s/%s: %w", project, slug, ErrNotFound)
+	}
+	fx, err := s.AddRepo(forkProject, slug)
+	if err != nil {
+		return RepoFixture{}, err
+	}
+	s.gitMu.Lock()
+	defer s.gitMu.Unlock()
+	if _, err := s.git(s.repoDir(forkProject, slug), "fetch", "--quiet", s.repoDir(project, slug), "+refs/heads/*:refs/heads/*"); err != nil {
+		return RepoFixture{}, err
+	}
+	return fx, nil
+}
+
+// DropRepo deletes a repository at once, as a person deleting it (a fork,
+// say) in Bitbucket's UI: its git URLs answer 404 from then on. It reports
+// whether it existed.
+func (s *Sim) DropRepo(project, slug string) bool {
+	key := repoKey(project, slug)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rp, ok := s.bb.repos[key]
+	if ok {
+		s.dropRepoLocked(key, rp)
+		_ = s.persistLocked()
+	}
+	return ok
+}
+
+// PushPR pushes a new commit on a PR's branch (in the fork, for a PR from
+// a fork): pr:from_ref_updated.
 func (s *Sim) PushPR(project, slug string, id int64) (Delivery, error) {
+	return s.pushPR(project, slug, id, false)
+}
+
+// ForcePushPR rewrites the PR's branch: its head is replaced by a new
+// commit on the head's parent (an amend, then git push --force), so the old
+// head is no longer on the branch: pr:from_ref_updated, whose
+// previousFromHash is not an ancestor of the new head.
+func (s *Sim) ForcePushPR(project, slug string, id int64) (Delivery, error) {
+	return s.pushPR(project, slug, id, true)
+}
+
+func (s *Sim) pushPR(project, slug string, id int64, rewrite bool) (Delivery, error) {
 	p := s.pr()
 	p.mu.Lock()
 	pr, ok := p.prs[prKey(project, slug, id)]
@@ -161,7 +240,21 @@ func (s *Sim) PushPR(project, slug string, id int64) (Delivery, error) {
 	if !ok || pr.State != "OPEN" {
 		return Delivery{}, fmt.Errorf("pull request %s/%s#%d: %w (or not open)", project, slug, id, ErrNotFound)
 	}
-	head, err := s.CommitFile(pr.Project, pr.Slug, pr.Branch, "push-"+strconv.FormatInt(time.Now().UnixNano(), 10)+".txt", "a newer push")
+	from, fromSlug := pr.from()
+	s.gitMu.Lock()
+	if rewrite {
+		dir := s.repoDir(from, fromSlug)
+		parent, err := s.git(dir, "rev-parse", "--verify", "refs/heads/"+pr.Branch+"^")
+		if err == nil {
+			_, err = s.git(dir, "update-ref", "refs/heads/"+pr.Branch, parent)
+		}
+		if err != nil {
+			s.gitMu.Unlock()
+			return Delivery{}, err
+		}
+	}
+	head, err := s.commitLocked(from, fromSlug, pr.Branch, "push-"+strconv.FormatInt(time.Now().UnixNano(), 10)+".txt", "a newer push")
+	s.gitMu.Unlock()
 	if err != nil {
 		return Delivery{}, err
 	}
@@ -235,16 +328,40 @@ func (s *Sim) BuildStatuses(sha string) []BuildStatus {
 	return append([]BuildStatus(nil), p.builds[sha]...)
 }
 
+// from is the repository the PR's branch lives in.
+func (pr *simPR) from() (string, string) {
+	if pr.FromProject == "" {
+		return pr.Project, pr.Slug
+	}
+	return pr.FromProject, pr.FromSlug
+}
+
 func (s *Sim) deliveryLocked(pr *simPR, key, previous string) Delivery {
-	repo := func() map[string]any {
-		return map[string]any{"slug": pr.Slug, "id": 1, "name": pr.Slug, "scmId": "git", "state": "AVAILABLE", "statusMessage": "Available", "forkable": true,
-			"project": map[string]any{"key": pr.Project, "id": 1, "name": pr.Project, "public": false, "type": "NORMAL"}, "public": false}
+	repoOf := func(project, slug string) map[string]any {
+		proj := map[string]any{"key": project, "id": 1, "name": project, "public": false, "type": "NORMAL"}
+		if strings.HasPrefix(project, "~") {
+			// A personal project, as the Event payload page's Forked
+			// (repo:forked) example shows one: key "~" and the owner's
+			// slug, type PERSONAL, and its owner.
+			proj = map[string]any{"key": project, "id": 2, "name": PRUser["displayName"], "type": "PERSONAL", "owner": PRUser}
+		}
+		return map[string]any{"slug": slug, "id": 1, "name": slug, "scmId": "git", "state": "AVAILABLE", "statusMessage": "Available", "forkable": true,
+			"project": proj, "public": false}
+	}
+	repo := func() map[string]any { return repoOf(pr.Project, pr.Slug) }
+	from := repo()
+	if fp, fs := pr.from(); fp != pr.Project || fs != pr.Slug {
+		// A PR from a fork: fromRef.repository is the fork, with the
+		// repository it was forked from as its origin (the 9.4
+		// OpenAPI's RestPullRequestRef.repository.origin).
+		from = repoOf(fp, fs)
+		from["origin"] = repo()
 	}
 	now := time.Now()
 	body := map[string]any{
 		"id": pr.ID, "version": pr.Version, "title": pr.Title, "state": pr.State, "open": pr.State == "OPEN", "closed": pr.State != "OPEN",
 		"createdDate": now.UnixMilli(), "updatedDate": now.UnixMilli(), "locked": false,
-		"fromRef":   map[string]any{"id": "refs/heads/" + pr.Branch, "displayId": pr.Branch, "latestCommit": pr.Head, "repository": repo()},
+		"fromRef":   map[string]any{"id": "refs/heads/" + pr.Branch, "displayId": pr.Branch, "latestCommit": pr.Head, "repository": from},
 		"toRef":     map[string]any{"id": "refs/heads/" + DefaultBranch, "displayId": DefaultBranch, "latestCommit": "", "repository": repo()},
 		"author":    map[string]any{"user": PRUser, "role": "AUTHOR", "approved": false, "status": "UNAPPROVED"},
 		"reviewers": []any{}, "participants": []any{},
@@ -374,7 +491,7 @@ func (s *Sim) bbSetBuildStatus(w http.ResponseWriter, r *http.Request) {
 
 func (s *Sim) prControl(mux controlMux) {
 	mux.HandleFunc("POST /pull-requests", func(w http.ResponseWriter, r *http.Request) {
-		var in struct{ Project, Repo, Branch string }
+		var in struct{ Project, Repo, Branch, Fork string }
 		if !decodeCtl(w, r, &in) {
 			return
 		}
@@ -382,7 +499,11 @@ func (s *Sim) prControl(mux controlMux) {
 			ctlError(w, http.StatusBadRequest, "project, repo and branch: letters, digits and '-' (branch may have '/')")
 			return
 		}
-		d, err := s.OpenPR(in.Project, in.Repo, in.Branch)
+		if in.Fork != "" && !validSeedName(strings.ToLower(strings.TrimPrefix(in.Fork, "~"))) {
+			ctlError(w, http.StatusBadRequest, "fork: a project key, or ~ and a user slug (letters, digits and '-')")
+			return
+		}
+		d, err := s.OpenForkPR(in.Project, in.Repo, in.Fork, in.Branch)
 		s.ctlDelivery(w, d, err)
 	})
 	closer := func(state string) http.HandlerFunc {
@@ -393,9 +514,12 @@ func (s *Sim) prControl(mux controlMux) {
 				return
 			}
 			var d Delivery
-			if state == "" {
+			switch state {
+			case "":
 				d, err = s.PushPR(strings.ToUpper(r.PathValue("project")), r.PathValue("repo"), id)
-			} else {
+			case "force":
+				d, err = s.ForcePushPR(strings.ToUpper(r.PathValue("project")), r.PathValue("repo"), id)
+			default:
 				d, err = s.ClosePR(strings.ToUpper(r.PathValue("project")), r.PathValue("repo"), id, state)
 			}
 			s.ctlDelivery(w, d, err)
@@ -404,6 +528,7 @@ func (s *Sim) prControl(mux controlMux) {
 	mux.HandleFunc("POST /pull-requests/{project}/{repo}/{id}/merge", closer("MERGED"))
 	mux.HandleFunc("POST /pull-requests/{project}/{repo}/{id}/decline", closer("DECLINED"))
 	mux.HandleFunc("POST /pull-requests/{project}/{repo}/{id}/push", closer(""))
+	mux.HandleFunc("POST /pull-requests/{project}/{repo}/{id}/force-push", closer("force"))
 	mux.HandleFunc("GET /pull-requests/{project}/{repo}/{id}", func(w http.ResponseWriter, r *http.Request) {
 		id, _ := strconv.ParseInt(r.PathValue("id"), 10, 64)
 		writeJSON(w, http.StatusOK, map[string]any{"comments": s.PRComments(r.PathValue("project"), r.PathValue("repo"), id)})
