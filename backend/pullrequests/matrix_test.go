@@ -209,7 +209,10 @@ func runPRCell(t *testing.T, c prCall, f prFault) {
 	case f == pfCancel:
 		w.waitPR(d.ID, func(p events.Payload) bool { c, ok := p.(events.PRCommentPosted); return ok && c.Phase == "cancelled" })
 	case refused:
-		w.waitPR(d.ID, func(p events.Payload) bool { c, ok := p.(events.PRCommentPosted); return ok && c.Phase == "source_unreadable" })
+		w.waitPR(d.ID, func(p events.Payload) bool {
+			c, ok := p.(events.PRCommentPosted)
+			return ok && c.Phase == "source_unreadable"
+		})
 		w.waitPR(d.ID, func(p events.Payload) bool { r, ok := p.(events.PRSlotReleased); return ok && r.Reason != "" })
 	case push:
 		w.waitPR(d.ID, func(p events.Payload) bool { c, ok := p.(events.PRCommentPosted); return ok && c.Phase == "failed" })

@@ -79,9 +79,9 @@ type simPR struct {
 	// the PR's own, or a fork's (OpenForkPR).
 	FromProject, FromSlug string
 	Branch, Head, Title   string
-	State               string
-	Version             int
-	comments            map[int64]*PRComment
+	State                 string
+	Version               int
+	comments              map[int64]*PRComment
 }
 
 // PRComment is a comment on a simulated PR.
