@@ -243,10 +243,16 @@ func (s *Sim) pushPR(project, slug string, id int64, rewrite bool) (Delivery, er
 	from, fromSlug := pr.from()
 	s.gitMu.Lock()
 	if rewrite {
+		// The branch goes back to the head's parent (or away, for a
+		// head without one), and the new commit goes on there.
 		dir := s.repoDir(from, fromSlug)
-		parent, err := s.git(dir, "rev-parse", "--verify", "refs/heads/"+pr.Branch+"^")
-		if err == nil {
-			_, err = s.git(dir, "update-ref", "refs/heads/"+pr.Branch, parent)
+		ref := "refs/heads/" + pr.Branch
+		parent, _ := s.git(dir, "rev-parse", "--verify", "--quiet", ref+"^")
+		var err error
+		if parent != "" {
+			_, err = s.git(dir, "update-ref", ref, parent)
+		} else {
+			_, err = s.git(dir, "update-ref", "-d", ref)
 		}
 		if err != nil {
 			s.gitMu.Unlock()
