@@ -138,7 +138,10 @@ func TestPRFromAForkTheTokenCannotRead(t *testing.T) {
 	}
 	w.deliver(d, secret)
 	rel := w.waitPR(d.ID, func(p events.Payload) bool { r, ok := p.(events.PRSlotReleased); return ok && r.Reason != "" }).(events.PRSlotReleased)
-	w.waitPR(d.ID, func(p events.Payload) bool { c, ok := p.(events.PRCommentPosted); return ok && c.Phase == "source_unreadable" })
+	w.waitPR(d.ID, func(p events.Payload) bool {
+		c, ok := p.(events.PRCommentPosted)
+		return ok && c.Phase == "source_unreadable"
+	})
 	if rel.Slot != "nr" || rel.Reason != events.CodePRSourceUnreadable || rel.JobID == "" {
 		t.Fatalf("released %+v", rel)
 	}
