@@ -29,9 +29,9 @@ import (
 // another project or a personal project: key "~" and the owner's user slug
 // (Atlassian KB "Personal projects in Bitbucket Server",
 // confluence.atlassian.com/bitbucketserverkb/personal-projects-in-bitbucket-server-1072204133.html;
-// the 8.9 Event payload page's Forked example shows such a project: type
-// PERSONAL, with its owner), and the repository it was forked from as its
-// origin (RestPullRequestRef.repository.origin in the 9.4 OpenAPI). Its
+// project type PERSONAL in the 9.4 OpenAPI's RestProject), and the
+// repository it was forked from as its origin
+// (RestPullRequestRef.repository.origin in the same OpenAPI). Its
 // comments and build statuses are the target repository's, its commits the
 // fork's.
 //
@@ -346,10 +346,10 @@ func (s *Sim) deliveryLocked(pr *simPR, key, previous string) Delivery {
 	repoOf := func(project, slug string) map[string]any {
 		proj := map[string]any{"key": project, "id": 1, "name": project, "public": false, "type": "NORMAL"}
 		if strings.HasPrefix(project, "~") {
-			// A personal project, as the Event payload page's Forked
-			// (repo:forked) example shows one: key "~" and the owner's
-			// slug, type PERSONAL, and its owner.
-			proj = map[string]any{"key": project, "id": 2, "name": PRUser["displayName"], "type": "PERSONAL", "owner": PRUser}
+			// A personal project: key "~" and the owner's slug (the KB
+			// cited above), type PERSONAL (RestProject.type in the 9.4
+			// OpenAPI).
+			proj = map[string]any{"key": project, "id": 2, "name": PRUser["displayName"], "type": "PERSONAL"}
 		}
 		return map[string]any{"slug": slug, "id": 1, "name": slug, "scmId": "git", "state": "AVAILABLE", "statusMessage": "Available", "forkable": true,
 			"project": proj, "public": false}

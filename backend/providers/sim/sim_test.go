@@ -556,7 +556,7 @@ func TestFaultAimedAtJobOrSlot(t *testing.T) {
 
 // TestForkPullRequest: a PR from a fork — in a personal project (~DANA) —
 // is delivered as Bitbucket does: fromRef.repository the fork (key "~DANA",
-// type PERSONAL, its owner; the target as its origin), toRef.repository the
+// type PERSONAL; the target as its origin), toRef.repository the
 // target; the branch exists in the fork only and is fetched over git by the
 // fork's clone URL (/scm/~dana/…). A force-push rewrites the branch; a
 // dropped fork answers git 404. The control API opens one with "fork".
