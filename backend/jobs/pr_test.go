@@ -94,7 +94,8 @@ func TestPRDeployMovedBranchFails(t *testing.T) {
 	}
 }
 
-// TestPRDeployRefusesBadParams: a head that is not a sha changes nothing.
+// TestPRDeployRefusesBadParams: a head that is not a sha, or a source that
+// is not PROJECT/slug or ~user/slug, changes nothing.
 func TestPRDeployRefusesBadParams(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, nil)
@@ -104,6 +105,20 @@ func TestPRDeployRefusesBadParams(t *testing.T) {
 		slots.DeployPRCmd{Source: events.RepoRef{Project: "APPS", Slug: "shop"}, Branch: "x", Head: "HEAD;rm"})
 	if slots.ErrorCode(err) != slots.CodeInvalid {
 		t.Fatalf("err %v", err)
+	}
+	// A fork's repository: a personal project's key is ~ and a user slug,
+	// nothing that could leave the clone URL's path.
+	head := strings.Repeat("a", 40)
+	for _, src := range []events.RepoRef{{Project: "~..", Slug: "shop"}, {Project: "~dana/..", Slug: "shop"}, {Project: "~", Slug: "shop"},
+		{Project: "~dana@evil", Slug: "shop"}, {Project: "~dana", Slug: "../shop"}, {Project: "..", Slug: "shop"}} {
+		_, err := w.svc.DeployPR(context.Background(), slots.Actor{Name: "bitbucket"}, "prb", slots.DeployPRCmd{Source: src, Branch: "x", Head: head})
+		if slots.ErrorCode(err) != slots.CodeInvalid {
+			t.Errorf("source %s: %v, want invalid", src, err)
+		}
+	}
+	if _, err := w.svc.DeployPR(context.Background(), slots.Actor{Name: "bitbucket"}, "prb",
+		slots.DeployPRCmd{Source: events.RepoRef{Project: "~dana.smith", Slug: "shop"}, Branch: "x", Head: head}); err != nil {
+		t.Errorf("a personal fork's source refused: %v", err)
 	}
 }
 
