@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -67,6 +68,8 @@ const (
 	EndpointPRActivities   = "bitbucket.PRActivities"
 	EndpointCreatePR       = "bitbucket.CreatePullRequest"
 	EndpointGetBuildStatus = "bitbucket.GetBuildStatus"
+	EndpointForkRepo       = "bitbucket.ForkRepo"
+	EndpointGetPR          = "bitbucket.GetPullRequest"
 )
 
 // PRUser is the author of the simulator's pull requests.
@@ -187,20 +190,112 @@ func (s *Sim) OpenForkPR(project, slug, forkProject, branch string) (Delivery, e
 // Bitbucket's own fork is the same: a repository of its own, with its own
 // permissions, whose clone URL names its project (/scm/~user/slug.git).
 func (s *Sim) ForkRepo(project, slug, forkProject string) (RepoFixture, error) {
+	return s.forkRepo(project, slug, forkProject, slug)
+}
+
+// forkRepo forks under name (its slug derived as AddRepo does).
+func (s *Sim) forkRepo(project, slug, forkProject, name string) (RepoFixture, error) {
 	project, forkProject = strings.ToUpper(project), strings.ToUpper(forkProject)
 	if !s.HasRepo(project, slug) {
 		return RepoFixture{}, fmt.Errorf("repository %s/%s: %w", project, slug, ErrNotFound)
 	}
-	fx, err := s.AddRepo(forkProject, slug)
+	fx, err := s.AddRepo(forkProject, name)
 	if err != nil {
 		return RepoFixture{}, err
 	}
+	s.mu.Lock()
+	if rp := s.bb.repos[repoKey(fx.Project, fx.Slug)]; rp != nil {
+		rp.Origin = repoKey(project, slug)
+	}
+	s.mu.Unlock()
 	s.gitMu.Lock()
 	defer s.gitMu.Unlock()
-	if _, err := s.git(s.repoDir(forkProject, slug), "fetch", "--quiet", s.repoDir(project, slug), "+refs/heads/*:refs/heads/*"); err != nil {
+	if _, err := s.git(s.repoDir(fx.Project, fx.Slug), "fetch", "--quiet", s.repoDir(project, slug), "+refs/heads/*:refs/heads/*"); err != nil {
 		return RepoFixture{}, err
 	}
 	return fx, nil
+}
+
+// bbForkRepo forks a repository: forkRepository in the 9.4 OpenAPI, POST
+// …/projects/{projectKey}/repos/{repositorySlug} with an optional body
+// ({"name"}, {"project":{"key"}}: the target project "Defaults to the
+// current user's personal project if not specified"); it needs REPO_READ
+// on the origin and PROJECT_ADMIN on the target project — "users always
+// have PROJECT_ADMIN permission on their personal projects" — and answers
+// 201 with the fork, or 400 when its name collides in the target project.
+// Only a personal token has a user, so only it has a personal project here
+// (made on first use, as the KB on personal projects says REST calls do);
+// a project or repository token names a project it administers, or gets
+// the 401 of a missing permission.
+func (s *Sim) bbForkRepo(w http.ResponseWriter, r *http.Request) {
+	project, slug := strings.ToUpper(r.PathValue("project")), r.PathValue("slug")
+	if !s.repoRead(w, r) {
+		return
+	}
+	if !s.HasRepo(project, slug) {
+		noSuchRepo(w, project, slug)
+		return
+	}
+	var in struct {
+		Name    string `json:"name"`
+		Project *struct {
+			Key string `json:"key"`
+		} `json:"project"`
+	}
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&in); err != nil && !errors.Is(err, io.EOF) {
+		writeJSON(w, http.StatusBadRequest, bbError(nil, "The request body is not a repository.", nil))
+		return
+	}
+	t, _ := s.bbCaller(r)
+	own := ""
+	if t.Kind == TokenPersonal {
+		own = "~" + strings.ToUpper(t.User)
+	}
+	target := own
+	if in.Project != nil {
+		if in.Project.Key == "" {
+			writeJSON(w, http.StatusBadRequest, bbError("project", "A project was specified without a key.", nil))
+			return
+		}
+		target = strings.ToUpper(in.Project.Key)
+	}
+	if target == "" || target != own && !atLeast(t.projectPerm(target), PermAdmin) {
+		noPermission(w)
+		return
+	}
+	if target != own && !s.projectExists(w, target) {
+		return
+	}
+	name := in.Name
+	if name == "" {
+		name = slug
+	}
+	fx, err := s.forkRepo(project, slug, target, name)
+	switch {
+	case errors.Is(err, errRepoExists):
+		writeJSON(w, http.StatusBadRequest, bbError("name", "This repository URL is already taken.", nil))
+		return
+	case err != nil:
+		writeJSON(w, http.StatusInternalServerError, bbError(nil, err.Error(), nil))
+		return
+	}
+	s.mu.Lock()
+	body := s.repoJSON(s.bb.repos[repoKey(fx.Project, fx.Slug)])
+	s.mu.Unlock()
+	writeJSON(w, http.StatusCreated, body)
+}
+
+// bbGetPR answers the pull request (get_3 in the 9.4 OpenAPI: GET
+// …/pull-requests/{pullRequestId}, REPO_READ).
+func (s *Sim) bbGetPR(w http.ResponseWriter, r *http.Request) {
+	p, pr, ok := s.findPR(w, r)
+	if !ok {
+		return
+	}
+	p.mu.Lock()
+	body := s.prJSON(pr, time.Now())
+	p.mu.Unlock()
+	writeJSON(w, http.StatusOK, body)
 }
 
 // DropRepo deletes a repository at once, as a person deleting it (a fork,
@@ -343,6 +438,19 @@ func (pr *simPR) from() (string, string) {
 }
 
 func (s *Sim) deliveryLocked(pr *simPR, key, previous string) Delivery {
+	now := time.Now()
+	payload := map[string]any{"eventKey": key, "date": now.Format("2006-01-02T15:04:05-0700"), "actor": PRUser, "pullRequest": s.prJSON(pr, now)}
+	if previous != "" {
+		payload["previousFromHash"] = previous
+	}
+	b, _ := json.Marshal(payload)
+	return Delivery{ID: pr.ID, Head: pr.Head, EventKey: key, RequestID: uuid.NewString(), Payload: b}
+}
+
+// prJSON is the Pull Request entity, as deliveries carry it and GET
+// …/pull-requests/{id} answers it ("consistent representations in all the
+// payloads where they appear", the Event payload page).
+func (s *Sim) prJSON(pr *simPR, now time.Time) map[string]any {
 	repoOf := func(project, slug string) map[string]any {
 		proj := map[string]any{"key": project, "id": 1, "name": project, "public": false, "type": "NORMAL"}
 		if strings.HasPrefix(project, "~") {
@@ -363,7 +471,6 @@ func (s *Sim) deliveryLocked(pr *simPR, key, previous string) Delivery {
 		from = repoOf(fp, fs)
 		from["origin"] = repo()
 	}
-	now := time.Now()
 	body := map[string]any{
 		"id": pr.ID, "version": pr.Version, "title": pr.Title, "state": pr.State, "open": pr.State == "OPEN", "closed": pr.State != "OPEN",
 		"createdDate": now.UnixMilli(), "updatedDate": now.UnixMilli(), "locked": false,
@@ -376,12 +483,7 @@ func (s *Sim) deliveryLocked(pr *simPR, key, previous string) Delivery {
 	if pr.State != "OPEN" {
 		body["closedDate"] = now.UnixMilli()
 	}
-	payload := map[string]any{"eventKey": key, "date": now.Format("2006-01-02T15:04:05-0700"), "actor": PRUser, "pullRequest": body}
-	if previous != "" {
-		payload["previousFromHash"] = previous
-	}
-	b, _ := json.Marshal(payload)
-	return Delivery{ID: pr.ID, Head: pr.Head, EventKey: key, RequestID: uuid.NewString(), Payload: b}
+	return body
 }
 
 // ---- REST ----
@@ -398,6 +500,7 @@ func (s *Sim) prRoutes(mux *http.ServeMux, base string) {
 	h("GET "+base+"/projects/{project}/repos/{slug}/pull-requests/{id}/activities", EndpointPRActivities, s.bbPRActivities)
 	h("POST "+base+"/projects/{project}/repos/{slug}/pull-requests", EndpointCreatePR, s.bbCreatePR)
 	h("GET "+base+"/projects/{project}/repos/{slug}/commits/{sha}/builds", EndpointGetBuildStatus, s.bbGetBuildStatus)
+	h("GET "+base+"/projects/{project}/repos/{slug}/pull-requests/{id}", EndpointGetPR, s.bbGetPR)
 }
 
 func (s *Sim) findPR(w http.ResponseWriter, r *http.Request) (*prState, *simPR, bool) {
@@ -610,8 +713,10 @@ func (s *Sim) bbPRActivities(w http.ResponseWriter, r *http.Request) {
 // bbCreatePR opens a pull request (createPullRequest in the 9.4 OpenAPI:
 // POST …/pull-requests {title, fromRef {id, repository {slug, project
 // {key}}}, toRef {…}} → 201 with the pull request; REPO_READ on both; 409
-// when one is already open between the two refs). Only PRs within one
-// repository. The conformance suite opens one on a real server this way.
+// when one is already open between the two refs). fromRef.repository may
+// name a fork of the repository (a PR from a fork); toRef is always the
+// repository of the path. The conformance suite opens both on a real
+// server this way.
 func (s *Sim) bbCreatePR(w http.ResponseWriter, r *http.Request) {
 	if !s.repoRead(w, r) {
 		return
@@ -621,10 +726,17 @@ func (s *Sim) bbCreatePR(w http.ResponseWriter, r *http.Request) {
 		noSuchRepo(w, project, slug)
 		return
 	}
+	type refRepo struct {
+		Slug    string `json:"slug"`
+		Project struct {
+			Key string `json:"key"`
+		} `json:"project"`
+	}
 	var in struct {
 		Title   string `json:"title"`
 		FromRef struct {
-			ID string `json:"id"`
+			ID         string   `json:"id"`
+			Repository *refRepo `json:"repository"`
 		} `json:"fromRef"`
 		ToRef struct {
 			ID string `json:"id"`
@@ -634,28 +746,48 @@ func (s *Sim) bbCreatePR(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, bbError("title", "A pull request's title, fromRef and toRef are required.", nil))
 		return
 	}
+	// fromRef may name a fork of this repository (a PR from a fork): it
+	// must exist, be readable too, and have this repository as its origin.
+	fromProject, fromSlug := project, slug
+	if fr := in.FromRef.Repository; fr != nil && (strings.ToUpper(fr.Project.Key) != project || fr.Slug != slug) {
+		fromProject, fromSlug = strings.ToUpper(fr.Project.Key), fr.Slug
+		s.mu.Lock()
+		rp, ok := s.bb.repos[repoKey(fromProject, fromSlug)]
+		forked := ok && rp.Origin == repoKey(project, slug)
+		s.mu.Unlock()
+		if !ok {
+			noSuchRepo(w, fromProject, fromSlug)
+			return
+		}
+		if !s.bbAllowed(w, r, func(t BitbucketToken) bool { return atLeast(t.repoPerm(fromProject, fromSlug), PermRead) }) {
+			return
+		}
+		if !forked {
+			writeJSON(w, http.StatusBadRequest, bbError("fromRef", "Repository "+fromProject+"/"+fromSlug+" is not a fork of "+project+"/"+slug+".", nil))
+			return
+		}
+	}
 	from, to := strings.TrimPrefix(in.FromRef.ID, "refs/heads/"), strings.TrimPrefix(in.ToRef.ID, "refs/heads/")
-	head, _ := s.RepoHeadSHA(project, slug, from)
+	head, _ := s.RepoHeadSHA(fromProject, fromSlug, from)
 	target, _ := s.RepoHeadSHA(project, slug, to)
 	if head == "" || target == "" {
-		writeJSON(w, http.StatusBadRequest, bbError("fromRef", "Repository "+project+"/"+slug+" does not contain both refs.", nil))
+		writeJSON(w, http.StatusBadRequest, bbError("fromRef", "Repositories "+fromProject+"/"+fromSlug+" and "+project+"/"+slug+" do not contain both refs.", nil))
 		return
 	}
 	p := s.pr()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, o := range p.prs {
-		if o.Project == project && o.Slug == slug && o.Branch == from && o.State == "OPEN" {
+		if ofp, ofs := o.from(); o.Project == project && o.Slug == slug && ofp == fromProject && ofs == fromSlug && o.Branch == from && o.State == "OPEN" {
 			writeJSON(w, http.StatusConflict, bbError(nil, "Only one pull request may be open for a given source and target branch.", "com.atlassian.bitbucket.pull.DuplicatePullRequestException"))
 			return
 		}
 	}
 	p.nextID[repoKey(project, slug)]++
-	pr := &simPR{ID: p.nextID[repoKey(project, slug)], Project: project, Slug: slug, Branch: from, Head: head, Title: in.Title, State: "OPEN", comments: map[int64]*PRComment{}}
+	pr := &simPR{ID: p.nextID[repoKey(project, slug)], Project: project, Slug: slug, FromProject: fromProject, FromSlug: fromSlug,
+		Branch: from, Head: head, Title: in.Title, State: "OPEN", comments: map[int64]*PRComment{}}
 	p.prs[prKey(project, slug, pr.ID)] = pr
-	writeJSON(w, http.StatusCreated, map[string]any{"id": pr.ID, "version": 0, "title": pr.Title, "state": "OPEN", "open": true, "closed": false,
-		"fromRef": map[string]any{"id": "refs/heads/" + from, "displayId": from, "latestCommit": head},
-		"toRef":   map[string]any{"id": "refs/heads/" + to, "displayId": to, "latestCommit": target}})
+	writeJSON(w, http.StatusCreated, s.prJSON(pr, time.Now()))
 }
 
 // bbGetBuildStatus answers the build status of one key on a commit (get in
