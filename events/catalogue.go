@@ -480,6 +480,9 @@ type StepFailed struct {
 	HTTPStatus int    `json:"http_status,omitempty"`
 	Retryable  bool   `json:"retryable"`
 	Uncertain  bool   `json:"uncertain,omitempty"`
+	// Code names a failure a caller acts on by kind (e.g.
+	// CodePRSourceUnreadable); "" for most.
+	Code string `json:"code,omitempty"`
 }
 
 // JobTimedOut ends an attempt at its deadline. The in-flight call was aborted.

@@ -54,6 +54,8 @@ type JobState struct {
 	// attempt itself (it had no call in flight when it wrote it).
 	ByAttempt bool
 	LastError string
+	// LastCode is the newest StepFailed's code ("" for most failures).
+	LastCode string
 	// Deployment is the newest DeploymentStarted: the deployment a deploy
 	// step waits for, which a later attempt follows instead of deploying
 	// again (issue 32).
@@ -221,7 +223,7 @@ func (j *JobState) fold(p Payload, meta Metadata) {
 		if !e.Uncertain && j.InFlight == e.Step {
 			j.InFlight = ""
 		}
-		j.LastError = e.Error
+		j.LastError, j.LastCode = e.Error, e.Code
 	case DeploymentStarted:
 		j.Deployment = e
 	case JobResumed:

@@ -1,6 +1,7 @@
 package events
 
 import (
+	"regexp"
 	"strconv"
 	"strings"
 )
@@ -32,6 +33,28 @@ const KindPRDeploy = "pr_deploy"
 // PR's repository, force-pushed (with a lease) over the slot branch, and
 // read back.
 const StepPushPRHead = "push_pr_head"
+
+// CodePRSourceUnreadable is the code of a push_pr_head that could not fetch
+// the PR's head from its source repository (the fork, for a PR from a fork):
+// the token was refused (401, 403) or the repository or branch is not there
+// for it (404: deleted, or hidden from the token). Trying again does not
+// help until someone acts (StepFailed.Code, PRSourceRefused.Code).
+const CodePRSourceUnreadable = "pr_source_unreadable"
+
+// personalProjectRe: a personal project's key is "~" and its owner's user
+// slug ("the user's slug prefixed by tilde as the project key", Atlassian
+// KB "Personal projects in Bitbucket Server",
+// confluence.atlassian.com/bitbucketserverkb/personal-projects-in-bitbucket-server-1072204133.html;
+// project type PERSONAL in the 9.4 OpenAPI's RestProject). Slug characters
+// are held to letters, digits, '.', '_' and '-', no "..": the key ends up in
+// a clone URL's path.
+var personalProjectRe = regexp.MustCompile(`^~[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+
+// IsPersonalProject reports whether key is a well-formed personal project
+// key (~<user slug>): where a fork in someone's own space lives.
+func IsPersonalProject(key string) bool {
+	return personalProjectRe.MatchString(key) && !strings.Contains(key, "..")
+}
 
 // PR states, as Bitbucket names them (PullRequest.state).
 const (
@@ -116,6 +139,24 @@ type PRDeployQueued struct {
 type PRSlotReleased struct {
 	Slot  string `json:"slot"`
 	JobID string `json:"job_id"`
+	// Reason is why an open PR gave its slot back (CodePRSourceUnreadable:
+	// its head cannot be fetched); "" when the PR closed.
+	Reason string `json:"reason,omitempty"`
+}
+
+// PRSourceRefused: the PR's head could not be fetched from its source
+// repository (Code CodePRSourceUnreadable; Status git's HTTP status, 401,
+// 403 or 404): recorded once per head, after the pr_deploy JobID failed
+// so; the PR then gives its slot back (PRSlotReleased with the reason)
+// until a new head arrives.
+type PRSourceRefused struct {
+	Source RepoRef `json:"source"`
+	Head   string  `json:"head"`
+	JobID  string  `json:"job_id"`
+	Slot   string  `json:"slot"`
+	Code   string  `json:"code"`
+	Status int     `json:"status,omitempty"`
+	Reason string  `json:"reason"`
 }
 
 // PRCommentPosted records the one comment on the PR (created, or edited in
@@ -168,6 +209,7 @@ func (PRSlotReleased) EventType() string  { return "PRSlotReleased" }
 func (PRCommentPosted) EventType() string { return "PRCommentPosted" }
 func (PRHeadPushed) EventType() string    { return "PRHeadPushed" }
 func (PRReportFailed) EventType() string  { return "PRReportFailed" }
+func (PRSourceRefused) EventType() string { return "PRSourceRefused" }
 
 func init() {
 	constructors["PRRepoLinked"] = decodeAs[PRRepoLinked]
@@ -180,4 +222,5 @@ func init() {
 	constructors["PRCommentPosted"] = decodeAs[PRCommentPosted]
 	constructors["PRHeadPushed"] = decodeAs[PRHeadPushed]
 	constructors["PRReportFailed"] = decodeAs[PRReportFailed]
+	constructors["PRSourceRefused"] = decodeAs[PRSourceRefused]
 }

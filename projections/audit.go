@@ -240,7 +240,12 @@ var auditLines = declare(
 	on(func(e events.PRSlotTaken) auditLine { return say("slot", e.Slot) }),
 	on(func(e events.PRWaiting) auditLine { return say().also("reason", e.Reason) }),
 	on(func(e events.PRDeployQueued) auditLine { return say("slot", e.Slot, "job", e.JobID, "head", e.Head) }),
-	on(func(e events.PRSlotReleased) auditLine { return say("slot", e.Slot, "job", e.JobID) }),
+	on(func(e events.PRSlotReleased) auditLine {
+		return say("slot", e.Slot, "job", e.JobID).as(e.Reason == events.CodePRSourceUnreadable, "source")
+	}),
+	on(func(e events.PRSourceRefused) auditLine {
+		return say("source", e.Source.String(), "head", e.Head, "code", e.Code, "slot", e.Slot).also("reason", e.Reason)
+	}),
 	on(func(e events.PRCommentPosted) auditLine {
 		return say("phase", e.Phase, "state", e.BuildState).also("comment", strconv.FormatInt(e.CommentID, 10))
 	}),

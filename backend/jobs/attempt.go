@@ -31,6 +31,7 @@ type stepError struct {
 	status    int
 	retryable bool
 	uncertain bool
+	code      string // StepFailed.Code: a failure callers act on by kind
 }
 
 func (e *stepError) Error() string { return e.msg }
@@ -287,7 +288,7 @@ func (a *attempt) finish(err error) {
 		outcome = events.StatusTimedOut
 	case errors.As(err, &se):
 		evs = append(evs, events.StepFailed{JobID: a.job.ID, Step: inFlight, Attempt: a.n, Error: se.msg,
-			HTTPStatus: se.status, Retryable: se.retryable, Uncertain: se.uncertain},
+			HTTPStatus: se.status, Retryable: se.retryable, Uncertain: se.uncertain, Code: se.code},
 			events.JobFailed{JobID: a.job.ID, Attempt: a.n, Reason: se.msg, FailedStep: inFlight,
 				CompletedSteps: completed, Remaining: remaining})
 		outcome = events.StatusFailed

@@ -208,6 +208,9 @@ func runCell(t *testing.T, c stepCall, f faultKind) {
 		t.Fatalf("terminal %s, want %s (events %s; last error %q)", j.Status, f.want(c), types(w.jobEvents(res.JobID)), j.LastError)
 	}
 	w.checkFence(from, res.JobID)
+	if c.kind == events.KindPRDeploy {
+		checkPRCode(t, c, f, fx, j)
+	}
 	// A hung call was aborted, not left running.
 	for _, r := range w.sim.Requests() {
 		if r.Fault != 0 && (f == fHang || f == fCancel || f == fCrash) {

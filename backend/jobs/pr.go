@@ -2,8 +2,10 @@ package jobs
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
+	"github.com/slotkeeper/slotkeeper/backend/providers"
 	"github.com/slotkeeper/slotkeeper/events"
 )
 
@@ -60,6 +62,9 @@ func pushPRHead(ctx context.Context, a *attempt, _ bool) (events.Payload, error)
 		return err
 	})
 	if err != nil {
+		if se := sourceUnreadable(err, srcURL, src, branch); se != nil {
+			return nil, se
+		}
 		return nil, fromProvider("push the pull request's head", err)
 	}
 	// The commit verified: what the slot branch holds now, read back.
@@ -76,4 +81,34 @@ func pushPRHead(ctx context.Context, a *attempt, _ bool) (events.Payload, error)
 		return nil, failf("branch %s of %s is at %s, not the delivered head %s (pushed %s): a newer push's delivery supersedes this job", branch, src, now, head, pushed)
 	}
 	return out, nil
+}
+
+// sourceUnreadable is the step's failure when the fetch of the PR's branch
+// from its source repository — a fork's, for a PR from a fork — was refused
+// (401, 403) or found nothing (404: the repository or the branch deleted, or
+// hidden from the token; Bitbucket answers 404 for a repository the caller
+// may not see). Nothing was pushed (the fetch comes first), so the slot is
+// as it was. Coded events.CodePRSourceUnreadable and not retryable: the
+// token or the fork must change first, and the PR's driver gives the slot
+// back rather than retrying (docs/pull-requests.md, "Pull requests from
+// forks"). nil for any other failure (the slot repository's, a 5xx, a
+// reset: the usual step errors).
+func sourceUnreadable(err error, srcURL string, src events.RepoRef, branch string) error {
+	pe, ok := providers.AsError(err)
+	if !ok || pe.Resource != srcURL {
+		return nil
+	}
+	status, why := pe.Status, ""
+	switch pe.Code {
+	case providers.CodeUnauthorized:
+		status, why = max(status, 401), "Bitbucket refused the token (--bitbucket-token) reading it"
+	case providers.CodeForbidden:
+		status, why = 403, "the token (--bitbucket-token) may not read it"
+	case providers.CodeNotFound:
+		status, why = 404, "it does not exist for the token (deleted, its branch deleted, or not visible to the token)"
+	default:
+		return nil
+	}
+	return &stepError{code: events.CodePRSourceUnreadable, status: status,
+		msg: fmt.Sprintf("cannot fetch branch %s of %s (HTTP %d): %s; nothing was pushed: %s", branch, src, status, why, pe.Error())}
 }

@@ -94,7 +94,8 @@ func TestPRDeployMovedBranchFails(t *testing.T) {
 	}
 }
 
-// TestPRDeployRefusesBadParams: a head that is not a sha changes nothing.
+// TestPRDeployRefusesBadParams: a head that is not a sha, or a source that
+// is not PROJECT/slug or ~user/slug, changes nothing.
 func TestPRDeployRefusesBadParams(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, nil)
@@ -105,6 +106,20 @@ func TestPRDeployRefusesBadParams(t *testing.T) {
 	if slots.ErrorCode(err) != slots.CodeInvalid {
 		t.Fatalf("err %v", err)
 	}
+	// A fork's repository: a personal project's key is ~ and a user slug,
+	// nothing that could leave the clone URL's path.
+	head := strings.Repeat("a", 40)
+	for _, src := range []events.RepoRef{{Project: "~..", Slug: "shop"}, {Project: "~dana/..", Slug: "shop"}, {Project: "~", Slug: "shop"},
+		{Project: "~dana@evil", Slug: "shop"}, {Project: "~dana", Slug: "../shop"}, {Project: "..", Slug: "shop"}} {
+		_, err := w.svc.DeployPR(context.Background(), slots.Actor{Name: "bitbucket"}, "prb", slots.DeployPRCmd{Source: src, Branch: "x", Head: head})
+		if slots.ErrorCode(err) != slots.CodeInvalid {
+			t.Errorf("source %s: %v, want invalid", src, err)
+		}
+	}
+	if _, err := w.svc.DeployPR(context.Background(), slots.Actor{Name: "bitbucket"}, "prb",
+		slots.DeployPRCmd{Source: events.RepoRef{Project: "~dana.smith", Slug: "shop"}, Branch: "x", Head: head}); err != nil {
+		t.Errorf("a personal fork's source refused: %v", err)
+	}
 }
 
 // prMatrixSteps are the pr_deploy's own outside calls (issue 34): the
@@ -114,6 +129,26 @@ func TestPRDeployRefusesBadParams(t *testing.T) {
 var prMatrixSteps = []stepCall{
 	{events.KindPRDeploy, events.StepPushPRHead, sim.EndpointGitInfoRefs, func(fx sim.SlotFixture) string { return fx.Repo.Project + "/" + fx.Repo.Slug }},
 	{events.KindPRDeploy, events.StepPushPRHead, sim.EndpointGitReceivePack, func(fx sim.SlotFixture) string { return fx.Repo.Project + "/" + fx.Repo.Slug }},
+	// The fetch of the PR's head from its fork (git's upload-pack: only a
+	// fetch makes it, so only the fork's is faulted).
+	{events.KindPRDeploy, events.StepPushPRHead, sim.EndpointGitUploadPack, func(sim.SlotFixture) string { return prCellFork + "/shop" }},
+}
+
+// checkPRCode: a fetch the fork refused (401, 403) or did not have (404)
+// ends the job coded pr_source_unreadable, which the PR's driver acts on
+// (it gives the slot back); no failure of the slot repository's calls is
+// coded so (they are the usual failures, resumable).
+func checkPRCode(t *testing.T, c stepCall, f faultKind, fx sim.SlotFixture, j events.JobState) {
+	t.Helper()
+	fork := c.resource(fx) == prCellFork+"/shop"
+	switch {
+	case fork && (f == f401 || f == f403 || f == f404):
+		if j.LastCode != events.CodePRSourceUnreadable || j.Done[events.StepPushPRHead] {
+			t.Errorf("fork fetch %s: code %q (%q), want %s before anything was pushed", f, j.LastCode, j.LastError, events.CodePRSourceUnreadable)
+		}
+	case j.LastCode != "":
+		t.Errorf("%s on %s coded %q (%q): only the fork's refusal is", f, c.resource(fx), j.LastCode, j.LastError)
+	}
 }
 
 // TestPRDeployFaultMatrix: the push of the PR's head × each fault, by the
@@ -127,25 +162,33 @@ func TestPRDeployFaultMatrix(t *testing.T) {
 	runStepCells(t, prMatrixSteps, byEndpoint)
 }
 
-// The PR every pr_deploy cell deploys: a feature branch of APPS/shop.
-const prCellBranch = "feature/cell"
+// The PR every pr_deploy cell deploys: a feature branch of APPS/shop's
+// fork in dana's personal project (a PR from a fork: the head is fetched
+// from there).
+const (
+	prCellBranch = "feature/cell"
+	prCellFork   = "~DANA"
+)
 
-// startPRDeploy queues the cell's pr_deploy (the application repository
-// and its branch made on first use) and returns the job.
+// startPRDeploy queues the cell's pr_deploy (the application repository,
+// its branch and its fork made on first use) and returns the job.
 func startPRDeploy(t *testing.T, w *world, slot string) (slots.JobAcceptedResult, error) {
-	head, _ := w.sim.RepoHeadSHA("APPS", "shop", prCellBranch)
+	head, _ := w.sim.RepoHeadSHA(prCellFork, "shop", prCellBranch)
 	if head == "" {
 		_, head = w.seedPR("shop", prCellBranch)
+		if _, err := w.sim.ForkRepo("APPS", "shop", prCellFork); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return w.svc.DeployPR(context.Background(), slots.Actor{Name: "bitbucket", ID: "system:pull-requests"}, slot,
-		slots.DeployPRCmd{Source: events.RepoRef{Project: "APPS", Slug: "shop"}, Branch: prCellBranch, Head: head})
+		slots.DeployPRCmd{Source: events.RepoRef{Project: prCellFork, Slug: "shop"}, Branch: prCellBranch, Head: head})
 }
 
 // checkPRDeployed: the slot branch holds the PR's head, the application
 // runs it, and exactly one push reached the slot repository.
 func checkPRDeployed(t *testing.T, w *world, fx sim.SlotFixture, jobID string) {
 	t.Helper()
-	head, _ := w.sim.RepoHeadSHA("APPS", "shop", prCellBranch)
+	head, _ := w.sim.RepoHeadSHA(prCellFork, "shop", prCellBranch)
 	if got, _ := w.sim.RepoHeadSHA(fx.Repo.Project, fx.Repo.Slug, "main"); got != head {
 		t.Errorf("slot branch at %s, want the PR head %s", got, head)
 	}

@@ -205,6 +205,11 @@ func deleteDB(ctx context.Context, a *attempt, verify bool) (events.Payload, err
 				return err
 			})
 		if errors.Is(err, errFenced) || ctx.Err() != nil {
+			// The read may have succeeded just as ctx ended (a stop, a
+			// deadline): never a nil result without an error.
+			if err == nil {
+				err = ctx.Err()
+			}
 			return nil, err
 		}
 		if l == providers.Found {

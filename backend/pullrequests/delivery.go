@@ -22,6 +22,11 @@ import (
 // (webhook secrets: "sha256=" and the hex HMAC-SHA256 of the body); the
 // body {"eventKey", "date", "actor", "pullRequest"} with the page's Pull
 // Request entity (id, title, state, author.user, fromRef, toRef, links).
+//
+// A PR from a fork: fromRef.repository is the fork (its project another
+// team's, or a personal project "~user"), toRef.repository the linked
+// repository; the PR's stream, comment and build status are the target's,
+// its head is fetched from the fork (sourceOK, docs/pull-requests.md).
 
 // Header names.
 const (
@@ -136,8 +141,10 @@ func parse(h http.Header, body []byte) (Delivery, error) {
 	switch {
 	case pr.ID <= 0:
 		return d, badField("pullRequest.id", "pullRequest.id is missing")
-	case !repoOK(out.Repo) || !repoOK(out.Source):
-		return d, badField("pullRequest.toRef", "pullRequest.toRef or fromRef names no repository")
+	case !repoOK(out.Repo):
+		return d, badField("pullRequest.toRef.repository", "pullRequest.toRef.repository %q is not PROJECT/slug", clip(out.Repo.String(), 100))
+	case !sourceOK(out.Source):
+		return d, badField("pullRequest.fromRef.repository", "pullRequest.fromRef.repository %q is not PROJECT/slug or ~user/slug", clip(out.Source.String(), 100))
 	case !fullSHARe.MatchString(out.Head):
 		return d, badField("pullRequest.fromRef.latestCommit", "pullRequest.fromRef.latestCommit %q is not a commit", out.Head)
 	case !branchOK(out.Branch):
@@ -161,6 +168,21 @@ var (
 
 func repoOK(r events.RepoRef) bool {
 	return projectRe.MatchString(r.Project) && slugRe.MatchString(r.Slug) && !strings.Contains(r.Slug, "..")
+}
+
+// sourceOK checks the repository a PR's branch lives in. For a PR from a
+// fork it is the fork, not the target: the Event payload page's Pull
+// Request entity has fromRef and toRef each with its own repository, and
+// the 9.4 OpenAPI's RestPullRequestRef.repository carries the fork's
+// origin. A fork may be in another project or in its owner's personal
+// project, whose key is "~" and the user's slug (events.IsPersonalProject).
+// Both parts end up in a git URL, so anything else — "..", '/', '%', a
+// query, a user part — is refused here, before anything is recorded.
+func sourceOK(r events.RepoRef) bool {
+	if events.IsPersonalProject(r.Project) {
+		return slugRe.MatchString(r.Slug) && !strings.Contains(r.Slug, "..")
+	}
+	return repoOK(r)
 }
 
 // ParseRepo reads PROJECT/slug (the --pr-repos form).

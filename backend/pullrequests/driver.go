@@ -241,6 +241,11 @@ func (s *Service) Sync(ctx context.Context, stream string) error {
 		return s.close(ctx, st)
 	}
 	if st.slot == "" {
+		if st.headRefused() {
+			// Its source would not give this head: no slot for it until
+			// a new head arrives (the refusal's comment stands).
+			return s.reportState(ctx, st)
+		}
 		ok, err := s.take(ctx, st)
 		if err != nil {
 			return err
@@ -252,7 +257,48 @@ func (s *Service) Sync(ctx context.Context, stream string) error {
 	if err := s.deploy(ctx, st); err != nil {
 		return err
 	}
+	if err := s.sourceRefused(ctx, st); err != nil {
+		return err
+	}
 	return s.reportState(ctx, st)
+}
+
+// sourceRefused handles a PR whose job for its current head failed because
+// the head could not be fetched from the PR's source repository (the fork,
+// for a PR from a fork: the token refused, or the fork or branch gone —
+// events.CodePRSourceUnreadable). Nothing was pushed, so the slot still
+// holds what it held; but the PR cannot use it until someone acts (the
+// token gets read on the fork, the author pushes again), so rather than
+// hold a scarce slot for up to the occupancy deadline, the refusal is
+// recorded once for the head (PRSourceRefused, with the job's coded reason)
+// and the slot is released with the ordinary release (the ready reset):
+// PRSlotReleased with the code as its reason. The PR's next head takes a
+// slot again. A refusal is never retried on a timer: the job failed once,
+// and only a new head queues another.
+func (s *Service) sourceRefused(ctx context.Context, st *prState) error {
+	if st.job == "" || st.jobHead != st.pr.Head || st.slot == "" {
+		return nil
+	}
+	if st.refused.JobID != st.job {
+		j, err := slots.LoadJob(ctx, s.store, st.job)
+		if err != nil {
+			return apperr.Internalf(err, "load job")
+		}
+		if j.Status != events.StatusFailed || j.LastCode != events.CodePRSourceUnreadable {
+			return nil
+		}
+		r := events.PRSourceRefused{Source: st.pr.Source, Head: st.pr.Head, JobID: st.job, Slot: st.slot,
+			Code: events.CodePRSourceUnreadable, Reason: j.LastError}
+		if err := s.appendPR(ctx, st, r); err != nil {
+			return err
+		}
+		st.refused = r
+	}
+	done, err := s.release(ctx, st, events.CodePRSourceUnreadable)
+	if done && err == nil {
+		st.slot = ""
+	}
+	return err
 }
 
 // occupant is who the PR's slot is occupied by: the author, by their
@@ -385,12 +431,21 @@ func (s *Service) close(ctx context.Context, st *prState) error {
 	if st.slot == "" || st.released {
 		return nil
 	}
+	done, err := s.release(ctx, st, "")
+	st.released = done
+	return err
+}
+
+// release gives the PR's slot back once its job is cancelled and its lock
+// free (a busy slot is not done yet: the lock's release wakes Sync again),
+// and records it with reason ("" for a closed PR).
+func (s *Service) release(ctx context.Context, st *prState, reason string) (done bool, err error) {
 	if busy, err := s.cancelJob(ctx, st); err != nil || busy {
-		return err
+		return false, err
 	}
 	sl, err := slots.LoadSlot(ctx, s.store, st.slot)
 	if err != nil {
-		return apperr.Internalf(err, "load slot")
+		return false, apperr.Internalf(err, "load slot")
 	}
 	name, id := occupant(st.pr)
 	var jobID string
@@ -399,12 +454,11 @@ func (s *Service) close(ctx context.Context, st *prState) error {
 		a.CorrelationID = st.stream
 		res, err := s.slots.Release(ctx, a, st.slot)
 		if err != nil {
-			return err
+			return false, err
 		}
 		jobID = res.JobID
 	}
-	st.released = true
-	return s.appendPR(ctx, st, events.PRSlotReleased{Slot: st.slot, JobID: jobID})
+	return true, s.appendPR(ctx, st, events.PRSlotReleased{Slot: st.slot, JobID: jobID, Reason: reason})
 }
 
 // mayPass: a sync's failure that trying again may cure — a failed post

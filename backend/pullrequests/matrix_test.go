@@ -31,10 +31,19 @@ type prCall struct {
 	// pre are faults installed before the cell's own, so the call is
 	// reached (a 409 on the edit makes the flow read the comment back).
 	pre []sim.Fault
+	// fork: the cell's PR is from a fork (~DANA/shop), whose fetch is the
+	// faulted call.
+	fork bool
 }
+
+// The fork the fork cells' PR comes from: dana's personal fork.
+const cellFork = "~DANA"
 
 var prCalls = []prCall{
 	{name: "push", endpoint: sim.EndpointGitReceivePack},
+	// The fetch of the head from the PR's fork: git's ref advertisement,
+	// the first request of the fetch.
+	{name: "fork-fetch", endpoint: sim.EndpointGitInfoRefs, fork: true},
 	{name: "comment-add", endpoint: sim.EndpointAddComment, op: bitbucket.OpAddComment},
 	{name: "comment-edit", endpoint: sim.EndpointEditComment, op: bitbucket.OpEditComment},
 	{name: "build-status", endpoint: sim.EndpointSetBuildStatus, op: bitbucket.OpSetBuildStatus},
@@ -51,6 +60,8 @@ const (
 	pfHang    prFault = "hang"       // no answer: the step's or the report's deadline ends it
 	pf500     prFault = "500"        //
 	pf401     prFault = "401"        // the token refused, every time
+	pf403     prFault = "403"        // the token may not (fork cells)
+	pf404     prFault = "404"        // Bitbucket's own: not there for the token (fork cells)
 	pfForeign prFault = "foreign404" // an ingress's HTML 404, not Bitbucket's
 	pfReset   prFault = "reset"      // connection reset before the request took effect
 	pfLost    prFault = "lost"       // the request took effect, then the connection was reset
@@ -59,17 +70,19 @@ const (
 )
 
 // prCells: every fault on every call, except those that do not apply —
-// a lost answer and a crash of the push are the job engine's (its own
-// matrix, backend/jobs, kills the worker mid-push); a cancel is of a job,
-// so only of the job's call, the push.
+// a lost answer and a crash of the job's calls (the push, the fork's
+// fetch) are the job engine's (its own matrix, backend/jobs, kills the
+// worker mid-push); a cancel is of a job, so only of the job's calls; 403
+// and Bitbucket's own 404 only of the fork's fetch (the ways a fork is
+// unreadable).
 func prCells() (out []struct {
 	c prCall
 	f prFault
 }) {
 	for _, c := range prCalls {
-		for _, f := range []prFault{pfHang, pf500, pf401, pfForeign, pfReset, pfLost, pfCrash, pfCancel} {
-			push := c.endpoint == sim.EndpointGitReceivePack
-			if push && (f == pfLost || f == pfCrash) || !push && f == pfCancel {
+		for _, f := range []prFault{pfHang, pf500, pf401, pf403, pf404, pfForeign, pfReset, pfLost, pfCrash, pfCancel} {
+			job := c.op == ""
+			if job && (f == pfLost || f == pfCrash) || !job && f == pfCancel || !c.fork && (f == pf403 || f == pf404) {
 				continue
 			}
 			out = append(out, struct {
@@ -97,7 +110,10 @@ func TestPRFaultMatrix(t *testing.T) {
 }
 
 func runPRCell(t *testing.T, c prCall, f prFault) {
-	push := c.endpoint == sim.EndpointGitReceivePack
+	push := c.op == "" // the job's call: the push, or the fork's fetch
+	// The fork is unreadable: refused (401, 403), or not there (404: git
+	// cannot tell Bitbucket's own from a proxy's).
+	refused := c.fork && (f == pf401 || f == pf403 || f == pf404 || f == pfForeign)
 	stepTimeout := 20 * time.Second
 	if push && f == pfHang {
 		stepTimeout = 3 * time.Second
@@ -120,7 +136,10 @@ func runPRCell(t *testing.T, c prCall, f prFault) {
 		w.sim.AddFault(p)
 	}
 	flt := sim.Fault{Endpoint: c.endpoint}
-	if push {
+	switch {
+	case c.fork:
+		flt.Resource = cellFork + "/shop"
+	case push:
 		st, _ := slots.LoadSlot(context.Background(), w.store, "mx")
 		flt.Resource = st.Reg.Repo.String()
 	}
@@ -132,6 +151,10 @@ func runPRCell(t *testing.T, c prCall, f prFault) {
 	case pf401:
 		flt.Status = http.StatusUnauthorized
 		flt.Body = `{"errors":[{"context":null,"message":"Authentication failed. Please check your credentials and try again.","exceptionName":"com.atlassian.bitbucket.auth.IncorrectPasswordAuthenticationException"}]}`
+	case pf403:
+		flt.Status = http.StatusForbidden
+	case pf404:
+		flt.Status = http.StatusNotFound
 	case pfForeign:
 		flt.Foreign404 = true
 	case pfReset:
@@ -146,7 +169,11 @@ func runPRCell(t *testing.T, c prCall, f prFault) {
 		flt.Times = 1
 	}
 	fid := w.sim.AddFault(flt)
-	d, err := w.sim.OpenPR("APPS", "shop", "feature/mx")
+	fork := ""
+	if c.fork {
+		fork = cellFork
+	}
+	d, err := w.sim.OpenForkPR("APPS", "shop", fork, "feature/mx")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,6 +208,12 @@ func runPRCell(t *testing.T, c prCall, f prFault) {
 		})
 	case f == pfCancel:
 		w.waitPR(d.ID, func(p events.Payload) bool { c, ok := p.(events.PRCommentPosted); return ok && c.Phase == "cancelled" })
+	case refused:
+		w.waitPR(d.ID, func(p events.Payload) bool {
+			c, ok := p.(events.PRCommentPosted)
+			return ok && c.Phase == "source_unreadable"
+		})
+		w.waitPR(d.ID, func(p events.Payload) bool { r, ok := p.(events.PRSlotReleased); return ok && r.Reason != "" })
 	case push:
 		w.waitPR(d.ID, func(p events.Payload) bool { c, ok := p.(events.PRCommentPosted); return ok && c.Phase == "failed" })
 	default:
@@ -191,6 +224,8 @@ func runPRCell(t *testing.T, c prCall, f prFault) {
 	var posted []events.PRCommentPosted
 	var failed []events.PRReportFailed
 	var jobsQueued []string
+	var refusals []events.PRSourceRefused
+	var releases []events.PRSlotReleased
 	for _, ev := range log {
 		p, _ := events.Decode(ev)
 		switch e := p.(type) {
@@ -200,6 +235,10 @@ func runPRCell(t *testing.T, c prCall, f prFault) {
 			failed = append(failed, e)
 		case events.PRDeployQueued:
 			jobsQueued = append(jobsQueued, e.JobID)
+		case events.PRSourceRefused:
+			refusals = append(refusals, e)
+		case events.PRSlotReleased:
+			releases = append(releases, e)
 		}
 	}
 	cs := w.sim.PRComments("APPS", "shop", d.ID)
@@ -253,6 +292,30 @@ func runPRCell(t *testing.T, c prCall, f prFault) {
 		// look-up or the post is refused.
 		if (c.endpoint == sim.EndpointPRActivities || c.endpoint == sim.EndpointAddComment) && len(cs) != 0 {
 			t.Errorf("comments %+v posted although Bitbucket refused", cs)
+		}
+		return
+	case refused:
+		// Coded, recorded once, said on the PR; nothing pushed; the slot
+		// given back (a ready reset); no retry.
+		if j.Status != events.StatusFailed || j.LastCode != events.CodePRSourceUnreadable {
+			t.Errorf("job %s code %q (%q), want failed, %s", j.Status, j.LastCode, j.LastError, events.CodePRSourceUnreadable)
+		}
+		if len(refusals) != 1 || refusals[0].Code != events.CodePRSourceUnreadable || refusals[0].Source.String() != cellFork+"/shop" ||
+			refusals[0].Head != d.Head || refusals[0].JobID != j.ID || refusals[0].Slot != "mx" {
+			t.Errorf("PRSourceRefused %+v: want one, coded, naming the fork, head, job and slot", refusals)
+		}
+		if len(releases) != 1 || releases[0].Slot != "mx" || releases[0].JobID == "" || releases[0].Reason != events.CodePRSourceUnreadable {
+			t.Errorf("releases %+v: want the slot given back with a reset, once, with the code", releases)
+		}
+		if n := count(sim.EndpointGitReceivePack, func(sim.Request) bool { return true }); n != 0 {
+			t.Errorf("%d pushes to the slot repository for a head that could not be fetched", n)
+		}
+		if wakes := len(log) + len(w.read(events.JobStream(j.ID))); count(c.endpoint, faulted) > wakes {
+			t.Errorf("%d refused fetches for %d events: a retry storm", count(c.endpoint, faulted), wakes)
+		}
+		if len(cs) != 1 || !strings.Contains(cs[0].Text, "cannot fetch") || !strings.Contains(cs[0].Text, cellFork+"/shop") ||
+			!strings.Contains(cs[0].Text, "went back to the pool") || len(bs) != 1 || bs[0].State != "FAILED" {
+			t.Errorf("comment %+v, statuses %+v: want the refusal said to the author, FAILED", cs, bs)
 		}
 		return
 	case f == pfCancel:

@@ -49,6 +49,10 @@ const (
 	phaseReady     = "ready"
 	phaseFailed    = "failed"
 	phaseCancelled = "cancelled"
+	// phaseRefused: the head cannot be fetched from the PR's source
+	// repository (a fork the token cannot read, or gone); the slot is
+	// given back.
+	phaseRefused = "source_unreadable"
 )
 
 // BuildKey is the key of Slotkeeper's build status on a commit (the same
@@ -75,6 +79,13 @@ func hasMarker(text, marker string) bool {
 func (s *Service) reportState(ctx context.Context, st *prState) error {
 	if s.cfg.Reporter == nil || st.released || !st.open() {
 		return nil
+	}
+	if st.headRefused() {
+		j, err := slots.LoadJob(ctx, s.store, st.refused.JobID)
+		if err != nil {
+			return apperr.Internalf(err, "load job")
+		}
+		return s.report(ctx, st, phaseRefused, &j)
 	}
 	if st.job == "" {
 		if st.slot == "" && st.waiting {
@@ -146,7 +157,11 @@ func (s *Service) report(ctx context.Context, st *prState, phase string, j *even
 		}
 	}
 	if state != "" {
-		if err := r.SetBuildStatus(ctx, st.pr.Source, st.pr.Head, state, url, desc); err != nil {
+		// On the target repository, as the comment: the one linked, which
+		// the token reads (a fork's may be unreadable to it). Storing a
+		// status needs REPO_READ "for the repository that this build
+		// status is for" (the 9.4 OpenAPI, POST …/commits/{commitId}/builds).
+		if err := r.SetBuildStatus(ctx, st.pr.Repo, st.pr.Head, state, url, desc); err != nil {
 			// Record the comment (its status not posted): the retry posts
 			// only the status.
 			if !said {
@@ -300,6 +315,12 @@ func (s *Service) words(st *prState, phase string, j *events.JobState) (text, st
 		}
 		text = fmt.Sprintf("Slotkeeper: deploying %s on slot **%s** failed: %s", head, st.slot, why)
 		state, desc = "FAILED", clip("failed: "+why, 250)
+	case phaseRefused:
+		rf := st.refused
+		text = fmt.Sprintf("Slotkeeper: cannot fetch %s from %s, the repository this pull request's branch lives in: %s\n\n"+
+			"Nothing of it was deployed, and slot **%s** went back to the pool. For a preview, let Slotkeeper's Bitbucket user (its token) read %s "+
+			"— or push the branch to %s — then push a new commit.", head, rf.Source, rf.Reason, rf.Slot, rf.Source, st.pr.Repo)
+		state, desc = "FAILED", clip("cannot fetch the head from "+rf.Source.String(), 250)
 	case phaseCancelled:
 		why := "cancelled"
 		if j != nil && j.LastError != "" {

@@ -392,6 +392,9 @@ type prState struct {
 	jobHead  string
 	comment  events.PRCommentPosted
 	failed   events.PRReportFailed
+	// refused is the newest PRSourceRefused: the head it names cannot be
+	// fetched, so the PR holds no slot until a new head arrives.
+	refused events.PRSourceRefused
 }
 
 func load(ctx context.Context, store events.Store, stream string) (*prState, error) {
@@ -423,7 +426,15 @@ func load(ctx context.Context, store events.Store, stream string) (*prState, err
 		case events.PRDeployQueued:
 			st.job, st.jobHead = e.JobID, e.Head
 		case events.PRSlotReleased:
-			st.released = true
+			if e.Reason != "" {
+				// Given back while open (its head cannot be fetched): a
+				// new head takes a slot again.
+				st.slot = ""
+			} else {
+				st.released = true
+			}
+		case events.PRSourceRefused:
+			st.refused = e
 		case events.PRCommentPosted:
 			st.comment = e
 		case events.PRReportFailed:
@@ -441,6 +452,10 @@ func (st *prState) expected() events.ExpectedRevision {
 }
 
 func (st *prState) open() bool { return st.pr.State == events.PRStateOpen }
+
+// headRefused: the PR's current head is one its source repository would not
+// give (PRSourceRefused).
+func (st *prState) headRefused() bool { return st.refused.Head != "" && st.refused.Head == st.pr.Head }
 
 // already says why d changes nothing ("" when it does): the same request
 // id, the same signed body under another request id (a replay: the

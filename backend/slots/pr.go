@@ -36,7 +36,13 @@ func validatePRParams(p map[string]string) error {
 	if !ok {
 		return badField("pr_source", "pr_source %q: PROJECT/slug", p["pr_source"])
 	}
-	if err := validateRepo("pr_source", events.RepoRef{Project: proj, Slug: slug}); err != nil {
+	// A PR from a fork names the fork, possibly in a personal project
+	// (~user): its key is checked as one, the slug as any.
+	if events.IsPersonalProject(proj) {
+		if err := validateSlug("pr_source.slug", slug); err != nil {
+			return err
+		}
+	} else if err := validateRepo("pr_source", events.RepoRef{Project: proj, Slug: slug}); err != nil {
 		return err
 	}
 	if err := validateRef("pr_branch", p["pr_branch"]); err != nil {

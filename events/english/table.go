@@ -56,6 +56,8 @@ var table = map[string]string{
 	"audit.ev.PRWaiting":                 "the pull request waits for a slot: {reason}",
 	"audit.ev.PRDeployQueued":            "deploy of {head|short} queued on {slot}",
 	"audit.ev.PRSlotReleased":            "the pull request closed; {slot} released",
+	"audit.ev.PRSlotReleased/source":     "{slot} released: the pull request's head cannot be fetched from its source repository",
+	"audit.ev.PRSourceRefused":           "cannot fetch {head|short} from {source} ({code})[: {reason}]",
 	"audit.ev.PRCommentPosted":           "comment {comment} posted on the pull request ({phase})",
 	"audit.ev.PRReportFailed":            "could not post on the pull request ({phase}): {call} answered {code}[: {reason}]",
 	"audit.ev.WaitlistJoined":            "{who} joined the waitlist for {duration|secs}",

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -30,6 +31,11 @@ type BitbucketTarget struct {
 	// --git-user); empty GitAuth is bearer.
 	GitAuth git.Auth
 	GitUser string
+	// ForkUser is the user slug of a personal token's owner: set, the
+	// suite also forks its scratch repository into that user's personal
+	// project (~user) and opens a pull request from the fork. Leave it
+	// empty for a project or repository token (no personal project).
+	ForkUser string
 	// Timeout bounds the whole suite; default 5 minutes (a real delete is
 	// scheduled and confirmed by polling).
 	Timeout time.Duration
@@ -295,6 +301,87 @@ func (b *bbSuite) gitCases(ctx context.Context, t *testing.T, repo providers.Rep
 	t.Run("pull request: comment add, list, edit, read; build status", func(t *testing.T) {
 		b.prCases(ctx, t, repo, prHead)
 	})
+	if b.tg.ForkUser != "" {
+		t.Run("fork into the personal project; a pull request from the fork", func(t *testing.T) {
+			b.forkCases(ctx, t, repo, p, src, srcRepo)
+		})
+	}
+}
+
+// forkCases are a PR from a fork (docs/pull-requests.md, "Pull requests
+// from forks"): the scratch repository forked into the token owner's
+// personal project (forkRepository: the target "Defaults to the current
+// user's personal project", whose key is ~ and the user's slug); a branch
+// pushed to the fork by the clone URL Slotkeeper builds for it
+// (/scm/~user/slug.git); a PR from it to the scratch repository, read back
+// with fromRef.repository the fork (type PERSONAL, origin the scratch
+// repository); and the PR's head fetched from the fork and pushed elsewhere,
+// as push_pr_head does. The fork is deleted at the end.
+func (b *bbSuite) forkCases(ctx context.Context, t *testing.T, repo providers.Repo, p *git.Pusher, src *sim.Sim, srcRepo sim.RepoFixture) {
+	status, fork, raw := b.rawJSON(ctx, t, "POST", b.repoPath(repo.Slug), `{}`)
+	proj, _ := fork["project"].(map[string]any)
+	key, _ := proj["key"].(string)
+	slug, _ := fork["slug"].(string)
+	origin, _ := fork["origin"].(map[string]any)
+	if status != http.StatusCreated || !strings.EqualFold(key, "~"+b.tg.ForkUser) || proj["type"] != "PERSONAL" || slug == "" || origin["slug"] != repo.Slug {
+		t.Fatalf("fork: %d %s; want 201, in project ~%s (PERSONAL), origin %s", status, raw, b.tg.ForkUser, repo.Slug)
+	}
+	forkPath := "/rest/api/1.0/projects/" + key + "/repos/" + slug
+	t.Cleanup(func() {
+		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if status, _ := b.send(cctx, t, "DELETE", forkPath, b.bearer(), ""); status != http.StatusAccepted && status != http.StatusNoContent {
+			t.Errorf("cleanup: delete the fork %s/%s: %d", key, slug, status)
+		}
+	})
+	// The clone URL as Slotkeeper builds it (serve's RepoURL): the project
+	// key lower-cased, so /scm/~user/slug.git.
+	forkURL := strings.TrimRight(b.tg.URL, "/") + "/scm/" + strings.ToLower(key) + "/" + slug + ".git"
+	change, err := src.CommitFile("SRC", "source", "main", "FORK.md", "slotkeeper conformance, a change in a fork\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sha, err := p.PushNew(ctx, srcRepo.CloneURL, "main", forkURL, "from-fork"); err != nil || sha != change {
+		t.Fatalf("push to the fork by %s: %q %v; want %s", forkURL, sha, err, change)
+	}
+	ref := func(project, slug, branch string) string {
+		return `{"id":"refs/heads/` + branch + `","repository":{"slug":"` + slug + `","project":{"key":"` + project + `"}}}`
+	}
+	status, pr, raw := b.rawJSON(ctx, t, "POST", b.repoPath(repo.Slug)+"/pull-requests",
+		`{"title":"slotkeeper conformance from a fork","fromRef":`+ref(key, slug, "from-fork")+`,"toRef":`+ref(b.tg.Project, repo.Slug, "main")+`}`)
+	id, _ := pr["id"].(float64)
+	if status != http.StatusCreated || id <= 0 {
+		t.Fatalf("create the pull request from the fork: %d %s", status, raw)
+	}
+	status, _, raw = b.rawJSON(ctx, t, "GET", b.repoPath(repo.Slug)+"/pull-requests/"+strconv.FormatInt(int64(id), 10), "")
+	var e struct {
+		FromRef, ToRef struct {
+			LatestCommit string `json:"latestCommit"`
+			Repository   struct {
+				Slug    string `json:"slug"`
+				Project struct {
+					Key  string `json:"key"`
+					Type string `json:"type"`
+				} `json:"project"`
+				Origin *struct {
+					Slug string `json:"slug"`
+				} `json:"origin"`
+			} `json:"repository"`
+		}
+	}
+	if err := json.Unmarshal(raw, &e); status != http.StatusOK || err != nil {
+		t.Fatalf("read the pull request back: %d %v %s", status, err, raw)
+	}
+	fr, to := e.FromRef.Repository, e.ToRef.Repository
+	if fr.Project.Key != key || fr.Project.Type != "PERSONAL" || fr.Slug != slug || fr.Origin == nil || fr.Origin.Slug != repo.Slug ||
+		!strings.EqualFold(to.Project.Key, b.tg.Project) || to.Slug != repo.Slug || e.FromRef.LatestCommit != change {
+		t.Fatalf("the pull request's refs: %s; want fromRef the fork (PERSONAL, origin %s) at %s, toRef %s/%s", raw, repo.Slug, change, b.tg.Project, repo.Slug)
+	}
+	// push_pr_head's fetch: the head from the fork, pushed over a branch of
+	// the scratch repository with a lease.
+	if sha, err := p.ForcePushWithLease(ctx, forkURL, "from-fork", repo.CloneURL, "fork-head", ""); err != nil || sha != change {
+		t.Fatalf("fetch the head from the fork and push it: %q %v; want %s", sha, err, change)
+	}
 }
 
 // prCases are the pull-request flow's calls (issue 34,

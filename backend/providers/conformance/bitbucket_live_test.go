@@ -13,7 +13,8 @@ import (
 // TestBitbucketLive runs the Bitbucket half of the suite against the real
 // Bitbucket Data Center named by SLOTKEEPER_LIVE_BITBUCKET_URL, _TOKEN and
 // _PROJECT (a scratch project), with git auth from _GIT_AUTH (default
-// bearer) and _GIT_USER (basic only). A missing variable fails the test:
+// bearer) and _GIT_USER (basic only); _FORK_USER (a personal token's owner)
+// adds the pull-request-from-a-fork cases. A missing variable fails the test:
 // a live run that skipped proves nothing. `make test-live` runs it.
 func TestBitbucketLive(t *testing.T) {
 	target := conformance.BitbucketTarget{
@@ -21,6 +22,8 @@ func TestBitbucketLive(t *testing.T) {
 		Token:   bitbucketEnv(t, "SLOTKEEPER_LIVE_BITBUCKET_TOKEN", true),
 		Project: bitbucketEnv(t, "SLOTKEEPER_LIVE_BITBUCKET_PROJECT", true),
 		GitUser: bitbucketEnv(t, "SLOTKEEPER_LIVE_BITBUCKET_GIT_USER", false),
+		// A personal token's owner (user slug): the fork cases run.
+		ForkUser: bitbucketEnv(t, "SLOTKEEPER_LIVE_BITBUCKET_FORK_USER", false),
 	}
 	auth, err := git.ParseAuth(bitbucketEnv(t, "SLOTKEEPER_LIVE_BITBUCKET_GIT_AUTH", false))
 	switch {

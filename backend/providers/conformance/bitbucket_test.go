@@ -31,8 +31,8 @@ func TestBitbucketSimulator(t *testing.T) {
 		target conformance.BitbucketTarget
 	}{
 		{"project token, bearer", conformance.BitbucketTarget{Token: projToken}},
-		{"personal token, bearer", conformance.BitbucketTarget{Token: s.BitbucketToken(), GitAuth: git.AuthBearer}},
-		{"personal token, basic with its owner", conformance.BitbucketTarget{Token: s.BitbucketToken(), GitAuth: git.AuthBasic, GitUser: s.BitbucketUser()}},
+		{"personal token, bearer", conformance.BitbucketTarget{Token: s.BitbucketToken(), GitAuth: git.AuthBearer, ForkUser: s.BitbucketUser()}},
+		{"personal token, basic with its owner", conformance.BitbucketTarget{Token: s.BitbucketToken(), GitAuth: git.AuthBasic, GitUser: s.BitbucketUser(), ForkUser: s.BitbucketUser()}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.target.URL, tc.target.Project, tc.target.Timeout = s.BitbucketURL(), "SKCONF", time.Minute

@@ -19,6 +19,9 @@ type bbRepo struct {
 	Slug     string
 	Name     string
 	Deleting bool
+	// Origin is the "PROJECT/slug" a fork was forked from ("" for none;
+	// not saved with StateDir).
+	Origin string
 }
 
 type bbState struct {
@@ -107,6 +110,7 @@ func (s *Sim) bitbucketMux() http.Handler {
 		h("GET "+base+"/projects/{project}/repos/{slug}/default-branch", EndpointDefaultBranch, res, s.bbDefaultBranch)
 		h("DELETE "+base+"/projects/{project}/repos/{slug}", EndpointDeleteRepo, res, s.bbDeleteRepo)
 		h("POST "+base+"/projects/{project}/repos", EndpointCreateRepo, proj, s.bbCreateRepo)
+		h("POST "+base+"/projects/{project}/repos/{slug}", EndpointForkRepo, res, s.bbForkRepo)
 		h("GET "+base+"/projects/{project}/repos", EndpointListRepos, proj, s.bbListRepos)
 		h("GET "+base+"/projects/{project}", EndpointBBGetProject, proj, s.bbGetProject)
 		h("GET "+base+"/projects", EndpointBBListProjects, nil, s.bbListProjects)
@@ -129,15 +133,24 @@ func (s *Sim) bitbucketMux() http.Handler {
 
 func (s *Sim) repoJSON(rp *bbRepo) map[string]any {
 	clone := s.CloneURL(rp.Project, rp.Slug)
-	return map[string]any{
+	typ := "NORMAL"
+	if strings.HasPrefix(rp.Project, "~") {
+		typ = "PERSONAL" // RestProject.type in the 9.4 OpenAPI
+	}
+	out := map[string]any{
 		"slug": rp.Slug, "id": rp.ID, "name": rp.Name, "scmId": "git",
 		"state": "AVAILABLE", "statusMessage": "Available", "forkable": true, "public": false,
-		"project": map[string]any{"key": rp.Project, "name": rp.Project, "type": "NORMAL"},
+		"project": map[string]any{"key": rp.Project, "name": rp.Project, "type": typ},
 		"links": map[string]any{
 			"clone": []map[string]string{{"href": clone, "name": "http"}},
 			"self":  []map[string]string{{"href": s.bbURL + "/projects/" + rp.Project + "/repos/" + rp.Slug + "/browse"}},
 		},
 	}
+	// A fork names the repository it was forked from (RestRepository.origin).
+	if o, ok := s.bb.repos[rp.Origin]; ok && o != rp {
+		out["origin"] = s.repoJSON(o)
+	}
+	return out
 }
 
 func noSuchRepo(w http.ResponseWriter, project, slug string) {

@@ -317,6 +317,7 @@ var ControlRoutes = []string{
 	"POST /pull-requests/{project}/{repo}/{id}/merge",
 	"POST /pull-requests/{project}/{repo}/{id}/decline",
 	"POST /pull-requests/{project}/{repo}/{id}/push",
+	"POST /pull-requests/{project}/{repo}/{id}/force-push",
 	"GET /pull-requests/{project}/{repo}/{id}",
 	"GET /builds/{sha}",
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -25,7 +26,15 @@ import (
 // DECLINED), open, closed, fromRef/toRef {id, displayId, latestCommit,
 // repository {slug, name, project {key}}}, author {user, role}, links.self.
 // pr:from_ref_updated adds previousFromHash; pr:deleted carries the PR as it
-// was.
+// was. A PR from a fork (OpenForkPR) has the fork as fromRef.repository, in
+// another project or a personal project: key "~" and the owner's user slug
+// (Atlassian KB "Personal projects in Bitbucket Server",
+// confluence.atlassian.com/bitbucketserverkb/personal-projects-in-bitbucket-server-1072204133.html;
+// project type PERSONAL in the 9.4 OpenAPI's RestProject), and the
+// repository it was forked from as its origin
+// (RestPullRequestRef.repository.origin in the same OpenAPI). Its
+// comments and build statuses are the target repository's, its commits the
+// fork's.
 //
 // The REST calls follow the Bitbucket DC 9.4 OpenAPI
 // (/work/shared/specs/bitbucket-dc-9.4-openapi.json): POST
@@ -59,18 +68,23 @@ const (
 	EndpointPRActivities   = "bitbucket.PRActivities"
 	EndpointCreatePR       = "bitbucket.CreatePullRequest"
 	EndpointGetBuildStatus = "bitbucket.GetBuildStatus"
+	EndpointForkRepo       = "bitbucket.ForkRepo"
+	EndpointGetPR          = "bitbucket.GetPullRequest"
 )
 
 // PRUser is the author of the simulator's pull requests.
 var PRUser = map[string]any{"name": "dana", "emailAddress": "dana@example.com", "id": 7, "displayName": "Dana Developer", "active": true, "slug": "dana", "type": "NORMAL"}
 
 type simPR struct {
-	ID                  int64
-	Project, Slug       string
-	Branch, Head, Title string
-	State               string
-	Version             int
-	comments            map[int64]*PRComment
+	ID            int64
+	Project, Slug string
+	// FromProject and FromSlug are the repository the branch lives in:
+	// the PR's own, or a fork's (OpenForkPR).
+	FromProject, FromSlug string
+	Branch, Head, Title   string
+	State                 string
+	Version               int
+	comments              map[int64]*PRComment
 }
 
 // PRComment is a comment on a simulated PR.
@@ -126,7 +140,16 @@ type Delivery struct {
 // branch), pushes a new commit on branch and opens a pull request from it
 // to main.
 func (s *Sim) OpenPR(project, slug, branch string) (Delivery, error) {
-	project = strings.ToUpper(project)
+	return s.OpenForkPR(project, slug, "", branch)
+}
+
+// OpenForkPR is OpenPR from a fork: the repository's fork in forkProject
+// (another project's key, or a personal project "~user"; the same slug) is
+// made if missing (ForkRepo), the new commit is pushed on the fork's branch,
+// and the PR opened from it to project/slug's main. forkProject "" is
+// OpenPR.
+func (s *Sim) OpenForkPR(project, slug, forkProject, branch string) (Delivery, error) {
+	project, forkProject = strings.ToUpper(project), strings.ToUpper(forkProject)
 	if !s.HasRepo(project, slug) {
 		if _, err := s.AddRepo(project, slug); err != nil && !errors.Is(err, errRepoExists) {
 			return Delivery{}, err
@@ -135,16 +158,25 @@ func (s *Sim) OpenPR(project, slug, branch string) (Delivery, error) {
 			return Delivery{}, err
 		}
 	}
+	from := project
+	if forkProject != "" && forkProject != project {
+		from = forkProject
+		if !s.HasRepo(from, slug) {
+			if _, err := s.ForkRepo(project, slug, from); err != nil {
+				return Delivery{}, err
+			}
+		}
+	}
 	p := s.pr()
 	p.mu.Lock()
 	p.nextID[repoKey(project, slug)]++
 	id := p.nextID[repoKey(project, slug)]
 	p.mu.Unlock()
-	head, err := s.CommitFile(project, slug, branch, "change-"+strconv.FormatInt(id, 10)+".txt", fmt.Sprintf("pull request %d on %s", id, branch))
+	head, err := s.CommitFile(from, slug, branch, "change-"+strconv.FormatInt(id, 10)+".txt", fmt.Sprintf("pull request %d on %s", id, branch))
 	if err != nil {
 		return Delivery{}, err
 	}
-	pr := &simPR{ID: id, Project: project, Slug: slug, Branch: branch, Head: head, Title: "Change " + branch, State: "OPEN", comments: map[int64]*PRComment{}}
+	pr := &simPR{ID: id, Project: project, Slug: slug, FromProject: from, FromSlug: slug, Branch: branch, Head: head, Title: "Change " + branch, State: "OPEN", comments: map[int64]*PRComment{}}
 	p.mu.Lock()
 	p.prs[prKey(project, slug, id)] = pr
 	d := s.deliveryLocked(pr, "pr:opened", "")
@@ -152,8 +184,150 @@ func (s *Sim) OpenPR(project, slug, branch string) (Delivery, error) {
 	return d, nil
 }
 
-// PushPR pushes a new commit on a PR's branch: pr:from_ref_updated.
+// ForkRepo forks project/slug into forkProject (another project's key, or
+// a personal project "~user", where Bitbucket puts a fork by default): a
+// new repository of the same slug holding every branch of the origin.
+// Bitbucket's own fork is the same: a repository of its own, with its own
+// permissions, whose clone URL names its project (/scm/~user/slug.git).
+func (s *Sim) ForkRepo(project, slug, forkProject string) (RepoFixture, error) {
+	return s.forkRepo(project, slug, forkProject, slug)
+}
+
+// forkRepo forks under name (its slug derived as AddRepo does).
+func (s *Sim) forkRepo(project, slug, forkProject, name string) (RepoFixture, error) {
+	project, forkProject = strings.ToUpper(project), strings.ToUpper(forkProject)
+	if !s.HasRepo(project, slug) {
+		return RepoFixture{}, fmt.Errorf("repository %s/%s: %w", project, slug, ErrNotFound)
+	}
+	fx, err := s.AddRepo(forkProject, name)
+	if err != nil {
+		return RepoFixture{}, err
+	}
+	s.mu.Lock()
+	if rp := s.bb.repos[repoKey(fx.Project, fx.Slug)]; rp != nil {
+		rp.Origin = repoKey(project, slug)
+	}
+	s.mu.Unlock()
+	s.gitMu.Lock()
+	defer s.gitMu.Unlock()
+	if _, err := s.git(s.repoDir(fx.Project, fx.Slug), "fetch", "--quiet", s.repoDir(project, slug), "+refs/heads/*:refs/heads/*"); err != nil {
+		return RepoFixture{}, err
+	}
+	return fx, nil
+}
+
+// bbForkRepo forks a repository: forkRepository in the 9.4 OpenAPI, POST
+// …/projects/{projectKey}/repos/{repositorySlug} with an optional body
+// ({"name"}, {"project":{"key"}}: the target project "Defaults to the
+// current user's personal project if not specified"); it needs REPO_READ
+// on the origin and PROJECT_ADMIN on the target project — "users always
+// have PROJECT_ADMIN permission on their personal projects" — and answers
+// 201 with the fork, or 400 when its name collides in the target project.
+// Only a personal token has a user, so only it has a personal project here
+// (made on first use, as the KB on personal projects says REST calls do);
+// a project or repository token names a project it administers, or gets
+// the 401 of a missing permission.
+func (s *Sim) bbForkRepo(w http.ResponseWriter, r *http.Request) {
+	project, slug := strings.ToUpper(r.PathValue("project")), r.PathValue("slug")
+	if !s.repoRead(w, r) {
+		return
+	}
+	if !s.HasRepo(project, slug) {
+		noSuchRepo(w, project, slug)
+		return
+	}
+	var in struct {
+		Name    string `json:"name"`
+		Project *struct {
+			Key string `json:"key"`
+		} `json:"project"`
+	}
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&in); err != nil && !errors.Is(err, io.EOF) {
+		writeJSON(w, http.StatusBadRequest, bbError(nil, "The request body is not a repository.", nil))
+		return
+	}
+	t, _ := s.bbCaller(r)
+	own := ""
+	if t.Kind == TokenPersonal {
+		own = "~" + strings.ToUpper(t.User)
+	}
+	target := own
+	if in.Project != nil {
+		if in.Project.Key == "" {
+			writeJSON(w, http.StatusBadRequest, bbError("project", "A project was specified without a key.", nil))
+			return
+		}
+		target = strings.ToUpper(in.Project.Key)
+	}
+	if target == "" || target != own && !atLeast(t.projectPerm(target), PermAdmin) {
+		noPermission(w)
+		return
+	}
+	if target != own && !s.projectExists(w, target) {
+		return
+	}
+	name := in.Name
+	if name == "" {
+		name = slug
+	}
+	fx, err := s.forkRepo(project, slug, target, name)
+	switch {
+	case errors.Is(err, errRepoExists):
+		writeJSON(w, http.StatusBadRequest, bbError("name", "This repository URL is already taken.", nil))
+		return
+	case err != nil:
+		writeJSON(w, http.StatusInternalServerError, bbError(nil, err.Error(), nil))
+		return
+	}
+	s.mu.Lock()
+	body := s.repoJSON(s.bb.repos[repoKey(fx.Project, fx.Slug)])
+	s.mu.Unlock()
+	writeJSON(w, http.StatusCreated, body)
+}
+
+// bbGetPR answers the pull request (get_3 in the 9.4 OpenAPI: GET
+// …/pull-requests/{pullRequestId}, REPO_READ).
+func (s *Sim) bbGetPR(w http.ResponseWriter, r *http.Request) {
+	p, pr, ok := s.findPR(w, r)
+	if !ok {
+		return
+	}
+	p.mu.Lock()
+	body := s.prJSON(pr, time.Now())
+	p.mu.Unlock()
+	writeJSON(w, http.StatusOK, body)
+}
+
+// DropRepo deletes a repository at once, as a person deleting it (a fork,
+// say) in Bitbucket's UI: its git URLs answer 404 from then on. It reports
+// whether it existed.
+func (s *Sim) DropRepo(project, slug string) bool {
+	key := repoKey(project, slug)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rp, ok := s.bb.repos[key]
+	if ok {
+		s.dropRepoLocked(key, rp)
+		_ = s.persistLocked()
+	}
+	return ok
+}
+
+// PushPR pushes a new commit on a PR's branch (in the fork, for a PR from
+// a fork): pr:from_ref_updated.
 func (s *Sim) PushPR(project, slug string, id int64) (Delivery, error) {
+	return s.pushPR(project, slug, id, false)
+}
+
+// ForcePushPR rewrites the PR's branch: its head is replaced by a new
+// commit on the head's parent (an amend, then git push --force), so the old
+// head is no longer on the branch: pr:from_ref_updated, whose
+// previousFromHash is not an ancestor of the new head.
+func (s *Sim) ForcePushPR(project, slug string, id int64) (Delivery, error) {
+	return s.pushPR(project, slug, id, true)
+}
+
+func (s *Sim) pushPR(project, slug string, id int64, rewrite bool) (Delivery, error) {
 	p := s.pr()
 	p.mu.Lock()
 	pr, ok := p.prs[prKey(project, slug, id)]
@@ -161,7 +335,27 @@ func (s *Sim) PushPR(project, slug string, id int64) (Delivery, error) {
 	if !ok || pr.State != "OPEN" {
 		return Delivery{}, fmt.Errorf("pull request %s/%s#%d: %w (or not open)", project, slug, id, ErrNotFound)
 	}
-	head, err := s.CommitFile(pr.Project, pr.Slug, pr.Branch, "push-"+strconv.FormatInt(time.Now().UnixNano(), 10)+".txt", "a newer push")
+	from, fromSlug := pr.from()
+	s.gitMu.Lock()
+	if rewrite {
+		// The branch goes back to the head's parent (or away, for a
+		// head without one), and the new commit goes on there.
+		dir := s.repoDir(from, fromSlug)
+		ref := "refs/heads/" + pr.Branch
+		parent, _ := s.git(dir, "rev-parse", "--verify", "--quiet", ref+"^")
+		var err error
+		if parent != "" {
+			_, err = s.git(dir, "update-ref", ref, parent)
+		} else {
+			_, err = s.git(dir, "update-ref", "-d", ref)
+		}
+		if err != nil {
+			s.gitMu.Unlock()
+			return Delivery{}, err
+		}
+	}
+	head, err := s.commitLocked(from, fromSlug, pr.Branch, "push-"+strconv.FormatInt(time.Now().UnixNano(), 10)+".txt", "a newer push")
+	s.gitMu.Unlock()
 	if err != nil {
 		return Delivery{}, err
 	}
@@ -235,16 +429,52 @@ func (s *Sim) BuildStatuses(sha string) []BuildStatus {
 	return append([]BuildStatus(nil), p.builds[sha]...)
 }
 
-func (s *Sim) deliveryLocked(pr *simPR, key, previous string) Delivery {
-	repo := func() map[string]any {
-		return map[string]any{"slug": pr.Slug, "id": 1, "name": pr.Slug, "scmId": "git", "state": "AVAILABLE", "statusMessage": "Available", "forkable": true,
-			"project": map[string]any{"key": pr.Project, "id": 1, "name": pr.Project, "public": false, "type": "NORMAL"}, "public": false}
+// from is the repository the PR's branch lives in.
+func (pr *simPR) from() (string, string) {
+	if pr.FromProject == "" {
+		return pr.Project, pr.Slug
 	}
+	return pr.FromProject, pr.FromSlug
+}
+
+func (s *Sim) deliveryLocked(pr *simPR, key, previous string) Delivery {
 	now := time.Now()
+	payload := map[string]any{"eventKey": key, "date": now.Format("2006-01-02T15:04:05-0700"), "actor": PRUser, "pullRequest": s.prJSON(pr, now)}
+	if previous != "" {
+		payload["previousFromHash"] = previous
+	}
+	b, _ := json.Marshal(payload)
+	return Delivery{ID: pr.ID, Head: pr.Head, EventKey: key, RequestID: uuid.NewString(), Payload: b}
+}
+
+// prJSON is the Pull Request entity, as deliveries carry it and GET
+// …/pull-requests/{id} answers it ("consistent representations in all the
+// payloads where they appear", the Event payload page).
+func (s *Sim) prJSON(pr *simPR, now time.Time) map[string]any {
+	repoOf := func(project, slug string) map[string]any {
+		proj := map[string]any{"key": project, "id": 1, "name": project, "public": false, "type": "NORMAL"}
+		if strings.HasPrefix(project, "~") {
+			// A personal project: key "~" and the owner's slug (the KB
+			// cited above), type PERSONAL (RestProject.type in the 9.4
+			// OpenAPI).
+			proj = map[string]any{"key": project, "id": 2, "name": PRUser["displayName"], "type": "PERSONAL"}
+		}
+		return map[string]any{"slug": slug, "id": 1, "name": slug, "scmId": "git", "state": "AVAILABLE", "statusMessage": "Available", "forkable": true,
+			"project": proj, "public": false}
+	}
+	repo := func() map[string]any { return repoOf(pr.Project, pr.Slug) }
+	from := repo()
+	if fp, fs := pr.from(); fp != pr.Project || fs != pr.Slug {
+		// A PR from a fork: fromRef.repository is the fork, with the
+		// repository it was forked from as its origin (the 9.4
+		// OpenAPI's RestPullRequestRef.repository.origin).
+		from = repoOf(fp, fs)
+		from["origin"] = repo()
+	}
 	body := map[string]any{
 		"id": pr.ID, "version": pr.Version, "title": pr.Title, "state": pr.State, "open": pr.State == "OPEN", "closed": pr.State != "OPEN",
 		"createdDate": now.UnixMilli(), "updatedDate": now.UnixMilli(), "locked": false,
-		"fromRef":   map[string]any{"id": "refs/heads/" + pr.Branch, "displayId": pr.Branch, "latestCommit": pr.Head, "repository": repo()},
+		"fromRef":   map[string]any{"id": "refs/heads/" + pr.Branch, "displayId": pr.Branch, "latestCommit": pr.Head, "repository": from},
 		"toRef":     map[string]any{"id": "refs/heads/" + DefaultBranch, "displayId": DefaultBranch, "latestCommit": "", "repository": repo()},
 		"author":    map[string]any{"user": PRUser, "role": "AUTHOR", "approved": false, "status": "UNAPPROVED"},
 		"reviewers": []any{}, "participants": []any{},
@@ -253,12 +483,7 @@ func (s *Sim) deliveryLocked(pr *simPR, key, previous string) Delivery {
 	if pr.State != "OPEN" {
 		body["closedDate"] = now.UnixMilli()
 	}
-	payload := map[string]any{"eventKey": key, "date": now.Format("2006-01-02T15:04:05-0700"), "actor": PRUser, "pullRequest": body}
-	if previous != "" {
-		payload["previousFromHash"] = previous
-	}
-	b, _ := json.Marshal(payload)
-	return Delivery{ID: pr.ID, Head: pr.Head, EventKey: key, RequestID: uuid.NewString(), Payload: b}
+	return body
 }
 
 // ---- REST ----
@@ -275,6 +500,7 @@ func (s *Sim) prRoutes(mux *http.ServeMux, base string) {
 	h("GET "+base+"/projects/{project}/repos/{slug}/pull-requests/{id}/activities", EndpointPRActivities, s.bbPRActivities)
 	h("POST "+base+"/projects/{project}/repos/{slug}/pull-requests", EndpointCreatePR, s.bbCreatePR)
 	h("GET "+base+"/projects/{project}/repos/{slug}/commits/{sha}/builds", EndpointGetBuildStatus, s.bbGetBuildStatus)
+	h("GET "+base+"/projects/{project}/repos/{slug}/pull-requests/{id}", EndpointGetPR, s.bbGetPR)
 }
 
 func (s *Sim) findPR(w http.ResponseWriter, r *http.Request) (*prState, *simPR, bool) {
@@ -374,7 +600,7 @@ func (s *Sim) bbSetBuildStatus(w http.ResponseWriter, r *http.Request) {
 
 func (s *Sim) prControl(mux controlMux) {
 	mux.HandleFunc("POST /pull-requests", func(w http.ResponseWriter, r *http.Request) {
-		var in struct{ Project, Repo, Branch string }
+		var in struct{ Project, Repo, Branch, Fork string }
 		if !decodeCtl(w, r, &in) {
 			return
 		}
@@ -382,7 +608,11 @@ func (s *Sim) prControl(mux controlMux) {
 			ctlError(w, http.StatusBadRequest, "project, repo and branch: letters, digits and '-' (branch may have '/')")
 			return
 		}
-		d, err := s.OpenPR(in.Project, in.Repo, in.Branch)
+		if in.Fork != "" && !validSeedName(strings.ToLower(strings.TrimPrefix(in.Fork, "~"))) {
+			ctlError(w, http.StatusBadRequest, "fork: a project key, or ~ and a user slug (letters, digits and '-')")
+			return
+		}
+		d, err := s.OpenForkPR(in.Project, in.Repo, in.Fork, in.Branch)
 		s.ctlDelivery(w, d, err)
 	})
 	closer := func(state string) http.HandlerFunc {
@@ -393,9 +623,12 @@ func (s *Sim) prControl(mux controlMux) {
 				return
 			}
 			var d Delivery
-			if state == "" {
+			switch state {
+			case "":
 				d, err = s.PushPR(strings.ToUpper(r.PathValue("project")), r.PathValue("repo"), id)
-			} else {
+			case "force":
+				d, err = s.ForcePushPR(strings.ToUpper(r.PathValue("project")), r.PathValue("repo"), id)
+			default:
 				d, err = s.ClosePR(strings.ToUpper(r.PathValue("project")), r.PathValue("repo"), id, state)
 			}
 			s.ctlDelivery(w, d, err)
@@ -404,6 +637,7 @@ func (s *Sim) prControl(mux controlMux) {
 	mux.HandleFunc("POST /pull-requests/{project}/{repo}/{id}/merge", closer("MERGED"))
 	mux.HandleFunc("POST /pull-requests/{project}/{repo}/{id}/decline", closer("DECLINED"))
 	mux.HandleFunc("POST /pull-requests/{project}/{repo}/{id}/push", closer(""))
+	mux.HandleFunc("POST /pull-requests/{project}/{repo}/{id}/force-push", closer("force"))
 	mux.HandleFunc("GET /pull-requests/{project}/{repo}/{id}", func(w http.ResponseWriter, r *http.Request) {
 		id, _ := strconv.ParseInt(r.PathValue("id"), 10, 64)
 		writeJSON(w, http.StatusOK, map[string]any{"comments": s.PRComments(r.PathValue("project"), r.PathValue("repo"), id)})
@@ -479,8 +713,10 @@ func (s *Sim) bbPRActivities(w http.ResponseWriter, r *http.Request) {
 // bbCreatePR opens a pull request (createPullRequest in the 9.4 OpenAPI:
 // POST …/pull-requests {title, fromRef {id, repository {slug, project
 // {key}}}, toRef {…}} → 201 with the pull request; REPO_READ on both; 409
-// when one is already open between the two refs). Only PRs within one
-// repository. The conformance suite opens one on a real server this way.
+// when one is already open between the two refs). fromRef.repository may
+// name a fork of the repository (a PR from a fork); toRef is always the
+// repository of the path. The conformance suite opens both on a real
+// server this way.
 func (s *Sim) bbCreatePR(w http.ResponseWriter, r *http.Request) {
 	if !s.repoRead(w, r) {
 		return
@@ -490,10 +726,17 @@ func (s *Sim) bbCreatePR(w http.ResponseWriter, r *http.Request) {
 		noSuchRepo(w, project, slug)
 		return
 	}
+	type refRepo struct {
+		Slug    string `json:"slug"`
+		Project struct {
+			Key string `json:"key"`
+		} `json:"project"`
+	}
 	var in struct {
 		Title   string `json:"title"`
 		FromRef struct {
-			ID string `json:"id"`
+			ID         string   `json:"id"`
+			Repository *refRepo `json:"repository"`
 		} `json:"fromRef"`
 		ToRef struct {
 			ID string `json:"id"`
@@ -503,28 +746,48 @@ func (s *Sim) bbCreatePR(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, bbError("title", "A pull request's title, fromRef and toRef are required.", nil))
 		return
 	}
+	// fromRef may name a fork of this repository (a PR from a fork): it
+	// must exist, be readable too, and have this repository as its origin.
+	fromProject, fromSlug := project, slug
+	if fr := in.FromRef.Repository; fr != nil && (strings.ToUpper(fr.Project.Key) != project || fr.Slug != slug) {
+		fromProject, fromSlug = strings.ToUpper(fr.Project.Key), fr.Slug
+		s.mu.Lock()
+		rp, ok := s.bb.repos[repoKey(fromProject, fromSlug)]
+		forked := ok && rp.Origin == repoKey(project, slug)
+		s.mu.Unlock()
+		if !ok {
+			noSuchRepo(w, fromProject, fromSlug)
+			return
+		}
+		if !s.bbAllowed(w, r, func(t BitbucketToken) bool { return atLeast(t.repoPerm(fromProject, fromSlug), PermRead) }) {
+			return
+		}
+		if !forked {
+			writeJSON(w, http.StatusBadRequest, bbError("fromRef", "Repository "+fromProject+"/"+fromSlug+" is not a fork of "+project+"/"+slug+".", nil))
+			return
+		}
+	}
 	from, to := strings.TrimPrefix(in.FromRef.ID, "refs/heads/"), strings.TrimPrefix(in.ToRef.ID, "refs/heads/")
-	head, _ := s.RepoHeadSHA(project, slug, from)
+	head, _ := s.RepoHeadSHA(fromProject, fromSlug, from)
 	target, _ := s.RepoHeadSHA(project, slug, to)
 	if head == "" || target == "" {
-		writeJSON(w, http.StatusBadRequest, bbError("fromRef", "Repository "+project+"/"+slug+" does not contain both refs.", nil))
+		writeJSON(w, http.StatusBadRequest, bbError("fromRef", "Repositories "+fromProject+"/"+fromSlug+" and "+project+"/"+slug+" do not contain both refs.", nil))
 		return
 	}
 	p := s.pr()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, o := range p.prs {
-		if o.Project == project && o.Slug == slug && o.Branch == from && o.State == "OPEN" {
+		if ofp, ofs := o.from(); o.Project == project && o.Slug == slug && ofp == fromProject && ofs == fromSlug && o.Branch == from && o.State == "OPEN" {
 			writeJSON(w, http.StatusConflict, bbError(nil, "Only one pull request may be open for a given source and target branch.", "com.atlassian.bitbucket.pull.DuplicatePullRequestException"))
 			return
 		}
 	}
 	p.nextID[repoKey(project, slug)]++
-	pr := &simPR{ID: p.nextID[repoKey(project, slug)], Project: project, Slug: slug, Branch: from, Head: head, Title: in.Title, State: "OPEN", comments: map[int64]*PRComment{}}
+	pr := &simPR{ID: p.nextID[repoKey(project, slug)], Project: project, Slug: slug, FromProject: fromProject, FromSlug: fromSlug,
+		Branch: from, Head: head, Title: in.Title, State: "OPEN", comments: map[int64]*PRComment{}}
 	p.prs[prKey(project, slug, pr.ID)] = pr
-	writeJSON(w, http.StatusCreated, map[string]any{"id": pr.ID, "version": 0, "title": pr.Title, "state": "OPEN", "open": true, "closed": false,
-		"fromRef": map[string]any{"id": "refs/heads/" + from, "displayId": from, "latestCommit": head},
-		"toRef":   map[string]any{"id": "refs/heads/" + to, "displayId": to, "latestCommit": target}})
+	writeJSON(w, http.StatusCreated, s.prJSON(pr, time.Now()))
 }
 
 // bbGetBuildStatus answers the build status of one key on a commit (get in

@@ -553,3 +553,93 @@ func TestFaultAimedAtJobOrSlot(t *testing.T) {
 		t.Fatalf("the slot's storage delete: %d, want 403", got)
 	}
 }
+
+// TestForkPullRequest: a PR from a fork — in a personal project (~DANA) —
+// is delivered as Bitbucket does: fromRef.repository the fork (key "~DANA",
+// type PERSONAL; the target as its origin), toRef.repository the
+// target; the branch exists in the fork only and is fetched over git by the
+// fork's clone URL (/scm/~dana/…). A force-push rewrites the branch; a
+// dropped fork answers git 404. The control API opens one with "fork".
+func TestForkPullRequest(t *testing.T) {
+	s := startSim(t, sim.Options{})
+	d, err := s.OpenForkPR("APPS", "shop", "~dana", "feature/f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p struct {
+		PullRequest struct {
+			FromRef, ToRef struct {
+				LatestCommit string
+				Repository   struct {
+					Slug    string
+					Project struct{ Key, Type string }
+					Origin  *struct {
+						Slug    string
+						Project struct{ Key string }
+					}
+				}
+			}
+		}
+	}
+	if err := json.Unmarshal(d.Payload, &p); err != nil {
+		t.Fatal(err)
+	}
+	from, to := p.PullRequest.FromRef.Repository, p.PullRequest.ToRef.Repository
+	if from.Project.Key != "~DANA" || from.Project.Type != "PERSONAL" || from.Slug != "shop" || from.Origin == nil ||
+		from.Origin.Project.Key != "APPS" || to.Project.Key != "APPS" || to.Origin != nil || p.PullRequest.FromRef.LatestCommit != d.Head {
+		t.Fatalf("payload refs: from %+v to %+v", from, to)
+	}
+	if h, _ := s.RepoHeadSHA("APPS", "shop", "feature/f"); h != "" {
+		t.Fatal("the fork's branch is in the target repository")
+	}
+	if h, _ := s.RepoHeadSHA("~DANA", "shop", "feature/f"); h != d.Head {
+		t.Fatalf("fork branch at %s, want %s", h, d.Head)
+	}
+	ls := func() (string, error) {
+		cmd := exec.Command("git", "-c", "http.extraHeader=Authorization: Bearer "+s.BitbucketToken(), "ls-remote", s.CloneURL("~DANA", "shop"), "refs/heads/feature/f")
+		cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1", "HOME="+t.TempDir())
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if !strings.HasSuffix(s.CloneURL("~DANA", "shop"), "/scm/~dana/shop.git") {
+		t.Fatalf("clone URL %s", s.CloneURL("~DANA", "shop"))
+	}
+	if out, err := ls(); err != nil || !strings.HasPrefix(out, d.Head) {
+		t.Fatalf("ls-remote of the fork: %v %s", err, out)
+	}
+	d2, err := s.ForcePushPR("APPS", "shop", d.ID)
+	if err != nil || d2.Head == d.Head || d2.EventKey != "pr:from_ref_updated" {
+		t.Fatalf("force-push: %+v %v", d2, err)
+	}
+	if !strings.Contains(string(d2.Payload), `"previousFromHash":"`+d.Head+`"`) {
+		t.Fatalf("force-push delivery without the previous head: %s", d2.Payload)
+	}
+	if !s.DropRepo("~DANA", "shop") {
+		t.Fatal("drop the fork")
+	}
+	if out, err := ls(); err == nil || !strings.Contains(strings.ToLower(out), "not found") {
+		t.Fatalf("ls-remote of a deleted fork: %v %s", err, out)
+	}
+
+	srv := httptest.NewServer(s.ControlHandler())
+	defer srv.Close()
+	post := func(path, body string) (int, string) {
+		resp, err := http.Post(srv.URL+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	code, body := post("/api/sim/pull-requests", `{"project":"APPS","repo":"cart","branch":"feature/g","fork":"~dana"}`)
+	if code != 201 || !strings.Contains(body, `"event_key":"pr:opened"`) || !s.HasRepo("~DANA", "cart") {
+		t.Fatalf("open from a fork over the control API: %d %s", code, body)
+	}
+	if code, _ := post("/api/sim/pull-requests", `{"project":"APPS","repo":"cart","branch":"feature/h","fork":"~../x"}`); code != 400 {
+		t.Fatalf("a bad fork key: %d", code)
+	}
+	if code, body := post("/api/sim/pull-requests/APPS/cart/1/force-push", `{}`); code != 201 || !strings.Contains(body, "pr:from_ref_updated") {
+		t.Fatalf("force-push over the control API: %d %s", code, body)
+	}
+}

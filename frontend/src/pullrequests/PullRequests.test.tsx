@@ -244,6 +244,20 @@ describe("the Simulator page's pull requests", () => {
     expect(calls.slice(2).map((c) => c.url)).toEqual(["/api/sim/pull-requests/DEMO/webshop/3/merge", "/api/hooks/bitbucket/simulated"]);
   });
 
+  it("opens a PR from a fork when the fork's project is given", async () => {
+    route = (m, url) => {
+      if (m === "POST" && url === "/api/sim/pull-requests") return jsonResponse({ id: 4, head: HEAD, event_key: "pr:opened", request_id: "r4", payload: {} }, 201);
+      if (m === "POST" && url === "/api/hooks/bitbucket/simulated") return jsonResponse({ result: "accepted" }, 202);
+      return undefined;
+    };
+    render(<SimPullRequests />);
+    fireEvent.change(screen.getByTestId("prsim-fork"), { target: { value: " ~dana " } });
+    await act(async () => fireEvent.submit(screen.getByTestId("prsim-open").closest("form")!));
+    expect(calls[0]).toMatchObject({ method: "POST", url: "/api/sim/pull-requests", body: { project: "DEMO", repo: "webshop", branch: "feature/checkout", fork: "~dana" } });
+    expect((await screen.findByTestId("prsim-outcome")).dataset.result).toBe("accepted");
+    expect(screen.getByTestId("prsim-pr").dataset.pr).toBe("DEMO/webshop#4");
+  });
+
   it("says when the repository is not linked", async () => {
     route = (m, url) => {
       if (url === "/api/sim/pull-requests") return jsonResponse({ id: 1, head: HEAD, event_key: "pr:opened", request_id: "r", payload: {} }, 201);

@@ -33,6 +33,8 @@ export function SimPullRequests() {
   const [project, setProject] = useState("DEMO");
   const [repo, setRepo] = useState("webshop");
   const [branch, setBranch] = useState("feature/checkout");
+  // From a fork: the fork's project (~user for a personal fork); "" for a branch of the repository itself.
+  const [fork, setFork] = useState("");
   // Opened from this page and not closed: shown until they are on a slot (or waiting).
   const [opened, setOpened] = useState<OpenPR[]>([]);
   const [last, setLast] = useState<{ text: string; outcome: Outcome } | undefined>(undefined);
@@ -51,7 +53,7 @@ export function SimPullRequests() {
   };
   const submit = async (e: FormEvent<HTMLFormElement>) => {
     e.preventDefault();
-    const res = await cmd.run(() => prService.open(project.trim(), repo.trim(), branch.trim()));
+    const res = await cmd.run(() => prService.open(project.trim(), repo.trim(), branch.trim(), fork.trim()));
     if (!res) return;
     const r = { project: project.trim().toUpperCase(), slug: repo.trim() };
     told(res.delivery, r, res.outcome);
@@ -83,6 +85,10 @@ export function SimPullRequests() {
         <label>
           {t("prsim.branch")}
           <input required value={branch} onChange={(e) => setBranch(e.target.value)} autoComplete="off" data-testid="prsim-branch" />
+        </label>
+        <label>
+          {t("prsim.fork")}
+          <input value={fork} onChange={(e) => setFork(e.target.value)} placeholder="~dana" autoComplete="off" data-testid="prsim-fork" />
         </label>
         <button type="submit" className="primary" disabled={cmd.pending} data-testid="prsim-open">
           {t("prsim.open")}

@@ -111,9 +111,10 @@ export const prService = {
   link: (repo: string) => request("/api/pr-repos", linked, { method: "POST", body: { repo } }),
   unlink: (r: RepoRef) => request(`/api/pr-repos/${enc(r.project)}/${enc(r.slug)}`, nothing, { method: "DELETE" }),
   deliveries: (signal?: AbortSignal) => request("/api/hooks/bitbucket/deliveries", deliveries, { signal }),
-  /** open: a new pull request in the simulated Bitbucket, its pr:opened delivered. */
-  open: async (project: string, repo: string, branch: string) => {
-    const d = await request("/api/sim/pull-requests", simDelivery, { method: "POST", body: { project, repo, branch } });
+  /** open: a new pull request in the simulated Bitbucket, its pr:opened delivered; from a fork in project `fork` (`~user`, or a key) when given. */
+  open: async (project: string, repo: string, branch: string, fork = "") => {
+    const body = fork ? { project, repo, branch, fork } : { project, repo, branch };
+    const d = await request("/api/sim/pull-requests", simDelivery, { method: "POST", body });
     return { delivery: d, outcome: await deliver(d) };
   },
   /** close: merge or decline a simulated pull request, its delivery delivered. */
