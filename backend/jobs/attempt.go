@@ -78,6 +78,9 @@ type attempt struct {
 	// step goroutine only.
 	stepTimer, jobTimer *clock.Func
 	jobDeadline         time.Time
+	// waitUntil is the end of the wait's own bound while a wait has the
+	// deadlines set aside (zero otherwise): boundEachRequest.
+	waitUntil time.Time
 }
 
 func (a *attempt) meta() events.Metadata {
