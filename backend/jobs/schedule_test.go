@@ -767,6 +767,40 @@ func checkSchedule(t *testing.T, r *run, fx sim.SlotFixture, stray, jobID string
 		}
 	}
 
+	// A lookup's result (found, or the provider's own "absent") stands on
+	// an answer: the step recorded it only after a request of the lookup
+	// that no fault shaped.
+	lookup := map[string][2]string{
+		events.KindPromote:      {events.StepLookupRepo, sim.EndpointGetRepo},
+		events.KindAdopt:        {events.StepLookupResource, sim.EndpointGetApplication},
+		events.KindDeleteOrphan: {events.StepLookupResource, sim.EndpointGetApplication},
+	}
+	if lk, ok := lookup[kind]; ok {
+		var js events.JobState
+		var started time.Time
+		for _, ev := range evs {
+			was := js.Done[lk[0]]
+			if err := js.Apply(ev); err != nil {
+				t.Fatal(err)
+			}
+			at, _ := r.stamps.stamp(ev.ID)
+			if p, err := events.Decode(ev); err == nil {
+				if ss, ok := p.(events.StepStarted); ok && ss.Step == lk[0] {
+					started = at[0]
+				}
+			}
+			if was || !js.Done[lk[0]] {
+				continue
+			}
+			answered := slices.ContainsFunc(w.sim.Requests(), func(q sim.Request) bool {
+				return q.Endpoint == lk[1] && q.Fault == 0 && q.Done() && !q.WasAborted() && q.Arrived.After(started) && q.Arrived.Before(at[1])
+			})
+			if !answered {
+				t.Errorf("%s recorded (%s) without an answer of the provider that no fault shaped:%s", lk[0], ev.Type, history(evs))
+			}
+		}
+	}
+
 	// 5. Single side effects: the slot branch moved at most once per job
 	// (its reflog: curl retries a POST whose connection dropped, and the
 	// retried push is refused by its lease, so the requests overcount),
