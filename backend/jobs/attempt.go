@@ -239,6 +239,19 @@ func (a *attempt) runStep(name string, step stepFunc, verify bool) error {
 		if cause := context.Cause(sctx); sctx.Err() != nil && cause != nil {
 			return cause
 		}
+		// A verification that failed resolved nothing: what the earlier
+		// attempt may have done (a create whose answer was lost) is as
+		// unknown as before, so the step stays uncertain and the next run
+		// verifies again. Before, a lookup refused during the verify (a
+		// proxy's 404) recorded a definite failure; the next run created
+		// again, met its own repository and failed "already exists" for
+		// good (TestFailedVerifyKeepsTheStepUncertain, found by
+		// TestRandomFaultSchedules). Verifying again is a read first, so
+		// it is always safe.
+		var se *stepError
+		if verify && errors.As(err, &se) {
+			se.uncertain = true
+		}
 		return err
 	}
 	if err := a.append(sctx, res); err != nil {

@@ -60,6 +60,10 @@ type action string
 const (
 	aHang       action = "hang"
 	aCrash      action = "crash"
+	// crash-after: the call goes through; the worker's process dies right
+	// after its answer came back, before (or just after) the step recorded
+	// it — the window where the provider changed and the log may not know.
+	aCrashAfter action = "crash-after"
 	aCancel     action = "cancel"
 	a500        action = "500"
 	a401        action = "401"
@@ -70,9 +74,11 @@ const (
 	aLostReset  action = "lost-reset" // the call takes effect, the connection drops
 )
 
-var allActions = []action{aHang, aCrash, aCancel, a500, a401, a429, aForeign404, aReset, aLost502, aLostReset}
+var allActions = []action{aHang, aCrash, aCrashAfter, aCancel, a500, a401, a429, aForeign404, aReset, aLost502, aLostReset}
 
-func (a action) holds() bool { return a == aHang || a == aCrash || a == aCancel }
+// holds: the driver acts when the call arrives (crash-after: when it was
+// answered).
+func (a action) holds() bool { return a == aHang || a == aCrash || a == aCancel || a == aCrashAfter }
 
 // target is one outside call of a kind a fault may land on.
 type target struct{ endpoint, resource string }
@@ -277,7 +283,7 @@ type run struct {
 	// (waitClock.drive) only while it sleeps between polls.
 	pending atomic.Int32
 	faults  map[int]plannedFault // by the simulator's fault id
-	handled map[int]bool         // request seqs of held calls already acted on
+	handled map[int]action       // request seqs of held calls already acted on
 	inert   map[int]bool
 	gitRoot string // the simulator's bare repositories
 }
@@ -375,7 +381,7 @@ func newScheduleWorld(t *testing.T, s schedule) *run {
 	st := &stampStore{Store: ms, at: map[string][2]time.Time{}}
 	w := &world{t: t, sim: sm, store: st, svc: slots.NewService(st, slots.Config{Logger: testLogger()}), deps: simDeps(t, sm),
 		patience: 90 * time.Second}
-	r := &run{t: t, s: s, w: w, stamps: st, gitRoot: gitRoot, fc: fc, faults: map[int]plannedFault{}, handled: map[int]bool{}, inert: map[int]bool{},
+	r := &run{t: t, s: s, w: w, stamps: st, gitRoot: gitRoot, fc: fc, faults: map[int]plannedFault{}, handled: map[int]action{}, inert: map[int]bool{},
 		// The production deadlines; an hour's lease renewed every 3
 		// simulated minutes (waitWorld.config says why).
 		cfg: jobs.Config{Workers: 2, StepTimeout: 2 * time.Minute, JobTimeout: 15 * time.Minute,
@@ -498,12 +504,43 @@ func runSchedule(t *testing.T, s schedule, idx []int) {
 		if runNo >= maxRuns {
 			t.Fatalf("not succeeded after %d runs (%d faults): %s %q%s", runNo, len(s.faults), j.Status, j.LastError, history(w.jobEvents(res.JobID)))
 		}
-		if _, err := w.svc.Resume(context.Background(), bob, res.JobID); err != nil {
-			t.Fatalf("resume after run %d (%s): %v", runNo, j.Status, err)
-		}
+		r.resume(res.JobID, runNo, j.Status)
 		runNo++
 	}
 	checkSchedule(t, r, fx, stray, res.JobID, j, from)
+}
+
+// resume resumes the job as a person; in a racing schedule two people
+// press resume at once: exactly one is accepted, the other refused with a
+// conflict.
+func (r *run) resume(jobID string, runNo int, status string) {
+	r.t.Helper()
+	n := 1
+	if r.s.race {
+		n = 2
+	}
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = r.w.svc.Resume(context.Background(), slots.Actor{Name: fmt.Sprintf("person-%d", i)}, jobID)
+		}()
+	}
+	wg.Wait()
+	ok := 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			ok++
+		case slots.ErrorCode(err) != slots.CodeConflict:
+			r.t.Fatalf("resume after run %d (%s): %v", runNo, status, err)
+		}
+	}
+	if ok != 1 {
+		r.t.Fatalf("%d of %d resumes after run %d accepted, want exactly one (%v)", ok, n, runNo, errs)
+	}
 }
 
 func (r *run) start(kind string, fx sim.SlotFixture, stray string) slots.JobAcceptedResult {
@@ -564,7 +601,7 @@ func (r *run) next(jobID string, runNo int) (*sim.Request, events.JobState, erro
 	go func() {
 		req, err := r.w.sim.WaitFor(ctx, func(q sim.Request) bool {
 			pf, ok := r.faults[q.Fault]
-			return ok && pf.act.holds() && !r.handled[q.Seq]
+			return ok && pf.act.holds() && r.handled[q.Seq] == "" && (pf.act != aCrashAfter || q.Done())
 		})
 		if err != nil {
 			ch <- out{err: err}
@@ -589,7 +626,10 @@ func (r *run) next(jobID string, runNo int) (*sim.Request, events.JobState, erro
 // a person resumes (so the next attempt's calls cannot meet it there).
 func (r *run) checkHeldAborted() {
 	r.t.Helper()
-	for seq := range r.handled {
+	for seq, act := range r.handled {
+		if act == aCrashAfter {
+			continue // answered before the process died
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		q, err := r.w.sim.WaitFor(ctx, func(q sim.Request) bool { return q.Seq == seq && q.Done() })
 		cancel()
@@ -602,7 +642,7 @@ func (r *run) checkHeldAborted() {
 // act does what the held call's fault stands for.
 func (r *run) act(jobID string, q sim.Request) {
 	r.t.Helper()
-	r.handled[q.Seq] = true
+	r.handled[q.Seq] = r.faults[q.Fault].act
 	r.t.Logf("%s: %s %s (%s) held at the simulator", r.faults[q.Fault].act, q.Method, q.Path, q.Endpoint)
 	switch r.faults[q.Fault].act {
 	case aHang:
@@ -613,10 +653,11 @@ func (r *run) act(jobID string, q sim.Request) {
 		if err := r.w.svc.Cancel(context.Background(), slots.Actor{Name: "carol"}, jobID); err != nil {
 			r.t.Fatalf("cancel while %s hangs: %v", q.Endpoint, err)
 		}
-	case aCrash:
-		// The worker's process dies mid-call; a fresh engine starts on the
-		// same store and, once the lease (and the grace) ran out, its
-		// rescuer abandons the attempt.
+	case aCrash, aCrashAfter:
+		// The worker's process dies mid-call (or right after the answer);
+		// a fresh engine starts on the same store and, once the lease (and
+		// the grace) ran out, its rescuer abandons the attempt — unless the
+		// dead attempt had ended it already (crash-after).
 		r.holder(jobID).kill()
 		r.startProc()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -945,4 +986,44 @@ func TestHungDeleteConfirmationEndsAtTheStepDeadline(t *testing.T) {
 		t.Fatalf("resume: %s %q", j.Status, j.LastError)
 	}
 	checkFinal(t, w, events.KindTeardown, fx, res.JobID)
+}
+
+// TestFailedVerifyKeepsTheStepUncertain (found by TestRandomFaultSchedules,
+// seed 15 of its third version): a promote's create lands but its answer
+// is lost (502); the resume verifies the create, and its lookup meets a
+// proxy's 404. That failure resolves nothing, so create_repo stays
+// uncertain and the next resume verifies again and adopts the job's own,
+// empty repository — before, the second failure was recorded as definite,
+// the third run created again and failed "repository … already exists"
+// on every resume, the job's own repository never recorded.
+func TestFailedVerifyKeepsTheStepUncertain(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, nil)
+	w.patience = 2 * time.Minute
+	fx := w.seed("cell")
+	target := promoProject + "/" + promoName
+	w.sim.AddFault(sim.Fault{Endpoint: sim.EndpointCreateRepo, Resource: promoProject, AfterHandler: true, Status: http.StatusBadGateway, Times: 1})
+	// The first GET is lookup_repo's (404: go on); the second the verify's.
+	w.sim.AddFault(sim.Fault{Endpoint: sim.EndpointGetRepo, Resource: target, Foreign404: true, Skip: 1, Times: 1})
+	w.startEngine(patientConfig(w))
+	res := startJob(t, w, events.KindPromote, "cell")
+	j := w.waitEnded(res.JobID)
+	if j.Status != events.StatusFailed || j.InFlight != events.StepCreateRepo || !w.sim.HasRepo(promoProject, promoName) {
+		t.Fatalf("run 1: %s, uncertain %q, repo created %v: want failed with the create uncertain and the repo made", j.Status, j.InFlight, w.sim.HasRepo(promoProject, promoName))
+	}
+	if _, err := w.svc.Resume(context.Background(), bob, res.JobID); err != nil {
+		t.Fatal(err)
+	}
+	j = w.waitEndedN(res.JobID, 2)
+	if j.Status != events.StatusFailed || j.InFlight != events.StepCreateRepo {
+		t.Fatalf("run 2 (the verify's lookup refused): %s, uncertain %q; want failed with create_repo still uncertain:%s", j.Status, j.InFlight, history(w.jobEvents(res.JobID)))
+	}
+	if _, err := w.svc.Resume(context.Background(), bob, res.JobID); err != nil {
+		t.Fatal(err)
+	}
+	j = w.waitEndedN(res.JobID, 3)
+	if j.Status != events.StatusSucceeded {
+		t.Fatalf("run 3: %s %q; want the job's own repository adopted:%s", j.Status, j.LastError, history(w.jobEvents(res.JobID)))
+	}
+	checkPromote(t, w, fx, promoProject, promoName)
 }
