@@ -58,8 +58,8 @@ const kindReadyReset = "reset+template"
 type action string
 
 const (
-	aHang       action = "hang"
-	aCrash      action = "crash"
+	aHang  action = "hang"
+	aCrash action = "crash"
 	// crash-after: the call goes through; the worker's process dies right
 	// after its answer came back, before (or just after) the step recorded
 	// it — the window where the provider changed and the log may not know.
