@@ -152,7 +152,9 @@ func targets(kind string, fx sim.SlotFixture, stray string) []target {
 // into targets(kind) (the resources are known only once the slot exists).
 func draw(seed int64) (schedule, []int) {
 	r := rand.New(rand.NewPCG(uint64(seed), 0x5107))
-	s := schedule{seed: seed, kind: scheduleKinds[r.IntN(len(scheduleKinds))], race: r.IntN(2) == 0}
+	// The kind goes round with the seed, so any run of len(scheduleKinds)
+	// consecutive seeds has every kind; the rest is random.
+	s := schedule{seed: seed, kind: scheduleKinds[uint64(seed)%uint64(len(scheduleKinds))], race: r.IntN(2) == 0}
 	if s.kind == kindReadyReset || s.kind == events.KindPRDeploy {
 		// Minutes of building: the fake clock passes the 2-minute step
 		// deadline many times while Coolify still works.
