@@ -441,8 +441,7 @@ func runSchedule(t *testing.T, s schedule, idx []int) {
 	r.logRefUpdates(fx)
 	calls := targets(s.kind, fx, stray)
 	for i := range s.faults {
-		s.faults[i].call = calls[idx[i]]
-		r.s.faults[i].call = calls[idx[i]]
+		s.faults[i].call = calls[idx[i]] // (the drawn schedule shares the slice: a failure prints them)
 	}
 	for _, pf := range s.faults {
 		f := sim.Fault{Endpoint: pf.call.endpoint, Resource: pf.call.resource, Times: 1, Skip: pf.skip}
@@ -488,7 +487,7 @@ func runSchedule(t *testing.T, s schedule, idx []int) {
 	runNo := 1
 	var j events.JobState
 	for {
-		hung, st, err := r.next(res.JobID, runNo)
+		hung, err := r.next(res.JobID, runNo)
 		if err != nil {
 			t.Fatalf("run %d: %v%s", runNo, err, history(w.jobEvents(res.JobID)))
 		}
@@ -498,7 +497,6 @@ func runSchedule(t *testing.T, s schedule, idx []int) {
 		}
 		j = w.waitEndedN(res.JobID, runNo) // and its lock released
 		t.Logf("run %d: %s %q", runNo, j.Status, j.LastError)
-		_ = st
 		r.checkHeldAborted()
 		if j.Status == events.StatusSucceeded || !j.Resumable() {
 			break
@@ -591,7 +589,7 @@ func (r *run) start(kind string, fx sim.SlotFixture, stray string) slots.JobAcce
 
 // next waits until the job's run ends (its runNo-th terminal event) or a
 // held call of the schedule arrives at the simulator, whichever is first.
-func (r *run) next(jobID string, runNo int) (*sim.Request, events.JobState, error) {
+func (r *run) next(jobID string, runNo int) (*sim.Request, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), r.w.waitLimit())
 	defer cancel()
 	type out struct {
@@ -640,9 +638,9 @@ func (r *run) next(jobID string, runNo int) (*sim.Request, events.JobState, erro
 		first = second
 	}
 	if first.err != nil {
-		return nil, first.j, fmt.Errorf("neither an end nor a held call within %s: %w", r.w.waitLimit(), first.err)
+		return nil, fmt.Errorf("neither an end nor a held call within %s: %w", r.w.waitLimit(), first.err)
 	}
-	return first.hung, first.j, nil
+	return first.hung, nil
 }
 
 // checkHeldAborted: every held call was aborted by the client (a
