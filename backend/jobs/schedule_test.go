@@ -800,6 +800,23 @@ func checkSchedule(t *testing.T, r *run, fx sim.SlotFixture, stray, jobID string
 			t.Errorf("teardown succeeded, the read model's slot is %s", sv.Lifecycle)
 		}
 	}
+	// What the read model shows of the slot is what the job did: vacant
+	// (and, with a template, ready) only after a reset that succeeded,
+	// retired only after a teardown that did.
+	switch {
+	case kind == events.KindReset && j.Status == events.StatusSucceeded:
+		if sv.Lifecycle != projections.LifecycleVacant || r.s.kind == kindReadyReset && !sv.Ready {
+			t.Errorf("reset succeeded, the read model's slot is %s (ready %v, missing %v)", sv.Lifecycle, sv.Ready, sv.Missing)
+		}
+	case kind == events.KindReset || kind == events.KindPRDeploy:
+		if sv.Lifecycle != projections.LifecycleOccupied {
+			t.Errorf("%s ended %s, the read model's slot is %s, want still occupied", kind, j.Status, sv.Lifecycle)
+		}
+	case kind == events.KindTeardown && j.Status != events.StatusSucceeded:
+		if want := projections.LifecycleIncomplete; j.Touched() && sv.Lifecycle != want {
+			t.Errorf("teardown ended %s, the read model's slot is %s, want %s", j.Status, sv.Lifecycle, want)
+		}
+	}
 	for _, ev := range evs {
 		p, err := events.Decode(ev)
 		if err != nil {
