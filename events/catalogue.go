@@ -471,7 +471,9 @@ type DeleteAccepted struct {
 }
 
 // StepFailed records a step's failure. Uncertain is true when the outside
-// call may or may not have taken effect (timeout, reset, 5xx after sending).
+// call may or may not have taken effect (timeout, reset, 5xx after sending),
+// and when a verifying run failed: what an earlier attempt's call did is
+// still unknown (docs/jobs.md, "Resume verification").
 type StepFailed struct {
 	JobID      string `json:"job_id"`
 	Step       string `json:"step"`

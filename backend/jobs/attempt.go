@@ -79,6 +79,9 @@ type attempt struct {
 	// step goroutine only.
 	stepTimer, jobTimer *clock.Func
 	jobDeadline         time.Time
+	// waitUntil is the end of the wait's own bound while a wait has the
+	// deadlines set aside (zero otherwise): boundEachRequest.
+	waitUntil time.Time
 }
 
 func (a *attempt) meta() events.Metadata {
@@ -236,6 +239,19 @@ func (a *attempt) runStep(name string, step stepFunc, verify bool) error {
 	if err != nil {
 		if cause := context.Cause(sctx); sctx.Err() != nil && cause != nil {
 			return cause
+		}
+		// A verification that failed resolved nothing: what the earlier
+		// attempt may have done (a create whose answer was lost) is as
+		// unknown as before, so the step stays uncertain and the next run
+		// verifies again. Before, a lookup refused during the verify (a
+		// proxy's 404) recorded a definite failure; the next run created
+		// again, met its own repository and failed "already exists" for
+		// good (TestFailedVerifyKeepsTheStepUncertain, found by
+		// TestRandomFaultSchedules). Verifying again is a read first, so
+		// it is always safe.
+		var se *stepError
+		if verify && errors.As(err, &se) {
+			se.uncertain = true
 		}
 		return err
 	}

@@ -116,8 +116,9 @@ func confirmDelete(ctx context.Context, a *attempt, verify bool, res events.Reso
 	err = a.call(ctx, events.StepStarted{Resource: &res}, func(ctx context.Context) error {
 		// A delete the provider accepts now and confirms later is recorded
 		// at once: until its confirmation the slot shows it "deleting
-		// (accepted at …)", not untouched.
-		ctx = providers.WithDeleteAccepted(ctx, func(status int) error {
+		// (accepted at …)", not untouched. Each request of the
+		// confirmation still has the step deadline.
+		ctx = providers.WithDeleteAccepted(a.boundEachRequest(ctx), func(status int) error {
 			recErr = a.append(ctx, events.DeleteAccepted{JobID: a.job.ID, Step: a.step, Attempt: a.n, Resource: res, HTTPStatus: status})
 			if recErr == nil {
 				// What follows is a wait for the provider's queue, not

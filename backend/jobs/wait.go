@@ -62,6 +62,7 @@ const queuedDeleteBound = 3720 * time.Second
 // deadline, and the job deadline moved by the time waited.
 func (a *attempt) suspendDeadlines(bound time.Duration) (resume func()) {
 	start := a.e.now()
+	a.waitUntil = start.Add(bound)
 	slack := bound + a.e.cfg.StepTimeout
 	if a.stepTimer != nil {
 		a.stepTimer.Reset(slack)
@@ -75,6 +76,7 @@ func (a *attempt) suspendDeadlines(bound time.Duration) (resume func()) {
 			return
 		}
 		done = true
+		a.waitUntil = time.Time{}
 		now := a.e.now()
 		a.jobDeadline = a.jobDeadline.Add(now.Sub(start))
 		if a.jobTimer != nil {
@@ -84,6 +86,28 @@ func (a *attempt) suspendDeadlines(bound time.Duration) (resume func()) {
 			a.stepTimer.Reset(a.e.cfg.StepTimeout)
 		}
 	}
+}
+
+// boundEachRequest gives each provider request made with ctx the step
+// deadline while a wait has set it aside (a queued delete's confirmation:
+// the client's polls run inside the delete call, out of the poller's
+// reach). Without it a confirmation GET that hung held the attempt until
+// the wait's own bound, an hour, instead of the step deadline
+// (TestHungDeleteConfirmationEndsAtTheStepDeadline, found by
+// TestRandomFaultSchedules, seed 8). Between requests the wait's slack is
+// back.
+func (a *attempt) boundEachRequest(ctx context.Context) context.Context {
+	return providers.WithRequestHook(ctx, func() func() {
+		if a.waitUntil.IsZero() || a.stepTimer == nil {
+			return func() {}
+		}
+		a.stepTimer.Reset(a.e.cfg.StepTimeout)
+		return func() {
+			if !a.waitUntil.IsZero() {
+				a.stepTimer.Reset(max(a.waitUntil.Sub(a.e.now()), 0) + a.e.cfg.StepTimeout)
+			}
+		}
+	})
 }
 
 // waiting runs f, a wait on the provider, with the deadlines set aside and

@@ -89,6 +89,26 @@ func DeleteAccepted(ctx context.Context, op, res string, status int) *Error {
 	return nil
 }
 
+type requestHookKey struct{}
+
+// WithRequestHook returns ctx carrying f: a provider client calls f right
+// before each HTTP request it sends with ctx, and the function f returns
+// once that request has ended. A job step waiting on the provider (a queued
+// delete's confirmation) gives each request of the wait the step deadline
+// this way, so one hung request ends the step as any call does.
+func WithRequestHook(ctx context.Context, f func() (end func())) context.Context {
+	return context.WithValue(ctx, requestHookKey{}, f)
+}
+
+// RequestStarting runs ctx's request hook, if any; the caller calls the
+// result when the request has ended.
+func RequestStarting(ctx context.Context) (end func()) {
+	if f, _ := ctx.Value(requestHookKey{}).(func() func()); f != nil {
+		return f()
+	}
+	return func() {}
+}
+
 // Database, Application, Project, EnvVar and Storage are what the PaaS holds.
 // EnvironmentID is the numeric id of the project environment a resource
 // lives in (0 when the provider did not say).

@@ -668,11 +668,27 @@ func (s *Service) Resume(ctx context.Context, a Actor, jobID string) (JobAccepte
 	if a.CorrelationID != "" {
 		meta.CausationID = a.CorrelationID
 	}
-	from := j.NextStep()
+	var from string
 	_, err = s.onSlot(ctx, slot, func(st *SlotState) ([]events.EventData, error) {
 		if err := needSlot(st); err != nil {
 			return nil, err
 		}
+		// Decide on the job as it is now, in every round: a resume
+		// appends to the slot stream first, so one that got in after this
+		// round's slot read makes this round's append fail, and the next
+		// round reads both again. Read once before the loop, two people resuming at once could both be accepted — the
+		// second, its slot append retried after the first's run had ended,
+		// accepting that run's number again, even for a job that had
+		// succeeded meanwhile (TestConcurrentResumesDecideOnTheJobAsItIsNow,
+		// found by TestRandomFaultSchedules).
+		var err error
+		if j, err = LoadJob(ctx, s.store, jobID); err != nil {
+			return nil, internal("load job", err)
+		}
+		if !j.Resumable() {
+			return nil, refuse(map[string]any{"state": j.Status, "blocking_job": jobID}, apperr.ReasonJobNotResumable, "job", jobID, "state", j.Status)
+		}
+		from = j.NextStep()
 		if st.LockJob == jobID {
 			return nil, refuse(map[string]any{"blocking_job": jobID, "state": j.Status}, apperr.ReasonJobStillEnding, "job", jobID)
 		}

@@ -125,6 +125,7 @@ func (c *Client) once(ctx context.Context, op, resource, method, path string, qu
 		// Never start a request after cancellation.
 		return nil, &providers.Error{Op: op, Resource: resource, Code: providers.CodeCanceled, Err: err}
 	}
+	defer providers.RequestStarting(ctx)()
 	u := c.Base + path
 	if len(query) > 0 {
 		u += "?" + query.Encode()
