@@ -28,6 +28,7 @@ import (
 
 // queryRule is what one operation accepts in its query.
 type queryRule struct {
+	op       string          // "METHOD /path/{template}", as the document names it
 	accepted []string        // the declared names, sorted
 	repeat   map[string]bool // declared name → may be given more than once (array schema)
 	open     bool            // a free-form parameter: any name
@@ -85,7 +86,7 @@ func queryRules(doc []byte) (map[string]queryRule, error) {
 			if err := json.Unmarshal(raw, &op); err != nil {
 				return nil, fmt.Errorf("openapi.json %s %s: %w", method, path, err)
 			}
-			rule := queryRule{accepted: []string{}, repeat: map[string]bool{}}
+			rule := queryRule{op: strings.ToUpper(method) + " " + path, accepted: []string{}, repeat: map[string]bool{}}
 			for _, p := range append(append([]param{}, common...), op.Parameters...) {
 				p, err := resolve(p)
 				if err != nil {
@@ -153,12 +154,11 @@ func (s *Server) checkQuery(next echo.HandlerFunc) echo.HandlerFunc {
 		if raw == "" {
 			return next(c)
 		}
-		route := c.Request().Method + " " + c.Path()
-		rule, ok := s.queries[route]
+		rule, ok := s.queries[c.Request().Method+" "+c.Path()]
 		if !ok || rule.open {
 			return next(c)
 		}
-		if err := rule.check(route, raw); err != nil {
+		if err := rule.check(raw); err != nil {
 			return err
 		}
 		return next(c)
@@ -166,7 +166,7 @@ func (s *Server) checkQuery(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // check holds one raw query to the rule.
-func (r queryRule) check(route, raw string) error {
+func (r queryRule) check(raw string) error {
 	q, err := url.ParseQuery(raw)
 	if err != nil {
 		// url.Values would drop the bad pair silently; the handler would
@@ -181,19 +181,19 @@ func (r queryRule) check(route, raw string) error {
 	sort.Strings(names)
 	for _, n := range names {
 		if !sortedHas(r.accepted, n) {
-			msg := fmt.Sprintf("unknown query parameter %q: %s accepts ", n, route)
+			msg := fmt.Sprintf("unknown query parameter %q: %s accepts ", n, r.op)
 			if len(r.accepted) == 0 {
 				msg += "none"
 			} else {
 				msg += strings.Join(r.accepted, ", ")
 			}
 			e := invalidField(n, msg)
-			e.Details["parameter"], e.Details["accepted"], e.Details["route"] = n, r.accepted, route
+			e.Details["parameter"], e.Details["accepted"], e.Details["route"] = n, r.accepted, r.op
 			return e
 		}
 		if vs := q[n]; len(vs) > 1 && !r.repeat[n] {
-			e := invalidField(n, fmt.Sprintf("query parameter %q is given %d times: %s reads one value", n, len(vs), route))
-			e.Details["parameter"], e.Details["count"], e.Details["route"] = n, len(vs), route
+			e := invalidField(n, fmt.Sprintf("query parameter %q is given %d times: %s reads one value", n, len(vs), r.op))
+			e.Details["parameter"], e.Details["count"], e.Details["route"] = n, len(vs), r.op
 			return e
 		}
 	}

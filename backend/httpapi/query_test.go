@@ -107,6 +107,9 @@ func TestEveryRouteRefusesAnUnknownQueryParameter(t *testing.T) {
 		if !slices.Equal(got, rule.accepted) && !(len(got) == 0 && len(rule.accepted) == 0) {
 			t.Errorf("%s: the 400 lists %v, openapi.json declares %v", key, got, rule.accepted)
 		}
+		if want := rt.Method + " " + openapiPath(rt.Path); e.Details["route"] != want {
+			t.Errorf("%s: the 400 names the route %v, want %s as openapi.json names it", key, e.Details["route"], want)
+		}
 	}
 	if after := b.head(t); after != before {
 		t.Fatalf("refused requests appended: head %d → %d", before, after)
