@@ -139,6 +139,9 @@ type Server struct {
 	met    *Metrics
 	g      guard
 	policy map[string]auth.Permission // "METHOD path" → permission
+	// queries: "METHOD path" → the query parameters its operation in
+	// openapi.json declares (query.go).
+	queries map[string]queryRule
 
 	cmdLimit *auth.Limiter
 	streams  *inflight // live streams
@@ -223,7 +226,8 @@ func New(d Deps) (*Server, error) {
 	// One chain, in this order: the body deadline (first, so that no
 	// refusal below leaves a body unbounded); recover; log and count;
 	// request id and timeout; browser hardening (headers, Host, Origin,
-	// Content-Type); who is asking; may they (policy table, CSRF, rate).
+	// Content-Type); who is asking; may they (policy table, CSRF, rate);
+	// does the query hold only what the route declares (query.go).
 	e.Use(s.bodyDeadline)
 	e.Use(middleware.Recover())
 	e.Use(s.observe)
@@ -231,13 +235,24 @@ func New(d Deps) (*Server, error) {
 	e.Use(s.guard)
 	e.Use(s.authenticate)
 	e.Use(s.authorize)
+	e.Use(s.checkQuery)
 	// gzip for the dashboard's files only: never on the API (the stream
 	// must not be buffered, and JSON answers are small).
 	e.Use(middleware.GzipWithConfig(middleware.GzipConfig{Skipper: func(c echo.Context) bool {
 		p := c.Request().URL.Path
 		return strings.HasPrefix(p, "/api/") || p == "/metrics" || p == "/healthz" || p == "/readyz"
 	}}))
+	rules, err := contractQueries()
+	if err != nil {
+		return nil, err
+	}
+	s.queries = rules
 	s.registerRoutes()
+	for key := range s.policy {
+		if _, ok := rules[key]; !ok {
+			return nil, errors.New("httpapi: route " + key + " has no operation in openapi.json")
+		}
+	}
 	return s, nil
 }
 
