@@ -282,8 +282,50 @@ export function reasonText(reason: string, t: T, code?: string, lifecycle?: stri
   return codedText("audit.reason", code, { lifecycle }, reason, t);
 }
 
-const PROVIDERS: Record<string, string> = { coolify: "Coolify", bitbucket: "Bitbucket" };
+const PROVIDERS: Record<string, string> = { coolify: "Coolify", bitbucket: "Bitbucket", git: "Git" };
 const FLAGS = ["absent", "verify", "uncertain", "final", "resumed"] as const;
+
+/** A failure as the server codes it (events.Failure*): StepView's error_*, JobView's reason_*, an audit entry's args. */
+export interface Failure {
+  code?: string;
+  args?: Record<string, string | undefined>;
+  /** The HTTP status of the provider's answer, if any. */
+  status?: number | string;
+  /** The provider's and the engine's own text (English), shown beside the sentence, folded. */
+  raw?: string;
+}
+
+/**
+ * failureText says a failure in the reader's language from its code and
+ * parts (issue: provider errors reached Korean pages in English): "Coolify:
+ * API 토큰에 이 작업 권한이 없습니다 (HTTP 403)". A failure without a
+ * code (an event from before the codes) says its reason is in the original
+ * message, which the page shows folded beside it; never the raw text alone.
+ */
+export function failureText(f: Failure, t: T): string {
+  const { code, status } = f;
+  const args = f.args ?? {};
+  let text: string | undefined;
+  if (code === "provider") {
+    const problem = args.problem && known(`failure.problem.${args.problem}`) ? t(`failure.problem.${args.problem}` as Key) : undefined;
+    const provider = PROVIDERS[args.provider ?? ""] ?? args.provider;
+    // A git remote's target is a URL: long, and the step already names it.
+    const target = args.target && !args.target.includes("://") ? args.target : "";
+    if (problem && provider) text = target ? t("failure.provider_target", { provider, target, problem }) : t("failure.provider", { provider, problem });
+  } else if (code) {
+    const vars: Record<string, string> = {};
+    for (const [k, v] of Object.entries(args)) if (v !== undefined) vars[k] = k === "bound" ? formatGoDuration(v, t) : v;
+    const said = codedText("failure", code, vars, "", t);
+    if (said) text = said;
+  }
+  text ??= t("failure.uncoded");
+  return status ? t("failure.status", { text, status }) : text;
+}
+
+/** failureRawLabel labels the folded original message: the provider's own when the failure is its answer. */
+export function failureRawLabel(f: Failure, t: T): string {
+  return f.code === "provider" ? t("failure.raw_provider") : t("failure.raw");
+}
 
 /** auditArg renders one summary part (projections.AuditArgs) in the reader's language. */
 function auditArg(name: string, v: string, t: T): string {
@@ -354,7 +396,21 @@ export function auditSummary(e: AuditEntry, t: T): string {
   if (/\{\w+\}/.test(s)) return t.lang === "en" && e.summary ? e.summary : label;
   if (args.status) s += ` · ${t("audit.part.status", { status: args.status })}`;
   for (const f of FLAGS) if (args[f] === "true") s += ` ${t(`audit.flag.${f}`)}`;
-  const detail = args.error ?? args.reason;
-  if (detail) s += t("audit.part.detail", { text: args.error ? auditArg("error", detail, t) : reasonText(detail, t, args.reason_code, args.lifecycle) });
+  const failure = auditFailure(e);
+  if (failure) s += t("audit.part.detail", { text: failureText(failure, t) });
+  else if (args.reason) s += t("audit.part.detail", { text: reasonText(args.reason, t, args.reason_code, args.lifecycle) });
   return s;
+}
+
+/**
+ * auditFailure is an entry's failure, when it records one: a step's or a
+ * webhook's error, a failed job's reason (the step's error again), a
+ * reconcile run's error. Its sentence is in the summary; its raw text (the
+ * provider's words, English) is for the page to show folded beside it.
+ */
+export function auditFailure(e: AuditEntry): Failure | undefined {
+  const args = e.args ?? {};
+  const raw = args.error ?? (e.type === "JobFailed" ? args.reason : undefined);
+  if (!raw && !args.error_code) return undefined;
+  return { code: args.error_code, args, raw };
 }

@@ -1,6 +1,7 @@
 // The English catalogue. Its keys are the catalogue's key set: ko.ts must
 // have every one (the compiler and i18n.test.ts check it).
 import { vocabEn } from "./vocab";
+import { failureEn } from "./failures";
 import { consumersEn } from "../consumers/strings";
 import { ui35En } from "../ui/strings";
 import { replayEn } from "../replay/strings";
@@ -8,6 +9,7 @@ import { prEn } from "../pullrequests/strings";
 
 export const en = {
   ...vocabEn,
+  ...failureEn,
   ...ui35En,
   ...replayEn,
   ...consumersEn,
@@ -600,7 +602,6 @@ export const en = {
   "fail.todo_denied": "What to do: check the provider token's permissions, then Resume; it continues from this step.",
   "fail.todo_resume": "What to do: Resume when the provider is healthy; it continues from this step and repeats nothing done.",
   "fail.todo_none": "What to do: open the timeline for what happened; this job cannot be resumed.",
-  "fail.details": "Details",
   "actor.system": "Slotkeeper ({what})",
   "actor.system.deadline": "Slotkeeper (deadline timer)",
   "actor.system.demo": "Slotkeeper (demo)",

@@ -2,6 +2,7 @@
 // compile error; i18n.test.ts also checks placeholders).
 import type { Key } from "./en";
 import { vocabKo } from "./vocab";
+import { failureKo } from "./failures";
 import { consumersKo } from "../consumers/strings";
 import { ui35Ko } from "../ui/strings";
 import { replayKo } from "../replay/strings";
@@ -9,6 +10,7 @@ import { prKo } from "../pullrequests/strings";
 
 export const ko: Record<Key, string> = {
   ...vocabKo,
+  ...failureKo,
   ...ui35Ko,
   ...replayKo,
   ...consumersKo,
@@ -601,7 +603,6 @@ export const ko: Record<Key, string> = {
   "fail.todo_denied": "할 일: 제공자 토큰의 권한을 확인한 뒤 재개하세요. 이 단계부터 이어 갑니다.",
   "fail.todo_resume": "할 일: 제공자가 정상이 되면 재개하세요. 이 단계부터 이어 가며 끝난 단계는 반복하지 않습니다.",
   "fail.todo_none": "할 일: 타임라인에서 무슨 일이 있었는지 확인하세요. 이 작업은 재개할 수 없습니다.",
-  "fail.details": "자세히 보기",
   "actor.system": "Slotkeeper ({what})",
   "actor.system.deadline": "Slotkeeper (기한 타이머)",
   "actor.system.demo": "Slotkeeper (데모)",
