@@ -4,7 +4,7 @@ import type { ApiError } from "./services/http";
 import type { StepView } from "./services/jobs";
 import type { Resource } from "./services/resources";
 import type { SlotView } from "./services/slots";
-import type { Key, T } from "./i18n";
+import { particles, type Key, type T } from "./i18n";
 import { en } from "./i18n/en";
 import vocabulary from "./i18n/vocabulary.json";
 
@@ -392,8 +392,17 @@ export function auditSummary(e: AuditEntry, t: T): string {
   const vars: Record<string, string> = {};
   for (const [k, v] of Object.entries(args)) vars[k] = auditArg(k, v, t);
   if (args.reason) vars.reason = reasonText(args.reason, t, args.reason_code, args.lifecycle);
+  // The server's own actors by name ("Slotkeeper (deadline timer)"), as in the actor column, not as ids.
+  const system: string[] = [];
+  for (const k of ["by", "who"])
+    if (args[k]?.startsWith("system:")) {
+      vars[k] = actorName(args[k], t);
+      system.push(vars[k]);
+    }
   let s = t(key, vars);
   if (/\{\w+\}/.test(s)) return t.lang === "en" && e.summary ? e.summary : label;
+  // Korean honours a person with 님; the server is no person: its particle follows its name.
+  if (t.lang === "ko") for (const name of system) s = particles(s.replaceAll(`${name}님이`, `${name}이(가)`).replaceAll(`${name}님을`, `${name}을(를)`).replaceAll(`${name}님`, name));
   if (args.status) s += ` · ${t("audit.part.status", { status: args.status })}`;
   for (const f of FLAGS) if (args[f] === "true") s += ` ${t(`audit.flag.${f}`)}`;
   const failure = auditFailure(e);

@@ -12,7 +12,8 @@ import { memoryLocation } from "wouter/memory-location";
 import { resetAuth, setAuthForTest } from "../auth/session";
 import { FailureSentence, failureOf } from "../components/Recovery";
 import { JobTimeline } from "../components/JobTimeline";
-import { failureText } from "../format";
+import { appStatusText } from "../components/AppStatus";
+import { auditSummary, failureText } from "../format";
 import { AuditPage } from "../pages/AuditPage";
 import { JobPage } from "../pages/JobPage";
 import type { AuditEntry } from "../services/audit";
@@ -185,5 +186,24 @@ describe("the job page of a failed job in Korean", () => {
   it("a failure notice without the job's steps words the failure from the code", () => {
     render(<FailureSentence info={{ jobId: JOB, kind: "reset", state: "failed", completed: [], remaining: [], ...failureOf(failed.steps) }} resumable />);
     expect(latinWords(visibleText(screen.getByTestId("failure")), IDS)).toEqual([]);
+  });
+});
+
+describe("the server's own actors in an audit line", () => {
+  it("are named as in the actor column, without a person's honorific", () => {
+    const e = (type: string, args: Record<string, string>): AuditEntry => ({ position: 1, stream: "slot-dune", type, slot: "dune", actor: "system:deadline", time: "2026-01-01T00:00:00Z", summary: "", args });
+    expect(auditSummary(e("JobQueued", { kind: "reset", by: "system:deadline" }), T)).toBe("Slotkeeper (기한 타이머)가 초기화 요청");
+    expect(auditSummary(e("JobQueued", { kind: "reset", by: "minjun" }), T)).toBe("minjun님이 초기화 요청");
+    expect(auditSummary(e("JobQueued", { kind: "reset", by: "system:deadline" }), makeT("en"))).not.toContain("system:");
+  });
+});
+
+describe("Coolify's status of an application", () => {
+  it("is worded in Korean; an unknown one stays Coolify's word", () => {
+    expect(appStatusText("running:healthy", false, T)).toBe("실행 중 · 정상");
+    expect(appStatusText("running:unknown", true, T)).toBe("실행 중 · 상태 확인 없음");
+    expect(appStatusText("exited:unhealthy", false, T)).toBe("중지됨 · 비정상");
+    expect(appStatusText("weird:thing", false, T)).toBe("weird:thing");
+    expect(appStatusText("running:unknown", true, makeT("en"))).toBe("running · no health check");
   });
 });

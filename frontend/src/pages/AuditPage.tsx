@@ -213,8 +213,11 @@ export function AuditPage() {
                 <td data-label={t("audit.slot")} className="nowrap">{e.slot ? <Link href={`/slots/${encodeURIComponent(e.slot)}`}>{e.slot}</Link> : ""}</td>
                 <td data-label={t("audit.actor")}>{actorName(e.actor, t)}</td>
                 <td data-label={t("audit.summary")} data-testid="audit-summary">
-                  {e.job_id ? <Link href={`/jobs/${encodeURIComponent(e.job_id)}`}>{auditSummary(e, t)}</Link> : auditSummary(e, t)}
-                  <AuditRaw e={e} />
+                  {/* One block: on a phone the cell is a label-and-value grid, and the fold belongs under the value. */}
+                  <div>
+                    {e.job_id ? <Link href={`/jobs/${encodeURIComponent(e.job_id)}`}>{auditSummary(e, t)}</Link> : auditSummary(e, t)}
+                    <AuditRaw e={e} />
+                  </div>
                 </td>
                 <td data-label={t("audit.position")} className="muted nowrap num">
                   {e.slot ? (
