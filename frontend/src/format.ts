@@ -392,6 +392,9 @@ export function auditSummary(e: AuditEntry, t: T): string {
   const vars: Record<string, string> = {};
   for (const [k, v] of Object.entries(args)) vars[k] = auditArg(k, v, t);
   if (args.reason) vars.reason = reasonText(args.reason, t, args.reason_code, args.lifecycle);
+  // Codes the line names in words: a wait's phase, why a session ended.
+  if (e.type === "WaitPhase" && args.state && known(`audit.waitphase.${args.state}`)) vars.state = t(`audit.waitphase.${args.state}` as Key);
+  if (e.type === "SessionEnded" && args.reason && known(`audit.session.${args.reason}`)) vars.reason = t(`audit.session.${args.reason}` as Key);
   // The server's own actors by name ("Slotkeeper (deadline timer)"), as in the actor column, not as ids.
   const system: string[] = [];
   for (const k of ["by", "who"])
@@ -407,7 +410,8 @@ export function auditSummary(e: AuditEntry, t: T): string {
   for (const f of FLAGS) if (args[f] === "true") s += ` ${t(`audit.flag.${f}`)}`;
   const failure = auditFailure(e);
   if (failure) s += t("audit.part.detail", { text: failureText(failure, t) });
-  else if (args.reason) s += t("audit.part.detail", { text: reasonText(args.reason, t, args.reason_code, args.lifecycle) });
+  // A reason the line already names is not said twice ("Session ended (logout): logout").
+  else if (args.reason && !(en[key as Key] ?? "").includes("{reason}")) s += t("audit.part.detail", { text: reasonText(args.reason, t, args.reason_code, args.lifecycle) });
   return s;
 }
 

@@ -196,6 +196,13 @@ describe("the server's own actors in an audit line", () => {
     expect(auditSummary(e("JobQueued", { kind: "reset", by: "minjun" }), T)).toBe("minjun님이 초기화 요청");
     expect(auditSummary(e("JobQueued", { kind: "reset", by: "system:deadline" }), makeT("en"))).not.toContain("system:");
   });
+
+  it("words a wait's phase and why a session ended, each once (found on the walk: 단계 building, 세션 종료(logout): logout)", () => {
+    const e = (type: string, args: Record<string, string>): AuditEntry => ({ position: 1, stream: "x", type, actor: "minjun", time: "2026-01-01T00:00:00Z", summary: "", args });
+    expect(auditSummary(e("SessionEnded", { reason: "logout" }), T)).toBe("세션 종료(로그아웃)");
+    expect(auditSummary(e("SessionEnded", { reason: "logout" }), makeT("en"))).toBe("Session ended (signed out)");
+    expect(auditSummary(e("WaitPhase", { step: "deploy", state: "building", count: "0" }), T)).toBe("배포 후 정상 상태 대기: Coolify 대기, 단계 빌드 (대기열 앞에 0개)");
+  });
 });
 
 describe("Coolify's status of an application", () => {
