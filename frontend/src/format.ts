@@ -148,6 +148,8 @@ export function actorName(actor: string | undefined, t: T): string {
     return (SYSTEM_ACTORS as readonly string[]).includes(sys[1] ?? "") && known(k) ? t(k as Key) : t("actor.system", { what: sys[1] ?? "" });
   }
   if (actor === "system:") return t("actor.system", { what: "" });
+  // A job's worker (worker:<process>/<worker>): the server's, said so, with its id.
+  if (actor.startsWith("worker:")) return t("actor.worker", { id: actor.slice("worker:".length) });
   return actor;
 }
 

@@ -618,6 +618,7 @@ export const en = {
   "fail.todo_resume": "What to do: Resume when the provider is healthy; it continues from this step and repeats nothing done.",
   "fail.todo_none": "What to do: open the timeline for what happened; this job cannot be resumed.",
   "actor.system": "Slotkeeper ({what})",
+  "actor.worker": "Slotkeeper worker {id}",
   "actor.system.deadline": "Slotkeeper (deadline timer)",
   "actor.system.demo": "Slotkeeper (demo)",
   "actor.system.notifier": "Slotkeeper (notifier)",

@@ -13,7 +13,7 @@ import { resetAuth, setAuthForTest } from "../auth/session";
 import { FailureSentence, failureOf } from "../components/Recovery";
 import { JobTimeline } from "../components/JobTimeline";
 import { appStatusText } from "../components/AppStatus";
-import { auditSummary, failureText } from "../format";
+import { actorName, auditSummary, failureText } from "../format";
 import { AuditPage } from "../pages/AuditPage";
 import { JobPage } from "../pages/JobPage";
 import type { AuditEntry } from "../services/audit";
@@ -195,6 +195,8 @@ describe("the server's own actors in an audit line", () => {
     expect(auditSummary(e("JobQueued", { kind: "reset", by: "system:deadline" }), T)).toBe("Slotkeeper (기한 타이머)가 초기화 요청");
     expect(auditSummary(e("JobQueued", { kind: "reset", by: "minjun" }), T)).toBe("minjun님이 초기화 요청");
     expect(auditSummary(e("JobQueued", { kind: "reset", by: "system:deadline" }), makeT("en"))).not.toContain("system:");
+    // A job's worker is the server's too (found on the walk: "worker:vm:17669/c9bcb67a/0" in the actor column).
+    expect(actorName("worker:vm:17669/c9bcb67a/0", T)).toBe("Slotkeeper 워커 vm:17669/c9bcb67a/0");
   });
 
   it("words a wait's phase and why a session ended, each once (found on the walk: 단계 building, 세션 종료(logout): logout)", () => {

@@ -619,6 +619,7 @@ export const ko: Record<Key, string> = {
   "fail.todo_resume": "할 일: 제공자가 정상이 되면 재개하세요. 이 단계부터 이어 가며 끝난 단계는 반복하지 않습니다.",
   "fail.todo_none": "할 일: 타임라인에서 무슨 일이 있었는지 확인하세요. 이 작업은 재개할 수 없습니다.",
   "actor.system": "Slotkeeper ({what})",
+  "actor.worker": "Slotkeeper 워커 {id}",
   "actor.system.deadline": "Slotkeeper (기한 타이머)",
   "actor.system.demo": "Slotkeeper (데모)",
   "actor.system.notifier": "Slotkeeper (알림)",
