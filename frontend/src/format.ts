@@ -295,6 +295,8 @@ export interface Failure {
   status?: number | string;
   /** The provider's and the engine's own text (English), shown beside the sentence, folded. */
   raw?: string;
+  /** false: leave the target's id out (a page's lead sentence, which names no id). */
+  target?: boolean;
 }
 
 /**
@@ -311,9 +313,12 @@ export function failureText(f: Failure, t: T): string {
   if (code === "provider") {
     const problem = args.problem && known(`failure.problem.${args.problem}`) ? t(`failure.problem.${args.problem}` as Key) : undefined;
     const provider = PROVIDERS[args.provider ?? ""] ?? args.provider;
-    // A git remote's target is a URL: long, and the step already names it.
-    const target = args.target && !args.target.includes("://") ? args.target : "";
-    if (problem && provider) text = target ? t("failure.provider_target", { provider, target, problem }) : t("failure.provider", { provider, problem });
+    // A git remote's target is a URL: long, and the step already names it;
+    // a page's lead sentence names no id (f.target false).
+    const target = f.target !== false && args.target && !args.target.includes("://") ? args.target : "";
+    // Who answered, about what, and how: "(Coolify, db-1, HTTP 403)".
+    const about = [provider, target, status ? `HTTP ${status}` : ""].filter(Boolean).join(", ");
+    if (problem && provider) return t("failure.provider", { problem, about });
   } else if (code) {
     const vars: Record<string, string> = {};
     for (const [k, v] of Object.entries(args)) if (v !== undefined) vars[k] = k === "bound" ? formatGoDuration(v, t) : v;

@@ -41,7 +41,7 @@ export function FailureSentence({ info, resumable }: { info: RecoveryInfo; resum
   const step = info.failedStep ? t.dyn("step", info.failedStep) : "";
   const why = info.errorCode
     ? // The server's code for the failure, in the reader's words (the provider's text is under the fold).
-      failureText({ code: info.errorCode, args: info.errorArgs, status: info.http }, t)
+      failureText({ code: info.errorCode, args: info.errorArgs, status: info.http, target: false }, t)
     : info.state === "timed_out"
       ? t("fail.why_timeout")
       : info.state === "abandoned"

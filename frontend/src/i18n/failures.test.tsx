@@ -66,17 +66,19 @@ describe("a failure in Korean from its code", () => {
     for (const problem of vocabulary.failure_problems)
       for (const provider of ["coolify", "bitbucket", "git"]) {
         const text = failureText({ code: "provider", args: { provider, problem, target: "db-7f3a" }, status: 502 }, T);
-        expect(text, problem).toMatch(/\(HTTP 502\)$/);
+        expect(text, problem).toMatch(/, HTTP 502\)$/);
         expect(text, problem).not.toContain("원문");
         expect(latinWords(text, IDS), `${problem}: ${text}`).toEqual([]);
       }
   });
 
   it("says a 403 from Coolify in Korean, with the target and the status", () => {
-    expect(failureText({ code: "provider", args: ARGS, status: 403 }, T)).toBe("Coolify, 대상 db-7f3a: API 토큰에 이 작업 권한이 없습니다 (HTTP 403)");
-    expect(failureText({ code: "provider", args: ARGS }, makeT("en"))).toBe("Coolify, about db-7f3a: the API token is not allowed to do this");
+    expect(failureText({ code: "provider", args: ARGS, status: 403 }, T)).toBe("API 토큰에 이 작업 권한이 없습니다 (Coolify, db-7f3a, HTTP 403)");
+    expect(failureText({ code: "provider", args: ARGS }, makeT("en"))).toBe("the API token is not allowed to do this (Coolify, db-7f3a)");
+    // A page's lead sentence names no id.
+    expect(failureText({ code: "provider", args: ARGS, status: 403, target: false }, makeT("en"))).toBe("the API token is not allowed to do this (Coolify, HTTP 403)");
     // A git remote's URL is not repeated: the step names the repository.
-    expect(failureText({ code: "provider", args: { provider: "git", problem: "conflict", target: "https://h/scm/s/r.git" } }, T)).toBe("Git: 대상의 현재 상태와 충돌합니다 (그사이 바뀌었습니다)");
+    expect(failureText({ code: "provider", args: { provider: "git", problem: "conflict", target: "https://h/scm/s/r.git" } }, T)).toBe("대상이 그사이 바뀌어 현재 상태와 충돌합니다 (Git)");
     expect(failureText({ code: "not_ready", args: { bound: "600" } }, T)).toBe("대기 한도(10분 0초) 안에 준비되지 않았습니다");
   });
 
@@ -166,7 +168,8 @@ describe("the job page of a failed job in Korean", () => {
     await flush();
     await flush();
     const sentence = screen.getByTestId("failure-sentence").textContent ?? "";
-    expect(sentence).toContain("API 토큰에 이 작업 권한이 없습니다 (HTTP 403)");
+    expect(sentence).toContain("API 토큰에 이 작업 권한이 없습니다 (Coolify, HTTP 403)");
+    expect(sentence, "the lead sentence names no id").not.toContain("db-7f3a");
     const page = document.body;
     const seen = visibleText(page);
     expect(seen).not.toContain("This token");
