@@ -158,11 +158,15 @@ export function isPerson(actor: string | undefined): boolean {
   return !!actor && !actor.startsWith("system:") && !actor.startsWith("worker:");
 }
 
+/** Described names that say their kind already: "env vars of the application", not "Env var env vars of the application" (found on the walk). */
+const SAYS_ITS_KIND: ReadonlySet<string> = new Set(["app_env_vars", "app_volumes", "list_env_vars", "list_storages", "list_template_env_vars"]);
+
 /** resourceLabel names a resource with its kind and id. */
 export function resourceLabel(r: Resource, t: T): string {
-  const name = r.name && r.name !== r.id ? ` ${resourceName(r, t)}` : "";
+  const named = r.name && r.name !== r.id ? resourceName(r, t) : "";
+  const what = named && SAYS_ITS_KIND.has(r.name_code ?? "") ? named : `${t.dyn("res", r.kind)}${named ? ` ${named}` : ""}`;
   // A resource about to be created has no id yet: no empty "()" (issue 35 item 8).
-  return r.id ? `${t.dyn("res", r.kind)}${name} (${r.id})` : `${t.dyn("res", r.kind)}${name}`;
+  return r.id ? `${what} (${r.id})` : what;
 }
 
 /**

@@ -13,7 +13,7 @@ import { resetAuth, setAuthForTest } from "../auth/session";
 import { FailureSentence, failureOf } from "../components/Recovery";
 import { JobTimeline } from "../components/JobTimeline";
 import { appStatusText } from "../components/AppStatus";
-import { actorName, auditSummary, failureText } from "../format";
+import { actorName, auditSummary, failureText, resourceLabel } from "../format";
 import { AuditPage } from "../pages/AuditPage";
 import { JobPage } from "../pages/JobPage";
 import type { AuditEntry } from "../services/audit";
@@ -217,5 +217,13 @@ describe("Coolify's status of an application", () => {
     expect(appStatusText("exited:unhealthy", false, T)).toBe("중지됨 · 비정상");
     expect(appStatusText("weird:thing", false, T)).toBe("weird:thing");
     expect(appStatusText("running:unknown", true, makeT("en"))).toBe("running · no health check");
+  });
+});
+
+describe("a described resource", () => {
+  it("is not prefixed by a kind its description says already (found on the walk: 볼륨 애플리케이션의 영구 볼륨)", () => {
+    expect(resourceLabel({ kind: "volume", id: "a-1", name: "persistent volumes of the application", name_code: "app_volumes" }, T)).toBe("애플리케이션의 영구 볼륨 (a-1)");
+    expect(resourceLabel({ kind: "env_var", id: "a-1", name: "env vars of the application", name_code: "app_env_vars" }, makeT("en"))).toBe("env vars of the application (a-1)");
+    expect(resourceLabel({ kind: "database", id: "d-1" }, T)).toBe("데이터베이스 (d-1)");
   });
 });
