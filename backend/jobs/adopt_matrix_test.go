@@ -2,6 +2,8 @@ package jobs_test
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -58,6 +60,14 @@ func adoptCell(t *testing.T, name string, flt sim.Fault, want string) {
 		sf := payloads[events.StepFailed](w, res.JobID)
 		if len(sf) != 1 || sf[0].ErrorCode != events.FailureProvider || sf[0].ErrorArgs["provider"] != "coolify" || sf[0].ErrorArgs["problem"] != problem || sf[0].ErrorArgs["target"] != app {
 			t.Errorf("a %s: StepFailed %+v, want code provider, provider coolify, problem %s, target %s", name, sf, problem, app)
+		}
+		// Neither the words nor the parts carry a secret (both reach the dashboard).
+		for _, f := range sf {
+			for _, secret := range []string{w.sim.CoolifyToken(), w.sim.BitbucketToken()} {
+				if strings.Contains(f.Error, secret) || slices.Contains(slices.Collect(maps.Values(f.ErrorArgs)), secret) {
+					t.Errorf("a %s: StepFailed carries a provider token: %+v", name, f)
+				}
+			}
 		}
 	}
 	if flt.Hang {
