@@ -95,7 +95,7 @@ export const en = {
   "plan.not_before": "Starts after the grace period: {time}",
   "plan.target_exists": "{repo} already exists: the promote would stop at its first step. Choose another name.",
   "plan.target_free": "{repo} does not exist yet: it will be created.",
-  "plan.target_unknown": "Could not check whether {repo} exists ({reason}); the promote checks it again first.",
+  "plan.target_unknown": "Could not check whether {repo} exists; the promote checks it again first.",
   "plan.irreversible": "This cannot be undone.",
   "plan.loading": "Loading the plan…",
   "job.title": "Job {id}",

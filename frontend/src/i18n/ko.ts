@@ -96,7 +96,7 @@ export const ko: Record<Key, string> = {
   "plan.not_before": "유예 기간 후 시작: {time}",
   "plan.target_exists": "{repo} 저장소가 이미 있습니다. 승격은 첫 단계에서 멈춥니다. 다른 이름을 고르세요.",
   "plan.target_free": "{repo} 저장소는 아직 없습니다. 새로 만듭니다.",
-  "plan.target_unknown": "{repo} 저장소가 있는지 확인하지 못했습니다 ({reason}). 승격은 먼저 다시 확인합니다.",
+  "plan.target_unknown": "{repo} 저장소가 있는지 확인하지 못했습니다. 승격은 먼저 다시 확인합니다.",
   "plan.irreversible": "되돌릴 수 없습니다.",
   "plan.loading": "계획을 불러오는 중…",
   "job.title": "작업 {id}",
