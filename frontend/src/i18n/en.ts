@@ -612,7 +612,7 @@ export const en = {
   "fail.why_http_denied": "the provider refused it (HTTP {status}: not allowed)",
   "fail.why_http_missing": "the provider no longer has what it asked for (HTTP {status})",
   "fail.why_http": "the provider refused it (HTTP {status})",
-  "fail.why_other": "see Details below",
+  "fail.why_other": "the original message below says why",
   "fail.todo_uncertain": "What to do: Resume. It first checks whether “{step}” took effect, then continues; nothing done is repeated.",
   "fail.todo_denied": "What to do: check the provider token's permissions, then Resume; it continues from this step.",
   "fail.todo_resume": "What to do: Resume when the provider is healthy; it continues from this step and repeats nothing done.",

@@ -613,7 +613,7 @@ export const ko: Record<Key, string> = {
   "fail.why_http_denied": "제공자가 거부했습니다 (HTTP {status}: 권한 없음)",
   "fail.why_http_missing": "요청한 대상이 제공자에 더 이상 없습니다 (HTTP {status})",
   "fail.why_http": "제공자가 거부했습니다 (HTTP {status})",
-  "fail.why_other": "아래 자세히 보기를 확인하세요",
+  "fail.why_other": "이유는 아래 원문 메시지에 있습니다",
   "fail.todo_uncertain": "할 일: 재개하세요. “{step}”이(가) 적용되었는지 먼저 확인한 뒤 이어 가며, 끝난 단계는 반복하지 않습니다.",
   "fail.todo_denied": "할 일: 제공자 토큰의 권한을 확인한 뒤 재개하세요. 이 단계부터 이어 갑니다.",
   "fail.todo_resume": "할 일: 제공자가 정상이 되면 재개하세요. 이 단계부터 이어 가며 끝난 단계는 반복하지 않습니다.",
