@@ -482,10 +482,36 @@ type StepFailed struct {
 	HTTPStatus int    `json:"http_status,omitempty"`
 	Retryable  bool   `json:"retryable"`
 	Uncertain  bool   `json:"uncertain,omitempty"`
-	// Code names a failure a caller acts on by kind (e.g.
-	// CodePRSourceUnreadable); "" for most.
-	Code string `json:"code,omitempty"`
+	// ErrorCode is the failure as a code (Failure*) and ErrorArgs its
+	// parts (ids, names, a provider's Code; never a secret): the dashboard
+	// words the failure in the reader's language from them, and keeps
+	// Error — the provider's and the engine's own English — as a secondary
+	// detail. Empty in events written before the codes.
+	ErrorCode string            `json:"error_code,omitempty"`
+	ErrorArgs map[string]string `json:"error_args,omitempty"`
 }
+
+// The codes of a step's failure (StepFailed.ErrorCode, JobFailed.ReasonCode),
+// each with its parts (ErrorArgs).
+const (
+	FailureProvider      = "provider"        // args provider (coolify, bitbucket, git), problem (providers.Code), target: the provider's answer; the status is StepFailed.HTTPStatus
+	FailureInternal      = "internal"        // an error that is not a provider's answer: whether the call took effect is unknown
+	FailureCheck         = "check"           // the engine's own check after a call found the provider not as it should be (Error says what)
+	FailurePreflight     = "preflight"       // the reset's preflight found a check that fails: nothing was deleted
+	FailureMountReadOnly = "mount_read_only" // args volume, app: Coolify refuses to remove a mount declared by compose or with backups
+	FailureManualCleanup = "manual_cleanup"  // volumes left on the server need a manual clean-up before the slot retires
+	FailureSensitive     = "sensitive"       // args target: Coolify shows the value only to a token with read:sensitive
+	FailureEnvLocked     = "env_locked"      // args app, keys: the template application has locked env vars
+	FailureEngineUnknown = "engine_unknown"  // the deleted database's engine is unknown: declare db_engine in the template
+	FailureNotReady      = "not_ready"       // args bound: the wait on the provider reached its bound
+	FailureDeploySkipped = "deploy_skipped"  // args app: Coolify skipped the deploy and lists no deployment of it
+	FailureDeployFailed  = "deploy_failed"   // args deployment, app, provider_status: the deployment ended without success
+	FailureAppUnhealthy  = "app_unhealthy"   // args app, provider_status: not healthy after its deployment finished
+	FailureDBStartFailed = "db_start_failed" // args db, provider_status: the new database did not start
+	// args source, branch: push_pr_head could not fetch the PR's head from
+	// its source repository (a fork's); the status is StepFailed.HTTPStatus.
+	FailurePRSourceUnreadable = "pr_source_unreadable"
+)
 
 // JobTimedOut ends an attempt at its deadline. The in-flight call was aborted.
 type JobTimedOut struct {
@@ -526,12 +552,16 @@ type JobSucceeded struct {
 
 // JobFailed ends a job that cannot go on without a person.
 type JobFailed struct {
-	JobID          string     `json:"job_id"`
-	Attempt        int        `json:"attempt"`
-	Reason         string     `json:"reason"`
-	FailedStep     string     `json:"failed_step,omitempty"`
-	CompletedSteps []string   `json:"completed_steps"`
-	Remaining      []Resource `json:"remaining,omitempty"`
+	JobID   string `json:"job_id"`
+	Attempt int    `json:"attempt"`
+	Reason  string `json:"reason"`
+	// ReasonCode and ReasonArgs are the failed step's ErrorCode and
+	// ErrorArgs (StepFailed), Reason's words in any language.
+	ReasonCode     string            `json:"reason_code,omitempty"`
+	ReasonArgs     map[string]string `json:"reason_args,omitempty"`
+	FailedStep     string            `json:"failed_step,omitempty"`
+	CompletedSteps []string          `json:"completed_steps"`
+	Remaining      []Resource        `json:"remaining,omitempty"`
 }
 
 // JobResumed re-queues a failed, timed-out or abandoned job; the next attempt

@@ -54,7 +54,7 @@ type JobState struct {
 	// attempt itself (it had no call in flight when it wrote it).
 	ByAttempt bool
 	LastError string
-	// LastCode is the newest StepFailed's code ("" for most failures).
+	// LastCode is the newest StepFailed's error code ("" for most failures).
 	LastCode string
 	// Deployment is the newest DeploymentStarted: the deployment a deploy
 	// step waits for, which a later attempt follows instead of deploying
@@ -223,7 +223,7 @@ func (j *JobState) fold(p Payload, meta Metadata) {
 		if !e.Uncertain && j.InFlight == e.Step {
 			j.InFlight = ""
 		}
-		j.LastError, j.LastCode = e.Error, e.Code
+		j.LastError, j.LastCode = e.Error, e.ErrorCode
 	case DeploymentStarted:
 		j.Deployment = e
 	case JobResumed:

@@ -38,8 +38,8 @@ const StepPushPRHead = "push_pr_head"
 // the PR's head from its source repository (the fork, for a PR from a fork):
 // the token was refused (401, 403) or the repository or branch is not there
 // for it (404: deleted, or hidden from the token). Trying again does not
-// help until someone acts (StepFailed.Code, PRSourceRefused.Code).
-const CodePRSourceUnreadable = "pr_source_unreadable"
+// help until someone acts (StepFailed.ErrorCode, PRSourceRefused.Code).
+const CodePRSourceUnreadable = FailurePRSourceUnreadable
 
 // personalProjectRe: a personal project's key is "~" and its owner's user
 // slug ("the user's slug prefixed by tilde as the project key", Atlassian

@@ -1,6 +1,8 @@
 package projections
 
 import (
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -202,7 +204,8 @@ var auditLines = declare(
 		return say("step", e.Step, "state", e.Phase, "count", strconv.Itoa(e.Ahead)).also("coolify", e.Status).as(true, e.Phase)
 	}),
 	on(func(e events.StepFailed) auditLine {
-		return say("step", e.Step, "status", status(e.HTTPStatus), "uncertain", flag(e.Uncertain), "error", e.Error)
+		return say(append([]string{"step", e.Step, "status", status(e.HTTPStatus), "uncertain", flag(e.Uncertain), "error", e.Error},
+			failure(e.ErrorCode, e.ErrorArgs)...)...)
 	}),
 	on(func(e events.JobTimedOut) auditLine {
 		return say("attempt", strconv.Itoa(e.Attempt), "deadline", e.Deadline)
@@ -212,7 +215,9 @@ var auditLines = declare(
 		return say("attempt", strconv.Itoa(e.Attempt), "worker", e.Worker)
 	}),
 	on(func(events.JobSucceeded) auditLine { return say() }),
-	on(func(e events.JobFailed) auditLine { return say("reason", e.Reason) }),
+	on(func(e events.JobFailed) auditLine {
+		return say(append([]string{"reason", e.Reason}, failure(e.ReasonCode, e.ReasonArgs)...)...)
+	}),
 	on(func(e events.JobResumed) auditLine { return say("by", e.By, "step", e.FromStep) }),
 	on(func(e events.NotificationSent) auditLine {
 		return say("outcome", e.Outcome, "status", status(e.Status))
@@ -338,6 +343,21 @@ func AuditLine(p events.Payload) (code string, args map[string]string, summary s
 		return typ, nil, typ
 	}
 	return code, pairs(l.args), english.SayPairs(english.Variant(code, l.variant), l.args, l.local)
+}
+
+// failure is a failure's code (events.Failure*) and its parts as audit
+// args: "error_code" and each part under its own name (none is an audit
+// arg of the failure's events otherwise), in name order. The dashboard
+// words the failure from them; the English line names error or reason.
+func failure(code string, args map[string]string) []string {
+	if code == "" {
+		return nil
+	}
+	kv := []string{"error_code", code}
+	for _, k := range slices.Sorted(maps.Keys(args)) {
+		kv = append(kv, k, args[k])
+	}
+	return kv
 }
 
 // pairs builds a map from key, value pairs, leaving out empty values.

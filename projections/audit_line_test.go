@@ -1,6 +1,7 @@
 package projections_test
 
 import (
+	"maps"
 	"reflect"
 	"strings"
 	"testing"
@@ -127,5 +128,25 @@ func TestAuditLineOfUndecodedData(t *testing.T) {
 	code, args, summary := projections.AuditLine(events.Unknown{Type: "OccupancyExtended", Data: []byte(`{"until":`)})
 	if code != "OccupancyExtended" || args != nil || summary != "OccupancyExtended" {
 		t.Fatalf("got %q %v %q", code, args, summary)
+	}
+}
+
+// TestAuditLineCarriesTheFailureCode: a step's failure reaches the audit
+// as its code and parts, so the dashboard words it in the reader's
+// language; the English line stays the provider's words.
+func TestAuditLineCarriesTheFailureCode(t *testing.T) {
+	p := events.StepFailed{Step: "delete_db", HTTPStatus: 403, Error: "coolify.DeleteDatabase d1: forbidden (HTTP 403): no",
+		ErrorCode: events.FailureProvider, ErrorArgs: map[string]string{"provider": "coolify", "problem": "forbidden", "target": "d1"}}
+	_, args, summary := projections.AuditLine(p)
+	want := map[string]string{"step": "delete_db", "status": "403", "error": p.Error, "error_code": "provider", "provider": "coolify", "problem": "forbidden", "target": "d1"}
+	if !maps.Equal(args, want) {
+		t.Errorf("args %v, want %v", args, want)
+	}
+	if summary != "delete_db failed (HTTP 403): "+p.Error {
+		t.Errorf("English %q", summary)
+	}
+	_, args, _ = projections.AuditLine(events.JobFailed{Reason: "x", ReasonCode: events.FailureNotReady, ReasonArgs: map[string]string{"bound": "600"}})
+	if want := map[string]string{"reason": "x", "error_code": "not_ready", "bound": "600"}; !maps.Equal(args, want) {
+		t.Errorf("JobFailed args %v, want %v", args, want)
 	}
 }

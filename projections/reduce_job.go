@@ -49,7 +49,7 @@ func applyJob(v JobView, ev events.RecordedEvent, p events.Payload, own bool) Jo
 		v = endJob(v, own, t, state, p)
 	case events.JobResumed:
 		v.EndedAt = nil
-		v.Reason = ""
+		v.Reason, v.ReasonCode, v.ReasonArgs = "", "", nil
 		// Failed steps will run again; the uncertain one stays uncertain
 		// until the next attempt verifies it.
 		if !own {
@@ -113,6 +113,7 @@ func applyStep(v JobView, t time.Time, p events.Payload, own bool) (_ JobView, o
 		}
 		v.Steps = setStep(v.Steps, own, e.Step, func(s *StepView) {
 			s.State, s.EndedAt, s.HTTPStatus, s.Error = state, timePtr(t), e.HTTPStatus, e.Error
+			s.ErrorCode, s.ErrorArgs = e.ErrorCode, e.ErrorArgs
 			if s.Attempt == 0 {
 				s.Attempt = e.Attempt
 			}
@@ -179,6 +180,7 @@ func startStep(s *StepView, e events.StepStarted, t time.Time) {
 // doneStep is a step's view once its result p is recorded.
 func doneStep(s *StepView, p events.Payload, r events.StepResult, t time.Time) {
 	s.State, s.EndedAt, s.HTTPStatus, s.Error = StepDone, timePtr(t), 0, ""
+	s.ErrorCode, s.ErrorArgs = "", nil
 	if s.Attempt == 0 {
 		s.Attempt = r.Attempt
 	}
@@ -206,7 +208,7 @@ func endJob(v JobView, own bool, t time.Time, state string, p events.Payload) Jo
 		v = endAttempt(v, own, t, state, e.UncertainStep, e.Remaining)
 	case events.JobFailed:
 		v = endAttempt(v, own, t, state, "", e.Remaining)
-		v.Reason = e.Reason
+		v.Reason, v.ReasonCode, v.ReasonArgs = e.Reason, e.ReasonCode, e.ReasonArgs
 		if e.FailedStep != "" && e.Reason == "" {
 			v.Reason = "step " + e.FailedStep + " failed"
 		}

@@ -189,15 +189,20 @@ type Attempt struct {
 
 // StepView is one step of a job.
 type StepView struct {
-	Name       string           `json:"name"`
-	State      string           `json:"state"`
-	Attempt    int              `json:"attempt,omitempty"`
-	StartedAt  *time.Time       `json:"started_at,omitempty"`
-	EndedAt    *time.Time       `json:"ended_at,omitempty"`
-	HTTPStatus int              `json:"http_status,omitempty"`
-	Error      string           `json:"error,omitempty"`
-	Resource   *events.Resource `json:"resource,omitempty"`
-	Detail     string           `json:"detail,omitempty"`
+	Name       string     `json:"name"`
+	State      string     `json:"state"`
+	Attempt    int        `json:"attempt,omitempty"`
+	StartedAt  *time.Time `json:"started_at,omitempty"`
+	EndedAt    *time.Time `json:"ended_at,omitempty"`
+	HTTPStatus int        `json:"http_status,omitempty"`
+	Error      string     `json:"error,omitempty"`
+	// ErrorCode and ErrorArgs are the failure as a code (events.Failure*)
+	// and its parts, which the dashboard words in the reader's language;
+	// Error is the provider's and the engine's own English, shown beside.
+	ErrorCode string            `json:"error_code,omitempty"`
+	ErrorArgs map[string]string `json:"error_args,omitempty"`
+	Resource  *events.Resource  `json:"resource,omitempty"`
+	Detail    string            `json:"detail,omitempty"`
 	// DetailCode is Detail as a code (events.Detail*), which the dashboard
 	// words in the reader's language (issue 26); empty for a detail that
 	// is data (a commit, a provider's answer), shown as written.
@@ -273,6 +278,9 @@ type JobView struct {
 	Steps         []StepView        `json:"steps"`
 	UncertainStep string            `json:"uncertain_step,omitempty"`
 	Reason        string            `json:"reason,omitempty"`
+	// ReasonCode and ReasonArgs: Reason as a code and parts (events.JobFailed).
+	ReasonCode    string            `json:"reason_code,omitempty"`
+	ReasonArgs    map[string]string `json:"reason_args,omitempty"`
 	Remaining     []events.Resource `json:"remaining"`
 	Resumable     bool              `json:"resumable"`
 	Cancellable   bool              `json:"cancellable"`

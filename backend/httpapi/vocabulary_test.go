@@ -67,6 +67,12 @@ type vocabulary struct {
 	// DeliveryReasonCodes: why a Bitbucket delivery was refused, ignored
 	// or changed nothing (pullrequests.Why*, the admin page's list).
 	DeliveryReasonCodes []string `json:"delivery_reason_codes"`
+	// FailureCodes: the codes of a step's failure (events.Failure*), and
+	// FailureProblems the provider's error codes (providers.Code) a
+	// provider failure names: the dashboard words a failure from them,
+	// the provider's own text beside it.
+	FailureCodes    []string `json:"failure_codes"`
+	FailureProblems []string `json:"failure_problems"`
 }
 
 // stringConsts reads the string constants whose names start with prefix
@@ -169,6 +175,8 @@ func TestVocabularyMatchesTheGoSource(t *testing.T) {
 	want.NameCodes = stringConsts(t, "../../events/catalogue.go", "Name", "")
 	want.WaitReasonCodes = stringConsts(t, "../../events/waitlist.go", "WaitReason", "")
 	want.DeliveryReasonCodes = stringConsts(t, "../pullrequests/service.go", "Why", "")
+	want.FailureCodes = stringConsts(t, "../../events/catalogue.go", "Failure", "")
+	want.FailureProblems = stringConsts(t, "../providers/providers.go", "Code", "Code")
 	for _, r := range apperr.Reasons {
 		want.Reasons = append(want.Reasons, string(r))
 	}
@@ -187,7 +195,7 @@ func TestVocabularyMatchesTheGoSource(t *testing.T) {
 		}
 	}
 	for _, l := range [][]string{want.EventTypes, want.JobKinds, want.StepNames, want.ResourceKinds, want.Lifecycles, want.JobStates,
-		want.StepStates, want.ErrorCodes, want.Roles, want.Permissions, want.StateReasonCodes, want.DetailCodes, want.NameCodes, want.WaitReasonCodes, want.Reasons, want.SentenceCodes, want.StepResultTypes, want.DeliveryReasonCodes} {
+		want.StepStates, want.ErrorCodes, want.Roles, want.Permissions, want.StateReasonCodes, want.DetailCodes, want.NameCodes, want.WaitReasonCodes, want.Reasons, want.SentenceCodes, want.StepResultTypes, want.DeliveryReasonCodes, want.FailureCodes, want.FailureProblems} {
 		slices.Sort(l)
 	}
 	body, err := json.MarshalIndent(want, "", "  ")

@@ -2,6 +2,8 @@ package jobs_test
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -50,6 +52,24 @@ func adoptCell(t *testing.T, name string, flt sim.Fault, want string) {
 		t.Fatalf("a %s was read as absent: %q", name, j.LastError)
 	}
 	w.checkFence(from, res.JobID)
+	// A provider's answer is a coded failure the dashboard words in any
+	// language: who answered and the provider error's code, besides the
+	// English (issue: provider errors in English on Korean pages).
+	problem := map[string]string{"500": "server", "503": "server", "401": "unauthorized", "foreign404": "foreign", "reset": "transport"}[name]
+	if problem != "" {
+		sf := payloads[events.StepFailed](w, res.JobID)
+		if len(sf) != 1 || sf[0].ErrorCode != events.FailureProvider || sf[0].ErrorArgs["provider"] != "coolify" || sf[0].ErrorArgs["problem"] != problem || sf[0].ErrorArgs["target"] != app {
+			t.Errorf("a %s: StepFailed %+v, want code provider, provider coolify, problem %s, target %s", name, sf, problem, app)
+		}
+		// Neither the words nor the parts carry a secret (both reach the dashboard).
+		for _, f := range sf {
+			for _, secret := range []string{w.sim.CoolifyToken(), w.sim.BitbucketToken()} {
+				if strings.Contains(f.Error, secret) || slices.Contains(slices.Collect(maps.Values(f.ErrorArgs)), secret) {
+					t.Errorf("a %s: StepFailed carries a provider token: %+v", name, f)
+				}
+			}
+		}
+	}
 	if flt.Hang {
 		for _, r := range w.sim.Requests() {
 			if r.Fault == 0 {

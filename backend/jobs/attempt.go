@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,21 +32,28 @@ type stepError struct {
 	status    int
 	retryable bool
 	uncertain bool
-	code      string // StepFailed.Code: a failure callers act on by kind
+	// code and args are the failure as data (events.Failure*), which the
+	// dashboard words in the reader's language; msg stays the English
+	// detail. Never a secret: ids, names and a provider's Code.
+	code string
+	args map[string]string
 }
 
 func (e *stepError) Error() string { return e.msg }
 
+// failf is a failure of the engine's own check (events.FailureCheck).
 func failf(format string, args ...any) error {
-	return &stepError{msg: fmt.Sprintf(format, args...)}
+	return &stepError{msg: fmt.Sprintf(format, args...), code: events.FailureCheck}
 }
 
 // fromProvider turns a provider error into a step error.
 func fromProvider(what string, err error) error {
 	if pe, ok := providers.AsError(err); ok {
-		return &stepError{msg: what + ": " + pe.Error(), status: pe.Status, retryable: pe.Retryable(), uncertain: pe.Uncertain}
+		provider, _, _ := strings.Cut(pe.Op, ".")
+		return &stepError{msg: what + ": " + pe.Error(), status: pe.Status, retryable: pe.Retryable(), uncertain: pe.Uncertain,
+			code: events.FailureProvider, args: map[string]string{"provider": provider, "problem": string(pe.Code), "target": pe.Resource}}
 	}
-	return &stepError{msg: what + ": " + err.Error(), retryable: true, uncertain: true}
+	return &stepError{msg: what + ": " + err.Error(), retryable: true, uncertain: true, code: events.FailureInternal}
 }
 
 // attempt is one claim of a job by a worker goroutine. Every append it makes
@@ -304,8 +312,8 @@ func (a *attempt) finish(err error) {
 		outcome = events.StatusTimedOut
 	case errors.As(err, &se):
 		evs = append(evs, events.StepFailed{JobID: a.job.ID, Step: inFlight, Attempt: a.n, Error: se.msg,
-			HTTPStatus: se.status, Retryable: se.retryable, Uncertain: se.uncertain, Code: se.code},
-			events.JobFailed{JobID: a.job.ID, Attempt: a.n, Reason: se.msg, FailedStep: inFlight,
+			HTTPStatus: se.status, Retryable: se.retryable, Uncertain: se.uncertain, ErrorCode: se.code, ErrorArgs: se.args},
+			events.JobFailed{JobID: a.job.ID, Attempt: a.n, Reason: se.msg, ReasonCode: se.code, ReasonArgs: se.args, FailedStep: inFlight,
 				CompletedSteps: completed, Remaining: remaining})
 		outcome = events.StatusFailed
 	default:

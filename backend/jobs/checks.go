@@ -52,7 +52,7 @@ func preflight(ctx context.Context, a *attempt, _ bool) (events.Payload, error) 
 			}
 			msgs = append(msgs, m)
 		}
-		return nil, &stepError{status: 422, retryable: !definite,
+		return nil, &stepError{status: 422, retryable: !definite, code: events.FailurePreflight,
 			msg: "the reset would not finish, so nothing was deleted: " + strings.Join(msgs, "; ")}
 	}
 	var passed []string
@@ -93,7 +93,7 @@ func (a *attempt) databaseURL(ctx context.Context, dbID string) (string, error) 
 		return "", fromProvider("read the new database "+dbID, err)
 	}
 	if db.InternalURL == "" {
-		return "", &stepError{status: 403, msg: "Coolify shows the internal URL of database " + dbID + " only in the answer to its create, which this process did not see (it restarted, or another one created it), and to tokens with read:sensitive: " + doctor.SensitiveFix + ", then resume"}
+		return "", &stepError{status: 403, code: events.FailureSensitive, args: map[string]string{"target": dbID}, msg: "Coolify shows the internal URL of database " + dbID + " only in the answer to its create, which this process did not see (it restarted, or another one created it), and to tokens with read:sensitive: " + doctor.SensitiveFix + ", then resume"}
 	}
 	return db.InternalURL, nil
 }

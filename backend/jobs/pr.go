@@ -109,6 +109,6 @@ func sourceUnreadable(err error, srcURL string, src events.RepoRef, branch strin
 	default:
 		return nil
 	}
-	return &stepError{code: events.CodePRSourceUnreadable, status: status,
+	return &stepError{code: events.FailurePRSourceUnreadable, status: status, args: map[string]string{"source": src.String(), "branch": branch},
 		msg: fmt.Sprintf("cannot fetch branch %s of %s (HTTP %d): %s; nothing was pushed: %s", branch, src, status, why, pe.Error())}
 }

@@ -146,7 +146,7 @@ func checkPRCode(t *testing.T, c stepCall, f faultKind, fx sim.SlotFixture, j ev
 		if j.LastCode != events.CodePRSourceUnreadable || j.Done[events.StepPushPRHead] {
 			t.Errorf("fork fetch %s: code %q (%q), want %s before anything was pushed", f, j.LastCode, j.LastError, events.CodePRSourceUnreadable)
 		}
-	case j.LastCode != "":
+	case j.LastCode == events.CodePRSourceUnreadable:
 		t.Errorf("%s on %s coded %q (%q): only the fork's refusal is", f, c.resource(fx), j.LastCode, j.LastError)
 	}
 }

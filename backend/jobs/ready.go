@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -92,7 +93,7 @@ func createDB(ctx context.Context, a *attempt, verify bool) (events.Payload, err
 		engine, image = t.SeenEngine, t.SeenImage
 	}
 	if engine == "" {
-		return nil, &stepError{status: 422, msg: "the engine of the deleted database is unknown (it was already gone when the reset read it): declare db_engine in the slot's template, then resume"}
+		return nil, &stepError{status: 422, code: events.FailureEngineUnknown, msg: "the engine of the deleted database is unknown (it was already gone when the reset read it): declare db_engine in the slot's template, then resume"}
 	}
 	name := dbName(slot, a.job.ID)
 	spec := providers.DatabaseSpec{Engine: engine, Name: name, Image: image, ProjectUUID: project, EnvironmentName: t.Environment(), ServerUUID: t.ServerUUID}
@@ -269,12 +270,12 @@ func restoreEnv(ctx context.Context, a *attempt, _ bool) (events.Payload, error)
 			case e.Locked:
 				locked = append(locked, e.Key)
 			case e.Hidden:
-				return nil, &stepError{status: 403, msg: "Coolify hides the values of template application " + t.EnvFromApp + "'s env vars from this token: " + doctor.SensitiveFix + ", then resume"}
+				return nil, &stepError{status: 403, code: events.FailureSensitive, args: map[string]string{"target": t.EnvFromApp}, msg: "Coolify hides the values of template application " + t.EnvFromApp + "'s env vars from this token: " + doctor.SensitiveFix + ", then resume"}
 			}
 			want[e.Key] = e.Value
 		}
 		if len(locked) > 0 {
-			return nil, &stepError{status: 422, msg: "template application " + t.EnvFromApp + " has locked env vars (" + strings.Join(locked, ", ") + "): Coolify hides a locked value from every API token, root included; " + doctor.LockedFix(t.EnvFromApp, locked) + " (then resume)"}
+			return nil, &stepError{status: 422, code: events.FailureEnvLocked, args: map[string]string{"app": t.EnvFromApp, "keys": strings.Join(locked, ", ")}, msg: "template application " + t.EnvFromApp + " has locked env vars (" + strings.Join(locked, ", ") + "): Coolify hides a locked value from every API token, root included; " + doctor.LockedFix(t.EnvFromApp, locked) + " (then resume)"}
 		}
 	}
 	url, err := a.databaseURL(ctx, dbID)
@@ -511,7 +512,7 @@ func (a *attempt) boundFailure(err error, t events.SlotTemplate, what, url strin
 	if url != "" {
 		msg += "; see it in Coolify: " + url
 	}
-	return &stepError{retryable: true, msg: msg + "; the slot is not vacated — resume the reset to go on waiting for it"}
+	return &stepError{retryable: true, code: events.FailureNotReady, args: map[string]string{"bound": strconv.FormatInt(int64(t.WaitBound()/time.Second), 10)}, msg: msg + "; the slot is not vacated — resume the reset to go on waiting for it"}
 }
 
 // followOrDeploy is the deployment the step waits for: the one the log
@@ -587,7 +588,7 @@ func (a *attempt) followSkipped(ctx context.Context, app, skipped string) (provi
 		return d, err
 	}
 	if !ok {
-		return d, &stepError{retryable: true, msg: fmt.Sprintf("Coolify skipped the deploy of %s (a deployment of it was queued) and answered a deployment uuid it never created (%s), but lists no queued or building deployment of it now; resume the reset to deploy again", app, skipped)}
+		return d, &stepError{retryable: true, code: events.FailureDeploySkipped, args: map[string]string{"app": app}, msg: fmt.Sprintf("Coolify skipped the deploy of %s (a deployment of it was queued) and answered a deployment uuid it never created (%s), but lists no queued or building deployment of it now; resume the reset to deploy again", app, skipped)}
 	}
 	return d, a.recordDeployment(ctx, app, d, events.DeployFollowedSkipped, skipped)
 }
@@ -699,7 +700,7 @@ func (a *attempt) waitDeployed(ctx context.Context, app string, dep providers.De
 				finished = true
 				continue
 			case "failed", "cancelled-by-user":
-				return dep, providers.Application{}, &stepError{retryable: true, msg: fmt.Sprintf("deployment %s of %s ended %s (see its log in Coolify: %s); the slot is not vacated — fix the template and resume the reset to deploy again", dep.UUID, app, d.Status, dep.URL)}
+				return dep, providers.Application{}, &stepError{retryable: true, code: events.FailureDeployFailed, args: map[string]string{"deployment": dep.UUID, "app": app, "provider_status": d.Status}, msg: fmt.Sprintf("deployment %s of %s ended %s (see its log in Coolify: %s); the slot is not vacated — fix the template and resume the reset to deploy again", dep.UUID, app, d.Status, dep.URL)}
 			case "in_progress":
 				if err := p.phase(ctx, events.WaitPhase{Phase: events.WaitBuilding, DeploymentUUID: dep.UUID, Status: d.Status, URL: dep.URL}); err != nil {
 					return dep, providers.Application{}, err
@@ -749,7 +750,7 @@ func (a *attempt) waitDeployed(ctx context.Context, app string, dep providers.De
 			settled := a.e.now().Sub(finishedAt) >= settleAfterDeploy
 			bad := strings.HasPrefix(ap.Status, "exited") || strings.HasPrefix(ap.Status, "restarting") || strings.HasSuffix(ap.Status, ":unhealthy")
 			if settled && bad {
-				return dep, ap, &stepError{retryable: true, msg: fmt.Sprintf("application %s is %s (Coolify's words) %s after deployment %s finished; the slot is not vacated — see the application in Coolify, then resume the reset to deploy again", app, ap.Status, settleAfterDeploy, dep.UUID)}
+				return dep, ap, &stepError{retryable: true, code: events.FailureAppUnhealthy, args: map[string]string{"app": app, "provider_status": ap.Status}, msg: fmt.Sprintf("application %s is %s (Coolify's words) %s after deployment %s finished; the slot is not vacated — see the application in Coolify, then resume the reset to deploy again", app, ap.Status, settleAfterDeploy, dep.UUID)}
 			}
 			if err := p.phase(ctx, events.WaitPhase{Phase: phase, DeploymentUUID: dep.UUID, Status: ap.Status, URL: dep.URL}); err != nil {
 				return dep, ap, err
@@ -791,7 +792,7 @@ func (a *attempt) waitDatabase(ctx context.Context, dbID string) (providers.Data
 			return db, nil
 		case l == providers.Found:
 			if a.e.now().Sub(created) >= dbStartGrace && !strings.HasPrefix(db.Status, "starting") {
-				return db, &stepError{retryable: true, msg: fmt.Sprintf("database %s is %s (Coolify's words) %s after its create: its start failed, and Coolify does not retry it; the slot is not vacated — see the database in Coolify (start it there once fixed), then resume the reset", dbID, db.Status, a.e.now().Sub(created).Round(time.Second))}
+				return db, &stepError{retryable: true, code: events.FailureDBStartFailed, args: map[string]string{"db": dbID, "provider_status": db.Status}, msg: fmt.Sprintf("database %s is %s (Coolify's words) %s after its create: its start failed, and Coolify does not retry it; the slot is not vacated — see the database in Coolify (start it there once fixed), then resume the reset", dbID, db.Status, a.e.now().Sub(created).Round(time.Second))}
 			}
 			if err := p.phase(ctx, events.WaitPhase{Phase: events.WaitDatabase, DBUUID: dbID, Status: db.Status}); err != nil {
 				return db, err

@@ -384,7 +384,7 @@ func deleteVolumes(ctx context.Context, a *attempt, _ bool) (events.Payload, err
 		err := a.call(ctx, events.StepStarted{Resource: &events.Resource{Kind: events.ResVolume, ID: s.UUID, Name: s.Name}},
 			func(ctx context.Context) error { _, err := a.e.deps.PaaS.DeleteStorage(ctx, app, s.UUID); return err })
 		if providers.CodeOf(err) == providers.CodeUnprocessable {
-			return nil, &stepError{status: 422, msg: fmt.Sprintf("Coolify refuses to remove the mount of volume %s (application %s): %v — a storage declared by docker-compose or a service is read-only through the API (change the compose file), and one with scheduled volume backups must lose them first; then resume", s.Name, app, err)}
+			return nil, &stepError{status: 422, code: events.FailureMountReadOnly, args: map[string]string{"volume": s.Name, "app": app}, msg: fmt.Sprintf("Coolify refuses to remove the mount of volume %s (application %s): %v — a storage declared by docker-compose or a service is read-only through the API (change the compose file), and one with scheduled volume backups must lose them first; then resume", s.Name, app, err)}
 		}
 		if err != nil {
 			return nil, fromProvider("remove the mount of volume "+s.Name, err)
@@ -494,7 +494,7 @@ func retire(ctx context.Context, a *attempt, _ bool) (events.Payload, error) {
 		}
 	}
 	if why := a.retireBlocked(); why != "" {
-		return nil, &stepError{status: 409, msg: why + " — run each clean-up on the server; the slot stays teardown incomplete, listing them"}
+		return nil, &stepError{status: 409, code: events.FailureManualCleanup, msg: why + " — run each clean-up on the server; the slot stays teardown incomplete, listing them"}
 	}
 	if err := a.holdsLock(ctx); err != nil {
 		return nil, err

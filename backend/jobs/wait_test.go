@@ -506,6 +506,12 @@ func TestWaitDatabaseStaysExited(t *testing.T) {
 	sf := payloads[events.StepFailed](w.world, id)
 	if len(sf) != 1 || sf[0].Step != events.StepDeploy || !sf[0].Retryable {
 		t.Errorf("StepFailed %+v: want deploy, retryable", sf)
+	} else if sf[0].ErrorCode != events.FailureDBStartFailed || sf[0].ErrorArgs["db"] == "" || !strings.HasPrefix(sf[0].ErrorArgs["provider_status"], "exited") {
+		// The dashboard words the failure from its code and parts (any language).
+		t.Errorf("StepFailed code %q args %v: want db_start_failed naming the database and its exited status", sf[0].ErrorCode, sf[0].ErrorArgs)
+	}
+	if jf := payloads[events.JobFailed](w.world, id); len(jf) != 1 || jf[0].ReasonCode != events.FailureDBStartFailed {
+		t.Errorf("JobFailed %+v: want the step's failure code as its reason code", jf)
 	}
 	if st := w.final("dbdown"); !st.Occupied || st.VacatedBy[id] {
 		t.Error("the slot was vacated with its database down")
@@ -565,6 +571,8 @@ func TestWaitOwnBound(t *testing.T) {
 	}
 	if sf := payloads[events.StepFailed](w.world, id); len(sf) != 1 || !sf[0].Retryable || sf[0].Step != events.StepDeploy {
 		t.Errorf("StepFailed %+v: want deploy, retryable", sf)
+	} else if sf[0].ErrorCode != events.FailureNotReady || sf[0].ErrorArgs["bound"] != "600" {
+		t.Errorf("StepFailed code %q args %v: want not_ready, bound 600 (seconds)", sf[0].ErrorCode, sf[0].ErrorArgs)
 	}
 	if st := w.final("bound"); !st.Occupied {
 		t.Error("slot vacated although its deployment is still building")

@@ -183,10 +183,12 @@ test("item 6: a failure leads with one translated sentence and what to do, the c
         await page.waitForSelector("[data-testid=failure-sentence]", { timeout: 120_000 });
         const sentence = await page.getByTestId("failure-sentence").first().textContent();
         if (route.startsWith("/jobs")) {
-          assert.match(sentence, lang === "en" ? /Reset stopped at “Delete volumes”: the provider refused it \(HTTP 403: not allowed\)\./ : /초기화 작업이 “.+” 단계에서 멈췄습니다: 제공자가 거부했습니다 \(HTTP 403: 권한 없음\)\./);
+          // Worded from the failure's code (StepFailed.error_code: provider, problem forbidden), not from the status alone.
+          assert.match(sentence, lang === "en" ? /Reset stopped at “Delete volumes”: the API token is not allowed to do this \(Coolify, HTTP 403\)\./ : /초기화 작업이 “.+” 단계에서 멈췄습니다: API 토큰에 이 작업 권한이 없습니다 \(Coolify, HTTP 403\)\./);
           // The raw chain is there, folded.
           const details = page.getByTestId("failure-details").first();
-          assert.equal(await details.getAttribute("open"), null, "the error chain is folded under Details");
+          assert.equal(await details.getAttribute("open"), null, "the error chain is folded under the provider's message");
+          assert.match(await details.locator("summary").textContent(), lang === "en" ? /^The provider's message$/ : /^제공자의 메시지 \(영어 원문\)$/);
         }
         assert.doesNotMatch(sentence, /coolify\.|DELETE |\/api\/v1|[0-9a-f]{8}-[0-9a-f]{4}/, `${lang}: no operation name or id in the sentence: ${sentence}`);
         if (lang === "ko") assert.doesNotMatch(sentence, /\b(failed|refused|forbidden|error)\b/i, "no English inside the Korean sentence");

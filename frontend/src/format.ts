@@ -4,7 +4,7 @@ import type { ApiError } from "./services/http";
 import type { StepView } from "./services/jobs";
 import type { Resource } from "./services/resources";
 import type { SlotView } from "./services/slots";
-import type { Key, T } from "./i18n";
+import { particles, type Key, type T } from "./i18n";
 import { en } from "./i18n/en";
 import vocabulary from "./i18n/vocabulary.json";
 
@@ -148,6 +148,8 @@ export function actorName(actor: string | undefined, t: T): string {
     return (SYSTEM_ACTORS as readonly string[]).includes(sys[1] ?? "") && known(k) ? t(k as Key) : t("actor.system", { what: sys[1] ?? "" });
   }
   if (actor === "system:") return t("actor.system", { what: "" });
+  // A job's worker (worker:<process>/<worker>): the server's, said so, with its id.
+  if (actor.startsWith("worker:")) return t("actor.worker", { id: actor.slice("worker:".length) });
   return actor;
 }
 
@@ -156,11 +158,15 @@ export function isPerson(actor: string | undefined): boolean {
   return !!actor && !actor.startsWith("system:") && !actor.startsWith("worker:");
 }
 
+/** Described names that say their kind already: "env vars of the application", not "Env var env vars of the application" (found on the walk). */
+const SAYS_ITS_KIND: ReadonlySet<string> = new Set(["app_env_vars", "app_volumes", "list_env_vars", "list_storages", "list_template_env_vars"]);
+
 /** resourceLabel names a resource with its kind and id. */
 export function resourceLabel(r: Resource, t: T): string {
-  const name = r.name && r.name !== r.id ? ` ${resourceName(r, t)}` : "";
+  const named = r.name && r.name !== r.id ? resourceName(r, t) : "";
+  const what = named && SAYS_ITS_KIND.has(r.name_code ?? "") ? named : `${t.dyn("res", r.kind)}${named ? ` ${named}` : ""}`;
   // A resource about to be created has no id yet: no empty "()" (issue 35 item 8).
-  return r.id ? `${t.dyn("res", r.kind)}${name} (${r.id})` : `${t.dyn("res", r.kind)}${name}`;
+  return r.id ? `${what} (${r.id})` : what;
 }
 
 /**
@@ -282,8 +288,55 @@ export function reasonText(reason: string, t: T, code?: string, lifecycle?: stri
   return codedText("audit.reason", code, { lifecycle }, reason, t);
 }
 
-const PROVIDERS: Record<string, string> = { coolify: "Coolify", bitbucket: "Bitbucket" };
+const PROVIDERS: Record<string, string> = { coolify: "Coolify", bitbucket: "Bitbucket", git: "Git" };
 const FLAGS = ["absent", "verify", "uncertain", "final", "resumed"] as const;
+
+/** A failure as the server codes it (events.Failure*): StepView's error_*, JobView's reason_*, an audit entry's args. */
+export interface Failure {
+  code?: string;
+  args?: Record<string, string | undefined>;
+  /** The HTTP status of the provider's answer, if any. */
+  status?: number | string;
+  /** The provider's and the engine's own text (English), shown beside the sentence, folded. */
+  raw?: string;
+  /** false: leave the target's id out (a page's lead sentence, which names no id). */
+  target?: boolean;
+}
+
+/**
+ * failureText says a failure in the reader's language from its code and
+ * parts (issue: provider errors reached Korean pages in English): "Coolify:
+ * API 토큰에 이 작업 권한이 없습니다 (HTTP 403)". A failure without a
+ * code (an event from before the codes) says its reason is in the original
+ * message, which the page shows folded beside it; never the raw text alone.
+ */
+export function failureText(f: Failure, t: T): string {
+  const { code, status } = f;
+  const args = f.args ?? {};
+  let text: string | undefined;
+  if (code === "provider") {
+    const problem = args.problem && known(`failure.problem.${args.problem}`) ? t(`failure.problem.${args.problem}` as Key) : undefined;
+    const provider = PROVIDERS[args.provider ?? ""] ?? args.provider;
+    // A git remote's target is a URL: long, and the step already names it;
+    // a page's lead sentence names no id (f.target false).
+    const target = f.target !== false && args.target && !args.target.includes("://") ? args.target : "";
+    // Who answered, about what, and how: "(Coolify, db-1, HTTP 403)".
+    const about = [provider, target, status ? `HTTP ${status}` : ""].filter(Boolean).join(", ");
+    if (problem && provider) return t("failure.provider", { problem, about });
+  } else if (code) {
+    const vars: Record<string, string> = {};
+    for (const [k, v] of Object.entries(args)) if (v !== undefined) vars[k] = k === "bound" ? formatGoDuration(v, t) : v;
+    const said = codedText("failure", code, vars, "", t);
+    if (said) text = said;
+  }
+  text ??= t("failure.uncoded");
+  return status ? t("failure.status", { text, status }) : text;
+}
+
+/** failureRawLabel labels the folded original message: the provider's own when the failure is its answer. */
+export function failureRawLabel(f: Failure, t: T): string {
+  return f.code === "provider" ? t("failure.raw_provider") : t("failure.raw");
+}
 
 /** auditArg renders one summary part (projections.AuditArgs) in the reader's language. */
 function auditArg(name: string, v: string, t: T): string {
@@ -350,11 +403,38 @@ export function auditSummary(e: AuditEntry, t: T): string {
   const vars: Record<string, string> = {};
   for (const [k, v] of Object.entries(args)) vars[k] = auditArg(k, v, t);
   if (args.reason) vars.reason = reasonText(args.reason, t, args.reason_code, args.lifecycle);
+  // Codes the line names in words: a wait's phase, why a session ended.
+  if (e.type === "WaitPhase" && args.state && known(`audit.waitphase.${args.state}`)) vars.state = t(`audit.waitphase.${args.state}` as Key);
+  if (e.type === "SessionEnded" && args.reason && known(`audit.session.${args.reason}`)) vars.reason = t(`audit.session.${args.reason}` as Key);
+  // The server's own actors by name ("Slotkeeper (deadline timer)"), as in the actor column, not as ids.
+  const system: string[] = [];
+  for (const k of ["by", "who"])
+    if (args[k]?.startsWith("system:")) {
+      vars[k] = actorName(args[k], t);
+      system.push(vars[k]);
+    }
   let s = t(key, vars);
   if (/\{\w+\}/.test(s)) return t.lang === "en" && e.summary ? e.summary : label;
+  // Korean honours a person with 님; the server is no person: its particle follows its name.
+  if (t.lang === "ko") for (const name of system) s = particles(s.replaceAll(`${name}님이`, `${name}이(가)`).replaceAll(`${name}님을`, `${name}을(를)`).replaceAll(`${name}님`, name));
   if (args.status) s += ` · ${t("audit.part.status", { status: args.status })}`;
   for (const f of FLAGS) if (args[f] === "true") s += ` ${t(`audit.flag.${f}`)}`;
-  const detail = args.error ?? args.reason;
-  if (detail) s += t("audit.part.detail", { text: args.error ? auditArg("error", detail, t) : reasonText(detail, t, args.reason_code, args.lifecycle) });
+  const failure = auditFailure(e);
+  if (failure) s += t("audit.part.detail", { text: failureText(failure, t) });
+  // A reason the line already names is not said twice ("Session ended (logout): logout").
+  else if (args.reason && !(en[key as Key] ?? "").includes("{reason}")) s += t("audit.part.detail", { text: reasonText(args.reason, t, args.reason_code, args.lifecycle) });
   return s;
+}
+
+/**
+ * auditFailure is an entry's failure, when it records one: a step's or a
+ * webhook's error, a failed job's reason (the step's error again), a
+ * reconcile run's error. Its sentence is in the summary; its raw text (the
+ * provider's words, English) is for the page to show folded beside it.
+ */
+export function auditFailure(e: AuditEntry): Failure | undefined {
+  const args = e.args ?? {};
+  const raw = args.error ?? (e.type === "JobFailed" ? args.reason : undefined);
+  if (!raw && !args.error_code) return undefined;
+  return { code: args.error_code, args, raw };
 }

@@ -1,5 +1,6 @@
 import type { SlotView } from "../services/slots";
-import { useT, type Key } from "../i18n";
+import { useT, type Key, type T } from "../i18n";
+import { known } from "../format";
 import { unready } from "../pages/boardModel";
 import { StateBadge } from "../ui/Badge";
 
@@ -17,6 +18,24 @@ export const READY_KEY: Record<string, [Key, Key]> = {
 export function appURL(fqdn?: string): string | undefined {
   const first = fqdn?.split(",")[0]?.trim();
   return first && /^https?:\/\//i.test(first) ? first : undefined;
+}
+
+/**
+ * appStatusText words Coolify's status of the application ("running:healthy",
+ * "exited:unhealthy", "running:unknown": state and health) in the reader's
+ * language, "running · no health check" for the unknown health of an app
+ * without one; a status it does not know stays Coolify's word (the raw
+ * status is the element's title either way).
+ */
+export function appStatusText(status: string | undefined, noHealthCheck: boolean | undefined, t: T): string {
+  const [state = "", health = ""] = (status ?? "").split(":");
+  const stateKey = `coolify.state.${state}`;
+  if (!known(stateKey)) return [status, noHealthCheck ? t("slot.no_health_check") : ""].filter(Boolean).join(" · ");
+  const parts = [t(stateKey as Key)];
+  if (health && known(`coolify.health.${health}`)) parts.push(t(`coolify.health.${health}` as Key));
+  else if (noHealthCheck || health === "unknown") parts.push(t("slot.no_health_check"));
+  else if (health) parts.push(health);
+  return parts.join(" · ");
 }
 
 /**
@@ -38,9 +57,8 @@ export function AppStatus({ slot }: { slot: SlotView }) {
               {url}
             </a>
           )}{" "}
-          <span className="muted" data-testid="app-health">
-            {d.status}
-            {d.no_health_check && <> · {t("slot.no_health_check")}</>}
+          <span className="muted" data-testid="app-health" title={d.status}>
+            {appStatusText(d.status, d.no_health_check, t)}
           </span>
           {d.commit && (
             <span className="muted small" data-testid="app-commit">

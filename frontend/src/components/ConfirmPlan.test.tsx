@@ -173,7 +173,8 @@ describe("promote confirmation names what the target lookup found (issue 14)", (
     await flush();
     const text = screen.getByTestId("plan-target").textContent ?? "";
     expect(text).toMatch(/NEW\/copy.*확인하지 못했습니다/);
-    expect(text).toMatch(/HTTP 503/);
+    // The reason in the server's words is there, folded under its label.
+    expect(screen.getByTestId("failure-raw").textContent).toMatch(/원문 메시지 \(영어\)HTTP 503/);
     expect(confirm().disabled).toBe(false);
   });
 });

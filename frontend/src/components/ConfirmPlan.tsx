@@ -3,6 +3,7 @@ import type { Resource } from "../services/resources";
 import { slotsService, type Plan, type SlotView, type TargetCheck } from "../services/slots";
 import { formatDuration, formatTime, resourceLabel } from "../format";
 import { useNow } from "../live/ticker";
+import { FailureRaw } from "./FailureRaw";
 import { useT } from "../i18n";
 import { useLoad } from "../live/useLoad";
 import { CommandError } from "./CommandError";
@@ -270,12 +271,14 @@ function TargetLine({ target }: { target: TargetCheck }) {
       ? t("plan.target_exists", { repo })
       : target.state === "free"
         ? t("plan.target_free", { repo })
-        : t("plan.target_unknown", { repo, reason: target.error ?? "" });
+        : t("plan.target_unknown", { repo });
   const cls = target.state === "exists" ? "recovery" : target.state === "free" ? "notice" : "unknown";
   return (
-    <p className={cls} data-testid="plan-target" data-state={target.state} role={target.state === "exists" ? "alert" : undefined}>
+    <div className={cls} data-testid="plan-target" data-state={target.state} role={target.state === "exists" ? "alert" : undefined}>
       {text}
-    </p>
+      {/* Why it could not be checked, in the server's or the git host's words: folded, never the sentence. */}
+      {target.state !== "exists" && target.state !== "free" && <FailureRaw failure={{ raw: target.error }} />}
+    </div>
   );
 }
 

@@ -1,7 +1,8 @@
 import * as Collapsible from "@radix-ui/react-collapsible";
 import { useState } from "react";
 import type { JobView, RecordedEvent } from "../services/jobs";
-import { formatSpan, formatTime, resourceLabel, stepDetail } from "../format";
+import { failureText, formatSpan, formatTime, resourceLabel, stepDetail } from "../format";
+import { FailureRaw } from "./FailureRaw";
 import { useT, type Key, type T } from "../i18n";
 import { useJobLimits } from "../auth/links";
 import { useNow } from "../live/ticker";
@@ -144,14 +145,12 @@ function TimelineRow({ b, left, width, timeoutLeft, now }: { b: Bar; left: strin
           {v?.resource && <p>{resourceLabel(v.resource, t)}</p>}
           {v?.detail && v.detail_code !== "row_gone_only" && <p>{stepDetail(v, t)}</p>}
           {v?.detail_code === "row_gone_only" && <p>{t("tl.deleted_record")} *</p>}
-          {v?.error && (
-            // The provider's own answer is data, in its own language: folded, marked as English.
-            <details className="tl-error-details">
-              <summary>{t("fail.details")}</summary>
-              <pre className="tl-error" lang="en">
-                {v.error}
-              </pre>
-            </details>
+          {(v?.error || v?.error_code) && (
+            // The failure in the reader's words; the provider's own answer is data, in its own language: folded, marked as English.
+            <div className="tl-failure" data-testid="tl-failure">
+              <p>{failureText({ code: v.error_code, args: v.error_args }, t)}</p>
+              <FailureRaw failure={{ code: v.error_code, raw: v.error }} className="tl-error-details" />
+            </div>
           )}
           {b.events.length > 0 && (
             <ul className="tl-events">

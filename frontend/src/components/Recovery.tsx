@@ -2,7 +2,7 @@ import type React from "react";
 import { Link } from "wouter";
 import type { StepView } from "../services/jobs";
 import type { Resource } from "../services/resources";
-import { resourceLabel, stepList, untouched } from "../format";
+import { failureRawLabel, failureText, resourceLabel, stepList, untouched } from "../format";
 import { useT } from "../i18n";
 
 export interface RecoveryInfo {
@@ -16,14 +16,17 @@ export interface RecoveryInfo {
   failedStep?: string;
   http?: number;
   error?: string;
+  /** The failure as a code and parts (the step's error_code/error_args, else the job's reason_code/reason_args). */
+  errorCode?: string;
+  errorArgs?: Record<string, string>;
   /** The job's reason (a provider's or the server's own words). */
   reason?: string;
 }
 
 /** failureOf finds the step a job stopped at, for the one sentence a failure leads with. */
-export function failureOf(steps: readonly StepView[] | null, uncertain?: string): Pick<RecoveryInfo, "failedStep" | "http" | "error"> {
+export function failureOf(steps: readonly StepView[] | null, uncertain?: string): Pick<RecoveryInfo, "failedStep" | "http" | "error" | "errorCode" | "errorArgs"> {
   const s = (steps ?? []).find((x) => x.state === "failed" || x.name === uncertain) ?? (steps ?? []).find((x) => x.state === "running");
-  return s ? { failedStep: s.name, http: s.http_status || undefined, error: s.error } : {};
+  return s ? { failedStep: s.name, http: s.http_status || undefined, error: s.error, errorCode: s.error_code, errorArgs: s.error_args } : {};
 }
 
 /**
@@ -36,8 +39,10 @@ export function FailureSentence({ info, resumable }: { info: RecoveryInfo; resum
   const t = useT();
   const kind = t.dyn("kind", info.kind);
   const step = info.failedStep ? t.dyn("step", info.failedStep) : "";
-  const why =
-    info.state === "timed_out"
+  const why = info.errorCode
+    ? // The server's code for the failure, in the reader's words (the provider's text is under the fold).
+      failureText({ code: info.errorCode, args: info.errorArgs, status: info.http, target: false }, t)
+    : info.state === "timed_out"
       ? t("fail.why_timeout")
       : info.state === "abandoned"
         ? t("fail.why_abandoned")
@@ -68,7 +73,7 @@ export function FailureSentence({ info, resumable }: { info: RecoveryInfo; resum
       <p data-testid="failure-todo">{what}</p>
       {chain.length > 0 && (
         <details data-testid="failure-details">
-          <summary>{t("fail.details")}</summary>
+          <summary>{failureRawLabel({ code: info.errorCode }, t)}</summary>
           <pre className="step-error" lang="en">{[...new Set(chain)].join("\n")}</pre>
         </details>
       )}

@@ -59,7 +59,9 @@ describe("slot card", () => {
     );
     const [ready, lacking] = screen.getAllByTestId("slot-card");
     expect(ready.querySelector('a[data-testid="app-url"]')?.getAttribute("href")).toBe("http://app.example.test");
-    expect(ready.textContent).toMatch(/running:healthy/);
+    // Coolify's status in words ("running · healthy"); its own word stays the title.
+    expect(ready.textContent).toMatch(/running · healthy/);
+    expect(ready.querySelector("[data-testid=app-health]")?.getAttribute("title")).toBe("running:healthy");
     expect(ready.textContent).toMatch(/0123456789ab/);
     expect(ready.querySelector('[data-testid="slot-ready"]')).not.toBeNull();
     expect(lacking.querySelector('a[data-testid="app-url"]')).toBeNull();

@@ -1,7 +1,8 @@
 import type { StepView, StepWait } from "../services/jobs";
 import { StateBadge } from "../ui/Badge";
 import { stepTone } from "../ui/tone";
-import { formatDuration, formatSpan, formatTime, resourceLabel, stepDetail } from "../format";
+import { failureText, formatDuration, formatSpan, formatTime, resourceLabel, stepDetail } from "../format";
+import { FailureRaw } from "./FailureRaw";
 import { useT } from "../i18n";
 import { useNow } from "../live/ticker";
 
@@ -90,13 +91,11 @@ export function Steps({ steps, uncertain }: { steps: readonly StepView[]; uncert
               </span>
             )}
             {s.http_status ? <span className="http"> · {t("job.http_status", { status: s.http_status })}</span> : null}
-            {s.error && (
-              <details className="step-error-details">
-                <summary>{t("fail.details")}</summary>
-                <div className="step-error" lang="en">
-                  {s.error}
-                </div>
-              </details>
+            {(s.error || s.error_code) && (
+              <div className="step-failure" data-testid="step-failure">
+                {failureText({ code: s.error_code, args: s.error_args }, t)}
+                <FailureRaw failure={{ code: s.error_code, raw: s.error }} className="step-error-details" />
+              </div>
             )}
             {s.wait && state === "running" && <Waiting wait={s.wait} />}
             {s.no_health_check && state === "done" && (

@@ -42,7 +42,9 @@ describe("the consumers panel on the admin page", () => {
     expect(row).toMatch(/SlotOccupied · slot-dune@3 · #42/);
     expect(row).toMatch(/decode: bad until/);
     expect(screen.getByTestId("consumers-total").textContent).toMatch(/^1 events parked/);
-    expect(screen.getByTestId("consumer-stopped").textContent).toBe("Stopped: insights — store refused");
+    // The server's own English (a Go error) is folded under the reader's words.
+    expect(screen.getByTestId("consumer-stopped").textContent).toBe("Stopped: insightsOriginal messagestore refused");
+    expect(screen.getByTestId("consumer-stopped").querySelector("details pre")?.textContent).toBe("store refused");
     expect(screen.queryByTestId("consumers-none")).toBeNull();
   });
 

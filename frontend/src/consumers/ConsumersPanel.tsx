@@ -1,3 +1,4 @@
+import { FailureRaw } from "../components/FailureRaw";
 import { TableWrap } from "../components/TableWrap";
 import { formatTime } from "../format";
 import { useT } from "../i18n";
@@ -20,9 +21,11 @@ export function ConsumersPanel() {
       <p className="muted small">{t("consumers.intro")}</p>
       {r && r.parked_total === 0 && stopped.length === 0 && <p data-testid="consumers-none">{t("consumers.none")}</p>}
       {stopped.map(([name, reason]) => (
-        <p key={name} className="error" data-testid="consumer-stopped">
-          {t("consumers.stopped", { name, reason })}
-        </p>
+        // The reason is the server's own English (a Go error): folded under the reader's words.
+        <div key={name} className="error" data-testid="consumer-stopped">
+          {t("consumers.stopped", { name })}
+          <FailureRaw failure={{ raw: reason }} />
+        </div>
       ))}
       {r && r.parked_total > 0 && (
         <>
@@ -44,7 +47,12 @@ export function ConsumersPanel() {
                     <td data-label={t("consumers.col.event")}>
                       <code>{p.type}</code> · {p.stream}@{p.revision} · #{p.position}
                     </td>
-                    <td data-label={t("consumers.col.error")}>{p.error}</td>
+                    <td data-label={t("consumers.col.error")}>
+                      <div>
+                        {t("consumers.not_applied")}
+                        <FailureRaw failure={{ raw: p.error }} />
+                      </div>
+                    </td>
                     <td data-label={t("consumers.col.at")}>{formatTime(p.at, t.lang)}</td>
                   </tr>
                 ))}

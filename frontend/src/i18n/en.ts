@@ -1,6 +1,7 @@
 // The English catalogue. Its keys are the catalogue's key set: ko.ts must
 // have every one (the compiler and i18n.test.ts check it).
 import { vocabEn } from "./vocab";
+import { failureEn } from "./failures";
 import { consumersEn } from "../consumers/strings";
 import { ui35En } from "../ui/strings";
 import { replayEn } from "../replay/strings";
@@ -8,6 +9,7 @@ import { prEn } from "../pullrequests/strings";
 
 export const en = {
   ...vocabEn,
+  ...failureEn,
   ...ui35En,
   ...replayEn,
   ...consumersEn,
@@ -93,7 +95,7 @@ export const en = {
   "plan.not_before": "Starts after the grace period: {time}",
   "plan.target_exists": "{repo} already exists: the promote would stop at its first step. Choose another name.",
   "plan.target_free": "{repo} does not exist yet: it will be created.",
-  "plan.target_unknown": "Could not check whether {repo} exists ({reason}); the promote checks it again first.",
+  "plan.target_unknown": "Could not check whether {repo} exists; the promote checks it again first.",
   "plan.irreversible": "This cannot be undone.",
   "plan.loading": "Loading the plan…",
   "job.title": "Job {id}",
@@ -123,6 +125,21 @@ export const en = {
   "job.wait.since": "for {time}",
   "job.wait.open": "open in Coolify",
   "slot.no_health_check": "no health check",
+  "audit.waitphase.queued": "queued",
+  "audit.waitphase.building": "building",
+  "audit.waitphase.starting": "starting",
+  "audit.waitphase.health": "health check",
+  "audit.waitphase.database": "database start",
+  "audit.session.logout": "signed out",
+  "audit.session.rotated": "replaced by a new session",
+  "audit.session.password_changed": "password changed",
+  "coolify.state.running": "running",
+  "coolify.state.exited": "stopped",
+  "coolify.state.restarting": "restarting",
+  "coolify.state.starting": "starting",
+  "coolify.state.degraded": "degraded",
+  "coolify.health.healthy": "healthy",
+  "coolify.health.unhealthy": "unhealthy",
   "job.no_health_check": "no health check: Coolify reports the application running:unknown (health checks are off for it)",
   "job.nothing_changed": "nothing changed",
   "job.timeline": "Timeline",
@@ -595,13 +612,13 @@ export const en = {
   "fail.why_http_denied": "the provider refused it (HTTP {status}: not allowed)",
   "fail.why_http_missing": "the provider no longer has what it asked for (HTTP {status})",
   "fail.why_http": "the provider refused it (HTTP {status})",
-  "fail.why_other": "see Details below",
+  "fail.why_other": "the original message below says why",
   "fail.todo_uncertain": "What to do: Resume. It first checks whether “{step}” took effect, then continues; nothing done is repeated.",
   "fail.todo_denied": "What to do: check the provider token's permissions, then Resume; it continues from this step.",
   "fail.todo_resume": "What to do: Resume when the provider is healthy; it continues from this step and repeats nothing done.",
   "fail.todo_none": "What to do: open the timeline for what happened; this job cannot be resumed.",
-  "fail.details": "Details",
   "actor.system": "Slotkeeper ({what})",
+  "actor.worker": "Slotkeeper worker {id}",
   "actor.system.deadline": "Slotkeeper (deadline timer)",
   "actor.system.demo": "Slotkeeper (demo)",
   "actor.system.notifier": "Slotkeeper (notifier)",

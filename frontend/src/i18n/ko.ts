@@ -2,6 +2,7 @@
 // compile error; i18n.test.ts also checks placeholders).
 import type { Key } from "./en";
 import { vocabKo } from "./vocab";
+import { failureKo } from "./failures";
 import { consumersKo } from "../consumers/strings";
 import { ui35Ko } from "../ui/strings";
 import { replayKo } from "../replay/strings";
@@ -9,6 +10,7 @@ import { prKo } from "../pullrequests/strings";
 
 export const ko: Record<Key, string> = {
   ...vocabKo,
+  ...failureKo,
   ...ui35Ko,
   ...replayKo,
   ...consumersKo,
@@ -94,7 +96,7 @@ export const ko: Record<Key, string> = {
   "plan.not_before": "유예 기간 후 시작: {time}",
   "plan.target_exists": "{repo} 저장소가 이미 있습니다. 승격은 첫 단계에서 멈춥니다. 다른 이름을 고르세요.",
   "plan.target_free": "{repo} 저장소는 아직 없습니다. 새로 만듭니다.",
-  "plan.target_unknown": "{repo} 저장소가 있는지 확인하지 못했습니다 ({reason}). 승격은 먼저 다시 확인합니다.",
+  "plan.target_unknown": "{repo} 저장소가 있는지 확인하지 못했습니다. 승격은 먼저 다시 확인합니다.",
   "plan.irreversible": "되돌릴 수 없습니다.",
   "plan.loading": "계획을 불러오는 중…",
   "job.title": "작업 {id}",
@@ -124,6 +126,21 @@ export const ko: Record<Key, string> = {
   "job.wait.since": "{time}째",
   "job.wait.open": "Coolify에서 열기",
   "slot.no_health_check": "상태 확인 없음",
+  "audit.waitphase.queued": "대기열",
+  "audit.waitphase.building": "빌드",
+  "audit.waitphase.starting": "시작",
+  "audit.waitphase.health": "상태 확인",
+  "audit.waitphase.database": "데이터베이스 시작",
+  "audit.session.logout": "로그아웃",
+  "audit.session.rotated": "새 세션으로 교체",
+  "audit.session.password_changed": "비밀번호 변경",
+  "coolify.state.running": "실행 중",
+  "coolify.state.exited": "중지됨",
+  "coolify.state.restarting": "재시작 중",
+  "coolify.state.starting": "시작 중",
+  "coolify.state.degraded": "일부 이상",
+  "coolify.health.healthy": "정상",
+  "coolify.health.unhealthy": "비정상",
   "job.no_health_check": "상태 확인 없음: Coolify가 애플리케이션의 상태를 알 수 없다고 보고합니다 (상태 확인이 꺼져 있음)",
   "job.nothing_changed": "바뀐 것 없음",
   "job.timeline": "타임라인",
@@ -221,7 +238,7 @@ export const ko: Record<Key, string> = {
   "step.create_repo": "저장소 생성",
   "step.push_code": "코드 푸시",
   "step.record_repo": "저장소 기록",
-  "step.preflight": "리셋에 필요한 조건 확인 (아직 삭제 없음)",
+  "step.preflight": "초기화에 필요한 조건 확인 (아직 삭제 없음)",
   "step.create_db": "새 데이터베이스 생성",
   "step.restore_env": "템플릿 환경 변수 복원",
   "step.create_volumes": "새 빈 볼륨 마운트",
@@ -596,13 +613,13 @@ export const ko: Record<Key, string> = {
   "fail.why_http_denied": "제공자가 거부했습니다 (HTTP {status}: 권한 없음)",
   "fail.why_http_missing": "요청한 대상이 제공자에 더 이상 없습니다 (HTTP {status})",
   "fail.why_http": "제공자가 거부했습니다 (HTTP {status})",
-  "fail.why_other": "아래 자세히 보기를 확인하세요",
+  "fail.why_other": "이유는 아래 원문 메시지에 있습니다",
   "fail.todo_uncertain": "할 일: 재개하세요. “{step}”이(가) 적용되었는지 먼저 확인한 뒤 이어 가며, 끝난 단계는 반복하지 않습니다.",
   "fail.todo_denied": "할 일: 제공자 토큰의 권한을 확인한 뒤 재개하세요. 이 단계부터 이어 갑니다.",
   "fail.todo_resume": "할 일: 제공자가 정상이 되면 재개하세요. 이 단계부터 이어 가며 끝난 단계는 반복하지 않습니다.",
   "fail.todo_none": "할 일: 타임라인에서 무슨 일이 있었는지 확인하세요. 이 작업은 재개할 수 없습니다.",
-  "fail.details": "자세히 보기",
   "actor.system": "Slotkeeper ({what})",
+  "actor.worker": "Slotkeeper 워커 {id}",
   "actor.system.deadline": "Slotkeeper (기한 타이머)",
   "actor.system.demo": "Slotkeeper (데모)",
   "actor.system.notifier": "Slotkeeper (알림)",

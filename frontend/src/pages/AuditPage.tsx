@@ -4,7 +4,8 @@ import { momentHref } from "../replay/moment";
 import { auditService, isPerson, type AuditEntry } from "../services/audit";
 import { CommandError } from "../components/CommandError";
 import { When } from "../components/When";
-import { actorName, auditSummary } from "../format";
+import { actorName, auditFailure, auditSummary } from "../format";
+import { FailureRaw } from "../components/FailureRaw";
 import { useT } from "../i18n";
 import { useLiveAudit } from "../live/store";
 import { useHashQuery, writeHashQuery } from "../live/hashQuery";
@@ -212,7 +213,11 @@ export function AuditPage() {
                 <td data-label={t("audit.slot")} className="nowrap">{e.slot ? <Link href={`/slots/${encodeURIComponent(e.slot)}`}>{e.slot}</Link> : ""}</td>
                 <td data-label={t("audit.actor")}>{actorName(e.actor, t)}</td>
                 <td data-label={t("audit.summary")} data-testid="audit-summary">
-                  {e.job_id ? <Link href={`/jobs/${encodeURIComponent(e.job_id)}`}>{auditSummary(e, t)}</Link> : auditSummary(e, t)}
+                  {/* One block: on a phone the cell is a label-and-value grid, and the fold belongs under the value. */}
+                  <div>
+                    {e.job_id ? <Link href={`/jobs/${encodeURIComponent(e.job_id)}`}>{auditSummary(e, t)}</Link> : auditSummary(e, t)}
+                    <AuditRaw e={e} />
+                  </div>
                 </td>
                 <td data-label={t("audit.position")} className="muted nowrap num">
                   {e.slot ? (
@@ -235,4 +240,10 @@ export function AuditPage() {
       )}
     </section>
   );
+}
+
+/** AuditRaw is an entry's original failure text (the provider's words), folded under its summary's sentence. */
+function AuditRaw({ e }: { e: AuditEntry }) {
+  const f = auditFailure(e);
+  return f ? <FailureRaw failure={f} /> : null;
 }

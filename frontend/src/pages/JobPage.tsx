@@ -17,7 +17,7 @@ import { eventCategory, jobTiming, jobTitle, resumeCheck } from "../components/j
 import { CopyButton, ResourceId } from "../components/ResourceId";
 import { CleanupHow } from "../components/CleanupHow";
 import { cleanupOf, jobLeftovers } from "../leftovers";
-import { actorName, formatSpan, formatTime, reasonText, resourceLabel, untouched } from "../format";
+import { actorName, failureText, formatSpan, formatTime, reasonText, resourceLabel, untouched } from "../format";
 import { useT, type Key, type T } from "../i18n";
 import { When } from "../components/When";
 import { noteServerInstant } from "../live/clock";
@@ -171,7 +171,7 @@ function JobDetail({ job }: { job: JobView }) {
       )}
       {job.reason && !unsuccessful && (
         <p>
-          <strong>{t("job.reason")}:</strong> {reasonText(job.reason, t)}
+          <strong>{t("job.reason")}:</strong> {job.reason_code ? failureText({ code: job.reason_code, args: job.reason_args }, t) : reasonText(job.reason, t)}
         </p>
       )}
 
@@ -274,8 +274,12 @@ export function eventSummary(data: unknown, t: T, type = ""): string {
     if (typeof r.kind === "string" && typeof r.id === "string") parts.push(`${t.dyn("res", r.kind)} ${r.id}`);
   }
   if (typeof d.http_status === "number" && d.http_status > 0) parts.push(t("job.http_status", { status: d.http_status }));
-  if (typeof d.error === "string") parts.push(d.error);
-  if (typeof d.reason === "string") parts.push(reasonText(d.reason, t));
+  // A failure in the reader's words from its code; its original text is in the event's data below.
+  const strs = (x: unknown) => (typeof x === "object" && x !== null ? (x as Record<string, string>) : undefined);
+  const code = (x: unknown) => (typeof x === "string" ? x : undefined);
+  if (typeof d.error === "string" || typeof d.error_code === "string") parts.push(failureText({ code: code(d.error_code), args: strs(d.error_args) }, t));
+  if (type === "JobFailed") parts.push(failureText({ code: code(d.reason_code), args: strs(d.reason_args) }, t));
+  else if (typeof d.reason === "string") parts.push(reasonText(d.reason, t));
   if (typeof d.uncertain_step === "string") parts.push(t("recovery.uncertain", { step: t.dyn("step", d.uncertain_step) }));
   if (Array.isArray(d.completed_steps) && d.completed_steps.length > 0) {
     parts.push(t("job.completed_steps", { steps: d.completed_steps.map((s) => t.dyn("step", String(s))).join(", ") }));

@@ -116,7 +116,8 @@ describe("reconciliation page", () => {
     expect(rows.map((r) => r.dataset.class)).toEqual(["drift", "orphan", "orphan", "unknown", "resolved"]);
     expect(rows[0].textContent).toContain("Tracked, but the provider says it is gone.");
     expect(rows[0].textContent).toContain("Slot: s1.");
-    expect(rows[3].textContent).toContain("could not check: 503");
+    // The reconciler's own words are there, folded under the class's explanation.
+    expect(within(rows[3]).getByTestId("failure-raw").querySelector("pre")?.textContent).toBe("could not check: 503");
     expect(within(rows[1]).getByTestId("finding-link").getAttribute("href")).toBe("https://coolify.example/project/proj-1");
     expect(within(rows[2]).getByTestId("finding-link").getAttribute("href")).toBe(
       "https://bitbucket.example/projects/SLOT/repos/stray-repo",

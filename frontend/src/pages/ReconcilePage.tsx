@@ -1,3 +1,4 @@
+import { FailureRaw } from "../components/FailureRaw";
 import { useState } from "react";
 import { useLocation } from "wouter";
 import { reconcileService, type AdoptTarget, type Finding, type ReconcileReport } from "../services/reconcile";
@@ -140,8 +141,9 @@ function FindingRow({ f, rep, operator }: { f: Finding; rep: ReconcileReport | u
       <div className="finding-meta">
         {t(`recon.explain_${f.class}`)}
         {f.slot && <> {t("recon.slot", { slot: f.slot })}</>}
-        {f.detail && f.class !== "resolved" && <> — {f.detail}</>}{" "}
         <span className="muted">{t("recon.since", { time: formatTime(f.since, t.lang) })}</span>
+        {/* The reconciler's own English ("gone at Coolify", "could not check: …"): folded under the class's explanation. */}
+        {f.detail && f.class !== "resolved" && <FailureRaw failure={{ raw: f.detail }} />}
       </div>
       {operator && f.class === "orphan" && f.kind !== "project" && !acting && (
         <div className="finding-actions">

@@ -5,7 +5,7 @@ import { replayService, type SlotChange } from "../services/replay";
 import type { Resource } from "../services/resources";
 import { CommandError } from "../components/CommandError";
 import { LoadFallback } from "../components/LoadFallback";
-import { formatTime } from "../format";
+import { formatTime, stateReason } from "../format";
 import { useT, type Key } from "../i18n";
 import { useLoad } from "../live/useLoad";
 import { PullRequestInfo } from "../pullrequests/PullRequestInfo";
@@ -72,7 +72,7 @@ export function SlotAsOfPage({ name, at }: { name: string; at: string }) {
         {s.state_reason && (
           <>
             <dt>{t("slot.state_reason")}</dt>
-            <dd>{s.state_reason}</dd>
+            <dd>{stateReason(s, t)}</dd>
           </>
         )}
       </dl>

@@ -69,6 +69,9 @@ export const StepView = v.object({
   ended_at: optStr,
   http_status: v.optional(int),
   error: optStr,
+  /** The failure as a code (events.Failure*) and its parts; format.failureText words it, error is the provider's own text. */
+  error_code: optStr,
+  error_args: v.optional(strMap),
   resource: v.optional(Resource),
   detail: optStr,
   /** The detail as a code when it is one of the server's own sentences (events.Detail*); format.stepDetail words it. */
@@ -98,6 +101,9 @@ export const JobView = v.object({
   steps: list(StepView),
   uncertain_step: optStr,
   reason: optStr,
+  /** reason as a code and parts (the failed step's error_code, error_args). */
+  reason_code: optStr,
+  reason_args: v.optional(strMap),
   remaining: list(Resource),
   resumable: v.boolean(),
   cancellable: v.boolean(),

@@ -2,7 +2,7 @@
 // (i18n/korean.test.tsx, i18n/reasons.test.ts) share it.
 
 /** Words that stay Latin in Korean text: product and protocol names. */
-export const ALLOWED = new Set(["Slotkeeper", "Coolify", "Bitbucket", "HTTP", "API", "ID", "SSO", "CI", "Authorization", "Bearer"]);
+export const ALLOWED = new Set(["Slotkeeper", "Coolify", "Bitbucket", "Git", "HTTP", "API", "ID", "SSO", "CI", "Authorization", "Bearer"]);
 
 /** latinWords lists the English words left in s once the given ids and names are taken out. */
 export function latinWords(s: string, ids: readonly string[] = []): string[] {
