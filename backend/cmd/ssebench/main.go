@@ -369,11 +369,6 @@ type stallInfo struct{ start time.Time }
 // window connects n clients (and a stalled one), appends at rate for dur,
 // and returns the latency of every change appended during the window.
 func window(c *child, n, rate int, dur time.Duration, stalled bool, si *stallInfo) (result, error) {
-	streams, err := openMany(c.addr, streamPathFor(c.addr), n)
-	defer closeStreams(streams)
-	if err != nil {
-		return result{}, err
-	}
 	p, err := newPoller(func(s *rawStream, read, appended time.Time) bool {
 		s.lat = append(s.lat, read.Sub(appended))
 		return true
@@ -383,10 +378,13 @@ func window(c *child, n, rate int, dur time.Duration, stalled bool, si *stallInf
 	}
 	defer p.close()
 	p.from.Store(time.Now().Add(time.Hour).UnixNano()) // set below; frames before it are ignored
-	for i, s := range streams {
-		if err := p.add(i, s); err != nil {
-			return result{}, err
-		}
+	// Each stream is read from the moment it is open: r3labs' server
+	// replays its event log to a new subscriber from one loop, so a
+	// subscriber nobody reads would hold every later one.
+	streams, err := openMany(c.addr, streamPathFor(c.addr), n, p.add)
+	defer closeStreams(streams)
+	if err != nil {
+		return result{}, err
 	}
 	var stallConn net.Conn
 	if stalled {
@@ -490,9 +488,10 @@ func dialStalled(addr string) (net.Conn, error) {
 	return c, err
 }
 
-// openMany opens n streams, 100 dials at a time, each from localAddr(i);
-// the first failure is returned with the streams opened so far.
-func openMany(addr, path string, n int) ([]*rawStream, error) {
+// openMany opens n streams, 100 dials at a time, each from localAddr(i),
+// handing each to onOpen (nil: none) as soon as it is open; the first
+// failure is returned with the streams opened so far.
+func openMany(addr, path string, n int, onOpen func(i int, s *rawStream) error) ([]*rawStream, error) {
 	streams := make([]*rawStream, n)
 	errs := make(chan error, n)
 	var wg sync.WaitGroup
@@ -509,6 +508,11 @@ func openMany(addr, path string, n int) ([]*rawStream, error) {
 				return
 			}
 			streams[i] = s
+			if onOpen != nil {
+				if err := onOpen(i, s); err != nil {
+					errs <- err
+				}
+			}
 		}()
 	}
 	wg.Wait()
@@ -544,7 +548,7 @@ func idleRun(impl string, n int) (idleResult, error) {
 	if ir.before, ir.g0, err = c.rss(); err != nil {
 		return ir, err
 	}
-	streams, _ := openMany(c.addr, streamPath[impl], n) // the count opened is the figure
+	streams, _ := openMany(c.addr, streamPath[impl], n, nil) // the count opened is the figure
 	defer closeStreams(streams)
 	ok := 0
 	for _, s := range streams {
