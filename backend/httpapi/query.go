@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -180,7 +181,7 @@ func (r queryRule) check(raw string) error {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		if !sortedHas(r.accepted, n) {
+		if _, ok := slices.BinarySearch(r.accepted, n); !ok {
 			msg := fmt.Sprintf("unknown query parameter %q: %s accepts ", n, r.op)
 			if len(r.accepted) == 0 {
 				msg += "none"
@@ -198,11 +199,6 @@ func (r queryRule) check(raw string) error {
 		}
 	}
 	return nil
-}
-
-func sortedHas(list []string, s string) bool {
-	i := sort.SearchStrings(list, s)
-	return i < len(list) && list[i] == s
 }
 
 // contractQueries are the embedded document's rules, read once.

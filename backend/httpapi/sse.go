@@ -196,10 +196,7 @@ func (h *Hub) Notice(kind string, data []byte) {
 	h.nmu.Unlock()
 	h.mu.RLock()
 	for c := range h.clients {
-		select {
-		case c.notify <- struct{}{}:
-		default:
-		}
+		c.poke()
 	}
 	h.mu.RUnlock()
 }
@@ -706,7 +703,7 @@ func (h *Hub) attach(c *client, lastID *events.Position, logReset bool) ([]byte,
 		})
 		c.next.Store(oldest + uint64(k))
 		if c.next.Load() < h.seq {
-			c.notify <- struct{}{}
+			c.poke()
 		}
 	} else {
 		c.next.Store(h.seq)
@@ -1044,10 +1041,16 @@ func deliver(cs []*client, seq uint64, chunk []byte) {
 		if chunk != nil && c.fast(seq, chunk) {
 			continue
 		}
-		select {
-		case c.notify <- struct{}{}:
-		default:
-		}
+		c.poke()
+	}
+}
+
+// poke tells the client's goroutine there is more to send; it never
+// waits (one pending poke is enough: the goroutine sends all there is).
+func (c *client) poke() {
+	select {
+	case c.notify <- struct{}{}:
+	default:
 	}
 }
 

@@ -638,11 +638,3 @@ func fdLimit() int {
 	}
 	return int(rl.Cur)
 }
-
-func closeAll(cs []net.Conn) {
-	for _, c := range cs {
-		if c != nil {
-			abort(c)
-		}
-	}
-}
