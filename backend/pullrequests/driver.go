@@ -280,11 +280,12 @@ func (s *Service) sourceRefused(ctx context.Context, st *prState) error {
 		return nil
 	}
 	if st.refused.JobID != st.job {
-		j, err := slots.LoadJob(ctx, s.store, st.job)
+		j, err := s.currentJob(ctx, st)
 		if err != nil {
-			return apperr.Internalf(err, "load job")
+			return err
 		}
 		if j.Status != events.StatusFailed || j.LastCode != events.CodePRSourceUnreadable {
+			st.read = &j
 			return nil
 		}
 		r := events.PRSourceRefused{Source: st.pr.Source, Head: st.pr.Head, JobID: st.job, Slot: st.slot,

@@ -73,6 +73,19 @@ func hasMarker(text, marker string) bool {
 	return strings.TrimSpace(text[i+1:]) == marker
 }
 
+// currentJob is the PR's current job: as sourceRefused read it in this
+// Sync when nothing was appended since, else read now.
+func (s *Service) currentJob(ctx context.Context, st *prState) (events.JobState, error) {
+	if st.read != nil && st.read.Queued.JobID == st.job {
+		return *st.read, nil
+	}
+	j, err := slots.LoadJob(ctx, s.store, st.job)
+	if err != nil {
+		return j, apperr.Internalf(err, "load job")
+	}
+	return j, nil
+}
+
 // reportState says on the PR what its state is now: waiting for a slot,
 // or its current job's phase. A superseded (cancelled for a newer head)
 // job says nothing: the newer one reports. The caller holds s.mu.
@@ -93,9 +106,9 @@ func (s *Service) reportState(ctx context.Context, st *prState) error {
 		}
 		return nil
 	}
-	j, err := slots.LoadJob(ctx, s.store, st.job)
+	j, err := s.currentJob(ctx, st)
 	if err != nil {
-		return apperr.Internalf(err, "load job")
+		return err
 	}
 	if !j.Exists || j.Queued.Kind != events.KindPRDeploy {
 		return nil

@@ -395,6 +395,10 @@ type prState struct {
 	// refused is the newest PRSourceRefused: the head it names cannot be
 	// fetched, so the PR holds no slot until a new head arrives.
 	refused events.PRSourceRefused
+	// read is the job this Sync read last (sourceRefused), which
+	// reportState takes rather than fold its stream a second time; nil
+	// once anything was appended to the PR's stream since.
+	read *events.JobState
 }
 
 func load(ctx context.Context, store events.Store, stream string) (*prState, error) {
@@ -487,5 +491,6 @@ func (s *Service) appendPR(ctx context.Context, st *prState, p events.Payload) e
 		return err
 	}
 	st.rev, st.exists = res.NextExpected, true
+	st.read = nil
 	return nil
 }

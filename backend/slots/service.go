@@ -676,11 +676,13 @@ func (s *Service) Resume(ctx context.Context, a Actor, jobID string) (JobAccepte
 		// Decide on the job as it is now, in every round: a resume
 		// appends to the slot stream first, so one that got in after this
 		// round's slot read makes this round's append fail, and the next
-		// round reads both again. Read once before the loop, two people resuming at once could both be accepted — the
-		// second, its slot append retried after the first's run had ended,
-		// accepting that run's number again, even for a job that had
-		// succeeded meanwhile (TestConcurrentResumesDecideOnTheJobAsItIsNow,
-		// found by TestRandomFaultSchedules).
+		// round reads both again. (The check above only answers early.)
+		// Read once before the loop, two people resuming at once could
+		// both be accepted — the second, its slot append retried after the
+		// first's run had ended, accepting that run's number again, even
+		// for a job that had succeeded meanwhile
+		// (TestConcurrentResumesDecideOnTheJobAsItIsNow, found by
+		// TestRandomFaultSchedules).
 		var err error
 		if j, err = LoadJob(ctx, s.store, jobID); err != nil {
 			return nil, internal("load job", err)
