@@ -2,6 +2,7 @@ package coolify_test
 
 import (
 	"context"
+	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -18,15 +19,17 @@ import (
 // busy process: workers, polling, reconciliation, readiness) through two
 // clients of the same token share one budget: every call succeeds, none
 // meets a 429, and the calls are spread over three windows of the fake
-// clock (no wall time).
+// clock (no wall time). The clock moves only while no request is on the
+// wire, as a real minute never passes inside a round trip.
 func TestBudgetManyCallersNo429(t *testing.T) {
 	fc := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	stop := fc.AutoAdvance(nil)
+	wire := &offWire{gate: &sync.RWMutex{}}
+	stop := fc.AutoAdvanceOffWire(wire.gate)
 	defer stop()
 	s, fx := providertest.StartSeeded(t, sim.Options{CoolifyToken: token, Clock: fc})
 	s.SetCoolifyRateLimit(200)
 	mk := func() *coolify.Client {
-		return coolify.New(coolify.Options{BaseURL: s.CoolifyURL(), Token: token, Clock: fc, RateRetries: -1})
+		return coolify.New(coolify.Options{BaseURL: s.CoolifyURL(), Token: token, Clock: fc, RateRetries: -1, HTTP: &http.Client{Transport: wire}})
 	}
 	clients := []*coolify.Client{mk(), mk()}
 	start := fc.Now()
@@ -106,4 +109,14 @@ func TestBudgetSharedWithAnotherProcess(t *testing.T) {
 	if st := ours.Budget(); st.Limited > 1 {
 		t.Fatalf("budget %+v: at most the one 429 that tells it", st)
 	}
+}
+
+// offWire holds gate's read side for each round trip (see
+// clock.AutoAdvanceOffWire).
+type offWire struct{ gate *sync.RWMutex }
+
+func (o *offWire) RoundTrip(r *http.Request) (*http.Response, error) {
+	o.gate.RLock()
+	defer o.gate.RUnlock()
+	return http.DefaultTransport.RoundTrip(r)
 }

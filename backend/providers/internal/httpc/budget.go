@@ -39,9 +39,6 @@ import (
 type Budget struct {
 	clock  clock.Clock
 	window time.Duration
-	// margin is added to a window's end: the server's window starts when
-	// the request arrives, after this process sent it.
-	margin time.Duration
 
 	mu        sync.Mutex
 	answered  bool // an answer came
@@ -50,7 +47,14 @@ type Budget struct {
 	limit     int
 	remaining int
 	inflight  int
-	windowEnd time.Time // zero: no window open
+	// windowEnd is when the window the budget counts in ends: the first
+	// answer of a window plus its length. The server's window started when
+	// the first request of it arrived, which is never after that answer
+	// came back — however long the request was on its way, so the budget
+	// never opens a new window while the server's is still running. (It
+	// was the send time plus a one-second margin: a request delayed past
+	// the margin met a 429 at the next window.) Zero: no window known.
+	windowEnd time.Time
 	probeAt   time.Time // when the last request went out while unknown
 	wake      chan struct{}
 
@@ -67,7 +71,7 @@ func NewBudget(c clock.Clock, window time.Duration) *Budget {
 	if c == nil {
 		c = clock.Real()
 	}
-	return &Budget{clock: c, window: window, margin: time.Second, wake: make(chan struct{})}
+	return &Budget{clock: c, window: window, wake: make(chan struct{})}
 }
 
 var budgets = struct {
@@ -142,9 +146,6 @@ func (b *Budget) acquire(ctx context.Context) error {
 		}
 		if ok {
 			b.inflight++
-			if b.windowEnd.IsZero() {
-				b.windowEnd = now.Add(b.window + b.margin)
-			}
 			b.mu.Unlock()
 			return nil
 		}
@@ -205,6 +206,8 @@ func (b *Budget) release(resp *http.Response) {
 				// Answers may come out of order; within a window what is
 				// left only shrinks.
 				rem = min(rem, b.remaining)
+			} else {
+				b.windowEnd = b.clock.Now().Add(b.window)
 			}
 			b.known, b.remaining = true, rem
 		case resp.StatusCode < 300 || b.limit == 0:

@@ -115,3 +115,35 @@ func TestBudget429ClosesUntilRetryAfter(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 }
+
+// TestBudgetWindowFromTheFirstAnswer: the server's window starts when the
+// first request of it arrives, which may be long after it was sent (a slow
+// proxy, a busy machine). The budget counts the window from that request's
+// answer, never earlier, so it does not open a new window (and send into a
+// 429) while the server's is still running. It counted from the send plus
+// one second, which met a 429 whenever the request took longer.
+func TestBudgetWindowFromTheFirstAnswer(t *testing.T) {
+	fc := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	b := NewBudget(fc, time.Minute)
+	ctx := context.Background()
+	if err := b.acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	fc.Advance(5 * time.Second) // on its way; it reached the server at +4 s
+	b.release(answer(200, "200", "0"))
+	got := make(chan error, 1)
+	go func() { got <- b.acquire(ctx) }()
+	if err := fc.BlockUntil(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	fc.Advance(57 * time.Second) // 62 s after the send, 58 s into the server's window
+	// Advance fires due timers before it returns: the waiter's is still
+	// armed only if the budget has not opened.
+	if fc.Armed() != 1 {
+		t.Fatal("the budget opened while the server's window was still running")
+	}
+	fc.Advance(3 * time.Second) // a minute after the answer: the server's window is over
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+}
