@@ -2,6 +2,7 @@ package projections
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"time"
 
@@ -115,6 +116,38 @@ func ApplyPR(v PRView, ev events.RecordedEvent, p events.Payload) (PRView, bool)
 	}
 	v.UpdatedAt, v.Position = ev.Meta.Time, ev.Position
 	return v, true
+}
+
+// FoldPR rebuilds the view of the PR whose stream is stream from its
+// events up to position upTo, with ApplyPR: the view a read model that
+// applied the log up to upTo holds (a PR's view is made from its own
+// stream's events only). nil when no event up to upTo made one. The memory
+// read model folds a closed PR whose view left memory when a late event of
+// its stream comes (docs/pull-requests.md, "Closed pull requests leave
+// memory").
+func FoldPR(ctx context.Context, log StreamReader, stream string, upTo events.Position) (*PRView, error) {
+	evs, err := log.ReadStream(ctx, stream, 0, 0, events.Forward)
+	if errors.Is(err, events.ErrStreamNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var v PRView
+	for _, ev := range evs {
+		if ev.Position > upTo {
+			break
+		}
+		p, err := events.Decode(ev)
+		if err != nil {
+			continue // Project skips an undecodable payload the same way
+		}
+		v, _ = ApplyPR(v, ev, p)
+	}
+	if v.Stream == "" {
+		return nil, nil
+	}
+	return &v, nil
 }
 
 // projectPR applies a PR stream's event to st's pull requests, if st holds

@@ -25,6 +25,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unique"
 
 	"github.com/slotkeeper/slotkeeper/events"
@@ -47,6 +48,18 @@ type Limits struct {
 	// negative: list every slot, archive none). A read model without a log
 	// keeps archived views in memory, still not listed.
 	ListedRetired int
+	// ClosedPRs and ClosedPRAge bound the closed (merged, declined,
+	// deleted) pull requests whose views stay in memory: a closed PR's view
+	// leaves when it is neither among the ClosedPRs most recently changed
+	// closed ones (0: DefaultClosedPRs; negative: keep every PR; never
+	// fewer than projections.ClosedPRsListed, the ones the list shows) nor
+	// changed within ClosedPRAge (0: DefaultClosedPRAge) of the newest
+	// event's time. Open PRs always stay. The list answers the same either
+	// way, and a late event of a PR that left is applied to its view folded
+	// from its stream (projections.FoldPR). A read model without a log
+	// keeps every PR.
+	ClosedPRs   int
+	ClosedPRAge time.Duration
 }
 
 // Default limits: a day of a busy pool's jobs, and the audit entries the
@@ -54,6 +67,14 @@ type Limits struct {
 const (
 	DefaultRecentJobs  = 1000
 	DefaultRecentAudit = 20000
+)
+
+// Closed pull requests kept by default: every one changed in the last
+// week, and at least the 200 most recently changed ones
+// (docs/pull-requests.md, "Closed pull requests leave memory").
+const (
+	DefaultClosedPRs   = 200
+	DefaultClosedPRAge = 7 * 24 * time.Hour
 )
 
 // Store is the in-memory read model. It is safe for concurrent use: Apply
@@ -86,9 +107,20 @@ type Store struct {
 	finished []string
 	fhead    int
 	audit    auditLog
-	// prs are the pull requests by stream (projections.PRView): every one
-	// the log holds, a few hundred bytes each.
-	prs   map[string]*projections.PRView
+	// prs are the pull requests by stream (projections.PRView): the open
+	// ones and the closed ones Limits.ClosedPRs and ClosedPRAge keep, a few
+	// hundred bytes each. closed lists the closed ones in the order they
+	// last changed (with stale marks after a later change), from whose
+	// head, past the limits, views leave memory; nclosed counts the closed
+	// views held. newest is the latest event time applied: a closed PR's
+	// age is measured against the log's own clock, so the read model at a
+	// position is the same whenever and however it was built.
+	prs     map[string]*projections.PRView
+	closed  []prMark
+	chead   int
+	nclosed int
+	newest  time.Time
+
 	own   projections.Ownership // views ApplyQuiet's batch may change in place
 	quiet bool                  // in ApplyQuiet: it notes finished jobs itself
 }
@@ -103,6 +135,16 @@ type Store struct {
 // distinct value): a pool has few slots, kinds, states and requesters and
 // many jobs, so a ref costs 48 bytes instead of 80 plus a copy of each
 // string per job.
+// prMark is a closed PR's change: its stream and the view's position then.
+type prMark struct {
+	stream string
+	pos    events.Position
+}
+
+// closedPR reports whether a PR's view is of a closed one (merged,
+// declined, deleted: closed stays closed, docs/pull-requests.md).
+func closedPR(v *projections.PRView) bool { return v.State != events.PRStateOpen }
+
 type jobRef struct {
 	slot, kind  unique.Handle[string]
 	state       unique.Handle[string]
@@ -196,8 +238,17 @@ func NewWithLimits(log projections.Log, lim Limits) *Store {
 	if lim.ListedRetired == 0 {
 		lim.ListedRetired = projections.DefaultListedRetired
 	}
+	if lim.ClosedPRs == 0 {
+		lim.ClosedPRs = DefaultClosedPRs
+	}
+	if lim.ClosedPRs > 0 {
+		lim.ClosedPRs = max(lim.ClosedPRs, projections.ClosedPRsListed)
+	}
+	if lim.ClosedPRAge <= 0 {
+		lim.ClosedPRAge = DefaultClosedPRAge
+	}
 	if log == nil {
-		lim = Limits{RecentJobs: -1, RecentAudit: -1, ListedRetired: lim.ListedRetired}
+		lim = Limits{RecentJobs: -1, RecentAudit: -1, ListedRetired: lim.ListedRetired, ClosedPRs: -1, ClosedPRAge: lim.ClosedPRAge}
 	}
 	size := auditChunk
 	if lim.RecentAudit > 0 && lim.RecentAudit < size {
@@ -227,6 +278,7 @@ func (s *Store) Apply(ctx context.Context, evs []projections.Event) ([]projectio
 		}
 		ch := projections.Project(s, ev)
 		s.audit.add(*ch.Audit)
+		s.noteTime(ev)
 		s.pos, s.at = ev.Position, eventRef{ID: ev.ID, Stream: ev.Stream, Revision: ev.Revision}
 		changes = append(changes, ch)
 	}
@@ -255,6 +307,7 @@ func (s *Store) ApplyQuiet(ctx context.Context, evs []projections.Event) error {
 		// a job that finishes here is noted here.
 		id, was := s.jobState(ev.Stream)
 		s.audit.add(projections.ProjectQuiet(s, &s.own, ev))
+		s.noteTime(ev)
 		if id != "" && !was {
 			if v := s.jobs[id]; v != nil && done(v.State) && s.lim.RecentJobs >= 0 {
 				s.finished = append(s.finished, id)
@@ -263,6 +316,13 @@ func (s *Store) ApplyQuiet(ctx context.Context, evs []projections.Event) error {
 		s.pos, s.at = ev.Position, eventRef{ID: ev.ID, Stream: ev.Stream, Revision: ev.Revision}
 	}
 	return nil
+}
+
+// noteTime keeps the newest event time applied (closed PRs' age).
+func (s *Store) noteTime(ev projections.Event) {
+	if ev.Meta.Time.After(s.newest) {
+		s.newest = ev.Meta.Time
+	}
 }
 
 // jobState returns the job of a job stream and whether its view is done.
@@ -281,6 +341,9 @@ func (s *Store) jobState(stream string) (string, bool) {
 // error the event is not applied: the runner retries from the checkpoint.
 func (s *Store) reload(ctx context.Context, ev projections.Event) error {
 	if err := s.reloadJob(ctx, ev); err != nil {
+		return err
+	}
+	if err := s.reloadPR(ctx, ev); err != nil {
 		return err
 	}
 	// Then the slot the event reaches, if it was archived (an event on a
@@ -320,6 +383,27 @@ func (s *Store) reloadJob(ctx context.Context, ev projections.Event) error {
 	s.jobs[id] = v
 	if done(v.State) {
 		s.finished = append(s.finished, id)
+	}
+	return nil
+}
+
+// reloadPR puts back the view of a closed pull request that left memory
+// before a later event of its stream is projected (a comment or the slot's
+// release recorded after the close), folded from its stream as of the
+// position before the event. A PR stream's first event is its first
+// delivery, so a later event (revision > 0) of a stream without a view is
+// one whose view left.
+func (s *Store) reloadPR(ctx context.Context, ev projections.Event) error {
+	if s.lim.ClosedPRs < 0 || ev.Revision == 0 || ev.Stream == events.PRReposStream ||
+		!strings.HasPrefix(ev.Stream, events.PRStreamPrefix) || s.prs[ev.Stream] != nil {
+		return nil
+	}
+	v, err := projections.FoldPR(ctx, s.log, ev.Stream, s.pos)
+	if err != nil {
+		return fmt.Errorf("memory: read back pull request %s: %w", ev.Stream, err)
+	}
+	if v != nil {
+		s.PutPR(v)
 	}
 	return nil
 }
@@ -373,6 +457,34 @@ func (s *Store) trim() {
 		s.audit.trim(s.lim.RecentAudit)
 	}
 	s.archive()
+	s.dropClosedPRs()
+}
+
+// dropClosedPRs lets the views of closed pull requests leave memory, oldest
+// change first, while more than Limits.ClosedPRs are held and the oldest
+// last changed more than ClosedPRAge before the newest event. Marks are in
+// position order, so the walk stops at the first PR young enough to stay.
+func (s *Store) dropClosedPRs() {
+	if s.lim.ClosedPRs < 0 {
+		return
+	}
+	cutoff := s.newest.Add(-s.lim.ClosedPRAge)
+	for s.nclosed > s.lim.ClosedPRs && s.chead < len(s.closed) {
+		m := s.closed[s.chead]
+		if v := s.prs[m.stream]; v != nil && v.Position == m.pos && closedPR(v) {
+			if !v.UpdatedAt.Before(cutoff) {
+				break
+			}
+			delete(s.prs, m.stream)
+			s.nclosed--
+		}
+		s.closed[s.chead] = prMark{}
+		s.chead++
+	}
+	if s.chead > 1024 && s.chead > len(s.closed)/2 {
+		s.closed = slices.Clone(s.closed[s.chead:])
+		s.chead = 0
+	}
 }
 
 // archive lets the idle retired slots past the ListedRetired most recently
@@ -461,8 +573,28 @@ func (s *Store) PutJob(v *projections.JobView) {
 // GetPR implements projections.PRState (called under the write lock).
 func (s *Store) GetPR(stream string) *projections.PRView { return s.prs[stream] }
 
-// PutPR implements projections.PRState (called under the write lock).
-func (s *Store) PutPR(v *projections.PRView) { s.prs[v.Stream] = v }
+// PutPR implements projections.PRState (called under the write lock) and
+// notes a closed PR's change for dropClosedPRs.
+func (s *Store) PutPR(v *projections.PRView) {
+	if prev := s.prs[v.Stream]; prev != nil && closedPR(prev) {
+		s.nclosed--
+	}
+	s.prs[v.Stream] = v
+	if closedPR(v) {
+		s.nclosed++
+		if s.lim.ClosedPRs >= 0 {
+			s.closed = append(s.closed, prMark{v.Stream, v.Position})
+		}
+	}
+}
+
+// HeldPullRequests reports how many pull requests' views the read model
+// holds in memory (the open ones and the closed ones its limits keep).
+func (s *Store) HeldPullRequests() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.prs)
+}
 
 // ListPullRequests implements projections.PRLister.
 func (s *Store) ListPullRequests(context.Context) ([]projections.PRView, events.Position, error) {

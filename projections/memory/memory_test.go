@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/slotkeeper/slotkeeper/events"
 	"github.com/slotkeeper/slotkeeper/events/memstore"
@@ -15,11 +16,11 @@ import (
 
 // everything keeps every view and audit entry in memory: the reference a
 // bounded read model must answer exactly like.
-var everything = memory.Limits{RecentJobs: -1, RecentAudit: -1}
+var everything = memory.Limits{RecentJobs: -1, RecentAudit: -1, ClosedPRs: -1}
 
 // tiny keeps one finished job and a few audit entries, so that nearly every
 // answer about the past comes from the log.
-var tiny = memory.Limits{RecentJobs: 1, RecentAudit: 3}
+var tiny = memory.Limits{RecentJobs: 1, RecentAudit: 3, ClosedPRs: 1, ClosedPRAge: time.Minute}
 
 func TestConformance(t *testing.T) {
 	reference := func(log events.Store) projections.Target { return memory.NewWithLimits(log, everything) }

@@ -88,7 +88,7 @@ func TestSlotShowsThePullRequestHoldingIt(t *testing.T) {
 	}
 }
 
-// The pull requests are in the read model's snapshot (version 4): a read
+// The pull requests are in the read model's snapshot (since version 4): a read
 // model loaded from it lists them as the one that wrote it.
 func TestSnapshotKeepsThePullRequests(t *testing.T) {
 	ctx := projtest.Ctx(t)

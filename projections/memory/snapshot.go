@@ -3,6 +3,7 @@ package memory
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -43,7 +44,16 @@ import (
 //
 // Version 4 adds the pull requests (PullRequests); a version 3 file has
 // none, so it is ignored and the read model rebuilt with them.
-const snapshotVersion = 4
+//
+// Version 5 holds only the pull requests memory keeps (closed ones leave,
+// Limits.ClosedPRs): the same body, but a binary that kept every PR and
+// folds none back would miss a PR that left and changed again, so it must
+// not load one (it ignores it and rebuilds). A version 4 file, every PR,
+// loads as it is and the limits drop what they do not keep.
+const snapshotVersion = 5
+
+// oldestLoaded is the oldest snapshot version LoadSnapshot still reads.
+const oldestLoaded = 4
 
 const snapshotMagic = "slotkeeper-readmodel"
 
@@ -312,8 +322,8 @@ func (s *Store) LoadSnapshot(ctx context.Context, path string) (events.Position,
 	if _, err := fmt.Sscanf(header, snapshotMagic+" %d sha256=%s", &version, &sumHex); err != nil {
 		return 0, "damaged: bad header", nil
 	}
-	if version != snapshotVersion {
-		return 0, fmt.Sprintf("version %d, want %d", version, snapshotVersion), nil
+	if version < oldestLoaded || version > snapshotVersion {
+		return 0, fmt.Sprintf("version %d, want %d to %d", version, oldestLoaded, snapshotVersion), nil
 	}
 	if _, err := fmt.Sscanf(header, snapshotMagic+" %d sha256=%s audit=%d jobs=%d\n", &version, &sumHex, &nAudit, &nJobs); err != nil {
 		return 0, "damaged: bad header", nil
@@ -375,8 +385,13 @@ func (s *Store) LoadSnapshot(ctx context.Context, path string) (events.Position,
 	for _, v := range b.Jobs {
 		s.jobs[v.ID] = v
 	}
+	// The closed PRs' marks go in the order they last changed.
+	slices.SortFunc(b.PullRequests, func(x, y *projections.PRView) int { return cmp.Compare(x.Position, y.Position) })
 	for _, v := range b.PullRequests {
-		s.prs[v.Stream] = v
+		s.PutPR(v)
+		if v.UpdatedAt.After(s.newest) {
+			s.newest = v.UpdatedAt // a lower bound of the log's clock until the next event
+		}
 	}
 	// The refs come oldest first, which is the order of the indexes.
 	s.refs = make(map[string]jobRef, len(b.Refs.IDs))
@@ -395,6 +410,7 @@ func (s *Store) LoadSnapshot(ctx context.Context, path string) (events.Position,
 	s.audit.dropped = b.AuditDropped
 	s.pos, s.at = b.Position, at
 	s.audit.marks = b.AuditMarks
+	s.dropClosedPRs() // a version 4 file holds every PR
 	return b.Position, "", nil
 }
 

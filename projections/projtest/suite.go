@@ -36,6 +36,7 @@ func Run(t *testing.T, open Open, reference Reference) {
 	t.Run("RetiredSlotsAreArchived", func(t *testing.T) { testArchivedSlots(t, open, reference) })
 	t.Run("AsOfEqualsReplayUpToThere", func(t *testing.T) { testAsOf(t, open, reference) })
 	t.Run("PullRequestsListed", func(t *testing.T) { testPullRequests(t, open, reference) })
+	t.Run("ClosedPullRequestsLeaveMemory", func(t *testing.T) { testClosedPRsLeave(t, open, reference) })
 }
 
 // Ctx is a test context with a bound, so nothing waits forever.
