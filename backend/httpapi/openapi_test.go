@@ -643,7 +643,7 @@ func contractFeatures(t *testing.T, k *contract, mw echo.MiddlewareFunc) {
 	// The pull-request flow.
 	k.call(t, 201, "POST", "/api/pr-repos", map[string]string{"repo": "APPS/shop"})
 	k.call(t, 200, "GET", "/api/pr-repos", nil)
-	body := `{"eventKey":"pr:opened","pullRequest":{"id":1,"state":"OPEN","fromRef":{"displayId":"f","latestCommit":"` +
+	body := `{"eventKey":"pr:opened","date":"` + time.Now().Format(time.RFC3339) + `","pullRequest":{"id":1,"state":"OPEN","fromRef":{"displayId":"f","latestCommit":"` +
 		strings.Repeat("a", 40) + `","repository":{"slug":"other","project":{"key":"X"}}},"toRef":{"repository":{"slug":"other","project":{"key":"X"}}}}}`
 	k.call(t, 202, "POST", "/api/hooks/bitbucket", body, "Authorization", "", "X-Event-Key", "pr:opened", "X-Request-Id", "r-1", "X-Hub-Signature", webhook.Sign("k3y", []byte(body)))
 	k.call(t, 401, "POST", "/api/hooks/bitbucket", body, "Authorization", "", "X-Event-Key", "pr:opened", "X-Request-Id", "r-2")

@@ -55,7 +55,7 @@ func TestPullRequestRoutes(t *testing.T) {
 		t.Fatalf("links %+v", l)
 	}
 
-	body := `{"eventKey":"pr:opened","pullRequest":{"id":1,"state":"OPEN","fromRef":{"displayId":"f","latestCommit":"` +
+	body := `{"eventKey":"pr:opened","date":"` + time.Now().Format(time.RFC3339) + `","pullRequest":{"id":1,"state":"OPEN","fromRef":{"displayId":"f","latestCommit":"` +
 		strings.Repeat("a", 40) + `","repository":{"slug":"other","project":{"key":"X"}}},"toRef":{"repository":{"slug":"other","project":{"key":"X"}}}}}`
 	hook := func(sig string, body string) answer {
 		return b.do(t, "POST", "/api/hooks/bitbucket", body, "Authorization", "", "X-Event-Key", "pr:opened", "X-Request-Id", "r-1", "X-Hub-Signature", sig)
@@ -109,7 +109,7 @@ func TestSimulatedBitbucketDelivery(t *testing.T) {
 		if a := b.do(t, "POST", "/api/pr-repos", map[string]string{"repo": "APPS/shop"}); a.status != http.StatusCreated {
 			t.Fatalf("link: %d %s", a.status, a.body)
 		}
-		payload := `{"eventKey":"pr:opened","pullRequest":{"id":4,"title":"T","state":"OPEN","fromRef":{"displayId":"feat","latestCommit":"` +
+		payload := `{"eventKey":"pr:opened","date":"` + time.Now().Format(time.RFC3339) + `","pullRequest":{"id":4,"title":"T","state":"OPEN","fromRef":{"displayId":"feat","latestCommit":"` +
 			strings.Repeat("b", 40) + `","repository":{"slug":"shop","project":{"key":"APPS"}}},"toRef":{"repository":{"slug":"shop","project":{"key":"APPS"}}}}}`
 		delivery := map[string]any{"id": 4, "head": strings.Repeat("b", 40), "event_key": "pr:opened", "request_id": "req-4", "payload": json.RawMessage(payload)}
 		viewer := b.tokenFor(t, "vic", auth.RoleViewer, time.Hour)

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -51,7 +52,14 @@ const MaxBody = 1 << 20
 
 // payload is the part of a pull-request event the flow reads.
 type payload struct {
-	EventKey    string `json:"eventKey"`
+	EventKey string `json:"eventKey"`
+	// Date is when Bitbucket made the event, ISO 8601 with the server's
+	// offset ("2017-09-19T09:45:32+1000" in every example of the Event
+	// payload page, from the 5.x editions through 8.15; e.g.
+	// confluence.atlassian.com/bitbucketserver089/event-payload-1236435931.html).
+	// It is inside the signed body, so it dates the signature: parseDate,
+	// and Config.MaxDeliveryAge for why it is checked.
+	Date        string `json:"date"`
 	PullRequest struct {
 		ID     int64  `json:"id"`
 		Title  string `json:"title"`
@@ -101,6 +109,8 @@ type Delivery struct {
 	PR        events.PullRequest
 	// BodySHA256 is the hex SHA-256 of the signed body (bodySum).
 	BodySHA256 string
+	// Date is the payload's date (when Bitbucket made the event).
+	Date time.Time
 }
 
 // bodySum names a signed body: the part of a delivery a replay cannot
@@ -123,6 +133,10 @@ func parse(h http.Header, body []byte) (Delivery, error) {
 	}
 	if p.EventKey != "" && p.EventKey != d.EventKey {
 		return d, badField("eventKey", "%s %q and the body's eventKey %q differ", HeaderEventKey, d.EventKey, p.EventKey)
+	}
+	var err error
+	if d.Date, err = parseDate(p.Date); err != nil {
+		return d, err
 	}
 	pr := p.PullRequest
 	to, from := pr.ToRef.Repository, pr.FromRef.Repository
@@ -159,6 +173,28 @@ func parse(h http.Header, body []byte) (Delivery, error) {
 	}
 	d.PR = out
 	return d, nil
+}
+
+// dateLayouts are the forms a payload's date is read in: Bitbucket's own
+// (the offset without a colon; "Z0700" also takes "Z"), and RFC 3339 (an
+// offset with a colon). Fractional seconds are taken by either (Go reads
+// them after the seconds whether or not the layout names them).
+var dateLayouts = []string{"2006-01-02T15:04:05Z0700", time.RFC3339}
+
+// parseDate reads a payload's date. Every delivery Bitbucket sends is
+// dated, so a missing date is a malformed delivery, like a garbled one:
+// a signed body without one cannot be told fresh from captured (Config.
+// MaxDeliveryAge), and refusing it costs a real Bitbucket nothing.
+func parseDate(v string) (time.Time, error) {
+	if v == "" {
+		return time.Time{}, badField("date", "date is missing: Bitbucket dates every delivery")
+	}
+	for _, l := range dateLayouts {
+		if t, err := time.Parse(l, v); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, badField("date", "date %q is not an ISO 8601 time with an offset", clip(v, 64))
 }
 
 var (

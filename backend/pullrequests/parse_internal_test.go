@@ -22,7 +22,7 @@ func TestParseCleansTextAndRefusesWhatGitRefuses(t *testing.T) {
 	mk := func(title, author, branch string) []byte {
 		var p map[string]any
 		repo := map[string]any{"slug": "shop", "project": map[string]any{"key": "APPS"}}
-		p = map[string]any{"eventKey": "pr:opened", "pullRequest": map[string]any{
+		p = map[string]any{"eventKey": "pr:opened", "date": "2026-12-07T09:00:00+0900", "pullRequest": map[string]any{
 			"id": 1, "title": title, "state": "OPEN",
 			"author":  map[string]any{"user": map[string]any{"displayName": author, "slug": "dana"}},
 			"fromRef": map[string]any{"displayId": branch, "latestCommit": strings.Repeat("a", 40), "repository": repo},

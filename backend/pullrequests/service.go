@@ -55,6 +55,21 @@ type Config struct {
 	// that may pass is tried again; it doubles on each failure, up to 32
 	// times it. Default 30 s.
 	Retry time.Duration
+	// MaxDeliveryAge is how far a signed delivery's payload date may be
+	// from this server's clock, either way (default 15 min). The signature
+	// covers the body, not the X-Request-Id, and a body this server never
+	// received is not in its replay record (BodySHA256): one captured
+	// elsewhere (a proxy's log, another environment sharing the secret)
+	// would be taken, however old. Bitbucket Data Center sends an event
+	// when it happens and documents no later redelivery (Manage webhooks,
+	// confluence.atlassian.com/bitbucketserver0812/manage-webhooks-1272382316.html,
+	// "circuit breaking": a webhook failing five times is skipped, for 10 s
+	// growing to 10 h, and beyond 250 requests in flight further ones are
+	// skipped — dropped, not queued; Bitbucket Cloud's retries, two at
+	// once on a 5xx, would carry the same date seconds later). So a real
+	// delivery is dated within its 10 s timeout plus the two clocks' skew
+	// of now; the window is wide for the skew. docs/attacks.md, sixth pass.
+	MaxDeliveryAge time.Duration
 	// Save is the driver's checkpoint policy (backend/consumer); default
 	// every 1,000 events at most every 10 s, or after 5 min, and at stop.
 	Save consumer.SavePolicy
@@ -63,6 +78,9 @@ type Config struct {
 	Clock  clock.Clock
 	Logger *slog.Logger
 }
+
+// DefaultMaxDeliveryAge is Config.MaxDeliveryAge's default.
+const DefaultMaxDeliveryAge = 15 * time.Minute
 
 // Actor is the audited actor of everything the flow does.
 var Actor = slots.Actor{Name: "bitbucket", ID: "system:pull-requests"}
@@ -178,14 +196,19 @@ func eventKeyOf(h http.Header) string {
 
 var eventKeyRe = regexp.MustCompile(`^[a-z_]{1,30}(:[a-z_]{1,30}){1,2}$`)
 
-// verified: the delivery's signature held (what was made of it is then
-// Bitbucket's doing, not any poster's).
+// verified: the delivery's signature held and it is fresh (what was made
+// of it is then Bitbucket's doing, not any poster's). A stale one is what
+// a replayer sends, as often as they like from one captured body, so it
+// keeps to the unverified places too.
 func verified(r DeliveryRecord) bool {
-	return r.ReasonCode != WhyBadSignature && r.ReasonCode != WhyNoSecret
+	return r.ReasonCode != WhyBadSignature && r.ReasonCode != WhyNoSecret && r.ReasonCode != WhyStale
 }
 
 // New returns the flow.
 func New(store events.Store, svc *slots.Service, cfg Config) *Service {
+	if cfg.MaxDeliveryAge <= 0 {
+		cfg.MaxDeliveryAge = DefaultMaxDeliveryAge
+	}
 	if cfg.Occupancy == 0 {
 		cfg.Occupancy = 14 * 24 * time.Hour
 	}
@@ -315,6 +338,8 @@ const (
 	WhySeen         = "request_seen"  // args request: that X-Request-Id was received already
 	WhyClosed       = "pr_closed"     // args state: the PR is closed already
 	WhyAtHead       = "pr_at_head"    // args head: the PR is open at that head already
+	// WhyStale: args date (the payload's), max_age (Config.MaxDeliveryAge).
+	WhyStale = "stale_delivery" // signed, but dated too far from this server's clock: a replay, or a clock off
 )
 
 // Receive takes one delivery. A refused one (unsigned, badly signed,
@@ -345,6 +370,9 @@ func (s *Service) receive(ctx context.Context, h http.Header, body []byte) (Deli
 	if err != nil {
 		return d, Outcome{Status: http.StatusBadRequest, Result: "refused", Reason: err.Error(), Code: WhyMalformed, Args: map[string]string{"field": fieldOf(err)}}, nil
 	}
+	if out, stale := s.stale(d); stale {
+		return d, out, nil
+	}
 	m, _, err := s.links(ctx)
 	if err != nil {
 		return d, Outcome{}, err
@@ -373,6 +401,26 @@ func (s *Service) receive(ctx context.Context, h http.Header, body []byte) (Deli
 		return d, Outcome{}, apperr.Decided(err, "pull request")
 	}
 	return d, out, nil
+}
+
+// stale refuses a signed delivery dated more than MaxDeliveryAge from this
+// server's clock, either way (400, nothing appended; docs/attacks.md,
+// sixth pass): a body captured elsewhere and sent here later. Within the
+// window a replay is caught by the PR's record of bodies and request ids
+// only if this server saw the body.
+func (s *Service) stale(d Delivery) (Outcome, bool) {
+	off := s.cfg.Clock.Now().Sub(d.Date)
+	if off <= s.cfg.MaxDeliveryAge && off >= -s.cfg.MaxDeliveryAge {
+		return Outcome{}, false
+	}
+	way := "old"
+	if off < 0 {
+		off, way = -off, "ahead of this server's clock"
+	}
+	date, max := d.Date.Format(time.RFC3339), s.cfg.MaxDeliveryAge.String()
+	return Outcome{Status: http.StatusBadRequest, Result: "refused", Code: WhyStale, Args: map[string]string{"date": date, "max_age": max},
+		Reason: fmt.Sprintf("the delivery is dated %s, %s %s; a signed delivery more than %s from this server's clock is refused as a replay (if Bitbucket sent it now, check both servers' clocks)",
+			date, off.Round(time.Second), way, max)}, true
 }
 
 // ---- a pull request's stream ----

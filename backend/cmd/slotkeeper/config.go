@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/slotkeeper/slotkeeper/backend/providers"
+	"github.com/slotkeeper/slotkeeper/backend/pullrequests"
 )
 
 // Config is everything `slotkeeper serve` can be told. Every field has a
@@ -60,6 +61,9 @@ type Config struct {
 	// BitbucketWebhookSecret the key Bitbucket signs its deliveries with.
 	PRRepos, BitbucketWebhookSecret string
 	BaseURL                         string
+	// BitbucketWebhookMaxAge is how far a signed delivery's date may be
+	// from this server's clock (pullrequests.Config.MaxDeliveryAge).
+	BitbucketWebhookMaxAge time.Duration
 
 	// AllowInsecureHTTP lets provider URLs be plain http:// (their tokens
 	// then cross the network in the clear).
@@ -142,6 +146,7 @@ func serveFlags(fs *flag.FlagSet, c *Config) {
 	fs.StringVar(&c.WebhookSecret, "webhook-secret", "", "key of the HMAC-SHA256 signature of every webhook body, X-Slotkeeper-Signature (prefer --webhook-secret-file)")
 	fs.StringVar(&c.PRRepos, "pr-repos", "", "application repositories whose pull requests get slots, PROJECT/slug comma-separated (linked at start; more through /api/pr-repos)")
 	fs.StringVar(&c.BitbucketWebhookSecret, "bitbucket-webhook-secret", "", "secret of the Bitbucket webhook that posts pull-request events to /api/hooks/bitbucket, X-Hub-Signature (prefer --bitbucket-webhook-secret-file; empty: every delivery is refused)")
+	fs.DurationVar(&c.BitbucketWebhookMaxAge, "bitbucket-webhook-max-age", pullrequests.DefaultMaxDeliveryAge, "a signed Bitbucket delivery whose payload date is further than this from this server's clock, either way, is refused as a replay (docs/attacks.md)")
 	c.files = map[string]*string{}
 	for _, name := range secretSettings {
 		p := new(string)

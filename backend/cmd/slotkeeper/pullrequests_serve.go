@@ -43,7 +43,7 @@ func newPullRequests(c Config, store events.Store, svc *slots.Service, git any, 
 	if seedDemo && c.PRRepos == "" {
 		c.PRRepos = demo.PRRepo
 	}
-	cfg := pullrequests.Config{Secret: c.BitbucketWebhookSecret, Logger: log, Health: health,
+	cfg := pullrequests.Config{Secret: c.BitbucketWebhookSecret, MaxDeliveryAge: c.BitbucketWebhookMaxAge, Logger: log, Health: health,
 		JobURL: func(id string) string { return base + "/jobs/" + id }}
 	if bb, ok := git.(*bitbucket.Client); ok {
 		cfg.Reporter = pullrequests.BitbucketReporter{Client: bb}

@@ -207,7 +207,7 @@ describe("the admin page's pull-request part", () => {
 
   it("says every delivery reason code in Korean, never the server's English", () => {
     const T = makeT("ko");
-    const args = { key: "repo:refs_changed", field: "pullRequest.id", repo: "DEMO/webshop", request: "r-1", state: "MERGED", head: HEAD };
+    const args = { key: "repo:refs_changed", field: "pullRequest.id", repo: "DEMO/webshop", request: "r-1", state: "MERGED", head: HEAD, date: "2026-12-07T09:00:00+09:00", max_age: "15m0s" };
     for (const code of vocabulary.delivery_reason_codes) {
       const text = deliveryReason({ reason: "English", reason_code: code, reason_args: args }, T);
       expect(text, code).not.toBe("English");
