@@ -22,7 +22,34 @@ type ListenerOptions struct {
 	Hub  *Hub
 	Feed Waiter
 	Head func(ctx context.Context) (events.Position, error)
+	// WriteTimeout bounds writing one response (default
+	// DefaultWriteTimeout; see there).
+	WriteTimeout time.Duration
 }
+
+// DefaultWriteTimeout is how long one response may take, from the end of
+// its request's headers to its last byte (http.Server.WriteTimeout): a
+// client that stops reading an answer larger than the socket buffers (a
+// job list, an audit page, a range of changes, the OpenAPI document, the
+// dashboard's script) held its handler goroutine, the answer's buffers
+// and, for the as-of and changes answers, one of the few replay places
+// until it went away, which it never has to. The write then fails, the
+// handler returns and net/http closes the connection.
+//
+// Why 5 minutes: the largest ordinary answers are a page of 1,000 jobs
+// (each with its steps and attempts, about 4 KB: ~4 MB) and the 518 KB
+// dashboard script (~150 KB gzipped). On a 400 kbit/s phone link (Chrome
+// DevTools' "Slow 3G") 5 MB take 100 s; before the first byte a request
+// may spend up to 10 s sending its body (DefaultBodyReadTimeout) and 30 s
+// in its handler (Deps.RequestTimeout). 5 minutes is twice that.
+//
+// Two routes manage their own deadline, because no whole-response bound
+// fits them: the live stream (its hub clears net/http's deadlines when it
+// takes the connection, and otherwise moves the deadline before each
+// write: every write gets HubOptions.WriteTimeout, sse.go), and the
+// backup download, whose size is the store's (each write must finish
+// within Deps.WriteTimeout, ops.go).
+const DefaultWriteTimeout = 5 * time.Minute
 
 // Listener serves the API on a listener until it is stopped: a service of
 // backend/lifecycle's shape (Start, Stop, Started, Stopped).
@@ -38,12 +65,21 @@ type Listener struct {
 
 // NewListener serves o.Handler on ln once started.
 func NewListener(ln net.Listener, o ListenerOptions) *Listener {
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = DefaultWriteTimeout
+	}
 	return &Listener{o: o, ln: ln, started: make(chan struct{}), stopped: make(chan struct{}), srv: &http.Server{
 		Handler:           o.Handler,
 		ConnContext:       ConnContext,
 		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(o.Logger.Handler(), slog.LevelDebug),
+		// net/http arms it again for each request of a connection, and it
+		// also bounds what net/http writes itself (the end of a response
+		// after its handler returned, an answer to a malformed request):
+		// a deadline set by a middleware instead would carry over to the
+		// connection's next request, or be cleared before that end.
+		WriteTimeout: o.WriteTimeout,
+		IdleTimeout:  2 * time.Minute,
+		ErrorLog:     slog.NewLogLogger(o.Logger.Handler(), slog.LevelDebug),
 	}}
 }
 

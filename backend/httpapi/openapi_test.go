@@ -39,27 +39,14 @@ import (
 
 // The contract tests. Adding a route: add its line to the route table
 // (policy.go), then its operation under "paths" in openapi.json (path
-// parameters as {name}, echo's * as {path}; "x-permission" is the table's
+// parameters as {name}, echo's * as {path}: query.go's echoPath and
+// openapiPath; "x-permission" is the table's
 // permission; list the error statuses it can answer as
 // {"$ref": "#/components/responses/E<status>"}; "security": [] when it
 // needs no subject), then a call in contractCore or contractFeatures that
 // gets its success answer, and a new view's Go type in goTypes
 // (openapi_types_test.go). There is no other copy of the document: docs
 // link to this file (docs/api.md "The contract").
-
-// openapiPath turns an echo route path into the document's path template.
-func openapiPath(echoPath string) string {
-	segs := strings.Split(echoPath, "/")
-	for i, s := range segs {
-		switch {
-		case strings.HasPrefix(s, ":"):
-			segs[i] = "{" + s[1:] + "}"
-		case s == "*":
-			segs[i] = "{path}"
-		}
-	}
-	return strings.Join(segs, "/")
-}
 
 // openapiDocument is the embedded document as plain JSON, for the checks
 // that need no validator.

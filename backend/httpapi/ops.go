@@ -33,8 +33,26 @@ type ReconcileReport struct {
 var ErrReconcileBusy = errors.New("a reconciliation run is already in progress")
 
 // backupRoute streams a whole store: it is exempt from the request timeout
-// (like the live stream); the caller's context ends it.
+// (like the live stream); the caller's context ends it. It is also exempt
+// from the Listener's whole-response write deadline: each of its writes
+// must finish within Deps.WriteTimeout instead (progressWriter).
 const backupRoute = "/api/admin/backup"
+
+// progressWriter moves the connection's write deadline before each write,
+// to limit ahead: a client that reads, however slowly, gets the whole
+// archive; one that stops reading is cut within limit (and the archive's
+// missing manifest tells it the copy is incomplete).
+type progressWriter struct {
+	w     io.Writer
+	rc    *http.ResponseController
+	limit time.Duration
+}
+
+func (p *progressWriter) Write(b []byte) (int, error) {
+	// An error means the writer cannot set deadlines (a test recorder).
+	_ = p.rc.SetWriteDeadline(time.Now().Add(p.limit))
+	return p.w.Write(b)
+}
 
 // BackupFunc streams a consistent backup archive of the store to w.
 type BackupFunc func(ctx context.Context, w io.Writer) error
@@ -79,7 +97,8 @@ func (s *Server) backup(c echo.Context) error {
 	h.Set("Content-Disposition", `attachment; filename="slotkeeper-`+time.Now().UTC().Format("20060102T150405Z")+`.skbak"`)
 	h.Set("Cache-Control", "no-store")
 	c.Response().WriteHeader(http.StatusOK)
-	if err := s.d.Backup(c.Request().Context(), c.Response()); err != nil {
+	w := &progressWriter{w: c.Response(), rc: http.NewResponseController(c.Response().Writer), limit: s.d.WriteTimeout}
+	if err := s.d.Backup(c.Request().Context(), w); err != nil {
 		s.log.Error("online backup failed", "error", err.Error())
 		// Abort the connection so the client sees a cut stream, not a
 		// clean end.

@@ -36,8 +36,8 @@ type queryRule struct {
 }
 
 // queryRules reads the operations' query parameters from an OpenAPI
-// document: "METHOD /echo/path" → rule. Path templates become echo's
-// ({name} → :name, {path} → *, the document's convention).
+// document: "METHOD /echo/path" → rule (echoPath turns the templates into
+// echo's paths).
 func queryRules(doc []byte) (map[string]queryRule, error) {
 	type param struct {
 		Ref    string `json:"$ref"`
@@ -129,6 +129,14 @@ func schemaType(t any) string {
 	return ""
 }
 
+// Route paths are written two ways: echo's in the route table
+// (/api/slots/:name, a trailing * for the rest of the path) and the
+// document's path templates (/api/slots/{name}, {path} for echo's *). The
+// two functions below are the whole convention, inverse of each other; a
+// path parameter must therefore never be named "path" in the route table.
+// TestRoutePathsRoundTrip holds them to every route and every document
+// path.
+
 // echoPath turns the document's path template into echo's route path.
 func echoPath(template string) string {
 	segs := strings.Split(template, "/")
@@ -140,6 +148,21 @@ func echoPath(template string) string {
 			} else {
 				segs[i] = ":" + name
 			}
+		}
+	}
+	return strings.Join(segs, "/")
+}
+
+// openapiPath turns an echo route path into the document's path template
+// (the inverse of echoPath).
+func openapiPath(route string) string {
+	segs := strings.Split(route, "/")
+	for i, s := range segs {
+		switch {
+		case strings.HasPrefix(s, ":"):
+			segs[i] = "{" + s[1:] + "}"
+		case s == "*":
+			segs[i] = "{path}"
 		}
 	}
 	return strings.Join(segs, "/")

@@ -255,3 +255,44 @@ func TestQueryRulesFromTheDocument(t *testing.T) {
 		t.Error("an unresolved $ref was taken")
 	}
 }
+
+// TestRoutePathsRoundTrip: echoPath and openapiPath are one convention
+// read both ways. Each is the other's inverse on every route of the table
+// (with every optional part on) and on every path of the document, so the
+// query rules (keyed by echoPath of the document) and the contract tests
+// (which look routes up by openapiPath) name the same routes.
+func TestRoutePathsRoundTrip(t *testing.T) {
+	routes := everyRoute(t)
+	if len(routes) < 50 {
+		t.Fatalf("only %d routes in the table", len(routes))
+	}
+	for _, r := range routes {
+		if back := echoPath(openapiPath(r.Path)); back != r.Path {
+			t.Errorf("route %s %s → document %s → echo %s", r.Method, r.Path, openapiPath(r.Path), back)
+		}
+	}
+	paths := loadOpenAPI(t).Paths
+	for p := range paths {
+		if back := openapiPath(echoPath(p)); back != p {
+			t.Errorf("document %s → echo %s → document %s", p, echoPath(p), back)
+		}
+	}
+	// What breaks the convention, so that the checks above can fail: a
+	// route parameter named "path" comes back as the rest of the path.
+	if back := echoPath(openapiPath("/api/x/:path")); back == "/api/x/:path" {
+		t.Errorf("a parameter named path survived the round trip as %s", back)
+	}
+	for _, tc := range []struct{ echo, doc string }{
+		{"/api/slots/:name/jobs/latest", "/api/slots/{name}/jobs/latest"},
+		{"/api/sim/*", "/api/sim/{path}"},
+		{"/*", "/{path}"},
+		{"/healthz", "/healthz"},
+	} {
+		if got := openapiPath(tc.echo); got != tc.doc {
+			t.Errorf("openapiPath(%s) = %s, want %s", tc.echo, got, tc.doc)
+		}
+		if got := echoPath(tc.doc); got != tc.echo {
+			t.Errorf("echoPath(%s) = %s, want %s", tc.doc, got, tc.echo)
+		}
+	}
+}

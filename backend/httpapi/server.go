@@ -84,6 +84,11 @@ type Deps struct {
 	Consumers func() consumer.Report
 	// BodyReadTimeout bounds reading a request body (default 10 s; → 408).
 	BodyReadTimeout time.Duration
+	// WriteTimeout is the Listener's bound on writing a response (default
+	// DefaultWriteTimeout). The backup download has no whole-response
+	// bound (its size is the store's): each of its writes must finish
+	// within WriteTimeout instead.
+	WriteTimeout time.Duration
 	// Reconcile serves /api/reconcile (nil: 404).
 	Reconcile Reconciler
 	// ReconcileActions serves the actions on findings (nil: 404).
@@ -204,6 +209,9 @@ func New(d Deps) (*Server, error) {
 	}
 	if d.BodyReadTimeout <= 0 {
 		d.BodyReadTimeout = DefaultBodyReadTimeout
+	}
+	if d.WriteTimeout <= 0 {
+		d.WriteTimeout = DefaultWriteTimeout
 	}
 	s := &Server{d: d, e: echo.New(), log: d.Logger, met: d.Metrics, g: newGuard(d.Security),
 		streams: newInflight(d.MaxStreamsPerSubject, 0), replays: newInflight(d.MaxReplaysPerSubject, d.MaxReplays),

@@ -3,6 +3,7 @@ package sim
 import (
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"net/http"
 	"net/http/cgi"
@@ -19,8 +20,7 @@ type bbRepo struct {
 	Slug     string
 	Name     string
 	Deleting bool
-	// Origin is the "PROJECT/slug" a fork was forked from ("" for none;
-	// not saved with StateDir).
+	// Origin is the "PROJECT/slug" a fork was forked from ("" for none).
 	Origin string
 }
 
@@ -131,26 +131,44 @@ func (s *Sim) bitbucketMux() http.Handler {
 	return mux
 }
 
+// repoJSON is a repository as Bitbucket DC represents it, in REST answers
+// and in webhook payloads alike (prJSON): the Event payload page gives its
+// Repository entity "consistent representations in all the payloads where
+// they appear", and a real server's delivery carries the REST answer's
+// fields, links included (argoproj/argo-cd,
+// util/webhook/testdata/bitbucket-server-event.json: a repo:refs_changed
+// delivery). The fields are RestRepository's in the 9.4 OpenAPI; a fork
+// names the repository it was forked from (RestRepository.origin). A
+// personal project's repository is browsed under its owner
+// (/users/<slug>/repos/…, as a real server's self link reads). s.mu held.
 func (s *Sim) repoJSON(rp *bbRepo) map[string]any {
 	clone := s.CloneURL(rp.Project, rp.Slug)
-	typ := "NORMAL"
-	if strings.HasPrefix(rp.Project, "~") {
-		typ = "PERSONAL" // RestProject.type in the 9.4 OpenAPI
-	}
 	out := map[string]any{
 		"slug": rp.Slug, "id": rp.ID, "name": rp.Name, "scmId": "git",
-		"state": "AVAILABLE", "statusMessage": "Available", "forkable": true, "public": false,
-		"project": map[string]any{"key": rp.Project, "name": rp.Project, "type": typ},
+		"state": "AVAILABLE", "statusMessage": "Available", "forkable": true,
+		"project": projectJSON(rp.Project), "public": false,
 		"links": map[string]any{
 			"clone": []map[string]string{{"href": clone, "name": "http"}},
-			"self":  []map[string]string{{"href": s.bbURL + "/projects/" + rp.Project + "/repos/" + rp.Slug + "/browse"}},
+			"self":  []map[string]string{{"href": s.bbURL + projectPath(rp.Project) + "/repos/" + rp.Slug + "/browse"}},
 		},
 	}
-	// A fork names the repository it was forked from (RestRepository.origin).
 	if o, ok := s.bb.repos[rp.Origin]; ok && o != rp {
 		out["origin"] = s.repoJSON(o)
 	}
 	return out
+}
+
+// repoJSONOf is repoJSON of project/slug, taking s.mu. A repository
+// deleted since (the fork of a PR still open) is represented by its key
+// and slug alone (id 0): the simulator no longer knows more of it.
+func (s *Sim) repoJSONOf(project, slug string) map[string]any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rp, ok := s.bb.repos[repoKey(project, slug)]
+	if !ok {
+		rp = &bbRepo{Project: project, Slug: slug, Name: slug}
+	}
+	return s.repoJSON(rp)
 }
 
 func noSuchRepo(w http.ResponseWriter, project, slug string) {
@@ -368,8 +386,41 @@ func (s *Sim) projectExists(w http.ResponseWriter, project string) bool {
 	return ok
 }
 
+// projectJSON is a project as Bitbucket DC represents it (RestProject in
+// the 9.4 OpenAPI; the Event payload page's repository.project): key, id,
+// name, public, type. A personal project — key "~" and its owner's user
+// slug (Atlassian KB "Personal projects in Bitbucket Server") — has type
+// PERSONAL, its owner's display name as its name (RestProject.name's
+// pattern "^[^~].*": never the key) and no "public". The simulator's
+// projects are a set of keys, so the id is derived from the key: stable
+// across restarts, as a real project's is.
 func projectJSON(key string) map[string]any {
-	return map[string]any{"key": key, "name": key, "public": false, "type": "NORMAL"}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(key))
+	id := int(h.Sum32() & 0x7fffffff) // RestProject.id is an int32
+	if owner, ok := strings.CutPrefix(key, "~"); ok {
+		return map[string]any{"key": key, "id": id, "name": ownerName(owner), "type": "PERSONAL"}
+	}
+	return map[string]any{"key": key, "id": id, "name": key, "public": false, "type": "NORMAL"}
+}
+
+// ownerName is the display name of a personal project's owner: the
+// simulator knows one user by name, the author of its pull requests
+// (PRUser); any other owner is named by its user slug.
+func ownerName(owner string) string {
+	if strings.EqualFold(owner, PRUser["slug"].(string)) {
+		return PRUser["displayName"].(string)
+	}
+	return strings.ToLower(owner)
+}
+
+// projectPath is where a project's pages are: /projects/KEY, or
+// /users/<owner slug> for a personal project.
+func projectPath(key string) string {
+	if owner, ok := strings.CutPrefix(key, "~"); ok {
+		return "/users/" + strings.ToLower(owner)
+	}
+	return "/projects/" + key
 }
 
 // bbGetProject: PROJECT_VIEW, which any permission in the project gives;

@@ -91,6 +91,7 @@ type snapRepo struct {
 	Slug     string `json:"slug"`
 	Name     string `json:"name"`
 	Deleting bool   `json:"deleting,omitempty"`
+	Origin   string `json:"origin,omitempty"`
 }
 
 // snapshotLocked copies the state into a snapshot, in a stable order so
@@ -125,7 +126,7 @@ func (s *Sim) snapshotLocked() snapshot {
 		sn.BBProjects = append(sn.BBProjects, k)
 	}
 	for _, rp := range s.bb.repos {
-		sn.Repos = append(sn.Repos, snapRepo{rp.ID, rp.Project, rp.Slug, rp.Name, rp.Deleting})
+		sn.Repos = append(sn.Repos, snapRepo{rp.ID, rp.Project, rp.Slug, rp.Name, rp.Deleting, rp.Origin})
 	}
 	sort.Slice(sn.Projects, func(i, j int) bool { return sn.Projects[i].UUID < sn.Projects[j].UUID })
 	sort.Slice(sn.Apps, func(i, j int) bool { return sn.Apps[i].UUID < sn.Apps[j].UUID })
@@ -256,7 +257,7 @@ func (s *Sim) loadState() error {
 		s.bb.projects[k] = true
 	}
 	for _, r := range sn.Repos {
-		rp := &bbRepo{ID: r.ID, Project: r.Project, Slug: r.Slug, Name: r.Name, Deleting: r.Deleting}
+		rp := &bbRepo{ID: r.ID, Project: r.Project, Slug: r.Slug, Name: r.Name, Deleting: r.Deleting, Origin: r.Origin}
 		key := repoKey(r.Project, r.Slug)
 		if _, err := os.Stat(filepath.Join(s.repoDir(r.Project, r.Slug), "HEAD")); err != nil {
 			continue

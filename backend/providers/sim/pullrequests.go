@@ -206,8 +206,12 @@ func (s *Sim) forkRepo(project, slug, forkProject, name string) (RepoFixture, er
 	s.mu.Lock()
 	if rp := s.bb.repos[repoKey(fx.Project, fx.Slug)]; rp != nil {
 		rp.Origin = repoKey(project, slug)
+		err = s.persistLocked() // a fork names its origin after a restart too
 	}
 	s.mu.Unlock()
+	if err != nil {
+		return RepoFixture{}, err
+	}
 	s.gitMu.Lock()
 	defer s.gitMu.Unlock()
 	if _, err := s.git(s.repoDir(fx.Project, fx.Slug), "fetch", "--quiet", s.repoDir(project, slug), "+refs/heads/*:refs/heads/*"); err != nil {
@@ -451,31 +455,19 @@ func (s *Sim) deliveryLocked(pr *simPR, key, previous string) Delivery {
 // …/pull-requests/{id} answers it ("consistent representations in all the
 // payloads where they appear", the Event payload page).
 func (s *Sim) prJSON(pr *simPR, now time.Time) map[string]any {
-	repoOf := func(project, slug string) map[string]any {
-		proj := map[string]any{"key": project, "id": 1, "name": project, "public": false, "type": "NORMAL"}
-		if strings.HasPrefix(project, "~") {
-			// A personal project: key "~" and the owner's slug (the KB
-			// cited above), type PERSONAL (RestProject.type in the 9.4
-			// OpenAPI).
-			proj = map[string]any{"key": project, "id": 2, "name": PRUser["displayName"], "type": "PERSONAL"}
-		}
-		return map[string]any{"slug": slug, "id": 1, "name": slug, "scmId": "git", "state": "AVAILABLE", "statusMessage": "Available", "forkable": true,
-			"project": proj, "public": false}
-	}
-	repo := func() map[string]any { return repoOf(pr.Project, pr.Slug) }
-	from := repo()
+	repo := s.repoJSONOf(pr.Project, pr.Slug) // s.mu after p.mu: nothing takes them the other way
+	from := repo
 	if fp, fs := pr.from(); fp != pr.Project || fs != pr.Slug {
-		// A PR from a fork: fromRef.repository is the fork, with the
-		// repository it was forked from as its origin (the 9.4
+		// A PR from a fork: fromRef.repository is the fork, which names
+		// the repository it was forked from as its origin (the 9.4
 		// OpenAPI's RestPullRequestRef.repository.origin).
-		from = repoOf(fp, fs)
-		from["origin"] = repo()
+		from = s.repoJSONOf(fp, fs)
 	}
 	body := map[string]any{
 		"id": pr.ID, "version": pr.Version, "title": pr.Title, "state": pr.State, "open": pr.State == "OPEN", "closed": pr.State != "OPEN",
 		"createdDate": now.UnixMilli(), "updatedDate": now.UnixMilli(), "locked": false,
 		"fromRef":   map[string]any{"id": "refs/heads/" + pr.Branch, "displayId": pr.Branch, "latestCommit": pr.Head, "repository": from},
-		"toRef":     map[string]any{"id": "refs/heads/" + DefaultBranch, "displayId": DefaultBranch, "latestCommit": "", "repository": repo()},
+		"toRef":     map[string]any{"id": "refs/heads/" + DefaultBranch, "displayId": DefaultBranch, "latestCommit": "", "repository": repo},
 		"author":    map[string]any{"user": PRUser, "role": "AUTHOR", "approved": false, "status": "UNAPPROVED"},
 		"reviewers": []any{}, "participants": []any{},
 		"links": map[string]any{"self": []map[string]string{{"href": s.bbURL + "/projects/" + pr.Project + "/repos/" + pr.Slug + "/pull-requests/" + strconv.FormatInt(pr.ID, 10)}}},

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -641,5 +642,80 @@ func TestForkPullRequest(t *testing.T) {
 	}
 	if code, body := post("/api/sim/pull-requests/APPS/cart/1/force-push", `{}`); code != 201 || !strings.Contains(body, "pr:from_ref_updated") {
 		t.Fatalf("force-push over the control API: %d %s", code, body)
+	}
+}
+
+// TestRepositoryIsOneRepresentation: a repository is the same JSON in a
+// pull request's payload and in the REST answer for it (Bitbucket's
+// "consistent representations in all the payloads where they appear"):
+// the target, and a fork in a personal project with its origin. The
+// personal project is named after its owner, has no "public", and the
+// fork is browsed under /users/dana. A fork still names its origin after
+// a restart on the same state directory.
+func TestRepositoryIsOneRepresentation(t *testing.T) {
+	dir := t.TempDir()
+	ctx := waitCtx(t)
+	s, err := sim.Start(context.Background(), sim.Options{StateDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := s.OpenForkPR("APPS", "shop", "~dana", "feature/f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p struct {
+		PullRequest struct {
+			FromRef, ToRef struct{ Repository json.RawMessage }
+		}
+	}
+	if err := json.Unmarshal(d.Payload, &p); err != nil {
+		t.Fatal(err)
+	}
+	rest := func(s *sim.Sim, project string) map[string]any {
+		t.Helper()
+		code, body := do(t, ctx, "GET", s.BitbucketURL()+"/rest/api/1.0/projects/"+project+"/repos/shop", s.BitbucketToken())
+		var v map[string]any
+		if code != 200 || json.Unmarshal([]byte(body), &v) != nil {
+			t.Fatalf("GET %s/shop: %d %s", project, code, body)
+		}
+		return v
+	}
+	parse := func(raw json.RawMessage) map[string]any {
+		var v map[string]any
+		if err := json.Unmarshal(raw, &v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	to, from := parse(p.PullRequest.ToRef.Repository), parse(p.PullRequest.FromRef.Repository)
+	if got := rest(s, "APPS"); !reflect.DeepEqual(to, got) {
+		t.Errorf("toRef.repository\n%v\nREST\n%v", to, got)
+	}
+	fork := rest(s, "~DANA")
+	if !reflect.DeepEqual(from, fork) {
+		t.Errorf("fromRef.repository\n%v\nREST\n%v", from, fork)
+	}
+	proj, _ := fork["project"].(map[string]any)
+	_, public := proj["public"]
+	self := fork["links"].(map[string]any)["self"].([]any)[0].(map[string]any)["href"]
+	if proj["key"] != "~DANA" || proj["type"] != "PERSONAL" || proj["name"] != "Dana Developer" || public || proj["id"] == nil ||
+		self != s.BitbucketURL()+"/users/dana/repos/shop/browse" {
+		t.Errorf("the fork's project %v, self link %v", proj, self)
+	}
+	if o, _ := fork["origin"].(map[string]any); o == nil || !reflect.DeepEqual(o, to) {
+		t.Errorf("the fork's origin %v, want the target %v", fork["origin"], to)
+	}
+	if to["id"] == fork["id"] || to["name"] != "shop" {
+		t.Errorf("target id %v name %v, fork id %v", to["id"], to["name"], fork["id"])
+	}
+	s.Close()
+
+	s2, err := sim.Start(context.Background(), sim.Options{StateDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if o, _ := rest(s2, "~DANA")["origin"].(map[string]any); o == nil || o["slug"] != "shop" || o["project"].(map[string]any)["key"] != "APPS" {
+		t.Errorf("after a restart the fork's origin is %v", o)
 	}
 }
