@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -76,8 +77,9 @@ func NewBudget(c clock.Clock, window time.Duration) *Budget {
 
 var budgets = struct {
 	sync.Mutex
-	m map[string]*Budget
-}{m: map[string]*Budget{}}
+	m    map[string]*Budget
+	base map[string]string // key → its base URL, for ForgetBudgets
+}{m: map[string]*Budget{}, base: map[string]string{}}
 
 // BudgetFor is the process's one budget for a credential (a base URL and a
 // token) on clock c (nil: the wall clock): every client made for it shares
@@ -91,8 +93,28 @@ func BudgetFor(base, token string, c clock.Clock) *Budget {
 	if b == nil {
 		b = NewBudget(c, time.Minute)
 		budgets.m[key] = b
+		budgets.base[key] = base
 	}
 	return b
+}
+
+// ForgetBudgets drops the budgets of base, every token and clock: a
+// server that is gone for good (a test's simulator, closed) leaves no
+// budget behind for another server that later gets the same address. A
+// test process starts many simulators on 127.0.0.1 ports the kernel picks
+// at random, so two of them can get the same port; a budget on the wall
+// clock that one left closed (a 429's Retry-After of 60 s) then held the
+// other's first calls for a minute, or refused them at their deadline.
+func ForgetBudgets(base string) {
+	base = strings.TrimRight(base, "/")
+	budgets.Lock()
+	defer budgets.Unlock()
+	for key, b := range budgets.base {
+		if b == base {
+			delete(budgets.m, key)
+			delete(budgets.base, key)
+		}
+	}
 }
 
 // BudgetStats is what a budget saw: calls that waited for budget and 429
