@@ -85,6 +85,9 @@ var budgets = struct {
 // token) on clock c (nil: the wall clock): every client made for it shares
 // it. A process has one clock; tests that fake it get their own budgets.
 func BudgetFor(base, token string, c clock.Clock) *Budget {
+	if c == nil {
+		c = clock.Real() // one key for the wall clock, however it is named
+	}
 	sum := sha256.Sum256([]byte(base + "\x00" + token))
 	key := hex.EncodeToString(sum[:]) + fmt.Sprintf("/%p", c)
 	budgets.Lock()

@@ -166,4 +166,8 @@ func TestForgetBudgets(t *testing.T) {
 	if BudgetFor(other, "tok", nil) != kept {
 		t.Fatal("another address lost its budget")
 	}
+	// The wall clock is one clock whether a client names it or not.
+	if BudgetFor(other, "tok", clock.Real()) != kept {
+		t.Fatal("clock.Real() and nil got two budgets for one credential")
+	}
 }
