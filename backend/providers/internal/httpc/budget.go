@@ -101,19 +101,20 @@ func BudgetFor(base, token string, c clock.Clock) *Budget {
 	return b
 }
 
-// ForgetBudgets drops the budgets of base, every token and clock: a
-// server that is gone for good (a test's simulator, closed) leaves no
-// budget behind for another server that later gets the same address. A
-// test process starts many simulators on 127.0.0.1 ports the kernel picks
-// at random, so two of them can get the same port; a budget on the wall
-// clock that one left closed (a 429's Retry-After of 60 s) then held the
-// other's first calls for a minute, or refused them at their deadline.
-func ForgetBudgets(base string) {
-	base = strings.TrimRight(base, "/")
+// ForgetBudgets drops the budgets of every base URL at or under root
+// (every token and clock): a server that is gone for good (a test's
+// simulator, closed) leaves no budget behind for another server that
+// later gets the same address. A test process starts many simulators on
+// 127.0.0.1 ports the kernel picks at random, so two of them can get the
+// same port; a budget on the wall clock that one left closed (a 429's
+// Retry-After of 60 s) then held the other's first calls for a minute, or
+// refused them at their deadline.
+func ForgetBudgets(root string) {
+	root = strings.TrimRight(root, "/")
 	budgets.Lock()
 	defer budgets.Unlock()
-	for key, b := range budgets.base {
-		if b == base {
+	for key, base := range budgets.base {
+		if base == root || strings.HasPrefix(base, root+"/") {
 			delete(budgets.m, key)
 			delete(budgets.base, key)
 		}

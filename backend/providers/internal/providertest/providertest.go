@@ -14,8 +14,9 @@ import (
 	"github.com/slotkeeper/slotkeeper/backend/providers/sim"
 )
 
-// Start starts a simulator that is closed when the test ends, with the
-// process's API budgets for its address (httpc.ForgetBudgets): the
+// Start starts a simulator that is closed when the test ends, and then
+// forgets the process's API budgets for its address (httpc.ForgetBudgets,
+// any path under it: a test may aim a client at the bare host). The
 // provider tests give their simulators one fixed token, so a later test
 // whose simulator gets the same port would otherwise inherit the budget
 // this one left — closed for a minute after a 429.
@@ -27,7 +28,7 @@ func Start(t testing.TB, opts sim.Options) *sim.Sim {
 	}
 	t.Cleanup(func() {
 		s.Close()
-		httpc.ForgetBudgets(s.CoolifyURL())
+		httpc.ForgetBudgets(strings.TrimSuffix(s.CoolifyURL(), "/api/v1"))
 	})
 	return s
 }
