@@ -107,8 +107,8 @@ func BudgetFor(base, token string, c clock.Clock) *Budget {
 // later gets the same address. A test process starts many simulators on
 // 127.0.0.1 ports the kernel picks at random, so two of them can get the
 // same port; a budget on the wall clock that one left closed (a 429's
-// Retry-After of 60 s) then held the other's first calls for a minute, or
-// refused them at their deadline.
+// Retry-After of 60 s) would hold the other's first calls for a minute,
+// or refuse them at their deadline.
 func ForgetBudgets(root string) {
 	root = strings.TrimRight(root, "/")
 	budgets.Lock()
