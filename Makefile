@@ -41,8 +41,11 @@ test: prereqs check test-go test-frontend test-e2e
 # tests (issue 26): with -p 2 the scale-out test, three real processes on
 # the wall clock with 3 s leases, still lost a lease (a job abandoned) while
 # another package ran; alone it passes.
+#
+# -race needs cgo: CGO_ENABLED=1 says so, rather than a CGO_ENABLED=0 left in
+# the environment (or Go's default without a C compiler) failing the build.
 test-go:
-	$(GO) test -race -count=1 -p 1 -timeout 30m $(GOPKGS)
+	CGO_ENABLED=1 $(GO) test -race -count=1 -p 1 -timeout 30m $(GOPKGS)
 
 # test-live runs the provider conformance suite against the real services
 # named by SLOTKEEPER_LIVE_… variables (docs/providers.md, "Conformance
@@ -64,7 +67,7 @@ test-e2e: build
 # It fails, not skips, without the variable.
 test-live-kurrent:
 	@if [ -z "$$SLOTKEEPER_LIVE_KURRENTDB" ]; then echo "test-live-kurrent: set SLOTKEEPER_LIVE_KURRENTDB to a KurrentDB connection string (docs/kurrent.md)"; exit 1; fi
-	$(GO) test -race -count=1 -timeout 15m -run '^TestLive' ./events/kurrent/ -args -live
+	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 15m -run '^TestLive' ./events/kurrent/ -args -live
 
 bench: build
 	bash scripts/bench.sh

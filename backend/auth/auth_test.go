@@ -205,10 +205,12 @@ func TestSessionsExpireAndLoginIsLimited(t *testing.T) {
 }
 
 // waitFor waits until cond holds, re-checking at every change the
-// directory applies, for at most 5 s.
+// directory applies. Its bound only catches a change that never comes
+// (30 s, as httpapi's waitUntil: 5 s was short for a loaded machine
+// under -race).
 func waitFor(t *testing.T, d *Directory, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.After(5 * time.Second)
+	deadline := time.After(30 * time.Second)
 	for {
 		ch := d.Changed()
 		if cond() {

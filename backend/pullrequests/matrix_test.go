@@ -364,7 +364,12 @@ func runPRCell(t *testing.T, c prCall, f prFault) {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			done, err := w.sim.WaitFor(ctx, func(q sim.Request) bool { return q.Seq == r.Seq && q.Done() })
 			cancel()
-			if err != nil || !done.WasAborted() || done.Aborted.Sub(r.Arrived) > w.cfg.CallTimeout+time.Second {
+			// Aborted by the report's own deadline (1 s here), not the
+			// default's 30 s. The slack is a loaded machine's, as in the
+			// jobs fault matrix: the simulator records the abort when its
+			// server goroutine sees the client's close, which -race beside
+			// a CPU hog can delay past the 1 s this allowed.
+			if err != nil || !done.WasAborted() || done.Aborted.Sub(r.Arrived) > w.cfg.CallTimeout+10*time.Second {
 				t.Errorf("hung %s not aborted at the report's deadline (%v)", r.Path, err)
 			}
 		}

@@ -261,10 +261,13 @@ func TestAppendOutcomeUnknown(t *testing.T) {
 	}
 
 	// The caller's deadline ends a call the node never answers, after it
-	// committed: unknown, not a plain deadline error.
+	// committed: unknown, not a plain deadline error. The deadline passes
+	// once the node holds the event: a real 300 ms one could pass on a
+	// loaded machine before the append was sent, which is a plain deadline
+	// error (nothing sent), and the hang then waited for the next append.
 	f.FailAppend(true, kurrentfake.Hang)
-	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
-	defer cancel()
+	held := f.Len()
+	short := expireWhen(ctx, func() { _ = f.Wait(ctx, held+1) })
 	_, err = s.Append(short, "job-nostream-committed", events.Exact(2), ev("A", 3))
 	if !errors.Is(err, events.ErrOutcomeUnknown) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("append past its deadline: %v, want ErrOutcomeUnknown and DeadlineExceeded", err)
@@ -275,5 +278,32 @@ func TestAppendOutcomeUnknown(t *testing.T) {
 	}
 	if n := count("job-nostream-committed"); n != 4 {
 		t.Fatalf("%d events, want 4", n)
+	}
+}
+
+// expireWhen returns a context whose deadline passes when reached returns
+// (in its own goroutine): its Err is then context.DeadlineExceeded, as a
+// real deadline's is, but at a point of the test's choosing instead of a
+// wall-clock instant that a loaded machine may reach too early. It
+// reports no Deadline, so the client does not shorten its own bounds.
+func expireWhen(parent context.Context, reached func()) context.Context {
+	c := &expiring{Context: parent, done: make(chan struct{})}
+	go func() { reached(); close(c.done) }()
+	return c
+}
+
+type expiring struct {
+	context.Context
+	done chan struct{}
+}
+
+func (c *expiring) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (c *expiring) Done() <-chan struct{}       { return c.done }
+func (c *expiring) Err() error {
+	select {
+	case <-c.done:
+		return context.DeadlineExceeded
+	default:
+		return nil
 	}
 }

@@ -180,9 +180,12 @@ func TestRetryAfterTooLongOrCanceled(t *testing.T) {
 	}
 	// The credential's budget is spent until the Retry-After has passed:
 	// a call whose deadline comes first is rate limited at once
-	// (retryable), and sends nothing.
+	// (retryable), and sends nothing. The deadline is before the budget
+	// opens (60 s) but far enough that a loaded machine never reaches it
+	// before the call starts: a 30 ms one could pass first, and the call
+	// was then canceled (nothing sent, but coded canceled) instead.
 	b.sim.AddFault(sim.Fault{Endpoint: sim.EndpointGetDatabase, Status: 429, Header: map[string]string{"Retry-After": "1"}})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	_, _, err = b.c.GetDatabase(ctx, b.fx.DBUUID)
 	checkErr(t, err, providers.CodeRateLimited, 429, false)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -76,13 +77,17 @@ func NewBudget(c clock.Clock, window time.Duration) *Budget {
 
 var budgets = struct {
 	sync.Mutex
-	m map[string]*Budget
-}{m: map[string]*Budget{}}
+	m    map[string]*Budget
+	base map[string]string // key → its base URL, for ForgetBudgets
+}{m: map[string]*Budget{}, base: map[string]string{}}
 
 // BudgetFor is the process's one budget for a credential (a base URL and a
 // token) on clock c (nil: the wall clock): every client made for it shares
 // it. A process has one clock; tests that fake it get their own budgets.
 func BudgetFor(base, token string, c clock.Clock) *Budget {
+	if c == nil {
+		c = clock.Real() // one key for the wall clock, however it is named
+	}
 	sum := sha256.Sum256([]byte(base + "\x00" + token))
 	key := hex.EncodeToString(sum[:]) + fmt.Sprintf("/%p", c)
 	budgets.Lock()
@@ -91,8 +96,29 @@ func BudgetFor(base, token string, c clock.Clock) *Budget {
 	if b == nil {
 		b = NewBudget(c, time.Minute)
 		budgets.m[key] = b
+		budgets.base[key] = base
 	}
 	return b
+}
+
+// ForgetBudgets drops the budgets of every base URL at or under root
+// (every token and clock): a server that is gone for good (a test's
+// simulator, closed) leaves no budget behind for another server that
+// later gets the same address. A test process starts many simulators on
+// 127.0.0.1 ports the kernel picks at random, so two of them can get the
+// same port; a budget on the wall clock that one left closed (a 429's
+// Retry-After of 60 s) would hold the other's first calls for a minute,
+// or refuse them at their deadline.
+func ForgetBudgets(root string) {
+	root = strings.TrimRight(root, "/")
+	budgets.Lock()
+	defer budgets.Unlock()
+	for key, base := range budgets.base {
+		if base == root || strings.HasPrefix(base, root+"/") {
+			delete(budgets.m, key)
+			delete(budgets.base, key)
+		}
+	}
 }
 
 // BudgetStats is what a budget saw: calls that waited for budget and 429

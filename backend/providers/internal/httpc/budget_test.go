@@ -147,3 +147,30 @@ func TestBudgetWindowFromTheFirstAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestForgetBudgets: a budget left closed by a server that is gone (a
+// test's simulator after a 429 of Retry-After 60) is not what a later
+// server at the same address gets, whatever path a client put after it;
+// other addresses keep theirs (one whose port starts with the same digits
+// too).
+func TestForgetBudgets(t *testing.T) {
+	const gone, other = "http://127.0.0.1:4000/api/v1", "http://127.0.0.1:40002/api/v1"
+	bare := BudgetFor("http://127.0.0.1:4000", "tok", nil)
+	closed := BudgetFor(gone, "tok", nil)
+	if err := closed.acquire(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	closed.release(&http.Response{StatusCode: http.StatusTooManyRequests, Header: http.Header{"Retry-After": {"60"}}})
+	kept := BudgetFor(other, "tok", nil)
+	ForgetBudgets("http://127.0.0.1:4000/")
+	if BudgetFor(gone, "tok", nil) == closed || BudgetFor("http://127.0.0.1:4000", "tok", nil) == bare {
+		t.Fatal("the budget of a forgotten address was handed out again")
+	}
+	if BudgetFor(other, "tok", nil) != kept {
+		t.Fatal("another address lost its budget")
+	}
+	// The wall clock is one clock whether a client names it or not.
+	if BudgetFor(other, "tok", clock.Real()) != kept {
+		t.Fatal("clock.Real() and nil got two budgets for one credential")
+	}
+}

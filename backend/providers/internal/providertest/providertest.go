@@ -10,17 +10,26 @@ import (
 	"time"
 
 	"github.com/slotkeeper/slotkeeper/backend/providers"
+	"github.com/slotkeeper/slotkeeper/backend/providers/internal/httpc"
 	"github.com/slotkeeper/slotkeeper/backend/providers/sim"
 )
 
-// Start starts a simulator that is closed when the test ends.
+// Start starts a simulator that is closed when the test ends, and then
+// forgets the process's API budgets for its address (httpc.ForgetBudgets,
+// any path under it: a test may aim a client at the bare host). The
+// provider tests give their simulators one fixed token, so a later test
+// whose simulator gets the same port would otherwise inherit the budget
+// this one left — closed for a minute after a 429.
 func Start(t testing.TB, opts sim.Options) *sim.Sim {
 	t.Helper()
 	s, err := sim.Start(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.Close() })
+	t.Cleanup(func() {
+		s.Close()
+		httpc.ForgetBudgets(strings.TrimSuffix(s.CoolifyURL(), "/api/v1"))
+	})
 	return s
 }
 
