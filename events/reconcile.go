@@ -77,6 +77,10 @@ type ReconcileFinished struct {
 	EndedAt time.Time      `json:"ended_at"`
 	Counts  map[string]int `json:"counts"`
 	Error   string         `json:"error,omitempty"`
+	// ErrorCode (FailureReconcile*) and ErrorArgs are Error as a code and
+	// its parts, as StepFailed's. Empty in events written before the codes.
+	ErrorCode string            `json:"error_code,omitempty"`
+	ErrorArgs map[string]string `json:"error_args,omitempty"`
 	// Snapshot is true when the run recorded the whole current list in
 	// ReconcileSnapshot events just before this one.
 	Snapshot bool `json:"snapshot,omitempty"`

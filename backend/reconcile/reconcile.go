@@ -224,7 +224,7 @@ func (r *Reconciler) RunOnce(ctx context.Context, actor string) (Report, error) 
 	var opening []events.EventData
 	if prev.Run != nil && prev.Run.State == "running" {
 		// A run whose process died: close it honestly before the new one.
-		opening = append(opening, events.New(events.ReconcileFinished{RunID: prev.Run.ID, State: "failed", EndedAt: now, Error: "abandoned: the run did not finish"}, meta))
+		opening = append(opening, events.New(events.ReconcileFinished{RunID: prev.Run.ID, State: "failed", EndedAt: now, Error: "abandoned: the run did not finish", ErrorCode: events.FailureReconcileAbandoned}, meta))
 	}
 	sc := r.scopeNow(ctx)
 	opening = append(opening, events.New(events.ReconcileStarted{RunID: runID, Scope: sc.names(), StartedAt: now, ChangesOnly: true}, meta))
@@ -239,11 +239,14 @@ func (r *Reconciler) RunOnce(ctx context.Context, actor string) (Report, error) 
 	defer cancel()
 	current, runErr := r.compare(rctx, sc, prev.standing(), now)
 	state, msg := "done", ""
+	var code string
+	var codeArgs map[string]string
 	var changes []events.ReconcileFinding
 	if runErr != nil {
 		// Nothing was checked: record no change, so every standing finding
 		// holds (a failed run never drops or resolves anything).
 		state, msg, current = "failed", runErr.Error(), prev.standing()
+		code, codeArgs = r.failureCode(ctx, runErr)
 	} else {
 		changes = diff(prev.standing(), current, now)
 	}
@@ -280,7 +283,7 @@ func (r *Reconciler) RunOnce(ctx context.Context, actor string) (Report, error) 
 			evs = append(evs, events.New(events.ReconcileSnapshot{RunID: runID, Findings: chunk}, meta))
 		}
 	}
-	evs = append(evs, events.New(events.ReconcileFinished{RunID: runID, State: state, EndedAt: r.cfg.Clock.Now().UTC(), Counts: counts, Error: msg, Snapshot: snapshot}, meta))
+	evs = append(evs, events.New(events.ReconcileFinished{RunID: runID, State: state, EndedAt: r.cfg.Clock.Now().UTC(), Counts: counts, Error: msg, ErrorCode: code, ErrorArgs: codeArgs, Snapshot: snapshot}, meta))
 	// The findings and the end go in with the run's own fence: if another
 	// process took a stale run over meanwhile, this one records nothing.
 	// (Appends are bounded in size; a huge run is written in chunks.)
@@ -341,7 +344,7 @@ func key(f events.ReconcileFinding) string {
 func (r *Reconciler) compare(ctx context.Context, sc runScope, prev []events.ReconcileFinding, now time.Time) ([]events.ReconcileFinding, error) {
 	tracked, err := r.tracker.Tracked(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("read tracked resources: %w", err)
+		return nil, fmt.Errorf("%w: %w", errTracked, err)
 	}
 	byID := map[string]Tracked{}
 	for _, t := range tracked {
@@ -591,6 +594,21 @@ func (r *Reconciler) bitbucketScope(ctx context.Context, project, scope string, 
 	return nil
 }
 
+// failureCode is a failed run's code (events.FailureReconcile*) and its
+// parts: its own bound ran out, the server stopped (ctx, the caller's,
+// ended), or the tracked resources could not be read.
+func (r *Reconciler) failureCode(ctx context.Context, err error) (string, map[string]string) {
+	switch {
+	case ctx.Err() != nil:
+		return events.FailureReconcileStopped, nil
+	case errors.Is(err, context.DeadlineExceeded):
+		return events.FailureReconcileTimeout, map[string]string{"bound": r.cfg.RunTimeout.String()}
+	case errors.Is(err, errTracked):
+		return events.FailureReconcileTracked, nil
+	}
+	return events.FailureInternal, nil
+}
+
 // RunView is a run as the API shows it.
 type RunView struct {
 	ID        string         `json:"id"`
@@ -600,7 +618,15 @@ type RunView struct {
 	Scope     []string       `json:"scope"`
 	Counts    map[string]int `json:"counts"`
 	Error     string         `json:"error,omitempty"`
+	// ErrorCode and ErrorArgs are Error as a code (events.FailureReconcile*)
+	// and its parts, for the dashboard's words; absent for a run recorded
+	// before the codes (its Error is then all there is).
+	ErrorCode string            `json:"error_code,omitempty"`
+	ErrorArgs map[string]string `json:"error_args,omitempty"`
 }
+
+// errTracked: the slots' tracked resources could not be read.
+var errTracked = errors.New("read tracked resources")
 
 // Report is the latest run and its findings (GET /api/reconcile).
 type Report struct {
@@ -767,7 +793,7 @@ func (x *runEvents) view() *RunView {
 	v := &RunView{ID: x.id, State: "running", StartedAt: s.StartedAt, Scope: s.Scope, Counts: map[string]int{}}
 	if f := x.finished; f != nil {
 		t := f.EndedAt
-		v.State, v.EndedAt, v.Counts, v.Error = f.State, &t, f.Counts, f.Error
+		v.State, v.EndedAt, v.Counts, v.Error, v.ErrorCode, v.ErrorArgs = f.State, &t, f.Counts, f.Error, f.ErrorCode, f.ErrorArgs
 	}
 	return v
 }
