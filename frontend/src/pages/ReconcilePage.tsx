@@ -6,7 +6,7 @@ import { atLeast } from "../auth/roles";
 import { useSubject } from "../auth/session";
 import { CommandError } from "../components/CommandError";
 import { ConfirmPlan } from "../components/ConfirmPlan";
-import { formatTime } from "../format";
+import { failureText, formatTime } from "../format";
 import { useT } from "../i18n";
 import { useLive } from "../live/store";
 import { useCommand } from "../live/useCommand";
@@ -106,7 +106,14 @@ function RunSummary({ rep }: { rep: ReconcileReport }) {
         <span className={`badge badge-${r.state === "done" ? "done" : r.state === "running" ? "running" : "failed"}`}>
           {t(`recon.run_${r.state}`)}
         </span>
-        {r.error && <> {t("common.error", { message: r.error })}</>}
+        {/* The failure in the reader's words from its code; the server's English folded (a run recorded before the codes: only there). */}
+        {(r.error || r.error_code) && (
+          <>
+            {" "}
+            <span data-testid="recon-run-error">{t("common.error", { message: failureText({ code: r.error_code, args: r.error_args }, t) })}</span>
+            <FailureRaw failure={{ code: r.error_code, raw: r.error }} />
+          </>
+        )}
       </dd>
       <dt>{t("recon.started")}</dt>
       <dd>{formatTime(r.started_at, t.lang)}</dd>

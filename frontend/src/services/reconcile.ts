@@ -4,7 +4,7 @@ import * as v from "valibot";
 import { query, request } from "./http";
 import { jobAccepted } from "./jobs";
 import { Plan } from "./slots";
-import { decoder, int, list, optStr, str } from "./wire";
+import { decoder, int, list, optStr, str, strMap } from "./wire";
 
 export type FindingClass = "orphan" | "drift" | "unknown" | "resolved";
 
@@ -31,7 +31,10 @@ export const ReconcileRun = v.object({
   ended_at: optStr,
   scope: list(str),
   counts: v.optional(v.nullable(v.record(v.string(), int)), null),
+  /** The server's own English; the page words error_code (events.FailureReconcile*) and folds this. */
   error: optStr,
+  error_code: optStr,
+  error_args: v.optional(strMap),
 });
 export type ReconcileRun = v.InferOutput<typeof ReconcileRun>;
 
