@@ -235,7 +235,7 @@ var auditLines = declare(
 	on(func(e events.ReconcileStarted) auditLine { return say("count", strconv.Itoa(len(e.Scope))) }),
 	on(func(e events.ReconcileSnapshot) auditLine { return say("count", strconv.Itoa(len(e.Findings))) }),
 	on(func(e events.ReconcileFinding) auditLine {
-		return say("class", e.Class, "provider", e.Provider, "resource_kind", e.Kind, "resource_id", e.ID)
+		return say(append([]string{"class", e.Class, "provider", e.Provider, "resource_kind", e.Kind, "resource_id", e.ID}, failure(e.ErrorCode, e.ErrorArgs)...)...)
 	}),
 	on(func(e events.ReconcileFinished) auditLine {
 		return say(append([]string{"state", e.State, "error", e.Error}, failure(e.ErrorCode, e.ErrorArgs)...)...)

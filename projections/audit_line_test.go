@@ -171,6 +171,8 @@ func TestAuditLineCarriesWebhookAndReconcileCodes(t *testing.T) {
 			map[string]string{"state": "failed", "error": "context deadline exceeded", "error_code": "reconcile_timeout", "bound": "5m0s"}},
 		{events.ReconcileFinished{State: "failed", Error: "abandoned: the run did not finish"}, // before the codes
 			map[string]string{"state": "failed", "error": "abandoned: the run did not finish"}},
+		{events.ReconcileFinding{Class: "unknown", Provider: "coolify", Kind: "project", ID: "p1", Detail: "could not check: …", ErrorCode: events.FailureProvider, ErrorArgs: map[string]string{"provider": "coolify", "problem": "server", "status": "502"}},
+			map[string]string{"class": "unknown", "provider": "coolify", "resource_kind": "project", "resource_id": "p1", "error_code": "provider", "problem": "server", "status": "502"}},
 		{events.PRReportFailed{Phase: "ready", Call: "bitbucket.AddComment", Code: "unauthorized", Reason: "no"},
 			map[string]string{"phase": "ready", "call": "bitbucket.AddComment", "code": "unauthorized", "error_code": "provider", "provider": "bitbucket", "problem": "unauthorized"}},
 	}

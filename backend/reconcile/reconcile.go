@@ -23,6 +23,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -362,14 +363,14 @@ func (r *Reconciler) compare(ctx context.Context, sc runScope, prev []events.Rec
 		scope := "coolify:" + inv.UUID
 		if err := r.coolifyScope(ctx, inv, scope, byID, add); err != nil {
 			unknownScopes[scope] = true
-			add(events.ReconcileFinding{Class: events.FindingUnknown, Provider: "coolify", Kind: events.ResProject, ID: inv.UUID, Scope: scope, Detail: "could not check: " + err.Error()})
+			add(couldNotCheck("coolify", events.ResProject, inv.UUID, scope, "", err))
 		}
 	}
 	for _, key := range sc.bitbucket {
 		scope := "bitbucket:" + key
 		if err := r.bitbucketScope(ctx, key, scope, byID, add); err != nil {
 			unknownScopes[scope] = true
-			add(events.ReconcileFinding{Class: events.FindingUnknown, Provider: "bitbucket", Kind: "project", ID: key, Scope: scope, Detail: "could not check: " + err.Error()})
+			add(couldNotCheck("bitbucket", "project", key, scope, "", err))
 		}
 	}
 	if err := ctx.Err(); err != nil {
@@ -523,7 +524,7 @@ func (r *Reconciler) coolifyScope(ctx context.Context, inv providers.ProjectInve
 		case providers.Absent:
 			add(events.ReconcileFinding{Class: events.FindingDrift, Provider: "coolify", Kind: t.Kind, ID: t.ID, Scope: scope, Slot: t.Slot, Detail: "gone at Coolify"})
 		case providers.Unknown:
-			add(events.ReconcileFinding{Class: events.FindingUnknown, Provider: "coolify", Kind: t.Kind, ID: t.ID, Scope: scope, Slot: t.Slot, Detail: "could not check: " + errString(err)})
+			add(couldNotCheck("coolify", t.Kind, t.ID, scope, t.Slot, err))
 		}
 		// Found but not listed in this project: it moved; not this
 		// scope's business.
@@ -588,10 +589,26 @@ func (r *Reconciler) bitbucketScope(ctx context.Context, project, scope string, 
 		case providers.Absent:
 			add(events.ReconcileFinding{Class: events.FindingDrift, Provider: "bitbucket", Kind: events.ResRepository, ID: t.ID, Scope: scope, Slot: t.Slot, Detail: "gone at Bitbucket"})
 		case providers.Unknown:
-			add(events.ReconcileFinding{Class: events.FindingUnknown, Provider: "bitbucket", Kind: events.ResRepository, ID: t.ID, Scope: scope, Slot: t.Slot, Detail: "could not check: " + errString(err)})
+			add(couldNotCheck("bitbucket", events.ResRepository, t.ID, scope, t.Slot, err))
 		}
 	}
 	return nil
+}
+
+// couldNotCheck is the unknown finding of a scope whose listing, or of a
+// tracked resource whose lookup, failed (err nil: no answer).
+// A provider's answer is coded (events.FailureProvider: provider, problem,
+// and its HTTP status as args "status") for the dashboard's words; any
+// other error has no code, and the class's explanation says it.
+func couldNotCheck(provider, kind, id, scope, slot string, err error) events.ReconcileFinding {
+	f := events.ReconcileFinding{Class: events.FindingUnknown, Provider: provider, Kind: kind, ID: id, Scope: scope, Slot: slot, Detail: "could not check: " + errString(err)}
+	if pe, ok := providers.AsError(err); ok {
+		f.ErrorCode, f.ErrorArgs = events.FailureProvider, map[string]string{"provider": provider, "problem": string(pe.Code)}
+		if pe.Status != 0 {
+			f.ErrorArgs["status"] = strconv.Itoa(pe.Status)
+		}
+	}
+	return f
 }
 
 // failureCode is a failed run's code (events.FailureReconcile*) and its

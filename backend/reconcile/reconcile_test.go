@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/slotkeeper/slotkeeper/backend/clock"
+	"github.com/slotkeeper/slotkeeper/backend/providers"
 	"github.com/slotkeeper/slotkeeper/backend/providers/bitbucket"
 	"github.com/slotkeeper/slotkeeper/backend/providers/coolify"
 	"github.com/slotkeeper/slotkeeper/backend/providers/sim"
@@ -247,6 +248,20 @@ func TestListFailureIsUnknownAndKeepsFindings(t *testing.T) {
 	}
 	if rep.Run.Counts[events.FindingUnknown] == 0 {
 		t.Fatalf("counts: %v", rep.Run.Counts)
+	}
+	// The provider's answer is coded for the dashboard's words (a 500 is
+	// Coolify's own error); a hang has no answer to code.
+	for _, f := range rep.Findings {
+		switch {
+		case f.Class == events.FindingUnknown && f.ID == p:
+			if f.ErrorCode != events.FailureProvider || f.ErrorArgs["provider"] != "coolify" || f.ErrorArgs["problem"] != string(providers.CodeServer) || f.ErrorArgs["status"] != "500" {
+				t.Errorf("the failing Coolify scope's code: %q %v (%s)", f.ErrorCode, f.ErrorArgs, f.Detail)
+			}
+		case f.Class == events.FindingUnknown && f.ID == "SLOT":
+			if f.ErrorCode == events.FailureProvider && f.ErrorArgs["status"] != "" {
+				t.Errorf("a hang coded as an answer: %q %v (%s)", f.ErrorCode, f.ErrorArgs, f.Detail)
+			}
+		}
 	}
 }
 

@@ -555,6 +555,7 @@ export const en = {
   "recon.explain_drift": "Tracked, but the provider says it is gone.",
   "recon.explain_orphan": "At the provider, tracked by no slot.",
   "recon.explain_unknown": "Could not check this; earlier findings under it still stand.",
+  "recon.unknown_why": "Why: {text}.",
   "recon.explain_resolved": "No longer holds.",
   "recon.slot": "Slot: {slot}.",
   "recon.since": "since {time}",

@@ -556,6 +556,7 @@ export const ko: Record<Key, string> = {
   "recon.explain_drift": "추적 중이지만 제공자가 없다고 답합니다.",
   "recon.explain_orphan": "제공자에 있지만 어떤 슬롯도 추적하지 않습니다.",
   "recon.explain_unknown": "확인하지 못했습니다. 이 범위의 이전 발견 사항은 그대로 유지됩니다.",
+  "recon.unknown_why": "이유: {text}.",
   "recon.explain_resolved": "더 이상 해당하지 않습니다.",
   "recon.slot": "슬롯: {slot}.",
   "recon.since": "{time}부터",

@@ -116,7 +116,7 @@ function answer(url: string): Response {
   if (path === "/api/reconcile")
     return jsonResponse({
       run: { id: "r-1", state: "failed", started_at: "2026-01-01T00:00:00Z", ended_at: "2026-01-01T00:05:00Z", scope: ["coolify:p-1"], counts: { unknown: 1 }, error: "context deadline exceeded", error_code: "reconcile_timeout", error_args: { bound: "5m0s" } },
-      findings: [{ run_id: "r-1", class: "unknown", provider: "coolify", kind: "project", id: "p-1", scope: "coolify:p-1", detail: "could not check: coolify.ListApplications: server error (HTTP 502)", since: "2026-01-01T00:00:00Z" }],
+      findings: [{ run_id: "r-1", class: "unknown", provider: "coolify", kind: "project", id: "p-1", scope: "coolify:p-1", detail: "could not check: coolify.ListApplications: server error (HTTP 502)", error_code: "provider", error_args: { provider: "coolify", problem: "server", status: "502" }, since: "2026-01-01T00:00:00Z" }],
       position: 8,
     });
   if (path === "/api/sim/faults") return jsonResponse({ faults: [{ id: 1, endpoint: "coolify.DeleteStorage", status: 403, times: 1, resources: ["a-1"] }] });
@@ -192,6 +192,7 @@ describe("every page of the walk in Korean", () => {
     const recon = render(<ReconcilePage />);
     await flush();
     expect(recon.getByTestId("recon-run-error").textContent).toBe("오류: 점검이 한도(5분 0초)보다 오래 걸렸습니다. 발견 사항은 그대로 두었습니다");
+    expect(recon.getByTestId("finding-failure").textContent).toBe(" 이유: 제공자 쪽에서 오류가 났습니다 (Coolify, HTTP 502).");
     // The server's English is one fold away, marked as the original.
     expect(recon.container.querySelector("[data-testid=recon-run-state] [data-testid=failure-raw] pre")?.textContent).toBe("context deadline exceeded");
     cleanup();

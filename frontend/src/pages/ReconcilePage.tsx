@@ -147,6 +147,10 @@ function FindingRow({ f, rep, operator }: { f: Finding; rep: ReconcileReport | u
       {f.name && <> ({f.name})</>}
       <div className="finding-meta">
         {t(`recon.explain_${f.class}`)}
+        {/* Why it could not be checked, when a provider answered: in the reader's words, from its code. */}
+        {f.error_code && f.class === "unknown" && (
+          <span data-testid="finding-failure"> {t("recon.unknown_why", { text: failureText({ code: f.error_code, args: f.error_args, status: f.error_args?.status, target: false }, t) })}</span>
+        )}
         {f.slot && <> {t("recon.slot", { slot: f.slot })}</>}
         <span className="muted">{t("recon.since", { time: formatTime(f.since, t.lang) })}</span>
         {/* The reconciler's own English ("gone at Coolify", "could not check: …"): folded under the class's explanation. */}

@@ -20,6 +20,9 @@ export const Finding = v.object({
   scope: v.optional(str, ""),
   slot: optStr,
   detail: optStr,
+  /** An unknown finding's failure as a code (events.FailureProvider, args provider, problem, status); detail is the reconciler's English. */
+  error_code: optStr,
+  error_args: v.optional(strMap),
   since: v.optional(str, ""),
 });
 export type Finding = v.InferOutput<typeof Finding>;
