@@ -132,7 +132,7 @@ export function stateReason(v: Pick<SlotView, "state_reason" | "state_reason_cod
   return codedText("reason", v.state_reason_code, v.state_reason_args, v.state_reason ?? "", t);
 }
 
-const SYSTEM_ACTORS = ["deadline", "demo", "notifier", "oidc", "pull-requests", "readiness", "reconcile", "repair", "rescuer", "settings", "shutdown", "waitlist"] as const;
+const SYSTEM_ACTORS = ["bootstrap", "cli", "deadline", "demo", "identity", "notifier", "oidc", "pull-requests", "readiness", "reconcile", "repair", "rescuer", "settings", "shutdown", "waitlist"] as const;
 
 /**
  * actorName says who did something in the reader's language: a person's

@@ -207,6 +207,9 @@ describe("the server's own actors in an audit line", () => {
     expect(workerName("w1", makeT("en"))).toBe("a Slotkeeper worker");
     // The pull-request flow's actor has a hyphen in its name.
     expect(actorName("system:pull-requests", T)).toBe("Slotkeeper (풀 리퀘스트 흐름)");
+    // Found on the walk's audit: the admin command's and the store's own actors.
+    expect(actorName("system:cli", T)).toBe("Slotkeeper (명령줄)");
+    expect(actorName("system:identity", T)).toBe("Slotkeeper (이벤트 저장소)");
     // A worker in a line (JobClaimed's args) is said the same way.
     expect(auditSummary(e("JobClaimed", { attempt: "1", worker: "worker:vm:17669/c9bcb67a/0" }), T)).toBe("Slotkeeper 워커 1이 1번째 시도 시작");
   });

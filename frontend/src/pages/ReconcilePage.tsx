@@ -152,6 +152,7 @@ function FindingRow({ f, rep, operator }: { f: Finding; rep: ReconcileReport | u
           <span data-testid="finding-failure"> {t("recon.unknown_why", { text: failureText({ code: f.error_code, args: f.error_args, status: f.error_args?.status, target: false }, t) })}</span>
         )}
         {f.slot && <> {t("recon.slot", { slot: f.slot })}</>}
+        {/* A space of its own: the sentence before it ends with a period ("…HTTP 502).since" was found on the walk). */}{" "}
         <span className="muted">{t("recon.since", { time: formatTime(f.since, t.lang) })}</span>
         {/* The reconciler's own English ("gone at Coolify", "could not check: …"): folded under the class's explanation. */}
         {f.detail && f.class !== "resolved" && <FailureRaw failure={{ raw: f.detail }} />}
