@@ -320,3 +320,25 @@ func (s *syncBuf) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestUnusableWebhookURLIsCoded: a URL no request can be made to fails
+// once, for good (it stays unusable until the setting changes), with the
+// code webhook_url (the dashboard says to check the server's webhook
+// setting), and the URL is in no event.
+func TestUnusableWebhookURLIsCoded(t *testing.T) {
+	t.Parallel()
+	st := memstore.New()
+	t.Cleanup(func() { st.Close() })
+	var logs syncBuf
+	notifier(t, st, "http://exa mple.test"+secretPath, &logs, 5*time.Second)
+	endJob(t, st, "j1")
+	got, fails := outcomes(waitSettled(t, st, "j1", 1))
+	if got != "A1 F1!" {
+		t.Fatalf("notify stream %q, want one attempt that failed for good", got)
+	}
+	for _, f := range fails {
+		if f.ErrorCode != events.FailureWebhookURL || strings.Contains(f.Error, "XSECRETXPATHX") {
+			t.Errorf("failure %d: code %q, error %q", f.Attempt, f.ErrorCode, f.Error)
+		}
+	}
+}

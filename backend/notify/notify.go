@@ -371,7 +371,9 @@ func (n *Notifier) deliver(ctx context.Context, d delivery) bool {
 			log.InfoContext(ctx, "notification delivered", "status", status, "attempt", attempt)
 		default:
 			f := events.NotificationFailed{JobID: d.jobID, DeliveryID: d.id, Attempt: attempt, Status: status}
-			retryable := perr != nil || status/100 == 5 || status == http.StatusTooManyRequests || status == http.StatusRequestTimeout
+			// An unusable URL stays unusable until someone changes the
+			// setting: not retried.
+			retryable := (perr != nil && !errors.Is(perr, webhook.ErrURL)) || status/100 == 5 || status == http.StatusTooManyRequests || status == http.StatusRequestTimeout
 			f.ErrorCode, f.ErrorArgs = n.failureCode(perr, status, retryable)
 			switch {
 			case perr != nil:
