@@ -511,6 +511,21 @@ const (
 	// args source, branch: push_pr_head could not fetch the PR's head from
 	// its source repository (a fork's); the status is StepFailed.HTTPStatus.
 	FailurePRSourceUnreadable = "pr_source_unreadable"
+
+	// A webhook attempt's failure (NotificationFailed.ErrorCode); the
+	// status is NotificationFailed.Status.
+	FailureWebhookURL      = "webhook_url"       // the webhook URL is not one a request can be made to
+	FailureWebhookNoAnswer = "webhook_no_answer" // the connection failed or was cut before an answer
+	FailureWebhookTimeout  = "webhook_timeout"   // args bound: no answer within the attempt's bound
+	FailureWebhookRedirect = "webhook_redirect"  // a 3xx: not followed (it would re-post the body, and the secret URL as Referer, elsewhere)
+	FailureWebhookRefused  = "webhook_refused"   // a 4xx: the receiver refused the message; not retried (but 408 and 429)
+	FailureWebhookReceiver = "webhook_receiver"  // a 5xx, 408 or 429: the receiver's own trouble; retried
+
+	// A reconcile run's failure (ReconcileFinished.ErrorCode).
+	FailureReconcileAbandoned = "reconcile_abandoned" // the run's process stopped before it finished; the next run closed it
+	FailureReconcileTimeout   = "reconcile_timeout"   // args bound: the run took longer than its bound
+	FailureReconcileStopped   = "reconcile_stopped"   // the server stopped during the run
+	FailureReconcileTracked   = "reconcile_tracked"   // the slots' tracked resources could not be read from the event log
 )
 
 // JobTimedOut ends an attempt at its deadline. The in-flight call was aborted.
@@ -689,6 +704,11 @@ type NotificationFailed struct {
 	Error      string    `json:"error"`
 	Final      bool      `json:"final"`
 	RetryAt    time.Time `json:"retry_at,omitzero"`
+	// ErrorCode (FailureWebhook*) and ErrorArgs are Error as a code and
+	// its parts, as StepFailed's: the dashboard words them; Error is the
+	// secondary detail. Empty in events written before the codes.
+	ErrorCode string            `json:"error_code,omitempty"`
+	ErrorArgs map[string]string `json:"error_args,omitempty"`
 }
 
 // issue 32: waits — a wait on the provider (a deployment's queue, build

@@ -66,6 +66,12 @@ type ReconcileFinding struct {
 	Slot string `json:"slot,omitempty"`
 	// Detail says why (for unknown: what failed; for resolved: what it was).
 	Detail string `json:"detail,omitempty"`
+	// ErrorCode and ErrorArgs: an unknown finding's failure as a code
+	// (FailureProvider, args provider, problem, status) when a provider
+	// answered it, as StepFailed's; Detail is then the secondary detail.
+	// Empty otherwise and in events written before the codes.
+	ErrorCode string            `json:"error_code,omitempty"`
+	ErrorArgs map[string]string `json:"error_args,omitempty"`
 	// Since is when this finding was first seen (carried across runs).
 	Since time.Time `json:"since"`
 }
@@ -77,6 +83,10 @@ type ReconcileFinished struct {
 	EndedAt time.Time      `json:"ended_at"`
 	Counts  map[string]int `json:"counts"`
 	Error   string         `json:"error,omitempty"`
+	// ErrorCode (FailureReconcile*) and ErrorArgs are Error as a code and
+	// its parts, as StepFailed's. Empty in events written before the codes.
+	ErrorCode string            `json:"error_code,omitempty"`
+	ErrorArgs map[string]string `json:"error_args,omitempty"`
 	// Snapshot is true when the run recorded the whole current list in
 	// ReconcileSnapshot events just before this one.
 	Snapshot bool `json:"snapshot,omitempty"`

@@ -229,14 +229,17 @@ var auditLines = declare(
 		return say("attempt", strconv.Itoa(e.Attempt), "status", status(e.Status))
 	}),
 	on(func(e events.NotificationFailed) auditLine {
-		return say("attempt", strconv.Itoa(e.Attempt), "error", e.Error, "final", flag(e.Final)).as(e.Final, "final")
+		return say(append([]string{"attempt", strconv.Itoa(e.Attempt), "status", status(e.Status), "error", e.Error, "final", flag(e.Final)},
+			failure(e.ErrorCode, e.ErrorArgs)...)...).as(e.Final, "final")
 	}),
 	on(func(e events.ReconcileStarted) auditLine { return say("count", strconv.Itoa(len(e.Scope))) }),
 	on(func(e events.ReconcileSnapshot) auditLine { return say("count", strconv.Itoa(len(e.Findings))) }),
 	on(func(e events.ReconcileFinding) auditLine {
-		return say("class", e.Class, "provider", e.Provider, "resource_kind", e.Kind, "resource_id", e.ID)
+		return say(append([]string{"class", e.Class, "provider", e.Provider, "resource_kind", e.Kind, "resource_id", e.ID}, failure(e.ErrorCode, e.ErrorArgs)...)...)
 	}),
-	on(func(e events.ReconcileFinished) auditLine { return say("state", e.State, "error", e.Error) }),
+	on(func(e events.ReconcileFinished) auditLine {
+		return say(append([]string{"state", e.State, "error", e.Error}, failure(e.ErrorCode, e.ErrorArgs)...)...)
+	}),
 	on(func(e events.PRRepoLinked) auditLine { return say("repo", e.Repo.String(), "by", e.By) }),
 	on(func(e events.PRRepoUnlinked) auditLine { return say("repo", e.Repo.String(), "by", e.By) }),
 	on(func(e events.PRChanged) auditLine {
@@ -255,7 +258,13 @@ var auditLines = declare(
 		return say("phase", e.Phase, "state", e.BuildState).also("comment", strconv.FormatInt(e.CommentID, 10))
 	}),
 	on(func(e events.PRReportFailed) auditLine {
-		return say("phase", e.Phase, "call", e.Call, "code", e.Code).also("reason", e.Reason)
+		// Code is a Bitbucket error's (providers.Code): worded as a step's
+		// provider failure is, from events written before and after.
+		kv := []string{"phase", e.Phase, "call", e.Call, "code", e.Code}
+		if e.Code != "" {
+			kv = append(kv, failure(events.FailureProvider, map[string]string{"provider": "bitbucket", "problem": e.Code})...)
+		}
+		return say(kv...).also("reason", e.Reason)
 	}),
 	on(func(e events.WaitlistJoined) auditLine {
 		return say("who", e.Who, "duration", strconv.FormatInt(e.DurationSeconds, 10))

@@ -150,3 +150,35 @@ func TestAuditLineCarriesTheFailureCode(t *testing.T) {
 		t.Errorf("JobFailed args %v, want %v", args, want)
 	}
 }
+
+// TestAuditLineCarriesWebhookAndReconcileCodes: a webhook attempt's and a
+// reconcile run's failure reach the audit as their code and parts, a
+// refused post on a pull request as a Bitbucket failure of its code; an
+// event written before the codes carries none (the dashboard then folds
+// its English under "the reason is in the original message").
+func TestAuditLineCarriesWebhookAndReconcileCodes(t *testing.T) {
+	cases := []struct {
+		p    events.Payload
+		want map[string]string
+	}{
+		{events.NotificationFailed{Attempt: 2, Status: 0, Error: "timed out: context deadline exceeded", ErrorCode: events.FailureWebhookTimeout, ErrorArgs: map[string]string{"bound": "10s"}},
+			map[string]string{"attempt": "2", "error": "timed out: context deadline exceeded", "error_code": "webhook_timeout", "bound": "10s"}},
+		{events.NotificationFailed{Attempt: 1, Status: 410, Error: "HTTP 410", Final: true, ErrorCode: events.FailureWebhookRefused},
+			map[string]string{"attempt": "1", "status": "410", "error": "HTTP 410", "final": "true", "error_code": "webhook_refused"}},
+		{events.NotificationFailed{Attempt: 1, Status: 503, Error: "HTTP 503"}, // before the codes
+			map[string]string{"attempt": "1", "status": "503", "error": "HTTP 503"}},
+		{events.ReconcileFinished{State: "failed", Error: "context deadline exceeded", ErrorCode: events.FailureReconcileTimeout, ErrorArgs: map[string]string{"bound": "5m0s"}},
+			map[string]string{"state": "failed", "error": "context deadline exceeded", "error_code": "reconcile_timeout", "bound": "5m0s"}},
+		{events.ReconcileFinished{State: "failed", Error: "abandoned: the run did not finish"}, // before the codes
+			map[string]string{"state": "failed", "error": "abandoned: the run did not finish"}},
+		{events.ReconcileFinding{Class: "unknown", Provider: "coolify", Kind: "project", ID: "p1", Detail: "could not check: …", ErrorCode: events.FailureProvider, ErrorArgs: map[string]string{"provider": "coolify", "problem": "server", "status": "502"}},
+			map[string]string{"class": "unknown", "provider": "coolify", "resource_kind": "project", "resource_id": "p1", "error_code": "provider", "problem": "server", "status": "502"}},
+		{events.PRReportFailed{Phase: "ready", Call: "bitbucket.AddComment", Code: "unauthorized", Reason: "no"},
+			map[string]string{"phase": "ready", "call": "bitbucket.AddComment", "code": "unauthorized", "error_code": "provider", "provider": "bitbucket", "problem": "unauthorized"}},
+	}
+	for _, tc := range cases {
+		if _, args, _ := projections.AuditLine(tc.p); !maps.Equal(args, tc.want) {
+			t.Errorf("%s args %v, want %v", tc.p.EventType(), args, tc.want)
+		}
+	}
+}

@@ -149,26 +149,27 @@ func TestWebhookDeliveriesAreHonest(t *testing.T) {
 		answer func(n int, w http.ResponseWriter, r *http.Request)
 		want   string // notify stream
 		err    string // the last failure's error contains
+		code   string // the last failure's code (events.FailureWebhook*)
 	}{
 		{"fails then recovers", func(n int, w http.ResponseWriter, r *http.Request) {
 			if n < 3 {
 				w.WriteHeader(http.StatusServiceUnavailable)
 			}
-		}, "A1 F1 A2 F2 A3 D3", "HTTP 503"},
+		}, "A1 F1 A2 F2 A3 D3", "HTTP 503", events.FailureWebhookReceiver},
 		{"always fails", func(n int, w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusInternalServerError) },
-			"A1 F1 A2 F2 A3 F3!", "HTTP 500"},
-		{"refuses", func(n int, w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusGone) }, "A1 F1!", "HTTP 410"},
+			"A1 F1 A2 F2 A3 F3!", "HTTP 500", events.FailureWebhookReceiver},
+		{"refuses", func(n int, w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusGone) }, "A1 F1!", "HTTP 410", events.FailureWebhookRefused},
 		{"times out once", func(n int, w http.ResponseWriter, r *http.Request) {
 			if n == 1 {
 				<-r.Context().Done() // never answers; the client gives up
 			}
-		}, "A1 F1 A2 D2", "timed out"},
+		}, "A1 F1 A2 D2", "timed out", events.FailureWebhookTimeout},
 		{"redirects", func(n int, w http.ResponseWriter, r *http.Request) {
 			http.Redirect(w, r, elseURL+"/steal", http.StatusFound)
-		}, "A1 F1!", "redirect not followed"},
+		}, "A1 F1!", "redirect not followed", events.FailureWebhookRedirect},
 		{"redirects keeping the body", func(n int, w http.ResponseWriter, r *http.Request) {
 			http.Redirect(w, r, elseURL+"/steal", http.StatusTemporaryRedirect)
-		}, "A1 F1!", "redirect not followed"},
+		}, "A1 F1!", "redirect not followed", events.FailureWebhookRedirect},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -194,6 +195,16 @@ func TestWebhookDeliveriesAreHonest(t *testing.T) {
 			}
 			if len(fails) > 0 && !strings.Contains(fails[len(fails)-1].Error, tc.err) {
 				t.Errorf("last failure %q, want it to say %q", fails[len(fails)-1].Error, tc.err)
+			}
+			// Every failure carries its code (the dashboard words it); a
+			// time-out names its bound.
+			for _, f := range fails {
+				if f.ErrorCode != tc.code {
+					t.Errorf("failure %d: code %q, want %q (%s)", f.Attempt, f.ErrorCode, tc.code, f.Error)
+				}
+				if want := map[bool]string{true: "2s"}[tc.code == events.FailureWebhookTimeout]; f.ErrorArgs["bound"] != want {
+					t.Errorf("failure %d: args %v, want bound %q", f.Attempt, f.ErrorArgs, want)
+				}
 			}
 			posts := rc.all()
 			if len(posts) != strings.Count(tc.want, "A") {
@@ -262,8 +273,12 @@ func TestWebhookDownAcrossRestart(t *testing.T) {
 	go func() { done <- n.Run(ctx) }()
 	defer func() { cancel(); <-done }()
 	evs := waitSettled(t, st, "j1", 1)
-	if got, _ := outcomes(evs); got != "A1 F1 A2 D2" {
+	got, fails := outcomes(evs)
+	if got != "A1 F1 A2 D2" {
 		t.Fatalf("notify stream %q, want A1 F1 A2 D2", got)
+	}
+	if fails[0].ErrorCode != events.FailureWebhookNoAnswer {
+		t.Errorf("a refused connection's code %q, want %q (%s)", fails[0].ErrorCode, events.FailureWebhookNoAnswer, fails[0].Error)
 	}
 	if p := rc.all(); len(p) != 1 || p[0].delivery != id || p[0].attempt != 2 || !p[0].signed {
 		t.Fatalf("posts after the restart: %+v, want one, delivery %s attempt 2, signed", p, id)
@@ -304,4 +319,26 @@ func (s *syncBuf) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestUnusableWebhookURLIsCoded: a URL no request can be made to fails
+// once, for good (it stays unusable until the setting changes), with the
+// code webhook_url (the dashboard says to check the server's webhook
+// setting), and the URL is in no event.
+func TestUnusableWebhookURLIsCoded(t *testing.T) {
+	t.Parallel()
+	st := memstore.New()
+	t.Cleanup(func() { st.Close() })
+	var logs syncBuf
+	notifier(t, st, "http://exa mple.test"+secretPath, &logs, 5*time.Second)
+	endJob(t, st, "j1")
+	got, fails := outcomes(waitSettled(t, st, "j1", 1))
+	if got != "A1 F1!" {
+		t.Fatalf("notify stream %q, want one attempt that failed for good", got)
+	}
+	for _, f := range fails {
+		if f.ErrorCode != events.FailureWebhookURL || strings.Contains(f.Error, "XSECRETXPATHX") {
+			t.Errorf("failure %d: code %q, error %q", f.Attempt, f.ErrorCode, f.Error)
+		}
+	}
 }

@@ -371,6 +371,10 @@ func (n *Notifier) deliver(ctx context.Context, d delivery) bool {
 			log.InfoContext(ctx, "notification delivered", "status", status, "attempt", attempt)
 		default:
 			f := events.NotificationFailed{JobID: d.jobID, DeliveryID: d.id, Attempt: attempt, Status: status}
+			// An unusable URL stays unusable until someone changes the
+			// setting: not retried.
+			retryable := (perr != nil && !errors.Is(perr, webhook.ErrURL)) || status/100 == 5 || status == http.StatusTooManyRequests || status == http.StatusRequestTimeout
+			f.ErrorCode, f.ErrorArgs = n.failureCode(perr, status, retryable)
 			switch {
 			case perr != nil:
 				f.Error = perr.Error()
@@ -379,7 +383,6 @@ func (n *Notifier) deliver(ctx context.Context, d delivery) bool {
 			default:
 				f.Error = fmt.Sprintf("HTTP %d", status)
 			}
-			retryable := perr != nil || status/100 == 5 || status == http.StatusTooManyRequests || status == http.StatusRequestTimeout
 			f.Final = !retryable || attempt >= n.cfg.Attempts
 			if !f.Final {
 				f.RetryAt = meta.Time.Add(n.backoff(attempt))
@@ -401,6 +404,26 @@ func (n *Notifier) deliver(ctx context.Context, d delivery) bool {
 		}
 	}
 	return false
+}
+
+// failureCode is a failed attempt's code (events.FailureWebhook*) and its
+// parts, which the dashboard words in the reader's language; the status
+// is NotificationFailed.Status.
+func (n *Notifier) failureCode(perr error, status int, retryable bool) (string, map[string]string) {
+	var te *webhook.TransportError
+	switch {
+	case errors.Is(perr, webhook.ErrURL):
+		return events.FailureWebhookURL, nil
+	case errors.As(perr, &te) && te.Timeout:
+		return events.FailureWebhookTimeout, map[string]string{"bound": n.timeout.String()}
+	case perr != nil:
+		return events.FailureWebhookNoAnswer, nil
+	case status/100 == 3:
+		return events.FailureWebhookRedirect, nil
+	case retryable:
+		return events.FailureWebhookReceiver, nil
+	}
+	return events.FailureWebhookRefused, nil
 }
 
 // backoff is the wait after the attempt-th failure.

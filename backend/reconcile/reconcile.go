@@ -23,6 +23,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -224,7 +225,7 @@ func (r *Reconciler) RunOnce(ctx context.Context, actor string) (Report, error) 
 	var opening []events.EventData
 	if prev.Run != nil && prev.Run.State == "running" {
 		// A run whose process died: close it honestly before the new one.
-		opening = append(opening, events.New(events.ReconcileFinished{RunID: prev.Run.ID, State: "failed", EndedAt: now, Error: "abandoned: the run did not finish"}, meta))
+		opening = append(opening, events.New(events.ReconcileFinished{RunID: prev.Run.ID, State: "failed", EndedAt: now, Error: "abandoned: the run did not finish", ErrorCode: events.FailureReconcileAbandoned}, meta))
 	}
 	sc := r.scopeNow(ctx)
 	opening = append(opening, events.New(events.ReconcileStarted{RunID: runID, Scope: sc.names(), StartedAt: now, ChangesOnly: true}, meta))
@@ -239,11 +240,14 @@ func (r *Reconciler) RunOnce(ctx context.Context, actor string) (Report, error) 
 	defer cancel()
 	current, runErr := r.compare(rctx, sc, prev.standing(), now)
 	state, msg := "done", ""
+	var code string
+	var codeArgs map[string]string
 	var changes []events.ReconcileFinding
 	if runErr != nil {
 		// Nothing was checked: record no change, so every standing finding
 		// holds (a failed run never drops or resolves anything).
 		state, msg, current = "failed", runErr.Error(), prev.standing()
+		code, codeArgs = r.failureCode(ctx, runErr)
 	} else {
 		changes = diff(prev.standing(), current, now)
 	}
@@ -280,7 +284,7 @@ func (r *Reconciler) RunOnce(ctx context.Context, actor string) (Report, error) 
 			evs = append(evs, events.New(events.ReconcileSnapshot{RunID: runID, Findings: chunk}, meta))
 		}
 	}
-	evs = append(evs, events.New(events.ReconcileFinished{RunID: runID, State: state, EndedAt: r.cfg.Clock.Now().UTC(), Counts: counts, Error: msg, Snapshot: snapshot}, meta))
+	evs = append(evs, events.New(events.ReconcileFinished{RunID: runID, State: state, EndedAt: r.cfg.Clock.Now().UTC(), Counts: counts, Error: msg, ErrorCode: code, ErrorArgs: codeArgs, Snapshot: snapshot}, meta))
 	// The findings and the end go in with the run's own fence: if another
 	// process took a stale run over meanwhile, this one records nothing.
 	// (Appends are bounded in size; a huge run is written in chunks.)
@@ -341,7 +345,7 @@ func key(f events.ReconcileFinding) string {
 func (r *Reconciler) compare(ctx context.Context, sc runScope, prev []events.ReconcileFinding, now time.Time) ([]events.ReconcileFinding, error) {
 	tracked, err := r.tracker.Tracked(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("read tracked resources: %w", err)
+		return nil, fmt.Errorf("%w: %w", errTracked, err)
 	}
 	byID := map[string]Tracked{}
 	for _, t := range tracked {
@@ -359,14 +363,14 @@ func (r *Reconciler) compare(ctx context.Context, sc runScope, prev []events.Rec
 		scope := "coolify:" + inv.UUID
 		if err := r.coolifyScope(ctx, inv, scope, byID, add); err != nil {
 			unknownScopes[scope] = true
-			add(events.ReconcileFinding{Class: events.FindingUnknown, Provider: "coolify", Kind: events.ResProject, ID: inv.UUID, Scope: scope, Detail: "could not check: " + err.Error()})
+			add(couldNotCheck("coolify", events.ResProject, inv.UUID, scope, "", err))
 		}
 	}
 	for _, key := range sc.bitbucket {
 		scope := "bitbucket:" + key
 		if err := r.bitbucketScope(ctx, key, scope, byID, add); err != nil {
 			unknownScopes[scope] = true
-			add(events.ReconcileFinding{Class: events.FindingUnknown, Provider: "bitbucket", Kind: "project", ID: key, Scope: scope, Detail: "could not check: " + err.Error()})
+			add(couldNotCheck("bitbucket", "project", key, scope, "", err))
 		}
 	}
 	if err := ctx.Err(); err != nil {
@@ -520,7 +524,7 @@ func (r *Reconciler) coolifyScope(ctx context.Context, inv providers.ProjectInve
 		case providers.Absent:
 			add(events.ReconcileFinding{Class: events.FindingDrift, Provider: "coolify", Kind: t.Kind, ID: t.ID, Scope: scope, Slot: t.Slot, Detail: "gone at Coolify"})
 		case providers.Unknown:
-			add(events.ReconcileFinding{Class: events.FindingUnknown, Provider: "coolify", Kind: t.Kind, ID: t.ID, Scope: scope, Slot: t.Slot, Detail: "could not check: " + errString(err)})
+			add(couldNotCheck("coolify", t.Kind, t.ID, scope, t.Slot, err))
 		}
 		// Found but not listed in this project: it moved; not this
 		// scope's business.
@@ -585,10 +589,41 @@ func (r *Reconciler) bitbucketScope(ctx context.Context, project, scope string, 
 		case providers.Absent:
 			add(events.ReconcileFinding{Class: events.FindingDrift, Provider: "bitbucket", Kind: events.ResRepository, ID: t.ID, Scope: scope, Slot: t.Slot, Detail: "gone at Bitbucket"})
 		case providers.Unknown:
-			add(events.ReconcileFinding{Class: events.FindingUnknown, Provider: "bitbucket", Kind: events.ResRepository, ID: t.ID, Scope: scope, Slot: t.Slot, Detail: "could not check: " + errString(err)})
+			add(couldNotCheck("bitbucket", events.ResRepository, t.ID, scope, t.Slot, err))
 		}
 	}
 	return nil
+}
+
+// couldNotCheck is the unknown finding of a scope whose listing, or of a
+// tracked resource whose lookup, failed (err nil: no answer).
+// A provider's answer is coded (events.FailureProvider: provider, problem,
+// and its HTTP status as args "status") for the dashboard's words; any
+// other error has no code, and the class's explanation says it.
+func couldNotCheck(provider, kind, id, scope, slot string, err error) events.ReconcileFinding {
+	f := events.ReconcileFinding{Class: events.FindingUnknown, Provider: provider, Kind: kind, ID: id, Scope: scope, Slot: slot, Detail: "could not check: " + errString(err)}
+	if pe, ok := providers.AsError(err); ok {
+		f.ErrorCode, f.ErrorArgs = events.FailureProvider, map[string]string{"provider": provider, "problem": string(pe.Code)}
+		if pe.Status != 0 {
+			f.ErrorArgs["status"] = strconv.Itoa(pe.Status)
+		}
+	}
+	return f
+}
+
+// failureCode is a failed run's code (events.FailureReconcile*) and its
+// parts: its own bound ran out, the server stopped (ctx, the caller's,
+// ended), or the tracked resources could not be read.
+func (r *Reconciler) failureCode(ctx context.Context, err error) (string, map[string]string) {
+	switch {
+	case ctx.Err() != nil:
+		return events.FailureReconcileStopped, nil
+	case errors.Is(err, context.DeadlineExceeded):
+		return events.FailureReconcileTimeout, map[string]string{"bound": r.cfg.RunTimeout.String()}
+	case errors.Is(err, errTracked):
+		return events.FailureReconcileTracked, nil
+	}
+	return events.FailureInternal, nil
 }
 
 // RunView is a run as the API shows it.
@@ -600,7 +635,15 @@ type RunView struct {
 	Scope     []string       `json:"scope"`
 	Counts    map[string]int `json:"counts"`
 	Error     string         `json:"error,omitempty"`
+	// ErrorCode and ErrorArgs are Error as a code (events.FailureReconcile*)
+	// and its parts, for the dashboard's words; absent for a run recorded
+	// before the codes (its Error is then all there is).
+	ErrorCode string            `json:"error_code,omitempty"`
+	ErrorArgs map[string]string `json:"error_args,omitempty"`
 }
+
+// errTracked: the slots' tracked resources could not be read.
+var errTracked = errors.New("read tracked resources")
 
 // Report is the latest run and its findings (GET /api/reconcile).
 type Report struct {
@@ -767,7 +810,7 @@ func (x *runEvents) view() *RunView {
 	v := &RunView{ID: x.id, State: "running", StartedAt: s.StartedAt, Scope: s.Scope, Counts: map[string]int{}}
 	if f := x.finished; f != nil {
 		t := f.EndedAt
-		v.State, v.EndedAt, v.Counts, v.Error = f.State, &t, f.Counts, f.Error
+		v.State, v.EndedAt, v.Counts, v.Error, v.ErrorCode, v.ErrorArgs = f.State, &t, f.Counts, f.Error, f.ErrorCode, f.ErrorArgs
 	}
 	return v
 }

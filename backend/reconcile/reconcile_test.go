@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/slotkeeper/slotkeeper/backend/clock"
+	"github.com/slotkeeper/slotkeeper/backend/providers"
 	"github.com/slotkeeper/slotkeeper/backend/providers/bitbucket"
 	"github.com/slotkeeper/slotkeeper/backend/providers/coolify"
 	"github.com/slotkeeper/slotkeeper/backend/providers/sim"
@@ -44,6 +45,7 @@ type staticTracker struct {
 	list  []reconcile.Tracked
 	block chan struct{} // if set, Tracked waits for it
 	in    chan struct{}
+	err   error // if set, Tracked fails so
 }
 
 func (s *staticTracker) Tracked(ctx context.Context) ([]reconcile.Tracked, error) {
@@ -55,7 +57,7 @@ func (s *staticTracker) Tracked(ctx context.Context) ([]reconcile.Tracked, error
 			return nil, ctx.Err()
 		}
 	}
-	return s.list, nil
+	return s.list, s.err
 }
 
 func newWorld(t *testing.T, pageLimit int) *world {
@@ -247,6 +249,20 @@ func TestListFailureIsUnknownAndKeepsFindings(t *testing.T) {
 	if rep.Run.Counts[events.FindingUnknown] == 0 {
 		t.Fatalf("counts: %v", rep.Run.Counts)
 	}
+	// The provider's answer is coded for the dashboard's words (a 500 is
+	// Coolify's own error); a hang has no answer to code.
+	for _, f := range rep.Findings {
+		switch {
+		case f.Class == events.FindingUnknown && f.ID == p:
+			if f.ErrorCode != events.FailureProvider || f.ErrorArgs["provider"] != "coolify" || f.ErrorArgs["problem"] != string(providers.CodeServer) || f.ErrorArgs["status"] != "500" {
+				t.Errorf("the failing Coolify scope's code: %q %v (%s)", f.ErrorCode, f.ErrorArgs, f.Detail)
+			}
+		case f.Class == events.FindingUnknown && f.ID == "SLOT":
+			if f.ErrorCode == events.FailureProvider && f.ErrorArgs["status"] != "" {
+				t.Errorf("a hang coded as an answer: %q %v (%s)", f.ErrorCode, f.ErrorArgs, f.Detail)
+			}
+		}
+	}
 }
 
 // TestOneRunAtATime: a second process cannot open a run while one is open.
@@ -292,6 +308,10 @@ func TestAbandonedRunIsTakenOver(t *testing.T) {
 	evs, _ := w.store.ReadStream(ctxT(t), events.ReconcileStream, 0, 0, events.Forward)
 	if evs[1].Type != "ReconcileFinished" || !strings.Contains(string(evs[1].Data), `"dead"`) || !strings.Contains(string(evs[1].Data), "abandoned") {
 		t.Fatalf("the dead run was not closed honestly: %s %s", evs[1].Type, evs[1].Data)
+	}
+	// Its code says it in the reader's language (events.FailureReconcile*).
+	if p, _ := events.Decode(evs[1]); p.(events.ReconcileFinished).ErrorCode != events.FailureReconcileAbandoned {
+		t.Errorf("the dead run's code: %s", evs[1].Data)
 	}
 }
 
@@ -572,6 +592,41 @@ func TestFailedRunKeepsFindings(t *testing.T) {
 	if rep.Run.State != "failed" || !has(rep, events.FindingOrphan, events.ResApplication, strayApp) || len(rep.Findings) != 1 {
 		t.Fatalf("run %+v findings %v", rep.Run, summary(rep))
 	}
+	// The run's failure is coded on the log and in the report: its own
+	// bound ran out.
+	if rep.Run.ErrorCode != events.FailureReconcileTimeout || rep.Run.ErrorArgs["bound"] != "50ms" {
+		t.Errorf("the report's failure: %q %v (%s)", rep.Run.ErrorCode, rep.Run.ErrorArgs, rep.Run.Error)
+	}
+	if f := lastFinished(t, w); f.ErrorCode != events.FailureReconcileTimeout || f.ErrorArgs["bound"] != "50ms" {
+		t.Errorf("ReconcileFinished: %+v", f)
+	}
+	// The tracked resources cannot be read (the log answers an error).
+	w.tracker.block, w.tracker.err = nil, errors.New("store: closed")
+	rep = run(t, w.reconciler(reconcile.Config{}))
+	if rep.Run.State != "failed" || rep.Run.ErrorCode != events.FailureReconcileTracked || len(rep.Findings) != 1 {
+		t.Fatalf("run %+v findings %v", rep.Run, summary(rep))
+	}
+	if f := lastFinished(t, w); f.ErrorCode != events.FailureReconcileTracked || !strings.Contains(f.Error, "store: closed") {
+		t.Errorf("ReconcileFinished: %+v", f)
+	}
+}
+
+// lastFinished is the reconcile stream's last ReconcileFinished.
+func lastFinished(t *testing.T, w *world) events.ReconcileFinished {
+	t.Helper()
+	evs, err := w.store.ReadStream(ctxT(t), events.ReconcileStream, 0, 0, events.Forward)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := len(evs) - 1; i >= 0; i-- {
+		if p, _ := events.Decode(evs[i]); p != nil {
+			if f, ok := p.(events.ReconcileFinished); ok {
+				return f
+			}
+		}
+	}
+	t.Fatal("no ReconcileFinished")
+	return events.ReconcileFinished{}
 }
 
 // slotView folds real slot and job events into a slot's view, as the read

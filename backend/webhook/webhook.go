@@ -52,7 +52,7 @@ func New(rawURL, secret string, client *http.Client) *Sender {
 func (s *Sender) Post(ctx context.Context, body []byte, hdr http.Header) (int, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(body))
 	if err != nil {
-		return 0, errors.New("the webhook URL is not usable")
+		return 0, ErrURL
 	}
 	for k, v := range hdr {
 		req.Header[k] = v
@@ -88,19 +88,32 @@ func Verify(secret string, body []byte, sig string) bool {
 	return hmac.Equal([]byte(Sign(secret, body)), []byte(sig))
 }
 
+// ErrURL: the webhook URL is not one a request can be made to.
+var ErrURL = errors.New("the webhook URL is not usable")
+
+// TransportError is a POST that got no answer: the connection failed, was
+// cut, or the answer did not come in time (Timeout). Its message never
+// holds the URL. Callers record what kind it was (notify's failure codes).
+type TransportError struct {
+	Timeout bool
+	msg     string
+}
+
+func (e *TransportError) Error() string { return e.msg }
+
 // redact strips the URL from a transport error (net/http's *url.Error
 // prints it) and, to be sure, any copy of it left in the message.
 func (s *Sender) redact(err error) error {
 	var ue *url.Error
-	msg := err.Error()
+	msg, timeout := err.Error(), false
 	if errors.As(err, &ue) {
-		msg = ue.Err.Error()
-		if ue.Timeout() {
+		msg, timeout = ue.Err.Error(), ue.Timeout()
+		if timeout {
 			msg = "timed out: " + msg
 		}
 	}
 	msg = strings.ReplaceAll(msg, s.url, RedactURL(s.url))
-	return errors.New(msg)
+	return &TransportError{Timeout: timeout, msg: msg}
 }
 
 // RedactURL shows a webhook URL without what makes it a secret: only its

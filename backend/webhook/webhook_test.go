@@ -2,7 +2,9 @@ package webhook
 
 import (
 	"context"
+	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -62,5 +64,28 @@ func TestSender(t *testing.T) {
 	_, err := New(hook.URL+"/hooks/XSECRETX", "", nil).Post(context.Background(), nil, nil)
 	if err == nil || strings.Contains(err.Error(), "XSECRETX") {
 		t.Errorf("error to a closed server: %v", err)
+	}
+}
+
+// TestPostErrorsSayTheirKind: a URL no request can be made to is ErrURL, a
+// refused connection a *TransportError that is no time-out (the notifier
+// records their codes, events.FailureWebhook*); neither names the URL.
+func TestPostErrorsSayTheirKind(t *testing.T) {
+	if _, err := New("http://exa mple.test/XSECRETX", "", nil).Post(context.Background(), []byte("{}"), nil); !errors.Is(err, ErrURL) {
+		t.Errorf("an unusable URL: %v, want ErrURL", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + ln.Addr().String() + "/XSECRETX"
+	ln.Close() // nothing listens there: the connection is refused
+	_, err = New(url, "", nil).Post(context.Background(), []byte("{}"), nil)
+	var te *TransportError
+	if !errors.As(err, &te) || te.Timeout {
+		t.Fatalf("a refused connection: %#v, want a *TransportError, no time-out", err)
+	}
+	if strings.Contains(err.Error(), "XSECRETX") {
+		t.Errorf("the error names the URL: %v", err)
 	}
 }

@@ -132,25 +132,39 @@ export function stateReason(v: Pick<SlotView, "state_reason" | "state_reason_cod
   return codedText("reason", v.state_reason_code, v.state_reason_args, v.state_reason ?? "", t);
 }
 
-const SYSTEM_ACTORS = ["deadline", "demo", "notifier", "oidc", "readiness", "reconcile", "repair", "rescuer", "shutdown", "waitlist"] as const;
+const SYSTEM_ACTORS = ["bootstrap", "cli", "deadline", "demo", "identity", "notifier", "oidc", "pull-requests", "readiness", "reconcile", "repair", "rescuer", "settings", "shutdown", "waitlist"] as const;
 
 /**
  * actorName says who did something in the reader's language: a person's
  * name as written; the server's own actors ("system:deadline", the ids in
- * backend/… meta) as words ("the deadline timer"); a worker by its id.
- * Issue 27 item 10: "system:deadline" reached Korean pages untranslated.
+ * backend/… meta) as words ("the deadline timer"); a job's worker by its
+ * number (workerName). Issue 27 item 10: "system:deadline" reached Korean
+ * pages untranslated. The Actor component shows the same words with the raw
+ * id as its title, for operators.
  */
 export function actorName(actor: string | undefined, t: T): string {
   if (!actor) return "";
-  const sys = /^system:(\w+)$/.exec(actor);
+  const sys = /^system:([\w-]+)$/.exec(actor);
   if (sys) {
     const k = `actor.system.${sys[1]}`;
     return (SYSTEM_ACTORS as readonly string[]).includes(sys[1] ?? "") && known(k) ? t(k as Key) : t("actor.system", { what: sys[1] ?? "" });
   }
   if (actor === "system:") return t("actor.system", { what: "" });
-  // A job's worker (worker:<process>/<worker>): the server's, said so, with its id.
-  if (actor.startsWith("worker:")) return t("actor.worker", { id: actor.slice("worker:".length) });
+  if (actor.startsWith("worker:")) return workerName(actor, t);
   return actor;
+}
+
+/**
+ * workerName says a job's worker as a person reads it: "Slotkeeper worker
+ * 2", its number among its process's workers (backend/jobs: the id is
+ * worker:<host:pid>/<nonce>/<n>), not the id — a host, a process id and a
+ * nonce that mean something only to an operator, who finds the whole id in
+ * the Actor's title and the event's data. An id of another shape (an older
+ * log, a test's "w1") is "a Slotkeeper worker".
+ */
+export function workerName(id: string, t: T): string {
+  const n = /^worker:.+\/(\d+)$/.exec(id)?.[1];
+  return n === undefined ? t("actor.worker_any") : t("actor.worker", { n: Number(n) + 1 });
 }
 
 /** isPerson is false for the server's own actors and workers, which are not offered as people to filter by. */
@@ -372,6 +386,8 @@ function auditArg(name: string, v: string, t: T): string {
       return reasonText(v, t);
     case "lifecycle":
       return t.dyn("lifecycle", v);
+    case "worker":
+      return workerName(v, t);
   }
   return v;
 }

@@ -13,7 +13,7 @@ import { resetAuth, setAuthForTest } from "../auth/session";
 import { FailureSentence, failureOf } from "../components/Recovery";
 import { JobTimeline } from "../components/JobTimeline";
 import { appStatusText } from "../components/AppStatus";
-import { actorName, auditSummary, failureText, resourceLabel } from "../format";
+import { actorName, auditSummary, failureText, resourceLabel, workerName } from "../format";
 import { AuditPage } from "../pages/AuditPage";
 import { JobPage } from "../pages/JobPage";
 import type { AuditEntry } from "../services/audit";
@@ -199,7 +199,19 @@ describe("the server's own actors in an audit line", () => {
     expect(auditSummary(e("JobQueued", { kind: "reset", by: "minjun" }), T)).toBe("minjun님이 초기화 요청");
     expect(auditSummary(e("JobQueued", { kind: "reset", by: "system:deadline" }), makeT("en"))).not.toContain("system:");
     // A job's worker is the server's too (found on the walk: "worker:vm:17669/c9bcb67a/0" in the actor column).
-    expect(actorName("worker:vm:17669/c9bcb67a/0", T)).toBe("Slotkeeper 워커 vm:17669/c9bcb67a/0");
+    // By its number among its process's workers (counted from 1), not its id: host, process and nonce mean something to an operator only.
+    expect(actorName("worker:vm:17669/c9bcb67a/0", T)).toBe("Slotkeeper 워커 1");
+    expect(actorName("worker:vm:17669/c9bcb67a/3", makeT("en"))).toBe("Slotkeeper worker 4");
+    // An id of another shape (an older log's) is still the server's worker, never shown bare.
+    expect(actorName("worker:vm:17669", T)).toBe("Slotkeeper 워커");
+    expect(workerName("w1", makeT("en"))).toBe("a Slotkeeper worker");
+    // The pull-request flow's actor has a hyphen in its name.
+    expect(actorName("system:pull-requests", T)).toBe("Slotkeeper (풀 리퀘스트 흐름)");
+    // Found on the walk's audit: the admin command's and the store's own actors.
+    expect(actorName("system:cli", T)).toBe("Slotkeeper (명령줄)");
+    expect(actorName("system:identity", T)).toBe("Slotkeeper (이벤트 저장소)");
+    // A worker in a line (JobClaimed's args) is said the same way.
+    expect(auditSummary(e("JobClaimed", { attempt: "1", worker: "worker:vm:17669/c9bcb67a/0" }), T)).toBe("Slotkeeper 워커 1이 1번째 시도 시작");
   });
 
   it("words a wait's phase and why a session ended, each once (found on the walk: 단계 building, 세션 종료(logout): logout)", () => {

@@ -4,7 +4,8 @@ import { momentHref } from "../replay/moment";
 import { auditService, isPerson, type AuditEntry } from "../services/audit";
 import { CommandError } from "../components/CommandError";
 import { When } from "../components/When";
-import { actorName, auditFailure, auditSummary } from "../format";
+import { auditFailure, auditSummary } from "../format";
+import { Actor } from "../components/Actor";
 import { FailureRaw } from "../components/FailureRaw";
 import { useT } from "../i18n";
 import { useLiveAudit } from "../live/store";
@@ -211,7 +212,9 @@ export function AuditPage() {
                 </td>
                 <td data-label={t("audit.kind")}>{t.dyn("event", e.type)}</td>
                 <td data-label={t("audit.slot")} className="nowrap">{e.slot ? <Link href={`/slots/${encodeURIComponent(e.slot)}`}>{e.slot}</Link> : ""}</td>
-                <td data-label={t("audit.actor")}>{actorName(e.actor, t)}</td>
+                <td data-label={t("audit.actor")}>
+                  <Actor actor={e.actor} />
+                </td>
                 <td data-label={t("audit.summary")} data-testid="audit-summary">
                   {/* One block: on a phone the cell is a label-and-value grid, and the fold belongs under the value. */}
                   <div>

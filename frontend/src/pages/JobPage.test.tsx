@@ -79,7 +79,9 @@ describe("job page", () => {
     expect(recovery).toMatch(/e-1/);
     // The step's HTTP status on its timeline row (issue 35: one timeline, no step list beside it).
     expect(screen.getByTestId("job-timeline").textContent).toMatch(/HTTP 503/);
-    expect(screen.getByTestId("attempts").textContent).toMatch(/w1/);
+    // The worker in words; its id ("w1" here) as the line's tooltip, for operators.
+    expect(screen.getByTestId("attempts").textContent).toMatch(/by a Slotkeeper worker,/);
+    expect(screen.getByTestId("attempts").querySelector("li")?.getAttribute("title")).toBe("w1");
     const types = [...screen.getByTestId("timeline").querySelectorAll("li")].map((li) => li.getAttribute("data-type"));
     expect(types).toEqual(["JobQueued", "JobClaimed", "JobAbandoned"]);
   });

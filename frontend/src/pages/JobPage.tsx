@@ -11,13 +11,14 @@ import { CommandError } from "../components/CommandError";
 import { LoadFallback } from "../components/LoadFallback";
 import { RecoveryNotice, failureOf } from "../components/Recovery";
 import { completedSteps } from "../components/Steps";
+import { Actor } from "../components/Actor";
 import { JobTimeline } from "../components/JobTimeline";
 import { HEARTBEATS } from "./timelineModel";
 import { eventCategory, jobTiming, jobTitle, resumeCheck } from "../components/jobText";
 import { CopyButton, ResourceId } from "../components/ResourceId";
 import { CleanupHow } from "../components/CleanupHow";
 import { cleanupOf, jobLeftovers } from "../leftovers";
-import { actorName, failureText, formatSpan, formatTime, reasonText, resourceLabel, untouched } from "../format";
+import { actorName, failureText, workerName, formatSpan, formatTime, reasonText, resourceLabel, untouched } from "../format";
 import { useT, type Key, type T } from "../i18n";
 import { When } from "../components/When";
 import { noteServerInstant } from "../live/clock";
@@ -198,10 +199,11 @@ function JobDetail({ job }: { job: JobView }) {
         </summary>
       <ul data-testid="attempts">
         {(job.attempts ?? []).map((a) => (
-          <li key={a.number}>
+          // The worker by its number; its whole id (host, process, worker) as the line's tooltip, for operators.
+          <li key={a.number} title={a.worker} data-worker={a.worker}>
             {t("job.attempt_line", {
               number: a.number,
-              worker: a.worker,
+              worker: workerName(a.worker, t),
               claimed: formatTime(a.claimed_at, t.lang),
               lease: formatTime(a.lease_until, t.lang),
             })}
@@ -268,7 +270,8 @@ export function eventSummary(data: unknown, t: T, type = ""): string {
   const parts: string[] = [];
   if (typeof d.step === "string") parts.push(t.dyn("step", d.step));
   if (typeof d.attempt === "number" && d.attempt > 0) parts.push(`#${d.attempt}`);
-  if (typeof d.worker === "string") parts.push(d.worker);
+  // A worker by its number; its id is in the event's data, below the line.
+  if (typeof d.worker === "string") parts.push(workerName(d.worker, t));
   if (typeof d.resource === "object" && d.resource !== null) {
     const r = d.resource as { kind?: unknown; id?: unknown };
     if (typeof r.kind === "string" && typeof r.id === "string") parts.push(`${t.dyn("res", r.kind)} ${r.id}`);
@@ -484,7 +487,12 @@ function HistoryEvent({ e, slot, open, onToggle }: { e: RecordedEvent; slot: str
           <span className="ev-rev">#{e.revision}</span> <span className={`badge ev-cat ev-cat-${cat}`}>{t(CATEGORY_KEY[cat])}</span>{" "}
           <strong className="ev-type">{t.dyn("event", e.type)}</strong> <span className="muted small">
             <When iso={e.meta?.time} />
-            {e.meta?.actor ? ` · ${actorName(e.meta.actor, t)}` : ""}
+            {e.meta?.actor && (
+              <>
+                {" · "}
+                <Actor actor={e.meta.actor} />
+              </>
+            )}
           </span>
           <span className="ev-summary">{eventSummary(e.data, t, e.type)}</span>
         </summary>

@@ -226,6 +226,30 @@ describe("reconciliation page", () => {
     expect(screen.queryByTestId("recon-run")).toBeNull();
   });
 
+  it("words a failed run from its code, in English and Korean, the server's English folded; a run recorded before the codes as before", async () => {
+    const failed = (over: Partial<NonNullable<ReconcileReport["run"]>>) => report([], { run: { ...report([]).run!, state: "failed", ...over } });
+    answers.report = failed({ error: "context deadline exceeded", error_code: "reconcile_timeout", error_args: { bound: "5m0s" } });
+    await mount();
+    expect(screen.getByTestId("recon-run-error").textContent).toBe("Error: the check took longer than its bound (5m 0s); the findings were left as they were");
+    expect(within(screen.getByTestId("recon-run-state")).getByTestId("failure-raw").querySelector("pre")?.textContent).toBe("context deadline exceeded");
+    cleanup();
+    setLang("ko");
+    answers.report = failed({ error: "abandoned: the run did not finish", error_code: "reconcile_abandoned" });
+    await mount();
+    expect(screen.getByTestId("recon-run-error").textContent).toBe("오류: 점검이 끝나지 않았습니다. 점검하던 서버가 멈췄고, 다음 점검이 이를 닫았습니다");
+    cleanup();
+    answers.report = failed({ error: "abandoned: the run did not finish" });
+    await mount();
+    expect(screen.getByTestId("recon-run-error").textContent).toBe("오류: 이유는 원문 메시지에 있습니다");
+    expect(within(screen.getByTestId("recon-run-state")).getByTestId("failure-raw").querySelector("pre")?.textContent).toBe("abandoned: the run did not finish");
+  });
+
+  it("says why an unknown finding could not be checked when a provider answered", async () => {
+    answers.report = report([finding({ class: "unknown", kind: "project", id: "p-1", detail: "could not check: coolify.ListApplications: unauthorized (HTTP 401)", error_code: "provider", error_args: { provider: "coolify", problem: "unauthorized", status: "401" } })]);
+    await mount();
+    expect(screen.getByTestId("finding-failure").textContent).toBe(" Why: the API token was not accepted (Coolify, HTTP 401).");
+  });
+
   it("says when no run has happened yet", async () => {
     answers.report = { run: null, findings: [], position: 0 };
     await mount();

@@ -6,7 +6,7 @@ import { atLeast } from "../auth/roles";
 import { useSubject } from "../auth/session";
 import { CommandError } from "../components/CommandError";
 import { ConfirmPlan } from "../components/ConfirmPlan";
-import { formatTime } from "../format";
+import { failureText, formatTime } from "../format";
 import { useT } from "../i18n";
 import { useLive } from "../live/store";
 import { useCommand } from "../live/useCommand";
@@ -106,7 +106,14 @@ function RunSummary({ rep }: { rep: ReconcileReport }) {
         <span className={`badge badge-${r.state === "done" ? "done" : r.state === "running" ? "running" : "failed"}`}>
           {t(`recon.run_${r.state}`)}
         </span>
-        {r.error && <> {t("common.error", { message: r.error })}</>}
+        {/* The failure in the reader's words from its code; the server's English folded (a run recorded before the codes: only there). */}
+        {(r.error || r.error_code) && (
+          <>
+            {" "}
+            <span data-testid="recon-run-error">{t("common.error", { message: failureText({ code: r.error_code, args: r.error_args }, t) })}</span>
+            <FailureRaw failure={{ code: r.error_code, raw: r.error }} />
+          </>
+        )}
       </dd>
       <dt>{t("recon.started")}</dt>
       <dd>{formatTime(r.started_at, t.lang)}</dd>
@@ -140,7 +147,12 @@ function FindingRow({ f, rep, operator }: { f: Finding; rep: ReconcileReport | u
       {f.name && <> ({f.name})</>}
       <div className="finding-meta">
         {t(`recon.explain_${f.class}`)}
+        {/* Why it could not be checked, when a provider answered: in the reader's words, from its code. */}
+        {f.error_code && f.class === "unknown" && (
+          <span data-testid="finding-failure"> {t("recon.unknown_why", { text: failureText({ code: f.error_code, args: f.error_args, status: f.error_args?.status, target: false }, t) })}</span>
+        )}
         {f.slot && <> {t("recon.slot", { slot: f.slot })}</>}
+        {/* A space of its own: the sentence before it ends with a period ("…HTTP 502).since" was found on the walk). */}{" "}
         <span className="muted">{t("recon.since", { time: formatTime(f.since, t.lang) })}</span>
         {/* The reconciler's own English ("gone at Coolify", "could not check: …"): folded under the class's explanation. */}
         {f.detail && f.class !== "resolved" && <FailureRaw failure={{ raw: f.detail }} />}

@@ -3,6 +3,7 @@ import { Link, useLocation } from "wouter";
 import { fromLocalInput, momentHref } from "./moment";
 import { replayService, type SlotChange } from "../services/replay";
 import type { Resource } from "../services/resources";
+import { Actor } from "../components/Actor";
 import { CommandError } from "../components/CommandError";
 import { LoadFallback } from "../components/LoadFallback";
 import { formatTime, stateReason } from "../format";
@@ -182,7 +183,7 @@ function TimelineRows({ name, at }: { name: string; at?: string }) {
               </span>
             )}{" "}
             <span className="muted small">
-              {t.dyn("event", c.type)} · {c.actor}
+              {t.dyn("event", c.type)} · <Actor actor={c.actor} />
             </span>{" "}
             <Link href={momentHref(name, c.position)} data-testid="asof-row-link">
               {t("asof.here")}

@@ -4,7 +4,7 @@ import * as v from "valibot";
 import { query, request } from "./http";
 import { jobAccepted } from "./jobs";
 import { Plan } from "./slots";
-import { decoder, int, list, optStr, str } from "./wire";
+import { decoder, int, list, optStr, str, strMap } from "./wire";
 
 export type FindingClass = "orphan" | "drift" | "unknown" | "resolved";
 
@@ -20,6 +20,9 @@ export const Finding = v.object({
   scope: v.optional(str, ""),
   slot: optStr,
   detail: optStr,
+  /** An unknown finding's failure as a code (events.FailureProvider, args provider, problem, status); detail is the reconciler's English. */
+  error_code: optStr,
+  error_args: v.optional(strMap),
   since: v.optional(str, ""),
 });
 export type Finding = v.InferOutput<typeof Finding>;
@@ -31,7 +34,10 @@ export const ReconcileRun = v.object({
   ended_at: optStr,
   scope: list(str),
   counts: v.optional(v.nullable(v.record(v.string(), int)), null),
+  /** The server's own English; the page words error_code (events.FailureReconcile*) and folds this. */
   error: optStr,
+  error_code: optStr,
+  error_args: v.optional(strMap),
 });
 export type ReconcileRun = v.InferOutput<typeof ReconcileRun>;
 
