@@ -83,6 +83,9 @@ func NewListener(ln net.Listener, o ListenerOptions) *Listener {
 	}}
 }
 
+// WriteTimeout is the server's bound on writing one response.
+func (l *Listener) WriteTimeout() time.Duration { return l.srv.WriteTimeout }
+
 // Start serves in the background.
 func (l *Listener) Start(context.Context) error {
 	l.once.Do(func() {

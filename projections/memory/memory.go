@@ -262,6 +262,9 @@ func NewWithLimits(log projections.Log, lim Limits) *Store {
 	}
 }
 
+// Limits are the limits in force (the defaults filled in).
+func (s *Store) Limits() Limits { return s.lim }
+
 // Apply implements projections.Target. Readers see either none or all of a
 // batch, because the batch is applied under the write lock.
 func (s *Store) Apply(ctx context.Context, evs []projections.Event) ([]projections.Change, error) {

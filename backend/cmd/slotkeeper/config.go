@@ -15,8 +15,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/slotkeeper/slotkeeper/backend/httpapi"
 	"github.com/slotkeeper/slotkeeper/backend/providers"
 	"github.com/slotkeeper/slotkeeper/backend/pullrequests"
+	"github.com/slotkeeper/slotkeeper/projections"
+	"github.com/slotkeeper/slotkeeper/projections/memory"
 )
 
 // Config is everything `slotkeeper serve` can be told. Every field has a
@@ -86,6 +89,20 @@ type Config struct {
 	SSEWriteTimeout time.Duration
 	SSEResumeWait   time.Duration
 	ShutdownTimeout time.Duration
+
+	// WriteTimeout bounds writing one response (http.Server.WriteTimeout
+	// and httpapi.Deps.WriteTimeout: the backup download's per-write
+	// deadline). docs/server.md "Write deadline".
+	WriteTimeout time.Duration
+	// ClosedPRs and ClosedPRAge are the memory read model's closed pull
+	// requests kept (memory.Limits; docs/pull-requests.md "Closed pull
+	// requests leave memory"). 0 (a Config built in code) is the default.
+	ClosedPRs   int
+	ClosedPRAge time.Duration
+
+	// serving, when set (tests), is called once the HTTP server is
+	// built, with it and the API's dependencies.
+	serving func(api *httpapi.Listener, d httpapi.Deps)
 
 	LogLevel  string
 	LogFormat string
@@ -163,6 +180,9 @@ func serveFlags(fs *flag.FlagSet, c *Config) {
 	fs.IntVar(&c.SSEHistory, "sse-history", 4096, "recent changes kept so that reconnecting clients resume exactly")
 	fs.DurationVar(&c.SSEWriteTimeout, "sse-write-timeout", 2*time.Second, "a stream write taking longer disconnects the client (it resumes)")
 	fs.DurationVar(&c.SSEResumeWait, "sse-resume-wait", 5*time.Second, "how long a client resuming from an id this process has not projected yet waits for it before a 503 (at most --heartbeat)")
+	fs.DurationVar(&c.WriteTimeout, "write-timeout", httpapi.DefaultWriteTimeout, "how long one response may take to be written, from its request's headers to its last byte (the live stream excepted; the backup download: each write); 1m..1h (docs/server.md)")
+	fs.IntVar(&c.ClosedPRs, "closed-prs", memory.DefaultClosedPRs, "closed pull requests the memory read model keeps at least, the most recently changed (50..1000000; older ones within --closed-pr-age stay too)")
+	fs.DurationVar(&c.ClosedPRAge, "closed-pr-age", memory.DefaultClosedPRAge, "a closed pull request changed within this of the log's newest event stays in the memory read model (1h..8760h)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 20*time.Second, "how long SIGTERM waits for jobs to stop and requests to end")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", "text", "text or json")
@@ -502,6 +522,15 @@ func (c *Config) validateServing() error {
 	if c.SSEHistory < 16 || c.SSEHistory > 1<<20 {
 		return cfgErr("sse-history", "use 16..1048576")
 	}
+	if c.WriteTimeout < minWriteTimeout || c.WriteTimeout > maxWriteTimeout {
+		return cfgErr("write-timeout", "use %s..%s (a shorter one cuts answers a slow handler or a slow phone is still within bounds for: docs/server.md)", fmtDuration(minWriteTimeout), fmtDuration(maxWriteTimeout))
+	}
+	if c.ClosedPRs < projections.ClosedPRsListed || c.ClosedPRs > maxClosedPRs {
+		return cfgErr("closed-prs", "use %d..%d (at least the %d the pull-request list shows)", projections.ClosedPRsListed, maxClosedPRs, projections.ClosedPRsListed)
+	}
+	if c.ClosedPRAge < minClosedPRAge || c.ClosedPRAge > maxClosedPRAge {
+		return cfgErr("closed-pr-age", "use %s..%s", fmtDuration(minClosedPRAge), fmtDuration(maxClosedPRAge))
+	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:
@@ -513,6 +542,37 @@ func (c *Config) validateServing() error {
 		return cfgErr("log-format", "use text or json")
 	}
 	return nil
+}
+
+// The accepted ranges of --write-timeout, --closed-prs and --closed-pr-age
+// (docs/server.md "Write deadline", docs/pull-requests.md "Closed pull
+// requests leave memory").
+const (
+	// minWriteTimeout: the deadline runs from the end of the request's
+	// headers, and a request may spend 10 s sending its body
+	// (httpapi.DefaultBodyReadTimeout) and 30 s in its handler
+	// (Deps.RequestTimeout) before its first byte; under a minute an
+	// answer within both bounds would be cut on any link, and the
+	// dashboard's script still needs seconds on a slow phone after that.
+	minWriteTimeout = time.Minute
+	// maxWriteTimeout: longer, a client that stopped reading holds its
+	// handler, buffers and replay place for that long.
+	maxWriteTimeout = time.Hour
+	maxClosedPRs    = 1_000_000
+	minClosedPRAge  = time.Hour
+	maxClosedPRAge  = 365 * 24 * time.Hour
+)
+
+// fmtDuration prints d without its zero parts (1m, not 1m0s).
+func fmtDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
 }
 
 // splitList splits a comma-separated setting, dropping empty entries and

@@ -72,13 +72,19 @@ func openStore(ctx context.Context, c Config, log *slog.Logger) (events.Store, s
 // and verify use it directly).
 func openReadModel(ctx context.Context, c Config, store events.Store) (projections.Target, func(), error) {
 	if c.ReadModel == "memory" {
-		return memory.New(store), func() {}, nil
+		return memory.NewWithLimits(store, memoryLimits(c)), func() {}, nil
 	}
 	pg, err := postgres.Open(ctx, c.ReadModel, postgres.Options{Log: store})
 	if err != nil {
 		return nil, nil, fmt.Errorf("open the PostgreSQL read model %s: %w", redact(c.ReadModel), err)
 	}
 	return pg, pg.Close, nil
+}
+
+// memoryLimits are the memory read model's limits the config sets (0,
+// in a Config built in code, is the default).
+func memoryLimits(c Config) memory.Limits {
+	return memory.Limits{ClosedPRs: c.ClosedPRs, ClosedPRAge: c.ClosedPRAge}
 }
 
 // readSide is what serve reads from and what feeds the live stream.
@@ -109,7 +115,7 @@ func openReadSide(ctx context.Context, c Config, store events.Store, onErr func(
 	if c.ReadModel == "memory" {
 		return readSide{reads: target, waiter: main, feed: main, feedView: target, runners: []*projections.Runner{main}, close: closeRM}, nil
 	}
-	live := memory.New(store)
+	live := memory.NewWithLimits(store, memoryLimits(c))
 	feed := projections.NewRunner(store, live, opt)
 	return readSide{
 		reads: target, waiter: projections.CheckpointWaiter{RM: target, Local: main}, feed: feed, feedView: live,

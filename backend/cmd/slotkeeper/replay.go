@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/slotkeeper/slotkeeper/backend/clock"
+	"github.com/slotkeeper/slotkeeper/backend/httpapi"
 	"github.com/slotkeeper/slotkeeper/events"
 	"github.com/slotkeeper/slotkeeper/projections"
 	"github.com/slotkeeper/slotkeeper/projections/memory"
@@ -53,6 +54,7 @@ func offlineConfig(data, events, readModel, logLevel string) Config {
 		StepTimeout: time.Second, JobTimeout: time.Second, Lease: time.Second, Heartbeat: time.Second,
 		SSEWriteTimeout: time.Second, SSEResumeWait: time.Second, ShutdownTimeout: time.Second, SSEMaxClients: 1, SSEHistory: 16,
 		ReadyInterval: time.Second, LogLevel: logLevel, LogFormat: "text",
+		WriteTimeout: httpapi.DefaultWriteTimeout, ClosedPRs: memory.DefaultClosedPRs, ClosedPRAge: memory.DefaultClosedPRAge,
 		Auth:     AuthConfig{SessionIdle: time.Hour, SessionMax: time.Hour, OIDCRecheck: time.Hour},
 		Waitlist: WaitlistConfig{OfferTTL: time.Minute, ExtendBy: time.Hour}}
 }

@@ -498,6 +498,7 @@ func (p *wiring) startAPI(ctx context.Context) error {
 	d.CommandsPerSecond, d.CommandBurst = orNone(c.Auth.CommandsPerSec), int(3*c.Auth.CommandsPerSec)+1
 	d.MaxStreamsPerSubject = int(orNone(float64(c.Auth.StreamsPerSubj)))
 	d.Consumers, d.StoreChanged = p.health.Report, p.guard.Err
+	d.WriteTimeout = c.WriteTimeout // the backup download's per-write deadline
 	switch {
 	case w.sim != nil:
 		d.Sim = w.sim.ControlHandler()
@@ -517,7 +518,10 @@ func (p *wiring) startAPI(ctx context.Context) error {
 	if err != nil {
 		return &ConfigError{Setting: setting("addr"), Problem: err.Error()}
 	}
-	p.api = httpapi.NewListener(ln, httpapi.ListenerOptions{Handler: api, Logger: p.log, Hub: d.Hub, Feed: p.rs.feed, Head: p.guard.Head})
+	p.api = httpapi.NewListener(ln, httpapi.ListenerOptions{Handler: api, Logger: p.log, Hub: d.Hub, Feed: p.rs.feed, Head: p.guard.Head, WriteTimeout: c.WriteTimeout})
+	if c.serving != nil {
+		c.serving(p.api, *d)
+	}
 	p.addr = ln.Addr().String()
 	return p.start(ctx, "HTTP server", p.api)
 }
