@@ -89,12 +89,30 @@ func (s *Server) bitbucketHook(c echo.Context) error {
 		return err
 	}
 	if out.Status == http.StatusUnauthorized {
-		return errf(CodeUnauthenticated, "%s", out.Reason)
+		return hookRefusal(CodeUnauthenticated, out)
 	}
 	if out.Status == http.StatusBadRequest {
-		return errf(CodeInvalid, "%s", out.Reason)
+		return hookRefusal(CodeInvalid, out)
 	}
 	return c.JSON(out.Status, out)
+}
+
+// hookRefusal is a refused delivery as an API error: the delivery's own
+// code and its parts (pullrequests.Why*: stale_delivery, bad_signature,
+// malformed, …, as the deliveries list names them) go in details as
+// reason_code and reason_args, so that the webhook's last response in
+// Bitbucket says which refusal it was; a malformed field is also the
+// error's field (reason invalid_field).
+func hookRefusal(code Code, out pullrequests.Outcome) *Error {
+	e := errf(code, "%s", out.Reason)
+	e.Details = map[string]any{"reason_code": out.Code, "reason_args": out.Args}
+	if f := out.Args["field"]; f != "" && code == CodeInvalid {
+		e.Details["field"] = f
+	}
+	if out.Args == nil {
+		e.Details["reason_args"] = map[string]string{}
+	}
+	return e
 }
 
 const hookRoute = "/api/hooks/bitbucket"
@@ -213,7 +231,7 @@ func (s *Server) simulatedBitbucketHook(c echo.Context) error {
 		return err
 	}
 	if out.Status == http.StatusBadRequest {
-		return errf(CodeInvalid, "%s", out.Reason)
+		return hookRefusal(CodeInvalid, out)
 	}
 	// What the flow made of the delivery is the answer, a refusal (no
 	// secret configured) included: this caller's request was good, and a

@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -344,5 +346,100 @@ func TestDeliveriesNotice(t *testing.T) {
 	hook()
 	if data := upTo(sc2, NoticeDeliveries); data != `{"received":3}` {
 		t.Fatalf("the new stream's first deliveries frame %q", data)
+	}
+}
+
+// TestStaleSignedDeliveryThroughTheHook (sixth attack pass, through the
+// real route): a delivery signed under the configured secret but dated
+// more than --bitbucket-webhook-max-age (15 min) from the server's clock,
+// either way — a body captured elsewhere and sent later — is 400 in the
+// documented error shape, its refusal named in details (reason_code
+// stale_delivery, reason_args date and max_age), nothing is appended, and
+// the admin's deliveries list shows it refused as stale. The same PR
+// dated now is accepted and appended, so the route can append.
+func TestStaleSignedDeliveryThroughTheHook(t *testing.T) {
+	b := &bundle{store: memstore.New()}
+	t.Cleanup(func() { goleak.VerifyNone(t) })
+	b.deps = func(d *Deps) {
+		d.PullRequests = pullrequests.New(b.store, d.Commands.(*slots.Service), pullrequests.Config{Secret: "k3y"})
+	}
+	b.start(t, HubOptions{})
+	if a := b.do(t, "POST", "/api/pr-repos", map[string]string{"repo": "APPS/shop"}); a.status != http.StatusCreated {
+		t.Fatalf("link: %d %s", a.status, a.body)
+	}
+	seoul := time.FixedZone("KST", 9*3600)
+	body := func(date time.Time) string { // Bitbucket's form of the date, e.g. 2017-09-19T09:45:32+1000
+		return `{"eventKey":"pr:opened","date":"` + date.In(seoul).Format("2006-01-02T15:04:05-0700") + `","pullRequest":{"id":7,"title":"T","state":"OPEN",` +
+			`"fromRef":{"displayId":"feature/x","latestCommit":"` + strings.Repeat("a", 40) + `","repository":{"slug":"shop","project":{"key":"APPS"}}},` +
+			`"toRef":{"displayId":"main","repository":{"slug":"shop","project":{"key":"APPS"}}}}}`
+	}
+	hook := func(id, body string) answer {
+		return b.do(t, "POST", "/api/hooks/bitbucket", body, "Authorization", "", "X-Event-Key", "pr:opened", "X-Request-Id", id,
+			"X-Hub-Signature", webhook.Sign("k3y", []byte(body)))
+	}
+
+	before := b.head(t)
+	for i, date := range []time.Time{time.Now().Add(-2 * time.Hour), time.Now().Add(16 * time.Minute)} {
+		id := fmt.Sprintf("stale-%d", i)
+		a := hook(id, body(date))
+		b.refused(t, id, a, before, http.StatusBadRequest, "")
+		// The documented shape (openapi.json Error): one "error" object
+		// with code, reason, args, message and details, nothing else.
+		var raw map[string]map[string]json.RawMessage
+		if err := json.Unmarshal(a.body, &raw); err != nil || len(raw) != 1 || raw["error"] == nil {
+			t.Fatalf("%s: not the error shape: %s", id, a.body)
+		}
+		for k := range raw["error"] {
+			if !slices.Contains([]string{"code", "reason", "args", "message", "details"}, k) {
+				t.Fatalf("%s: error has %q, which the document does not allow: %s", id, k, a.body)
+			}
+		}
+		e := a.apiError(t)
+		args, _ := e.Details["reason_args"].(map[string]any)
+		if e.Code != CodeInvalid || e.Reason != "invalid" || e.Args == nil || !strings.Contains(e.Message, "replay") ||
+			e.Details["reason_code"] != pullrequests.WhyStale || args["max_age"] != "15m0s" || args["date"] == "" {
+			t.Fatalf("%s: %s, want 400 invalid naming stale_delivery {date, max_age 15m0s}", id, a.body)
+		}
+	}
+
+	// The log: the PR's stream was never written.
+	prEvents := func() []events.RecordedEvent {
+		evs, err := b.store.ReadStream(context.Background(), events.PRStream(events.RepoRef{Project: "APPS", Slug: "shop"}, 7), 0, 100, events.Forward)
+		if err != nil && !errors.Is(err, events.ErrStreamNotFound) {
+			t.Fatal(err)
+		}
+		return evs
+	}
+	if evs := prEvents(); len(evs) != 0 {
+		t.Fatalf("stale deliveries wrote the PR's stream: %+v", evs)
+	}
+
+	var rec struct {
+		Deliveries []struct {
+			RequestID  string            `json:"request_id"`
+			Result     string            `json:"result"`
+			ReasonCode string            `json:"reason_code"`
+			ReasonArgs map[string]string `json:"reason_args"`
+		} `json:"deliveries"`
+	}
+	b.do(t, "GET", "/api/hooks/bitbucket/deliveries", nil).decode(t, &rec)
+	if len(rec.Deliveries) != 2 {
+		t.Fatalf("deliveries %+v, want the two stale ones", rec.Deliveries)
+	}
+	for i, d := range rec.Deliveries {
+		if want := fmt.Sprintf("stale-%d", 1-i); d.RequestID != want || d.Result != "refused" || d.ReasonCode != pullrequests.WhyStale || d.ReasonArgs["max_age"] != "15m0s" {
+			t.Fatalf("delivery %d %+v, want %s refused as %s", i, d, want, pullrequests.WhyStale)
+		}
+	}
+
+	// The same PR dated now: accepted, one event on its stream.
+	if a := hook("fresh", body(time.Now())); a.status != http.StatusAccepted {
+		t.Fatalf("fresh: %d %s", a.status, a.body)
+	}
+	if after := b.head(t); after == before {
+		t.Fatal("the fresh delivery appended nothing")
+	}
+	if evs := prEvents(); len(evs) != 1 || evs[0].Type != "PRChanged" || evs[0].Meta.CorrelationID != "fresh" {
+		t.Fatalf("the PR's stream holds %+v, want the fresh delivery's PRChanged only", evs)
 	}
 }
