@@ -4,8 +4,8 @@
 // Korean page words it from ko.ts. These views carry the server's own
 // English next to the codes, exactly as the Go projections write them, so
 // a page that shows the English instead of the code's sentence fails here.
-import { cleanup, render, screen } from "@testing-library/react";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { render, screen } from "@testing-library/react";
+import { beforeEach, describe, expect, it } from "vitest";
 import { SlotCard } from "../components/SlotCard";
 import { JobTimeline } from "../components/JobTimeline";
 import { resourceLabel, stepDetail } from "../format";
@@ -21,11 +21,6 @@ export function serverEnglish(text: string): string[] {
 const T = makeT("ko");
 
 beforeEach(() => setLang("ko"));
-afterEach(() => {
-  cleanup();
-  setLang("en");
-});
-
 // The English each code stands for, as projections/reduce_job.go writes it.
 const STEPS = [
   step("delete_db", "done", { detail: "Coolify's record is gone (GET answers its own 404 after the queued delete); this does not prove the server cleaned up", detail_code: "row_gone_only" }),
