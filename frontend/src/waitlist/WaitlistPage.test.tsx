@@ -147,11 +147,11 @@ describe("waitlist page", () => {
     await settle();
     expect(calls.some((c) => c.url === "/api/waitlist?after=101")).toBe(true);
     expect(screen.getByTestId("offer").textContent).toMatch(/Slot s2 is held for you/);
-    expect(screen.getByTestId("offer").textContent).toMatch(/15m$/);
+    expect(screen.getByTestId("offer").textContent).toMatch(/15m left/);
     await act(async () => {
       await vi.advanceTimersByTimeAsync(60_000);
     });
-    expect(screen.getByTestId("offer").textContent).toMatch(/14m$/);
+    expect(screen.getByTestId("offer").textContent).toMatch(/14m left/);
 
     fireEvent.click(screen.getByTestId("accept"));
     await settle();
