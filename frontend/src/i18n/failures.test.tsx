@@ -40,6 +40,7 @@ function visibleText(el: HTMLElement): string {
 }
 
 beforeEach(() => setLang("ko"));
+
 const flush = () => act(async () => {});
 
 describe("a failure in Korean from its code", () => {

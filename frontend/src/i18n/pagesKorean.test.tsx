@@ -140,6 +140,7 @@ beforeEach(() => {
   applySnapshot({ position: 5, server_time: "2026-01-01T00:00:00Z", slots: [aurora, birch] });
   putJob(failed);
 });
+
 const flush = async () => {
   await act(async () => {});
   await act(async () => {});

@@ -21,6 +21,7 @@ export function serverEnglish(text: string): string[] {
 const T = makeT("ko");
 
 beforeEach(() => setLang("ko"));
+
 // The English each code stands for, as projections/reduce_job.go writes it.
 const STEPS = [
   step("delete_db", "done", { detail: "Coolify's record is gone (GET answers its own 404 after the queued delete); this does not prove the server cleaned up", detail_code: "row_gone_only" }),
