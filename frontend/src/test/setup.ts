@@ -1,5 +1,5 @@
 import { cleanup, configure } from "@testing-library/react";
-import { afterEach, beforeAll, expect, vi } from "vitest";
+import { afterEach, beforeAll, vi } from "vitest";
 
 // waitFor and findBy* wait for the DOM (a MutationObserver), by default
 // for at most a second: a render on a loaded machine has taken longer. The
@@ -79,16 +79,18 @@ afterEach(() => {
   }
   // A store the resets above do not cover (a new one, or a reset that
   // misses a field) fails the test that left it changed.
-  const equal = (a: unknown, b: unknown): boolean => {
-    try {
-      expect(a).toEqual(b);
-      return true;
-    } catch {
-      return false;
-    }
-  };
-  const away = app.storesAwayFromStart(equal);
+  const away = app.storesAwayFromStart((a, b) => canonical(a) === canonical(b));
   if (away.length > 0) {
-    throw new Error(`a module-level store was left changed after the test; reset it in src/test/setup.ts: ${away.map((a) => `${a.where}: ${JSON.stringify(a.value)}`).join("; ")}`);
+    throw new Error(`a module-level store was left changed after the test; reset it in src/test/setup.ts: ${away.map((a) => `${a.where}: ${canonical(a.value)}`).join("; ")}`);
   }
 });
+
+/**
+ * canonical writes a store's value for comparison: JSON with Maps and Sets
+ * as their entries (the stores hold plain data, Maps and Sets). Not
+ * expect().toEqual: an expect here would count towards the test's own
+ * expect.assertions.
+ */
+function canonical(v: unknown): string {
+  return JSON.stringify(v, (_k, x: unknown) => (x instanceof Map ? { Map: [...x.entries()] } : x instanceof Set ? { Set: [...x] } : x)) ?? "undefined";
+}
