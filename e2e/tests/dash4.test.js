@@ -90,7 +90,7 @@ test("item 8: the job history is one row per step with outcome, attempts and a s
     assert.match(facts, lang === "ko" ? /시도 #1/ : /attempt #1/);
     // Sub-second precise: "took 259 ms" or "took 1.4s", never "took 0s".
     const took = await row.locator("[data-testid=history-step-took]").first().textContent();
-    assert.match(took, lang === "ko" ? /^소요 (\d+밀리초|\d+(\.\d)?초|\d+분 \d+초)$/ : /^took (\d+ ms|\d+(\.\d)?s|\d+m \d+s)$/, took);
+    assert.match(took, lang === "ko" ? /^소요 (\d+밀리초|\d+(\.\d)?초|\d+분( \d+초)?)$/ : /^took (\d+ ms|\d+(\.\d)?s|\d+m( \d+s)?)$/, took);
     assert.doesNotMatch(took, /^(took|소요) 0(s|초)$/);
     // Expanding the step shows its events.
     await row.locator("summary").first().click();

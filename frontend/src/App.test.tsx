@@ -1,11 +1,8 @@
 import { act, cleanup, fireEvent, render, screen } from "@testing-library/react";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { beforeEach, describe, expect, it, vi } from "vitest";
 import { App } from "./App";
 import { resetAuth, setAuthForTest } from "./auth/session";
 import { setLang } from "./i18n";
-import { resetHealth } from "./live/health";
-import { resetLiveStore } from "./live/store";
-import { stopTicker } from "./live/ticker";
 import { jsonResponse } from "./test/fakes";
 
 let calls: { method: string; url: string; csrf?: string }[];
@@ -22,16 +19,6 @@ beforeEach(() => {
       return jsonResponse({ slots: [], position: 0 });
     }),
   );
-});
-
-afterEach(() => {
-  cleanup();
-  resetAuth();
-  stopTicker();
-  resetLiveStore();
-  resetHealth();
-  vi.unstubAllGlobals();
-  window.location.hash = "";
 });
 
 describe("app shell", () => {

@@ -25,9 +25,28 @@ describe("durations a person reads (issue 27 item 4)", () => {
     expect(goDurationMs("soon")).toBeUndefined();
     expect(formatGoDuration("2h0m0s", en)).toBe("2h");
     expect(formatGoDuration("6h0m0s", ko)).toBe("6시간");
-    expect(formatGoDuration("15m0s", en)).toBe("15m 0s");
+    expect(formatGoDuration("15m0s", en)).toBe("15m");
     expect(formatGoDuration("1h30m0s", en)).toBe("1h 30m");
     expect(formatDuration(86_400_000, en)).toBe("1d");
+  });
+
+  it("a whole number of a unit reads alone, without a zero tail, in en and ko", () => {
+    const cases: [number, string, string][] = [
+      [5 * 60_000, "5m", "5분"],
+      [90_000, "1m 30s", "1분 30초"],
+      [60_000, "1m", "1분"],
+      [3_600_000, "1h", "1시간"],
+      [3_660_000, "1h 1m", "1시간 1분"],
+      [2 * 86_400_000, "2d", "2일"],
+      [45_000, "45s", "45초"],
+      [0, "0s", "0초"],
+    ];
+    for (const [ms, inEn, inKo] of cases) {
+      expect(formatDuration(ms, en)).toBe(inEn);
+      expect(formatDuration(ms, ko)).toBe(inKo);
+    }
+    expect(formatSpan(300_000, ko)).toBe("5분");
+    expect(formatGoDuration("5m0s", ko)).toBe("5분");
   });
 
   it("a job's time counts the grace period apart from the run", () => {
@@ -38,8 +57,8 @@ describe("durations a person reads (issue 27 item 4)", () => {
       attempts: [{ number: 1, worker: "w1", claimed_at: "2026-01-01T00:02:00.100Z", lease_until: "2026-01-01T00:03:00Z" }],
       ended_at: "2026-01-01T00:02:01.100Z",
     });
-    expect(jobTiming(j, 0, en)).toBe("Waited 2m 0s in the grace period · ran 1s");
-    expect(jobTiming({ ...j, ended_at: "2026-01-01T00:02:00.900Z" }, 0, ko)).toBe("유예 시간 2분 0초 대기 · 실행 800밀리초");
+    expect(jobTiming(j, 0, en)).toBe("Waited 2m in the grace period · ran 1s");
+    expect(jobTiming({ ...j, ended_at: "2026-01-01T00:02:00.900Z" }, 0, ko)).toBe("유예 시간 2분 대기 · 실행 800밀리초");
     expect(jobTiming({ ...j, not_before: j.queued_at }, 0, en)).toBe("Ran 1s");
     expect(jobTiming({ ...j, attempts: [] }, 0, en)).toBe("");
   });

@@ -15,10 +15,11 @@ export function formatDuration(ms: number, t: T): string {
   const h = Math.floor((total % 86400) / 3600);
   const m = Math.floor((total % 3600) / 60);
   const s = total % 60;
-  // Whole hours and days read alone: "2h", not "2h 0m" (the waitlist's "2h0m0s").
+  // Whole days, hours and minutes read alone: "2h", not "2h 0m" (the
+  // waitlist's "2h0m0s"); "5m", not "5m 0s".
   if (d > 0) return h > 0 ? t("time.days", { d, h }) : t("time.days_only", { d });
   if (h > 0) return m > 0 ? t("time.hours", { h, m }) : t("time.hours_only", { h });
-  if (m > 0) return t("time.minutes", { m, s });
+  if (m > 0) return s > 0 ? t("time.minutes", { m, s }) : t("time.minutes_only", { m });
   return t("time.seconds", { s });
 }
 

@@ -2,16 +2,14 @@
 // left on the server is something to clean on the card (counted in "needs
 // attention"), the slot, the job and the wait view — with the command —
 // and no page says "none" or "every step is confirmed" without it.
-import { act, cleanup, render, screen } from "@testing-library/react";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { act, render, screen } from "@testing-library/react";
+import { beforeEach, describe, expect, it, vi } from "vitest";
 import { Route, Router } from "wouter";
 import { memoryLocation } from "wouter/memory-location";
-import { resetAuth, setAuthForTest } from "./auth/session";
+import { setAuthForTest } from "./auth/session";
 import { SlotCard } from "./components/SlotCard";
 import { setLang } from "./i18n";
-import { resetHealth } from "./live/health";
-import { applySnapshot, putJob, resetLiveStore } from "./live/store";
-import { stopTicker } from "./live/ticker";
+import { applySnapshot, putJob } from "./live/store";
 import { cleanupOf, jobLeftovers, toClean } from "./leftovers";
 import { attention, boardCounts, needsAttention } from "./pages/boardModel";
 import { JobPage } from "./pages/JobPage";
@@ -47,16 +45,6 @@ beforeEach(() => {
       return jsonResponse({});
     }),
   );
-});
-
-afterEach(() => {
-  cleanup();
-  resetAuth();
-  stopTicker();
-  resetLiveStore();
-  resetHealth();
-  vi.unstubAllGlobals();
-  setLang("en");
 });
 
 const flush = () => act(async () => {});

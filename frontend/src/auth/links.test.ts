@@ -1,13 +1,7 @@
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { jsonResponse } from "../test/fakes";
 import { getProviderLinks, setProviderLinks } from "./links";
-import { checkSession, resetAuth } from "./session";
-
-afterEach(() => {
-  resetAuth();
-  setProviderLinks(undefined);
-  vi.unstubAllGlobals();
-});
+import { checkSession } from "./session";
 
 describe("provider links", () => {
   it("come from the signed-in answer of /api/auth/me", async () => {

@@ -1,11 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { getCsrf } from "../services/http";
 import { slotsService } from "../services/slots";
-import { resetClock } from "../live/clock";
-import { resetHealth } from "../live/health";
-import { resetLiveStore } from "../live/store";
 import { getStreamStatus, startStream } from "../live/stream";
-import { stopTicker } from "../live/ticker";
 import { FakeEventSource, fakeFactory, jsonResponse, slot } from "../test/fakes";
 import { followSession } from "./liveSession";
 import { DEMO_KEY, checkSession, demoSignIn, getAuth, installAuth, resetAuth, signIn, signOut } from "./session";
@@ -47,12 +43,6 @@ beforeEach(() => {
 afterEach(() => {
   unfollow?.();
   unfollow = undefined;
-  resetAuth();
-  stopTicker();
-  resetLiveStore();
-  resetHealth();
-  resetClock();
-  vi.unstubAllGlobals();
 });
 
 describe("session", () => {

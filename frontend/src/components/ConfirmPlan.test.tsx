@@ -1,9 +1,8 @@
-import { act, cleanup, render, screen } from "@testing-library/react";
+import { act, render, screen } from "@testing-library/react";
 import userEvent from "@testing-library/user-event";
 import { useState } from "react";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { beforeEach, describe, expect, it, vi } from "vitest";
 import { setLang } from "../i18n";
-import { resetHealth } from "../live/health";
 import { useCommand } from "../live/useCommand";
 import { jsonResponse, slot } from "../test/fakes";
 import { ConfirmPlan } from "./ConfirmPlan";
@@ -16,12 +15,6 @@ beforeEach(() => {
       jsonResponse({ not_before: "2026-01-01T00:00:00Z", kind: "teardown", slot: "s1", steps: ["delete_app", "retire"], resources: [{ kind: "application", id: "a-1" }] }),
     ),
   );
-});
-
-afterEach(() => {
-  cleanup();
-  resetHealth();
-  vi.unstubAllGlobals();
 });
 
 /** Page has controls before and after the opener, so focus has somewhere to escape to. */

@@ -1,14 +1,10 @@
-import { act, cleanup, render, screen } from "@testing-library/react";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { act, render, screen } from "@testing-library/react";
+import { beforeEach, describe, expect, it } from "vitest";
 import { setLang } from "../i18n";
-import { forgetSource, reportFailure, reportRecovery, resetHealth } from "../live/health";
+import { forgetSource, reportFailure, reportRecovery } from "../live/health";
 import { ConnectionBanner } from "./ConnectionBanner";
 
 beforeEach(() => setLang("en"));
-afterEach(() => {
-  cleanup();
-  resetHealth();
-});
 
 const banner = () => screen.queryByTestId("connection-banner");
 

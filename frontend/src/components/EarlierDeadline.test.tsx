@@ -1,7 +1,6 @@
-import { act, cleanup, fireEvent, render, screen } from "@testing-library/react";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { act, fireEvent, render, screen } from "@testing-library/react";
+import { beforeEach, describe, expect, it, vi } from "vitest";
 import { setLang } from "../i18n";
-import { resetLiveStore } from "../live/store";
 import { jsonResponse, slot } from "../test/fakes";
 import { EarlierDeadline, localInput } from "./EarlierDeadline";
 
@@ -17,12 +16,6 @@ beforeEach(() => {
       return jsonResponse(slot({ name: "dune", position: 50 }));
     }),
   );
-});
-
-afterEach(() => {
-  cleanup();
-  resetLiveStore();
-  vi.unstubAllGlobals();
 });
 
 describe("set an earlier deadline", () => {

@@ -1,48 +1,40 @@
-import { act, cleanup, render, screen } from "@testing-library/react";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { act, render, screen } from "@testing-library/react";
+import { beforeEach, describe, expect, it, vi } from "vitest";
 import { setLang } from "../i18n";
-import { stopTicker } from "../live/ticker";
 import { slot } from "../test/fakes";
 import { slotWarnings } from "../pages/boardModel";
 import { SlotCard } from "./SlotCard";
 
 beforeEach(() => setLang("en"));
-afterEach(() => {
-  cleanup();
-  stopTicker();
-});
 
 describe("slot card", () => {
   it("counts a queued reset down to its start with the global ticker, in en and ko (issue 27 item 11)", () => {
     vi.useFakeTimers();
-    try {
-      vi.setSystemTime(new Date("2026-01-01T00:00:00Z"));
-      const queued = slot({
-        lifecycle: "resetting",
-        active_job: { id: "j9", kind: "reset", state: "queued", steps_done: 0, steps_total: 5, not_before: "2026-01-01T00:00:23Z" },
-      });
-      const spy = vi.spyOn(globalThis, "setInterval");
-      const { rerender } = render(<ul><SlotCard slot={queued} /></ul>);
-      const starts = () => screen.getByTestId("card-job-starts").textContent;
-      expect(starts()).toBe("starts in 23s");
-      act(() => {
-        vi.advanceTimersByTime(3_000);
-      });
-      expect(starts()).toBe("starts in 20s");
-      act(() => setLang("ko"));
-      rerender(<ul><SlotCard slot={{ ...queued }} /></ul>);
-      expect(starts()).toBe("20초 후 시작");
-      act(() => {
-        vi.advanceTimersByTime(21_000);
-      });
-      expect(starts()).toBe("곧 시작");
-      expect(spy.mock.calls.length).toBeLessThanOrEqual(1); // the one global ticker, no timer of its own
-      // Claimed: running, no start time.
-      rerender(<ul><SlotCard slot={{ ...queued, active_job: { ...queued.active_job!, state: "running", not_before: undefined } }} /></ul>);
-      expect(screen.queryByTestId("card-job-starts")).toBeNull();
-    } finally {
-      vi.useRealTimers();
-    }
+    // The fake clock and the setInterval spy are undone by the shared teardown (src/test/setup.ts), spy first.
+    vi.setSystemTime(new Date("2026-01-01T00:00:00Z"));
+    const queued = slot({
+      lifecycle: "resetting",
+      active_job: { id: "j9", kind: "reset", state: "queued", steps_done: 0, steps_total: 5, not_before: "2026-01-01T00:00:23Z" },
+    });
+    const spy = vi.spyOn(globalThis, "setInterval");
+    const { rerender } = render(<ul><SlotCard slot={queued} /></ul>);
+    const starts = () => screen.getByTestId("card-job-starts").textContent;
+    expect(starts()).toBe("starts in 23s");
+    act(() => {
+      vi.advanceTimersByTime(3_000);
+    });
+    expect(starts()).toBe("starts in 20s");
+    act(() => setLang("ko"));
+    rerender(<ul><SlotCard slot={{ ...queued }} /></ul>);
+    expect(starts()).toBe("20초 후 시작");
+    act(() => {
+      vi.advanceTimersByTime(21_000);
+    });
+    expect(starts()).toBe("곧 시작");
+    expect(spy.mock.calls.length).toBeLessThanOrEqual(1); // the one global ticker, no timer of its own
+    // Claimed: running, no start time.
+    rerender(<ul><SlotCard slot={{ ...queued, active_job: { ...queued.active_job!, state: "running", not_before: undefined } }} /></ul>);
+    expect(screen.queryByTestId("card-job-starts")).toBeNull();
   });
 
   it("shows a ready slot's app URL, health and commit; a vacant slot that is not ready says what it lacks (issue 23)", () => {

@@ -1,22 +1,12 @@
-import { act, cleanup, render, screen } from "@testing-library/react";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { act, render, screen } from "@testing-library/react";
+import { beforeEach, describe, expect, it, vi } from "vitest";
 import { setLang } from "../i18n";
-import { resetClock } from "../live/clock";
-import { stopTicker } from "../live/ticker";
 import { When } from "./When";
 
 beforeEach(() => {
   vi.useFakeTimers();
   vi.setSystemTime(new Date("2026-06-01T12:00:00Z"));
   setLang("en");
-});
-
-afterEach(() => {
-  cleanup();
-  stopTicker();
-  resetClock();
-  vi.restoreAllMocks();
-  vi.useRealTimers();
 });
 
 describe("When (issue 27 item 8)", () => {

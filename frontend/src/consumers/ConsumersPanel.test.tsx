@@ -1,5 +1,5 @@
-import { cleanup, render, screen, waitFor } from "@testing-library/react";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { render, screen, waitFor } from "@testing-library/react";
+import { beforeEach, describe, expect, it, vi } from "vitest";
 import { setLang } from "../i18n";
 import { jsonResponse } from "../test/fakes";
 import { adminService } from "../services/admin";
@@ -18,11 +18,6 @@ beforeEach(() => {
       return jsonResponse(answer);
     }),
   );
-});
-
-afterEach(() => {
-  cleanup();
-  vi.unstubAllGlobals();
 });
 
 describe("the consumers panel on the admin page", () => {

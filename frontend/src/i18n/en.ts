@@ -589,6 +589,7 @@ export const en = {
   "board.pool_full": "Every slot is taken or held. Join the waitlist: the next slot that comes free is offered to you in turn.",
   "time.days_only": "{d}d",
   "time.hours_only": "{h}h",
+  "time.minutes_only": "{m}m",
   "jobt.timing": "Waited {grace} in the grace period · ran {ran}",
   "jobt.timing_ran": "Ran {ran}",
   "jobt.timing_queued": "Waited {grace} in the grace period · {queued} in the queue · ran {ran}",

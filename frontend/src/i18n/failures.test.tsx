@@ -5,11 +5,11 @@
 // The pages render here with the raw English exactly as the Go engine
 // writes it (backend/jobs fromProvider: "<what>: <op> <resource>: <code>
 // (HTTP n): <message>"); any English word outside the fold fails.
-import { act, cleanup, fireEvent, render, screen, within } from "@testing-library/react";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { act, fireEvent, render, screen, within } from "@testing-library/react";
+import { beforeEach, describe, expect, it, vi } from "vitest";
 import { Route, Router } from "wouter";
 import { memoryLocation } from "wouter/memory-location";
-import { resetAuth, setAuthForTest } from "../auth/session";
+import { setAuthForTest } from "../auth/session";
 import { FailureSentence, failureOf } from "../components/Recovery";
 import { JobTimeline } from "../components/JobTimeline";
 import { appStatusText } from "../components/AppStatus";
@@ -17,9 +17,7 @@ import { actorName, auditSummary, failureText, resourceLabel, workerName } from 
 import { AuditPage } from "../pages/AuditPage";
 import { JobPage } from "../pages/JobPage";
 import type { AuditEntry } from "../services/audit";
-import { resetHealth } from "../live/health";
-import { applySnapshot, resetLiveStore } from "../live/store";
-import { stopTicker } from "../live/ticker";
+import { applySnapshot } from "../live/store";
 import { job, jsonResponse, step } from "../test/fakes";
 import { latinWords } from "../test/latin";
 import { makeT, setLang } from "./index";
@@ -42,15 +40,6 @@ function visibleText(el: HTMLElement): string {
 }
 
 beforeEach(() => setLang("ko"));
-afterEach(() => {
-  cleanup();
-  resetAuth();
-  stopTicker();
-  resetLiveStore();
-  resetHealth();
-  vi.unstubAllGlobals();
-  setLang("en");
-});
 
 const flush = () => act(async () => {});
 
@@ -79,7 +68,7 @@ describe("a failure in Korean from its code", () => {
     expect(failureText({ code: "provider", args: ARGS, status: 403, target: false }, makeT("en"))).toBe("the API token is not allowed to do this (Coolify, HTTP 403)");
     // A git remote's URL is not repeated: the step names the repository.
     expect(failureText({ code: "provider", args: { provider: "git", problem: "conflict", target: "https://h/scm/s/r.git" } }, T)).toBe("대상이 그사이 바뀌어 현재 상태와 충돌합니다 (Git)");
-    expect(failureText({ code: "not_ready", args: { bound: "600" } }, T)).toBe("대기 한도(10분 0초) 안에 준비되지 않았습니다");
+    expect(failureText({ code: "not_ready", args: { bound: "600" } }, T)).toBe("대기 한도(10분) 안에 준비되지 않았습니다");
   });
 
   it("points to the original message, never shows it, when an older event has no code", () => {

@@ -590,6 +590,7 @@ export const ko: Record<Key, string> = {
   "board.pool_full": "모든 슬롯이 사용 중이거나 확보되어 있습니다. 대기열에 들어가면 다음에 비는 슬롯을 순서대로 제안받습니다.",
   "time.days_only": "{d}일",
   "time.hours_only": "{h}시간",
+  "time.minutes_only": "{m}분",
   "jobt.timing": "유예 시간 {grace} 대기 · 실행 {ran}",
   "jobt.timing_ran": "실행 {ran}",
   "jobt.timing_queued": "유예 시간 {grace} 대기 · 작업 큐 {queued} 대기 · 실행 {ran}",

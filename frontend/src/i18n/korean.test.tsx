@@ -4,8 +4,8 @@
 // vocabulary.json (which backend/httpapi/vocabulary_test.go proves is the Go
 // source's list) is rendered in Korean, and no rendered text has an English
 // word left that is not an id, a name or a product name.
-import { cleanup, render, screen } from "@testing-library/react";
-import { afterEach, describe, expect, it } from "vitest";
+import { render, screen } from "@testing-library/react";
+import { describe, expect, it } from "vitest";
 import type { AuditEntry } from "../services/audit";
 import { ApiError } from "../services/http";
 import { apiErrorText, auditKey, auditSummary, formatTime, reasonText, resourceName, stateReason, stepDetail } from "../format";
@@ -67,8 +67,6 @@ function entryOf(type: string): AuditEntry {
   for (const f of ["status", "absent", "verify", "uncertain", "final", "resumed", "reason", "reason_code", "lifecycle"]) args[f] = SAMPLE[f] ?? "";
   return { position: 1, stream: `slot-dune`, type, slot: "dune", job_id: ID, actor: "minjun", time: SAMPLE.until ?? "", summary: "English summary", args };
 }
-
-afterEach(cleanup);
 
 describe("the Korean UI has every server value in Korean", () => {
   const lists: [string, readonly string[]][] = [

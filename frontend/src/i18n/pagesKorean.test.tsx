@@ -10,10 +10,10 @@
 // which are not in IDS: a page shows a worker by its number, the id only as
 // a tooltip.
 import { act, cleanup, render } from "@testing-library/react";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { beforeEach, describe, expect, it, vi } from "vitest";
 import { Route, Router } from "wouter";
 import { memoryLocation } from "wouter/memory-location";
-import { resetAuth, setAuthForTest } from "../auth/session";
+import { setAuthForTest } from "../auth/session";
 import { AdminPage } from "../pages/AdminPage";
 import { AuditPage } from "../pages/AuditPage";
 import { Board } from "../pages/Board";
@@ -23,9 +23,7 @@ import { SignIn } from "../pages/SignIn";
 import { SlotPage } from "../pages/SlotPage";
 import { SimulatorPage } from "../sim/SimulatorPage";
 import type { AuditEntry } from "../services/audit";
-import { resetHealth } from "../live/health";
-import { applySnapshot, putJob, resetLiveStore } from "../live/store";
-import { stopTicker } from "../live/ticker";
+import { applySnapshot, putJob } from "../live/store";
 import { job, jsonResponse, slot, step } from "../test/fakes";
 import { latinWords } from "../test/latin";
 import { setLang } from "./index";
@@ -142,15 +140,6 @@ beforeEach(() => {
   applySnapshot({ position: 5, server_time: "2026-01-01T00:00:00Z", slots: [aurora, birch] });
   putJob(failed);
 });
-afterEach(() => {
-  cleanup();
-  resetAuth();
-  stopTicker();
-  resetLiveStore();
-  resetHealth();
-  vi.unstubAllGlobals();
-  setLang("en");
-});
 
 const flush = async () => {
   await act(async () => {});
@@ -191,7 +180,7 @@ describe("every page of the walk in Korean", () => {
     cleanup();
     const recon = render(<ReconcilePage />);
     await flush();
-    expect(recon.getByTestId("recon-run-error").textContent).toBe("오류: 점검이 한도(5분 0초)보다 오래 걸렸습니다. 발견 사항은 그대로 두었습니다");
+    expect(recon.getByTestId("recon-run-error").textContent).toBe("오류: 점검이 한도(5분)보다 오래 걸렸습니다. 발견 사항은 그대로 두었습니다");
     expect(recon.getByTestId("finding-failure").textContent).toBe(" 이유: 제공자 쪽에서 오류가 났습니다 (Coolify, HTTP 502).");
     // The server's English is one fold away, marked as the original.
     expect(recon.container.querySelector("[data-testid=recon-run-state] [data-testid=failure-raw] pre")?.textContent).toBe("context deadline exceeded");

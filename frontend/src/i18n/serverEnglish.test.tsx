@@ -4,8 +4,8 @@
 // Korean page words it from ko.ts. These views carry the server's own
 // English next to the codes, exactly as the Go projections write them, so
 // a page that shows the English instead of the code's sentence fails here.
-import { cleanup, render, screen } from "@testing-library/react";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { render, screen } from "@testing-library/react";
+import { beforeEach, describe, expect, it } from "vitest";
 import { SlotCard } from "../components/SlotCard";
 import { JobTimeline } from "../components/JobTimeline";
 import { resourceLabel, stepDetail } from "../format";
@@ -21,10 +21,6 @@ export function serverEnglish(text: string): string[] {
 const T = makeT("ko");
 
 beforeEach(() => setLang("ko"));
-afterEach(() => {
-  cleanup();
-  setLang("en");
-});
 
 // The English each code stands for, as projections/reduce_job.go writes it.
 const STEPS = [

@@ -13,3 +13,8 @@ export function announce(text: string): void {
 export function useAnnouncement(): { text: string; n: number } {
   return useSyncExternalStore(message.subscribe, message.get, message.get);
 }
+
+/** resetAnnouncement is for tests. */
+export function resetAnnouncement(): void {
+  message.set({ text: "", n: 0 });
+}

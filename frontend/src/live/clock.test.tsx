@@ -1,14 +1,13 @@
 // Issue 35 item 8: relative times went backwards. Each test drives the
 // browser clock with Vitest's fake timers and reads what the page says
 // every second.
-import { act, cleanup, render, screen } from "@testing-library/react";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { act, render, screen } from "@testing-library/react";
+import { beforeEach, describe, expect, it, vi } from "vitest";
 import { Countdown } from "../components/Countdown";
 import { When } from "../components/When";
 import { setLang } from "../i18n";
-import { applyChange, applySnapshot, resetLiveStore } from "./store";
-import { CLOCK_STEP_MS, learnServerTime, noteServerInstant, resetClock, serverNow, serverOffset } from "./clock";
-import { stopTicker } from "./ticker";
+import { applyChange, applySnapshot } from "./store";
+import { CLOCK_STEP_MS, learnServerTime, noteServerInstant, serverNow, serverOffset } from "./clock";
 
 const T0 = Date.parse("2026-06-01T12:00:00Z");
 
@@ -16,14 +15,6 @@ beforeEach(() => {
   vi.useFakeTimers();
   vi.setSystemTime(T0);
   setLang("en");
-});
-
-afterEach(() => {
-  cleanup();
-  stopTicker();
-  resetClock();
-  resetLiveStore();
-  vi.useRealTimers();
 });
 
 /** agoSeconds reads "12 seconds ago", "3 minutes ago", "now" as seconds in the past (negative: in the future). */

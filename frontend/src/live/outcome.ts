@@ -30,3 +30,9 @@ export function useOutcome(where: string): Outcome | undefined {
   const o = useSyncExternalStore(current.subscribe, current.get, current.get);
   return o?.where === where ? o : undefined;
 }
+
+/** resetOutcome is for tests. */
+export function resetOutcome(): void {
+  current.set(undefined);
+  n = 0;
+}

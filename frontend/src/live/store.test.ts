@@ -1,12 +1,7 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { job, slot } from "../test/fakes";
-import { serverOffset, resetClock } from "./clock";
-import { AUDIT_KEEP, applyChange, applySnapshot, getLiveState, putJob, putSlot as putSlotView, resetLiveStore, subscribeLive } from "./store";
-
-afterEach(() => {
-  resetLiveStore();
-  resetClock();
-});
+import { serverOffset } from "./clock";
+import { AUDIT_KEEP, applyChange, applySnapshot, getLiveState, putJob, putSlot as putSlotView, subscribeLive } from "./store";
 
 describe("live store", () => {
   it("applies a snapshot, then changes after its position", () => {

@@ -1,10 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { FakeEventSource, fakeFactory, slot } from "../test/fakes";
-import { resetClock, serverOffset } from "./clock";
-import { getHealth, resetHealth } from "./health";
-import { getLiveState, resetLiveStore } from "./store";
+import { serverOffset } from "./clock";
+import { getHealth } from "./health";
+import { getLiveState } from "./store";
 import { STREAM_SOURCE, backoffDelay, droppedFrames, getStreamStatus, startStream } from "./stream";
-import { stopTicker } from "./ticker";
 
 const HB = 1000;
 let stop: (() => void) | undefined;
@@ -17,11 +16,6 @@ beforeEach(() => {
 afterEach(() => {
   stop?.();
   stop = undefined;
-  stopTicker();
-  resetLiveStore();
-  resetHealth();
-  resetClock();
-  vi.useRealTimers();
 });
 
 function start(random = () => 0.5): FakeEventSource {

@@ -1,22 +1,13 @@
-import { act, cleanup, render, screen } from "@testing-library/react";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { act, render, screen } from "@testing-library/react";
+import { beforeEach, describe, expect, it, vi } from "vitest";
 import { Countdown } from "../components/Countdown";
 import { setLang } from "../i18n";
-import { learnServerTime, resetClock } from "./clock";
-import { stopTicker } from "./ticker";
+import { learnServerTime } from "./clock";
 
 beforeEach(() => {
   vi.useFakeTimers();
   vi.setSystemTime(new Date("2026-01-01T00:00:00Z"));
   setLang("en");
-});
-
-afterEach(() => {
-  cleanup();
-  stopTicker();
-  resetClock();
-  vi.restoreAllMocks();
-  vi.useRealTimers();
 });
 
 function Many({ n, until }: { n: number; until: string }) {

@@ -1,13 +1,8 @@
-import { act, cleanup, render, screen } from "@testing-library/react";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { act, render, screen } from "@testing-library/react";
+import { describe, expect, it, vi } from "vitest";
 import { ApiError } from "../services/http";
-import { getHealth, resetHealth } from "./health";
+import { getHealth } from "./health";
 import { useLoad, type Load } from "./useLoad";
-
-afterEach(() => {
-  cleanup();
-  resetHealth();
-});
 
 function Probe({ fn }: { fn: () => Promise<string> }) {
   const load: Load<string> = useLoad("probe", "k", fn);

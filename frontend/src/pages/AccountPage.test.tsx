@@ -1,5 +1,5 @@
-import { act, cleanup, fireEvent, render, screen } from "@testing-library/react";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { act, fireEvent, render, screen } from "@testing-library/react";
+import { beforeEach, describe, expect, it, vi } from "vitest";
 import { getCsrf } from "../services/http";
 import { resetAuth, setAuthForTest } from "../auth/session";
 import { setLang } from "../i18n";
@@ -21,12 +21,6 @@ beforeEach(() => {
       return answer();
     }),
   );
-});
-
-afterEach(() => {
-  cleanup();
-  resetAuth();
-  vi.unstubAllGlobals();
 });
 
 async function fill(current: string, next: string, repeat = next) {

@@ -1,9 +1,7 @@
-import { act, cleanup, fireEvent, render, screen, within } from "@testing-library/react";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { resetAuth, setAuthForTest } from "../auth/session";
+import { act, fireEvent, render, screen, within } from "@testing-library/react";
+import { beforeEach, describe, expect, it, vi } from "vitest";
+import { setAuthForTest } from "../auth/session";
 import { setLang } from "../i18n";
-import { resetHealth } from "../live/health";
-import { stopTicker } from "../live/ticker";
 import { jsonResponse } from "../test/fakes";
 import { AdminPage, tokenState } from "./AdminPage";
 
@@ -52,14 +50,6 @@ beforeEach(() => {
       return jsonResponse({ error: { code: "not_found", message: "no" } }, 404);
     }),
   );
-});
-
-afterEach(() => {
-  cleanup();
-  resetAuth();
-  stopTicker();
-  resetHealth();
-  vi.unstubAllGlobals();
 });
 
 const flush = () => act(async () => {});

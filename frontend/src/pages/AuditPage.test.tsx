@@ -1,11 +1,10 @@
-import { act, cleanup, fireEvent, render, screen } from "@testing-library/react";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { act, fireEvent, render, screen } from "@testing-library/react";
+import { beforeEach, describe, expect, it, vi } from "vitest";
 import { Router } from "wouter";
 import { memoryLocation } from "wouter/memory-location";
 import type { AuditEntry } from "../services/audit";
 import { setLang } from "../i18n";
-import { resetHealth } from "../live/health";
-import { applyChange, applySnapshot, resetLiveStore } from "../live/store";
+import { applyChange, applySnapshot } from "../live/store";
 import { jsonResponse } from "../test/fakes";
 import { hashPath } from "../live/hashQuery";
 import { AuditPage, fromQuery, matches } from "./AuditPage";
@@ -34,14 +33,6 @@ beforeEach(() => {
     }),
   );
   applySnapshot({ position: 2, server_time: "", slots: [] });
-});
-
-afterEach(() => {
-  cleanup();
-  window.history.replaceState(null, "", "/");
-  resetLiveStore();
-  resetHealth();
-  vi.unstubAllGlobals();
 });
 
 const flush = () => act(async () => {});

@@ -1,10 +1,8 @@
-import { act, cleanup, fireEvent, render, screen } from "@testing-library/react";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { resetAuth, setAuthForTest } from "../auth/session";
+import { act, fireEvent, render, screen } from "@testing-library/react";
+import { beforeEach, describe, expect, it, vi } from "vitest";
+import { setAuthForTest } from "../auth/session";
 import { setLang } from "../i18n";
-import { resetHealth } from "../live/health";
-import { applySnapshot, resetLiveStore } from "../live/store";
-import { stopTicker } from "../live/ticker";
+import { applySnapshot } from "../live/store";
 import { jsonResponse, slot } from "../test/fakes";
 import { Board } from "./Board";
 
@@ -37,15 +35,6 @@ beforeEach(() => {
       slot({ name: "slot-3", lifecycle: "occupied", occupant: "amy", deadline: new Date(Date.now() + 60_000 * 20).toISOString() }),
     ],
   });
-});
-
-afterEach(() => {
-  cleanup();
-  resetAuth();
-  stopTicker();
-  resetLiveStore();
-  resetHealth();
-  vi.unstubAllGlobals();
 });
 
 const names = () => screen.getAllByTestId("slot-card").map((c) => c.getAttribute("data-slot"));

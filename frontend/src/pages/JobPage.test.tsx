@@ -1,12 +1,10 @@
-import { act, cleanup, fireEvent, render, screen } from "@testing-library/react";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { act, fireEvent, render, screen } from "@testing-library/react";
+import { beforeEach, describe, expect, it, vi } from "vitest";
 import { Route, Router } from "wouter";
 import { memoryLocation } from "wouter/memory-location";
-import { resetAuth, setAuthForTest } from "../auth/session";
+import { setAuthForTest } from "../auth/session";
 import { setLang } from "../i18n";
-import { resetHealth } from "../live/health";
-import { putJob, resetLiveStore } from "../live/store";
-import { stopTicker } from "../live/ticker";
+import { putJob } from "../live/store";
 import { job, jsonResponse, step } from "../test/fakes";
 import { JobPage, eventSummary } from "./JobPage";
 
@@ -46,15 +44,6 @@ beforeEach(() => {
       return jsonResponse(abandoned);
     }),
   );
-});
-
-afterEach(() => {
-  cleanup();
-  resetAuth();
-  stopTicker();
-  resetLiveStore();
-  resetHealth();
-  vi.unstubAllGlobals();
 });
 
 function mount() {

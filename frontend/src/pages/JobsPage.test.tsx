@@ -1,10 +1,7 @@
-import { act, cleanup, fireEvent, render, screen } from "@testing-library/react";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { act, fireEvent, render, screen } from "@testing-library/react";
+import { beforeEach, describe, expect, it, vi } from "vitest";
 import { setLang } from "../i18n";
-import { resetAuth, setAuthForTest } from "../auth/session";
-import { resetHealth } from "../live/health";
-import { resetLiveStore } from "../live/store";
-import { stopTicker } from "../live/ticker";
+import { setAuthForTest } from "../auth/session";
 import { job, jsonResponse } from "../test/fakes";
 import { JobsPage } from "./JobsPage";
 
@@ -35,15 +32,6 @@ beforeEach(() => {
       });
     }),
   );
-});
-
-afterEach(() => {
-  cleanup();
-  resetAuth();
-  stopTicker();
-  resetLiveStore();
-  resetHealth();
-  vi.unstubAllGlobals();
 });
 
 const flush = () => act(async () => {});

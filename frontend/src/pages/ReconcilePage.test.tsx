@@ -1,12 +1,11 @@
 import { act, cleanup, fireEvent, render, screen, within } from "@testing-library/react";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { beforeEach, describe, expect, it, vi } from "vitest";
 import { Router } from "wouter";
 import { memoryLocation } from "wouter/memory-location";
 import type { Finding, ReconcileReport } from "../services/reconcile";
-import { resetAuth, setAuthForTest } from "../auth/session";
+import { setAuthForTest } from "../auth/session";
 import { setLang } from "../i18n";
-import { resetHealth } from "../live/health";
-import { applyChange, applySnapshot, resetLiveStore } from "../live/store";
+import { applyChange, applySnapshot } from "../live/store";
 import { jsonResponse, slot } from "../test/fakes";
 import { ReconcilePage, findingURL } from "./ReconcilePage";
 
@@ -86,14 +85,6 @@ beforeEach(() => {
     }),
   );
   applySnapshot({ position: 5, server_time: "", slots: [slot({ name: "s1" }), slot({ name: "s2", lifecycle: "retired" })] });
-});
-
-afterEach(() => {
-  cleanup();
-  resetAuth();
-  resetLiveStore();
-  resetHealth();
-  vi.unstubAllGlobals();
 });
 
 const flush = () => act(async () => {});
@@ -230,7 +221,7 @@ describe("reconciliation page", () => {
     const failed = (over: Partial<NonNullable<ReconcileReport["run"]>>) => report([], { run: { ...report([]).run!, state: "failed", ...over } });
     answers.report = failed({ error: "context deadline exceeded", error_code: "reconcile_timeout", error_args: { bound: "5m0s" } });
     await mount();
-    expect(screen.getByTestId("recon-run-error").textContent).toBe("Error: the check took longer than its bound (5m 0s); the findings were left as they were");
+    expect(screen.getByTestId("recon-run-error").textContent).toBe("Error: the check took longer than its bound (5m); the findings were left as they were");
     expect(within(screen.getByTestId("recon-run-state")).getByTestId("failure-raw").querySelector("pre")?.textContent).toBe("context deadline exceeded");
     cleanup();
     setLang("ko");

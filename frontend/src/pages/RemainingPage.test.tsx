@@ -1,12 +1,11 @@
-import { act, cleanup, fireEvent, render, screen } from "@testing-library/react";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { act, fireEvent, render, screen } from "@testing-library/react";
+import { beforeEach, describe, expect, it, vi } from "vitest";
 import { Router } from "wouter";
 import { memoryLocation } from "wouter/memory-location";
 import type { RemainingResource } from "../services/resources";
 import { setProviderLinks } from "../auth/links";
 import { setLang } from "../i18n";
-import { resetHealth } from "../live/health";
-import { applySnapshot, resetLiveStore } from "../live/store";
+import { applySnapshot } from "../live/store";
 import { jsonResponse, slot } from "../test/fakes";
 import { RemainingPage } from "./RemainingPage";
 
@@ -38,14 +37,6 @@ beforeEach(() => {
       slot({ name: "c", lifecycle: "teardown_incomplete", project_uuid: "proj-c", position: 3 }),
     ],
   });
-});
-
-afterEach(() => {
-  cleanup();
-  resetLiveStore();
-  resetHealth();
-  setProviderLinks(undefined);
-  vi.unstubAllGlobals();
 });
 
 const flush = () => act(async () => {});

@@ -1,9 +1,8 @@
-import { act, cleanup, render, screen } from "@testing-library/react";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { act, render, screen } from "@testing-library/react";
+import { beforeEach, describe, expect, it, vi } from "vitest";
 import { Route, Router } from "wouter";
 import { memoryLocation } from "wouter/memory-location";
 import { setLang } from "../i18n";
-import { resetHealth } from "../live/health";
 import { jsonResponse } from "../test/fakes";
 import { ResetLookup } from "./ResetLookup";
 
@@ -15,12 +14,6 @@ beforeEach(() => {
     "fetch",
     vi.fn(async () => answer()),
   );
-});
-
-afterEach(() => {
-  cleanup();
-  resetHealth();
-  vi.unstubAllGlobals();
 });
 
 function mount() {

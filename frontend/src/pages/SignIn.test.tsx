@@ -1,5 +1,5 @@
 import { act, cleanup, fireEvent, render, screen } from "@testing-library/react";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { beforeEach, describe, expect, it, vi } from "vitest";
 import { getAuth, resetAuth } from "../auth/session";
 import { setLang } from "../i18n";
 import { jsonResponse } from "../test/fakes";
@@ -21,12 +21,6 @@ beforeEach(() => {
       return login(body);
     }),
   );
-});
-
-afterEach(() => {
-  cleanup();
-  resetAuth();
-  vi.unstubAllGlobals();
 });
 
 async function submit(name: string, password: string) {

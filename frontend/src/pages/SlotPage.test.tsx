@@ -1,12 +1,10 @@
 import { act, cleanup, fireEvent, render, screen } from "@testing-library/react";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { beforeEach, describe, expect, it, vi } from "vitest";
 import { Route, Router } from "wouter";
 import { memoryLocation } from "wouter/memory-location";
-import { resetAuth, setAuthForTest } from "../auth/session";
+import { setAuthForTest } from "../auth/session";
 import { setLang } from "../i18n";
-import { resetHealth } from "../live/health";
 import { putSlot, resetLiveStore } from "../live/store";
-import { stopTicker } from "../live/ticker";
 import { formatTime } from "../format";
 import { jsonResponse, slot } from "../test/fakes";
 import { SlotPage } from "./SlotPage";
@@ -44,15 +42,6 @@ beforeEach(() => {
     }),
   );
   putSlot(slot());
-});
-
-afterEach(() => {
-  cleanup();
-  resetAuth();
-  stopTicker();
-  resetLiveStore();
-  resetHealth();
-  vi.unstubAllGlobals();
 });
 
 function mount() {

@@ -1,13 +1,11 @@
-import { act, cleanup, fireEvent, render, screen } from "@testing-library/react";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { act, fireEvent, render, screen } from "@testing-library/react";
+import { beforeEach, describe, expect, it, vi } from "vitest";
 import { Route, Router } from "wouter";
 import { memoryLocation } from "wouter/memory-location";
 import type { RecordedEvent } from "../services/jobs";
-import { resetAuth, setAuthForTest } from "../auth/session";
+import { setAuthForTest } from "../auth/session";
 import { setLang } from "../i18n";
-import { resetHealth } from "../live/health";
-import { putJob, resetLiveStore } from "../live/store";
-import { stopTicker } from "../live/ticker";
+import { putJob } from "../live/store";
 import { job, jsonResponse, step } from "../test/fakes";
 import { JobPage } from "./JobPage";
 import { groupHistory } from "./historyGroups";
@@ -89,14 +87,6 @@ describe("the job page's history, grouped by step", () => {
         return jsonResponse(j);
       }),
     );
-  });
-  afterEach(() => {
-    cleanup();
-    resetAuth();
-    stopTicker();
-    resetLiveStore();
-    resetHealth();
-    vi.unstubAllGlobals();
   });
   const j = job({
     state: "succeeded",

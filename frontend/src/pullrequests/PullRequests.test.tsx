@@ -1,14 +1,12 @@
 // The pull-request flow on the dashboard (issue 34): the PR on a slot's
 // card and page, the admin page's repositories and deliveries, and the
 // Simulator page's "open a pull request" with merge and decline.
-import { act, cleanup, fireEvent, render, screen, within } from "@testing-library/react";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { resetAuth, setAuthForTest } from "../auth/session";
+import { act, fireEvent, render, screen, within } from "@testing-library/react";
+import { beforeEach, describe, expect, it, vi } from "vitest";
+import { setAuthForTest } from "../auth/session";
 import { SlotCard } from "../components/SlotCard";
 import { makeT, setLang } from "../i18n";
-import { resetHealth } from "../live/health";
-import { applyChange, applySnapshot, getLiveState, noteDeliveries, putPRs, putSlot, resetLiveStore } from "../live/store";
-import { stopTicker } from "../live/ticker";
+import { applyChange, applySnapshot, getLiveState, noteDeliveries, putPRs, putSlot } from "../live/store";
 import { latinWords } from "../test/latin";
 import { job, jsonResponse, slot, step } from "../test/fakes";
 import vocabulary from "../i18n/vocabulary.json";
@@ -68,16 +66,6 @@ beforeEach(() => {
       return route(method, url, body) ?? jsonResponse({ error: { code: "not_found", message: "no" } }, 404);
     }),
   );
-});
-
-afterEach(() => {
-  cleanup();
-  resetAuth();
-  resetLiveStore();
-  stopTicker();
-  resetHealth();
-  vi.unstubAllGlobals();
-  setLang("en");
 });
 
 describe("a slot held by a pull request", () => {
@@ -332,7 +320,6 @@ describe("the board's pull requests waiting for a slot", () => {
     vi.setSystemTime(NOW);
     route = (m, url) => (m === "GET" && url === "/api/pull-requests" ? jsonResponse({ pull_requests: [list[1], list[3], list[0], list[2]], position: 40 }) : undefined);
   });
-  afterEach(() => vi.useRealTimers());
 
   const items = () => screen.queryAllByTestId("pr-waiting-item").map((i) => i.dataset.pr);
 

@@ -1,7 +1,7 @@
-import { cleanup, render, screen, waitFor } from "@testing-library/react";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { render, screen, waitFor } from "@testing-library/react";
+import { beforeEach, describe, expect, it, vi } from "vitest";
 import { setLang } from "../i18n";
-import { applySnapshot, resetLiveStore } from "../live/store";
+import { applySnapshot } from "../live/store";
 import { jsonResponse } from "../test/fakes";
 import { FreshnessBadge, freshState } from "./Freshness";
 
@@ -19,12 +19,6 @@ beforeEach(() => {
       return jsonResponse(answer);
     }),
   );
-});
-
-afterEach(() => {
-  cleanup();
-  resetLiveStore();
-  vi.unstubAllGlobals();
 });
 
 describe("freshState", () => {

@@ -1,9 +1,8 @@
 import { act, cleanup, fireEvent, render, screen } from "@testing-library/react";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { beforeEach, describe, expect, it, vi } from "vitest";
 import { Route, Router } from "wouter";
 import { memoryLocation } from "wouter/memory-location";
 import { setLang } from "../i18n";
-import { resetLiveStore } from "../live/store";
 import { jsonResponse, slot } from "../test/fakes";
 import { fromLocalInput, momentHref } from "./moment";
 import { decodeAt, SlotAsOfPage, SlotMoment, SlotTimeline } from "./SlotAsOf";
@@ -33,12 +32,6 @@ beforeEach(() => {
       return slotAnswer();
     }),
   );
-});
-
-afterEach(() => {
-  cleanup();
-  resetLiveStore();
-  vi.unstubAllGlobals();
 });
 
 const flush = () => act(async () => {});

@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { beforeEach, describe, expect, it, vi } from "vitest";
 import { jsonResponse } from "../test/fakes";
 import { adminService } from "./admin";
 import { authService } from "./auth";
@@ -35,12 +35,6 @@ beforeEach(() => {
     }),
   );
   setCsrf("csrf-123");
-});
-
-afterEach(() => {
-  setCsrf("");
-  onUnauthorized(undefined);
-  vi.unstubAllGlobals();
 });
 
 describe("the request function", () => {

@@ -2,7 +2,7 @@
 // CSRF token), asked once and never cleared outside tests. After a password
 // change (which rotates the session) or a sign-out and a sign-in as someone
 // else without a reload, its commands carried the old token.
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { beforeEach, describe, expect, it, vi } from "vitest";
 import { changePassword, checkSession, installAuth, resetAuth, signIn, signOut } from "../auth/session";
 import { jsonResponse } from "../test/fakes";
 import { waitlistService } from "../services/waitlist";
@@ -47,11 +47,6 @@ beforeEach(() => {
   );
   resetAuth();
   installAuth();
-});
-
-afterEach(() => {
-  resetAuth();
-  vi.unstubAllGlobals();
 });
 
 describe("the waitlist's commands carry the session's current CSRF token", () => {
