@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 
+	"github.com/slotkeeper/slotkeeper/backend/clock"
 	"github.com/slotkeeper/slotkeeper/events"
 	"github.com/slotkeeper/slotkeeper/events/kurrent"
 	"github.com/slotkeeper/slotkeeper/events/kurrent/kurrentfake"
@@ -282,28 +283,9 @@ func TestAppendOutcomeUnknown(t *testing.T) {
 }
 
 // expireWhen returns a context whose deadline passes when reached returns
-// (in its own goroutine): its Err is then context.DeadlineExceeded, as a
-// real deadline's is, but at a point of the test's choosing instead of a
-// wall-clock instant that a loaded machine may reach too early. It
-// reports no Deadline, so the client does not shorten its own bounds.
+// (in its own goroutine; clock.ExpireWhen says why).
 func expireWhen(parent context.Context, reached func()) context.Context {
-	c := &expiring{Context: parent, done: make(chan struct{})}
-	go func() { reached(); close(c.done) }()
-	return c
-}
-
-type expiring struct {
-	context.Context
-	done chan struct{}
-}
-
-func (c *expiring) Deadline() (time.Time, bool) { return time.Time{}, false }
-func (c *expiring) Done() <-chan struct{}       { return c.done }
-func (c *expiring) Err() error {
-	select {
-	case <-c.done:
-		return context.DeadlineExceeded
-	default:
-		return nil
-	}
+	ctx, expire := clock.ExpireWhen(parent)
+	go func() { reached(); expire() }()
+	return ctx
 }

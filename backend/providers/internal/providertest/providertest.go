@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slotkeeper/slotkeeper/backend/clock"
 	"github.com/slotkeeper/slotkeeper/backend/providers"
 	"github.com/slotkeeper/slotkeeper/backend/providers/internal/httpc"
 	"github.com/slotkeeper/slotkeeper/backend/providers/sim"
@@ -109,13 +110,13 @@ func CancelInFlight(t testing.TB, wctx context.Context, s *sim.Sim, sent func(si
 // for an aborted request that never came (issue 36 item 7).
 func ExpireInFlight(t testing.TB, wctx context.Context, s *sim.Sim, sent func(sim.Request) bool, call func(context.Context) error) (expiredAt time.Time, err error) {
 	t.Helper()
-	ctx := &expiring{Context: context.Background(), done: make(chan struct{})}
+	ctx, expire := clock.ExpireWhen(context.Background())
 	errc := make(chan error, 1)
 	go func() { errc <- call(ctx) }()
 	if _, err := s.WaitFor(wctx, sent); err != nil {
 		t.Fatal(err)
 	}
-	close(ctx.done)
+	expire()
 	expiredAt = time.Now()
 	select {
 	case err = <-errc:
@@ -123,23 +124,4 @@ func ExpireInFlight(t testing.TB, wctx context.Context, s *sim.Sim, sent func(si
 		t.Fatal("call did not return after its deadline passed")
 	}
 	return expiredAt, err
-}
-
-// expiring is a context whose deadline passes when done is closed: its
-// Err is then context.DeadlineExceeded. It reports no Deadline, so a
-// client does not give up early on the grounds that it is near.
-type expiring struct {
-	context.Context
-	done chan struct{}
-}
-
-func (c *expiring) Deadline() (time.Time, bool) { return time.Time{}, false }
-func (c *expiring) Done() <-chan struct{}       { return c.done }
-func (c *expiring) Err() error {
-	select {
-	case <-c.done:
-		return context.DeadlineExceeded
-	default:
-		return nil
-	}
 }
