@@ -61,28 +61,15 @@ func testClosedPRsLeave(t *testing.T, open Open, reference Reference) {
 	late := events.PRStream(repo, 100)
 
 	live := open(t, log)
-	lctx := ctx
-	if ex, ok := live.(projections.Exclusive); ok {
-		c, release, err := ex.Acquire(ctx)
-		Must(t, err)
-		lctx = c
-		defer release()
-	}
+	lctx := exclusive(t, ctx, live)
 	carried := map[string]projections.PRView{}
 	applyAll := func() {
 		t.Helper()
 		from, err := live.Position(ctx)
 		Must(t, err)
 		for _, ev := range readAll(t, log) {
-			if ev.Position <= from {
-				continue
-			}
-			chs, err := live.Apply(lctx, []projections.Event{projections.DecodeEvent(ev)})
-			Must(t, err)
-			for _, ch := range chs {
-				if ch.PullRequest != nil {
-					carried[ch.PullRequest.Stream] = *ch.PullRequest
-				}
+			if ev.Position > from {
+				carryPRs(t, lctx, live, ev, carried)
 			}
 		}
 	}

@@ -64,26 +64,10 @@ func testPullRequests(t *testing.T, open Open, reference Reference) {
 	app(d, events.PRChanged{RequestID: "merge-4", EventKey: "pr:merged", PR: pr(4, events.PRStateMerged)})
 
 	live := open(t, log)
-	all := readAll(t, log)
-	lctx := ctx
-	if ex, ok := live.(projections.Exclusive); ok {
-		c, release, err := ex.Acquire(ctx)
-		Must(t, err)
-		lctx = c
-		defer release()
-	}
+	lctx := exclusive(t, ctx, live)
 	carried := map[string]projections.PRView{}
-	for _, ev := range all {
-		chs, err := live.Apply(lctx, []projections.Event{projections.DecodeEvent(ev)})
-		Must(t, err)
-		for _, ch := range chs {
-			if ch.PullRequest != nil {
-				if ch.PullRequest.Position != ev.Position {
-					t.Fatalf("the change at %d carries PR %s at %d", ev.Position, ch.PullRequest.Stream, ch.PullRequest.Position)
-				}
-				carried[ch.PullRequest.Stream] = *ch.PullRequest
-			}
-		}
+	for _, ev := range readAll(t, log) {
+		chs := carryPRs(t, lctx, live, ev, carried)
 		if ev.Stream == events.PRReposStream && len(chs) == 1 && chs[0].PullRequest != nil {
 			t.Fatal("pr-repos made a pull request")
 		}
@@ -156,6 +140,38 @@ func testPullRequests(t *testing.T, open Open, reference Reference) {
 	if v := got[2]; !v.Released || v.Slot != "s1" || v.State != events.PRStateMerged {
 		t.Errorf("PR 1 is %+v, want merged, its slot released", v)
 	}
+}
+
+// exclusive is the context rm's Apply wants: under its exclusive lock
+// when it has one (projections.Exclusive), released when t ends.
+func exclusive(t *testing.T, ctx context.Context, rm projections.Target) context.Context {
+	t.Helper()
+	ex, ok := rm.(projections.Exclusive)
+	if !ok {
+		return ctx
+	}
+	lockCtx, release, err := ex.Acquire(ctx)
+	Must(t, err)
+	t.Cleanup(release)
+	return lockCtx
+}
+
+// carryPRs applies ev alone to rm, as the live feed does, and keeps in
+// carried each PR view its changes carry (what the dashboard follows),
+// checking each is at ev's position. It returns the changes.
+func carryPRs(t *testing.T, ctx context.Context, rm projections.Target, ev events.RecordedEvent, carried map[string]projections.PRView) []projections.Change {
+	t.Helper()
+	chs, err := rm.Apply(ctx, []projections.Event{projections.DecodeEvent(ev)})
+	Must(t, err)
+	for _, ch := range chs {
+		if ch.PullRequest != nil {
+			if ch.PullRequest.Position != ev.Position {
+				t.Fatalf("the change at %d carries PR %s at %d", ev.Position, ch.PullRequest.Stream, ch.PullRequest.Position)
+			}
+			carried[ch.PullRequest.Stream] = *ch.PullRequest
+		}
+	}
+	return chs
 }
 
 // readAll is every event of log, in order.
