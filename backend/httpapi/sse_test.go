@@ -15,7 +15,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -389,20 +388,7 @@ func assertError(t *testing.T, resp *http.Response, status int, code Code) {
 // buffer so the stall reaches the server quickly.
 func stalledConn(t *testing.T, addr string) net.Conn {
 	t.Helper()
-	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
-		return rc.Control(func(fd uintptr) {
-			_ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 2048)
-		})
-	}}
-	c, err := d.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.WriteString(c, "GET /api/stream HTTP/1.1\r\nHost: test\r\n\r\n"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
+	return rawGet(t, addr, streamRoute, "")
 }
 
 // TestStalledClientEvicted: one client stops reading; it is disconnected

@@ -71,8 +71,9 @@ func serveListener(t *testing.T, b *bundle, limit time.Duration) (addr string, h
 	return ln.Addr().String(), done
 }
 
-// rawGet sends GET path on a new connection with a 2 KiB receive buffer
-// and returns the connection unread.
+// rawGet sends GET path (with token, "": none) on a new connection with a
+// 2 KiB receive buffer, so that a client not reading stalls the server's
+// writes quickly, and returns the connection unread.
 func rawGet(t *testing.T, addr, path, token string) net.Conn {
 	t.Helper()
 	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
@@ -85,7 +86,11 @@ func rawGet(t *testing.T, addr, path, token string) net.Conn {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	if _, err := io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: "+addr+"\r\nAuthorization: Bearer "+token+"\r\n\r\n"); err != nil {
+	auth := ""
+	if token != "" {
+		auth = "Authorization: Bearer " + token + "\r\n"
+	}
+	if _, err := io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: "+addr+"\r\n"+auth+"\r\n"); err != nil {
 		t.Fatal(err)
 	}
 	return c
@@ -189,48 +194,13 @@ func TestStreamAndBackupOutliveTheWriteDeadline(t *testing.T) {
 	addr, _ := serveListener(t, b, limit)
 
 	t.Run("stream", func(t *testing.T) {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/api/stream", nil)
-		req.Header.Set("Authorization", "Bearer "+b.token)
-		tr := &http.Transport{}
-		defer tr.CloseIdleConnections()
-		resp, err := (&http.Client{Transport: tr}).Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		start := time.Now()
-		r := bufio.NewReader(resp.Body)
+		resp := readingGet(t, "http://"+addr+"/api/stream", b.token)
 		// Heartbeats until three write timeouts have passed, then a change.
-		registered := false
-		for {
-			line, err := r.ReadString('\n')
-			if err != nil {
-				t.Fatalf("the stream ended after %s: %v", time.Since(start), err)
-			}
-			if line == "event: change\n" {
-				break
-			}
-			if !registered && time.Since(start) > 3*limit {
-				b.register(t, "late")
-				registered = true
-			}
-		}
+		readPast(t, resp.Body, 3*limit, func() { b.register(t, "late") })
 	})
 
 	t.Run("backup", func(t *testing.T) {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+backupRoute, nil)
-		req.Header.Set("Authorization", "Bearer "+b.token)
-		tr := &http.Transport{}
-		defer tr.CloseIdleConnections()
-		resp, err := (&http.Client{Transport: tr}).Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
+		resp := readingGet(t, "http://"+addr+backupRoute, b.token)
 		start := time.Now()
 		buf := make([]byte, 8<<10)
 		for {
@@ -267,30 +237,49 @@ func TestStreamThroughTheResponseWriterOutlivesTheWriteDeadline(t *testing.T) {
 	srv.Start()
 	t.Cleanup(func() { hub.Close(); srv.Close() })
 
+	resp := readingGet(t, srv.URL+streamRoute, "")
+	readPast(t, resp.Body, 3*limit, func() { hub.Publish(slotChange(1, "a", 10)) })
+}
+
+// readingGet sends GET url (with token, "": none) from a client that
+// reads; the request ends with the test, or after a generous 30 s guard.
+func readingGet(t *testing.T, url, token string) *http.Response {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+streamRoute, nil)
+	t.Cleanup(cancel)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
 	tr := &http.Transport{}
-	defer tr.CloseIdleConnections()
+	t.Cleanup(tr.CloseIdleConnections)
 	resp, err := (&http.Client{Transport: tr}).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
+	t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
+// readPast reads a live stream's lines until a change arrives, calling
+// change once the stream has lived longer than d (the change it makes is
+// the one awaited). It fails if the stream ends first.
+func readPast(t *testing.T, stream io.Reader, d time.Duration, change func()) {
+	t.Helper()
 	start := time.Now()
-	r := bufio.NewReader(resp.Body)
-	published := false
+	r := bufio.NewReader(stream)
+	changed := false
 	for {
 		line, err := r.ReadString('\n')
 		if err != nil {
 			t.Fatalf("the stream ended after %s: %v", time.Since(start), err)
 		}
 		if line == "event: change\n" {
-			break
+			return
 		}
-		if !published && time.Since(start) > 3*limit {
-			hub.Publish(slotChange(1, "a", 10))
-			published = true
+		if !changed && time.Since(start) > d {
+			change()
+			changed = true
 		}
 	}
 }
